@@ -1,0 +1,109 @@
+"""One config dataclass for every search method (search-and-learn style)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+METHODS = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
+DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
+
+
+class ConfigError(ValueError):
+    """Bad user input: names the field and says how to fix it."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        self.field = field_name
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass
+class SearchConfig:
+    method: str = "h-uats"
+    budget: int = 16  # N: REBASE's width; the matched-compute budget for everyone else
+    seed: int = 0
+    cost_ratio: float = 18.0  # c: one generated step costs as much as c PRM passes
+    max_iterations: int = 40
+    # Best-of-N
+    weighted: bool = True
+    # Beam search and DVTS
+    beam_width: int = 4  # M
+    # REBASE and DORA
+    rebase_temperature: float = 0.2  # T
+    dora_similarity_temperature: float = 0.01  # Ts
+    # UATS
+    k0: int = 7
+    alpha: float = 0.3
+    tau: float = 0.003
+    delta: float = 0.04
+    nu1: float = 0.5
+    nu2: float = 0.2
+    reeval_share: float = 0.1  # share of the per-step budget N(c+1) reserved for re-evaluation
+    dropout_p: float = 0.1
+    dropout_mode: str = "full"
+    # A-UATS
+    controller: str | None = None  # checkpoint path; None = the shipped one
+    controller_uncertainty_features: bool = True
+
+    def validate(self) -> "SearchConfig":
+        if self.method not in METHODS:
+            raise ConfigError("method", f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        _int_at_least("budget", self.budget, 1)
+        _int_at_least("max_iterations", self.max_iterations, 1)
+        _int_at_least("k0", self.k0, 2, why="the sample variance needs at least 2 passes")
+        _int_at_least("beam_width", self.beam_width, 1)
+        if self.method in ("beam", "dvts") and self.budget % self.beam_width:
+            raise ConfigError("budget", f"beam search and DVTS need a budget divisible by beam_width={self.beam_width}; got {self.budget}")
+        if self.method in ("beam", "dvts") and self.budget < self.beam_width:
+            raise ConfigError("budget", f"must be at least beam_width={self.beam_width} for {self.method}")
+        _positive("cost_ratio", self.cost_ratio, allow_zero=True)
+        _positive("tau", self.tau, allow_zero=True)
+        _positive("delta", self.delta, allow_zero=True)
+        _positive("alpha", self.alpha, allow_zero=True)
+        for name in ("nu1", "nu2", "rebase_temperature", "dora_similarity_temperature"):
+            _positive(name, getattr(self, name))
+        if not 0.0 <= self.reeval_share < 1.0:
+            raise ConfigError("reeval_share", f"must be in [0, 1); got {self.reeval_share}")
+        if not 0.0 <= self.dropout_p < 1.0:
+            raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
+        parse_dropout_mode(self.dropout_mode)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SearchConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(sorted(unknown)[0], f"not a config field; known fields: {', '.join(sorted(known))}")
+        return cls(**data)
+
+
+def parse_dropout_mode(mode: str) -> tuple[str, int | None]:
+    """'full' -> ('full', None); 'head' -> ('head', None); 'last:2' -> ('last', 2)."""
+    if mode in ("full", "head"):
+        return mode, None
+    if mode.startswith("last:"):
+        try:
+            layers = int(mode.split(":", 1)[1])
+        except ValueError:
+            layers = 0
+        if layers >= 1:
+            return "last", layers
+    raise ConfigError("dropout_mode", f"got {mode!r}; use {DROPOUT_MODES_HELP}")
+
+
+def _int_at_least(name: str, value: Any, low: int, why: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        extra = f" ({why})" if why else ""
+        raise ConfigError(name, f"must be an integer >= {low}{extra}; got {value!r}")
+
+
+def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(name, f"must be a finite number {bound}; got {value!r}")

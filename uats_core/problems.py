@@ -1,0 +1,77 @@
+"""Problems the search runs on: the arithmetic world's generated ones, MATH-500, AIME 2024."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+HUB_DATASETS = {
+    "math500": ("HuggingFaceH4/MATH-500", "test"),
+    "aime24": ("HuggingFaceH4/aime_2024", "train"),
+}
+
+
+class ProblemError(ValueError):
+    def __init__(self, field_name: str, message: str) -> None:
+        self.field = field_name
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    question: str
+    answer: str | None  # gold answer as text; None when unknown
+    source: str = "custom"
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
+    """Read problems from a JSON-lines file with a `problem` (or `question`) and an `answer` field."""
+    p = Path(path)
+    if not p.is_file():
+        raise ProblemError("dataset", f"no such file {str(p)!r}; give a JSON-lines file with 'problem' and 'answer' fields")
+    src = source or p.stem
+    out: list[Problem] = []
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ProblemError("dataset", f"{p}:{lineno} is not valid JSON ({exc.msg})") from None
+            question = row.get("problem", row.get("question"))
+            if not isinstance(question, str):
+                raise ProblemError("dataset", f"{p}:{lineno} has no 'problem' or 'question' text field")
+            pid = str(row.get("id", row.get("unique_id", f"{src}-{lineno - 1}")))
+            answer = row.get("answer")
+            out.append(Problem(id=pid, question=question, answer=None if answer is None else str(answer), source=src,
+                               meta={k: v for k, v in row.items() if k in ("subject", "level", "url")}))
+    return out
+
+
+def load_hub(name: str) -> list[Problem]:
+    """MATH-500 or AIME 2024 from the Hugging Face hub (needs internet and the `datasets` package)."""
+    if name not in HUB_DATASETS:
+        raise ProblemError("dataset", f"unknown hub dataset {name!r}; choose one of {', '.join(HUB_DATASETS)} or give a file path")
+    try:
+        import datasets  # optional: only users with internet need it
+    except ImportError:
+        raise ProblemError("dataset", "loading from the hub needs `pip install datasets`; or pass a local .jsonl path") from None
+    repo, split = HUB_DATASETS[name]
+    rows = datasets.load_dataset(repo, split=split)
+    return [Problem(id=str(r.get("unique_id", r.get("id", i))), question=r["problem"], answer=str(r["answer"]), source=name)
+            for i, r in enumerate(rows)]
+
+
+def load_problems(spec: str) -> list[Problem]:
+    """`spec` is a .jsonl path, or a hub name (math500, aime24)."""
+    if spec.endswith(".jsonl") or Path(spec).exists():
+        return load_jsonl(spec)
+    return load_hub(spec)
