@@ -1,0 +1,6 @@
+"""The run log: uats_core events -> any SQLAlchemy database (SQLite by default), and readers for the CLI and app."""
+
+from .schema import ENDED_STATUSES, RUN_LEVEL, RUN_STATUSES
+from .store import RunRecorder, RunStore, StorageError
+
+__all__ = ["RunStore", "RunRecorder", "StorageError", "RUN_STATUSES", "ENDED_STATUSES", "RUN_LEVEL"]

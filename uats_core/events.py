@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunStarted:
+    run_id: str  # uuid hex, chosen by the caller so a UI can follow the run before it starts
     method: str
     problem_id: str
     question: str

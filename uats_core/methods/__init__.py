@@ -1,0 +1,32 @@
+"""One module per search method, all behind `SearchMethod`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import ConfigError, SearchConfig
+from .base import SearchCancelled, SearchContext, SearchMethod
+from .beam import BeamSearch
+from .best_of_n import BestOfN
+from .dora import Dora
+from .dvts import DVTS
+from .rebase import Rebase
+from .uats import AUATS, UATS, Knobs
+
+REGISTRY: dict[str, type[SearchMethod]] = {
+    "best-of-n": BestOfN, "beam": BeamSearch, "dvts": DVTS, "rebase": Rebase, "dora": Dora,
+    "h-uats": UATS, "a-uats": AUATS,
+}
+
+
+def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
+    try:
+        cls = REGISTRY[config.method]
+    except KeyError:
+        raise ConfigError("method", f"unknown method {config.method!r}; choose one of {', '.join(REGISTRY)}") from None
+    if issubclass(cls, UATS):
+        return cls(config, controller)
+    return cls(config)
+
+
+__all__ = ["REGISTRY", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]

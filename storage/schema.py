@@ -1,0 +1,134 @@
+"""Tables of the run log (SQLAlchemy 2 Core, portable types only so SQLite and PostgreSQL both work).
+
+One row per run, one per node (its latest snapshot), one per (iteration, node) in node_history (what the
+node looked like after that iteration: replay needs the statistics *before* a later re-evaluation and
+the status decided at each step), one per iteration (the step's decisions and budget), and one per
+starred/annotated case.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+RUN_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
+ENDED_STATUSES = ("finished", "failed", "cancelled")
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("method", sa.String(32), nullable=False),
+    sa.Column("problem_id", sa.String(200), nullable=False),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("gold_answer", sa.Text),
+    sa.Column("seed", sa.Integer),
+    sa.Column("config", sa.JSON),
+    sa.Column("policy", sa.String(200)),
+    sa.Column("prm", sa.String(200)),
+    # queued: registered by a front end before its worker emitted RunStarted
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("answer", sa.Text),
+    sa.Column("naive_answer", sa.Text),
+    sa.Column("correct", sa.Boolean),
+    sa.Column("naive_correct", sa.Boolean),
+    sa.Column("cost", sa.Float, nullable=False, default=0.0),
+    sa.Column("iterations", sa.Integer, nullable=False, default=0),
+    sa.Column("n_nodes", sa.Integer, nullable=False, default=0),
+    sa.Column("error", sa.Text),
+    sa.Column("extra", sa.JSON),
+    sa.Column("label", sa.String(200)),  # free text a front end may attach (e.g. "compare A")
+    sa.Column("started_at", sa.Float),  # unix seconds
+    sa.Column("updated_at", sa.Float),  # last write by the worker: a heartbeat for stale-run checks
+    sa.Column("ended_at", sa.Float),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("worker_pid", sa.Integer),
+    sa.Column("worker_host", sa.String(200)),
+    sa.Index("ix_runs_method", "method"),
+    sa.Index("ix_runs_problem", "problem_id"),
+    sa.Index("ix_runs_status", "status"),
+    sa.Index("ix_runs_started", "started_at"),
+)
+
+# Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
+NODE_FIELDS = (
+    "parent_id", "depth", "step", "num_tokens", "finish_reason", "created_iter", "subtree", "mc_scores",
+    "initial_passes", "mean", "var", "ucb", "ood", "scored_iter", "reeval_iter", "expanded_iter",
+    "extra_passes", "children_granted", "uniqueness", "status", "answer", "correct",
+)
+
+nodes = sa.Table(
+    "nodes",
+    metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("parent_id", sa.Integer),
+    sa.Column("depth", sa.Integer, nullable=False),
+    sa.Column("step", sa.Text, nullable=False),
+    sa.Column("num_tokens", sa.Integer, nullable=False, default=0),
+    sa.Column("finish_reason", sa.String(32)),
+    sa.Column("created_iter", sa.Integer, nullable=False, default=0),
+    sa.Column("subtree", sa.Integer),
+    sa.Column("mc_scores", sa.JSON),  # every pass, initial ones first
+    sa.Column("initial_passes", sa.Integer, nullable=False, default=0),
+    sa.Column("mean", sa.Float),
+    sa.Column("var", sa.Float),
+    sa.Column("k", sa.Integer, nullable=False, default=0),
+    sa.Column("ucb", sa.Float),
+    sa.Column("ood", sa.Boolean),
+    sa.Column("scored_iter", sa.Integer),
+    sa.Column("reeval_iter", sa.Integer),
+    sa.Column("expanded_iter", sa.Integer),
+    sa.Column("extra_passes", sa.Integer, nullable=False, default=0),
+    sa.Column("children_granted", sa.Integer, nullable=False, default=0),
+    sa.Column("uniqueness", sa.Float),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("answer", sa.Text),
+    sa.Column("correct", sa.Boolean),
+    sa.Column("extra", sa.JSON),  # snapshot keys this schema does not know yet (a newer core)
+    sa.Column("updated_iter", sa.Integer, nullable=False, default=0),  # iteration of the latest snapshot
+)
+
+node_history = sa.Table(
+    "node_history",
+    metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("iteration", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("k", sa.Integer, nullable=False),  # passes so far: mc_scores[:k] of the final row
+    sa.Column("mean", sa.Float),
+    sa.Column("var", sa.Float),
+    sa.Column("ucb", sa.Float),
+    sa.Column("ood", sa.Boolean),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("extra_passes", sa.Integer, nullable=False, default=0),
+    sa.Column("children_granted", sa.Integer, nullable=False, default=0),
+)
+
+iterations = sa.Table(
+    "iterations",
+    metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("iteration", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("decisions", sa.JSON),
+    sa.Column("budget", sa.JSON),
+    sa.Column("cost_step", sa.Float, nullable=False, default=0.0),
+    sa.Column("cost_total", sa.Float, nullable=False, default=0.0),
+    sa.Column("n_nodes_updated", sa.Integer, nullable=False, default=0),
+    sa.Column("written_at", sa.Float),  # unix seconds at commit: the start of the UI's update latency
+)
+
+stars = sa.Table(
+    "stars",
+    metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    # -1 = the run as a whole (primary keys cannot hold NULL on PostgreSQL)
+    sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("starred", sa.Boolean, nullable=False, default=False),
+    sa.Column("note", sa.Text, nullable=False, default=""),
+    sa.Column("case_kind", sa.String(64)),  # e.g. "high score / high variance"
+    sa.Column("updated_at", sa.Float),
+)
+
+RUN_LEVEL = -1

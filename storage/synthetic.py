@@ -1,0 +1,150 @@
+"""A synthetic, H-UATS-shaped event stream for tests and drawing benchmarks (NOT a search method).
+
+Trees of a chosen size with MC-dropout scores, OOD re-evaluation, softmax child allocation, pruning,
+finished answers right and wrong, emitted through the real uats_core events and Node records, so that
+storage and the UI are exercised exactly as a search would exercise them, at sizes (2,000 nodes) a CPU
+search would take long to reach. Seeded: the same arguments give the same stream.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
+from uats_core.tree import FINISHED, KEPT, PRUNED, Node
+
+
+def _largest_remainder(weights: list[float], total: int) -> list[int]:
+    s = sum(weights) or 1.0
+    raw = [w * total / s for w in weights]
+    out = [int(math.floor(r)) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: raw[i] - out[i], reverse=True)
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def _stats(scores: list[float]) -> tuple[float, float]:
+    m = sum(scores) / len(scores)
+    v = sum((x - m) ** 2 for x in scores) / (len(scores) - 1)
+    return m, v
+
+
+def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int = 0, k0: int = 7,
+                     tau: float = 0.003, delta: float = 0.04, alpha: float = 0.3, method: str = "h-uats",
+                     problem_id: str = "synthetic-0", question: str = "What is 12 + 30?", gold: str = "42",
+                     fail_after: int | None = None, max_iterations: int = 400) -> list[Event]:
+    """Events of one synthetic run growing to about `n_nodes` nodes (root included).
+
+    fail_after: stop after that many iterations with RunEnded(status="failed") and nodes of the
+    unfinished iteration still pending (as a crash in the middle of an iteration would leave them)."""
+    rng = random.Random(seed)
+    cost_ratio = 18.0
+    events: list[Event] = [RunStarted(run_id=run_id, method=method, problem_id=problem_id, question=question,
+                                      gold_answer=gold, seed=seed,
+                                      config={"method": method, "budget": budget, "seed": seed, "k0": k0, "tau": tau,
+                                              "delta": delta, "alpha": alpha, "synthetic": True},
+                                      policy="synthetic-policy", prm="synthetic-prm")]
+    nodes: dict[int, Node] = {0: Node(id=0, parent_id=None, depth=0, step="", status=KEPT)}
+    quality: dict[int, float] = {0: 0.7}
+    frontier: list[tuple[int, int]] = [(0, budget)]  # (parent id, children granted)
+    cost_total = 0.0
+    it = 0
+    while frontier and len(nodes) < n_nodes and it < max_iterations:
+        it += 1
+        created: list[Node] = []
+        for parent_id, n_children in frontier:
+            parent = nodes[parent_id]
+            for _ in range(n_children):
+                if len(nodes) >= n_nodes:
+                    break
+                nid = len(nodes)
+                depth = parent.depth + 1
+                q = min(0.98, max(0.02, quality[parent_id] + rng.gauss(0, 0.15)))
+                finishing = depth >= 3 and rng.random() < 0.25
+                a, b = rng.randint(1, 60), rng.randint(1, 60)
+                if finishing:
+                    ans = "42" if rng.random() < q else str(rng.randint(10, 90))
+                    step = f"So the answer is $\\boxed{{{ans}}}$."
+                else:
+                    ans = None
+                    step = f"Step {depth}: ${a} + {b} = {a + b}$, carry on.\n\n"
+                node = Node(id=nid, parent_id=parent_id, depth=depth, step=step, num_tokens=len(step) // 3,
+                            finish_reason="eos" if finishing else "delimiter", created_iter=it)
+                spread = rng.choice((0.01, 0.02, 0.03, 0.08, 0.15))
+                node.mc_scores = [min(1.0, max(0.0, rng.gauss(q, spread))) for _ in range(k0)]
+                node.initial_passes = k0
+                node.scored_iter = it
+                node.mean, node.var = _stats(node.mc_scores)
+                node.ucb = node.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / k0)
+                node.ood = node.var > tau
+                if finishing:
+                    node.status = FINISHED
+                    node.answer = ans
+                    node.correct = ans == gold
+                nodes[nid] = node
+                quality[nid] = q
+                created.append(node)
+            parent.expanded_iter = it
+        # H-UATS step: re-evaluate OOD candidates near the best ID mean, then allocate children
+        id_means = [n.mean for n in created if not n.ood and n.mean is not None]
+        best = max(id_means) if id_means else max((n.mean or 0.0) for n in created) if created else 0.0
+        selected = [n for n in created if n.ood and (n.ucb or 0.0) >= best - delta]
+        reeval_budget = max(1, budget // 2) if selected else 0
+        extra = _largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_budget) if selected else []
+        for n, e in zip(selected, extra):
+            if e <= 0:
+                continue
+            n.mc_scores += [min(1.0, max(0.0, rng.gauss(quality[n.id], 0.05))) for _ in range(e)]
+            n.extra_passes += e
+            n.reeval_iter = it
+            n.mean, n.var = _stats(n.mc_scores)
+            n.ucb = n.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / n.k)
+            n.ood = n.var > tau
+        open_nodes = [n for n in created if n.status != FINISHED]
+        grants = _largest_remainder([math.exp((n.mean or 0.0) / 0.2) for n in open_nodes], budget) if open_nodes else []
+        frontier = []
+        decisions: list[dict[str, Any]] = []
+        for n, g in zip(open_nodes, grants):
+            n.children_granted = g
+            n.status = KEPT if g > 0 else PRUNED
+            if g > 0:
+                frontier.append((n.id, g))
+        for n in created:
+            decisions.append({"node_id": n.id, "extra_passes": n.extra_passes, "children": n.children_granted,
+                              "status": n.status})
+        cost_step = len(created) * (cost_ratio + k0) + sum(extra)
+        cost_total += cost_step
+        changed = created + [nodes[p] for p in {n.parent_id for n in created if n.parent_id is not None}]
+        events.append(NodesUpdated(iteration=it, nodes=[n.record() for n in changed]))
+        if fail_after is not None and it > fail_after:
+            events.append(RunEnded(status="failed", cost=cost_total - cost_step, iterations=it - 1,
+                                   error="RuntimeError: synthetic crash in the middle of an iteration"))
+            return events
+        events.append(IterationEnded(iteration=it, decisions=decisions,
+                                     budget={"C": budget, "B": reeval_budget, "tau": tau, "delta": delta,
+                                             "selected": [n.id for n in selected]},
+                                     cost_step=float(cost_step), cost_total=float(cost_total)))
+    finals = [n for n in nodes.values() if n.status == FINISHED]
+    votes: dict[str, float] = {}
+    for n in finals:
+        votes[n.answer or ""] = votes.get(n.answer or "", 0.0) + (n.mean or 0.0)
+    answer = max(votes, key=lambda a: votes[a]) if votes else None
+    naive = max(finals, key=lambda n: n.mean or 0.0).answer if finals else None
+    events.append(RunEnded(status="finished", answer=answer, naive_answer=naive,
+                           correct=None if answer is None else answer == gold,
+                           naive_correct=None if naive is None else naive == gold,
+                           cost=cost_total, iterations=it))
+    return events
+
+
+def final_records(events: list[Event]) -> dict[int, dict[str, Any]]:
+    """The latest snapshot of every node in an event stream (what storage must hold at the end)."""
+    out: dict[int, dict[str, Any]] = {}
+    for ev in events:
+        if isinstance(ev, NodesUpdated):
+            for rec in ev.nodes:
+                out[rec["id"]] = rec
+    return out

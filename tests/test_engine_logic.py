@@ -1,0 +1,153 @@
+"""Search-engine invariants on test doubles (the allocation maths in context; real models are in
+test_e2e.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
+from uats_core.methods import Knobs
+from uats_core.problems import Problem
+from uats_core.runner import run_search
+from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+
+PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
+NO_EMBED_METHODS = ["best-of-n", "beam", "dvts", "rebase", "h-uats", "a-uats"]
+
+
+class HashEmbedderDouble:
+    def embed(self, texts):
+        out = np.array([[hash(t + str(i)) % 97 + 1.0 for i in range(8)] for t in texts])
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def fixed_controller(state):
+    return Knobs(beta=1.5, gamma=0.8, tau=0.002, delta=0.05, nu1=0.5, nu2=0.3)
+
+
+def _run(method, budget=16, seed=0, depth=4, **kw):
+    events = []
+    cfg = SearchConfig(method=method, budget=budget, seed=seed, **kw)
+    result = run_search(PROBLEM, cfg, ScriptedPolicyDouble(depth=depth), HashedPRMDouble(seed),
+                        subscribers=[events.append], controller=fixed_controller, embedder=HashEmbedderDouble())
+    return result, events
+
+
+def _check_tree(result):
+    tree = result.tree
+    for node in tree.nodes.values():
+        kids = tree.children(node.id)
+        if node.id == 0:
+            continue
+        if node.status == "pruned":
+            assert not kids, f"pruned node {node.id} has children"
+        assert len(kids) == node.children_granted, f"node {node.id}: granted {node.children_granted}, has {len(kids)}"
+        if node.var is not None:
+            assert node.var == pytest.approx(float(np.var(node.mc_scores, ddof=1)))
+        if node.is_terminal:
+            assert not kids
+
+
+@pytest.mark.parametrize("method", NO_EMBED_METHODS + ["dora"])
+def test_every_method_runs_and_keeps_tree_invariants(method):
+    result, events = _run(method)
+    assert result.status == "finished"
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunEnded)
+    assert result.answer in {"7", "8", "9"}
+    assert result.correct == (result.answer == "8")
+    _check_tree(result)
+    costs = [e for e in events if isinstance(e, IterationEnded)]
+    assert costs[-1].cost_total == pytest.approx(result.cost)
+    assert sum(e.cost_step for e in costs) == pytest.approx(result.cost)
+
+
+@pytest.mark.parametrize("method", ["h-uats", "a-uats"])
+@given(seed=st.integers(0, 10_000), budget=st.sampled_from([4, 8, 16, 32]), depth=st.integers(2, 6))
+@settings(max_examples=25, deadline=None)
+def test_uats_spends_within_cap_and_conserves(method, seed, budget, depth):
+    result, events = _run(method, budget=budget, seed=seed, depth=depth)
+    cap = budget * (18 + 1)
+    for it in (e for e in events if isinstance(e, IterationEnded)):
+        assert it.cost_step <= cap + 1e-9
+        if it.iteration == 1:
+            continue
+        b = it.budget
+        extra = sum(d["extra_passes"] for d in it.decisions)
+        children = sum(d["children"] for d in it.decisions)
+        assert children == b["width"]
+        chosen = [d for d in it.decisions if d["reeval_candidate"]]
+        assert extra == (b["reeval_budget"] if chosen else 0)
+        knobs = b["knobs"]
+        for d in it.decisions:
+            assert d["ood"] == (d["var_before"] > knobs["tau"])
+            if d["reeval_candidate"]:
+                assert d["ood"] and d["ucb_before"] >= b["reference_mean"] - knobs["delta"] - 1e-12
+            if d["extra_passes"]:
+                assert d["reeval_candidate"]
+                assert d["k"] == d["k_before"] + d["extra_passes"]
+    _check_tree(result)
+
+
+@pytest.mark.parametrize("method", ["rebase", "dora", "beam", "dvts", "best-of-n"])
+@given(seed=st.integers(0, 10_000), depth=st.integers(2, 5))
+@settings(max_examples=10, deadline=None)
+def test_width_methods_conserve_width(method, seed, depth):
+    result, events = _run(method, budget=8, seed=seed, depth=depth)
+    for it in (e for e in events if isinstance(e, IterationEnded)):
+        if method in ("rebase", "dora") and it.decisions:
+            assert sum(d["children"] for d in it.decisions) == it.budget["width"]
+            assert it.cost_step == pytest.approx(it.budget["width"] * 19)
+    _check_tree(result)
+
+
+def test_cancel_leaves_a_cancelled_run_with_its_nodes():
+    events = []
+    calls = Counter()
+
+    def cancel_after_two():
+        calls["n"] += 1
+        return calls["n"] > 2
+
+    result = run_search(PROBLEM, SearchConfig(method="h-uats", budget=8), ScriptedPolicyDouble(depth=6),
+                        HashedPRMDouble(), subscribers=[events.append], should_cancel=cancel_after_two)
+    assert result.status == "cancelled"
+    assert isinstance(events[-1], RunEnded) and events[-1].status == "cancelled"
+    written = {n["id"] for e in events if isinstance(e, NodesUpdated) for n in e.nodes}
+    assert written == set(result.tree.nodes) - {0}
+
+
+def test_failure_is_recorded_then_raised():
+    class ExplodingPRMDouble(HashedPRMDouble):
+        def mc_scores(self, traces, k):
+            if any(len(t.steps) > 1 for t in traces):
+                raise RuntimeError("out of memory")
+            return super().mc_scores(traces, k)
+
+    events = []
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run_search(PROBLEM, SearchConfig(method="h-uats", budget=8), ScriptedPolicyDouble(depth=5),
+                   ExplodingPRMDouble(), subscribers=[events.append])
+    assert events[-1].status == "failed" and "out of memory" in events[-1].error
+    assert any(isinstance(e, NodesUpdated) for e in events)
+
+
+@pytest.mark.parametrize("bad,field", [
+    (dict(method="mcts"), "method"), (dict(budget=0), "budget"), (dict(budget=-3), "budget"),
+    (dict(k0=1), "k0"), (dict(tau=-0.1), "tau"), (dict(dropout_mode="last:0"), "dropout_mode"),
+    (dict(method="beam", budget=6), "budget"),
+])
+def test_bad_config_names_the_field(bad, field):
+    with pytest.raises(ConfigError) as err:
+        SearchConfig(**bad).validate()
+    assert err.value.field == field and field in str(err.value)
+
+
+def test_same_seed_same_tree():
+    a, _ = _run("h-uats", seed=3)
+    b, _ = _run("h-uats", seed=3)
+    assert [n.record() for n in a.tree.nodes.values()] == [n.record() for n in b.tree.nodes.values()]

@@ -1,0 +1,170 @@
+"""A transformers policy: one batched, left-padded `generate()` per request batch, stopping each row at "\\n\\n"."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+import torch
+from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+from uats_core.backends._loading import BackendError, ModelSource, load_tokenizer, load_weights, resolve_device, resolve_spec
+from uats_core.backends.prompting import (
+    DEFAULT_SYSTEM_PROMPT,
+    classify_finish,
+    has_chat_template,
+    prompt_ids,
+    solution_token_count,
+    trim_at_delimiter,
+)
+from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
+
+log = logging.getLogger(__name__)
+
+# How many trailing tokens the stop check decodes: "\n\n" spans at most a few tokens in any vocabulary.
+_TAIL_TOKENS = 4
+
+
+class _PerRowStop(StoppingCriteria):
+    """Stops each row on its own: at the first "\\n\\n" in its new text, at EOS, or at its own token budget.
+
+    Records where each row stopped, so the caller can tell generated tokens from the padding that
+    generate() writes into finished rows (the pad id may equal a real token, e.g. eos)."""
+
+    def __init__(self, tokenizer: Any, prompt_len: int, budgets: list[int], eos_ids: set[int]) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_len = prompt_len
+        self.budgets = budgets
+        self.eos_ids = eos_ids
+        self.stopped_at: list[int | None] = [None] * len(budgets)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        n_new = input_ids.shape[1] - self.prompt_len
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for row in range(input_ids.shape[0]):
+            if self.stopped_at[row] is not None:
+                done[row] = True
+                continue
+            last = int(input_ids[row, -1])
+            tail = input_ids[row, max(self.prompt_len, input_ids.shape[1] - _TAIL_TOKENS):].tolist()
+            if (last in self.eos_ids or n_new >= self.budgets[row]
+                    or STEP_DELIMITER in self.tokenizer.decode(tail, skip_special_tokens=True)):
+                self.stopped_at[row] = n_new
+                done[row] = True
+        return done
+
+
+class HFPolicy:
+    """Policy over any transformers causal LM (hub id, local folder or GGUF file)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str = "hf-policy", temperature: float = 0.8, top_p: float = 1.0,
+                 step_token_cap: int = 256, solution_token_cap: int = 2048, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+                 use_chat_template: bool | None = None, seed: int | None = None) -> None:
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise BackendError("policy", f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}")
+        if step_token_cap < 1 or solution_token_cap < 1:
+            raise BackendError("policy", f"token caps must be >= 1; got step {step_token_cap}, solution {solution_token_cap}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.temperature = temperature
+        self.top_p = top_p
+        self.step_token_cap = step_token_cap
+        self.solution_token_cap = solution_token_cap
+        self.system_prompt = system_prompt
+        self.use_chat = has_chat_template(tokenizer) if use_chat_template is None else use_chat_template
+        if self.use_chat and not has_chat_template(tokenizer):
+            raise BackendError("policy", f"{name}: use_chat_template=True but the tokenizer has no chat template")
+        self.seed = seed
+        self._calls = 0
+        eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None else tokenizer.eos_token_id
+        self.eos_ids: set[int] = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+        if tokenizer.eos_token_id is not None:
+            self.eos_ids.add(tokenizer.eos_token_id)
+        if not self.eos_ids:
+            raise BackendError("policy", f"{name}: the tokenizer and generation config name no end-of-sequence token")
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
+
+    @classmethod
+    def from_pretrained(cls, spec: str | ModelSource, *, dtype: str | torch.dtype | None = "auto", device: str | None = "cpu",
+                        trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> "HFPolicy":
+        from transformers import AutoModelForCausalLM
+
+        src = spec if isinstance(spec, ModelSource) else resolve_spec(spec, "policy")
+        if src.kind == "vllm":
+            raise BackendError("policy", f"{src.spec!r} is a vLLM spec; load it with load_policy() or VLLMPolicy")
+        dev = resolve_device(device)
+        tokenizer = load_tokenizer(src, "policy", trust_remote_code)
+        model = load_weights(AutoModelForCausalLM, src, "policy", dtype=dtype, device=dev, trust_remote_code=trust_remote_code)
+        return cls(model, tokenizer, name=name or src.spec, **opts)
+
+    # -- prompts ---------------------------------------------------------------------------------------
+    def prompt_ids(self, trace: Trace) -> list[int]:
+        return prompt_ids(self.tokenizer, trace, use_chat=self.use_chat, system_prompt=self.system_prompt)
+
+    def _solution_tokens(self, trace: Trace) -> int:
+        return solution_token_count(self.tokenizer, trace.steps)
+
+    # -- generation ------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
+        if not traces:
+            return []
+        used = [self._solution_tokens(t) for t in traces]
+        budgets = [min(self.step_token_cap, self.solution_token_cap - u) for u in used]
+        results: list[StepOutput | None] = [None] * len(traces)
+        live = [i for i, b in enumerate(budgets) if b > 0]
+        for i in set(range(len(traces))) - set(live):
+            results[i] = StepOutput("", 0, FinishReason.SOLUTION_CAP)  # no room left: the solution is truncated
+        if live:
+            for i, out in zip(live, self._generate([traces[i] for i in live], [budgets[i] for i in live],
+                                                   [used[i] for i in live])):
+                results[i] = out
+        return [r for r in results if r is not None]
+
+    def _generate(self, traces: list[Trace], budgets: list[int], used: list[int]) -> list[StepOutput]:
+        prompts = [self.prompt_ids(t) for t in traces]
+        width = max(len(p) for p in prompts)
+        # Left padding: every row's next token sits in the same column, which batched decoding needs.
+        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            attention[row, width - len(ids):] = 1
+        device = self.model.device
+        stop = _PerRowStop(self.tokenizer, width, budgets, self.eos_ids)
+        gen_config = GenerationConfig(
+            do_sample=self.temperature > 0, temperature=self.temperature if self.temperature > 0 else None,
+            top_p=self.top_p if self.temperature > 0 else None, top_k=0,  # top_k=0: no top-k cut (vLLM/search-and-learn default)
+            max_new_tokens=max(budgets), pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
+            bos_token_id=self.tokenizer.bos_token_id,
+        )
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            if self.seed is not None:
+                # Seeded per call: a rerun with the same seed replays the same tree; the global RNG is left alone.
+                torch.manual_seed(self.seed * 1_000_003 + self._calls)
+            self._calls += 1
+            out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),
+                                      generation_config=gen_config, stopping_criteria=StoppingCriteriaList([stop]))
+        new_tokens = out[:, width:].tolist()
+        return [self._parse_row(row_tokens, stop.stopped_at[row], budgets[row], used[row])
+                for row, row_tokens in enumerate(new_tokens)]
+
+    def _parse_row(self, row_tokens: list[int], stopped_at: int | None, budget: int, used: int) -> StepOutput:
+        tokens = row_tokens[: stopped_at if stopped_at is not None else len(row_tokens)]
+        ended_by_eos = False
+        for j, tok in enumerate(tokens):
+            if tok in self.eos_ids:
+                tokens, ended_by_eos = tokens[: j + 1], True
+                break
+        text, has_delim = trim_at_delimiter(self.tokenizer.decode(tokens, skip_special_tokens=True))
+        if has_delim:
+            # Count only the tokens up to the one that completed "\n\n"; anything after it was generated but
+            # is dropped (a token such as ".\n\nThe" makes the text shorter than the tokens' decode).
+            while len(tokens) > 1 and STEP_DELIMITER in self.tokenizer.decode(tokens[:-1], skip_special_tokens=True):
+                tokens = tokens[:-1]
+            ended_by_eos = False  # the step closed at the delimiter before any eos
+        n = len(tokens)
+        reason = classify_finish(ended_by_eos=ended_by_eos, has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,
+                                 solution_tokens_after=used + n, solution_cap=self.solution_token_cap)
+        return StepOutput(text=text, num_tokens=n, finish_reason=reason)

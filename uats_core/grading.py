@@ -1,0 +1,156 @@
+"""Answer extraction, equivalence, grading and voting.
+
+math-verify's own timeouts use signal alarms, which only work on the main thread; the app and the
+evaluation harness grade off it. So: plain numbers are compared exactly in-process (the arithmetic
+world and AIME never need more), and anything else goes to math-verify in a worker process whose
+call we can abandon after `timeout_s`."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing as mp
+import re
+import threading
+from collections import defaultdict
+from fractions import Fraction
+from typing import Iterable, Sequence
+
+log = logging.getLogger(__name__)
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+_FRACTION = re.compile(r"^([+-]?\d+)\s*/\s*(\d+)$")
+_LATEX_FRAC = re.compile(r"^([+-]?)\\[dt]?frac\{(\d+)\}\{(\d+)\}$")
+
+
+def extract_boxed(text: str | None) -> str | None:
+    """Content of the last \\boxed{...} (or \\fbox{...}), with nested braces matched."""
+    if not text:
+        return None
+    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
+    if start < 0:
+        return None
+    i = text.index("{", start) + 1
+    depth, j = 1, i
+    while j < len(text):
+        ch = text[j]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j].strip()
+        j += 1
+    return None  # unbalanced: the policy was cut off mid-answer
+
+
+def _plain_number(s: str) -> Fraction | None:
+    t = s.strip().strip("$").replace(",", "").replace("\\!", "").replace(" ", "")
+    t = re.sub(r"^\\text\{(.*)\}$", r"\1", t)
+    if _NUMBER.match(t):
+        return Fraction(t)
+    m = _FRACTION.match(t)
+    if m and int(m.group(2)):
+        return Fraction(int(m.group(1)), int(m.group(2)))
+    m = _LATEX_FRAC.match(t)
+    if m and int(m.group(3)):
+        return Fraction(int(m.group(1) + m.group(2)), int(m.group(3)))
+    return None
+
+
+def _verify_in_worker(gold: str, pred: str) -> bool:
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    from math_verify import parse, verify
+
+    g = parse(f"${gold}$" if "\\boxed" not in gold and "$" not in gold else gold, parsing_timeout=None)
+    p = parse(f"\\boxed{{{pred}}}", parsing_timeout=None)
+    return bool(verify(g, p, timeout_seconds=None))
+
+
+class Grader:
+    """Grades predictions against gold answers (gold first: math-verify is asymmetric)."""
+
+    def __init__(self, timeout_s: float = 5.0) -> None:
+        self.timeout_s = timeout_s
+        self._pool: cf.ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, str], bool] = {}
+
+    def equivalent(self, gold: str | None, pred: str | None) -> bool:
+        if gold is None or pred is None:
+            return False
+        gold, pred = gold.strip(), pred.strip()
+        if gold == pred:
+            return True
+        g, p = _plain_number(gold), _plain_number(pred)
+        if g is not None and p is not None:
+            return g == p  # AIME's "025" equals 25
+        key = (gold, pred)
+        if key not in self._cache:
+            self._cache[key] = self._math_verify(gold, pred)
+        return self._cache[key]
+
+    def _math_verify(self, gold: str, pred: str) -> bool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+            pool = self._pool
+        future = pool.submit(_verify_in_worker, gold, pred)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except cf.TimeoutError:
+            log.warning("math-verify timed out after %.1fs on gold=%r pred=%r; counted as not equivalent",
+                        self.timeout_s, gold, pred)
+            self._restart_pool(pool)
+            return False
+        except Exception as exc:  # a parser crash on odd LaTeX is a wrong answer, not a failed run
+            log.warning("math-verify failed on gold=%r pred=%r: %s", gold, pred, exc)
+            return False
+
+    def _restart_pool(self, pool: cf.ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()  # a stuck sympy call never returns on its own
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
+def group_answers(answers: Sequence[str], grader: Grader) -> list[int]:
+    """Group index per answer: equivalent answers share a group (compared against each group's first)."""
+    reps: list[str] = []
+    groups: list[int] = []
+    for a in answers:
+        for gi, rep in enumerate(reps):
+            if grader.equivalent(rep, a):
+                groups.append(gi)
+                break
+        else:
+            reps.append(a)
+            groups.append(len(reps) - 1)
+    return groups
+
+
+def weighted_vote(candidates: Iterable[tuple[str | None, float]], grader: Grader) -> tuple[str | None, str | None]:
+    """(weighted-majority answer, naive argmax answer) over (answer, last-step score) pairs.
+
+    Weighted majority sums the scores of equivalent answers; the naive answer is the single highest-scored
+    one. Candidates without an answer take part in neither."""
+    scored = [(a, w) for a, w in candidates if a is not None]
+    if not scored:
+        return None, None
+    answers = [a for a, _ in scored]
+    groups = group_answers(answers, grader)
+    totals: dict[int, float] = defaultdict(float)
+    first_of: dict[int, int] = {}
+    for i, (g, (_, w)) in enumerate(zip(groups, scored)):
+        totals[g] += w
+        first_of.setdefault(g, i)
+    best_group = max(totals, key=lambda g: (totals[g], -first_of[g]))
+    naive = max(range(len(scored)), key=lambda i: (scored[i][1], -i))
+    return answers[first_of[best_group]], answers[naive]

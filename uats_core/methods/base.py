@@ -1,0 +1,209 @@
+"""The SearchMethod interface and the context every method searches through.
+
+The context owns the tree and the compute ledger, makes the batched policy and PRM calls, and emits the
+events; a method only decides who is re-evaluated, who gets how many children and when to stop."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..config import SearchConfig
+from ..estimation import mc_stats, ucb
+from ..events import EventBus, IterationEnded, NodesUpdated
+from ..grading import Grader, extract_boxed
+from ..protocols import PRM, Embedder, Policy
+from ..tree import ACTIVE, KEPT, PRUNED, TRUNCATED, Node, SearchTree, ends_solution, terminal_status
+
+log = logging.getLogger(__name__)
+
+
+class SearchCancelled(Exception):
+    """Raised at an iteration boundary when the caller asked to stop."""
+
+
+class SearchContext:
+    def __init__(self, question: str, gold: str | None, config: SearchConfig, policy: Policy, prm: PRM,
+                 bus: EventBus, grader: Grader, should_cancel: Callable[[], bool] | None = None,
+                 embedder: Embedder | None = None, controller: Any = None,
+                 on_iteration: Callable[[int], None] | None = None) -> None:
+        self.tree = SearchTree(question)
+        self.gold = gold
+        self.config = config
+        self.policy = policy
+        self.prm = prm
+        self.bus = bus
+        self.grader = grader
+        self.should_cancel = should_cancel
+        self.embedder = embedder
+        self.controller = controller
+        self.on_iteration = on_iteration
+        self.cost_total = 0.0
+        self.cost_step = 0.0
+        self.generated_steps = 0
+        self.prm_passes = 0
+        self.iterations_done = 0
+        self._dirty: set[int] = set()
+
+    # -- compute ------------------------------------------------------------------------------------
+    def _charge(self, generated: int = 0, passes: int = 0) -> None:
+        cost = generated * self.config.cost_ratio + passes
+        self.generated_steps += generated
+        self.prm_passes += passes
+        self.cost_step += cost
+        self.cost_total += cost
+
+    # -- policy -------------------------------------------------------------------------------------
+    def expand(self, allocation: Sequence[tuple[int, int]], iteration: int,
+               subtrees: Sequence[int | None] | None = None) -> list[Node]:
+        """Generate `count` children for each (node id, count) in one batched policy call."""
+        parents: list[int] = []
+        subtree_of: list[int | None] = []
+        for j, (node_id, count) in enumerate(allocation):
+            parents.extend([node_id] * count)
+            subtree_of.extend([subtrees[j] if subtrees else None] * count)
+            if count and node_id != 0:
+                node = self.tree.nodes[node_id]
+                node.expanded_iter = iteration
+                self._dirty.add(node_id)
+        if not parents:
+            return []
+        outs = self.policy.generate_steps(self.tree.traces(parents))
+        if len(outs) != len(parents):
+            raise RuntimeError(f"policy {self.policy.name!r} returned {len(outs)} steps for {len(parents)} requests")
+        self._charge(generated=len(parents))
+        new_nodes = []
+        for parent_id, out, sub in zip(parents, outs, subtree_of):
+            node = self.tree.add_child(parent_id, out, iteration, subtree=sub)
+            if ends_solution(out) or not out.text.strip():
+                self._finish(node, terminal_status(out))
+            new_nodes.append(node)
+            self._dirty.add(node.id)
+        return new_nodes
+
+    def _finish(self, node: Node, status: str) -> None:
+        node.status = status
+        node.answer = extract_boxed(node.step) or extract_boxed(self.tree.trace(node.id).text)
+        if self.gold is not None and node.answer is not None:
+            node.correct = self.grader.equivalent(self.gold, node.answer)
+        elif self.gold is not None:
+            node.correct = False
+        self._dirty.add(node.id)
+
+    def truncate(self, nodes: Sequence[Node]) -> None:
+        """The iteration cap ends these unfinished solutions."""
+        for node in nodes:
+            if not node.is_terminal:
+                self._finish(node, TRUNCATED)
+
+    # -- PRM ------------------------------------------------------------------------------------------
+    def score(self, nodes: Sequence[Node], iteration: int) -> None:
+        """One deterministic PRM pass per node; the node's value is its last-step score."""
+        if not nodes:
+            return
+        scores = self.prm.score(self.tree.traces(n.id for n in nodes))
+        self._charge(passes=len(nodes))
+        for node, per_step in zip(nodes, scores):
+            value = float(per_step[-1])
+            node.mc_scores = [value]
+            node.initial_passes = 1
+            node.mean, node.var, node.ucb = value, None, None
+            node.scored_iter = iteration
+            self._dirty.add(node.id)
+
+    def mc_score(self, nodes: Sequence[Node], k: int, iteration: int, alpha: float) -> None:
+        """k MC-dropout passes for each node, all in one batched PRM call."""
+        if not nodes or k <= 0:
+            return
+        passes = np.asarray(self.prm.mc_scores(self.tree.traces(n.id for n in nodes), k), dtype=np.float64)
+        if passes.shape != (len(nodes), k):
+            raise RuntimeError(f"PRM {self.prm.name!r} returned MC scores of shape {passes.shape}, expected {(len(nodes), k)}")
+        self._charge(passes=len(nodes) * k)
+        for node, row in zip(nodes, passes):
+            first = not node.mc_scores
+            node.mc_scores.extend(float(x) for x in row)
+            if first:
+                node.initial_passes = len(node.mc_scores)
+                node.scored_iter = iteration
+            else:
+                node.extra_passes += k
+                node.reeval_iter = iteration
+            stats = mc_stats(node.mc_scores, iteration, alpha)
+            node.mean, node.var, node.ucb = stats.mean, stats.var, stats.ucb
+            self._dirty.add(node.id)
+
+    def mc_score_varied(self, counts: dict[int, int], iteration: int, alpha: float) -> None:
+        """Extra passes with a different count per node: one batched call per distinct count."""
+        by_k: dict[int, list[Node]] = defaultdict(list)
+        for node_id, k in counts.items():
+            if k > 0:
+                by_k[k].append(self.tree.nodes[node_id])
+        for k, nodes in sorted(by_k.items()):
+            self.mc_score(nodes, k, iteration, alpha)
+
+    def refresh_ucb(self, nodes: Sequence[Node], iteration: int, alpha: float) -> None:
+        """R̂ depends on the search step t, so it moves even for nodes that got no new pass."""
+        for node in nodes:
+            if node.mean is not None and node.k:
+                node.ucb = ucb(node.mean, node.k, iteration, alpha)
+                self._dirty.add(node.id)
+
+    def embed(self, nodes: Sequence[Node]) -> np.ndarray:
+        if self.embedder is None:
+            raise RuntimeError("DORA needs an embedder; pass one to run_search (see uats_core.embedders)")
+        return self.embedder.embed([self.tree.trace(n.id).text for n in nodes])
+
+    # -- decisions and events -----------------------------------------------------------------------
+    def grant(self, nodes: Sequence[Node], counts: Sequence[int]) -> list[dict[str, Any]]:
+        decisions = []
+        for node, n in zip(nodes, counts):
+            node.children_granted = int(n)
+            node.status = KEPT if n > 0 else PRUNED
+            self._dirty.add(node.id)
+            decisions.append({"node_id": node.id, "children": int(n), "extra_passes": 0, "status": node.status})
+        return decisions
+
+    def begin_iteration(self, iteration: int) -> None:
+        if self.should_cancel is not None and self.should_cancel():
+            raise SearchCancelled(f"cancelled before iteration {iteration}")
+        self.cost_step = 0.0
+
+    def end_iteration(self, iteration: int, decisions: list[dict[str, Any]], budget: dict[str, Any]) -> None:
+        self.flush_nodes(iteration)
+        budget = {**budget, "generated_steps": self.generated_steps, "prm_passes": self.prm_passes}
+        self.bus.emit(IterationEnded(iteration=iteration, decisions=decisions, budget=budget,
+                                     cost_step=self.cost_step, cost_total=self.cost_total))
+        self.iterations_done = iteration
+        if self.on_iteration is not None:
+            self.on_iteration(iteration)
+
+    def flush_nodes(self, iteration: int) -> None:
+        if self._dirty:
+            records = [self.tree.nodes[i].record() for i in sorted(self._dirty)]
+            self._dirty.clear()
+            self.bus.emit(NodesUpdated(iteration=iteration, nodes=records))
+
+
+class SearchMethod(ABC):
+    """One search algorithm. `search` grows ctx.tree and returns the final candidate nodes (the ones the
+    answer is voted from)."""
+
+    name: str = ""
+
+    def __init__(self, config: SearchConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    def search(self, ctx: SearchContext) -> list[Node]: ...
+
+
+def active(nodes: Sequence[Node]) -> list[Node]:
+    return [n for n in nodes if n.status == ACTIVE]
+
+
+def terminal(nodes: Sequence[Node]) -> list[Node]:
+    return [n for n in nodes if n.is_terminal]

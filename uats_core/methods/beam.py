@@ -1,0 +1,42 @@
+"""Beam search (search-and-learn): N beams each write one step, the PRM scores them, the top N/M are
+kept and each is expanded M times. Finished beams are set aside; the search ends once N have finished."""
+
+from __future__ import annotations
+
+from ..tree import Node
+from .base import SearchContext, SearchMethod, active, terminal
+
+
+class BeamSearch(SearchMethod):
+    name = "beam"
+
+    def search(self, ctx: SearchContext) -> list[Node]:
+        cfg = self.config
+        m, keep = cfg.beam_width, cfg.budget // cfg.beam_width
+        finals: list[Node] = []
+        frontier: list[tuple[int, int]] = [(0, cfg.budget)]
+        new: list[Node] = []
+        for t in range(1, cfg.max_iterations + 1):
+            ctx.begin_iteration(t)
+            decisions = []
+            if t > 1:
+                candidates = sorted(active(new), key=lambda n: (-float(n.mean), n.id))
+                counts = [m if i < keep else 0 for i in range(len(candidates))]
+                decisions = ctx.grant(candidates, counts)
+                frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
+            new = ctx.expand(frontier, t)
+            ctx.score(new, t)
+            finals.extend(terminal(new))
+            ctx.end_iteration(t, decisions, {"width": sum(k for _, k in frontier), "keep": keep, "beam_width": m,
+                                             "finished": len(finals)})
+            if len(finals) >= cfg.budget or not active(new):
+                break
+        leftover = active(new)
+        if len(finals) < cfg.budget and leftover:
+            ctx.truncate(leftover)
+            finals.extend(leftover)
+        elif leftover:
+            ctx.grant(leftover, [0] * len(leftover))
+        ctx.flush_nodes(ctx.iterations_done)
+        # Like search-and-learn, answer from the N best completed beams.
+        return sorted(finals, key=lambda n: (-float(n.mean), n.id))[: cfg.budget]

@@ -1,0 +1,147 @@
+"""H-UATS and A-UATS (uncertainty-aware tree search), one search step t as the paper states it:
+
+1. every new candidate gets K0 MC-dropout passes: R̄, σ² (ddof=1), K, R̂ = R̄ + α·sqrt(2 ln t / K);
+2. OOD = {σ² > τ}; S = {h ∈ OOD : R̂(h) ≥ max_ID R̄ − δ} (best R̄ of all when ID is empty);
+3. extra passes K_i = Round(B·softmax(R̂/ν1)) over S; update R̄, σ², K, R̂;
+4. children N_i = Round(C·softmax(R̄/ν2)) over all candidates.
+Round is the largest-remainder method (allocation.largest_remainder): it conserves B and C exactly.
+
+Iteration t here = decide (steps 2–4 on the candidates of t−1) then generate and K0-score the children
+(step 1 for the candidates of t), so each iteration spends B_used + C·(c+K0) ≤ N·(c+1), REBASE's spend.
+C and B come from allocation.uats_budget_split; A-UATS's controller scales them by γ and β and sets
+τ, δ, ν1, ν2, and allocation.scaled_step_budget keeps the cap whatever it asks for."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..allocation import largest_remainder, scaled_step_budget, softmax, uats_budget_split
+from ..config import ConfigError, SearchConfig
+from ..estimation import reeval_candidates
+from ..tree import Node
+from .base import SearchContext, SearchMethod, active, terminal
+
+
+@dataclass(frozen=True)
+class Knobs:
+    beta: float  # scales the re-evaluation budget B
+    gamma: float  # scales the expansion width C
+    tau: float
+    delta: float
+    nu1: float
+    nu2: float
+
+    @classmethod
+    def from_config(cls, cfg: SearchConfig) -> "Knobs":
+        return cls(beta=1.0, gamma=1.0, tau=cfg.tau, delta=cfg.delta, nu1=cfg.nu1, nu2=cfg.nu2)
+
+
+# A-UATS's controller: the step's state in, the six knobs out.
+Controller = Callable[[Mapping[str, float]], Knobs]
+
+STATE_FEATURES = ("mean_rbar", "max_rbar", "var_rbar", "mean_sigma", "max_sigma", "depth", "budget_left")
+
+
+def step_state(candidates: Sequence[Node], t: int, width_left: int, base_width: int, max_iterations: int) -> dict[str, float]:
+    """A-UATS's state s_t: mean, max and variance of R̄ over the candidates; mean and max of σ; depth t
+    (normalised by the iteration cap); remaining budget (the width left, normalised by C)."""
+    means = np.array([float(n.mean) for n in candidates])
+    sigmas = np.sqrt(np.array([float(n.var or 0.0) for n in candidates]))
+    return {
+        "mean_rbar": float(means.mean()), "max_rbar": float(means.max()), "var_rbar": float(means.var()),
+        "mean_sigma": float(sigmas.mean()), "max_sigma": float(sigmas.max()),
+        "depth": t / max_iterations, "budget_left": width_left / base_width if base_width else 0.0,
+    }
+
+
+class UATS(SearchMethod):
+    name = "h-uats"
+
+    def __init__(self, config: SearchConfig, controller: Controller | None = None) -> None:
+        super().__init__(config)
+        self.controller = controller
+
+    def knobs(self, state: Mapping[str, float]) -> Knobs:
+        if self.controller is None:
+            return Knobs.from_config(self.config)
+        return self.controller(state)
+
+    def search(self, ctx: SearchContext) -> list[Node]:
+        cfg = self.config
+        c, k0, alpha = cfg.cost_ratio, cfg.k0, cfg.alpha
+        cap = cfg.budget * (c + 1.0)
+        base_width, base_reeval = uats_budget_split(cfg.budget, c, k0, cfg.reeval_share)
+        if base_width < 1:
+            raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={k0} passes "
+                                        f"(c+K0={c + k0:g} > N(c+1)={cap:g}); raise the budget or lower k0")
+        width_left = base_width
+        finals: list[Node] = []
+        frontier: list[tuple[int, int]] = [(0, base_width)]
+        new: list[Node] = []
+        knobs = Knobs.from_config(cfg)
+        for t in range(1, cfg.max_iterations + 1):
+            ctx.begin_iteration(t)
+            decisions: list[dict[str, Any]] = []
+            info: dict[str, Any] = {"width": base_width, "reeval_budget": 0, "reeval_used": 0}
+            if t > 1:
+                candidates = active(new)
+                ctx.refresh_ucb(candidates, t, alpha)
+                state = step_state(candidates, t, width_left, base_width, cfg.max_iterations)
+                knobs = self.knobs(state)
+                width, reeval_budget = scaled_step_budget(base_width, base_reeval, width_left, c, k0, cap,
+                                                          knobs.beta, knobs.gamma)
+                means = [float(n.mean) for n in candidates]
+                ood, chosen, reference = reeval_candidates(means, [float(n.var) for n in candidates],
+                                                           [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
+                for node, is_ood in zip(candidates, ood):
+                    node.ood = is_ood
+                before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
+                extra: dict[int, int] = {}
+                if chosen and reeval_budget > 0:
+                    shares = largest_remainder(softmax([float(candidates[i].ucb) for i in chosen], knobs.nu1), reeval_budget)
+                    extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
+                    ctx.mc_score_varied(extra, t, alpha)
+                counts = largest_remainder(softmax([float(n.mean) for n in candidates], knobs.nu2), width)
+                decisions = ctx.grant(candidates, counts)
+                chosen_ids = {candidates[i].id for i in chosen}
+                for d, node in zip(decisions, candidates):
+                    m0, v0, u0, k_before = before[node.id]
+                    d.update(extra_passes=extra.get(node.id, 0), ood=node.ood, reeval_candidate=node.id in chosen_ids,
+                             mean_before=m0, var_before=v0, ucb_before=u0, k_before=k_before,
+                             mean=node.mean, var=node.var, ucb=node.ucb, k=node.k)
+                frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
+                info = {"width": width, "reeval_budget": reeval_budget, "reeval_used": sum(extra.values()),
+                        "reference_mean": reference, "state": state}
+            new = ctx.expand(frontier, t)
+            ctx.mc_score(new, k0, t, alpha)
+            for node in new:
+                node.ood = bool(node.var > knobs.tau)
+            done = terminal(new)
+            finals.extend(done)
+            width_left -= len(done)
+            ctx.end_iteration(t, decisions, {**info, "width_left": width_left, "base_width": base_width,
+                                             "base_reeval_budget": base_reeval, "cap": cap, "knobs": asdict(knobs)})
+            if width_left <= 0 or not active(new):
+                break
+        leftover = active(new)
+        if width_left > 0 and leftover:
+            ctx.truncate(leftover)
+            finals.extend(leftover)
+        elif leftover:
+            ctx.grant(leftover, [0] * len(leftover))
+        ctx.flush_nodes(ctx.iterations_done)
+        return finals
+
+
+class AUATS(UATS):
+    name = "a-uats"
+
+    def __init__(self, config: SearchConfig, controller: Controller | None = None) -> None:
+        if controller is None:
+            raise ConfigError("controller", "A-UATS needs a controller that maps the step state to (β, γ, τ, δ, ν1, ν2); "
+                                            "pass one, or use --method h-uats")
+        super().__init__(config, controller)

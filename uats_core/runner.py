@@ -1,0 +1,134 @@
+"""Runs one problem's search end to end: seeds, events, voting, grading, and an honest end state.
+
+Entry points (CLI, app, evaluation) call `run_search` and subscribe storage to its events; the search
+core itself never sees a database."""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .config import ConfigError, SearchConfig
+from .events import EventBus, RunEnded, RunStarted, Subscriber
+from .grading import Grader, weighted_vote
+from .methods import SearchCancelled, SearchContext, make_method
+from .problems import Problem
+from .protocols import PRM, Embedder, Policy
+from .tree import SearchTree
+
+log = logging.getLogger(__name__)
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets" / "models"
+DEFAULT_POLICY = ASSETS / "arith-policy-a"
+DEFAULT_PRM = ASSETS / "arith-prm"
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    answer: str | None
+    naive_answer: str | None
+    correct: bool | None
+    naive_correct: bool | None
+    cost: float
+    iterations: int
+    tree: SearchTree
+    error: str | None = None
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:  # the core runs without torch (test doubles)
+        pass
+
+
+def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, *,
+               subscribers: Sequence[Subscriber] = (), should_cancel: Callable[[], bool] | None = None,
+               run_id: str | None = None, embedder: Embedder | None = None, controller: Any = None,
+               grader: Grader | None = None, progress: bool = False) -> RunResult:
+    """Search one problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel or Ctrl-C) or
+    'failed' (any exception, re-raised after the run is closed)."""
+    config.validate()
+    method = make_method(config, controller)
+    run_id = run_id or uuid.uuid4().hex
+    bus = EventBus(*subscribers)
+    own_grader = grader is None
+    grader = grader or Grader()
+    if config.method == "dora" and embedder is None:
+        from .embedders import default_embedder
+
+        embedder = default_embedder()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=config.max_iterations, desc=f"{config.method} N={config.budget}", unit="step", leave=False)
+    ctx = SearchContext(problem.question, problem.answer, config, policy, prm, bus, grader, should_cancel,
+                        embedder, controller, on_iteration=(lambda t: bar.update(1)) if bar else None)
+    bus.emit(RunStarted(run_id=run_id, method=config.method, problem_id=problem.id, question=problem.question,
+                        gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
+                        policy=getattr(policy, "name", type(policy).__name__), prm=getattr(prm, "name", type(prm).__name__)))
+    seed_everything(config.seed)
+    status, error = "finished", None
+    answer = naive = None
+    correct = naive_correct = None
+    try:
+        finals = method.search(ctx)
+        answer, naive = weighted_vote([(n.answer, float(n.mean if n.mean is not None else 0.0)) for n in finals], grader)
+        if not config.weighted and config.method == "best-of-n":
+            answer = naive
+        if problem.answer is not None:
+            correct = grader.equivalent(problem.answer, answer)
+            naive_correct = grader.equivalent(problem.answer, naive)
+    except (SearchCancelled, KeyboardInterrupt) as exc:
+        status, error = "cancelled", str(exc) or type(exc).__name__
+    except Exception as exc:
+        status, error = "failed", f"{type(exc).__name__}: {exc}"
+        log.exception("search %s failed", run_id)
+        _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        if own_grader:
+            grader.close()
+    _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
+    return RunResult(run_id=run_id, status=status, answer=answer, naive_answer=naive, correct=correct,
+                     naive_correct=naive_correct, cost=ctx.cost_total, iterations=ctx.iterations_done,
+                     tree=ctx.tree, error=error)
+
+
+def _close(ctx: SearchContext, bus: EventBus, status: str, error: str | None, answer: str | None,
+           naive: str | None, correct: bool | None, naive_correct: bool | None) -> None:
+    ctx.flush_nodes(ctx.iterations_done + (status != "finished"))  # nodes of an interrupted step still land
+    bus.emit(RunEnded(status=status, answer=answer, naive_answer=naive, correct=correct, naive_correct=naive_correct,
+                      cost=ctx.cost_total, iterations=ctx.iterations_done, error=error,
+                      extra={"generated_steps": ctx.generated_steps, "prm_passes": ctx.prm_passes}))
+
+
+def build_backends(policy_spec: str | None, prm_spec: str | None, config: SearchConfig,
+                   **policy_opts: Any) -> tuple[Policy, PRM]:
+    """Load the policy and PRM; None means the embedded arithmetic world's policy A and PRM."""
+    from .backends import load_policy, load_prm
+
+    policy_path = policy_spec or str(DEFAULT_POLICY)
+    prm_path = prm_spec or str(DEFAULT_PRM)
+    for field_name, path, given in (("policy", policy_path, policy_spec), ("prm", prm_path, prm_spec)):
+        if given is None and not Path(path).exists():
+            raise ConfigError(field_name, f"the embedded default model {path} is missing; "
+                                          "rebuild it with `python -m uats_core.worlds.arith.train`")
+    policy = load_policy(policy_path, **policy_opts)
+    prm = load_prm(prm_path, dropout_p=config.dropout_p, dropout_mode=config.dropout_mode)
+    return policy, prm

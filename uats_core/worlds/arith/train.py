@@ -1,0 +1,233 @@
+"""Train the arithmetic world's models from scratch: policy A, policy B, then the PRM.
+
+    python -m uats_core.worlds.arith.train [--seed 0] [--out assets/models]
+
+1. The shared tokenizer is built from the world's texts.
+2. Policy A / policy B: small Llama LMs on train-split solutions in style A / style B, where each step
+   slips with a fixed probability and the rest of the solution carries on from the slip, so that sampled
+   solutions go wrong at a realistic rate.
+3. The PRM: a Llama token classifier whose trunk starts from policy A's (it already reads the world's
+   arithmetic), trained on policy-A samples plus written style-A solutions with slips, labelled step by
+   step by the exact checker, with dropout p=0.1 after every decoder layer so that MC dropout at
+   inference is native. Style B is never shown to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from . import world
+from .modeling import (MODELS_DIR, PRM_SIDECAR, ModelShape, layer_dropout, new_policy, new_prm, prm_ids,
+                       sample_solutions, write_prm_sidecar)
+from .tokenizer import DELIMITER, STEP_TAG, build_tokenizer
+
+log = logging.getLogger(__name__)
+
+Example = tuple[list[int], list[int]]  # input ids, labels (-100 = no loss)
+
+
+def policy_example(tok, question: str, steps: Sequence[str]) -> Example:
+    """[bos] question "\\n\\n" step_1 "\\n\\n" ... step_n [eos]; loss on the solution and eos only."""
+    prompt = [tok.bos_token_id] + tok.encode(question + DELIMITER, add_special_tokens=False)
+    sol = tok.encode(world.solution_text(steps), add_special_tokens=False) + [tok.eos_token_id]
+    return prompt + sol, [-100] * len(prompt) + sol
+
+
+def prm_example(tok, question: str, steps: Sequence[str], labels: Sequence[bool]) -> Example:
+    ids = prm_ids(tok, question, steps)
+    tag = tok.convert_tokens_to_ids(STEP_TAG)
+    it = iter(labels)
+    lab = [int(next(it)) if t == tag else -100 for t in ids]
+    return ids, lab
+
+
+def _batches(examples: Sequence[Example], batch_size: int, rng: random.Random, pad: int
+             ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Shuffled batches of similar length (less padding), right-padded."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    # sort inside chunks of 32 batches, then shuffle the batches
+    chunk = batch_size * 32
+    batches = []
+    for c in range(0, len(order), chunk):
+        part = sorted(order[c:c + chunk], key=lambda i: len(examples[i][0]))
+        batches += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
+    rng.shuffle(batches)
+    out = []
+    for b in batches:
+        n = max(len(examples[i][0]) for i in b)
+        ids = torch.full((len(b), n), pad, dtype=torch.long)
+        lab = torch.full((len(b), n), -100, dtype=torch.long)
+        mask = torch.zeros((len(b), n), dtype=torch.long)
+        for r, i in enumerate(b):
+            x, y = examples[i]
+            ids[r, :len(x)], lab[r, :len(y)], mask[r, :len(x)] = torch.tensor(x), torch.tensor(y), 1
+        out.append((ids, mask, lab))
+    return out
+
+
+def _train(model: torch.nn.Module, make_examples: Callable[[int], Sequence[Example]], steps: int, batch_size: int,
+           lr: float, seed: int, pad: int, desc: str, loss_fn: Callable, dropout_p: float = 0.0) -> list[float]:
+    """AdamW with warm-up and cosine decay; make_examples(epoch) gives fresh data for every epoch."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))))
+    rng = random.Random(seed)
+    model.train()
+    losses: list[float] = []
+    step, epoch = 0, 0
+    bar = tqdm(total=steps, desc=desc, mininterval=2.0)
+    while step < steps:
+        for ids, mask, lab in _batches(make_examples(epoch), batch_size, rng, pad):
+            with layer_dropout(model, dropout_p):
+                logits = model(input_ids=ids, attention_mask=mask).logits
+            loss = loss_fn(logits, lab)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            step += 1
+            bar.update(1)
+            if step % 50 == 0:
+                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
+            if step >= steps:
+                break
+        epoch += 1
+    bar.close()
+    model.eval()
+    log.info("%s: %d steps, %d epochs, final loss %.4f", desc, steps, epoch, float(np.mean(losses[-50:])))
+    return losses
+
+
+def _lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1),
+                                             ignore_index=-100)
+
+
+def _cls_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, 2).float(), labels.reshape(-1), ignore_index=-100)
+
+
+def train_policy(tok, style: str, problems: Sequence[world.Problem], slip_rate: float, steps: int,
+                 shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 2e-3):
+    torch.manual_seed(seed)
+    model = new_policy(tok, shape)
+    log.info("policy %s: %.2fM parameters, %d problems, slip rate %.2f", style,
+             sum(p.numel() for p in model.parameters()) / 1e6, len(problems), slip_rate)
+
+    def make(epoch: int) -> list[Example]:
+        rng = random.Random(f"{seed}-{style}-{epoch}")  # new slips every epoch
+        return [policy_example(tok, p.question, world.solve(p, style, slip_rate, rng)[0]) for p in problems]
+
+    _train(model, make, steps, batch_size, lr, seed, tok.pad_token_id, f"policy {style}", _lm_loss)
+    return model
+
+
+def sample_prm_traces(policy, tok, problems: Sequence[world.Problem], per_problem: int, seed: int
+                      ) -> list[tuple[world.Problem, list[str]]]:
+    """Policy samples at temperature 0.8, batched."""
+    gen = torch.Generator().manual_seed(seed)
+    qs = [p for p in problems for _ in range(per_problem)]
+    out: list[tuple[world.Problem, list[str]]] = []
+    bs = 512
+    for s in tqdm(range(0, len(qs), bs), desc="sampling policy A", mininterval=2.0):
+        chunk = qs[s:s + bs]
+        sols = sample_solutions(policy, tok, [p.question for p in chunk], temperature=0.8, generator=gen,
+                                batch_size=bs)
+        out += list(zip(chunk, sols))
+    return out
+
+
+def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], written: Sequence[world.Problem],
+              steps: int, shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 1e-3):
+    torch.manual_seed(seed)
+    prm = new_prm(tok, shape)
+    # Start from policy A's trunk: it already computes the world's arithmetic in style A.
+    missing, unexpected = prm.model.load_state_dict(policy_a.model.state_dict(), strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    sampled = [prm_example(tok, p.question, s, world.label_steps(p, s)) for p, s in traces if s]
+    labels = [y for _, lab in sampled for y in lab if y >= 0]
+    log.info("PRM data: %d sampled traces, %d steps, %.1f%% correct", len(sampled), len(labels),
+             100 * np.mean(labels))
+
+    def make(epoch: int) -> list[Example]:
+        rng = random.Random(f"{seed}-prm-{epoch}")
+        written_ex = []
+        for p in written:
+            steps_, _ = world.solve(p, "A", rng.choice([0.0, 0.15, 0.3, 0.5]), rng)
+            written_ex.append(prm_example(tok, p.question, steps_, world.label_steps(p, steps_)))
+        return sampled + written_ex
+
+    _train(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, "PRM", _cls_loss, dropout_p=PRM_SIDECAR["dropout_p"])
+    return prm
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=MODELS_DIR)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--train-problems", type=int, default=20000)
+    ap.add_argument("--policy-steps", type=int, default=900)
+    ap.add_argument("--slip-rate-a", type=float, default=0.12)
+    ap.add_argument("--slip-rate-b", type=float, default=0.12)
+    ap.add_argument("--prm-problems", type=int, default=3000, help="train problems sampled from policy A for the PRM")
+    ap.add_argument("--prm-samples", type=int, default=2, help="policy-A samples per PRM problem")
+    ap.add_argument("--prm-written", type=int, default=6000, help="written style-A solutions with slips per epoch")
+    ap.add_argument("--prm-steps", type=int, default=600)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--only", choices=["policy-a", "policy-b", "prm"], action="append",
+                    help="train only these (others are loaded from --out); repeatable")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    t0 = time.time()
+    only = set(args.only or ["policy-a", "policy-b", "prm"])
+
+    shape = ModelShape(hidden=args.hidden, layers=args.layers, intermediate=4 * args.hidden)
+    tok = build_tokenizer()
+    train = world.load_split("train", args.train_problems, seed=args.seed)
+    dirs = {"A": args.out / "arith-policy-a", "B": args.out / "arith-policy-b", "prm": args.out / "arith-prm"}
+    policies = {}
+    for style, rate in (("A", args.slip_rate_a), ("B", args.slip_rate_b)):
+        if f"policy-{style.lower()}" in only:
+            t = time.time()
+            policies[style] = train_policy(tok, style, train, rate, args.policy_steps, shape, args.seed)
+            policies[style].save_pretrained(dirs[style])
+            tok.save_pretrained(dirs[style])
+            log.info("policy %s saved to %s (%.0f s)", style, dirs[style], time.time() - t)
+    if "prm" in only:
+        from transformers import AutoModelForCausalLM
+        policy_a = policies.get("A") or AutoModelForCausalLM.from_pretrained(dirs["A"])
+        t = time.time()
+        # PRM problems are the train split's first ones; the written solutions come from the rest.
+        prm_problems = train[:args.prm_problems]
+        traces = sample_prm_traces(policy_a, tok, prm_problems, args.prm_samples, args.seed)
+        log.info("sampled %d policy-A traces in %.0f s", len(traces), time.time() - t)
+        written = train[args.prm_problems:args.prm_problems + args.prm_written]
+        t = time.time()
+        prm = train_prm(tok, policy_a, traces, written, args.prm_steps, shape, args.seed)
+        prm.save_pretrained(dirs["prm"])
+        tok.save_pretrained(dirs["prm"])
+        write_prm_sidecar(dirs["prm"])
+        log.info("PRM saved to %s (%.0f s)", dirs["prm"], time.time() - t)
+    log.info("training done in %.0f s", time.time() - t0)
+
+
+if __name__ == "__main__":
+    main()

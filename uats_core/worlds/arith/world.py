@@ -1,0 +1,461 @@
+"""The arithmetic world: procedurally generated multi-step word problems with an exact step checker.
+
+A problem is a short story about one running count ("Mia has 12 boxes with 4 apples in each. She gives
+away 7 apples. ..."). Its gold computation is a small list of binary operations whose operands are either
+numbers stated in the question or results of earlier operations. Solutions are "\\n\\n"-separated steps,
+one operation per step, ending in a step with ``\\boxed{answer}`` (the same shape as MATH solutions), in
+one of two writing styles:
+
+- style "A": ``12 * 4 = 48``                   final: ``The answer is \\boxed{56}``
+- style "B": ``48 is 12 times 4`` (result first) final: ``So the total is \\boxed{56}``
+
+A PRM trained on style A sees style B as out of distribution: other words, and the result before the
+operands.
+
+The checker is exact: a computation step is correct when its arithmetic is right, each operand is a
+number given in the question or a value computed correctly in an earlier step, and the operation is one
+of the gold computation's (commuted operands allowed for + and *). A step with ``\\boxed{}`` is correct
+when the boxed integer is the gold answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import random
+import re
+from dataclasses import asdict, dataclass
+from typing import Iterator, Sequence
+
+from uats_core.problems import Problem
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+STYLES = ("A", "B")
+# Default split sizes when load_split is called with n=None.
+DEFAULT_SIZES = {"train": 20000, "val": 500, "test": 500}
+# Share of the hash space per split; the assignment depends on the question text only, so the splits
+# cannot overlap whatever seed or difficulty produced a question.
+_SPLIT_BUCKETS = {"train": range(0, 90), "val": range(90, 95), "test": range(95, 100)}
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """Knobs of the generator: how many operations the gold computation has, and how large numbers get."""
+
+    min_ops: int = 3
+    max_ops: int = 5
+    max_value: int = 99  # bound on every stated number and every intermediate value
+    max_addend: int = 30  # bound on numbers added or taken away
+    max_factor: int = 9  # bound on the smaller factor of a product
+    name: str = "default"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_ops <= self.max_ops:
+            raise ValueError(f"need 1 <= min_ops <= max_ops; got {self.min_ops}, {self.max_ops}")
+        if self.max_value < 20 or self.max_addend < 2 or self.max_factor < 2:
+            raise ValueError("max_value must be >= 20, max_addend and max_factor >= 2")
+
+    @property
+    def tag(self) -> str:
+        return self.name if self.name in DIFFICULTIES and DIFFICULTIES[self.name] == self else (
+            f"o{self.min_ops}-{self.max_ops}v{self.max_value}a{self.max_addend}f{self.max_factor}")
+
+
+DIFFICULTIES: dict[str, Difficulty] = {
+    "easy": Difficulty(2, 3, 60, 20, 6, "easy"),
+    "default": Difficulty(3, 5, 99, 30, 9, "default"),
+    "hard": Difficulty(5, 7, 999, 200, 12, "hard"),
+}
+DEFAULT_DIFFICULTY = DIFFICULTIES["default"]
+
+
+def get_difficulty(difficulty: str | Difficulty | None) -> Difficulty:
+    if difficulty is None:
+        return DEFAULT_DIFFICULTY
+    if isinstance(difficulty, Difficulty):
+        return difficulty
+    if difficulty in DIFFICULTIES:
+        return DIFFICULTIES[difficulty]
+    m = re.fullmatch(r"o(\d+)-(\d+)v(\d+)a(\d+)f(\d+)", difficulty)
+    if m:
+        a, b, v, ad, f = map(int, m.groups())
+        return Difficulty(a, b, v, ad, f, name="custom")
+    raise ValueError(f"unknown difficulty {difficulty!r}; choose one of {', '.join(DIFFICULTIES)}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Gold computation
+
+
+@dataclass(frozen=True)
+class Operand:
+    kind: str  # "given": a number stated in the question; "step": the result of gold step `ref`
+    ref: int  # the number itself for "given", the gold step index for "step"
+
+
+@dataclass(frozen=True)
+class GoldStep:
+    op: str  # "+", "-", "*"
+    a: Operand
+    b: Operand
+    value: int
+
+
+def _apply(op: str, x: int, y: int) -> int:
+    if op == "+":
+        return x + y
+    if op == "-":
+        return x - y
+    if op == "*":
+        return x * y
+    raise ValueError(f"unknown op {op!r}")
+
+
+def gold_steps(problem: Problem) -> list[GoldStep]:
+    """The gold computation stored in a problem's meta."""
+    return [GoldStep(g["op"], Operand(**g["a"]), Operand(**g["b"]), g["value"]) for g in problem.meta["gold"]]
+
+
+def _operand_value(o: Operand, values: Sequence[int]) -> int:
+    return o.ref if o.kind == "given" else values[o.ref]
+
+
+# --------------------------------------------------------------------------------------------------
+# Generator
+
+_NAMES = ["Mia", "Tom", "Ava", "Leo", "Zoe", "Sam", "Ivy", "Max", "Eva", "Ben", "Lily", "Noah", "Emma", "Jack", "Ella", "Owen"]
+_FEMALE = {"Mia", "Ava", "Zoe", "Ivy", "Eva", "Lily", "Emma", "Ella"}
+_ITEMS = ["apples", "marbles", "stickers", "cards", "coins", "pencils", "cookies", "shells", "stamps", "beads", "books", "eggs"]
+_BOXES = ["boxes", "bags", "packs", "jars", "crates", "baskets"]
+
+
+@dataclass
+class _Builder:
+    """Accumulates the question's sentences and the gold computation while a story is told."""
+
+    rng: random.Random
+    diff: Difficulty
+    name: str
+    pron: str
+    item: str
+    sentences: list[str]
+    gold: list[GoldStep]
+    given: list[int]
+    current: Operand | None = None  # the operand holding the running count
+    value: int = 0
+
+    def add_step(self, op: str, a: Operand, b: Operand) -> Operand:
+        values = [g.value for g in self.gold]
+        v = _apply(op, _operand_value(a, values), _operand_value(b, values))
+        self.gold.append(GoldStep(op, a, b, v))
+        for o in (a, b):
+            if o.kind == "given":
+                self.given.append(o.ref)
+        return Operand("step", len(self.gold) - 1)
+
+
+def _pick_product(rng: random.Random, diff: Difficulty, cap: int) -> tuple[int, int] | None:
+    """Two stated numbers (count of containers, items per container) whose product is at most cap."""
+    options = [(b, c) for b in range(2, diff.max_factor + 1) for c in range(2, min(cap // b, diff.max_factor + 3) + 1)
+               if b * c <= cap]
+    return rng.choice(options) if options else None
+
+
+def _generate(rng: random.Random, diff: Difficulty) -> tuple[str, list[GoldStep], list[int]]:
+    """One story; retried by the caller until its numbers stay inside the difficulty's bounds."""
+    n_ops = rng.randint(diff.min_ops, diff.max_ops)
+    name = rng.choice(_NAMES)
+    b = _Builder(rng, diff, name, "she" if name in _FEMALE else "he", rng.choice(_ITEMS), [], [], [])
+    Pron = b.pron.capitalize()
+    box = rng.choice(_BOXES)
+    remaining = n_ops
+    # Opening: a plain count, or a product (which costs one operation).
+    if rng.random() < 0.5 and remaining >= 1:
+        pc = _pick_product(rng, diff, diff.max_value)
+        assert pc is not None
+        x, y = pc
+        b.sentences.append(f"{name} has {x} {box} with {y} {b.item} in each.")
+        b.current = b.add_step("*", Operand("given", x), Operand("given", y))
+        remaining -= 1
+    else:
+        x = rng.randint(5, min(diff.max_value // 2, 60))
+        b.sentences.append(f"{name} has {x} {b.item}.")
+        b.current = Operand("given", x)
+        b.given.append(x)
+    b.value = _operand_value(b.current, [g.value for g in b.gold])
+
+    while remaining > 0:
+        kinds = ["add", "sub", "mul"] + (["add_mul", "sub_mul"] if remaining >= 2 else [])
+        kind = rng.choice(kinds)
+        v = b.value
+        if kind == "add":
+            cap = min(diff.max_addend, diff.max_value - v)
+            if cap < 2:
+                continue
+            y = rng.randint(2, cap)
+            verb = rng.choice(["finds {y} more", "gets {y} more", "buys {y} more", "is given {y} more"])
+            b.sentences.append(f"{Pron} {verb.format(y=y)} {b.item}.")
+            b.current = b.add_step("+", b.current, Operand("given", y))
+        elif kind == "sub":
+            cap = min(diff.max_addend, v - 1)
+            if cap < 2:
+                continue
+            y = rng.randint(2, cap)
+            verb = rng.choice(["gives away {y}", "loses {y}", "eats {y}", "sells {y}"])
+            b.sentences.append(f"{Pron} {verb.format(y=y)} {b.item}.")
+            b.current = b.add_step("-", b.current, Operand("given", y))
+        elif kind == "mul":
+            cap = min(diff.max_factor, diff.max_value // max(v, 1))
+            if cap < 2 or v > diff.max_value // 2:
+                continue
+            y = rng.randint(2, min(cap, 4))
+            b.sentences.append(f"{Pron} ends up with {y} times as many {b.item}.")
+            b.current = b.add_step("*", b.current, Operand("given", y))
+        else:
+            cap = diff.max_value - v if kind == "add_mul" else v - 1
+            pc = _pick_product(rng, diff, cap)
+            if pc is None:
+                continue
+            x, y = pc
+            verb = "buys" if kind == "add_mul" else "sells"
+            other = rng.choice([bx for bx in _BOXES if bx != box])
+            b.sentences.append(f"{Pron} {verb} {x} {other} with {y} {b.item} in each.")
+            t = b.add_step("*", Operand("given", x), Operand("given", y))
+            b.current = b.add_step("+" if kind == "add_mul" else "-", b.current, t)
+            remaining -= 1
+        remaining -= 1
+        b.value = b.gold[-1].value
+    b.sentences.append(f"How many {b.item} does {name} have now?")
+    return " ".join(b.sentences), b.gold, b.given
+
+
+def _stream(seed: int, diff: Difficulty) -> Iterator[tuple[str, list[GoldStep], list[int]]]:
+    """Deterministic stream of stories: story j depends only on (seed, difficulty, j)."""
+    j = 0
+    while True:
+        rng = random.Random(f"arith|{seed}|{diff.tag}|{j}")
+        yield _generate(rng, diff)
+        j += 1
+
+
+def split_of(question: str) -> str:
+    """Which split a question text belongs to (a hash of the text, so the splits never overlap)."""
+    bucket = int.from_bytes(hashlib.sha256(question.encode()).digest()[:8], "big") % 100
+    return next(s for s, r in _SPLIT_BUCKETS.items() if bucket in r)
+
+
+def _problem_id(split: str, index: int, seed: int, diff: Difficulty) -> str:
+    if seed == 0 and diff == DEFAULT_DIFFICULTY:
+        return f"arith-{split}-{index}"
+    return f"arith-{diff.tag}-s{seed}-{split}-{index}"
+
+
+@functools.lru_cache(maxsize=32)
+def _split_cached(split: str, n: int, seed: int, diff: Difficulty) -> tuple[Problem, ...]:
+    out: list[Problem] = []
+    seen: set[str] = set()
+    for question, gold, given in _stream(seed, diff):
+        if question in seen or split_of(question) != split:
+            continue
+        seen.add(question)
+        idx = len(out)
+        out.append(Problem(
+            id=_problem_id(split, idx, seed, diff),
+            question=question,
+            answer=str(gold[-1].value),
+            source="arith",
+            meta={"split": split, "index": idx, "seed": seed, "difficulty": asdict(diff), "given": given,
+                  "gold": [{"op": g.op, "a": asdict(g.a), "b": asdict(g.b), "value": g.value} for g in gold]},
+        ))
+        if len(out) >= n:
+            break
+    return tuple(out)
+
+
+def load_split(split: str, n: int | None = None, seed: int = 0, difficulty: str | Difficulty | None = None) -> list[Problem]:
+    """The first n problems of a split (train / val / test), deterministic in (seed, difficulty).
+
+    Problem i of a split does not depend on n, so a bigger n extends a smaller one.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    diff = get_difficulty(difficulty)
+    n = DEFAULT_SIZES[split] if n is None else n
+    if n < 0:
+        raise ValueError(f"n must be >= 0; got {n}")
+    return list(_split_cached(split, n, seed, diff))
+
+
+_ID_RE = re.compile(r"arith-(?:(?P<tag>[A-Za-z0-9-]+?)-s(?P<seed>\d+)-)?(?P<split>train|val|test)-(?P<index>\d+)")
+
+
+def get_problem(problem_id: str) -> Problem:
+    """Regenerate a problem from its id: "arith-test-17", or "arith-hard-s3-test-17" for another
+    difficulty and seed."""
+    m = _ID_RE.fullmatch(problem_id)
+    if not m:
+        raise ValueError(f"not an arithmetic-world problem id: {problem_id!r} (expected e.g. 'arith-test-17')")
+    diff = get_difficulty(m["tag"]) if m["tag"] else DEFAULT_DIFFICULTY
+    seed = int(m["seed"]) if m["seed"] else 0
+    index = int(m["index"])
+    # Round n up so that neighbouring ids share one cached generation.
+    n = (index // 256 + 1) * 256
+    return _split_cached(m["split"], n, seed, diff)[index]
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing solutions
+
+_OP_WORD = {"+": "plus", "-": "minus", "*": "times"}
+_WORD_OP = {v: k for k, v in _OP_WORD.items()}
+
+
+def format_step(x: int, op: str, y: int, z: int, style: str) -> str:
+    """One computation step's text (without the trailing delimiter)."""
+    if style == "A":
+        return f"{x} {op} {y} = {z}"
+    if style == "B":
+        return f"{z} is {x} {_OP_WORD[op]} {y}"
+    raise ValueError(f"unknown style {style!r}")
+
+
+def format_final(answer: int | str, style: str) -> str:
+    if style == "A":
+        return f"The answer is \\boxed{{{answer}}}"
+    if style == "B":
+        return f"So the total is \\boxed{{{answer}}}"
+    raise ValueError(f"unknown style {style!r}")
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A deliberate mistake in one step: its kind, for statistics and tests."""
+
+    step: int
+    kind: str  # "arith" (wrong result), "operand" (a wrong number used), "op" (wrong operation)
+
+
+def solve(problem: Problem, style: str = "A", slip_rate: float = 0.0, rng: random.Random | None = None
+          ) -> tuple[list[str], list[Slip]]:
+    """Write a solution as a list of steps (the last holds \\boxed{}); no delimiters.
+
+    With slip_rate > 0 each computation step independently gets a mistake with that probability; later
+    steps then carry on consistently from the wrong value, as a person who slipped would.
+    """
+    rng = rng or random.Random(0)
+    gold = gold_steps(problem)
+    given = list(problem.meta["given"])
+    actual: list[int] = []  # the values the written solution actually computed
+    steps: list[str] = []
+    slips: list[Slip] = []
+    for i, g in enumerate(gold):
+        x, y, op = _operand_value(g.a, actual), _operand_value(g.b, actual), g.op
+        z = _apply(op, x, y)
+        if slip_rate > 0 and rng.random() < slip_rate:
+            slipped = _make_slip(rng, x, op, y, given)
+            if slipped is not None:
+                (x, op, y, z), kind = slipped
+                slips.append(Slip(i, kind))
+        actual.append(z)
+        steps.append(format_step(x, op, y, z, style))
+    steps.append(format_final(actual[-1], style))
+    return steps, slips
+
+
+def _make_slip(rng: random.Random, x: int, op: str, y: int, given: Sequence[int]
+               ) -> tuple[tuple[int, str, int, int], str] | None:
+    """A mistaken version (x', op', y', z') of the step x op y, with z' != the right result."""
+    z = _apply(op, x, y)
+    for _ in range(20):
+        r = rng.random()
+        if r < 0.6:  # arithmetic slip: a near miss, as people and small models make them
+            d = rng.choice([1, 1, 2, 10, rng.randint(3, 9)]) * rng.choice([-1, 1])
+            cand, kind = (x, op, y, z + d), "arith"
+        elif r < 0.85:  # a wrong number: another number from the question, or a misread one
+            pool = [g for g in given if g not in (x, y)]
+            w = rng.choice(pool) if pool and rng.random() < 0.6 else y + rng.choice([-2, -1, 1, 2])
+            cx, cy = (x, w) if rng.random() < 0.5 else (w, y)
+            cand, kind = (cx, op, cy, _apply(op, cx, cy)), "operand"
+        else:  # the wrong operation
+            op2 = "-" if op == "+" else "+"
+            cand, kind = (x, op2, y, _apply(op2, x, y)), "op"
+        if min(cand[0], cand[2], cand[3]) >= 0 and cand[3] != z:
+            return cand, kind
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Checker
+
+_NUM = r"(-?\d+)"
+_STEP_A = re.compile(rf"{_NUM}\s*([+\-*])\s*{_NUM}\s*=\s*{_NUM}")
+_STEP_B = re.compile(rf"{_NUM} is {_NUM} (plus|minus|times) {_NUM}")
+_BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
+
+
+def parse_step(step: str) -> tuple[int, str, int, int] | None:
+    """(x, op, y, stated result) of a computation step in either style; None when it is not one."""
+    s = step.strip()
+    m = _STEP_A.fullmatch(s)
+    if m:
+        return int(m[1]), m[2], int(m[3]), int(m[4])
+    m = _STEP_B.fullmatch(s)
+    if m:
+        return int(m[2]), _WORD_OP[m[3]], int(m[4]), int(m[1])
+    return None
+
+
+def extract_answer(text: str) -> str | None:
+    """The integer in the last \\boxed{} of a text, as a string; None when there is none."""
+    found = _BOXED.findall(text)
+    return str(int(found[-1])) if found else None
+
+
+def label_steps(problem: Problem, steps: Sequence[str]) -> list[bool]:
+    """The checker's verdict on every step of a solution, in one pass."""
+    gold = gold_steps(problem)
+    values = [g.value for g in gold]
+    given = set(problem.meta["given"])
+    gold_ok: set[int] = set()  # gold steps whose value a correct step has produced so far
+    out: list[bool] = []
+    for step in steps:
+        if _BOXED.search(step):
+            out.append(extract_answer(step) == str(int(problem.answer)))
+            continue
+        parsed = parse_step(step)
+        if parsed is None:
+            out.append(False)
+            continue
+        x, op, y, z = parsed
+        ok = False
+        if _apply(op, x, y) == z:
+            for gi, g in enumerate(gold):
+                if z != g.value or not all(o.kind == "given" or o.ref in gold_ok for o in (g.a, g.b)) or op != g.op:
+                    continue
+                want = (_operand_value(g.a, values), _operand_value(g.b, values))
+                if (x, y) == want or (op in "+*" and (y, x) == want):
+                    ok = True
+                    gold_ok.add(gi)
+        out.append(ok)
+    return out
+
+
+def step_correct(problem: Problem, prior_steps: Sequence[str], step: str) -> bool:
+    """Is `step` correct after `prior_steps`? (Right arithmetic, right quantities, a gold quantity; or,
+    for a step with \\boxed{}, the gold answer.)"""
+    return label_steps(problem, [*prior_steps, step])[-1]
+
+
+def final_answer_correct(problem: Problem, solution: str | Sequence[str]) -> bool:
+    """Does the solution's last \\boxed{} hold the gold answer?"""
+    text = solution if isinstance(solution, str) else "".join(solution)
+    ans = extract_answer(text)
+    return ans is not None and problem.answer is not None and ans == str(int(problem.answer))
+
+
+def solution_text(steps: Sequence[str]) -> str:
+    """Join steps the way the policy writes them: every step but the last ends in the delimiter."""
+    return "\n\n".join(s.strip() for s in steps)
