@@ -1,0 +1,30 @@
+"""A-UATS's learned budget controller (see policy.py for the network, train.py for how it is trained)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import SearchConfig
+from .policy import (KNOB_RANGES, KNOBS, ControllerError, ControllerNet, LearnedController, load_checkpoint,
+                     save_checkpoint, squash, unsquash)
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "models" / "auats-controller"
+ABLATION_CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "models" / "auats-controller-no-uncertainty"
+
+
+def load_controller(path: str | Path | None, config: SearchConfig | None = None) -> LearnedController:
+    """The shipped controller (or the no-uncertainty ablation when the config turns those features off),
+    or the checkpoint folder at `path`."""
+    if path is None:
+        wants_uncertainty = config is None or config.controller_uncertainty_features
+        path = DEFAULT_CHECKPOINT if wants_uncertainty else ABLATION_CHECKPOINT
+    net, meta = load_checkpoint(path)
+    uncertainty = bool(meta.get("uncertainty_features", True))
+    if config is not None and config.controller_uncertainty_features != uncertainty:
+        raise ControllerError(path, f"was trained with uncertainty_features={uncertainty} but the run asks for "
+                                    f"{config.controller_uncertainty_features}; pick the matching checkpoint")
+    return LearnedController(net, uncertainty_features=uncertainty)
+
+
+__all__ = ["load_controller", "LearnedController", "ControllerNet", "ControllerError", "KNOBS", "KNOB_RANGES",
+           "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT"]
