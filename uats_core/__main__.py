@@ -50,7 +50,10 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
         if pid.startswith("arith-"):
             from .worlds.arith.world import get_problem
 
-            return get_problem(pid)
+            try:
+                return get_problem(pid)
+            except (ValueError, IndexError) as exc:
+                raise ProblemError("problem", f"{exc}; arithmetic-world ids look like arith-test-17") from None
         raise ProblemError("problem", f"unknown problem {pid!r}; use an arith-test-<i> id, or give --dataset FILE.jsonl")
     problems = load_problems(dataset)
     for p in problems:
@@ -67,13 +70,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
     problem = resolve_problem(args.problem, args.dataset)
+    store = _open_store(args.db)  # before the models: a typo in the URL should not cost a model load
     policy, prm = build_backends(args.policy, args.prm, config)
     controller = None
     if config.method == "a-uats":
         from .controller import load_controller  # issue 6: the learned budget controller
 
         controller = load_controller(config.controller, config)
-    store = _open_store(args.db)
     result = run_search(problem, config, policy, prm, subscribers=[store.subscriber()], controller=controller,
                         progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
@@ -107,7 +110,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     store = _open_store(args.db)
-    run = store.get_run(args.run)
+    run = store.find_run(args.run)  # a unique prefix of the id is enough
     nodes = store.get_nodes(run["run_id"])
     print(f"run {run['run_id']}  {run['method']}  problem {run['problem_id']}  status {run['status']}  "
           f"answer {run.get('answer')}  correct {run.get('correct')}  cost {run.get('cost')}")

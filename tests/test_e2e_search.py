@@ -1,0 +1,154 @@
+"""All seven methods on the embedded world's real (tiny) transformers models, checked from the database
+alone; and the CLI's handling of bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from storage import RunStore
+from uats_core.config import SearchConfig
+from uats_core.runner import build_backends, run_search
+from uats_core.worlds.arith.world import get_problem
+
+ROOT = Path(__file__).resolve().parent.parent
+METHODS = ["best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats"]
+BUDGET = 8
+
+
+@pytest.fixture(scope="module")
+def backends():
+    return build_backends(None, None, SearchConfig())
+
+
+@pytest.fixture(scope="module")
+def logged_runs(backends, tmp_path_factory):
+    from uats_core.controller import load_controller
+    from uats_core.embedders import HashingEmbedder
+
+    policy, prm = backends
+    store = RunStore(str(tmp_path_factory.mktemp("e2e") / "runs.db"))
+    problem = get_problem("arith-test-3")
+    ids = {}
+    for method in METHODS:
+        cfg = SearchConfig(method=method, budget=BUDGET, seed=11, max_iterations=12)
+        controller = load_controller(None, cfg) if method == "a-uats" else None
+        res = run_search(problem, cfg, policy, prm, subscribers=[store.subscriber()], controller=controller,
+                         embedder=HashingEmbedder() if method == "dora" else None)
+        ids[method] = res.run_id
+    return store, ids
+
+
+@pytest.mark.slow
+def test_every_method_logs_a_finished_run(logged_runs):
+    store, ids = logged_runs
+    for method, run_id in ids.items():
+        run = store.get_run(run_id)
+        assert run["status"] == "finished", (method, run.get("error"))
+        assert run["method"] == method
+        nodes = store.get_nodes(run_id)
+        assert len(nodes) > BUDGET
+        assert run["cost"] > 0
+        its = store.get_iterations(run_id)
+        assert its[-1]["cost_total"] == pytest.approx(run["cost"])
+        finished = [n for n in nodes if n["status"] in ("finished", "truncated")]
+        assert finished, method
+        assert run["correct"] in (True, False)
+
+
+@pytest.mark.slow
+def test_variance_matches_stored_passes(logged_runs):
+    store, ids = logged_runs
+    for method in ("h-uats", "a-uats"):
+        for n in store.get_nodes(ids[method]):
+            if n["node_id"] == 0:
+                continue
+            passes = n["mc_scores"]
+            assert len(passes) == n["k"] == n["initial_passes"] + n["extra_passes"]
+            assert n["var"] == pytest.approx(float(np.var(passes, ddof=1)), abs=1e-12)
+            assert n["mean"] == pytest.approx(float(np.mean(passes)), abs=1e-12)
+            assert all(0.0 <= p <= 1.0 for p in passes)
+
+
+@pytest.mark.slow
+def test_uats_decisions_follow_the_paper(logged_runs):
+    store, ids = logged_runs
+    cap = BUDGET * (18 + 1)
+    saw_reeval = False
+    for method in ("h-uats", "a-uats"):
+        for it in store.get_iterations(ids[method]):
+            assert it["cost_step"] <= cap + 1e-9
+            decisions, budget = it["decisions"], it["budget"]
+            if it["iteration"] == 1:
+                continue
+            knobs = budget["knobs"]
+            assert sum(d["children"] for d in decisions) == budget["width"]
+            chosen = [d for d in decisions if d["reeval_candidate"]]
+            assert sum(d["extra_passes"] for d in decisions) == (budget["reeval_budget"] if chosen else 0)
+            for d in decisions:
+                if d["extra_passes"]:
+                    saw_reeval = True
+                    assert d["var_before"] > knobs["tau"], "re-evaluated a node that was not OOD"
+                    assert d["ucb_before"] >= budget["reference_mean"] - knobs["delta"] - 1e-12
+        nodes = {n["node_id"]: n for n in store.get_nodes(ids[method])}
+        for n in nodes.values():
+            if n["status"] == "pruned":
+                assert not any(m["parent_id"] == n["node_id"] for m in nodes.values())
+    assert saw_reeval, "no re-evaluation happened: the test exercised nothing"
+
+
+@pytest.mark.slow
+def test_same_seed_same_tree(backends):
+    policy, prm = backends
+    problem = get_problem("arith-test-5")
+    trees = []
+    for _ in range(2):
+        res = run_search(problem, SearchConfig(method="h-uats", budget=4, seed=2, max_iterations=8), policy, prm)
+        trees.append([(n.id, n.parent_id, n.step, n.mc_scores, n.children_granted) for n in res.tree.nodes.values()])
+    assert trees[0] == trees[1]
+
+
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "uats_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--method", "mcts"], "method"),
+    (["--budget", "0"], "budget"),
+    (["--budget", "-4"], "budget"),
+    (["--k0", "1"], "k0"),
+    (["--tau", "-0.01"], "tau"),
+    (["--problem", "arith-test-999999999"], "problem"),
+    (["--problem", "no-such-problem"], "problem"),
+    (["--dataset", "/nonexistent/math.jsonl"], "dataset"),
+])
+def test_cli_bad_input_is_one_line_naming_the_field(tmp_path, args, field):
+    db = tmp_path / "runs.db"
+    out = _cli("search", "--db", str(db), "--quiet", *args)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}:"), out.stderr
+    assert not db.exists(), "bad input must leave nothing behind"
+
+
+def test_cli_unreadable_database_url(tmp_path):
+    out = _cli("search", "--db", "postgresql+nosuchdriver://x@localhost/db", "--quiet", "--budget", "4")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: db:"), out.stderr
+
+
+@pytest.mark.slow
+def test_cli_search_runs_show(tmp_path):
+    db = tmp_path / "runs.db"
+    out = _cli("search", "--method", "h-uats", "--budget", "4", "--problem", "arith-test-1", "--db", str(db), "--quiet")
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split()[1]
+    listing = _cli("runs", "--db", str(db))
+    assert run_id in listing.stdout and "h-uats" in listing.stdout
+    shown = _cli("show", run_id[:8], "--db", str(db))
+    assert shown.returncode == 0 and "R̄=" in shown.stdout and "σ²=" in shown.stdout
