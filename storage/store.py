@@ -240,14 +240,17 @@ class RunStore:
             flag = conn.execute(sa.select(S.runs.c.cancel_requested).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
         return bool(flag)
 
-    def mark_failed(self, run_id: str, error: str) -> bool:
-        """End a run whose worker died without RunEnded. Leaves ended runs alone (returns False then)."""
+    def mark_failed(self, run_id: str, error: str, status: str = "failed") -> bool:
+        """End a run whose worker died (or never started) without RunEnded; status 'cancelled' when the
+        user stopped it before its search began. Leaves ended runs alone (returns False then)."""
+        if status not in ("failed", "cancelled"):
+            raise StorageError(f"mark_failed takes status 'failed' or 'cancelled', not {status!r}", field="status")
         with self.engine.begin() as conn:
             res = conn.execute(sa.update(S.runs)
                                .where(S.runs.c.run_id == run_id, S.runs.c.status.in_(("queued", "running")))
-                               .values(status="failed", error=error, ended_at=time.time()))
+                               .values(status=status, error=error, ended_at=time.time()))
         if res.rowcount:
-            log.warning("run %s marked failed: %s", run_id, error)
+            log.warning("run %s marked %s: %s", run_id, status, error)
         return bool(res.rowcount)
 
     def mark_dead_workers(self, queued_grace_s: float = 600.0) -> list[str]:
@@ -352,7 +355,7 @@ class RunStore:
         return dict(rows[0]._mapping)
 
     def get_nodes(self, run_id: str, since_iter: int | None = None) -> list[dict[str, Any]]:
-        """Node snapshots by id, keyed like uats_core.tree.Node.record() plus k and updated_iter.
+        """Node snapshots by id, keyed like uats_core.tree.Node.record() plus node_id (= id), k, updated_iter.
         since_iter: only nodes whose latest snapshot came at or after that iteration (live polling)."""
         q = sa.select(S.nodes).where(S.nodes.c.run_id == run_id).order_by(S.nodes.c.node_id)
         if since_iter is not None:
@@ -475,7 +478,7 @@ def _history_row(row: dict[str, Any], iteration: int) -> dict[str, Any]:
 
 def _node_dict(m: Any) -> dict[str, Any]:
     d = dict(m)
-    d["id"] = d.pop("node_id")
+    d["id"] = d["node_id"]  # Node.record()'s key; node_id (the column name) stays too, both are read
     d.pop("run_id", None)
     extra = d.pop("extra", None)
     if extra:

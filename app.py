@@ -1,0 +1,88 @@
+"""UATS Studio: `python app.py` serves the workbench at http://127.0.0.1:7860 (offline, embedded world).
+
+Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
+absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db in the project), --export-dir
+(default exports/ in the project), --workers (searches running at once)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Sequence
+
+PROJECT = Path(__file__).resolve().parent
+DEFAULT_DB = PROJECT / "runs" / "uats.db"
+DEFAULT_EXPORTS = PROJECT / "exports"
+
+log = logging.getLogger("uats_studio")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="app.py", description="UATS Studio: watch PRM-guided tree search and its uncertainty")
+    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                   help="address to listen on (default 127.0.0.1, or $GRADIO_SERVER_NAME)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+                   help="port (default 7860, or $GRADIO_SERVER_PORT)")
+    p.add_argument("--db", default=str(DEFAULT_DB), help="run log: SQLite file path or SQLAlchemy URL")
+    p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
+    p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
+
+    from storage import RunStore, StorageError
+
+    try:
+        store = RunStore(args.db)
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("error: workers: must be an integer >= 1", file=sys.stderr)
+        return 2
+    export_dir = Path(args.export_dir)
+    try:
+        export_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: export-dir: cannot create {export_dir} ({exc.strerror}); give a writable folder", file=sys.stderr)
+        return 2
+
+    from ui.app_ui import build_demo, launch_kwargs
+    from ui.export import stop_kaleido
+    from ui.worker import WorkerPool
+
+    dead = store.mark_dead_workers()
+    if dead:
+        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
+    pool = WorkerPool(store, max_workers=args.workers)
+    demo = build_demo(store, pool, export_dir)
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
+                                                       **launch_kwargs(export_dir))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        log.info("shutting down: cancelling running searches so their runs end 'cancelled' with all nodes written")
+        pool.shutdown(cancel=True)
+        stop_kaleido()
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""UATS Studio in Debian's Chromium: start a run and watch it grow, inspect a node, step back, compare,
+export, and survive bad input. Screenshots land in artifacts/."""
+
+from __future__ import annotations
+
+import json
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import PAIR, shot
+
+pytestmark = pytest.mark.browser
+
+NODE_PIXEL_JS = """([sel, wanted]) => {
+  const gd = document.querySelector(sel + ' .uats-plot');
+  gd.scrollIntoView({block: 'start'});
+  const tr = gd.data.find(t => t.name && t.name.startsWith('nodes'));
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const box = gd.getBoundingClientRect();
+  for (let i = 0; i < tr.x.length; i++) {
+    const id = tr.customdata[i][0];
+    if (wanted !== null && id !== wanted) continue;
+    const px = xa._offset + xa.l2p(tr.x[i]), py = ya._offset + ya.l2p(tr.y[i]);
+    if (px > xa._offset && px < xa._offset + xa._length && py > ya._offset && py < ya._offset + ya._length)
+      return {x: box.left + px, y: box.top + py, id: id};
+  }
+  return null;
+}"""
+
+
+def plot_data(pg: Any, sel: str, key: str) -> str | None:
+    return pg.eval_on_selector(f"{sel} .uats-plot", f"e => e.dataset.{key} || null")
+
+
+def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = 60) -> None:
+    pg.wait_for_function(f"() => {{ const e = document.querySelector('{sel} .uats-plot'); return e && ({cond}); }}",
+                         timeout=timeout_s * 1000)
+
+
+def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
+    box = pg.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    box.fill(value)
+    if submit:
+        box.press("Enter")
+
+
+def open_run(pg: Any, run_id: str) -> None:
+    fill(pg, "open-id", run_id)
+    pg.click("#open-btn")
+    wait_plot(pg, "#tree", f"e.dataset.run === '{run_id}' && Number(e.dataset.nodes) > 0")
+
+
+def wait_text(pg: Any, selector: str, needle: str, timeout_s: float = 20) -> str:
+    deadline = time.time() + timeout_s
+    text = ""
+    while time.time() < deadline:
+        text = pg.locator(selector).inner_text()
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{selector} never showed {needle!r}; it shows {text[:300]!r}")
+
+
+def notice_text(pg: Any) -> str:
+    loc = pg.locator("#notice")
+    return loc.inner_text() if loc.count() and loc.is_visible() else ""
+
+
+def wait_notice(pg: Any, needle: str, timeout_s: float = 20) -> str:
+    deadline = time.time() + timeout_s
+    text = ""
+    while time.time() < deadline:
+        text = notice_text(pg)
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"notice never said {needle!r}; it says {text!r}")
+
+
+def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_models: tuple[str, str]) -> None:
+    """A real search in a worker process (tiny random transformers models): nodes are drawn while the run
+    is still running, each within 2 s of being written."""
+    store = served["store"]
+    policy, prm = tiny_models
+    page.get_by_text("Models", exact=True).click()
+    fill(page, "policy", policy)
+    fill(page, "prm", prm)
+    fill(page, "budget", "8")
+    page.get_by_text("UATS knobs (paper defaults)").click()
+    fill(page, "max-iterations", "25")
+    page.click("#run-btn")
+    wait_notice(page, "queued")
+    run_id = None
+    deadline = time.time() + 60
+    while run_id is None and time.time() < deadline:
+        runs = [r for r in store.list_runs(limit=5) if r["policy"] == policy]
+        run_id = runs[0]["run_id"] if runs else None
+        time.sleep(0.2)
+    assert run_id, "the page did not register a run"
+    seen_running: list[tuple[int, int]] = []  # (nodes drawn, nodes stored) while the db says 'running'
+    latencies: list[float] = []
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        run = store.get_run(run_id)
+        drawn = int(plot_data(page, "#tree", "nodes") or 0) if page.locator("#tree .uats-plot").count() else 0
+        if run["status"] == "running" and drawn > 1:
+            seen_running.append((drawn, run["n_nodes"]))
+            lat = plot_data(page, "#tree", "latencyMs")
+            if lat is not None:
+                latencies.append(float(lat))
+            if len(seen_running) == 2:
+                shot(page, "live-run-growing")
+        if run["status"] in ("finished", "failed", "cancelled"):
+            break
+        time.sleep(0.25)
+    run = store.get_run(run_id)
+    assert run["status"] == "finished", run.get("error")
+    assert seen_running, "no node was drawn before the run ended"
+    assert seen_running[0][0] < run["n_nodes"] + 1  # the first drawn tree was a partial one
+    # the final tree is drawn (root + every stored node) within 2 s of the last write
+    wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'finished'",
+              timeout_s=5)
+    assert latencies and min(latencies) < 2000, latencies
+    shot(page, "live-run-finished")
+
+
+def test_open_a_node_and_see_its_boxplot(page: Any) -> None:
+    open_run(page, PAIR["h-uats"])
+    target = page.evaluate(NODE_PIXEL_JS, ["#tree", None])
+    assert target, "no node visible in the tree"
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_function("() => document.querySelectorAll('#inspector .uats-plot .boxlayer .trace').length > 0",
+                           timeout=20_000)
+    details = wait_text(page, "#node-details", "Trace up to here")
+    assert f"Node {target['id']}" in details and "R̄" in details and "Trace up to here" in details
+    assert page.locator("#node-id input").input_value() == str(target["id"])
+    # the τ line and the printed R̄/σ² of each sibling
+    inspector_text = page.locator("#inspector").inner_text()
+    assert "τ = 0.003" in inspector_text and "σ²=" in inspector_text
+    shot(page, "node-inspector", "#inspector")
+    shot(page, "node-selected")
+
+
+def test_step_back_through_iterations(page: Any, served: dict[str, Any]) -> None:
+    open_run(page, PAIR["h-uats"])
+    final_nodes = int(plot_data(page, "#tree", "nodes"))
+    final_t = int(plot_data(page, "#tree", "iteration"))
+    # zoom in, then step: the zoom must survive the redraws (fixed uirevision)
+    page.evaluate("() => Plotly.relayout(document.querySelector('#tree .uats-plot'), "
+                  "{'xaxis.range': [-2, 3], 'yaxis.range': [-6, 0.5]})")
+    for expected in (final_t - 1, final_t - 2, final_t - 3):
+        page.click("#prev-btn")
+        wait_plot(page, "#tree", f"Number(e.dataset.iteration) === {expected}")
+    xr = page.evaluate("() => document.querySelector('#tree .uats-plot')._fullLayout.xaxis.range")
+    assert xr == pytest.approx([-2, 3])
+    nodes_then = int(plot_data(page, "#tree", "nodes"))
+    assert nodes_then < final_nodes
+    data = served["store"].get_nodes(PAIR["h-uats"])
+    assert nodes_then == len({0} | {n["id"] for n in data if n["created_iter"] <= final_t - 3})
+    assert "after iteration" in page.locator("#run-status").inner_text()
+    shot(page, "step-back")
+    page.click("#next-btn")
+    wait_plot(page, "#tree", f"Number(e.dataset.iteration) === {final_t - 2}")
+
+
+def test_open_a_comparison(page: Any) -> None:
+    page.get_by_role("tab", name="Compare").click()
+    fill(page, "cmp-a", PAIR["h-uats"][:10], submit=True)
+    fill(page, "cmp-b", PAIR["rebase"][:10], submit=True)
+    page.click("#cmp-load")
+    wait_plot(page, "#cmp-tree-a", "Number(e.dataset.nodes) > 1")
+    wait_plot(page, "#cmp-tree-b", "Number(e.dataset.nodes) > 1")
+    summary = page.locator("#cmp-summary").inner_text()
+    assert "first diverging iteration" in summary and "shared colour scale" in summary
+    assert "h-uats" in summary and "rebase" in summary
+    ta = int(plot_data(page, "#cmp-tree-a", "iteration"))
+    page.click("#cmp-prev")
+    wait_plot(page, "#cmp-tree-a", f"Number(e.dataset.iteration) === {ta - 1}")
+    wait_plot(page, "#cmp-tree-b", f"Number(e.dataset.iteration) <= {ta - 1}")  # lockstep
+    shot(page, "compare")
+
+
+def test_download_an_export(page: Any) -> None:
+    open_run(page, PAIR["h-uats"])
+    page.get_by_text("Export this run").click()
+    button = page.locator("#run-export")
+    deadline = time.time() + 90
+    while time.time() < deadline and "run-" not in button.inner_text():
+        time.sleep(0.2)
+    assert "run-a0a0a0a0.zip" in button.inner_text()
+    with page.expect_download(timeout=60_000) as info:
+        button.click()
+    path = Path(info.value.path())
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        assert {"run-a0a0a0a0.json", "run-a0a0a0a0.html", "run-a0a0a0a0.tex", "run-a0a0a0a0.png",
+                "run-a0a0a0a0.svg", "README.txt"} <= names, names
+        data = json.loads(zf.read("run-a0a0a0a0.json"))
+        assert data["run"]["run_id"] == PAIR["h-uats"] and len(data["nodes"]) == 160
+        assert zf.read("run-a0a0a0a0.png")[:4] == b"\x89PNG"
+        assert b"\\begin{tabular}" in zf.read("run-a0a0a0a0.tex")
+    # a name that tries to leave the export folder is refused, in the page
+    fill(page, "run-export-name", "../../escape", submit=True)
+    wait_notice(page, "not allowed as an export name")
+    shot(page, "export")
+
+
+def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
+    fill(page, "budget", "0")
+    page.click("#run-btn")
+    assert "budget" in wait_notice(page, "budget: must be an integer >= 1")
+    fill(page, "budget", "8")
+    page.get_by_text("UATS knobs (paper defaults)").click()
+    fill(page, "tau", "-1")
+    page.click("#run-btn")
+    wait_notice(page, "tau: must be a finite number >= 0")
+    fill(page, "tau", "0.003")
+    fill(page, "open-id", "feedfacecafe")
+    page.click("#open-btn")
+    wait_notice(page, "no run feedfacecafe")
+    page.locator("#dataset input").first.fill("JSONL file or hub name")
+    page.locator("#dataset input").first.press("Enter")
+    fill(page, "dataset-path", "/no/such/problems.jsonl", submit=True)
+    wait_notice(page, "no such file")
+    shot(page, "bad-input")
+    open_run(page, PAIR["rebase"])  # still alive
+    assert "rebase" in page.locator("#run-status").inner_text()

@@ -1,0 +1,163 @@
+"""The app's logic without a browser: form validation messages, problems, the worker pool, app.py flags."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import app
+from storage import RunStore, StorageError
+from storage.synthetic import synthetic_events
+from ui import service as svc
+from ui.treedata import RunData
+from ui.worker import RunRequest, WorkerPool, request_dict
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.problems import ProblemError
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def _form(**over) -> dict:
+    base = {"method": "h-uats", "budget": 16.0, "seed": 0.0, "k0": 7.0, "dropout_p": 0.1, "dropout_mode": "full",
+            "alpha": 0.3, "tau": 0.003, "delta": 0.04, "nu1": 0.5, "nu2": 0.2, "cost_ratio": 18.0,
+            "max_iterations": 40.0, "reeval_share": 0.1}
+    base.update(over)
+    return base
+
+
+def test_form_defaults_are_the_papers() -> None:
+    cfg = svc.build_config(_form())
+    assert cfg == SearchConfig(method="h-uats", budget=16, seed=0)
+    assert isinstance(cfg.budget, int) and isinstance(cfg.k0, int)
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("budget", 0.0, "budget: must be an integer >= 1"),
+    ("budget", 2.5, "budget: must be an integer"),
+    ("tau", -0.1, "tau: must be a finite number >= 0"),
+    ("k0", 1.0, "k0: must be an integer >= 2"),
+    ("method", "nope", "method: unknown method"),
+    ("dropout_mode", "last:x", "dropout_mode"),
+    ("seed", None, "seed: is empty"),
+])
+def test_bad_form_values_name_the_field(field, value, needle) -> None:
+    with pytest.raises(ConfigError) as exc:
+        svc.build_config(_form(**{field: value}))
+    assert needle in str(exc.value) and exc.value.field == field
+
+
+def test_datasets_and_problems() -> None:
+    arith = svc.dataset_problems(svc.ARITH)
+    assert len(arith) == svc.ARITH_PROBLEMS_SHOWN and arith[0].id == "arith-test-0"
+    assert svc.pick_problem(arith, "arith-test-3").id == "arith-test-3"
+    assert svc.pick_problem(arith, "2").id == "arith-test-2"
+    with pytest.raises(ProblemError, match="unknown problem"):
+        svc.pick_problem(arith, "arith-test-99999")
+    with pytest.raises(ProblemError, match="no such file"):
+        svc.dataset_problems(svc.CUSTOM, "/no/such/file.jsonl")
+    with pytest.raises(ProblemError, match="give a .jsonl"):
+        svc.dataset_problems(svc.CUSTOM, "")
+    choices = svc.problem_choices(arith[:3])
+    assert choices[0][1] == "arith-test-0" and choices[0][0].startswith("arith-test-0 · ")
+
+
+@pytest.mark.skipif(not (SHARED / "math500.jsonl").is_file(), reason="needs ../shared/data/math500.jsonl")
+def test_shared_datasets_load_from_their_files() -> None:
+    assert svc.default_dataset_path(svc.MATH500) == str(SHARED / "math500.jsonl")
+    math500 = svc.dataset_problems(svc.MATH500)
+    assert len(math500) == 500 and math500[0].answer
+    aime = svc.dataset_problems(svc.AIME24)
+    assert len(aime) == 30
+
+
+def test_partner_and_compare_rows() -> None:
+    store = RunStore("sqlite://")
+    for rid, method, seed in (("a1", "h-uats", 0), ("b1", "rebase", 0), ("c1", "rebase", 5)):
+        sub = store.subscriber()
+        for ev in synthetic_events(rid, n_nodes=60, seed=3 if rid != "b1" else 4, method=method):
+            sub(ev)
+        # same problem; seeds stored as given by the synthetic stream (seed argument above is ignored there)
+    a = store.get_run("a1")
+    partner = svc.find_partner(store, a)
+    assert partner in ("b1", "c1")
+    rows, div = svc.compare_rows(RunData.load(store, "a1"), RunData.load(store, "b1"))
+    assert [r[1] for r in rows] == ["h-uats", "rebase"] and div == 1
+    assert "finished" in svc.run_status_md(a) and "answer" in svc.run_status_md(a)
+
+
+def test_unknown_run_id_message() -> None:
+    store = RunStore("sqlite://")
+    with pytest.raises(StorageError, match="no run deadbeef"):
+        store.find_run("deadbeef")
+    with pytest.raises(StorageError, match="empty run id"):
+        store.find_run("  ")
+
+
+def test_worker_that_fails_marks_its_run_failed(tmp_path: Path) -> None:
+    """A real spawned worker: a model path that does not exist fails at load, before RunStarted; the pool
+    must leave the run 'failed' with the loader's message, not 'queued' forever."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    prob = svc.dataset_problems(svc.ARITH)[0]
+    cfg = SearchConfig(budget=4, max_iterations=2)
+    run_id = uuid.uuid4().hex
+    store.register_run(run_id, method=cfg.method, problem_id=prob.id, question=prob.question, gold_answer=prob.answer,
+                       seed=0, config=cfg.to_dict())
+    pool = WorkerPool(store, max_workers=1, poll_s=0.2)
+    try:
+        pool.submit(RunRequest(run_id=run_id, db=store.location, problem=request_dict(prob), config=cfg.to_dict(),
+                               policy=str(tmp_path / "no-such-policy"), prm=str(tmp_path / "no-such-prm")))
+        deadline = time.time() + 120
+        while time.time() < deadline and store.get_run(run_id)["status"] in ("queued", "running"):
+            time.sleep(0.2)
+        run = store.get_run(run_id)
+        assert run["status"] == "failed"
+        assert "no-such" in run["error"] or "policy" in run["error"]
+    finally:
+        pool.shutdown(cancel=True, timeout_s=10)
+
+
+def test_cancel_while_queued(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=3600)  # no background ticks: this test drives pump()
+    try:
+        prob = svc.dataset_problems(svc.ARITH)[0]
+        cfg = SearchConfig(budget=4)
+        ids = []
+        for _ in range(2):
+            rid = uuid.uuid4().hex
+            store.register_run(rid, method=cfg.method, problem_id=prob.id, question=prob.question, config=cfg.to_dict())
+            ids.append(rid)
+        store.request_cancel(ids[1])
+        pool._pending.extend(RunRequest(run_id=r, db=store.location, problem=request_dict(prob), config=cfg.to_dict(),
+                                        policy=str(tmp_path / "x"), prm=str(tmp_path / "y")) for r in ids)
+        pool.pump()
+        assert store.get_run(ids[1])["status"] == "cancelled"
+        assert pool.active() == [ids[0]] or store.get_run(ids[0])["status"] == "failed"
+    finally:
+        pool.shutdown(cancel=True, timeout_s=60)
+    assert store.get_run(ids[0])["status"] in ("failed", "cancelled")
+
+
+def test_app_flags_and_environment(monkeypatch) -> None:
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+    args = app.parse_args([])
+    assert (args.host, args.port) == ("127.0.0.1", 7860)
+    assert args.db.endswith("runs/uats.db") and args.export_dir.endswith("exports")
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "9001")
+    args = app.parse_args([])
+    assert (args.host, args.port) == ("0.0.0.0", 9001)
+    args = app.parse_args(["--host", "127.0.0.2", "--port", "7000", "--db", "x.db", "--export-dir", "out"])
+    assert (args.host, args.port, args.db, args.export_dir) == ("127.0.0.2", 7000, "x.db", "out")
+
+
+def test_app_refuses_a_bad_database(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert app.main(["--db", str(blocker / "sub" / "runs.db"), "--export-dir", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: db:") and "sub" in err

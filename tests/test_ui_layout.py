@@ -1,0 +1,165 @@
+"""Tree layout, replay from stored history, and figure building (no browser)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from storage import RunStore
+from storage.synthetic import final_records, synthetic_events
+from ui.figures import ViewOptions, box_stats, inspector_figure, shared_colour_range, tree_figure, visible_nodes
+from ui.layout import tidy_layout
+from ui.treedata import RunData, first_divergence
+from uats_core.events import IterationEnded, NodesUpdated
+
+
+def test_tidy_layout_small_tree_by_hand() -> None:
+    #      0
+    #    1   2
+    #   3 4   5
+    parent = {0: None, 1: 0, 2: 0, 3: 1, 4: 1, 5: 2}
+    pos = tidy_layout(parent)
+    assert pos[0] == (0.0, 0.0)
+    assert {pos[i][1] for i in (1, 2)} == {-1.0} and {pos[i][1] for i in (3, 4, 5)} == {-2.0}
+    assert pos[3][0] < pos[4][0] < pos[5][0]  # siblings left to right in id order, subtrees do not interleave
+    assert pos[1][0] == pytest.approx((pos[3][0] + pos[4][0]) / 2)  # a parent centred over its children
+    assert pos[5][0] == pytest.approx(pos[2][0])  # an only child straight below
+
+
+def test_tidy_layout_order_key_and_orphans() -> None:
+    parent = {0: None, 1: 0, 2: 0, 3: 0, 9: 42}  # 42 is not shown: 9 hangs under the root
+    pos = tidy_layout(parent, order_key=lambda n: -n)
+    assert pos[3][0] < pos[2][0] < pos[1][0]
+    assert pos[9][1] == -1.0
+    assert tidy_layout({5: None}) == {}  # no root, nothing to lay out
+
+
+def test_tidy_layout_never_overlaps_at_2000_nodes() -> None:
+    rng = random.Random(0)
+    parent: dict[int, int | None] = {0: None}
+    depth = {0: 0}
+    for i in range(1, 2000):
+        p = rng.randrange(i)
+        parent[i] = p
+        depth[i] = depth[p] + 1
+    pos = tidy_layout(parent)
+    assert len(pos) == 2000
+    for i, (x, y) in pos.items():
+        assert y == -depth[i]
+    rows: dict[float, list[float]] = {}
+    for x, y in pos.values():
+        rows.setdefault(y, []).append(x)
+    for xs in rows.values():
+        xs.sort()
+        assert all(b - a >= 0.999 for a, b in zip(xs, xs[1:]))  # glyphs (0.4 wide) never collide
+
+
+@pytest.fixture(scope="module")
+def store() -> RunStore:
+    s = RunStore("sqlite://")
+    for rid, n, method, seed in (("r200", 200, "h-uats", 1), ("other", 200, "rebase", 2)):
+        sub = s.subscriber()
+        for ev in synthetic_events(rid, n_nodes=n, seed=seed, method=method):
+            sub(ev)
+    return s
+
+
+def test_replay_rebuilds_each_iteration(store: RunStore) -> None:
+    events = synthetic_events("r200", n_nodes=200, seed=1)
+    data = RunData.load(store, "r200")
+    live: dict[int, dict] = {}
+    for ev in events:
+        if isinstance(ev, NodesUpdated):
+            for rec in ev.nodes:
+                live[rec["id"]] = dict(rec)
+        elif isinstance(ev, IterationEnded):
+            state = data.state_at(ev.iteration)
+            assert set(state.nodes) == set(live) | {0}
+            for nid, rec in live.items():
+                got = state.nodes[nid]
+                assert got["status"] == rec["status"], (ev.iteration, nid)
+                assert got["mc_scores"] == pytest.approx(rec["mc_scores"])  # passes so far, not the final ones
+                assert got["mean"] == pytest.approx(rec["mean"])
+            assert {d for d in state.decisions} == {d["node_id"] for d in ev.decisions}
+    final = data.state_at(None)
+    assert len(final.nodes) == len(final_records(events))
+    assert data.state_at(0).nodes.keys() == {0}
+
+
+def test_visibility_filters_keep_the_tree_connected(store: RunStore) -> None:
+    state = RunData.load(store, "r200").state_at(None)
+    shown, matching, _ = visible_nodes(state, ViewOptions(high_variance_only=True))
+    assert matching and all(state.nodes[i]["var"] > state.tau for i in matching)
+    for nid in matching:
+        assert set(state.path(nid)) <= shown  # every match reachable from the root
+    shown, matching, _ = visible_nodes(state, ViewOptions(search="boxed"))
+    assert matching and all("boxed" in state.nodes[i]["step"] for i in matching)
+    shown, _, _ = visible_nodes(state, ViewOptions(depth_max=2))
+    assert max(state.nodes[i]["depth"] for i in shown) == 2
+    shown, _, _ = visible_nodes(state, ViewOptions(score_min=0.9))
+    assert all(state.nodes[i]["mean"] >= 0.9 for i in shown - {0} if i not in {p for m in shown for p in state.path(m)[:-1]})
+    first = state.children[0][0]
+    below = set(state.subtree(first)) - {first}
+    shown, _, hidden = visible_nodes(state, ViewOptions(collapsed=frozenset({first})))
+    assert not (shown & below) and hidden[first] == len(below)
+
+
+def test_tree_figure_structure(store: RunStore) -> None:
+    state = RunData.load(store, "r200").state_at(None)
+    fig = tree_figure(state, selected=5)
+    json.dumps(fig)  # serialisable as sent to the page
+    names = [t.get("name") for t in fig["data"]]
+    markers = next(t for t in fig["data"] if t.get("name", "").startswith("nodes"))
+    assert len(markers["x"]) == len([i for i in state.nodes if i != 0 and state.nodes[i]["mean"] is not None])
+    ids = [c[0] for c in markers["customdata"]]
+    assert len(set(ids)) == len(ids)
+    ood_lines = markers["marker"]["line"]["width"]
+    assert sum(w == 3 for w in ood_lines) == sum(1 for i in ids if state.nodes[i]["ood"])
+    boxes = [t for t in fig["data"] if t.get("name") == "MC boxes"]
+    with_spread = [i for i in ids if len(state.nodes[i]["mc_scores"]) > 1]
+    assert sum(len(b["x"]) for b in boxes) == 6 * len(with_spread)  # one closed box (5 points + gap) per node
+    ticks = next(t for t in fig["data"] if t.get("name") == "R̄ ticks")
+    assert len(ticks["x"]) == 3 * len(ids)  # every scored node has its mean tick
+    # glyphs share one 0..1 score scale mapped into each node's row: box bottom = q1, top = q3
+    from ui.figures import GLYPH_DX, GLYPH_HALF_HEIGHT as H
+
+    xy = {i: (x, y) for i, x, y in zip(ids, markers["x"], markers["y"])}
+    drawn = {}
+    for b in boxes:
+        for k in range(0, len(b["x"]), 6):
+            drawn[round(b["x"][k] - GLYPH_DX[0], 2)] = drawn.get(round(b["x"][k] - GLYPH_DX[0], 2), []) + [
+                (b["y"][k], b["y"][k + 2])]
+    for i in with_spread:
+        x, y = xy[i]
+        st = box_stats(state.nodes[i]["mc_scores"])
+        want_lo, want_hi = y - H + 2 * H * st["q1"], y - H + 2 * H * st["q3"]
+        got = drawn[round(x, 2)]
+        assert any(abs(lo - want_lo) < 0.02 and abs(hi - want_hi) < 0.02 for lo, hi in got), (i, got, want_lo, want_hi)
+    assert names[-1] == "selected" and fig["data"][-1]["x"]
+    assert fig["layout"]["uirevision"] == "tree"
+    assert fig["meta"]["n_nodes"] == len(state.nodes)
+
+
+def test_box_stats_and_colour_range() -> None:
+    st = box_stats([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.99])
+    assert st["median"] == pytest.approx(0.4) and st["q1"] == pytest.approx(0.25) and st["q3"] == pytest.approx(0.55)
+    assert st["hi"] == pytest.approx(0.99) and st["outliers"] == []
+    st = box_stats([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0])
+    assert st["outliers"] == [0.0] and st["lo"] == 0.5
+    assert box_stats([]) is None and box_stats([0.3])["sd"] == 0.0
+
+
+def test_inspector_and_compare_helpers(store: RunStore) -> None:
+    a, b = RunData.load(store, "r200"), RunData.load(store, "other")
+    sa = a.state_at(None)
+    nid = next(i for i in sa.nodes if i != 0 and len(sa.siblings(i)) > 1)
+    fig = inspector_figure(sa, nid)
+    boxes = [t for t in fig["data"] if t["type"] == "box"]
+    assert len(boxes) == len(sa.siblings(nid))
+    assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(sa.tau)  # the τ line
+    lo, hi = shared_colour_range(sa, b.state_at(None))
+    assert 0.0 <= lo < hi <= 1.0
+    assert first_divergence(a, a) is None
+    assert first_divergence(a, b) == 1

@@ -1,0 +1,235 @@
+"""App benchmark: update latency (node written → node drawn) and tree redraw time at 200 and 2,000 nodes.
+
+- build: Python time to turn a stored run into the tree figure (RunData load + tree_figure + JSON) and
+  the payload size sent to the page;
+- redraw: in Debian's Chromium with the plotly.min.js of the plotly package, the first draw
+  (Plotly.newPlot) and a live-update redraw (Plotly.react from the tree after iteration t−1 to the tree
+  after t, what the page does on every poll) of 200- and 2,000-node trees;
+- latency: the real app served in-process, a writer process appending iterations to the database, and
+  the page following the run live; per drawn update, the time from the iteration's commit to the end of
+  Plotly.react (the page computes it from the figure's written_at; same machine, same clock).
+
+Trees come from storage.synthetic (the real events and Node records at sizes a CPU search takes long to
+reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot
+(reference.md §6), so read the spread. `python -m ui.bench` or `main()`; `--json PATH` saves them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import multiprocessing as mp
+import os
+import shutil
+import socket
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+log = logging.getLogger(__name__)
+
+BENCH_BUDGET = 64
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _spread(xs: Sequence[float]) -> dict[str, float]:
+    return {"min": round(min(xs), 1), "median": round(statistics.median(xs), 1), "max": round(max(xs), 1),
+            "n": len(xs)}
+
+
+def _synthetic_store(path: str | None, sizes: Sequence[int]) -> tuple[Any, dict[int, str]]:
+    from storage import RunStore
+    from storage.synthetic import synthetic_events
+
+    store = RunStore(path or "sqlite://")
+    ids = {}
+    for n in sizes:
+        rid = f"bench{n:06d}"
+        sub = store.subscriber()
+        # budget 64: about 40 iterations deep at 2,000 nodes, the shape of a real N=64 search
+        for ev in synthetic_events(rid, n_nodes=n, seed=n, budget=BENCH_BUDGET):
+            sub(ev)
+        ids[n] = rid
+    return store, ids
+
+
+def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
+    """Python side of one redraw: load the run, lay it out, build the figure, serialise it."""
+    from ui.figures import tree_figure
+    from ui.treedata import RunData
+
+    store, ids = _synthetic_store(None, sizes)
+    out: dict[str, Any] = {}
+    for n, rid in ids.items():
+        load, build, dump = [], [], []
+        size = 0
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            data = RunData.load(store, rid)
+            t1 = time.perf_counter()
+            fig = tree_figure(data.state_at(None))
+            t2 = time.perf_counter()
+            payload = json.dumps(fig, ensure_ascii=False, separators=(",", ":"))
+            t3 = time.perf_counter()
+            load.append((t1 - t0) * 1e3)
+            build.append((t2 - t1) * 1e3)
+            dump.append((t3 - t2) * 1e3)
+            size = len(payload.encode())
+        out[str(n)] = {"load_ms": _spread(load), "figure_ms": _spread(build), "json_ms": _spread(dump),
+                       "payload_kb": round(size / 1024, 1)}
+    return out
+
+
+def _launch_browser(p: Any) -> Any:
+    path = shutil.which("chromium")
+    if path is None:
+        raise RuntimeError("Debian's chromium is not installed (apt-get install -y chromium)")
+    return p.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
+
+
+def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
+    """Browser side: first draw and live-update redraw of the tree, in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    from ui.export import PLOTLY_JS
+    from ui.figures import tree_figure
+    from ui.treedata import RunData
+
+    store, ids = _synthetic_store(None, sizes)
+    out: dict[str, Any] = {}
+    with sync_playwright() as p:
+        browser = _launch_browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_content("<html><body><div id='plot' style='width:1200px'></div></body></html>")
+        page.add_script_tag(path=str(PLOTLY_JS))
+        for n, rid in ids.items():
+            data = RunData.load(store, rid)
+            t = data.max_iteration
+            before = tree_figure(data.state_at(t - 1))
+            after = tree_figure(data.state_at(t))
+            first, update = [], []
+            for _ in range(repeats):
+                ms = page.evaluate("""async ([a, b]) => {
+                    const el = document.getElementById('plot');
+                    Plotly.purge(el);
+                    let t0 = performance.now();
+                    await Plotly.newPlot(el, a.data, a.layout, a.config);
+                    const first = performance.now() - t0;
+                    t0 = performance.now();
+                    await Plotly.react(el, b.data, b.layout, b.config);
+                    return [first, performance.now() - t0];
+                }""", [before, after])
+                first.append(ms[0])
+                update.append(ms[1])
+            out[str(n)] = {"first_draw_ms": _spread(first), "update_redraw_ms": _spread(update),
+                           "nodes": len(data.state_at(t).nodes)}
+        browser.close()
+    return out
+
+
+def _paced_writer(db: str, run_id: str, n_nodes: int, pause_s: float) -> None:
+    from storage import RunStore
+    from storage.synthetic import synthetic_events
+    from uats_core.events import IterationEnded
+
+    store = RunStore(db)
+    sub = store.subscriber()
+    for ev in synthetic_events(run_id, n_nodes=n_nodes, seed=11, budget=16):
+        sub(ev)
+        if isinstance(ev, IterationEnded):
+            time.sleep(pause_s)
+
+
+def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 300) -> dict[str, Any]:
+    """Node written → node drawn, through the real app (poll, figure, transfer, Plotly.react)."""
+    from playwright.sync_api import sync_playwright
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from storage import RunStore
+    from ui.app_ui import build_demo, launch_kwargs
+    from ui.worker import WorkerPool
+
+    tmp = Path(tempfile.mkdtemp(prefix="uats-bench-"))
+    db = str(tmp / "bench.db")
+    store = RunStore(db)
+    pool = WorkerPool(store, max_workers=1)
+    demo = build_demo(store, pool, tmp / "exports")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **launch_kwargs(tmp / "exports"))
+    run_id = "benchlive" + "0" * 23
+    writer = mp.get_context("spawn").Process(target=_paced_writer, args=(db, run_id, n_nodes, pause_s))
+    try:
+        with sync_playwright() as p:
+            browser = _launch_browser(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}")
+            page.wait_for_selector("#open-btn", timeout=60_000)
+            writer.start()
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                try:
+                    store.get_run(run_id)
+                    break
+                except Exception:  # noqa: BLE001 - not written yet
+                    time.sleep(0.05)
+            page.locator("#open-id input, #open-id textarea").first.fill(run_id)
+            page.click("#open-btn")
+            deadline = time.time() + timeout_s
+            while time.time() < deadline and store.get_run(run_id)["status"] == "running":
+                time.sleep(0.2)
+            time.sleep(2.0)
+            draws = page.evaluate("() => (window.__uatsDraws || []).filter(d => d.el === 'tree')")
+            browser.close()
+    finally:
+        writer.join(60)
+        pool.shutdown(cancel=True, timeout_s=5)
+        demo.close()
+    live = [d for d in draws if d.get("status") == "running" and d.get("latencyMs") is not None]
+    lat = [float(d["latencyMs"]) for d in live]
+    redraw = [float(d["drawMs"]) for d in live]
+    return {"nodes_final": n_nodes, "iteration_pause_s": pause_s, "updates_drawn": len(live),
+            "latency_ms": _spread(lat) if lat else None, "redraw_ms_during_live": _spread(redraw) if redraw else None,
+            "under_2s": (sum(x < 2000 for x in lat) / len(lat)) if lat else None}
+
+
+def run_all(sizes: Sequence[int] = (200, 2000), repeats: int = 5, latency_nodes: int = 400) -> dict[str, Any]:
+    return {"build": build_times(sizes, repeats), "redraw": redraw_times(sizes, repeats),
+            "latency": update_latency(latency_nodes), "cpu_count": os.cpu_count(),
+            "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ui.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="200,2000", help="tree sizes for the redraw benchmark")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--latency-nodes", type=int, default=400, help="size of the run written live for the latency test")
+    ap.add_argument("--skip", default="", help="comma list of build,redraw,latency to skip")
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    res: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_avg_before": os.getloadavg()}
+    if "build" not in skip:
+        res["build"] = build_times(sizes, args.repeats)
+    if "redraw" not in skip:
+        res["redraw"] = redraw_times(sizes, args.repeats)
+    if "latency" not in skip:
+        res["latency"] = update_latency(args.latency_nodes)
+    res["load_avg_after"] = os.getloadavg()
+    text = json.dumps(res, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""Export a run, a comparison or a case as one zip: JSON, a standalone offline HTML page, PNG and SVG
+figures (kaleido driving Debian's Chromium), and a LaTeX table snippet.
+
+Every file is written under the export folder and nowhere else: user-given names are checked, not
+silently rewritten, so a name like ../../etc is refused with a message."""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import plotly
+
+log = logging.getLogger(__name__)
+
+PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+_kaleido_lock = threading.Lock()  # kaleido's sync server answers through one queue: one caller at a time
+_kaleido_state: dict[str, Any] = {"started": False, "error": None}
+
+
+class ExportError(ValueError):
+    def __init__(self, message: str, field: str = "export") -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+@dataclass
+class ExportBundle:
+    """What goes into one zip. `figures` are Plotly figure dicts: the first one becomes the PNG/SVG."""
+
+    name: str
+    kind: str  # run | compare | case
+    data: dict[str, Any]
+    figures: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (caption, figure)
+    table_header: list[str] = field(default_factory=list)
+    table_rows: list[list[Any]] = field(default_factory=list)
+    caption: str = ""
+    text_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, plain text)
+
+
+def safe_name(name: str) -> str:
+    """A file-name stem for the export folder; refuses separators, '..' and odd characters."""
+    name = (name or "").strip()
+    if not name:
+        raise ExportError("empty export name; use letters, digits, '.', '_' or '-'")
+    if "/" in name or "\\" in name or ".." in name or not _NAME_RE.match(name):
+        raise ExportError(f"{name!r} is not allowed as an export name: exports stay inside the export folder; "
+                          "use letters, digits, '.', '_' or '-' (no '/', '\\' or '..')")
+    return name
+
+
+def export_path(export_dir: str | os.PathLike[str], name: str, suffix: str) -> Path:
+    root = Path(export_dir).resolve()
+    path = (root / f"{safe_name(name)}{suffix}").resolve()
+    if root not in path.parents:  # belt and braces after safe_name: symlinked folders, odd platforms
+        raise ExportError(f"{name!r} would write outside the export folder {root}")
+    return path
+
+
+# ------------------------------------------------------------------------------ writers
+def to_json(bundle: ExportBundle) -> str:
+    return json.dumps({"kind": bundle.kind, "name": bundle.name, "exported_at": time.time(), **bundle.data},
+                      indent=2, default=_json_default, ensure_ascii=False)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    return str(o)
+
+
+def latex_escape(text: Any) -> str:
+    s = str(text)
+    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(repl.get(ch, ch) for ch in s).replace("\n", " ")
+
+
+def to_latex(bundle: ExportBundle) -> str:
+    """A booktabs table snippet (\\usepackage{booktabs})."""
+    cols = len(bundle.table_header)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{" + "l" * cols + "}", r"\toprule",
+             " & ".join(latex_escape(h) for h in bundle.table_header) + r" \\", r"\midrule"]
+    for row in bundle.table_rows:
+        lines.append(" & ".join(latex_escape(_cell(v)) for v in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(bundle.caption or bundle.name) + "}",
+              r"\label{tab:" + re.sub(r"[^A-Za-z0-9:-]", "-", bundle.name) + "}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4f}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
+    if v is None:
+        return "--"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def to_html(bundle: ExportBundle) -> str:
+    """One self-contained page: plotly.js inlined (works offline, opens from disk), the figures, the
+    table and the texts."""
+    plotly_js = PLOTLY_JS.read_text(encoding="utf-8")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(bundle.name)}</title>",
+             "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}"
+             "td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;font-size:13px}"
+             "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}.fig{margin:16px 0}</style>",
+             f"<script>{plotly_js}</script></head><body>",
+             f"<h1>{html.escape(bundle.name)}</h1><p>{html.escape(bundle.caption)}</p>"]
+    for i, (caption, fig) in enumerate(bundle.figures):
+        parts.append(f"<h2>{html.escape(caption)}</h2><div class='fig' id='fig{i}'></div>")
+    if bundle.table_rows:
+        parts.append("<h2>Table</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in bundle.table_header) + "</tr>")
+        for row in bundle.table_rows:
+            parts.append("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>")
+        parts.append("</table>")
+    for heading, text in bundle.text_sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2><pre>{html.escape(text)}</pre>")
+    figs = json.dumps([{"data": f["data"], "layout": f["layout"], "config": f.get("config", {})}
+                       for _, f in bundle.figures], default=_json_default, ensure_ascii=False)
+    # '</' inside the JSON would end the script element early
+    figs = figs.replace("</", "<\\/")
+    parts.append(f"<script>const FIGS={figs};FIGS.forEach((f,i)=>Plotly.newPlot('fig'+i,f.data,f.layout,f.config));</script>")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def _start_kaleido() -> None:
+    if _kaleido_state["started"]:
+        return
+    import kaleido
+
+    browser = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise RuntimeError("no Chromium found: install Debian's `chromium` (apt-get install -y chromium) for PNG/SVG")
+    # mathjax=False: its default is a CDN URL, and this must work offline
+    kaleido.start_sync_server(mathjax=False, plotlyjs=str(PLOTLY_JS), path=browser, silence_warnings=True)
+    _kaleido_state["started"] = True
+
+
+def render_image(fig: dict[str, Any], fmt: str, width: int | None = None, height: int | None = None) -> bytes:
+    """PNG or SVG bytes of a figure via kaleido (one persistent Chromium: ≈ 0.1 s a call once started)."""
+    import kaleido
+
+    layout = fig.get("layout", {})
+    with _kaleido_lock:
+        _start_kaleido()
+        return kaleido.calc_fig_sync({"data": fig["data"], "layout": layout},
+                                     opts={"format": fmt, "width": width or layout.get("width") or 1200,
+                                           "height": height or layout.get("height") or 700, "scale": 1})
+
+
+def stop_kaleido() -> None:
+    if _kaleido_state["started"]:
+        import kaleido
+
+        with _kaleido_lock:
+            kaleido.stop_sync_server(silence_warnings=True)
+            _kaleido_state["started"] = False
+
+
+def write_bundle(bundle: ExportBundle, export_dir: str | os.PathLike[str], images: bool = True) -> Path:
+    """Write `<name>.zip` under export_dir with <name>.json/.html/.tex and, when Chromium works,
+    <name>.png/.svg. A README.txt inside lists the contents and why anything is missing."""
+    root = Path(export_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    target = export_path(root, bundle.name, ".zip")
+    files: dict[str, bytes] = {
+        f"{bundle.name}.json": to_json(bundle).encode("utf-8"),
+        f"{bundle.name}.html": to_html(bundle).encode("utf-8"),
+        f"{bundle.name}.tex": to_latex(bundle).encode("utf-8"),
+    }
+    notes = []
+    if images and bundle.figures:
+        fig = bundle.figures[0][1]
+        try:
+            files[f"{bundle.name}.png"] = render_image(fig, "png")
+            files[f"{bundle.name}.svg"] = render_image(fig, "svg")
+        except Exception as exc:  # no Chromium, a crashed renderer: the rest of the bundle is still useful
+            log.warning("static images for %s failed: %s", bundle.name, exc)
+            notes.append(f"PNG/SVG not included: {type(exc).__name__}: {exc}")
+    elif not images:
+        notes.append("PNG/SVG not requested")
+    readme = [f"UATS Studio export: {bundle.kind} '{bundle.name}'", bundle.caption, "", "Files:"]
+    readme += [f"  {n}" for n in files] + ([""] + notes if notes else [])
+    files["README.txt"] = "\n".join(readme).encode("utf-8")
+    tmp = target.with_suffix(".zip.part")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, payload in files.items():
+            zf.writestr(name, payload)
+    tmp.replace(target)  # a half-written zip is never offered for download
+    log.info("export written: %s", target)
+    return target

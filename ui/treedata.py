@@ -1,0 +1,181 @@
+"""A stored run as a tree the UI can draw at any iteration (replay) and query (paths, prefixes, subtrees).
+
+Nodes come from storage as their latest snapshot; node_history holds what changed at each iteration, so
+the tree "after iteration t" takes, per node, the last history row at or before t (statistics before a
+later re-evaluation, the status decided at that step) and the first k passes of its MC scores."""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("finished", "truncated")
+_HISTORY_FIELDS = ("k", "mean", "var", "ucb", "ood", "status", "extra_passes", "children_granted")
+
+
+@dataclass
+class TreeState:
+    """The tree as it was after `iteration` (or as stored now, for a live or final view)."""
+
+    run: dict[str, Any]
+    nodes: dict[int, dict[str, Any]]
+    children: dict[int, list[int]]
+    iteration: int
+    max_iteration: int
+    decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # node id -> decision at `iteration`
+    budget: dict[str, Any] = field(default_factory=dict)
+    cost_total: float = 0.0
+
+    @property
+    def tau(self) -> float:
+        cfg = self.run.get("config") or {}
+        knobs = (self.budget or {}).get("knobs") or {}
+        return float(knobs.get("tau", cfg.get("tau", 0.003)))
+
+    def path(self, node_id: int) -> list[int]:
+        """Node ids from the root's first child down to node_id."""
+        out: list[int] = []
+        cur: int | None = node_id
+        while cur is not None and cur != 0 and cur in self.nodes:
+            out.append(cur)
+            cur = self.nodes[cur].get("parent_id")
+        return out[::-1]
+
+    def siblings(self, node_id: int) -> list[int]:
+        parent = self.nodes[node_id].get("parent_id")
+        return list(self.children.get(parent, [node_id])) if parent is not None else [node_id]
+
+    def subtree(self, node_id: int) -> list[int]:
+        out, stack = [], [node_id]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(self.children.get(n, ()))
+        return out
+
+    def chosen_nodes(self) -> set[int]:
+        """Terminal nodes holding the run's chosen (voted) answer."""
+        answer = self.run.get("answer")
+        if answer is None:
+            return set()
+        return {i for i, n in self.nodes.items() if n.get("status") in TERMINAL and n.get("answer") == answer}
+
+    def chosen_path_nodes(self) -> set[int]:
+        out: set[int] = set()
+        for leaf in self.chosen_nodes():
+            out.update(self.path(leaf))
+        if out:
+            out.add(0)
+        return out
+
+    def prefix_key(self, node_id: int) -> tuple[str, ...]:
+        return tuple(self.nodes[i].get("step", "").strip() for i in self.path(node_id))
+
+    def trace_text(self, node_id: int) -> list[str]:
+        return [self.nodes[i].get("step", "") for i in self.path(node_id)]
+
+
+def _root(run: dict[str, Any]) -> dict[str, Any]:
+    # The search core never emits the root (it holds no step); draw it as the question.
+    return {"id": 0, "parent_id": None, "depth": 0, "step": "", "num_tokens": 0, "finish_reason": None,
+            "created_iter": 0, "subtree": None, "mc_scores": [], "initial_passes": 0, "mean": None, "var": None,
+            "k": 0, "ucb": None, "ood": None, "scored_iter": None, "reeval_iter": None, "expanded_iter": 1,
+            "extra_passes": 0, "children_granted": 0, "uniqueness": None, "status": "kept", "answer": None,
+            "correct": None, "updated_iter": 0, "question": run.get("question", "")}
+
+
+class RunData:
+    """Everything stored about one run, loaded once; `state_at(t)` rebuilds any iteration in memory."""
+
+    def __init__(self, run: dict[str, Any], nodes: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]] = (),
+                 iterations: Iterable[dict[str, Any]] = ()) -> None:
+        self.run = run
+        self.nodes: dict[int, dict[str, Any]] = {int(n["id"]): n for n in nodes}
+        if 0 not in self.nodes:
+            self.nodes[0] = _root(run)
+        self.iterations: dict[int, dict[str, Any]] = {int(i["iteration"]): i for i in iterations}
+        self._hist: dict[int, tuple[list[int], list[dict[str, Any]]]] = {}
+        for h in sorted(history, key=lambda r: (r["node_id"], r["iteration"])):
+            its, rows = self._hist.setdefault(int(h["node_id"]), ([], []))
+            its.append(int(h["iteration"]))
+            rows.append(h)
+        hist_max = max((its[-1] for its, _ in self._hist.values()), default=0)
+        self.max_iteration = max([hist_max, *self.iterations, int(run.get("iterations") or 0)])
+
+    @classmethod
+    def load(cls, store: Any, run_id: str) -> "RunData":
+        run = store.get_run(run_id)
+        return cls(run, store.get_nodes(run_id), store.get_node_history(run_id), store.get_iterations(run_id))
+
+    def state_at(self, iteration: int | None = None) -> TreeState:
+        """iteration=None: the latest stored snapshot of every node."""
+        t = self.max_iteration if iteration is None else max(0, min(int(iteration), self.max_iteration))
+        final = iteration is None or t >= self.max_iteration
+        nodes: dict[int, dict[str, Any]] = {}
+        for nid, n in self.nodes.items():
+            if nid != 0 and int(n.get("created_iter") or 0) > t:
+                continue
+            if final:
+                nodes[nid] = n
+                continue
+            hist = self._hist.get(nid)
+            row = None
+            if hist:
+                pos = bisect.bisect_right(hist[0], t) - 1
+                row = hist[1][pos] if pos >= 0 else None
+            if row is None:
+                if nid == 0:
+                    nodes[nid] = n
+                continue  # created but not yet written at t (cannot happen with ordered events)
+            snap = dict(n)
+            for f in _HISTORY_FIELDS:
+                snap[f] = row[f]
+            k = int(row["k"] or 0)
+            snap["mc_scores"] = list(n.get("mc_scores") or [])[:k]
+            for f in ("reeval_iter", "expanded_iter"):
+                if snap.get(f) is not None and snap[f] > t:
+                    snap[f] = None
+            if snap["status"] not in TERMINAL:
+                snap["answer"], snap["correct"] = None, None
+            nodes[nid] = snap
+        children: dict[int, list[int]] = {nid: [] for nid in nodes}
+        for nid in sorted(nodes):
+            p = nodes[nid].get("parent_id")
+            if p is not None and p in children:
+                children[p].append(nid)
+        it_row = self.iterations.get(t) or {}
+        decisions = {int(d["node_id"]): d for d in (it_row.get("decisions") or []) if "node_id" in d}
+        run = self.run if final else {**self.run, "answer": None, "correct": None, "naive_answer": None}
+        cost = float(it_row.get("cost_total") or (self.run.get("cost") if final else 0.0) or 0.0)
+        return TreeState(run=run, nodes=nodes, children=children, iteration=t, max_iteration=self.max_iteration,
+                         decisions=decisions, budget=dict(it_row.get("budget") or {}), cost_total=cost)
+
+
+def first_divergence(a: RunData, b: RunData) -> int | None:
+    """The first iteration after which the two trees differ in their step prefixes (nodes created) or in
+    what was decided about a shared prefix (children granted, extra passes, kept/pruned). None: they never
+    did, as far as both ran."""
+    keys_a, keys_b = a.state_at(None), b.state_at(None)
+    cache_a = {i: keys_a.prefix_key(i) for i in keys_a.nodes}
+    cache_b = {i: keys_b.prefix_key(i) for i in keys_b.nodes}
+    for t in range(1, max(a.max_iteration, b.max_iteration) + 1):
+        if _signature(a.state_at(t), cache_a) != _signature(b.state_at(t), cache_b):
+            return t
+    return None
+
+
+def _signature(state: TreeState, keys: dict[int, tuple[str, ...]]) -> Counter:
+    # a multiset: two identical steps under one parent are two nodes, and so must count twice
+    return Counter((keys[nid], n.get("children_granted"), n.get("extra_passes"), n.get("status"))
+                   for nid, n in state.nodes.items() if nid != 0)
+
+
+def shared_prefixes(a: TreeState, b: TreeState) -> set[tuple[str, ...]]:
+    ka = {a.prefix_key(i) for i in a.nodes if i != 0}
+    kb = {b.prefix_key(i) for i in b.nodes if i != 0}
+    return ka & kb
