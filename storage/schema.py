@@ -132,3 +132,13 @@ stars = sa.Table(
 )
 
 RUN_LEVEL = -1
+
+# Training curves (A-UATS's controller): one row per (curve, step), the row's numbers as JSON.
+curves = sa.Table(
+    "curves",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("written_at", sa.Float),
+)

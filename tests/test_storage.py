@@ -318,3 +318,18 @@ def test_portable_upsert_fallback(tmp_path: Path) -> None:
                       n_nodes_updated=0, written_at=0.0)], ("run_id", "iteration"))
     its = store.get_iterations("f")
     assert [i["iteration"] for i in its] == [1, 2, 3] and its[0]["budget"] == {"C": 9}
+
+
+def test_training_curves_round_trip(tmp_path):
+    from storage import RunStore
+
+    store = RunStore(str(tmp_path / "curves.db"))
+    for rnd in range(3):
+        store.append_curve("controller-seed0", {"round": rnd, "mean_reward": 0.1 * rnd})
+    store.append_curve("controller-seed0", {"round": 1, "mean_reward": 0.5})  # a rewritten point replaces the old
+    store.append_curve("other", {"x": 1})
+    curve = store.get_curve("controller-seed0")
+    assert [p["step"] for p in curve] == [0, 1, 2]
+    assert curve[1]["mean_reward"] == 0.5
+    assert store.list_curves() == ["controller-seed0", "other"]
+    assert store.get_curve("other")[0]["step"] == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Sequence
 
 import torch
@@ -12,9 +13,10 @@ from uats_core.backends._loading import BackendError, ModelSource, load_tokenize
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     classify_finish,
-    has_chat_template,
+    check_sampling,
     prompt_ids,
-    solution_token_count,
+    resolve_use_chat,
+    step_budgets,
     trim_at_delimiter,
 )
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
@@ -60,10 +62,7 @@ class HFPolicy:
     def __init__(self, model: Any, tokenizer: Any, *, name: str = "hf-policy", temperature: float = 0.8, top_p: float = 1.0,
                  step_token_cap: int = 256, solution_token_cap: int = 2048, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
                  use_chat_template: bool | None = None, seed: int | None = None) -> None:
-        if temperature < 0 or not 0 < top_p <= 1:
-            raise BackendError("policy", f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}")
-        if step_token_cap < 1 or solution_token_cap < 1:
-            raise BackendError("policy", f"token caps must be >= 1; got step {step_token_cap}, solution {solution_token_cap}")
+        check_sampling(temperature, top_p, step_token_cap, solution_token_cap)
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
@@ -72,11 +71,10 @@ class HFPolicy:
         self.step_token_cap = step_token_cap
         self.solution_token_cap = solution_token_cap
         self.system_prompt = system_prompt
-        self.use_chat = has_chat_template(tokenizer) if use_chat_template is None else use_chat_template
-        if self.use_chat and not has_chat_template(tokenizer):
-            raise BackendError("policy", f"{name}: use_chat_template=True but the tokenizer has no chat template")
+        self.use_chat = resolve_use_chat(tokenizer, use_chat_template, name)
         self.seed = seed
         self._calls = 0
+        self._lock = threading.Lock()  # one batch at a time: the per-call seed counter is shared state
         eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None else tokenizer.eos_token_id
         self.eos_ids: set[int] = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
         if tokenizer.eos_token_id is not None:
@@ -102,23 +100,20 @@ class HFPolicy:
     def prompt_ids(self, trace: Trace) -> list[int]:
         return prompt_ids(self.tokenizer, trace, use_chat=self.use_chat, system_prompt=self.system_prompt)
 
-    def _solution_tokens(self, trace: Trace) -> int:
-        return solution_token_count(self.tokenizer, trace.steps)
-
     # -- generation ------------------------------------------------------------------------------------
     @torch.inference_mode()
     def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
         if not traces:
             return []
-        used = [self._solution_tokens(t) for t in traces]
-        budgets = [min(self.step_token_cap, self.solution_token_cap - u) for u in used]
+        used, budgets = step_budgets(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
         results: list[StepOutput | None] = [None] * len(traces)
         live = [i for i, b in enumerate(budgets) if b > 0]
         for i in set(range(len(traces))) - set(live):
             results[i] = StepOutput("", 0, FinishReason.SOLUTION_CAP)  # no room left: the solution is truncated
         if live:
-            for i, out in zip(live, self._generate([traces[i] for i in live], [budgets[i] for i in live],
-                                                   [used[i] for i in live])):
+            with self._lock:
+                outs = self._generate([traces[i] for i in live], [budgets[i] for i in live], [used[i] for i in live])
+            for i, out in zip(live, outs):
                 results[i] = out
         return [r for r in results if r is not None]
 
@@ -139,14 +134,18 @@ class HFPolicy:
             max_new_tokens=max(budgets), pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
             bos_token_id=self.tokenizer.bos_token_id,
         )
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            if self.seed is not None:
-                # Seeded per call: a rerun with the same seed replays the same tree; the global RNG is left alone.
+        # With a seed: reseeded per call inside a forked RNG, so a rerun replays the same tree and the global RNG is
+        # left alone. Without one: the global RNG drives sampling and advances (forking it there would restore
+        # the same state after every call and repeat the same draws).
+        seeded = self.seed is not None
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else [], enabled=seeded):
+            if seeded:
                 torch.manual_seed(self.seed * 1_000_003 + self._calls)
             self._calls += 1
             out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),
                                       generation_config=gen_config, stopping_criteria=StoppingCriteriaList([stop]))
         new_tokens = out[:, width:].tolist()
+        log.debug("%s: %d rows, prompt width %d, %d new columns", self.name, len(prompts), width, len(new_tokens[0]))
         return [self._parse_row(row_tokens, stop.stopped_at[row], budgets[row], used[row])
                 for row, row_tokens in enumerate(new_tokens)]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from uats_core.backends._loading import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace
 
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -11,6 +12,15 @@ DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer w
 
 def has_chat_template(tokenizer: Any) -> bool:
     return bool(getattr(tokenizer, "chat_template", None))
+
+
+def resolve_use_chat(tokenizer: Any, use_chat_template: bool | None, name: str) -> bool:
+    """None: use the chat template when the tokenizer has one."""
+    if use_chat_template is None:
+        return has_chat_template(tokenizer)
+    if use_chat_template and not has_chat_template(tokenizer):
+        raise BackendError("policy", f"{name}: use_chat_template=True but the tokenizer has no chat template")
+    return bool(use_chat_template)
 
 
 def chat_prefix(tokenizer: Any, question: str, system_prompt: str | None) -> str:
@@ -71,3 +81,17 @@ def solution_token_count(tokenizer: Any, steps: Sequence[str]) -> int:
     if not steps:
         return 0
     return len(tokenizer("".join(steps), add_special_tokens=False)["input_ids"])
+
+
+def check_sampling(temperature: float, top_p: float, step_token_cap: int, solution_token_cap: int) -> None:
+    if temperature < 0 or not 0 < top_p <= 1:
+        raise BackendError("policy", f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}")
+    if step_token_cap < 1 or solution_token_cap < 1:
+        raise BackendError("policy", f"token caps must be >= 1; got step {step_token_cap}, solution {solution_token_cap}")
+
+
+def step_budgets(tokenizer: Any, traces: Sequence[Trace], step_token_cap: int, solution_token_cap: int
+                 ) -> tuple[list[int], list[int]]:
+    """Per trace: tokens its steps already use, and how many the next step may have (<= 0: none left)."""
+    used = [solution_token_count(tokenizer, t.steps) for t in traces]
+    return used, [min(step_token_cap, solution_token_cap - u) for u in used]

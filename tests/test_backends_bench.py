@@ -1,0 +1,75 @@
+"""The bench module: AUROC helper, subcommand wiring, and a tiny end-to-end `prm` run (all parts)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from uats_core import bench
+from uats_core.backends.tiny import save_token_cls_prm
+
+
+def brute_auroc(scores, pos):
+    p = [s for s, y in zip(scores, pos) if y]
+    n = [s for s, y in zip(scores, pos) if not y]
+    return sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in itertools.product(p, n)) / (len(p) * len(n))
+
+
+def test_auroc_matches_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        scores = rng.integers(0, 5, size=30).astype(float)  # many ties
+        pos = rng.random(30) < 0.4
+        assert bench.auroc(scores, pos) == pytest.approx(brute_auroc(scores, pos))
+    assert bench.auroc([1.0, 2.0], [True, True]) != bench.auroc([1.0, 2.0], [True, True])  # nan: one class only
+    assert bench.auroc([0.1, 0.9], [False, True]) == 1.0
+
+
+def test_subcommands_registered():
+    parser = bench.build_parser()
+    assert set(bench.SUBCOMMANDS) >= {"prm", "calibrate"}
+    args = parser.parse_args(["calibrate", "--policy", "a", "--prm", "b"])
+    assert args.func is bench.run_calibrate
+    with pytest.raises(SystemExit):
+        parser.parse_args([])
+    # the engine benchmark lives in uats_core.bench_engine and plugs in as a subcommand
+    assert parser.parse_args(["engine", "--budget", "4"]).budget == 4
+
+
+def test_prm_bench_end_to_end_on_tiny_models(tmp_path, capsys):
+    models = tmp_path / "models"
+    save_token_cls_prm(models / "arith-prm", layers=2, hidden=32, heads=2, kv_heads=1)
+    out = tmp_path / "r.json"
+    bench.main(["prm", "--shape", "tiny", "--repeats", "1", "--depths", "1,3", "--tokens", "48", "--k", "3",
+                "--models-dir", str(models), "--arith-problems", "8", "--json", str(out)])
+    res = json.loads(out.read_text())
+    assert {"modes", "depth", "auroc"} <= set(res)
+    assert res["modes"]["rows"]["deterministic (1 pass)"]["ratio"] == 1.0
+    assert [r["depth"] for r in res["depth"]["rows"]] == [1, 3]
+    if "skipped" not in res["auroc"]:  # the arithmetic world is written by another module
+        for style in ("A", "B"):
+            assert res["auroc"][style]["wrong"] > 0
+            for mode in ("full", "last:2", "head"):
+                assert 0.0 <= res["auroc"][style][mode]["auroc_var"] <= 1.0
+    assert "targets:" in capsys.readouterr().out
+
+
+def test_prm_bench_guards_missing_arith_models(tmp_path, capsys):
+    bench.main(["prm", "--skip", "modes,depth", "--models-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "no arithmetic PRM" in out or "not available" in out
+
+
+def test_calibrate_on_tiny_models(tmp_path):
+    from uats_core.backends.tiny import save_causal_lm
+
+    pol = save_causal_lm(tmp_path / "pol", hidden=32, layers=2, heads=2, kv_heads=1)
+    prm = save_token_cls_prm(tmp_path / "prm", layers=2, hidden=32, heads=2, kv_heads=1)
+    out = tmp_path / "c.json"
+    bench.main(["calibrate", "--policy", str(pol), "--prm", str(prm), "--batch", "2", "--depth", "1", "--repeats", "1",
+                "--step-token-cap", "8", "--question", "What is 2+3?", "--json", str(out)])
+    res = json.loads(out.read_text())
+    assert res["c"] > 0 and res["step_s"] > 0 and res["prm_pass_s"] > 0 and 1 <= res["tokens_per_step"] <= 8

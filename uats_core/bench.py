@@ -1,0 +1,417 @@
+"""Benchmarks: `python -m uats_core.bench <subcommand>`.
+
+  prm        cost of MC-dropout scoring per mode, cost per node vs depth with/without the prefix cache,
+             and uncertainty quality (AUROC of sigma^2 for wrong steps) on the arithmetic world's PRM
+  calibrate  c = time of one generated step / time of one PRM pass, for a policy and a PRM
+  engine     search wall time per method and the cost of the run log (uats_core/bench_engine.py)
+
+Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
+that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS_DIR = ROOT / "assets" / "models"
+MATH500 = ROOT.parent / "shared" / "data" / "math500.jsonl"
+
+SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
+# Subcommands defined in other modules, imported when the parser is built: name -> (module, parser-adding function).
+# Their handlers may set `func` or `fn` on the namespace and may return an exit code.
+EXTERNAL_SUBCOMMANDS: dict[str, tuple[str, str]] = {"engine": ("uats_core.bench_engine", "add_parser")}
+
+
+def subcommand(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
+        SUBCOMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+# -- timing helpers ---------------------------------------------------------------------------------------
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process). On shared cores the CPU time is far steadier than the wall
+    time; with --threads 1 it is the work done (with more threads it also counts OpenMP spin-waiting)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def measure(variants: dict[str, Callable[[], Any]], repeats: int, setup: Callable[[str], None] | None = None,
+            warmup: bool = False) -> dict[str, dict[str, list[float]]]:
+    """Run every variant once per round, `repeats` rounds, interleaved: other processes on the shared cores then
+    slow all variants alike, and the minimum over rounds is the least-disturbed run (reference.md §6).
+    warmup: one untimed round first (first calls at a new shape pay for allocation and kernel selection)."""
+    times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in variants}
+    for round_ in range(repeats + int(warmup)):
+        for name, fn in variants.items():
+            if setup is not None:
+                setup(name)
+            wall, cpu = timed(fn)
+            if round_ >= int(warmup):
+                times[name]["wall"].append(wall)
+                times[name]["cpu"].append(cpu)
+    return times
+
+
+def summary(t: dict[str, list[float]]) -> dict[str, float]:
+    return {"min_s": min(t["wall"]), "median_s": statistics.median(t["wall"]), "spread": _spread(t["wall"]),
+            "cpu_min_s": min(t["cpu"])}
+
+
+def _spread(ts: list[float]) -> float:
+    return (max(ts) - min(ts)) / min(ts) if min(ts) > 0 else 0.0
+
+
+def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
+    """P(score of a random positive > score of a random negative), ties counting half (Mann-Whitney U)."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(positives, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s), dtype=np.float64)
+    sorted_s = s[order]
+    i = 0
+    while i < len(s):  # average ranks over ties
+        j = i
+        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+# -- prm ---------------------------------------------------------------------------------------------------
+@subcommand("prm")
+def _add_prm(sub: Any) -> None:
+    p = sub.add_parser("prm", help="MC-dropout cost per mode, cost vs depth with/without the prefix cache, AUROC of sigma^2")
+    p.add_argument("--k", type=int, default=7, help="MC passes (default 7)")
+    p.add_argument("--p", type=float, default=0.1, help="dropout probability")
+    p.add_argument("--tokens", type=int, default=384, help="node length for the per-mode cost (default 384)")
+    p.add_argument("--question-tokens", type=int, default=64)
+    p.add_argument("--step-tokens", type=int, default=32)
+    p.add_argument("--depths", default="1,2,3,4,6,8,10,12", help="comma-separated depths (steps) for the cache part")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dtype", default="bfloat16", help="float32 | bfloat16 (default bfloat16: the fast CPU path)")
+    p.add_argument("--gguf", default=None, help="a SmolLM2 GGUF file for real weights (default: random init of its shape)")
+    p.add_argument("--shape", choices=("smollm2-135m", "tiny"), default="smollm2-135m",
+                   help="random-init shape when no --gguf (tiny: 4 layers, hidden 64; for smoke tests)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where arith-prm lives (for the AUROC part)")
+    p.add_argument("--arith-problems", type=int, default=100)
+    p.add_argument("--skip", default="", help="comma-separated parts to skip: modes,depth,auroc")
+    p.add_argument("--json", type=Path, default=None, help="also write the results here")
+    p.set_defaults(func=run_prm)
+
+
+def _cost_model(args: argparse.Namespace) -> Any:
+    import torch
+
+    from uats_core.backends._loading import resolve_dtype
+
+    dtype = resolve_dtype(args.dtype, torch.device("cpu"))
+    if args.gguf:
+        from transformers import AutoModel
+
+        path = Path(args.gguf)
+        model = AutoModel.from_pretrained(str(path.parent), gguf_file=path.name)
+    else:
+        from transformers import LlamaModel
+
+        from uats_core.backends.tiny import smollm2_135m_config
+
+        torch.manual_seed(0)
+        config = smollm2_135m_config()
+        if args.shape == "tiny":
+            config.update({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+                           "num_key_value_heads": 2, "vocab_size": 512})
+        model = LlamaModel(config)
+    return model.to(dtype).eval()
+
+
+def run_prm(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, PrefixCache, dropout_hooks
+
+    torch.set_num_threads(args.threads)
+    skip = set(filter(None, args.skip.split(",")))
+    results: dict[str, Any] = {"k": args.k, "p": args.p, "dtype": args.dtype, "repeats": args.repeats}
+    if not skip >= {"modes", "depth"}:
+        model = _cost_model(args)
+        results["model"] = (f"{'GGUF ' + args.gguf if args.gguf else 'random init'}, {args.shape if not args.gguf else 'SmolLM2'} "
+                            f"shape ({model.config.num_hidden_layers} layers, hidden {model.config.hidden_size})")
+        print(f"cost model: {results['model']}, dtype {args.dtype}, {args.threads} threads")
+        vocab = model.config.vocab_size
+        gen = torch.Generator().manual_seed(0)
+
+        def tokens(n: int) -> list[int]:
+            return torch.randint(3, vocab, (n,), generator=gen).tolist()
+
+    if "modes" not in skip:
+        ids = tokens(args.tokens)
+        pos = [[args.tokens - 1]]
+        engine = MCDropoutEngine(model, cache=None)
+        k, p = args.k, args.p
+
+        def naive() -> None:
+            # What one would write first: K separate forward passes of the model with dropout hooks.
+            with dropout_hooks(engine.parts.layers, p), torch.inference_mode():
+                for _ in range(k):
+                    model(input_ids=torch.tensor([ids]))
+
+        variants = {
+            "deterministic (1 pass)": lambda: engine.hidden_at([ids], pos),
+            f"naive loop of {k} passes (full)": naive,
+            f"batched full x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("full", p)),
+            f"last:2 x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("last:2", p)),
+            f"head x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("head", p)),
+        }
+        times = measure(variants, args.repeats, warmup=True)
+        base = summary(times["deterministic (1 pass)"])
+        rows = {}
+        for name, ts in times.items():
+            r = summary(ts)
+            rows[name] = {**r, "ratio": r["min_s"] / base["min_s"], "cpu_ratio": r["cpu_min_s"] / base["cpu_min_s"]}
+        results["modes"] = {"tokens": args.tokens, "rows": rows}
+        print(f"\nMC scoring of one {args.tokens}-token node, K={k} (ratio = min time / min deterministic time; "
+              "wall and CPU time)")
+        print(f"{'variant':34s} {'min s':>8s} {'median s':>9s} {'spread':>7s} {'ratio':>6s} {'cpu s':>7s} {'cpu ratio':>9s}")
+        for name, r in rows.items():
+            print(f"{name:34s} {r['min_s']:8.3f} {r['median_s']:9.3f} {r['spread']:7.0%} {r['ratio']:6.2f} "
+                  f"{r['cpu_min_s']:7.3f} {r['cpu_ratio']:9.2f}")
+
+    if "depth" not in skip:
+        depths = [int(d) for d in args.depths.split(",") if d]
+        q = tokens(args.question_tokens)
+        steps = [tokens(args.step_tokens) for _ in range(max(depths))]
+        cache = PrefixCache(max_bytes=2 * 2**30)
+        cached = MCDropoutEngine(model, cache=cache)
+        plain = MCDropoutEngine(model, cache=None)
+        specs: dict[str, DropoutSpec | None] = {"deterministic": None, "head": DropoutSpec.parse("head", args.p),
+                                                "last:2": DropoutSpec.parse("last:2", args.p)}
+        depth_rows: list[dict[str, Any]] = []
+        print(f"\ncost per node vs depth: question {args.question_tokens} + depth x {args.step_tokens} tokens; "
+              f"'cached' = the parent's prefix entry is in the cache; MC modes with K={args.k}")
+        print(f"{'depth':>5s} {'tokens':>6s} " + " ".join(f"{m + ' ' + c:>21s}" for m in specs for c in ("plain", "cached")))
+        for d in depths:
+            node = q + [t for s in steps[:d] for t in s]
+            parent = q + [t for s in steps[: d - 1] for t in s]
+            pos = [[len(node) - 1]]
+            variants = {}
+            for mname, spec in specs.items():
+                kk = 1 if spec is None else args.k
+                variants[f"{mname} plain"] = (lambda spec=spec, kk=kk: plain.hidden_at([node], pos, k=kk, spec=spec))
+                variants[f"{mname} cached"] = (lambda spec=spec, kk=kk: cached.hidden_at([node], pos, k=kk, spec=spec,
+                                                                                        prefixes=[[parent]]))
+
+            def setup(name: str, parent=parent) -> None:
+                # Fresh cache holding only the parent's entry, so the node itself is never a free exact hit.
+                if name.endswith("cached"):
+                    cache.clear()
+                    spec = specs[name.rsplit(" ", 1)[0]]
+                    cached.hidden_at([parent], [[len(parent) - 1]], k=1 if spec is None else 2, spec=spec)
+
+            times = measure(variants, args.repeats, setup, warmup=d == depths[0])
+            row = {"depth": d, "tokens": len(node), **{name: summary(ts) for name, ts in times.items()}}
+            depth_rows.append(row)
+            print(f"{d:5d} {len(node):6d} " + " ".join(f"{row[n]['min_s']:8.3f} /{row[n]['cpu_min_s']:7.3f} cpu"
+                                                      for n in variants))
+        first, last = depth_rows[0], depth_rows[-1]
+        names = [n for n in first if n not in ("depth", "tokens")]
+        growth = {n: last[n]["min_s"] / first[n]["min_s"] for n in names}
+        cpu_growth = {n: last[n]["cpu_min_s"] / first[n]["cpu_min_s"] for n in names}
+        results["depth"] = {"rows": depth_rows, "growth_last_over_first": growth, "cpu_growth_last_over_first": cpu_growth}
+        print(f"growth depth {last['depth']} / depth {first['depth']} (wall, cpu): "
+              + ", ".join(f"{n} {growth[n]:.2f}x, {cpu_growth[n]:.2f}x" for n in names))
+
+    if "auroc" not in skip:
+        results["auroc"] = _arith_auroc(args)
+    _check_targets(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        print(f"\nwrote {args.json}")
+    return results
+
+
+def _check_targets(results: dict[str, Any]) -> None:
+    """Print the issue's targets against what was measured (min wall time, and min CPU time)."""
+    lines = []
+
+    def verdict(ok: bool) -> str:
+        return "OK" if ok else "MISSED"
+
+    if "modes" in results:
+        rows = results["modes"]["rows"]
+        get = {name.split(" x")[0].split(" (")[0]: r for name, r in rows.items()}
+        for mode, bound in (("head", 1.2), ("last:2", 2.0)):
+            r = get[mode]
+            lines.append(f"{mode} <= {bound}x: wall {r['ratio']:.2f}x {verdict(r['ratio'] <= bound)}, "
+                         f"cpu {r['cpu_ratio']:.2f}x {verdict(r['cpu_ratio'] <= bound)}")
+        naive = next(r for n, r in rows.items() if n.startswith("naive"))
+        full = get["batched full"]
+        lines.append(f"batched full not slower than the naive loop: wall {full['min_s']:.2f}s vs {naive['min_s']:.2f}s "
+                     f"{verdict(full['min_s'] <= naive['min_s'])}, cpu {full['cpu_min_s']:.2f}s vs {naive['cpu_min_s']:.2f}s "
+                     f"{verdict(full['cpu_min_s'] <= naive['cpu_min_s'])}")
+    if "depth" in results:
+        g, cg = results["depth"]["growth_last_over_first"], results["depth"]["cpu_growth_last_over_first"]
+        for name in ("deterministic cached", "head cached"):
+            lines.append(f"{name}: deepest/shallowest wall {g[name]:.2f}x {verdict(g[name] <= 1.5)}, "
+                         f"cpu {cg[name]:.2f}x {verdict(cg[name] <= 1.5)} (target <= 1.5x)")
+    if lines:
+        print("\ntargets:\n  " + "\n  ".join(lines))
+
+
+def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
+    """AUROC of the MC variance for telling wrong steps from right ones, per dropout mode, on written solutions
+    with slips in the PRM's own style (A) and in the unseen style (B)."""
+    import random
+
+    import torch
+
+    prm_dir = args.models_dir / "arith-prm"
+    try:
+        from uats_core.worlds.arith import world
+        step_correct = world.step_correct
+    except (ImportError, AttributeError) as exc:
+        msg = f"uats_core.worlds.arith.world.step_correct is not available ({exc}); skipping the AUROC part"
+        print("\n" + msg)
+        return {"skipped": msg}
+    if not (prm_dir / "config.json").is_file():
+        msg = f"no arithmetic PRM at {prm_dir}; train it (python -m uats_core.worlds.arith.train) or pass --models-dir"
+        print("\n" + msg)
+        return {"skipped": msg}
+    from uats_core.backends import load_prm
+    from uats_core.backends.mc_dropout import DropoutSpec
+    from uats_core.protocols import Trace
+
+    prm = load_prm(str(prm_dir), dtype="float32", dropout_p=args.p)
+    problems = world.load_split("test", args.arith_problems)
+    rng = random.Random(0)
+    out: dict[str, Any] = {"model": str(prm_dir), "problems": len(problems), "k": args.k, "p": args.p}
+    print(f"\nuncertainty quality on {prm_dir.name}: AUROC of sigma^2 (and of 1 - mean score) for wrong steps, "
+          f"K={args.k}, p={args.p}, {len(problems)} test problems, written solutions with slips")
+    print(f"{'style':>5s} {'steps':>6s} {'wrong':>6s} {'mode':>8s} {'AUROC var':>10s} {'AUROC 1-mean':>13s}")
+    for style in world.STYLES:
+        traces, labels = [], []
+        for prob in problems:
+            steps, _ = world.solve(prob, style=style, slip_rate=0.3, rng=rng)
+            written = [s + "\n\n" for s in steps[:-1]] + [steps[-1]]
+            for i in range(len(written)):
+                traces.append(Trace(prob.question, tuple(written[: i + 1])))
+                labels.append(not step_correct(prob, written[:i], written[i]))
+        out[style] = {"steps": len(traces), "wrong": int(sum(labels))}
+        for mode in ("full", "last:2", "head"):
+            torch.manual_seed(0)
+            mc = prm.mc_scores(traces, args.k, spec=DropoutSpec.parse(mode, args.p))
+            a_var, a_mean = auroc(mc.var(axis=1, ddof=1), labels), auroc(1 - mc.mean(axis=1), labels)
+            out[style][mode] = {"auroc_var": a_var, "auroc_one_minus_mean": a_mean}
+            print(f"{style:>5s} {len(traces):6d} {sum(labels):6d} {mode:>8s} {a_var:10.3f} {a_mean:13.3f}")
+    return out
+
+
+# -- calibrate -----------------------------------------------------------------------------------------------
+@subcommand("calibrate")
+def _add_calibrate(sub: Any) -> None:
+    p = sub.add_parser("calibrate", help="c = time of one generated step / time of one PRM pass")
+    p.add_argument("--policy", required=True, help="policy spec (folder, .gguf, hf:<id>)")
+    p.add_argument("--prm", required=True, help="PRM spec")
+    p.add_argument("--prm-kind", default=None)
+    p.add_argument("--batch", type=int, default=8, help="traces per call (the search batches a whole step)")
+    p.add_argument("--depth", type=int, default=2, help="steps generated before the measured one")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--question", default=None, help="default: an arithmetic test problem for arith models, else MATH-500 #0")
+    p.add_argument("--step-token-cap", type=int, default=256)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", type=Path, default=None)
+    p.set_defaults(func=run_calibrate)
+
+
+def _default_question(policy_spec: str) -> str:
+    if "arith" in policy_spec:
+        from uats_core.worlds.arith import world
+
+        return world.load_split("test", 1)[0].question
+    if MATH500.is_file():
+        return json.loads(MATH500.read_text(encoding="utf-8").splitlines()[0])["problem"]
+    return "What is the sum of the first 20 positive integers?"
+
+
+def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from uats_core.backends import load_policy, load_prm
+    from uats_core.backends.mc_dropout import DropoutSpec
+    from uats_core.protocols import Trace
+
+    torch.set_num_threads(args.threads)
+    one_pass = DropoutSpec.parse("full", 0.0)
+    policy = load_policy(args.policy, seed=0, step_token_cap=args.step_token_cap)
+    prm = load_prm(args.prm, kind=args.prm_kind, cache_bytes=0)  # no prefix cache: c is per full PRM pass
+    question = args.question or _default_question(args.policy)
+    traces = [Trace(question)] * args.batch
+    for _ in range(args.depth):  # reach a realistic depth first
+        outs = policy.generate_steps(traces)
+        traces = [t.extend(o.text) for t, o in zip(traces, outs)]
+    gen_times, gen_tokens, pass_times = [], [], []
+    for _ in range(args.repeats):
+        box: list[Any] = []
+        gen_times.append(timed(lambda: box.append(policy.generate_steps(traces))))
+        outs = box[0]
+        gen_tokens.append(sum(o.num_tokens for o in outs))
+        scored = [t.extend(o.text or " ") for t, o in zip(traces, outs)]
+        # One pass = one deterministic forward reading the last step (for a judge: one prompt, not one per step).
+        pass_times.append(timed(lambda: prm.mc_scores(scored, 1, spec=one_pass)))
+    step_s, pass_s = min(t[0] for t in gen_times) / args.batch, min(t[0] for t in pass_times) / args.batch
+    res = {"policy": args.policy, "prm": args.prm, "batch": args.batch, "depth": args.depth,
+           "step_s": step_s, "prm_pass_s": pass_s, "c": step_s / pass_s,
+           "tokens_per_step": float(np.mean(gen_tokens)) / args.batch,
+           "spread_step": _spread([t[0] for t in gen_times]), "spread_pass": _spread([t[0] for t in pass_times])}
+    print(f"one generated step: {step_s:.3f}s ({res['tokens_per_step']:.1f} tokens avg, batch {args.batch}); "
+          f"one PRM pass: {pass_s:.3f}s; c = {res['c']:.1f}  (spreads {res['spread_step']:.0%}, {res['spread_pass']:.0%})")
+    print(f"use: SearchConfig(cost_ratio={res['c']:.1f})")
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2), encoding="utf-8")
+    return res
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m uats_core.bench", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for register in SUBCOMMANDS.values():
+        register(sub)
+    for name, (module, function) in EXTERNAL_SUBCOMMANDS.items():
+        try:
+            getattr(importlib.import_module(module), function)(sub)
+        except (ImportError, AttributeError) as exc:  # one broken plug-in must not take the others down
+            log.warning("bench subcommand %r unavailable: %s", name, exc)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    handler = getattr(args, "func", None) or args.fn
+    rc = handler(args)
+    return rc if isinstance(rc, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
