@@ -4,6 +4,8 @@
              and uncertainty quality (AUROC of sigma^2 for wrong steps) on the arithmetic world's PRM
   calibrate  c = time of one generated step / time of one PRM pass, for a policy and a PRM
   engine     search wall time per method and the cost of the run log (uats_core/bench_engine.py)
+  app        the app's update latency (node written -> node drawn) and tree redraw times (ui/bench.py)
+  eval       searches per minute with and without cross-problem batching (uats_core/eval/bench.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -33,6 +35,8 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules, imported when the parser is built: name -> (module, parser-adding function).
 # Their handlers may set `func` or `fn` on the namespace and may return an exit code.
 EXTERNAL_SUBCOMMANDS: dict[str, tuple[str, str]] = {"engine": ("uats_core.bench_engine", "add_parser")}
+# Benchmarks with an argument parser of their own: `bench NAME ARGS...` hands ARGS to that module's main(argv).
+PASSTHROUGH_SUBCOMMANDS: dict[str, str] = {"app": "ui.bench", "eval": "uats_core.eval.bench"}
 
 
 def subcommand(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -395,6 +399,8 @@ def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m uats_core.bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in PASSTHROUGH_SUBCOMMANDS.items():
+        sub.add_parser(name, help=f"see python -m uats_core.bench {name} --help ({module})", add_help=False)
     for register in SUBCOMMANDS.values():
         register(sub)
     for name, (module, function) in EXTERNAL_SUBCOMMANDS.items():
@@ -407,6 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASSTHROUGH_SUBCOMMANDS:
+        rc = importlib.import_module(PASSTHROUGH_SUBCOMMANDS[argv[0]]).main(argv[1:])
+        return rc if isinstance(rc, int) else 0
     args = build_parser().parse_args(argv)
     handler = getattr(args, "func", None) or args.fn
     rc = handler(args)
