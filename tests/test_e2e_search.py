@@ -1,5 +1,10 @@
-"""All seven methods on the embedded world's real (tiny) transformers models, checked from the database
-alone; and the CLI's handling of bad input."""
+"""All seven methods end to end on small real transformers models (tiny randomly initialised Llama
+policy and token-classification PRM, saved to disk and loaded through the same backends as a 7B model),
+checked from the database alone; and the CLI's handling of bad input.
+
+Random weights make the policy write nonsense, which is what the engine needs here: varied steps, some
+ending at end-of-sequence, and MC-dropout passes that genuinely vary. τ is set low so that real
+re-evaluations happen."""
 
 from __future__ import annotations
 
@@ -11,32 +16,55 @@ import numpy as np
 import pytest
 
 from storage import RunStore
+from uats_core.backends import load_policy, load_prm
+from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.config import SearchConfig
-from uats_core.runner import build_backends, run_search
-from uats_core.worlds.arith.world import get_problem
+from uats_core.problems import Problem
+from uats_core.runner import run_search
 
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ["best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats"]
 BUDGET = 8
+TAU = 1e-5
+PROBLEM = Problem("tiny-1", "Tom has 3 apples and buys 4 more. How many apples does he have?", "7")
 
 
 @pytest.fixture(scope="module")
-def backends():
-    return build_backends(None, None, SearchConfig())
+def model_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-models")
+    return save_causal_lm(root / "policy", seed=1), save_token_cls_prm(root / "prm", seed=2)
+
+
+@pytest.fixture(scope="module")
+def backends(model_dirs):
+    policy_dir, prm_dir = model_dirs
+    return load_policy(str(policy_dir), step_token_cap=16), load_prm(str(prm_dir), dropout_p=0.1, dropout_mode="full")
+
+
+def _bc_controller(cfg):
+    import torch
+
+    from uats_core.controller import ControllerNet, LearnedController
+    from uats_core.controller.policy import feature_names
+    from uats_core.controller.train import behaviour_clone
+
+    torch.manual_seed(0)
+    net = ControllerNet(len(feature_names(True)), hidden=32)
+    behaviour_clone(net, torch.rand(64, len(feature_names(True))), cfg, steps=20)
+    return LearnedController(net)
 
 
 @pytest.fixture(scope="module")
 def logged_runs(backends, tmp_path_factory):
-    from uats_core.controller import load_controller
     from uats_core.embedders import HashingEmbedder
 
     policy, prm = backends
     store = RunStore(str(tmp_path_factory.mktemp("e2e") / "runs.db"))
-    problem = get_problem("arith-test-3")
+    problem = PROBLEM
     ids = {}
     for method in METHODS:
-        cfg = SearchConfig(method=method, budget=BUDGET, seed=11, max_iterations=12)
-        controller = load_controller(None, cfg) if method == "a-uats" else None
+        cfg = SearchConfig(method=method, budget=BUDGET, seed=11, max_iterations=6, tau=TAU)
+        controller = _bc_controller(cfg) if method == "a-uats" else None
         res = run_search(problem, cfg, policy, prm, subscribers=[store.subscriber()], controller=controller,
                          embedder=HashingEmbedder() if method == "dora" else None)
         ids[method] = res.run_id
@@ -57,7 +85,7 @@ def test_every_method_logs_a_finished_run(logged_runs):
         assert its[-1]["cost_total"] == pytest.approx(run["cost"])
         finished = [n for n in nodes if n["status"] in ("finished", "truncated")]
         assert finished, method
-        assert run["correct"] in (True, False)
+        assert run["correct"] in (True, False, None)
 
 
 @pytest.mark.slow
@@ -104,12 +132,16 @@ def test_uats_decisions_follow_the_paper(logged_runs):
 @pytest.mark.slow
 def test_same_seed_same_tree(backends):
     policy, prm = backends
-    problem = get_problem("arith-test-5")
     trees = []
     for _ in range(2):
-        res = run_search(problem, SearchConfig(method="h-uats", budget=4, seed=2, max_iterations=8), policy, prm)
-        trees.append([(n.id, n.parent_id, n.step, n.mc_scores, n.children_granted) for n in res.tree.nodes.values()])
-    assert trees[0] == trees[1]
+        res = run_search(PROBLEM, SearchConfig(method="h-uats", budget=4, seed=2, max_iterations=4, tau=TAU), policy, prm)
+        trees.append(res.tree)
+    a, b = trees
+    assert [(n.id, n.parent_id, n.step, n.k, n.children_granted, n.extra_passes, n.status) for n in a.nodes.values()] == \
+           [(n.id, n.parent_id, n.step, n.k, n.children_granted, n.extra_passes, n.status) for n in b.nodes.values()]
+    # The PRM's prefix cache (warm on the second run) changes float summation order: equal to ~1e-7, not bitwise.
+    for na, nb in zip(a.nodes.values(), b.nodes.values()):
+        assert na.mc_scores == pytest.approx(nb.mc_scores, abs=1e-6)
 
 
 def _cli(*args, cwd=ROOT):
@@ -122,7 +154,7 @@ def _cli(*args, cwd=ROOT):
     (["--budget", "-4"], "budget"),
     (["--k0", "1"], "k0"),
     (["--tau", "-0.01"], "tau"),
-    (["--problem", "arith-test-999999999"], "problem"),
+    (["--problem", "arith-nosuchsplit-3"], "problem"),
     (["--problem", "no-such-problem"], "problem"),
     (["--dataset", "/nonexistent/math.jsonl"], "dataset"),
 ])
@@ -143,9 +175,13 @@ def test_cli_unreadable_database_url(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_search_runs_show(tmp_path):
+def test_cli_search_runs_show(tmp_path, model_dirs):
     db = tmp_path / "runs.db"
-    out = _cli("search", "--method", "h-uats", "--budget", "4", "--problem", "arith-test-1", "--db", str(db), "--quiet")
+    data = tmp_path / "problems.jsonl"
+    data.write_text('{"id": "p1", "problem": "What is 2 + 2?", "answer": "4"}\n')
+    policy_dir, prm_dir = model_dirs
+    out = _cli("search", "--method", "h-uats", "--budget", "4", "--dataset", str(data), "--problem", "p1",
+               "--policy", str(policy_dir), "--prm", str(prm_dir), "--max-iterations", "3", "--db", str(db), "--quiet")
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.split()[1]
     listing = _cli("runs", "--db", str(db))
