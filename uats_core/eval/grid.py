@@ -1,0 +1,328 @@
+"""The evaluation grid: which (pair, problem, method, budget, seed, variant) cells to run, and their keys.
+
+A cell is one search. Its key is a plain string that names everything that changes the search's result,
+so a rerun with the same flags finds the same keys and skips the cells already finished:
+
+    A:prm|arith-test|arith-test-17|h-uats|16|2|k0=3
+
+Variants: the config fields that differ from `SearchConfig`'s defaults *and matter to that method*
+(e.g. `tau` matters to H-UATS but not to REBASE), sorted and joined; "base" when none. So an ablation
+axis such as `--k0 3,7` gives H-UATS cells "k0=3" and "base" (7 is the default), and the baselines keep
+their single "base" cell instead of being run once per ablation value for nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..config import METHODS, ConfigError, SearchConfig
+from ..problems import Problem, ProblemError, load_problems
+
+log = logging.getLogger(__name__)
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "models"
+# Short names of the arithmetic world's embedded models (the --pairs syntax is POLICY:PRM over names).
+BUILTIN_MODELS: dict[str, str] = {
+    "A": str(ASSETS / "arith-policy-a"),
+    "B": str(ASSETS / "arith-policy-b"),
+    "prm": str(ASSETS / "arith-prm"),
+}
+# The arithmetic PRM was trained on style-A solutions only: policy A's traces are in distribution for it,
+# policy B's (other words, result first) are not. Reports label the pairs with this.
+BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
+
+UATS_METHODS = ("h-uats", "a-uats")
+_UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode"}
+# Which config fields can change which method's result. A field missing here changes every method.
+FIELD_METHODS: dict[str, tuple[str, ...]] = {
+    **{f: UATS_METHODS for f in _UATS_FIELDS},
+    "controller": ("a-uats",),
+    "controller_uncertainty_features": ("a-uats",),
+    "rebase_temperature": ("rebase", "dora"),
+    "dora_similarity_temperature": ("dora",),
+    "beam_width": ("beam", "dvts"),
+    "weighted": ("best-of-n",),
+}
+# Fields a cell never carries in its config (they are cell axes of their own).
+_AXIS_FIELDS = {"method", "budget", "seed"}
+_DEFAULTS = SearchConfig()
+
+
+def relevant(field_name: str, method: str) -> bool:
+    return method in FIELD_METHODS.get(field_name, METHODS)
+
+
+def _fmt(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)  # repr: exact and stable (0.01, 0.0)
+
+
+@dataclass(frozen=True)
+class Pair:
+    label: str  # "A:prm"
+    policy: str  # resolved spec (folder, hf:<id>, py:module:function, ...)
+    prm: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    pair: str
+    policy: str
+    prm: str
+    dataset: str  # "arith-test", "math500", a file's stem
+    problem_id: str
+    method: str
+    budget: int
+    seed: int
+    overrides: tuple[tuple[str, Any], ...] = ()  # sorted (field, value) that differ from the defaults
+
+    @property
+    def variant(self) -> str:
+        return ",".join(f"{k}={_fmt(v)}" for k, v in self.overrides) or "base"
+
+    @property
+    def key(self) -> str:
+        return f"{self.pair}|{self.dataset}|{self.problem_id}|{self.method}|{self.budget}|{self.seed}|{self.variant}"
+
+    def config(self) -> SearchConfig:
+        return SearchConfig(method=self.method, budget=self.budget, seed=self.seed, **dict(self.overrides))
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A cell plus its problem: workers get the problem itself, so they never need the dataset file."""
+
+    cell: Cell
+    problem: Problem
+
+
+@dataclass
+class GridSpec:
+    pairs: list[Pair]
+    problems: list[Problem]
+    dataset: str
+    methods: list[str]
+    budgets: list[int]
+    seeds: list[int]
+    settings: dict[str, Any] = field(default_factory=dict)  # --set FIELD=VALUE: every cell
+    axes: dict[str, list[Any]] = field(default_factory=dict)  # ablation axes: the cross product is run
+    uncertainty: list[bool] = field(default_factory=list)  # --uncertainty on,off (empty: not an axis)
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+def parse_pairs(text: str, models: Mapping[str, str] | None = None) -> list[Pair]:
+    """'A:prm,B:prm' -> pairs; names come from BUILTIN_MODELS plus `models` (--model NAME=SPEC)."""
+    names = {**BUILTIN_MODELS, **(models or {})}
+    pairs: list[Pair] = []
+    for item in [s.strip() for s in text.split(",") if s.strip()]:
+        if item.count(":") != 1:
+            raise ConfigError("pairs", f"{item!r} is not POLICY:PRM; name models with --model NAME=SPEC "
+                                       "(specs may hold ':' themselves) and pair the names, e.g. A:prm")
+        pol, rm = item.split(":")
+        for name in (pol, rm):
+            if name not in names:
+                raise ConfigError("pairs", f"unknown model name {name!r} in {item!r}; known: {', '.join(sorted(names))} "
+                                           "(add one with --model NAME=SPEC)")
+        pairs.append(Pair(item, names[pol], names[rm]))
+    if not pairs:
+        raise ConfigError("pairs", "no pair given; e.g. --pairs A:prm,B:prm")
+    if len({p.label for p in pairs}) != len(pairs):
+        raise ConfigError("pairs", f"a pair is listed twice in {text!r}")
+    return pairs
+
+
+def parse_models(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, spec = item.partition("=")
+        if not sep or not name.strip() or not spec.strip() or ":" in name or "," in name:
+            raise ConfigError("model", f"{item!r} is not NAME=SPEC (a name without ':' or ',', e.g. "
+                                       "qwen=hf:Qwen/Qwen2.5-1.5B-Instruct)")
+        out[name.strip()] = spec.strip()
+    return out
+
+
+def parse_methods(text: str) -> list[str]:
+    if text.strip() == "all":
+        return list(METHODS)
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    for m in methods:
+        if m not in METHODS:
+            raise ConfigError("methods", f"unknown method {m!r}; choose from {', '.join(METHODS)} or 'all'")
+    if not methods:
+        raise ConfigError("methods", "no method given; e.g. --methods all or --methods rebase,h-uats")
+    return list(dict.fromkeys(methods))
+
+
+def parse_int_list(text: str, name: str, low: int = 0) -> list[int]:
+    try:
+        values = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(name, f"{text!r} is not a comma-separated list of integers") from None
+    if not values or any(v < low for v in values):
+        raise ConfigError(name, f"need integers >= {low}; got {text!r}")
+    return list(dict.fromkeys(values))
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'3' means seeds 0, 1, 2; '0,5,9' lists them."""
+    if "," in str(text):
+        return parse_int_list(text, "seeds")
+    n = parse_int_list(text, "seeds", low=1)[0]
+    return list(range(n))
+
+
+def field_type(name: str) -> Any:
+    for f in dataclasses.fields(SearchConfig):
+        if f.name == name:
+            return f.type
+    raise ConfigError(name, f"not a config field; known fields: {', '.join(f.name for f in dataclasses.fields(SearchConfig))}")
+
+
+def coerce(name: str, raw: str) -> Any:
+    """A flag's text as the config field's type ('on'/'off' and 'true'/'false' for booleans)."""
+    kind = str(field_type(name))
+    raw = raw.strip()
+    try:
+        if kind in ("bool", "<class 'bool'>"):
+            low = raw.lower()
+            if low in ("1", "true", "on", "yes"):
+                return True
+            if low in ("0", "false", "off", "no"):
+                return False
+            raise ValueError(raw)
+        if kind in ("int", "<class 'int'>"):
+            return int(raw)
+        if kind in ("float", "<class 'float'>"):
+            return float(raw)
+        if raw.lower() == "none" and "None" in kind:
+            return None
+        return raw
+    except ValueError:
+        raise ConfigError(name, f"cannot read {raw!r} as {kind}") from None
+
+
+def parse_settings(items: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep:
+            raise ConfigError("set", f"{item!r} is not FIELD=VALUE")
+        if name in _AXIS_FIELDS:
+            raise ConfigError(name, f"use --{name}s for {name}, not --set")
+        out[name] = coerce(name, raw)
+    return out
+
+
+def parse_axis(name: str, text: str) -> list[Any]:
+    name = name.replace("-", "_")
+    if name in _AXIS_FIELDS:
+        raise ConfigError(name, f"{name} is already a grid axis")
+    values = [coerce(name, v) for v in str(text).split(",") if v.strip()]
+    if not values:
+        raise ConfigError(name, f"empty ablation axis {text!r}")
+    return list(dict.fromkeys(values))
+
+
+# ---------------------------------------------------------------------------------------------- problems
+def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test") -> tuple[str, list[Problem]]:
+    """(dataset label, the first n problems): the arithmetic world's split, or a .jsonl file / hub name."""
+    if dataset:
+        problems = load_problems(dataset)
+        label = Path(dataset).stem if (dataset.endswith(".jsonl") or Path(dataset).exists()) else dataset
+    elif world in (None, "arith"):
+        from ..worlds.arith.world import load_split
+
+        problems = load_split(split, n if n is not None else 200)
+        label = f"arith-{split}"
+    else:
+        raise ProblemError("world", f"unknown world {world!r}; use --world arith or --dataset FILE.jsonl|math500|aime24")
+    if n is not None:
+        if n < 1:
+            raise ProblemError("problems", f"need at least 1 problem; got {n}")
+        if n > len(problems):
+            log.warning("asked for %d problems; %s has %d", n, label, len(problems))
+        problems = problems[:n]
+    if len({p.id for p in problems}) != len(problems):
+        raise ProblemError("dataset", f"{label} has duplicate problem ids; give every row a unique 'id'")
+    return label, list(problems)
+
+
+# ---------------------------------------------------------------------------------------------- the grid
+def _variants(method: str, spec: GridSpec) -> list[tuple[tuple[str, Any], ...]]:
+    """The distinct canonical override sets of one method over the cross product of the ablation axes."""
+    axis_names = list(spec.axes)
+    combos: Iterable[tuple[Any, ...]] = itertools.product(*(spec.axes[a] for a in axis_names)) if axis_names else [()]
+    uncertainty = spec.uncertainty or [True]
+    out: list[tuple[tuple[str, Any], ...]] = []
+    for combo in combos:
+        for with_unc in uncertainty:
+            values = dict(spec.settings)
+            values.update(zip(axis_names, combo))
+            if not with_unc:
+                # Without uncertainty: A-UATS reads no σ features (the paper's ablation, its own checkpoint);
+                # H-UATS gets no re-evaluation budget, so σ² and R̂ never steer it and all of N(c+1) buys width.
+                if method == "a-uats":
+                    values["controller_uncertainty_features"] = False
+                elif method == "h-uats":
+                    values["reeval_share"] = 0.0
+            canon = tuple(sorted((k, v) for k, v in values.items()
+                                 if relevant(k, method) and getattr(_DEFAULTS, k) != v))
+            if canon not in out:
+                out.append(canon)
+    return out
+
+
+def build_cells(spec: GridSpec) -> list[WorkItem]:
+    """Every cell, problem-major (all methods of problem 0, then problem 1, ...): an interrupted grid leaves
+    whole problems done, so method comparisons on the finished part use the same problems."""
+    items: list[WorkItem] = []
+    variants = {m: _variants(m, spec) for m in spec.methods}
+    for problem in spec.problems:
+        for pair in spec.pairs:
+            for method in spec.methods:
+                for overrides in variants[method]:
+                    for budget in spec.budgets:
+                        for seed in spec.seeds:
+                            cell = Cell(pair.label, pair.policy, pair.prm, spec.dataset, problem.id, method, budget,
+                                        seed, overrides)
+                            items.append(WorkItem(cell, problem))
+    return items
+
+
+def validate_cells(items: Sequence[WorkItem]) -> None:
+    """Every cell's config must be valid and affordable before anything is written."""
+    from ..allocation import uats_budget_split
+
+    seen: set[tuple[Any, ...]] = set()
+    for item in items:
+        c = item.cell
+        sig = (c.method, c.budget, c.overrides)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        cfg = c.config()
+        cfg.validate()
+        if c.method in UATS_METHODS:
+            width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
+            if width < 1:
+                raise ConfigError("budgets", f"N={cfg.budget} cannot pay for one {c.method} child at K0={cfg.k0} "
+                                             f"(c+K0={cfg.cost_ratio + cfg.k0:g} > N(c+1)={cfg.budget * (cfg.cost_ratio + 1):g})")
+
+
+def shard(items: Sequence[WorkItem], spec: str) -> list[WorkItem]:
+    """`i/n`: every n-th cell of the full grid starting at i. By grid position, not by what is left, so a
+    shard's cells are the same on every rerun whatever the other shards have finished."""
+    try:
+        i_text, n_text = spec.split("/")
+        i, n = int(i_text), int(n_text)
+    except ValueError:
+        raise ConfigError("shard", f"{spec!r} is not i/n (e.g. 0/4)") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError("shard", f"need 0 <= i < n; got {spec!r}")
+    return list(items[i::n])

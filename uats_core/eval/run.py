@@ -1,0 +1,140 @@
+"""`run_eval`: check the grid, plan against the database (skip finished cells, reclaim orphans), then run
+what is left serially, as one `--shard`, or on Ray."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..config import ConfigError
+from .cells import CellLedger, Plan
+from .grid import GridSpec, WorkItem, build_cells, shard, validate_cells
+from .worker import FACTORY_PREFIX, CellOutcome, EvalWorker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalOptions:
+    db: str
+    shard: str | None = None  # "i/n"
+    ray: str | None = None  # "local" or a cluster address
+    workers: int | None = None  # Ray actors (default: CPUs // cpus_per_worker)
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
+    lanes: int = 1  # cross-problem batching: searches per worker sharing model calls (1 = off)
+    merge_prm: bool | None = None  # batched PRM calls merged across searches too (None: on GPU only)
+    torch_threads: int | None = None
+    policy_opts: dict[str, Any] = field(default_factory=dict)
+    prm_opts: dict[str, Any] = field(default_factory=dict)
+    max_attempts: int = 3
+    stale_after_s: float = 900.0
+    chunk: int | None = None
+    progress: bool = True
+    dry_run: bool = False
+
+
+@dataclass
+class EvalSummary:
+    cells: int  # in this grid (this shard's part when sharded)
+    done_before: int
+    busy: int
+    given_up: int
+    orphans: int
+    ran: int
+    finished: int
+    failed: int
+    skipped: int
+    wall_s: float
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    to_run: int = 0  # what the plan found left to do
+
+    @property
+    def searches_per_minute(self) -> float:
+        return 60.0 * (self.finished + self.failed) / self.wall_s if self.wall_s > 0 else 0.0
+
+    def line(self) -> str:
+        return (f"{self.cells} cells: {self.done_before} already finished, {self.ran} run now ({self.finished} finished, "
+                f"{self.failed} failed, {self.skipped} held by another worker), {self.busy} busy elsewhere, "
+                f"{self.orphans} orphaned runs reclaimed, {self.given_up} given up; {self.wall_s:.1f} s, "
+                f"{self.searches_per_minute:.1f} searches/min")
+
+
+def preflight(items: Sequence[WorkItem]) -> None:
+    """Fail with one line naming the field before anything is written."""
+    validate_cells(items)
+    specs = {(it.cell.pair, "policy", it.cell.policy) for it in items} | {(it.cell.pair, "prm", it.cell.prm) for it in items}
+    for pair, role, spec in sorted(specs):
+        if spec.startswith(FACTORY_PREFIX) or spec.startswith(("hf:", "vllm:")):
+            continue
+        if not Path(spec).expanduser().exists():
+            hint = (" (the arithmetic world's models: python -m uats_core.worlds.arith.train)"
+                    if "assets/models/arith" in spec else "")
+            raise ConfigError("pairs", f"pair {pair}: the {role} {spec} does not exist{hint}")
+    auats = {(it.cell.config().controller, it.cell.config().controller_uncertainty_features)
+             for it in items if it.cell.method == "a-uats"}
+    if auats:
+        from ..controller import load_controller
+
+        for path, unc in sorted(auats, key=str):
+            cfg = next(it.cell.config() for it in items if it.cell.method == "a-uats"
+                       and (it.cell.config().controller, it.cell.config().controller_uncertainty_features) == (path, unc))
+            try:
+                load_controller(path, cfg)
+            except ValueError as exc:
+                raise ConfigError("methods", f"a-uats needs its controller: {exc}") from None
+
+
+def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
+    from storage import RunStore
+
+    items = build_cells(spec)
+    if opts.shard:
+        items = shard(items, opts.shard)
+    preflight(items)
+    local = "://" not in opts.db
+    if opts.dry_run and local and not Path(opts.db).expanduser().exists():
+        log.info("%d cells; no database yet: all to run (dry run, nothing written)", len(items))
+        return EvalSummary(len(items), 0, 0, 0, 0, 0, 0, 0, 0, 0.0, to_run=len(items))
+    if local:
+        Path(opts.db).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+    store = RunStore(opts.db)
+    db_url = store.location
+    try:
+        ledger = CellLedger(store)
+        plan: Plan = ledger.plan(items, max_attempts=opts.max_attempts, stale_after_s=opts.stale_after_s,
+                                 write=not opts.dry_run)
+    finally:
+        store.close()
+    log.info("%d cells; %d finished before, %d to run (%d orphans reclaimed), %d busy elsewhere, %d given up",
+             len(items), plan.done, len(plan.todo), len(plan.orphans), plan.busy, plan.given_up)
+    summary = EvalSummary(len(items), plan.done, plan.busy, plan.given_up, len(plan.orphans), 0, 0, 0, 0, 0.0,
+                          to_run=len(plan.todo))
+    if opts.dry_run or not plan.todo:
+        return summary
+    t0 = time.perf_counter()
+    if opts.ray:
+        from .ray_runner import run_ray
+
+        outcomes = run_ray(plan.todo, db_url, opts.ray, workers=opts.workers, cpus_per_worker=opts.cpus_per_worker,
+                           gpus_per_worker=opts.gpus_per_worker, lanes=opts.lanes, merge_prm=opts.merge_prm,
+                           torch_threads=opts.torch_threads,
+                           policy_opts=opts.policy_opts, prm_opts=opts.prm_opts, chunk=opts.chunk, progress=opts.progress)
+    else:
+        worker = EvalWorker(db_url, lanes=opts.lanes, torch_threads=opts.torch_threads, policy_opts=opts.policy_opts,
+                            prm_opts=opts.prm_opts, merge_prm=opts.merge_prm)
+        try:
+            outcomes = worker.run(plan.todo, progress=opts.progress,
+                                  desc=f"cells{' shard ' + opts.shard if opts.shard else ''}")
+        finally:
+            worker.close()
+    summary.wall_s = time.perf_counter() - t0
+    summary.outcomes = outcomes
+    summary.ran = len(outcomes)
+    summary.finished = sum(o.status == "finished" for o in outcomes)
+    summary.failed = sum(o.status == "failed" for o in outcomes)
+    summary.skipped = sum(o.status == "skipped" for o in outcomes)
+    return summary

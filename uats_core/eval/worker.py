@@ -1,0 +1,260 @@
+"""An evaluation worker: loads each model once, runs cells one after another (or several at once through
+the batching hub), and writes every search to the run log as an ordinary run.
+
+The same class runs in the serial CLI, in each `--shard` process and inside every Ray actor, so the three
+paths cannot drift apart. Non-batched cells are isolated from whatever the worker ran before: the search
+seeds torch/numpy/random itself (`run_search`), the PRM's prefix cache is emptied first (a hit changes the
+order of floating-point sums, and so could change a sampled step) and A-UATS gets a fresh controller
+object. A cell's result then depends only on the cell, never on the worker or the order, which is what
+makes serial == --shard == Ray hold exactly (given the same torch thread count and hardware).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..config import SearchConfig
+from ..grading import Grader
+from ..runner import run_search
+from .batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, merge_prm_default, mix_seed
+from .cells import CellLedger
+from .grid import Cell, WorkItem
+
+log = logging.getLogger(__name__)
+
+FACTORY_PREFIX = "py:"
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    key: str
+    status: str  # finished | failed | skipped (another worker holds it)
+    run_id: str | None
+    correct: bool | None = None
+    cost: float = 0.0
+    wall_s: float = 0.0
+    error: str | None = None
+
+
+def _factory(spec: str) -> Callable[..., Any]:
+    """'py:package.module:function' -> the function (custom backends, and test doubles in tests)."""
+    target = spec[len(FACTORY_PREFIX):]
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{spec!r} is not py:module:function")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+class BackendCache:
+    """Policies by spec, PRMs by (spec, dropout p, dropout mode), one embedder, controller networks: each
+    loaded once per worker process, however many cells use it."""
+
+    def __init__(self, policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None) -> None:
+        self.policy_opts = dict(policy_opts or {})
+        self.prm_opts = dict(prm_opts or {})
+        self._policies: dict[str, Any] = {}
+        self._prms: dict[tuple[str, float, str], Any] = {}
+        self._embedder: Any = None
+        self._controller_nets: dict[tuple[str | None, bool], tuple[Any, bool]] = {}
+        self._lock = threading.Lock()
+
+    def policy(self, spec: str) -> Any:
+        with self._lock:
+            if spec not in self._policies:
+                t0 = time.perf_counter()
+                if spec.startswith(FACTORY_PREFIX):
+                    self._policies[spec] = _factory(spec)(**self.policy_opts)
+                else:
+                    from ..backends import load_policy
+
+                    self._policies[spec] = load_policy(spec, **self.policy_opts)
+                log.info("policy %s loaded in %.1f s", spec, time.perf_counter() - t0)
+            return self._policies[spec]
+
+    def prm(self, spec: str, dropout_p: float, dropout_mode: str) -> Any:
+        key = (spec, float(dropout_p), dropout_mode)
+        with self._lock:
+            if key not in self._prms:
+                t0 = time.perf_counter()
+                if spec.startswith(FACTORY_PREFIX):
+                    self._prms[key] = _factory(spec)(dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
+                else:
+                    from ..backends import load_prm
+
+                    self._prms[key] = load_prm(spec, dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
+                log.info("PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0)
+            return self._prms[key]
+
+    def backends(self, cell: Cell) -> tuple[Any, Any]:
+        cfg = cell.config()
+        return self.policy(cell.policy), self.prm(cell.prm, cfg.dropout_p, cfg.dropout_mode)
+
+    def embedder(self) -> Any:
+        with self._lock:
+            if self._embedder is None:
+                from ..embedders import default_embedder
+
+                self._embedder = default_embedder()
+            return self._embedder
+
+    def controller(self, config: SearchConfig) -> Any:
+        """A fresh LearnedController per search (it keeps a per-episode history) over a network loaded once."""
+        from ..controller import LearnedController, load_controller
+
+        key = (config.controller, bool(config.controller_uncertainty_features))
+        with self._lock:
+            if key not in self._controller_nets:
+                loaded = load_controller(config.controller, config)
+                self._controller_nets[key] = (loaded.net, loaded.uncertainty_features)
+            net, unc = self._controller_nets[key]
+        return LearnedController(net, uncertainty_features=unc)
+
+
+def _set_torch_threads(n: int | None) -> None:
+    if n is None:
+        return
+    try:
+        import torch
+
+        torch.set_num_threads(int(n))
+    except ImportError:
+        pass
+
+
+class EvalWorker:
+    """Runs WorkItems against one database. `lanes` > 1 turns on cross-problem batching."""
+
+    def __init__(self, db: str, *, lanes: int = 1, torch_threads: int | None = None,
+                 policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None,
+                 backends: BackendCache | None = None, merge_prm: bool | None = None) -> None:
+        from storage import RunStore
+
+        self.store = RunStore(db)
+        self.ledger = CellLedger(self.store)
+        self.lanes = max(1, int(lanes))
+        self.merge_prm = merge_prm  # None: merge_prm_default(prm) (GPU yes, CPU no)
+        _set_torch_threads(torch_threads)
+        self.cache = backends or BackendCache(policy_opts, prm_opts)
+        self.grader = Grader()  # one per worker: its math-verify process pool is not free to start
+        self.hub_stats: list[Any] = []
+        # Set on Ctrl-C while lanes run: their searches stop at the next iteration boundary (run_search's
+        # should_cancel), so they end as 'cancelled' runs instead of being cut off mid-write.
+        self._stop = threading.Event()
+
+    def close(self) -> None:
+        self.grader.close()
+        self.store.close()
+
+    # ------------------------------------------------------------------ one cell
+    def _run_cell(self, item: WorkItem, policy: Any, prm: Any, batched: bool,
+                  embedder: Any = None) -> CellOutcome:
+        cell, problem = item.cell, item.problem
+        config = cell.config()
+        run_id = uuid.uuid4().hex
+        if not self.ledger.claim(cell, run_id, batched):
+            return CellOutcome(cell.key, "skipped", None)
+        t0 = time.perf_counter()
+        try:
+            controller = self.cache.controller(config) if config.method == "a-uats" else None
+            if config.method == "dora" and embedder is None:
+                embedder = self.cache.embedder()
+            self.store.register_run(run_id, method=config.method, problem_id=problem.id, question=problem.question,
+                                    gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
+                                    policy=getattr(policy, "name", None), prm=getattr(prm, "name", None),
+                                    label=f"eval {cell.key}")
+            if not batched and hasattr(prm, "clear_cache"):
+                prm.clear_cache()
+            result = run_search(problem, config, policy, prm, subscribers=[self.store.subscriber()], run_id=run_id,
+                                embedder=embedder, controller=controller, grader=self.grader,
+                                should_cancel=self._stop.is_set)
+        except Exception as exc:  # run_search has already closed the run as failed (or never opened it)
+            wall = time.perf_counter() - t0
+            err = f"{type(exc).__name__}: {exc}"
+            self.store.mark_failed(run_id, err)
+            self.ledger.finish(cell.key, run_id, "failed", wall, err)
+            log.warning("cell %s failed: %s", cell.key, err)
+            return CellOutcome(cell.key, "failed", run_id, wall_s=wall, error=err)
+        wall = time.perf_counter() - t0
+        if result.status != "finished":
+            self.ledger.finish(cell.key, run_id, "failed", wall, result.error or result.status)
+            if result.status == "cancelled":
+                raise KeyboardInterrupt(f"cell {cell.key} cancelled")
+            return CellOutcome(cell.key, "failed", run_id, wall_s=wall, error=result.error)
+        self.ledger.finish(cell.key, run_id, "finished", wall)
+        return CellOutcome(cell.key, "finished", run_id, result.correct, result.cost, wall)
+
+    # ------------------------------------------------------------------ many cells
+    def run(self, items: Sequence[WorkItem], *, progress: bool = True, desc: str = "cells") -> list[CellOutcome]:
+        """Run items in the given (problem-major) order; every model is loaded once, on first use."""
+        bar = None
+        if progress and items:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(items), desc=desc, unit="search", smoothing=0.05)
+        try:
+            if self.lanes > 1 and len(items) > 1:
+                return self._run_batched(items, bar)
+            out: list[CellOutcome] = []
+            for it in items:
+                policy, prm = self.cache.backends(it.cell)
+                out.append(self._run_cell(it, policy, prm, batched=False))
+                if bar is not None:
+                    bar.update(1)
+            return out
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _run_batched(self, items: Sequence[WorkItem], bar: Any) -> list[CellOutcome]:
+        """`lanes` threads, lane j taking items j, j+lanes, ... (static, so a round's composition never
+        depends on which thread was quicker). The group seed names the exact cell list, so the same cells
+        with the same lane count reproduce."""
+        lanes = min(self.lanes, len(items))
+        hub = BatchingHub(lanes, group_seed=mix_seed(*(it.cell.key for it in items), lanes))
+        embedder = LockedEmbedder(self.cache.embedder()) if any(it.cell.method == "dora" for it in items) else None
+        results: list[list[CellOutcome]] = [[] for _ in range(lanes)]
+        errors: list[BaseException] = []
+        bar_lock = threading.Lock()
+
+        def lane_main(lane: int) -> None:
+            try:
+                for it in items[lane::lanes]:
+                    if errors:
+                        break  # another lane was interrupted: stop starting new searches
+                    policy, prm = self.cache.backends(it.cell)
+                    cfg = it.cell.config()
+                    lp = LanePolicy(hub, lane, policy, it.cell.policy)
+                    merge = merge_prm_default(prm) if self.merge_prm is None else self.merge_prm
+                    lr = LanePRM(hub, lane, prm, f"{it.cell.prm}|{cfg.dropout_mode}|{cfg.dropout_p!r}", merge)
+                    results[lane].append(self._run_cell(it, lp, lr, batched=True, embedder=embedder))
+                    if bar is not None:
+                        with bar_lock:
+                            bar.update(1)
+            except BaseException as exc:  # KeyboardInterrupt from a cancelled run: stop everything
+                errors.append(exc)
+            finally:
+                hub.leave(lane)
+
+        threads = [threading.Thread(target=lane_main, args=(j,), name=f"eval-lane-{j}", daemon=True) for j in range(lanes)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.5)  # short joins keep the main thread responsive to Ctrl-C
+        except KeyboardInterrupt:
+            errors.append(KeyboardInterrupt())
+            self._stop.set()
+            for t in threads:
+                t.join(60)
+            raise
+        self.hub_stats.append(hub.stats)
+        if errors:
+            raise errors[0]
+        return [o for lane_out in results for o in lane_out]
