@@ -47,14 +47,14 @@ def test_reinforce_moves_toward_the_rewarded_action():
     net = ControllerNet(1, hidden=16, init_log_std=0.0)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-2)
     x = torch.ones(1, 1)
-    before = float(net(x)[0][0, 0])
+    before = float(net(x)[0][0, 0].detach())
     for _ in range(60):
         dist = net.distribution(x.expand(32, 1))
         actions = dist.sample()
         episodes = [[Step(x[0], a)] for a in actions]
         rewards = [float(a[0] > 0) for a in actions]
         reinforce_update(net, opt, episodes, rewards)
-    after = float(net(x)[0][0, 0])
+    after = float(net(x)[0][0, 0].detach())
     assert after > before + 0.5
     assert torch.distributions.Normal(net(x)[0][0, 0], net.log_std[0].exp()).cdf(torch.tensor(0.0)) < 0.3
 

@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage import RunStore
 from storage import schema as S
+from storage.store import _pid_alive  # one liveness check for the app and the eval harness
 
 from .grid import Cell
 
@@ -68,14 +69,6 @@ def ensure_tables(engine: sa.Engine) -> None:
     metadata.create_all(engine)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass(frozen=True)

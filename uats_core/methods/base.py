@@ -100,6 +100,18 @@ class SearchContext:
             if not node.is_terminal:
                 self._finish(node, TRUNCATED)
 
+    def settle_leftovers(self, leftover: Sequence[Node], width_left: bool) -> list[Node]:
+        """After the search loop: with width left, only the iteration cap stopped the search, so the unfinished
+        leaves are truncated solutions that still take part in the vote (returned); otherwise they are pruned."""
+        if width_left and leftover:
+            self.truncate(leftover)
+            kept = list(leftover)
+        else:
+            self.grant(leftover, [0] * len(leftover))
+            kept = []
+        self.flush_nodes(self.iterations_done)
+        return kept
+
     # -- PRM ------------------------------------------------------------------------------------------
     def score(self, nodes: Sequence[Node], iteration: int) -> None:
         """One deterministic PRM pass per node; the node's value is its last-step score."""

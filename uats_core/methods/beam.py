@@ -31,12 +31,6 @@ class BeamSearch(SearchMethod):
                                              "finished": len(finals)})
             if len(finals) >= cfg.budget or not active(new):
                 break
-        leftover = active(new)
-        if len(finals) < cfg.budget and leftover:
-            ctx.truncate(leftover)
-            finals.extend(leftover)
-        elif leftover:
-            ctx.grant(leftover, [0] * len(leftover))
-        ctx.flush_nodes(ctx.iterations_done)
+        finals.extend(ctx.settle_leftovers(active(new), len(finals) < cfg.budget))
         # Like search-and-learn, answer from the N best completed beams.
         return sorted(finals, key=lambda n: (-float(n.mean), n.id))[: cfg.budget]

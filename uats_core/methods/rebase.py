@@ -41,13 +41,7 @@ class WidthSearch(SearchMethod):
                                              "cap": cfg.budget * (cfg.cost_ratio + 1), **info})
             if width <= 0 or not active(new):
                 break
-        leftover = active(new)
-        if width > 0 and leftover:  # the iteration cap ended the search: unfinished solutions still count
-            ctx.truncate(leftover)
-            finals.extend(leftover)
-        elif leftover:
-            ctx.grant(leftover, [0] * len(leftover))
-        ctx.flush_nodes(ctx.iterations_done)
+        finals.extend(ctx.settle_leftovers(active(new), width > 0))
         return finals
 
 

@@ -127,13 +127,7 @@ class UATS(SearchMethod):
                                              "base_reeval_budget": base_reeval, "cap": cap, "knobs": asdict(knobs)})
             if width_left <= 0 or not active(new):
                 break
-        leftover = active(new)
-        if width_left > 0 and leftover:
-            ctx.truncate(leftover)
-            finals.extend(leftover)
-        elif leftover:
-            ctx.grant(leftover, [0] * len(leftover))
-        ctx.flush_nodes(ctx.iterations_done)
+        finals.extend(ctx.settle_leftovers(active(new), width_left > 0))
         return finals
 
 
