@@ -43,6 +43,9 @@ runs = sa.Table(
     sa.Column("updated_at", sa.Float),  # last write by the worker: a heartbeat for stale-run checks
     sa.Column("ended_at", sa.Float),
     sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    # step mode: a paused run's worker waits before its next iteration; each granted step lets one through
+    sa.Column("paused", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("step_credits", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("worker_pid", sa.Integer),
     sa.Column("worker_host", sa.String(200)),
     sa.Index("ix_runs_method", "method"),
@@ -50,6 +53,10 @@ runs = sa.Table(
     sa.Index("ix_runs_status", "status"),
     sa.Index("ix_runs_started", "started_at"),
 )
+
+# Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
+# COLUMN with the server default), so a database written by an earlier version keeps working.
+ADDED_COLUMNS = {"runs": ("paused", "step_credits")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
 NODE_FIELDS = (

@@ -36,6 +36,25 @@ class StorageError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """Bring a run log written by an earlier version up to date: add the columns it lacks."""
+    insp = sa.inspect(engine)
+    for table_name, names in S.ADDED_COLUMNS.items():
+        have = {c["name"] for c in insp.get_columns(table_name)}
+        table = S.metadata.tables[table_name]
+        for name in names:
+            if name in have:
+                continue
+            col = table.c[name]
+            default = col.server_default.arg  # type: ignore[union-attr]
+            default_sql = default if isinstance(default, str) else str(default.compile(dialect=engine.dialect))
+            ddl = (f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=engine.dialect)} "
+                   f"NOT NULL DEFAULT {default_sql}")
+            with engine.begin() as conn:
+                conn.execute(sa.text(ddl))
+            log.info("run log upgraded: added %s.%s", table_name, name)
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     try:
@@ -105,6 +124,7 @@ class RunStore:
             sa.event.listen(engine, "connect", _sqlite_pragmas)
         try:
             S.metadata.create_all(engine)
+            _add_missing_columns(engine)
         except Exception as exc:
             engine.dispose()
             self._cleanup()
@@ -174,15 +194,18 @@ class RunStore:
 
     def register_run(self, run_id: str, *, method: str, problem_id: str, question: str,
                      gold_answer: str | None = None, seed: int | None = None, config: dict[str, Any] | None = None,
-                     policy: str | None = None, prm: str | None = None, label: str | None = None) -> None:
+                     policy: str | None = None, prm: str | None = None, label: str | None = None,
+                     paused: bool = False) -> None:
         """Insert a 'queued' row before a worker starts, so a front end can list, follow and cancel the run
-        at once; RunStarted from the worker then fills the rest in."""
+        at once; RunStarted from the worker then fills the rest in. paused=True starts it in step mode: the
+        worker loads its models, writes the root, and waits for `step_run` before iteration 1."""
         now = time.time()
         with self.engine.begin() as conn:
             conn.execute(sa.insert(S.runs), [dict(
                 run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
                 seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
-                n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False)])
+                n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
+                paused=bool(paused), step_credits=0)])
 
     def _start_run(self, ev: RunStarted) -> None:
         now = time.time()
@@ -239,6 +262,58 @@ class RunStore:
         with self.engine.connect() as conn:
             flag = conn.execute(sa.select(S.runs.c.cancel_requested).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
         return bool(flag)
+
+    # ------------------------------------------------------------------ step mode
+    def _control(self, run_id: str, **values: Any) -> bool:
+        with self.engine.begin() as conn:
+            status = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
+            if status is None:
+                raise StorageError(f"no run {run_id}", field="run")
+            if status in S.ENDED_STATUSES:
+                return False
+            conn.execute(sa.update(S.runs).where(S.runs.c.run_id == run_id).values(**values))
+        return True
+
+    def pause_run(self, run_id: str) -> bool:
+        """Hold the run before its next iteration (the current one completes). False when it had ended."""
+        return self._control(run_id, paused=True, step_credits=0)
+
+    def resume_run(self, run_id: str) -> bool:
+        """Let a paused run go on to its end. False when it had ended."""
+        return self._control(run_id, paused=False, step_credits=0)
+
+    def step_run(self, run_id: str, steps: int = 1) -> bool:
+        """Let a paused run (pausing it if it was not) do `steps` more iterations, then wait again."""
+        if int(steps) < 1:
+            raise StorageError(f"steps must be >= 1, got {steps}", field="steps")
+        return self._control(run_id, paused=True, step_credits=S.runs.c.step_credits + int(steps))
+
+    def is_paused(self, run_id: str) -> bool:
+        with self.engine.connect() as conn:
+            flag = conn.execute(sa.select(S.runs.c.paused).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
+        return bool(flag)
+
+    def wait_turn(self, run_id: str, poll_s: float = 0.2) -> bool:
+        """What a worker calls before each iteration: returns True when the run should stop (cancel
+        requested), False when it may do one iteration; while the run is paused with no step granted it
+        waits. A granted step is used up here, atomically, so two clicks give exactly two iterations."""
+        while True:
+            with self.engine.begin() as conn:
+                row = conn.execute(sa.select(S.runs.c.cancel_requested, S.runs.c.paused, S.runs.c.step_credits)
+                                   .where(S.runs.c.run_id == run_id)).first()
+                if row is None:
+                    raise StorageError(f"no run {run_id}", field="run")
+                if row.cancel_requested:
+                    return True
+                if not row.paused:
+                    return False
+                if row.step_credits > 0:
+                    conn.execute(sa.update(S.runs).where(S.runs.c.run_id == run_id)
+                                 .values(step_credits=S.runs.c.step_credits - 1))
+                    return False
+            # No heartbeat write while waiting: pages redraw when updated_at moves, and a paused worker's
+            # liveness is its process (mark_dead_workers), not this row.
+            time.sleep(poll_s)
 
     def mark_failed(self, run_id: str, error: str, status: str = "failed") -> bool:
         """End a run whose worker died (or never started) without RunEnded; status 'cancelled' when the
@@ -400,14 +475,14 @@ class RunStore:
                                 .order_by(S.node_history.c.iteration, S.node_history.c.node_id)).all()
         return [dict(r._mapping) for r in rows]
 
-    def run_version(self, run_id: str) -> tuple[str, int, int, float]:
-        """(status, iterations, n_nodes, updated_at): cheap to poll; redraw only when it changes."""
+    def run_version(self, run_id: str) -> tuple[str, int, int, float, bool]:
+        """(status, iterations, n_nodes, updated_at, paused): cheap to poll; redraw only when it changes."""
         with self.engine.connect() as conn:
-            r = conn.execute(sa.select(S.runs.c.status, S.runs.c.iterations, S.runs.c.n_nodes, S.runs.c.updated_at)
-                             .where(S.runs.c.run_id == run_id)).first()
+            r = conn.execute(sa.select(S.runs.c.status, S.runs.c.iterations, S.runs.c.n_nodes, S.runs.c.updated_at,
+                                       S.runs.c.paused).where(S.runs.c.run_id == run_id)).first()
         if r is None:
             raise StorageError(f"no run {run_id}", field="run")
-        return (r.status, int(r.iterations), int(r.n_nodes), float(r.updated_at or 0.0))
+        return (r.status, int(r.iterations), int(r.n_nodes), float(r.updated_at or 0.0), bool(r.paused))
 
     def distinct_values(self, column: str) -> list[str]:
         """Distinct values of runs.method / runs.problem_id / runs.status, for filter dropdowns."""

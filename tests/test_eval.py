@@ -256,9 +256,8 @@ def test_serial_equals_shards(problems_file: Path, tmp_path: Path) -> None:
     assert a.equals(b)  # the same table
 
 
-@pytest.mark.slow
 def test_local_ray_equals_serial(problems_file: Path, tmp_path: Path) -> None:
-    pytest.importorskip("ray")
+    pytest.importorskip("ray")  # requirements-eval.txt; 9-15 s here (Ray start-up), so not marked slow
     spec = _spec(problems_file, methods=("rebase", "h-uats"), seeds=(0,))
     run_eval(spec, EvalOptions(db=str(tmp_path / "serial.db"), progress=False))
     summary = run_eval(spec, EvalOptions(db=str(tmp_path / "ray.db"), ray="local", workers=2, chunk=2, progress=False))

@@ -163,3 +163,33 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     assert 0.0 <= lo < hi <= 1.0
     assert first_divergence(a, a) is None
     assert first_divergence(a, b) == 1
+
+
+def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:
+    """From a real H-UATS run (test doubles for the models) read back from the database: one panel per
+    knob, one marker per step after the first, y = the knob used, colour = that step's max σ; baselines
+    have no knobs and get no figure."""
+    from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+    from uats_core.config import SearchConfig
+    from uats_core.problems import Problem
+    from uats_core.runner import run_search
+    from ui.figures import KNOB_LABELS, knobs_figure
+
+    store = RunStore(str(tmp_path / "k.db"))
+    problem = Problem("double-1", "What is 4 + 4?", "8")
+    cfg = SearchConfig(method="h-uats", budget=8, tau=0.004, nu2=0.7)
+    res = run_search(problem, cfg, ScriptedPolicyDouble(depth=5), HashedPRMDouble(), subscribers=[store.subscriber()])
+    its = store.get_iterations(res.run_id)
+    fig = knobs_figure(its)
+    assert fig is not None and len(fig["data"]) == len(KNOB_LABELS) == 6
+    with_state = [i for i in its if (i["budget"] or {}).get("state")]
+    assert len(with_state) >= 2
+    by_name = {tr["name"]: tr for tr in fig["data"]}
+    assert by_name["tau"]["y"] == [0.004] * len(its) and by_name["nu2"]["y"] == [0.7] * len(its)
+    assert by_name["beta"]["x"] == [i["iteration"] for i in its]
+    sig = {i["iteration"]: i["budget"]["state"]["max_sigma"] for i in with_state}
+    colours = dict(zip(by_name["beta"]["x"], by_name["beta"]["marker"]["color"]))
+    assert all(abs(colours[t] - s) < 1e-12 for t, s in sig.items())
+    base = run_search(problem, SearchConfig(method="rebase", budget=8), ScriptedPolicyDouble(depth=5), HashedPRMDouble(),
+                      subscribers=[store.subscriber()])
+    assert knobs_figure(store.get_iterations(base.run_id)) is None

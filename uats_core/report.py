@@ -342,7 +342,7 @@ def fig_curves(cur: pd.DataFrame, x: str, y: str, title: str, roles: dict[str, s
                                          legendgroup=method, showlegend=False, line=dict(color=color, dash="dot"),
                                          hovertemplate=f"{method} Pass@N=%{{y:.3f}}<extra></extra>"), row=1, col=j)
         fig.update_xaxes(type="log" if log_x else "linear", title_text="N (budget)" if x == "budget" else
-                         "compute spent per search (generated steps × c + PRM passes)", row=1, col=j)
+                         "compute spent (steps·c + PRM passes)", row=1, col=j)
     fig.update_yaxes(title_text={"acc": "accuracy", "pass_at_n": "Pass@N"}.get(y, y), row=1, col=1)
     if y in ("acc", "pass_at_n", "naive"):
         fig.update_yaxes(range=[0, 1.02])  # a wide interval (few seeds) must not squash the curves
@@ -589,16 +589,23 @@ def default_roles(df: pd.DataFrame) -> dict[str, str]:
 
 def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
                  roles: dict[str, str] | None = None, fig2: bool = True, max_fig2_runs_per_pair: int = 600,
-                 tau: float | None = None) -> Report:
+                 tau: float | None = None, methods: Sequence[str] | None = None,
+                 pairs: Sequence[str] | None = None) -> Report:
     """Every figure and table of the evaluation in `store_or_url` (a RunStore, an engine, a path or URL).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
     tables (DataFrames): results (one row per cell), curves, table4, pass_table4, prm_summary;
-    markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs."""
+    markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
+    methods / pairs: report only these (e.g. leave out a method still running, whose unfinished problems
+    would otherwise shrink the common problem set of every method)."""
     from .config import SearchConfig
 
     rep = Report()
     raw = load_results(store_or_url)
+    if methods:
+        raw = raw[raw["method"].isin(list(methods))]
+    if pairs:
+        raw = raw[raw["pair"].isin(list(pairs))]
     rep.tables["results"] = raw
     if raw.empty:
         rep.notes.append("no finished evaluation cells in this database")
@@ -771,6 +778,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-png", action="store_true", help="skip the PNG export")
     p.add_argument("--no-fig2", action="store_true", help="skip the Figure 2 node analysis (the slow part on big logs)")
     p.add_argument("--fig2-runs", type=int, default=600, help="runs per pair read for the Figure 2 analysis")
+    p.add_argument("--methods", help="comma list: report only these methods")
+    p.add_argument("--pairs", help="comma list: report only these pairs")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -785,8 +794,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
     rep = build_report(store, common_problems=not args.all_problems, fig2=not args.no_fig2,
-                       max_fig2_runs_per_pair=args.fig2_runs)
+                       max_fig2_runs_per_pair=args.fig2_runs, methods=split(args.methods), pairs=split(args.pairs))
     files = write_report(rep, args.out, png=not args.no_png)
     print(rep.summary_markdown())
     print("wrote " + ", ".join(str(f) for f in files))

@@ -26,7 +26,7 @@ from uats_core.problems import ProblemError
 from . import service as svc
 from .cases import QUADRANTS, StepJudge, cases_table, mine_cases
 from .export import ExportError, safe_name, write_bundle
-from .figures import ViewOptions, cost_figure, inspector_figure, tree_figure
+from .figures import ViewOptions, cost_figure, inspector_figure, knobs_figure, tree_figure
 from .treedata import RunData
 from .worker import RunRequest, WorkerPool, request_dict
 
@@ -249,6 +249,12 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                         with gr.Row():
                             run_btn = gr.Button("Run search", variant="primary", elem_id="run-btn")
                             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel-btn")
+                        # step mode: watch a search one iteration at a time, as it is computed
+                        start_paused = gr.Checkbox(False, label="start paused (step mode)", elem_id="start-paused")
+                        with gr.Row():
+                            pause_btn = gr.Button("⏸ Pause", elem_id="pause-btn", size="sm")
+                            step_btn = gr.Button("⏭ Step", elem_id="step-btn", size="sm")
+                            resume_btn = gr.Button("⏵ Resume", elem_id="resume-btn", size="sm")
                         with gr.Row():
                             open_id = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)",
                                                  elem_id="open-id", scale=3)
@@ -277,6 +283,9 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                             t_slider = gr.Slider(0, 1, value=0, step=1, label="iteration t", elem_id="t-slider",
                                                  scale=6, interactive=False)
                         cost_plot = _plot_html("cost-plot", "Cost per iteration appears here.", 60)
+                        knobs_plot = _plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each "
+                                                "step against depth, coloured by the step's max σ (A-UATS: the "
+                                                "controller's choices).", 40)
                         gr.Markdown("### Node inspector\nClick a node in the tree (or type its id).")
                         with gr.Row():
                             node_box = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1)
@@ -401,23 +410,24 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         problem.change(on_problem, [dataset, dataset_path, problem], [question_md, notice])
 
         # ---------------------------------------------------------------------------------- runs
-        def submit_run(ds, path, pid, policy, prm, values: dict[str, Any], label: str | None = None) -> str:
+        def submit_run(ds, path, pid, policy, prm, values: dict[str, Any], label: str | None = None,
+                       paused: bool = False) -> str:
             config = svc.build_config(values)
             prob = svc.pick_problem(svc.dataset_problems(ds, path), pid)
             run_id = uuid.uuid4().hex
             store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
                                gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
                                policy=(policy or "").strip() or "embedded arith policy",
-                               prm=(prm or "").strip() or "embedded arith PRM", label=label)
+                               prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused)
             pool.submit(RunRequest(run_id=run_id, db=store.location, problem=request_dict(prob), config=config.to_dict(),
                                    policy=(policy or "").strip() or None, prm=(prm or "").strip() or None))
             log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
             return run_id
 
-        def on_run(s, ds, path, pid, policy, prm, *vals):
+        def on_run(s, ds, path, pid, policy, prm, paused, *vals):
             values = dict(zip(form_names, vals))
             try:
-                run_id = submit_run(ds, path, pid, policy, prm, values)
+                run_id = submit_run(ds, path, pid, policy, prm, values, paused=bool(paused))
             except (ConfigError, ProblemError, StorageError, ValueError, TypeError) as exc:
                 return s, _notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
             s = {"run_id": run_id, "version": None, "t": None, "selected": None, "collapsed": []}
@@ -425,7 +435,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             return (s, _notice(f"run {run_id[:8]} queued: {values['method']} on {run['problem_id']}", ok=True),
                     "", svc.run_status_md(run), gr.update(value=True))
 
-        run_btn.click(on_run, [st, dataset, dataset_path, problem, policy_spec, prm_spec, *form],
+        run_btn.click(on_run, [st, dataset, dataset_path, problem, policy_spec, prm_spec, start_paused, *form],
                       [st, notice, tree, status_md, follow])
 
         def on_cancel(s):
@@ -440,25 +450,45 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
 
         cancel_btn.click(on_cancel, [st], [notice])
 
+        def run_control(action: str):
+            def handler(s):
+                if not s.get("run_id"):
+                    return _notice(f"no run is open to {action}")
+                rid = s["run_id"]
+                try:
+                    ok = {"pause": store.pause_run, "resume": store.resume_run, "step": store.step_run}[action](rid)
+                except StorageError as exc:
+                    return _notice(str(exc))
+                if not ok:
+                    return _notice(f"run {rid[:8]} had already ended")
+                return _notice({"pause": f"run {rid[:8]} pauses after its current iteration",
+                                "resume": f"run {rid[:8]} resumed",
+                                "step": f"run {rid[:8]}: one more iteration, then it waits"}[action], ok=True)
+            return handler
+
+        pause_btn.click(run_control("pause"), [st], [notice])
+        step_btn.click(run_control("step"), [st], [notice])
+        resume_btn.click(run_control("resume"), [st], [notice])
+
         def open_run(s, run_ref, *fvals):
             try:
                 run = store.find_run(str(run_ref or ""))
             except StorageError as exc:
-                return (s, _notice(str(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(),
-                        gr.skip(), gr.skip())
+                return (s, _notice(str(exc)), *[gr.skip()] * 9)
             s = {"run_id": run["run_id"], "version": None, "t": None, "selected": None, "collapsed": []}
             fig, data, state = draw_tree(s, list(fvals))
             return (s, _notice(""), fig, svc.run_status_md(data.run, state), slider_update(data, None),
                     _fig_json(cost_figure(list(data.iterations.values()))), "", "",
-                    f"{run['run_id']}:{run['status']}", gr.update(selected="search"))
+                    f"{run['run_id']}:{run['status']}", gr.update(selected="search"),
+                    _fig_json(knobs_figure(list(data.iterations.values()))))
 
-        open_outputs = [st, notice, tree, status_md, t_slider, cost_plot, inspector, node_md, export_key, tabs]
+        open_outputs = [st, notice, tree, status_md, t_slider, cost_plot, inspector, node_md, export_key, tabs, knobs_plot]
         open_btn.click(open_run, [st, open_id, *filters], open_outputs)
         open_id.submit(open_run, [st, open_id, *filters], open_outputs)
 
         # ---------------------------------------------------------------------------------- live polling
         def on_tick(s, follow_live, *fvals):
-            outs = [gr.skip()] * 7
+            outs = [gr.skip()] * 8
             pool.pump()
             if s.get("run_id"):
                 try:
@@ -474,6 +504,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                         fig, data, state = draw_tree(s, list(fvals))
                         outs[2] = fig
                         outs[5] = _fig_json(cost_figure(list(data.iterations.values())))
+                        outs[7] = _fig_json(knobs_figure(list(data.iterations.values())))
                     else:
                         data = cache.get(s["run_id"], version)
                         state = data.state_at(s.get("t"))
@@ -485,7 +516,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                         outs[6] = f"{run['run_id']}:{run['status']}"
             return tuple(outs)
 
-        timer.tick(on_tick, [st, follow, *filters], [st, notice, tree, status_md, t_slider, cost_plot, export_key],
+        timer.tick(on_tick, [st, follow, *filters], [st, notice, tree, status_md, t_slider, cost_plot, export_key, knobs_plot],
                    show_progress="hidden")
 
         # ---------------------------------------------------------------------------------- step-through
@@ -647,7 +678,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         def on_runs_select(s, ids, f1, f2, f3, f4, f5, f6, f7, f8, evt: gr.SelectData):
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
             if row is None or row >= len(ids):
-                return (s, _notice("that row is no longer in the list; refresh"), *[gr.skip()] * 8)
+                return (s, _notice("that row is no longer in the list; refresh"), *[gr.skip()] * 9)
             return open_run(s, ids[row], f1, f2, f3, f4, f5, f6, f7, f8)
 
         runs_table.select(on_runs_select, [st, run_ids_state, *filters], open_outputs)
@@ -822,7 +853,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
 
         def on_case_open(s, cstate, *fvals):
             if not cstate.get("current"):
-                return (s, _notice("select a case first"), *[gr.skip()] * 8)
+                return (s, _notice("select a case first"), *[gr.skip()] * 9)
             run_id, nid = cstate["current"]
             out = list(open_run(s, run_id, *fvals))
             out[0]["selected"] = nid

@@ -509,3 +509,46 @@ def cost_figure(iterations: Sequence[Mapping[str, Any]], current: int | None = N
               "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "total"}, "rangemode": "tozero"},
               "legend": {"orientation": "h", "y": 1.1}, "shapes": shapes, "plot_bgcolor": "white"}
     return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {}}
+
+
+KNOB_LABELS = (("beta", "β (re-eval budget scale)"), ("gamma", "γ (expansion budget scale)"), ("tau", "τ (OOD threshold)"),
+               ("delta", "δ (re-eval margin)"), ("nu1", "ν1 (re-eval softmax)"), ("nu2", "ν2 (children softmax)"))
+
+
+def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> dict[str, Any] | None:
+    """The knobs a UATS run used at each step against depth, each marker coloured by the step's
+    uncertainty (max σ over the candidates): A-UATS's controller choices, or H-UATS's constants. None for
+    runs without knobs (the baselines)."""
+    rows = [(int(i["iteration"]), (i.get("budget") or {}).get("knobs"), (i.get("budget") or {}).get("state") or {})
+            for i in iterations]
+    rows = [r for r in rows if r[1]]
+    if not rows:
+        return None
+    sig = [float(s.get("max_sigma")) if s.get("max_sigma") is not None else None for _, _, s in rows]
+    known = [s for s in sig if s is not None]
+    smax = max(known) if known else 1.0
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {"height": height, "margin": {"l": 50, "r": 70, "t": 30, "b": 40}, "showlegend": False,
+                              "plot_bgcolor": "white", "uirevision": "knobs", "annotations": []}
+    for j, (name, label) in enumerate(KNOB_LABELS):
+        ax = "" if j == 0 else str(j + 1)
+        col, row = j % 3, j // 3
+        x0, x1 = col / 3 + 0.04, (col + 1) / 3 - 0.04
+        y0, y1 = (0.0, 0.38) if row else (0.58, 0.96)
+        layout[f"xaxis{ax}"] = {"domain": [x0, x1], "anchor": f"y{ax}", "title": {"text": "depth t" if row else ""},
+                                "dtick": 1 if len(rows) <= 12 else None, "gridcolor": "#eee"}
+        layout[f"yaxis{ax}"] = {"domain": [y0, y1], "anchor": f"x{ax}", "gridcolor": "#eee",
+                                "type": "log" if name == "tau" else "linear", "exponentformat": "e" if name == "tau" else None}
+        layout["annotations"].append({"text": label, "x": (x0 + x1) / 2, "y": y1 + 0.02, "xref": "paper", "yref": "paper",
+                                      "showarrow": False, "font": {"size": 11}, "xanchor": "center", "yanchor": "bottom"})
+        marker: dict[str, Any] = {"size": 8, "color": [s if s is not None else 0.0 for s in sig], "colorscale": "Viridis",
+                                  "cmin": 0.0, "cmax": smax or 1.0}
+        if j == 2:
+            marker["colorbar"] = {"title": {"text": "max σ"}, "len": 0.9, "thickness": 10, "x": 1.02}
+            marker["showscale"] = True
+        data.append({"type": "scatter", "mode": "lines+markers", "x": [t for t, _, _ in rows],
+                     "y": [float(k[name]) for _, k, _ in rows], "xaxis": f"x{ax}", "yaxis": f"y{ax}", "name": name,
+                     "line": {"color": "#bbbbbb", "width": 1}, "marker": marker,
+                     "customdata": [[f"{s:.4f}" if s is not None else "n/a (first step: config values)"] for s in sig],
+                     "hovertemplate": f"t=%{{x}}<br>{name}=%{{y:.4g}}<br>max σ=%{{customdata[0]}}<extra></extra>"})
+    return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {"knobs": len(rows)}}

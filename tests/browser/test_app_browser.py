@@ -82,8 +82,10 @@ def wait_notice(pg: Any, needle: str, timeout_s: float = 20) -> str:
 
 
 def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_models: tuple[str, str]) -> None:
-    """A real search in a worker process (tiny random transformers models): nodes are drawn while the run
-    is still running, each within 2 s of being written."""
+    """A real search in a worker process (tiny random transformers models), started in step mode: each
+    Step click lets exactly one iteration through, and the page draws the grown tree while the run is
+    still running, within 2 s of the write; Resume runs it to the end. (Step mode makes "while running"
+    deterministic: the tiny models finish a free-running search faster than a page poll.)"""
     store = served["store"]
     policy, prm = tiny_models
     page.get_by_text("Models", exact=True).click()
@@ -92,6 +94,7 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
     fill(page, "budget", "8")
     page.get_by_text("UATS knobs (paper defaults)").click()
     fill(page, "max-iterations", "25")
+    page.locator("#start-paused input").check()
     page.click("#run-btn")
     wait_notice(page, "queued")
     run_id = None
@@ -101,30 +104,38 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
         run_id = runs[0]["run_id"] if runs else None
         time.sleep(0.2)
     assert run_id, "the page did not register a run"
-    seen_running: list[tuple[int, int]] = []  # (nodes drawn, nodes stored) while the db says 'running'
+    # the worker loads its models, writes RunStarted, then waits before iteration 1
+    wait_plot(page, "#tree", "e.dataset.status === 'running'", timeout_s=120)
+    wait_text(page, "#run-status", "paused")
+    assert store.get_run(run_id)["iterations"] == 0
+    drawn_while_running: list[int] = []
     latencies: list[float] = []
-    deadline = time.time() + 240
-    while time.time() < deadline:
+    for step in (1, 2):
+        page.click("#step-btn")
+        deadline = time.time() + 60
+        while store.get_run(run_id)["iterations"] < step and time.time() < deadline:
+            time.sleep(0.1)
         run = store.get_run(run_id)
-        drawn = int(plot_data(page, "#tree", "nodes") or 0) if page.locator("#tree .uats-plot").count() else 0
-        if run["status"] == "running" and drawn > 1:
-            seen_running.append((drawn, run["n_nodes"]))
-            lat = plot_data(page, "#tree", "latencyMs")
-            if lat is not None:
-                latencies.append(float(lat))
-            if len(seen_running) == 2:
-                shot(page, "live-run-growing")
-        if run["status"] in ("finished", "failed", "cancelled"):
-            break
+        assert run["iterations"] == step and run["status"] == "running", run
+        wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'running'",
+                  timeout_s=5)
+        drawn_while_running.append(int(plot_data(page, "#tree", "nodes")))
+        latencies.append(float(plot_data(page, "#tree", "latencyMs")))
+        shot(page, f"step-mode-after-iteration-{step}")
+        time.sleep(0.5)
+        assert store.get_run(run_id)["iterations"] == step  # no iteration went through without a Step
+    assert drawn_while_running[0] < drawn_while_running[1], drawn_while_running  # the tree grew on screen
+    page.click("#resume-btn")
+    deadline = time.time() + 240
+    while store.get_run(run_id)["status"] not in ("finished", "failed", "cancelled") and time.time() < deadline:
         time.sleep(0.25)
     run = store.get_run(run_id)
     assert run["status"] == "finished", run.get("error")
-    assert seen_running, "no node was drawn before the run ended"
-    assert seen_running[0][0] < run["n_nodes"] + 1  # the first drawn tree was a partial one
+    assert run["iterations"] > 2
     # the final tree is drawn (root + every stored node) within 2 s of the last write
     wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'finished'",
               timeout_s=5)
-    assert latencies and min(latencies) < 2000, latencies
+    assert min(latencies) < 2000, latencies
     shot(page, "live-run-finished")
 
 

@@ -78,8 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--chunk", type=int, help="cells per Ray task (default: about 4 chunks per actor)")
     g.add_argument("--batch", type=int, default=1, metavar="LANES",
                    help="cross-problem batching: LANES searches per worker share policy/PRM calls (1 = off)")
-    g.add_argument("--batch-prm", choices=("auto", "on", "off"), default="auto",
-                   help="merge PRM calls across batched searches too (auto: on a GPU only; policy calls always merge)")
+    g.add_argument("--batch-prm", choices=("on", "off"), default="on",
+                   help="merge PRM calls across batched searches too (policy calls always merge)")
     g.add_argument("--torch-threads", type=int, help="torch intra-op threads per worker")
     g.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE", help="e.g. dtype=bfloat16, device=cuda")
     g.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE")
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = spec_from_args(args)
         opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,
                            cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker, lanes=args.batch,
-                           merge_prm={"auto": None, "on": True, "off": False}[args.batch_prm],
+                           merge_prm=args.batch_prm == "on",
                            torch_threads=args.torch_threads, policy_opts=_opts(args.policy_opt, "policy-opt"),
                            prm_opts=_opts(args.prm_opt, "prm-opt"), max_attempts=args.max_attempts,
                            stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,

@@ -174,8 +174,9 @@ class LanePolicy:
 
 
 class LanePRM:
-    """One lane's view of a shared PRM (PRM protocol). merge=False keeps this lane's PRM calls unmerged
-    (one call each, still made by the hub in lane order), for CPUs - see `merge_prm_default`."""
+    """One lane's view of a shared PRM (PRM protocol). merge=False keeps this lane's PRM calls unmerged (one
+    call each, still made by the hub, in lane order, inside the round): an escape hatch for PRMs whose
+    batching does not pay (the prefix cache pads rows of different searches to each other)."""
 
     def __init__(self, hub: BatchingHub, lane: int, prm: PRM, key: str, merge: bool = True) -> None:
         self.hub = hub
@@ -194,19 +195,6 @@ class LanePRM:
         if not traces:
             return np.zeros((0, k))
         return self.hub.request(self.lane, "mc", self.key, self.prm, traces, k, merge=self.merge)
-
-
-def merge_prm_default(prm: Any) -> bool:
-    """Merge PRM calls across problems on a GPU, not on a CPU. Why: the MC-dropout engine reuses each
-    parent's cached prefix, and rows of different searches (different questions, different depths, some
-    with a cached prefix and some without) pad each other to the longest prefix plus the longest new part.
-    On a GPU that padding is nearly free; on a CPU it costs more than the merged call saves (measured on
-    the arithmetic world: docs/eval.md). Policies have no such cache, so their calls are always merged."""
-    model = getattr(prm, "model", None)
-    try:
-        return next(model.parameters()).device.type == "cuda"  # type: ignore[union-attr]
-    except (AttributeError, StopIteration, TypeError):
-        return True  # not a torch PRM (e.g. a remote or scripted one): merging is all it can gain
 
 
 class LockedEmbedder:

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def _timed_pass(items: Sequence[WorkItem], cache: BackendCache, lanes: int, torch_threads: int | None,
-                merge_prm: bool | None = None) -> float:
+                merge_prm: bool = True) -> float:
     with tempfile.TemporaryDirectory(prefix="uats-bench-eval-") as tmp:
         worker = EvalWorker(str(Path(tmp) / "bench.db"), lanes=lanes, torch_threads=torch_threads, backends=cache,
                             merge_prm=merge_prm)
@@ -45,7 +45,7 @@ def _timed_pass(items: Sequence[WorkItem], cache: BackendCache, lanes: int, torc
 
 def bench_eval(*, pair: str = "A:prm", methods: Sequence[str] = ("rebase", "h-uats"), budget: int = 16,
                problems: int = 8, lanes: int = 4, repeats: int = 2, seed: int = 0, models: dict[str, str] | None = None,
-               dataset: str | None = None, torch_threads: int | None = None, merge_prm: bool | None = None,
+               dataset: str | None = None, torch_threads: int | None = None, merge_prm: bool = True,
                policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None,
                progress: bool = True) -> dict[str, dict[str, Any]]:
     """{method: {serial_per_min, batched_per_min, ratio, serial_s: [...], batched_s: [...], searches}}."""
@@ -82,7 +82,7 @@ def bench_eval(*, pair: str = "A:prm", methods: Sequence[str] = ("rebase", "h-ua
             b_rate = 60.0 * len(items) / min(batched)
             results[method] = {"serial_per_min": s_rate, "batched_per_min": b_rate, "ratio": b_rate / s_rate,
                                "serial_s": serial, "batched_s": batched, "searches": len(items), "lanes": lanes,
-                               "merge_prm": "auto" if merge_prm is None else merge_prm,
+                               "merge_prm": "on" if merge_prm else "off",
                                "budget": budget, "pair": pair}
     finally:
         if bar is not None:
@@ -112,15 +112,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--dataset", help="a .jsonl file instead of the arithmetic world")
     p.add_argument("--torch-threads", type=int)
-    p.add_argument("--batch-prm", choices=("auto", "on", "off"), default="auto",
-                   help="merge PRM calls across searches too (auto: on a GPU only)")
+    p.add_argument("--batch-prm", choices=("on", "off"), default="on",
+                   help="merge PRM calls across searches too (policy calls always merge)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         res = bench_eval(pair=args.pair, methods=[m.strip() for m in args.methods.split(",") if m.strip()],
                          budget=args.budget, problems=args.problems, lanes=args.lanes, repeats=args.repeats,
                          models=parse_models(args.model), dataset=args.dataset, torch_threads=args.torch_threads,
-                         merge_prm={"auto": None, "on": True, "off": False}[args.batch_prm])
+                         merge_prm=args.batch_prm == "on")
     except ValueError as exc:
         if hasattr(exc, "field"):
             print(f"error: {exc}", file=sys.stderr)

@@ -27,7 +27,7 @@ class EvalActor:
     module never needs Ray)."""
 
     def __init__(self, db: str, lanes: int, torch_threads: int | None, policy_opts: dict[str, Any],
-                 prm_opts: dict[str, Any], log_level: int, merge_prm: bool | None = None) -> None:
+                 prm_opts: dict[str, Any], log_level: int, merge_prm: bool = True) -> None:
         logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
         self.worker = EvalWorker(db, lanes=lanes, torch_threads=torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
                                  merge_prm=merge_prm)
@@ -47,7 +47,7 @@ def chunk_items(items: Sequence[WorkItem], chunk: int) -> list[list[WorkItem]]:
 
 
 def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | None = None,
-            cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0, lanes: int = 1, merge_prm: bool | None = None,
+            cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0, lanes: int = 1, merge_prm: bool = True,
             torch_threads: int | None = None, policy_opts: dict[str, Any] | None = None,
             prm_opts: dict[str, Any] | None = None, chunk: int | None = None, progress: bool = True) -> list[CellOutcome]:
     try:

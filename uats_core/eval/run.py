@@ -26,7 +26,7 @@ class EvalOptions:
     cpus_per_worker: float = 1.0
     gpus_per_worker: float = 0.0
     lanes: int = 1  # cross-problem batching: searches per worker sharing model calls (1 = off)
-    merge_prm: bool | None = None  # batched PRM calls merged across searches too (None: on GPU only)
+    merge_prm: bool = True  # batched PRM calls merged across searches too (policy calls always are)
     torch_threads: int | None = None
     policy_opts: dict[str, Any] = field(default_factory=dict)
     prm_opts: dict[str, Any] = field(default_factory=dict)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from ..config import SearchConfig
 from ..grading import Grader
 from ..runner import run_search
-from .batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, merge_prm_default, mix_seed
+from .batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from .cells import CellLedger
 from .grid import Cell, WorkItem
 
@@ -132,13 +132,13 @@ class EvalWorker:
 
     def __init__(self, db: str, *, lanes: int = 1, torch_threads: int | None = None,
                  policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None,
-                 backends: BackendCache | None = None, merge_prm: bool | None = None) -> None:
+                 backends: BackendCache | None = None, merge_prm: bool = True) -> None:
         from storage import RunStore
 
         self.store = RunStore(db)
         self.ledger = CellLedger(self.store)
         self.lanes = max(1, int(lanes))
-        self.merge_prm = merge_prm  # None: merge_prm_default(prm) (GPU yes, CPU no)
+        self.merge_prm = merge_prm  # batched PRM calls merged across searches (policy calls always are)
         _set_torch_threads(torch_threads)
         self.cache = backends or BackendCache(policy_opts, prm_opts)
         self.grader = Grader()  # one per worker: its math-verify process pool is not free to start
@@ -230,8 +230,7 @@ class EvalWorker:
                     policy, prm = self.cache.backends(it.cell)
                     cfg = it.cell.config()
                     lp = LanePolicy(hub, lane, policy, it.cell.policy)
-                    merge = merge_prm_default(prm) if self.merge_prm is None else self.merge_prm
-                    lr = LanePRM(hub, lane, prm, f"{it.cell.prm}|{cfg.dropout_mode}|{cfg.dropout_p!r}", merge)
+                    lr = LanePRM(hub, lane, prm, f"{it.cell.prm}|{cfg.dropout_mode}|{cfg.dropout_p!r}", self.merge_prm)
                     results[lane].append(self._run_cell(it, lp, lr, batched=True, embedder=embedder))
                     if bar is not None:
                         with bar_lock:

@@ -1,9 +1,13 @@
-"""The arithmetic world's shared tokenizer: word level, one token per digit, exact round trip.
+"""The arithmetic world's shared tokenizer: word level, numbers in chunks of up to 2 digits, exact round
+trip.
 
-Pieces are "\\n\\n" (one token, so the policy can stop on it), words and single digits with an optional
-leading space (" 4" and "4" are different tokens, which keeps sequences short), and single punctuation
-marks. The decoder fuses pieces without adding anything, so decode(encode(text)) == text for every text
-the world writes.
+Pieces are "\\n\\n" (one token, so the policy can stop on it), words and numbers with an optional leading
+space (" 48" and "48" are different tokens, which keeps sequences short), and single punctuation marks.
+Numbers are split into chunks of at most two digits (Llama 3's and GPT-4's tokenizers use chunks of up to
+three): every number below 100 is one token, which a small model learns to add far faster than digit by
+digit (measured here: single-digit tokens left a 1M-parameter policy at ~30% step accuracy after 800
+steps), while the vocabulary stays small. The decoder fuses
+pieces without adding anything, so decode(encode(text)) == text for every text the world writes.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ BOS, EOS, PAD, UNK, STEP_TAG = "<s>", "</s>", "<pad>", "<unk>", "<step>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, STEP_TAG]
 DELIMITER = "\n\n"
 # Order matters: "\n\n" first so it stays one token.
-_PIECE = Regex(r"\n\n|\n| ?[A-Za-z]+| ?\d| ?[^\sA-Za-z\d]| +|\s")
+_PIECE = Regex(r"\n\n|\n| ?[A-Za-z]+| ?\d{1,2}| ?[^\sA-Za-z\d]| +|\s")
 
 
 def _pre_tokenizer() -> pre_tokenizers.PreTokenizer:
@@ -43,7 +47,10 @@ def _corpus() -> list[str]:
     words = world._NAMES + world._ITEMS + world._BOXES + ["he", "she", "He", "She"]
     texts.append(" ".join(words) + " " + "".join(words))
     texts.append(" ".join(string.ascii_letters) + string.ascii_letters)
-    texts.append(" ".join(string.digits + string.punctuation) + string.digits + string.punctuation)
+    texts.append(" ".join(string.punctuation) + string.punctuation)
+    # every chunk of 1-2 digits, leading zeros included, so that any number round-trips
+    numbers = [f"{i:0{w}d}" for w in (1, 2) for i in range(10 ** w)]
+    texts.append(" ".join(numbers) + " " + "+".join(numbers))
     return texts
 
 

@@ -1,16 +1,15 @@
 """The arithmetic world: procedurally generated multi-step word problems with an exact step checker.
 
-A problem is a short story about one running count ("Mia has 12 boxes with 4 apples in each. She gives
-away 7 apples. ..."). Its gold computation is a small list of binary operations whose operands are either
+A problem is a short story about one running count ("Mia has 12 boxes of 4 apples. She gives away 7.
+She buys 3 bags of 5. How many apples does Mia have now?"). Its gold computation is a small list of binary operations whose operands are either
 numbers stated in the question or results of earlier operations. Solutions are "\\n\\n"-separated steps,
 one operation per step, ending in a step with ``\\boxed{answer}`` (the same shape as MATH solutions), in
 one of two writing styles:
 
 - style "A": ``12 * 4 = 48``                   final: ``The answer is \\boxed{56}``
-- style "B": ``48 is 12 times 4`` (result first) final: ``So the total is \\boxed{56}``
+- style "B": ``12 times 4 makes 48``         final: ``So the total is \\boxed{56}``
 
-A PRM trained on style A sees style B as out of distribution: other words, and the result before the
-operands.
+A PRM trained on style A sees style B as out of distribution: words it never read where A has symbols.
 
 The checker is exact: a computation step is correct when its arithmetic is right, each operand is a
 number given in the question or a value computed correctly in an earlier step, and the operation is one
@@ -45,11 +44,11 @@ _SPLIT_BUCKETS = {"train": range(0, 90), "val": range(90, 95), "test": range(95,
 class Difficulty:
     """Knobs of the generator: how many operations the gold computation has, and how large numbers get."""
 
-    min_ops: int = 3
-    max_ops: int = 5
-    max_value: int = 99  # bound on every stated number and every intermediate value
-    max_addend: int = 30  # bound on numbers added or taken away
-    max_factor: int = 9  # bound on the smaller factor of a product
+    min_ops: int = 2
+    max_ops: int = 4
+    max_value: int = 40  # bound on every stated number and every intermediate value
+    max_addend: int = 9  # bound on numbers added or taken away
+    max_factor: int = 5  # bound on the count of containers in a product
     name: str = "default"
 
     def __post_init__(self) -> None:
@@ -65,9 +64,9 @@ class Difficulty:
 
 
 DIFFICULTIES: dict[str, Difficulty] = {
-    "easy": Difficulty(2, 3, 60, 20, 6, "easy"),
-    "default": Difficulty(3, 5, 99, 30, 9, "default"),
-    "hard": Difficulty(5, 7, 999, 200, 12, "hard"),
+    "easy": Difficulty(1, 2, 30, 9, 4, "easy"),
+    "default": Difficulty(2, 4, 40, 9, 5, "default"),
+    "hard": Difficulty(4, 6, 999, 200, 12, "hard"),
 }
 DEFAULT_DIFFICULTY = DIFFICULTIES["default"]
 
@@ -177,7 +176,7 @@ def _generate(rng: random.Random, diff: Difficulty) -> tuple[str, list[GoldStep]
         pc = _pick_product(rng, diff, diff.max_value)
         assert pc is not None
         x, y = pc
-        b.sentences.append(f"{name} has {x} {box} with {y} {b.item} in each.")
+        b.sentences.append(f"{name} has {x} {box} of {y} {b.item}.")
         b.current = b.add_step("*", Operand("given", x), Operand("given", y))
         remaining -= 1
     else:
@@ -197,22 +196,22 @@ def _generate(rng: random.Random, diff: Difficulty) -> tuple[str, list[GoldStep]
                 continue
             y = rng.randint(2, cap)
             verb = rng.choice(["finds {y} more", "gets {y} more", "buys {y} more", "is given {y} more"])
-            b.sentences.append(f"{Pron} {verb.format(y=y)} {b.item}.")
+            b.sentences.append(f"{Pron} {verb.format(y=y)}.")
             b.current = b.add_step("+", b.current, Operand("given", y))
         elif kind == "sub":
             cap = min(diff.max_addend, v - 1)
             if cap < 2:
                 continue
             y = rng.randint(2, cap)
-            verb = rng.choice(["gives away {y}", "loses {y}", "eats {y}", "sells {y}"])
-            b.sentences.append(f"{Pron} {verb.format(y=y)} {b.item}.")
+            verb = rng.choice(["gives away {y}", "loses {y}", "uses {y}", "sells {y}"])
+            b.sentences.append(f"{Pron} {verb.format(y=y)}.")
             b.current = b.add_step("-", b.current, Operand("given", y))
         elif kind == "mul":
             cap = min(diff.max_factor, diff.max_value // max(v, 1))
             if cap < 2 or v > diff.max_value // 2:
                 continue
             y = rng.randint(2, min(cap, 4))
-            b.sentences.append(f"{Pron} ends up with {y} times as many {b.item}.")
+            b.sentences.append(f"{Pron} then has {y} times as many.")
             b.current = b.add_step("*", b.current, Operand("given", y))
         else:
             cap = diff.max_value - v if kind == "add_mul" else v - 1
@@ -222,7 +221,7 @@ def _generate(rng: random.Random, diff: Difficulty) -> tuple[str, list[GoldStep]
             x, y = pc
             verb = "buys" if kind == "add_mul" else "sells"
             other = rng.choice([bx for bx in _BOXES if bx != box])
-            b.sentences.append(f"{Pron} {verb} {x} {other} with {y} {b.item} in each.")
+            b.sentences.append(f"{Pron} {verb} {x} {other} of {y}.")
             t = b.add_step("*", Operand("given", x), Operand("given", y))
             b.current = b.add_step("+" if kind == "add_mul" else "-", b.current, t)
             remaining -= 1
@@ -292,6 +291,9 @@ def load_split(split: str, n: int | None = None, seed: int = 0, difficulty: str 
 _ID_RE = re.compile(r"arith-(?:(?P<tag>[A-Za-z0-9-]+?)-s(?P<seed>\d+)-)?(?P<split>train|val|test)-(?P<index>\d+)")
 
 
+MAX_PROBLEM_INDEX = 100_000  # ids beyond this would make get_problem generate a whole huge split first
+
+
 def get_problem(problem_id: str) -> Problem:
     """Regenerate a problem from its id: "arith-test-17", or "arith-hard-s3-test-17" for another
     difficulty and seed."""
@@ -301,6 +303,9 @@ def get_problem(problem_id: str) -> Problem:
     diff = get_difficulty(m["tag"]) if m["tag"] else DEFAULT_DIFFICULTY
     seed = int(m["seed"]) if m["seed"] else 0
     index = int(m["index"])
+    if index >= MAX_PROBLEM_INDEX:
+        raise ValueError(f"problem index {index} in {problem_id!r} is too large: a split is generated up to "
+                         f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems (arith-default-s7-test-0)")
     # Round n up so that neighbouring ids share one cached generation.
     n = (index // 256 + 1) * 256
     return _split_cached(m["split"], n, seed, diff)[index]
@@ -318,7 +323,7 @@ def format_step(x: int, op: str, y: int, z: int, style: str) -> str:
     if style == "A":
         return f"{x} {op} {y} = {z}"
     if style == "B":
-        return f"{z} is {x} {_OP_WORD[op]} {y}"
+        return f"{x} {_OP_WORD[op]} {y} makes {z}"
     raise ValueError(f"unknown style {style!r}")
 
 
@@ -348,21 +353,30 @@ def solve(problem: Problem, style: str = "A", slip_rate: float = 0.0, rng: rando
     rng = rng or random.Random(0)
     gold = gold_steps(problem)
     given = list(problem.meta["given"])
-    actual: list[int] = []  # the values the written solution actually computed
-    steps: list[str] = []
-    slips: list[Slip] = []
-    for i, g in enumerate(gold):
-        x, y, op = _operand_value(g.a, actual), _operand_value(g.b, actual), g.op
-        z = _apply(op, x, y)
-        if slip_rate > 0 and rng.random() < slip_rate:
-            slipped = _make_slip(rng, x, op, y, given)
-            if slipped is not None:
-                (x, op, y, z), kind = slipped
-                slips.append(Slip(i, kind))
-        actual.append(z)
-        steps.append(format_step(x, op, y, z, style))
-    steps.append(format_final(actual[-1], style))
-    return steps, slips
+    # A slip may happen to compute another gold quantity, or drive a later value below zero; such draws
+    # are redrawn so that every recorded slip is a real mistake and every number stays natural.
+    for _ in range(10):
+        actual: list[int] = []  # the values the written solution actually computed
+        steps: list[str] = []
+        slips: list[Slip] = []
+        for i, g in enumerate(gold):
+            x, y, op = _operand_value(g.a, actual), _operand_value(g.b, actual), g.op
+            z = _apply(op, x, y)
+            if slip_rate > 0 and rng.random() < slip_rate:
+                slipped = _make_slip(rng, x, op, y, given)
+                if slipped is not None:
+                    (x, op, y, z), kind = slipped
+                    slips.append(Slip(i, kind))
+            actual.append(z)
+            steps.append(format_step(x, op, y, z, style))
+        steps.append(format_final(actual[-1], style))
+        if not slips:
+            return steps, slips
+        labels = label_steps(problem, steps)
+        if min(actual) >= 0 and not any(labels[s.step] for s in slips):
+            return steps, slips
+    steps, _ = solve(problem, style)
+    return steps, []
 
 
 def _make_slip(rng: random.Random, x: int, op: str, y: int, given: Sequence[int]
@@ -392,7 +406,7 @@ def _make_slip(rng: random.Random, x: int, op: str, y: int, given: Sequence[int]
 
 _NUM = r"(-?\d+)"
 _STEP_A = re.compile(rf"{_NUM}\s*([+\-*])\s*{_NUM}\s*=\s*{_NUM}")
-_STEP_B = re.compile(rf"{_NUM} is {_NUM} (plus|minus|times) {_NUM}")
+_STEP_B = re.compile(rf"{_NUM} (plus|minus|times) {_NUM} makes {_NUM}")
 _BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
 
 
@@ -404,7 +418,7 @@ def parse_step(step: str) -> tuple[int, str, int, int] | None:
         return int(m[1]), m[2], int(m[3]), int(m[4])
     m = _STEP_B.fullmatch(s)
     if m:
-        return int(m[2]), _WORD_OP[m[3]], int(m[4]), int(m[1])
+        return int(m[1]), _WORD_OP[m[2]], int(m[3]), int(m[4])
     return None
 
 
