@@ -248,13 +248,8 @@ class RunStore:
 
     def request_cancel(self, run_id: str) -> bool:
         """Ask the worker to stop after its current iteration. False when the run had already ended."""
-        with self.engine.begin() as conn:
-            status = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
-            if status is None:
-                raise StorageError(f"no run {run_id}", field="run")
-            if status in S.ENDED_STATUSES:
-                return False
-            conn.execute(sa.update(S.runs).where(S.runs.c.run_id == run_id).values(cancel_requested=True))
+        if not self._control(run_id, cancel_requested=True):
+            return False
         log.info("cancel requested for run %s", run_id)
         return True
 
@@ -265,6 +260,7 @@ class RunStore:
 
     # ------------------------------------------------------------------ step mode
     def _control(self, run_id: str, **values: Any) -> bool:
+        """Set control columns of a run that has not ended (cancel, pause, steps); False when it had ended."""
         with self.engine.begin() as conn:
             status = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
             if status is None:

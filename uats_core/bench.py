@@ -25,6 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .estimation import auroc
+
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,26 +82,6 @@ def summary(t: dict[str, list[float]]) -> dict[str, float]:
 
 def _spread(ts: list[float]) -> float:
     return (max(ts) - min(ts)) / min(ts) if min(ts) > 0 else 0.0
-
-
-def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
-    """P(score of a random positive > score of a random negative), ties counting half (Mann-Whitney U)."""
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(positives, dtype=bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s), dtype=np.float64)
-    sorted_s = s[order]
-    i = 0
-    while i < len(s):  # average ranks over ties
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 # -- prm ---------------------------------------------------------------------------------------------------

@@ -41,3 +41,23 @@ def reeval_candidates(means: Sequence[float], variances: Sequence[float], ucbs: 
     reference = max(id_means) if id_means else max(means)
     chosen = [i for i, (o, u) in enumerate(zip(ood, ucbs)) if o and u >= reference - delta]
     return ood, chosen, reference
+
+
+def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
+    """P(score of a random positive > score of a random negative), ties counting half (Mann-Whitney U)."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(positives, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s), dtype=np.float64)
+    sorted_s = s[order]
+    i = 0
+    while i < len(s):  # average ranks over ties
+        j = i
+        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))

@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
+from .estimation import auroc
+
 log = logging.getLogger(__name__)
 
 METHOD_ORDER = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
@@ -127,17 +129,6 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return centre - half, centre + half
-
-
-def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """P(score of a correct step > score of a wrong one), ties half (Mann-Whitney U / n1 n0)."""
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(labels, dtype=bool)
-    n1, n0 = int(y.sum()), int((~y).sum())
-    if n1 == 0 or n0 == 0:
-        return float("nan")
-    ranks = pd.Series(s).rank(method="average").to_numpy()
-    return float((ranks[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 # ---------------------------------------------------------------------------------------------- loading

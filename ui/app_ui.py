@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 import plotly
@@ -438,37 +438,26 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         run_btn.click(on_run, [st, dataset, dataset_path, problem, policy_spec, prm_spec, start_paused, *form],
                       [st, notice, tree, status_md, follow])
 
-        def on_cancel(s):
-            if not s.get("run_id"):
-                return _notice("no run is open to cancel")
-            try:
-                ok = store.request_cancel(s["run_id"])
-            except StorageError as exc:
-                return _notice(str(exc))
-            return _notice(f"cancel requested for run {s['run_id'][:8]}; it stops after its current iteration" if ok
-                           else f"run {s['run_id'][:8]} had already ended", ok=ok)
-
-        cancel_btn.click(on_cancel, [st], [notice])
-
-        def run_control(action: str):
+        def run_control(verb: str, control: Callable[[str], bool], done: str):
+            """A button that sets a control flag of the open run (cancel, pause, step, resume)."""
             def handler(s):
                 if not s.get("run_id"):
-                    return _notice(f"no run is open to {action}")
+                    return _notice(f"no run is open to {verb}")
                 rid = s["run_id"]
                 try:
-                    ok = {"pause": store.pause_run, "resume": store.resume_run, "step": store.step_run}[action](rid)
+                    ok = control(rid)
                 except StorageError as exc:
                     return _notice(str(exc))
-                if not ok:
-                    return _notice(f"run {rid[:8]} had already ended")
-                return _notice({"pause": f"run {rid[:8]} pauses after its current iteration",
-                                "resume": f"run {rid[:8]} resumed",
-                                "step": f"run {rid[:8]}: one more iteration, then it waits"}[action], ok=True)
+                return _notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
             return handler
 
-        pause_btn.click(run_control("pause"), [st], [notice])
-        step_btn.click(run_control("step"), [st], [notice])
-        resume_btn.click(run_control("resume"), [st], [notice])
+        cancel_btn.click(run_control("cancel", store.request_cancel,
+                                     "cancel requested for run {run}; it stops after its current iteration"), [st], [notice])
+        pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
+                        [st], [notice])
+        step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
+                       [st], [notice])
+        resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [st], [notice])
 
         def open_run(s, run_ref, *fvals):
             try:

@@ -519,9 +519,8 @@ def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> 
     """The knobs a UATS run used at each step against depth, each marker coloured by the step's
     uncertainty (max σ over the candidates): A-UATS's controller choices, or H-UATS's constants. None for
     runs without knobs (the baselines)."""
-    rows = [(int(i["iteration"]), (i.get("budget") or {}).get("knobs"), (i.get("budget") or {}).get("state") or {})
-            for i in iterations]
-    rows = [r for r in rows if r[1]]
+    budgets = [(int(i["iteration"]), i.get("budget") or {}) for i in iterations]
+    rows = [(t, b["knobs"], b.get("state") or {}) for t, b in budgets if b.get("knobs")]
     if not rows:
         return None
     sig = [float(s.get("max_sigma")) if s.get("max_sigma") is not None else None for _, _, s in rows]
