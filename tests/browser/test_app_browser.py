@@ -46,6 +46,8 @@ def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
     box.fill(value)
     if submit:
         box.press("Enter")
+    else:
+        box.blur()  # let the component commit its value before the next click reads it (a loaded CPU races)
 
 
 def open_run(pg: Any, run_id: str) -> None:
