@@ -68,7 +68,11 @@ def _terminal_nodes(correct: bool, budget: int) -> list[dict]:
 
 @pytest.fixture()
 def hand_db(tmp_path: Path) -> Path:
-    db = tmp_path / "hand.db"
+    return build_hand_db(tmp_path / "hand.db")
+
+
+def build_hand_db(db: Path) -> Path:
+    """The hand-counted run log (also used by the browser test of the Reports tab)."""
     store = RunStore(str(db))
     w = _Writer(store)
     for (method, budget, seed), flags in CORRECT.items():
@@ -198,3 +202,45 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
     rep = build_report(str(tmp_path / "empty.db"))
     assert rep.tables["results"].empty and not rep.figures
     assert "no finished evaluation cells" in rep.notes[0]
+
+
+def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> None:
+    from ui import service as svc
+
+    md, figs = svc.report_view(str(hand_db))
+    assert f"`{hand_db}`" in md and "Table 4 layout" in md
+    assert "83.3" in md  # REBASE at N=16: per-seed accuracy 1, 1, 0.5 -> 83.3%
+    assert set(figs) == {"accuracy_vs_n", "accuracy_vs_cost", "prm_analysis"}
+    names = {tr.get("name") for tr in figs["accuracy_vs_n"]["data"]}
+    assert any("rebase" in str(n).lower() for n in names) and any("uats" in str(n).lower() for n in names)
+
+
+def test_a_report_of_a_missing_run_log_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
+    from ui import service as svc
+    from uats_core.config import ConfigError
+
+    missing = tmp_path / "typo.db"
+    with pytest.raises(ConfigError, match=r"run log: no file at .*typo\.db"):
+        svc.report_view(str(missing))
+    assert not missing.exists()
+
+
+def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> None:
+    from ui import service as svc
+    from ui.figures import training_curve_figure
+
+    db = tmp_path / "train.db"
+    store = RunStore(str(db))
+    for rnd in range(30):
+        store.append_curve("controller-x-seed0", {"round": rnd, "mean_reward": rnd / 30, "accuracy": 0.5,
+                                                  "mean_cost": 100.0 + rnd})
+    store.close()
+    assert "controller-x-seed0" in svc.curve_choices(str(db))
+    rows = svc.curve_rows(str(db), "controller-x-seed0")
+    fig = training_curve_figure(rows, window=10)
+    assert fig["meta"]["rounds"] == 30
+    reward_smooth = fig["data"][1]
+    assert reward_smooth["x"] == list(range(30))
+    # trailing 10-round mean of r/30 at round 29: mean of 20..29 / 30
+    assert reward_smooth["y"][-1] == pytest.approx(sum(range(20, 30)) / 10 / 30)
+    assert training_curve_figure([]) is None

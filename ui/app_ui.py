@@ -26,7 +26,7 @@ from uats_core.problems import ProblemError
 from . import service as svc
 from .cases import QUADRANTS, StepJudge, cases_table, mine_cases
 from .export import ExportError, safe_name, write_bundle
-from .figures import ViewOptions, cost_figure, inspector_figure, knobs_figure, tree_figure
+from .figures import ViewOptions, cost_figure, inspector_figure, knobs_figure, training_curve_figure, tree_figure
 from .treedata import RunData
 from .worker import RunRequest, WorkerPool, request_dict
 
@@ -374,6 +374,27 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                         case_open = gr.Button("Open in Search", size="sm", elem_id="case-open")
                         case_export_name = gr.Textbox(label="export name (optional)", elem_id="case-export-name")
                         case_export_btn = gr.DownloadButton("Download case export (zip)", value=None, elem_id="case-export")
+            # ============================================================== reports tab
+            with gr.Tab("Reports", id="reports"):
+                gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
+                            "layout and its Figure 2 analysis, built from an evaluation run log "
+                            "(`python -m uats_core.eval ... --db PATH`; `python -m uats_core.report` writes the same "
+                            "as offline HTML and PNG). Below: the A-UATS controller's training curves.")
+                with gr.Row():
+                    rep_db = gr.Textbox(value=store.location, label="evaluation run log (SQLite path or SQLAlchemy URL)",
+                                        elem_id="rep-db", scale=4)
+                    rep_common = gr.Checkbox(True, label="only problems every method finished", elem_id="rep-common")
+                    rep_build = gr.Button("Build report", variant="primary", elem_id="rep-build")
+                with gr.Row(equal_height=False):
+                    rep_acc_n = _plot_html("rep-acc-n", "Accuracy against N appears here.", 100)
+                    rep_acc_cost = _plot_html("rep-acc-cost", "Accuracy against compute spent appears here.", 100)
+                rep_prm = _plot_html("rep-prm", "The PRM analysis (Figure 2) appears here.", 100)
+                rep_md = gr.Markdown("", elem_id="rep-md")
+                gr.Markdown("### A-UATS controller training (REINFORCE)")
+                with gr.Row():
+                    curve_pick = gr.Dropdown([], label="training curve", elem_id="curve-pick", scale=4)
+                    curve_refresh = gr.Button("Refresh list", elem_id="curve-refresh")
+                curve_plot = _plot_html("curve-plot", "Pick a training curve.", 100)
 
         filters = [f_min, f_max, f_hv, f_pruned, f_depth, f_search, f_glyph, f_dec]
         form = [method, budget, seed, k0, dropout_p, dropout_mode, alpha, tau, delta, nu1, nu2, cost_ratio,
@@ -852,6 +873,34 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         case_open.click(on_case_open, [st, case_state, *filters], open_outputs).then(
             lambda s, *f: inspect(s, s.get("selected"), *f), [st, *filters], inspect_outputs)
 
+        # ---------------------------------------------------------------------------------- reports
+        def on_report(db, common):
+            try:
+                md, figs = svc.report_view(db, bool(common))
+            except (ConfigError, StorageError, ValueError, OSError) as exc:
+                return ("", "", "", "", _notice(f"report: {exc}"))
+            return (md, *[_fig_json(figs.get(n)) for n in svc.REPORT_FIGURES], _notice(""))
+
+        rep_build.click(on_report, [rep_db, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, notice])
+
+        def on_curve_list(db, current):
+            names = svc.curve_choices(db)
+            value = current if current in names else (names[0] if names else None)
+            return gr.update(choices=names, value=value)
+
+        def on_curve(db, name):
+            if not name:
+                return "", _notice("")
+            try:
+                fig = training_curve_figure(svc.curve_rows(db, name))
+            except (ConfigError, StorageError, ValueError, OSError) as exc:
+                return "", _notice(f"training curve: {exc}")
+            return _fig_json(fig), _notice("" if fig else f"training curve {name!r} has no rounds yet")
+
+        curve_refresh.click(on_curve_list, [rep_db, curve_pick], [curve_pick])
+        rep_db.submit(on_curve_list, [rep_db, curve_pick], [curve_pick])
+        curve_pick.change(on_curve, [rep_db, curve_pick], [curve_plot, notice])
+
         # ---------------------------------------------------------------------------------- load
         def on_load(s, cs):
             ds_out = on_dataset(svc.ARITH, "")
@@ -860,8 +909,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             return (*ds_out, *runs, a, b)
 
         demo.load(on_load, [st, cst], [dataset_path, problem, question_md, notice, *runs_outputs, cmp_a, cmp_b])
-        tabs.change(lambda s, cs, m, p, o: (*on_tab_compare(s, cs), *list_runs(m, p, o)),
-                    [st, cst, r_method, r_problem, r_outcome], [cmp_a, cmp_b, *runs_outputs])
+        tabs.change(lambda s, cs, m, p, o, db, cur: (*on_tab_compare(s, cs), *list_runs(m, p, o), on_curve_list(db, cur)),
+                    [st, cst, r_method, r_problem, r_outcome, rep_db, curve_pick], [cmp_a, cmp_b, *runs_outputs, curve_pick])
     return demo
 
 

@@ -551,3 +551,42 @@ def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> 
                      "customdata": [[f"{s:.4f}" if s is not None else "n/a (first step: config values)"] for s in sig],
                      "hovertemplate": f"t=%{{x}}<br>{name}=%{{y:.4g}}<br>max σ=%{{customdata[0]}}<extra></extra>"})
     return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {"knobs": len(rows)}}
+
+
+CURVE_SERIES = (("mean_reward", "mean reward", "#1b9e77"), ("accuracy", "accuracy", "#7570b3"),
+                ("mean_cost", "mean cost spent", "#d95f02"))
+
+
+def training_curve_figure(rows: Sequence[Mapping[str, Any]], window: int = 20, height: int = 360) -> dict[str, Any] | None:
+    """A-UATS controller training: mean reward, accuracy and cost per REINFORCE round (faint) with their
+    trailing `window`-round mean (solid) — single rounds are 10 searches of one problem, too noisy to read
+    alone. None when there are no rows."""
+    rows = [r for r in rows if r.get("round", r.get("step")) is not None]
+    if not rows:
+        return None
+    x = [int(r.get("round", r.get("step"))) for r in rows]
+    data: list[dict[str, Any]] = []
+    for j, (key, label, colour) in enumerate(CURVE_SERIES):
+        y = [float(r[key]) if r.get(key) is not None else None for r in rows]
+        ax = "" if j == 0 else str(j + 1)
+        smooth, acc = [], []
+        for v in y:
+            if v is not None:
+                acc.append(v)
+            tail = acc[-window:]
+            smooth.append(sum(tail) / len(tail) if tail else None)
+        data.append({"type": "scatter", "mode": "markers", "x": x, "y": y, "xaxis": f"x{ax}", "yaxis": f"y{ax}",
+                     "marker": {"size": 3, "color": colour, "opacity": 0.3}, "name": f"{label} (round)",
+                     "showlegend": False})
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": smooth, "xaxis": f"x{ax}", "yaxis": f"y{ax}",
+                     "line": {"color": colour, "width": 2}, "name": f"{label}, {window}-round mean"})
+    layout: dict[str, Any] = {"height": height, "margin": {"l": 60, "r": 20, "t": 30, "b": 40}, "plot_bgcolor": "white",
+                              "legend": {"orientation": "h", "y": 1.12}, "uirevision": "curve"}
+    for j, (_, label, _) in enumerate(CURVE_SERIES):
+        ax = "" if j == 0 else str(j + 1)
+        lo, hi = 1 - (j + 1) / 3 + 0.04, 1 - j / 3 - 0.03
+        layout[f"xaxis{ax}"] = {"anchor": f"y{ax}", "matches": "x" if j else None, "gridcolor": "#eee",
+                                "showticklabels": j == 2, "title": {"text": "REINFORCE round" if j == 2 else ""}}
+        layout[f"yaxis{ax}"] = {"domain": [lo, hi], "anchor": f"x{ax}", "gridcolor": "#eee", "title": {"text": label}}
+    return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True},
+            "meta": {"rounds": len(rows)}}

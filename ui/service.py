@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import logging
 import math
 import time
@@ -366,3 +367,62 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
 
 def method_choices() -> list[str]:
     return list(METHODS)
+
+
+# ------------------------------------------------------------------------------------------ reports tab
+REPORT_FIGURES = ("accuracy_vs_n", "accuracy_vs_cost", "prm_analysis")
+SHIPPED = "shipped: "  # curve names that come from a checkpoint folder's training_curve.json, not the database
+
+
+def _existing_store(db: str) -> Any:
+    """A RunStore over an existing run log: a report of a mistyped path must not create an empty database."""
+    from storage import RunStore
+
+    db = (db or "").strip()
+    if not db:
+        raise ConfigError("run log", "empty; give the --db path of an evaluation (python -m uats_core.eval ... --db PATH)")
+    if "://" not in db and not Path(db).expanduser().is_file():
+        raise ConfigError("run log", f"no file at {db}; give the --db path of an evaluation "
+                                     "(python -m uats_core.eval ... --db PATH) or an SQLAlchemy URL")
+    return RunStore(db)
+
+
+def report_view(db: str, common_problems: bool = True, max_fig2_runs_per_pair: int = 200) -> tuple[str, dict[str, dict]]:
+    """The evaluation report of run log `db` for the page: its markdown (notes, Table 4, per-budget tables,
+    Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost, PRM analysis)."""
+    from uats_core.report import build_report
+
+    rep = build_report(_existing_store(db), common_problems=common_problems,
+                       max_fig2_runs_per_pair=max_fig2_runs_per_pair)
+    figs = {}
+    for name in REPORT_FIGURES:
+        if name in rep.figures:
+            fig = json.loads(rep.figures[name].to_json())
+            fig["layout"].pop("width", None)  # sized for the HTML export; in the page, fill the column
+            fig["layout"]["autosize"] = True
+            figs[name] = fig
+    md = rep.summary_markdown().replace("# Evaluation report", f"### Evaluation report of `{db}`", 1)
+    return md, figs
+
+
+def curve_choices(db: str | None) -> list[str]:
+    """Controller training curves: those in the run log `db` (train --db) and those shipped beside the
+    checkpoints under assets/models (training_curve.json)."""
+    names: list[str] = []
+    if db:
+        try:
+            names += _existing_store(db).list_curves()
+        except ConfigError:
+            pass
+    models = PROJECT / "assets" / "models"
+    names += [SHIPPED + p.parent.name for p in sorted(models.glob("*/training_curve.json"))]
+    return names
+
+
+def curve_rows(db: str | None, name: str) -> list[dict[str, Any]]:
+    if name.startswith(SHIPPED):
+        path = PROJECT / "assets" / "models" / name[len(SHIPPED):] / "training_curve.json"
+        if not path.is_file():
+            raise ConfigError("training curve", f"no file {path}; train with python -m uats_core.controller.train")
+        return list(json.loads(path.read_text()))
+    return _existing_store(db or "").get_curve(name)

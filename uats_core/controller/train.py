@@ -85,7 +85,7 @@ def reinforce_update(net: ControllerNet, optimizer: torch.optim.Optimizer, episo
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    return float(loss)
+    return loss.item()
 
 
 def reward_of(correct: bool | None, cost: float, budget: int, cost_ratio: float, iterations: int) -> float:
