@@ -104,6 +104,30 @@ def test_one_transaction_per_iteration(tmp_path: Path) -> None:
     assert len(commits) == 1 + n_iters + 1  # RunStarted, each iteration, RunEnded
 
 
+def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prepared-statement upsert (the log's hot path on SQLite) against SQLAlchemy's own statement:
+    the same events give byte-identical node, history and iteration tables, JSON and booleans included."""
+    import storage.store as store_mod
+
+    events = synthetic_events("same", n_nodes=150, seed=4, method="h-uats")
+    dumps = []
+    for fast in (True, False):
+        monkeypatch.setattr(store_mod, "_FAST_SQLITE", fast)
+        path = tmp_path / f"fast-{fast}.db"
+        store = RunStore(str(path))
+        _feed(store, events)
+        store.close()
+        with sqlite3.connect(path) as conn:
+            dumps.append({t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
+                          for t in ("nodes", "node_history")}
+                         | {"iterations": conn.execute("SELECT run_id, iteration, decisions, budget, cost_step, cost_total, "
+                                                       "n_nodes_updated FROM iterations ORDER BY 2").fetchall()})
+    fast, slow = dumps
+    assert len(fast["nodes"]) == len(final_records(events)) and fast["node_history"] and fast["iterations"]
+    assert any(str(row[9]).startswith("[0.") for row in fast["nodes"])  # real mc_scores JSON compared
+    assert fast == slow
+
+
 def test_failed_run_keeps_its_nodes(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
     events = synthetic_events("bad", n_nodes=200, seed=2, fail_after=2)
@@ -335,13 +359,20 @@ def test_training_curves_round_trip(tmp_path):
     assert store.get_curve("other")[0]["step"] == 0
 
 
-def _returns_within(fn, timeout_s: float) -> tuple[bool, object]:
-    """(returned in time, its value): runs fn in a thread so a blocking call can be observed."""
+def _start(fn):
+    """Run fn in a thread (a worker blocked in wait_turn); returns the thread and the list its result lands in."""
     import threading
 
     out: list[object] = []
     t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
     t.start()
+    return t, out
+
+
+def _returns_within(fn, timeout_s: float) -> tuple[bool, object]:
+    """(returned in time, its value). A call that does not return stays a live waiter: only use this
+    where the test ends that wait itself (see _start), or it will consume a later step."""
+    t, out = _start(fn)
     t.join(timeout_s)
     return (not t.is_alive(), out[0] if out else None)
 
@@ -350,17 +381,23 @@ def test_step_mode_lets_through_exactly_the_granted_iterations(tmp_path: Path) -
     store = RunStore(str(tmp_path / "runs.db"))
     store.register_run("s1", method="h-uats", problem_id="p", question="?", paused=True)
     assert store.is_paused("s1") and store.run_version("s1")[-1] is True
-    done, _ = _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 0.4)
-    assert not done  # paused with no step granted: the worker waits
+    worker, got = _start(lambda: store.wait_turn("s1", poll_s=0.02))
+    worker.join(0.4)
+    assert worker.is_alive()  # paused with no step granted: the worker waits
     assert store.step_run("s1", 2) is True
-    for _ in range(2):
-        assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 2.0) == (True, False)
-    assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 0.4)[0] is False  # both steps used up
+    worker.join(5.0)
+    assert not worker.is_alive() and got == [False]  # the waiting worker took the first step
+    assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 5.0) == (True, False)  # the second
+    worker, got = _start(lambda: store.wait_turn("s1", poll_s=0.02))
+    worker.join(0.4)
+    assert worker.is_alive()  # both steps used up
     assert store.resume_run("s1") is True and not store.is_paused("s1")
-    assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 2.0) == (True, False)
+    worker.join(5.0)
+    assert not worker.is_alive() and got == [False]  # resuming releases the waiting worker
+    assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 5.0) == (True, False)
     assert store.pause_run("s1") is True
     store.request_cancel("s1")
-    assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 2.0) == (True, True)  # cancel wins
+    assert _returns_within(lambda: store.wait_turn("s1", poll_s=0.02), 5.0) == (True, True)  # cancel wins
     with pytest.raises(StorageError) as exc:
         store.step_run("s1", 0)
     assert exc.value.field == "steps"
