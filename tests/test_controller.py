@@ -82,3 +82,22 @@ def test_corrupt_or_mismatched_checkpoint_names_the_file(tmp_path):
         load_controller(abl, SearchConfig(method="a-uats"))
     with pytest.raises(ControllerError, match="missing"):
         load_checkpoint(tmp_path / "nowhere")
+
+
+def test_interrupted_training_leaves_a_loadable_checkpoint_with_the_rounds_done(tmp_path):
+    from uats_core.controller.train import train
+    from uats_core.runner import ASSETS
+
+    def stop_after_two(row: dict) -> None:
+        if row["round"] == 1:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "ctrl"
+    pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
+    result = train(rounds=50, searches_per_round=2, seed=0, budgets=[2], uncertainty_features=True, out=out,
+                   pairs_spec=pairs, on_round=stop_after_two, bc_searches=1, checkpoint_every=0)
+    assert result["meta"]["rounds_completed"] == 2 and result["meta"]["rounds"] == 50
+    assert [r["round"] for r in json.loads((out / "training_curve.json").read_text())] == [0, 1]
+    net, meta = load_checkpoint(out)
+    assert meta["rounds_completed"] == 2
+    assert not net.training

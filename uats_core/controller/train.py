@@ -109,8 +109,10 @@ def collect_states(problems, pairs, config: SearchConfig, n_searches: int) -> to
 
 def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int], uncertainty_features: bool,
           out: Path, pairs_spec: Sequence[tuple[str, str]], on_round: Callable[[dict], None] | None = None,
-          bc_searches: int = 8) -> dict:
-    from tqdm import tqdm
+          bc_searches: int = 8, checkpoint_every: int = 25) -> dict:
+    """Returns {"meta", "curve"}. The checkpoint and its curve are written every `checkpoint_every` rounds and
+    when training is interrupted (Ctrl-C), so a long run can be stopped early and still leave a usable
+    controller; `meta["rounds_completed"]` says how far it got."""
 
     from ..backends import load_policy, load_prm
     from ..worlds.arith.world import load_split
@@ -133,6 +135,32 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
     ctrl = LearnedController(net, uncertainty_features, sample=True, generator=torch.Generator().manual_seed(seed))
     curve: list[dict] = []
+    meta = {"seed": seed, "rounds": rounds, "searches_per_round": searches_per_round, "budgets": list(budgets),
+            "pairs": [list(p) for p in pairs_spec], "bc_states": len(x), "bc_worst_rel_error": bc_error,
+            "lambda": LAMBDA, "lr": 1e-4}
+
+    def checkpoint() -> None:
+        meta.update(rounds_completed=len(curve), train_seconds=round(time.time() - t0, 1))
+        net.eval()
+        save_checkpoint(net, out, uncertainty_features, meta)
+        (out / "training_curve.json").write_text(json.dumps(curve))
+        net.train()
+
+    try:
+        _reinforce_rounds(rounds, searches_per_round, problems, pairs, budgets, base, rng, net, opt, ctrl, curve,
+                          on_round, checkpoint, checkpoint_every)
+    except KeyboardInterrupt:
+        log.warning("interrupted after %d of %d rounds; saving the checkpoint so far", len(curve), rounds)
+    checkpoint()
+    return {"meta": meta, "curve": curve}
+
+
+def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, pairs: Sequence, budgets: Sequence[int],
+                      base: SearchConfig, rng: random.Random, net: ControllerNet, opt: torch.optim.Optimizer,
+                      ctrl: LearnedController, curve: list[dict], on_round: Callable[[dict], None] | None,
+                      checkpoint: Callable[[], None], checkpoint_every: int) -> None:
+    from tqdm import tqdm
+
     for rnd in tqdm(range(rounds), desc="REINFORCE", unit="round"):
         problem = problems[rng.randrange(len(problems))]
         pair_idx = rng.randrange(len(pairs))
@@ -154,13 +182,8 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
         curve.append(row)
         if on_round is not None:
             on_round(row)
-    net.eval()
-    meta = {"seed": seed, "rounds": rounds, "searches_per_round": searches_per_round, "budgets": list(budgets),
-            "pairs": [list(p) for p in pairs_spec], "bc_states": len(x), "bc_worst_rel_error": bc_error,
-            "lambda": LAMBDA, "lr": 1e-4, "train_seconds": round(time.time() - t0, 1)}
-    save_checkpoint(net, out, uncertainty_features, meta)
-    (out / "training_curve.json").write_text(json.dumps(curve))
-    return {"meta": meta, "curve": curve}
+        if checkpoint_every and len(curve) % checkpoint_every == 0 and len(curve) < rounds:
+            checkpoint()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -176,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                       f"{ASSETS / 'arith-policy-b'}:{ASSETS / 'arith-prm'}",
                    help="policy:prm pairs, comma-separated")
     p.add_argument("--db", default=None, help="also write the training curve to this run database")
+    p.add_argument("--checkpoint-every", type=int, default=25, help="save the checkpoint every this many rounds")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     out = args.out or (ASSETS / ("auats-controller-no-uncertainty" if args.no_uncertainty else "auats-controller"))
@@ -188,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = f"controller-{out.name}-seed{args.seed}"
         on_round = lambda row: store.append_curve(name, row)  # noqa: E731
     result = train(args.rounds, args.searches, args.seed, [int(b) for b in args.budgets.split(",")],
-                   not args.no_uncertainty, out, pairs, on_round)
+                   not args.no_uncertainty, out, pairs, on_round, checkpoint_every=args.checkpoint_every)
     print(json.dumps(result["meta"], indent=2))
 
 
