@@ -43,11 +43,22 @@ def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = 60) -> None:
 
 def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
     box = pg.locator(f"#{elem_id} input, #{elem_id} textarea").first
-    box.fill(value)
+    # A component that has just been revealed (an opened accordion) may still sync its initial value and
+    # overwrite what was typed; on a loaded CPU that once sent the old τ with the next click. So type,
+    # then insist the value has stayed put twice in a row before anything reads it.
+    deadline = time.time() + 10
+    settled = 0
+    while settled < 2 and time.time() < deadline:
+        if box.input_value() != value:
+            box.fill(value)
+            settled = 0
+        else:
+            settled += 1
+        time.sleep(0.15)
     if submit:
         box.press("Enter")
     else:
-        box.blur()  # let the component commit its value before the next click reads it (a loaded CPU races)
+        box.blur()  # let the component commit its value before the next click reads it
 
 
 def open_run(pg: Any, run_id: str) -> None:
