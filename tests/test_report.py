@@ -127,6 +127,9 @@ def test_curves_match_hand_count(hand_db: Path) -> None:
             assert cur.loc[(method, budget), "pass_at_n"] == pytest.approx(pass_mean)
             assert cur.loc[(method, budget), "cost"] == pytest.approx(10.0 * budget + 1.0)  # mean of seeds 0, 1, 2
     assert cur.loc[("h-uats", 16), "acc_half"] == 0.0
+    cost_md = rep.markdown["Mean compute spent per search (PRM-pass units, ± 95% t over seeds): hand|base"]
+    cost_half = T975_2 * 1.0 / math.sqrt(3)  # costs 10·N + seed over seeds 0, 1, 2: sd 1
+    assert f"| rebase | 41 ± {cost_half:.0f} | 161 ± {cost_half:.0f} |" in cost_md
 
 
 def test_table4_is_mean_over_budgets_with_seed_interval(hand_db: Path) -> None:

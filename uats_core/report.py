@@ -292,7 +292,8 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
                     if not len(hit):
                         cells.append("–")
                     elif col == "cost":
-                        cells.append(f"{hit[col].iloc[0]:.0f}")
+                        mean, half = hit[col].iloc[0], hit[col + "_half"].iloc[0]
+                        cells.append(f"{mean:.0f}" + ("" if math.isnan(half) else f" ± {half:.0f}"))
                     else:
                         cells.append(_pct(hit[col].iloc[0], hit[col + "_half"].iloc[0]))
             rows.append([m, *cells])
@@ -625,7 +626,7 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
     for key, text in per_budget_markdown(cur[cur["variant"] == "base"], roles, "pass_at_n").items():
         rep.markdown[f"Pass@N by budget (%, oracle): {key}"] = text
     for key, text in per_budget_markdown(cur[cur["variant"] == "base"], roles, "cost").items():
-        rep.markdown[f"Mean compute spent per search: {key}"] = text
+        rep.markdown[f"Mean compute spent per search (PRM-pass units, ± 95% t over seeds): {key}"] = text
     abl = ablation_table(mob, roles)
     if abl:
         rep.markdown["Ablations"] = abl
