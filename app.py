@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -58,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     from ui.app_ui import build_demo, launch_kwargs
+    from uats_core.interrupts import sigterm_as_interrupt
     from ui.export import stop_kaleido
     from ui.worker import WorkerPool
 
@@ -67,13 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     pool = WorkerPool(store, max_workers=args.workers)
     demo = build_demo(store, pool, export_dir)
 
-    def stop(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
     try:
-        demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
-                                                       **launch_kwargs(export_dir))
+        with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
+            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
+                                                           **launch_kwargs(export_dir))
     except KeyboardInterrupt:
         pass
     finally:

@@ -194,27 +194,43 @@ def test_rerun_skips_finished_cells_and_redoes_failed(problems_file: Path, tmp_p
     assert (after[victim]["answer"], after[victim]["cost"]) == (before[victim]["answer"], before[victim]["cost"])
 
 
-def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> None:
-    db = tmp_path / "eval.db"
+def _start_slow_grid(problems_file: Path, db: Path, *extra: str) -> subprocess.Popen:
+    """The eval CLI in its own process on a grid slow enough to interrupt mid-search."""
     args = [sys.executable, "-m", "uats_core.eval", "--dataset", str(problems_file), "--model", f"slow={MODELS['slow']}",
             "--model", f"rm={MODELS['rm']}", "--pairs", "slow:rm", "--methods", "rebase,h-uats", "--budgets", "4",
-            "--seeds", "2", "--db", str(db), "--quiet"]
+            "--seeds", "2", "--db", str(db), "--quiet", *extra]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+
+
+def _nodes_of_running_cells(db: Path) -> int:
+    with sa.create_engine(f"sqlite:///{db}").connect() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM nodes n JOIN eval_cells c ON c.run_id = n.run_id "
+                                    "WHERE c.status = 'running'")).scalar()
+
+
+def _wait_mid_grid(db: Path, finished: int, running_nodes: int = 0) -> None:
+    """Until `finished` cells are done and another is running, with at least `running_nodes` nodes logged."""
+    deadline, states = time.time() + 90, []
+    while time.time() < deadline:
+        time.sleep(0.1)
+        if db.exists():
+            try:
+                states = [v["status"] for v in _cells(db).values()]
+                if (states.count("finished") >= finished and "running" in states
+                        and (not running_nodes or _nodes_of_running_cells(db) >= running_nodes)):
+                    return
+            except (sa.exc.OperationalError, StorageError):
+                continue  # the worker is still creating the tables
+    pytest.fail(f"the worker never got going; cell states: {states}")
+
+
+def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> None:
+    db = tmp_path / "eval.db"
+    proc = _start_slow_grid(problems_file, db)
     try:
-        deadline = time.time() + 90
-        while time.time() < deadline:  # kill it mid-search, after some cells finished
-            time.sleep(0.2)
-            if db.exists():
-                try:
-                    states = [v["status"] for v in _cells(db).values()]
-                except (sa.exc.OperationalError, StorageError):
-                    continue  # the worker is still creating the tables
-                if states.count("finished") >= 2 and "running" in states:
-                    break
-        else:
-            pytest.fail("the worker never got going")
+        _wait_mid_grid(db, finished=2)  # kill it mid-search, after some cells finished
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     finally:
@@ -238,6 +254,37 @@ def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> 
     dead = store.get_run(killed[orphan[0]]["run_id"])
     store.close()
     assert dead["status"] == "failed" and "died" in dead["error"]  # the orphan run is closed in the run log
+
+
+@pytest.mark.parametrize("lanes", ["1", "2"])
+def test_sigterm_ends_the_grid_like_ctrl_c(problems_file: Path, tmp_path: Path, lanes: str) -> None:
+    """`kill PID` (a scheduler, `timeout`): searches in flight end 'cancelled' with their nodes, finished cells
+    stay finished, the command exits 130 - serial and with batched lanes."""
+    db = tmp_path / "eval.db"
+    proc = _start_slow_grid(problems_file, db, "--batch", lanes, "--seeds", "8")  # long enough never to end first
+    try:
+        _wait_mid_grid(db, finished=1, running_nodes=1)  # a search in flight has written a node
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "rerun the same command to resume" in err
+    cells = _cells(db)
+    assert not [k for k, v in cells.items() if v["status"] == "running"]  # nothing left for a rerun to reclaim
+    cancelled = [v for v in cells.values() if v["run_status"] == "cancelled"]
+    assert cancelled and all(v["status"] == "failed" for v in cancelled)
+    assert any(v["status"] == "finished" and v["run_status"] == "finished" for v in cells.values())
+    store = RunStore(str(db))
+    try:
+        for v in cancelled:
+            assert store.get_run(v["run_id"])["status"] == "cancelled"
+        with store.engine.connect() as conn:
+            nodes = conn.execute(sa.text("SELECT count(*) FROM nodes WHERE run_id IN :ids").bindparams(
+                sa.bindparam("ids", expanding=True)), {"ids": [v["run_id"] for v in cancelled]}).scalar()
+    finally:
+        store.close()
+    assert nodes >= 1  # what the interrupted search had written is kept
 
 
 # ------------------------------------------------------------------------------------------- equality

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .config import ConfigError, SearchConfig
+from .interrupts import sigterm_as_interrupt
 from .problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger("uats_core")
@@ -77,8 +78,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         from .controller import load_controller  # issue 6: the learned budget controller
 
         controller = load_controller(config.controller, config)
-    result = run_search(problem, config, policy, prm, subscribers=[store.subscriber()], controller=controller,
-                        progress=not args.quiet)
+    with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
+        result = run_search(problem, config, policy, prm, subscribers=[store.subscriber()], controller=controller,
+                            progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
     print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
           f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ..config import SearchConfig
+from ..interrupts import sigterm_as_interrupt
 from ..methods.uats import Knobs
 from ..runner import ASSETS, run_search
 from .policy import KNOBS, ControllerNet, LearnedController, Step, feature_names, save_checkpoint, squash, unsquash
@@ -211,8 +212,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         store = RunStore(args.db)
         name = f"controller-{out.name}-seed{args.seed}"
         on_round = lambda row: store.append_curve(name, row)  # noqa: E731
-    result = train(args.rounds, args.searches, args.seed, [int(b) for b in args.budgets.split(",")],
-                   not args.no_uncertainty, out, pairs, on_round, checkpoint_every=args.checkpoint_every)
+    with sigterm_as_interrupt():  # `kill` saves the checkpoint so far, as Ctrl-C does
+        result = train(args.rounds, args.searches, args.seed, [int(b) for b in args.budgets.split(",")],
+                       not args.no_uncertainty, out, pairs, on_round, checkpoint_every=args.checkpoint_every)
     print(json.dumps(result["meta"], indent=2))
 
 

@@ -17,6 +17,7 @@ import sys
 from typing import Any, Sequence
 
 from ..config import ConfigError
+from ..interrupts import sigterm_as_interrupt
 from ..problems import ProblemError
 from .grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
@@ -137,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                            prm_opts=_opts(args.prm_opt, "prm-opt"), max_attempts=args.max_attempts,
                            stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,
                            dry_run=args.dry_run)
-        summary = run_eval(spec, opts)
+        with sigterm_as_interrupt():
+            summary = run_eval(spec, opts)
     except (ConfigError, ProblemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
