@@ -147,6 +147,23 @@ def test_table4_is_mean_over_budgets_with_seed_interval(hand_db: Path) -> None:
     assert "2 problems, 3 seeds" in md
 
 
+def test_paired_differences_by_hand(hand_db: Path) -> None:
+    rep = build_report(str(hand_db), fig2=False)
+    pdiff = rep.tables["paired_differences"].set_index(["budget", "x", "y"])
+    assert list(pdiff.index.get_level_values("x").unique()) == ["h-uats"]  # no A-UATS here: one comparison
+    for budget in (4, 16):
+        # h-uats − rebase on (p0, p1) per seed, by hand from CORRECT; p2 is left out (unfinished for h-uats)
+        d = {(p, s): CORRECT[("h-uats", budget, s)][p] - CORRECT[("rebase", budget, s)][p] for p in (0, 1) for s in range(3)}
+        per_seed = [(d[(0, s)] + d[(1, s)]) / 2 for s in range(3)]
+        per_problem = [sum(d[(p, s)] for s in range(3)) / 3 for p in (0, 1)]
+        row = pdiff.loc[(budget, "h-uats", "rebase")]
+        assert row["diff"] == pytest.approx(sum(per_seed) / 3) and row["n_cells"] == 6
+        assert row["half_seeds"] == pytest.approx(t_interval(per_seed)[1])
+        assert row["half_problems"] == pytest.approx(t_interval(per_problem)[1])
+    # N=16: per seed 0, 0, +0.5 -> +16.7 points
+    assert "| P:Q | 16 | h-uats − rebase | +16.7 |" in rep.markdown["Paired accuracy differences: hand|base"]
+
+
 def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
     rep = build_report(str(hand_db), fig2=False, common_problems=False)
     cur = rep.tables["curves"].set_index(["method", "budget"])

@@ -301,6 +301,50 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
     return out
 
 
+def comparisons(methods: Iterable[str]) -> list[tuple[str, str]]:
+    """The UATS methods against REBASE (the allocation they extend), and A-UATS against H-UATS."""
+    present = set(methods)
+    out = [(m, "rebase") for m in UATS if m in present and "rebase" in present]
+    if {"a-uats", "h-uats"} <= present:
+        out.append(("a-uats", "h-uats"))
+    return out
+
+
+def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Accuracy of x minus y on the same (problem, seed) cells, per (dataset, variant, pair, budget): the mean
+    with a t-interval over seeds (of the per-seed mean difference, as the other tables) and one over
+    problems (of the per-problem mean over seeds; paired, so problem difficulty cancels)."""
+    rows = []
+    keys = ["dataset", "variant", "pair", "budget"]
+    for key, g in df.groupby(keys, sort=False):
+        wide = g.pivot_table(index=["problem_id", "seed"], columns="method", values="correct", aggfunc="first")
+        for x, y in comparisons(wide.columns):
+            d = (wide[x].astype(float) - wide[y].astype(float)).dropna()
+            if d.empty:
+                continue
+            mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
+            _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
+            rows.append({**dict(zip(keys, key)), "x": x, "y": y, "diff": mean, "half_seeds": seed_half,
+                         "half_problems": problem_half, "n_cells": int(len(d))})
+    out = pd.DataFrame(rows)
+    return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out
+
+
+def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if pdiff.empty:  # one method only, or no REBASE to compare with
+        return out
+    for (dataset, variant), g in pdiff.groupby(["dataset", "variant"], sort=False):
+        rows = [[_pair_name(r.pair, roles), r.budget, f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
+                 "–" if math.isnan(r.half_seeds) else f"± {100 * r.half_seeds:.1f}",
+                 "–" if math.isnan(r.half_problems) else f"± {100 * r.half_problems:.1f}"] for r in g.itertuples()]
+        out[f"{dataset}|{variant}"] = (
+            "Accuracy difference in percentage points on the same (problem, seed) cells; 95% t-intervals over "
+            "seeds and over problems\n\n"
+            + markdown_table(["pair", "N", "difference", "mean", "± over seeds", "± over problems"], rows))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- figures
 def _go() -> Any:
     import plotly.graph_objects as go
@@ -627,6 +671,10 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
         rep.markdown[f"Pass@N by budget (%, oracle): {key}"] = text
     for key, text in per_budget_markdown(cur[cur["variant"] == "base"], roles, "cost").items():
         rep.markdown[f"Mean compute spent per search (PRM-pass units, ± 95% t over seeds): {key}"] = text
+    pdiff = paired_differences(df[df["variant"] == "base"], confidence)
+    rep.tables["paired_differences"] = pdiff
+    for key, text in paired_markdown(pdiff, roles).items():
+        rep.markdown[f"Paired accuracy differences: {key}"] = text
     abl = ablation_table(mob, roles)
     if abl:
         rep.markdown["Ablations"] = abl
@@ -676,7 +724,7 @@ def write_report(rep: Report, out_dir: str | Path, *, png: bool = True) -> list[
     md = out / "tables.md"
     md.write_text(rep.summary_markdown(), encoding="utf-8")
     written.append(md)
-    for name in ("results", "curves", "table4", "pass_table4", "prm_summary"):
+    for name in ("results", "curves", "table4", "pass_table4", "paired_differences", "prm_summary"):
         t = rep.tables.get(name)
         if t is not None and len(t):
             p = out / f"{name}.csv"
