@@ -200,8 +200,8 @@ def _start_slow_grid(problems_file: Path, db: Path, *extra: str) -> subprocess.P
             "--model", f"rm={MODELS['rm']}", "--pairs", "slow:rm", "--methods", "rebase,h-uats", "--budgets", "4",
             "--seeds", "2", "--db", str(db), "--quiet", *extra]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    with open(db.with_suffix(".stderr"), "w") as err:  # a file, not a pipe: nobody reads while it runs
+        return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
 
 
 def _nodes_of_running_cells(db: Path) -> int:
@@ -265,11 +265,11 @@ def test_sigterm_ends_the_grid_like_ctrl_c(problems_file: Path, tmp_path: Path, 
     try:
         _wait_mid_grid(db, finished=1, running_nodes=1)  # a search in flight has written a node
         os.kill(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.wait(60)
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130 and "rerun the same command to resume" in err
+    assert proc.returncode == 130 and "rerun the same command to resume" in db.with_suffix(".stderr").read_text()
     cells = _cells(db)
     assert not [k for k, v in cells.items() if v["status"] == "running"]  # nothing left for a rerun to reclaim
     cancelled = [v for v in cells.values() if v["run_status"] == "cancelled"]
