@@ -34,7 +34,7 @@ class _Writer:
 
     def run(self, *, problem: str, method: str, budget: int, seed: int, correct: bool | None, cost: float,
             cell_status: str = "finished", run_status: str = "finished", dataset: str = "hand", pair: str = "P:Q",
-            nodes: list[dict] | None = None) -> str:
+            nodes: list[dict] | None = None, variant: str = "base") -> str:
         self.n += 1
         run_id = f"run{self.n:03d}"
         now = time.time()
@@ -49,8 +49,8 @@ class _Writer:
             if nodes:
                 conn.execute(sa.insert(S.nodes), [{**base, **n} for n in nodes])
             conn.execute(sa.insert(eval_cells), [dict(
-                cell_key=f"{pair}|{dataset}|{problem}|{method}|{budget}|{seed}|base", pair=pair, policy="pp", prm="qq",
-                dataset=dataset, problem_id=problem, method=method, budget=budget, seed=seed, variant="base",
+                cell_key=f"{pair}|{dataset}|{problem}|{method}|{budget}|{seed}|{variant}", pair=pair, policy="pp",
+                prm="qq", dataset=dataset, problem_id=problem, method=method, budget=budget, seed=seed, variant=variant,
                 status=cell_status, run_id=run_id, attempts=1, batched=False)])
         return run_id
 
@@ -162,6 +162,24 @@ def test_paired_differences_by_hand(hand_db: Path) -> None:
         assert row["half_problems"] == pytest.approx(t_interval(per_problem)[1])
     # N=16: per seed 0, 0, +0.5 -> +16.7 points
     assert "| P:Q | 16 | h-uats − rebase | +16.7 |" in rep.markdown["Paired accuracy differences: hand|base"]
+
+
+def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None:
+    """The base grid covers p0 and p1, the ablation only p0: the ablation table must use p0 for both rows."""
+    store = RunStore(str(tmp_path / "abl.db"))
+    w = _Writer(store)
+    for seed in range(3):
+        w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=seed > 0, cost=1.0)  # base on p0: 2/3
+        w.run(problem="p1", method="h-uats", budget=4, seed=seed, correct=True, cost=1.0)  # base on p1 only
+        w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=False, cost=1.0, variant="reeval_share=0.0")
+    store.close()
+    rep = build_report(str(tmp_path / "abl.db"), fig2=False)
+    md = rep.markdown["Ablations"]
+    half = T975_2 * math.sqrt(1 / 3) / math.sqrt(3)  # per-seed 0, 1, 1: sd √(1/3)
+    assert f"| hand | h-uats | base | {100 * 2 / 3:.1f} ± {100 * half:.1f} (n=1) |" in md
+    assert "| hand | h-uats | reeval_share=0.0 | 0.0 ± 0.0 (n=1) |" in md
+    assert rep.tables["table4"].set_index("variant").loc["base", "value"] == pytest.approx((2 / 3 + 1) / 2)  # base table: both
+    assert "ablations" in rep.figures
 
 
 def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:

@@ -545,6 +545,17 @@ def fig_prm(steps: pd.DataFrame, summary: pd.DataFrame, roles: dict[str, str], t
 
 
 # ---------------------------------------------------------------------------------------------- ablations
+def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
+    """UATS rows only; per (dataset, pair, method), the problems finished in every variant of it, so an
+    ablation compares like with like (the base grid usually covers more problems than an ablation run)."""
+    g = df[df["method"].isin(UATS)]
+    keep = []
+    for _, h in g.groupby(["dataset", "pair", "method"], sort=False):
+        common = set.intersection(*(set(v["problem_id"]) for _, v in h.groupby("variant")))
+        keep.append(h[h["problem_id"].isin(common)])
+    return pd.concat(keep, ignore_index=True) if keep else g
+
+
 def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair."""
     g = mob[mob["method"].isin(UATS)]
@@ -561,7 +572,8 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
                 cells.append(f"{_pct(hit['value'].iloc[0], hit['half'].iloc[0])} (n={int(hit['n_problems'].iloc[0])})"
                              if len(hit) else "–")
             rows.append([dataset, method, v, *cells])
-    return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems)\n\n"
+    return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
+            "a method on the same problems)\n\n"
             + markdown_table(["dataset", "method", "variant", *[_pair_name(p, roles) for p in pairs]], rows))
 
 
@@ -675,7 +687,8 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
     rep.tables["paired_differences"] = pdiff
     for key, text in paired_markdown(pdiff, roles).items():
         rep.markdown[f"Paired accuracy differences: {key}"] = text
-    abl = ablation_table(mob, roles)
+    abl_df = same_problems_across_variants(df)
+    abl = ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles) if len(abl_df) else ""
     if abl:
         rep.markdown["Ablations"] = abl
     for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
@@ -689,7 +702,7 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
             g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
         rep.figures["pass_at_n" + tag] = fig_curves(
             g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
-    abl_fig = fig_ablation(cur, roles)
+    abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:
         rep.figures["ablations"] = abl_fig
     if fig2:
