@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from uats_core.config import SearchConfig
-from uats_core.controller import (ControllerError, ControllerNet, LearnedController, load_checkpoint, load_controller,
-                                  save_checkpoint, squash, unsquash)
+from uats_core.controller import (ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT, ControllerError, ControllerNet,
+                                  LearnedController, load_checkpoint, load_controller, save_checkpoint, squash, unsquash)
 from uats_core.controller.policy import Step, feature_names
 from uats_core.controller.train import behaviour_clone, hats_knobs, reinforce_update
 from uats_core.problems import Problem
@@ -101,3 +101,13 @@ def test_interrupted_training_leaves_a_loadable_checkpoint_with_the_rounds_done(
     net, meta = load_checkpoint(out)
     assert meta["rounds_completed"] == 2
     assert not net.training
+
+
+@pytest.mark.parametrize("uncertainty", [True, False])
+def test_shipped_checkpoints_load_with_their_feature_sets(uncertainty):
+    """Both shipped controllers: the full one, and the ablation that reads no σ features."""
+    ctrl = load_controller(None, SearchConfig(method="a-uats", controller_uncertainty_features=uncertainty))
+    _, meta = load_checkpoint(DEFAULT_CHECKPOINT if uncertainty else ABLATION_CHECKPOINT)
+    assert ctrl.uncertainty_features is uncertainty and meta["rounds_completed"] == meta["rounds"]
+    assert meta["features"] == list(feature_names(uncertainty))
+    assert ("max_sigma" in meta["features"]) is uncertainty

@@ -27,4 +27,4 @@ def load_controller(path: str | Path | None, config: SearchConfig | None = None)
 
 
 __all__ = ["load_controller", "LearnedController", "ControllerNet", "ControllerError", "KNOBS", "KNOB_RANGES",
-           "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT"]
+           "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT", "ABLATION_CHECKPOINT"]
