@@ -111,3 +111,16 @@ def test_shipped_checkpoints_load_with_their_feature_sets(uncertainty):
     assert ctrl.uncertainty_features is uncertainty and meta["rounds_completed"] == meta["rounds"]
     assert meta["features"] == list(feature_names(uncertainty))
     assert ("max_sigma" in meta["features"]) is uncertainty
+
+
+def test_training_is_reproducible_from_its_seed(tmp_path):
+    """The same seed writes the same checkpoint, byte for byte: how the shipped ones can be reproduced."""
+    from uats_core.controller.train import train
+    from uats_core.runner import ASSETS
+
+    pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
+    for out in ("first", "second"):
+        train(rounds=2, searches_per_round=2, seed=3, budgets=[2], uncertainty_features=True, out=tmp_path / out,
+              pairs_spec=pairs, bc_searches=1, checkpoint_every=0)
+    for name in ("controller.safetensors", "training_curve.json"):
+        assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
