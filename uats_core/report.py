@@ -179,17 +179,22 @@ def load_results(store_or_url: Any) -> pd.DataFrame:
     return df.drop(columns=["any_correct"])
 
 
-def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, pair, variant): keep the problems that finished every (method, budget, seed) of it."""
+def _complete_problems(df: pd.DataFrame, groups: list[str], axes: list[str]) -> pd.DataFrame:
+    """Per group, keep the problems that have every combination of `axes` seen in that group."""
     if df.empty:
         return df
     keep = []
-    for _, g in df.groupby(["dataset", "pair", "variant"], sort=False):
-        combos = g.groupby(["method", "budget", "seed"]).ngroups
-        per_problem = g.groupby("problem_id")[["method", "budget", "seed"]].apply(lambda x: len(x.drop_duplicates()))
+    for _, g in df.groupby(groups, sort=False):
+        combos = g.groupby(axes).ngroups
+        per_problem = g.groupby("problem_id")[axes].apply(lambda x: len(x.drop_duplicates()))
         full = set(per_problem[per_problem == combos].index)
         keep.append(g[g["problem_id"].isin(full)])
-    return pd.concat(keep, ignore_index=True) if keep else df.iloc[0:0]
+    return pd.concat(keep, ignore_index=True)
+
+
+def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, pair, variant): keep the problems that finished every (method, budget, seed) of it."""
+    return _complete_problems(df, ["dataset", "pair", "variant"], ["method", "budget", "seed"])
 
 
 def _method_key(m: str) -> int:
@@ -234,10 +239,11 @@ def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: flo
 
 
 # ---------------------------------------------------------------------------------------------- tables
-def _pct(m: float, h: float) -> str:
+def _mean_pm(m: float, h: float, scale: float = 100.0, digits: int = 1) -> str:
+    """'m ± h', scaled (100: a share as %) and rounded; '–' without a mean, no ± without an interval."""
     if m is None or (isinstance(m, float) and math.isnan(m)):
         return "–"
-    return f"{100 * m:.1f}" + ("" if h is None or math.isnan(h) else f" ± {100 * h:.1f}")
+    return f"{scale * m:.{digits}f}" + ("" if h is None or math.isnan(h) else f" ± {scale * h:.{digits}f}")
 
 
 def _span(values: pd.Series) -> str:
@@ -266,7 +272,7 @@ def table4_markdown(mob: pd.DataFrame, roles: dict[str, str], metric_name: str =
             cells = []
             for p in pairs:
                 hit = g[(g["method"] == m) & (g["pair"] == p)]
-                cells.append(_pct(hit["value"].iloc[0], hit["half"].iloc[0]) if len(hit) else "–")
+                cells.append(_mean_pm(hit["value"].iloc[0], hit["half"].iloc[0]) if len(hit) else "–")
             rows.append([m, *cells])
         info = g.iloc[0]
         title = (f"Mean {metric_name} (%) over N ∈ {{{info['budgets']}}}, {dataset}, variant {variant}; "
@@ -292,10 +298,9 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
                     if not len(hit):
                         cells.append("–")
                     elif col == "cost":
-                        mean, half = hit[col].iloc[0], hit[col + "_half"].iloc[0]
-                        cells.append(f"{mean:.0f}" + ("" if math.isnan(half) else f" ± {half:.0f}"))
+                        cells.append(_mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], scale=1.0, digits=0))
                     else:
-                        cells.append(_pct(hit[col].iloc[0], hit[col + "_half"].iloc[0]))
+                        cells.append(_mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0]))
             rows.append([m, *cells])
         out[f"{dataset}|{variant}"] = markdown_table(header, rows)
     return out
@@ -548,12 +553,7 @@ def fig_prm(steps: pd.DataFrame, summary: pd.DataFrame, roles: dict[str, str], t
 def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
     """UATS rows only; per (dataset, pair, method), the problems finished in every variant of it, so an
     ablation compares like with like (the base grid usually covers more problems than an ablation run)."""
-    g = df[df["method"].isin(UATS)]
-    keep = []
-    for _, h in g.groupby(["dataset", "pair", "method"], sort=False):
-        common = set.intersection(*(set(v["problem_id"]) for _, v in h.groupby("variant")))
-        keep.append(h[h["problem_id"].isin(common)])
-    return pd.concat(keep, ignore_index=True) if keep else g
+    return _complete_problems(df[df["method"].isin(UATS)], ["dataset", "pair", "method"], ["variant"])
 
 
 def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
@@ -569,7 +569,7 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
             cells = []
             for p in pairs:
                 hit = h[(h["variant"] == v) & (h["pair"] == p)]
-                cells.append(f"{_pct(hit['value'].iloc[0], hit['half'].iloc[0])} (n={int(hit['n_problems'].iloc[0])})"
+                cells.append(f"{_mean_pm(hit['value'].iloc[0], hit['half'].iloc[0])} (n={int(hit['n_problems'].iloc[0])})"
                              if len(hit) else "–")
             rows.append([dataset, method, v, *cells])
     return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
