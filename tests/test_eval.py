@@ -205,9 +205,13 @@ def _start_slow_grid(problems_file: Path, db: Path, *extra: str) -> subprocess.P
 
 
 def _nodes_of_running_cells(db: Path) -> int:
-    with sa.create_engine(f"sqlite:///{db}").connect() as conn:
-        return conn.execute(sa.text("SELECT count(*) FROM nodes n JOIN eval_cells c ON c.run_id = n.run_id "
-                                    "WHERE c.status = 'running'")).scalar()
+    engine = sa.create_engine(f"sqlite:///{db}")  # disposed: the caller polls this ten times a second
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text("SELECT count(*) FROM nodes n JOIN eval_cells c ON c.run_id = n.run_id "
+                                        "WHERE c.status = 'running'")).scalar()
+    finally:
+        engine.dispose()
 
 
 def _wait_mid_grid(db: Path, finished: int, running_nodes: int = 0) -> None:
