@@ -291,6 +291,38 @@ def test_sigterm_ends_the_grid_like_ctrl_c(problems_file: Path, tmp_path: Path, 
     assert nodes >= 1  # what the interrupted search had written is kept
 
 
+def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C lands while the main thread waits on the lanes: the run raises only after every lane has closed
+    its search - also the lane whose wait the interrupt cut short (on Python 3.11 an interrupted Thread.join
+    can mark a live thread stopped, and a second join then returns at once)."""
+    import _thread
+    import threading
+
+    from uats_core.eval.worker import EvalWorker
+
+    worker = EvalWorker(str(tmp_path / "eval.db"), lanes=2)
+    closed: list[int] = []
+
+    def run_cell_double(item, policy, prm, batched, embedder=None):  # test double for a cancellable search
+        lane = policy.lane
+        while not worker._stop.is_set():
+            time.sleep(0.01)
+        time.sleep(2.0 if lane == 0 else 0.0)  # lane 0, the one main waits on first, takes a while to stop
+        closed.append(lane)
+        raise KeyboardInterrupt(f"lane {lane} cancelled")
+
+    monkeypatch.setattr(worker, "_run_cell", run_cell_double)
+    items = build_cells(_spec(problems_file, methods=("rebase",), n=1))
+    assert len(items) == 2
+    threading.Timer(0.5, _thread.interrupt_main).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            worker.run(items, progress=False)
+        assert sorted(closed) == [0, 1]  # neither lane was abandoned mid-cell
+    finally:
+        worker.close()
+
+
 # ------------------------------------------------------------------------------------------- equality
 def test_serial_equals_shards(problems_file: Path, tmp_path: Path) -> None:
     spec = _spec(problems_file, budgets=(4, 8))

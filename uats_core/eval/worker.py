@@ -239,19 +239,25 @@ class EvalWorker:
                 errors.append(exc)
             finally:
                 hub.leave(lane)
+                lane_done[lane].set()
 
+        # The main thread waits on events, not Thread.join: on Python 3.11 a KeyboardInterrupt landing inside
+        # join() can mark a still-running thread as stopped (bpo-46726), and a second join() then returns at
+        # once - the process would exit with a lane mid-search and its cell left 'running'.
+        lane_done = [threading.Event() for _ in range(lanes)]
         threads = [threading.Thread(target=lane_main, args=(j,), name=f"eval-lane-{j}", daemon=True) for j in range(lanes)]
         for t in threads:
             t.start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.5)  # short joins keep the main thread responsive to Ctrl-C
+            for done in lane_done:
+                while not done.wait(0.5):  # short waits keep the main thread responsive to Ctrl-C
+                    pass
         except KeyboardInterrupt:
             errors.append(KeyboardInterrupt())
             self._stop.set()
-            for t in threads:
-                t.join(60)
+            for j, done in enumerate(lane_done):
+                if not done.wait(120):  # a cancelled search stops at its next iteration boundary
+                    log.warning("lane %d did not stop within 120 s; its cell stays 'running' for a rerun to reclaim", j)
             raise
         self.hub_stats.append(hub.stats)
         if errors:
