@@ -230,7 +230,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                                                       elem_id="dropout-mode")
                             with gr.Row():
                                 alpha = gr.Number(DEFAULTS.alpha, label="α (UCB)", min_width=80, elem_id="alpha")
-                                tau = gr.Number(DEFAULTS.tau, label="τ (OOD if σ² > τ)", min_width=80, elem_id="tau")
+                                tau = gr.Number(DEFAULTS.tau, label="τ (OOD if σ² > τ)", min_width=140, elem_id="tau")
                                 delta = gr.Number(DEFAULTS.delta, label="δ", min_width=80, elem_id="delta")
                             with gr.Row():
                                 nu1 = gr.Number(DEFAULTS.nu1, label="ν1 (re-eval softmax)", min_width=80, elem_id="nu1")
@@ -252,9 +252,9 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                         # step mode: watch a search one iteration at a time, as it is computed
                         start_paused = gr.Checkbox(False, label="start paused (step mode)", elem_id="start-paused")
                         with gr.Row():
-                            pause_btn = gr.Button("⏸ Pause", elem_id="pause-btn", size="sm")
-                            step_btn = gr.Button("⏭ Step", elem_id="step-btn", size="sm")
-                            resume_btn = gr.Button("⏵ Resume", elem_id="resume-btn", size="sm")
+                            pause_btn = gr.Button("❚❚ Pause", elem_id="pause-btn", size="sm")
+                            step_btn = gr.Button("▶❚ Step", elem_id="step-btn", size="sm")
+                            resume_btn = gr.Button("▶ Resume", elem_id="resume-btn", size="sm")
                         with gr.Row():
                             open_id = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)",
                                                  elem_id="open-id", scale=3)
@@ -552,11 +552,11 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             if not s.get("run_id"):
                 return gr.skip(), gr.skip(), gr.skip()
             data = cache.get(s["run_id"])
-            playing = active_label.startswith("⏸")
+            playing = active_label.startswith("❚❚")
             if playing:
                 return gr.update(active=False), gr.update(value="▶ play"), gr.skip()
             start = 0 if (t or 0) >= data.max_iteration else int(t or 0)
-            return gr.update(active=True), gr.update(value="⏸ pause"), gr.update(value=start)
+            return gr.update(active=True), gr.update(value="❚❚ pause"), gr.update(value=start)
 
         play_btn.click(on_play, [st, t_slider, play_btn], [play_timer, play_btn, t_slider])
 

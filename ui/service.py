@@ -139,7 +139,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
               "cancelled": "#7570b3"}.get(status, "#555555")
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in ("queued", "running") and run.get("paused"):
-        badge += " · ⏸ paused (step mode: Step runs one iteration, Resume runs to the end)"
+        badge += " · ❚❚ paused (step mode: Step runs one iteration, Resume runs to the end)"
     parts = [f"**{badge}** · run `{run['run_id'][:12]}` · **{run.get('method')}** on `{run.get('problem_id')}` · "
              f"seed {run.get('seed')} · N={cfg.get('budget', '?')}",
              f"iterations {run.get('iterations', 0)} · nodes {run.get('n_nodes', 0)} · cost spent "
