@@ -4,6 +4,7 @@ fail loudly."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -100,6 +101,7 @@ def test_interrupted_training_leaves_a_loadable_checkpoint_with_the_rounds_done(
     assert [r["round"] for r in json.loads((out / "training_curve.json").read_text())] == [0, 1]
     net, meta = load_checkpoint(out)
     assert meta["rounds_completed"] == 2
+    assert meta["pairs"] == [["assets/models/arith-policy-a", "assets/models/arith-prm"]]  # no trainer's home dir
     assert not net.training
 
 
@@ -111,6 +113,7 @@ def test_shipped_checkpoints_load_with_their_feature_sets(uncertainty):
     assert ctrl.uncertainty_features is uncertainty and meta["rounds_completed"] == meta["rounds"]
     assert meta["features"] == list(feature_names(uncertainty))
     assert ("max_sigma" in meta["features"]) is uncertainty
+    assert all(not Path(p).is_absolute() for pair in meta["pairs"] for p in pair)
 
 
 def test_training_is_reproducible_from_its_seed(tmp_path):
