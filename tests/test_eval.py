@@ -302,9 +302,12 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
 
     worker = EvalWorker(str(tmp_path / "eval.db"), lanes=2)
     closed: list[int] = []
+    both_lanes_in = threading.Barrier(2)
 
     def run_cell_double(item, policy, prm, batched, embedder=None):  # test double for a cancellable search
         lane = policy.lane
+        if both_lanes_in.wait() == 0:  # one lane arms Ctrl-C once both searches run and main is waiting
+            threading.Timer(0.3, _thread.interrupt_main).start()
         while not worker._stop.is_set():
             time.sleep(0.01)
         time.sleep(2.0 if lane == 0 else 0.0)  # lane 0, the one main waits on first, takes a while to stop
@@ -314,7 +317,6 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
     monkeypatch.setattr(worker, "_run_cell", run_cell_double)
     items = build_cells(_spec(problems_file, methods=("rebase",), n=1))
     assert len(items) == 2
-    threading.Timer(0.5, _thread.interrupt_main).start()
     try:
         with pytest.raises(KeyboardInterrupt):
             worker.run(items, progress=False)
