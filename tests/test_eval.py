@@ -308,8 +308,8 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
         lane = policy.lane
         if both_lanes_in.wait() == 0:  # one lane arms Ctrl-C once both searches run and main is waiting
             threading.Timer(0.3, _thread.interrupt_main).start()
-        while not worker._stop.is_set():
-            time.sleep(0.01)
+        if not worker._stop.wait(60):  # never hang the suite if the interrupt went missing
+            raise RuntimeError("Ctrl-C never reached the worker")
         time.sleep(2.0 if lane == 0 else 0.0)  # lane 0, the one main waits on first, takes a while to stop
         closed.append(lane)
         raise KeyboardInterrupt(f"lane {lane} cancelled")
