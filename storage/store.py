@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import socket
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -37,9 +38,24 @@ class StorageError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-def _add_missing_columns(engine: Engine) -> None:
+def _create_schema(engine: Engine) -> None:
+    """Create the tables and add the columns an earlier version lacked, as one write transaction.
+
+    On SQLite the check-then-create runs under BEGIN IMMEDIATE: two processes opening a new run log at once
+    (eval shards, the app beside a worker) otherwise both see no tables, and one fails mid-DDL with
+    'database is locked' or 'table already exists'. IMMEDIATE takes the write lock up front, so the second
+    waits (busy timeout) and then finds the schema in place."""
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        S.metadata.create_all(conn)
+        _add_missing_columns(conn)
+        conn.commit()
+
+
+def _add_missing_columns(conn: Connection) -> None:
     """Bring a run log written by an earlier version up to date: add the columns it lacks."""
-    insp = sa.inspect(engine)
+    insp = sa.inspect(conn)
     for table_name, names in S.ADDED_COLUMNS.items():
         have = {c["name"] for c in insp.get_columns(table_name)}
         table = S.metadata.tables[table_name]
@@ -48,11 +64,10 @@ def _add_missing_columns(engine: Engine) -> None:
                 continue
             col = table.c[name]
             default = col.server_default.arg  # type: ignore[union-attr]
-            default_sql = default if isinstance(default, str) else str(default.compile(dialect=engine.dialect))
-            ddl = (f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=engine.dialect)} "
+            default_sql = default if isinstance(default, str) else str(default.compile(dialect=conn.dialect))
+            ddl = (f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=conn.dialect)} "
                    f"NOT NULL DEFAULT {default_sql}")
-            with engine.begin() as conn:
-                conn.execute(sa.text(ddl))
+            conn.execute(sa.text(ddl))
             log.info("run log upgraded: added %s.%s", table_name, name)
 
 
@@ -61,7 +76,17 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     try:
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode=WAL")
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                cur.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                # Switching a new file to WAL takes a lock SQLite does not wait for (no busy handler), so a
+                # second process opening the same new run log would fail at once: wait our turn here.
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
         mode = cur.fetchone()
         if mode and str(mode[0]).lower() not in ("wal", "memory"):
             # e.g. a network filesystem without shared memory: still correct, but readers may block writers
@@ -124,8 +149,7 @@ class RunStore:
         if url.get_backend_name() == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
         try:
-            S.metadata.create_all(engine)
-            _add_missing_columns(engine)
+            _create_schema(engine)
         except Exception as exc:
             engine.dispose()
             self._cleanup()

@@ -214,11 +214,13 @@ def _nodes_of_running_cells(db: Path) -> int:
         engine.dispose()
 
 
-def _wait_mid_grid(db: Path, finished: int, running_nodes: int = 0) -> None:
+def _wait_mid_grid(proc: subprocess.Popen, db: Path, finished: int, running_nodes: int = 0) -> None:
     """Until `finished` cells are done and another is running, with at least `running_nodes` nodes logged."""
     deadline, states = time.time() + 90, []
     while time.time() < deadline:
         time.sleep(0.1)
+        if proc.poll() is not None:
+            pytest.fail(f"the worker exited {proc.returncode} early: {db.with_suffix('.stderr').read_text()[-2000:]}")
         if db.exists():
             try:
                 states = [v["status"] for v in _cells(db).values()]
@@ -227,14 +229,15 @@ def _wait_mid_grid(db: Path, finished: int, running_nodes: int = 0) -> None:
                     return
             except (sa.exc.OperationalError, StorageError):
                 continue  # the worker is still creating the tables
-    pytest.fail(f"the worker never got going; cell states: {states}")
+    pytest.fail(f"the worker never got going; cell states: {states}; its stderr: "
+                f"{db.with_suffix('.stderr').read_text()[-2000:]}")
 
 
 def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "eval.db"
     proc = _start_slow_grid(problems_file, db)
     try:
-        _wait_mid_grid(db, finished=2)  # kill it mid-search, after some cells finished
+        _wait_mid_grid(proc, db, finished=2)  # kill it mid-search, after some cells finished
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     finally:
@@ -267,7 +270,7 @@ def test_sigterm_ends_the_grid_like_ctrl_c(problems_file: Path, tmp_path: Path, 
     db = tmp_path / "eval.db"
     proc = _start_slow_grid(problems_file, db, "--batch", lanes, "--seeds", "8")  # long enough never to end first
     try:
-        _wait_mid_grid(db, finished=1, running_nodes=1)  # a search in flight has written a node
+        _wait_mid_grid(proc, db, finished=1, running_nodes=1)  # a search in flight has written a node
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(60)
     finally:

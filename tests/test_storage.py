@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import subprocess
+import sys
 import sqlite3
 import time
 from pathlib import Path
@@ -457,3 +459,36 @@ def test_a_search_in_step_mode_does_one_iteration_per_step(tmp_path: Path) -> No
     worker.join(30)
     run = store.get_run("live")
     assert run["status"] == "finished" and run["iterations"] > 2
+
+
+_OPEN_AT = """
+import sys, time
+from storage import RunStore
+path, start = sys.argv[1], float(sys.argv[2])
+while time.time() < start:  # spin, not sleep: the race needs them within microseconds
+    pass
+try:
+    RunStore(path).close()
+except Exception as exc:
+    print(exc)
+    sys.exit(1)
+"""
+
+
+def test_processes_opening_one_new_run_log_at_once_all_succeed(tmp_path: Path) -> None:
+    """Eval shards, or the app beside a worker, may open the same new SQLite file at the same moment: each
+    must wait its turn for the WAL switch and the schema, none may fail (or delete the file under the
+    others, which they then see as 'disk I/O error')."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    for round_ in range(4):
+        path = tmp_path / f"shared{round_}.db"
+        start = time.time() + 1.5  # all three past their imports, then they race for the new file
+        procs = [subprocess.Popen([sys.executable, "-c", _OPEN_AT, str(path), str(start)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+        outs = [p.communicate(timeout=60)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], outs
+        store = RunStore(str(path))
+        try:
+            assert {"runs", "nodes"} <= set(sa.inspect(store.engine).get_table_names())
+        finally:
+            store.close()
