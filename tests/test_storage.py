@@ -123,10 +123,13 @@ def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypa
             dumps.append({t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
                           for t in ("nodes", "node_history")}
                          | {"iterations": conn.execute("SELECT run_id, iteration, decisions, budget, cost_step, cost_total, "
-                                                       "n_nodes_updated FROM iterations ORDER BY 2").fetchall()})
+                                                       "n_nodes_updated FROM iterations ORDER BY 2").fetchall(),
+                            "runs": conn.execute("SELECT status, answer, naive_answer, correct, naive_correct, cost, "
+                                                 "iterations, n_nodes, error, extra FROM runs").fetchall()})
     fast, slow = dumps
     assert len(fast["nodes"]) == len(final_records(events)) and fast["node_history"] and fast["iterations"]
     assert any(str(row[9]).startswith("[0.") for row in fast["nodes"])  # real mc_scores JSON compared
+    assert fast["runs"][0][0] == "finished" and fast["runs"][0][6] > 0  # the outcome UPDATE compared too
     assert fast == slow
 
 
