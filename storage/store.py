@@ -664,13 +664,18 @@ def _sqlite_upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, A
     get = operator.itemgetter(*cols)
     params = ([(convert[0](get(r)),) for r in rows] if len(cols) == 1
               else [tuple([f(v) for f, v in zip(convert, get(r))]) for r in rows])
-    _driver_cursor(conn).executemany(sql, params)
+    _driver_execute(conn, sql, params, many=True)
 
 
-def _driver_cursor(conn: Connection) -> Any:
-    """A cursor of the connection's own sqlite3 connection, inside its transaction: the run log writes a few
-    statements per iteration, and SQLAlchemy's execution context around each cost as much as SQLite."""
-    return conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+def _driver_execute(conn: Connection, sql: str, params: Any, many: bool = False) -> None:
+    """Run one statement on the connection's own sqlite3 connection, inside its transaction: the run log
+    writes a few statements per iteration, and SQLAlchemy's execution context around each cost as much as
+    SQLite did."""
+    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        (cur.executemany if many else cur.execute)(sql, params)
+    finally:
+        cur.close()
 
 
 _SQLITE_RUN_UPDATES: dict[tuple[str, ...], tuple[str, list[Callable[[Any], Any]]]] = {}
@@ -690,7 +695,7 @@ def _update_run(conn: Connection, run_id: str, values: dict[str, Any]) -> None:
         prepared = (f'UPDATE runs SET {sets} WHERE run_id = ?', [_bind_converter(S.runs.c[c]) for c in cols])
         _SQLITE_RUN_UPDATES[cols] = prepared
     sql, convert = prepared
-    _driver_cursor(conn).execute(sql, tuple(f(values[c]) for f, c in zip(convert, cols)) + (run_id,))
+    _driver_execute(conn, sql, tuple(f(values[c]) for f, c in zip(convert, cols)) + (run_id,))
 
 
 def _upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> None:
