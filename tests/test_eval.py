@@ -299,6 +299,7 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
     its search - also the lane whose wait the interrupt cut short (on Python 3.11 an interrupted Thread.join
     can mark a live thread stopped, and a second join then returns at once)."""
     import _thread
+    import signal
     import threading
 
     from uats_core.eval.worker import EvalWorker
@@ -320,12 +321,16 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
     monkeypatch.setattr(worker, "_run_cell", run_cell_double)
     items = build_cells(_spec(problems_file, methods=("rebase",), n=1))
     assert len(items) == 2
+    # A background job (`cmd &` in a script, as CI may run) starts with SIGINT ignored, and then
+    # interrupt_main() does nothing; Ctrl-C at a terminal gets Python's handler, so the test installs it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             worker.run(items, progress=False)
         assert sorted(closed) == [0, 1]  # neither lane was abandoned mid-cell
     finally:
         worker.close()
+        signal.signal(signal.SIGINT, previous)
 
 
 # ------------------------------------------------------------------------------------------- equality
