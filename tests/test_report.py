@@ -282,3 +282,23 @@ def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> N
     # trailing 10-round mean of r/30 at round 29: mean of 20..29 / 30
     assert reward_smooth["y"][-1] == pytest.approx(sum(range(20, 30)) / 10 / 30)
     assert training_curve_figure([]) is None
+
+
+def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
+    """Issue 6's table: each UATS method beside REBASE at its budget, with the share of REBASE's compute."""
+    store = RunStore(str(tmp_path / "vs.db"))
+    w = _Writer(store)
+    cost = {"rebase": 100.0, "h-uats": 70.0, "a-uats": 85.0}
+    for seed in range(3):
+        for method in ("rebase", "h-uats", "a-uats", "best-of-n"):
+            w.run(problem="p0", method=method, budget=4, seed=seed, correct=method != "rebase" or seed == 0,
+                  cost=cost.get(method, 100.0) + seed)
+    store.close()
+    md = build_report(str(tmp_path / "vs.db"), fig2=False).markdown["UATS against REBASE: hand|base"]
+    rows = [line for line in md.splitlines() if line.startswith("| P:Q")]
+    half = T975_2 * math.sqrt(1 / 3) / math.sqrt(3)  # REBASE per seed 1, 0, 0: sd √(1/3)
+    assert rows == [
+        f"| P:Q | 4 | rebase | {100 / 3:.1f} ± {100 * half:.1f} | 101 ± 2 | 1.00 | 1 |",
+        "| P:Q | 4 | h-uats | 100.0 ± 0.0 | 71 ± 2 | 0.70 | 1 |",  # (70+1)/(100+1)
+        "| P:Q | 4 | a-uats | 100.0 ± 0.0 | 86 ± 2 | 0.85 | 1 |",
+    ]  # best-of-n is not part of this comparison

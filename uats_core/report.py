@@ -350,6 +350,29 @@ def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
     return out
 
 
+def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
+    """The UATS methods beside REBASE at each budget: accuracy, compute spent and spent as a share of
+    REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
+    out: dict[str, str] = {}
+    for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
+        g = g[g["method"].isin(("rebase", *UATS))]
+        if "rebase" not in set(g["method"]) or len(set(g["method"])) < 2:
+            continue  # nothing to set beside REBASE
+        rows = []
+        for (pair, budget), h in g.groupby(["pair", "budget"], sort=False):  # cur's order: pair, then budget
+            ref = h[h["method"] == "rebase"]
+            ref_cost = float(ref["cost"].iloc[0]) if len(ref) else math.nan
+            for r in sorted(h.itertuples(), key=lambda r: _method_key(r.method)):
+                rows.append([_pair_name(pair, roles), budget, r.method, _mean_pm(r.acc, r.acc_half),
+                             _mean_pm(r.cost, r.cost_half, scale=1.0, digits=0),
+                             "–" if not ref_cost > 0 else f"{r.cost / ref_cost:.2f}", r.n_problems])
+        out[f"{dataset}|{variant}"] = (
+            "Accuracy (%) and compute spent per search (PRM-pass units), mean ± 95% t-interval over seeds\n\n"
+            + markdown_table(["pair", "N", "method", "accuracy (%)", "compute spent", "spent / REBASE's", "problems"],
+                             rows))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- figures
 def _go() -> Any:
     import plotly.graph_objects as go
@@ -683,6 +706,8 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
         rep.markdown[f"Pass@N by budget (%, oracle): {key}"] = text
     for key, text in per_budget_markdown(cur[cur["variant"] == "base"], roles, "cost").items():
         rep.markdown[f"Mean compute spent per search (PRM-pass units, ± 95% t over seeds): {key}"] = text
+    for key, text in against_rebase_markdown(cur[cur["variant"] == "base"], roles).items():
+        rep.markdown[f"UATS against REBASE: {key}"] = text
     pdiff = paired_differences(df[df["variant"] == "base"], confidence)
     rep.tables["paired_differences"] = pdiff
     for key, text in paired_markdown(pdiff, roles).items():
