@@ -93,21 +93,34 @@ def _batches(examples: Sequence[Example], batch_size: int, rng: random.Random, p
     return out
 
 
+def cpu_has_native_bf16() -> bool:
+    """Does this CPU multiply bf16 in hardware (AVX512-BF16 or AMX)? Without it, autocast emulates bf16 and
+    a training step is ~8x slower than fp32 (measured on an AVX2-only EPYC: 9.6 s vs 1.2 s)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def _train(model: torch.nn.Module, make_examples: Callable[[int], Sequence[Example]], steps: int, batch_size: int,
-           lr: float, seed: int, pad: int, desc: str, loss_fn: Callable, dropout_p: float = 0.0, bf16: bool = True) -> list[float]:
+           lr: float, seed: int, pad: int, desc: str, loss_fn: Callable, dropout_p: float = 0.0,
+           bf16: bool | None = None) -> list[float]:
     """AdamW with warm-up and cosine decay; make_examples(epoch) gives fresh data for every epoch."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))))
     rng = random.Random(seed)
+    bf16 = cpu_has_native_bf16() if bf16 is None else bf16
+    log.info("%s: %s matrix products", desc, "bf16" if bf16 else "fp32")
     model.train()
     losses: list[float] = []
     step, epoch = 0, 0
     bar = tqdm(total=steps, desc=desc, mininterval=2.0)
     while step < steps:
         for ids, mask, lab in _batches(make_examples(epoch), batch_size, rng, pad):
-            # bf16 matrix products: 1.3-2x faster on these CPUs; weights and the loss stay fp32
+            # bf16 matrix products where the CPU has them (1.3-2x faster); weights and the loss stay fp32
             with layer_dropout(model, dropout_p), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 logits = model(input_ids=ids, attention_mask=mask).logits
             loss = loss_fn(logits, lab)
@@ -232,6 +245,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--only", choices=["policy-a", "policy-b", "prm"], action="append",
                     help="train only these (others are loaded from --out); repeatable")
     args = ap.parse_args(argv)
+    if args.prm_problems + args.prm_written > args.train_problems:
+        ap.error(f"--prm-problems ({args.prm_problems}) + --prm-written ({args.prm_written}) must not exceed "
+                 f"--train-problems ({args.train_problems}): the PRM's sampled and written problems are disjoint "
+                 "slices of the train split; lower one of them or raise --train-problems")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
