@@ -224,12 +224,21 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
     return prm
 
 
+def prm_slices(train_problems: int, prm_problems: int, prm_written: int, seed: int = 0
+               ) -> tuple[list[world.Problem], list[world.Problem], list[world.Problem]]:
+    """The train-split problems for the policies, for the PRM's policy-A samples and for its written
+    solutions. The two PRM slices are disjoint, so no problem is both sampled and written; the split is
+    generated as long as the longest slice needs (problem i does not depend on the length)."""
+    train = world.load_split("train", max(train_problems, prm_problems + prm_written), seed=seed)
+    return train[:train_problems], train[:prm_problems], train[prm_problems:prm_problems + prm_written]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=MODELS_DIR)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--train-problems", type=int, default=20000)
+    ap.add_argument("--train-problems", type=int, default=20000, help="train problems the policies learn from")
     ap.add_argument("--policy-steps", type=int, default=1200)
     ap.add_argument("--policy-lr", type=float, default=5e-3)
     ap.add_argument("--drill-share", type=float, default=0.5, help="share of train problems used as bare drills")
@@ -239,16 +248,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--prm-samples", type=int, default=2, help="policy-A samples per PRM problem")
     ap.add_argument("--prm-written", type=int, default=6000, help="written style-A solutions with slips per epoch")
     ap.add_argument("--prm-steps", type=int, default=800)
+    ap.add_argument("--prm-batch-size", type=int, default=64)
+    ap.add_argument("--prm-lr", type=float, default=2e-3)
     ap.add_argument("--prm-extra-layers", type=int, default=2, help="PRM decoder layers on top of policy A's trunk")
     ap.add_argument("--hidden", type=int, default=96)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--only", choices=["policy-a", "policy-b", "prm"], action="append",
                     help="train only these (others are loaded from --out); repeatable")
     args = ap.parse_args(argv)
-    if args.prm_problems + args.prm_written > args.train_problems:
-        ap.error(f"--prm-problems ({args.prm_problems}) + --prm-written ({args.prm_written}) must not exceed "
-                 f"--train-problems ({args.train_problems}): the PRM's sampled and written problems are disjoint "
-                 "slices of the train split; lower one of them or raise --train-problems")
+    for flag in ("train_problems", "prm_problems", "prm_written", "prm_steps", "prm_batch_size"):
+        if getattr(args, flag) < 1:
+            ap.error(f"--{flag.replace('_', '-')} must be at least 1; got {getattr(args, flag)}")
+    if not args.prm_lr > 0:
+        ap.error(f"--prm-lr must be a positive learning rate such as 2e-3; got {args.prm_lr}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -257,13 +269,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     shape = ModelShape(hidden=args.hidden, layers=args.layers, intermediate=4 * args.hidden)
     tok = build_tokenizer()
-    train = world.load_split("train", args.train_problems, seed=args.seed)
+    policy_problems, prm_problems, written = prm_slices(args.train_problems, args.prm_problems, args.prm_written,
+                                                        args.seed)
     dirs = {"A": args.out / "arith-policy-a", "B": args.out / "arith-policy-b", "prm": args.out / "arith-prm"}
     policies = {}
     for style, rate in (("A", args.slip_rate_a), ("B", args.slip_rate_b)):
         if f"policy-{style.lower()}" in only:
             t = time.time()
-            policies[style] = train_policy(tok, style, train, rate, args.policy_steps, shape, args.seed,
+            policies[style] = train_policy(tok, style, policy_problems, rate, args.policy_steps, shape, args.seed,
                                                lr=args.policy_lr, drill_share=args.drill_share,
                                                dropout_p=PRM_SIDECAR["dropout_p"] if style == "A" else 0.0)
             policies[style].save_pretrained(dirs[style])
@@ -273,14 +286,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from transformers import AutoModelForCausalLM
         policy_a = policies.get("A") or AutoModelForCausalLM.from_pretrained(dirs["A"])
         t = time.time()
-        # PRM problems are the train split's first ones; the written solutions come from the rest.
-        prm_problems = train[:args.prm_problems]
         traces = sample_prm_traces(policy_a, tok, prm_problems, args.prm_samples, args.seed)
         log.info("sampled %d policy-A traces in %.0f s", len(traces), time.time() - t)
-        written = train[args.prm_problems:args.prm_problems + args.prm_written]
         t = time.time()
         prm = train_prm(tok, policy_a, traces, written, args.prm_steps, shape, args.seed,
-                        extra_layers=args.prm_extra_layers)
+                        batch_size=args.prm_batch_size, lr=args.prm_lr, extra_layers=args.prm_extra_layers)
         prm.save_pretrained(dirs["prm"])
         tok.save_pretrained(dirs["prm"])
         write_prm_sidecar(dirs["prm"])
