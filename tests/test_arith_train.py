@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+import torch
 
 from uats_core.worlds.arith import train, world
 from uats_core.worlds.arith.tokenizer import STEP_TAG, build_tokenizer
@@ -37,3 +40,25 @@ def test_cli_refuses_a_zero_count(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         train.main(["--prm-lr", "0", "--only", "prm"])
     assert "--prm-lr must be a positive learning rate" in capsys.readouterr().err
+
+
+def test_freeze_trunk_trains_only_the_extra_layers_and_head() -> None:
+    from transformers import AutoModelForCausalLM
+
+    from uats_core.worlds.arith.modeling import POLICY_DIRS, ModelShape
+
+    tok = build_tokenizer()
+    policy_a = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"])
+    problems = world.load_split("train", 6)
+    traces = [(p, world.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems[:4])]
+    shape = ModelShape(hidden=policy_a.config.hidden_size, layers=policy_a.config.num_hidden_layers,
+                       intermediate=policy_a.config.intermediate_size)
+    prm = train.train_prm(tok, policy_a, traces, problems[4:], steps=3, shape=shape, seed=0, batch_size=4,
+                          freeze_trunk=True)
+    n_policy = policy_a.config.num_hidden_layers
+    trunk = policy_a.model.state_dict()
+    for name, value in prm.model.state_dict().items():
+        if name in trunk and not name.startswith("norm."):  # embeddings and policy A's layers (the final norm learns)
+            assert torch.equal(value, trunk[name]), name
+    new_layer = prm.model.layers[n_policy]
+    assert new_layer.mlp.down_proj.weight.abs().sum() > 0  # started at zero, so it learned

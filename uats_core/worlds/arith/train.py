@@ -107,7 +107,7 @@ def _train(model: torch.nn.Module, make_examples: Callable[[int], Sequence[Examp
            lr: float, seed: int, pad: int, desc: str, loss_fn: Callable, dropout_p: float = 0.0,
            bf16: bool | None = None) -> list[float]:
     """AdamW with warm-up and cosine decay; make_examples(epoch) gives fresh data for every epoch."""
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))))
@@ -193,7 +193,8 @@ def sample_prm_traces(policy, tok, problems: Sequence[world.Problem], per_proble
 
 
 def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], written: Sequence[world.Problem],
-              steps: int, shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 2e-3, extra_layers: int = 2):
+              steps: int, shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 2e-3, extra_layers: int = 2,
+              freeze_trunk: bool = False):
     torch.manual_seed(seed)
     n_policy = policy_a.config.num_hidden_layers
     prm = new_prm(tok, replace(shape, layers=n_policy + extra_layers))
@@ -207,6 +208,10 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
         for layer in prm.model.layers[n_policy:]:
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
+    if freeze_trunk:  # only the extra layers, the final norm and the head learn; the trunk stays policy A's
+        for name, param in prm.model.named_parameters():
+            if name.startswith("embed_tokens.") or (name.startswith("layers.") and int(name.split(".")[1]) < n_policy):
+                param.requires_grad_(False)
     sampled = [prm_example(tok, p.question, s, world.label_steps(p, s)) for p, s in traces if s]
     labels = [y for _, lab in sampled for y in lab if y >= 0]
     log.info("PRM data: %d sampled traces, %d steps, %.1f%% correct", len(sampled), len(labels),
@@ -251,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--prm-batch-size", type=int, default=64)
     ap.add_argument("--prm-lr", type=float, default=2e-3)
     ap.add_argument("--prm-extra-layers", type=int, default=2, help="PRM decoder layers on top of policy A's trunk")
+    ap.add_argument("--prm-freeze-trunk", action="store_true",
+                    help="train only the PRM's extra layers and head on top of policy A's frozen trunk")
     ap.add_argument("--hidden", type=int, default=96)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--only", choices=["policy-a", "policy-b", "prm"], action="append",
@@ -290,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         log.info("sampled %d policy-A traces in %.0f s", len(traces), time.time() - t)
         t = time.time()
         prm = train_prm(tok, policy_a, traces, written, args.prm_steps, shape, args.seed,
-                        batch_size=args.prm_batch_size, lr=args.prm_lr, extra_layers=args.prm_extra_layers)
+                        batch_size=args.prm_batch_size, lr=args.prm_lr, extra_layers=args.prm_extra_layers,
+                        freeze_trunk=args.prm_freeze_trunk)
         prm.save_pretrained(dirs["prm"])
         tok.save_pretrained(dirs["prm"])
         write_prm_sidecar(dirs["prm"])
