@@ -237,7 +237,10 @@ def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> 
     db = tmp_path / "eval.db"
     proc = _start_slow_grid(problems_file, db)
     try:
-        _wait_mid_grid(proc, db, finished=2)  # kill it mid-search, after some cells finished
+        # kill it mid-search (a node logged, so the run row exists: a kill between marking the cell running
+        # and opening its run, which a loaded machine made happen once, leaves no run to check), after some
+        # cells finished
+        _wait_mid_grid(proc, db, finished=2, running_nodes=1)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     finally:
