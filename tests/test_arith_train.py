@@ -1,4 +1,5 @@
-"""The arithmetic world's training script: PRM labels sit on their step tags, and its slices of the train split are disjoint, and bad counts are refused."""
+"""The arithmetic world's training script: PRM labels sit on their step tags, its slices of the train split
+are disjoint, bad counts are refused, and a frozen trunk stays policy A's."""
 
 from __future__ import annotations
 

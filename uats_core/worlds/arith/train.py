@@ -209,9 +209,9 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
     if freeze_trunk:  # only the extra layers, the final norm and the head learn; the trunk stays policy A's
-        for name, param in prm.model.named_parameters():
-            if name.startswith("embed_tokens.") or (name.startswith("layers.") and int(name.split(".")[1]) < n_policy):
-                param.requires_grad_(False)
+        prm.model.embed_tokens.requires_grad_(False)
+        for layer in prm.model.layers[:n_policy]:
+            layer.requires_grad_(False)
     sampled = [prm_example(tok, p.question, s, world.label_steps(p, s)) for p, s in traces if s]
     labels = [y for _, lab in sampled for y in lab if y >= 0]
     log.info("PRM data: %d sampled traces, %d steps, %.1f%% correct", len(sampled), len(labels),
