@@ -1,5 +1,5 @@
 """The arithmetic world's training script: PRM labels sit on their step tags, its slices of the train split
-are disjoint, bad counts are refused, and a frozen trunk stays policy A's."""
+are disjoint, bad counts are refused, a frozen trunk stays policy A's and --prm-init starts from a saved PRM."""
 
 from __future__ import annotations
 
@@ -41,9 +41,12 @@ def test_cli_refuses_a_zero_count(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         train.main(["--prm-lr", "0", "--only", "prm"])
     assert "--prm-lr must be a positive learning rate" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train.main(["--prm-init", "no/such/prm", "--only", "prm"])
+    assert "--prm-init must be a saved PRM folder (with config.json)" in capsys.readouterr().err
 
 
-def test_freeze_trunk_trains_only_the_extra_layers_and_head() -> None:
+def _tiny_prm_run(**kwargs):
     from transformers import AutoModelForCausalLM
 
     from uats_core.worlds.arith.modeling import POLICY_DIRS, ModelShape
@@ -54,8 +57,12 @@ def test_freeze_trunk_trains_only_the_extra_layers_and_head() -> None:
     traces = [(p, world.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems[:4])]
     shape = ModelShape(hidden=policy_a.config.hidden_size, layers=policy_a.config.num_hidden_layers,
                        intermediate=policy_a.config.intermediate_size)
-    prm = train.train_prm(tok, policy_a, traces, problems[4:], steps=3, shape=shape, seed=0, batch_size=4,
-                          freeze_trunk=True)
+    prm = train.train_prm(tok, policy_a, traces, problems[4:], steps=3, shape=shape, seed=0, batch_size=4, **kwargs)
+    return policy_a, prm
+
+
+def test_freeze_trunk_trains_only_the_extra_layers_and_head() -> None:
+    policy_a, prm = _tiny_prm_run(freeze_trunk=True)
     n_policy = policy_a.config.num_hidden_layers
     trunk = policy_a.model.state_dict()
     for name, value in prm.model.state_dict().items():
@@ -63,3 +70,17 @@ def test_freeze_trunk_trains_only_the_extra_layers_and_head() -> None:
             assert torch.equal(value, trunk[name]), name
     new_layer = prm.model.layers[n_policy]
     assert new_layer.mlp.down_proj.weight.abs().sum() > 0  # started at zero, so it learned
+
+
+def test_prm_init_fine_tunes_the_saved_prm_not_policy_a() -> None:
+    from transformers import AutoModelForTokenClassification
+
+    from uats_core.worlds.arith.modeling import PRM_DIR
+
+    saved = AutoModelForTokenClassification.from_pretrained(PRM_DIR).state_dict()
+    policy_a, prm = _tiny_prm_run(freeze_trunk=True, init=PRM_DIR)  # frozen, so the trunk must stay the saved PRM's
+    embed = prm.model.embed_tokens.weight
+    assert torch.equal(embed, saved["model.embed_tokens.weight"])
+    assert not torch.equal(embed, policy_a.model.embed_tokens.weight)  # the shipped PRM's embeddings moved off A's
+    head = prm.score.weight
+    assert not torch.equal(head, saved["score.weight"])  # and the unfrozen head learned

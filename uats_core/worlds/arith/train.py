@@ -192,10 +192,7 @@ def sample_prm_traces(policy, tok, problems: Sequence[world.Problem], per_proble
     return out
 
 
-def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], written: Sequence[world.Problem],
-              steps: int, shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 2e-3, extra_layers: int = 2,
-              freeze_trunk: bool = False):
-    torch.manual_seed(seed)
+def _prm_from_policy(tok, policy_a, shape: ModelShape, extra_layers: int):
     n_policy = policy_a.config.num_hidden_layers
     prm = new_prm(tok, replace(shape, layers=n_policy + extra_layers))
     # Start from policy A's trunk: it already computes the world's arithmetic in style A; its next-token
@@ -208,6 +205,22 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
         for layer in prm.model.layers[n_policy:]:
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
+    return prm
+
+
+def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], written: Sequence[world.Problem],
+              steps: int, shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 2e-3, extra_layers: int = 2,
+              freeze_trunk: bool = False, init: Path | None = None):
+    """The PRM trained on policy-A traces and written solutions; with init, a saved PRM fine-tuned further
+    (its own layers, not policy A's trunk plus new ones)."""
+    torch.manual_seed(seed)
+    n_policy = policy_a.config.num_hidden_layers
+    if init is not None:
+        from transformers import AutoModelForTokenClassification
+        prm = AutoModelForTokenClassification.from_pretrained(init)
+        log.info("PRM: fine-tuning %s (%d layers)", init, prm.config.num_hidden_layers)
+    else:
+        prm = _prm_from_policy(tok, policy_a, shape, extra_layers)
     if freeze_trunk:  # only the extra layers, the final norm and the head learn; the trunk stays policy A's
         prm.model.embed_tokens.requires_grad_(False)
         for layer in prm.model.layers[:n_policy]:
@@ -258,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--prm-extra-layers", type=int, default=2, help="PRM decoder layers on top of policy A's trunk")
     ap.add_argument("--prm-freeze-trunk", action="store_true",
                     help="train only the PRM's extra layers and head on top of policy A's frozen trunk")
+    ap.add_argument("--prm-init", type=Path, default=None,
+                    help="fine-tune this saved PRM folder instead of starting from policy A's trunk")
     ap.add_argument("--hidden", type=int, default=96)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--only", choices=["policy-a", "policy-b", "prm"], action="append",
@@ -268,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             ap.error(f"--{flag.replace('_', '-')} must be at least 1; got {getattr(args, flag)}")
     if not args.prm_lr > 0:
         ap.error(f"--prm-lr must be a positive learning rate such as 2e-3; got {args.prm_lr}")
+    if args.prm_init is not None and not (args.prm_init / "config.json").is_file():
+        ap.error(f"--prm-init must be a saved PRM folder (with config.json), such as assets/models/arith-prm; "
+                 f"got {args.prm_init}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -298,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         t = time.time()
         prm = train_prm(tok, policy_a, traces, written, args.prm_steps, shape, args.seed,
                         batch_size=args.prm_batch_size, lr=args.prm_lr, extra_layers=args.prm_extra_layers,
-                        freeze_trunk=args.prm_freeze_trunk)
+                        freeze_trunk=args.prm_freeze_trunk, init=args.prm_init)
         prm.save_pretrained(dirs["prm"])
         tok.save_pretrained(dirs["prm"])
         write_prm_sidecar(dirs["prm"])
