@@ -1,5 +1,6 @@
 """The arithmetic world's training script: PRM labels sit on their step tags, its slices of the train split
-are disjoint, bad counts are refused, a frozen trunk stays policy A's and --prm-init starts from a saved PRM."""
+are disjoint, bad counts are refused, a frozen trunk stays policy A's, --prm-init starts from a saved PRM, and
+the fine-tuning stage equals a second run with --prm-init."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def test_cli_refuses_a_zero_count(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         train.main(["--prm-lr", "0", "--only", "prm"])
     assert "--prm-lr must be a positive learning rate" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train.main(["--prm-finetune-lr", "-1", "--only", "prm"])
+    assert "--prm-finetune-lr must be a positive learning rate" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train.main(["--prm-finetune-steps", "-5", "--only", "prm"])
+    assert "--prm-finetune-steps must be 0 (no fine-tuning) or more; got -5" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         train.main(["--prm-init", "no/such/prm", "--only", "prm"])
     assert "--prm-init must be a saved PRM folder (with config.json)" in capsys.readouterr().err
@@ -84,3 +91,28 @@ def test_prm_init_fine_tunes_the_saved_prm_not_policy_a() -> None:
     assert not torch.equal(embed, policy_a.model.embed_tokens.weight)  # the shipped PRM's embeddings moved off A's
     head = prm.score.weight
     assert not torch.equal(head, saved["score.weight"])  # and the unfrozen head learned
+
+
+def test_finetune_stage_equals_a_second_run_with_prm_init(tmp_path) -> None:
+    from safetensors.torch import load_file
+
+    from uats_core.worlds.arith.modeling import POLICY_DIRS
+
+    small = ["--only", "prm", "--train-problems", "4", "--prm-problems", "4", "--prm-samples", "1",
+             "--prm-written", "3", "--prm-steps", "2", "--prm-batch-size", "4"]
+    dirs = {name: tmp_path / name for name in ("one", "first", "second")}
+    for d in dirs.values():
+        d.mkdir()
+        for style in ("a", "b"):
+            (d / f"arith-policy-{style}").symlink_to(POLICY_DIRS[style.upper()])
+    finetune = ["--prm-steps", "3", "--prm-lr", "1e-3"]
+    train.main(small + ["--out", str(dirs["one"]), "--prm-finetune-steps", "3", "--prm-finetune-lr", "1e-3",
+                        "--prm-finetune-problems", "2"])
+    train.main(small + ["--out", str(dirs["first"])])
+    train.main(small + ["--out", str(dirs["second"]), "--prm-init", str(dirs["first"] / "arith-prm"),
+                        "--prm-problems", "2"] + finetune)
+    one, two = (load_file(dirs[n] / "arith-prm" / "model.safetensors") for n in ("one", "second"))
+    first = load_file(dirs["first"] / "arith-prm" / "model.safetensors")
+    assert one.keys() == two.keys()
+    assert all(torch.equal(one[k], two[k]) for k in one)
+    assert not all(torch.equal(one[k], first[k]) for k in one)  # the fine-tuning changed the PRM

@@ -210,12 +210,14 @@ def _prm_from_policy(tok, policy_a, shape: ModelShape, extra_layers: int):
 
 def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], written: Sequence[world.Problem],
               steps: int, shape: ModelShape, seed: int, batch_size: int = 64, lr: float = 2e-3, extra_layers: int = 2,
-              freeze_trunk: bool = False, init: Path | None = None):
-    """The PRM trained on policy-A traces and written solutions; with init, a saved PRM fine-tuned further
-    (its own layers, not policy A's trunk plus new ones)."""
+              freeze_trunk: bool = False, init: Path | torch.nn.Module | None = None):
+    """The PRM trained on policy-A traces and written solutions; with init (a saved PRM folder or a PRM in
+    memory), that PRM fine-tuned further instead of a new one on policy A's trunk."""
     torch.manual_seed(seed)
     n_policy = policy_a.config.num_hidden_layers
-    if init is not None:
+    if isinstance(init, torch.nn.Module):
+        prm = init
+    elif init is not None:
         from transformers import AutoModelForTokenClassification
         prm = AutoModelForTokenClassification.from_pretrained(init)
         log.info("PRM: fine-tuning %s (%d layers)", init, prm.config.num_hidden_layers)
@@ -273,16 +275,27 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="train only the PRM's extra layers and head on top of policy A's frozen trunk")
     ap.add_argument("--prm-init", type=Path, default=None,
                     help="fine-tune this saved PRM folder instead of starting from policy A's trunk")
+    ap.add_argument("--prm-finetune-steps", type=int, default=0,
+                    help="after the PRM's training, fine-tune it this many steps (0: none) at --prm-finetune-lr on "
+                         "the traces of the first --prm-finetune-problems problems, sampled afresh as a run with "
+                         "--prm-init and --prm-problems set to it would")
+    ap.add_argument("--prm-finetune-lr", type=float, default=5e-4)
+    ap.add_argument("--prm-finetune-problems", type=int, default=12000)
     ap.add_argument("--hidden", type=int, default=96)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--only", choices=["policy-a", "policy-b", "prm"], action="append",
                     help="train only these (others are loaded from --out); repeatable")
     args = ap.parse_args(argv)
-    for flag in ("train_problems", "prm_problems", "prm_written", "prm_steps", "prm_batch_size"):
+    for flag in ("train_problems", "prm_problems", "prm_written", "prm_steps", "prm_batch_size",
+                 "prm_finetune_problems"):
         if getattr(args, flag) < 1:
             ap.error(f"--{flag.replace('_', '-')} must be at least 1; got {getattr(args, flag)}")
-    if not args.prm_lr > 0:
-        ap.error(f"--prm-lr must be a positive learning rate such as 2e-3; got {args.prm_lr}")
+    if args.prm_finetune_steps < 0:
+        ap.error(f"--prm-finetune-steps must be 0 (no fine-tuning) or more; got {args.prm_finetune_steps}")
+    for flag, example in (("prm_lr", "2e-3"), ("prm_finetune_lr", "5e-4")):
+        if not getattr(args, flag) > 0:
+            ap.error(f"--{flag.replace('_', '-')} must be a positive learning rate such as {example}; "
+                     f"got {getattr(args, flag)}")
     if args.prm_init is not None and not (args.prm_init / "config.json").is_file():
         ap.error(f"--prm-init must be a saved PRM folder (with config.json), such as assets/models/arith-prm; "
                  f"got {args.prm_init}")
@@ -317,6 +330,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         prm = train_prm(tok, policy_a, traces, written, args.prm_steps, shape, args.seed,
                         batch_size=args.prm_batch_size, lr=args.prm_lr, extra_layers=args.prm_extra_layers,
                         freeze_trunk=args.prm_freeze_trunk, init=args.prm_init)
+        if args.prm_finetune_steps:
+            # Its own slices, so that this equals a second run with --prm-init (the two-command recipe).
+            _, ft_problems, ft_written = prm_slices(args.train_problems, args.prm_finetune_problems,
+                                                    args.prm_written, args.seed)
+            ft_traces = sample_prm_traces(policy_a, tok, ft_problems, args.prm_samples, args.seed)
+            prm = train_prm(tok, policy_a, ft_traces, ft_written, args.prm_finetune_steps, shape, args.seed,
+                            batch_size=args.prm_batch_size, lr=args.prm_finetune_lr, freeze_trunk=args.prm_freeze_trunk,
+                            init=prm)
         prm.save_pretrained(dirs["prm"])
         tok.save_pretrained(dirs["prm"])
         write_prm_sidecar(dirs["prm"])
