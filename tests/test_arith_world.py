@@ -224,3 +224,18 @@ def test_problem_ids_out_of_range_are_refused_quickly() -> None:
     with pytest.raises(ValueError, match="too large"):
         world.get_problem("arith-test-99999999")
     assert world.get_problem("arith-default-s7-test-0").id == "arith-default-s7-test-0"
+
+
+@needs_models
+def test_report_numbers_repeat_with_the_same_seed(tok):
+    """The MC-dropout masks are seeded too, so a report run twice prints the same variances."""
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
+
+    from uats_core.worlds.arith.report import evaluate_policy
+    prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR).eval()
+    policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"]).eval()
+    probs = load_split("test", 3)
+    runs = [evaluate_policy("A", policy, prm, tok, probs, samples=2, k=3, p=0.1, score_samples=1, seed=s)
+            for s in (0, 0, 1)]
+    assert runs[0].variances == runs[1].variances and runs[0].scores == runs[1].scores
+    assert runs[0].variances != runs[2].variances  # another seed draws other masks (and samples)

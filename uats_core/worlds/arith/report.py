@@ -68,6 +68,7 @@ def evaluate_policy(style: str, policy, prm, tok, problems: Sequence[world.Probl
     labels = [lab for pb, s in items for lab in world.label_steps(pb, s)]
     t = time.time()
     det = prm_step_scores(prm, tok, [(pb.question, s) for pb, s in items], k=1, p=0.0)
+    torch.manual_seed(seed)  # the dropout masks: without this the variances moved ~10% from run to run
     mc = prm_step_scores(prm, tok, [(pb.question, s) for pb, s in items], k=k, p=p)
     log.info("policy %s: PRM scored %d traces (%d steps) once and %d times with dropout in %.0f s",
              style, len(items), len(labels), k, time.time() - t)
