@@ -34,23 +34,19 @@ def test_prm_slices_are_disjoint_and_reach_past_the_policies_problems() -> None:
     assert written[-1].id == world.load_split("train", 70)[-1].id  # the split grew to 70 for the written slice
 
 
-def test_cli_refuses_a_zero_count(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag, value, message", [
+    ("--prm-written", "0", "--prm-written must be at least 1; got 0"),
+    ("--prm-lr", "0", "--prm-lr must be a positive learning rate such as 2e-3"),
+    ("--prm-finetune-lr", "-1", "--prm-finetune-lr must be a positive learning rate such as 5e-4"),
+    ("--prm-finetune-steps", "-5", "--prm-finetune-steps must be 0 (no fine-tuning) or more; got -5"),
+    ("--prm-init", "no/such/prm", "--prm-init must be a saved PRM folder (with config.json)"),
+])
+def test_cli_refuses_bad_values_naming_the_flag(flag: str, value: str, message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        train.main(["--prm-written", "0", "--only", "prm"])
+        train.main([flag, value, "--only", "prm"])
     assert exc.value.code == 2
-    assert "--prm-written must be at least 1; got 0" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train.main(["--prm-lr", "0", "--only", "prm"])
-    assert "--prm-lr must be a positive learning rate" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train.main(["--prm-finetune-lr", "-1", "--only", "prm"])
-    assert "--prm-finetune-lr must be a positive learning rate" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train.main(["--prm-finetune-steps", "-5", "--only", "prm"])
-    assert "--prm-finetune-steps must be 0 (no fine-tuning) or more; got -5" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train.main(["--prm-init", "no/such/prm", "--only", "prm"])
-    assert "--prm-init must be a saved PRM folder (with config.json)" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def _tiny_prm_run(**kwargs):
