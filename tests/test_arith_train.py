@@ -89,7 +89,8 @@ def test_prm_init_fine_tunes_the_saved_prm_not_policy_a() -> None:
     assert not torch.equal(head, saved["score.weight"])  # and the unfrozen head learned
 
 
-def test_finetune_stage_equals_a_second_run_with_prm_init(tmp_path) -> None:
+@pytest.mark.parametrize("finetune_problems", ["2", "4"])  # its own draw, and the first stage's draw reused
+def test_finetune_stage_equals_a_second_run_with_prm_init(tmp_path, finetune_problems: str) -> None:
     from safetensors.torch import load_file
 
     from uats_core.worlds.arith.modeling import POLICY_DIRS
@@ -103,10 +104,10 @@ def test_finetune_stage_equals_a_second_run_with_prm_init(tmp_path) -> None:
             (d / f"arith-policy-{style}").symlink_to(POLICY_DIRS[style.upper()])
     finetune = ["--prm-steps", "3", "--prm-lr", "1e-3"]
     train.main(small + ["--out", str(dirs["one"]), "--prm-finetune-steps", "3", "--prm-finetune-lr", "1e-3",
-                        "--prm-finetune-problems", "2"])
+                        "--prm-finetune-problems", finetune_problems])
     train.main(small + ["--out", str(dirs["first"])])
     train.main(small + ["--out", str(dirs["second"]), "--prm-init", str(dirs["first"] / "arith-prm"),
-                        "--prm-problems", "2"] + finetune)
+                        "--prm-problems", finetune_problems] + finetune)
     one, two = (load_file(dirs[n] / "arith-prm" / "model.safetensors") for n in ("one", "second"))
     first = load_file(dirs["first"] / "arith-prm" / "model.safetensors")
     assert one.keys() == two.keys()

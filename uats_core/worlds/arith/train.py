@@ -334,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             # Its own slices, so that this equals a second run with --prm-init (the two-command recipe).
             _, ft_problems, ft_written = prm_slices(args.train_problems, args.prm_finetune_problems,
                                                     args.prm_written, args.seed)
-            ft_traces = sample_prm_traces(policy_a, tok, ft_problems, args.prm_samples, args.seed)
+            ft_traces = (traces if args.prm_finetune_problems == args.prm_problems  # the same draw: skip resampling
+                         else sample_prm_traces(policy_a, tok, ft_problems, args.prm_samples, args.seed))
             prm = train_prm(tok, policy_a, ft_traces, ft_written, args.prm_finetune_steps, shape, args.seed,
                             batch_size=args.prm_batch_size, lr=args.prm_finetune_lr, freeze_trunk=args.prm_freeze_trunk,
                             init=prm)
