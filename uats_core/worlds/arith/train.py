@@ -11,7 +11,8 @@
 3. The PRM: a Llama token classifier whose trunk starts from policy A's (it already reads the world's
    arithmetic), trained on policy-A samples plus written style-A solutions with slips, labelled step by
    step by the exact checker, with dropout p=0.1 after every decoder layer so that MC dropout at
-   inference is native. Style B is never shown to it.
+   inference is native. Style B is never shown to it. `--prm-init` fine-tunes a saved PRM instead, and
+   `--prm-finetune-steps` fine-tunes the new one further in the same run.
 """
 
 from __future__ import annotations
