@@ -215,18 +215,19 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
     """The PRM trained on policy-A traces and written solutions; with init (a saved PRM folder or a PRM in
     memory), that PRM fine-tuned further instead of a new one on policy A's trunk."""
     torch.manual_seed(seed)
-    n_policy = policy_a.config.num_hidden_layers
-    if isinstance(init, torch.nn.Module):
+    if init is None:
+        prm = _prm_from_policy(tok, policy_a, shape, extra_layers)
+    elif isinstance(init, torch.nn.Module):
         prm = init
-    elif init is not None:
+        log.info("PRM: fine-tuning the PRM just trained")
+    else:
         from transformers import AutoModelForTokenClassification
         prm = AutoModelForTokenClassification.from_pretrained(init)
         log.info("PRM: fine-tuning %s (%d layers)", init, prm.config.num_hidden_layers)
-    else:
-        prm = _prm_from_policy(tok, policy_a, shape, extra_layers)
-    if freeze_trunk:  # only the extra layers, the final norm and the head learn; the trunk stays policy A's
+    if freeze_trunk:  # only the layers above policy A's depth, the final norm and the head learn; the trunk
+        # (policy A's, or the init PRM's lower layers) stays as it is
         prm.model.embed_tokens.requires_grad_(False)
-        for layer in prm.model.layers[:n_policy]:
+        for layer in prm.model.layers[:policy_a.config.num_hidden_layers]:
             layer.requires_grad_(False)
     sampled = [prm_example(tok, p.question, s, world.label_steps(p, s)) for p, s in traces if s]
     labels = [y for _, lab in sampled for y in lab if y >= 0]
