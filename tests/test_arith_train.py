@@ -37,8 +37,11 @@ def test_prm_slices_are_disjoint_and_reach_past_the_policies_problems() -> None:
 @pytest.mark.parametrize("flag, value, message", [
     ("--prm-written", "0", "--prm-written must be at least 1; got 0"),
     ("--prm-lr", "0", "--prm-lr must be a positive learning rate such as 2e-3"),
-    ("--prm-finetune-lr", "-1", "--prm-finetune-lr must be a positive learning rate such as 5e-4"),
-    ("--prm-finetune-steps", "-5", "--prm-finetune-steps must be 0 (no fine-tuning) or more; got -5"),
+    ("--prm-variance-penalty", "-1", "--prm-variance-penalty must be 0 (off) or more; got -1"),
+    ("--prm-finetune", "1800", "argument --prm-finetune: takes STEPS:LR[:VARIANCE_PENALTY], such as 900:1e-3:20"),
+    ("--prm-finetune", "900:fast", "argument --prm-finetune: takes STEPS:LR[:VARIANCE_PENALTY]"),
+    ("--prm-finetune", "900:0", "needs at least 1 step, a positive learning rate and a penalty of 0 or more"),
+    ("--prm-finetune", "900:1e-3:-2", "a penalty of 0 or more (STEPS:LR[:VARIANCE_PENALTY], such as 900:1e-3:20)"),
     ("--prm-init", "no/such/prm", "--prm-init must be a saved PRM folder (with config.json)"),
 ])
 def test_cli_refuses_bad_values_naming_the_flag(flag: str, value: str, message: str,
@@ -47,6 +50,12 @@ def test_cli_refuses_bad_values_naming_the_flag(flag: str, value: str, message: 
         train.main([flag, value, "--only", "prm"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_finetune_stages_parse_with_an_optional_penalty() -> None:
+    assert train.parse_finetune_stage("900:1e-3:20") == train.FinetuneStage(900, 1e-3, 20.0)
+    assert train.parse_finetune_stage("1800:3e-3") == train.FinetuneStage(1800, 3e-3, 0.0)
+    assert train.parse_finetune_stage("none") is None and train.parse_finetune_stage("0") is None
 
 
 def _tiny_prm_run(**kwargs):
@@ -90,26 +99,63 @@ def test_prm_init_fine_tunes_the_saved_prm_not_policy_a() -> None:
 
 
 @pytest.mark.parametrize("finetune_problems", ["2", "4"])  # its own draw, and the first stage's draw reused
-def test_finetune_stage_equals_a_second_run_with_prm_init(tmp_path, finetune_problems: str) -> None:
+def test_finetune_stages_equal_a_run_with_prm_init_per_stage(tmp_path, finetune_problems: str) -> None:
     from safetensors.torch import load_file
 
     from uats_core.worlds.arith.modeling import POLICY_DIRS
 
     small = ["--only", "prm", "--train-problems", "4", "--prm-problems", "4", "--prm-samples", "1",
              "--prm-written", "3", "--prm-steps", "2", "--prm-batch-size", "4"]
-    dirs = {name: tmp_path / name for name in ("one", "first", "second")}
+    stages = ["3:1e-3", "2:5e-4:50"]  # the second with the variance penalty
+    dirs = {name: tmp_path / name for name in ("one", "first", "second", "third")}
     for d in dirs.values():
         d.mkdir()
         for style in ("a", "b"):
             (d / f"arith-policy-{style}").symlink_to(POLICY_DIRS[style.upper()])
-    finetune = ["--prm-steps", "3", "--prm-lr", "1e-3"]
-    train.main(small + ["--out", str(dirs["one"]), "--prm-finetune-steps", "3", "--prm-finetune-lr", "1e-3",
+    train.main(small + ["--out", str(dirs["one"]), "--prm-finetune", stages[0], "--prm-finetune", stages[1],
                         "--prm-finetune-problems", finetune_problems])
-    train.main(small + ["--out", str(dirs["first"])])
-    train.main(small + ["--out", str(dirs["second"]), "--prm-init", str(dirs["first"] / "arith-prm"),
-                        "--prm-problems", finetune_problems] + finetune)
-    one, two = (load_file(dirs[n] / "arith-prm" / "model.safetensors") for n in ("one", "second"))
-    first = load_file(dirs["first"] / "arith-prm" / "model.safetensors")
-    assert one.keys() == two.keys()
-    assert all(torch.equal(one[k], two[k]) for k in one)
-    assert not all(torch.equal(one[k], first[k]) for k in one)  # the fine-tuning changed the PRM
+    train.main(small + ["--out", str(dirs["first"]), "--prm-finetune", "none"])
+    for before, after, stage in (("first", "second", stages[0]), ("second", "third", stages[1])):
+        steps, lr, *penalty = stage.split(":")
+        train.main(small + ["--out", str(dirs[after]), "--prm-init", str(dirs[before] / "arith-prm"),
+                            "--prm-problems", finetune_problems, "--prm-steps", steps, "--prm-lr", lr,
+                            "--prm-variance-penalty", penalty[0] if penalty else "0", "--prm-finetune", "none"])
+    weights = {n: load_file(dirs[n] / "arith-prm" / "model.safetensors") for n in dirs}
+    assert weights["one"].keys() == weights["third"].keys()
+    assert all(torch.equal(weights["one"][k], weights["third"][k]) for k in weights["one"])
+    for earlier in ("first", "second"):  # each stage changed the PRM
+        assert not all(torch.equal(weights["one"][k], weights[earlier][k]) for k in weights["one"])
+
+
+def test_two_pass_variance_is_the_sample_variance_of_the_two_passes_at_labelled_steps() -> None:
+    logits = torch.randn(2 * 3, 5, 2)  # two passes over a batch of 3 sequences of 5 tokens
+    labels = torch.full((3, 5), -100)
+    labels[0, 1], labels[1, 4], labels[2, 0], labels[2, 3] = 1, 0, 1, 1
+    probs = logits.softmax(-1)[..., 1].view(2, 3, 5)
+    expected = probs.var(dim=0, unbiased=True)[labels >= 0].mean()
+    assert torch.allclose(train._two_pass_variance(logits, labels), expected)
+
+
+def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() -> None:
+    """The penalty alone (the label loss switched off): its gradient through two dropout passes must bring
+    the K=16 MC-dropout variance on the trained steps down. With the label loss on, a few steps on 4 traces
+    saturate the PRM's probabilities, which lowers the variance whatever the penalty does."""
+    from transformers import AutoModelForTokenClassification
+
+    from uats_core.worlds.arith.modeling import PRM_DIR, PRM_SIDECAR, prm_step_scores
+
+    tok = build_tokenizer()
+    problems = world.load_split("train", 4)
+    items = [(p.question, world.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems)]
+    examples = [train.prm_example(tok, q, s, world.label_steps(p, s)) for p, (q, s) in zip(problems, items)]
+
+    def mean_variance(prm) -> float:
+        torch.manual_seed(0)
+        return float(torch.cat([m.var(0) for m in prm_step_scores(prm, tok, items, k=16, p=0.1)]).mean())
+
+    prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR)
+    before = mean_variance(prm)
+    no_label_loss = lambda logits, labels: 0.0 * train._cls_loss(logits, labels)  # noqa: E731
+    train._train(prm, lambda epoch: examples, steps=30, batch_size=4, lr=1e-3, seed=0, pad=tok.pad_token_id,
+                 desc="PRM", loss_fn=no_label_loss, dropout_p=PRM_SIDECAR["dropout_p"], variance_penalty=100.0)
+    assert mean_variance(prm) < 0.5 * before
