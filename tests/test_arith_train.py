@@ -1,6 +1,7 @@
 """The arithmetic world's training script: PRM labels sit on their step tags, its slices of the train split
-are disjoint, bad counts are refused, a frozen trunk stays policy A's, --prm-init starts from a saved PRM, and
-the fine-tuning stage equals a second run with --prm-init."""
+are disjoint, bad values are refused, a frozen trunk stays policy A's, --prm-init starts from a saved PRM,
+the fine-tuning stages equal one run with --prm-init per stage, and the variance penalty lowers the PRM's
+MC-dropout variance on its training steps."""
 
 from __future__ import annotations
 

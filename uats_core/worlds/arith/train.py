@@ -125,11 +125,11 @@ def _train(model: torch.nn.Module, make_examples: Callable[[int], Sequence[Examp
     model.train()
     losses: list[float] = []
     step, epoch = 0, 0
+    passes = 2 if variance_penalty else 1  # the penalty compares two dropout passes of the same batch
     bar = tqdm(total=steps, desc=desc, mininterval=2.0)
     while step < steps:
         for ids, mask, lab in _batches(make_examples(epoch), batch_size, rng, pad):
             # bf16 matrix products where the CPU has them (1.3-2x faster); weights and the loss stay fp32
-            passes = 2 if variance_penalty else 1
             with layer_dropout(model, dropout_p), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 logits = model(input_ids=ids.repeat(passes, 1), attention_mask=mask.repeat(passes, 1)).logits
             loss = loss_fn(logits, lab.repeat(passes, 1))
@@ -329,8 +329,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--prm-init", type=Path, default=None,
                     help="fine-tune this saved PRM folder instead of starting from policy A's trunk")
     ap.add_argument("--prm-finetune", type=parse_finetune_stage, action="append", metavar="STEPS:LR[:PENALTY]",
-                    help="after the PRM's training, fine-tune it for STEPS at LR (with the variance penalty, default "
-                         "0); repeat for more stages, in order, or give none. Each stage trains on the traces of "
+                    help="after the PRM's training, fine-tune it for STEPS at LR with PENALTY as its "
+                         "--prm-variance-penalty (default 0); repeat for more stages, in order, or give none. Each stage trains on the traces of "
                          "the first --prm-finetune-problems problems, as a run with --prm-init and --prm-problems "
                          "set to them would. Default: " + " ".join(
                              f"{st.steps}:{st.lr:g}:{st.variance_penalty:g}" for st in DEFAULT_FINETUNE))
