@@ -16,7 +16,7 @@
    penalty on the PRM's dropout variance over its (style-A) training steps, which keeps it low in
    distribution while style B, never seen, keeps its variance: the gap MC dropout is there to show.
 
-The defaults train the shipped models (the PRM's stages take about 90 min on the 2 cores).
+The defaults train the shipped models (the PRM's three stages take about 80 min on the 2 cores).
 """
 
 from __future__ import annotations
