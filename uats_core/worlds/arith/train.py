@@ -330,9 +330,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="fine-tune this saved PRM folder instead of starting from policy A's trunk")
     ap.add_argument("--prm-finetune", type=parse_finetune_stage, action="append", metavar="STEPS:LR[:PENALTY]",
                     help="after the PRM's training, fine-tune it for STEPS at LR with PENALTY as its "
-                         "--prm-variance-penalty (default 0); repeat for more stages, in order, or give none. Each stage trains on the traces of "
-                         "the first --prm-finetune-problems problems, as a run with --prm-init and --prm-problems "
-                         "set to them would. Default: " + " ".join(
+                         "--prm-variance-penalty (default 0); repeat for more stages, in order, or give none. "
+                         "Each stage trains on the traces of the first --prm-finetune-problems problems, as a run "
+                         "with --prm-init and --prm-problems set to them would. Default: " + " ".join(
                              f"{st.steps}:{st.lr:g}:{st.variance_penalty:g}" for st in DEFAULT_FINETUNE))
     ap.add_argument("--prm-finetune-problems", type=int, default=12000)
     ap.add_argument("--hidden", type=int, default=96)
