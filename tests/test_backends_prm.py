@@ -12,6 +12,7 @@ import torch
 from uats_core.backends import BackendError, load_prm
 from uats_core.backends.mc_dropout import DropoutSpec, PrefixCache
 from uats_core.backends.prm_token_cls import TokenClassificationPRM
+from uats_core.hf_compat import cache_kwarg
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.protocols import PRM, Trace
 
@@ -270,7 +271,7 @@ def test_last_layer_at_read_positions_equals_the_whole_layer(arch):
     assert type(layer).__name__ in _PRE_NORM_LAYERS
     x = torch.randn(3, 9, 32)
     pos = torch.arange(9).expand(3, -1)
-    kw = {"attention_mask": None, "position_embeddings": model.rotary_emb(x, pos), "position_ids": pos, "past_key_values": None}
+    kw = {"attention_mask": None, "position_embeddings": model.rotary_emb(x, pos), "position_ids": pos, cache_kwarg(layer): None}
     idx = torch.tensor([[8, 3], [0, 0], [5, 8]])
     with torch.no_grad():
         whole = layer(x, **kw)

@@ -17,6 +17,7 @@ model's own forward (the bench's naive loop, training).
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from torch import nn
 
 from uats_core.backends._loading import BackendError
 from uats_core.config import ConfigError, parse_dropout_mode
+from uats_core.hf_compat import cache_kwarg
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +263,14 @@ class MCDropoutEngine:
             raise BackendError(field, f"max_batch_tokens must be >= 1; got {max_batch_tokens}")
         self.max_batch_tokens = max_batch_tokens
         self.padding_side = padding_side
+        self._cache_kw = cache_kwarg(self.parts.layers[0])
+        # The final norm runs in float32 on a float32 copy of the last hidden state, and the engine returns
+        # float32: scoring heads then compute in float32 too, so a bf16 trunk yields continuous scores instead of
+        # probabilities quantised by bf16 logits (sigmoid(k/8) steps, which would make σ² noise).
+        norm = self.parts.norm
+        if any(t.dtype != torch.float32 for t in norm.parameters()):
+            norm = copy.deepcopy(norm).float()
+        self._norm32 = norm
 
     @property
     def n_layers(self) -> int:
@@ -400,7 +410,7 @@ class MCDropoutEngine:
             q_mask = None if no_pad and pmax == 0 else mask[:, :, pmax:, :]
             for layer in range(shared):
                 h = parts.layers[layer](h, attention_mask=q_mask, position_embeddings=rot, position_ids=q_pos,
-                                        past_key_values=stacked, use_cache=True)
+                                        use_cache=True, **{self._cache_kw: stacked})
             full_h[:, pmax:] = h
         for i, e in enumerate(entries):
             if e is not None:
@@ -420,7 +430,7 @@ class MCDropoutEngine:
             # Deterministic backbone; in `head` mode the K passes differ only in the head's input dropout.
             outs = []
             for i in range(B):
-                g = parts.norm(full_h[i, cols[i]]).unsqueeze(0).expand(k, -1, -1)  # (k, npos, H)
+                g = self._norm32(full_h[i, cols[i]].float()).unsqueeze(0).expand(k, -1, -1)  # (k, npos, H)
                 outs.append(inject(g.contiguous(), head_p) if head_p > 0 else g)
             return outs
 
@@ -446,7 +456,7 @@ class MCDropoutEngine:
         x = _drop_rows(full_h.repeat_interleave(g, dim=0), p, g, token_cols)
         pos_g = pos.repeat_interleave(g, dim=0)
         attn_kw = {"attention_mask": None if mask is None else mask.repeat_interleave(g, dim=0),
-                   "position_embeddings": parts.rotary(x, pos_g), "position_ids": pos_g, "past_key_values": None}
+                   "position_embeddings": parts.rotary(x, pos_g), "position_ids": pos_g, self._cache_kw: None}
         last = parts.layers[n - 1]
         split_last = type(last).__name__ in _PRE_NORM_LAYERS
         for layer in range(shared, n - int(split_last)):
@@ -456,8 +466,8 @@ class MCDropoutEngine:
         if split_last:
             # Only the read positions leave the last layer. Its mask is drawn over the full layout and then read at
             # those columns: the same random stream as dropping everything.
-            y = _last_layer_at(last, x, idx_g, **attn_kw)
+            y = _last_layer_at(last, x, idx_g, **attn_kw).float()
             y = y * torch.gather(_keep_mask(x, p, g, token_cols), 1, at) / (1.0 - p)
         else:
-            y = torch.gather(x, 1, at)
-        return parts.norm(y).view(B, g, idx.shape[1], -1)
+            y = torch.gather(x, 1, at).float()
+        return self._norm32(y).view(B, g, idx.shape[1], -1)

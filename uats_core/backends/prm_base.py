@@ -119,6 +119,17 @@ class TorchPRM:
                 self.cache.clear()
 
 
+def float32_head(module: torch.nn.Module) -> torch.nn.Module:
+    """The scoring head as run by `head()`: a float32 copy when the model is in bf16/fp16. The engine hands heads
+    float32 hidden states; computing the head's logits in float32 too is what keeps the probabilities continuous
+    (bf16 logits of magnitude ~20 are spaced 1/8 apart, so P(correct) would only take values sigmoid(k/8))."""
+    if all(p.dtype == torch.float32 for p in module.parameters()):
+        return module
+    import copy
+
+    return copy.deepcopy(module).float()
+
+
 def single_token_id(tokenizer: Any, token: str, name: str, what: str) -> int:
     """Id of a token that must exist as one vocabulary entry; fails at load otherwise."""
     tid = tokenizer.convert_tokens_to_ids(token)

@@ -15,7 +15,7 @@ from torch import nn
 from transformers import Qwen2Config, Qwen2Model, Qwen2PreTrainedModel
 
 from uats_core.backends._loading import BackendError, ModelSource, load_config, load_tokenizer, load_weights, resolve_device
-from uats_core.backends.prm_base import Encoded, TorchPRM, single_token_id
+from uats_core.backends.prm_base import Encoded, TorchPRM, float32_head, single_token_id
 from uats_core.backends.prompting import DEFAULT_SYSTEM_PROMPT, chat_prefix, has_chat_template
 from uats_core.protocols import Trace
 
@@ -33,9 +33,10 @@ def _cut_after_last(ids: list[int], positions: list[int]) -> tuple[int, ...]:
 
 
 def _two_logit_head(lm_head: nn.Module, first: int, second: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The two rows of an LM head we need: softmax over [first, second] without computing the full vocabulary."""
-    weight = lm_head.weight[[first, second]]
-    bias = lm_head.bias[[first, second]] if getattr(lm_head, "bias", None) is not None else None
+    """The two rows of an LM head we need: softmax over [first, second] without computing the full vocabulary.
+    Kept in float32 (see prm_base.float32_head for why)."""
+    weight = lm_head.weight[[first, second]].detach().float()
+    bias = lm_head.bias[[first, second]].detach().float() if getattr(lm_head, "bias", None) is not None else None
     return weight, bias
 
 
@@ -79,7 +80,7 @@ class MathShepherdPRM(TorchPRM):
         return Encoded(_cut_after_last(ids, positions), tuple(positions))
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(F.linear(hidden, self._w, self._b).float(), dim=-1)[..., 0]
+        return torch.softmax(F.linear(hidden.float(), self._w, self._b), dim=-1)[..., 0]
 
 
 class Qwen2ProcessRewardModel(Qwen2PreTrainedModel):
@@ -113,6 +114,7 @@ class QwenPRM(TorchPRM):
         super().__init__(model, tokenizer, **kw)
         self.system_prompt = system_prompt
         self.sep_id = single_token_id(tokenizer, self.SEPARATOR, name, "the Qwen PRM step separator")
+        self._score = float32_head(model.score)
 
     def encode(self, trace: Trace) -> Encoded:
         sep = self.SEPARATOR
@@ -125,7 +127,7 @@ class QwenPRM(TorchPRM):
         return Encoded(_cut_after_last(ids, positions), tuple(positions))
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.model.score(hidden).float(), dim=-1)[..., 1]
+        return torch.softmax(self._score(hidden.float()), dim=-1)[..., 1]
 
 
 class _ValueHead(nn.Module):
@@ -167,6 +169,7 @@ class SkyworkPRM(TorchPRM):
         if not ids:
             raise BackendError("prm", f"{name}: the step token {step_token!r} encodes to nothing")
         self.step_token_id = int(ids[-1])
+        self._value = float32_head(model.v_head.summary)
 
     def encode(self, trace: Trace) -> Encoded:
         tok = self.tokenizer
@@ -182,7 +185,7 @@ class SkyworkPRM(TorchPRM):
         return Encoded(tuple(ids), tuple(positions))
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.model.v_head.summary(hidden).float()).squeeze(-1)
+        return torch.sigmoid(self._value(hidden.float())).squeeze(-1)
 
 
 JUDGE_TEMPLATE = ("Here is a math problem and a partial solution, one step per paragraph.\n\nProblem:\n{question}\n\n"
@@ -241,7 +244,7 @@ class JudgePRM(TorchPRM):
         return []  # a judge prompt for a parent is not a prefix of its child's
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(F.linear(hidden, self._w, self._b).float(), dim=-1)[..., 0]
+        return torch.softmax(F.linear(hidden.float(), self._w, self._b), dim=-1)[..., 0]
 
 
 _QWEN2_KINDS = {"qwen-prm": (Qwen2ProcessRewardModel, ("score.",)), "skywork": (SkyworkPRMModel, ("v_head.",))}

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from uats_core.backends._loading import BackendError, ModelSource, load_tokenizer, load_weights, resolve_device
-from uats_core.backends.prm_base import Encoded, TorchPRM, single_token_id
+from uats_core.backends.prm_base import Encoded, TorchPRM, float32_head, single_token_id
 from uats_core.protocols import Trace
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,7 @@ class TokenClassificationPRM(TorchPRM):
         super().__init__(model, tokenizer, **kw)
         self.fmt = fmt
         self.tag_id = single_token_id(tokenizer, fmt.step_tag, name, "the step tag")
+        self._score = float32_head(model.score)
 
     @classmethod
     def from_pretrained(cls, src: ModelSource, *, dtype: Any = "auto", device: str | None = "cpu", trust_remote_code: bool = False,
@@ -106,4 +107,4 @@ class TokenClassificationPRM(TorchPRM):
         return Encoded(tuple(ids[:end]), tuple(positions))
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.model.score(hidden).float(), dim=-1)[..., self.fmt.positive_label]
+        return torch.softmax(self._score(hidden.float()), dim=-1)[..., self.fmt.positive_label]

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM, LlamaForTokenClassification, PreTrainedTokenizerBase
 
 from .tokenizer import DELIMITER, STEP_TAG
+from ...hf_compat import cache_kwarg, output_cache
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def sample_solutions(policy: LlamaForCausalLM, tok: PreTrainedTokenizerBase, que
         ids, mask = _pad([prompts[i] for i in idx], pad, left=True)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out = policy(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
-        cache, logits = out.past_key_values, out.logits[:, -1]
+        cache, logits = output_cache(out), out.logits[:, -1]
         gen = torch.full((len(idx), max_new_tokens), pad, dtype=torch.long)
         done = torch.zeros(len(idx), dtype=torch.bool)
         next_pos = pos[:, -1] + 1
@@ -180,8 +181,8 @@ def sample_solutions(policy: LlamaForCausalLM, tok: PreTrainedTokenizerBase, que
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)  # finished rows are discarded anyway
             out = policy(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None],
-                         past_key_values=cache, use_cache=True)
-            cache, logits = out.past_key_values, out.logits[:, -1]
+                         use_cache=True, **{cache_kwarg(policy): cache})
+            cache, logits = output_cache(out), out.logits[:, -1]
             next_pos = next_pos + 1
         for j, i in enumerate(idx):
             results[i] = split_generated(tok, gen[j].tolist(), delim)
