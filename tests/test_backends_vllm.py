@@ -149,3 +149,31 @@ def test_missing_vllm_fails_at_load_with_the_fix(monkeypatch):
     with pytest.raises(BackendError, match="requirements-gpu.txt") as err:
         load_policy("vllm:Qwen/Qwen2.5-Math-1.5B-Instruct")
     assert err.value.field == "policy"
+
+
+def test_request_seeds_fit_64_bits_for_any_run_seed(tok):
+    fake = RecordingFakeVLLM(tok, [("a\n\n", "stop", "\n\n")] * 4)
+    pol = VLLMPolicy("m", seed=2**62 + 12345, vllm_module=fake)
+    pol.generate_steps([Trace("q"), Trace("r")])
+    pol.generate_steps([Trace("q"), Trace("r")])
+    seeds = [p.seed for call in fake.generate_calls for p in call[0][1]]
+    assert len(set(seeds)) == 4 and all(0 <= s < 2**63 for s in seeds)
+
+
+def test_vllm_options_are_checked_and_routed():
+    from uats_core.backends.options import check_policy_opts, parse_opts
+
+    opts = parse_opts(["dtype=bf16", "gpu_memory_utilization=0.55", 'llm_kwargs={"max_model_len": 1024}',
+                       "temperature=0.7"], "policy-opt")
+    assert check_policy_opts("vllm", opts) == {"dtype": "bfloat16", "temperature": 0.7,
+                                               "llm_kwargs": {"max_model_len": 1024, "gpu_memory_utilization": 0.55}}
+    with pytest.raises(BackendError, match="^policy-opt: device: vLLM places the model itself"):
+        check_policy_opts("vllm", {"device": "cuda"})
+    with pytest.raises(BackendError, match="^policy-opt: dtype: vLLM takes one of"):
+        check_policy_opts("vllm", {"dtype": "int3"})
+    with pytest.raises(BackendError, match="^policy-opt: gpu_memory_utilization: a vLLM engine option"):
+        check_policy_opts("hub", {"gpu_memory_utilization": 0.5})
+    with pytest.raises(BackendError, match="^policy-opt: colour: not an option of a vLLM policy"):
+        check_policy_opts("vllm", {"colour": "red"})
+    with pytest.raises(BackendError, match="looks like JSON"):
+        parse_opts(["llm_kwargs={max_model_len: 1}"], "policy-opt")

@@ -430,3 +430,32 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
     with pytest.raises(ConfigError, match="budgets"):
         run_eval(spec, EvalOptions(db=str(tmp_path / "x.db"), progress=False))
     assert not (tmp_path / "x.db").exists()
+
+
+def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
+    from uats_core.config import ConfigError
+    from uats_core.eval.ray_runner import check_resources
+
+    check_resources({"CPU": 2.0}, 1.0, 0.0)
+    with pytest.raises(ConfigError, match="^gpus-per-worker: each worker asks for 1 GPU.* the Ray cluster has 0"):
+        check_resources({"CPU": 2.0}, 1.0, 1.0)
+    with pytest.raises(ConfigError, match="^cpus-per-worker: each worker asks for 4 CPU"):
+        check_resources({"CPU": 2.0, "GPU": 1.0}, 4.0, 0.0)
+
+
+def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path: Path) -> None:
+    from dataclasses import replace as dc_replace
+
+    from uats_core.eval.grid import Cell, WorkItem
+    from uats_core.eval.ray_runner import relocate
+    from uats_core.problems import Problem
+
+    driver = "/home/me/uats-studio"
+    here = tmp_path / "ray_job_dir"
+    cell = Cell("A:prm", f"{driver}/assets/models/arith-policy-a", "hf:org/prm", "arith-test", "arith-test-0", "rebase", 4, 0)
+    item = WorkItem(cell, Problem("arith-test-0", "1 + 1", "2"))
+    (moved,) = relocate([item], driver, here)
+    assert moved.cell.policy == f"{here}/assets/models/arith-policy-a"
+    assert moved.cell.prm == "hf:org/prm"  # not a path inside the checkout: unchanged
+    assert relocate([item], driver, Path(driver)) == [item]
+    assert dc_replace(moved.cell, policy=cell.policy) == cell

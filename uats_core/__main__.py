@@ -1,4 +1,4 @@
-"""Command line: `python -m uats_core search|runs|show`.
+"""Command line: `python -m uats_core search|runs|show|doctor`.
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -66,18 +67,22 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from .backends.options import parse_opts
     from .runner import build_backends, run_search
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
     problem = resolve_problem(args.problem, args.dataset)
-    store = _open_store(args.db)  # before the models: a typo in the URL should not cost a model load
-    policy, prm = build_backends(args.policy, args.prm, config)
+    _check_db(args.db)  # a typo in the location should not cost a model load; the file is made after the load
+    policy, prm = build_backends(args.policy, args.prm, config, prm_kind=args.prm_kind,
+                                 policy_opts=parse_opts(args.policy_opt, "policy-opt"),
+                                 prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
     controller = None
     if config.method == "a-uats":
-        from .controller import load_controller  # issue 6: the learned budget controller
+        from .controller import load_controller  # the learned budget controller
 
         controller = load_controller(config.controller, config)
+    store = _open_store(args.db)
     with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
         result = run_search(problem, config, policy, prm, subscribers=[store.subscriber()], controller=controller,
                             progress=not args.quiet)
@@ -85,6 +90,32 @@ def cmd_search(args: argparse.Namespace) -> int:
     print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
           f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")
     return 130 if result.status == "cancelled" else 0
+
+
+def _check_db(db: str) -> None:
+    """Refuse a database location that cannot work, creating nothing."""
+    from storage.store import StorageError
+
+    if "://" in db:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(db)
+        except ArgumentError as exc:
+            raise StorageError(f"{db!r} is not a database URL ({exc}); give a file path or e.g. "
+                                     "postgresql+psycopg://user:pass@host/db", "db") from None
+        return
+    path = Path(db).expanduser()
+    if path.is_dir():
+        raise StorageError(f"{db!r} is a folder; give a file path such as runs/uats.db", "db")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise StorageError(f"{db!r} lies under {str(parent)!r}, which is a file; choose another location", "db")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StorageError(f"cannot create {db!r}: {str(parent)!r} is not writable; choose another location", "db")
 
 
 def _open_store(db: str) -> Any:
@@ -136,6 +167,30 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .backends.options import parse_opts
+    from .doctor import run_doctor
+
+    found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=parse_opts(args.policy_opt, "policy-opt"),
+                       prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None,
+                       gpu_bytes=int(args.gpu_gib * 2**30) if args.gpu_gib else None)
+    return 1 if found else 0
+
+
+def _add_model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2 or vllm:smollm2 "
+                                    "(default: arith policy A, for arith problems only)")
+    p.add_argument("--prm", help="PRM model: folder, .gguf file, hf:<id> or smollm2 (default: the arith PRM, for arith "
+                                 "problems only)")
+    p.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
+                                      "(default: detected from the model)")
+    p.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, "
+                        "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')")
+    p.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m uats_core", description="UATS Studio: PRM-guided tree search")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -143,8 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="search one problem and log it")
     s.add_argument("--problem", help=f"problem id (default {DEFAULT_PROBLEM}), or an index into --dataset")
     s.add_argument("--dataset", help="a .jsonl file (MATH-500, AIME 2024) or a hub name (math500, aime24)")
-    s.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id> or vllm:<id> (default: arith policy A)")
-    s.add_argument("--prm", help="PRM model folder or hf:<id> (default: the arith PRM)")
+    _add_model_flags(s)
     s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_config_flags(s)
@@ -161,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--db", default=DEFAULT_DB)
     w.add_argument("--width", type=int, default=80, help="characters of step text per node")
     w.set_defaults(fn=cmd_show)
+    d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
+    _add_model_flags(d)
+    d.add_argument("--dataset", help="the dataset the pair will search (the arith models serve arith problems only)")
+    d.add_argument("--gpu-gib", type=float, help="plan GPU memory for a device of this size (GiB) even if none is visible")
+    d.set_defaults(fn=cmd_doctor)
     return p
 
 

@@ -9,24 +9,20 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .config import ConfigError, SearchConfig
+from .config import SearchConfig
 from .events import EventBus, RunEnded, RunStarted, Subscriber
 from .grading import Grader, weighted_vote
 from .methods import SearchCancelled, SearchContext, make_method
 from .problems import Problem
 from .protocols import PRM, Embedder, Policy
+from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .tree import SearchTree
 
 log = logging.getLogger(__name__)
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "models"
-DEFAULT_POLICY = ASSETS / "arith-policy-a"
-DEFAULT_PRM = ASSETS / "arith-prm"
 
 
 @dataclass
@@ -118,17 +114,13 @@ def _close(ctx: SearchContext, bus: EventBus, status: str, error: str | None, an
                       extra={"generated_steps": ctx.generated_steps, "prm_passes": ctx.prm_passes}))
 
 
-def build_backends(policy_spec: str | None, prm_spec: str | None, config: SearchConfig,
-                   **policy_opts: Any) -> tuple[Policy, PRM]:
-    """Load the policy and PRM; None means the embedded arithmetic world's policy A and PRM."""
-    from .backends import load_policy, load_prm
+def build_backends(policy_spec: str | None, prm_spec: str | None, config: SearchConfig, *, prm_kind: str | None = None,
+                   policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None,
+                   world_problem: bool = True) -> tuple[Policy, PRM]:
+    """Check the pair completely (specs, PRM kind, options), then load it; None means the embedded arithmetic
+    world's policy A and PRM, which only the world's own problems may use (world_problem)."""
+    from .backends.plan import load_models, plan_models
 
-    policy_path = policy_spec or str(DEFAULT_POLICY)
-    prm_path = prm_spec or str(DEFAULT_PRM)
-    for field_name, path, given in (("policy", policy_path, policy_spec), ("prm", prm_path, prm_spec)):
-        if given is None and not Path(path).exists():
-            raise ConfigError(field_name, f"the embedded default model {path} is missing; "
-                                          "rebuild it with `python -m uats_core.worlds.arith.train`")
-    policy = load_policy(policy_path, **policy_opts)
-    prm = load_prm(prm_path, dropout_p=config.dropout_p, dropout_mode=config.dropout_mode)
-    return policy, prm
+    plan = plan_models(policy_spec, prm_spec, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
+                       world_problem=world_problem)
+    return load_models(plan, dropout_p=config.dropout_p, dropout_mode=config.dropout_mode)

@@ -22,14 +22,20 @@ __all__ = ["BackendError", "PRM_KINDS", "load_policy", "load_prm", "detect_prm_k
 
 
 def load_policy(spec: str, **opts: Any) -> Policy:
-    """A policy from a folder, a .gguf file, 'hf:<id>' (transformers) or 'vllm:<id>' (vLLM, GPU only).
+    """A policy from a folder, a .gguf file, 'hf:<id>' (transformers), 'vllm:<id>' (vLLM) or a short name ('smollm2').
 
     opts go to the policy: temperature, top_p, step_token_cap, solution_token_cap, system_prompt, seed,
     and for transformers dtype, device, trust_remote_code; for vLLM any LLM(...) argument via llm_kwargs."""
+    from uats_core.backends.options import check_policy_opts
+
     src = resolve_spec(spec, "policy")
+    opts = check_policy_opts(src.kind, opts)
     if src.kind == "vllm":
+        from uats_core.backends.named import NAMED, smollm2_folder
         from uats_core.backends.vllm_policy import VLLMPolicy
 
+        if src.location in NAMED:  # vLLM reads a de-quantised copy of the shipped GGUF
+            return VLLMPolicy(str(smollm2_folder()), **dict({"name": spec}, **opts))
         return VLLMPolicy(src.location, **opts)
     from uats_core.backends.hf_policy import HFPolicy
 

@@ -56,13 +56,18 @@ class ModelSource:
 
 
 def resolve_spec(spec: str, field: str) -> ModelSource:
-    """Turn 'path/to/folder', 'x.gguf', 'hf:org/name' or 'vllm:org/name' into a ModelSource.
+    """Turn 'path/to/folder', 'x.gguf', 'hf:org/name', 'vllm:org/name' or a short name ('smollm2') into a ModelSource.
 
     A local path that does not exist fails here, so a typo never turns into a hub download attempt.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise BackendError(field, f"empty model spec {spec!r}; give a local folder, a .gguf file, 'hf:<hub id>' or 'vllm:<hub id>'")
     spec = spec.strip()
+    from uats_core.backends.named import NAMED, named_gguf
+
+    if spec in NAMED:
+        path = named_gguf(spec, field)
+        return ModelSource(spec, "gguf", str(path.parent), gguf_file=path.name)
     for prefix, kind in (("hf:", "hub"), ("vllm:", "vllm")):
         if spec.startswith(prefix):
             hub_id = spec[len(prefix):]

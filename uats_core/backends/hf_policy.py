@@ -84,7 +84,7 @@ class HFPolicy:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
 
     @classmethod
-    def from_pretrained(cls, spec: str | ModelSource, *, dtype: str | torch.dtype | None = "auto", device: str | None = "cpu",
+    def from_pretrained(cls, spec: str | ModelSource, *, dtype: str | torch.dtype | None = "auto", device: str | None = "auto",
                         trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> "HFPolicy":
         from transformers import AutoModelForCausalLM
 
@@ -93,7 +93,9 @@ class HFPolicy:
             raise BackendError("policy", f"{src.spec!r} is a vLLM spec; load it with load_policy() or VLLMPolicy")
         dev = resolve_device(device)
         tokenizer = load_tokenizer(src, "policy", trust_remote_code)
-        model = load_weights(AutoModelForCausalLM, src, "policy", dtype=dtype, device=dev, trust_remote_code=trust_remote_code)
+        # sdpa, as the PRM engine needs: a judge PRM may share this very model object.
+        model = load_weights(AutoModelForCausalLM, src, "policy", dtype=dtype, device=dev, trust_remote_code=trust_remote_code,
+                             attn_implementation="sdpa")
         return cls(model, tokenizer, name=name or src.spec, **opts)
 
     # -- prompts ---------------------------------------------------------------------------------------

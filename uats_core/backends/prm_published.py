@@ -251,11 +251,15 @@ _QWEN2_KINDS = {"qwen-prm": (Qwen2ProcessRewardModel, ("score.",)), "skywork": (
 _ADAPTERS = {"math-shepherd": MathShepherdPRM, "qwen-prm": QwenPRM, "skywork": SkyworkPRM, "judge": JudgePRM}
 
 
-def load(kind: str, src: ModelSource, *, dtype: Any = "auto", device: str | None = "cpu", trust_remote_code: bool = False,
-         attn_implementation: str = "sdpa", **opts: Any) -> TorchPRM:
-    """Load a published PRM of the given kind; the model must fit the adapter's architecture."""
+def load(kind: str, src: ModelSource, *, dtype: Any = "auto", device: str | None = "auto", trust_remote_code: bool = False,
+         attn_implementation: str = "sdpa", preloaded: tuple[Any, Any] | None = None, **opts: Any) -> TorchPRM:
+    """Load a published PRM of the given kind; the model must fit the adapter's architecture.
+    preloaded: (model, tokenizer) already in memory (a policy's), used instead of loading the weights again."""
     from transformers import AutoModelForCausalLM
 
+    opts.setdefault("name", src.spec)
+    if preloaded is not None:
+        return _ADAPTERS[kind](preloaded[0], preloaded[1], **opts)
     dev = resolve_device(device)
     tokenizer = load_tokenizer(src, "prm", trust_remote_code)
     if kind in _QWEN2_KINDS:
@@ -269,5 +273,4 @@ def load(kind: str, src: ModelSource, *, dtype: Any = "auto", device: str | None
     else:
         model = load_weights(AutoModelForCausalLM, src, "prm", dtype=dtype, device=dev, trust_remote_code=trust_remote_code,
                              attn_implementation=attn_implementation)
-    opts.setdefault("name", src.spec)
     return _ADAPTERS[kind](model, tokenizer, **opts)

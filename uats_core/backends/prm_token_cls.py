@@ -72,7 +72,7 @@ class TokenClassificationPRM(TorchPRM):
         self._score = float32_head(model.score)
 
     @classmethod
-    def from_pretrained(cls, src: ModelSource, *, dtype: Any = "auto", device: str | None = "cpu", trust_remote_code: bool = False,
+    def from_pretrained(cls, src: ModelSource, *, dtype: Any = "auto", device: str | None = "auto", trust_remote_code: bool = False,
                         sidecar: dict[str, Any] | None = None, attn_implementation: str = "sdpa",
                         **kw: Any) -> "TokenClassificationPRM":
         from transformers import AutoModelForTokenClassification

