@@ -161,7 +161,8 @@ def test_request_seeds_fit_64_bits_for_any_run_seed(tok):
 
 
 def test_vllm_options_are_checked_and_routed():
-    from uats_core.backends.options import check_policy_opts, parse_opts
+    from uats_core.backends.options import check_policy_opts
+    from uats_core.config import ConfigError, parse_options as parse_opts
 
     opts = parse_opts(["dtype=bf16", "gpu_memory_utilization=0.55", 'llm_kwargs={"max_model_len": 1024}',
                        "temperature=0.7"], "policy-opt")
@@ -175,5 +176,5 @@ def test_vllm_options_are_checked_and_routed():
         check_policy_opts("hub", {"gpu_memory_utilization": 0.5})
     with pytest.raises(BackendError, match="^policy-opt: colour: not an option of a vLLM policy"):
         check_policy_opts("vllm", {"colour": "red"})
-    with pytest.raises(BackendError, match="looks like JSON"):
+    with pytest.raises(ConfigError, match="^policy-opt: llm_kwargs: .* looks like JSON"):
         parse_opts(["llm_kwargs={max_model_len: 1}"], "policy-opt")

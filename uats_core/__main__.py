@@ -67,7 +67,7 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .backends.options import parse_opts
+    from .config import parse_options as parse_opts
     from .runner import build_backends, run_search
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
@@ -168,7 +168,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .backends.options import parse_opts
+    from .config import parse_options as parse_opts
     from .doctor import run_doctor
 
     found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=parse_opts(args.policy_opt, "policy-opt"),

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+import json
+from typing import Any, Sequence
 
 METHODS = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
+# The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
+PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
 
 
 class ConfigError(ValueError):
@@ -107,3 +110,35 @@ def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
     if not ok:
         bound = ">= 0" if allow_zero else "> 0"
         raise ConfigError(name, f"must be a finite number {bound}; got {value!r}")
+
+
+def parse_options(items: Sequence[str], flag: str) -> dict[str, Any]:
+    """['dtype=bfloat16', 'llm_kwargs={"max_model_len": 1024}'] -> {'dtype': 'bfloat16', 'llm_kwargs': {...}}: model
+    options as the command line (`--policy-opt`, repeatable) and the app (one per line) take them. Values are JSON
+    where they parse (numbers, true/false/null, objects, lists) and text otherwise."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = str(item).partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ConfigError(flag, f"{item!r} is not KEY=VALUE (e.g. {flag} dtype=bfloat16)")
+        raw = raw.strip()
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            if raw[:1] in "{[":
+                raise ConfigError(flag, f"{key}: {raw!r} looks like JSON but does not parse; write it as JSON, e.g. "
+                                        f"{key}='{{\"max_model_len\": 1024}}'") from None
+            out[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
+    return out
+
+
+def check_model_choice(policy: str | None, prm: str | None, world_problem: bool) -> None:
+    """The embedded arithmetic models (what None names) serve the arithmetic world's problems only."""
+    if world_problem:
+        return
+    for flag, given in (("policy", policy), ("prm", prm)):
+        if not (given or "").strip():
+            raise ConfigError(flag, f"the default {flag} is the arithmetic world's tiny model, which cannot work on this "
+                                    f"dataset's problems; name one with --{flag} (offline: --{flag} smollm2"
+                                    + (" --prm-kind judge)" if flag == "prm" else ")"))

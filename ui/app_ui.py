@@ -20,7 +20,8 @@ import gradio as gr
 import plotly
 
 from storage import RunStore, StorageError
-from uats_core.config import DROPOUT_MODES_HELP, ConfigError, SearchConfig
+from uats_core.config import (DROPOUT_MODES_HELP, PRM_KINDS, ConfigError, SearchConfig, check_model_choice,
+                               parse_options)
 from uats_core.problems import ProblemError
 
 from . import service as svc
@@ -119,6 +120,11 @@ def _fig_json(fig: dict[str, Any] | None, **meta: Any) -> str:
     if meta:
         fig = {**fig, "meta": {**fig.get("meta", {}), **meta}}
     return json.dumps(fig, ensure_ascii=False, separators=(",", ":"))
+
+
+def _lines(text: str | None) -> list[str]:
+    """The non-blank lines of a multi-line option box."""
+    return [line for line in str(text or "").splitlines() if line.strip()]
 
 
 def _notice(msg: str = "", ok: bool = False) -> Any:
@@ -246,6 +252,12 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                             policy_spec = gr.Textbox("", label="Policy (empty = embedded arithmetic policy)",
                                                      elem_id="policy")
                             prm_spec = gr.Textbox("", label="PRM (empty = embedded arithmetic PRM)", elem_id="prm")
+                            prm_kind = gr.Dropdown(["detect", *PRM_KINDS], value="detect", label="PRM kind",
+                                                   elem_id="prm-kind")
+                            policy_opts = gr.Textbox("", label="Policy options (KEY=VALUE per line, JSON values)",
+                                                     lines=2, elem_id="policy-opts")
+                            prm_opts = gr.Textbox("", label="PRM options (KEY=VALUE per line)", lines=2, elem_id="prm-opts")
+                        model_inputs = [policy_spec, prm_spec, prm_kind, policy_opts, prm_opts]
                         with gr.Row():
                             run_btn = gr.Button("Run search", variant="primary", elem_id="run-btn")
                             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel-btn")
@@ -431,24 +443,30 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         problem.change(on_problem, [dataset, dataset_path, problem], [question_md, notice])
 
         # ---------------------------------------------------------------------------------- runs
-        def submit_run(ds, path, pid, policy, prm, values: dict[str, Any], label: str | None = None,
+        def submit_run(ds, path, pid, models: tuple, values: dict[str, Any], label: str | None = None,
                        paused: bool = False) -> str:
             config = svc.build_config(values)
             prob = svc.pick_problem(svc.dataset_problems(ds, path), pid)
+            policy, prm, kind, p_opts, r_opts = models
+            check_model_choice(policy, prm, ds == svc.ARITH)
+            model_fields = {"prm_kind": None if kind in (None, "", "detect") else kind,
+                            "policy_opts": parse_options(_lines(p_opts), "policy options"),
+                            "prm_opts": parse_options(_lines(r_opts), "PRM options"),
+                            "world_problem": ds == svc.ARITH}
             run_id = uuid.uuid4().hex
             store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
                                gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
                                policy=(policy or "").strip() or "embedded arith policy",
                                prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused)
             pool.submit(RunRequest(run_id=run_id, db=store.location, problem=request_dict(prob), config=config.to_dict(),
-                                   policy=(policy or "").strip() or None, prm=(prm or "").strip() or None))
+                                   policy=(policy or "").strip() or None, prm=(prm or "").strip() or None, **model_fields))
             log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
             return run_id
 
-        def on_run(s, ds, path, pid, policy, prm, paused, *vals):
+        def on_run(s, ds, path, pid, policy, prm, kind, p_opts, r_opts, paused, *vals):
             values = dict(zip(form_names, vals))
             try:
-                run_id = submit_run(ds, path, pid, policy, prm, values, paused=bool(paused))
+                run_id = submit_run(ds, path, pid, (policy, prm, kind, p_opts, r_opts), values, paused=bool(paused))
             except (ConfigError, ProblemError, StorageError, ValueError, TypeError) as exc:
                 return s, _notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
             s = {"run_id": run_id, "version": None, "t": None, "selected": None, "collapsed": []}
@@ -456,7 +474,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             return (s, _notice(f"run {run_id[:8]} queued: {values['method']} on {run['problem_id']}", ok=True),
                     "", svc.run_status_md(run), gr.update(value=True))
 
-        run_btn.click(on_run, [st, dataset, dataset_path, problem, policy_spec, prm_spec, start_paused, *form],
+        run_btn.click(on_run, [st, dataset, dataset_path, problem, *model_inputs, start_paused, *form],
                       [st, notice, tree, status_md, follow])
 
         def run_control(verb: str, control: Callable[[str], bool], done: str):
@@ -754,12 +772,13 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         cmp_prev.click(lambda cs, t: cmp_step(cs, (t or 0) - 1), [cst, cmp_slider], cmp_step_outputs)
         cmp_next.click(lambda cs, t: cmp_step(cs, (t or 0) + 1), [cst, cmp_slider], cmp_step_outputs)
 
-        def on_pair(cs, ds, path, pid, policy, prm, *vals):
+        def on_pair(cs, ds, path, pid, policy, prm, kind, p_opts, r_opts, *vals):
             values = dict(zip(form_names, vals))
             ids = []
             try:
                 for m in ("h-uats", "rebase"):
-                    ids.append(submit_run(ds, path, pid, policy, prm, {**values, "method": m}, label="compare"))
+                    ids.append(submit_run(ds, path, pid, (policy, prm, kind, p_opts, r_opts), {**values, "method": m},
+                                          label="compare"))
             except (ConfigError, ProblemError, StorageError, ValueError, TypeError) as exc:
                 return (cs, _notice(str(exc)), *[gr.skip()] * 7)
             cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
@@ -768,7 +787,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                     gr.update(choices=choices, value=ids[0]), gr.update(choices=choices, value=ids[1]),
                     *compare_view(cs, None)[:4])
 
-        cmp_pair.click(on_pair, [cst, dataset, dataset_path, problem, policy_spec, prm_spec, *form],
+        cmp_pair.click(on_pair, [cst, dataset, dataset_path, problem, *model_inputs, *form],
                        [cst, notice, cmp_a, cmp_b, cmp_tree_a, cmp_tree_b, cmp_summary, cmp_table])
 
         def on_cmp_tick(cs):

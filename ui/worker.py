@@ -9,7 +9,7 @@ import multiprocessing as mp
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from storage import RunStore, StorageError
@@ -27,6 +27,10 @@ class RunRequest:
     config: dict[str, Any]  # SearchConfig.to_dict()
     policy: str | None = None  # None: the embedded arithmetic world's policy
     prm: str | None = None
+    prm_kind: str | None = None  # None: detected from the PRM
+    policy_opts: dict[str, Any] = field(default_factory=dict)  # --policy-opt's KEY=VALUE, parsed
+    prm_opts: dict[str, Any] = field(default_factory=dict)
+    world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
 
 
 def worker_main(req: RunRequest) -> None:
@@ -40,7 +44,8 @@ def worker_main(req: RunRequest) -> None:
 
         config = SearchConfig.from_dict(req.config).validate()
         problem = Problem(**req.problem)
-        policy, prm = build_backends(req.policy, req.prm, config)
+        policy, prm = build_backends(req.policy, req.prm, config, prm_kind=req.prm_kind, policy_opts=req.policy_opts,
+                                     prm_opts=req.prm_opts, world_problem=req.world_problem)
         controller = None
         if config.method == "a-uats":
             from uats_core.controller import load_controller  # the learned budget controller (issue 6)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from uats_core.backends._loading import BackendError, ModelSource, load_config, resolve_spec
+from uats_core.config import PRM_KINDS
 from uats_core.protocols import PRM, Policy
 
 log = logging.getLogger(__name__)
 
-PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
 
 __all__ = ["BackendError", "PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec"]
 

@@ -1,14 +1,11 @@
-"""Model options as the command line and the app take them (`--policy-opt KEY=VALUE`, `--prm-opt KEY=VALUE`),
-checked against what the chosen backend accepts before any weight loads.
-
-Values are read as JSON where they parse (numbers, true/false/null, {"dicts": ...}, [lists]) and as text
-otherwise. vLLM engine arguments (`gpu_memory_utilization=0.5`, `max_model_len=4096`, ...) may be given
+"""Model options as the command line and the app take them (`--policy-opt KEY=VALUE`, `--prm-opt KEY=VALUE`,
+parsed by `uats_core.config.parse_options`), checked against what the chosen backend accepts before any weight
+loads. vLLM engine arguments (`gpu_memory_utilization=0.5`, `max_model_len=4096`, ...) may be given
 directly: they are moved into `llm_kwargs`, the dict `vllm.LLM(...)` receives."""
 
 from __future__ import annotations
 
 import inspect
-import json
 from typing import Any, Mapping, Sequence
 
 from uats_core.backends._loading import BackendError
@@ -22,25 +19,6 @@ _VLLM_DTYPES = {"auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "flo
                 "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32"}
 # Set from the search config, never as a PRM option: the config is what the run log records.
 _PRM_CONFIG_KEYS = {"dropout_p": "--dropout-p", "dropout_mode": "--dropout-mode", "kind": "--prm-kind"}
-
-
-def parse_opts(items: Sequence[str], flag: str) -> dict[str, Any]:
-    """['dtype=bfloat16', 'llm_kwargs={"max_model_len": 1024}'] -> {'dtype': 'bfloat16', 'llm_kwargs': {...}}."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = str(item).partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise BackendError(flag, f"{item!r} is not KEY=VALUE (e.g. {flag} dtype=bfloat16)")
-        raw = raw.strip()
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            if raw[:1] in "{[":
-                raise BackendError(flag, f"{key}: {raw!r} looks like JSON but does not parse; quote it as JSON, e.g. "
-                                         f"{key}='{{\"max_model_len\": 1024}}'") from None
-            out[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
-    return out
 
 
 def _params(*fns: Any, drop: Sequence[str] = ()) -> set[str]:

@@ -17,6 +17,7 @@ from uats_core.backends import PRM_KINDS, detect_prm_kind
 from uats_core.backends._loading import BackendError, ModelSource, load_config, resolve_device, resolve_spec
 from uats_core.backends.named import NAMED
 from uats_core.backends.options import check_policy_opts, check_prm_opts
+from uats_core.config import check_model_choice
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
 
 log = logging.getLogger(__name__)
@@ -43,12 +44,7 @@ def plan_models(policy: str | None, prm: str | None, *, prm_kind: str | None = N
                 world_problem: bool = True) -> ModelPlan:
     """Everything about the pair that can be checked without loading weights. `world_problem`: the problem comes
     from the embedded arithmetic world (its models are the defaults only there)."""
-    if not world_problem:
-        for flag, given in (("policy", policy), ("prm", prm)):
-            if given is None:
-                raise BackendError(flag, f"the default {flag} is the arithmetic world's tiny model, which cannot work on "
-                                         f"this dataset's problems; name one with --{flag} (offline: --{flag} smollm2"
-                                         + (" --prm-kind judge)" if flag == "prm" else ")"))
+    check_model_choice(policy, prm, world_problem)
     for flag, given, path in (("policy", policy, WORLD_POLICY), ("prm", prm, WORLD_PRM)):
         if given is None and not path.exists():
             raise BackendError(flag, f"the embedded default model {path} is missing; rebuild it with "

@@ -109,7 +109,7 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
 def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
     (custom py: factories take the options as they are)."""
-    from ..backends.options import parse_opts
+    from ..config import parse_options as parse_opts
     from ..backends.plan import plan_models
 
     policy_opts = parse_opts(args.policy_opt, "policy-opt")

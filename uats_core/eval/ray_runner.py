@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Left out of the working_dir Ray ships to the nodes: environments, history and outputs, none of which a search reads.
-_SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal", "*.db-shm",
-                  "__pycache__", ".pytest_cache", ".hypothesis"]
+_SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", ".cache", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal",
+                  "*.db-shm", "__pycache__", ".pytest_cache", ".hypothesis"]
 
 
 def relocate(items: Sequence[WorkItem], driver_root: str, here: Path = REPO_ROOT) -> list[WorkItem]:
