@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# HTML: & < > " '; Markdown: \\ ` * _ [ ] ( ) # + - ! | ~ = and % (Gradio's own LaTeX placeholders use %%%)
-_SPECIAL = frozenset("&<>\"'\\`*_[]()#+-!|~=%")
+# HTML: & < > " '; Markdown: \\ ` * _ [ ] ( ) # + - ! | ~ = and % (Gradio's own LaTeX placeholders use %%%);
+# : . @ so that no GFM autolink (http://, www., e-mail) forms and swallows the entities after it
+_SPECIAL = frozenset("&<>\"'\\`*_[]()#+-!|~=%:.@")
 _TABLE = {ord(c): f"&#{ord(c)};" for c in _SPECIAL}
 
 
