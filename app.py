@@ -32,6 +32,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
     p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS),
                    help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only")
+    p.add_argument("--max-budget", type=int, default=None,
+                   help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -46,6 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers < 1:
         print("error: workers: must be an integer >= 1", file=sys.stderr)
         return 2
+    if args.max_budget is not None:
+        if args.max_budget < 1:
+            print("error: max-budget: must be an integer >= 1", file=sys.stderr)
+            return 2
+        from uats_core.limits import set_max_budget
+
+        set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
     reports_dir = Path(args.reports_dir)
     if reports_dir.exists() and not reports_dir.is_dir():
         print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)

@@ -15,6 +15,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from .config import ConfigError, SearchConfig
 from .interrupts import sigterm_as_interrupt
+from .limits import set_max_budget
 from .problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger("uats_core")
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--prm", help="PRM model folder or hf:<id> (default: the arith PRM)")
     s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--max-budget", type=_at_least_one, help="refuse budgets above this (default 1024, or $UATS_MAX_BUDGET)")
     _add_config_flags(s)
     s.set_defaults(fn=cmd_search)
     r = sub.add_parser("runs", help="list logged runs")
@@ -209,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        if getattr(args, "max_budget", None):
+            set_max_budget(args.max_budget)
         return args.fn(args)
     except (ConfigError, ProblemError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -461,7 +461,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
             return handler
 
         cancel_btn.click(run_control("cancel", store.request_cancel,
-                                     "cancel requested for run {run}; it stops after its current iteration"), [st], [notice])
+                                     "cancel requested for run {run}; it stops within a second or two"), [st], [notice])
         pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
                         [st], [notice])
         step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
