@@ -85,6 +85,7 @@ def check_limits(config: Any, limits: Limits | None = None) -> RunEstimate:
         raise ConfigError("budget", f"{config.budget} is above the maximum budget {limits.max_budget}; lower it, or "
                                     f"raise the cap with --max-budget (or ${ENV_MAX_BUDGET})")
     est = estimate_run(config)
+    log.debug("run estimate: at most %d nodes, %.0f MB", est.nodes, est.memory_mb)
     if est.nodes > limits.max_nodes or est.memory_mb > limits.max_memory_mb:
         raise ConfigError("max_iterations", f"budget {config.budget} × max_iterations {config.max_iterations} could grow "
                                             f"the tree to about {est.nodes:,} nodes ({est.memory_mb:,.0f} MB), above the "
@@ -94,12 +95,14 @@ def check_limits(config: Any, limits: Limits | None = None) -> RunEstimate:
 
 
 def context_window(backend: Any) -> int | None:
-    """The model's context length in tokens, where the backend reveals one."""
-    for owner, attr in ((backend, "max_context"), (getattr(getattr(backend, "model", None), "config", None),
-                                                   "max_position_embeddings")):
-        n = getattr(owner, attr, None) if owner is not None else None
-        if isinstance(n, int) and n > 0:
-            return n
+    """The model's context length in tokens, where the backend reveals one (transformers' config, vLLM's
+    model config, or a `max_context` attribute)."""
+    for path in ("max_context", "model.config.max_position_embeddings", "llm.llm_engine.model_config.max_model_len"):
+        owner = backend
+        for attr in path.split("."):
+            owner = getattr(owner, attr, None)
+        if isinstance(owner, int) and not isinstance(owner, bool) and owner > 0:
+            return owner
     return None
 
 
