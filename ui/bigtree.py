@@ -6,12 +6,27 @@ final snapshot from the iteration it was created)."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import Counter, deque
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 MAX_DRAWN = 3000
 MAX_LABELS = 200  # "+k hidden" marks are SVG text: only the largest cuts get one
 HISTORY_LIMIT = 20_000
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: building 100,000 node dicts set off collector passes that cost
+    a third of opening a big run (nothing built here holds cycles that must be freed at once)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def cap_shown(state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX_DRAWN) -> tuple[set[int], dict[int, int]]:

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from storage.fastread import read_nodes
 
-from .bigtree import HISTORY_LIMIT
+from .bigtree import HISTORY_LIMIT, gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +119,18 @@ class RunData:
     def load(cls, store: Any, run_id: str) -> "RunData":
         run = store.get_run(run_id)
         big = int(run.get("n_nodes") or 0) > HISTORY_LIMIT  # opening a huge run must stay within seconds
-        data = cls(run, read_nodes(store, run_id), () if big else store.get_node_history(run_id),
-                   store.get_iterations(run_id))
+        with gc_paused():
+            data = cls(run, read_nodes(store, run_id), () if big else store.get_node_history(run_id),
+                       store.get_iterations(run_id))
         data.history_skipped = big
         return data
 
     def state_at(self, iteration: int | None = None) -> TreeState:
         """iteration=None: the latest stored snapshot of every node."""
+        with gc_paused():
+            return self._state_at(iteration)
+
+    def _state_at(self, iteration: int | None) -> TreeState:
         t = self.max_iteration if iteration is None else max(0, min(int(iteration), self.max_iteration))
         final = iteration is None or t >= self.max_iteration
         nodes: dict[int, dict[str, Any]] = {}
