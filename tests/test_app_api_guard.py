@@ -18,6 +18,7 @@ import pytest
 
 from storage import RunStore
 from storage.synthetic import synthetic_events
+from ui.safe_text import md_text
 
 
 class _NoWorkers:
@@ -126,7 +127,7 @@ def test_the_issue_trial_report_of_another_database(app: dict[str, Any]) -> None
     _assert_nothing_opened(app, victim_bytes)
     # the reports folder's file is listed and opened (read-only): the recording sees real opens
     md = app["client"].predict("eval.db", True, api_name="/on_report")
-    assert "Evaluation report of eval.db" in md[0] and "no finished evaluation cells" in md[0]
+    assert f"Evaluation report of {md_text('eval.db')}" in md[0] and "no finished evaluation cells" in md[0]
     assert str((app["tmp"] / "reports" / "eval.db").resolve()) in app["seen"]
 
 

@@ -245,10 +245,11 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
 def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> None:
     from ui import service as svc
     from ui.report_sources import ReportSources
+    from ui.safe_text import md_text
 
     sources = ReportSources(RunStore("sqlite://"), hand_db.parent)
     md, figs = svc.report_view(sources, hand_db.name)
-    assert hand_db.name in md and "Table 4 layout" in md
+    assert md_text(hand_db.name) in md and "Table 4 layout" in md  # the label is escaped for Markdown
     assert "83.3" in md  # REBASE at N=16: per-seed accuracy 1, 1, 0.5 -> 83.3%
     assert set(figs) == {"accuracy_vs_n", "accuracy_vs_cost", "prm_analysis"}
     names = {tr.get("name") for tr in figs["accuracy_vs_n"]["data"]}
