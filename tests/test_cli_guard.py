@@ -82,8 +82,9 @@ def test_truncated_safetensors(tmp_path: Path, capsys: pytest.CaptureFixture) ->
 @pytest.mark.parametrize("command", [["runs"], ["show", "abc"]])
 def test_read_commands_never_create_a_database(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                command: list[str]) -> None:
-    rc = main([*command, "--db", str(tmp_path / "typo" / "x.db")])
-    assert "no run log at" in _one_line_error(capsys, rc, "db")
+    for db in (str(tmp_path / "typo" / "x.db"), f"sqlite:///{tmp_path}/typo/y.db"):
+        rc = main([*command, "--db", db])
+        assert "no run log at" in _one_line_error(capsys, rc, "db")
     assert _files(tmp_path) == []
 
 

@@ -100,13 +100,29 @@ def _open_existing_store(db: str) -> Any:
     died (kill -9) are marked failed first, as the app does at start-up."""
     from storage import RunStore, StorageError
 
-    if "://" not in db and not Path(db).expanduser().is_file():
+    path = _sqlite_file(db)
+    if path is not None and not path.is_file():
         raise StorageError(f"no run log at {db!r}; give the --db of a search (default {DEFAULT_DB})")
     store = RunStore(db)
     dead = store.mark_dead_workers()
     if dead:
         log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
     return store
+
+
+def _sqlite_file(db: str) -> Path | None:
+    """The SQLite file a --db names (a path or a sqlite:/// URL); None for other databases and memory."""
+    if "://" not in db:
+        return Path(db).expanduser()
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(db)
+    except Exception:  # noqa: BLE001 - RunStore reports a bad URL with its own message
+        return None
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).expanduser()
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
