@@ -2,7 +2,8 @@
 
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db in the project), --export-dir
-(default exports/ in the project), --workers (searches running at once)."""
+(default exports/ in the project), --reports-dir (a folder of evaluation run logs the Reports tab may open,
+read-only; default reports/ in the project), --workers (searches running at once)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Sequence
 PROJECT = Path(__file__).resolve().parent
 DEFAULT_DB = PROJECT / "runs" / "uats.db"
 DEFAULT_EXPORTS = PROJECT / "exports"
+DEFAULT_REPORTS = PROJECT / "reports"
 
 log = logging.getLogger("uats_studio")
 
@@ -28,6 +30,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="port (default 7860, or $GRADIO_SERVER_PORT)")
     p.add_argument("--db", default=str(DEFAULT_DB), help="run log: SQLite file path or SQLAlchemy URL")
     p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
+    p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS),
+                   help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only")
+    p.add_argument("--max-budget", type=int, default=None,
+                   help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -39,15 +45,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
 
+    if args.workers < 1:
+        print("error: workers: must be an integer >= 1", file=sys.stderr)
+        return 2
+    if args.max_budget is not None:
+        if args.max_budget < 1:
+            print("error: max-budget: must be an integer >= 1", file=sys.stderr)
+            return 2
+        from uats_core.limits import set_max_budget
+
+        set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
+    reports_dir = Path(args.reports_dir)
+    if reports_dir.exists() and not reports_dir.is_dir():
+        print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
+        return 2
+
     from storage import RunStore, StorageError
 
     try:
         store = RunStore(args.db)
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.workers < 1:
-        print("error: workers: must be an integer >= 1", file=sys.stderr)
         return 2
     export_dir = Path(args.export_dir)
     try:
@@ -65,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if dead:
         log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
     pool = WorkerPool(store, max_workers=args.workers)
-    demo = build_demo(store, pool, export_dir)
+    demo = build_demo(store, pool, export_dir, reports_dir)
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'

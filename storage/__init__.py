@@ -1,6 +1,6 @@
 """The run log: uats_core events -> any SQLAlchemy database (SQLite by default), and readers for the CLI and app."""
 
 from .schema import ENDED_STATUSES, RUN_LEVEL, RUN_STATUSES
-from .store import RunRecorder, RunStore, StorageError
+from .store import RunRecorder, RunStore, StorageError, pid_alive
 
-__all__ = ["RunStore", "RunRecorder", "StorageError", "RUN_STATUSES", "ENDED_STATUSES", "RUN_LEVEL"]
+__all__ = ["RunStore", "RunRecorder", "StorageError", "RUN_STATUSES", "ENDED_STATUSES", "RUN_LEVEL", "pid_alive"]

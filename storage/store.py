@@ -25,6 +25,7 @@ from sqlalchemy.pool import StaticPool
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 
 from . import schema as S
+from .liveness import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +362,7 @@ class RunStore:
                                           S.runs.c.updated_at)
                                 .where(S.runs.c.status.in_(("queued", "running")))).all()
         for r in rows:
-            if r.worker_pid is not None and r.worker_host == host and not _pid_alive(r.worker_pid):
+            if r.worker_pid is not None and r.worker_host == host and not pid_alive(r.worker_pid):
                 if self.mark_failed(r.run_id, f"worker process {r.worker_pid} died before the run ended"):
                     dead.append(r.run_id)
             elif r.status == "queued" and r.worker_pid is None and now - (r.updated_at or 0) > queued_grace_s:
@@ -713,13 +714,3 @@ def _upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], k
     cond = sa.and_(*[table.c[k] == sa.bindparam(f"k_{k}") for k in keys])
     conn.execute(sa.delete(table).where(cond), [{f"k_{k}": r[k] for k in keys} for r in rows])
     conn.execute(sa.insert(table), list(rows))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

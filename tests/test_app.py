@@ -161,3 +161,16 @@ def test_app_refuses_a_bad_database(tmp_path: Path, capsys) -> None:
     assert app.main(["--db", str(blocker / "sub" / "runs.db"), "--export-dir", str(tmp_path / "e")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: db:") and "sub" in err
+
+
+def test_app_refuses_bad_reports_dir_and_max_budget_before_creating_anything(tmp_path: Path, capsys) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    db = tmp_path / "runs" / "runs.db"
+    assert app.main(["--db", str(db), "--reports-dir", str(afile)]) == 2
+    assert capsys.readouterr().err.startswith("error: reports-dir:")
+    assert app.main(["--db", str(db), "--max-budget", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: max-budget:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    args = app.parse_args(["--reports-dir", "evals", "--max-budget", "64"])
+    assert (args.reports_dir, args.max_budget) == ("evals", 64) and app.parse_args([]).reports_dir.endswith("reports")

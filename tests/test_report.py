@@ -244,28 +244,35 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
 
 def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> None:
     from ui import service as svc
+    from ui.report_sources import ReportSources
+    from ui.safe_text import md_text
 
-    md, figs = svc.report_view(str(hand_db))
-    assert f"`{hand_db}`" in md and "Table 4 layout" in md
+    sources = ReportSources(RunStore("sqlite://"), hand_db.parent)
+    md, figs = svc.report_view(sources, hand_db.name)
+    assert md_text(hand_db.name) in md and "Table 4 layout" in md  # the label is escaped for Markdown
     assert "83.3" in md  # REBASE at N=16: per-seed accuracy 1, 1, 0.5 -> 83.3%
     assert set(figs) == {"accuracy_vs_n", "accuracy_vs_cost", "prm_analysis"}
     names = {tr.get("name") for tr in figs["accuracy_vs_n"]["data"]}
     assert any("rebase" in str(n).lower() for n in names) and any("uats" in str(n).lower() for n in names)
 
 
-def test_a_report_of_a_missing_run_log_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
+def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
     from ui import service as svc
+    from ui.report_sources import ReportSources
     from uats_core.config import ConfigError
 
+    sources = ReportSources(RunStore("sqlite://"), tmp_path)
     missing = tmp_path / "typo.db"
-    with pytest.raises(ConfigError, match=r"run log: no file at .*typo\.db"):
-        svc.report_view(str(missing))
-    assert not missing.exists()
+    for key in ("typo.db", str(missing), "sqlite:///" + str(missing), "../typo.db"):
+        with pytest.raises(ConfigError, match=r"run log: .*not in the reports folder"):
+            svc.report_view(sources, key)
+    assert not missing.exists() and list(tmp_path.iterdir()) == []
 
 
 def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> None:
     from ui import service as svc
     from ui.figures import training_curve_figure
+    from ui.report_sources import ReportSources
 
     db = tmp_path / "train.db"
     store = RunStore(str(db))
@@ -273,8 +280,9 @@ def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> N
         store.append_curve("controller-x-seed0", {"round": rnd, "mean_reward": rnd / 30, "accuracy": 0.5,
                                                   "mean_cost": 100.0 + rnd})
     store.close()
-    assert "controller-x-seed0" in svc.curve_choices(str(db))
-    rows = svc.curve_rows(str(db), "controller-x-seed0")
+    sources = ReportSources(RunStore("sqlite://"), tmp_path)
+    assert "controller-x-seed0" in svc.curve_choices(sources, db.name)
+    rows = svc.curve_rows(sources, db.name, "controller-x-seed0")
     fig = training_curve_figure(rows, window=10)
     assert fig["meta"]["rounds"] == 30
     reward_smooth = fig["data"][1]

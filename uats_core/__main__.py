@@ -9,12 +9,14 @@ import argparse
 import dataclasses
 import logging
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
 from .config import ConfigError, SearchConfig
 from .interrupts import sigterm_as_interrupt
+from .limits import set_max_budget
 from .problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger("uats_core")
@@ -121,13 +123,41 @@ def _check_db(db: str) -> None:
 def _open_store(db: str) -> Any:
     from storage import RunStore
 
+    return RunStore(db)  # it makes missing folders itself, and removes them again if opening fails
+
+
+def _open_existing_store(db: str) -> Any:
+    """The run log of `runs` and `show`: reading never creates a database or its folders. Runs whose worker
+    died (kill -9) are marked failed first, as the app does at start-up."""
+    from storage import RunStore, StorageError
+
+    path = _sqlite_file(db)
+    if path is not None and not path.is_file():
+        raise StorageError(f"no run log at {db!r}; give the --db of a search (default {DEFAULT_DB})")
+    store = RunStore(db)
+    dead = store.mark_dead_workers()
+    if dead:
+        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
+    return store
+
+
+def _sqlite_file(db: str) -> Path | None:
+    """The SQLite file a --db names (a path or a sqlite:/// URL); None for other databases and memory."""
     if "://" not in db:
-        Path(db).parent.mkdir(parents=True, exist_ok=True)
-    return RunStore(db)
+        return Path(db).expanduser()
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(db)
+    except Exception:  # noqa: BLE001 - RunStore reports a bad URL with its own message
+        return None
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).expanduser()
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = _open_store(args.db)
+    store = _open_existing_store(args.db)
     rows = store.list_runs(method=args.method, problem_id=args.problem, status=args.status, limit=args.limit)
     if not rows:
         print("no runs")
@@ -142,28 +172,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = _open_store(args.db)
+    store = _open_existing_store(args.db)
     run = store.find_run(args.run)  # a unique prefix of the id is enough
     nodes = store.get_nodes(run["run_id"])
     print(f"run {run['run_id']}  {run['method']}  problem {run['problem_id']}  status {run['status']}  "
           f"answer {run.get('answer')}  correct {run.get('correct')}  cost {run.get('cost')}")
     print(f"Q: {run['question']}")
-    children: dict[Any, list[dict]] = {}
-    for n in nodes:
-        children.setdefault(n["parent_id"], []).append(n)
-
-    def walk(node_id: int, indent: int) -> None:
-        for n in sorted(children.get(node_id, []), key=lambda x: x["node_id"]):
-            stats = "unscored" if n.get("mean") is None else f"R̄={n['mean']:.3f}"
-            if n.get("var") is not None:
-                stats += f" σ²={n['var']:.4f} K={n['k']}" + (" OOD" if n.get("ood") else "")
-            flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
-            step = n["step"].strip().replace("\n", " ")
-            print(f"{'  ' * indent}#{n['node_id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
-                  f"{step[: args.width]}")
-            walk(n["node_id"], indent + 1)
-
-    walk(0, 0)
+    for line in tree_lines(nodes, args.width):
+        print(line)
     return 0
 
 
@@ -191,8 +207,49 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
                    help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")
 
 
+def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str]:
+    """The tree below the root as indented lines, depth first: an explicit stack, so a chain thousands of
+    steps deep prints like any other tree (recursion stopped at about a thousand)."""
+    children: dict[Any, list[dict]] = {}
+    for n in nodes:
+        children.setdefault(n["parent_id"], []).append(n)
+    stack = [(n, 0) for n in sorted(children.get(0, []), key=lambda x: x["node_id"], reverse=True)]
+    seen: set[Any] = {0}
+    while stack:
+        n, indent = stack.pop()
+        stats = "unscored" if n.get("mean") is None else f"R̄={n['mean']:.3f}"
+        if n.get("var") is not None:
+            stats += f" σ²={n['var']:.4f} K={n['k']}" + (" OOD" if n.get("ood") else "")
+        flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
+        step = (n.get("step") or "").strip().replace("\n", " ")
+        yield (f"{'  ' * indent}#{n['node_id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
+               f"{step[:width]}")
+        seen.add(n["node_id"])
+        kids = sorted(children.get(n["node_id"], []), key=lambda x: x["node_id"], reverse=True)
+        stack.extend((c, indent + 1) for c in kids if c["node_id"] not in seen)  # a damaged log may hold a cycle
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag ends in the project's one line `error: <field>: <what>` (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.match(r"argument (?:--)?([\w-]+)(?:/[\w-]+)*: (.*)", message, re.S)
+        field, what = (m.group(1).replace("-", "_"), m.group(2)) if m else ("arguments", message)
+        self.exit(2, f"error: {field}: {' '.join(what.split())}; see {self.prog} --help\n")
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1; got {value}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m uats_core", description="UATS Studio: PRM-guided tree search")
+    p = _OneLineParser(prog="python -m uats_core", description="UATS Studio: PRM-guided tree search")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("search", help="search one problem and log it")
@@ -201,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_flags(s)
     s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--max-budget", type=_at_least_one, help="refuse budgets above this (default 1024, or $UATS_MAX_BUDGET)")
     _add_config_flags(s)
     s.set_defaults(fn=cmd_search)
     r = sub.add_parser("runs", help="list logged runs")
@@ -208,12 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--method")
     r.add_argument("--problem")
     r.add_argument("--status")
-    r.add_argument("--limit", type=int, default=50)
+    r.add_argument("--limit", type=_at_least_one, default=50)
     r.set_defaults(fn=cmd_runs)
     w = sub.add_parser("show", help="print a run's tree")
     w.add_argument("run")
     w.add_argument("--db", default=DEFAULT_DB)
-    w.add_argument("--width", type=int, default=80, help="characters of step text per node")
+    w.add_argument("--width", type=_at_least_one, default=80, help="characters of step text per node")
     w.set_defaults(fn=cmd_show)
     d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
     _add_model_flags(d)
@@ -228,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        if getattr(args, "max_budget", None):
+            set_max_budget(args.max_budget)
         return args.fn(args)
     except (ConfigError, ProblemError) as exc:
         print(f"error: {exc}", file=sys.stderr)

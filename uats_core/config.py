@@ -71,6 +71,9 @@ class SearchConfig:
         if not 0.0 <= self.dropout_p < 1.0:
             raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
         parse_dropout_mode(self.dropout_mode)
+        from .limits import check_limits  # here, not at the top: limits imports this module
+
+        check_limits(self)  # the maximum budget, and the run's node and memory estimate
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import logging
 import multiprocessing as mp
 import re
 import threading
+from concurrent.futures.process import BrokenProcessPool
 from collections import defaultdict
 from fractions import Fraction
 from typing import Iterable, Sequence
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
 _FRACTION = re.compile(r"^([+-]?\d+)\s*/\s*(\d+)$")
 _LATEX_FRAC = re.compile(r"^([+-]?)\\[dt]?frac\{(\d+)\}\{(\d+)\}$")
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?$")  # one separator, groups of 3
 
 
 def extract_boxed(text: str | None) -> str | None:
@@ -45,8 +47,17 @@ def extract_boxed(text: str | None) -> str | None:
 
 
 def _plain_number(s: str) -> Fraction | None:
-    t = s.strip().strip("$").replace(",", "").replace("\\!", "").replace(" ", "")
-    t = re.sub(r"^\\text\{(.*)\}$", r"\1", t)
+    """`s` as an exact number when it is plainly one (AIME's 025, 1,234,567, 3/4, \\frac{3}{4}); else None.
+
+    Separators are removed only where they group thousands: "1, 2" is a list and "2,1" not 21."""
+    t = s.strip().strip("$").strip()
+    t = re.sub(r"^\\text\{(.*)\}$", r"\1", t).strip()
+    t = t.replace("{,}", ",").replace("\\!", "").replace("\\,", " ")
+    if _THOUSANDS.match(t):
+        t = re.sub(r"[, ]", "", t)
+    elif "," in t or re.search(r"\d\s+\d", t):
+        return None  # a list, a tuple or a spaced-out sequence of digits: math-verify decides
+    t = re.sub(r"\s+", "", t)
     if _NUMBER.match(t):
         return Fraction(t)
     m = _FRACTION.match(t)
@@ -90,14 +101,22 @@ class Grader:
             self._cache[key] = self._math_verify(gold, pred)
         return self._cache[key]
 
-    def _math_verify(self, gold: str, pred: str) -> bool:
+    def _math_verify(self, gold: str, pred: str, retry: bool = True) -> bool:
         with self._lock:
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
             pool = self._pool
-        future = pool.submit(_verify_in_worker, gold, pred)
         try:
-            return future.result(timeout=self.timeout_s)
+            return pool.submit(_verify_in_worker, gold, pred).result(timeout=self.timeout_s)
+        except BrokenProcessPool:
+            # the worker died (killed, out of memory): a broken pool refuses every later call, so start a
+            # fresh one and try this pair once more
+            self._restart_pool(pool)
+            if retry:
+                log.warning("math-verify worker died; restarted it")
+                return self._math_verify(gold, pred, retry=False)
+            log.warning("math-verify worker died twice on gold=%r pred=%r; counted as not equivalent", gold, pred)
+            return False
         except cf.TimeoutError:
             log.warning("math-verify timed out after %.1fs on gold=%r pred=%r; counted as not equivalent",
                         self.timeout_s, gold, pred)

@@ -38,21 +38,33 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
         raise ProblemError("dataset", f"no such file {str(p)!r}; give a JSON-lines file with 'problem' and 'answer' fields")
     src = source or p.stem
     out: list[Problem] = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ProblemError("dataset", f"{p}:{lineno} is not valid JSON ({exc.msg})") from None
-            question = row.get("problem", row.get("question"))
-            if not isinstance(question, str):
-                raise ProblemError("dataset", f"{p}:{lineno} has no 'problem' or 'question' text field")
-            pid = str(row.get("id", row.get("unique_id", f"{src}-{lineno - 1}")))
-            answer = row.get("answer")
-            out.append(Problem(id=pid, question=question, answer=None if answer is None else str(answer), source=src,
-                               meta={k: v for k, v in row.items() if k in ("subject", "level", "url")}))
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ProblemError("dataset", f"cannot read {str(p)!r} ({exc.strerror}); give a readable JSON-lines file") from None
+    for lineno, raw in enumerate(data.splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProblemError("dataset", f"{p}:{lineno} is not UTF-8 text (byte {exc.start + 1} of the line); "
+                                          "save the file as UTF-8") from None
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise ProblemError("dataset", f"{p}:{lineno} is not valid JSON ({why}); write one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise ProblemError("dataset", f"{p}:{lineno} is a JSON {type(row).__name__}, not an object; write one "
+                                          "object per line with 'problem' and 'answer' fields")
+        question = row.get("problem", row.get("question"))
+        if not isinstance(question, str):
+            raise ProblemError("dataset", f"{p}:{lineno} has no 'problem' or 'question' text field")
+        pid = str(row.get("id", row.get("unique_id", f"{src}-{lineno - 1}")))
+        answer = row.get("answer")
+        out.append(Problem(id=pid, question=question, answer=None if answer is None else str(answer), source=src,
+                           meta={k: v for k, v in row.items() if k in ("subject", "level", "url")}))
     return out
 
 

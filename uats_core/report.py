@@ -142,15 +142,20 @@ def _engine(store_or_url: Any) -> sa.Engine:
     return RunStore(str(store_or_url)).engine
 
 
+_RESULT_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
+                   "run_id", "batched", "wall_s", "correct", "naive_correct", "cost", "iterations", "n_nodes", "answer"]
+
+
 def load_results(store_or_url: Any) -> pd.DataFrame:
     """One row per finished evaluation cell whose run finished: the cell's axes and the run's outcome,
     with pass_at_n from the run's terminal nodes."""
     from storage import schema as S
 
-    from .eval.cells import ensure_tables, eval_cells
+    from .eval.cells import eval_cells
 
     engine = _engine(store_or_url)
-    ensure_tables(engine)
+    if eval_cells.name not in sa.inspect(engine).get_table_names():  # reading never creates tables
+        return pd.DataFrame(columns=_RESULT_COLUMNS + ["pass_at_n", "n_final"])
     c, r, n = eval_cells.c, S.runs.c, S.nodes.c
     q = (sa.select(c.cell_key, c.pair, c.policy, c.prm, c.dataset, c.problem_id, c.method, c.budget, c.seed, c.variant,
                    c.run_id, c.batched, c.wall_s, r.correct, r.naive_correct, r.cost, r.iterations, r.n_nodes, r.answer)
@@ -164,10 +169,8 @@ def load_results(store_or_url: Any) -> pd.DataFrame:
     with engine.connect() as conn:
         df = pd.DataFrame(conn.execute(q).mappings().all())
         pas = pd.DataFrame(conn.execute(oracle).mappings().all())
-    cols = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant", "run_id",
-            "batched", "wall_s", "correct", "naive_correct", "cost", "iterations", "n_nodes", "answer"]
     if df.empty:
-        return pd.DataFrame(columns=cols + ["pass_at_n", "n_final"])
+        return pd.DataFrame(columns=_RESULT_COLUMNS + ["pass_at_n", "n_final"])
     if pas.empty:
         pas = pd.DataFrame(columns=["run_id", "any_correct", "n_final"])
     df = df.merge(pas, on="run_id", how="left")

@@ -13,9 +13,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .cancel import cancellable
 from .config import SearchConfig
 from .events import EventBus, RunEnded, RunStarted, Subscriber
 from .grading import Grader, weighted_vote
+from .limits import check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
 from .problems import Problem
 from .protocols import PRM, Embedder, Policy
@@ -53,10 +55,15 @@ def seed_everything(seed: int) -> None:
 def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, *,
                subscribers: Sequence[Subscriber] = (), should_cancel: Callable[[], bool] | None = None,
                run_id: str | None = None, embedder: Embedder | None = None, controller: Any = None,
-               grader: Grader | None = None, progress: bool = False) -> RunResult:
-    """Search one problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel or Ctrl-C) or
-    'failed' (any exception, re-raised after the run is closed)."""
+               grader: Grader | None = None, progress: bool = False,
+               cancel_requested: Callable[[], bool] | None = None) -> RunResult:
+    """Search one problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel, cancel_requested or
+    Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
+
+    should_cancel is asked before each iteration and may block (step mode); cancel_requested must answer at
+    once: the backends poll it between batches, so a cancel lands inside a long iteration too."""
     config.validate()
+    check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
     bus = EventBus(*subscribers)
@@ -81,7 +88,8 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     answer = naive = None
     correct = naive_correct = None
     try:
-        finals = method.search(ctx)
+        with cancellable(cancel_requested):
+            finals = method.search(ctx)
         answer, naive = weighted_vote([(n.answer, float(n.mean if n.mean is not None else 0.0)) for n in finals], grader)
         if not config.weighted and config.method == "best-of-n":
             answer = naive

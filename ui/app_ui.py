@@ -27,7 +27,10 @@ from uats_core.problems import ProblemError
 from . import service as svc
 from .cases import QUADRANTS, StepJudge, cases_table, mine_cases
 from .export import ExportError, safe_name, write_bundle
-from .figures import ViewOptions, cost_figure, inspector_figure, knobs_figure, training_curve_figure, tree_figure
+from .figures import ViewOptions, cost_figure, inspector_figure, knobs_figure, tree_figure
+from .report_sources import ReportSources
+from .reports_tab import build_reports_tab
+from .safe_text import md_inline, md_text
 from .treedata import RunData
 from .worker import RunRequest, WorkerPool, request_dict
 
@@ -131,7 +134,8 @@ def _notice(msg: str = "", ok: bool = False) -> Any:
     """The message line under the title: problems in orange, confirmations in green, hidden when empty."""
     if not msg:
         return gr.update(value="", visible=False)
-    return gr.update(value=msg, visible=True, elem_classes=["ok"] if ok else ["bad"])
+    # messages quote what the user typed or a dataset holds: shown literally, never as HTML
+    return gr.update(value=md_text(msg), visible=True, elem_classes=["ok"] if ok else ["bad"])
 
 
 class RunCache:
@@ -158,8 +162,10 @@ class RunCache:
         return data
 
 
-def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.Blocks:
-    """The whole page. `store` is the app's reader; workers open their own connection to store.location."""
+def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
+               reports_dir: str | Path | None = None) -> gr.Blocks:
+    """The whole page. `store` is the app's reader; workers open their own connection to store.location.
+    The Reports tab reads the run log and the SQLite files in `reports_dir`, nothing a browser names."""
     export_dir = Path(export_dir).resolve()
     cache = RunCache(store)
     gr.set_static_paths([str(PLOTLY_DIR)])
@@ -388,25 +394,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                         case_export_btn = gr.DownloadButton("Download case export (zip)", value=None, elem_id="case-export")
             # ============================================================== reports tab
             with gr.Tab("Reports", id="reports"):
-                gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
-                            "layout and its Figure 2 analysis, built from an evaluation run log "
-                            "(`python -m uats_core.eval ... --db PATH`; `python -m uats_core.report` writes the same "
-                            "as offline HTML and PNG). Below: the A-UATS controller's training curves.")
-                with gr.Row():
-                    rep_db = gr.Textbox(value=store.location, label="evaluation run log (SQLite path or SQLAlchemy URL)",
-                                        elem_id="rep-db", scale=4)
-                    rep_common = gr.Checkbox(True, label="only problems every method finished", elem_id="rep-common")
-                    rep_build = gr.Button("Build report", variant="primary", elem_id="rep-build")
-                with gr.Row(equal_height=False):
-                    rep_acc_n = _plot_html("rep-acc-n", "Accuracy against N appears here.", 100)
-                    rep_acc_cost = _plot_html("rep-acc-cost", "Accuracy against compute spent appears here.", 100)
-                rep_prm = _plot_html("rep-prm", "The PRM analysis (Figure 2) appears here.", 100)
-                rep_md = gr.Markdown("", elem_id="rep-md")
-                gr.Markdown("### A-UATS controller training (REINFORCE)")
-                with gr.Row():
-                    curve_pick = gr.Dropdown([], label="training curve", elem_id="curve-pick", scale=4)
-                    curve_refresh = gr.Button("Refresh list", elem_id="curve-refresh")
-                curve_plot = _plot_html("curve-plot", "Pick a training curve.", 100)
+                reports = build_reports_tab(ReportSources(store, reports_dir), notice, _plot_html, _fig_json, _notice)
 
         filters = [f_min, f_max, f_hv, f_pruned, f_depth, f_search, f_glyph, f_dec]
         form = [method, budget, seed, k0, dropout_p, dropout_mode, alpha, tau, delta, nu1, nu2, cost_ratio,
@@ -429,7 +417,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
                     _question_md(probs[0]) if probs else "", _notice(""))
 
         def _question_md(p) -> str:
-            return f"**{p.id}** — {p.question}\n\n_gold answer: {p.answer}_"
+            return f"**{md_inline(p.id, 120)}** — {md_text(p.question)}\n\n_gold answer: {md_inline(p.answer)}_"
 
         def on_problem(ds: str, path: str, pid: str):
             try:
@@ -491,7 +479,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             return handler
 
         cancel_btn.click(run_control("cancel", store.request_cancel,
-                                     "cancel requested for run {run}; it stops after its current iteration"), [st], [notice])
+                                     "cancel requested for run {run}; it stops within a second or two"), [st], [notice])
         pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
                         [st], [notice])
         step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
@@ -721,9 +709,10 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             rows, div = svc.compare_rows(a, b)
             same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
                     and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
-            summary = (f"**{a.run.get('method')}** ({svc.outcome(a.run)}, answer {a.run.get('answer')}, cost "
-                       f"{float(a.run.get('cost') or 0):,.0f}) vs **{b.run.get('method')}** ({svc.outcome(b.run)}, "
-                       f"answer {b.run.get('answer')}, cost {float(b.run.get('cost') or 0):,.0f}) · "
+            summary = (f"**{md_text(a.run.get('method'))}** ({svc.outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
+                       f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(b.run.get('method'))}** "
+                       f"({svc.outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
+                       f"{float(b.run.get('cost') or 0):,.0f}) · "
                        + (f"first diverging iteration: **{div}**" if div is not None else "never diverged")
                        + f" · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
                        + ("" if same else " · ⚠ different problem, seed or budget"))
@@ -844,7 +833,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             star = store.get_star(run_id, nid)
             case = next((c for q in QUADRANTS for c in (cstate.get("pools") or {}).get(q, ())
                          if c.run_id == run_id and c.node_id == nid), None)
-            md = (f"**{case.quadrant}** · run `{run_id[:8]}` ({data.run.get('method')} on {data.run.get('problem_id')})\n\n"
+            md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
+                  f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
                   if case else "") + svc.node_details_md(state, nid, judge)
             try:
                 bundle = svc.case_bundle(data, nid, case, name=safe_name(name) if (name or "").strip() else None,
@@ -892,34 +882,6 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
         case_open.click(on_case_open, [st, case_state, *filters], open_outputs).then(
             lambda s, *f: inspect(s, s.get("selected"), *f), [st, *filters], inspect_outputs)
 
-        # ---------------------------------------------------------------------------------- reports
-        def on_report(db, common):
-            try:
-                md, figs = svc.report_view(db, bool(common))
-            except (ConfigError, StorageError, ValueError, OSError) as exc:
-                return ("", "", "", "", _notice(f"report: {exc}"))
-            return (md, *[_fig_json(figs.get(n)) for n in svc.REPORT_FIGURES], _notice(""))
-
-        rep_build.click(on_report, [rep_db, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, notice])
-
-        def on_curve_list(db, current):
-            names = svc.curve_choices(db)
-            value = current if current in names else (names[0] if names else None)
-            return gr.update(choices=names, value=value)
-
-        def on_curve(db, name):
-            if not name:
-                return "", _notice("")
-            try:
-                fig = training_curve_figure(svc.curve_rows(db, name))
-            except (ConfigError, StorageError, ValueError, OSError) as exc:
-                return "", _notice(f"training curve: {exc}")
-            return _fig_json(fig), _notice("" if fig else f"training curve {name!r} has no rounds yet")
-
-        curve_refresh.click(on_curve_list, [rep_db, curve_pick], [curve_pick])
-        rep_db.submit(on_curve_list, [rep_db, curve_pick], [curve_pick])
-        curve_pick.change(on_curve, [rep_db, curve_pick], [curve_plot, notice])
-
         # ---------------------------------------------------------------------------------- load
         def on_load(s, cs):
             ds_out = on_dataset(svc.ARITH, "")
@@ -928,8 +890,10 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path) -> gr.
             return (*ds_out, *runs, a, b)
 
         demo.load(on_load, [st, cst], [dataset_path, problem, question_md, notice, *runs_outputs, cmp_a, cmp_b])
-        tabs.change(lambda s, cs, m, p, o, db, cur: (*on_tab_compare(s, cs), *list_runs(m, p, o), on_curve_list(db, cur)),
-                    [st, cst, r_method, r_problem, r_outcome, rep_db, curve_pick], [cmp_a, cmp_b, *runs_outputs, curve_pick])
+        tabs.change(lambda s, cs, m, p, o, db, cur: (*on_tab_compare(s, cs), *list_runs(m, p, o),
+                                                     reports.on_curve_list(db, cur)),
+                    [st, cst, r_method, r_problem, r_outcome, reports.source, reports.curve_pick],
+                    [cmp_a, cmp_b, *runs_outputs, reports.curve_pick])
     return demo
 
 

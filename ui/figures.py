@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from plotly.colors import sample_colorscale
 
+from .bigtree import cap_shown
 from .layout import tidy_layout
 from .treedata import TERMINAL, TreeState
 
@@ -187,6 +188,9 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     view = view or ViewOptions()
     cmin, cmax = colour_range
     shown, matching, hidden_below = visible_nodes(state, view)
+    chosen_path = state.chosen_path_nodes()
+    shown, cut = cap_shown(state, shown, chosen_path | set(state.path(selected) if selected in state.nodes else ()))
+    hidden_below = {i: hidden_below.get(i, 0) + cut.get(i, 0) for i in set(hidden_below) | set(cut)}
     parent_of = {nid: state.nodes[nid].get("parent_id") for nid in shown}
     if shared_keys:
         keys = {nid: state.prefix_key(nid) for nid in shown if nid != 0}
@@ -195,7 +199,6 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
         order = lambda nid: nid  # noqa: E731  creation order = left to right
     pos = tidy_layout(parent_of, root=0, order_key=order)
     faded = (shown - matching - {0}) if view.filtering else set()
-    chosen_path = state.chosen_path_nodes()
     chosen = state.chosen_nodes()
     data: list[dict[str, Any]] = []
 

@@ -4,7 +4,6 @@ comparisons and export bundles. app.py's handlers are thin wrappers around these
 from __future__ import annotations
 
 import functools
-import html
 import json
 import logging
 import math
@@ -18,6 +17,8 @@ from uats_core.problems import Problem, ProblemError, load_problems
 from .cases import QUADRANTS, Case, StepJudge
 from .export import ExportBundle
 from .figures import ViewOptions, inspector_figure, shared_colour_range, tree_figure
+from .report_sources import ReportSources
+from .safe_text import md_inline, md_text
 from .treedata import TERMINAL, RunData, TreeState, first_divergence, shared_prefixes
 
 log = logging.getLogger(__name__)
@@ -140,16 +141,17 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in ("queued", "running") and run.get("paused"):
         badge += " · ❚❚ paused (step mode: Step runs one iteration, Resume runs to the end)"
-    parts = [f"**{badge}** · run `{run['run_id'][:12]}` · **{run.get('method')}** on `{run.get('problem_id')}` · "
+    parts = [f"**{badge}** · run {md_text(run['run_id'][:12])} · **{md_text(run.get('method'))}** on "
+             f"{md_inline(run.get('problem_id'), 80)} · "
              f"seed {run.get('seed')} · N={cfg.get('budget', '?')}",
              f"iterations {run.get('iterations', 0)} · nodes {run.get('n_nodes', 0)} · cost spent "
              f"{float(run.get('cost') or 0):,.0f}"]
     if status == "finished":
         gold = run.get("gold_answer")
-        parts.append(f"answer **{run.get('answer')}** ({outcome(run)}; gold {gold}) · naive argmax "
-                     f"{run.get('naive_answer')} ({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
+        parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; gold {md_inline(gold, 200)}) · "
+                     f"naive argmax {md_inline(run.get('naive_answer'), 200)} ({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
     if run.get("error"):
-        parts.append(f"⚠ {html.escape(str(run['error']))[:400]}")
+        parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
     if state is not None and state.iteration < state.max_iteration:
         parts.append(f"showing the tree after iteration **{state.iteration}** of {state.max_iteration}")
     return "  \n".join(parts)
@@ -183,12 +185,13 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
         return f"Node {node_id} is not in the tree at iteration {state.iteration}."
     n = state.nodes[node_id]
     if node_id == 0:
-        return f"### The question\n\n{state.run.get('question', '')}\n\nGold answer: **{state.run.get('gold_answer')}**"
+        return (f"### The question\n\n{md_text(state.run.get('question', ''))}\n\n"
+                f"Gold answer: **{md_inline(state.run.get('gold_answer'))}**")
     tau = state.tau
     k = len(n.get("mc_scores") or [])
     ood = n.get("var") is not None and n["var"] > tau
     title = f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
-    lines = [title, "", n.get("step", "").strip() or "_(empty step)_", ""]
+    lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
     lines.append(f"**R̄** {_num(n.get('mean'))} · **σ²** {_num(n.get('var'), 5)} (τ = {tau:g}) · **K** {k} "
                  f"({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · **R̂** {_num(n.get('ucb'))}")
     when = [f"created t={n.get('created_iter')}"]
@@ -198,7 +201,7 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
     lines.append(f"children granted **{n.get('children_granted', 0)}** · " + " · ".join(when)
                  + (f" · uniqueness γ {_num(n.get('uniqueness'))}" if n.get("uniqueness") is not None else ""))
     if n.get("status") in TERMINAL:
-        lines.append(f"final answer **{n.get('answer')}** — "
+        lines.append(f"final answer **{md_inline(n.get('answer'))}** — "
                      + {True: "right ✓", False: "wrong ✗"}.get(n.get("correct"), "ungraded"))
     if judge is not None:
         truth = judge(node_id)
@@ -212,7 +215,7 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
                                              if d.get("mean_before") is not None and d.get("extra_passes") else ""))
     path = state.path(node_id)
     lines += ["", "**Trace up to here**", ""]
-    lines.append(f"> {state.run.get('question', '').strip()}")
+    lines.append(f"> {md_inline(state.run.get('question', ''))}")
     lines.append("")
     shown = list(enumerate(path, 1))
     if len(shown) > TRACE_SHOWN:  # deep traces: the first steps and the last ones, not a page of text
@@ -222,7 +225,7 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
         if pid is None:
             lines.append(f"_… {len(path) - TRACE_SHOWN} steps not shown …_  ")
             continue
-        step = " ".join((state.nodes[pid].get("step") or "").split())
+        step = md_inline(state.nodes[pid].get("step"))
         mark = "**" if pid == node_id else ""
         lines.append(f"`{depth:>2}` {mark}{step}{mark} _(R̄ {_num(state.nodes[pid].get('mean'))})_  ")
     return "\n".join(lines)
@@ -374,26 +377,15 @@ REPORT_FIGURES = ("accuracy_vs_n", "accuracy_vs_cost", "prm_analysis")
 SHIPPED = "shipped: "  # curve names that come from a checkpoint folder's training_curve.json, not the database
 
 
-def _existing_store(db: str) -> Any:
-    """A RunStore over an existing run log: a report of a mistyped path must not create an empty database."""
-    from storage import RunStore
-
-    db = (db or "").strip()
-    if not db:
-        raise ConfigError("run log", "empty; give the --db path of an evaluation (python -m uats_core.eval ... --db PATH)")
-    if "://" not in db and not Path(db).expanduser().is_file():
-        raise ConfigError("run log", f"no file at {db}; give the --db path of an evaluation "
-                                     "(python -m uats_core.eval ... --db PATH) or an SQLAlchemy URL")
-    return RunStore(db)
-
-
-def report_view(db: str, common_problems: bool = True, max_fig2_runs_per_pair: int = 200) -> tuple[str, dict[str, dict]]:
-    """The evaluation report of run log `db` for the page: its markdown (notes, Table 4, per-budget tables,
-    Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost, PRM analysis)."""
+def report_view(sources: ReportSources, key: str, common_problems: bool = True,
+                max_fig2_runs_per_pair: int = 200) -> tuple[str, dict[str, dict]]:
+    """The evaluation report of the run log `key` of `sources` for the page: its markdown (notes, Table 4,
+    per-budget tables, Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost,
+    PRM analysis)."""
     from uats_core.report import build_report
 
-    rep = build_report(_existing_store(db), common_problems=common_problems,
-                       max_fig2_runs_per_pair=max_fig2_runs_per_pair)
+    with sources.reading(key) as store:
+        rep = build_report(store, common_problems=common_problems, max_fig2_runs_per_pair=max_fig2_runs_per_pair)
     figs = {}
     for name in REPORT_FIGURES:
         if name in rep.figures:
@@ -401,17 +393,19 @@ def report_view(db: str, common_problems: bool = True, max_fig2_runs_per_pair: i
             fig["layout"].pop("width", None)  # sized for the HTML export; in the page, fill the column
             fig["layout"]["autosize"] = True
             figs[name] = fig
-    md = rep.summary_markdown().replace("# Evaluation report", f"### Evaluation report of `{db}`", 1)
+    title = f"### Evaluation report of {md_text(sources.label(key))}"
+    md = rep.summary_markdown().replace("# Evaluation report", title, 1)
     return md, figs
 
 
-def curve_choices(db: str | None) -> list[str]:
-    """Controller training curves: those in the run log `db` (train --db) and those shipped beside the
+def curve_choices(sources: ReportSources, key: str | None) -> list[str]:
+    """Controller training curves: those in the picked run log (train --db) and those shipped beside the
     checkpoints under assets/models (training_curve.json)."""
     names: list[str] = []
-    if db:
+    if key:
         try:
-            names += _existing_store(db).list_curves()
+            with sources.reading(key) as store:
+                names += store.list_curves()
         except ConfigError:
             pass
     models = PROJECT / "assets" / "models"
@@ -419,10 +413,11 @@ def curve_choices(db: str | None) -> list[str]:
     return names
 
 
-def curve_rows(db: str | None, name: str) -> list[dict[str, Any]]:
+def curve_rows(sources: ReportSources, key: str | None, name: str) -> list[dict[str, Any]]:
     if name.startswith(SHIPPED):
         path = PROJECT / "assets" / "models" / name[len(SHIPPED):] / "training_curve.json"
-        if not path.is_file():
-            raise ConfigError("training curve", f"no file {path}; train with python -m uats_core.controller.train")
+        if path.parent.parent != PROJECT / "assets" / "models" or not path.is_file():
+            raise ConfigError("training curve", f"no shipped curve {name!r}; pick one from the list")
         return list(json.loads(path.read_text()))
-    return _existing_store(db or "").get_curve(name)
+    with sources.reading(key) as store:
+        return store.get_curve(name)

@@ -12,6 +12,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from storage.fastread import read_nodes
+
+from .bigtree import HISTORY_LIMIT, gc_paused
+
 log = logging.getLogger(__name__)
 
 TERMINAL = ("finished", "truncated")
@@ -68,7 +72,10 @@ class TreeState:
     def chosen_path_nodes(self) -> set[int]:
         out: set[int] = set()
         for leaf in self.chosen_nodes():
-            out.update(self.path(leaf))
+            cur: int | None = leaf
+            while cur is not None and cur != 0 and cur in self.nodes and cur not in out:  # shared prefixes once
+                out.add(cur)
+                cur = self.nodes[cur].get("parent_id")
         if out:
             out.add(0)
         return out
@@ -99,6 +106,7 @@ class RunData:
         if 0 not in self.nodes:
             self.nodes[0] = _root(run)
         self.iterations: dict[int, dict[str, Any]] = {int(i["iteration"]): i for i in iterations}
+        self.history_skipped = False
         self._hist: dict[int, tuple[list[int], list[dict[str, Any]]]] = {}
         for h in sorted(history, key=lambda r: (r["node_id"], r["iteration"])):
             its, rows = self._hist.setdefault(int(h["node_id"]), ([], []))
@@ -110,10 +118,19 @@ class RunData:
     @classmethod
     def load(cls, store: Any, run_id: str) -> "RunData":
         run = store.get_run(run_id)
-        return cls(run, store.get_nodes(run_id), store.get_node_history(run_id), store.get_iterations(run_id))
+        big = int(run.get("n_nodes") or 0) > HISTORY_LIMIT  # opening a huge run must stay within seconds
+        with gc_paused():
+            data = cls(run, read_nodes(store, run_id), () if big else store.get_node_history(run_id),
+                       store.get_iterations(run_id))
+        data.history_skipped = big
+        return data
 
     def state_at(self, iteration: int | None = None) -> TreeState:
         """iteration=None: the latest stored snapshot of every node."""
+        with gc_paused():
+            return self._state_at(iteration)
+
+    def _state_at(self, iteration: int | None) -> TreeState:
         t = self.max_iteration if iteration is None else max(0, min(int(iteration), self.max_iteration))
         final = iteration is None or t >= self.max_iteration
         nodes: dict[int, dict[str, Any]] = {}
@@ -124,6 +141,9 @@ class RunData:
                 nodes[nid] = n
                 continue
             hist = self._hist.get(nid)
+            if hist is None and self.history_skipped:
+                nodes[nid] = n  # no per-iteration snapshots loaded: the final one, from its creation on
+                continue
             row = None
             if hist:
                 pos = bisect.bisect_right(hist[0], t) - 1

@@ -52,7 +52,8 @@ def worker_main(req: RunRequest) -> None:
 
             controller = load_controller(config.controller, config)
         run_search(problem, config, policy, prm, subscribers=[store.subscriber()], run_id=req.run_id,
-                   should_cancel=lambda: store.wait_turn(req.run_id), controller=controller)
+                   should_cancel=lambda: store.wait_turn(req.run_id), controller=controller,
+                   cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too
     except BaseException as exc:  # noqa: BLE001 - the run row must not stay 'queued'/'running' forever
         # Once RunStarted was written, run_search already ended the run (failed/cancelled) with its nodes;
         # mark_failed only touches runs that never got that far (model loading, a bad spec).

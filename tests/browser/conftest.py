@@ -65,12 +65,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             sub(ev)
     pool = WorkerPool(store, max_workers=2, poll_s=0.5)
     export_dir = base / "exports"
-    demo = build_demo(store, pool, export_dir)
+    reports_dir = base / "reports"
+    reports_dir.mkdir()
+    demo = build_demo(store, pool, export_dir, reports_dir)
     port = _free_port()
     demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                                                    quiet=True, **launch_kwargs(export_dir))
     try:
-        yield {"url": f"http://127.0.0.1:{port}", "store": store, "export_dir": export_dir, "pool": pool}
+        yield {"url": f"http://127.0.0.1:{port}", "store": store, "export_dir": export_dir, "pool": pool,
+               "reports_dir": reports_dir}
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
         demo.close()

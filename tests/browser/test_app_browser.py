@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot
+from .conftest import PAIR, shot, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -257,23 +257,23 @@ def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
     assert "rebase" in page.locator("#run-status").inner_text()
 
 
-def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, served: dict[str, Any],
-                                                                tmp_path: Path) -> None:
+def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, served: dict[str, Any]) -> None:
     """The Reports tab over a hand-counted evaluation log, and a controller training curve written to it."""
     from storage import RunStore
     from tests.test_report import build_hand_db
 
-    db = build_hand_db(tmp_path / "eval.db")
+    db = build_hand_db(served["reports_dir"] / "eval.db")
     store = RunStore(str(db))
     for rnd in range(12):
         store.append_curve("controller-browser-seed0", {"round": rnd, "mean_reward": 0.5, "accuracy": 0.5,
                                                         "mean_cost": 10.0})
     store.close()
     page.get_by_role("tab", name="Reports").click()
-    fill(page, "rep-db", "/no/such/eval.db")
-    page.click("#rep-build")
-    wait_notice(page, "run log: no file at /no/such/eval.db")
-    fill(page, "rep-db", str(db))
+    # the run log picker offers the server's list only: the run log and the reports folder's files
+    page.click("#rep-refresh")
+    wait_idle(page)
+    page.locator("#rep-db input").first.click()
+    page.get_by_role("option", name=f"eval.db · {db}").click()
     page.click("#rep-build")
     wait_text(page, "#rep-md", "83.3", timeout_s=60)  # REBASE at N=16, counted by hand in tests/test_report.py
     wait_plot(page, "#rep-acc-n", "e.data && e.data.length > 0")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def load_weights(model_cls: Any, src: ModelSource, field: str, *, dtype: str | t
     try:
         model, info = model_cls.from_pretrained(location, trust_remote_code=trust_remote_code, output_loading_info=True,
                                                 **kwargs, **extra)
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError, SafetensorError) as exc:  # SafetensorError: truncated
         raise BackendError(field, f"cannot load {src.display!r} as {getattr(model_cls, '__name__', model_cls)} "
                                   f"({_short(exc)}); {_fix_for(src)}") from exc
     missing = [k for k in info.get("missing_keys", []) if k.startswith(required_prefixes)] if required_prefixes else []

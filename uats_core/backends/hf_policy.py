@@ -19,6 +19,7 @@ from uats_core.backends.prompting import (
     step_budgets,
     trim_at_delimiter,
 )
+from uats_core.cancel import SearchCancelled, cancel_pending
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)
@@ -39,9 +40,13 @@ class _PerRowStop(StoppingCriteria):
         self.budgets = budgets
         self.eos_ids = eos_ids
         self.stopped_at: list[int | None] = [None] * len(budgets)
+        self.cancelled = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
         n_new = input_ids.shape[1] - self.prompt_len
+        if cancel_pending():  # a cancel stops the whole batch at this token; the caller raises
+            self.cancelled = True
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for row in range(input_ids.shape[0]):
             if self.stopped_at[row] is not None:
@@ -146,6 +151,8 @@ class HFPolicy:
             self._calls += 1
             out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),
                                       generation_config=gen_config, stopping_criteria=StoppingCriteriaList([stop]))
+        if stop.cancelled:
+            raise SearchCancelled("cancelled while generating steps")
         new_tokens = out[:, width:].tolist()
         log.debug("%s: %d rows, prompt width %d, %d new columns", self.name, len(prompts), width, len(new_tokens[0]))
         return [self._parse_row(row_tokens, stop.stopped_at[row], budgets[row], used[row])

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from uats_core.backends._loading import BackendError
+from uats_core.cancel import checkpoint
 from uats_core.config import ConfigError, parse_dropout_mode
 from uats_core.hf_compat import cache_kwarg
 
@@ -321,6 +322,7 @@ class MCDropoutEngine:
         out: list[torch.Tensor | None] = [None] * len(rows)
         with torch.inference_mode():
             for chunk in self._chunks(rows, eff_k):
+                checkpoint("while scoring")  # between forward batches: a cancel need not wait for all of them
                 results = self._run_chunk([rows[i] for i in chunk], eff_k, shared, spec.p if noisy else 0.0, head_p, use_cache)
                 for i, res in zip(chunk, results):
                     out[i] = res if res.shape[0] == k else res.expand(k, *res.shape[1:])

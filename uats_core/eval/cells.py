@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage import RunStore
 from storage import schema as S
-from storage.store import _pid_alive  # one liveness check for the app and the eval harness
+from storage import pid_alive  # one liveness check for the app and the eval harness
 
 from .grid import Cell
 
@@ -124,7 +124,7 @@ class CellLedger:
 
     def worker_alive(self, st: CellState, stale_after_s: float) -> bool:
         if st.worker_host == self.host and st.worker_pid is not None:
-            return st.worker_pid != os.getpid() and _pid_alive(st.worker_pid)
+            return st.worker_pid != os.getpid() and pid_alive(st.worker_pid)
         # Another machine: we cannot see its processes; trust the run's heartbeat.
         return st.heartbeat is not None and time.time() - st.heartbeat < stale_after_s
 

@@ -172,7 +172,7 @@ class EvalWorker:
                 prm.clear_cache()
             result = run_search(problem, config, policy, prm, subscribers=[self.store.subscriber()], run_id=run_id,
                                 embedder=embedder, controller=controller, grader=self.grader,
-                                should_cancel=self._stop.is_set)
+                                should_cancel=self._stop.is_set, cancel_requested=self._stop.is_set)
         except Exception as exc:  # run_search has already closed the run as failed (or never opened it)
             wall = time.perf_counter() - t0
             err = f"{type(exc).__name__}: {exc}"

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..cancel import SearchCancelled, checkpoint
 from ..config import SearchConfig
 from ..estimation import mc_stats, ucb
 from ..events import EventBus, IterationEnded, NodesUpdated
@@ -20,10 +21,6 @@ from ..protocols import PRM, Embedder, Policy
 from ..tree import ACTIVE, KEPT, PRUNED, TRUNCATED, Node, SearchTree, ends_solution, terminal_status
 
 log = logging.getLogger(__name__)
-
-
-class SearchCancelled(Exception):
-    """Raised at an iteration boundary when the caller asked to stop."""
 
 
 class SearchContext:
@@ -73,6 +70,7 @@ class SearchContext:
         if not parents:
             return []
         outs = self.policy.generate_steps(self.tree.traces(parents))
+        checkpoint(f"during iteration {iteration}")  # before the steps land: a cancelled batch adds no nodes
         if len(outs) != len(parents):
             raise RuntimeError(f"policy {self.policy.name!r} returned {len(outs)} steps for {len(parents)} requests")
         self._charge(generated=len(parents))

@@ -1,0 +1,52 @@
+"""Bulk reads of a whole run's nodes, fast enough to open a 100,000-node run in the app within seconds.
+
+On SQLite the rows come straight from the driver and are converted here as SQLAlchemy would (JSON text to
+values, 0/1 to booleans); SQLAlchemy's per-row result processing was half the time of loading a big run.
+tests/test_bigtree.py checks the result equals RunStore.get_nodes. Other databases use get_nodes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+
+from . import schema as S
+from .store import _node_dict
+
+
+def _bool(v: Any) -> bool | None:
+    return None if v is None else bool(v)
+
+
+def _json_column(values: list[Any]) -> list[Any]:
+    """Decode a whole column of JSON texts with one parser call (per-value json.loads was most of the load)."""
+    return json.loads("[" + ",".join("null" if v is None else v for v in values) + "]")
+
+
+_COLUMNS = [c.name for c in S.nodes.columns]
+_JSON = [i for i, c in enumerate(S.nodes.columns) if isinstance(c.type, sa.JSON)]
+_BOOL = [i for i, c in enumerate(S.nodes.columns) if isinstance(c.type, sa.Boolean)]
+_SQL = f'SELECT {", ".join(chr(34) + c + chr(34) for c in _COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY node_id'
+
+
+def read_nodes(store: Any, run_id: str) -> list[dict[str, Any]]:
+    """store.get_nodes(run_id), faster on SQLite."""
+    engine = getattr(store, "engine", None)
+    if engine is None or engine.dialect.name != "sqlite":
+        return store.get_nodes(run_id)
+    with store.engine.connect() as conn:
+        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            rows = cur.execute(_SQL, (run_id,)).fetchall()
+        finally:
+            cur.close()
+    columns = [list(col) for col in zip(*rows)] if rows else [[] for _ in _COLUMNS]
+    for i in _JSON:
+        columns[i] = _json_column(columns[i])
+    for i in _BOOL:
+        columns[i] = [_bool(v) for v in columns[i]]
+    out = [_node_dict(dict(zip(_COLUMNS, values))) for values in zip(*columns)]
+    if not out:
+        store.get_run(run_id)  # a run without nodes yet is fine; a missing run is an error
+    return out

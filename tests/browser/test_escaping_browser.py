@@ -1,0 +1,72 @@
+"""HTML and Markdown in a problem, a step or an answer are shown as text, in Debian's Chromium; LaTeX still
+renders. The payloads are the ones that broke the page: a fixed-position div covering it and an image
+whose onerror runs script (and whose src the browser would fetch)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import shot
+from .test_app_browser import fill, open_run, wait_notice, wait_text
+
+pytestmark = pytest.mark.browser
+
+IMG = '<img src=x onerror="window.__pwned=1">'
+COVER = '<div id="cover" style="position:fixed;inset:0;background:red;z-index:9999">covered</div>'
+MD_IMG = "![t](http://127.0.0.1:9/fetch-me.png)"
+QUESTION = f"Evil {IMG} and {COVER} then {MD_IMG} so what is $\\frac{{1}}{{2}}+\\frac{{1}}{{2}}$?"
+INJECTED_JS = """(sel) => {
+  const root = document.querySelector(sel);
+  return {img: root.querySelectorAll('img').length, cover: document.querySelectorAll('#cover').length,
+          fixed: Array.from(root.querySelectorAll('*')).filter(e => getComputedStyle(e).position === 'fixed').length,
+          katex: root.querySelectorAll('.katex').length, pwned: window.__pwned === undefined ? null : window.__pwned};
+}"""
+
+
+def _assert_inert(page: Any, sel: str, katex: bool = True) -> str:
+    text = page.locator(sel).inner_text()
+    found = page.evaluate(INJECTED_JS, sel)
+    assert found["img"] == 0 and found["cover"] == 0 and found["fixed"] == 0 and found["pwned"] is None, found
+    if katex:
+        assert found["katex"] >= 1, found  # LaTeX still renders
+    return text
+
+
+def test_html_in_a_problem_renders_as_text(page: Any, tmp_path: Path) -> None:
+    data = tmp_path / "evil.jsonl"
+    data.write_text(json.dumps({"id": "evil-1", "problem": QUESTION, "answer": "<b>1</b>"}) + "\n", encoding="utf-8")
+    page.locator("#dataset input").first.fill("JSONL file or hub name")
+    page.locator("#dataset input").first.press("Enter")
+    fill(page, "dataset-path", str(data), submit=True)
+    text = wait_text(page, "#question", "covered")
+    assert IMG in text and COVER in text and MD_IMG in text and "<b>1</b>" in text
+    _assert_inert(page, "#question")
+    # an error message quotes what was typed, literally
+    fill(page, "open-id", IMG)
+    page.click("#open-btn")
+    assert IMG in wait_notice(page, "no run <img")
+    _assert_inert(page, "#notice", katex=False)
+    shot(page, "escaped-question")
+
+
+def test_html_in_a_stored_run_renders_as_text_in_status_and_inspector(page: Any, served: dict[str, Any]) -> None:
+    from storage.synthetic import synthetic_events
+
+    run_id = "e5" * 16
+    sub = served["store"].subscriber()
+    for ev in synthetic_events(run_id, n_nodes=30, seed=5, method="h-uats", problem_id=f"p{IMG}",
+                               question=QUESTION, gold=COVER):
+        sub(ev)
+    open_run(page, run_id)
+    status = _assert_inert(page, "#run-status", katex=False)
+    assert IMG in status and COVER in status
+    fill(page, "node-id", "0")
+    page.click("#inspect-btn")
+    text = wait_text(page, "#node-details", "covered")
+    assert IMG in text and MD_IMG in text
+    _assert_inert(page, "#node-details")
+    shot(page, "escaped-inspector")

@@ -1,0 +1,63 @@
+"""Large runs in the app: the fast node reader equals the store's, the drawn tree is capped and connected and
+says what it hides, and big runs load without their per-iteration history."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage import RunStore
+from storage.fastread import read_nodes
+from storage.synthetic import synthetic_events
+from ui import bigtree, treedata
+from ui.figures import tree_figure
+from ui.treedata import RunData
+
+
+@pytest.fixture(scope="module")
+def store() -> RunStore:
+    st = RunStore("sqlite://")
+    for rid, n in (("s" * 32, 300), ("b" * 32, 4000)):
+        sub = st.subscriber()
+        for ev in synthetic_events(rid, n_nodes=n, seed=4, max_iterations=5000):
+            sub(ev)
+    return st
+
+
+def test_fast_reader_equals_get_nodes(store: RunStore) -> None:
+    for rid in ("s" * 32, "b" * 32):
+        assert read_nodes(store, rid) == store.get_nodes(rid)
+    with pytest.raises(Exception, match="no run"):
+        read_nodes(store, "nope")
+
+
+def test_cap_keeps_the_tree_connected_and_counts_what_it_hides(store: RunStore) -> None:
+    state = RunData.load(store, "b" * 32).state_at(None)
+    shown = set(state.nodes)
+    keep = state.chosen_path_nodes()
+    drawn, hidden = bigtree.cap_shown(state, shown, keep, limit=400)
+    assert len(drawn) == 400 and 0 in drawn
+    assert all(state.nodes[i].get("parent_id") in drawn for i in drawn if i != 0)
+    assert keep and keep <= drawn or len(keep) > 400
+    assert 0 < sum(hidden.values()) <= len(shown) - len(drawn) and set(hidden) <= drawn
+    small, none = bigtree.cap_shown(state, shown, keep, limit=len(shown))
+    assert small == shown and none == {}
+
+
+def test_the_figure_draws_at_most_the_cap(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bigtree, "MAX_DRAWN", 500)
+    monkeypatch.setattr(bigtree.cap_shown, "__defaults__", (500,))
+    state = RunData.load(store, "b" * 32).state_at(None)
+    fig = tree_figure(state)
+    assert fig["meta"]["n_nodes"] == len(state.nodes) and fig["meta"]["n_shown"] == 500
+    marks = [t for t in fig["data"] if t.get("name") == "marks"]
+    assert marks and any(str(x).endswith("hidden") for x in marks[0]["text"])
+
+
+def test_big_runs_load_without_history_and_still_replay(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    full = RunData.load(store, "b" * 32)
+    monkeypatch.setattr(treedata, "HISTORY_LIMIT", 1000)
+    big = RunData.load(store, "b" * 32)
+    assert big.history_skipped and not full.history_skipped
+    t = big.max_iteration // 2
+    assert set(big.state_at(t).nodes) == set(full.state_at(t).nodes)  # the same nodes exist at t
+    assert big.state_at(None).nodes == full.state_at(None).nodes

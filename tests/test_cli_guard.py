@@ -1,0 +1,151 @@
+"""The CLI under careless input: one line `error: <field>: ...`, exit code 2, no traceback, nothing written;
+`runs`/`show` never create a database and mark dead workers' runs failed; `show` prints any depth."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from storage import RunStore
+from storage import schema as S
+from uats_core.__main__ import main, tree_lines
+from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _one_line_error(capsys: pytest.CaptureFixture, rc: int, field: str) -> str:
+    out, err = capsys.readouterr()
+    assert rc == 2, (rc, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), err
+    assert "Traceback" not in err + out
+    return lines[0]
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b'{"problem": "caf\xe9 au lait?", "answer": "1"}\n', "not UTF-8 text"),
+    (b'[1, 2, 3]\n', "is a JSON list, not an object"),
+    (b'"just a string"\n', "is a JSON str, not an object"),
+    (b'{"problem": "ok", "answer": "1"}\n{"problem": \n', "is not valid JSON"),
+    (b"[" * 100_000 + b"\n", "not valid JSON"),
+])
+def test_bad_dataset_lines(tmp_path: Path, capsys: pytest.CaptureFixture, content: bytes, needle: str) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(content)
+    db = tmp_path / "out" / "x.db"
+    rc = main(["search", "--dataset", str(data), "--problem", "0", "--db", str(db), "--quiet"])
+    assert needle in _one_line_error(capsys, rc, "dataset")
+    assert _files(tmp_path) == ["d.jsonl"]
+
+
+def test_db_under_a_regular_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "afile").write_text("x")
+    for db in ("afile/x.db", "afile/sub/x.db"):
+        rc = main(["search", "--db", str(tmp_path / db), "--budget", "2", "--max-iterations", "1", "--quiet"])
+        _one_line_error(capsys, rc, "db")
+    assert _files(tmp_path) == ["afile"] and (tmp_path / "afile").read_text() == "x"
+
+
+def test_db_in_a_folder_that_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Path, *a: object, **k: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)  # as for a user without write access (tests may run as root)
+    rc = main(["search", "--db", str(tmp_path / "locked" / "x.db"), "--budget", "2", "--max-iterations", "1"])
+    assert "Permission denied" in _one_line_error(capsys, rc, "db")
+    assert _files(tmp_path) == []
+
+
+def test_truncated_safetensors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from uats_core.backends.tiny import save_causal_lm
+
+    pol = Path(save_causal_lm(tmp_path / "pol", hidden=32, layers=1, heads=2, kv_heads=1))
+    weights = next(pol.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    capsys.readouterr()  # the save's progress bar
+    rc = main(["search", "--policy", str(pol), "--db", str(tmp_path / "runs" / "x.db"), "--quiet"])
+    assert "cannot load" in _one_line_error(capsys, rc, "policy")
+
+
+@pytest.mark.parametrize("command", [["runs"], ["show", "abc"]])
+def test_read_commands_never_create_a_database(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                               command: list[str]) -> None:
+    for db in (str(tmp_path / "typo" / "x.db"), f"sqlite:///{tmp_path}/typo/y.db"):
+        rc = main([*command, "--db", db])
+        assert "no run log at" in _one_line_error(capsys, rc, "db")
+    assert _files(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["runs", "--limit", "0"], "limit"), (["runs", "--limit", "x"], "limit"), (["show", "r", "--width", "-3"], "width"),
+    (["search", "--budget", "abc"], "budget"), (["search", "--nope"], "arguments"), (["show"], "arguments"),
+])
+def test_bad_flags_are_one_line(capsys: pytest.CaptureFixture, argv: list[str], field: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    _one_line_error(capsys, int(exc.value.code), field)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize("command", ["runs", "show"])
+def test_read_commands_mark_dead_workers_runs_failed(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                     command: str) -> None:
+    db = tmp_path / "runs.db"
+    store = RunStore(str(db))
+    store.register_run("d" * 32, method="h-uats", problem_id="p", question="q")
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(S.runs).values(status="running", worker_pid=_dead_pid(),
+                                              worker_host=socket.gethostname()))
+    argv = ["runs"] if command == "runs" else ["show", "ddd"]
+    assert main([*argv, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "failed" in out and store.get_run("d" * 32)["status"] == "failed"
+    assert "died" in store.get_run("d" * 32)["error"]
+
+
+def _chain(depth: int) -> list[dict]:
+    return [{"id": i, "parent_id": i - 1, "depth": i, "step": f"step {i}", "status": "active",
+             "mc_scores": [0.5, 0.6], "mean": 0.55, "var": 0.005} for i in range(1, depth + 1)]
+
+
+def test_show_prints_a_1500_deep_chain(tmp_path: Path) -> None:
+    db = tmp_path / "deep.db"
+    store = RunStore(str(db))
+    rec = store.subscriber()
+    rec(RunStarted(run_id="e" * 32, method="beam", problem_id="p", question="q", gold_answer="1", seed=0,
+                   config={}, policy="x", prm="y"))
+    rec(NodesUpdated(iteration=0, nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]))
+    rec(IterationEnded(iteration=1, decisions=[], budget={}, cost_step=1.0, cost_total=1.0))
+    rec(RunEnded(status="finished", iterations=1, cost=1.0))
+    store.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-m", "uats_core", "show", "eee", "--db", str(db)], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=300)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-500:]
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2 + 1500 and lines[-1].startswith("  " * 1499 + "#1500 ")
+
+
+def test_tree_lines_order_and_a_damaged_cycle() -> None:
+    nodes = [{"node_id": i, "parent_id": p, "step": f"s{i}", "status": "active", "children_granted": 0}
+             for i, p in ((1, 0), (2, 0), (3, 1), (4, 3), (5, 2))]
+    assert [ln.split(" [")[0] for ln in tree_lines(nodes)] == ["#1", "  #3", "    #4", "#2", "  #5"]
+    cyc = nodes + [{"node_id": 1, "parent_id": 4, "step": "again", "status": "active", "children_granted": 0}]
+    assert len(list(tree_lines(cyc))) <= 7  # ends, whatever a damaged log holds

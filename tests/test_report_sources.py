@@ -1,0 +1,120 @@
+"""The Reports tab's run logs: a server-side list, opened read-only, locations shown without passwords."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from storage import RunStore, StorageError
+from storage.readonly import display_location, open_read_only
+from ui.report_sources import RUN_LOG, ReportSources
+from uats_core.config import ConfigError
+from uats_core.report import build_report
+
+
+def _rollback_journal_run_log(path: Path) -> Path:
+    """A run log written with the rollback journal, as an older tool or a copy might have it."""
+    RunStore(str(path)).close()
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return path
+
+
+def _tables_and_mode(path: Path) -> tuple[list[str], str]:
+    con = sqlite3.connect(path)
+    try:
+        tables = sorted(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+        mode = con.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        con.close()
+    return tables, mode
+
+
+def test_read_only_open_creates_no_table_and_keeps_the_journal_mode(tmp_path: Path) -> None:
+    db = _rollback_journal_run_log(tmp_path / "eval.db")
+    before = _tables_and_mode(db)
+    assert "eval_cells" not in before[0] and before[1] == "delete"
+    store = open_read_only(db)
+    rep = build_report(store)  # the report's reader used to create eval_cells
+    assert rep.tables["results"].empty
+    with pytest.raises(Exception, match="readonly|read-only"):
+        store.append_curve("x", {"round": 0})
+    store.close()
+    assert _tables_and_mode(db) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.db"]
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database at all" * 100])
+def test_a_file_that_is_not_a_run_log_is_refused(tmp_path: Path, content: bytes) -> None:
+    f = tmp_path / "x.db"
+    f.write_bytes(content)
+    with pytest.raises(StorageError, match=r"^db: .*(not a run log|cannot read)"):
+        open_read_only(f)
+    assert f.read_bytes() == content
+
+
+def test_a_sqlite_file_without_the_tables_is_refused_untouched(tmp_path: Path) -> None:
+    f = tmp_path / "other.sqlite"
+    con = sqlite3.connect(f)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(StorageError, match="not a run log"):
+        open_read_only(f)
+    assert _tables_and_mode(f) == (["t"], "delete")
+
+
+def test_a_missing_file_is_refused_and_not_created(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="no file at"):
+        open_read_only(tmp_path / "deep" / "x.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_locations_hide_the_password() -> None:
+    url = make_url("postgresql+psycopg://ann:s3cret@db.example:5432/uats")
+    shown = display_location(url)
+    assert "s3cret" not in shown and "ann" in shown and "db.example" in shown
+    sources = ReportSources(SimpleNamespace(url=url), None)
+    assert all("s3cret" not in label for label, _ in sources.choices())
+
+
+def test_only_files_directly_in_the_reports_folder_are_listed_and_opened(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    (reports / "sub").mkdir(parents=True)
+    RunStore(str(reports / "a.db")).close()
+    RunStore(str(reports / "sub" / "b.db")).close()
+    RunStore(str(tmp_path / "outside.db")).close()
+    (reports / "link.db").symlink_to(tmp_path / "outside.db")
+    (reports / "notes.txt").write_text("x")
+    app_store = RunStore("sqlite://")
+    sources = ReportSources(app_store, reports)
+    assert sources.keys() == [RUN_LOG, "a.db"]
+    with sources.reading("a.db") as st:
+        assert st.list_runs() == []
+    with sources.reading(RUN_LOG) as st:
+        assert st is app_store
+    for key in ("sub/b.db", "link.db", str(tmp_path / "outside.db"), "../outside.db", "notes.txt", "", None):
+        with pytest.raises(ConfigError, match="^run log: "):
+            with sources.reading(key):
+                pass
+    without = ReportSources(app_store, None)
+    assert without.keys() == [RUN_LOG]
+    with pytest.raises(ConfigError, match="no --reports-dir"):
+        with without.reading("a.db"):
+            pass
+
+
+def test_a_shipped_curve_name_cannot_leave_the_models_folder(tmp_path: Path) -> None:
+    from ui import service as svc
+
+    sources = ReportSources(RunStore("sqlite://"), None)
+    for name in ("shipped: ../../../etc", "shipped: x/../../..", "shipped: nope"):
+        with pytest.raises(ConfigError, match="^training curve: no shipped curve"):
+            svc.curve_rows(sources, RUN_LOG, name)

@@ -1,0 +1,59 @@
+"""Large runs in the page: a run log may hold 100,000 nodes, which took 90 s and a 58.7 MB figure to open.
+The tree draws at most MAX_DRAWN nodes - the chosen answers' paths and the selected node's path first, then
+the shallowest nodes breadth first - and every drawn node whose subtree was cut says how many it hides.
+RunData skips the per-iteration history of runs above HISTORY_LIMIT nodes (replay then shows each node's
+final snapshot from the iteration it was created)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections import Counter, deque
+from typing import Any, Iterable, Iterator
+
+MAX_DRAWN = 3000
+MAX_LABELS = 200  # "+k hidden" marks are SVG text: only the largest cuts get one
+HISTORY_LIMIT = 20_000
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: building 100,000 node dicts set off collector passes that cost
+    a third of opening a big run (nothing built here holds cycles that must be freed at once)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def cap_shown(state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX_DRAWN) -> tuple[set[int], dict[int, int]]:
+    """(nodes to draw, hidden-descendant count per drawn node) for the `shown` nodes of `state`."""
+    if len(shown) <= limit:
+        return shown, {}
+    keep = set(keep)
+    drawn: set[int] = {0}
+    order = deque([0])
+    bfs: list[int] = []
+    while order:  # breadth first over the shown nodes: shallow nodes first, creation order within a depth
+        nid = order.popleft()
+        bfs.append(nid)
+        order.extend(c for c in state.children.get(nid, ()) if c in shown)
+    for wanted in (lambda n: n in keep, lambda n: True):  # keep (closed under ancestors) first, in BFS order
+        for nid in bfs:
+            if len(drawn) >= limit:
+                break
+            if wanted(nid) and (nid == 0 or state.nodes[nid].get("parent_id") in drawn):
+                drawn.add(nid)
+    anchor: dict[int, int] = {}
+    hidden: Counter = Counter()
+    for nid in bfs:  # parents come before children: each cut node counts towards its nearest drawn ancestor
+        if nid in drawn:
+            anchor[nid] = nid
+        else:
+            a = anchor.get(state.nodes[nid].get("parent_id"), 0)
+            anchor[nid] = a
+            hidden[a] += 1
+    return drawn, dict(hidden.most_common(MAX_LABELS))

@@ -1,0 +1,83 @@
+"""Which run logs the Reports tab may read: the app's own run log, and SQLite files in the reports folder
+given at launch (app.py --reports-dir). The page only ever sends back a key from this list; a path or URL
+from a browser is never opened, so no client can make the server create, switch or connect to a database."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any, Iterator
+
+from storage import StorageError
+from storage.readonly import display_location, open_read_only
+from uats_core.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+RUN_LOG = "(run log)"
+SUFFIXES = (".db", ".sqlite", ".sqlite3")
+MAX_LISTED = 200  # a reports folder with thousands of files must not make a dropdown unusable
+
+
+class ReportSources:
+    """The server-side list of readable run logs. Keys are RUN_LOG or a file name directly inside
+    `reports_dir` (no sub-folders, no links leading out of it)."""
+
+    def __init__(self, store: Any, reports_dir: str | Path | None = None) -> None:
+        self.store = store
+        self.reports_dir = Path(reports_dir).resolve() if reports_dir else None
+
+    def _files(self) -> list[Path]:
+        if self.reports_dir is None or not self.reports_dir.is_dir():
+            return []
+        out = []
+        for p in sorted(self.reports_dir.iterdir()):
+            if p.suffix.lower() in SUFFIXES and p.is_file() and p.resolve().parent == self.reports_dir:
+                out.append(p)
+            if len(out) >= MAX_LISTED:
+                break
+        return out
+
+    def choices(self) -> list[tuple[str, str]]:
+        """(label, key) pairs for a dropdown; labels show locations with any password hidden."""
+        items = [(f"run log · {display_location(self.store.url)}", RUN_LOG)]
+        items += [(f"{p.name} · {p}", p.name) for p in self._files()]
+        return items
+
+    def keys(self) -> list[str]:
+        return [k for _, k in self.choices()]
+
+    def label(self, key: str) -> str:
+        for lab, k in self.choices():
+            if k == key:
+                return lab
+        return str(key)
+
+    def _path_of(self, key: str) -> Path:
+        for p in self._files():
+            if p.name == key:
+                return p
+        where = f"the reports folder {self.reports_dir}" if self.reports_dir else "the list (no --reports-dir given)"
+        raise ConfigError("run log", f"{key!r} is not in {where}; pick one from the list "
+                                     "(copy an evaluation database into the folder given as app.py --reports-dir)")
+
+    @contextlib.contextmanager
+    def reading(self, key: str | None) -> Iterator[Any]:
+        """The run log behind `key`: the app's own store, or a reports-folder file opened read-only for the
+        duration of the block. Raises ConfigError(field='run log') for anything not in the list."""
+        key = (key or "").strip() if isinstance(key, str) else ""
+        if not key:
+            raise ConfigError("run log", "none picked; pick a run log from the list")
+        if key == RUN_LOG:
+            yield self.store
+            return
+        path = self._path_of(key)
+        try:
+            store = open_read_only(path)
+        except StorageError as exc:
+            raise ConfigError("run log", str(exc).removeprefix("db: ")) from None
+        try:
+            yield store
+        finally:
+            store.close()

@@ -1,0 +1,87 @@
+"""The Reports tab: an evaluation report and the A-UATS controller's training curves, read from a run log
+picked from a server-side list (ui.report_sources); the browser sends a key from that list, never a path."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gradio as gr
+
+from storage import StorageError
+from uats_core.config import ConfigError
+
+from . import service as svc
+from .figures import training_curve_figure
+from .report_sources import RUN_LOG, ReportSources
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReportsTab:
+    source: gr.Dropdown
+    curve_pick: gr.Dropdown
+    on_curve_list: Callable[[str | None, str | None], Any]
+
+
+def build_reports_tab(sources: ReportSources, notice: gr.Markdown, plot_html: Callable[..., gr.HTML],
+                      fig_json: Callable[..., str], notice_update: Callable[..., Any]) -> ReportsTab:
+    """The tab's components and handlers; call inside the `gr.Tab`. Returns what the page-level events need."""
+    gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
+                "layout and its Figure 2 analysis, built from an evaluation run log "
+                "(`python -m uats_core.eval ... --db PATH`, copied into the folder given as `app.py --reports-dir`; "
+                "`python -m uats_core.report` writes the same as offline HTML and PNG). Below: the A-UATS "
+                "controller's training curves.")
+    with gr.Row():
+        source = gr.Dropdown(sources.choices(), value=RUN_LOG, label="evaluation run log (opened read-only)",
+                             elem_id="rep-db", scale=4)
+        rep_refresh = gr.Button("Refresh list", elem_id="rep-refresh", scale=1)
+        rep_common = gr.Checkbox(True, label="only problems every method finished", elem_id="rep-common")
+        rep_build = gr.Button("Build report", variant="primary", elem_id="rep-build")
+    with gr.Row(equal_height=False):
+        rep_acc_n = plot_html("rep-acc-n", "Accuracy against N appears here.", 100)
+        rep_acc_cost = plot_html("rep-acc-cost", "Accuracy against compute spent appears here.", 100)
+    rep_prm = plot_html("rep-prm", "The PRM analysis (Figure 2) appears here.", 100)
+    rep_md = gr.Markdown("", elem_id="rep-md")
+    gr.Markdown("### A-UATS controller training (REINFORCE)")
+    with gr.Row():
+        curve_pick = gr.Dropdown([], label="training curve", elem_id="curve-pick", scale=4)
+        curve_refresh = gr.Button("Refresh list", elem_id="curve-refresh")
+    curve_plot = plot_html("curve-plot", "Pick a training curve.", 100)
+
+    def on_report(key, common):
+        try:
+            md, figs = svc.report_view(sources, key, bool(common))
+        except (ConfigError, StorageError, ValueError, OSError) as exc:
+            return ("", "", "", "", notice_update(f"report: {exc}"))
+        return (md, *[fig_json(figs.get(n)) for n in svc.REPORT_FIGURES], notice_update(""))
+
+    rep_build.click(on_report, [source, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, notice])
+
+    def on_sources(current):
+        choices = sources.choices()
+        keys = [k for _, k in choices]
+        return gr.update(choices=choices, value=current if current in keys else RUN_LOG)
+
+    rep_refresh.click(on_sources, [source], [source])
+
+    def on_curve_list(key, current):
+        names = svc.curve_choices(sources, key)
+        value = current if current in names else (names[0] if names else None)
+        return gr.update(choices=names, value=value)
+
+    def on_curve(key, name):
+        if not name:
+            return "", notice_update("")
+        try:
+            fig = training_curve_figure(svc.curve_rows(sources, key, name))
+        except (ConfigError, StorageError, ValueError, OSError) as exc:
+            return "", notice_update(f"training curve: {exc}")
+        return fig_json(fig), notice_update("" if fig else f"training curve {name!r} has no rounds yet")
+
+    curve_refresh.click(on_curve_list, [source, curve_pick], [curve_pick])
+    source.change(on_curve_list, [source, curve_pick], [curve_pick])
+    curve_pick.change(on_curve, [source, curve_pick], [curve_plot, notice])
+    return ReportsTab(source=source, curve_pick=curve_pick, on_curve_list=on_curve_list)

@@ -1,0 +1,29 @@
+"""User and model text made inert before it reaches a Markdown component.
+
+Gradio's Markdown renders HTML and Markdown: a problem holding `<div style="position:fixed">` covered the
+page and `<img src=...>` (or `![](...)`) made the browser fetch a URL. Every character that HTML or
+Markdown treats as syntax becomes a numeric character reference, which both read as a literal character.
+`$` is kept, so LaTeX still renders: Gradio cuts `$...$` spans out of the source before parsing Markdown and
+puts them back with entities intact, and KaTeX then reads the decoded text (`&#92;frac` is `\\frac` to it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# HTML: & < > " '; Markdown: \\ ` * _ [ ] ( ) # + - ! | ~ = and % (Gradio's own LaTeX placeholders use %%%);
+# : . @ so that no GFM autolink (http://, www., e-mail) forms and swallows the entities after it
+_SPECIAL = frozenset("&<>\"'\\`*_[]()#+-!|~=%:.@")
+_TABLE = {ord(c): f"&#{ord(c)};" for c in _SPECIAL}
+
+
+def md_text(value: Any) -> str:
+    """`value` as text that Gradio's Markdown shows literally (LaTeX between $ still renders)."""
+    return ("" if value is None else str(value)).translate(_TABLE)
+
+
+def md_inline(value: Any, limit: int | None = None) -> str:
+    """One line of `value` (whitespace runs collapsed), optionally cut to `limit` characters, escaped."""
+    text = " ".join(("" if value is None else str(value)).split())
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "…"
+    return md_text(text)
