@@ -62,9 +62,11 @@ def test_db_in_a_folder_that_cannot_be_written(tmp_path: Path, capsys: pytest.Ca
     def refuse(self: Path, *a: object, **k: object) -> None:
         raise PermissionError(13, "Permission denied", str(self))
 
-    monkeypatch.setattr(Path, "mkdir", refuse)  # as for a user without write access (tests may run as root)
+    # As for a user without write access (tests may run as root): the access check and any mkdir say no.
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    monkeypatch.setattr("os.access", lambda path, mode: False)
     rc = main(["search", "--db", str(tmp_path / "locked" / "x.db"), "--budget", "2", "--max-iterations", "1"])
-    assert "Permission denied" in _one_line_error(capsys, rc, "db")
+    assert "not writable" in _one_line_error(capsys, rc, "db")
     assert _files(tmp_path) == []
 
 

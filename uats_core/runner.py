@@ -19,9 +19,9 @@ from .events import EventBus, RunEnded, RunStarted, Subscriber
 from .grading import Grader, weighted_vote
 from .limits import check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
+from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .problems import Problem
 from .protocols import PRM, Embedder, Policy
-from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .tree import SearchTree
 
 log = logging.getLogger(__name__)

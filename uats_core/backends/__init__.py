@@ -17,7 +17,6 @@ from uats_core.protocols import PRM, Policy
 
 log = logging.getLogger(__name__)
 
-
 __all__ = ["BackendError", "PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec"]
 
 

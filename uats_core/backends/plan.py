@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from uats_core.backends import PRM_KINDS, detect_prm_kind
@@ -69,6 +70,8 @@ def _check_cached(src: ModelSource, flag: str) -> None:
     """Offline, a hub model must already be in the local cache: say so now, not after the other model loaded."""
     if src.kind not in ("hub", "vllm") or src.location in NAMED or os.environ.get("HF_HUB_OFFLINE") != "1":
         return
+    if Path(src.location).expanduser().exists():  # vllm:<local folder>
+        return
     from huggingface_hub import try_to_load_from_cache
 
     if not isinstance(try_to_load_from_cache(src.location, "config.json"), str):
@@ -83,7 +86,7 @@ def load_models(plan: ModelPlan, *, dropout_p: float, dropout_mode: str) -> tupl
 
     policy_opts = dict(plan.policy_opts)
     if plan.policy.kind == "vllm":
-        policy_opts = _with_memory_plan(plan, policy_opts)
+        policy_opts = memory_planned_opts(plan, policy_opts)
     policy = load_policy(plan.policy.spec, **policy_opts)
     prm_opts = dict(plan.prm_opts)
     if plan.shared_weights and _same_placement(policy_opts, prm_opts):
@@ -97,8 +100,9 @@ def _same_placement(policy_opts: Mapping[str, Any], prm_opts: Mapping[str, Any])
     return all(policy_opts.get(k, "auto") == prm_opts.get(k, "auto") for k in ("dtype", "device"))
 
 
-def _with_memory_plan(plan: ModelPlan, policy_opts: dict[str, Any]) -> dict[str, Any]:
-    """Leave room for a PRM on the same GPU unless the user chose vLLM's share."""
+def memory_planned_opts(plan: ModelPlan, policy_opts: dict[str, Any]) -> dict[str, Any]:
+    """A vLLM policy's options with `gpu_memory_utilization` set to leave room for the planned PRM on the same GPU,
+    unless the user chose vLLM's share; unchanged where the PRM is elsewhere."""
     engine = dict(policy_opts.get("llm_kwargs") or {})
     if "gpu_memory_utilization" in engine:
         log.info("vLLM gpu_memory_utilization=%s as given", engine["gpu_memory_utilization"])

@@ -64,7 +64,8 @@ class BackendCache:
         self._controller_nets: dict[tuple[str | None, bool], tuple[Any, bool]] = {}
         self._lock = threading.Lock()
 
-    def policy(self, spec: str) -> Any:
+    def policy(self, spec: str, prm_spec: str | None = None) -> Any:
+        """prm_spec: the PRM the policy will work with; a vLLM policy then leaves room for it on a shared GPU."""
         with self._lock:
             if spec not in self._policies:
                 t0 = time.perf_counter()
@@ -73,9 +74,19 @@ class BackendCache:
                 else:
                     from ..backends import load_policy
 
-                    self._policies[spec] = load_policy(spec, **self.policy_opts)
+                    self._policies[spec] = load_policy(spec, **self._policy_opts_for(spec, prm_spec))
                 log.info("policy %s loaded in %.1f s", spec, time.perf_counter() - t0)
             return self._policies[spec]
+
+    def _policy_opts_for(self, spec: str, prm_spec: str | None) -> dict[str, Any]:
+        if not spec.startswith("vllm:") or prm_spec is None or prm_spec.startswith(FACTORY_PREFIX):
+            return self.policy_opts
+        from ..backends.plan import memory_planned_opts, plan_models
+
+        prm_opts = {k: v for k, v in self.prm_opts.items() if k != "kind"}
+        plan = plan_models(spec, prm_spec, prm_kind=self.prm_opts.get("kind"), policy_opts=self.policy_opts,
+                           prm_opts=prm_opts)
+        return memory_planned_opts(plan, dict(plan.policy_opts))
 
     def prm(self, spec: str, dropout_p: float, dropout_mode: str) -> Any:
         key = (spec, float(dropout_p), dropout_mode)
@@ -93,7 +104,7 @@ class BackendCache:
 
     def backends(self, cell: Cell) -> tuple[Any, Any]:
         cfg = cell.config()
-        return self.policy(cell.policy), self.prm(cell.prm, cfg.dropout_p, cfg.dropout_mode)
+        return self.policy(cell.policy, cell.prm), self.prm(cell.prm, cfg.dropout_p, cfg.dropout_mode)
 
     def embedder(self) -> Any:
         with self._lock:
