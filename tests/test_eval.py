@@ -157,7 +157,7 @@ def test_bad_input_is_one_line_naming_the_field(problems_file: Path, tmp_path: P
     assert eval_main(base + ["--pairs", "nope:prm"]) == 2
     assert "error: pairs: unknown model name 'nope'" in capsys.readouterr().err
     assert eval_main(base + ["--model", "p=/no/such/folder", "--pairs", "p:prm", "--methods", "rebase"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert "error: policy: no such model folder '/no/such/folder'" in capsys.readouterr().err
     assert eval_main(base + ["--methods", "rebase,magic"]) == 2
     assert "error: methods:" in capsys.readouterr().err
     assert eval_main(base + ["--model", "pol=" + MODELS["pol"], "--model", "rm=" + MODELS["rm"], "--pairs", "pol:rm",

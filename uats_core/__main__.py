@@ -100,13 +100,16 @@ def _check_db(db: str) -> None:
 
     if "://" in db:
         from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
         try:
-            make_url(db)
+            make_url(db).get_dialect()  # the dialect and its driver must load; nothing connects yet
         except ArgumentError as exc:
             raise StorageError(f"{db!r} is not a database URL ({exc}); give a file path or e.g. "
-                                     "postgresql+psycopg://user:pass@host/db", "db") from None
+                               "postgresql+psycopg://user:pass@host/db", "db") from None
+        except (NoSuchModuleError, ImportError) as exc:
+            raise StorageError(f"cannot use database URL {db!r}: {exc}; check the dialect name and that its driver is "
+                               "installed", "db") from None
         return
     path = Path(db).expanduser()
     if path.is_dir():
