@@ -24,7 +24,10 @@ _CONFIG_HELP = {
     "budget": "N: REBASE's width; the matched-compute budget of every method",
     "cost_ratio": "c: cost of one generated step in PRM passes (bench calibrate measures it)",
     "k0": "MC-dropout passes per new candidate (UATS)",
-    "tau": "variance threshold: σ² > τ is OOD",
+    "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
+           "statistic on in-distribution calibration steps (bench calibrate writes them beside the PRM)",
+    "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
+    "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
     "reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)",
     "dropout_mode": "full | head | last:L",
 }
@@ -70,6 +73,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
+    from .calibration import resolve_tau
+
+    config, tau_note = resolve_tau(config, args.prm)
+    if tau_note:
+        print(f"τ = {config.tau:.4g}: q{tau_note['quantile']:g} of {tau_note['uncertainty']} over {tau_note['n']} "
+              f"in-distribution steps ({tau_note['key']}, {tau_note['file']})")
     problem = resolve_problem(args.problem, args.dataset)
     store = _open_store(args.db)  # before the models: a typo in the URL should not cost a model load
     policy, prm = build_backends(args.policy, args.prm, config)
@@ -125,7 +134,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         for n in sorted(children.get(node_id, []), key=lambda x: x["node_id"]):
             stats = "unscored" if n.get("mean") is None else f"R̄={n['mean']:.3f}"
             if n.get("var") is not None:
-                stats += f" σ²={n['var']:.4f} K={n['k']}" + (" OOD" if n.get("ood") else "")
+                stats += f" σ²={n['var']:.4f}"
+                if n.get("logit_var") is not None:
+                    stats += f" σ²(logit)={n['logit_var']:.3f}"
+                stats += f" K={n['k']}" + (" OOD" if n.get("ood") else "")
             flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
             step = n["step"].strip().replace("\n", " ")
             print(f"{'  ' * indent}#{n['node_id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
