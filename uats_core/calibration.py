@@ -63,7 +63,10 @@ def write_calibration(path: Path, *, prm: str, cost: Mapping[str, Any] | None = 
     if spreads:
         data.setdefault("uncertainty", {}).update({k: dict(v) for k, v in spreads.items()})
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    text = json.dumps(data, indent=1)
+    # one line per list of numbers: hundreds of variances stay readable in a diff
+    text = re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
+    path.write_text(text + "\n", encoding="utf-8")
     return data
 
 
