@@ -104,6 +104,15 @@ def build_config(values: dict[str, Any]) -> SearchConfig:
     return SearchConfig(**clean).validate()
 
 
+def search_config(values: dict[str, Any], prm_spec: str | None = None) -> SearchConfig:
+    """build_config, with τ = auto[:q] resolved from the PRM's calibration file: the logged config then holds
+    the τ the search used."""
+    from uats_core.calibration import resolve_tau
+
+    config, _ = resolve_tau(build_config(values), prm_spec or None)
+    return config
+
+
 # ------------------------------------------------------------------------------ runs
 def outcome(run: dict[str, Any]) -> str:
     if run.get("status") != "finished":
