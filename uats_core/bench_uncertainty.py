@@ -21,11 +21,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
-from .config import UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
+from .config import PAPER_TAU, UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
 from .estimation import auroc, logits
 
 MODES = ("full", "last:2", "head")
-PAPER_TAU = 0.003
 
 
 def _modes(text: str) -> list[str]:
@@ -219,7 +218,7 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print("\n| mode | space | cost vs one pass (wall / CPU) | mean σ² B/A | median σ² B/A | AUROC σ² for B | "
-          "AUROC σ² for wrong | τ (calibrated) | share > τ, A / B | share > 0.003, A / B |")
+          f"AUROC σ² for wrong | τ (calibrated) | share > τ, A / B | share > {PAPER_TAU:g}, A / B |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         paper = f"{r['paper_share_a']:.2f} / {r['paper_share_b']:.2f}" if r["space"] == "prob" else "–"

@@ -8,6 +8,7 @@ from typing import Any
 
 METHODS = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
+PAPER_TAU = 0.003  # the paper's τ, on the scale of the probability-space sample variance
 UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 DEFAULT_TAU_QUANTILE = 0.9
@@ -41,7 +42,7 @@ class SearchConfig:
     alpha: float = 0.3
     # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
     # (uats_core.calibration resolves it to a number before a search starts)
-    tau: float | str = 0.003
+    tau: float | str = PAPER_TAU
     # What τ thresholds. 'var' (default) is the sample variance σ² of the K passes: the paper defines σ_R as
     # the sample variance and its τ = 0.003 is on that scale (read as a standard deviation, 0.003 would flag
     # nearly every candidate). 'std' thresholds σ = sqrt(σ²) instead.

@@ -13,6 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .config import PAPER_TAU
+
 UNCERTAINTIES = ("var", "std")  # what τ thresholds: the sample variance σ², or its square root σ
 SPACES = ("prob", "logit")  # the passes as scores, or as logits log(p/(1−p))
 LOGIT_CLIP = 1e-6  # p is clipped to [1e-6, 1 − 1e-6] before the logit: a saturated pass would be ±inf
@@ -85,11 +87,11 @@ class OODGate:
         """From a SearchConfig or its stored dict; `tau` overrides (A-UATS's controller sets τ per step).
         Runs logged before these options existed gated on the probability-space variance."""
         get = config.get if isinstance(config, Mapping) else (lambda name, default: getattr(config, name, default))
-        t = tau if tau is not None else get("tau", 0.003)
+        t = tau if tau is not None else get("tau", PAPER_TAU)
         try:
             t = float(t)
         except (TypeError, ValueError):  # an unresolved 'auto' in a stored config: the paper's value
-            t = 0.003
+            t = PAPER_TAU
         return cls(t, str(get("uncertainty", "var") or "var"), str(get("uncertainty_space", "prob") or "prob"))
 
     def statistic(self, node: Mapping[str, Any] | Any) -> float | None:

@@ -17,6 +17,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
+from uats_core.config import PAPER_TAU
 from uats_core.estimation import OODGate, over_tau
 
 from .treedata import TERMINAL, RunData, TreeState
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 QUADRANTS = ("high score / low variance", "high score / high variance", "low score / high variance",
              "low score / low variance")
-DEFAULT_TAU = 0.003
+DEFAULT_TAU = PAPER_TAU
 
 
 @dataclass
