@@ -144,3 +144,14 @@ def test_app_form_accepts_tau_auto_and_logs_a_number():
     with pytest.raises(ConfigError) as err:
         svc.search_config({**form, "tau": "auto:2"})
     assert err.value.field == "tau"
+
+
+@pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
+def test_eval_cells_resolve_tau_auto_and_keep_it_in_their_key():
+    from uats_core.eval.grid import Cell
+
+    cell = Cell(pair="A:prm", policy="x", prm=str(PRM_DIR), dataset="arith-test", problem_id="arith-test-0",
+                method="h-uats", budget=4, seed=0, overrides=(("tau", "auto"), ("uncertainty_space", "logit")))
+    entry = load_calibration(PRM_DIR / CALIBRATION_NAME)["uncertainty"]["full|p=0.1|logit"]
+    assert cell.config().tau == pytest.approx(float(np.quantile(entry["variances"], 0.9)))
+    assert cell.key.endswith("tau=auto,uncertainty_space=logit")
