@@ -28,6 +28,8 @@ _CONFIG_HELP = {
            "statistic on in-distribution calibration steps (bench calibrate writes them beside the PRM)",
     "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
     "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
+    "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
+    "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",
     "reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)",
     "dropout_mode": "full | head | last:L",
 }

@@ -11,6 +11,7 @@ DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 PAPER_TAU = 0.003  # the paper's τ, on the scale of the probability-space sample variance
 UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
+CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
@@ -51,6 +52,11 @@ class SearchConfig:
     # log(p/(1-p)), which keeps low-scored steps from hiding their spread under the sigmoid. R̂ and δ stay on
     # the probability scale either way.
     uncertainty_space: str = "prob"
+    # What the children softmax reads for an OOD candidate. 'mean' (the paper): R̄ for everyone, so extra
+    # passes, which leave E[R̄] unchanged, can only help an OOD step by noise. 'ucb-ood': R̂ for OOD candidates;
+    # 'sigma-ood': R̄ + child_sigma_weight·σ for them. ID candidates always use R̄.
+    child_score: str = "mean"
+    child_sigma_weight: float = 1.0
     delta: float = 0.04
     nu1: float = 0.5
     nu2: float = 0.2
@@ -80,6 +86,13 @@ class SearchConfig:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
         if self.uncertainty_space not in UNCERTAINTY_SPACES:
             raise ConfigError("uncertainty_space", f"got {self.uncertainty_space!r}; use prob (the default) or logit")
+        if self.method == "a-uats" and (self.uncertainty, self.uncertainty_space) != ("var", "prob"):
+            # the controller outputs τ on the scale it was trained on: σ² of the scores
+            raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
+                                                   "use --uncertainty var --uncertainty-space prob, or h-uats")
+        if self.child_score not in CHILD_SCORES:
+            raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
+        _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)
         _positive("delta", self.delta, allow_zero=True)
         _positive("alpha", self.alpha, allow_zero=True)
         for name in ("nu1", "nu2", "rebase_temperature", "dora_similarity_temperature"):

@@ -3,7 +3,8 @@
 1. every new candidate gets K0 MC-dropout passes: R̄, σ² (ddof=1), K, R̂ = R̄ + α·sqrt(2 ln t / K);
 2. OOD = {u > τ}; S = {h ∈ OOD : R̂(h) ≥ max_ID R̄ − δ} (best R̄ of all when ID is empty);
 3. extra passes K_i = Round(B·softmax(R̂/ν1)) over S; update R̄, σ², K, R̂;
-4. children N_i = Round(C·softmax(R̄/ν2)) over all candidates.
+4. children N_i = Round(C·softmax(R̄/ν2)) over all candidates (SearchConfig.child_score may let OOD
+   candidates compete with R̂ or R̄ + κσ instead: not in the paper, off by default).
 Round is the largest-remainder method (allocation.largest_remainder): it conserves B and C exactly.
 
 u is the gated statistic (estimation.OODGate). The default, σ² of the passes' scores, is the paper's reading:
@@ -24,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..allocation import largest_remainder, scaled_step_budget, softmax, uats_budget_split
+from ..allocation import child_scores, largest_remainder, scaled_step_budget, softmax, uats_budget_split
 from ..config import ConfigError, SearchConfig, tau_auto_quantile
 from ..estimation import OODGate, reeval_candidates
 from ..tree import Node
@@ -114,14 +115,17 @@ class UATS(SearchMethod):
                     shares = largest_remainder(softmax([float(candidates[i].ucb) for i in chosen], knobs.nu1), reeval_budget)
                     extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
                     ctx.mc_score_varied(extra, t, alpha)
-                counts = largest_remainder(softmax([float(n.mean) for n in candidates], knobs.nu2), width)
+                scores = child_scores([float(n.mean) for n in candidates], [float(n.ucb) for n in candidates],
+                                      [n.var for n in candidates], [bool(n.ood) for n in candidates],
+                                      cfg.child_score, cfg.child_sigma_weight)
+                counts = largest_remainder(softmax(scores, knobs.nu2), width)
                 decisions = ctx.grant(candidates, counts)
                 chosen_ids = {candidates[i].id for i in chosen}
-                for d, node in zip(decisions, candidates):
+                for d, node, score in zip(decisions, candidates, scores):
                     m0, v0, u0, k_before = before[node.id]
                     d.update(extra_passes=extra.get(node.id, 0), ood=node.ood, reeval_candidate=node.id in chosen_ids,
                              mean_before=m0, var_before=v0, ucb_before=u0, k_before=k_before,
-                             mean=node.mean, var=node.var, ucb=node.ucb, k=node.k)
+                             mean=node.mean, var=node.var, ucb=node.ucb, k=node.k, child_score=score)
                 frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
                 info = {"width": width, "reeval_budget": reeval_budget, "reeval_used": sum(extra.values()),
                         "reference_mean": reference, "state": state}
