@@ -57,3 +57,30 @@ def test_an_older_run_log_without_logit_columns_still_opens(tmp_path: Path) -> N
     _search(store, "new")
     new = [n for n in store.get_nodes("new") if len(n["mc_scores"]) >= 2]
     assert new and all(n["logit_var"] is not None for n in new)
+
+
+def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) -> None:
+    from ui.figures import inspector_figure
+    from ui.service import node_details_md
+    from ui.treedata import RunData
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    _search(store, "r1")  # gated on logits, τ = 0.05
+    data = RunData.load(store, "r1")
+    state = data.state_at(None)
+    assert state.gate.space == "logit" and state.gate.tau == 0.05
+    nid = next(i for i, n in state.nodes.items() if i and n.get("logit_var") is not None)
+    text = node_details_md(state, nid)
+    assert "logits" in text and "σ² (logit)" in text and f"{state.nodes[nid]['logit_var']:.4f}" in text
+    fig = inspector_figure(state, nid)
+    bars = next(t for t in fig["data"] if t["type"] == "bar")
+    sibs = fig["meta"]["siblings"]
+    assert bars["y"] == [state.nodes[s]["logit_var"] for s in sibs]  # the gate's statistic, not the score σ²
+    assert fig["layout"]["yaxis2"]["title"]["text"] == "σ² (logit)"
+    # every iteration replays the logit statistics of the passes it had then (node_history), not the latest ones
+    reevaluated = [i for i, n in state.nodes.items() if i and n.get("extra_passes")]
+    assert reevaluated  # so an iteration before the extra passes differs from the latest snapshot
+    for t in range(1, data.max_iteration + 1):
+        for i, n in data.state_at(t).nodes.items():
+            if i and len(n["mc_scores"]) >= 2:
+                assert n["logit_var"] == pytest.approx(float(np.var(logits(n["mc_scores"]), ddof=1)))
