@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ..config import ConfigError
 
-GROUP_FIELDS = ("child_score", "reeval_share", "uncertainty_space", "uncertainty", "tau", "budget")
+GROUP_FIELDS = ("child_score", "reeval_share", "dropout_mode", "uncertainty_space", "uncertainty", "tau", "budget")
 KINDS = ("right_reevaluated", "right_not", "wrong_reevaluated", "wrong_not")
 
 
@@ -74,7 +74,7 @@ def format_table(groups: dict[tuple, dict[str, Any]]) -> str:
              "not re-evaluated | wrong OOD alive: re-evaluated | not re-evaluated |",
              "|" + "---|" * (len(GROUP_FIELDS) + 7)]
     for key, g in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        lines.append("| " + " | ".join(str(v) for v in key) + f" | {g['runs']} | {g['correct'] / g['runs']:.1%} | "
+        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in key) + f" | {g['runs']} | {g['correct'] / g['runs']:.1%} | "
                      f"{g['cost'] / g['runs']:.0f} | " + " | ".join(share(g[k]) for k in KINDS) + " |")
     return "\n".join(lines)
 
