@@ -55,13 +55,15 @@ runs = sa.Table(
 )
 
 # Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
-# COLUMN with the server default), so a database written by an earlier version keeps working.
-ADDED_COLUMNS = {"runs": ("paused", "step_credits")}
+# COLUMN, with the server default for NOT NULL ones; nullable ones start NULL), so a database written by an
+# earlier version keeps working. Its old nodes simply have no logit statistics.
+ADDED_COLUMNS = {"runs": ("paused", "step_credits"), "nodes": ("logit_mean", "logit_var"),
+                 "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
 NODE_FIELDS = (
     "parent_id", "depth", "step", "num_tokens", "finish_reason", "created_iter", "subtree", "mc_scores",
-    "initial_passes", "mean", "var", "ucb", "ood", "scored_iter", "reeval_iter", "expanded_iter",
+    "initial_passes", "mean", "var", "ucb", "logit_mean", "logit_var", "ood", "scored_iter", "reeval_iter", "expanded_iter",
     "extra_passes", "children_granted", "uniqueness", "status", "answer", "correct",
 )
 
@@ -84,6 +86,9 @@ nodes = sa.Table(
     sa.Column("k", sa.Integer, nullable=False, default=0),
     sa.Column("ucb", sa.Float),
     sa.Column("ood", sa.Boolean),
+    # the passes as logits log(p/(1-p)): what the OOD gate reads under uncertainty_space='logit'
+    sa.Column("logit_mean", sa.Float),
+    sa.Column("logit_var", sa.Float),
     sa.Column("scored_iter", sa.Integer),
     sa.Column("reeval_iter", sa.Integer),
     sa.Column("expanded_iter", sa.Integer),
@@ -111,6 +116,8 @@ node_history = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("extra_passes", sa.Integer, nullable=False, default=0),
     sa.Column("children_granted", sa.Integer, nullable=False, default=0),
+    sa.Column("logit_mean", sa.Float),
+    sa.Column("logit_var", sa.Float),
 )
 
 iterations = sa.Table(

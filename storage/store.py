@@ -65,10 +65,11 @@ def _add_missing_columns(conn: Connection) -> None:
             if name in have:
                 continue
             col = table.c[name]
-            default = col.server_default.arg  # type: ignore[union-attr]
-            default_sql = default if isinstance(default, str) else str(default.compile(dialect=conn.dialect))
-            ddl = (f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=conn.dialect)} "
-                   f"NOT NULL DEFAULT {default_sql}")
+            ddl = f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=conn.dialect)}"
+            if not col.nullable:  # a NOT NULL column needs a value for the rows already there
+                default = col.server_default.arg  # type: ignore[union-attr]
+                default_sql = default if isinstance(default, str) else str(default.compile(dialect=conn.dialect))
+                ddl += f" NOT NULL DEFAULT {default_sql}"
             conn.execute(sa.text(ddl))
             log.info("run log upgraded: added %s.%s", table_name, name)
 
@@ -581,7 +582,7 @@ def _node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any
                        ("children_granted", 0), ("step", ""), ("status", "active")):
         if row[f] is None:
             row[f] = default
-    for f in ("mean", "var", "ucb", "uniqueness"):
+    for f in ("mean", "var", "ucb", "uniqueness", "logit_mean", "logit_var"):
         if row[f] is not None:
             row[f] = float(row[f])
     extra = {k: v for k, v in rec.items() if k not in _NODE_COLS and k not in ("id", "k")}
@@ -592,7 +593,8 @@ def _node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any
 def _history_row(row: dict[str, Any], iteration: int) -> dict[str, Any]:
     return {"run_id": row["run_id"], "iteration": int(iteration), "node_id": row["node_id"], "k": row["k"],
             "mean": row["mean"], "var": row["var"], "ucb": row["ucb"], "ood": row["ood"], "status": row["status"],
-            "extra_passes": row["extra_passes"], "children_granted": row["children_granted"]}
+            "extra_passes": row["extra_passes"], "children_granted": row["children_granted"],
+            "logit_mean": row["logit_mean"], "logit_var": row["logit_var"]}
 
 
 def _node_dict(m: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import math
 import random
 from typing import Any
 
+from uats_core.estimation import is_ood, logits
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 
@@ -78,8 +79,9 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
                 node.initial_passes = k0
                 node.scored_iter = it
                 node.mean, node.var = _stats(node.mc_scores)
+                node.logit_mean, node.logit_var = _stats(logits(node.mc_scores).tolist())
                 node.ucb = node.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / k0)
-                node.ood = node.var > tau
+                node.ood = is_ood(node.var, tau)
                 if finishing:
                     node.status = FINISHED
                     node.answer = ans
@@ -101,8 +103,9 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
             n.extra_passes += e
             n.reeval_iter = it
             n.mean, n.var = _stats(n.mc_scores)
+            n.logit_mean, n.logit_var = _stats(logits(n.mc_scores).tolist())
             n.ucb = n.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / n.k)
-            n.ood = n.var > tau
+            n.ood = is_ood(n.var, tau)
         open_nodes = [n for n in created if n.status != FINISHED]
         grants = _largest_remainder([math.exp((n.mean or 0.0) / 0.2) for n in open_nodes], budget) if open_nodes else []
         frontier = []

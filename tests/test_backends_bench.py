@@ -70,6 +70,10 @@ def test_calibrate_on_tiny_models(tmp_path):
     prm = save_token_cls_prm(tmp_path / "prm", layers=2, hidden=32, heads=2, kv_heads=1)
     out = tmp_path / "c.json"
     bench.main(["calibrate", "--policy", str(pol), "--prm", str(prm), "--batch", "2", "--depth", "1", "--repeats", "1",
-                "--step-token-cap", "8", "--question", "What is 2+3?", "--json", str(out)])
+                "--step-token-cap", "8", "--question", "What is 2+3?", "--json", str(out), "--tau-problems", "5"])
     res = json.loads(out.read_text())
     assert res["c"] > 0 and res["step_s"] > 0 and res["prm_pass_s"] > 0 and 1 <= res["tokens_per_step"] <= 8
+    # c and the in-distribution spreads land together beside the PRM, for --tau auto
+    cal = json.loads((prm / "uats_calibration.json").read_text())
+    assert cal["cost"]["c"] == pytest.approx(res["c"])
+    assert set(cal["uncertainty"]) == {f"{m}|p=0.1|{s}" for m in ("full", "last:2", "head") for s in ("prob", "logit")}

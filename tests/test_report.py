@@ -222,6 +222,8 @@ def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
     variances = [np.var([0.9, 0.8, 0.85], ddof=1), np.var([0.7, 0.9, 0.8], ddof=1), np.var([0.2, 0.4, 0.3], ddof=1)]
     assert s["var_median"] == pytest.approx(float(np.median(variances)))
     assert s["share_var_over_tau"] == pytest.approx(2 / 3)  # 0.0025 <= 0.003 < 0.01, 0.01
+    assert s["share_std_over_tau"] == pytest.approx(1.0)  # σ = 0.05, 0.1, 0.1: all over 0.003
+    assert "% σ > τ" in rep.markdown["Figure 2 analysis: PRM on each pair's steps"]
     assert "prm_analysis" in rep.figures
 
 

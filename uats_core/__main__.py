@@ -27,7 +27,12 @@ _CONFIG_HELP = {
     "budget": "N: REBASE's width; the matched-compute budget of every method",
     "cost_ratio": "c: cost of one generated step in PRM passes (bench calibrate measures it)",
     "k0": "MC-dropout passes per new candidate (UATS)",
-    "tau": "variance threshold: σ² > τ is OOD",
+    "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
+           "statistic on in-distribution calibration steps (bench calibrate writes them beside the PRM)",
+    "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
+    "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
+    "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
+    "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",
     "reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)",
     "dropout_mode": "full | head | last:L",
 }
@@ -74,6 +79,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
+    from .calibration import resolve_tau
+
+    config, tau_note = resolve_tau(config, args.prm)
+    if tau_note:
+        print(f"τ = {config.tau:.4g}: q{tau_note['quantile']:g} of {tau_note['uncertainty']} over {tau_note['n']} "
+              f"in-distribution steps ({tau_note['key']}, {tau_note['file']})")
     problem = resolve_problem(args.problem, args.dataset)
     _check_db(args.db)  # a typo in the location should not cost a model load; the file is made after the load
     policy, prm = build_backends(args.policy, args.prm, config, prm_kind=args.prm_kind,
@@ -222,7 +233,10 @@ def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str
         n, indent = stack.pop()
         stats = "unscored" if n.get("mean") is None else f"R̄={n['mean']:.3f}"
         if n.get("var") is not None:
-            stats += f" σ²={n['var']:.4f} K={n['k']}" + (" OOD" if n.get("ood") else "")
+            stats += f" σ²={n['var']:.4f}"
+            if n.get("logit_var") is not None:
+                stats += f" σ²(logit)={n['logit_var']:.3f}"
+            stats += f" K={n['k']}" + (" OOD" if n.get("ood") else "")
         flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
         step = (n.get("step") or "").strip().replace("\n", " ")
         yield (f"{'  ' * indent}#{n['node_id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "

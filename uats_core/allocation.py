@@ -113,3 +113,23 @@ def scaled_step_budget(base_width: int, base_reeval: int, width_left: int, cost_
     reeval = int(round(beta * base_reeval * (width_left / base_width if base_width else 0.0)))
     reeval = max(0, min(reeval, int(math.floor(cap - width * per_child + 1e-9))))
     return width, reeval
+
+
+def child_scores(means: Sequence[float], ucbs: Sequence[float], variances: Sequence[float | None],
+                 ood: Sequence[bool], rule: str = "mean", sigma_weight: float = 1.0) -> list[float]:
+    """The score each candidate's children softmax reads (H-UATS step 4). 'mean': R̄ for all (the paper);
+    'ucb-ood': R̂ for OOD candidates; 'sigma-ood': R̄ + sigma_weight·σ for them (σ of the scores). ID candidates
+    keep R̄ under every rule, so an option only ever changes how OOD steps compete."""
+    if rule == "mean":
+        return [float(m) for m in means]
+    if rule not in ("ucb-ood", "sigma-ood"):
+        raise ValueError(f"unknown child score rule {rule!r}")
+    out = []
+    for m, u, v, o in zip(means, ucbs, variances, ood):
+        if not o:
+            out.append(float(m))
+        elif rule == "ucb-ood":
+            out.append(float(u))
+        else:
+            out.append(float(m) + sigma_weight * math.sqrt(max(float(v or 0.0), 0.0)))
+    return out

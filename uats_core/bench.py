@@ -2,7 +2,10 @@
 
   prm        cost of MC-dropout scoring per mode, cost per node vs depth with/without the prefix cache,
              and uncertainty quality (AUROC of sigma^2 for wrong steps) on the arithmetic world's PRM
-  calibrate  c = time of one generated step / time of one PRM pass, for a policy and a PRM
+  calibrate  c = time of one generated step / time of one PRM pass, for a policy and a PRM, and the in-distribution
+             MC-dropout spreads that `--tau auto[:q]` reads; both written beside the PRM
+  uncertainty  per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over the calibrated τ
+             (uats_core/bench_uncertainty.py)
   engine     search wall time per method and the cost of the run log (uats_core/bench_engine.py)
   app        the app's update latency (node written -> node drawn) and tree redraw times (ui/bench.py)
   eval       searches per minute with and without cross-problem batching (uats_core/eval/bench.py)
@@ -25,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .config import ConfigError
 from .estimation import auroc
 
 log = logging.getLogger(__name__)
@@ -36,7 +40,8 @@ MATH500 = ROOT.parent / "shared" / "data" / "math500.jsonl"
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules, imported when the parser is built: name -> (module, parser-adding function).
 # Their handlers may set `func` or `fn` on the namespace and may return an exit code.
-EXTERNAL_SUBCOMMANDS: dict[str, tuple[str, str]] = {"engine": ("uats_core.bench_engine", "add_parser")}
+EXTERNAL_SUBCOMMANDS: dict[str, tuple[str, str]] = {"engine": ("uats_core.bench_engine", "add_parser"),
+                                                     "uncertainty": ("uats_core.bench_uncertainty", "add_parser")}
 # Benchmarks with an argument parser of their own: `bench NAME ARGS...` hands ARGS to that module's main(argv).
 PASSTHROUGH_SUBCOMMANDS: dict[str, str] = {"app": "ui.bench", "eval": "uats_core.eval.bench"}
 
@@ -288,6 +293,8 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
     from uats_core.backends.mc_dropout import DropoutSpec
     from uats_core.protocols import Trace
 
+    from uats_core.worlds.arith.written import written_steps
+
     prm = load_prm(str(prm_dir), dtype="float32", dropout_p=args.p)
     problems = world.load_split("test", args.arith_problems)
     rng = random.Random(0)
@@ -296,13 +303,8 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
           f"K={args.k}, p={args.p}, {len(problems)} test problems, written solutions with slips")
     print(f"{'style':>5s} {'steps':>6s} {'wrong':>6s} {'mode':>8s} {'AUROC var':>10s} {'AUROC 1-mean':>13s}")
     for style in world.STYLES:
-        traces, labels = [], []
-        for prob in problems:
-            steps, _ = world.solve(prob, style=style, slip_rate=0.3, rng=rng)
-            written = [s + "\n\n" for s in steps[:-1]] + [steps[-1]]
-            for i in range(len(written)):
-                traces.append(Trace(prob.question, tuple(written[: i + 1])))
-                labels.append(not step_correct(prob, written[:i], written[i]))
+        written = written_steps(problems, style, 0.3, rng)
+        traces, labels = written.traces, written.wrong
         out[style] = {"steps": len(traces), "wrong": int(sum(labels))}
         for mode in ("full", "last:2", "head"):
             torch.manual_seed(0)
@@ -316,8 +318,8 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
 # -- calibrate -----------------------------------------------------------------------------------------------
 @subcommand("calibrate")
 def _add_calibrate(sub: Any) -> None:
-    p = sub.add_parser("calibrate", help="c = time of one generated step / time of one PRM pass")
-    p.add_argument("--policy", required=True, help="policy spec (folder, .gguf, hf:<id>)")
+    p = sub.add_parser("calibrate", help="c = time of one generated step / time of one PRM pass; the ID spreads for --tau auto")
+    p.add_argument("--policy", default=None, help="policy spec (folder, .gguf, hf:<id>); needed for c")
     p.add_argument("--prm", required=True, help="PRM spec")
     p.add_argument("--prm-kind", default=None)
     p.add_argument("--batch", type=int, default=8, help="traces per call (the search batches a whole step)")
@@ -327,6 +329,9 @@ def _add_calibrate(sub: Any) -> None:
     p.add_argument("--step-token-cap", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None)
+    from .bench_uncertainty import add_calibrate_args
+
+    add_calibrate_args(p)
     p.set_defaults(func=run_calibrate)
 
 
@@ -343,14 +348,27 @@ def _default_question(policy_spec: str) -> str:
 def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from uats_core.backends import load_policy, load_prm
+    from uats_core.backends import load_prm
+    from uats_core.bench_uncertainty import calibrate_tau
+
+    if args.skip_cost and args.skip_tau:
+        raise ConfigError("skip_tau", "with --skip-cost and --skip-tau there is nothing to calibrate; drop one")
+    if not args.skip_cost and not args.policy:
+        raise ConfigError("policy", "c needs a policy: give --policy, or --skip-cost for the τ calibration only")
+    torch.set_num_threads(args.threads)
+    prm = load_prm(args.prm, kind=args.prm_kind, cache_bytes=0)  # no prefix cache: c is per full PRM pass
+    res = None if args.skip_cost else _measure_c(args, prm)
+    calibrate_tau(args, prm, res)
+    return res or {}
+
+
+def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
+    from uats_core.backends import load_policy
     from uats_core.backends.mc_dropout import DropoutSpec
     from uats_core.protocols import Trace
 
-    torch.set_num_threads(args.threads)
     one_pass = DropoutSpec.parse("full", 0.0)
     policy = load_policy(args.policy, seed=0, step_token_cap=args.step_token_cap)
-    prm = load_prm(args.prm, kind=args.prm_kind, cache_bytes=0)  # no prefix cache: c is per full PRM pass
     question = args.question or _default_question(args.policy)
     traces = [Trace(question)] * args.batch
     for _ in range(args.depth):  # reach a realistic depth first
@@ -401,7 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rc if isinstance(rc, int) else 0
     args = build_parser().parse_args(argv)
     handler = getattr(args, "func", None) or args.fn
-    rc = handler(args)
+    try:
+        rc = handler(args)
+    except ConfigError as exc:  # bad input: one line naming the field and the fix
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return rc if isinstance(rc, int) else 0
 
 

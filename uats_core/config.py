@@ -11,6 +11,12 @@ METHODS = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
 PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
+PAPER_TAU = 0.003  # the paper's τ, on the scale of the probability-space sample variance
+UNCERTAINTIES = ("var", "std")
+UNCERTAINTY_SPACES = ("prob", "logit")
+CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
+DEFAULT_TAU_QUANTILE = 0.9
+TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
 
 class ConfigError(ValueError):
@@ -38,7 +44,22 @@ class SearchConfig:
     # UATS
     k0: int = 7
     alpha: float = 0.3
-    tau: float = 0.003
+    # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
+    # (uats_core.calibration resolves it to a number before a search starts)
+    tau: float | str = PAPER_TAU
+    # What τ thresholds. 'var' (default) is the sample variance σ² of the K passes: the paper defines σ_R as
+    # the sample variance and its τ = 0.003 is on that scale (read as a standard deviation, 0.003 would flag
+    # nearly every candidate). 'std' thresholds σ = sqrt(σ²) instead.
+    uncertainty: str = "var"
+    # Where the gate reads the spread: 'prob' = the passes' scores (the paper), 'logit' = their logits
+    # log(p/(1-p)), which keeps low-scored steps from hiding their spread under the sigmoid. R̂ and δ stay on
+    # the probability scale either way.
+    uncertainty_space: str = "prob"
+    # What the children softmax reads for an OOD candidate. 'mean' (the paper): R̄ for everyone, so extra
+    # passes, which leave E[R̄] unchanged, can only help an OOD step by noise. 'ucb-ood': R̂ for OOD candidates;
+    # 'sigma-ood': R̄ + child_sigma_weight·σ for them. ID candidates always use R̄.
+    child_score: str = "mean"
+    child_sigma_weight: float = 1.0
     delta: float = 0.04
     nu1: float = 0.5
     nu2: float = 0.2
@@ -61,7 +82,20 @@ class SearchConfig:
         if self.method in ("beam", "dvts") and self.budget < self.beam_width:
             raise ConfigError("budget", f"must be at least beam_width={self.beam_width} for {self.method}")
         _positive("cost_ratio", self.cost_ratio, allow_zero=True)
-        _positive("tau", self.tau, allow_zero=True)
+        if tau_auto_quantile(self.tau) is None:
+            self.tau = float(self.tau)  # the CLI and the app hand numbers over as text
+            _positive("tau", self.tau, allow_zero=True)
+        if self.uncertainty not in UNCERTAINTIES:
+            raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
+        if self.uncertainty_space not in UNCERTAINTY_SPACES:
+            raise ConfigError("uncertainty_space", f"got {self.uncertainty_space!r}; use prob (the default) or logit")
+        if self.method == "a-uats" and (self.uncertainty, self.uncertainty_space) != ("var", "prob"):
+            # the controller outputs τ on the scale it was trained on: σ² of the scores
+            raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
+                                                   "use --uncertainty var --uncertainty-space prob, or h-uats")
+        if self.child_score not in CHILD_SCORES:
+            raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
+        _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)
         _positive("delta", self.delta, allow_zero=True)
         _positive("alpha", self.alpha, allow_zero=True)
         for name in ("nu1", "nu2", "rebase_temperature", "dora_similarity_temperature"):
@@ -86,6 +120,31 @@ class SearchConfig:
         if unknown:
             raise ConfigError(sorted(unknown)[0], f"not a config field; known fields: {', '.join(sorted(known))}")
         return cls(**data)
+
+
+def tau_auto_quantile(tau: Any) -> float | None:
+    """q for 'auto' / 'auto:q', None for a number (or numeric text); ConfigError for anything else."""
+    if isinstance(tau, str):
+        text = tau.strip().lower()
+        if text == "auto":
+            return DEFAULT_TAU_QUANTILE
+        if text.startswith("auto:"):
+            try:
+                q = float(text.split(":", 1)[1])
+            except ValueError:
+                q = float("nan")
+            if 0.0 < q < 1.0:
+                return q
+            raise ConfigError("tau", f"the quantile in {tau!r} must be a number in (0, 1), e.g. auto:0.9")
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError("tau", f"got {tau!r}; use {TAU_HELP}") from None
+        _positive("tau", value, allow_zero=True)
+        return None
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)):
+        raise ConfigError("tau", f"got {tau!r}; use {TAU_HELP}")
+    return None
 
 
 def parse_dropout_mode(mode: str) -> tuple[str, int | None]:

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from .estimation import auroc
+from .estimation import auroc, is_ood
 
 log = logging.getLogger(__name__)
 
@@ -526,7 +526,9 @@ def prm_summary(steps: pd.DataFrame, tau: float) -> pd.DataFrame:
                      "mean_score_wrong": float(g.loc[~g["correct"], "score"].mean()) if (~y).any() else float("nan"),
                      "var_median": float(var.median()) if len(var) else float("nan"),
                      "var_mean": float(var.mean()) if len(var) else float("nan"),
-                     "share_var_over_tau": float((var > tau).mean()) if len(var) else float("nan"),
+                     # the share the gate flags when τ thresholds σ² (the default) and when it thresholds σ
+                     "share_var_over_tau": float(np.mean([is_ood(v, tau, "var") for v in var])) if len(var) else float("nan"),
+                     "share_std_over_tau": float(np.mean([is_ood(v, tau, "std") for v in var])) if len(var) else float("nan"),
                      "var_median_correct": float(g.loc[g["correct"], "var0"].median()) if len(var) else float("nan"),
                      "var_median_wrong": float(g.loc[~g["correct"], "var0"].median()) if len(var) else float("nan")})
     return pd.DataFrame(rows)
@@ -745,14 +747,15 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
                      f"{r.mean_score_correct:.3f} / {r.mean_score_wrong:.3f}",
                      "–" if math.isnan(r.var_median) else f"{r.var_median:.2e}",
                      "–" if math.isnan(r.var_median) else f"{r.var_median_correct:.2e} / {r.var_median_wrong:.2e}",
-                     "–" if math.isnan(r.share_var_over_tau) else f"{100 * r.share_var_over_tau:.1f}"]
+                     "–" if math.isnan(r.share_var_over_tau) else f"{100 * r.share_var_over_tau:.1f}",
+                     "–" if math.isnan(r.share_std_over_tau) else f"{100 * r.share_std_over_tau:.1f}"]
                     for r in summ.itertuples()]
             rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = (
                 f"Step labels from the exact checker (arith) or the graded answer (elsewhere, terminal nodes only); "
                 f"accuracy = score ≥ 0.5 agrees with the label, Wilson 95% interval; σ² of the K0 initial MC passes; "
                 f"τ = {tau:g}.\n\n" + markdown_table(
                     ["pair", "score", "labels", "steps", "% correct steps", "accuracy % [95%]", "AUROC",
-                     "mean score correct / wrong", "median σ²", "median σ² correct / wrong", "% σ² > τ"], rows))
+                     "mean score correct / wrong", "median σ²", "median σ² correct / wrong", "% σ² > τ", "% σ > τ"], rows))
     return rep
 
 

@@ -31,7 +31,10 @@ class Node:
     mean: float | None = None  # R̄ (for a single deterministic pass: the score itself)
     var: float | None = None  # sample variance of mc_scores, ddof=1 (None under 2 passes)
     ucb: float | None = None  # R̂ = R̄ + α·sqrt(2 ln t / K)
-    ood: bool | None = None  # σ² > τ
+    # the same passes as logits log(p/(1-p)): what the gate reads under uncertainty_space='logit'
+    logit_mean: float | None = None
+    logit_var: float | None = None  # sample variance of the passes' logits, ddof=1 (None under 2 passes)
+    ood: bool | None = None  # the gated statistic (σ² by default) > τ
     scored_iter: int | None = None
     reeval_iter: int | None = None
     expanded_iter: int | None = None

@@ -242,8 +242,15 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
                                                       elem_id="dropout-mode")
                             with gr.Row():
                                 alpha = gr.Number(DEFAULTS.alpha, label="α (UCB)", min_width=80, elem_id="alpha")
-                                tau = gr.Number(DEFAULTS.tau, label="τ (OOD if σ² > τ)", min_width=140, elem_id="tau")
+                                tau = gr.Textbox(str(DEFAULTS.tau), label="τ: a number, or auto[:q] (calibrated quantile)",
+                                                 min_width=140, elem_id="tau")
                                 delta = gr.Number(DEFAULTS.delta, label="δ", min_width=80, elem_id="delta")
+                            with gr.Row():
+                                uncertainty = gr.Dropdown(["var", "std"], value=DEFAULTS.uncertainty,
+                                                          label="τ thresholds σ² (var) or σ (std)", elem_id="uncertainty")
+                                uncertainty_space = gr.Dropdown(["prob", "logit"], value=DEFAULTS.uncertainty_space,
+                                                                label="OOD gate reads scores or logits",
+                                                                elem_id="uncertainty-space")
                             with gr.Row():
                                 nu1 = gr.Number(DEFAULTS.nu1, label="ν1 (re-eval softmax)", min_width=80, elem_id="nu1")
                                 nu2 = gr.Number(DEFAULTS.nu2, label="ν2 (children softmax)", min_width=80, elem_id="nu2")
@@ -398,9 +405,9 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
 
         filters = [f_min, f_max, f_hv, f_pruned, f_depth, f_search, f_glyph, f_dec]
         form = [method, budget, seed, k0, dropout_p, dropout_mode, alpha, tau, delta, nu1, nu2, cost_ratio,
-                max_iterations, reeval_share]
+                max_iterations, reeval_share, uncertainty, uncertainty_space]
         form_names = ["method", "budget", "seed", "k0", "dropout_p", "dropout_mode", "alpha", "tau", "delta", "nu1",
-                      "nu2", "cost_ratio", "max_iterations", "reeval_share"]
+                      "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space"]
 
         # ---------------------------------------------------------------------------------- problems
         def on_dataset(ds: str, path: str):
@@ -433,9 +440,9 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         # ---------------------------------------------------------------------------------- runs
         def submit_run(ds, path, pid, models: tuple, values: dict[str, Any], label: str | None = None,
                        paused: bool = False) -> str:
-            config = svc.build_config(values)
-            prob = svc.pick_problem(svc.dataset_problems(ds, path), pid)
             policy, prm, kind, p_opts, r_opts = models
+            config = svc.search_config(values, (prm or "").strip() or None)
+            prob = svc.pick_problem(svc.dataset_problems(ds, path), pid)
             check_model_choice(policy, prm, ds == svc.ARITH)
             model_fields = {"prm_kind": None if kind in (None, "", "detect") else kind,
                             "policy_opts": parse_options(_lines(p_opts), "policy options"),

@@ -17,13 +17,16 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
+from uats_core.config import PAPER_TAU
+from uats_core.estimation import OODGate, over_tau
+
 from .treedata import TERMINAL, RunData, TreeState
 
 log = logging.getLogger(__name__)
 
 QUADRANTS = ("high score / low variance", "high score / high variance", "low score / high variance",
              "low score / low variance")
-DEFAULT_TAU = 0.003
+DEFAULT_TAU = PAPER_TAU
 
 
 @dataclass
@@ -57,8 +60,9 @@ class Case:
 
 
 def quadrant_of(mean: float, var: float, tau: float, score_split: float = 0.5) -> str:
+    """`var` is the run's gated statistic (σ² by default; see estimation.OODGate)."""
     high = mean >= score_split
-    noisy = var > tau
+    noisy = over_tau(var, tau)
     return QUADRANTS[(0 if not noisy else 1) if high else (2 if noisy else 3)]
 
 
@@ -136,20 +140,24 @@ def mine_run(data: RunData, score_split: float = 0.5, tau: float | None = None) 
     """Every scored node of one run (K >= 2 passes, so σ² exists) as a case in its quadrant."""
     state = data.state_at(None)
     run = state.run
-    tau = float(tau if tau is not None else (run.get("config") or {}).get("tau", DEFAULT_TAU))
+    gate = OODGate.from_config(run.get("config") or {"tau": DEFAULT_TAU}, tau=tau)
+    tau = gate.tau
     judge = StepJudge(state)
     out: list[Case] = []
     for nid, n in state.nodes.items():
         if nid == 0 or n.get("mean") is None or n.get("var") is None or len(n.get("mc_scores") or []) < 2:
             continue
         mean, var = float(n["mean"]), float(n["var"])
+        stat = gate.statistic(n)
+        if stat is None:  # gated on logits, but logged before those were stored
+            continue
         truth = judge(nid)
-        out.append(Case(quadrant=quadrant_of(mean, var, tau, score_split), run_id=run["run_id"], node_id=nid,
+        out.append(Case(quadrant=quadrant_of(mean, stat, tau, score_split), run_id=run["run_id"], node_id=nid,
                         method=run.get("method", ""), problem_id=run.get("problem_id", ""),
                         depth=int(n.get("depth") or 0), mean=mean, var=var, k=len(n["mc_scores"]), tau=tau,
                         step=n.get("step", ""), step_correct=truth,
                         truth_source=judge.source if truth is not None else "unknown",
-                        strength=_strength(mean, var, tau, score_split)))
+                        strength=_strength(mean, stat, tau, score_split)))
     return out
 
 

@@ -118,7 +118,7 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
     if not view.filtering:
         return set(candidates), set(), hidden_below
     needle = view.search.strip().lower()
-    tau = state.tau
+    gate = state.gate
     matching: set[int] = set()
     for nid in candidates:
         if nid == 0:
@@ -127,7 +127,7 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
         mean, var, depth = n.get("mean"), n.get("var"), int(n.get("depth") or 0)
         if (view.score_min > 0.0 or view.score_max < 1.0) and (mean is None or not view.score_min <= mean <= view.score_max):
             continue
-        if view.high_variance_only and (var is None or var <= tau):
+        if view.high_variance_only and not gate.is_ood(n):
             continue
         if depth < view.depth_min or (view.depth_max is not None and depth > view.depth_max):
             continue
@@ -431,10 +431,13 @@ def _legend_keys(state: TreeState, compare: bool) -> list[dict[str, Any]]:
 def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, float] = (0.0, 1.0),
                      step_truth: Mapping[int, bool | None] | None = None, height: int = 460) -> dict[str, Any]:
     """The paper's Figure 1 for one node: the node and its siblings, each a boxplot of its MC-dropout
-    scores with R̄ and σ² printed; below, σ² against the τ threshold."""
+    scores with R̄ and σ² printed (and the logits' σ² when the gate reads logits); below, the gated statistic
+    (σ² by default) against the τ threshold."""
     cmin, cmax = colour_range
     sibs = [s for s in state.siblings(node_id) if s != 0]
-    tau = state.tau
+    gate = state.gate
+    tau = gate.tau
+    gated = {s: gate.statistic(state.nodes[s]) or 0.0 for s in sibs}
     step_truth = step_truth or {}
     labels = []
     data: list[dict[str, Any]] = []
@@ -453,14 +456,15 @@ def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[floa
                      "line": {"color": "#555", "width": 1.2},
                      "xaxis": "x", "yaxis": "y", "showlegend": False,
                      "hovertemplate": f"node {s}<br>pass %{{y:.4f}}<extra></extra>"})
-        ood = n.get("var") is not None and n["var"] > tau
+        ood = gate.is_ood(n)
+        logit_line = f"<br>σ²ℓ={_fmt(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
         annotations.append({"x": label, "y": 1.01, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
-                            "text": f"R̄={_fmt(n.get('mean'))}<br>σ²={_fmt(n.get('var'), 4)}<br>K={len(scores)}",
+                            "text": f"R̄={_fmt(n.get('mean'))}<br>σ²={_fmt(n.get('var'), 4)}{logit_line}<br>K={len(scores)}",
                             "font": {"size": 11, "color": OOD_COLOUR if ood else "#222"}})
-    data.append({"type": "bar", "x": labels, "y": [state.nodes[s].get("var") or 0.0 for s in sibs],
-                 "marker": {"color": [OOD_COLOUR if (state.nodes[s].get("var") or 0) > tau else "#9e9e9e" for s in sibs]},
-                 "xaxis": "x2", "yaxis": "y2", "showlegend": False, "name": "σ²",
-                 "hovertemplate": "%{x}: σ² %{y:.5f}<extra></extra>"})
+    data.append({"type": "bar", "x": labels, "y": [gated[s] for s in sibs],
+                 "marker": {"color": [OOD_COLOUR if gate.is_ood(state.nodes[s]) else "#9e9e9e" for s in sibs]},
+                 "xaxis": "x2", "yaxis": "y2", "showlegend": False, "name": gate.label,
+                 "hovertemplate": f"%{{x}}: {gate.label} %{{y:.5f}}<extra></extra>"})
     parent = state.nodes[node_id].get("parent_id")
     title = f"node {node_id} and its {len(sibs) - 1} sibling(s) (children of {'the question' if parent == 0 else f'node {parent}'})"
     layout = {
@@ -471,7 +475,7 @@ def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[floa
         "yaxis": {"domain": [0.36, 1.0], "range": [-0.02, 1.2], "title": {"text": "MC-dropout score"},
                   "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0]},
         "xaxis2": {"domain": [0, 1], "anchor": "y2", "type": "category"},
-        "yaxis2": {"domain": [0.0, 0.27], "title": {"text": "σ²"}, "rangemode": "tozero"},
+        "yaxis2": {"domain": [0.0, 0.27], "title": {"text": gate.label}, "rangemode": "tozero"},
         "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y2", "y0": tau, "y1": tau,
                     "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}},
                    # a band behind the inspected node's box and bar (category axes take index positions)
@@ -484,7 +488,7 @@ def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[floa
         "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white",
     }
     layout["shapes"] = [sh for sh in layout["shapes"] if sh]
-    layout["yaxis2"]["range"] = [0, max([tau * 1.6] + [(state.nodes[s].get("var") or 0.0) * 1.15 for s in sibs])]
+    layout["yaxis2"]["range"] = [0, max([tau * 1.6] + [gated[s] * 1.15 for s in sibs])]
     return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True},
             "meta": {"node_id": node_id, "siblings": sibs}}
 

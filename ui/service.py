@@ -105,6 +105,15 @@ def build_config(values: dict[str, Any]) -> SearchConfig:
     return SearchConfig(**clean).validate()
 
 
+def search_config(values: dict[str, Any], prm_spec: str | None = None) -> SearchConfig:
+    """build_config, with τ = auto[:q] resolved from the PRM's calibration file: the logged config then holds
+    the τ the search used."""
+    from uats_core.calibration import resolve_tau
+
+    config, _ = resolve_tau(build_config(values), prm_spec or None)
+    return config
+
+
 # ------------------------------------------------------------------------------ runs
 def outcome(run: dict[str, Any]) -> str:
     if run.get("status") != "finished":
@@ -187,13 +196,16 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
     if node_id == 0:
         return (f"### The question\n\n{md_text(state.run.get('question', ''))}\n\n"
                 f"Gold answer: **{md_inline(state.run.get('gold_answer'))}**")
-    tau = state.tau
+    gate = state.gate
+    tau = gate.tau
     k = len(n.get("mc_scores") or [])
-    ood = n.get("var") is not None and n["var"] > tau
+    ood = gate.is_ood(n)
     title = f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
     lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
-    lines.append(f"**R̄** {_num(n.get('mean'))} · **σ²** {_num(n.get('var'), 5)} (τ = {tau:g}) · **K** {k} "
+    lines.append(f"**R̄** {_num(n.get('mean'))} · **σ²** {_num(n.get('var'), 5)} · **K** {k} "
                  f"({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · **R̂** {_num(n.get('ucb'))}")
+    lines.append(f"logits log(p/(1−p)) of the passes: mean {_num(n.get('logit_mean'))} · **σ²** {_num(n.get('logit_var'), 4)} · "
+                 f"OOD gate: {gate.label} = {_num(gate.statistic(n), 5)} vs τ = {tau:g}")
     when = [f"created t={n.get('created_iter')}"]
     for key, word in (("reeval_iter", "re-evaluated"), ("expanded_iter", "expanded")):
         if n.get(key) is not None:

@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from storage.fastread import read_nodes
+from uats_core.estimation import OODGate
 
 from .bigtree import HISTORY_LIMIT, gc_paused
 
 log = logging.getLogger(__name__)
 
 TERMINAL = ("finished", "truncated")
-_HISTORY_FIELDS = ("k", "mean", "var", "ucb", "ood", "status", "extra_passes", "children_granted")
+_HISTORY_FIELDS = ("k", "mean", "var", "ucb", "ood", "status", "extra_passes", "children_granted", "logit_mean",
+                   "logit_var")
 
 
 @dataclass
@@ -36,10 +38,14 @@ class TreeState:
     cost_total: float = 0.0
 
     @property
-    def tau(self) -> float:
-        cfg = self.run.get("config") or {}
+    def gate(self) -> OODGate:
+        """The run's own ID/OOD rule at this iteration (A-UATS's controller may have moved τ)."""
         knobs = (self.budget or {}).get("knobs") or {}
-        return float(knobs.get("tau", cfg.get("tau", 0.003)))
+        return OODGate.from_config(self.run.get("config") or {}, tau=knobs.get("tau"))
+
+    @property
+    def tau(self) -> float:
+        return self.gate.tau
 
     def path(self, node_id: int) -> list[int]:
         """Node ids from the root's first child down to node_id."""
@@ -91,7 +97,7 @@ def _root(run: dict[str, Any]) -> dict[str, Any]:
     # The search core never emits the root (it holds no step); draw it as the question.
     return {"id": 0, "parent_id": None, "depth": 0, "step": "", "num_tokens": 0, "finish_reason": None,
             "created_iter": 0, "subtree": None, "mc_scores": [], "initial_passes": 0, "mean": None, "var": None,
-            "k": 0, "ucb": None, "ood": None, "scored_iter": None, "reeval_iter": None, "expanded_iter": 1,
+            "k": 0, "ucb": None, "logit_mean": None, "logit_var": None, "ood": None, "scored_iter": None, "reeval_iter": None, "expanded_iter": 1,
             "extra_passes": 0, "children_granted": 0, "uniqueness": None, "status": "kept", "answer": None,
             "correct": None, "updated_iter": 0, "question": run.get("question", "")}
 
@@ -154,7 +160,7 @@ class RunData:
                 continue  # created but not yet written at t (cannot happen with ordered events)
             snap = dict(n)
             for f in _HISTORY_FIELDS:
-                snap[f] = row[f]
+                snap[f] = row.get(f)  # a history row from before the logit columns has none
             k = int(row["k"] or 0)
             snap["mc_scores"] = list(n.get("mc_scores") or [])[:k]
             for f in ("reeval_iter", "expanded_iter"):

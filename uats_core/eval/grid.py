@@ -37,7 +37,8 @@ BUILTIN_MODELS: dict[str, str] = {
 BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
 
 UATS_METHODS = ("h-uats", "a-uats")
-_UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode"}
+_UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode", "uncertainty",
+                "uncertainty_space", "child_score", "child_sigma_weight"}
 # Which config fields can change which method's result. A field missing here changes every method.
 FIELD_METHODS: dict[str, tuple[str, ...]] = {
     **{f: UATS_METHODS for f in _UATS_FIELDS},
@@ -89,7 +90,11 @@ class Cell:
         return f"{self.pair}|{self.dataset}|{self.problem_id}|{self.method}|{self.budget}|{self.seed}|{self.variant}"
 
     def config(self) -> SearchConfig:
-        return SearchConfig(method=self.method, budget=self.budget, seed=self.seed, **dict(self.overrides))
+        """The cell's config; τ = auto[:q] is resolved from its PRM's calibration (the key keeps 'auto')."""
+        from ..calibration import resolve_tau
+
+        cfg = SearchConfig(method=self.method, budget=self.budget, seed=self.seed, **dict(self.overrides))
+        return resolve_tau(cfg, self.prm)[0] if self.method in UATS_METHODS else cfg
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,7 @@ class SearchContext:
             node.mc_scores = [value]
             node.initial_passes = 1
             node.mean, node.var, node.ucb = value, None, None
+            node.logit_mean, node.logit_var = None, None
             node.scored_iter = iteration
             self._dirty.add(node.id)
 
@@ -144,6 +145,7 @@ class SearchContext:
                 node.reeval_iter = iteration
             stats = mc_stats(node.mc_scores, iteration, alpha)
             node.mean, node.var, node.ucb = stats.mean, stats.var, stats.ucb
+            node.logit_mean, node.logit_var = stats.logit_mean, stats.logit_var
             self._dirty.add(node.id)
 
     def mc_score_varied(self, counts: dict[int, int], iteration: int, alpha: float) -> None:

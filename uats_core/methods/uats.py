@@ -1,10 +1,16 @@
-"""H-UATS and A-UATS (uncertainty-aware tree search), one search step t as the paper states it:
+"""H-UATS and A-UATS (uncertainty-aware tree search), one search step t:
 
 1. every new candidate gets K0 MC-dropout passes: R̄, σ² (ddof=1), K, R̂ = R̄ + α·sqrt(2 ln t / K);
-2. OOD = {σ² > τ}; S = {h ∈ OOD : R̂(h) ≥ max_ID R̄ − δ} (best R̄ of all when ID is empty);
+2. OOD = {u > τ}; S = {h ∈ OOD : R̂(h) ≥ max_ID R̄ − δ} (best R̄ of all when ID is empty);
 3. extra passes K_i = Round(B·softmax(R̂/ν1)) over S; update R̄, σ², K, R̂;
-4. children N_i = Round(C·softmax(R̄/ν2)) over all candidates.
+4. children N_i = Round(C·softmax(R̄/ν2)) over all candidates (SearchConfig.child_score may let OOD
+   candidates compete with R̂ or R̄ + κσ instead: not in the paper, off by default).
 Round is the largest-remainder method (allocation.largest_remainder): it conserves B and C exactly.
+
+u is the gated statistic (estimation.OODGate). The default, σ² of the passes' scores, is the paper's reading:
+it defines σ_R as the sample variance and its τ = 0.003 is on that scale, although its rule is written
+σ_R ≤ τ; SearchConfig.uncertainty='std' thresholds σ instead, and uncertainty_space='logit' reads the spread of
+the passes' logits. R̄, R̂ and the δ rule stay on the probability scale in every case.
 
 Iteration t here = decide (steps 2–4 on the candidates of t−1) then generate and K0-score the children
 (step 1 for the candidates of t), so each iteration spends B_used + C·(c+K0) ≤ N·(c+1), REBASE's spend.
@@ -19,9 +25,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..allocation import largest_remainder, scaled_step_budget, softmax, uats_budget_split
-from ..config import ConfigError, SearchConfig
-from ..estimation import reeval_candidates
+from ..allocation import child_scores, largest_remainder, scaled_step_budget, softmax, uats_budget_split
+from ..config import ConfigError, SearchConfig, tau_auto_quantile
+from ..estimation import OODGate, reeval_candidates
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -72,6 +78,9 @@ class UATS(SearchMethod):
 
     def search(self, ctx: SearchContext) -> list[Node]:
         cfg = self.config
+        if tau_auto_quantile(cfg.tau) is not None:
+            raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
+                                     "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
         c, k0, alpha = cfg.cost_ratio, cfg.k0, cfg.alpha
         cap = cfg.budget * (c + 1.0)
         base_width, base_reeval = uats_budget_split(cfg.budget, c, k0, cfg.reeval_share)
@@ -95,7 +104,8 @@ class UATS(SearchMethod):
                 width, reeval_budget = scaled_step_budget(base_width, base_reeval, width_left, c, k0, cap,
                                                           knobs.beta, knobs.gamma)
                 means = [float(n.mean) for n in candidates]
-                ood, chosen, reference = reeval_candidates(means, [float(n.var) for n in candidates],
+                gate = OODGate.from_config(cfg, tau=knobs.tau)
+                ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
                                                            [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
                 for node, is_ood in zip(candidates, ood):
                     node.ood = is_ood
@@ -105,21 +115,25 @@ class UATS(SearchMethod):
                     shares = largest_remainder(softmax([float(candidates[i].ucb) for i in chosen], knobs.nu1), reeval_budget)
                     extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
                     ctx.mc_score_varied(extra, t, alpha)
-                counts = largest_remainder(softmax([float(n.mean) for n in candidates], knobs.nu2), width)
+                scores = child_scores([float(n.mean) for n in candidates], [float(n.ucb) for n in candidates],
+                                      [n.var for n in candidates], [bool(n.ood) for n in candidates],
+                                      cfg.child_score, cfg.child_sigma_weight)
+                counts = largest_remainder(softmax(scores, knobs.nu2), width)
                 decisions = ctx.grant(candidates, counts)
                 chosen_ids = {candidates[i].id for i in chosen}
-                for d, node in zip(decisions, candidates):
+                for d, node, score in zip(decisions, candidates, scores):
                     m0, v0, u0, k_before = before[node.id]
                     d.update(extra_passes=extra.get(node.id, 0), ood=node.ood, reeval_candidate=node.id in chosen_ids,
                              mean_before=m0, var_before=v0, ucb_before=u0, k_before=k_before,
-                             mean=node.mean, var=node.var, ucb=node.ucb, k=node.k)
+                             mean=node.mean, var=node.var, ucb=node.ucb, k=node.k, child_score=score)
                 frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
                 info = {"width": width, "reeval_budget": reeval_budget, "reeval_used": sum(extra.values()),
                         "reference_mean": reference, "state": state}
             new = ctx.expand(frontier, t)
             ctx.mc_score(new, k0, t, alpha)
+            gate = OODGate.from_config(cfg, tau=knobs.tau)
             for node in new:
-                node.ood = bool(node.var > knobs.tau)
+                node.ood = gate.is_ood(node)
             done = terminal(new)
             finals.extend(done)
             width_left -= len(done)

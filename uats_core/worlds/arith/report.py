@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-from ...estimation import auroc
+from ...config import SearchConfig
+from ...estimation import auroc, is_ood
 from . import world
 from .modeling import POLICY_DIRS, PRM_DIR, REPO_ROOT, prm_step_scores, sample_solutions
 
@@ -212,12 +213,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
         print(f"policy {r.style:3s}{r.accuracy:10.3f}{r.pass_at_n:10.3f}{r.step_accuracy:10.3f}{r.n_steps_scored:8d}"
               f"{r.prm_auroc:8.3f}{r.mean_mc_variance:12.3e}{r.median_mc_variance:12.3e}")
     print(f"variance ratio B/A: {ratio:.2f}")
+    tau = float(SearchConfig().tau)
+    shares = {r.style: {kind: float(np.mean([is_ood(v, tau, kind) for v in r.variances])) for kind in ("var", "std")}
+              for r in (a, b)}
+    print(f"share of steps over τ = {tau:g} when τ thresholds σ² (the default) / σ: "
+          + ", ".join(f"policy {s} {v['var']:.1%} / {v['std']:.1%}" for s, v in shares.items()))
     for name, ok in checks.items():
         print(f"  [{'PASS' if ok else 'FAIL'}] {name}")
     paths = write_figure(a, b, args.figure, args.k, args.p)
     summary = {
         "n_problems": len(problems), "samples": args.samples, "score_samples": args.score_samples, "k": args.k, "p": args.p,
-        "variance_ratio": ratio, "criteria": checks, "seconds": time.time() - t0,
+        "variance_ratio": ratio, "criteria": checks, "seconds": time.time() - t0, "share_over_tau": shares,
         **{f"policy_{r.style}": {k: v for k, v in asdict(r).items() if k not in ("variances", "scores", "labels")}
            for r in (a, b)},
     }

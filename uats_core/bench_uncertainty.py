@@ -1,0 +1,230 @@
+"""`python -m uats_core.bench uncertainty`: what MC-dropout uncertainty costs and what it tells, per dropout mode
+and per space (σ² of the passes' scores, or of their logits log(p/(1−p))).
+
+On the embedded arithmetic world: written solutions with slips of the test problems in style A (the PRM's own,
+in distribution) and style B (out of distribution), every step prefix scored with K passes. Per mode and space it
+prints the cost against one deterministic pass (timed side by side, interleaved), the mean and median σ² ratio
+B/A, the AUROC of σ² for "this step is B" and for "this step is wrong", and the share of A and B steps over τ,
+with τ calibrated as `--tau auto[:q]` does: the q-quantile of σ² on style-A steps of the validation split.
+
+Also the τ part of `bench calibrate` (calibrate_tau): the in-distribution spreads written beside the PRM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
+from .config import PAPER_TAU, UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
+from .estimation import auroc, logits
+
+MODES = ("full", "last:2", "head")
+
+
+def _modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    for m in modes:
+        parse_dropout_mode(m)  # ConfigError names the field
+    if not modes:
+        raise ConfigError("modes", "give at least one dropout mode, e.g. full,last:2,head")
+    return modes
+
+
+def space_variances(mc: np.ndarray, space: str) -> np.ndarray:
+    """Per row (one step, K passes): the sample variance of the scores or of their logits."""
+    x = logits(mc) if space == "logit" else np.asarray(mc, dtype=np.float64)
+    return x.var(axis=1, ddof=1)
+
+
+def mc_passes(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, seed: int) -> np.ndarray:
+    import torch
+
+    from .backends.mc_dropout import DropoutSpec
+
+    torch.manual_seed(seed)  # the dropout masks: fixed so a rerun gives the same table
+    return np.asarray(prm.mc_scores(list(traces), k, spec=DropoutSpec.parse(mode, p)), dtype=np.float64)
+
+
+def id_calibration_traces(split: str, n: int, slip_rate: float, seed: int) -> list[Any]:
+    """In-distribution steps of the arithmetic world: style-A written solutions (with slips) of `split`."""
+    from .worlds.arith import world
+    from .worlds.arith.written import written_steps
+
+    return written_steps(world.load_split(split, n), "A", slip_rate, random.Random(seed)).traces
+
+
+def jsonl_traces(path: Path) -> list[Any]:
+    """In-distribution steps of another PRM's domain: one JSON object a line, {"question": ..., "steps": [...]};
+    every prefix of the steps is one calibration step."""
+    from .protocols import Trace
+
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not isinstance(row.get("question"), str) or not isinstance(row.get("steps"), list) or not row["steps"]:
+            raise ConfigError("tau_traces", f"{path} line {i + 1}: need {{\"question\": str, \"steps\": [str, ...]}}")
+        for j in range(len(row["steps"])):
+            out.append(Trace(row["question"], tuple(str(s) for s in row["steps"][: j + 1])))
+    return out
+
+
+# -- the τ part of `bench calibrate` --------------------------------------------------------------------------
+def add_calibrate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tau-modes", default=",".join(MODES), help="dropout modes to calibrate τ for (default full,last:2,head)")
+    p.add_argument("--p", type=float, default=0.1, help="dropout probability of the τ calibration (default 0.1)")
+    p.add_argument("--k", type=int, default=7, help="MC passes per step for the τ calibration (default 7)")
+    p.add_argument("--tau-problems", type=int, default=100, help="arithmetic-world problems whose style-A steps calibrate τ")
+    p.add_argument("--tau-split", default="val", help="their split (default val: not the test problems)")
+    p.add_argument("--tau-traces", type=Path, default=None,
+                   help="for another PRM: a .jsonl of in-distribution solutions {question, steps} instead")
+    p.add_argument("--skip-cost", action="store_true", help="only the τ calibration (no policy needed)")
+    p.add_argument("--skip-tau", action="store_true", help="only c")
+    p.add_argument("--calibration", type=Path, default=None, help="the calibration file (default: beside the PRM)")
+
+
+def calibrate_tau(args: argparse.Namespace, prm: Any, cost: dict[str, Any] | None) -> dict[str, Any]:
+    """Score the in-distribution steps per mode, write c and the spreads (prob and logit) beside the PRM, and
+    print τ at the 0.9 quantile of each."""
+    path = args.calibration or calibration_path(args.prm)
+    spreads: dict[str, dict[str, Any]] = {}
+    if not args.skip_tau:
+        if args.tau_traces is not None:
+            traces, source = jsonl_traces(args.tau_traces), str(args.tau_traces)
+        else:
+            traces = id_calibration_traces(args.tau_split, args.tau_problems, 0.3, 0)
+            source = f"arith {args.tau_split} split, {args.tau_problems} problems, style A written solutions, 30% slips"
+        print(f"\nτ calibration: {len(traces)} in-distribution steps ({source}), K={args.k}, p={args.p}")
+        print(f"{'mode':>8s} {'space':>6s} {'τ = q0.9 of σ²':>16s} {'of σ':>10s}")
+        for mode in _modes(args.tau_modes):
+            mc = mc_passes(prm, traces, mode, args.p, args.k, seed=0)
+            for space in UNCERTAINTY_SPACES:
+                v = space_variances(mc, space)
+                spreads[entry_key(mode, args.p, space)] = spread_entry(v, args.k, source)
+                print(f"{mode:>8s} {space:>6s} {tau_from_variances(v, 0.9):16.4g} {tau_from_variances(v, 0.9, 'std'):10.4g}")
+    data = write_calibration(path, prm=str(args.prm), cost=cost, spreads=spreads)
+    print(f"wrote {path} ({len(data.get('uncertainty') or {})} τ entries"
+          + (f", c = {data['cost']['c']:.1f}" if data.get("cost") else "") + "); `--tau auto[:q]` reads it")
+    return data
+
+
+# -- bench uncertainty ------------------------------------------------------------------------------------------
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("uncertainty", help="per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over τ")
+    p.add_argument("--prm", default=None, help="the PRM folder (default: the shipped arith-prm)")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--k", type=int, default=7)
+    p.add_argument("--p", type=float, default=0.1)
+    p.add_argument("--problems", type=int, default=100, help="test problems (written solutions in styles A and B)")
+    p.add_argument("--calibration-problems", type=int, default=100, help="validation problems whose A steps set τ")
+    p.add_argument("--quantile", type=float, default=0.9, help="q of the calibrated τ (default 0.9)")
+    p.add_argument("--slip-rate", type=float, default=0.3)
+    p.add_argument("--timing-traces", type=int, default=64, help="steps per timed call (default 64)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", type=Path, default=None)
+    p.set_defaults(func=run_uncertainty)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not 0.0 < args.quantile < 1.0:
+        raise ConfigError("quantile", f"must be in (0, 1); got {args.quantile}")
+    if args.k < 2:
+        raise ConfigError("k", f"the sample variance needs K >= 2; got {args.k}")
+    if args.problems < 1 or args.calibration_problems < 1 or args.timing_traces < 1 or args.repeats < 1:
+        raise ConfigError("problems", "problems, calibration-problems, timing-traces and repeats must be >= 1")
+    if not 0.0 < args.p < 1.0:
+        raise ConfigError("p", f"the dropout probability must be in (0, 1); got {args.p}")
+
+
+def cost_ratio(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, repeats: int) -> dict[str, float]:
+    """Time of K passes in `mode` over one deterministic pass, both on the same steps, interleaved."""
+    from .backends.mc_dropout import DropoutSpec
+    from .bench import measure, summary
+
+    spec = DropoutSpec.parse(mode, p)
+    # the search's deterministic pass (PRM.score: dropout off, no noisy copies) against K passes in `mode`
+    times = measure({"one": lambda: prm.score(list(traces), use_cache=False),
+                     "mc": lambda: prm.mc_scores(list(traces), k, spec=spec, use_cache=False)}, repeats, warmup=True)
+    a, b = summary(times["one"]), summary(times["mc"])
+    return {"ratio": b["min_s"] / a["min_s"], "cpu_ratio": b["cpu_min_s"] / a["cpu_min_s"], "one_pass_s": a["min_s"],
+            "mc_s": b["min_s"], "spread": max(a["spread"], b["spread"])}
+
+
+def space_row(v_a: np.ndarray, v_b: np.ndarray, wrong: np.ndarray, tau: float) -> dict[str, float]:
+    """The table's numbers for one mode and space, from the per-step variances of the A and B steps."""
+    both = np.concatenate([v_a, v_b])
+    is_b = np.concatenate([np.zeros(len(v_a), bool), np.ones(len(v_b), bool)])
+    ratio = (lambda f: float(f(v_b) / f(v_a)) if f(v_a) > 0 else float("nan"))
+    return {"mean_ratio": ratio(np.mean), "median_ratio": ratio(np.median),
+            "auroc_ood": auroc(both, is_b), "auroc_wrong": auroc(both, wrong),
+            "tau": tau, "share_a": float((v_a > tau).mean()), "share_b": float((v_b > tau).mean()),
+            "paper_share_a": float((v_a > PAPER_TAU).mean()), "paper_share_b": float((v_b > PAPER_TAU).mean())}
+
+
+def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from .backends import load_prm
+    from .calibration import DEFAULT_PRM
+    from .worlds.arith import world
+    from .worlds.arith.written import written_steps
+
+    _check(args)
+    modes = _modes(args.modes)
+    torch.set_num_threads(args.threads)
+    prm_dir = Path(args.prm) if args.prm else DEFAULT_PRM
+    if not (prm_dir / "config.json").is_file():
+        raise ConfigError("prm", f"no PRM at {prm_dir}; train it (python -m uats_core.worlds.arith.train) or pass --prm")
+    # no prefix cache: every timed call does the work it reports, and the deterministic pass is not a cache hit
+    prm = load_prm(str(prm_dir), dtype="float32", dropout_p=args.p, cache_bytes=0)
+    problems = world.load_split("test", args.problems)
+    rng = random.Random(args.seed)
+    a, b = written_steps(problems, "A", args.slip_rate, rng), written_steps(problems, "B", args.slip_rate, rng)
+    cal = id_calibration_traces("val", args.calibration_problems, args.slip_rate, args.seed)
+    wrong = np.array(a.wrong + b.wrong, dtype=bool)
+    timing = (a.traces + b.traces)[: args.timing_traces]
+    out: dict[str, Any] = {"prm": str(prm_dir), "k": args.k, "p": args.p, "quantile": args.quantile,
+                           "steps_a": len(a.traces), "steps_b": len(b.traces), "wrong_a": int(sum(a.wrong)),
+                           "wrong_b": int(sum(b.wrong)), "calibration_steps": len(cal), "rows": []}
+    print(f"{prm_dir.name}: {len(problems)} test problems, {len(a.traces)} A (ID) and {len(b.traces)} B (OOD) step prefixes "
+          f"({out['wrong_a']} / {out['wrong_b']} wrong), K={args.k}, p={args.p}; τ = q{args.quantile:g} of σ² on "
+          f"{len(cal)} A steps of the validation split; cost on {len(timing)} steps, min of {args.repeats} interleaved runs")
+    for mode in modes:
+        cost = cost_ratio(prm, timing, mode, args.p, args.k, args.repeats)
+        mc = mc_passes(prm, a.traces + b.traces, mode, args.p, args.k, args.seed)
+        mc_cal = mc_passes(prm, cal, mode, args.p, args.k, args.seed + 1)
+        for space in UNCERTAINTY_SPACES:
+            v = space_variances(mc, space)
+            tau = tau_from_variances(space_variances(mc_cal, space), args.quantile)
+            row = {"mode": mode, "space": space, **cost,
+                   **space_row(v[: len(a.traces)], v[len(a.traces):], wrong, tau)}
+            row["auroc_wrong_one_minus_mean"] = auroc(1.0 - mc.mean(axis=1), wrong)
+            out["rows"].append(row)
+    print_table(out["rows"])
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return out
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("\n| mode | space | cost vs one pass (wall / CPU) | mean σ² B/A | median σ² B/A | AUROC σ² for B | "
+          f"AUROC σ² for wrong | τ (calibrated) | share > τ, A / B | share > {PAPER_TAU:g}, A / B |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        paper = f"{r['paper_share_a']:.2f} / {r['paper_share_b']:.2f}" if r["space"] == "prob" else "–"
+        print(f"| {r['mode']} | {r['space']} | {r['ratio']:.2f}× / {r['cpu_ratio']:.2f}× | {r['mean_ratio']:.2f} | "
+              f"{r['median_ratio']:.2f} | {r['auroc_ood']:.3f} | {r['auroc_wrong']:.3f} | {r['tau']:.3g} | "
+              f"{r['share_a']:.2f} / {r['share_b']:.2f} | {paper} |")
+    base = {r["mode"]: r["auroc_wrong_one_minus_mean"] for r in rows}
+    print("\nfor reference, AUROC of 1 − R̄ for wrong: " + ", ".join(f"{m} {v:.3f}" for m, v in base.items()))
+    print("σ instead of σ²: the same AUROCs and shares (a monotone map of the statistic and of its quantile τ)")
