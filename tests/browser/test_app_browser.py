@@ -238,9 +238,10 @@ def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
     page.click("#run-btn")
     assert "budget" in wait_notice(page, "budget: must be an integer >= 1")
     fill(page, "budget", "8")
-    if not page.locator("#tau input").first.is_visible():  # the accordion may already be open
+    tau_box = page.locator("#tau input, #tau textarea").first
+    if not tau_box.is_visible():  # the accordion may already be open
         page.get_by_text("UATS knobs (paper defaults)").click()
-    page.locator("#tau input").first.wait_for(state="visible")
+    tau_box.wait_for(state="visible")
     fill(page, "tau", "-1")
     page.click("#run-btn")
     wait_notice(page, "tau: must be a finite number >= 0")
