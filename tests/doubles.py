@@ -57,3 +57,13 @@ class HashedPRMDouble:
         base = np.array([s[-1] for s in self.score(traces)])
         spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * self.rng.standard_normal((len(traces), k)), 0, 1)
+
+
+class GlobalRNGPRMDouble(HashedPRMDouble):
+    """Like HashedPRMDouble, but its MC noise comes from numpy's global generator, as dropout masks come from
+    torch's: only the run's own seeding makes two runs repeat."""
+
+    def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
+        base = np.array([s[-1] for s in self.score(traces)])
+        spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
+        return np.clip(base[:, None] + spread[:, None] * np.random.standard_normal((len(traces), k)), 0, 1)
