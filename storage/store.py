@@ -19,25 +19,18 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 
 from . import schema as S
 from .liveness import pid_alive
+from .location import StorageError, display as _display, parse_location
 
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # several workers share one file; a writer waits its turn, never fails
-
-
-class StorageError(ValueError):
-    """Bad database input or a missing record; `.field` names what to fix ("db", "run", "node", ...)."""
-
-    def __init__(self, message: str, field: str = "db") -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
 
 
 def _create_schema(engine: Engine) -> None:
@@ -99,10 +92,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.close()
 
 
-def _display(url: URL) -> str:
-    return url.render_as_string(hide_password=True)
-
-
 class RunStore:
     """A run log at `url_or_path`: a bare path is a SQLite file; anything with '://' is an SQLAlchemy URL.
 
@@ -115,20 +104,10 @@ class RunStore:
             raise StorageError("empty database location; give a file path (runs/uats.db) or an SQLAlchemy URL")
         self._created: list[Path] = []  # files/folders made by us, removed again if opening fails
         self._sqlite_path: Path | None = None
-        self.url = self._parse(spec.strip())
+        self.url = parse_location(spec.strip())
         self.engine = self._open()
 
     # ------------------------------------------------------------------ opening
-    def _parse(self, spec: str) -> URL:
-        if "://" not in spec:
-            path = Path(spec).expanduser()
-            return URL.create("sqlite", database=str(path.absolute()))
-        try:
-            return make_url(spec)
-        except Exception as exc:  # sqlalchemy.exc.ArgumentError, ValueError for bad ports
-            raise StorageError(f"cannot parse database URL {spec!r} ({exc}); use a file path or a URL like "
-                               "sqlite:///runs/uats.db or postgresql+psycopg://user@host/dbname") from None
-
     def _open(self) -> Engine:
         url = self.url
         kwargs: dict[str, Any] = {}

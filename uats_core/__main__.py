@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import os
 import re
 import sys
 from pathlib import Path
@@ -74,6 +73,8 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from storage import check_location
+
     from .config import parse_options as parse_opts
     from .runner import build_backends, run_search
 
@@ -86,7 +87,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"τ = {config.tau:.4g}: q{tau_note['quantile']:g} of {tau_note['uncertainty']} over {tau_note['n']} "
               f"in-distribution steps ({tau_note['key']}, {tau_note['file']})")
     problem = resolve_problem(args.problem, args.dataset)
-    _check_db(args.db)  # a typo in the location should not cost a model load; the file is made after the load
+    check_location(args.db)  # a typo in the location should not cost a model load; the file is made after the load
     policy, prm = build_backends(args.policy, args.prm, config, prm_kind=args.prm_kind,
                                  policy_opts=parse_opts(args.policy_opt, "policy-opt"),
                                  prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
@@ -103,35 +104,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
           f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")
     return 130 if result.status == "cancelled" else 0
-
-
-def _check_db(db: str) -> None:
-    """Refuse a database location that cannot work, creating nothing."""
-    from storage.store import StorageError
-
-    if "://" in db:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-        try:
-            make_url(db).get_dialect()  # the dialect and its driver must load; nothing connects yet
-        except ArgumentError as exc:
-            raise StorageError(f"{db!r} is not a database URL ({exc}); give a file path or e.g. "
-                               "postgresql+psycopg://user:pass@host/db", "db") from None
-        except (NoSuchModuleError, ImportError) as exc:
-            raise StorageError(f"cannot use database URL {db!r}: {exc}; check the dialect name and that its driver is "
-                               "installed", "db") from None
-        return
-    path = Path(db).expanduser()
-    if path.is_dir():
-        raise StorageError(f"{db!r} is a folder; give a file path such as runs/uats.db", "db")
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise StorageError(f"{db!r} lies under {str(parent)!r}, which is a file; choose another location", "db")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise StorageError(f"cannot create {db!r}: {str(parent)!r} is not writable; choose another location", "db")
 
 
 def _open_store(db: str) -> Any:
