@@ -33,10 +33,10 @@ def environment_lines() -> list[str]:
             lines.append(f"cuda:{i} {props.name}, {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free), "
                          f"bf16 {'yes' if torch.cuda.is_bf16_supported() else 'no'}")
     else:
-        from uats_core.backends._loading import _cpu_has_bf16
+        from uats_core.backends._loading import cpu_has_bf16
 
         lines.append(f"no CUDA GPU visible; CPU with {torch.get_num_threads()} threads, native bf16 "
-                     f"{'yes' if _cpu_has_bf16() else 'no'}")
+                     f"{'yes' if cpu_has_bf16() else 'no'}")
     return lines
 
 

@@ -111,14 +111,15 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, num_par
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         big = num_params is None or num_params >= _AUTO_BF16_MIN_PARAMS
-        return torch.bfloat16 if big and _cpu_has_bf16() else torch.float32
+        return torch.bfloat16 if big and cpu_has_bf16() else torch.float32
     try:
         return _DTYPES[str(dtype).lower()]
     except KeyError:
         raise BackendError("dtype", f"unknown dtype {dtype!r}; use 'auto', 'float32', 'bfloat16' or 'float16'") from None
 
 
-def _cpu_has_bf16() -> bool:
+def cpu_has_bf16() -> bool:
+    """Whether this CPU has native bf16 matrix units (where bf16 pays; emulated bf16 is several times slower)."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
