@@ -11,18 +11,15 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 
 from uats_core.__main__ import main
 from uats_core.backends import BackendError
-from uats_core.backends.memory import GIB, count_params, plan_gpu, prm_memory
+from uats_core.backends.memory import GIB, PUBLISHED_SHAPES, count_params, plan_gpu, prm_memory
 from uats_core.backends.plan import load_models, plan_models
 from uats_core.backends.prm_published import Qwen2ProcessRewardModel
 from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer, save_causal_lm
 from uats_core.doctor import run_doctor
 
 MATH500 = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500.jsonl"
-# The published shapes of Qwen2.5-Math-PRM-7B and Qwen2.5-1.5B-Instruct (their config.json values).
-QWEN_PRM_7B = Qwen2Config(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-                          num_attention_heads=28, num_key_value_heads=4, tie_word_embeddings=False)
-QWEN_1_5B = Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                        num_attention_heads=12, num_key_value_heads=2, tie_word_embeddings=True)
+QWEN_PRM_7B = Qwen2Config(**PUBLISHED_SHAPES["qwen-prm-7b"])
+QWEN_1_5B = Qwen2Config(**PUBLISHED_SHAPES["qwen-1.5b"])
 
 
 def test_memory_plan_leaves_the_prm_room_on_one_80gb_gpu():
@@ -109,3 +106,35 @@ def test_doctor_reports_the_pair_and_its_problems(tmp_path):
     lines.clear()
     assert run_doctor(None, None, world_problem=False, out=lines.append) == 1
     assert lines[-1].startswith("PROBLEM policy: the default policy is the arithmetic world's")
+
+
+def test_bench_gpu_scores_a_search_workload_and_prices_each_mode(tmp_path, capsys):
+    from uats_core.backends.plan import plan_prm_shape
+    from uats_core.bench_gpu import main as bench_gpu
+
+    out = tmp_path / "gpu.json"
+    assert bench_gpu(["--shape", "tiny", "--device", "cpu", "--dtype", "float32", "--width", "3", "--depth", "2",
+                      "--question-chars", "40", "--step-chars", "20", "--repeats", "1", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [r["mode"] for r in res["search"]] == ["full", "last:2", "head"]
+    assert all(len(r["per_depth_s"]) == 2 for r in res["search"])
+    rows = res["cost"]["rows"]
+    assert rows["deterministic (1 pass)"]["ratio"] == 1.0 and set(rows) == {"deterministic (1 pass)", "full x8",
+                                                                             "last:2 x8", "head x8"}
+    # The character tokenizer gives one token per character: 3 candidates x (template + question + 2 steps).
+    assert res["cost"]["tokens"] > 3 * (40 + 2 * 20)
+    assert "memory" not in res  # the allocator's figures exist on CUDA only
+    assert plan_prm_shape("qwen-prm-7b").params == prm_memory(QWEN_PRM_7B, Qwen2ProcessRewardModel).params
+
+
+def test_allocator_slack_follows_the_allocator_setting(monkeypatch):
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512")
+    default = prm_memory(QWEN_PRM_7B, Qwen2ProcessRewardModel)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512,expandable_segments:True")
+    expandable = prm_memory(QWEN_PRM_7B, Qwen2ProcessRewardModel)
+    # Measured on an H200 (bench gpu): 2.65 GiB reserved beyond the peak by default, 0.77 GiB with expandable
+    # segments, for this shape at 16k batch tokens; the plan must cover both.
+    assert default.allocator_slack == default.activations >= 2.65 * GIB
+    assert 0.77 * GIB <= expandable.allocator_slack < default.allocator_slack
+    assert default.total - expandable.total == default.allocator_slack - expandable.allocator_slack

@@ -41,6 +41,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules, imported when the parser is built: name -> (module, parser-adding function).
 # Their handlers may set `func` or `fn` on the namespace and may return an exit code.
 EXTERNAL_SUBCOMMANDS: dict[str, tuple[str, str]] = {"engine": ("uats_core.bench_engine", "add_parser"),
+                                                     "gpu": ("uats_core.bench_gpu", "add_parser"),
                                                      "uncertainty": ("uats_core.bench_uncertainty", "add_parser")}
 # Benchmarks with an argument parser of their own: `bench NAME ARGS...` hands ARGS to that module's main(argv).
 PASSTHROUGH_SUBCOMMANDS: dict[str, str] = {"app": "ui.bench", "eval": "uats_core.eval.bench"}

@@ -157,3 +157,15 @@ def head_params(kind: str, config: Any) -> int:
     h = int(config.hidden_size)
     return {"qwen-prm": h * h + h + 2 * h + 2, "skywork": h + 1,
             "token-classification": int(getattr(config, "num_labels", 2)) * (h + 1)}.get(kind, 2 * h)
+
+
+def plan_prm_shape(shape: str, *, dtype: str = "bfloat16", max_batch_tokens: int = 16384,
+                   cache_bytes: int = 512 * 2**20) -> Any:
+    """PRMMemory of a Qwen2.5-Math-PRM on one of memory.PUBLISHED_SHAPES (no config file needed)."""
+    from transformers import Qwen2Config
+
+    from uats_core.backends.memory import PUBLISHED_SHAPES, prm_memory
+
+    config = Qwen2Config(**PUBLISHED_SHAPES[shape])
+    return prm_memory(config, prm_model_class("qwen-prm"), dtype=dtype, max_batch_tokens=max_batch_tokens,
+                      cache_bytes=cache_bytes, head_params=head_params("qwen-prm", config))
