@@ -12,9 +12,10 @@ import gradio as gr
 from storage import StorageError
 from uats_core.config import ConfigError
 
-from . import service as svc
-from .figures import training_curve_figure
-from .report_sources import RUN_LOG, ReportSources
+from .. import service as svc
+from ..figures import training_curve_figure
+from ..report_sources import RUN_LOG, ReportSources
+from .common import AppContext, fig_json, notice, plot_html
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,7 @@ class ReportsTab:
     on_curve_list: Callable[[str | None, str | None], Any]
 
 
-def build_reports_tab(sources: ReportSources, notice: gr.Markdown, plot_html: Callable[..., gr.HTML],
-                      fig_json: Callable[..., str], notice_update: Callable[..., Any]) -> ReportsTab:
+def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
     """The tab's components and handlers; call inside the `gr.Tab`. Returns what the page-level events need."""
     gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
                 "layout and its Figure 2 analysis, built from an evaluation run log "
@@ -55,10 +55,10 @@ def build_reports_tab(sources: ReportSources, notice: gr.Markdown, plot_html: Ca
         try:
             md, figs = svc.report_view(sources, key, bool(common))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
-            return ("", "", "", "", notice_update(f"report: {exc}"))
-        return (md, *[fig_json(figs.get(n)) for n in svc.REPORT_FIGURES], notice_update(""))
+            return ("", "", "", "", notice(f"report: {exc}"))
+        return (md, *[fig_json(figs.get(n)) for n in svc.REPORT_FIGURES], notice(""))
 
-    rep_build.click(on_report, [source, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, notice])
+    rep_build.click(on_report, [source, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, ctx.notice])
 
     def on_sources(current):
         choices = sources.choices()
@@ -74,14 +74,14 @@ def build_reports_tab(sources: ReportSources, notice: gr.Markdown, plot_html: Ca
 
     def on_curve(key, name):
         if not name:
-            return "", notice_update("")
+            return "", notice("")
         try:
             fig = training_curve_figure(svc.curve_rows(sources, key, name))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
-            return "", notice_update(f"training curve: {exc}")
-        return fig_json(fig), notice_update("" if fig else f"training curve {name!r} has no rounds yet")
+            return "", notice(f"training curve: {exc}")
+        return fig_json(fig), notice("" if fig else f"training curve {name!r} has no rounds yet")
 
     curve_refresh.click(on_curve_list, [source, curve_pick], [curve_pick])
     source.change(on_curve_list, [source, curve_pick], [curve_pick])
-    curve_pick.change(on_curve, [source, curve_pick], [curve_plot, notice])
+    curve_pick.change(on_curve, [source, curve_pick], [curve_plot, ctx.notice])
     return ReportsTab(source=source, curve_pick=curve_pick, on_curve_list=on_curve_list)

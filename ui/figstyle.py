@@ -1,0 +1,84 @@
+"""What the figures share: colours, the tree's glyph geometry, Tukey box statistics of MC passes, the
+colour of a score, and number formatting for hover text and annotations."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Sequence
+
+from plotly.colors import sample_colorscale
+
+from .treedata import TreeState
+
+COLORSCALE = "Viridis"
+N_COLOUR_BINS = 12
+OOD_COLOUR = "#e7298a"  # magenta ring: σ² > τ
+CHOSEN_COLOUR = "#f0a500"
+RIGHT_COLOUR = "#1b9e77"
+WRONG_COLOUR = "#d95f02"
+DECIDED_COLOUR = "rgba(255, 200, 0, 0.45)"
+NEW_COLOUR = "rgba(80, 160, 255, 0.35)"
+SHARED_COLOUR = "rgba(120, 120, 255, 0.25)"
+MATCH_COLOUR = "rgba(255, 120, 0, 0.55)"
+GLYPH_DX = (0.16, 0.40)  # glyph x extent right of its node, in layout units (siblings are >= 1 apart)
+GLYPH_HALF_HEIGHT = 0.36  # score 0..1 maps to y-0.36 .. y+0.36 (depth rows are 1 apart)
+RAIL_LIMIT = 600  # above this many shown nodes the grey 0..1 rails behind glyphs cost more than they tell
+PLOT_CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True,
+               "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+
+
+
+
+# ------------------------------------------------------------------------------------------ stats
+def box_stats(scores: Sequence[float]) -> dict[str, float] | None:
+    """Tukey box statistics of MC passes: quartiles (inclusive method), whiskers at the most extreme
+    passes within 1.5 IQR, outliers beyond, mean and sd. None without passes."""
+    xs = sorted(float(s) for s in scores)
+    if not xs:
+        return None
+    if len(xs) == 1:
+        v = xs[0]
+        return {"q1": v, "median": v, "q3": v, "lo": v, "hi": v, "mean": v, "sd": 0.0, "outliers": [], "n": 1}
+    q1, med, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    mean = math.fsum(xs) / len(xs)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1))  # statistics.stdev is 10x slower
+    iqr = q3 - q1
+    lo_fence, hi_fence = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    inside = [x for x in xs if lo_fence <= x <= hi_fence]
+    return {"q1": q1, "median": med, "q3": q3, "lo": min(inside), "hi": max(inside),
+            "mean": mean, "sd": sd,
+            "outliers": [x for x in xs if x < lo_fence or x > hi_fence], "n": len(xs)}
+
+
+def colour_for(value: float | None, cmin: float, cmax: float) -> str:
+    """The colour scale's colour for R̄ = `value` on [cmin, cmax]; grey for unscored."""
+    if value is None:
+        return "#bbbbbb"
+    span = (cmax - cmin) or 1.0
+    return sample_colorscale(COLORSCALE, [min(1.0, max(0.0, (value - cmin) / span))])[0]
+
+
+def shared_colour_range(*states: TreeState) -> tuple[float, float]:
+    """One colour scale for several trees: the range of R̄ over all their nodes, padded, within [0, 1]."""
+    means = [n["mean"] for s in states for n in s.nodes.values() if n.get("mean") is not None]
+    if not means:
+        return 0.0, 1.0
+    lo, hi = min(means), max(means)
+    if hi - lo < 0.05:
+        lo, hi = lo - 0.025, hi + 0.025
+    return max(0.0, math.floor(lo * 20) / 20), min(1.0, math.ceil(hi * 20) / 20)
+
+
+
+def fmt_number(v: Any, digits: int = 3) -> str:
+    """A statistic for display: "–" when missing, tiny floats in scientific notation."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if v != 0 and abs(v) < 10 ** -digits:
+            return f"{v:.1e}"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+

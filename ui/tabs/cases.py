@@ -1,0 +1,166 @@
+"""The Cases tab: the paper's four qualitative cases (score × variance) mined from stored runs, each shown
+with its siblings' boxplots, starred, annotated, exported, or opened in the Search tab."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from .. import service as svc
+from ..cases import QUADRANTS, Case, StepJudge, cases_table, mine_cases
+from ..export import ExportError, safe_name, write_bundle
+from ..figures import inspector_figure
+from ..safe_text import md_inline, md_text
+from .common import AppContext, fig_json, notice, plot_html, row_of, skips
+from .search import SearchTab
+
+CASE_COLUMNS = ["quadrant", "run", "node", "R̄", "σ²", "K", "step is", "step text"]
+CASE_LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+
+
+@dataclass
+class _Parts:
+    case_state: gr.State
+    c_scope: gr.Radio
+    c_split: gr.Slider
+    c_per: gr.Slider
+    c_starred: gr.Checkbox
+    c_mine: gr.Button
+    cases_df: gr.Dataframe
+    case_fig: gr.HTML
+    case_md: gr.Markdown
+    case_star: gr.Checkbox
+    case_note: gr.Textbox
+    case_save: gr.Button
+    case_open: gr.Button
+    case_export_name: gr.Textbox
+    case_export_btn: gr.DownloadButton
+
+
+def _layout() -> _Parts:
+    c: dict[str, Any] = {"case_state": gr.State({"rows": [], "pools": None})}  # rows: (run id, node id) per row
+    gr.Markdown("The four cases of the paper's appendix, mined from stored runs: score (R̄ ≥ split) × "
+                "variance (σ² > τ), each with whether the step is right — exact in the arithmetic world, "
+                "otherwise whether any answer below it is right. Disagreements first.")
+    with gr.Row():
+        c["c_scope"] = gr.Radio(["open run", "all runs"], value="all runs", label="mine", elem_id="c-scope")
+        c["c_split"] = gr.Slider(0.05, 0.95, value=0.5, step=0.05, label="score split", elem_id="c-split")
+        c["c_per"] = gr.Slider(1, 50, value=8, step=1, label="cases per quadrant", elem_id="c-per")
+        c["c_starred"] = gr.Checkbox(False, label="starred only", elem_id="c-starred")
+        c["c_mine"] = gr.Button("Mine cases", variant="primary", elem_id="c-mine")
+    c["cases_df"] = gr.Dataframe(headers=CASE_COLUMNS, interactive=False, elem_id="cases-table", wrap=True)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            c["case_fig"] = plot_html("case-fig", "Select a case to see it with its siblings.", 120)
+        with gr.Column(scale=2):
+            c["case_md"] = gr.Markdown("", elem_id="case-details", max_height=560, latex_delimiters=CASE_LATEX)
+            c["case_star"] = gr.Checkbox(False, label="★ star this case", elem_id="case-star")
+            c["case_note"] = gr.Textbox(label="note", lines=2, elem_id="case-note")
+            c["case_save"] = gr.Button("Save star and note", size="sm", elem_id="case-save")
+            c["case_open"] = gr.Button("Open in Search", size="sm", elem_id="case-open")
+            c["case_export_name"] = gr.Textbox(label="export name (optional)", elem_id="case-export-name")
+            c["case_export_btn"] = gr.DownloadButton("Download case export (zip)", value=None, elem_id="case-export")
+    return _Parts(**c)
+
+
+def _case_of(cstate: dict[str, Any], run_id: str, nid: int) -> Case | None:
+    """The mined case for a node, if it is in the current pools."""
+    return next((c for q in QUADRANTS for c in (cstate.get("pools") or {}).get(q, ())
+                 if c.run_id == run_id and c.node_id == nid), None)
+
+
+class _Cases:
+    """The tab's handlers; `cstate` is the mined pools, the table's rows and the current case."""
+
+    def __init__(self, ctx: AppContext, initial: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.initial = initial
+
+    def on_mine(self, s, scope, split, per, starred_only):
+        store = self.ctx.store
+        if scope == "open run" and not s.get("run_id"):
+            return self.initial, gr.update(value=[]), notice("open a run first, or mine all runs")
+        run_ids = [s["run_id"]] if scope == "open run" else None
+        pools = mine_cases(store, run_ids, per_quadrant=int(per), score_split=float(split))
+        if starred_only:
+            starred = {(x["run_id"], x["node_id"]) for x in store.list_stars(starred_only=True)}
+            pools = {q: [c for c in cs if (c.run_id, c.node_id) in starred] for q, cs in pools.items()}
+        rows = cases_table(pools)
+        flat = [c for q in QUADRANTS for c in pools.get(q, ())]
+        msg = "" if flat else "no scored nodes with K ≥ 2 passes in these runs (UATS methods record them)"
+        return {"rows": [(c.run_id, c.node_id) for c in flat], "pools": pools}, gr.update(value=rows), notice(msg)
+
+    def case_view(self, run_id: str, nid: int, cstate: dict[str, Any], name: str | None) -> tuple[Any, ...]:
+        """A case's figure, details, star and note, and its export zip (rebuilt under `name`)."""
+        data = self.ctx.cache.get(run_id)
+        state = data.state_at(None)
+        judge = StepJudge(state)
+        sibs = [x for x in state.siblings(nid) if x != 0]
+        fig = inspector_figure(state, nid, step_truth={x: judge(x) for x in sibs})
+        star = self.ctx.store.get_star(run_id, nid)
+        case = _case_of(cstate, run_id, nid)
+        md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
+              f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
+              if case else "") + svc.node_details_md(state, nid, judge)
+        try:
+            bundle = svc.case_bundle(data, nid, case, name=safe_name(name) if (name or "").strip() else None,
+                                     star=star)
+            path = write_bundle(bundle, self.ctx.export_dir)
+            btn, note = gr.update(value=str(path), label=f"Download {path.name}"), notice("")
+        except ExportError as exc:
+            btn, note = gr.update(value=None), notice(str(exc))
+        return (fig_json(fig), md, bool(star and star["starred"]), (star or {}).get("note", ""), btn, note)
+
+    def on_case_select(self, cstate, name, evt: gr.SelectData):
+        row = row_of(evt)
+        if row is None or row >= len(cstate["rows"]):
+            return cstate, *skips(4), notice("mine cases again; the list changed")
+        run_id, nid = cstate["rows"][row]
+        cstate = {**cstate, "current": (run_id, nid)}
+        return (cstate, *self.case_view(run_id, nid, cstate, name))
+
+    def on_case_rename(self, cstate, name):
+        if not cstate.get("current"):
+            return gr.skip(), gr.skip()
+        run_id, nid = cstate["current"]
+        out = self.case_view(run_id, nid, cstate, name)
+        return out[4], out[5]
+
+    def on_case_save(self, cstate, starred, note):
+        if not cstate.get("current"):
+            return notice("select a case first")
+        run_id, nid = cstate["current"]
+        case = _case_of(cstate, run_id, nid)
+        self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
+        self.ctx.store.set_note(run_id, nid, note or "")
+        return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)
+
+
+def build_cases_tab(ctx: AppContext, search: SearchTab) -> None:
+    """The tab's components and events; call inside its `gr.Tab`. Opening a case goes to the Search tab."""
+    p = _layout()
+    h = _Cases(ctx, p.case_state.value)
+    viewer = search.viewer
+    assert viewer is not None
+    p.c_mine.click(h.on_mine, [ctx.st, p.c_scope, p.c_split, p.c_per, p.c_starred],
+                   [p.case_state, p.cases_df, ctx.notice])
+    p.cases_df.select(h.on_case_select, [p.case_state, p.case_export_name],
+                      [p.case_state, p.case_fig, p.case_md, p.case_star, p.case_note, p.case_export_btn, ctx.notice])
+    for event in (p.case_export_name.submit, p.case_export_name.blur):
+        event(h.on_case_rename, [p.case_state, p.case_export_name], [p.case_export_btn, ctx.notice])
+    p.case_save.click(h.on_case_save, [p.case_state, p.case_star, p.case_note], [ctx.notice])
+
+    def on_case_open(s, cstate, **view):
+        if not cstate.get("current"):
+            return (s, notice("select a case first"), *skips(9))
+        run_id, nid = cstate["current"]
+        out = list(viewer.open_run(s, run_id, **view))
+        out[0]["selected"] = nid
+        out[2] = viewer.draw_tree(out[0], view)[0]
+        return tuple(out)
+
+    p.case_open.click(on_case_open, [ctx.st, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters).then(
+        lambda s, **view: viewer.inspect(s, s.get("selected"), **view), [ctx.st], viewer.inspect_outputs,
+        inputs_kwargs=search.filters)

@@ -1,0 +1,180 @@
+"""What every tab shares: the plot component that draws figure JSON with Plotly.react, the notice line,
+the cache of loaded runs, and AppContext, the handful of page-level objects the tabs wire their events to."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import plotly
+
+from storage import RunStore
+from uats_core.config import SearchConfig
+
+from ..figures import ViewOptions
+from ..safe_text import md_text
+from ..treedata import RunData
+from ..worker import WorkerPool
+
+PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
+PLOTLY_HEAD = f'<script src="/gradio_api/file={PLOTLY_DIR / "plotly.min.js"}"></script>'
+TICK_S = 0.7  # poll period: new nodes must be drawn within 2 s of being written
+LIVE = ("queued", "running")
+DEFAULTS = SearchConfig()
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
+         {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
+
+# Draws a figure JSON (the component's value) with Plotly.react: same div, fixed uirevision, so zoom and
+# pan survive live updates. The template never contains ${value}, so Gradio never re-renders the div.
+PLOT_JS = r"""
+const host = element.querySelector('.uats-plot');
+const empty = element.querySelector('.uats-empty');
+function ringAt(id) {
+  if (!host.data) return;
+  const last = host.data.length - 1;
+  if (last < 0 || host.data[last].name !== 'selected') return;
+  for (const tr of host.data) {
+    if (!tr.customdata) continue;
+    for (let i = 0; i < tr.customdata.length; i++) {
+      const c = tr.customdata[i];
+      const cid = Array.isArray(c) ? c[0] : c;
+      if (cid === id) { Plotly.restyle(host, {x: [[tr.x[i]]], y: [[tr.y[i]]]}, [last]); return; }
+    }
+  }
+}
+function draw() {
+  const raw = props.value;
+  if (!raw) { host.style.display = 'none'; empty.style.display = 'flex'; host.dataset.nodes = '0'; return; }
+  if (typeof Plotly === 'undefined') { setTimeout(draw, 50); return; }
+  let spec;
+  try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
+  host.style.display = 'block'; empty.style.display = 'none';
+  const t0 = performance.now();
+  Plotly.react(host, spec.data, spec.layout, spec.config || {}).then(() => {
+    const m = spec.meta || {};
+    host.dataset.drawMs = (performance.now() - t0).toFixed(1);
+    host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
+    host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
+    if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
+    host.dataset.drawnAt = String(Date.now());
+    host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
+    // a short in-page log of draws for ui/bench.py and the browser tests (bounded: pages stay open long)
+    const log = (window.__uatsDraws = window.__uatsDraws || []);
+    log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
+              drawMs: Number(host.dataset.drawMs), latencyMs: m.written_at ? Number(host.dataset.latencyMs) : null,
+              at: Date.now()});
+    if (log.length > 2000) log.splice(0, log.length - 2000);
+  });
+  if (!host._uatsBound) {
+    host.on('plotly_click', (ev) => {
+      const p = ev.points && ev.points[0];
+      if (!p || p.customdata == null) return;
+      const id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
+      if (typeof id !== 'number') return;
+      ringAt(id);
+      trigger('select', {node_id: id});
+    });
+    host._uatsBound = true;
+  }
+}
+draw();
+watch('value', draw);
+"""
+
+
+def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:
+    """A figure slot: shows `empty_text` until its value (figure JSON) arrives, then draws it in place."""
+    return gr.HTML(value="", elem_id=elem_id, js_on_load=PLOT_JS, head=PLOTLY_HEAD, padding=False,
+                   html_template=f'<div class="uats-empty" style="display:flex">{empty_text}</div>'
+                                 f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div>',
+                   min_height=min_height)
+
+
+def fig_json(fig: dict[str, Any] | None, **meta: Any) -> str:
+    """A figure dict as the plot component's value; "" (the empty slot) for None."""
+    if fig is None:
+        return ""
+    if meta:
+        fig = {**fig, "meta": {**fig.get("meta", {}), **meta}}
+    return json.dumps(fig, ensure_ascii=False, separators=(",", ":"))
+
+
+def lines(text: str | None) -> list[str]:
+    """The non-blank lines of a multi-line option box."""
+    return [line for line in str(text or "").splitlines() if line.strip()]
+
+
+def notice(msg: str = "", ok: bool = False) -> Any:
+    """The message line under the title: problems in orange, confirmations in green, hidden when empty."""
+    if not msg:
+        return gr.update(value="", visible=False)
+    # messages quote what the user typed or a dataset holds: shown literally, never as HTML
+    return gr.update(value=md_text(msg), visible=True, elem_classes=["ok"] if ok else ["bad"])
+
+
+def skips(n: int) -> list[Any]:
+    """`n` outputs left as they are."""
+    return [gr.skip()] * n
+
+
+def row_of(evt: gr.SelectData) -> int | None:
+    """The row a Dataframe select names (its index is [row, column] for a cell)."""
+    return evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+
+
+def view_of(score_min: Any = 0.0, score_max: Any = 1.0, high_variance_only: Any = False, hide_pruned: Any = False,
+            depth_max: Any = 0, search: Any = "", glyphs: Any = True, show_decisions: Any = True,
+            collapsed: Any = ()) -> ViewOptions:
+    """ViewOptions from the view filters' raw values (sliders may arrive swapped, depth 0 means all)."""
+    lo, hi = float(score_min or 0.0), float(score_max if score_max is not None else 1.0)
+    if lo > hi:
+        lo, hi = hi, lo
+    dmax = int(depth_max) if depth_max else None
+    return ViewOptions(score_min=lo, score_max=hi, high_variance_only=bool(high_variance_only),
+                       hide_pruned=bool(hide_pruned), depth_max=dmax, search=search or "", glyphs=bool(glyphs),
+                       show_decisions=bool(show_decisions), collapsed=frozenset(collapsed or ()))
+
+
+class RunCache:
+    """RunData by (run id, version): one load serves every tab following the same run."""
+
+    def __init__(self, store: RunStore, size: int = 12) -> None:
+        self.store = store
+        self.size = size
+        self._items: OrderedDict[tuple[str, Any], RunData] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str, version: Any = None) -> RunData:
+        version = version if version is not None else self.store.run_version(run_id)
+        key = (run_id, version)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        data = RunData.load(self.store, run_id)
+        with self._lock:
+            self._items[key] = data
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return data
+
+
+@dataclass
+class AppContext:
+    """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
+    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair."""
+
+    store: RunStore
+    pool: WorkerPool
+    cache: RunCache
+    export_dir: Path
+    notice: gr.Markdown
+    timer: gr.Timer
+    tabs: gr.Tabs
+    st: gr.State
+    cst: gr.State

@@ -1,0 +1,188 @@
+"""The Compare tab: two runs side by side, stepped in lockstep on one colour scale, with the table of
+their differences; it can start an H-UATS vs REBASE pair from the Search tab's form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gradio as gr
+
+from storage import StorageError
+
+from .. import service as svc
+from ..export import ExportError, safe_name, write_bundle
+from ..safe_text import md_inline, md_text
+from ..treedata import RunData
+from .common import AppContext, fig_json, notice, plot_html, skips
+from .search import SearchTab
+from .search_events import FORM_ERRORS, submit_run
+
+
+@dataclass
+class CompareTab:
+    """What the page-level events need: the two run pickers and their refresher."""
+
+    cmp_a: gr.Dropdown
+    cmp_b: gr.Dropdown
+    on_tab_compare: Callable[[dict[str, Any], dict[str, Any]], tuple[Any, Any]]
+
+
+@dataclass
+class _Parts:
+    cmp_a: gr.Dropdown
+    cmp_b: gr.Dropdown
+    cmp_load: gr.Button
+    cmp_pair: gr.Button
+    cmp_summary: gr.Markdown
+    cmp_table: gr.Dataframe
+    cmp_prev: gr.Button
+    cmp_next: gr.Button
+    cmp_slider: gr.Slider
+    cmp_tree_a: gr.HTML
+    cmp_tree_b: gr.HTML
+    cmp_export_name: gr.Textbox
+    cmp_export_btn: gr.DownloadButton
+
+
+def _layout() -> _Parts:
+    gr.Markdown("Two runs side by side, stepped in lockstep, on one colour scale; shared step prefixes "
+                "are haloed and laid out first. Default: H-UATS vs REBASE on the same problem, seed and budget.")
+    c: dict[str, Any] = {}
+    with gr.Row():
+        c["cmp_a"] = gr.Dropdown([], label="Run A", elem_id="cmp-a", allow_custom_value=True, scale=3)
+        c["cmp_b"] = gr.Dropdown([], label="Run B", elem_id="cmp-b", allow_custom_value=True, scale=3)
+        c["cmp_load"] = gr.Button("Compare", variant="primary", elem_id="cmp-load", scale=1)
+        c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE (form settings)", elem_id="cmp-pair", scale=2)
+    c["cmp_summary"] = gr.Markdown("", elem_id="cmp-summary")
+    c["cmp_table"] = gr.Dataframe(headers=svc.COMPARE_COLUMNS, interactive=False, elem_id="cmp-table", wrap=True)
+    with gr.Row():
+        c["cmp_prev"] = gr.Button("◀ prev", elem_id="cmp-prev", size="sm", scale=1)
+        c["cmp_next"] = gr.Button("next ▶", elem_id="cmp-next", size="sm", scale=1)
+        c["cmp_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t (both runs)", elem_id="cmp-slider",
+                                    scale=6)
+    with gr.Row(equal_height=False):
+        with gr.Column():
+            c["cmp_tree_a"] = plot_html("cmp-tree-a", "Run A", 560)
+        with gr.Column():
+            c["cmp_tree_b"] = plot_html("cmp-tree-b", "Run B", 560)
+    with gr.Row():
+        c["cmp_export_name"] = gr.Textbox(label="export name (optional)", elem_id="cmp-export-name")
+        c["cmp_export_btn"] = gr.DownloadButton("Download comparison export (zip)", value=None, elem_id="cmp-export")
+    return _Parts(**c)
+
+
+def _summary(a: RunData, b: RunData, div: int | None, crange: tuple[float, float]) -> str:
+    """One line: both runs' outcome, answer and cost, where they diverge, and the shared colour scale."""
+    same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
+            and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
+    return (f"**{md_text(a.run.get('method'))}** ({svc.outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
+            f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(b.run.get('method'))}** "
+            f"({svc.outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
+            f"{float(b.run.get('cost') or 0):,.0f}) · "
+            + (f"first diverging iteration: **{div}**" if div is not None else "never diverged")
+            + f" · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
+            + ("" if same else " · ⚠ different problem, seed or budget"))
+
+
+class _Compare:
+    """The tab's handlers over the compared pair (ctx.cst: run ids a and b, iteration t or None for
+    live, the versions drawn)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    def run_choices(self) -> list[tuple[str, str]]:
+        return [(svc.run_label(r), r["run_id"]) for r in self.ctx.store.list_runs(limit=300)]
+
+    def compare_view(self, cs: dict[str, Any], t: int | None) -> tuple[Any, ...]:
+        a, b = self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"])
+        fa, fb, crange = svc.compare_figures(a, b, t)
+        rows, div = svc.compare_rows(a, b)
+        mx = max(1, a.max_iteration, b.max_iteration)
+        return (fig_json(fa), fig_json(fb), _summary(a, b, div, crange), gr.update(value=rows),
+                gr.update(maximum=mx, value=mx if t is None else t))
+
+    def on_compare(self, cs, a_id, b_id):
+        store = self.ctx.store
+        try:
+            ra, rb = store.find_run(a_id or ""), store.find_run(b_id or "")
+        except StorageError as exc:
+            return (cs, notice(str(exc)), *skips(5))
+        if ra["run_id"] == rb["run_id"]:
+            return (cs, notice("pick two different runs to compare"), *skips(5))
+        cs = {"a": ra["run_id"], "b": rb["run_id"], "t": None,
+              "versions": [store.run_version(ra["run_id"]), store.run_version(rb["run_id"])]}
+        return (cs, notice(""), *self.compare_view(cs, None))
+
+    def on_compare_export(self, cs, name):
+        if not cs.get("a") or not cs.get("b"):
+            return gr.update(value=None), gr.skip()
+        try:
+            bundle = svc.compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
+                                        name=safe_name(name) if (name or "").strip() else None)
+            path = write_bundle(bundle, self.ctx.export_dir)
+        except (ExportError, StorageError) as exc:
+            return gr.update(value=None), notice(str(exc))
+        return gr.update(value=str(path), label=f"Download {path.name}"), gr.skip()
+
+    def cmp_step(self, cs, t):
+        if not cs.get("a"):
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        cs["t"] = max(0, int(t or 0))
+        return (cs, *self.compare_view(cs, cs["t"]))
+
+    def on_pair(self, cs, **form):
+        ids = []
+        try:
+            for m in ("h-uats", "rebase"):
+                ids.append(submit_run(self.ctx, form, method=m, label="compare"))
+        except FORM_ERRORS as exc:
+            return (cs, notice(str(exc)), *skips(7))
+        cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
+        choices = self.run_choices()
+        return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}; both trees follow live", ok=True),
+                gr.update(choices=choices, value=ids[0]), gr.update(choices=choices, value=ids[1]),
+                *self.compare_view(cs, None)[:4])
+
+    def on_cmp_tick(self, cs):
+        if not cs.get("a") or not cs.get("b") or cs.get("t") is not None:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        versions = [self.ctx.store.run_version(cs["a"]), self.ctx.store.run_version(cs["b"])]
+        if versions == cs.get("versions"):
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        cs["versions"] = versions
+        return (cs, *self.compare_view(cs, None))
+
+    def on_tab_compare(self, s, cs):
+        """The pickers' choices; by default the open run and its partner (same problem, seed, budget)."""
+        choices = self.run_choices()
+        a = cs.get("a")
+        b = cs.get("b")
+        if a is None and s.get("run_id"):
+            a = s["run_id"]
+            b = svc.find_partner(self.ctx.store, self.ctx.store.get_run(a))
+        return gr.update(choices=choices, value=a), gr.update(choices=choices, value=b)
+
+
+def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
+    """The tab's components and events; call inside its `gr.Tab`."""
+    p, h, cst = _layout(), _Compare(ctx), ctx.cst
+    cmp_outputs = [cst, ctx.notice, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
+    export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
+    # the figures first, then the zip (kaleido takes a moment): the page never waits on the export
+    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(
+        h.on_compare_export, export_ins, export_outs)
+    p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)
+    p.cmp_export_name.blur(h.on_compare_export, export_ins, export_outs)
+
+    step_outputs = [cst, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
+    p.cmp_slider.input(h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last",
+                       show_progress="hidden")
+    p.cmp_prev.click(lambda cs, t: h.cmp_step(cs, (t or 0) - 1), [cst, p.cmp_slider], step_outputs)
+    p.cmp_next.click(lambda cs, t: h.cmp_step(cs, (t or 0) + 1), [cst, p.cmp_slider], step_outputs)
+    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table]
+    # the pair never starts paused: the form without start_paused
+    p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
+    ctx.timer.tick(h.on_cmp_tick, [cst], step_outputs, show_progress="hidden")
+    return CompareTab(cmp_a=p.cmp_a, cmp_b=p.cmp_b, on_tab_compare=h.on_tab_compare)

@@ -1,0 +1,90 @@
+"""The Search tab's node inspector events: selecting a node (a click in the tree or its id), collapsing
+subtrees, starring and annotating a node, and keeping the open run's export zip current."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from storage import StorageError
+
+from .. import service as svc
+from ..export import ExportError, safe_name, write_bundle
+from .common import AppContext, notice
+from .search import SearchTab
+from .viewer import RunViewer
+
+
+def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None) -> tuple[Any, str]:
+    """The open run's export zip (rebuilt: a DownloadButton downloads its current value) and a message."""
+    if not run_id:
+        return gr.update(value=None), ""
+    data = ctx.cache.get(run_id)
+    bundle = svc.run_bundle(data, name=safe_name(name) if (name or "").strip() else None,
+                            stars=ctx.store.list_stars(run_id))
+    path = write_bundle(bundle, ctx.export_dir)
+    return gr.update(value=str(path), label=f"Download {path.name}"), f"export ready: {path.name}"
+
+
+def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
+    # Gradio finds the event argument by its annotation among the positional parameters
+    def on_tree_select(s, evt: gr.EventData, **view):
+        node_id = (getattr(evt, "_data", None) or {}).get("node_id")
+        return viewer.inspect(s, node_id, **view)
+
+    outs = viewer.inspect_outputs
+    t.tree.select(on_tree_select, [ctx.st], outs, inputs_kwargs=t.filters)
+    t.go_node.click(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box], outs,
+                    inputs_kwargs=t.filters)
+    t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box],
+                      outs, inputs_kwargs=t.filters)
+
+    def on_collapse(s, **view):
+        if not s.get("run_id") or s.get("selected") is None:
+            return s, notice("select a node first, then collapse or expand its subtree"), gr.skip()
+        collapsed = set(s.get("collapsed") or [])
+        collapsed ^= {s["selected"]}
+        s["collapsed"] = sorted(collapsed)
+        return s, notice(""), viewer.draw_tree(s, view)[0]
+
+    t.collapse_btn.click(on_collapse, [ctx.st], [ctx.st, ctx.notice, t.tree], inputs_kwargs=t.filters)
+
+    def on_expand_all(s, **view):
+        s["collapsed"] = []
+        return s, (viewer.draw_tree(s, view)[0] if s.get("run_id") else gr.skip())
+
+    t.expand_all.click(on_expand_all, [ctx.st], [ctx.st, t.tree], inputs_kwargs=t.filters)
+
+
+def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
+    def on_save_note(s, starred, note):
+        if not s.get("run_id") or s.get("selected") in (None, 0):
+            return notice("select a node to star or annotate")
+        try:
+            ctx.store.star_case(s["run_id"], s["selected"], starred=bool(starred))
+            ctx.store.set_note(s["run_id"], s["selected"], note or "")
+        except StorageError as exc:
+            return notice(str(exc))
+        return notice(f"saved star and note for node {s['selected']}", ok=True)
+
+    t.save_note.click(on_save_note, [ctx.st, t.star_box, t.note_box], [ctx.notice])
+
+    def on_export_key(s, name):
+        try:
+            btn, _ = export_run_zip(ctx, s.get("run_id"), name)
+        except (ExportError, StorageError) as exc:
+            return gr.update(value=None), notice(str(exc))
+        return btn, gr.skip()
+
+    # export_key changes when a run is opened or ends: the zip then holds the finished run
+    ins, outs = [ctx.st, t.run_export_name], [t.run_export_btn, ctx.notice]
+    t.export_key.change(on_export_key, ins, outs)
+    t.run_export_name.submit(on_export_key, ins, outs)
+    t.run_export_name.blur(on_export_key, ins, outs)
+
+
+def wire_inspector(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
+    """Wire the inspector's, star and note, and export events of the Search tab."""
+    _wire_selection(ctx, t, viewer)
+    _wire_notes_and_export(ctx, t)

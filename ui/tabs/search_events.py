@@ -1,0 +1,248 @@
+"""The Search tab's events: problem choice, starting and controlling runs, opening one, live polling,
+stepping through iterations and redrawing on filter changes. Handlers take the run form and the view
+filters as keyword arguments named as in SearchTab.form and SearchTab.filters."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Callable, Mapping
+
+import gradio as gr
+
+from storage import StorageError
+from uats_core.config import ConfigError, check_model_choice, parse_options
+from uats_core.problems import Problem, ProblemError
+
+from .. import service as svc
+from ..figures import cost_figure, knobs_figure
+from ..safe_text import md_inline, md_text
+from ..worker import RunRequest, request_dict
+from .common import LIVE, AppContext, fig_json, lines, notice, skips
+from .search import CONFIG_FIELDS, SearchTab
+from .viewer import RunViewer, fresh_run_state
+
+log = logging.getLogger(__name__)
+FORM_ERRORS = (ConfigError, ProblemError, StorageError, ValueError, TypeError)
+
+
+def question_md(p: Problem) -> str:
+    return f"**{md_inline(p.id, 120)}** — {md_text(p.question)}\n\n_gold answer: {md_inline(p.answer)}_"
+
+
+def on_dataset(ds: str, path: str) -> tuple[Any, ...]:
+    """A problem set picked: its path box (hidden for the built-in one), its problems, the first question."""
+    show_path = ds != svc.ARITH
+    path = path if (path and ds == svc.CUSTOM) else svc.default_dataset_path(ds)
+    try:
+        probs = svc.dataset_problems(ds, path)
+    except (ProblemError, ValueError, OSError) as exc:
+        return (gr.update(visible=show_path, value=path), gr.update(choices=[], value=None), "", notice(str(exc)))
+    choices = svc.problem_choices(probs)
+    first = choices[0][1] if choices else None
+    return (gr.update(visible=show_path, value=path), gr.update(choices=choices, value=first),
+            question_md(probs[0]) if probs else "", notice(""))
+
+
+def on_problem(ds: str, path: str, pid: str) -> tuple[Any, ...]:
+    try:
+        p = svc.pick_problem(svc.dataset_problems(ds, path), pid)
+    except (ProblemError, ValueError, OSError) as exc:
+        return "", notice(str(exc))
+    return question_md(p), notice("")
+
+
+def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
+               paused: bool = False) -> str:
+    """Register a run from the form's values (by field name) and hand it to a worker; its id.
+    `method` overrides the form's (Compare starts one run per method from the same form)."""
+    values = {k: form[k] for k in CONFIG_FIELDS}
+    if method is not None:
+        values["method"] = method
+    policy, prm, kind = form["policy"], form["prm"], form["prm_kind"]
+    ds = form["dataset"]
+    config = svc.search_config(values, (prm or "").strip() or None)
+    prob = svc.pick_problem(svc.dataset_problems(ds, form["dataset_path"]), form["problem"])
+    check_model_choice(policy, prm, ds == svc.ARITH)
+    model_fields = {"prm_kind": None if kind in (None, "", "detect") else kind,
+                    "policy_opts": parse_options(lines(form["policy_opts"]), "policy options"),
+                    "prm_opts": parse_options(lines(form["prm_opts"]), "PRM options"),
+                    "world_problem": ds == svc.ARITH}
+    run_id = uuid.uuid4().hex
+    ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
+                           gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
+                           policy=(policy or "").strip() or "embedded arith policy",
+                           prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused)
+    ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
+                               config=config.to_dict(), policy=(policy or "").strip() or None,
+                               prm=(prm or "").strip() or None, **model_fields))
+    log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
+    return run_id
+
+
+def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
+    f = t.form
+    outs = [f["dataset_path"], f["problem"], t.question_md, ctx.notice]
+    f["dataset"].change(on_dataset, [f["dataset"], f["dataset_path"]], outs)
+    f["dataset_path"].submit(on_dataset, [f["dataset"], f["dataset_path"]], outs)
+    f["problem"].change(on_problem, [f["dataset"], f["dataset_path"], f["problem"]], [t.question_md, ctx.notice])
+
+
+def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
+    store = ctx.store
+
+    def on_run(s, **form):
+        try:
+            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]))
+        except FORM_ERRORS as exc:
+            return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
+        s = {**fresh_run_state(), "run_id": run_id}
+        run = store.get_run(run_id)
+        return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
+                "", svc.run_status_md(run), gr.update(value=True))
+
+    t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow],
+                    inputs_kwargs=t.run_inputs())
+
+    def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[[dict[str, Any]], Any]:
+        """A button that sets a control flag of the open run (cancel, pause, step, resume)."""
+        def handler(s):
+            if not s.get("run_id"):
+                return notice(f"no run is open to {verb}")
+            rid = s["run_id"]
+            try:
+                ok = control(rid)
+            except StorageError as exc:
+                return notice(str(exc))
+            return notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
+        return handler
+
+    t.cancel_btn.click(run_control("cancel", store.request_cancel,
+                                   "cancel requested for run {run}; it stops within a second or two"),
+                       [ctx.st], [ctx.notice])
+    t.pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
+                      [ctx.st], [ctx.notice])
+    t.step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
+                     [ctx.st], [ctx.notice])
+    t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice])
+    t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
+    t.open_id.submit(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
+
+
+def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
+    store = ctx.store
+
+    def on_tick(s, follow_live, **view):
+        outs = skips(8)
+        ctx.pool.pump()
+        if not s.get("run_id"):
+            return tuple(outs)
+        try:
+            version = store.run_version(s["run_id"])
+        except StorageError as exc:
+            s["run_id"] = None
+            outs[0], outs[1] = s, notice(str(exc))
+            return tuple(outs)
+        if version != s.get("version"):
+            run = store.get_run(s["run_id"])
+            if follow_live or s.get("t") is None:
+                s["t"] = None
+                fig, data, state = viewer.draw_tree(s, view)
+                outs[2] = fig
+                outs[5] = fig_json(cost_figure(list(data.iterations.values())))
+                outs[7] = fig_json(knobs_figure(list(data.iterations.values())))
+            else:
+                data = ctx.cache.get(s["run_id"], version)
+                state = data.state_at(s.get("t"))
+                s["version"] = version
+            outs[0] = s
+            outs[3] = svc.run_status_md(run, state)
+            outs[4] = viewer.slider_update(data, s.get("t"))
+            if run["status"] not in LIVE:
+                outs[6] = f"{run['run_id']}:{run['status']}"
+        return tuple(outs)
+
+    ctx.timer.tick(on_tick, [ctx.st, t.follow],
+                   [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot],
+                   show_progress="hidden", inputs_kwargs=t.filters)
+
+
+def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
+    def goto_t(s, t, **view):
+        if not s.get("run_id"):
+            return s, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        data = ctx.cache.get(s["run_id"])
+        t = max(0, min(int(t or 0), data.max_iteration))
+        s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        fig, data, state = viewer.draw_tree(s, view)
+        return (s, fig, svc.run_status_md(data.run, state), gr.update(value=t),
+                gr.update(value=s["t"] is None),
+                fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)))
+
+    step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot]
+    # input covers dragging and typing in the slider's box; always_last drops the stale steps of a drag
+    tab.t_slider.input(goto_t, [ctx.st, tab.t_slider], step_outputs, trigger_mode="always_last",
+                     show_progress="hidden", inputs_kwargs=tab.filters)
+    tab.prev_btn.click(lambda s, t, **view: goto_t(s, (t or 0) - 1, **view), [ctx.st, tab.t_slider],
+                     step_outputs, inputs_kwargs=tab.filters)
+    tab.next_btn.click(lambda s, t, **view: goto_t(s, (t or 0) + 1, **view), [ctx.st, tab.t_slider],
+                     step_outputs, inputs_kwargs=tab.filters)
+
+    def on_play(s, t, active_label):
+        if not s.get("run_id"):
+            return gr.skip(), gr.skip(), gr.skip()
+        data = ctx.cache.get(s["run_id"])
+        if active_label.startswith("❚❚"):  # playing: this click pauses
+            return gr.update(active=False), gr.update(value="▶ play"), gr.skip()
+        start = 0 if (t or 0) >= data.max_iteration else int(t or 0)
+        return gr.update(active=True), gr.update(value="❚❚ pause"), gr.update(value=start)
+
+    tab.play_btn.click(on_play, [ctx.st, tab.t_slider, tab.play_btn], [tab.play_timer, tab.play_btn, tab.t_slider])
+
+    def on_play_tick(s, t, **view):
+        if not s.get("run_id"):
+            return (gr.update(active=False), gr.update(value="▶ play"), *skips(6))
+        data = ctx.cache.get(s["run_id"])
+        nxt = int(t or 0) + 1
+        if nxt > data.max_iteration:
+            return (gr.update(active=False), gr.update(value="▶ play"), *skips(6))
+        return (gr.skip(), gr.skip(), *goto_t(s, nxt, **view))
+
+    tab.play_timer.tick(on_play_tick, [ctx.st, tab.t_slider], [tab.play_timer, tab.play_btn, *step_outputs],
+                      show_progress="hidden", inputs_kwargs=tab.filters)
+
+
+def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
+    def on_follow(s, follow_live, **view):
+        if not follow_live or not s.get("run_id"):
+            return gr.skip(), gr.skip(), gr.skip()
+        s["t"] = None
+        fig, data, state = viewer.draw_tree(s, view)
+        return s, fig, viewer.slider_update(data, None)
+
+    t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider], inputs_kwargs=t.filters)
+
+    def redraw(s, **view):
+        if not s.get("run_id"):
+            return gr.skip()
+        fig, _, _ = viewer.draw_tree(s, view)
+        return fig
+
+    f = t.filters
+    for comp in (f["score_min"], f["score_max"], f["depth_max"]):
+        comp.release(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
+    for comp in (f["high_variance_only"], f["hide_pruned"], f["glyphs"], f["show_decisions"]):
+        comp.input(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
+    f["search"].submit(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
+    f["search"].blur(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
+
+
+def wire_search(ctx: AppContext, t: SearchTab) -> RunViewer:
+    """Wire the tab's run and view events; the RunViewer other tabs open runs with."""
+    viewer = RunViewer(ctx, t)
+    _wire_problems(ctx, t)
+    _wire_runs(ctx, t, viewer)
+    _wire_polling(ctx, t, viewer)
+    _wire_stepping(ctx, t, viewer)
+    _wire_view(ctx, t, viewer)
+    return viewer

@@ -1,0 +1,93 @@
+"""RunViewer: opens a run into the Search tab, draws its tree at the chosen iteration, and inspects a node.
+The Runs and Cases tabs open runs through it too, so it lives apart from any one tab's events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from storage import StorageError
+
+from .. import service as svc
+from ..cases import StepJudge
+from ..figures import cost_figure, inspector_figure, knobs_figure, tree_figure
+from ..treedata import RunData, TreeState
+from .common import AppContext, fig_json, notice, skips, view_of
+from .search import SearchTab
+
+
+def fresh_run_state() -> dict[str, Any]:
+    """The Search tab's state for a run just opened or started: latest iteration, nothing selected."""
+    return {"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []}
+
+
+class RunViewer:
+    """The open run (`ctx.st`: run id, version drawn, iteration t or None for live, selected node,
+    collapsed nodes) drawn into the Search tab's components."""
+
+    def __init__(self, ctx: AppContext, tab: SearchTab) -> None:
+        self.ctx = ctx
+        self.tab = tab
+        # what open_run and inspect return, in order
+        self.open_outputs = [ctx.st, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
+                             tab.inspector, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
+        self.inspect_outputs = [ctx.st, ctx.notice, tab.inspector, tab.node_md, tab.node_box, tab.star_box,
+                                tab.note_box, tab.tree]
+
+    def written_at(self, data: RunData, t: int) -> float | None:
+        row = data.iterations.get(t)
+        return row.get("written_at") if row else data.run.get("updated_at")
+
+    def draw_tree(self, s: dict[str, Any], view: dict[str, Any]) -> tuple[str, RunData, TreeState]:
+        """The tree figure JSON of run s at s["t"] under the filters `view`; records the version drawn."""
+        store = self.ctx.store
+        version = store.run_version(s["run_id"])
+        data = self.ctx.cache.get(s["run_id"], version)
+        state = data.state_at(s.get("t"))
+        fig = tree_figure(state, view_of(**view, collapsed=s.get("collapsed")), selected=s.get("selected"),
+                          uirevision=f"tree-{s['run_id']}", title="")
+        s["version"] = version
+        return fig_json(fig, written_at=self.written_at(data, state.iteration), version=list(version)), data, state
+
+    @staticmethod
+    def slider_update(data: RunData, t: int | None) -> Any:
+        mx = max(1, data.max_iteration)
+        return gr.update(maximum=mx, value=data.max_iteration if t is None else t, interactive=data.max_iteration > 0)
+
+    def open_run(self, s: dict[str, Any], run_ref: Any, **view: Any) -> tuple[Any, ...]:
+        """Open a run (id or prefix) in the Search tab and switch to it."""
+        try:
+            run = self.ctx.store.find_run(str(run_ref or ""))
+        except StorageError as exc:
+            return (s, notice(str(exc)), *skips(9))
+        s = {**fresh_run_state(), "run_id": run["run_id"]}
+        fig, data, state = self.draw_tree(s, view)
+        return (s, notice(""), fig, svc.run_status_md(data.run, state), self.slider_update(data, None),
+                fig_json(cost_figure(list(data.iterations.values()))), "", "",
+                f"{run['run_id']}:{run['status']}", gr.update(selected="search"),
+                fig_json(knobs_figure(list(data.iterations.values()))))
+
+    def inspect(self, s: dict[str, Any], node_id: Any, redraw_tree: bool = False, **view: Any) -> tuple[Any, ...]:
+        """Select a node: its sibling boxplots, details, star and note; the tree redrawn when asked."""
+        if not s.get("run_id"):
+            return (s, notice("open a run first"), *skips(6))
+        data = self.ctx.cache.get(s["run_id"])
+        state = data.state_at(s.get("t"))
+        try:
+            nid = int(node_id)
+        except (TypeError, ValueError):
+            return (s, notice(f"node: {node_id!r} is not a node id"), *skips(6))
+        if nid not in state.nodes:
+            return (s, notice(f"node: run {s['run_id'][:8]} has no node {nid} at iteration {state.iteration}"),
+                    *skips(6))
+        s["selected"] = nid
+        judge = StepJudge(data.state_at(None))
+        fig = None
+        if nid != 0:
+            sibs = [x for x in state.siblings(nid) if x != 0]
+            fig = inspector_figure(state, nid, step_truth={x: judge(x) for x in sibs})
+        star = self.ctx.store.get_star(s["run_id"], nid) if nid != 0 else None
+        tree_val = self.draw_tree(s, view)[0] if redraw_tree else gr.skip()
+        return (s, notice(""), fig_json(fig), svc.node_details_md(state, nid, judge),
+                gr.update(value=nid), bool(star and star["starred"]), (star or {}).get("note", ""), tree_val)

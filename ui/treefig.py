@@ -1,0 +1,392 @@
+"""The live search tree as a Plotly figure dict: tidy layout, elbow edges, a boxplot glyph of the MC
+passes at every node, halos for decisions, new nodes, shared prefixes and search hits, and the marks for
+answers. The view filters (ViewOptions) decide which nodes are drawn."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .bigtree import cap_shown
+from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, GLYPH_DX, GLYPH_HALF_HEIGHT, MATCH_COLOUR,
+                       N_COLOUR_BINS, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RAIL_LIMIT, RIGHT_COLOUR, SHARED_COLOUR,
+                       WRONG_COLOUR, box_stats, colour_for, fmt_number)
+from .layout import tidy_layout
+from .treedata import TERMINAL, TreeState
+
+Pos = Mapping[int, tuple[float, float]]
+
+
+@dataclass
+class ViewOptions:
+    """What the user asked to see. A node is shown if it matches every active filter, or is an ancestor
+    of one that does (drawn faded, so the tree stays connected)."""
+
+    score_min: float = 0.0
+    score_max: float = 1.0
+    high_variance_only: bool = False
+    depth_min: int = 0
+    depth_max: int | None = None
+    search: str = ""
+    collapsed: frozenset[int] = field(default_factory=frozenset)
+    glyphs: bool = True
+    show_decisions: bool = True
+    hide_pruned: bool = False
+
+    @property
+    def filtering(self) -> bool:
+        return (self.score_min > 0.0 or self.score_max < 1.0 or self.high_variance_only or self.depth_min > 0
+                or self.depth_max is not None or bool(self.search.strip()))
+
+
+# ------------------------------------------------------------------------------------------ visibility
+def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[int], dict[int, int]]:
+    """(shown, matching, hidden-below count per collapsed node)."""
+    hidden_below: dict[int, int] = {}
+    blocked: set[int] = set()
+    for c in view.collapsed:
+        if c in state.nodes:
+            below = [n for n in state.subtree(c) if n != c]
+            hidden_below[c] = len(below)
+            blocked.update(below)
+    if view.hide_pruned:  # pruned nodes are leaves: hiding them removes clutter, never disconnects the tree
+        blocked.update(i for i, n in state.nodes.items() if n.get("status") == "pruned" and i not in view.collapsed)
+    candidates = [n for n in state.nodes if n not in blocked]
+    if not view.filtering:
+        return set(candidates), set(), hidden_below
+    needle = view.search.strip().lower()
+    gate = state.gate
+    matching: set[int] = set()
+    for nid in candidates:
+        if nid == 0:
+            continue
+        n = state.nodes[nid]
+        mean, var, depth = n.get("mean"), n.get("var"), int(n.get("depth") or 0)
+        if (view.score_min > 0.0 or view.score_max < 1.0) and (mean is None or not view.score_min <= mean <= view.score_max):
+            continue
+        if view.high_variance_only and not gate.is_ood(n):
+            continue
+        if depth < view.depth_min or (view.depth_max is not None and depth > view.depth_max):
+            continue
+        if needle and needle not in (n.get("step") or "").lower() and needle != str(nid):
+            continue
+        matching.add(nid)
+    shown = set(matching) | {0}
+    for nid in matching:
+        shown.update(state.path(nid))
+    return shown, matching, hidden_below
+
+
+# ------------------------------------------------------------------------------------------ hover
+def _short(text: str, limit: int = 140) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+
+# customdata per marker: [node id, status and statistics, step]; the template adds the markup
+# once, instead of once per node (a third of the 2,000-node payload otherwise).
+HOVER_TEMPLATE = "<b>node %{customdata[0]}</b> %{customdata[1]}<br>%{customdata[2]}<extra></extra>"
+
+
+def hover_data(state: TreeState, nid: int) -> list[Any]:
+    n = state.nodes[nid]
+    if nid == 0:
+        return [0, "· the question", html.escape(_short(state.run.get("question", ""), 160))]
+    status = n.get("status") or ""
+    head = f"· d{n.get('depth')} · {status}" + (" · <b>OOD</b>" if n.get("ood") else "")
+    k = n.get("k", len(n.get("mc_scores") or []))
+    stats = (f"R̄ {fmt_number(n.get('mean'))} σ² {fmt_number(n.get('var'), 4)} K {k} "
+             f"R̂ {fmt_number(n.get('ucb'))} · ×{n.get('children_granted', 0)} +{n.get('extra_passes', 0)}p")
+    if status in TERMINAL:
+        stats += f" · ans <b>{html.escape(str(n.get('answer')))}</b> " + {True: "✓", False: "✗"}.get(n.get("correct"), "?")
+    return [nid, head + "<br>" + stats, html.escape(_short(n.get("step", ""), 90))]
+
+
+# ------------------------------------------------------------------------------------------ tree
+def _r(v: float) -> float:
+    return round(v, 3)
+
+
+
+def _edge_traces(state: TreeState, pos: Pos, parent_of: Mapping[int, Any], chosen_path: set[int],
+                 faded: set[int]) -> list[dict[str, Any]]:
+    """Elbow edges (down, across, down) read as a tidy tree; the chosen path drawn thick underneath."""
+    def edge_xy(ids: Iterable[int]) -> tuple[list[Any], list[Any]]:
+        xs: list[Any] = []
+        ys: list[Any] = []
+        for nid in ids:
+            p = parent_of.get(nid)
+            if nid == 0 or p is None or p not in pos or nid not in pos:
+                continue
+            (px, py), (cx, cy) = pos[p], pos[nid]
+            mid = _r((py + cy) / 2)
+            xs += [_r(px), _r(px), _r(cx), _r(cx), None]
+            ys += [_r(py), mid, mid, _r(cy), None]
+        return xs, ys
+
+    data: list[dict[str, Any]] = []
+    live = [n for n in pos if state.nodes[n].get("status") != "pruned" and n not in faded]
+    live_set = set(live)
+    dead = [n for n in pos if n not in live_set]
+    for ids, colour, width, name in ((chosen_path & set(pos), CHOSEN_COLOUR, 5, "chosen answer's path"),
+                                     (dead, "#c8c8c8", 1, "pruned / context"), (live, "#777777", 1.2, "edges")):
+        ex, ey = edge_xy(ids)
+        if ex:
+            data.append({"type": "scatter", "mode": "lines", "x": ex, "y": ey, "hoverinfo": "skip",
+                         "line": {"color": colour, "width": width}, "name": name,
+                         "showlegend": name == "chosen answer's path"})
+    return data
+
+
+def _halo_traces(state: TreeState, pos: Pos, view: ViewOptions, matching: set[int],
+                 shared_keys: set[tuple[str, ...]] | None) -> list[dict[str, Any]]:
+    """Halos under the markers: decided at this iteration, new at this iteration, shared, search hits."""
+    data: list[dict[str, Any]] = []
+
+    def halo(ids: Iterable[int], colour: str, size: float, name: str) -> None:
+        ids = [i for i in ids if i in pos]
+        if ids:
+            data.append({"type": "scatter", "mode": "markers", "x": [_r(pos[i][0]) for i in ids],
+                         "y": [_r(pos[i][1]) for i in ids], "hoverinfo": "skip", "name": name,
+                         "marker": {"size": size, "color": colour, "line": {"width": 0}}})
+
+    if shared_keys:
+        halo([i for i in pos if i != 0 and state.prefix_key(i) in shared_keys], SHARED_COLOUR, 30, "shared prefix")
+    if view.show_decisions and state.iteration:
+        halo([i for i in state.decisions if state.decisions[i].get("children") or state.decisions[i].get("extra_passes")
+              or state.decisions[i].get("status") == "pruned"], DECIDED_COLOUR, 34, f"decided at t={state.iteration}")
+        halo([i for i in pos if state.nodes[i].get("created_iter") == state.iteration and i != 0], NEW_COLOUR, 24,
+             f"new at t={state.iteration}")
+    if matching and view.search.strip():
+        halo(matching, MATCH_COLOUR, 28, "search hit")
+    return data
+
+
+NODE_SYMBOLS = {"finished": "diamond", "truncated": "triangle-down", "pruned": "circle", "kept": "circle",
+                "active": "circle"}
+
+
+def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax: float,
+                 show_colorbar: bool) -> list[dict[str, Any]]:
+    """The node markers, clickable (customdata starts with the node id): scored ones coloured by R̄ and
+    sized by K, then the question and unscored nodes."""
+    data: list[dict[str, Any]] = []
+    scored = [i for i in pos if state.nodes[i].get("mean") is not None and i != 0]
+    scored_set = set(scored)
+    unscored = [i for i in pos if i not in scored_set]
+    if scored:
+        nodes = [state.nodes[i] for i in scored]
+        data.append({
+            "type": "scatter", "mode": "markers", "name": "nodes (colour = R̄)", "showlegend": False,
+            "x": [_r(pos[i][0]) for i in scored], "y": [_r(pos[i][1]) for i in scored],
+            "customdata": [hover_data(state, i) for i in scored], "hovertemplate": HOVER_TEMPLATE,
+            "marker": {
+                "color": [round(float(n["mean"]), 4) for n in nodes], "colorscale": COLORSCALE,
+                "cmin": cmin, "cmax": cmax, "showscale": show_colorbar,
+                "colorbar": {"title": {"text": "R̄"}, "thickness": 12, "len": 0.6, "x": 1.0},
+                "size": [round(7 + 2.2 * math.sqrt(max(1, int(n.get("k") or len(n.get("mc_scores") or [])))), 1)
+                         for n in nodes],
+                "symbol": [NODE_SYMBOLS.get(n.get("status"), "circle") for n in nodes],
+                "opacity": [0.35 if (n.get("status") == "pruned" or i in faded) else 1.0 for i, n in zip(scored, nodes)],
+                "line": {"color": [OOD_COLOUR if n.get("ood") else "#333333" for n in nodes],
+                         "width": [3 if n.get("ood") else 0.8 for n in nodes]},
+            }})
+    if unscored:
+        data.append({"type": "scatter", "mode": "markers", "name": "question / unscored", "showlegend": False,
+                     "x": [_r(pos[i][0]) for i in unscored], "y": [_r(pos[i][1]) for i in unscored],
+                     "customdata": [hover_data(state, i) for i in unscored], "hovertemplate": HOVER_TEMPLATE,
+                     "marker": {"size": [16 if i == 0 else 8 for i in unscored],
+                                "symbol": ["square" if i == 0 else "circle-open" for i in unscored],
+                                "color": "#999999", "line": {"color": "#333", "width": 1}}})
+    return data
+
+
+def _answer_marks(state: TreeState, pos: Pos, chosen: set[int]) -> list[dict[str, Any]]:
+    """Right/wrong and chosen-answer marks as markers (an SVG <text> per node costs several times a marker)."""
+    data: list[dict[str, Any]] = []
+    right = [i for i in pos if state.nodes[i].get("status") in TERMINAL and state.nodes[i].get("correct") is True]
+    wrong = [i for i in pos if state.nodes[i].get("status") in TERMINAL and state.nodes[i].get("correct") is False]
+    for ids, name, marker, dx, dy in (
+            (right, "right answer", {"symbol": "circle", "size": 7, "color": RIGHT_COLOUR}, -0.26, 0.0),
+            (wrong, "wrong answer", {"symbol": "x-thin-open", "size": 9, "color": WRONG_COLOUR,
+                                     "line": {"color": WRONG_COLOUR, "width": 2.5}},
+             -0.26, 0.0),
+            (sorted(chosen & set(pos)), "chosen answer", {"symbol": "star", "size": 12, "color": CHOSEN_COLOUR,
+                                                           "line": {"color": "#7a5200", "width": 0.8}}, 0.0, -0.42)):
+        if ids:
+            data.append({"type": "scatter", "mode": "markers", "x": [_r(pos[i][0] + dx) for i in ids],
+                         "y": [_r(pos[i][1] + dy) for i in ids], "marker": marker, "hoverinfo": "skip",
+                         "showlegend": True, "name": name})
+    return data
+
+
+def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Mapping[int, int]) -> list[dict[str, Any]]:
+    """"+n hidden" under collapsed or capped nodes and this iteration's decisions above nodes: few, so text."""
+    labels: list[tuple[int, str, str, float, float]] = []  # (node, text, colour, dx, dy)
+    for i, count in hidden_below.items():
+        if count and i in pos:
+            labels.append((i, f"+{count} hidden", "#555555", 0.0, -0.45))
+    if view.show_decisions:
+        for i, d in state.decisions.items():
+            if i not in pos:
+                continue
+            bits = []
+            if d.get("extra_passes"):
+                bits.append(f"+{d['extra_passes']}p")
+            if d.get("children"):
+                bits.append(f"×{d['children']}")
+            elif d.get("status") == "pruned":
+                bits.append("✂")
+            if bits:
+                labels.append((i, " ".join(bits), "#8a5a00", -0.05, 0.42))
+    if not labels:
+        return []
+    return [{"type": "scatter", "mode": "text", "x": [_r(pos[i][0] + dx) for i, _, _, dx, _ in labels],
+             "y": [_r(pos[i][1] + dy) for i, _, _, _, dy in labels], "text": [t for _, t, _, _, _ in labels],
+             "textfont": {"color": [c for _, _, c, _, _ in labels], "size": 10}, "hoverinfo": "skip",
+             "showlegend": False, "name": "marks"}]
+
+
+def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height: int | None) -> dict[str, Any]:
+    depth = max((int(state.nodes[i].get("depth") or 0) for i in pos), default=0)
+    tick_step = max(1, math.ceil((depth + 1) / 40))  # at most ~40 depth labels: each is an SVG <text>
+    if height is None:  # rows tall enough for a glyph to read at full view, within one screen
+        height = int(min(1100, max(440, 26 * (depth + 1) + 110)))
+    layout = {
+        "uirevision": uirevision,
+        "height": height,
+        "margin": {"l": 40, "r": 10, "t": 78 if title else 16, "b": 10},
+        "title": {"text": title, "x": 0.01, "y": 0.995, "yanchor": "top", "yref": "container", "font": {"size": 14}}
+        if title else None,
+        "paper_bgcolor": "white", "plot_bgcolor": "white", "hovermode": "closest", "dragmode": "pan",
+        "hoverlabel": {"align": "left", "bgcolor": "white", "font": {"size": 12}},
+        # autorange, never a computed range: Plotly keeps a user's zoom across react() only while the
+        # figure's own value for that attribute stays the same (uirevision), and a computed range moves
+        "xaxis": {"visible": False, "autorange": True},
+        "yaxis": {"autorange": True, "tickmode": "array", "tickvals": [-d for d in range(0, depth + 1, tick_step)],
+                  "ticktext": ["Q" if d == 0 else f"{d}" for d in range(0, depth + 1, tick_step)], "zeroline": False,
+                  "showgrid": False, "title": {"text": "step"}, "fixedrange": False},
+        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0.0, "font": {"size": 11}},
+        "showlegend": True,
+    }
+    if not title:
+        layout.pop("title")
+    return layout
+
+
+def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: int | None = None,
+                colour_range: tuple[float, float] = (0.0, 1.0), title: str = "", uirevision: str = "tree",
+                shared_keys: set[tuple[str, ...]] | None = None, height: int | None = None,
+                show_colorbar: bool = True) -> dict[str, Any]:
+    """The search tree as a Plotly figure dict (data, layout, config, meta)."""
+    view = view or ViewOptions()
+    cmin, cmax = colour_range
+    shown, matching, hidden_below = visible_nodes(state, view)
+    chosen_path = state.chosen_path_nodes()
+    shown, cut = cap_shown(state, shown, chosen_path | set(state.path(selected) if selected in state.nodes else ()))
+    hidden_below = {i: hidden_below.get(i, 0) + cut.get(i, 0) for i in set(hidden_below) | set(cut)}
+    parent_of = {nid: state.nodes[nid].get("parent_id") for nid in shown}
+    if shared_keys:
+        keys = {nid: state.prefix_key(nid) for nid in shown if nid != 0}
+        order: Callable[[int], Any] = lambda nid: (keys.get(nid) not in shared_keys, keys.get(nid, ()), nid)
+    else:
+        order = lambda nid: nid  # noqa: E731  creation order = left to right
+    pos = tidy_layout(parent_of, root=0, order_key=order)
+    faded = (shown - matching - {0}) if view.filtering else set()
+    data = _edge_traces(state, pos, parent_of, chosen_path, faded)
+    data += _halo_traces(state, pos, view, matching, shared_keys)
+    if view.glyphs:  # boxplot glyphs, one score scale for the whole tree
+        data += _glyph_traces(state, pos, cmin, cmax, faded)
+    data += _node_traces(state, pos, faded, cmin, cmax, show_colorbar)
+    data += _answer_marks(state, pos, state.chosen_nodes())
+    data += _text_marks(state, pos, view, hidden_below)
+    data += _legend_keys(state, shared_keys is not None)
+    # last trace = the selection ring; the page's script moves it at once on a click (Plotly.restyle)
+    sel = pos.get(selected) if selected is not None else None
+    data.append({"type": "scatter", "mode": "markers", "x": [_r(sel[0])] if sel else [], "y": [_r(sel[1])] if sel else [],
+                 "hoverinfo": "skip", "showlegend": False, "name": "selected",
+                 "marker": {"size": 30, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2.5}}})
+    meta = {"n_nodes": len(state.nodes), "n_shown": len(pos), "iteration": state.iteration, "selected": selected,
+            "max_iteration": state.max_iteration, "run_id": state.run.get("run_id"), "status": state.run.get("status")}
+    return {"data": data, "layout": _tree_layout(state, pos, title, uirevision, height), "config": PLOT_CONFIG,
+            "meta": meta}
+
+def _glyph_traces(state: TreeState, pos: Mapping[int, tuple[float, float]], cmin: float, cmax: float,
+                  faded: set[int]) -> list[dict[str, Any]]:
+    """Boxplot glyphs as a handful of None-separated polylines (boxes filled per colour bin, whiskers,
+    medians, R̄ ticks): SVG then holds one <path> per trace instead of several elements per box, which
+    is what keeps 2,000 glyphs redrawing fast (Plotly box traces with precomputed statistics were
+    measured slower here; see ui/bench.py)."""
+    x0, x1 = GLYPH_DX
+    xm = (x0 + x1) / 2
+    h = GLYPH_HALF_HEIGHT
+    rails = len(pos) <= RAIL_LIMIT
+    rail_x: list[Any] = []
+    rail_y: list[Any] = []
+    whisk_x: list[Any] = []
+    whisk_y: list[Any] = []
+    med_x: list[Any] = []
+    med_y: list[Any] = []
+    mean_x: list[Any] = []
+    mean_y: list[Any] = []
+    boxes: dict[int, tuple[list[Any], list[Any]]] = {}
+    for nid, (x, y) in pos.items():
+        n = state.nodes[nid]
+        st = box_stats(n.get("mc_scores") or ([n["mean"]] if n.get("mean") is not None else []))
+        if nid == 0 or st is None:
+            continue
+
+        def sy(v: float) -> float:
+            return _r(y - h + 2 * h * v)
+
+        xl, xr, xc = _r(x + x0), _r(x + x1), _r(x + xm)
+        if rails:
+            rail_x += [xc, xc, None]
+            rail_y += [sy(0.0), sy(1.0), None]
+        if st["n"] > 1:
+            q1, q3 = sy(st["q1"]), sy(st["q3"])
+            if q3 - q1 < 0.02:  # a near-zero spread still shows as a sliver, not nothing
+                q1, q3 = _r(q1 - 0.01), _r(q3 + 0.01)
+            b = min(N_COLOUR_BINS - 1, max(0, int((st["mean"] - cmin) / ((cmax - cmin) or 1.0) * N_COLOUR_BINS)))
+            bx, by = boxes.setdefault(b, ([], []))
+            bx += [xl, xr, xr, xl, xl, None]
+            by += [q1, q1, q3, q3, q1, None]
+            whisk_x += [xc, xc, None, xc, xc, None]
+            whisk_y += [sy(st["lo"]), q1, None, q3, sy(st["hi"]), None]
+            med_x += [xl, xr, None]
+            med_y += [sy(st["median"]), sy(st["median"]), None]
+        mean_x += [_r(x + x0 - 0.05), _r(x + x1 + 0.05), None]
+        mean_y += [sy(st["mean"]), sy(st["mean"]), None]
+    traces: list[dict[str, Any]] = []
+
+    def lines(xs: list[Any], ys: list[Any], colour: str, width: float, name: str) -> None:
+        if xs:
+            traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "hoverinfo": "skip",
+                           "line": {"color": colour, "width": width}, "showlegend": False, "name": name})
+
+    lines(rail_x, rail_y, "#e6e6e6", 1, "score scale 0–1")
+    lines(whisk_x, whisk_y, "#555555", 0.8, "whiskers")
+    for b, (bx, by) in sorted(boxes.items()):
+        centre = cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin)
+        traces.append({"type": "scatter", "mode": "lines", "x": bx, "y": by, "fill": "toself", "hoverinfo": "skip",
+                       "fillcolor": colour_for(centre, cmin, cmax), "line": {"color": "#444444", "width": 0.6},
+                       "showlegend": False, "name": "MC boxes"})
+    lines(med_x, med_y, "#111111", 1.1, "medians")
+    lines(mean_x, mean_y, "#d62728", 1.6, "R̄ ticks")
+    return traces
+
+
+def _legend_keys(state: TreeState, compare: bool) -> list[dict[str, Any]]:
+    """Legend-only entries explaining the marks (x=[None] draws nothing)."""
+    def key(name: str, marker: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "scatter", "mode": "markers", "x": [None], "y": [None], "name": name, "marker": marker,
+                "hoverinfo": "skip", "showlegend": True}
+
+    return [key("OOD (σ² > τ)", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}}),
+            key("finished", {"size": 10, "symbol": "diamond", "color": "#888"}),
+            key("pruned", {"size": 10, "color": "#888", "opacity": 0.35})]
+
+
