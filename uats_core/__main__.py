@@ -33,6 +33,8 @@ _CONFIG_HELP = {
     "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
     "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",
     "reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)",
+    "spend_rule": "how UATS spends N(c+1) per step: carry (re-evaluate first, width gets the rest, leftovers carried: "
+                  "REBASE's spend) | paper (the paper's per-step split)",
     "dropout_mode": "full | head | last:L",
 }
 

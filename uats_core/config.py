@@ -15,6 +15,7 @@ PAPER_TAU = 0.003  # the paper's τ, on the scale of the probability-space sampl
 UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
+SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
@@ -64,6 +65,10 @@ class SearchConfig:
     nu1: float = 0.5
     nu2: float = 0.2
     reeval_share: float = 0.1  # share of the per-step budget N(c+1) reserved for re-evaluation
+    # How UATS spends N(c+1) per step (uats_core/spending.py): 'carry' re-evaluates first, gives the width the rest
+    # and carries what a step leaves to the next, so it spends what REBASE spends; 'paper' is the per-step rule
+    # as the paper states it, which leaves an unused B and the rounding of C unspent.
+    spend_rule: str = "carry"
     dropout_p: float = 0.1
     dropout_mode: str = "full"
     # A-UATS
@@ -100,6 +105,8 @@ class SearchConfig:
         _positive("alpha", self.alpha, allow_zero=True)
         for name in ("nu1", "nu2", "rebase_temperature", "dora_similarity_temperature"):
             _positive(name, getattr(self, name))
+        if self.spend_rule not in SPEND_RULES:
+            raise ConfigError("spend_rule", f"got {self.spend_rule!r}; use carry (the default) or paper")
         if not 0.0 <= self.reeval_share < 1.0:
             raise ConfigError("reeval_share", f"must be in [0, 1); got {self.reeval_share}")
         if not 0.0 <= self.dropout_p < 1.0:

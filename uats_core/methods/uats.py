@@ -25,9 +25,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..allocation import child_scores, largest_remainder, scaled_step_budget, softmax, uats_budget_split
+from ..allocation import child_scores, largest_remainder, softmax
 from ..config import ConfigError, SearchConfig, tau_auto_quantile
 from ..estimation import OODGate, reeval_candidates
+from ..spending import SpendingRule, spending_rule
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -52,15 +53,18 @@ Controller = Callable[[Mapping[str, float]], Knobs]
 STATE_FEATURES = ("mean_rbar", "max_rbar", "var_rbar", "mean_sigma", "max_sigma", "depth", "budget_left")
 
 
-def step_state(candidates: Sequence[Node], t: int, width_left: int, base_width: int, max_iterations: int) -> dict[str, float]:
+def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, max_iterations: int) -> dict[str, float]:
     """A-UATS's state s_t: mean, max and variance of R̄ over the candidates; mean and max of σ; depth t
-    (normalised by the iteration cap); remaining budget (the width left, normalised by C)."""
-    means = np.array([float(n.mean) for n in candidates])
-    sigmas = np.sqrt(np.array([float(n.var or 0.0) for n in candidates]))
+    (normalised by the iteration cap); remaining budget = the compute not yet spent over the search's total
+    (N(c+1) per step up to the iteration cap). At t = 1 there are no candidates yet: their features are 0."""
+    means = np.array([float(n.mean) for n in candidates if n.mean is not None])
+    sigmas = np.sqrt(np.array([float(n.var or 0.0) for n in candidates if n.mean is not None]))
+    if not means.size:
+        means = sigmas = np.zeros(1)
     return {
         "mean_rbar": float(means.mean()), "max_rbar": float(means.max()), "var_rbar": float(means.var()),
         "mean_sigma": float(sigmas.mean()), "max_sigma": float(sigmas.max()),
-        "depth": t / max_iterations, "budget_left": width_left / base_width if base_width else 0.0,
+        "depth": (t - 1) / max_iterations, "budget_left": max(0.0, 1.0 - spent / total) if total else 0.0,
     }
 
 
@@ -81,68 +85,74 @@ class UATS(SearchMethod):
         if tau_auto_quantile(cfg.tau) is not None:
             raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
                                      "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
-        c, k0, alpha = cfg.cost_ratio, cfg.k0, cfg.alpha
-        cap = cfg.budget * (c + 1.0)
-        base_width, base_reeval = uats_budget_split(cfg.budget, c, k0, cfg.reeval_share)
-        if base_width < 1:
-            raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={k0} passes "
-                                        f"(c+K0={c + k0:g} > N(c+1)={cap:g}); raise the budget or lower k0")
-        width_left = base_width
+        spending = spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
+        if not spending.can_start():
+            raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
+                                        f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
+                                        "or lower k0")
+        total = spending.step_cap * cfg.max_iterations
         finals: list[Node] = []
-        frontier: list[tuple[int, int]] = [(0, base_width)]
         new: list[Node] = []
-        knobs = Knobs.from_config(cfg)
         for t in range(1, cfg.max_iterations + 1):
             ctx.begin_iteration(t)
-            decisions: list[dict[str, Any]] = []
-            info: dict[str, Any] = {"width": base_width, "reeval_budget": 0, "reeval_used": 0}
-            if t > 1:
-                candidates = active(new)
-                ctx.refresh_ucb(candidates, t, alpha)
-                state = step_state(candidates, t, width_left, base_width, cfg.max_iterations)
-                knobs = self.knobs(state)
-                width, reeval_budget = scaled_step_budget(base_width, base_reeval, width_left, c, k0, cap,
-                                                          knobs.beta, knobs.gamma)
-                means = [float(n.mean) for n in candidates]
-                gate = OODGate.from_config(cfg, tau=knobs.tau)
-                ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
-                                                           [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
-                for node, is_ood in zip(candidates, ood):
-                    node.ood = is_ood
-                before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
-                extra: dict[int, int] = {}
-                if chosen and reeval_budget > 0:
-                    shares = largest_remainder(softmax([float(candidates[i].ucb) for i in chosen], knobs.nu1), reeval_budget)
-                    extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
-                    ctx.mc_score_varied(extra, t, alpha)
-                scores = child_scores([float(n.mean) for n in candidates], [float(n.ucb) for n in candidates],
-                                      [n.var for n in candidates], [bool(n.ood) for n in candidates],
-                                      cfg.child_score, cfg.child_sigma_weight)
-                counts = largest_remainder(softmax(scores, knobs.nu2), width)
-                decisions = ctx.grant(candidates, counts)
-                chosen_ids = {candidates[i].id for i in chosen}
-                for d, node, score in zip(decisions, candidates, scores):
-                    m0, v0, u0, k_before = before[node.id]
-                    d.update(extra_passes=extra.get(node.id, 0), ood=node.ood, reeval_candidate=node.id in chosen_ids,
-                             mean_before=m0, var_before=v0, ucb_before=u0, k_before=k_before,
-                             mean=node.mean, var=node.var, ucb=node.ucb, k=node.k, child_score=score)
-                frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
-                info = {"width": width, "reeval_budget": reeval_budget, "reeval_used": sum(extra.values()),
-                        "reference_mean": reference, "state": state}
+            candidates = active(new)
+            if candidates:
+                ctx.refresh_ucb(candidates, t, cfg.alpha)
+            state = step_state(candidates, t, ctx.cost_total, total, cfg.max_iterations)
+            knobs = self.knobs(state)
+            reeval_budget = spending.plan(t, knobs.beta, knobs.gamma)
+            if t == 1:
+                decisions, frontier = [], [(0, spending.width(0))]
+                info: dict[str, Any] = {"reeval_budget": 0, "reeval_used": 0}
+            else:
+                decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_budget, spending)
+            info["width"] = sum(k for _, k in frontier)
             new = ctx.expand(frontier, t)
-            ctx.mc_score(new, k0, t, alpha)
+            ctx.mc_score(new, cfg.k0, t, cfg.alpha)
             gate = OODGate.from_config(cfg, tau=knobs.tau)
             for node in new:
                 node.ood = gate.is_ood(node)
             done = terminal(new)
             finals.extend(done)
-            width_left -= len(done)
-            ctx.end_iteration(t, decisions, {**info, "width_left": width_left, "base_width": base_width,
-                                             "base_reeval_budget": base_reeval, "cap": cap, "knobs": asdict(knobs)})
-            if width_left <= 0 or not active(new):
+            spending.settle(ctx.cost_step, len(done))
+            ctx.end_iteration(t, decisions, {**info, **spending.info(), "cap": spending.step_cap, "state": state,
+                                             "knobs": asdict(knobs)})
+            if not spending.live or not active(new):
                 break
-        finals.extend(ctx.settle_leftovers(active(new), width_left > 0))
+        finals.extend(ctx.settle_leftovers(active(new), spending.live))
         return finals
+
+    def _decide(self, ctx: SearchContext, candidates: list[Node], t: int, knobs: Knobs, reeval_budget: int,
+                spending: SpendingRule) -> tuple[list[dict[str, Any]], list[tuple[int, int]], dict[str, Any]]:
+        """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
+        cfg = self.config
+        means = [float(n.mean) for n in candidates]
+        gate = OODGate.from_config(cfg, tau=knobs.tau)
+        ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
+                                                   [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
+        for node, is_ood in zip(candidates, ood):
+            node.ood = is_ood
+        before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
+        extra: dict[int, int] = {}
+        if chosen and reeval_budget > 0:
+            shares = largest_remainder(softmax([float(candidates[i].ucb) for i in chosen], knobs.nu1), reeval_budget)
+            extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
+            ctx.mc_score_varied(extra, t, cfg.alpha)
+        width = spending.width(sum(extra.values()))
+        scores = child_scores([float(n.mean) for n in candidates], [float(n.ucb) for n in candidates],
+                              [n.var for n in candidates], [bool(n.ood) for n in candidates],
+                              cfg.child_score, cfg.child_sigma_weight)
+        counts = largest_remainder(softmax(scores, knobs.nu2), width)
+        decisions = ctx.grant(candidates, counts)
+        chosen_ids = {candidates[i].id for i in chosen}
+        for d, node, score in zip(decisions, candidates, scores):
+            m0, v0, u0, k_before = before[node.id]
+            d.update(extra_passes=extra.get(node.id, 0), ood=node.ood, reeval_candidate=node.id in chosen_ids,
+                     mean_before=m0, var_before=v0, ucb_before=u0, k_before=k_before,
+                     mean=node.mean, var=node.var, ucb=node.ucb, k=node.k, child_score=score)
+        frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
+        info = {"reeval_budget": reeval_budget, "reeval_used": sum(extra.values()), "reference_mean": reference}
+        return decisions, frontier, info
 
 
 class AUATS(UATS):

@@ -1,0 +1,162 @@
+"""How H-UATS and A-UATS spend their compute, step by step, at REBASE's budget.
+
+Units: one PRM pass costs 1, one generated step c. REBASE spends (c+1) per live slot per step and each finished
+solution frees its slot; a UATS child costs c+K0 (its generation and K0 passes), re-evaluation passes cost 1 each.
+
+`CarryRule` (the default, SearchConfig.spend_rule='carry'). Step t's allowance is
+
+    A_t = N(c+1) − (c+K0)·F_t,      F_t = solutions finished before t,
+
+REBASE's per-step spend with the finished solutions' share taken out, at UATS's price per child. With the carry
+X_t (what earlier steps left unspent) the step may spend A_t + X_t:
+
+1. re-evaluate first: B_t = ⌊β·ρ·A_t⌋, capped to leave one child affordable (t = 1 has nothing to re-evaluate);
+2. the width takes what re-evaluation did not use: C_t = ⌊γ'·(A_t + X_t − B_used)/(c+K0)⌋, γ' = min(γ, 1);
+3. X_{t+1} = A_t + X_t − B_used − C_t·(c+K0), all below one child's price when γ ≥ 1.
+
+So Σ_{s≤t} spend_s = Σ_{s≤t} A_s − X_{t+1} ≤ Σ_{s≤t} A_s ≤ t·N(c+1): the cumulative cap holds at every step, and
+nothing is lost to rounding or to an unused B except the last step's carry. The search ends when A_t + X_t cannot
+pay for one child. β and γ act in that order and each is recorded with what it asked for, so a knob the budget
+cannot honour is visible in the step's info, never dropped silently.
+
+`PaperRule` ('paper'): the per-step rule as the paper states it: C = ⌊(1−ρ)·N(c+1)/(c+K0)⌋ and B = the rest of
+N(c+1) (allocation.uats_budget_split), both scaled down by the share of C still live; an unused B and the
+rounding of C are lost. Kept to compare against."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .allocation import scaled_step_budget, uats_budget_split
+from .config import SPEND_RULES
+
+EPS = 1e-9
+
+
+@dataclass
+class _Rule:
+    budget: int  # N
+    cost_ratio: float  # c
+    k0: int
+    reeval_share: float  # ρ
+    finished: int = 0
+    spent: float = 0.0
+
+    name = ""
+
+    @property
+    def per_child(self) -> float:
+        return self.cost_ratio + self.k0
+
+    @property
+    def step_cap(self) -> float:
+        return self.budget * (self.cost_ratio + 1.0)
+
+    def settle(self, spent: float, finished: int) -> None:
+        """After the step: what it really cost, and how many solutions it finished."""
+        self.spent += spent
+        self.finished += finished
+
+
+@dataclass
+class CarryRule(_Rule):
+    carry: float = 0.0
+    _available: float = 0.0
+    _gamma: float = 1.0
+    _reeval_asked: int = 0
+    _reeval_budget: int = 0
+    _width_asked: int = 0
+
+    name = "carry"
+
+    @property
+    def allowance(self) -> float:
+        return max(0.0, self.step_cap - self.per_child * self.finished)
+
+    @property
+    def live(self) -> bool:
+        """Whether another step can pay for at least one child."""
+        return self.allowance > 0 and self.allowance + self.carry + EPS >= self.per_child
+
+    def can_start(self) -> bool:
+        return self.step_cap + EPS >= self.per_child
+
+    def plan(self, t: int, beta: float = 1.0, gamma: float = 1.0) -> int:
+        """Open step t; returns B_t, the re-evaluation passes it may spend before the width is set."""
+        self._available, self._gamma = self.allowance + self.carry, gamma
+        if t <= 1:
+            self._reeval_asked = self._reeval_budget = 0
+            return 0
+        self._reeval_asked = int(math.floor(max(beta, 0.0) * self.reeval_share * self.allowance + EPS))
+        room = self._available - self.per_child if self._available + EPS >= self.per_child else self._available
+        self._reeval_budget = max(0, min(self._reeval_asked, int(math.floor(room + EPS))))
+        return self._reeval_budget
+
+    def width(self, reeval_used: int) -> int:
+        """C_t: children this step, from what re-evaluation left."""
+        if reeval_used > self._reeval_budget:
+            raise ValueError(f"re-evaluation used {reeval_used} passes of a budget of {self._reeval_budget}")
+        left = self._available - reeval_used
+        affordable = int(math.floor(left / self.per_child + EPS))
+        self._width_asked = int(math.floor(max(self._gamma, 0.0) * left / self.per_child + EPS))
+        # A live step always grows the tree, whatever γ says.
+        return max(min(self._width_asked, affordable), 1 if affordable >= 1 else 0)
+
+    def settle(self, spent: float, finished: int) -> None:
+        self.carry = max(0.0, self._available - spent)
+        super().settle(spent, finished)
+
+    def info(self) -> dict[str, Any]:
+        return {"spend_rule": self.name, "allowance": self.allowance, "carry": self.carry, "spent_total": self.spent,
+                "reeval_asked": self._reeval_asked, "width_asked": self._width_asked}
+
+
+@dataclass
+class PaperRule(_Rule):
+    _width: int = 0
+    _reeval: int = 0
+
+    name = "paper"
+
+    def __post_init__(self) -> None:
+        self.base_width, self.base_reeval = uats_budget_split(self.budget, self.cost_ratio, self.k0, self.reeval_share)
+
+    @property
+    def width_left(self) -> int:
+        return self.base_width - self.finished
+
+    @property
+    def live(self) -> bool:
+        return self.width_left > 0
+
+    def can_start(self) -> bool:
+        return self.base_width >= 1
+
+    def plan(self, t: int, beta: float = 1.0, gamma: float = 1.0) -> int:
+        # The paper's order: the width (γ) is set first and the re-evaluation budget (β) gets what the step's cap
+        # leaves, so a wide step cuts B.
+        self._width, self._reeval = scaled_step_budget(self.base_width, self.base_reeval, self.width_left,
+                                                       self.cost_ratio, self.k0, self.step_cap, beta, gamma)
+        if t <= 1:
+            self._reeval = 0
+        return self._reeval
+
+    def width(self, reeval_used: int) -> int:
+        return self._width
+
+    def info(self) -> dict[str, Any]:
+        return {"spend_rule": self.name, "base_width": self.base_width, "base_reeval_budget": self.base_reeval,
+                "width_left": self.width_left, "spent_total": self.spent}
+
+
+SpendingRule = CarryRule | PaperRule
+
+
+def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float) -> SpendingRule:
+    if rule == "carry":
+        return CarryRule(budget, cost_ratio, k0, reeval_share)
+    if rule == "paper":
+        return PaperRule(budget, cost_ratio, k0, reeval_share)
+    raise ValueError(f"unknown spend rule {rule!r}; use one of {', '.join(SPEND_RULES)}")
