@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from uats_core.__main__ import main
+from uats_core.entrypoints.cli import main
 from uats_core.backends import BackendError
 from uats_core.backends.memory import GIB, count_params, plan_gpu, prm_memory
 from uats_core.backends.plan import load_models, plan_models

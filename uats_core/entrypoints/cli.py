@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
-from .config import ConfigError, SearchConfig
-from .interrupts import sigterm_as_interrupt
-from .limits import set_max_budget
-from .problems import Problem, ProblemError, load_problems
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.interrupts import sigterm_as_interrupt
+from uats_core.limits import set_max_budget
+from uats_core.problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger("uats_core")
 
@@ -56,7 +56,7 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
     pid = problem or DEFAULT_PROBLEM
     if dataset is None:
         if pid.startswith("arith-"):
-            from .worlds.arith.world import get_problem
+            from uats_core.worlds.arith.world import get_problem
 
             try:
                 return get_problem(pid)
@@ -75,12 +75,12 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 def cmd_search(args: argparse.Namespace) -> int:
     from storage import check_location
 
-    from .config import parse_options as parse_opts
-    from .runner import build_backends, run_search
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.runner import build_backends, run_search
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
-    from .calibration import resolve_tau
+    from uats_core.calibration import resolve_tau
 
     config, tau_note = resolve_tau(config, args.prm)
     if tau_note:
@@ -93,7 +93,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                                  prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
     controller = None
     if config.method == "a-uats":
-        from .controller import load_controller  # the learned budget controller
+        from uats_core.controller import load_controller  # the learned budget controller
 
         controller = load_controller(config.controller, config)
     store = _open_store(args.db)
@@ -170,8 +170,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .config import parse_options as parse_opts
-    from .doctor import run_doctor
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.doctor import run_doctor
 
     found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=parse_opts(args.policy_opt, "policy-opt"),
                        prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None,

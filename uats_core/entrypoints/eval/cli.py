@@ -16,10 +16,10 @@ import logging
 import sys
 from typing import Any, Sequence
 
-from ..config import ConfigError
-from ..interrupts import sigterm_as_interrupt
-from ..problems import ProblemError
-from .grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
+from uats_core.config import ConfigError
+from uats_core.interrupts import sigterm_as_interrupt
+from uats_core.problems import ProblemError
+from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from .run import EvalOptions, run_eval
 
@@ -109,8 +109,8 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
 def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
     (custom py: factories take the options as they are)."""
-    from ..config import parse_options as parse_opts
-    from ..backends.plan import plan_models
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.backends.plan import plan_models
 
     policy_opts = parse_opts(args.policy_opt, "policy-opt")
     prm_opts = parse_opts(args.prm_opt, "prm-opt")
