@@ -10,7 +10,6 @@ import dataclasses
 import logging
 import re
 import sys
-from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
 from uats_core.config import ConfigError, SearchConfig
@@ -116,8 +115,9 @@ def _open_existing_store(db: str) -> Any:
     """The run log of `runs` and `show`: reading never creates a database or its folders. Runs whose worker
     died (kill -9) are marked failed first, as the app does at start-up."""
     from storage import RunStore, StorageError
+    from storage.location import sqlite_file
 
-    path = _sqlite_file(db)
+    path = sqlite_file(db)
     if path is not None and not path.is_file():
         raise StorageError(f"no run log at {db!r}; give the --db of a search (default {DEFAULT_DB})")
     store = RunStore(db)
@@ -125,21 +125,6 @@ def _open_existing_store(db: str) -> Any:
     if dead:
         log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
     return store
-
-
-def _sqlite_file(db: str) -> Path | None:
-    """The SQLite file a --db names (a path or a sqlite:/// URL); None for other databases and memory."""
-    if "://" not in db:
-        return Path(db).expanduser()
-    from sqlalchemy.engine import make_url
-
-    try:
-        url = make_url(db)
-    except Exception:  # noqa: BLE001 - RunStore reports a bad URL with its own message
-        return None
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        return None
-    return Path(url.database).expanduser()
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
