@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from . import schema as S
-from .store import _node_dict
+from .rows import node_dict
 
 
 def _bool(v: Any) -> bool | None:
@@ -46,7 +46,7 @@ def read_nodes(store: Any, run_id: str) -> list[dict[str, Any]]:
         columns[i] = _json_column(columns[i])
     for i in _BOOL:
         columns[i] = [_bool(v) for v in columns[i]]
-    out = [_node_dict(dict(zip(_COLUMNS, values))) for values in zip(*columns)]
+    out = [node_dict(dict(zip(_COLUMNS, values))) for values in zip(*columns)]
     if not out:
         store.get_run(run_id)  # a run without nodes yet is fine; a missing run is an error
     return out

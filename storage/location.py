@@ -34,6 +34,20 @@ def parse_location(spec: str) -> URL:
                            "sqlite:///runs/uats.db or postgresql+psycopg://user@host/dbname") from None
 
 
+def sqlite_file(spec: str) -> Path | None:
+    """The SQLite file a --db value names (a path or a sqlite:/// URL); None for other databases and memory,
+    and for a URL that does not parse (RunStore reports that with its own message)."""
+    if "://" not in spec:
+        return Path(spec).expanduser()
+    try:
+        url = make_url(spec)
+    except Exception:  # noqa: BLE001
+        return None
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).expanduser()
+
+
 def check_location(spec: str) -> None:
     """Refuse, creating nothing, what RunStore(spec) could not open: a bad URL, a dialect or driver that does not
     load, or an SQLite path that is a folder, lies under a file, or would go in a folder that cannot be written."""

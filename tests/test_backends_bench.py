@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from uats_core import bench
+from uats_core.entrypoints import bench
 from uats_core.backends.tiny import save_token_cls_prm
 
 
@@ -35,7 +35,7 @@ def test_subcommands_registered():
     assert args.func is bench.run_calibrate
     with pytest.raises(SystemExit):
         parser.parse_args([])
-    # the engine benchmark lives in uats_core.bench_engine and plugs in as a subcommand
+    # the engine benchmark lives in uats_core.entrypoints.bench_engine and plugs in as a subcommand
     assert parser.parse_args(["engine", "--budget", "4"]).budget == 4
 
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from storage import RunStore
 from storage import schema as S
-from uats_core.__main__ import main, tree_lines
+from uats_core.entrypoints.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 
 ROOT = Path(__file__).resolve().parent.parent

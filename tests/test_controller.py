@@ -13,7 +13,7 @@ from uats_core.config import SearchConfig
 from uats_core.controller import (ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT, ControllerError, ControllerNet,
                                   LearnedController, load_checkpoint, load_controller, save_checkpoint, squash, unsquash)
 from uats_core.controller.policy import Step, feature_names
-from uats_core.controller.train import behaviour_clone, hats_knobs, reinforce_update
+from uats_core.entrypoints.train_controller import behaviour_clone, hats_knobs, reinforce_update
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
@@ -86,7 +86,7 @@ def test_corrupt_or_mismatched_checkpoint_names_the_file(tmp_path):
 
 
 def test_interrupted_training_leaves_a_loadable_checkpoint_with_the_rounds_done(tmp_path):
-    from uats_core.controller.train import train
+    from uats_core.entrypoints.train_controller import train
     from uats_core.runner import ASSETS
 
     def stop_after_two(row: dict) -> None:
@@ -118,7 +118,7 @@ def test_shipped_checkpoints_load_with_their_feature_sets(uncertainty):
 
 def test_training_is_reproducible_from_its_seed(tmp_path):
     """The same seed writes the same checkpoint, byte for byte: how the shipped ones can be reproduced."""
-    from uats_core.controller.train import train
+    from uats_core.entrypoints.train_controller import train
     from uats_core.runner import ASSETS
 
     pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]

@@ -46,7 +46,7 @@ def _bc_controller(cfg):
 
     from uats_core.controller import ControllerNet, LearnedController
     from uats_core.controller.policy import feature_names
-    from uats_core.controller.train import behaviour_clone
+    from uats_core.entrypoints.train_controller import behaviour_clone
 
     torch.manual_seed(0)
     net = ControllerNet(len(feature_names(True)), hidden=32)

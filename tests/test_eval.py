@@ -23,11 +23,12 @@ import sqlalchemy as sa
 import torch
 
 from storage import RunStore, StorageError
+from storage.eval_cells import eval_cells
 from uats_core.config import ConfigError
-from uats_core.eval import EvalOptions, GridSpec, build_cells, run_eval
-from uats_core.eval.__main__ import main as eval_main
+from uats_core.entrypoints.eval import EvalOptions, run_eval
+from uats_core.entrypoints.eval.cli import main as eval_main
+from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
-from uats_core.eval.cells import eval_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 from uats_core.protocols import FinishReason, StepOutput, Trace
 
@@ -305,7 +306,7 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
     import signal
     import threading
 
-    from uats_core.eval.worker import EvalWorker
+    from uats_core.entrypoints.eval.worker import EvalWorker
 
     worker = EvalWorker(str(tmp_path / "eval.db"), lanes=2)
     closed: list[int] = []
@@ -345,7 +346,7 @@ def test_serial_equals_shards(problems_file: Path, tmp_path: Path) -> None:
     serial, sharded = _outcomes(tmp_path / "serial.db"), _outcomes(tmp_path / "sharded.db")
     assert len(serial) == 3 * 3 * 2 * 2
     assert serial == sharded
-    from uats_core.report import build_report
+    from uats_core.entrypoints.report import build_report
 
     a = build_report(str(tmp_path / "serial.db"), fig2=False).tables["curves"]
     b = build_report(str(tmp_path / "sharded.db"), fig2=False).tables["curves"]
@@ -413,7 +414,7 @@ def test_hub_serves_concurrent_searches_with_one_call_per_round() -> None:
 
 
 def test_bench_eval_reports_both_rates(problems_file: Path) -> None:
-    from uats_core.eval.bench import bench_eval, format_results
+    from uats_core.entrypoints.eval.bench import bench_eval, format_results
 
     res = bench_eval(pair="pol:rm", models=MODELS, dataset=str(problems_file), problems=2, lanes=2, repeats=1,
                      budget=4, progress=False)
@@ -434,7 +435,7 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
 
 def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
     from uats_core.config import ConfigError
-    from uats_core.eval.ray_runner import check_resources
+    from uats_core.entrypoints.eval.ray_runner import check_resources
 
     check_resources({"CPU": 2.0}, 1.0, 0.0)
     with pytest.raises(ConfigError, match="^gpus-per-worker: each worker asks for 1 GPU.* the Ray cluster has 0"):
@@ -447,7 +448,7 @@ def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path:
     from dataclasses import replace as dc_replace
 
     from uats_core.eval.grid import Cell, WorkItem
-    from uats_core.eval.ray_runner import relocate
+    from uats_core.entrypoints.eval.ray_runner import relocate
     from uats_core.problems import Problem
 
     driver = "/home/me/uats-studio"

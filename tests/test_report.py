@@ -12,8 +12,9 @@ import sqlalchemy as sa
 
 from storage import RunStore
 from storage import schema as S
-from uats_core.eval.cells import ensure_tables, eval_cells
-from uats_core.report import build_report, t_interval, t_quantile, write_report
+from storage.eval_cells import ensure_tables, eval_cells
+from uats_core.entrypoints.report import build_report
+from uats_core.report import t_interval, t_quantile, write_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
 

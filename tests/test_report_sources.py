@@ -13,7 +13,7 @@ from storage import RunStore, StorageError
 from storage.readonly import display_location, open_read_only
 from ui.report_sources import RUN_LOG, ReportSources
 from uats_core.config import ConfigError
-from uats_core.report import build_report
+from uats_core.entrypoints.report import build_report
 
 
 def _rollback_journal_run_log(path: Path) -> Path:

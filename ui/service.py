@@ -394,7 +394,7 @@ def report_view(sources: ReportSources, key: str, common_problems: bool = True,
     """The evaluation report of the run log `key` of `sources` for the page: its markdown (notes, Table 4,
     per-budget tables, Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost,
     PRM analysis)."""
-    from uats_core.report import build_report
+    from uats_core.entrypoints.report import build_report
 
     with sources.reading(key) as store:
         rep = build_report(store, common_problems=common_problems, max_fig2_runs_per_pair=max_fig2_runs_per_pair)

@@ -2,7 +2,7 @@
 number of search steps T when the PRM is out of distribution (OOD) with probability ε; UCB selection on
 MC-dropout statistics accumulates it sublinearly.
 
-    python -m uats_core.theory [--horizon 4000] [--reps 200] [--eps 0.05,0.1,0.2] [--out runs/theory]
+    python -m uats_core.entrypoints.theory [--horizon 4000] [--reps 200] [--eps 0.05,0.1,0.2] [--out runs/theory]
 
 The model (the assumptions the two propositions rest on, made explicit):
 - A search step picks one of M candidate continuations to expand; candidate i has true value μ_i (the
@@ -196,14 +196,14 @@ def write(fig: Any, out_dir: str | Path, name: str = "theory") -> list[Path]:
     html = out / f"{name}.html"
     fig.write_html(str(html), include_plotlyjs=True)  # plotly.js inlined: opens offline
     written = [html]
-    from .report import _write_pngs
+    from uats_core.report.export import write_pngs
 
-    written += _write_pngs({name: fig}, out)
+    written += write_pngs({name: fig}, out)
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m uats_core.theory", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.theory", description=__doc__.split("\n\n")[0])
     p.add_argument("--horizon", type=int, default=TheoryConfig.horizon, help="T, search steps")
     p.add_argument("--reps", type=int, default=TheoryConfig.reps, help="replications averaged")
     p.add_argument("--eps", default=",".join(map(str, TheoryConfig.eps)), help="OOD probabilities ε")

@@ -1,4 +1,4 @@
-"""Do right OOD steps stay alive? `python -m uats_core.eval.ood_survival --db RUNLOG`
+"""Do right OOD steps stay alive? `python -m uats_core.entrypoints.eval.ood_survival --db RUNLOG`
 
 For the H-UATS runs of a run log on the arithmetic world, every decision about a candidate the gate called OOD,
 with its step judged by the exact checker: the share granted at least one child, split by whether the step was
@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from typing import Any, Sequence
 
-from ..config import ConfigError
+from uats_core.config import ConfigError
 
 GROUP_FIELDS = ("child_score", "reeval_share", "dropout_mode", "uncertainty_space", "uncertainty", "tau", "budget")
 KINDS = ("right_reevaluated", "right_not", "wrong_reevaluated", "wrong_not")
@@ -40,7 +40,7 @@ def _finished_runs(store: Any, page: int = 1000) -> list[dict[str, Any]]:
 
 def ood_survival(store: Any, methods: Sequence[str] = ("h-uats",)) -> dict[tuple, dict[str, Any]]:
     """{group: {"runs", "correct", "cost", KIND: [alive, n]}} over the finished runs of the arithmetic world."""
-    from ..worlds.arith import world
+    from uats_core.worlds.arith import world
 
     groups: dict[tuple, dict[str, Any]] = defaultdict(lambda: {"runs": 0, "correct": 0, "cost": 0.0,
                                                               **{k: [0, 0] for k in KINDS}})
@@ -80,7 +80,7 @@ def format_table(groups: dict[tuple, dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m uats_core.eval.ood_survival", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.eval.ood_survival", description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", required=True, help="the run log (SQLite path or SQLAlchemy URL)")
     ap.add_argument("--methods", default="h-uats", help="comma list (default h-uats)")
     args = ap.parse_args(argv)

@@ -1,4 +1,5 @@
-"""The evaluation's own table, `eval_cells`, next to the run log's tables in the same database.
+"""The evaluation's own table, `eval_cells`, next to the run log's tables in the same database, and the
+ledger (CellLedger) through which the harness (uats_core.entrypoints.eval) claims, finishes and resumes cells.
 
 Why a table of our own rather than a tag inside each run's config: `runs.config` is
 `SearchConfig.to_dict()` and the app rebuilds a SearchConfig from it (unknown keys are rejected), so a cell
@@ -19,16 +20,18 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage import RunStore
-from storage import schema as S
-from storage import pid_alive  # one liveness check for the app and the eval harness
+from . import schema as S
+from .liveness import pid_alive  # one liveness check for the app and the eval harness
 
-from .grid import Cell
+if TYPE_CHECKING:
+    from uats_core.eval.grid import Cell
+
+    from .store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +70,6 @@ _CHUNK = 500  # keys per IN (...) query: SQLite's bound-parameter limit is 32766
 
 def ensure_tables(engine: sa.Engine) -> None:
     metadata.create_all(engine)
-
-
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class CellLedger:
                 todo.append(it)
                 continue
             if (st.policy, st.prm) != (it.cell.policy, it.cell.prm):
-                from ..config import ConfigError
+                from uats_core.config import ConfigError
 
                 raise ConfigError("pairs", f"pair {it.cell.pair} was run in this database with policy {st.policy} and "
                                            f"PRM {st.prm}; now it names {it.cell.policy} and {it.cell.prm}. Use another "

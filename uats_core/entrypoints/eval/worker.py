@@ -19,12 +19,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..config import SearchConfig
-from ..grading import Grader
-from ..runner import run_search
-from .batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
-from .cells import CellLedger
-from .grid import Cell, WorkItem
+from uats_core.config import SearchConfig
+from uats_core.grading import Grader
+from uats_core.runner import run_search
+from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
+from storage.eval_cells import CellLedger
+from uats_core.eval.grid import Cell, WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class BackendCache:
                 if spec.startswith(FACTORY_PREFIX):
                     self._policies[spec] = _factory(spec)(**self.policy_opts)
                 else:
-                    from ..backends import load_policy
+                    from uats_core.backends import load_policy
 
                     self._policies[spec] = load_policy(spec, **self._policy_opts_for(spec, prm_spec))
                 log.info("policy %s loaded in %.1f s", spec, time.perf_counter() - t0)
@@ -81,7 +81,7 @@ class BackendCache:
     def _policy_opts_for(self, spec: str, prm_spec: str | None) -> dict[str, Any]:
         if not spec.startswith("vllm:") or prm_spec is None or prm_spec.startswith(FACTORY_PREFIX):
             return self.policy_opts
-        from ..backends.plan import memory_planned_opts, plan_models
+        from uats_core.backends.plan import memory_planned_opts, plan_models
 
         prm_opts = {k: v for k, v in self.prm_opts.items() if k != "kind"}
         plan = plan_models(spec, prm_spec, prm_kind=self.prm_opts.get("kind"), policy_opts=self.policy_opts,
@@ -96,7 +96,7 @@ class BackendCache:
                 if spec.startswith(FACTORY_PREFIX):
                     self._prms[key] = _factory(spec)(dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
                 else:
-                    from ..backends import load_prm
+                    from uats_core.backends import load_prm
 
                     self._prms[key] = load_prm(spec, dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
                 log.info("PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0)
@@ -109,14 +109,14 @@ class BackendCache:
     def embedder(self) -> Any:
         with self._lock:
             if self._embedder is None:
-                from ..embedders import default_embedder
+                from uats_core.embedders import default_embedder
 
                 self._embedder = default_embedder()
             return self._embedder
 
     def controller(self, config: SearchConfig) -> Any:
         """A fresh LearnedController per search (it keeps a per-episode history) over a network loaded once."""
-        from ..controller import LearnedController, load_controller
+        from uats_core.controller import LearnedController, load_controller
 
         key = (config.controller, bool(config.controller_uncertainty_features))
         with self._lock:

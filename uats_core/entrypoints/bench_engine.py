@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import SearchConfig
-from .events import Event
+from uats_core.config import SearchConfig
+from uats_core.events import Event
 
 
 class _TimedSubscriber:
@@ -32,8 +32,8 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
                  seed: int = 0) -> list[dict[str, Any]]:
     from storage import RunStore
 
-    from .runner import build_backends, run_search
-    from .worlds.arith.world import get_problem
+    from uats_core.runner import build_backends, run_search
+    from uats_core.worlds.arith.world import get_problem
 
     problem = get_problem(problem_id)
     base = SearchConfig(budget=budget, seed=seed)

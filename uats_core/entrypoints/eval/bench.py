@@ -1,7 +1,7 @@
 """Throughput of the evaluation harness: searches per minute at N=16 for REBASE and H-UATS, with and without
 cross-problem batching, measured side by side on the same problems, models loaded once beforehand.
 
-    python -m uats_core.eval.bench [--problems 8] [--lanes 4] [--repeats 2] [--pair A:prm]
+    python -m uats_core.entrypoints.eval.bench [--problems 8] [--lanes 4] [--repeats 2] [--pair A:prm]
 
 Each repeat runs the serial and the batched pass back to back (alternating which goes first), each into a
 fresh temporary run log (so it includes the logging cost, as a real evaluation does); the reported rate
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import ConfigError
-from .grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
+from uats_core.config import ConfigError
+from uats_core.eval.grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
 from .worker import BackendCache, EvalWorker
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def format_results(res: dict[str, dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m uats_core.eval.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.eval.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--pair", default="A:prm")
     p.add_argument("--model", action="append", default=[], metavar="NAME=SPEC")
     p.add_argument("--methods", default="rebase,h-uats")

@@ -30,7 +30,7 @@ MODES = ("full", "last:2", "head")
 
 
 def add_parser(sub: Any) -> None:
-    from .backends.memory import PUBLISHED_SHAPES
+    from uats_core.backends.memory import PUBLISHED_SHAPES
 
     p = sub.add_parser("gpu", help="a PRM's device memory and MC-dropout cost per mode, measured against the memory plan")
     p.add_argument("--shape", choices=sorted(PUBLISHED_SHAPES), default="qwen-prm-7b",
@@ -56,9 +56,9 @@ def build_prm(shape: str, device: Any, dtype: Any, *, p: float, max_batch_tokens
     import torch
     from transformers import Qwen2Config
 
-    from .backends.memory import PUBLISHED_SHAPES
-    from .backends.prm_published import QwenPRM, Qwen2ProcessRewardModel
-    from .backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer
+    from uats_core.backends.memory import PUBLISHED_SHAPES
+    from uats_core.backends.prm_published import QwenPRM, Qwen2ProcessRewardModel
+    from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer
 
     tok = char_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>", QwenPRM.SEPARATOR), bos=None,
                          eos="<|im_end|>", pad="<|endoftext|>", chat_template=QWEN_CHAT_TEMPLATE)
@@ -76,7 +76,7 @@ def build_prm(shape: str, device: Any, dtype: Any, *, p: float, max_batch_tokens
 
 def chains(width: int, depth: int, question_chars: int, step_chars: int, seed: int = 0) -> list[list[Any]]:
     """frontiers[d] = `width` traces of d+1 steps; trace i at depth d extends trace i at depth d-1 (a beam)."""
-    from .protocols import Trace
+    from uats_core.protocols import Trace
 
     rng = random.Random(seed)
     letters = string.ascii_letters + string.digits + " +-=*()."
@@ -107,10 +107,10 @@ def _timer(device: Any) -> Callable[[Callable[[], Any]], float]:
 def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from .backends._loading import resolve_device, resolve_dtype
-    from .backends.mc_dropout import DropoutSpec
-    from .backends.memory import GIB, expandable_segments
-    from .backends.plan import plan_prm_shape
+    from uats_core.backends._loading import resolve_device, resolve_dtype
+    from uats_core.backends.mc_dropout import DropoutSpec
+    from uats_core.backends.memory import GIB, expandable_segments
+    from uats_core.backends.plan import plan_prm_shape
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype, device)
@@ -158,7 +158,7 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
 
 def _memory_lines(estimate: Any, loaded: int, peak_above: int, reserved: int, info: tuple[int, int],
                   gib: int) -> dict[str, Any]:
-    from .backends.memory import CONTEXT_MARGIN
+    from uats_core.backends.memory import CONTEXT_MARGIN
 
     free, total = info
     used = total - free  # the whole process on this device: context, allocator pools, everything
@@ -179,7 +179,7 @@ def _memory_lines(estimate: Any, loaded: int, peak_above: int, reserved: int, in
 def _cost_table(prm: Any, frontier: Sequence[Any], modes: Sequence[str], args: argparse.Namespace,
                 timer: Callable[[Callable[[], Any]], float]) -> dict[str, Any]:
     """Per mode: min time of K passes over the frontier / min time of one deterministic pass, cache off."""
-    from .backends.mc_dropout import DropoutSpec
+    from uats_core.backends.mc_dropout import DropoutSpec
 
     encs = [prm._encode(t) for t in frontier]
     ids, last = [e.ids for e in encs], [e.positions[-1:] for e in encs]
@@ -204,7 +204,7 @@ def _cost_table(prm: Any, frontier: Sequence[Any], modes: Sequence[str], args: a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m uats_core.bench_gpu", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.bench_gpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     args = parser.parse_args(["gpu", *(sys.argv[1:] if argv is None else argv)])

@@ -5,10 +5,12 @@
   calibrate  c = time of one generated step / time of one PRM pass, for a policy and a PRM, and the in-distribution
              MC-dropout spreads that `--tau auto[:q]` reads; both written beside the PRM
   uncertainty  per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over the calibrated τ
-             (uats_core/bench_uncertainty.py)
-  engine     search wall time per method and the cost of the run log (uats_core/bench_engine.py)
+             (uats_core/entrypoints/bench_uncertainty.py)
+  engine     search wall time per method and the cost of the run log (uats_core/entrypoints/bench_engine.py)
+  gpu        a PRM of a published shape on the device: the memory plan against the allocator, MC cost per mode
+             (uats_core/entrypoints/bench_gpu.py)
   app        the app's update latency (node written -> node drawn) and tree redraw times (ui/bench.py)
-  eval       searches per minute with and without cross-problem batching (uats_core/eval/bench.py)
+  eval       searches per minute with and without cross-problem batching (uats_core/entrypoints/eval/bench.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -17,7 +19,6 @@ that takes the subparsers object, adds its parser and sets `func` (or `fn`) on i
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import statistics
@@ -28,23 +29,39 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .config import ConfigError
-from .estimation import auroc
+from uats_core.config import ConfigError
+from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
+from uats_core.estimation import auroc
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ROOT / "assets" / "models"
 MATH500 = ROOT.parent / "shared" / "data" / "math500.jsonl"
 
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
-# Subcommands defined in other modules, imported when the parser is built: name -> (module, parser-adding function).
+# Subcommands defined in other modules: name -> the function that adds their parser.
 # Their handlers may set `func` or `fn` on the namespace and may return an exit code.
-EXTERNAL_SUBCOMMANDS: dict[str, tuple[str, str]] = {"engine": ("uats_core.bench_engine", "add_parser"),
-                                                     "gpu": ("uats_core.bench_gpu", "add_parser"),
-                                                     "uncertainty": ("uats_core.bench_uncertainty", "add_parser")}
-# Benchmarks with an argument parser of their own: `bench NAME ARGS...` hands ARGS to that module's main(argv).
-PASSTHROUGH_SUBCOMMANDS: dict[str, str] = {"app": "ui.bench", "eval": "uats_core.eval.bench"}
+EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine.add_parser,
+                                                          "gpu": bench_gpu.add_parser,
+                                                          "uncertainty": bench_uncertainty.add_parser}
+
+
+def _app_main(argv: Sequence[str]) -> int | None:
+    from ui.bench import main as app_main  # imported on use: the app's bench pulls in the app's stack
+
+    return app_main(argv)
+
+
+def _eval_main(argv: Sequence[str]) -> int | None:
+    from uats_core.entrypoints.eval.bench import main as eval_main
+
+    return eval_main(argv)
+
+
+# Benchmarks with an argument parser of their own: `bench NAME ARGS...` hands ARGS to their main(argv).
+PASSTHROUGH_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int | None]] = {"app": _app_main, "eval": _eval_main}
+_PASSTHROUGH_HOME = {"app": "ui.bench", "eval": "uats_core.entrypoints.eval.bench"}
 
 
 def subcommand(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -141,7 +158,7 @@ def _cost_model(args: argparse.Namespace) -> Any:
 def run_prm(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, PrefixCache, dropout_hooks
+    from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, PrefixCache
 
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
@@ -158,37 +175,7 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
             return torch.randint(3, vocab, (n,), generator=gen).tolist()
 
     if "modes" not in skip:
-        ids = tokens(args.tokens)
-        pos = [[args.tokens - 1]]
-        engine = MCDropoutEngine(model, cache=None)
-        k, p = args.k, args.p
-
-        def naive() -> None:
-            # What one would write first: K separate forward passes of the model with dropout hooks.
-            with dropout_hooks(engine.parts.layers, p), torch.inference_mode():
-                for _ in range(k):
-                    model(input_ids=torch.tensor([ids]))
-
-        variants = {
-            "deterministic (1 pass)": lambda: engine.hidden_at([ids], pos),
-            f"naive loop of {k} passes (full)": naive,
-            f"batched full x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("full", p)),
-            f"last:2 x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("last:2", p)),
-            f"head x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("head", p)),
-        }
-        times = measure(variants, args.repeats, warmup=True)
-        base = summary(times["deterministic (1 pass)"])
-        rows = {}
-        for name, ts in times.items():
-            r = summary(ts)
-            rows[name] = {**r, "ratio": r["min_s"] / base["min_s"], "cpu_ratio": r["cpu_min_s"] / base["cpu_min_s"]}
-        results["modes"] = {"tokens": args.tokens, "rows": rows}
-        print(f"\nMC scoring of one {args.tokens}-token node, K={k} (ratio = min time / min deterministic time; "
-              "wall and CPU time)")
-        print(f"{'variant':34s} {'min s':>8s} {'median s':>9s} {'spread':>7s} {'ratio':>6s} {'cpu s':>7s} {'cpu ratio':>9s}")
-        for name, r in rows.items():
-            print(f"{name:34s} {r['min_s']:8.3f} {r['median_s']:9.3f} {r['spread']:7.0%} {r['ratio']:6.2f} "
-                  f"{r['cpu_min_s']:7.3f} {r['cpu_ratio']:9.2f}")
+        results["modes"] = _prm_modes(args, model, tokens)
 
     if "depth" not in skip:
         depths = [int(d) for d in args.depths.split(",") if d]
@@ -241,6 +228,45 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
         print(f"\nwrote {args.json}")
     return results
+
+
+def _prm_modes(args: argparse.Namespace, model: Any, tokens: Callable[[int], list[int]]) -> dict[str, Any]:
+    """MC scoring of one node per dropout mode against one deterministic pass."""
+    import torch
+
+    from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, dropout_hooks
+
+    ids = tokens(args.tokens)
+    pos = [[args.tokens - 1]]
+    engine = MCDropoutEngine(model, cache=None)
+    k, p = args.k, args.p
+
+    def naive() -> None:
+        # What one would write first: K separate forward passes of the model with dropout hooks.
+        with dropout_hooks(engine.parts.layers, p), torch.inference_mode():
+            for _ in range(k):
+                model(input_ids=torch.tensor([ids]))
+
+    variants = {
+        "deterministic (1 pass)": lambda: engine.hidden_at([ids], pos),
+        f"naive loop of {k} passes (full)": naive,
+        f"batched full x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("full", p)),
+        f"last:2 x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("last:2", p)),
+        f"head x{k}": lambda: engine.hidden_at([ids], pos, k=k, spec=DropoutSpec.parse("head", p)),
+    }
+    times = measure(variants, args.repeats, warmup=True)
+    base = summary(times["deterministic (1 pass)"])
+    rows = {}
+    for name, ts in times.items():
+        r = summary(ts)
+        rows[name] = {**r, "ratio": r["min_s"] / base["min_s"], "cpu_ratio": r["cpu_min_s"] / base["cpu_min_s"]}
+    print(f"\nMC scoring of one {args.tokens}-token node, K={k} (ratio = min time / min deterministic time; "
+          "wall and CPU time)")
+    print(f"{'variant':34s} {'min s':>8s} {'median s':>9s} {'spread':>7s} {'ratio':>6s} {'cpu s':>7s} {'cpu ratio':>9s}")
+    for name, r in rows.items():
+        print(f"{name:34s} {r['min_s']:8.3f} {r['median_s']:9.3f} {r['spread']:7.0%} {r['ratio']:6.2f} "
+              f"{r['cpu_min_s']:7.3f} {r['cpu_ratio']:9.2f}")
+    return {"tokens": args.tokens, "rows": rows}
 
 
 def _check_targets(results: dict[str, Any]) -> None:
@@ -330,7 +356,7 @@ def _add_calibrate(sub: Any) -> None:
     p.add_argument("--step-token-cap", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None)
-    from .bench_uncertainty import add_calibrate_args
+    from uats_core.entrypoints.bench_uncertainty import add_calibrate_args
 
     add_calibrate_args(p)
     p.set_defaults(func=run_calibrate)
@@ -350,7 +376,7 @@ def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from uats_core.backends import load_prm
-    from uats_core.bench_uncertainty import calibrate_tau
+    from uats_core.entrypoints.bench_uncertainty import calibrate_tau
 
     if args.skip_cost and args.skip_tau:
         raise ConfigError("skip_tau", "with --skip-cost and --skip-tau there is nothing to calibrate; drop one")
@@ -400,15 +426,13 @@ def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m uats_core.bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, module in PASSTHROUGH_SUBCOMMANDS.items():
-        sub.add_parser(name, help=f"see python -m uats_core.bench {name} --help ({module})", add_help=False)
+    for name in PASSTHROUGH_SUBCOMMANDS:
+        sub.add_parser(name, help=f"see python -m uats_core.bench {name} --help ({_PASSTHROUGH_HOME[name]})",
+                       add_help=False)
     for register in SUBCOMMANDS.values():
         register(sub)
-    for name, (module, function) in EXTERNAL_SUBCOMMANDS.items():
-        try:
-            getattr(importlib.import_module(module), function)(sub)
-        except (ImportError, AttributeError) as exc:  # one broken plug-in must not take the others down
-            log.warning("bench subcommand %r unavailable: %s", name, exc)
+    for register in EXTERNAL_SUBCOMMANDS.values():
+        register(sub)
     return parser
 
 
@@ -416,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PASSTHROUGH_SUBCOMMANDS:
-        rc = importlib.import_module(PASSTHROUGH_SUBCOMMANDS[argv[0]]).main(argv[1:])
+        rc = PASSTHROUGH_SUBCOMMANDS[argv[0]](argv[1:])
         return rc if isinstance(rc, int) else 0
     args = build_parser().parse_args(argv)
     handler = getattr(args, "func", None) or args.fn

@@ -1,6 +1,6 @@
 """Train A-UATS's controller: behaviour cloning of H-UATS, then REINFORCE with a batch-mean baseline.
 
-    python -m uats_core.controller.train --seed 0 --rounds 500 --out assets/models/auats-controller
+    python -m uats_core.entrypoints.train_controller --seed 0 --rounds 500 --out assets/models/auats-controller
 
 Reward = 1[answer correct] − λ·cost_used/cost_total (λ = 0.05), cost_total being what the matched
 budget allowed over the iterations the search ran (N·(c+1) per step). Each round samples a training
@@ -22,11 +22,11 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..config import SearchConfig
-from ..interrupts import sigterm_as_interrupt
-from ..methods.uats import Knobs
-from ..runner import ASSETS, run_search
-from .policy import KNOBS, ControllerNet, LearnedController, Step, feature_names, save_checkpoint, squash, unsquash
+from uats_core.config import SearchConfig
+from uats_core.interrupts import sigterm_as_interrupt
+from uats_core.methods.uats import Knobs
+from uats_core.runner import ASSETS, run_search
+from uats_core.controller.policy import KNOBS, ControllerNet, LearnedController, Step, feature_names, save_checkpoint, squash, unsquash
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,8 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
     when training is interrupted (Ctrl-C), so a long run can be stopped early and still leave a usable
     controller; `meta["rounds_completed"]` says how far it got."""
 
-    from ..backends import load_policy, load_prm
-    from ..worlds.arith.world import load_split
+    from uats_core.backends import load_policy, load_prm
+    from uats_core.worlds.arith.world import load_split
 
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -198,7 +198,7 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m uats_core.controller.train", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.train_controller", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=500)
     p.add_argument("--searches", type=int, default=10, help="searches per round")

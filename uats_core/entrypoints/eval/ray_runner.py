@@ -17,12 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from .grid import WorkItem
+from uats_core.eval.grid import WorkItem
 from .worker import CellOutcome, EvalWorker
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 # Left out of the working_dir Ray ships to the nodes: environments, history and outputs, none of which a search reads.
 _SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", ".cache", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal",
                   "*.db-shm", "__pycache__", ".pytest_cache", ".hypothesis"]
@@ -66,7 +66,7 @@ def chunk_items(items: Sequence[WorkItem], chunk: int) -> list[list[WorkItem]]:
 
 def check_resources(resources: dict[str, float], cpus_per_worker: float, gpus_per_worker: float) -> None:
     """Refuse a worker shape the cluster cannot place (Ray would otherwise wait for it forever)."""
-    from ..config import ConfigError
+    from uats_core.config import ConfigError
 
     for flag, need, name in (("gpus-per-worker", gpus_per_worker, "GPU"), ("cpus-per-worker", cpus_per_worker, "CPU")):
         have = float(resources.get(name, 0.0))
@@ -83,7 +83,7 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
         import ray
         from ray.util import ActorPool
     except ImportError:
-        from ..config import ConfigError
+        from uats_core.config import ConfigError
 
         raise ConfigError("ray", "Ray is not installed; pip install -r requirements-eval.txt (or drop --ray)") from None
     if not items:

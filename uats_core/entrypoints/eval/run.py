@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import ConfigError
-from .cells import CellLedger, Plan
-from .grid import GridSpec, WorkItem, build_cells, shard, validate_cells
+from uats_core.config import ConfigError
+from storage.eval_cells import CellLedger, Plan
+from uats_core.eval.grid import GridSpec, WorkItem, build_cells, shard, validate_cells
 from .worker import FACTORY_PREFIX, CellOutcome, EvalWorker
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def preflight(items: Sequence[WorkItem]) -> None:
     auats = {(it.cell.config().controller, it.cell.config().controller_uncertainty_features)
              for it in items if it.cell.method == "a-uats"}
     if auats:
-        from ..controller import load_controller
+        from uats_core.controller import load_controller
 
         for path, unc in sorted(auats, key=str):
             cfg = next(it.cell.config() for it in items if it.cell.method == "a-uats"

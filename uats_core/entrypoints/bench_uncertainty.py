@@ -20,9 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
-from .config import PAPER_TAU, UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
-from .estimation import auroc, logits
+from uats_core.calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
+from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
+from uats_core.estimation import auroc, logits
 
 MODES = ("full", "last:2", "head")
 
@@ -45,7 +45,7 @@ def space_variances(mc: np.ndarray, space: str) -> np.ndarray:
 def mc_passes(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, seed: int) -> np.ndarray:
     import torch
 
-    from .backends.mc_dropout import DropoutSpec
+    from uats_core.backends.mc_dropout import DropoutSpec
 
     torch.manual_seed(seed)  # the dropout masks: fixed so a rerun gives the same table
     return np.asarray(prm.mc_scores(list(traces), k, spec=DropoutSpec.parse(mode, p)), dtype=np.float64)
@@ -53,8 +53,8 @@ def mc_passes(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, seed
 
 def id_calibration_traces(split: str, n: int, slip_rate: float, seed: int) -> list[Any]:
     """In-distribution steps of the arithmetic world: style-A written solutions (with slips) of `split`."""
-    from .worlds.arith import world
-    from .worlds.arith.written import written_steps
+    from uats_core.worlds.arith import world
+    from uats_core.worlds.arith.written import written_steps
 
     return written_steps(world.load_split(split, n), "A", slip_rate, random.Random(seed)).traces
 
@@ -62,7 +62,7 @@ def id_calibration_traces(split: str, n: int, slip_rate: float, seed: int) -> li
 def jsonl_traces(path: Path) -> list[Any]:
     """In-distribution steps of another PRM's domain: one JSON object a line, {"question": ..., "steps": [...]};
     every prefix of the steps is one calibration step."""
-    from .protocols import Trace
+    from uats_core.protocols import Trace
 
     out = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
@@ -147,8 +147,8 @@ def _check(args: argparse.Namespace) -> None:
 
 def cost_ratio(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, repeats: int) -> dict[str, float]:
     """Time of K passes in `mode` over one deterministic pass, both on the same steps, interleaved."""
-    from .backends.mc_dropout import DropoutSpec
-    from .bench import measure, summary
+    from uats_core.backends.mc_dropout import DropoutSpec
+    from uats_core.entrypoints.bench import measure, summary
 
     spec = DropoutSpec.parse(mode, p)
     # the search's deterministic pass (PRM.score: dropout off, no noisy copies) against K passes in `mode`
@@ -173,10 +173,10 @@ def space_row(v_a: np.ndarray, v_b: np.ndarray, wrong: np.ndarray, tau: float) -
 def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from .backends import load_prm
-    from .calibration import DEFAULT_PRM
-    from .worlds.arith import world
-    from .worlds.arith.written import written_steps
+    from uats_core.backends import load_prm
+    from uats_core.calibration import DEFAULT_PRM
+    from uats_core.worlds.arith import world
+    from uats_core.worlds.arith.written import written_steps
 
     _check(args)
     modes = _modes(args.modes)

@@ -1,0 +1,15 @@
+"""Entry points: the programs that wire the engine (the rest of uats_core) to storage and the outside world.
+
+The engine never imports storage, ui, gradio or sqlalchemy (tests/test_import_map.py checks it); whatever
+needs the run log lives here, thin over the engine and storage:
+
+- cli: `python -m uats_core search|runs|show|doctor`
+- eval/: the evaluation harness (`python -m uats_core.eval`): run, worker, ray_runner, bench, ood_survival
+- report: `python -m uats_core.report`, build_report(store_or_url) for the app
+- bench, bench_engine, bench_uncertainty: `python -m uats_core.bench <subcommand>`
+- theory: the Proposition 4.1/4.2 simulation
+- train_controller: A-UATS's controller training
+
+The `__main__` modules under uats_core (uats_core/__main__.py, eval/, bench/, report/) are launchers that only
+call one of these mains, so they sit outside the engine rule.
+"""

@@ -1,0 +1,279 @@
+"""Command line: `python -m uats_core search|runs|show|doctor`.
+
+Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
+written to the database."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import re
+import sys
+from typing import Any, Iterator, NoReturn, Sequence
+
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.interrupts import sigterm_as_interrupt
+from uats_core.limits import set_max_budget
+from uats_core.problems import Problem, ProblemError, load_problems
+
+log = logging.getLogger("uats_core")
+
+DEFAULT_DB = "runs/uats.db"
+DEFAULT_PROBLEM = "arith-test-0"
+_CONFIG_HELP = {
+    "budget": "N: REBASE's width; the matched-compute budget of every method",
+    "cost_ratio": "c: cost of one generated step in PRM passes (bench calibrate measures it)",
+    "k0": "MC-dropout passes per new candidate (UATS)",
+    "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
+           "statistic on in-distribution calibration steps (bench calibrate writes them beside the PRM)",
+    "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
+    "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
+    "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
+    "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",
+    "reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)",
+    "spend_rule": "how UATS spends N(c+1) per step: carry (re-evaluate first, width gets the rest, leftovers carried: "
+                  "REBASE's spend) | paper (the paper's per-step split)",
+    "dropout_mode": "full | head | last:L",
+}
+
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    for f in dataclasses.fields(SearchConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.name == "method":
+            p.add_argument(flag, default=f.default, help="best-of-n | beam | dvts | rebase | dora | h-uats | a-uats")
+        elif f.type in ("bool", bool):
+            p.add_argument(flag, default=f.default, action=argparse.BooleanOptionalAction, help=_CONFIG_HELP.get(f.name))
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type), str)
+            p.add_argument(flag, type=kind, default=f.default, help=_CONFIG_HELP.get(f.name, f"default {f.default}"))
+
+
+def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
+    """`arith-<split>-<i>` ids come from the embedded world; anything else is looked up in --dataset by id
+    or 0-based index."""
+    pid = problem or DEFAULT_PROBLEM
+    if dataset is None:
+        if pid.startswith("arith-"):
+            from uats_core.worlds.arith.world import get_problem
+
+            try:
+                return get_problem(pid)
+            except (ValueError, IndexError) as exc:
+                raise ProblemError("problem", f"{exc}; arithmetic-world ids look like arith-test-17") from None
+        raise ProblemError("problem", f"unknown problem {pid!r}; use an arith-test-<i> id, or give --dataset FILE.jsonl")
+    problems = load_problems(dataset)
+    for p in problems:
+        if p.id == pid:
+            return p
+    if pid.isdigit() and int(pid) < len(problems):
+        return problems[int(pid)]
+    raise ProblemError("problem", f"{pid!r} is neither an id nor an index (0..{len(problems) - 1}) of {dataset}")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from storage import check_location
+
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.runner import build_backends, run_search
+
+    cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
+    config = SearchConfig(**cfg_fields).validate()
+    from uats_core.calibration import resolve_tau
+
+    config, tau_note = resolve_tau(config, args.prm)
+    if tau_note:
+        print(f"τ = {config.tau:.4g}: q{tau_note['quantile']:g} of {tau_note['uncertainty']} over {tau_note['n']} "
+              f"in-distribution steps ({tau_note['key']}, {tau_note['file']})")
+    problem = resolve_problem(args.problem, args.dataset)
+    check_location(args.db)  # a typo in the location should not cost a model load; the file is made after the load
+    policy, prm = build_backends(args.policy, args.prm, config, prm_kind=args.prm_kind,
+                                 policy_opts=parse_opts(args.policy_opt, "policy-opt"),
+                                 prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
+    controller = None
+    if config.method == "a-uats":
+        from uats_core.controller import load_controller  # the learned budget controller
+
+        controller = load_controller(config.controller, config)
+    store = _open_store(args.db)
+    with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
+        result = run_search(problem, config, policy, prm, subscribers=[store.subscriber()], controller=controller,
+                            progress=not args.quiet)
+    mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
+    print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
+          f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")
+    return 130 if result.status == "cancelled" else 0
+
+
+def _open_store(db: str) -> Any:
+    from storage import RunStore
+
+    return RunStore(db)  # it makes missing folders itself, and removes them again if opening fails
+
+
+def _open_existing_store(db: str) -> Any:
+    """The run log of `runs` and `show`: reading never creates a database or its folders. Runs whose worker
+    died (kill -9) are marked failed first, as the app does at start-up."""
+    from storage import RunStore, StorageError
+    from storage.location import sqlite_file
+
+    path = sqlite_file(db)
+    if path is not None and not path.is_file():
+        raise StorageError(f"no run log at {db!r}; give the --db of a search (default {DEFAULT_DB})")
+    store = RunStore(db)
+    dead = store.mark_dead_workers()
+    if dead:
+        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
+    return store
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = _open_existing_store(args.db)
+    rows = store.list_runs(method=args.method, problem_id=args.problem, status=args.status, limit=args.limit)
+    if not rows:
+        print("no runs")
+        return 0
+    print(f"{'run':32}  {'method':9} {'N':>4} {'problem':16} {'status':9} {'answer':>10} {'ok':>5} {'cost':>9}")
+    for r in rows:
+        cfg = r.get("config") or {}
+        ok = {True: "yes", False: "no", None: "-"}[r.get("correct")]
+        print(f"{r['run_id']:32}  {r['method']:9} {cfg.get('budget', ''):>4} {str(r['problem_id'])[:16]:16} "
+              f"{r['status']:9} {str(r.get('answer'))[:10]:>10} {ok:>5} {r.get('cost') or 0:>9g}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store = _open_existing_store(args.db)
+    run = store.find_run(args.run)  # a unique prefix of the id is enough
+    nodes = store.get_nodes(run["run_id"])
+    print(f"run {run['run_id']}  {run['method']}  problem {run['problem_id']}  status {run['status']}  "
+          f"answer {run.get('answer')}  correct {run.get('correct')}  cost {run.get('cost')}")
+    print(f"Q: {run['question']}")
+    for line in tree_lines(nodes, args.width):
+        print(line)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.doctor import run_doctor
+
+    found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=parse_opts(args.policy_opt, "policy-opt"),
+                       prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None,
+                       gpu_bytes=int(args.gpu_gib * 2**30) if args.gpu_gib else None)
+    return 1 if found else 0
+
+
+def _add_model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2 or vllm:smollm2 "
+                                    "(default: arith policy A, for arith problems only)")
+    p.add_argument("--prm", help="PRM model: folder, .gguf file, hf:<id> or smollm2 (default: the arith PRM, for arith "
+                                 "problems only)")
+    p.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
+                                      "(default: detected from the model)")
+    p.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, "
+                        "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')")
+    p.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")
+
+
+def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str]:
+    """The tree below the root as indented lines, depth first: an explicit stack, so a chain thousands of
+    steps deep prints like any other tree (recursion stopped at about a thousand)."""
+    children: dict[Any, list[dict]] = {}
+    for n in nodes:
+        children.setdefault(n["parent_id"], []).append(n)
+    stack = [(n, 0) for n in sorted(children.get(0, []), key=lambda x: x["node_id"], reverse=True)]
+    seen: set[Any] = {0}
+    while stack:
+        n, indent = stack.pop()
+        stats = "unscored" if n.get("mean") is None else f"R̄={n['mean']:.3f}"
+        if n.get("var") is not None:
+            stats += f" σ²={n['var']:.4f}"
+            if n.get("logit_var") is not None:
+                stats += f" σ²(logit)={n['logit_var']:.3f}"
+            stats += f" K={n['k']}" + (" OOD" if n.get("ood") else "")
+        flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
+        step = (n.get("step") or "").strip().replace("\n", " ")
+        yield (f"{'  ' * indent}#{n['node_id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
+               f"{step[:width]}")
+        seen.add(n["node_id"])
+        kids = sorted(children.get(n["node_id"], []), key=lambda x: x["node_id"], reverse=True)
+        stack.extend((c, indent + 1) for c in kids if c["node_id"] not in seen)  # a damaged log may hold a cycle
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag ends in the project's one line `error: <field>: <what>` (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.match(r"argument (?:--)?([\w-]+)(?:/[\w-]+)*: (.*)", message, re.S)
+        field, what = (m.group(1).replace("-", "_"), m.group(2)) if m else ("arguments", message)
+        self.exit(2, f"error: {field}: {' '.join(what.split())}; see {self.prog} --help\n")
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1; got {value}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(prog="python -m uats_core", description="UATS Studio: PRM-guided tree search")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("search", help="search one problem and log it")
+    s.add_argument("--problem", help=f"problem id (default {DEFAULT_PROBLEM}), or an index into --dataset")
+    s.add_argument("--dataset", help="a .jsonl file (MATH-500, AIME 2024) or a hub name (math500, aime24)")
+    _add_model_flags(s)
+    s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--max-budget", type=_at_least_one, help="refuse budgets above this (default 1024, or $UATS_MAX_BUDGET)")
+    _add_config_flags(s)
+    s.set_defaults(fn=cmd_search)
+    r = sub.add_parser("runs", help="list logged runs")
+    r.add_argument("--db", default=DEFAULT_DB)
+    r.add_argument("--method")
+    r.add_argument("--problem")
+    r.add_argument("--status")
+    r.add_argument("--limit", type=_at_least_one, default=50)
+    r.set_defaults(fn=cmd_runs)
+    w = sub.add_parser("show", help="print a run's tree")
+    w.add_argument("run")
+    w.add_argument("--db", default=DEFAULT_DB)
+    w.add_argument("--width", type=_at_least_one, default=80, help="characters of step text per node")
+    w.set_defaults(fn=cmd_show)
+    d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
+    _add_model_flags(d)
+    d.add_argument("--dataset", help="the dataset the pair will search (the arith models serve arith problems only)")
+    d.add_argument("--gpu-gib", type=float, help="plan GPU memory for a device of this size (GiB) even if none is visible")
+    d.set_defaults(fn=cmd_doctor)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if getattr(args, "max_budget", None):
+            set_max_budget(args.max_budget)
+        return args.fn(args)
+    except (ConfigError, ProblemError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        if hasattr(exc, "field"):  # StorageError, BackendError: ValueErrors that name their field
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

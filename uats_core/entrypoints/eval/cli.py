@@ -1,0 +1,173 @@
+"""`python -m uats_core.eval`: run an evaluation grid into a run log (resumable; --shard, --ray, batching).
+
+    python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 \\
+        --problems 200 --seeds 3 --db runs/eval.db
+    python -m uats_core.eval --dataset ../shared/data/math500.jsonl --problems 500 --seeds 1 \\
+        --model qwen=vllm:Qwen/Qwen2.5-1.5B-Instruct --model qprm=hf:Qwen/Qwen2.5-Math-PRM-7B --pairs qwen:qprm \\
+        --methods rebase,h-uats --budgets 16,64 --ray local --gpus-per-worker 1 --policy-opt dtype=bfloat16
+
+Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
+written."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any, Sequence
+
+from uats_core.config import ConfigError
+from uats_core.interrupts import sigterm_as_interrupt
+from uats_core.problems import ProblemError
+from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
+                   parse_pairs, parse_seeds, parse_settings)
+from .run import EvalOptions, run_eval
+
+log = logging.getLogger("uats_core.eval")
+
+ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0", "tau": "variance threshold τ",
+                  "delta": "re-evaluation margin δ", "dropout_mode": "dropout sites: full | head | last:L"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m uats_core.eval", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("problems")
+    g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
+    g.add_argument("--split", default="test", help="arith split (default test)")
+    g.add_argument("--dataset", help="math500 | aime24 (hub, needs internet) | a .jsonl file")
+    g.add_argument("--problems", type=int, help="first N problems (arith default 200; a dataset: all)")
+    g = p.add_argument_group("grid")
+    g.add_argument("--pairs", default="A:prm", help="POLICY:PRM name pairs, comma-separated (built in: A, B, prm)")
+    g.add_argument("--model", action="append", default=[], metavar="NAME=SPEC",
+                   help="name a model for --pairs: folder, hf:<id>, vllm:<id> (policy), or py:module:function")
+    g.add_argument("--methods", default="all", help="all, or a comma list of best-of-n,beam,dvts,rebase,dora,h-uats,a-uats")
+    g.add_argument("--budgets", default="4,16,64", help="N values, comma-separated")
+    g.add_argument("--seeds", default="3", help="a count (3 = seeds 0,1,2) or a comma list")
+    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a SearchConfig field for every cell")
+    g = p.add_argument_group("ablations (comma lists; the cross product becomes extra grid axes, UATS methods only)")
+    for name, what in ABLATION_FLAGS.items():
+        g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what)
+    g.add_argument("--uncertainty", metavar="on,off",
+                   help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation budget")
+    g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other config field as an axis")
+    g = p.add_argument_group("execution")
+    g.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL (PostgreSQL across machines)")
+    g.add_argument("--shard", metavar="i/n", help="run only every n-th cell of the grid, starting at i (no Ray)")
+    g.add_argument("--ray", metavar="ADDRESS|local", help="run cells as Ray actors (local = a private Ray here)")
+    g.add_argument("--workers", type=int, help="Ray actors (default: CPUs / cpus-per-worker)")
+    g.add_argument("--cpus-per-worker", type=float, default=1.0)
+    g.add_argument("--gpus-per-worker", type=float, default=0.0)
+    g.add_argument("--chunk", type=int, help="cells per Ray task (default: about 4 chunks per actor)")
+    g.add_argument("--batch", type=int, default=1, metavar="LANES",
+                   help="cross-problem batching: LANES searches per worker share policy/PRM calls (1 = off)")
+    g.add_argument("--batch-prm", choices=("on", "off"), default="on",
+                   help="merge PRM calls across batched searches too (policy calls always merge)")
+    g.add_argument("--torch-threads", type=int, help="torch intra-op threads per worker")
+    g.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="policy option, repeatable, JSON values: dtype=bfloat16, device=cuda (transformers), "
+                        "gpu_memory_utilization=0.5 or llm_kwargs='{...}' (vLLM)")
+    g.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="PRM option, repeatable: dtype=float32, device=cuda:1, max_batch_tokens=8192")
+    g.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
+                                      "(default: detected per PRM)")
+    g.add_argument("--max-attempts", type=int, default=3, help="give a failing cell up after this many attempts")
+    g.add_argument("--stale-after", type=float, default=900.0,
+                   help="seconds without a heartbeat after which another host's running cell counts as orphaned")
+    g.add_argument("--dry-run", action="store_true", help="plan only: count the cells to run")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def spec_from_args(args: argparse.Namespace) -> GridSpec:
+    models = parse_models(args.model)
+    pairs = parse_pairs(args.pairs, models)
+    dataset, problems = load_eval_problems(args.world, args.dataset, args.problems, args.split)
+    axes: dict[str, list[Any]] = {}
+    for name in ABLATION_FLAGS:
+        raw = getattr(args, f"axis_{name}")
+        if raw:
+            axes[name] = parse_axis(name, raw)
+    for item in args.axis:
+        name, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError("axis", f"{item!r} is not FIELD=V1,V2")
+        axes[name.strip().replace("-", "_")] = parse_axis(name.strip(), raw)
+    uncertainty: list[bool] = []
+    if args.uncertainty:
+        for v in args.uncertainty.split(","):
+            v = v.strip().lower()
+            if v not in ("on", "off"):
+                raise ConfigError("uncertainty", f"use on, off or on,off; got {args.uncertainty!r}")
+            uncertainty.append(v == "on")
+    return GridSpec(pairs=pairs, problems=problems, dataset=dataset, methods=parse_methods(args.methods),
+                    budgets=parse_int_list(args.budgets, "budgets", low=1), seeds=parse_seeds(args.seeds),
+                    settings=parse_settings(args.set), axes=axes, uncertainty=list(dict.fromkeys(uncertainty)))
+
+
+def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
+    (custom py: factories take the options as they are)."""
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.backends.plan import plan_models
+
+    policy_opts = parse_opts(args.policy_opt, "policy-opt")
+    prm_opts = parse_opts(args.prm_opt, "prm-opt")
+    for pair in spec.pairs:
+        if not (pair.policy.startswith("py:") or pair.prm.startswith("py:")):
+            plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
+    if args.prm_kind:
+        prm_opts["kind"] = args.prm_kind  # the workers' load_prm takes the kind with the options
+    return policy_opts, prm_opts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "urllib3", "filelock", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        if args.shard and args.ray:
+            raise ConfigError("shard", "--shard splits the grid without Ray; drop one of --shard and --ray")
+        if args.batch < 1:
+            raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
+        spec = spec_from_args(args)
+        policy_opts, prm_opts = check_pair_options(spec, args)
+        opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,
+                           cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker, lanes=args.batch,
+                           merge_prm=args.batch_prm == "on",
+                           torch_threads=args.torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
+                           max_attempts=args.max_attempts,
+                           stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,
+                           dry_run=args.dry_run)
+        with sigterm_as_interrupt():
+            summary = run_eval(spec, opts)
+    except (ConfigError, ProblemError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        if hasattr(exc, "field"):  # StorageError, BackendError, ControllerError name their field
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print("interrupted: finished cells are kept; rerun the same command to resume", file=sys.stderr)
+        return 130
+    if args.dry_run:
+        print(f"dry run: {summary.cells} cells, {summary.done_before} finished, {summary.to_run} to run "
+              f"({summary.orphans} of them orphaned), {summary.busy} held by live workers, {summary.given_up} given up")
+        return 0
+    print(summary.line())
+    if summary.failed:
+        bad = [o for o in summary.outcomes if o.status == "failed"][:3]
+        for o in bad:
+            print(f"  failed {o.key}: {o.error}", file=sys.stderr)
+    if not args.dry_run:
+        print(f"report: python -m uats_core.report --db {args.db} --out runs/reports")
+    return 1 if summary.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

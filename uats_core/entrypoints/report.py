@@ -1,0 +1,85 @@
+"""Reports from an evaluation's run log: `python -m uats_core.report --db runs/eval.db --out runs/reports`.
+
+Reads the `eval_cells` table joined to the run log's `runs` and `nodes` (storage.eval_results) and hands the
+rows to uats_core.report, which builds:
+
+- accuracy against N and against the compute each search actually spent (runs.cost), per pair, every
+  method, with Pass@N (the oracle: some terminal candidate - finished, or truncated with an answer - is
+  correct) and 95% intervals over seeds;
+- the paper's Table 4 layout (mean accuracy over the budgets, method by pair) and per-budget tables;
+- the Figure 2 analysis: the PRM's step accuracy and the MC-variance distribution per policy/PRM pair
+  (ID vs OOD), from the stored nodes, with the arithmetic world's exact step checker as ground truth;
+- ablations: every non-"base" variant (dropout p, K0, τ, δ, dropout mode, without uncertainty).
+
+`build_report(store_or_url)` returns the figures and tables for the app; `write_report` exports them
+(one offline report.html with plotly.js inlined, a PNG per figure through kaleido when a browser is
+available, Markdown and CSV tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any, Sequence
+
+from storage.eval_results import engine_of, load_nodes, load_results
+from uats_core.report import Report, assemble_report, write_report
+
+__all__ = ["build_report", "write_report", "main"]
+
+
+def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
+                 roles: dict[str, str] | None = None, fig2: bool = True, max_fig2_runs_per_pair: int = 600,
+                 tau: float | None = None, methods: Sequence[str] | None = None,
+                 pairs: Sequence[str] | None = None) -> Report:
+    """Every figure and table of the evaluation in `store_or_url` (a RunStore, an engine, a path or URL);
+    the keywords are uats_core.report.assemble_report's."""
+    engine = engine_of(store_or_url)
+    return assemble_report(load_results(engine), partial(load_nodes, engine), common_problems=common_problems,
+                           confidence=confidence, roles=roles, fig2=fig2, max_fig2_runs_per_pair=max_fig2_runs_per_pair,
+                           tau=tau, methods=methods, pairs=pairs)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m uats_core.report", description="figures and tables of an evaluation run log")
+    p.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL")
+    p.add_argument("--out", default="runs/reports", help="folder for report.html, PNGs, tables.md and CSVs")
+    p.add_argument("--all-problems", action="store_true",
+                   help="use every finished cell, even where a problem is not finished for all methods/budgets/seeds")
+    p.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    p.add_argument("--no-fig2", action="store_true", help="skip the Figure 2 node analysis (the slow part on big logs)")
+    p.add_argument("--fig2-runs", type=int, default=600, help="runs per pair read for the Figure 2 analysis")
+    p.add_argument("--methods", help="comma list: report only these methods")
+    p.add_argument("--pairs", help="comma list: report only these pairs")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("choreographer").setLevel(logging.WARNING)
+    logging.getLogger("kaleido").setLevel(logging.WARNING)
+    try:
+        from storage import RunStore
+
+        if "://" not in args.db and not Path(args.db).exists():
+            raise ValueError(f"db: no database at {args.db!r}; run python -m uats_core.eval first")
+        store = RunStore(args.db)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
+    rep = build_report(store, common_problems=not args.all_problems, fig2=not args.no_fig2,
+                       max_fig2_runs_per_pair=args.fig2_runs, methods=split(args.methods), pairs=split(args.pairs))
+    files = write_report(rep, args.out, png=not args.no_png)
+    print(rep.summary_markdown())
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Reports of an evaluation: statistics (stats), Markdown tables (tables), plotly figures (figures), the
+Figure 2 PRM analysis (steps), assembling them (build) and writing them to a folder (export).
+
+No SQL here: the entry point uats_core.entrypoints.report reads the run log through storage.eval_results
+and hands the rows in (`python -m uats_core.report --db runs/eval.db --out runs/reports`).
+"""
+
+from .build import Report, assemble_report, default_roles
+from .export import write_report
+from .stats import t_interval, t_quantile, wilson
+
+__all__ = ["Report", "assemble_report", "default_roles", "write_report", "t_interval", "t_quantile", "wilson"]

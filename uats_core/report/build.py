@@ -1,0 +1,150 @@
+"""Assembling a Report from an evaluation's rows: the tables, the Markdown and the figures.
+
+The rows (one per finished evaluation cell, from storage.eval_results.load_results) and the node loader of
+the Figure 2 analysis are handed in, so building a report needs no database here; the entry point
+uats_core.entrypoints.report.build_report(store_or_url) opens the run log and calls assemble_report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pandas as pd
+
+from .figures import fig_ablation, fig_curves, fig_prm
+from .stats import curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants
+from .steps import NodeLoader, prm_summary, step_records
+from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
+                     table4_markdown)
+
+
+@dataclass
+class Report:
+    figures: dict[str, Any] = field(default_factory=dict)  # name -> plotly Figure
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    markdown: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """{"figures": {name: go.Figure}, "tables": {name: DataFrame}, "markdown": {name: str}, "notes": [...]}."""
+        return {"figures": self.figures, "tables": self.tables, "markdown": self.markdown, "notes": self.notes}
+
+    def summary_markdown(self) -> str:
+        parts = ["# Evaluation report", "", *[f"- {n}" for n in self.notes], ""]
+        for name, text in self.markdown.items():
+            parts += [f"## {name}", "", text, ""]
+        return "\n".join(parts)
+
+
+def default_roles(df: pd.DataFrame) -> dict[str, str]:
+    """The built-in pairs' roles (e.g. 'ID', 'OOD') for the pairs that use the built-in models."""
+    from ..eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
+
+    roles = {}
+    for pair, g in df.groupby("pair"):
+        if pair in BUILTIN_ROLES and g["policy"].iloc[0] == BUILTIN_MODELS[pair.split(":")[0]]:
+            roles[pair] = BUILTIN_ROLES[pair]
+    return roles
+
+
+def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, common_problems: bool = True,
+                    confidence: float = 0.95, roles: dict[str, str] | None = None, fig2: bool = True,
+                    max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
+                    pairs: Sequence[str] | None = None) -> Report:
+    """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
+
+    figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
+    tables (DataFrames): results (one row per cell), curves, table4, pass_table4, prm_summary;
+    markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
+    load_nodes: run ids -> their nodes, for the Figure 2 analysis (skipped without it).
+    methods / pairs: report only these (e.g. leave out a method still running, whose unfinished problems
+    would otherwise shrink the common problem set of every method)."""
+    from ..config import SearchConfig
+
+    rep = Report()
+    if methods:
+        raw = raw[raw["method"].isin(list(methods))]
+    if pairs:
+        raw = raw[raw["pair"].isin(list(pairs))]
+    rep.tables["results"] = raw
+    if raw.empty:
+        rep.notes.append("no finished evaluation cells in this database")
+        return rep
+    roles = default_roles(raw) if roles is None else roles
+    tau = SearchConfig().tau if tau is None else tau
+    df = restrict_common(raw) if common_problems else raw
+    _add_notes(rep, raw, df)
+    cur = curves(df, confidence)
+    rep.tables["curves"] = cur
+    _add_tables(rep, df, cur, roles, confidence)
+    _add_figures(rep, df, cur, roles, confidence)
+    if fig2 and load_nodes is not None:
+        _add_prm_analysis(rep, load_nodes, df, roles, tau, max_fig2_runs_per_pair)
+    return rep
+
+
+def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
+    dropped = len(raw) - len(df)
+    rep.notes.append(f"{len(raw)} finished cells; {len(df)} used"
+                     + (f" ({dropped} dropped: their problem is not finished for every method × budget × seed of its group)"
+                        if dropped else ""))
+    if bool(raw["batched"].any()):
+        rep.notes.append(f"{int(raw['batched'].sum())} cells ran under cross-problem batching (valid samples, but "
+                         "not reproducible alone: their RNG draws were shared with co-scheduled searches)")
+    rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems")
+
+
+def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
+    mob = mean_over_budgets(df, "correct", confidence)
+    rep.tables["table4"] = mob
+    pob = mean_over_budgets(df, "pass_at_n", confidence)
+    rep.tables["pass_table4"] = pob
+    base = cur[cur["variant"] == "base"]
+    for key, text in table4_markdown(mob[mob["variant"] == "base"], roles).items():
+        rep.markdown[f"Table 4 layout: {key}"] = text
+    for key, text in per_budget_markdown(base, roles, "acc").items():
+        rep.markdown[f"Accuracy by budget (%): {key}"] = text
+    for key, text in per_budget_markdown(base, roles, "pass_at_n").items():
+        rep.markdown[f"Pass@N by budget (%, oracle): {key}"] = text
+    for key, text in per_budget_markdown(base, roles, "cost").items():
+        rep.markdown[f"Mean compute spent per search (PRM-pass units, ± 95% t over seeds): {key}"] = text
+    for key, text in against_rebase_markdown(base, roles).items():
+        rep.markdown[f"UATS against REBASE: {key}"] = text
+    pdiff = paired_differences(df[df["variant"] == "base"], confidence)
+    rep.tables["paired_differences"] = pdiff
+    for key, text in paired_markdown(pdiff, roles).items():
+        rep.markdown[f"Paired accuracy differences: {key}"] = text
+    abl_df = same_problems_across_variants(df)
+    abl = ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles) if len(abl_df) else ""
+    if abl:
+        rep.markdown["Ablations"] = abl
+
+
+def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
+    for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
+        suffix = "" if (dataset, variant) == tuple(cur[["dataset", "variant"]].iloc[0]) else f" [{dataset} {variant}]"
+        tag = "" if not suffix else f"_{dataset}_{variant}".replace("=", "").replace(",", "_").replace("/", "_")
+        n_desc = f"{span(g['n_problems'])} problems × {span(g['n_seeds'])} seeds"
+        rep.figures["accuracy_vs_n" + tag] = fig_curves(
+            g, "budget", "acc", f"Accuracy vs N, {dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)", roles,
+            dashed_extra="pass_at_n")
+        rep.figures["accuracy_vs_cost" + tag] = fig_curves(
+            g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
+        rep.figures["pass_at_n" + tag] = fig_curves(
+            g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
+    abl_df = same_problems_across_variants(df)
+    abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
+    if abl_fig is not None:
+        rep.figures["ablations"] = abl_fig
+
+
+def _add_prm_analysis(rep: Report, load_nodes: NodeLoader, df: pd.DataFrame, roles: dict[str, str], tau: float,
+                      max_runs_per_pair: int) -> None:
+    steps = step_records(load_nodes, df, max_runs_per_pair)
+    summ = prm_summary(steps, tau)
+    rep.tables["prm_steps"] = steps
+    rep.tables["prm_summary"] = summ
+    if len(summ):
+        rep.figures["prm_analysis"] = fig_prm(steps, summ, roles, tau)
+        rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = prm_markdown(summ, roles, tau)

@@ -1,0 +1,204 @@
+"""The report's statistics: a Student-t (no scipy needed), intervals, and the aggregations every table and
+figure reads. No SQL here: the rows come from storage.eval_results, one per finished evaluation cell.
+
+Intervals: per seed, the accuracy over problems; then the mean over seeds ± t(0.975, s−1)·sd/√s, the
+Student-t interval with s = number of seeds (problems are shared by all seeds, so seeds are the
+replicates). With one seed there is no interval (shown as ±nan). Comparisons use, per (dataset, pair,
+variant), only the problems for which every (method, budget, seed) cell of that group has finished, so an
+unfinished grid never compares methods on different problems.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+METHOD_ORDER = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
+
+
+TERMINAL = ("finished", "truncated")  # node statuses that end a candidate solution
+
+
+UATS = ("h-uats", "a-uats")
+
+
+def method_key(m: str) -> int:
+    """Sort key: the paper's method order, unknown methods last."""
+    return METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(q: float, df: float) -> float:
+    """Student-t quantile by bisection on the exact CDF (no scipy needed): t_quantile(0.975, 2) = 4.303."""
+    if not 0.0 < q < 1.0 or df <= 0:
+        raise ValueError(f"need 0 < q < 1 and df > 0; got q={q}, df={df}")
+    if q < 0.5:
+        return -t_quantile(1.0 - q, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < q:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return 0.5 * (lo + hi)
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """(mean, half-width) of the Student-t interval; half-width nan with fewer than 2 values."""
+    x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+    if x.size == 0:
+        return float("nan"), float("nan")
+    if x.size < 2:
+        return float(x.mean()), float("nan")
+    half = t_quantile(0.5 + confidence / 2.0, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return float(x.mean()), half
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return centre - half, centre + half
+
+
+def complete_problems(df: pd.DataFrame, groups: list[str], axes: list[str]) -> pd.DataFrame:
+    """Per group, keep the problems that have every combination of `axes` seen in that group."""
+    if df.empty:
+        return df
+    keep = []
+    for _, g in df.groupby(groups, sort=False):
+        combos = g.groupby(axes).ngroups
+        per_problem = g.groupby("problem_id")[axes].apply(lambda x: len(x.drop_duplicates()))
+        full = set(per_problem[per_problem == combos].index)
+        keep.append(g[g["problem_id"].isin(full)])
+    return pd.concat(keep, ignore_index=True)
+
+
+def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, pair, variant): keep the problems that finished every (method, budget, seed) of it."""
+    return complete_problems(df, ["dataset", "pair", "variant"], ["method", "budget", "seed"])
+
+
+def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
+    """UATS rows only; per (dataset, pair, method), the problems finished in every variant of it, so an
+    ablation compares like with like (the base grid usually covers more problems than an ablation run)."""
+    return complete_problems(df[df["method"].isin(UATS)], ["dataset", "pair", "method"], ["variant"])
+
+
+def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per (dataset, variant, pair, method, budget): accuracy, naive accuracy, Pass@N and mean cost, each
+    as mean over seeds of the per-seed mean over problems, with t-interval half-widths."""
+    rows = []
+    keys = ["dataset", "variant", "pair", "method", "budget"]
+    for key, g in df.groupby(keys, sort=False):
+        per_seed = g.groupby("seed").agg(acc=("correct", "mean"), naive=("naive_correct", "mean"),
+                                         pass_at_n=("pass_at_n", "mean"), cost=("cost", "mean"))
+        row = dict(zip(keys, key))
+        for col in ("acc", "naive", "pass_at_n", "cost"):
+            m, h = t_interval(per_seed[col].tolist(), confidence)
+            row[col], row[col + "_half"] = m, h
+        row["n_seeds"] = int(len(per_seed))
+        row["n_problems"] = int(g["problem_id"].nunique())
+        row["n_runs"] = int(len(g))
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["_m"] = out["method"].map(method_key)
+    return out.sort_values(["dataset", "variant", "pair", "_m", "budget"]).drop(columns="_m").reset_index(drop=True)
+
+
+def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: float = 0.95) -> pd.DataFrame:
+    """Table 4's number: per seed, the mean over budgets of the accuracy over problems; then mean ± t over seeds."""
+    rows = []
+    keys = ["dataset", "variant", "pair", "method"]
+    for key, g in df.groupby(keys, sort=False):
+        per_seed_budget = g.groupby(["seed", "budget"])[metric].mean()
+        per_seed = per_seed_budget.groupby(level="seed").mean()
+        m, h = t_interval(per_seed.tolist(), confidence)
+        rows.append({**dict(zip(keys, key)), "value": m, "half": h, "n_seeds": len(per_seed),
+                     "budgets": ",".join(str(b) for b in sorted(g["budget"].unique())),
+                     "n_problems": int(g["problem_id"].nunique())})
+    return pd.DataFrame(rows)
+
+
+def comparisons(methods: Iterable[str]) -> list[tuple[str, str]]:
+    """The UATS methods against REBASE (the allocation they extend), and A-UATS against H-UATS."""
+    present = set(methods)
+    out = [(m, "rebase") for m in UATS if m in present and "rebase" in present]
+    if {"a-uats", "h-uats"} <= present:
+        out.append(("a-uats", "h-uats"))
+    return out
+
+
+def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Accuracy of x minus y on the same (problem, seed) cells, per (dataset, variant, pair, budget): the mean
+    with a t-interval over seeds (of the per-seed mean difference, as the other tables) and one over
+    problems (of the per-problem mean over seeds; paired, so problem difficulty cancels)."""
+    rows = []
+    keys = ["dataset", "variant", "pair", "budget"]
+    for key, g in df.groupby(keys, sort=False):
+        wide = g.pivot_table(index=["problem_id", "seed"], columns="method", values="correct", aggfunc="first")
+        for x, y in comparisons(wide.columns):
+            d = (wide[x].astype(float) - wide[y].astype(float)).dropna()
+            if d.empty:
+                continue
+            mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
+            _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
+            rows.append({**dict(zip(keys, key)), "x": x, "y": y, "diff": mean, "half_seeds": seed_half,
+                         "half_problems": problem_half, "n_cells": int(len(d))})
+    out = pd.DataFrame(rows)
+    return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out

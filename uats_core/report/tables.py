@@ -1,0 +1,154 @@
+"""The report's Markdown tables (ready for docs/results.md): Table 4 layout, per-budget tables, UATS beside
+REBASE, paired differences, ablations and the Figure 2 PRM summary."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from .stats import UATS, method_key
+
+
+def mean_pm(m: float, h: float, scale: float = 100.0, digits: int = 1) -> str:
+    """'m ± h', scaled (100: a share as %) and rounded; '–' without a mean, no ± without an interval."""
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "–"
+    return f"{scale * m:.{digits}f}" + ("" if h is None or math.isnan(h) else f" ± {scale * h:.{digits}f}")
+
+
+def span(values: pd.Series) -> str:
+    lo, hi = int(values.min()), int(values.max())
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def pair_name(pair: str, roles: dict[str, str]) -> str:
+    return f"{pair} ({roles[pair]})" if pair in roles else pair
+
+
+def table4_markdown(mob: pd.DataFrame, roles: dict[str, str], metric_name: str = "accuracy") -> dict[str, str]:
+    """Per (dataset, variant): rows = methods, columns = pairs, cells = mean over budgets ± 95% t-interval (%)."""
+    out = {}
+    for (dataset, variant), g in mob.groupby(["dataset", "variant"], sort=False):
+        pairs = list(dict.fromkeys(g["pair"]))
+        methods = sorted(g["method"].unique(), key=method_key)
+        rows = []
+        for m in methods:
+            cells = []
+            for p in pairs:
+                hit = g[(g["method"] == m) & (g["pair"] == p)]
+                cells.append(mean_pm(hit["value"].iloc[0], hit["half"].iloc[0]) if len(hit) else "–")
+            rows.append([m, *cells])
+        info = g.iloc[0]
+        title = (f"Mean {metric_name} (%) over N ∈ {{{info['budgets']}}}, {dataset}, variant {variant}; "
+                 f"{span(g['n_problems'])} problems, {span(g['n_seeds'])} seeds, "
+                 "± = 95% t-interval over seeds")
+        out[f"{dataset}|{variant}"] = f"{title}\n\n" + markdown_table(["method", *[pair_name(p, roles) for p in pairs]], rows)
+    return out
+
+
+def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "acc") -> dict[str, str]:
+    out = {}
+    for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
+        pairs = list(dict.fromkeys(g["pair"]))
+        budgets = sorted(g["budget"].unique())
+        methods = sorted(g["method"].unique(), key=method_key)
+        header = ["method"] + [f"{pair_name(p, roles)} N={b}" for p in pairs for b in budgets]
+        rows = []
+        for m in methods:
+            cells = []
+            for p in pairs:
+                for b in budgets:
+                    hit = g[(g["method"] == m) & (g["pair"] == p) & (g["budget"] == b)]
+                    if not len(hit):
+                        cells.append("–")
+                    elif col == "cost":
+                        cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], scale=1.0, digits=0))
+                    else:
+                        cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0]))
+            rows.append([m, *cells])
+        out[f"{dataset}|{variant}"] = markdown_table(header, rows)
+    return out
+
+
+def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if pdiff.empty:  # one method only, or no REBASE to compare with
+        return out
+    for (dataset, variant), g in pdiff.groupby(["dataset", "variant"], sort=False):
+        rows = [[pair_name(r.pair, roles), r.budget, f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
+                 "–" if math.isnan(r.half_seeds) else f"± {100 * r.half_seeds:.1f}",
+                 "–" if math.isnan(r.half_problems) else f"± {100 * r.half_problems:.1f}"] for r in g.itertuples()]
+        out[f"{dataset}|{variant}"] = (
+            "Accuracy difference in percentage points on the same (problem, seed) cells; 95% t-intervals over "
+            "seeds and over problems\n\n"
+            + markdown_table(["pair", "N", "difference", "mean", "± over seeds", "± over problems"], rows))
+    return out
+
+
+def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
+    """The UATS methods beside REBASE at each budget: accuracy, compute spent and spent as a share of
+    REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
+    out: dict[str, str] = {}
+    for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
+        g = g[g["method"].isin(("rebase", *UATS))]
+        if "rebase" not in set(g["method"]) or len(set(g["method"])) < 2:
+            continue  # nothing to set beside REBASE
+        rows = []
+        for (pair, budget), h in g.groupby(["pair", "budget"], sort=False):  # cur's order: pair, then budget
+            ref = h[h["method"] == "rebase"]
+            ref_cost = float(ref["cost"].iloc[0]) if len(ref) else math.nan
+            for r in sorted(h.itertuples(), key=lambda r: method_key(r.method)):
+                rows.append([pair_name(pair, roles), budget, r.method, mean_pm(r.acc, r.acc_half),
+                             mean_pm(r.cost, r.cost_half, scale=1.0, digits=0),
+                             "–" if not ref_cost > 0 else f"{r.cost / ref_cost:.2f}", r.n_problems])
+        out[f"{dataset}|{variant}"] = (
+            "Accuracy (%) and compute spent per search (PRM-pass units), mean ± 95% t-interval over seeds\n\n"
+            + markdown_table(["pair", "N", "method", "accuracy (%)", "compute spent", "spent / REBASE's", "problems"],
+                             rows))
+    return out
+
+
+def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
+    """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair."""
+    g = mob[mob["method"].isin(UATS)]
+    if g.empty or set(g["variant"]) == {"base"}:
+        return ""
+    pairs = list(dict.fromkeys(g["pair"]))
+    rows = []
+    for (dataset, method), h in g.groupby(["dataset", "method"], sort=False):
+        variants = sorted(h["variant"].unique(), key=lambda v: (v != "base", v))
+        for v in variants:
+            cells = []
+            for p in pairs:
+                hit = h[(h["variant"] == v) & (h["pair"] == p)]
+                cells.append(f"{mean_pm(hit['value'].iloc[0], hit['half'].iloc[0])} (n={int(hit['n_problems'].iloc[0])})"
+                             if len(hit) else "–")
+            rows.append([dataset, method, v, *cells])
+    return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
+            "a method on the same problems)\n\n"
+            + markdown_table(["dataset", "method", "variant", *[pair_name(p, roles) for p in pairs]], rows))
+
+
+def prm_markdown(summary: pd.DataFrame, roles: dict[str, str], tau: float) -> str:
+    """The Figure 2 analysis as a table: per pair, the PRM's step accuracy, AUROC and MC variance."""
+    rows = [[pair_name(r.pair, roles), r.score_kind, r.label_kind, r.n_steps, f"{100 * r.share_correct:.1f}",
+             f"{100 * r.accuracy:.1f} [{100 * r.acc_lo:.1f}, {100 * r.acc_hi:.1f}]", f"{r.auroc:.3f}",
+             f"{r.mean_score_correct:.3f} / {r.mean_score_wrong:.3f}",
+             "–" if math.isnan(r.var_median) else f"{r.var_median:.2e}",
+             "–" if math.isnan(r.var_median) else f"{r.var_median_correct:.2e} / {r.var_median_wrong:.2e}",
+             "–" if math.isnan(r.share_var_over_tau) else f"{100 * r.share_var_over_tau:.1f}",
+             "–" if math.isnan(r.share_std_over_tau) else f"{100 * r.share_std_over_tau:.1f}"]
+            for r in summary.itertuples()]
+    return (f"Step labels from the exact checker (arith) or the graded answer (elsewhere, terminal nodes only); "
+            f"accuracy = score ≥ 0.5 agrees with the label, Wilson 95% interval; σ² of the K0 initial MC passes; "
+            f"τ = {tau:g}.\n\n" + markdown_table(
+                ["pair", "score", "labels", "steps", "% correct steps", "accuracy % [95%]", "AUROC",
+                 "mean score correct / wrong", "median σ²", "median σ² correct / wrong", "% σ² > τ", "% σ > τ"], rows))
