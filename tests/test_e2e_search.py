@@ -108,9 +108,11 @@ def test_uats_decisions_follow_the_paper(logged_runs):
     cap = BUDGET * (18 + 1)
     saw_reeval = False
     for method in ("h-uats", "a-uats"):
+        spent = 0.0
         for it in store.get_iterations(ids[method]):
-            assert it["cost_step"] <= cap + 1e-9
             decisions, budget = it["decisions"], it["budget"]
+            spent += it["cost_step"]  # the carry rule: the cumulative cap, and no step beyond what it was given
+            assert spent <= it["iteration"] * cap + 1e-9 and it["cost_step"] <= budget["available"] + 1e-9
             if it["iteration"] == 1:
                 continue
             knobs = budget["knobs"]

@@ -66,22 +66,36 @@ def test_every_method_runs_and_keeps_tree_invariants(method):
     assert sum(e.cost_step for e in costs) == pytest.approx(result.cost)
 
 
+@pytest.mark.parametrize("spend_rule", ["carry", "paper"])
 @pytest.mark.parametrize("method", ["h-uats", "a-uats"])
 @given(seed=st.integers(0, 10_000), budget=st.sampled_from([4, 8, 16, 32]), depth=st.integers(2, 6))
 @settings(max_examples=25, deadline=None)
-def test_uats_spends_within_cap_and_conserves(method, seed, budget, depth):
-    result, events = _run(method, budget=budget, seed=seed, depth=depth)
-    cap = budget * (18 + 1)
+def test_uats_spends_within_cap_and_conserves(method, spend_rule, seed, budget, depth):
+    result, events = _run(method, budget=budget, seed=seed, depth=depth, spend_rule=spend_rule)
+    cap, per_child = budget * (18 + 1), 18 + 7
+    spent = carry = 0.0
     for it in (e for e in events if isinstance(e, IterationEnded)):
-        assert it.cost_step <= cap + 1e-9
-        if it.iteration == 1:
-            continue
         b = it.budget
+        spent += it.cost_step
+        # The cumulative cap holds at every step; the paper's rule also holds it step by step.
+        assert spent <= it.iteration * cap + 1e-9
+        if spend_rule == "paper":
+            assert it.cost_step <= cap + 1e-9
+        else:
+            # A step spends at most its allowance plus the carry it received, and carries the rest on.
+            assert b["available"] >= carry - 1e-9 and it.cost_step <= b["available"] + 1e-9
+            assert b["carry"] == pytest.approx(b["available"] - it.cost_step)
+            assert b["spent_total"] == pytest.approx(spent)
+            carry = b["carry"]
         extra = sum(d["extra_passes"] for d in it.decisions)
         children = sum(d["children"] for d in it.decisions)
+        if it.iteration == 1:
+            assert extra == 0 and b["reeval_budget"] == 0
+            continue
         assert children == b["width"]
         chosen = [d for d in it.decisions if d["reeval_candidate"]]
         assert extra == (b["reeval_budget"] if chosen else 0)
+        assert it.cost_step == pytest.approx(extra + children * per_child)
         knobs = b["knobs"]
         for d in it.decisions:
             assert d["ood"] == (d["var_before"] > knobs["tau"])
@@ -91,6 +105,20 @@ def test_uats_spends_within_cap_and_conserves(method, seed, budget, depth):
                 assert d["reeval_candidate"]
                 assert d["k"] == d["k_before"] + d["extra_passes"]
     _check_tree(result)
+
+
+def test_carry_rule_matches_rebase_spend_where_the_paper_rule_falls_short():
+    """Same problem, policy and PRM doubles: REBASE's total spend against H-UATS's under both rules."""
+    for budget in (4, 16):
+        spend = {}
+        for name, kw in (("rebase", {}), ("carry", {"spend_rule": "carry"}), ("paper", {"spend_rule": "paper"})):
+            total = 0.0
+            for seed in range(6):
+                result, _ = _run("rebase" if name == "rebase" else "h-uats", budget=budget, seed=seed, depth=5, **kw)
+                total += result.cost
+            spend[name] = total
+        assert 0.95 <= spend["carry"] / spend["rebase"] <= 1.05, (budget, spend)
+        assert spend["paper"] / spend["rebase"] < 0.95 and spend["paper"] < spend["carry"], (budget, spend)
 
 
 @pytest.mark.parametrize("method", ["rebase", "dora", "beam", "dvts", "best-of-n"])

@@ -109,7 +109,8 @@ class CarryRule(_Rule):
         super().settle(spent, finished)
 
     def info(self) -> dict[str, Any]:
-        return {"spend_rule": self.name, "allowance": self.allowance, "carry": self.carry, "spent_total": self.spent,
+        return {"spend_rule": self.name, "available": self._available, "allowance": self.allowance, "carry": self.carry,
+                "spent_total": self.spent,
                 "reeval_asked": self._reeval_asked, "width_asked": self._width_asked}
 
 

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from storage.eval_results import engine_of, load_nodes, load_results
 from uats_core.report import Report, assemble_report, write_report
 
-__all__ = ["build_report", "write_report", "main"]
+__all__ = ["build_report", "report_from_ledger", "write_report", "main"]
 
 
 def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
@@ -43,9 +43,21 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
                            tau=tau, methods=methods, pairs=pairs)
 
 
+def report_from_ledger(folder: str | Path, **kw: Any) -> Report:
+    """Every figure and table from a results ledger (storage.results_ledger) alone: no run log needed."""
+    from storage.results_ledger import RESULTS_FILE, ResultsLedger
+
+    ledger = ResultsLedger(folder)
+    if not ledger.results_path.exists():
+        raise ValueError(f"ledger: no {RESULTS_FILE} in {folder!r}; run python -m uats_core.eval --ledger {folder} first")
+    return assemble_report(ledger.results(), steps=ledger.steps(), **kw)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m uats_core.report", description="figures and tables of an evaluation run log")
     p.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL")
+    p.add_argument("--ledger", metavar="DIR", help="build from a results ledger folder alone (e.g. results/arith-grid) "
+                                                   "instead of a run log")
     p.add_argument("--out", default="runs/reports", help="folder for report.html, PNGs, tables.md and CSVs")
     p.add_argument("--all-problems", action="store_true",
                    help="use every finished cell, even where a problem is not finished for all methods/budgets/seeds")
@@ -63,18 +75,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("choreographer").setLevel(logging.WARNING)
     logging.getLogger("kaleido").setLevel(logging.WARNING)
+    split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
+    kw = dict(common_problems=not args.all_problems, fig2=not args.no_fig2, methods=split(args.methods),
+              pairs=split(args.pairs))
     try:
-        from storage import RunStore
+        if args.ledger:
+            rep = report_from_ledger(args.ledger, **kw)
+        else:
+            from storage import RunStore
 
-        if "://" not in args.db and not Path(args.db).exists():
-            raise ValueError(f"db: no database at {args.db!r}; run python -m uats_core.eval first")
-        store = RunStore(args.db)
+            if "://" not in args.db and not Path(args.db).exists():
+                raise ValueError(f"db: no database at {args.db!r}; run python -m uats_core.eval first")
+            rep = build_report(RunStore(args.db), max_fig2_runs_per_pair=args.fig2_runs, **kw)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
-    rep = build_report(store, common_problems=not args.all_problems, fig2=not args.no_fig2,
-                       max_fig2_runs_per_pair=args.fig2_runs, methods=split(args.methods), pairs=split(args.pairs))
     files = write_report(rep, args.out, png=not args.no_png)
     print(rep.summary_markdown())
     print("wrote " + ", ".join(str(f) for f in files))

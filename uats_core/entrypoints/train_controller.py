@@ -25,6 +25,7 @@ import torch
 from uats_core.config import SearchConfig
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.methods.uats import Knobs
+from uats_core.paths import portable_path
 from uats_core.runner import ASSETS, run_search
 from uats_core.controller.policy import KNOBS, ControllerNet, LearnedController, Step, feature_names, save_checkpoint, squash, unsquash
 
@@ -94,16 +95,6 @@ def reward_of(correct: bool | None, cost: float, budget: int, cost_ratio: float,
     return float(bool(correct)) - LAMBDA * cost / cost_total
 
 
-def _portable(path: str) -> str:
-    """A model path as the checkpoint's meta records it: relative to the repository when inside it, so a
-    shipped checkpoint does not carry the trainer's home directory."""
-    repo = ASSETS.parents[1]
-    try:
-        return str(Path(path).resolve().relative_to(repo))
-    except ValueError:
-        return path
-
-
 def collect_states(problems, pairs, config: SearchConfig, n_searches: int) -> torch.Tensor:
     """States H-UATS actually visits (for behaviour cloning): run it with a recording default controller."""
     seen: list[dict[str, float]] = []
@@ -147,7 +138,7 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
     ctrl = LearnedController(net, uncertainty_features, sample=True, generator=torch.Generator().manual_seed(seed))
     curve: list[dict] = []
     meta = {"seed": seed, "rounds": rounds, "searches_per_round": searches_per_round, "budgets": list(budgets),
-            "pairs": [[_portable(x) for x in p] for p in pairs_spec], "bc_states": len(x), "bc_worst_rel_error": bc_error,
+            "pairs": [[portable_path(x) for x in p] for p in pairs_spec], "bc_states": len(x), "bc_worst_rel_error": bc_error,
             "lambda": LAMBDA, "lr": 1e-4}
 
     def checkpoint() -> None:

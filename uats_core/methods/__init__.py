@@ -24,8 +24,8 @@ def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
         cls = REGISTRY[config.method]
     except KeyError:
         raise ConfigError("method", f"unknown method {config.method!r}; choose one of {', '.join(REGISTRY)}") from None
-    if issubclass(cls, UATS):
-        return cls(config, controller)
+    if issubclass(cls, AUATS):
+        return cls(config, controller)  # H-UATS keeps the config's knobs: a controller is A-UATS's
     return cls(config)
 
 

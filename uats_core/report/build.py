@@ -40,10 +40,12 @@ class Report:
 def default_roles(df: pd.DataFrame) -> dict[str, str]:
     """The built-in pairs' roles (e.g. 'ID', 'OOD') for the pairs that use the built-in models."""
     from ..eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
+    from ..paths import portable_path
 
     roles = {}
     for pair, g in df.groupby("pair"):
-        if pair in BUILTIN_ROLES and g["policy"].iloc[0] == BUILTIN_MODELS[pair.split(":")[0]]:
+        # a ledger keeps model paths relative to the repository, a run log absolute: compare them alike
+        if pair in BUILTIN_ROLES and portable_path(str(g["policy"].iloc[0])) == portable_path(BUILTIN_MODELS[pair.split(":")[0]]):
             roles[pair] = BUILTIN_ROLES[pair]
     return roles
 
@@ -51,13 +53,14 @@ def default_roles(df: pd.DataFrame) -> dict[str, str]:
 def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, common_problems: bool = True,
                     confidence: float = 0.95, roles: dict[str, str] | None = None, fig2: bool = True,
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
-                    pairs: Sequence[str] | None = None) -> Report:
+                    pairs: Sequence[str] | None = None, steps: pd.DataFrame | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
     tables (DataFrames): results (one row per cell), curves, table4, pass_table4, prm_summary;
     markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
-    load_nodes: run ids -> their nodes, for the Figure 2 analysis (skipped without it).
+    load_nodes: run ids -> their nodes, for the Figure 2 analysis (skipped without it); or steps: its step
+    records already read (a results ledger keeps them).
     methods / pairs: report only these (e.g. leave out a method still running, whose unfinished problems
     would otherwise shrink the common problem set of every method)."""
     from ..config import SearchConfig
@@ -79,8 +82,12 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     rep.tables["curves"] = cur
     _add_tables(rep, df, cur, roles, confidence)
     _add_figures(rep, df, cur, roles, confidence)
-    if fig2 and load_nodes is not None:
-        _add_prm_analysis(rep, load_nodes, df, roles, tau, max_fig2_runs_per_pair)
+    if fig2 and (load_nodes is not None or steps is not None):
+        if steps is None:
+            steps = step_records(load_nodes, df, max_fig2_runs_per_pair)
+        elif len(steps) and "cell_key" in steps:
+            steps = steps[steps["cell_key"].isin(set(df["cell_key"]))]
+        _add_prm_analysis(rep, steps, roles, tau)
     return rep
 
 
@@ -139,9 +146,7 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
         rep.figures["ablations"] = abl_fig
 
 
-def _add_prm_analysis(rep: Report, load_nodes: NodeLoader, df: pd.DataFrame, roles: dict[str, str], tau: float,
-                      max_runs_per_pair: int) -> None:
-    steps = step_records(load_nodes, df, max_runs_per_pair)
+def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float) -> None:
     summ = prm_summary(steps, tau)
     rep.tables["prm_steps"] = steps
     rep.tables["prm_summary"] = summ

@@ -56,7 +56,7 @@ def step_records(load_nodes: NodeLoader, df: pd.DataFrame, max_runs_per_pair: in
         for run_id, g in nodes.groupby("run_id", sort=False):
             meta = info[run_id]
             problem = _arith_problem(meta, problems) if str(meta["dataset"]).startswith("arith") else None
-            rows += _run_steps(g, meta, problem)
+            rows += _run_steps(g, meta, problem, run_id)
     return pd.DataFrame(rows)
 
 
@@ -73,7 +73,7 @@ def _arith_problem(meta: dict[str, Any], problems: dict[str, Any]) -> Any:
     return problems[pid]
 
 
-def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any) -> list[dict[str, Any]]:
+def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str) -> list[dict[str, Any]]:
     from ..worlds.arith.world import label_steps
 
     rows = []
@@ -99,7 +99,7 @@ def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any) -> list[dict
             label = bool(r.correct)
         if label is None:
             continue
-        rows.append({"pair": meta["pair"], "dataset": meta["dataset"], "method": meta["method"],
+        rows.append({"run_id": run_id, "pair": meta["pair"], "dataset": meta["dataset"], "method": meta["method"],
                      "score_kind": "MC mean of K0 passes (UATS)" if uats else "deterministic (baselines)",
                      "label_kind": "step" if problem is not None else "outcome",
                      "score": score, "var0": var0, "correct": label})

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other config field as an axis")
     g = p.add_argument_group("execution")
     g.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL (PostgreSQL across machines)")
+    g.add_argument("--ledger", metavar="DIR",
+                   help="results ledger folder (e.g. results/arith-grid): cells in it count as done, and finished cells "
+                        "are appended to it as the grid runs (commit it to keep the results)")
     g.add_argument("--shard", metavar="i/n", help="run only every n-th cell of the grid, starting at i (no Ray)")
     g.add_argument("--ray", metavar="ADDRESS|local", help="run cells as Ray actors (local = a private Ray here)")
     g.add_argument("--workers", type=int, help="Ray actors (default: CPUs / cpus-per-worker)")
@@ -141,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            torch_threads=args.torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
                            max_attempts=args.max_attempts,
                            stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,
-                           dry_run=args.dry_run)
+                           dry_run=args.dry_run, ledger=args.ledger)
         with sigterm_as_interrupt():
             summary = run_eval(spec, opts)
     except (ConfigError, ProblemError) as exc:
@@ -156,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: finished cells are kept; rerun the same command to resume", file=sys.stderr)
         return 130
     if args.dry_run:
-        print(f"dry run: {summary.cells} cells, {summary.done_before} finished, {summary.to_run} to run "
+        print(f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, {summary.to_run} to run "
               f"({summary.orphans} of them orphaned), {summary.busy} held by live workers, {summary.given_up} given up")
         return 0
     print(summary.line())
@@ -164,8 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = [o for o in summary.outcomes if o.status == "failed"][:3]
         for o in bad:
             print(f"  failed {o.key}: {o.error}", file=sys.stderr)
-    if not args.dry_run:
-        print(f"report: python -m uats_core.report --db {args.db} --out runs/reports")
+    source = f"--ledger {args.ledger}" if args.ledger else f"--db {args.db}"
+    print(f"report: python -m uats_core.report {source} --out runs/reports")
     return 1 if summary.failed else 0
 
 

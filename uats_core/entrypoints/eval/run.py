@@ -35,6 +35,7 @@ class EvalOptions:
     chunk: int | None = None
     progress: bool = True
     dry_run: bool = False
+    ledger: str | None = None  # a results ledger folder (storage.results_ledger): its cells are done
 
 
 @dataclass
@@ -51,13 +52,14 @@ class EvalSummary:
     wall_s: float
     outcomes: list[CellOutcome] = field(default_factory=list)
     to_run: int = 0  # what the plan found left to do
+    in_ledger: int = 0  # cells skipped because the results ledger holds them
 
     @property
     def searches_per_minute(self) -> float:
         return 60.0 * (self.finished + self.failed) / self.wall_s if self.wall_s > 0 else 0.0
 
     def line(self) -> str:
-        return (f"{self.cells} cells: {self.done_before} already finished, {self.ran} run now ({self.finished} finished, "
+        return (f"{self.cells} cells: {self.in_ledger} in the ledger, {self.done_before} already finished, {self.ran} run now ({self.finished} finished, "
                 f"{self.failed} failed, {self.skipped} held by another worker), {self.busy} busy elsewhere, "
                 f"{self.orphans} orphaned runs reclaimed, {self.given_up} given up; {self.wall_s:.1f} s, "
                 f"{self.searches_per_minute:.1f} searches/min")
@@ -94,11 +96,20 @@ def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
     items = build_cells(spec)
     if opts.shard:
         items = shard(items, opts.shard)
+    results, in_ledger = None, 0
+    if opts.ledger:
+        from storage.results_ledger import ResultsLedger
+
+        results = ResultsLedger(opts.ledger)
+        done = results.keys()
+        kept = [it for it in items if it.cell.key not in done]
+        in_ledger, items = len(items) - len(kept), kept
+        log.info("results ledger %s: %d of the grid's cells are in it", opts.ledger, in_ledger)
     preflight(items)
     local = "://" not in opts.db
     if opts.dry_run and local and not Path(opts.db).expanduser().exists():
         log.info("%d cells; no database yet: all to run (dry run, nothing written)", len(items))
-        return EvalSummary(len(items), 0, 0, 0, 0, 0, 0, 0, 0, 0.0, to_run=len(items))
+        return EvalSummary(len(items) + in_ledger, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, to_run=len(items), in_ledger=in_ledger)
     if local:
         Path(opts.db).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
     store = RunStore(opts.db)
@@ -111,10 +122,17 @@ def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
         store.close()
     log.info("%d cells; %d finished before, %d to run (%d orphans reclaimed), %d busy elsewhere, %d given up",
              len(items), plan.done, len(plan.todo), len(plan.orphans), plan.busy, plan.given_up)
-    summary = EvalSummary(len(items), plan.done, plan.busy, plan.given_up, len(plan.orphans), 0, 0, 0, 0, 0.0,
-                          to_run=len(plan.todo))
-    if opts.dry_run or not plan.todo:
+    summary = EvalSummary(len(items) + in_ledger, plan.done, plan.busy, plan.given_up, len(plan.orphans), 0, 0, 0, 0,
+                          0.0, to_run=len(plan.todo), in_ledger=in_ledger)
+    if opts.dry_run:
         return summary
+    with LedgerSync(results, db_url):
+        if plan.todo:
+            _run_todo(plan, db_url, opts, summary)
+    return summary
+
+
+def _run_todo(plan: Plan, db_url: str, opts: EvalOptions, summary: EvalSummary) -> None:
     t0 = time.perf_counter()
     if opts.ray:
         from .ray_runner import run_ray
@@ -137,4 +155,63 @@ def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
     summary.finished = sum(o.status == "finished" for o in outcomes)
     summary.failed = sum(o.status == "failed" for o in outcomes)
     summary.skipped = sum(o.status == "skipped" for o in outcomes)
-    return summary
+
+
+def code_version() -> str:
+    """The git commit of this checkout (with '+dirty' for uncommitted changes), or the package version."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return "uats-studio " + version("uats-studio")
+        except PackageNotFoundError:
+            return "unknown"
+
+
+class LedgerSync:
+    """Copies finished cells from the run log into the results ledger every `every_s` seconds while the grid
+    runs (whoever runs the cells: this process, a shard, Ray actors), and once more at the end or on Ctrl-C."""
+
+    def __init__(self, ledger: Any, db_url: str, every_s: float = 120.0) -> None:
+        import threading
+
+        self.ledger, self.db_url, self.every_s = ledger, db_url, every_s
+        self.version = code_version()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ledger-sync", daemon=True)
+
+    def sync(self) -> int:
+        from storage.results_ledger import sync_ledger
+        from uats_core.paths import portable_path
+        from uats_core.report.steps import step_records
+
+        return sync_ledger(self.ledger, self.db_url, self.version, portable=portable_path,
+                           step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.sync()
+            except Exception:  # a failed sync is retried next time and at the end; the grid goes on
+                log.exception("results ledger sync failed")
+
+    def __enter__(self) -> "LedgerSync":
+        if self.ledger is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.ledger is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self.sync()

@@ -1,0 +1,116 @@
+"""The results ledger: an evaluation's outcomes as gzip-compressed CSV files committed with the code.
+
+A run log lives in `runs/`, which no fresh machine has; the ledger is what survives. It is a folder (e.g.
+`results/arith-grid/`) holding
+- `results.csv.gz`: one row per finished evaluation search (the cell's axes, answer, correctness, Pass@N, compute
+  spent, iterations, nodes, wall seconds and the code version that wrote it), the rows the report's tables read;
+- `steps.csv.gz`: the Figure 2 step records (score, initial-pass variance, step label) of a fixed 1-in-8 sample of
+  the base-variant cells, chosen by a hash of the cell key, so the sample never depends on what else has run.
+
+Rows are appended as gzip members (a gzip file of several members is one valid gzip stream), so a growing grid
+rewrites nothing; `python -m uats_core.eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
+and `python -m uats_core.report --ledger DIR` builds every table and figure from it alone."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE, STEPS_FILE = "results.csv.gz", "steps.csv.gz"
+LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
+                  "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
+                  "batched", "code_version"]
+STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_kind", "score", "var0", "correct"]
+STEP_SAMPLE = 8  # one base-variant cell in 8 keeps its step records
+
+
+def in_step_sample(cell_key: str, variant: str) -> bool:
+    digest = hashlib.blake2b(cell_key.encode(), digest_size=8).digest()
+    return variant == "base" and int.from_bytes(digest, "big") % STEP_SAMPLE == 0
+
+
+class ResultsLedger:
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.results_path = self.folder / RESULTS_FILE
+        self.steps_path = self.folder / STEPS_FILE
+        self._keys: set[str] | None = None
+
+    def keys(self) -> set[str]:
+        """Cell keys with a row in the ledger: cells an evaluation need not run again."""
+        if self._keys is None:
+            self._keys = set(self.results()["cell_key"]) if self.results_path.exists() else set()
+        return self._keys
+
+    def results(self) -> pd.DataFrame:
+        """The result rows, typed as storage.eval_results.load_results returns them (the report's input)."""
+        if not self.results_path.exists():
+            return pd.DataFrame(columns=LEDGER_COLUMNS)
+        df = pd.read_csv(self.results_path, dtype={"problem_id": str, "answer": str, "variant": str})
+        for col in ("correct", "naive_correct", "pass_at_n", "batched"):
+            df[col] = df[col].astype(str).str.lower().eq("true")
+        df["budget"] = df["budget"].astype(int)
+        df["seed"] = df["seed"].astype(int)
+        df["cost"] = df["cost"].astype(float)
+        return df.drop_duplicates("cell_key", keep="first").reset_index(drop=True)
+
+    def steps(self) -> pd.DataFrame:
+        if not self.steps_path.exists():
+            return pd.DataFrame(columns=STEP_COLUMNS)
+        df = pd.read_csv(self.steps_path)
+        df["correct"] = df["correct"].astype(str).str.lower().eq("true")
+        return df
+
+    def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None) -> int:
+        """Append the rows whose cell is not in the ledger yet (and their step records); returns how many."""
+        new = rows[~rows["cell_key"].isin(self.keys())].drop_duplicates("cell_key")
+        if new.empty:
+            return 0
+        self.folder.mkdir(parents=True, exist_ok=True)
+        # Step records first: a crash between the two writes then leaves a cell to redo, never a row without steps.
+        if steps is not None and len(steps):
+            _append_csv(self.steps_path, steps[steps["cell_key"].isin(set(new["cell_key"]))][STEP_COLUMNS])
+        _append_csv(self.results_path, new[LEDGER_COLUMNS])
+        self.keys().update(new["cell_key"])
+        return len(new)
+
+
+def _append_csv(path: Path, df: pd.DataFrame) -> None:
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, header=not path.exists())
+    with gzip.open(path, "at", encoding="utf-8", newline="") as fh:
+        fh.write(buf.getvalue())
+
+
+def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
+                step_records: Callable[[Callable[[list[str]], pd.DataFrame], pd.DataFrame], pd.DataFrame] | None = None,
+                portable: Callable[[str], str] = str) -> int:
+    """Copy the finished evaluation cells of a run log (a RunStore, engine, path or URL) that the ledger lacks,
+    with the step records of the sampled ones (step_records(load_nodes, rows), the report's Figure 2 reader)."""
+    from functools import partial
+
+    from .eval_results import engine_of, load_nodes, load_results
+
+    engine = engine_of(source)
+    rows = load_results(engine)
+    rows = rows[~rows["cell_key"].isin(ledger.keys())]
+    if rows.empty:
+        return 0
+    rows = rows.assign(code_version=code_version, policy=rows["policy"].map(portable), prm=rows["prm"].map(portable))
+    steps = None
+    sampled = rows[[in_step_sample(k, v) for k, v in zip(rows["cell_key"], rows["variant"])]]
+    if step_records is not None and len(sampled):
+        steps = step_records(partial(load_nodes, engine), sampled)
+        if len(steps):
+            steps = steps.assign(cell_key=steps["run_id"].map(dict(zip(sampled["run_id"], sampled["cell_key"]))))
+    added = ledger.append(rows, steps)
+    log.info("results ledger %s: %d rows added (%d in all)", ledger.folder, added, len(ledger.keys()))
+    return added

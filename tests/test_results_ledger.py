@@ -1,0 +1,93 @@
+"""The results ledger: an evaluation's outcomes in gzip CSV files that a fresh machine resumes from and that the
+report builds from alone."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import storage.results_ledger as results_ledger
+from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger, in_step_sample
+from uats_core.entrypoints.eval import EvalOptions, run_eval
+from uats_core.entrypoints.report import build_report, main as report_main, report_from_ledger
+from uats_core.eval import GridSpec
+from uats_core.eval.grid import load_eval_problems, parse_pairs
+from tests.test_eval import MODELS, problems_file  # noqa: F401  (fixture)
+
+
+def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -> GridSpec:
+    dataset, probs = load_eval_problems(None, str(path), 3)
+    return GridSpec(pairs=parse_pairs("pol:rm", MODELS), problems=probs, dataset=dataset, methods=list(methods),
+                    budgets=[4], seeds=list(seeds))
+
+
+def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path: Path) -> None:  # noqa: F811
+    ledger_dir = tmp_path / "results" / "grid"
+    first = run_eval(_spec(problems_file, seeds=(0,)), EvalOptions(db=str(tmp_path / "a.db"), progress=False,
+                                                                   ledger=str(ledger_dir)))
+    assert first.finished == 9 and first.in_ledger == 0
+    rows = ResultsLedger(ledger_dir).results()
+    assert len(rows) == 9 and list(rows.columns) == LEDGER_COLUMNS
+    assert rows["code_version"].str.len().min() > 0 and rows["policy"].eq(MODELS["pol"]).all()
+    assert set(rows["method"]) == {"best-of-n", "rebase", "h-uats"} and rows["cost"].gt(0).all()
+
+    # Another machine: no run log, the same ledger. The seed-0 cells are done; only seed 1 runs.
+    second = run_eval(_spec(problems_file), EvalOptions(db=str(tmp_path / "b.db"), progress=False, ledger=str(ledger_dir)))
+    assert second.in_ledger == 9 and second.ran == second.finished == 9 and second.cells == 18
+    both = ResultsLedger(ledger_dir).results()
+    assert len(both) == 18 and both["cell_key"].is_unique
+    # The ledger's rows are the run logs' rows: same answers, costs and correctness.
+    from storage.eval_results import load_results
+
+    logged = pd.concat([load_results(str(tmp_path / "a.db")), load_results(str(tmp_path / "b.db"))]).set_index("cell_key")
+    mine = both.set_index("cell_key")
+    for col in ("answer", "cost", "correct", "pass_at_n", "iterations", "n_nodes"):
+        assert mine[col].astype(str).to_dict() == logged.loc[mine.index, col].astype(str).to_dict(), col
+    # Appended as gzip members, never rewritten: the file is one valid gzip stream with one header line.
+    with gzip.open(ledger_dir / "results.csv.gz", "rt") as fh:
+        assert sum(line.startswith("cell_key,") for line in fh) == 1
+
+    third = run_eval(_spec(problems_file), EvalOptions(db=str(tmp_path / "c.db"), progress=False, ledger=str(ledger_dir)))
+    assert third.ran == 0 and third.in_ledger == 18
+
+
+def test_report_from_the_ledger_alone_equals_the_run_log_report(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(results_ledger, "STEP_SAMPLE", 1)  # every base cell keeps its step records
+    db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
+    dataset, probs = load_eval_problems("arith", None, 2)
+    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase", "h-uats"],
+                    budgets=[4], seeds=[0])
+    run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
+    steps = ResultsLedger(ledger_dir).steps()
+    assert len(steps) and set(steps["method"]) == {"rebase", "h-uats"} and steps["cell_key"].notna().all()
+    from_log, from_ledger = build_report(str(db)), report_from_ledger(ledger_dir)
+    for name, text in from_log.markdown.items():
+        assert from_ledger.markdown[name] == text, name
+    assert set(from_ledger.figures) == set(from_log.figures) and "prm_analysis" in from_ledger.figures
+
+    assert report_main(["--ledger", str(ledger_dir), "--out", str(tmp_path / "rep"), "--no-png"]) == 0
+    assert (tmp_path / "rep" / "tables.md").exists()
+    assert report_main(["--ledger", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: ledger: no results.csv.gz")
+
+
+def test_step_sample_is_fixed_by_the_cell_key() -> None:
+    keys = [f"A:prm|arith-test|arith-test-{i}|rebase|4|0|base" for i in range(800)]
+    chosen = [k for k in keys if in_step_sample(k, "base")]
+    assert 60 < len(chosen) < 140  # about one in eight
+    assert chosen == [k for k in keys if in_step_sample(k, "base")]
+    assert not any(in_step_sample(k, "k0=3") for k in keys)
+
+
+def test_append_skips_cells_already_in_the_ledger(tmp_path: Path) -> None:
+    ledger = ResultsLedger(tmp_path)
+    row = {c: 0 for c in LEDGER_COLUMNS} | {"cell_key": "k1", "correct": True, "variant": "base", "answer": "8"}
+    assert ledger.append(pd.DataFrame([row])) == 1
+    assert ledger.append(pd.DataFrame([row, row | {"cell_key": "k2"}])) == 1
+    again = ResultsLedger(tmp_path)
+    assert again.keys() == {"k1", "k2"} and again.results()["correct"].tolist() == [True, True]
+    with pytest.raises(KeyError):
+        ledger.append(pd.DataFrame([{"cell_key": "k3"}]))
