@@ -127,3 +127,28 @@ def test_training_is_reproducible_from_its_seed(tmp_path):
               pairs_spec=pairs, bc_searches=1, checkpoint_every=0)
     for name in ("controller.safetensors", "training_curve.json"):
         assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
+
+
+def test_resumed_training_equals_an_uninterrupted_one(tmp_path):
+    """Training stopped after 2 rounds and resumed (another process, another machine: only the checkpoint
+    folder carries over) writes the same controller as one run of all 4 rounds."""
+    from uats_core.entrypoints.train_controller import train
+    from uats_core.runner import ASSETS
+
+    pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
+    kw = dict(searches_per_round=2, seed=5, budgets=[2], uncertainty_features=True, pairs_spec=pairs, bc_searches=1,
+              checkpoint_every=0)
+    train(rounds=4, out=tmp_path / "whole", **kw)
+
+    def stop_after_two(row: dict) -> None:
+        if row["round"] == 1:
+            raise KeyboardInterrupt
+
+    train(rounds=4, out=tmp_path / "parts", on_round=stop_after_two, **kw)
+    assert load_checkpoint(tmp_path / "parts")[1]["rounds_completed"] == 2
+    result = train(rounds=4, out=tmp_path / "parts", resume=True, **kw)
+    assert result["meta"]["rounds_completed"] == 4 and "optimizer_restarts" not in result["meta"]
+    for name in ("controller.safetensors", "training_curve.json"):
+        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "parts" / name).read_bytes(), name
+    with pytest.raises(SystemExit, match="resume: .* with the uncertainty features"):
+        train(rounds=4, out=tmp_path / "parts", resume=True, **(kw | {"uncertainty_features": False}))

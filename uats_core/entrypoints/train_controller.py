@@ -17,7 +17,7 @@ import random
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -32,6 +32,7 @@ from uats_core.controller.policy import KNOBS, ControllerNet, LearnedController,
 log = logging.getLogger(__name__)
 
 LAMBDA = 0.05
+OPTIMIZER_FILE = "optimizer.pt"  # AdamW's state, so a resumed run continues the same optimisation
 
 
 def hats_knobs(config: SearchConfig) -> list[float]:
@@ -111,45 +112,48 @@ def collect_states(problems, pairs, config: SearchConfig, n_searches: int) -> to
 
 def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int], uncertainty_features: bool,
           out: Path, pairs_spec: Sequence[tuple[str, str]], on_round: Callable[[dict], None] | None = None,
-          bc_searches: int = 8, checkpoint_every: int = 25) -> dict:
+          bc_searches: int = 8, checkpoint_every: int = 25, resume: bool = False) -> dict:
     """Returns {"meta", "curve"}. The checkpoint and its curve are written every `checkpoint_every` rounds and
     when training is interrupted (Ctrl-C), so a long run can be stopped early and still leave a usable
-    controller; `meta["rounds_completed"]` says how far it got."""
+    controller; `meta["rounds_completed"]` says how far it got. resume: continue the checkpoint in `out` (its
+    weights, optimizer state when saved, and curve) up to `rounds`, on this machine or another."""
 
     from uats_core.backends import load_policy, load_prm
     from uats_core.worlds.arith.world import load_split
 
     torch.manual_seed(seed)
-    rng = random.Random(seed)
     base = SearchConfig(method="a-uats", budget=budgets[0], seed=seed)
     pairs = [(load_policy(p), load_prm(r, dropout_p=base.dropout_p, dropout_mode=base.dropout_mode)) for p, r in pairs_spec]
     problems = load_split("train", 2000, seed=0)
     features = feature_names(uncertainty_features)
-    net = ControllerNet(len(features))
-
     t0 = time.time()
-    states = collect_states(problems[:bc_searches], pairs, base, bc_searches)
-    x = torch.tensor([[s[f] for f in features] for s in states], dtype=torch.float32)
-    x = torch.cat([x, x + 0.05 * torch.randn_like(x)])  # a little around the visited states, for robustness
-    bc_error = behaviour_clone(net, x, base)
-    log.info("behaviour cloning on %d states: worst relative knob error %.2e", len(x), bc_error)
-
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    if resume:
+        net, meta, curve, opt = _resumed(out, uncertainty_features, rounds)
+        spent_before = float(meta.get("train_seconds", 0.0))
+    else:
+        net = ControllerNet(len(features))
+        states = collect_states(problems[:bc_searches], pairs, base, bc_searches)
+        x = torch.tensor([[s[f] for f in features] for s in states], dtype=torch.float32)
+        x = torch.cat([x, x + 0.05 * torch.randn_like(x)])  # a little around the visited states, for robustness
+        bc_error = behaviour_clone(net, x, base)
+        log.info("behaviour cloning on %d states: worst relative knob error %.2e", len(x), bc_error)
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+        curve, spent_before = [], 0.0
+        meta = {"seed": seed, "rounds": rounds, "searches_per_round": searches_per_round, "budgets": list(budgets),
+                "pairs": [[portable_path(x) for x in p] for p in pairs_spec], "bc_states": len(x),
+                "bc_worst_rel_error": bc_error, "lambda": LAMBDA, "lr": 1e-4}
     ctrl = LearnedController(net, uncertainty_features, sample=True, generator=torch.Generator().manual_seed(seed))
-    curve: list[dict] = []
-    meta = {"seed": seed, "rounds": rounds, "searches_per_round": searches_per_round, "budgets": list(budgets),
-            "pairs": [[portable_path(x) for x in p] for p in pairs_spec], "bc_states": len(x), "bc_worst_rel_error": bc_error,
-            "lambda": LAMBDA, "lr": 1e-4}
 
     def checkpoint() -> None:
-        meta.update(rounds_completed=len(curve), train_seconds=round(time.time() - t0, 1))
+        meta.update(rounds_completed=len(curve), train_seconds=round(spent_before + time.time() - t0, 1))
         net.eval()
         save_checkpoint(net, out, uncertainty_features, meta)
         (out / "training_curve.json").write_text(json.dumps(curve))
+        torch.save(opt.state_dict(), out / OPTIMIZER_FILE)
         net.train()
 
     try:
-        _reinforce_rounds(rounds, searches_per_round, problems, pairs, budgets, base, rng, net, opt, ctrl, curve,
+        _reinforce_rounds(rounds, searches_per_round, problems, pairs, budgets, base, seed, net, opt, ctrl, curve,
                           on_round, checkpoint, checkpoint_every)
     except KeyboardInterrupt:
         log.warning("interrupted after %d of %d rounds; saving the checkpoint so far", len(curve), rounds)
@@ -157,13 +161,36 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
     return {"meta": meta, "curve": curve}
 
 
+def _resumed(out: Path, uncertainty_features: bool, rounds: int) -> tuple[ControllerNet, dict, list[dict], Any]:
+    """The checkpoint in `out` to continue: its network, meta, curve and (when saved) optimizer state."""
+    from uats_core.controller.policy import load_checkpoint
+
+    net, meta = load_checkpoint(out)
+    if bool(meta.get("uncertainty_features", True)) != uncertainty_features:
+        raise SystemExit(f"error: resume: {out} was trained {'with' if meta.get('uncertainty_features', True) else 'without'}"
+                         " the uncertainty features; pass the same --no-uncertainty setting")
+    curve = json.loads((out / "training_curve.json").read_text()) if (out / "training_curve.json").exists() else []
+    opt = torch.optim.AdamW(net.parameters(), lr=float(meta.get("lr", 1e-4)))
+    if (out / OPTIMIZER_FILE).exists():
+        opt.load_state_dict(torch.load(out / OPTIMIZER_FILE, weights_only=True))
+    else:  # a checkpoint from before optimizer states were saved: Adam's moments start again
+        meta["optimizer_restarts"] = int(meta.get("optimizer_restarts", 0)) + 1
+    meta["rounds"] = rounds
+    log.info("resuming %s at round %d of %d", out, len(curve), rounds)
+    net.train()
+    return net, meta, curve, opt
+
+
 def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, pairs: Sequence, budgets: Sequence[int],
-                      base: SearchConfig, rng: random.Random, net: ControllerNet, opt: torch.optim.Optimizer,
+                      base: SearchConfig, seed: int, net: ControllerNet, opt: torch.optim.Optimizer,
                       ctrl: LearnedController, curve: list[dict], on_round: Callable[[dict], None] | None,
                       checkpoint: Callable[[], None], checkpoint_every: int) -> None:
     from tqdm import tqdm
 
-    for rnd in tqdm(range(rounds), desc="REINFORCE", unit="round"):
+    for rnd in tqdm(range(len(curve), rounds), desc="REINFORCE", unit="round", initial=len(curve), total=rounds):
+        # Each round's draws depend on (seed, round) alone, so a resumed run draws what an uninterrupted one would.
+        rng = random.Random(f"{seed}:{rnd}")
+        ctrl.generator.manual_seed(rng.randrange(2**63))
         problem = problems[rng.randrange(len(problems))]
         pair_idx = rng.randrange(len(pairs))
         policy, prm = pairs[pair_idx]
@@ -202,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                    help="policy:prm pairs, comma-separated")
     p.add_argument("--db", default=None, help="also write the training curve to this run database")
     p.add_argument("--checkpoint-every", type=int, default=25, help="save the checkpoint every this many rounds")
+    p.add_argument("--resume", action="store_true", help="continue the checkpoint in --out up to --rounds")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     out = args.out or (ASSETS / ("auats-controller-no-uncertainty" if args.no_uncertainty else "auats-controller"))
@@ -215,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         on_round = lambda row: store.append_curve(name, row)  # noqa: E731
     with sigterm_as_interrupt():  # `kill` saves the checkpoint so far, as Ctrl-C does
         result = train(args.rounds, args.searches, args.seed, [int(b) for b in args.budgets.split(",")],
-                       not args.no_uncertainty, out, pairs, on_round, checkpoint_every=args.checkpoint_every)
+                       not args.no_uncertainty, out, pairs, on_round, checkpoint_every=args.checkpoint_every,
+                       resume=args.resume)
     print(json.dumps(result["meta"], indent=2))
 
 
