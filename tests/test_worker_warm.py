@@ -130,3 +130,34 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_with_its_nodes(tmp_path: 
         assert len(store.get_nodes(req.run_id)) == written
     finally:
         pool.shutdown(cancel=True, timeout_s=10)
+
+
+def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.2)
+    try:
+        req = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
+                            "db": store.location})
+        _register(store, req, paused=True)
+        pool.submit(req)
+        _wait(store, req.run_id, ("running",))
+        store.step_run(req.run_id)
+        deadline = time.time() + 60
+        while store.get_run(req.run_id)["iterations"] < 1 and time.time() < deadline:
+            time.sleep(0.05)
+        store.request_cancel(req.run_id)
+        run = _wait(store, req.run_id, ("cancelled", "failed", "finished"))
+        assert run["status"] == "cancelled"
+        assert len(store.get_nodes(req.run_id)) == run["n_nodes"] > 0
+        nxt = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
+                            "db": store.location})
+        _register(store, nxt)
+        pool.submit(nxt)
+        assert _wait(store, nxt.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
+        deadline = time.time() + 30
+        while pool.active() and time.time() < deadline:
+            pool.pump()
+            time.sleep(0.05)
+        assert pool.loads() == {0: 1}  # the same process, the same models
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)

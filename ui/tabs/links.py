@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from .. import service as svc
+from ..figures import cost_figure
 from .common import LIVE, AppContext, fig_json, notice, skips
 from .search import SearchTab
 
@@ -88,8 +89,6 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchTab) -> None:
         out[2], out[3] = fig, svc.run_status_md(data.run, state)
         out[4] = viewer.slider_update(data, s.get("t"))
         if s.get("t") is not None:
-            from ..figures import cost_figure
-
             out[5] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
         return tuple(out)
 

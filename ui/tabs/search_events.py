@@ -248,7 +248,7 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
 def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     def on_follow(s, follow_live, **view):
         if not follow_live or not s.get("run_id"):
-            return skips(5)
+            return tuple(skips(5))
         s["t"] = None
         fig, data, state = viewer.draw_tree(s, view)
         return s, fig, viewer.slider_update(data, None), *viewer.selected_view(s, data, state)
