@@ -77,12 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ui.app_ui import build_demo, launch_kwargs
     from uats_core.interrupts import sigterm_as_interrupt
     from ui.export import stop_kaleido
-    from ui.worker import WorkerPool
+    from ui.worker import WorkerPool, default_pair_request
 
     dead = store.mark_dead_workers()
     if dead:
         log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
-    pool = WorkerPool(store, max_workers=args.workers)
+    pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request())
     demo = build_demo(store, pool, export_dir, reports_dir)
 
     try:

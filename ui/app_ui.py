@@ -21,6 +21,7 @@ from .report_sources import ReportSources
 from .tabs.cases import build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
+from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
 from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
@@ -37,7 +38,7 @@ CSS = """
 .uats-plot { width: 100%; }
 #brand h1 { margin-bottom: 0; }
 #brand p { margin-top: 2px; color: #555; }
-"""
+""" + LINKS_CSS
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
@@ -85,6 +86,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
                 reports = build_reports_tab(ctx, ReportSources(store, reports_dir))
         f = search.form
         _wire_page(demo, ctx, runs, compare, reports, [f["dataset_path"], f["problem"], search.question_md])
+        wire_links(demo, ctx, search)
+        wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
     return demo
 
 

@@ -36,6 +36,12 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+def target_line(name: str, value: float, limit: float, unit: str = "s") -> str:
+    """One line of the `targets:` block: a measured value against its limit, OK or FALLS SHORT."""
+    verdict = "OK" if value <= limit else "FALLS SHORT"
+    return f"  {name}: {value:.2f} {unit} (target ≤ {limit:g} {unit}) {verdict}"
+
+
 def _spread(xs: Sequence[float]) -> dict[str, float]:
     return {"min": round(min(xs), 1), "median": round(statistics.median(xs), 1), "max": round(max(xs), 1),
             "n": len(xs)}
@@ -210,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sizes", default="200,2000", help="tree sizes for the redraw benchmark")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--latency-nodes", type=int, default=400, help="size of the run written live for the latency test")
-    ap.add_argument("--skip", default="", help="comma list of build,redraw,latency to skip")
+    ap.add_argument("--skip", default="", help="comma list of build,redraw,latency,first to skip")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -223,9 +229,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         res["redraw"] = redraw_times(sizes, args.repeats)
     if "latency" not in skip:
         res["latency"] = update_latency(args.latency_nodes)
+    targets: list[str] = []  # each measurement with a target appends its target_line here
+    if "first" not in skip:
+        from ui.bench_first import first_scored_node
+
+        res["first_scored_node"] = first = first_scored_node()
+        targets.append(target_line("first scored node after Run (warm worker, embedded world)",
+                                   first["warm_median_s"], 2.0))
     res["load_avg_after"] = os.getloadavg()
     text = json.dumps(res, indent=2)
     print(text)
+    print("targets:\n" + "\n".join(targets))
     if args.json:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0

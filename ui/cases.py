@@ -12,10 +12,11 @@ whether any final answer below it (itself included) is correct, None when nothin
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from uats_core.config import PAPER_TAU
 from uats_core.estimation import OODGate, over_tau
@@ -161,20 +162,60 @@ def mine_run(data: RunData, score_split: float = 0.5, tau: float | None = None) 
     return out
 
 
-def mine_cases(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 10, score_split: float = 0.5,
-               surprising_first: bool = True, runs_limit: int = 50) -> dict[str, list[Case]]:
-    """The top cases of each quadrant over stored runs (all finished/cancelled/failed runs by default,
-    newest `runs_limit`). Ranked by strength, surprising ones (PRM vs truth disagree) first if asked."""
+@dataclass
+class Mined:
+    """Cases by quadrant after filtering, merging duplicates and ranking; what was merged or left empty."""
+
+    pools: dict[str, list[Case]]
+    scored: int  # scored nodes seen, before the filter
+    kept: int  # cases that passed the filter (duplicates counted once)
+    merged: int  # cases dropped as copies of one in an identical rerun
+
+    @property
+    def empty(self) -> list[str]:
+        return [q for q in QUADRANTS if not self.pools.get(q)]
+
+
+def _run_signature(run: dict[str, Any]) -> str:
+    # same problem, method, seed, config and models: the search is deterministic, so the same tree
+    return json.dumps([run.get(k) for k in ("problem_id", "method", "seed", "config", "policy", "prm")],
+                      sort_keys=True, default=str)
+
+
+def mine(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 10, score_split: float = 0.5,
+         surprising_first: bool = True, runs_limit: int = 50, keep: Callable[[Case], bool] | None = None) -> Mined:
+    """The top cases of each quadrant over stored runs (all but queued ones by default, newest `runs_limit`).
+    `keep` filters before ranking (a starred low-ranked node still shows); a node of an identical rerun is
+    shown once. Ranked by strength, surprising ones (PRM vs truth disagree) first if asked."""
     if run_ids is None:
         run_ids = [r["run_id"] for r in store.list_runs(limit=runs_limit) if r["status"] != "queued"]
     pools: dict[str, list[Case]] = {q: [] for q in QUADRANTS}
+    seen: set[tuple[Any, ...]] = set()
+    scored = kept = merged = 0
     for rid in run_ids:
-        for case in mine_run(RunData.load(store, rid), score_split=score_split):
+        data = RunData.load(store, rid)
+        sig = _run_signature(data.run)
+        for case in mine_run(data, score_split=score_split):
+            scored += 1
+            if keep is not None and not keep(case):
+                continue
+            key = (sig, case.node_id, case.step, case.mean, case.var, case.k)
+            if key in seen:
+                merged += 1
+                continue
+            seen.add(key)
+            kept += 1
             pools[case.quadrant].append(case)
     for q, cases in pools.items():
         cases.sort(key=lambda c: ((not c.surprising) if surprising_first else False, -c.strength, c.run_id, c.node_id))
         pools[q] = cases[:per_quadrant]
-    return pools
+    return Mined(pools=pools, scored=scored, kept=kept, merged=merged)
+
+
+def mine_cases(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 10, score_split: float = 0.5,
+               surprising_first: bool = True, runs_limit: int = 50) -> dict[str, list[Case]]:
+    """mine()'s pools alone."""
+    return mine(store, run_ids, per_quadrant, score_split, surprising_first, runs_limit).pools
 
 
 def cases_table(pools: dict[str, Sequence[Case]]) -> list[list[Any]]:

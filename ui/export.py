@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import logging
 import os
 import re
@@ -95,14 +96,20 @@ def to_latex(bundle: ExportBundle) -> str:
     lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{" + "l" * cols + "}", r"\toprule",
              " & ".join(latex_escape(h) for h in bundle.table_header) + r" \\", r"\midrule"]
     for row in bundle.table_rows:
-        lines.append(" & ".join(latex_escape(_cell(v)) for v in row) + r" \\")
+        lines.append(" & ".join(latex_escape(_cell(v, h)) for v, h in zip(row, [*bundle.table_header, *[""] * len(row)])) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(bundle.caption or bundle.name) + "}",
               r"\label{tab:" + re.sub(r"[^A-Za-z0-9:-]", "-", bundle.name) + "}", r"\end{table}", ""]
     return "\n".join(lines)
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any, header: str = "") -> str:
+    if isinstance(v, float) and "cost" in header.lower() and math.isfinite(v):
+        return str(int(round(v)))  # a cost is counted in passes: no decimals to read
     if isinstance(v, float):
+        if v.is_integer() and abs(v) >= 100:  # costs and counts: 1358, not 1358.000
+            return f"{int(v)}"
+        if abs(v) >= 100:
+            return f"{v:.1f}"
         return f"{v:.4f}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
     if v is None:
         return "--"

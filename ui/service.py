@@ -4,6 +4,7 @@ comparisons and export bundles. app.py's handlers are thin wrappers around these
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -84,6 +85,19 @@ def pick_problem(problems: Sequence[Problem], key: str | None) -> Problem:
     raise ProblemError("problem", f"unknown problem {key!r}; pick one from the list or give an index 0..{len(problems) - 1}")
 
 
+def typed_problem(question: str | None, answer: str | None = None) -> Problem | None:
+    """A problem typed into the page; None when the box is empty. Its id follows from its text, so the
+    same question typed twice is the same problem (and its reruns merge in Cases)."""
+    q = (question or "").strip()
+    if not q:
+        return None
+    if len(q) > 20_000:
+        raise ProblemError("free_question", f"the typed question has {len(q):,} characters; keep it under 20,000")
+    digest = hashlib.sha1(q.encode("utf-8")).hexdigest()[:10]
+    gold = (answer or "").strip() or None
+    return Problem(id=f"typed-{digest}", question=q, answer=gold, source="typed")
+
+
 def build_config(values: dict[str, Any]) -> SearchConfig:
     """A validated SearchConfig from form values (numbers arrive as floats from sliders and boxes)."""
     ints = {"budget", "seed", "max_iterations", "k0", "beam_width"}
@@ -153,7 +167,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     parts = [f"**{badge}** · run {md_text(run['run_id'][:12])} · **{md_text(run.get('method'))}** on "
              f"{md_inline(run.get('problem_id'), 80)} · "
              f"seed {run.get('seed')} · N={cfg.get('budget', '?')}",
-             f"iterations {run.get('iterations', 0)} · nodes {run.get('n_nodes', 0)} · cost spent "
+             f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)} · cost spent "
              f"{float(run.get('cost') or 0):,.0f}"]
     if status == "finished":
         gold = run.get("gold_answer")
@@ -164,6 +178,12 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     if state is not None and state.iteration < state.max_iteration:
         parts.append(f"showing the tree after iteration **{state.iteration}** of {state.max_iteration}")
     return "  \n".join(parts)
+
+
+def _tree_size(run: dict[str, Any], state: TreeState | None) -> str:
+    """The node count the tree shows: its steps and the question node drawn at its root."""
+    steps = len(state.nodes) - (0 in state.nodes) if state is not None else int(run.get("n_nodes") or 0)
+    return f"{steps + 1} (the question and {steps} steps)"
 
 
 def find_partner(store: Any, run: dict[str, Any], methods: Sequence[str] = ("h-uats", "rebase")) -> str | None:

@@ -150,7 +150,7 @@ class RunData:
             if hist is None and self.history_skipped:
                 nodes[nid] = n  # no per-iteration snapshots loaded: the final one, from its creation on
                 continue
-            row = None
+            row, pos = None, -1
             if hist:
                 pos = bisect.bisect_right(hist[0], t) - 1
                 row = hist[1][pos] if pos >= 0 else None
@@ -163,9 +163,7 @@ class RunData:
                 snap[f] = row.get(f)  # a history row from before the logit columns has none
             k = int(row["k"] or 0)
             snap["mc_scores"] = list(n.get("mc_scores") or [])[:k]
-            for f in ("reeval_iter", "expanded_iter"):
-                if snap.get(f) is not None and snap[f] > t:
-                    snap[f] = None
+            _marks_at(snap, hist, pos, t)
             if snap["status"] not in TERMINAL:
                 snap["answer"], snap["correct"] = None, None
             nodes[nid] = snap
@@ -180,6 +178,20 @@ class RunData:
         cost = float(it_row.get("cost_total") or (self.run.get("cost") if final else 0.0) or 0.0)
         return TreeState(run=run, nodes=nodes, children=children, iteration=t, max_iteration=self.max_iteration,
                          decisions=decisions, budget=dict(it_row.get("budget") or {}), cost_total=cost)
+
+
+def _marks_at(snap: dict[str, Any], hist: tuple[list[int], list[dict[str, Any]]], pos: int, t: int) -> None:
+    """The node's last re-evaluation and expansion at or before t: the stored marks are the latest ones,
+    so an earlier iteration reads them from the history rows (where extra passes or children grew)."""
+    for f, grew in (("reeval_iter", "extra_passes"), ("expanded_iter", "children_granted")):
+        if snap.get(f) is None or snap[f] <= t:
+            continue
+        snap[f] = None
+        its, rows = hist
+        for i in range(pos, -1, -1):
+            if int(rows[i].get(grew) or 0) > (int(rows[i - 1].get(grew) or 0) if i else 0):
+                snap[f] = its[i]
+                break
 
 
 def first_divergence(a: RunData, b: RunData) -> int | None:

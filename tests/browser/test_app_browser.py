@@ -109,7 +109,7 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
     fill(page, "max-iterations", "25")
     page.locator("#start-paused input").check()
     page.click("#run-btn")
-    wait_notice(page, "queued")
+    wait_notice(page, "run ")  # "queued", then it follows the run ("running") once a worker takes it
     run_id = None
     deadline = time.time() + 60
     while run_id is None and time.time() < deadline:

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from .. import service as svc
-from ..cases import QUADRANTS, Case, StepJudge, cases_table, mine_cases
+from ..cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
 from ..export import ExportError, safe_name, write_bundle
 from ..figures import inspector_figure
 from ..safe_text import md_inline, md_text
@@ -28,6 +28,7 @@ class _Parts:
     c_per: gr.Slider
     c_starred: gr.Checkbox
     c_mine: gr.Button
+    c_summary: gr.Markdown
     cases_df: gr.Dataframe
     case_fig: gr.HTML
     case_md: gr.Markdown
@@ -50,6 +51,7 @@ def _layout() -> _Parts:
         c["c_per"] = gr.Slider(1, 50, value=8, step=1, label="cases per quadrant", elem_id="c-per")
         c["c_starred"] = gr.Checkbox(False, label="starred only", elem_id="c-starred")
         c["c_mine"] = gr.Button("Mine cases", variant="primary", elem_id="c-mine")
+    c["c_summary"] = gr.Markdown("", elem_id="cases-summary")
     c["cases_df"] = gr.Dataframe(headers=CASE_COLUMNS, interactive=False, elem_id="cases-table", wrap=True)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
@@ -71,6 +73,20 @@ def _case_of(cstate: dict[str, Any], run_id: str, nid: int) -> Case | None:
                  if c.run_id == run_id and c.node_id == nid), None)
 
 
+def mined_summary(mined: Mined, starred_only: bool) -> str:
+    """One line under the table: how many cases, what was merged, and which quadrants came out empty."""
+    if not mined.scored:
+        return ""
+    shown = sum(len(v) for v in mined.pools.values())
+    parts = [f"{shown} case{'s' if shown != 1 else ''} shown of {mined.kept}"
+             + (" starred" if starred_only else "") + f" ({mined.scored} scored nodes)"]
+    if mined.merged:
+        parts.append(f"{mined.merged} duplicate{'s' if mined.merged != 1 else ''} from identical reruns merged")
+    for q in mined.empty:
+        parts.append(f"**{q}: no {'starred ' if starred_only else ''}case** in these runs")
+    return " · ".join(parts)
+
+
 class _Cases:
     """The tab's handlers; `cstate` is the mined pools, the table's rows and the current case."""
 
@@ -81,16 +97,22 @@ class _Cases:
     def on_mine(self, s, scope, split, per, starred_only):
         store = self.ctx.store
         if scope == "open run" and not s.get("run_id"):
-            return self.initial, gr.update(value=[]), notice("open a run first, or mine all runs")
+            return self.initial, gr.update(value=[]), notice("open a run first, or mine all runs"), ""
         run_ids = [s["run_id"]] if scope == "open run" else None
-        pools = mine_cases(store, run_ids, per_quadrant=int(per), score_split=float(split))
-        if starred_only:
+        keep = None
+        if starred_only:  # before ranking: a starred node ranked below the top N must still show
             starred = {(x["run_id"], x["node_id"]) for x in store.list_stars(starred_only=True)}
-            pools = {q: [c for c in cs if (c.run_id, c.node_id) in starred] for q, cs in pools.items()}
-        rows = cases_table(pools)
-        flat = [c for q in QUADRANTS for c in pools.get(q, ())]
-        msg = "" if flat else "no scored nodes with K ≥ 2 passes in these runs (UATS methods record them)"
-        return {"rows": [(c.run_id, c.node_id) for c in flat], "pools": pools}, gr.update(value=rows), notice(msg)
+            keep = lambda c: (c.run_id, c.node_id) in starred  # noqa: E731
+        mined = mine(store, run_ids, per_quadrant=int(per), score_split=float(split), keep=keep)
+        rows = cases_table(mined.pools)
+        flat = [c for q in QUADRANTS for c in mined.pools.get(q, ())]
+        msg = ""
+        if not mined.scored:
+            msg = "no scored nodes with K ≥ 2 passes in these runs (UATS methods record them)"
+        elif not flat:
+            msg = "no starred cases in these runs; star a node in the inspector or here, or untick “starred only”"
+        cstate = {"rows": [(c.run_id, c.node_id) for c in flat], "pools": mined.pools}
+        return cstate, gr.update(value=rows), notice(msg), mined_summary(mined, bool(starred_only))
 
     def case_view(self, run_id: str, nid: int, cstate: dict[str, Any], name: str | None) -> tuple[Any, ...]:
         """A case's figure, details, star and note, and its export zip (rebuilt under `name`)."""
@@ -116,7 +138,7 @@ class _Cases:
     def on_case_select(self, cstate, name, evt: gr.SelectData):
         row = row_of(evt)
         if row is None or row >= len(cstate["rows"]):
-            return cstate, *skips(4), notice("mine cases again; the list changed")
+            return cstate, *skips(5), notice("mine cases again; the list changed")
         run_id, nid = cstate["rows"][row]
         cstate = {**cstate, "current": (run_id, nid)}
         return (cstate, *self.case_view(run_id, nid, cstate, name))
@@ -145,7 +167,7 @@ def build_cases_tab(ctx: AppContext, search: SearchTab) -> None:
     viewer = search.viewer
     assert viewer is not None
     p.c_mine.click(h.on_mine, [ctx.st, p.c_scope, p.c_split, p.c_per, p.c_starred],
-                   [p.case_state, p.cases_df, ctx.notice])
+                   [p.case_state, p.cases_df, ctx.notice, p.c_summary])
     p.cases_df.select(h.on_case_select, [p.case_state, p.case_export_name],
                       [p.case_state, p.case_fig, p.case_md, p.case_star, p.case_note, p.case_export_btn, ctx.notice])
     for event in (p.case_export_name.submit, p.case_export_name.blur):

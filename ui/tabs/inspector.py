@@ -70,7 +70,9 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
 
     t.save_note.click(on_save_note, [ctx.st, t.star_box, t.note_box], [ctx.notice])
 
-    def on_export_key(s, name):
+    def on_export_key(s, name, is_open=True):
+        if not is_open:  # built when the export is opened, not while the user works on the tree
+            return gr.update(value=None, label="Download run export (zip)"), gr.skip()
         try:
             btn, _ = export_run_zip(ctx, s.get("run_id"), name)
         except (ExportError, StorageError) as exc:
@@ -79,7 +81,9 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
 
     # export_key changes when a run is opened or ends: the zip then holds the finished run
     ins, outs = [ctx.st, t.run_export_name], [t.run_export_btn, ctx.notice]
-    t.export_key.change(on_export_key, ins, outs)
+    t.export_key.change(on_export_key, [*ins, t.export_open], outs)
+    t.export_box.expand(lambda: True, None, [t.export_open]).then(on_export_key, ins, outs)
+    t.export_box.collapse(lambda: False, None, [t.export_open])
     t.run_export_name.submit(on_export_key, ins, outs)
     t.run_export_name.blur(on_export_key, ins, outs)
 

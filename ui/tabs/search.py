@@ -23,7 +23,7 @@ Component = gr.components.Component
 CONFIG_FIELDS = ("method", "budget", "seed", "k0", "dropout_p", "dropout_mode", "alpha", "tau", "delta", "nu1",
                  "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space")
 MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
-PROBLEM_FIELDS = ("dataset", "dataset_path", "problem")
+PROBLEM_FIELDS = ("dataset", "dataset_path", "problem", "free_question", "free_answer")
 # The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
 FILTER_FIELDS = ("score_min", "score_max", "high_variance_only", "hide_pruned", "depth_max", "search", "glyphs",
                  "show_decisions")
@@ -66,6 +66,8 @@ class SearchTab:
     run_export_btn: gr.DownloadButton
     play_timer: gr.Timer
     export_key: gr.Textbox
+    export_box: gr.Accordion
+    export_open: gr.State
     viewer: RunViewer | None = None  # set once the events are wired; Runs and Cases open runs with it
 
     def run_inputs(self, with_paused: bool = True) -> dict[str, Component]:
@@ -118,6 +120,11 @@ def _form_column(c: dict[str, Any]) -> None:
     f["dataset"] = gr.Dropdown(list(svc.DATASETS), value=svc.ARITH, label="Problems", elem_id="dataset")
     f["dataset_path"] = gr.Textbox(label="File (.jsonl) or hub name", visible=False, elem_id="dataset-path")
     f["problem"] = gr.Dropdown([], label="Problem", allow_custom_value=True, elem_id="problem")
+    with gr.Accordion("…or type a problem", open=False, elem_id="free-problem"):
+        # a typed question replaces the picked one while it is not empty
+        f["free_question"] = gr.Textbox("", label="Question (used instead of the list while not empty)", lines=2,
+                                        elem_id="free-question")
+        f["free_answer"] = gr.Textbox("", label="Gold answer (optional: grades the run)", elem_id="free-answer")
     c["question_md"] = gr.Markdown("", elem_id="question", latex_delimiters=LATEX)
     f["method"] = gr.Dropdown(svc.method_choices(), value="h-uats", label="Method", elem_id="method")
     with gr.Row():
@@ -193,12 +200,14 @@ def _inspector_column(c: dict[str, Any]) -> None:
                 c["star_box"] = gr.Checkbox(False, label="★ star this node", elem_id="star")
             c["note_box"] = gr.Textbox(label="note", lines=2, elem_id="note")
             c["save_note"] = gr.Button("Save star and note", elem_id="save-note", size="sm")
-    with gr.Accordion("Export this run", open=False):
+    with gr.Accordion("Export this run", open=False) as c["export_box"]:
         with gr.Row():
             c["run_export_name"] = gr.Textbox(label="export name (optional)", elem_id="run-export-name")
             c["run_export_btn"] = gr.DownloadButton("Download run export (zip)", value=None, elem_id="run-export")
     c["play_timer"] = gr.Timer(1.0, active=False)
     c["export_key"] = gr.Textbox("", visible=False)
+    # the zip (with its Chromium-rendered PNG/SVG) is built only while this is open: never behind the user's clicks
+    c["export_open"] = gr.State(False)
 
 
 def build_search_tab(ctx: AppContext) -> SearchTab:

@@ -62,12 +62,14 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
     policy, prm, kind = form["policy"], form["prm"], form["prm_kind"]
     ds = form["dataset"]
     config = svc.search_config(values, (prm or "").strip() or None)
-    prob = svc.pick_problem(svc.dataset_problems(ds, form["dataset_path"]), form["problem"])
-    check_model_choice(policy, prm, ds == svc.ARITH)
+    typed = svc.typed_problem(form.get("free_question"), form.get("free_answer"))
+    prob = typed or svc.pick_problem(svc.dataset_problems(ds, form["dataset_path"]), form["problem"])
+    world = ds == svc.ARITH and typed is None
+    check_model_choice(policy, prm, world)
     model_fields = {"prm_kind": None if kind in (None, "", "detect") else kind,
                     "policy_opts": parse_options(lines(form["policy_opts"]), "policy options"),
                     "prm_opts": parse_options(lines(form["prm_opts"]), "PRM options"),
-                    "world_problem": ds == svc.ARITH}
+                    "world_problem": world}
     run_id = uuid.uuid4().hex
     ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
                            gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
@@ -87,6 +89,17 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
     f["dataset_path"].submit(on_dataset, [f["dataset"], f["dataset_path"]], outs)
     f["problem"].change(on_problem, [f["dataset"], f["dataset_path"], f["problem"]], [t.question_md, ctx.notice])
 
+    def on_typed(q, a, ds, path, pid):
+        try:
+            typed = svc.typed_problem(q, a)
+        except ProblemError as exc:
+            return gr.skip(), notice(str(exc))
+        return (question_md(typed), notice("")) if typed else on_problem(ds, path, pid)
+
+    for box in (f["free_question"], f["free_answer"]):
+        box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["dataset_path"], f["problem"]],
+                 [t.question_md, ctx.notice])
+
 
 def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
@@ -96,7 +109,7 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             run_id = submit_run(ctx, form, paused=bool(form["start_paused"]))
         except FORM_ERRORS as exc:
             return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
-        s = {**fresh_run_state(), "run_id": run_id}
+        s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
         run = store.get_run(run_id)
         return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
                 "", svc.run_status_md(run), gr.update(value=True))
@@ -133,7 +146,7 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
     def on_tick(s, follow_live, **view):
-        outs = skips(8)
+        outs = skips(10)
         ctx.pool.pump()
         if not s.get("run_id"):
             return tuple(outs)
@@ -151,11 +164,13 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
                 outs[2] = fig
                 outs[5] = fig_json(cost_figure(list(data.iterations.values())))
                 outs[7] = fig_json(knobs_figure(list(data.iterations.values())))
+                outs[8], outs[9] = viewer.selected_view(s, data, state)
             else:
                 data = ctx.cache.get(s["run_id"], version)
                 state = data.state_at(s.get("t"))
                 s["version"] = version
             outs[0] = s
+            outs[1] = _progress_notice(s, run)
             outs[3] = svc.run_status_md(run, state)
             outs[4] = viewer.slider_update(data, s.get("t"))
             if run["status"] not in LIVE:
@@ -163,23 +178,41 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         return tuple(outs)
 
     ctx.timer.tick(on_tick, [ctx.st, t.follow],
-                   [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot],
+                   [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot,
+                    t.inspector, t.node_md],
                    show_progress="hidden", inputs_kwargs=t.filters)
+
+
+def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:
+    """The notice that announced a run (queued) follows it while it starts and ends, instead of still
+    saying queued after the run is over; other notices are left alone."""
+    said = s.get("announced")
+    if said is None or run["status"] == said:
+        return gr.skip()
+    s["announced"] = None if run["status"] not in LIVE else run["status"]
+    rid, status = run["run_id"][:8], run["status"]
+    if status == "running":
+        return notice(f"run {rid} running: {run.get('method')} on {run.get('problem_id')}", ok=True)
+    if status == "finished":
+        return notice(f"run {rid} finished: answer {run.get('answer')} ({svc.outcome(run)})", ok=True)
+    return notice(f"run {rid} {status}" + (f": {run['error']}" if run.get("error") else ""))
 
 
 def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
     def goto_t(s, t, **view):
         if not s.get("run_id"):
-            return s, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return s, *skips(7)
         data = ctx.cache.get(s["run_id"])
         t = max(0, min(int(t or 0), data.max_iteration))
         s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         fig, data, state = viewer.draw_tree(s, view)
         return (s, fig, svc.run_status_md(data.run, state), gr.update(value=t),
                 gr.update(value=s["t"] is None),
-                fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)))
+                fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
+                *viewer.selected_view(s, data, state))
 
-    step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot]
+    step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.inspector,
+                    tab.node_md]
     # input covers dragging and typing in the slider's box; always_last drops the stale steps of a drag
     tab.t_slider.input(goto_t, [ctx.st, tab.t_slider], step_outputs, trigger_mode="always_last",
                      show_progress="hidden", inputs_kwargs=tab.filters)
@@ -201,11 +234,11 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
 
     def on_play_tick(s, t, **view):
         if not s.get("run_id"):
-            return (gr.update(active=False), gr.update(value="▶ play"), *skips(6))
+            return (gr.update(active=False), gr.update(value="▶ play"), *skips(8))
         data = ctx.cache.get(s["run_id"])
         nxt = int(t or 0) + 1
         if nxt > data.max_iteration:
-            return (gr.update(active=False), gr.update(value="▶ play"), *skips(6))
+            return (gr.update(active=False), gr.update(value="▶ play"), *skips(8))
         return (gr.skip(), gr.skip(), *goto_t(s, nxt, **view))
 
     tab.play_timer.tick(on_play_tick, [ctx.st, tab.t_slider], [tab.play_timer, tab.play_btn, *step_outputs],
@@ -215,12 +248,13 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
 def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     def on_follow(s, follow_live, **view):
         if not follow_live or not s.get("run_id"):
-            return gr.skip(), gr.skip(), gr.skip()
+            return tuple(skips(5))
         s["t"] = None
         fig, data, state = viewer.draw_tree(s, view)
-        return s, fig, viewer.slider_update(data, None)
+        return s, fig, viewer.slider_update(data, None), *viewer.selected_view(s, data, state)
 
-    t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider], inputs_kwargs=t.filters)
+    t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider, t.inspector, t.node_md],
+                   inputs_kwargs=t.filters)
 
     def redraw(s, **view):
         if not s.get("run_id"):

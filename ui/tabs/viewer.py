@@ -82,12 +82,27 @@ class RunViewer:
             return (s, notice(f"node: run {s['run_id'][:8]} has no node {nid} at iteration {state.iteration}"),
                     *skips(6))
         s["selected"] = nid
+        fig, md = self.node_view(data, state, nid)
+        star = self.ctx.store.get_star(s["run_id"], nid) if nid != 0 else None
+        tree_val = self.draw_tree(s, view)[0] if redraw_tree else gr.skip()
+        return (s, notice(""), fig, md, gr.update(value=nid), bool(star and star["starred"]),
+                (star or {}).get("note", ""), tree_val)
+
+    @staticmethod
+    def node_view(data: RunData, state: TreeState, nid: int) -> tuple[str, str]:
+        """The inspector's figure JSON and details of node `nid` as it was at `state`'s iteration (its K,
+        scores, marks and decisions then); the step's truth is the run's final verdict."""
         judge = StepJudge(data.state_at(None))
+        if nid not in state.nodes:
+            return "", svc.node_details_md(state, nid, judge)
         fig = None
         if nid != 0:
             sibs = [x for x in state.siblings(nid) if x != 0]
             fig = inspector_figure(state, nid, step_truth={x: judge(x) for x in sibs})
-        star = self.ctx.store.get_star(s["run_id"], nid) if nid != 0 else None
-        tree_val = self.draw_tree(s, view)[0] if redraw_tree else gr.skip()
-        return (s, notice(""), fig_json(fig), svc.node_details_md(state, nid, judge),
-                gr.update(value=nid), bool(star and star["starred"]), (star or {}).get("note", ""), tree_val)
+        return fig_json(fig), svc.node_details_md(state, nid, judge)
+
+    def selected_view(self, s: dict[str, Any], data: RunData, state: TreeState) -> tuple[Any, Any]:
+        """The inspector redrawn for the selected node at the iteration shown; left alone when none is."""
+        if s.get("selected") is None:
+            return gr.skip(), gr.skip()
+        return self.node_view(data, state, int(s["selected"]))

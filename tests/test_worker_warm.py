@@ -1,0 +1,163 @@
+"""Warm workers: the same (policy, PRM) pair is loaded once and reused across runs, a different pair is
+loaded in its place, and a worker that dies mid-run leaves its run failed with the nodes written so far."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from storage import RunStore
+from uats_core.config import SearchConfig
+from ui import service as svc
+from ui.warm import ModelCache, execute, model_key
+from ui.worker import RunRequest, WorkerPool, request_dict
+
+
+def _req(run_id: str = "r", **kw: Any) -> RunRequest:
+    prob = svc.dataset_problems(svc.ARITH)[0]
+    cfg = kw.pop("config", SearchConfig(budget=4, max_iterations=3))
+    return RunRequest(run_id=run_id, db="sqlite://", problem=request_dict(prob), config=cfg.to_dict(), **kw)
+
+
+class _Loader:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, req: Any) -> tuple[Any, Any]:
+        self.calls += 1
+        return object(), object()
+
+
+def test_same_pair_reuses_the_loaded_models() -> None:
+    loader = _Loader()
+    cache = ModelCache(loader)
+    first = cache.get(_req("a"))
+    again = cache.get(_req("b", config=SearchConfig(budget=8, seed=3)))  # budget and seed do not shape the models
+    assert again is first and again[0] is first[0] and again[1] is first[1]
+    assert loader.calls == cache.loads == 1
+
+
+def test_a_different_pair_or_dropout_reloads() -> None:
+    loader = _Loader()
+    cache = ModelCache(loader)
+    first = cache.get(_req("a"))
+    other = cache.get(_req("b", prm="some/prm"))
+    assert other is not first and loader.calls == 2
+    third = cache.get(_req("c", prm="some/prm", config=SearchConfig(dropout_p=0.2)))
+    assert third is not other and loader.calls == 3
+    assert model_key(_req("x", prm_opts={"device": "cpu"})) != model_key(_req("x"))
+    cache.release()
+    assert cache.pair is None and cache.key is None
+
+
+def _register(store: RunStore, req: RunRequest, paused: bool = False) -> None:
+    cfg = req.config
+    store.register_run(req.run_id, method=cfg["method"], problem_id=req.problem["id"], question=req.problem["question"],
+                       gold_answer=req.problem["answer"], seed=cfg["seed"], config=cfg, paused=paused)
+
+
+def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path) -> None:
+    """The embedded world's real models: a same-seed rerun on the warm pair grows the identical tree."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    cache = ModelCache()
+    ids = [uuid.uuid4().hex for _ in range(2)]
+    for rid in ids:
+        req = _req(rid)
+        _register(store, req)
+        execute(req, cache, store)
+    assert cache.loads == 1
+    runs = [store.get_run(r) for r in ids]
+    assert [r["status"] for r in runs] == ["finished", "finished"]
+    trees = [[(n["id"], n["parent_id"], n["step"], n["mean"]) for n in store.get_nodes(r)] for r in ids]
+    assert trees[0] == trees[1] and trees[0]
+
+
+def _wait(store: RunStore, run_id: str, until: tuple[str, ...], timeout_s: float = 180) -> dict[str, Any]:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        run = store.get_run(run_id)
+        if run["status"] in until:
+            return run
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id[:8]} still {store.get_run(run_id)['status']}")
+
+
+def test_pool_reuses_a_warm_worker_and_reloads_on_a_pair_change(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.2)
+    try:
+        loads = []
+        for dropout in (0.1, 0.1, 0.2):  # the third run's PRM differs: a reload in the same worker
+            req = _req(uuid.uuid4().hex, config=SearchConfig(budget=4, max_iterations=2, dropout_p=dropout))
+            req = RunRequest(**{**req.__dict__, "db": store.location})
+            _register(store, req)
+            pool.submit(req)
+            assert _wait(store, req.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
+            deadline = time.time() + 30
+            while pool.active() and time.time() < deadline:
+                pool.pump()
+                time.sleep(0.05)
+            loads.append(sum(pool.loads().values()))
+        assert loads == [1, 1, 2]
+        assert len(pool.loads()) == 1  # one warm process served all three
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)
+
+
+def test_a_worker_killed_mid_run_leaves_the_run_failed_with_its_nodes(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=3600)  # this test drives pump()
+    try:
+        req = _req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20))
+        req = RunRequest(**{**req.__dict__, "db": store.location})
+        _register(store, req, paused=True)  # step mode: the worker waits after writing the root
+        pool.submit(req)
+        _wait(store, req.run_id, ("running",))
+        store.step_run(req.run_id)
+        deadline = time.time() + 60
+        while store.get_run(req.run_id)["iterations"] < 1 and time.time() < deadline:
+            time.sleep(0.05)
+        written = len(store.get_nodes(req.run_id))
+        assert written > 0
+        slot = next(iter(pool._slots.values()))
+        slot.proc.kill()
+        slot.proc.join(10)
+        assert req.run_id in pool.pump()
+        run = store.get_run(req.run_id)
+        assert run["status"] == "failed" and "exited" in run["error"]
+        assert len(store.get_nodes(req.run_id)) == written
+    finally:
+        pool.shutdown(cancel=True, timeout_s=10)
+
+
+def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.2)
+    try:
+        req = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
+                            "db": store.location})
+        _register(store, req, paused=True)
+        pool.submit(req)
+        _wait(store, req.run_id, ("running",))
+        store.step_run(req.run_id)
+        deadline = time.time() + 60
+        while store.get_run(req.run_id)["iterations"] < 1 and time.time() < deadline:
+            time.sleep(0.05)
+        store.request_cancel(req.run_id)
+        run = _wait(store, req.run_id, ("cancelled", "failed", "finished"))
+        assert run["status"] == "cancelled"
+        assert len(store.get_nodes(req.run_id)) == run["n_nodes"] > 0
+        nxt = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
+                            "db": store.location})
+        _register(store, nxt)
+        pool.submit(nxt)
+        assert _wait(store, nxt.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
+        deadline = time.time() + 30
+        while pool.active() and time.time() < deadline:
+            pool.pump()
+            time.sleep(0.05)
+        assert pool.loads() == {0: 1}  # the same process, the same models
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)

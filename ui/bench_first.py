@@ -1,0 +1,85 @@
+"""Benchmark: seconds from clicking Run to the first scored node drawn in the page, on the embedded
+arithmetic world, through the real app in Chromium. "cold": the first run of a pool that was not
+pre-warmed (a fresh worker process imports torch and loads the models); "warm": later runs, served by
+the worker that kept the models loaded; "pre-warmed": the first run of an app that loaded the default
+pair in the background at start."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+FIRST_NODE_JS = """(t0) => (window.__uatsDraws || []).filter(d => d.el === 'tree' && d.at >= t0 && d.nodes >= 2)
+                       .map(d => d.at)[0] || null"""
+
+
+def _click_run(page: Any, store: Any, timeout_s: float) -> float:
+    """Click Run, wait for the first tree drawn with a scored node, then for the run to end; seconds."""
+    before = {r["run_id"] for r in store.list_runs(limit=50)}
+    t0 = page.evaluate("() => Date.now()")
+    page.click("#run-btn")
+    deadline = time.time() + timeout_s
+    first = None
+    while first is None and time.time() < deadline:
+        first = page.evaluate(FIRST_NODE_JS, t0)
+        time.sleep(0.02)
+    if first is None:
+        raise RuntimeError(f"no scored node drawn within {timeout_s:.0f} s of Run")
+    new = [r for r in store.list_runs(limit=50) if r["run_id"] not in before]
+    while new and time.time() < deadline and store.get_run(new[0]["run_id"])["status"] in ("queued", "running"):
+        time.sleep(0.1)  # the next Run then finds the worker idle, as a user would
+    return (first - t0) / 1000.0
+
+
+def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float], dict[int, int]]:
+    """Serve the app on a fresh database, click Run `clicks` times; seconds to the first scored node each."""
+    from playwright.sync_api import sync_playwright
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from storage import RunStore
+    from ui.app_ui import build_demo, launch_kwargs
+    from ui.bench import _launch_browser
+    from ui.worker import WorkerPool, default_pair_request
+
+    tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))
+    store = RunStore(str(tmp / "bench.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.5, prewarm=default_pair_request() if prewarm else None)
+    demo = build_demo(store, pool, tmp / "exports")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **launch_kwargs(tmp / "exports"))
+    try:
+        with sync_playwright() as p:
+            browser = _launch_browser(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}")
+            page.wait_for_selector("#run-btn", timeout=60_000)
+            page.wait_for_function("() => document.querySelector('#problem input') && "
+                                   "document.querySelector('#problem input').value !== ''", timeout=60_000)
+            deadline = time.time() + timeout_s
+            while prewarm and not sum(pool.loads().values()) and time.time() < deadline:
+                time.sleep(0.2)  # a user reading the page while the background load finishes
+            times = [_click_run(page, store, timeout_s) for _ in range(clicks)]
+            browser.close()
+        loads = pool.loads()
+    finally:
+        pool.shutdown(cancel=True, timeout_s=10)
+        demo.close()
+    return times, loads
+
+
+def first_scored_node(repeats: int = 3, timeout_s: float = 120.0) -> dict[str, Any]:
+    """Run → first scored node (default form: H-UATS on the embedded world): the first run of a pool
+    without pre-warming (cold), the runs after it (warm), and the first run after a pre-warmed start."""
+    times, loads = _measure(1 + repeats, prewarm=False, timeout_s=timeout_s)
+    cold, warm = times[0], times[1:]
+    prewarmed, _ = _measure(1, prewarm=True, timeout_s=timeout_s)
+    return {"cold_s": round(cold, 2), "warm_s": [round(w, 2) for w in warm],
+            "warm_median_s": round(sorted(warm)[len(warm) // 2], 2), "prewarmed_first_s": round(prewarmed[0], 2),
+            "model_loads": loads}

@@ -1,0 +1,121 @@
+"""Shareable, keyboard-driven views: the address bar carries the open run, the selected node and the
+iteration (?run=…&node=…&t=…) and opening such an address restores that view; ← and → step iterations.
+Also keeps the Compare pickers' run labels current while their runs move on from queued."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from .. import service as svc
+from ..figures import cost_figure
+from .common import LIVE, AppContext, fig_json, notice, skips
+from .search import SearchTab
+
+# Mirrors what the page shows into the address bar (replaceState: no history entry per step), and binds
+# ←/→ to the step buttons unless the user is typing. Reads the DOM the tree and inspector already fill,
+# so no handler has to report the view twice.
+LINKS_JS = r"""
+if (!window.__uatsLinks) {
+  window.__uatsLinks = true;
+  const sync = () => {
+    const e = document.querySelector('#tree .uats-plot');
+    if (!e || !e.dataset.run) return;  // nothing opened yet: keep the address the page was opened with
+    const want = new URLSearchParams();
+    want.set('run', e.dataset.run);
+    const details = document.querySelector('#node-details');
+    const box = document.querySelector('#node-id input');
+    if (box && box.value !== '' && details && details.innerText.trim()) want.set('node', box.value);
+    const follow = document.querySelector('#follow input');
+    const live = follow && follow.checked && (e.dataset.status === 'running' || e.dataset.status === 'queued');
+    const it = e.dataset.iteration;
+    if (!live && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
+    const q = '?' + want.toString();
+    if (location.search !== q) history.replaceState(history.state, '', location.pathname + q + location.hash);
+  };
+  setInterval(sync, 300);
+  document.addEventListener('keydown', (ev) => {
+    if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
+    if (ev.key !== 'ArrowLeft' && ev.key !== 'ArrowRight') return;
+    const a = document.activeElement;
+    if (a && (a.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON'].includes(a.tagName))) return;
+    const btn = document.querySelector(ev.key === 'ArrowLeft' ? '#prev-btn' : '#next-btn');
+    if (!btn || btn.offsetParent === null) return;  // the Search tab is not showing
+    ev.preventDefault();
+    btn.click();
+  });
+}
+"""
+
+LINKS_CSS = "#url-sync { display: none; }\n"
+
+
+def _int_param(params: Any, name: str) -> int | None:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: {raw!r} in the address is not a whole number; remove it or give e.g. {name}=3") from None
+
+
+def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchTab) -> None:
+    """The address-bar sync and arrow keys (a hidden component's script) and opening ?run=&node=&t=."""
+    gr.HTML(value="", elem_id="url-sync", js_on_load=LINKS_JS, html_template="<span></span>", padding=False)
+    viewer = search.viewer
+    assert viewer is not None
+
+    def open_from_url(s: dict[str, Any], request: gr.Request, **view: Any) -> tuple[Any, ...]:
+        params = request.query_params if request is not None else {}
+        run_ref = (params.get("run") or "").strip()
+        if not run_ref:
+            return (s, *skips(len(viewer.open_outputs) - 1))
+        try:
+            t, node = _int_param(params, "t"), _int_param(params, "node")
+        except ValueError as exc:
+            return (s, notice(str(exc)), *skips(len(viewer.open_outputs) - 2))
+        out = list(viewer.open_run(s, run_ref, **view))
+        s = out[0]
+        if not isinstance(out[2], str):  # the run was not found: open_run's message says why
+            return tuple(out)
+        s["selected"] = node
+        data = ctx.cache.get(s["run_id"])
+        if t is not None:
+            t = max(0, min(t, data.max_iteration))
+            s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        fig, data, state = viewer.draw_tree(s, view)
+        out[2], out[3] = fig, svc.run_status_md(data.run, state)
+        out[4] = viewer.slider_update(data, s.get("t"))
+        if s.get("t") is not None:
+            out[5] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
+        return tuple(out)
+
+    def inspect_from_url(s: dict[str, Any], **view: Any) -> tuple[Any, ...]:
+        if not s.get("run_id") or s.get("selected") is None:
+            return tuple(skips(len(viewer.inspect_outputs)))
+        return viewer.inspect(s, s["selected"], redraw_tree=True, **view)
+
+    demo.load(open_from_url, [ctx.st], viewer.open_outputs, inputs_kwargs=search.filters).then(
+        inspect_from_url, [ctx.st], viewer.inspect_outputs, inputs_kwargs=search.filters)
+
+
+def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown) -> None:
+    """Refresh the Compare pickers' labels when a picked run's outcome changes (queued → running → …)."""
+    seen = gr.State({})
+
+    def on_tick(cs: dict[str, Any], last: dict[str, Any]) -> tuple[Any, ...]:
+        ids = [r for r in (cs.get("a"), cs.get("b")) if r]
+        if not ids:
+            return gr.skip(), gr.skip(), gr.skip()
+        try:
+            now = {r: svc.outcome(ctx.store.get_run(r)) for r in ids}
+        except Exception:  # noqa: BLE001 - a run deleted meanwhile: leave the pickers as they are
+            return gr.skip(), gr.skip(), gr.skip()
+        if now == last:
+            return gr.skip(), gr.skip(), gr.skip()
+        choices = [(svc.run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
+        return now, gr.update(choices=choices), gr.update(choices=choices)
+
+    ctx.timer.tick(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], show_progress="hidden")
