@@ -23,7 +23,7 @@ from uats_core.problems import Problem
 from uats_core.runner import run_search
 
 ROOT = Path(__file__).resolve().parent.parent
-METHODS = ["best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats"]
+from uats_core.methods import METHODS
 BUDGET = 8
 TAU = 1e-5
 PROBLEM = Problem("tiny-1", "Tom has 3 apples and buys 4 more. How many apples does he have?", "7")

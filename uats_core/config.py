@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, fields
 import json
 from typing import Any, Sequence
 
-METHODS = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
 PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
@@ -76,6 +75,8 @@ class SearchConfig:
     controller_uncertainty_features: bool = True
 
     def validate(self) -> "SearchConfig":
+        from .methods import METHODS  # the registry's names (here, not at the top: methods import this module)
+
         if self.method not in METHODS:
             raise ConfigError("method", f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         _int_at_least("budget", self.budget, 1)

@@ -6,7 +6,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,17 @@ def load_hub(name: str) -> list[Problem]:
     rows = datasets.load_dataset(repo, split=split)
     return [Problem(id=str(r.get("unique_id", r.get("id", i))), question=r["problem"], answer=str(r["answer"]), source=name)
             for i, r in enumerate(rows)]
+
+
+def find_problem(problems: Sequence[Problem], key: str, source: str) -> Problem:
+    """A problem of `problems` by id, or by 0-based index; ProblemError names what exists otherwise."""
+    key = key.strip()
+    for p in problems:
+        if p.id == key:
+            return p
+    if key.isdigit() and int(key) < len(problems):
+        return problems[int(key)]
+    raise ProblemError("problem", f"unknown problem {key!r}: neither an id nor an index (0..{len(problems) - 1}) of {source}")
 
 
 def load_problems(spec: str) -> list[Problem]:

@@ -132,3 +132,56 @@ def build_backends(policy_spec: str | None, prm_spec: str | None, config: Search
     plan = plan_models(policy_spec, prm_spec, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
                        world_problem=world_problem)
     return load_models(plan, dropout_p=config.dropout_p, dropout_mode=config.dropout_mode)
+
+
+@dataclass
+class PreparedSearch:
+    """A search ready to run on any problem: the config (τ resolved), the policy and PRM, A-UATS's controller and
+    DORA's embedder. Every entry point (the CLI, the app's workers, the evaluation workers) builds it with
+    `prepare_search`, so they cannot differ in how a search is put together."""
+
+    config: SearchConfig
+    policy: Policy
+    prm: PRM
+    controller: Any = None
+    embedder: Embedder | None = None
+    tau_note: dict[str, Any] | None = None  # where an auto τ came from (None for a number)
+
+    def run(self, problem: Problem, **kw: Any) -> RunResult:
+        """run_search with this search's parts; kw: subscribers, run_id, grader, cancellation, progress."""
+        return run_search(problem, self.config, self.policy, self.prm, controller=self.controller,
+                          embedder=self.embedder, **kw)
+
+
+def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str | None = None,
+                   prm_kind: str | None = None, policy_opts: dict[str, Any] | None = None,
+                   prm_opts: dict[str, Any] | None = None, world_problem: bool = True,
+                   models: tuple[Policy, PRM] | None = None, controller: Callable[[SearchConfig], Any] | None = None,
+                   embedder: Callable[[], Embedder] | None = None) -> PreparedSearch:
+    """config + model specs -> a PreparedSearch. `models`: a pair already loaded (a warm or evaluation worker's
+    cache) instead of loading the specs; `controller` / `embedder`: cached providers instead of loading A-UATS's
+    controller (config.controller) and DORA's default embedder anew. `prm` still names the PRM an auto τ is
+    calibrated for."""
+    from .calibration import resolve_tau
+
+    config, tau_note = resolve_tau(config.validate(), prm)
+    if models is None:
+        models = build_backends(policy, prm, config, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
+                                world_problem=world_problem)
+    ctrl = None
+    if config.method == "a-uats":
+        if controller is None:
+            from .controller import load_controller
+
+            ctrl = load_controller(config.controller, config)
+        else:
+            ctrl = controller(config)
+    emb = None
+    if config.method == "dora":
+        if embedder is None:
+            from .embedders import default_embedder
+
+            emb = default_embedder()
+        else:
+            emb = embedder()
+    return PreparedSearch(config, models[0], models[1], ctrl, emb, tau_note)

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from uats_core.config import METHODS, ConfigError, SearchConfig
-from uats_core.problems import Problem, ProblemError, load_problems
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.methods import METHODS
+from uats_core.problems import Problem, ProblemError, find_problem, load_problems
 
 from .cases import QUADRANTS, Case, StepJudge
 from .export import ExportBundle
@@ -77,12 +78,7 @@ def pick_problem(problems: Sequence[Problem], key: str | None) -> Problem:
     key = (key or "").strip()
     if not key:
         raise ProblemError("problem", "pick a problem from the list")
-    for p in problems:
-        if p.id == key:
-            return p
-    if key.isdigit() and int(key) < len(problems):
-        return problems[int(key)]
-    raise ProblemError("problem", f"unknown problem {key!r}; pick one from the list or give an index 0..{len(problems) - 1}")
+    return find_problem(problems, key, "the list")
 
 
 def typed_problem(question: str | None, answer: str | None = None) -> Problem | None:

@@ -77,21 +77,16 @@ def execute(req: Any, cache: ModelCache, store: Any) -> None:
     try:
         from uats_core.config import SearchConfig
         from uats_core.problems import Problem
-        from uats_core.runner import run_search
+        from uats_core.runner import prepare_search
 
         config = SearchConfig.from_dict(req.config).validate()
         problem = Problem(**req.problem)
         if store.cancel_requested(req.run_id):
             store.mark_failed(req.run_id, "cancelled before the search started", status="cancelled")
             return
-        policy, prm = cache.get(req)
-        controller = None
-        if config.method == "a-uats":
-            from uats_core.controller import load_controller  # the learned budget controller
-
-            controller = load_controller(config.controller, config)
-        run_search(problem, config, policy, prm, subscribers=[store.subscriber()], run_id=req.run_id,
-                   should_cancel=lambda: store.wait_turn(req.run_id), controller=controller,
+        search = prepare_search(config, prm=req.prm, models=cache.get(req))
+        search.run(problem, subscribers=[store.subscriber()], run_id=req.run_id,
+                   should_cancel=lambda: store.wait_turn(req.run_id),
                    cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too
     except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'/'running' forever
         # Once RunStarted was written, run_search already ended the run (failed/cancelled) with its nodes;

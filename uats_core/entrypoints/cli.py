@@ -15,7 +15,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
-from uats_core.problems import Problem, ProblemError, load_problems
+from uats_core.problems import Problem, ProblemError, find_problem, load_problems
 
 log = logging.getLogger("uats_core")
 
@@ -64,43 +64,29 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
             except (ValueError, IndexError) as exc:
                 raise ProblemError("problem", f"{exc}; arithmetic-world ids look like arith-test-17") from None
         raise ProblemError("problem", f"unknown problem {pid!r}; use an arith-test-<i> id, or give --dataset FILE.jsonl")
-    problems = load_problems(dataset)
-    for p in problems:
-        if p.id == pid:
-            return p
-    if pid.isdigit() and int(pid) < len(problems):
-        return problems[int(pid)]
-    raise ProblemError("problem", f"{pid!r} is neither an id nor an index (0..{len(problems) - 1}) of {dataset}")
+    return find_problem(load_problems(dataset), pid, dataset)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from storage import check_location
 
     from uats_core.config import parse_options as parse_opts
-    from uats_core.runner import build_backends, run_search
+    from uats_core.runner import prepare_search
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
-    from uats_core.calibration import resolve_tau
-
-    config, tau_note = resolve_tau(config, args.prm)
-    if tau_note:
-        print(f"τ = {config.tau:.4g}: q{tau_note['quantile']:g} of {tau_note['uncertainty']} over {tau_note['n']} "
-              f"in-distribution steps ({tau_note['key']}, {tau_note['file']})")
     problem = resolve_problem(args.problem, args.dataset)
     check_location(args.db)  # a typo in the location should not cost a model load; the file is made after the load
-    policy, prm = build_backends(args.policy, args.prm, config, prm_kind=args.prm_kind,
-                                 policy_opts=parse_opts(args.policy_opt, "policy-opt"),
-                                 prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
-    controller = None
-    if config.method == "a-uats":
-        from uats_core.controller import load_controller  # the learned budget controller
-
-        controller = load_controller(config.controller, config)
+    search = prepare_search(config, policy=args.policy, prm=args.prm, prm_kind=args.prm_kind,
+                            policy_opts=parse_opts(args.policy_opt, "policy-opt"),
+                            prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
+    note = search.tau_note  # τ is resolved before any model loads, so a bad --tau costs no load
+    if note:
+        print(f"τ = {search.config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
+              f"in-distribution steps ({note['key']}, {note['file']})")
     store = _open_store(args.db)
     with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
-        result = run_search(problem, config, policy, prm, subscribers=[store.subscriber()], controller=controller,
-                            progress=not args.quiet)
+        result = search.run(problem, subscribers=[store.subscriber()], progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
     print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
           f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import METHODS, ConfigError, SearchConfig
+from ..config import ConfigError, SearchConfig
+from ..methods import METHODS
 from ..problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger(__name__)

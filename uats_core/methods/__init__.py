@@ -17,6 +17,7 @@ REGISTRY: dict[str, type[SearchMethod]] = {
     "best-of-n": BestOfN, "beam": BeamSearch, "dvts": DVTS, "rebase": Rebase, "dora": Dora,
     "h-uats": UATS, "a-uats": AUATS,
 }
+METHODS: tuple[str, ...] = tuple(REGISTRY)
 
 
 def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
@@ -29,4 +30,4 @@ def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
     return cls(config)
 
 
-__all__ = ["REGISTRY", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]
+__all__ = ["METHODS", "REGISTRY", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]

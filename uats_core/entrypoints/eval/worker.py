@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from uats_core.config import SearchConfig
 from uats_core.grading import Grader
-from uats_core.runner import run_search
+from uats_core.runner import prepare_search
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from storage.eval_cells import CellLedger
 from uats_core.eval.grid import Cell, WorkItem
@@ -172,17 +172,15 @@ class EvalWorker:
             return CellOutcome(cell.key, "skipped", None)
         t0 = time.perf_counter()
         try:
-            controller = self.cache.controller(config) if config.method == "a-uats" else None
-            if config.method == "dora" and embedder is None:
-                embedder = self.cache.embedder()
+            search = prepare_search(config, prm=cell.prm, models=(policy, prm), controller=self.cache.controller,
+                                    embedder=(lambda: embedder) if embedder is not None else self.cache.embedder)
             self.store.register_run(run_id, method=config.method, problem_id=problem.id, question=problem.question,
                                     gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
                                     policy=getattr(policy, "name", None), prm=getattr(prm, "name", None),
                                     label=f"eval {cell.key}")
             if not batched and hasattr(prm, "clear_cache"):
                 prm.clear_cache()
-            result = run_search(problem, config, policy, prm, subscribers=[self.store.subscriber()], run_id=run_id,
-                                embedder=embedder, controller=controller, grader=self.grader,
+            result = search.run(problem, subscribers=[self.store.subscriber()], run_id=run_id, grader=self.grader,
                                 should_cancel=self._stop.is_set, cancel_requested=self._stop.is_set)
         except Exception as exc:  # run_search has already closed the run as failed (or never opened it)
             wall = time.perf_counter() - t0
