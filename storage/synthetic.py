@@ -14,6 +14,7 @@ from typing import Any
 
 from uats_core.estimation import is_ood, logits
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
+from uats_core.records import Decision, StepInfo
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 
 
@@ -109,15 +110,15 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
         open_nodes = [n for n in created if n.status != FINISHED]
         grants = _largest_remainder([math.exp((n.mean or 0.0) / 0.2) for n in open_nodes], budget) if open_nodes else []
         frontier = []
-        decisions: list[dict[str, Any]] = []
+        decisions: list[Decision] = []
         for n, g in zip(open_nodes, grants):
             n.children_granted = g
             n.status = KEPT if g > 0 else PRUNED
             if g > 0:
                 frontier.append((n.id, g))
         for n in created:
-            decisions.append({"node_id": n.id, "extra_passes": n.extra_passes, "children": n.children_granted,
-                              "status": n.status})
+            decisions.append(Decision(node_id=n.id, extra_passes=n.extra_passes, children=n.children_granted,
+                                      status=n.status))
         cost_step = len(created) * (cost_ratio + k0) + sum(extra)
         cost_total += cost_step
         changed = created + [nodes[p] for p in {n.parent_id for n in created if n.parent_id is not None}]
@@ -127,8 +128,8 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
                                    error="RuntimeError: synthetic crash in the middle of an iteration"))
             return events
         events.append(IterationEnded(iteration=it, decisions=decisions,
-                                     budget={"C": budget, "B": reeval_budget, "tau": tau, "delta": delta,
-                                             "selected": [n.id for n in selected]},
+                                     budget=StepInfo(width=budget, reeval_budget=reeval_budget,
+                                                     reeval_used=sum(extra), knobs={"tau": tau, "delta": delta}),
                                      cost_step=float(cost_step), cost_total=float(cost_total)))
     finals = [n for n in nodes.values() if n.status == FINISHED]
     votes: dict[str, float] = {}

@@ -46,18 +46,18 @@ def test_search_children_follow_the_recorded_child_scores(rule):
     for e in steps:
         ds = e.decisions
         for d in ds:
-            if not d["ood"]:
-                expected = d["mean"]
+            if not d.ood:
+                expected = d.mean
             elif rule == "ucb-ood":
-                expected = d["ucb"]
+                expected = d.ucb
             elif rule == "sigma-ood":
-                expected = d["mean"] + 1.5 * math.sqrt(d["var"])
+                expected = d.mean + 1.5 * math.sqrt(d.var)
             else:
-                expected = d["mean"]
-            saw_ood |= bool(d["ood"])
-            assert d["child_score"] == pytest.approx(expected)
-        counts = largest_remainder(softmax([d["child_score"] for d in ds], cfg.nu2), e.budget["width"])
-        assert [d["children"] for d in ds] == counts
+                expected = d.mean
+            saw_ood |= bool(d.ood)
+            assert d.child_score == pytest.approx(expected)
+        counts = largest_remainder(softmax([d.child_score for d in ds], cfg.nu2), e.budget.width)
+        assert [d.children for d in ds] == counts
     assert saw_ood  # the rule had OOD candidates to act on
 
 

@@ -16,6 +16,7 @@ from storage import RunStore
 from storage import schema as S
 from uats_core.entrypoints.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
+from uats_core.records import StepInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -134,7 +135,7 @@ def test_show_prints_a_1500_deep_chain(tmp_path: Path) -> None:
     rec(RunStarted(run_id="e" * 32, method="beam", problem_id="p", question="q", gold_answer="1", seed=0,
                    config={}, policy="x", prm="y"))
     rec(NodesUpdated(iteration=0, nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]))
-    rec(IterationEnded(iteration=1, decisions=[], budget={}, cost_step=1.0, cost_total=1.0))
+    rec(IterationEnded(iteration=1, decisions=[], budget=StepInfo(width=0), cost_step=1.0, cost_total=1.0))
     rec(RunEnded(status="finished", iterations=1, cost=1.0))
     store.close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

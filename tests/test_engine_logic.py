@@ -75,7 +75,7 @@ def test_uats_spends_within_cap_and_conserves(method, spend_rule, seed, budget, 
     cap, per_child = budget * (18 + 1), 18 + 7
     spent = carry = 0.0
     for it in (e for e in events if isinstance(e, IterationEnded)):
-        b = it.budget
+        b = it.budget.to_dict()
         spent += it.cost_step
         # The cumulative cap holds at every step; the paper's rule also holds it step by step.
         assert spent <= it.iteration * cap + 1e-9
@@ -87,17 +87,18 @@ def test_uats_spends_within_cap_and_conserves(method, spend_rule, seed, budget, 
             assert b["carry"] == pytest.approx(b["available"] - it.cost_step)
             assert b["spent_total"] == pytest.approx(spent)
             carry = b["carry"]
-        extra = sum(d["extra_passes"] for d in it.decisions)
-        children = sum(d["children"] for d in it.decisions)
+        decisions = [d.to_dict() for d in it.decisions]
+        extra = sum(d["extra_passes"] for d in decisions)
+        children = sum(d["children"] for d in decisions)
         if it.iteration == 1:
             assert extra == 0 and b["reeval_budget"] == 0
             continue
         assert children == b["width"]
-        chosen = [d for d in it.decisions if d["reeval_candidate"]]
+        chosen = [d for d in decisions if d["reeval_candidate"]]
         assert extra == (b["reeval_budget"] if chosen else 0)
         assert it.cost_step == pytest.approx(extra + children * per_child)
         knobs = b["knobs"]
-        for d in it.decisions:
+        for d in decisions:
             assert d["ood"] == (d["var_before"] > knobs["tau"])
             if d["reeval_candidate"]:
                 assert d["ood"] and d["ucb_before"] >= b["reference_mean"] - knobs["delta"] - 1e-12
@@ -128,8 +129,8 @@ def test_width_methods_conserve_width(method, seed, depth):
     result, events = _run(method, budget=8, seed=seed, depth=depth)
     for it in (e for e in events if isinstance(e, IterationEnded)):
         if method in ("rebase", "dora") and it.decisions:
-            assert sum(d["children"] for d in it.decisions) == it.budget["width"]
-            assert it.cost_step == pytest.approx(it.budget["width"] * 19)
+            assert sum(d.children for d in it.decisions) == it.budget.width
+            assert it.cost_step == pytest.approx(it.budget.width * 19)
     _check_tree(result)
 
 

@@ -31,11 +31,11 @@ def test_counts_match_the_searchs_own_decisions(tmp_path: Path, capsys) -> None:
             if not isinstance(e, IterationEnded):
                 continue
             for d in e.decisions:
-                if d.get("ood"):
-                    steps = [n.step for n in result.tree.path(d["node_id"])]
+                if d.ood:
+                    steps = [n.step for n in result.tree.path(d.node_id)]
                     right = world.step_correct(problem, steps[:-1], steps[-1])
-                    kind = ("right" if right else "wrong") + ("_reevaluated" if d["extra_passes"] else "_not")
-                    expected[kind][0] += d["children"] > 0
+                    kind = ("right" if right else "wrong") + ("_reevaluated" if d.extra_passes else "_not")
+                    expected[kind][0] += d.children > 0
                     expected[kind][1] += 1
     groups = ood_survival(store)
     assert len(groups) == 1

@@ -17,6 +17,7 @@ from storage import RunStore, StorageError
 from storage.synthetic import final_records, synthetic_events
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
+from uats_core.records import Decision, StepInfo
 
 
 def _hand_events(run_id: str = "r1") -> list:
@@ -35,11 +36,11 @@ def _hand_events(run_id: str = "r1") -> list:
         RunStarted(run_id=run_id, method="h-uats", problem_id="arith-1", question="2+3?", gold_answer="5", seed=7,
                    config={"budget": 2, "tau": 0.003}, policy="tiny-policy", prm="tiny-prm"),
         NodesUpdated(iteration=1, nodes=[root.record(), a.record(), b.record()]),
-        IterationEnded(iteration=1, decisions=[{"node_id": 1, "extra_passes": 0, "children": 1, "status": "kept"},
-                                               {"node_id": 2, "extra_passes": 2, "children": 0, "status": "pruned"}],
-                       budget={"C": 2, "B": 2}, cost_step=40.0, cost_total=40.0),
+        IterationEnded(iteration=1, decisions=[Decision(node_id=1, children=1),
+                                               Decision(node_id=2, extra_passes=2, children=0, status="pruned")],
+                       budget=StepInfo(width=2, reeval_budget=2), cost_step=40.0, cost_total=40.0),
         NodesUpdated(iteration=2, nodes=[c.record()]),
-        IterationEnded(iteration=2, decisions=[], budget={"C": 1, "B": 0}, cost_step=20.0, cost_total=60.0),
+        IterationEnded(iteration=2, decisions=[], budget=StepInfo(width=1, reeval_budget=0), cost_step=20.0, cost_total=60.0),
         RunEnded(status="finished", answer="5", naive_answer="5", correct=True, naive_correct=True, cost=60.0,
                  iterations=2, extra={"votes": {"5": 0.98}}),
     ]
@@ -75,7 +76,10 @@ def test_round_trip_by_hand(tmp_path: Path) -> None:
     its = store.get_iterations("r1")
     assert [i["iteration"] for i in its] == [1, 2]
     assert its[0]["decisions"][1] == {"node_id": 2, "extra_passes": 2, "children": 0, "status": "pruned"}
-    assert its[0]["budget"] == {"C": 2, "B": 2} and its[1]["cost_total"] == 60.0 and its[0]["n_nodes_updated"] == 3
+    # Stored as the records' dicts (None fields left out), read back into the same records.
+    assert Decision.from_dict(its[0]["decisions"][1]) == events[2].decisions[1]
+    assert its[0]["budget"] == {"width": 2, "reeval_budget": 2} and StepInfo.from_dict(its[0]["budget"]) == events[2].budget
+    assert its[1]["cost_total"] == 60.0 and its[0]["n_nodes_updated"] == 3
     hist = store.get_node_history("r1")
     assert {(h["iteration"], h["node_id"]) for h in hist} == {(1, 0), (1, 1), (1, 2), (2, 3)}
 

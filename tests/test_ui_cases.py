@@ -11,6 +11,7 @@ from ui.treedata import RunData
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.worlds.arith import world
+from uats_core.records import StepInfo
 
 
 def test_quadrants() -> None:
@@ -43,8 +44,8 @@ def _arith_run(store: RunStore, run_id: str = "arith") -> tuple[object, dict[int
     sub = store.subscriber()
     for ev in (RunStarted(run_id=run_id, method="h-uats", problem_id=prob.id, question=prob.question,
                           gold_answer=prob.answer, seed=0, config={"tau": 0.003}, policy="p", prm="q"),
-               NodesUpdated(1, [right.record(), wrong.record()]), IterationEnded(1, [], {}, 1.0, 1.0),
-               NodesUpdated(2, [last.record()]), IterationEnded(2, [], {}, 1.0, 2.0),
+               NodesUpdated(1, [right.record(), wrong.record()]), IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
+               NodesUpdated(2, [last.record()]), IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
                RunEnded(status="finished", answer=prob.answer, correct=True, cost=2.0, iterations=2)):
         sub(ev)
     return prob, nodes

@@ -82,7 +82,7 @@ def test_replay_rebuilds_each_iteration(store: RunStore) -> None:
                 assert got["status"] == rec["status"], (ev.iteration, nid)
                 assert got["mc_scores"] == pytest.approx(rec["mc_scores"])  # passes so far, not the final ones
                 assert got["mean"] == pytest.approx(rec["mean"])
-            assert {d for d in state.decisions} == {d["node_id"] for d in ev.decisions}
+            assert {d for d in state.decisions} == {d.node_id for d in ev.decisions}
     final = data.state_at(None)
     assert len(final.nodes) == len(final_records(events))
     assert data.state_at(0).nodes.keys() == {0}

@@ -9,6 +9,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .records import Decision, StepInfo
+
 log = logging.getLogger(__name__)
 
 
@@ -35,14 +37,12 @@ class NodesUpdated:
 
 @dataclass(frozen=True)
 class IterationEnded:
-    """One search step's decisions, enough to replay it.
-
-    decisions holds, per node decided on: {"node_id", "extra_passes", "children", "status"} and
-    budget holds the step's numbers (width C, re-evaluation budget B, knobs, cost spent)."""
+    """One search step's decisions, enough to replay it: a Decision per node decided on and the step's
+    numbers (width C, re-evaluation budget B, knobs, the spending rule's books) as a StepInfo."""
 
     iteration: int
-    decisions: list[dict[str, Any]]
-    budget: dict[str, Any]
+    decisions: list[Decision]
+    budget: StepInfo
     cost_step: float
     cost_total: float
 

@@ -16,6 +16,7 @@ from ..cancel import SearchCancelled, checkpoint
 from ..config import SearchConfig
 from ..estimation import mc_stats, ucb
 from ..events import EventBus, IterationEnded, NodesUpdated
+from ..records import Decision, StepInfo
 from ..grading import Grader, extract_boxed
 from ..protocols import PRM, Embedder, Policy
 from ..tree import ACTIVE, KEPT, PRUNED, TRUNCATED, Node, SearchTree, ends_solution, terminal_status
@@ -170,13 +171,13 @@ class SearchContext:
         return self.embedder.embed([self.tree.trace(n.id).text for n in nodes])
 
     # -- decisions and events -----------------------------------------------------------------------
-    def grant(self, nodes: Sequence[Node], counts: Sequence[int]) -> list[dict[str, Any]]:
+    def grant(self, nodes: Sequence[Node], counts: Sequence[int]) -> list[Decision]:
         decisions = []
         for node, n in zip(nodes, counts):
             node.children_granted = int(n)
             node.status = KEPT if n > 0 else PRUNED
             self._dirty.add(node.id)
-            decisions.append({"node_id": node.id, "children": int(n), "extra_passes": 0, "status": node.status})
+            decisions.append(Decision(node_id=node.id, children=int(n), status=node.status))
         return decisions
 
     def begin_iteration(self, iteration: int) -> None:
@@ -184,9 +185,9 @@ class SearchContext:
             raise SearchCancelled(f"cancelled before iteration {iteration}")
         self.cost_step = 0.0
 
-    def end_iteration(self, iteration: int, decisions: list[dict[str, Any]], budget: dict[str, Any]) -> None:
+    def end_iteration(self, iteration: int, decisions: list[Decision], budget: StepInfo) -> None:
         self.flush_nodes(iteration)
-        budget = {**budget, "generated_steps": self.generated_steps, "prm_passes": self.prm_passes}
+        budget.generated_steps, budget.prm_passes = self.generated_steps, self.prm_passes
         self.bus.emit(IterationEnded(iteration=iteration, decisions=decisions, budget=budget,
                                      cost_step=self.cost_step, cost_total=self.cost_total))
         self.iterations_done = iteration

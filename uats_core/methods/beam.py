@@ -3,6 +3,7 @@ kept and each is expanded M times. Finished beams are set aside; the search ends
 
 from __future__ import annotations
 
+from ..records import StepInfo
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -27,8 +28,8 @@ class BeamSearch(SearchMethod):
             new = ctx.expand(frontier, t)
             ctx.score(new, t)
             finals.extend(terminal(new))
-            ctx.end_iteration(t, decisions, {"width": sum(k for _, k in frontier), "keep": keep, "beam_width": m,
-                                             "finished": len(finals)})
+            ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier), keep=keep, beam_width=m,
+                                                     finished=len(finals)))
             if len(finals) >= cfg.budget or not active(new):
                 break
         finals.extend(ctx.settle_leftovers(active(new), len(finals) < cfg.budget))

@@ -3,6 +3,7 @@ weighted majority (or, with weighted=False, the single best-scored solution)."""
 
 from __future__ import annotations
 
+from ..records import Decision, StepInfo
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -22,12 +23,11 @@ class BestOfN(SearchMethod):
             done = terminal(new)
             ctx.score(done, t)  # only finished solutions are scored: Best-of-N never looks at partial ones
             finals.extend(done)
-            decisions = [{"node_id": nid, "children": k, "extra_passes": 0, "status": "kept"}
-                         for nid, k in frontier if nid != 0]
+            decisions = [Decision(node_id=nid, children=k) for nid, k in frontier if nid != 0]
             frontier = [(n.id, 1) for n in active(new)]
             for n in active(new):
                 n.children_granted = 1
-            ctx.end_iteration(t, decisions, {"width": len(new), "finished": len(finals), "weighted": cfg.weighted})
+            ctx.end_iteration(t, decisions, StepInfo(width=len(new), finished=len(finals), weighted=cfg.weighted))
             if not frontier:
                 break
         return finals

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..records import StepInfo
 from ..tree import Node
 from .base import SearchContext, SearchMethod
 
@@ -39,7 +40,7 @@ class DVTS(SearchMethod):
                 decisions += ctx.grant([best] + rest, [m] + [0] * len(rest))
                 frontier.append((best.id, m))
                 subtrees.append(sub)
-            ctx.end_iteration(t, decisions, {"width": len(new), "subtrees_open": len(frontier), "beam_width": m})
+            ctx.end_iteration(t, decisions, StepInfo(width=len(new), subtrees_open=len(frontier), beam_width=m))
             if not frontier:
                 break
         return finals

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..allocation import rebase_children
+from ..records import Decision, StepInfo
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -25,7 +26,7 @@ class WidthSearch(SearchMethod):
         new: list[Node] = []
         for t in range(1, cfg.max_iterations + 1):
             ctx.begin_iteration(t)
-            decisions: list[dict[str, Any]] = []
+            decisions: list[Decision] = []
             info: dict[str, Any] = {}
             if t > 1:
                 candidates = active(new)
@@ -37,8 +38,8 @@ class WidthSearch(SearchMethod):
             done = terminal(new)
             finals.extend(done)
             width -= len(done)
-            ctx.end_iteration(t, decisions, {"width": sum(k for _, k in frontier), "width_left": width,
-                                             "cap": cfg.budget * (cfg.cost_ratio + 1), **info})
+            ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier), width_left=width,
+                                                     cap=cfg.budget * (cfg.cost_ratio + 1), **info))
             if width <= 0 or not active(new):
                 break
         finals.extend(ctx.settle_leftovers(active(new), width > 0))

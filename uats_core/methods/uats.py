@@ -28,6 +28,7 @@ import numpy as np
 from ..allocation import child_scores, largest_remainder, softmax
 from ..config import ConfigError, SearchConfig, tau_auto_quantile
 from ..estimation import OODGate, reeval_candidates
+from ..records import Decision, StepInfo
 from ..spending import SpendingRule, spending_rule
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
@@ -106,7 +107,6 @@ class UATS(SearchMethod):
                 info: dict[str, Any] = {"reeval_budget": 0, "reeval_used": 0}
             else:
                 decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_budget, spending)
-            info["width"] = sum(k for _, k in frontier)
             new = ctx.expand(frontier, t)
             ctx.mc_score(new, cfg.k0, t, cfg.alpha)
             gate = OODGate.from_config(cfg, tau=knobs.tau)
@@ -115,15 +115,15 @@ class UATS(SearchMethod):
             done = terminal(new)
             finals.extend(done)
             spending.settle(ctx.cost_step, len(done))
-            ctx.end_iteration(t, decisions, {**info, **spending.info(), "cap": spending.step_cap, "state": state,
-                                             "knobs": asdict(knobs)})
+            ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier), cap=spending.step_cap,
+                                                     state=state, knobs=asdict(knobs), **info, **spending.info()))
             if not spending.live or not active(new):
                 break
         finals.extend(ctx.settle_leftovers(active(new), spending.live))
         return finals
 
     def _decide(self, ctx: SearchContext, candidates: list[Node], t: int, knobs: Knobs, reeval_budget: int,
-                spending: SpendingRule) -> tuple[list[dict[str, Any]], list[tuple[int, int]], dict[str, Any]]:
+                spending: SpendingRule) -> tuple[list[Decision], list[tuple[int, int]], dict[str, Any]]:
         """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
         cfg = self.config
         means = [float(n.mean) for n in candidates]
@@ -146,10 +146,9 @@ class UATS(SearchMethod):
         decisions = ctx.grant(candidates, counts)
         chosen_ids = {candidates[i].id for i in chosen}
         for d, node, score in zip(decisions, candidates, scores):
-            m0, v0, u0, k_before = before[node.id]
-            d.update(extra_passes=extra.get(node.id, 0), ood=node.ood, reeval_candidate=node.id in chosen_ids,
-                     mean_before=m0, var_before=v0, ucb_before=u0, k_before=k_before,
-                     mean=node.mean, var=node.var, ucb=node.ucb, k=node.k, child_score=score)
+            d.mean_before, d.var_before, d.ucb_before, d.k_before = before[node.id]
+            d.extra_passes, d.ood, d.reeval_candidate = extra.get(node.id, 0), node.ood, node.id in chosen_ids
+            d.mean, d.var, d.ucb, d.k, d.child_score = node.mean, node.var, node.ucb, node.k, score
         frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
         info = {"reeval_budget": reeval_budget, "reeval_used": sum(extra.values()), "reference_mean": reference}
         return decisions, frontier, info
