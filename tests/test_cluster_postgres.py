@@ -24,13 +24,13 @@ import pytest
 import sqlalchemy as sa
 
 from storage import RunStore
+from storage.eval_cells import CellLedger, eval_cells
 from uats_core.entrypoints.eval import EvalOptions, run_eval
-from uats_core.eval import GridSpec
+from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 
 from .test_eval import MODELS, problems_file  # noqa: F401 (a fixture: the same three problems)
 
-pytestmark = pytest.mark.slow
 URL = os.environ.get("UATS_TEST_POSTGRES_URL")
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180.0  # each wait; generous for a loaded 2-core machine (Ray starts in 10-30 s there)
@@ -76,12 +76,15 @@ def _timeout(url: str) -> dict:
     return {"connect_timeout": 10} if url.startswith("postgresql") else {}
 
 
-def _nodes_of_running_cells(url: str) -> int:
+def _running_with_nodes(url: str) -> list[dict]:
+    """Running cells that have logged at least one node, with their worker's pid."""
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=_timeout(url))
     try:
         with engine.connect() as conn:
-            return conn.execute(sa.text("SELECT count(*) FROM nodes n JOIN eval_cells c ON c.run_id = n.run_id "
-                                        "WHERE c.status = 'running'")).scalar()
+            return [dict(r) for r in conn.execute(sa.text(
+                "SELECT c.cell_key, c.run_id, c.worker_pid, count(n.run_id) AS nodes FROM eval_cells c "
+                "JOIN nodes n ON n.run_id = c.run_id WHERE c.status = 'running' AND c.worker_pid IS NOT NULL "
+                "GROUP BY c.cell_key, c.run_id, c.worker_pid")).mappings()]
     finally:
         engine.dispose()
 
@@ -114,8 +117,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _wait_mid_grid(proc: subprocess.Popen, url: str, err: Path) -> dict:
-    """Until >= 2 cells finished and another is running with a node logged: that running cell's row."""
+def _kill_worker_mid_grid(proc: subprocess.Popen, url: str, err: Path) -> dict:
+    """Once >= 2 cells finished and another is running with a node logged, SIGKILL the Ray worker running it.
+    The worker is paused (SIGSTOP) while the test checks it still holds that cell, so the kill lands mid-cell
+    even if the cell ended between the poll and the kill. The killed cell's row."""
     deadline, states = time.monotonic() + DEADLINE_S, []
     while time.monotonic() < deadline:
         time.sleep(0.2)
@@ -123,16 +128,31 @@ def _wait_mid_grid(proc: subprocess.Popen, url: str, err: Path) -> dict:
             pytest.fail(f"the Ray grid exited {proc.returncode} before it could be interrupted; cell states {states}; "
                         f"its output: {_tail(err)}")
         try:
-            cells = _cells(url)
-            states = sorted(v["status"] for v in cells.values())
-            running = [v for v in cells.values() if v["status"] == "running" and v["worker_pid"]]
-            if states.count("finished") >= 2 and running and _nodes_of_running_cells(url) >= 1:
-                return running[0]
+            states = sorted(v["status"] for v in _cells(url).values())
+            if states.count("finished") < 2:
+                continue
+            running = _running_with_nodes(url)
+            if not running:
+                continue
+            pid = int(running[0]["worker_pid"])
+            assert pid not in (os.getpid(), proc.pid), "the cell ran in the driver, not in a Ray worker"
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                held = [r for r in _running_with_nodes(url) if r["worker_pid"] == pid]
+                if held:
+                    os.kill(pid, signal.SIGKILL)  # one Ray actor, mid-search
+                    return held[0]
+            finally:
+                try:
+                    os.kill(pid, signal.SIGCONT)  # (a killed process ignores it)
+                except ProcessLookupError:
+                    pass
         except sa.exc.DBAPIError:
             continue  # the driver is still creating the tables
     pytest.fail(f"the Ray grid never got mid-way in {DEADLINE_S:.0f} s; cell states {states}; its output: {_tail(err)}")
 
 
+@pytest.mark.slow
 def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_file: Path, tmp_path: Path) -> None:
     # Reference: the same grid serially into SQLite. The pair is named `slow` as in the Ray run (cell keys
     # carry the pair name), with the same double without its sleep: the delay only makes the Ray run
@@ -154,10 +174,8 @@ def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_f
     err = tmp_path / "ray-1.log"
     proc = _start(problems_file, pg_url, err)
     try:
-        victim = _wait_mid_grid(proc, pg_url, err)
+        victim = _kill_worker_mid_grid(proc, pg_url, err)
         pid = int(victim["worker_pid"])
-        assert pid not in (os.getpid(), proc.pid), "the cell ran in the driver, not in a Ray worker"
-        os.kill(pid, signal.SIGKILL)  # one Ray actor, mid-search
         try:
             proc.wait(DEADLINE_S)  # the driver notices the dead actor and ends by itself
         except subprocess.TimeoutExpired:
@@ -168,10 +186,10 @@ def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_f
 
     killed = _cells(pg_url)
     finished = {k: v["run_id"] for k, v in killed.items() if v["status"] == "finished"}
-    lost = {k: v for k, v in killed.items() if v["worker_pid"] == pid and v["status"] != "finished"}
     assert len(finished) >= 2, killed
-    assert len(lost) == 1, f"the killed worker's cell: {lost}; all cells: {killed}"
-    (lost_key, lost_row), = lost.items()
+    lost_key, lost_row = victim["cell_key"], killed[victim["cell_key"]]
+    assert lost_row["status"] == "failed" and lost_row["run_id"] == victim["run_id"], lost_row
+    assert lost_row["run_status"] == "failed", lost_row  # closed in the run log at once, not left 'running'
     assert not [k for k, v in killed.items() if v["status"] == "running"], \
         f"the driver left cells 'running' for a dead or stopped actor: {killed}; its output: {_tail(err)}"
 
@@ -198,3 +216,31 @@ def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_f
         store.close()
     assert dead["status"] == "failed" and "died" in (dead["error"] or ""), dead  # closed in the run log
     assert _outcomes(after) == serial  # answers, costs, node counts and grades, cell by cell
+
+
+def test_a_stopped_ray_job_closes_only_its_actors_cells(problems_file: Path, tmp_path: Path) -> None:
+    """CellLedger.release (what the Ray driver calls when its job stops): the running cells of the given
+    (host, pid) workers become failed; other workers' running cells and finished cells are left alone.
+    SQLite, no Ray: runs everywhere."""
+    dataset, probs = load_eval_problems(None, str(problems_file), 3)
+    spec = GridSpec(pairs=parse_pairs("pol:rm", MODELS), problems=probs, dataset=dataset, methods=["rebase"],
+                    budgets=[4], seeds=[0, 1])
+    items = build_cells(spec)[:4]
+    store = RunStore(str(tmp_path / "eval.db"))
+    try:
+        ledger = CellLedger(store)
+        for i, it in enumerate(items):
+            assert ledger.claim(it.cell, f"run{i}", batched=False)
+        pids = {items[0].cell.key: 1001, items[1].cell.key: 1002, items[2].cell.key: 1001, items[3].cell.key: 1003}
+        with store.engine.begin() as conn:
+            for key, pid in pids.items():
+                conn.execute(sa.update(eval_cells).where(eval_cells.c.cell_key == key).values(worker_pid=pid))
+        ledger.finish(items[2].cell.key, "run2", "finished", 1.0)
+        closed = ledger.release([(ledger.host, 1001), (ledger.host, 1002), ("elsewhere", 1003)], "test")
+        assert sorted(closed) == sorted([items[0].cell.key, items[1].cell.key])
+        with store.engine.connect() as conn:
+            st = dict(conn.execute(sa.select(eval_cells.c.cell_key, eval_cells.c.status)).all())
+        assert [st[it.cell.key] for it in items] == ["failed", "failed", "finished", "running"]
+        assert ledger.release([], "nothing") == []
+    finally:
+        store.close()
