@@ -211,6 +211,29 @@ class CellLedger:
         with self.engine.begin() as conn:
             conn.execute(sa.update(eval_cells).where(*cond).values(**values))
 
+    def release(self, workers: Iterable[tuple[str, int]], why: str) -> list[str]:
+        """Close as failed (their runs too) the cells that these (host, pid) workers still hold: a driver that
+        stops its Ray actors mid-cell says so at once, rather than leaving them 'running' until their heartbeat
+        goes stale (`stale_after_s`) on a machine that cannot see those processes. The keys closed."""
+        workers = {(str(h), int(p)) for h, p in workers}
+        if not workers:
+            return []
+        c = eval_cells.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(c.cell_key, c.run_id, c.worker_host, c.worker_pid)
+                                .where(c.status == "running", c.worker_pid.in_(sorted({p for _, p in workers})))).all()
+        closed = []
+        for row in rows:
+            if (row.worker_host, row.worker_pid) not in workers:
+                continue
+            msg = f"eval worker pid {row.worker_pid} on {row.worker_host} died or was stopped before the run ended: {why}"
+            if row.run_id:
+                self.store.mark_failed(row.run_id, msg)
+            self._set(row.cell_key, status="failed", error=msg, ended_at=time.time(), expect="running",
+                      run_id_is=row.run_id)
+            closed.append(row.cell_key)
+        return closed
+
     # -------------------------------------------------------------------------------- summaries
     def counts(self) -> dict[str, int]:
         with self.engine.connect() as conn:

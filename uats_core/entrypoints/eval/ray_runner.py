@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -56,6 +57,10 @@ class EvalActor:
     def pid(self) -> int:
         return os.getpid()
 
+    def where(self) -> tuple[str, int]:
+        """(host, pid), as this actor's cells record them in `eval_cells`."""
+        return socket.gethostname(), os.getpid()
+
 
 def chunk_items(items: Sequence[WorkItem], chunk: int) -> list[list[WorkItem]]:
     """Consecutive chunks of the problem-major grid, dispatched in order: a stopped run leaves whole
@@ -89,6 +94,43 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
     if not items:
         return []
     runtime_env = {"working_dir": str(REPO_ROOT), "excludes": _SHIP_EXCLUDES}
+    held: list[tuple[str, int]] = []  # (host, pid) of every actor: the cells they hold when the job stops
+    try:
+        return _run_ray(ray, ActorPool, items, db, address, runtime_env, held, workers=workers,
+                        cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, lanes=lanes,
+                        merge_prm=merge_prm, torch_threads=torch_threads, policy_opts=policy_opts,
+                        prm_opts=prm_opts, chunk=chunk, progress=progress)
+    except BaseException as exc:
+        # An actor died (or Ctrl-C, or another error): the actors were stopped mid-cell. Close their cells now;
+        # left 'running', a rerun from another machine would wait out their heartbeats (--stale-after).
+        release_cells(db, held, f"the Ray job stopped ({type(exc).__name__})")
+        raise
+
+
+def release_cells(db: str, held: Sequence[tuple[str, int]], why: str) -> None:
+    if not held:
+        return
+    from storage import RunStore
+    from storage.eval_cells import CellLedger
+
+    try:
+        store = RunStore(db)
+        try:
+            closed = CellLedger(store).release(held, why)
+        finally:
+            store.close()
+    except Exception:  # never hide the error that stopped the job
+        log.exception("could not close the stopped Ray actors' cells; a rerun reclaims them")
+        return
+    if closed:
+        log.error("Ray job stopped: %d cell(s) its actors held closed as failed (%s); rerun the same command "
+                  "to resume", len(closed), ", ".join(closed[:4]) + (" ..." if len(closed) > 4 else ""))
+
+
+def _run_ray(ray: Any, ActorPool: Any, items: Sequence[WorkItem], db: str, address: str, runtime_env: dict[str, Any],
+             held: list[tuple[str, int]], *, workers: int | None, cpus_per_worker: float, gpus_per_worker: float,
+             lanes: int, merge_prm: bool, torch_threads: int | None, policy_opts: dict[str, Any] | None,
+             prm_opts: dict[str, Any] | None, chunk: int | None, progress: bool) -> list[CellOutcome]:
     started_here = False
     if not ray.is_initialized():
         if address == "local":
@@ -110,6 +152,7 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
         actors = [remote_cls.remote(db, lanes, threads, dict(policy_opts or {}), dict(prm_opts or {}),
                                     logging.getLogger("uats_core").getEffectiveLevel(), merge_prm, str(REPO_ROOT))
                   for _ in range(n_workers)]
+        held.extend(ray.get([a.where.remote() for a in actors]))
         size = chunk or max(1, min(64, math.ceil(len(items) / (n_workers * 4))))
         chunks = chunk_items(items, size)
         log.info("Ray: %d actors, %d chunks of up to %d cells", n_workers, len(chunks), size)
