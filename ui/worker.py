@@ -48,7 +48,7 @@ def worker_main(req: RunRequest) -> None:
                                      prm_opts=req.prm_opts, world_problem=req.world_problem)
         controller = None
         if config.method == "a-uats":
-            from uats_core.controller import load_controller  # the learned budget controller (issue 6)
+            from uats_core.controller import load_controller  # the learned budget controller
 
             controller = load_controller(config.controller, config)
         run_search(problem, config, policy, prm, subscribers=[store.subscriber()], run_id=req.run_id,

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..config import METHODS, ConfigError, SearchConfig
+from ..paths import ASSETS
 from ..problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "models"
 # Short names of the arithmetic world's embedded models (the --pairs syntax is POLICY:PRM over names).
 BUILTIN_MODELS: dict[str, str] = {
     "A": str(ASSETS / "arith-policy-a"),
