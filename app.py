@@ -3,100 +3,25 @@
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db in the project), --export-dir
 (default exports/ in the project), --reports-dir (a folder of evaluation run logs the Reports tab may open,
-read-only; default reports/ in the project), --workers (searches running at once)."""
+read-only; default reports/ in the project), --workers (searches running at once). A launcher: the app
+starts in ui/launch.py, which the installed console script `uats-studio` runs too."""
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
-PROJECT = Path(__file__).resolve().parent
-DEFAULT_DB = PROJECT / "runs" / "uats.db"
-DEFAULT_EXPORTS = PROJECT / "exports"
-DEFAULT_REPORTS = PROJECT / "reports"
-
-log = logging.getLogger("uats_studio")
+from ui import launch
+from ui.launch import DEFAULT_DB, DEFAULT_EXPORTS, DEFAULT_REPORTS, PROJECT  # noqa: F401 - the project's folders
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="app.py", description="UATS Studio: watch PRM-guided tree search and its uncertainty")
-    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                   help="address to listen on (default 127.0.0.1, or $GRADIO_SERVER_NAME)")
-    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-                   help="port (default 7860, or $GRADIO_SERVER_PORT)")
-    p.add_argument("--db", default=str(DEFAULT_DB), help="run log: SQLite file path or SQLAlchemy URL")
-    p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
-    p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS),
-                   help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only")
-    p.add_argument("--max-budget", type=int, default=None,
-                   help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
-    p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
-    p.add_argument("--log-level", default="INFO")
-    return p.parse_args(argv)
+    return launch.parse_args(argv, prog="app.py")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
-
-    if args.workers < 1:
-        print("error: workers: must be an integer >= 1", file=sys.stderr)
-        return 2
-    if args.max_budget is not None:
-        if args.max_budget < 1:
-            print("error: max-budget: must be an integer >= 1", file=sys.stderr)
-            return 2
-        from uats_core.limits import set_max_budget
-
-        set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
-    reports_dir = Path(args.reports_dir)
-    if reports_dir.exists() and not reports_dir.is_dir():
-        print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
-        return 2
-
-    from storage import RunStore, StorageError
-
-    try:
-        store = RunStore(args.db)
-    except StorageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    export_dir = Path(args.export_dir)
-    try:
-        export_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"error: export-dir: cannot create {export_dir} ({exc.strerror}); give a writable folder", file=sys.stderr)
-        return 2
-
-    from ui.app_ui import build_demo, launch_kwargs
-    from uats_core.interrupts import sigterm_as_interrupt
-    from ui.export import stop_kaleido
-    from ui.worker import WorkerPool, default_pair_request
-
-    dead = store.mark_dead_workers()
-    if dead:
-        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
-    pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request())
-    demo = build_demo(store, pool, export_dir, reports_dir)
-
-    try:
-        with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
-                                                           **launch_kwargs(export_dir))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        log.info("shutting down: cancelling running searches so their runs end 'cancelled' with all nodes written")
-        pool.shutdown(cancel=True)
-        stop_kaleido()
-        store.close()
-    return 0
+    return launch.main(argv, prog="app.py")
 
 
 if __name__ == "__main__":

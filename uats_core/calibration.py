@@ -21,12 +21,13 @@ import numpy as np
 
 from .config import ConfigError, SearchConfig, tau_auto_quantile
 from .estimation import gate_statistic
+from .paths import ASSETS, WORLD_PRM
 
 log = logging.getLogger(__name__)
 
 CALIBRATION_NAME = "uats_calibration.json"
-HUB_CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "assets" / "calibration"
-DEFAULT_PRM = Path(__file__).resolve().parent.parent / "assets" / "models" / "arith-prm"
+HUB_CALIBRATION_DIR = ASSETS.parent / "calibration"
+DEFAULT_PRM = WORLD_PRM
 
 
 def calibration_path(prm_spec: str | None) -> Path:

@@ -1,16 +1,48 @@
-"""Where the shipped models live (the embedded arithmetic world's policies and PRM, the A-UATS controllers)."""
+"""Where the shipped models live (the embedded arithmetic world's policies and PRM, the A-UATS controllers).
+
+They are the package data of the top-level package `assets` (assets/models/<name>/ in the checkout, the same
+folder in site-packages once the wheel is installed), found through importlib.resources. The models are plain
+files, so the folder is a real directory in both cases: calibration files and controller checkpoints can be
+written beside them."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+from importlib import resources
 from pathlib import Path
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "models"
+
+def _assets_dir() -> Path:
+    """The folder of the shipped models. A checkout or an unpacked wheel gives the folder itself; an import from
+    a zip file gives a copy extracted for this process (removed at exit). When no importable `assets` holds
+    models/ (uats_core put on the path by hand, or another project's `assets` first on it), the folder beside
+    uats_core."""
+    beside = Path(__file__).resolve().parent.parent / "assets" / "models"
+    try:
+        models = resources.files("assets") / "models"
+    except ModuleNotFoundError:
+        return beside
+    if not models.is_dir():
+        return beside
+    if isinstance(models, Path):
+        return models.resolve()
+    stack = contextlib.ExitStack()
+    atexit.register(stack.close)
+    try:
+        return Path(stack.enter_context(resources.as_file(models))).resolve()
+    except (OSError, TypeError, ValueError):  # a folder inside a zip needs Python 3.12's as_file
+        return beside
+
+
+ASSETS = _assets_dir()
 WORLD_POLICY = ASSETS / "arith-policy-a"
 WORLD_PRM = ASSETS / "arith-prm"
 
 
 def portable_path(path: str) -> str:
-    """A model path as results and checkpoints record it: relative to the repository when inside it, so they do
+    """A model path as results and checkpoints record it: the shipped models relative to the folder that holds
+    `assets/` (the repository, or site-packages when installed: `assets/models/arith-prm` either way), so they do
     not carry one machine's home directory; anything else (hub ids, outside folders) unchanged."""
     if ":" in path.split("/")[0] or not Path(path).is_absolute():
         return path  # hf:<id>, vllm:<id>, py:module:function, or already relative

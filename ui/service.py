@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.methods import METHODS
+from uats_core.paths import ASSETS
 from uats_core.problems import Problem, ProblemError, find_problem, load_problems
 
 from .cases import QUADRANTS, Case, StepJudge
@@ -436,15 +437,14 @@ def curve_choices(sources: ReportSources, key: str | None) -> list[str]:
                 names += store.list_curves()
         except ConfigError:
             pass
-    models = PROJECT / "assets" / "models"
-    names += [SHIPPED + p.parent.name for p in sorted(models.glob("*/training_curve.json"))]
+    names += [SHIPPED + p.parent.name for p in sorted(ASSETS.glob("*/training_curve.json"))]
     return names
 
 
 def curve_rows(sources: ReportSources, key: str | None, name: str) -> list[dict[str, Any]]:
     if name.startswith(SHIPPED):
-        path = PROJECT / "assets" / "models" / name[len(SHIPPED):] / "training_curve.json"
-        if path.parent.parent != PROJECT / "assets" / "models" or not path.is_file():
+        path = ASSETS / name[len(SHIPPED):] / "training_curve.json"
+        if path.parent.parent != ASSETS or not path.is_file():
             raise ConfigError("training curve", f"no shipped curve {name!r}; pick one from the list")
         return list(json.loads(path.read_text()))
     with sources.reading(key) as store:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import SearchConfig
+from ..paths import ASSETS
 from .policy import (KNOB_RANGES, KNOBS, ControllerError, ControllerNet, LearnedController, load_checkpoint,
                      save_checkpoint, squash, unsquash)
 
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "models" / "auats-controller"
-ABLATION_CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "models" / "auats-controller-no-uncertainty"
+DEFAULT_CHECKPOINT = ASSETS / "auats-controller"
+ABLATION_CHECKPOINT = ASSETS / "auats-controller-no-uncertainty"
 
 
 def load_controller(path: str | Path | None, config: SearchConfig | None = None) -> LearnedController:

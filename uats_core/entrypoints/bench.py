@@ -32,11 +32,12 @@ import numpy as np
 from uats_core.config import ConfigError
 from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
 from uats_core.estimation import auroc
+from uats_core.paths import ASSETS
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS_DIR = ROOT / "assets" / "models"
+MODELS_DIR = ASSETS
 MATH500 = ROOT.parent / "shared" / "data" / "math500.jsonl"
 
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
@@ -270,7 +271,7 @@ def _prm_modes(args: argparse.Namespace, model: Any, tokens: Callable[[int], lis
 
 
 def _check_targets(results: dict[str, Any]) -> None:
-    """Print the issue's targets against what was measured (min wall time, and min CPU time)."""
+    """Print the speed targets against what was measured (min wall time, and min CPU time)."""
     lines = []
 
     def verdict(ok: bool) -> str:

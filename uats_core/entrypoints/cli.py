@@ -1,4 +1,4 @@
-"""Command line: `python -m uats_core search|runs|show|doctor`.
+"""Command line: `uats search|runs|show|doctor` (installed), or `python -m uats_core search|runs|show|doctor`.
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import re
 import sys
 from typing import Any, Iterator, NoReturn, Sequence
@@ -211,7 +212,8 @@ def _at_least_one(value: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(prog="python -m uats_core", description="UATS Studio: PRM-guided tree search")
+    prog = "uats" if os.path.basename(sys.argv[0]) == "uats" else "python -m uats_core"  # the console script or -m
+    p = _OneLineParser(prog=prog, description="UATS Studio: PRM-guided tree search")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("search", help="search one problem and log it")

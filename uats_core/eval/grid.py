@@ -22,11 +22,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..config import ConfigError, SearchConfig
 from ..methods import METHODS
+from ..paths import ASSETS
 from ..problems import Problem, ProblemError, load_problems
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "models"
 # Short names of the arithmetic world's embedded models (the --pairs syntax is POLICY:PRM over names).
 BUILTIN_MODELS: dict[str, str] = {
     "A": str(ASSETS / "arith-policy-a"),

@@ -20,11 +20,12 @@ from transformers import LlamaConfig, LlamaForCausalLM, LlamaForTokenClassificat
 
 from .tokenizer import DELIMITER, STEP_TAG
 from ...hf_compat import cache_kwarg, output_cache
+from ...paths import ASSETS
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-MODELS_DIR = REPO_ROOT / "assets" / "models"
+REPO_ROOT = Path(__file__).resolve().parents[3]  # the checkout (the report writes docs/figures there)
+MODELS_DIR = ASSETS
 POLICY_DIRS = {"A": MODELS_DIR / "arith-policy-a", "B": MODELS_DIR / "arith-policy-b"}
 PRM_DIR = MODELS_DIR / "arith-prm"
 

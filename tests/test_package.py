@@ -1,0 +1,82 @@
+"""The project as a package: build the wheel, install it (no dependencies, no index) into a fresh virtualenv,
+and run its console scripts from outside the repository. Offline: the dependencies come from the environment
+running the tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "ui", "assets")
+
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{cmd} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def _site_dirs() -> list[str]:
+    """The running environment's site-packages folders (never the checkout), for the scratch virtualenv to see the
+    dependencies: a venv made from a venv's python gets the base interpreter's site-packages, not the venv's."""
+    return [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")) and Path(p).is_dir()
+            and not Path(p).resolve().is_relative_to(ROOT)]
+
+
+def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
+    pytest.importorskip("setuptools", minversion="77")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               GRADIO_ANALYTICS_ENABLED="False")
+
+    # Build from a copy of the sources, so the build leaves no build/ or egg-info in the checkout.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(dist),
+          str(src)], cwd=tmp_path, env=env)
+    (wheel,) = dist.glob("uats_studio-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"assets/__init__.py", "assets/models/arith-prm/model.safetensors", "assets/models/arith-prm/uats_prm.json",
+            "assets/models/auats-controller/controller.safetensors", "ui/launch.py", "ui/tabs/search.py",
+            "uats_core/worlds/arith/world.py", "storage/store.py"} <= names
+    assert not any(n.startswith(("tests/", "app.py", "docs/")) for n in names)
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path, env=env)
+    py = venv / "bin" / "python"
+    site = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp_path, env=env)
+    purelib = Path(site.stdout.strip())
+    (purelib / "_uats_test_parent_env.pth").write_text("\n".join(_site_dirs()) + "\n")
+    _run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], cwd=tmp_path, env=env)
+
+    where = _run([str(py), "-c", "import uats_core, assets, ui, storage; from uats_core.paths import ASSETS; "
+                  "print(uats_core.__file__); print(ASSETS); print(ui.__file__)"], cwd=tmp_path, env=env).stdout.split()
+    assert all(Path(p).resolve().is_relative_to(purelib.resolve()) for p in where), where
+    assert Path(where[1]).name == "models" and (Path(where[1]) / "arith-prm" / "config.json").is_file()
+
+    db = tmp_path / "runs.db"
+    out = _run([str(venv / "bin" / "uats"), "search", "--method", "h-uats", "--budget", "4", "--db", str(db),
+                "--quiet"], cwd=tmp_path, env=env).stdout
+    assert re.search(r"^run [0-9a-f]{32}\s+finished\s+answer=", out, re.M), out
+    listed = _run([str(py), "-m", "uats_core", "runs", "--db", str(db)], cwd=tmp_path, env=env).stdout
+    assert "h-uats" in listed and "finished" in listed, listed
+
+    usage = _run([str(venv / "bin" / "uats-studio"), "--help"], cwd=tmp_path, env=env).stdout
+    assert usage.startswith("usage: uats-studio") and "--reports-dir" in usage
+    assert not (tmp_path / "runs").exists()  # --help creates nothing
