@@ -158,23 +158,24 @@ def _run_todo(plan: Plan, db_url: str, opts: EvalOptions, summary: EvalSummary) 
 
 
 def code_version() -> str:
-    """The git commit of this checkout (with '+dirty' for uncommitted changes), or the package version."""
+    """The git commit of this checkout (with '+dirty' for uncommitted changes), or the installed package's version."""
     import subprocess
+    from importlib.metadata import PackageNotFoundError, version
 
     root = Path(__file__).resolve().parents[3]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        from importlib.metadata import PackageNotFoundError, version
-
+    if (root / ".git").exists():  # a checkout; installed, site-packages is none (nor the repo it may sit in)
         try:
-            return "uats-studio " + version("uats-studio")
-        except PackageNotFoundError:
-            return "unknown"
+            head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                  text=True, timeout=10, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            return head + ("+dirty" if dirty else "")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        return "uats-studio " + version("uats-studio")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 class LedgerSync:
