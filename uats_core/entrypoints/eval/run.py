@@ -167,7 +167,9 @@ def code_version() -> str:
         try:
             head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                                   text=True, timeout=10, check=True).stdout.strip()
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            # the code's state: the results ledger being written is not a change to the code
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                    ".", ":(exclude)results"],
                                    capture_output=True, text=True, timeout=10).stdout.strip()
             return head + ("+dirty" if dirty else "")
         except (OSError, subprocess.SubprocessError):
