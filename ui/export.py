@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -103,6 +104,10 @@ def to_latex(bundle: ExportBundle) -> str:
 
 def _cell(v: Any) -> str:
     if isinstance(v, float):
+        if not math.isfinite(v):
+            return "--"
+        if abs(v) >= 100 or (v == int(v) and abs(v) >= 1):  # counts and costs: whole numbers, thousands grouped
+            return f"{v:,.0f}"
         return f"{v:.4f}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
     if v is None:
         return "--"
