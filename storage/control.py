@@ -120,7 +120,7 @@ class RunControl:
 
     def delete_run(self, run_id: str) -> None:
         with self.engine.begin() as conn:
-            for t in (S.stars, S.iterations, S.node_history, S.nodes):  # explicit: not every db enforces CASCADE
+            for t in (S.stars, S.shadow_scores, S.iterations, S.node_history, S.nodes):  # explicit: not every db enforces CASCADE
                 conn.execute(sa.delete(t).where(t.c.run_id == run_id))
             res = conn.execute(sa.delete(S.runs).where(S.runs.c.run_id == run_id))
         if not res.rowcount:

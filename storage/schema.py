@@ -156,3 +156,21 @@ curves = sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("written_at", sa.Float),
 )
+
+# Shadow scoring: MC-dropout passes run afterwards on a baseline's candidates (e.g. REBASE, which does no
+# MC passes), outside its compute count, so its choices can be read against the uncertainty. A separate
+# table: the run's own nodes and cost stay exactly what the search did.
+shadow_scores = sa.Table(
+    "shadow_scores",
+    metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("mc_scores", sa.JSON),
+    sa.Column("mean", sa.Float),
+    sa.Column("var", sa.Float),
+    sa.Column("ucb", sa.Float),
+    sa.Column("ood", sa.Boolean),
+    sa.Column("tau", sa.Float),
+    sa.Column("prm", sa.String(200)),
+    sa.Column("written_at", sa.Float),
+)

@@ -137,7 +137,7 @@ def test_tree_figure_structure(store: RunStore) -> None:
         want_lo, want_hi = y - H + 2 * H * st["q1"], y - H + 2 * H * st["q3"]
         got = drawn[round(x, 2)]
         assert any(abs(lo - want_lo) < 0.02 and abs(hi - want_hi) < 0.02 for lo, hi in got), (i, got, want_lo, want_hi)
-    assert names[-1] == "selected" and fig["data"][-1]["x"]
+    assert [sh["name"] for sh in fig["layout"]["shapes"]] == ["selected"]
     assert fig["layout"]["uirevision"] == "tree"
     assert fig["meta"]["n_nodes"] == len(state.nodes)
 

@@ -22,6 +22,7 @@ from .tabs.cases import build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
+from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
@@ -88,9 +89,12 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         _wire_page(demo, ctx, runs, compare, reports, [f["dataset_path"], f["problem"], search.question_md])
         wire_links(demo, ctx, search)
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
+        wire_idle_timer(ctx)
     return demo
 
 
 def launch_kwargs(export_dir: str | Path) -> dict[str, Any]:
-    """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder."""
-    return {"css": CSS, "allowed_paths": [str(Path(export_dir).resolve())]}
+    """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder. No run history:
+    Gradio would copy every event's inputs and outputs (trees of a megabyte) into localStorage, which took
+    most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy."""
+    return {"css": CSS, "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False}

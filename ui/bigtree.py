@@ -12,6 +12,7 @@ from collections import Counter, deque
 from typing import Any, Iterable, Iterator
 
 MAX_DRAWN = 3000
+MAX_DRAWN_HUGE = 2000
 MAX_LABELS = 200  # "+k hidden" marks are SVG text: only the largest cuts get one
 HISTORY_LIMIT = 20_000
 
@@ -31,6 +32,8 @@ def gc_paused() -> Iterator[None]:
 
 def cap_shown(state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX_DRAWN) -> tuple[set[int], dict[int, int]]:
     """(nodes to draw, hidden-descendant count per drawn node) for the `shown` nodes of `state`."""
+    if len(state.nodes) > HISTORY_LIMIT:  # a huge run: fewer nodes drawn, so it opens within seconds
+        limit = min(limit, MAX_DRAWN_HUGE)
     if len(shown) <= limit:
         return shown, {}
     keep = set(keep)
@@ -57,3 +60,58 @@ def cap_shown(state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX
             anchor[nid] = a
             hidden[a] += 1
     return drawn, dict(hidden.most_common(MAX_LABELS))
+
+
+def dead_branches(state: Any, shown: set[int], keep: Iterable[int] = ()) -> tuple[set[int], dict[int, int]]:
+    """Collapse branches in which every leaf was pruned: their top node stays, its subtree goes, and it
+    says how many it hides. `keep` nodes (chosen path, selection) stay whatever their branch."""
+    keep = set(keep)
+    dead: dict[int, bool] = {}
+    for nid in sorted(shown, reverse=True):  # children are created after their parents: ids descend
+        kids = [c for c in state.children.get(nid, ()) if c in shown]
+        if nid in keep or nid == 0:
+            dead[nid] = False
+        elif kids:
+            dead[nid] = all(dead.get(c, False) for c in kids)
+        else:
+            dead[nid] = state.nodes[nid].get("status") == "pruned"
+    out = set(shown)
+    hidden: dict[int, int] = {}
+    for nid in shown:
+        parent = state.nodes[nid].get("parent_id")
+        if dead.get(nid) and not dead.get(parent, False) and state.children.get(nid):
+            below = [c for c in state.subtree(nid) if c != nid and c in shown]
+            if below:
+                hidden[nid] = len(below)
+                out.difference_update(below)
+    return out, hidden
+
+
+FOCUS_CHOICES = ("whole tree", "chosen path", "selected subtree")
+
+
+def focus_nodes(state: Any, shown: set[int], focus: str, selected: int | None) -> tuple[set[int], dict[int, int]]:
+    """Only the chosen answers' paths and the alternatives at each of their steps, or only the selected
+    node's path and subtree; every drawn node whose children were left out says how many it hides."""
+    if focus == "chosen path":
+        path = state.chosen_path_nodes()
+        if not path:
+            return shown, {}
+        keep = set(path)
+        for nid in path:  # the candidates each chosen step competed with
+            keep.update(state.children.get(nid, ()))
+    elif focus == "selected subtree" and selected in state.nodes:
+        keep = {0, *state.path(selected), *state.subtree(selected)}
+    else:
+        return shown, {}
+    keep &= shown | {0}
+    hidden: Counter = Counter()
+    anchor: dict[int, int] = {}
+    for nid in sorted(shown):  # parents before children: each left-out node counts for its nearest kept one
+        if nid in keep:
+            anchor[nid] = nid
+        else:
+            a = anchor.get(state.nodes[nid].get("parent_id"), 0)
+            anchor[nid] = a
+            hidden[a] += 1
+    return keep, dict(hidden.most_common(MAX_LABELS))

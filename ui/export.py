@@ -10,6 +10,7 @@ import html
 import json
 import math
 import logging
+import math
 import os
 import re
 import shutil
@@ -106,10 +107,10 @@ def _cell(v: Any, header: str = "") -> str:
     if isinstance(v, float) and "cost" in header.lower() and math.isfinite(v):
         return str(int(round(v)))  # a cost is counted in passes: no decimals to read
     if isinstance(v, float):
-        if v.is_integer() and abs(v) >= 100:  # costs and counts: 1358, not 1358.000
-            return f"{int(v)}"
-        if abs(v) >= 100:
-            return f"{v:.1f}"
+        if not math.isfinite(v):
+            return "--"
+        if abs(v) >= 100 or (v == int(v) and abs(v) >= 1):  # counts and costs: whole numbers, thousands grouped
+            return f"{v:,.0f}"
         return f"{v:.4f}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
     if v is None:
         return "--"

@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.methods import METHODS
@@ -282,14 +282,15 @@ COMPARE_COLUMNS = ["run", "method", "status", "answer", "outcome", "naive answer
 
 
 def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | None = None,
-                    height: int = 560) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
+                    height: int = 560, shadows: Sequence[Mapping[int, Any] | None] = (None, None),
+                    selected: Sequence[int | None] = (None, None)) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
     fa, fb = a.state_at(None), b.state_at(None)
     crange = shared_colour_range(fa, fb)
     shared = shared_prefixes(fa, fb)
     sa_, sb_ = (a.state_at(t), b.state_at(t)) if t is not None else (fa, fb)
     figs = []
-    for d, st, side in ((a, sa_, "A"), (b, sb_, "B")):
-        figs.append(tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height,
+    for d, st, side, sh, sel in ((a, sa_, "A", shadows[0], selected[0]), (b, sb_, "B", shadows[1], selected[1])):
+        figs.append(tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
                                 title=f"{side}: {d.run.get('method')} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
                                 uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B"))
     return figs[0], figs[1], crange
@@ -352,15 +353,21 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
                        ("Chosen path", "\n\n".join(state.nodes[i].get("step", "") for i in path))])
 
 
-def compare_bundle(a: RunData, b: RunData, name: str | None = None) -> ExportBundle:
+def compare_bundle(a: RunData, b: RunData, name: str | None = None,
+                   shadows: Sequence[Mapping[int, Any] | None] = (None, None)) -> ExportBundle:
+    """Both runs whole (nodes, iterations, shadow scores), the summary table and the figures."""
     rows, div = compare_rows(a, b)
-    fa, fb, _ = compare_figures(a, b, None, height=700)
+    fa, fb, _ = compare_figures(a, b, None, height=700, shadows=shadows)
     caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}); "
                + (f"first diverging iteration: {div}" if div is not None else "the two runs never diverged"))
     return ExportBundle(
         name=name or f"compare-{a.run['run_id'][:8]}-{b.run['run_id'][:8]}", kind="compare",
         data={"a": _run_summary(a.run), "b": _run_summary(b.run), "first_divergence": div,
-              "summary": [dict(zip(COMPARE_COLUMNS, r)) for r in rows]},
+              "summary": [dict(zip(COMPARE_COLUMNS, r)) for r in rows],
+              **{f"{side}_{what}": rows_ for side, d, sh in (("a", a, shadows[0]), ("b", b, shadows[1]))
+                 for what, rows_ in (("nodes", [d.nodes[i] for i in sorted(d.nodes)]),
+                                     ("iterations", [d.iterations[i] for i in sorted(d.iterations)]),
+                                     ("shadow", [sh[i] for i in sorted(sh or {})]))}},
         figures=[("Side by side", side_by_side(fa, fb)), ("A", fa), ("B", fb)],
         table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption)
 

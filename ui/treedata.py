@@ -36,6 +36,7 @@ class TreeState:
     decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # node id -> decision at `iteration`
     budget: dict[str, Any] = field(default_factory=dict)
     cost_total: float = 0.0
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # whole-tree scans, once
 
     @property
     def gate(self) -> OODGate:
@@ -73,7 +74,10 @@ class TreeState:
         answer = self.run.get("answer")
         if answer is None:
             return set()
-        return {i for i, n in self.nodes.items() if n.get("status") in TERMINAL and n.get("answer") == answer}
+        if "chosen" not in self._memo:
+            self._memo["chosen"] = {i for i, n in self.nodes.items()
+                                    if n.get("status") in TERMINAL and n.get("answer") == answer}
+        return set(self._memo["chosen"])
 
     def chosen_path_nodes(self) -> set[int]:
         out: set[int] = set()

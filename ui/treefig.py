@@ -9,11 +9,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .bigtree import cap_shown
+from .bigtree import cap_shown, dead_branches, focus_nodes
 from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, GLYPH_DX, GLYPH_HALF_HEIGHT, MATCH_COLOUR,
                        N_COLOUR_BINS, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RAIL_LIMIT, RIGHT_COLOUR, SHARED_COLOUR,
                        WRONG_COLOUR, box_stats, colour_for, fmt_number)
 from .layout import tidy_layout
+from .shadowfig import shadow_traces
 from .treedata import TERMINAL, TreeState
 
 Pos = Mapping[int, tuple[float, float]]
@@ -34,6 +35,8 @@ class ViewOptions:
     glyphs: bool = True
     show_decisions: bool = True
     hide_pruned: bool = False
+    collapse_pruned: bool = False  # branches whose every leaf was pruned drawn as their top node
+    focus: str = "whole tree"  # or "chosen path", "selected subtree" (bigtree.FOCUS_CHOICES)
 
     @property
     def filtering(self) -> bool:
@@ -165,6 +168,14 @@ def _halo_traces(state: TreeState, pos: Pos, view: ViewOptions, matching: set[in
     return data
 
 
+MARKER_MAX = 14.0  # uncapped, a few heavily re-evaluated nodes covered dozens of neighbours at N=512
+
+
+def marker_size(k: int) -> float:
+    """Marker size for K passes: grows with K, capped (the hover and the inspector give the exact K)."""
+    return round(min(MARKER_MAX, 6.0 + 1.6 * math.sqrt(max(1, k))), 1)
+
+
 NODE_SYMBOLS = {"finished": "diamond", "truncated": "triangle-down", "pruned": "circle", "kept": "circle",
                 "active": "circle"}
 
@@ -187,8 +198,7 @@ def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax:
                 "color": [round(float(n["mean"]), 4) for n in nodes], "colorscale": COLORSCALE,
                 "cmin": cmin, "cmax": cmax, "showscale": show_colorbar,
                 "colorbar": {"title": {"text": "R̄"}, "thickness": 12, "len": 0.6, "x": 1.0},
-                "size": [round(7 + 2.2 * math.sqrt(max(1, int(n.get("k") or len(n.get("mc_scores") or [])))), 1)
-                         for n in nodes],
+                "size": [marker_size(int(n.get("k") or len(n.get("mc_scores") or []))) for n in nodes],
                 "symbol": [NODE_SYMBOLS.get(n.get("status"), "circle") for n in nodes],
                 "opacity": [0.35 if (n.get("status") == "pruned" or i in faded) else 1.0 for i, n in zip(scored, nodes)],
                 "line": {"color": [OOD_COLOUR if n.get("ood") else "#333333" for n in nodes],
@@ -230,24 +240,46 @@ def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Map
         if count and i in pos:
             labels.append((i, f"+{count} hidden", "#555555", 0.0, -0.45))
     if view.show_decisions:
-        for i, d in state.decisions.items():
-            if i not in pos:
-                continue
-            bits = []
-            if d.get("extra_passes"):
-                bits.append(f"+{d['extra_passes']}p")
-            if d.get("children"):
-                bits.append(f"×{d['children']}")
-            elif d.get("status") == "pruned":
-                bits.append("✂")
-            if bits:
-                labels.append((i, " ".join(bits), "#8a5a00", -0.05, 0.42))
+        labels += [(i, text, "#8a5a00", -0.05, 0.42) for i, text in decision_labels(state, pos)]
     if not labels:
         return []
     return [{"type": "scatter", "mode": "text", "x": [_r(pos[i][0] + dx) for i, _, _, dx, _ in labels],
              "y": [_r(pos[i][1] + dy) for i, _, _, _, dy in labels], "text": [t for _, t, _, _, _ in labels],
              "textfont": {"color": [c for _, _, c, _, _ in labels], "size": 10}, "hoverinfo": "skip",
              "showlegend": False, "name": "marks"}]
+
+
+MAX_DECISION_LABELS = 30
+LABEL_GAP = 2.5  # layout units between two labels on one row (siblings are 1 apart; a label spans ~2)
+
+
+def decision_labels(state: TreeState, pos: Pos) -> list[tuple[int, str]]:
+    """This iteration's decision labels (+Kp extra passes, ×N children, ✂ pruned) that do not overlap: the
+    largest decisions first, each kept only if no kept label on its row is nearer than LABEL_GAP, at most
+    MAX_DECISION_LABELS (every decided node still gets its halo; the frontier view lists them all)."""
+    found = []
+    for i, d in state.decisions.items():
+        if i not in pos:
+            continue
+        bits = []
+        if d.get("extra_passes"):
+            bits.append(f"+{d['extra_passes']}p")
+        if d.get("children"):
+            bits.append(f"×{d['children']}")
+        elif d.get("status") == "pruned":
+            bits.append("✂")
+        if bits:
+            found.append((-(int(d.get("extra_passes") or 0) * 100 + int(d.get("children") or 0)), i, " ".join(bits)))
+    kept: list[tuple[int, str]] = []
+    rows: dict[float, list[float]] = {}
+    for _, i, text in sorted(found):
+        x, y = pos[i]
+        row = rows.setdefault(y, [])
+        if len(kept) >= MAX_DECISION_LABELS or any(abs(x - other) < LABEL_GAP for other in row):
+            continue
+        row.append(x)
+        kept.append((i, text))
+    return kept
 
 
 def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height: int | None) -> dict[str, Any]:
@@ -280,14 +312,24 @@ def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height
 def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: int | None = None,
                 colour_range: tuple[float, float] = (0.0, 1.0), title: str = "", uirevision: str = "tree",
                 shared_keys: set[tuple[str, ...]] | None = None, height: int | None = None,
-                show_colorbar: bool = True) -> dict[str, Any]:
-    """The search tree as a Plotly figure dict (data, layout, config, meta)."""
+                show_colorbar: bool = True, shadow: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The search tree as a Plotly figure dict (data, layout, config, meta); `shadow`: shadow scores by
+    node id, drawn apart (ui.shadowfig)."""
     view = view or ViewOptions()
     cmin, cmax = colour_range
     shown, matching, hidden_below = visible_nodes(state, view)
     chosen_path = state.chosen_path_nodes()
-    shown, cut = cap_shown(state, shown, chosen_path | set(state.path(selected) if selected in state.nodes else ()))
-    hidden_below = {i: hidden_below.get(i, 0) + cut.get(i, 0) for i in set(hidden_below) | set(cut)}
+    keep = chosen_path | set(state.path(selected) if selected in state.nodes else ())
+    cuts = []
+    if view.focus != "whole tree":
+        shown, cut = focus_nodes(state, shown, view.focus, selected)
+        cuts.append(cut)
+    if view.collapse_pruned:
+        shown, cut = dead_branches(state, shown, keep)
+        cuts.append(cut)
+    shown, cut = cap_shown(state, shown, keep)
+    for cut in (*cuts, cut):
+        hidden_below = {i: hidden_below.get(i, 0) + cut.get(i, 0) for i in set(hidden_below) | set(cut)}
     parent_of = {nid: state.nodes[nid].get("parent_id") for nid in shown}
     if shared_keys:
         keys = {nid: state.prefix_key(nid) for nid in shown if nid != 0}
@@ -304,15 +346,24 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     data += _answer_marks(state, pos, state.chosen_nodes())
     data += _text_marks(state, pos, view, hidden_below)
     data += _legend_keys(state, shared_keys is not None)
-    # last trace = the selection ring; the page's script moves it at once on a click (Plotly.restyle)
+    if shadow:
+        data += shadow_traces(pos, shadow, HOVER_TEMPLATE)
     sel = pos.get(selected) if selected is not None else None
-    data.append({"type": "scatter", "mode": "markers", "x": [_r(sel[0])] if sel else [], "y": [_r(sel[1])] if sel else [],
-                 "hoverinfo": "skip", "showlegend": False, "name": "selected",
-                 "marker": {"size": 30, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2.5}}})
     meta = {"n_nodes": len(state.nodes), "n_shown": len(pos), "iteration": state.iteration, "selected": selected,
-            "max_iteration": state.max_iteration, "run_id": state.run.get("run_id"), "status": state.run.get("status")}
-    return {"data": data, "layout": _tree_layout(state, pos, title, uirevision, height), "config": PLOT_CONFIG,
-            "meta": meta}
+            "max_iteration": state.max_iteration, "run_id": state.run.get("run_id"), "status": state.run.get("status"),
+            "shadow": sum(1 for i in pos if i in shadow) if shadow else 0}
+    layout = _tree_layout(state, pos, title, uirevision, height)
+    # the selection ring is a layout shape: the page's script moves it on a click with Plotly.relayout, which
+    # redraws shapes only (moving a ring trace with Plotly.restyle recomputed every trace, seconds at 2,000 nodes)
+    layout["shapes"] = [ring_shape(_r(sel[0]), _r(sel[1]))] if sel else []
+    return {"data": data, "layout": layout, "config": PLOT_CONFIG, "meta": meta}
+
+
+def ring_shape(x: float, y: float) -> dict[str, Any]:
+    """The selection ring around the node at (x, y): 30 px whatever the zoom (PLOT_JS builds the same)."""
+    return {"type": "circle", "name": "selected", "xref": "x", "yref": "y", "xsizemode": "pixel",
+            "ysizemode": "pixel", "xanchor": x, "yanchor": y, "x0": -15, "x1": 15, "y0": -15, "y1": 15,
+            "line": {"color": "#111", "width": 2.5}}
 
 def _glyph_traces(state: TreeState, pos: Mapping[int, tuple[float, float]], cmin: float, cmax: float,
                   faded: set[int]) -> list[dict[str, Any]]:

@@ -35,15 +35,23 @@ PLOT_JS = r"""
 const host = element.querySelector('.uats-plot');
 const empty = element.querySelector('.uats-empty');
 function ringAt(id) {
+  // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
   if (!host.data) return;
-  const last = host.data.length - 1;
-  if (last < 0 || host.data[last].name !== 'selected') return;
   for (const tr of host.data) {
-    if (!tr.customdata) continue;
+    if (!tr.customdata || tr.mode !== 'markers') continue;
     for (let i = 0; i < tr.customdata.length; i++) {
       const c = tr.customdata[i];
       const cid = Array.isArray(c) ? c[0] : c;
-      if (cid === id) { Plotly.restyle(host, {x: [[tr.x[i]]], y: [[tr.y[i]]]}, [last]); return; }
+      if (cid === id) {
+        const shapes = (host.layout && host.layout.shapes) || [];
+        let k = shapes.findIndex(s => s.name === 'selected');
+        if (k < 0) k = shapes.length;
+        // one item of the array: Plotly redraws that shape only (the whole array redraws the plot)
+        Plotly.relayout(host, {[`shapes[${k}]`]: {type: 'circle', name: 'selected', xref: 'x', yref: 'y',
+          xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -15, x1: 15, y0: -15,
+          y1: 15, line: {color: '#111', width: 2.5}}});
+        return;
+      }
     }
   }
 }
@@ -51,6 +59,10 @@ function draw() {
   const raw = props.value;
   if (!raw) { host.style.display = 'none'; empty.style.display = 'flex'; host.dataset.nodes = '0'; return; }
   if (typeof Plotly === 'undefined') { setTimeout(draw, 50); return; }
+  // the same figure again (an event that lists this plot as an output and skips it): parsing and reacting
+  // to a 2,000-node tree for nothing took a second of the page's time on every node click
+  if (raw === host._uatsRaw && host.data) return;
+  host._uatsRaw = raw;
   let spec;
   try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
   host.style.display = 'block'; empty.style.display = 'none';
@@ -76,8 +88,8 @@ function draw() {
       if (!p || p.customdata == null) return;
       const id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
       if (typeof id !== 'number') return;
-      ringAt(id);
-      trigger('select', {node_id: id});
+      trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
+      setTimeout(() => ringAt(id), 0);
     });
     host._uatsBound = true;
   }
@@ -129,7 +141,7 @@ def row_of(evt: gr.SelectData) -> int | None:
 
 def view_of(score_min: Any = 0.0, score_max: Any = 1.0, high_variance_only: Any = False, hide_pruned: Any = False,
             depth_max: Any = 0, search: Any = "", glyphs: Any = True, show_decisions: Any = True,
-            collapsed: Any = ()) -> ViewOptions:
+            collapsed: Any = (), collapse_pruned: Any = False, focus: Any = "whole tree") -> ViewOptions:
     """ViewOptions from the view filters' raw values (sliders may arrive swapped, depth 0 means all)."""
     lo, hi = float(score_min or 0.0), float(score_max if score_max is not None else 1.0)
     if lo > hi:
@@ -137,7 +149,8 @@ def view_of(score_min: Any = 0.0, score_max: Any = 1.0, high_variance_only: Any 
     dmax = int(depth_max) if depth_max else None
     return ViewOptions(score_min=lo, score_max=hi, high_variance_only=bool(high_variance_only),
                        hide_pruned=bool(hide_pruned), depth_max=dmax, search=search or "", glyphs=bool(glyphs),
-                       show_decisions=bool(show_decisions), collapsed=frozenset(collapsed or ()))
+                       show_decisions=bool(show_decisions), collapsed=frozenset(collapsed or ()),
+                       collapse_pruned=bool(collapse_pruned), focus=str(focus or "whole tree"))
 
 
 class RunCache:

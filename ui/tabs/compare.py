@@ -3,20 +3,27 @@ their differences; it can start an H-UATS vs REBASE pair from the Search tab's f
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import gradio as gr
 
 from storage import StorageError
+from storage.shadow import read_shadow
 
 from .. import service as svc
+from ..decisions import decision_iteration, explain_node, explain_step
 from ..export import ExportError, safe_name, write_bundle
+from ..frontier import frontier_figure
 from ..safe_text import md_inline, md_text
+from ..shadow import explain_shadow, load_shadow_prm, run_shadow
 from ..treedata import RunData
 from .common import AppContext, fig_json, notice, plot_html, skips
 from .search import SearchTab
 from .search_events import FORM_ERRORS, submit_run
+
+UATS_METHODS = ("h-uats", "a-uats")
 
 
 @dataclass
@@ -43,6 +50,10 @@ class _Parts:
     cmp_tree_b: gr.HTML
     cmp_export_name: gr.Textbox
     cmp_export_btn: gr.DownloadButton
+    cmp_shadow_k: gr.Number
+    cmp_shadow: gr.Button
+    cmp_why: gr.HTML
+    cmp_inspector: gr.HTML
 
 
 def _layout() -> _Parts:
@@ -66,6 +77,15 @@ def _layout() -> _Parts:
             c["cmp_tree_a"] = plot_html("cmp-tree-a", "Run A", 560)
         with gr.Column():
             c["cmp_tree_b"] = plot_html("cmp-tree-b", "Run B", 560)
+    with gr.Row():
+        c["cmp_shadow_k"] = gr.Number(7, label="shadow MC passes K", precision=0, minimum=2, elem_id="cmp-shadow-k",
+                                      scale=1)
+        c["cmp_shadow"] = gr.Button("Shadow-score the baseline (MC passes on its candidates, not counted in its cost)",
+                                    elem_id="cmp-shadow", scale=3)
+    gr.Markdown("Click a node in either tree: its decision in words (and, for a shadow-scored baseline, what the "
+                "uncertainty says about it) and every candidate of its step.")
+    c["cmp_why"] = gr.HTML("", elem_id="cmp-why")
+    c["cmp_inspector"] = plot_html("cmp-inspector", "The clicked node's step: every candidate, one row each.", 60)
     with gr.Row():
         c["cmp_export_name"] = gr.Textbox(label="export name (optional)", elem_id="cmp-export-name")
         c["cmp_export_btn"] = gr.DownloadButton("Download comparison export (zip)", value=None, elem_id="cmp-export")
@@ -95,9 +115,14 @@ class _Compare:
     def run_choices(self) -> list[tuple[str, str]]:
         return [(svc.run_label(r), r["run_id"]) for r in self.ctx.store.list_runs(limit=300)]
 
+    def shadows(self, cs: dict[str, Any]) -> tuple[dict[int, Any], dict[int, Any]]:
+        return read_shadow(self.ctx.store, cs["a"]), read_shadow(self.ctx.store, cs["b"])
+
     def compare_view(self, cs: dict[str, Any], t: int | None) -> tuple[Any, ...]:
         a, b = self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"])
-        fa, fb, crange = svc.compare_figures(a, b, t)
+        sel = cs.get("selected") or {}
+        fa, fb, crange = svc.compare_figures(a, b, t, shadows=self.shadows(cs),
+                                             selected=(sel.get("a"), sel.get("b")))
         rows, div = svc.compare_rows(a, b)
         mx = max(1, a.max_iteration, b.max_iteration)
         return (fig_json(fa), fig_json(fb), _summary(a, b, div, crange), gr.update(value=rows),
@@ -120,7 +145,8 @@ class _Compare:
             return gr.update(value=None), gr.skip()
         try:
             bundle = svc.compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
-                                        name=safe_name(name) if (name or "").strip() else None)
+                                        name=safe_name(name) if (name or "").strip() else None,
+                                        shadows=self.shadows(cs))
             path = write_bundle(bundle, self.ctx.export_dir)
         except (ExportError, StorageError) as exc:
             return gr.update(value=None), notice(str(exc))
@@ -154,6 +180,37 @@ class _Compare:
         cs["versions"] = versions
         return (cs, *self.compare_view(cs, None))
 
+    def on_node(self, side: str) -> Callable[..., tuple[Any, Any]]:
+        """A click in tree `side`: the node's decision in words (with its shadow reading) and its step."""
+        def handler(cs, evt: gr.EventData):
+            node_id = (getattr(evt, "_data", None) or {}).get("node_id")
+            if not cs.get(side) or not isinstance(node_id, int):
+                return gr.skip(), gr.skip(), gr.skip()
+            data = self.ctx.cache.get(cs[side])
+            cs["selected"] = {side: node_id}
+            shadow = read_shadow(self.ctx.store, cs[side])
+            step = decision_iteration(data, node_id) or int(data.nodes.get(node_id, {}).get("created_iter") or 1)
+            head = f"<p><b>Run {side.upper()}</b> ({html.escape(str(data.run.get('method')))})</p>"
+            why = head + explain_node(data, node_id) + explain_shadow(data, node_id, shadow) + explain_step(data, step)
+            fig = frontier_figure(data, step, selected=node_id, shadow=shadow, per_page=200)
+            return cs, why, fig_json(fig)
+        return handler
+
+    def on_shadow(self, cs, k, prm, prm_kind):
+        """Shadow-score the pair's baseline (the run that is not UATS; B when both or neither are)."""
+        if not cs.get("a") or not cs.get("b"):
+            return (cs, notice("compare two runs first"), *skips(5))
+        side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
+        try:
+            model = load_shadow_prm(prm or None, prm_kind)
+            rows = run_shadow(self.ctx.store, cs[side], model, max(2, int(k or 7)))
+        except (StorageError, ValueError, RuntimeError, OSError) as exc:
+            return (cs, notice(f"shadow scoring failed: {exc}"), *skips(5))
+        n_ood = sum(1 for r in rows.values() if r.get("ood"))
+        msg = (f"shadow-scored run {side.upper()} ({cs[side][:8]}): {len(rows)} nodes × {int(k or 7)} passes, "
+               f"{n_ood} OOD; stored apart, its cost unchanged")
+        return (cs, notice(msg, ok=True), *self.compare_view(cs, cs.get("t")))
+
     def on_tab_compare(self, s, cs):
         """The pickers' choices; by default the open run and its partner (same problem, seed, budget)."""
         choices = self.run_choices()
@@ -185,4 +242,8 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
     ctx.timer.tick(h.on_cmp_tick, [cst], step_outputs, show_progress="hidden")
+    for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
+        tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
+    p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
+                       cmp_outputs).then(h.on_compare_export, export_ins, export_outs)
     return CompareTab(cmp_a=p.cmp_a, cmp_b=p.cmp_b, on_tab_compare=h.on_tab_compare)

@@ -12,6 +12,7 @@ import gradio as gr
 from uats_core.config import DROPOUT_MODES_HELP, PRM_KINDS
 
 from .. import service as svc
+from ..bigtree import FOCUS_CHOICES
 from .common import DEFAULTS, LATEX, AppContext, plot_html
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
 PROBLEM_FIELDS = ("dataset", "dataset_path", "problem", "free_question", "free_answer")
 # The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
 FILTER_FIELDS = ("score_min", "score_max", "high_variance_only", "hide_pruned", "depth_max", "search", "glyphs",
-                 "show_decisions")
+                 "show_decisions", "collapse_pruned", "focus")
 
 
 @dataclass
@@ -162,6 +163,9 @@ def _filters() -> dict[str, Component]:
             f["hide_pruned"] = gr.Checkbox(False, label="hide pruned", elem_id="f-pruned")
             f["glyphs"] = gr.Checkbox(True, label="boxplot glyphs", elem_id="f-glyph")
             f["show_decisions"] = gr.Checkbox(True, label="highlight decisions", elem_id="f-dec")
+        with gr.Row():  # big trees: draw less, on purpose
+            f["collapse_pruned"] = gr.Checkbox(False, label="collapse pruned branches", elem_id="f-dead")
+            f["focus"] = gr.Dropdown(list(FOCUS_CHOICES), value="whole tree", label="focus", elem_id="f-focus")
     return {k: f[k] for k in FILTER_FIELDS}
 
 
@@ -212,6 +216,7 @@ def _inspector_column(c: dict[str, Any]) -> None:
 
 def build_search_tab(ctx: AppContext) -> SearchTab:
     """The tab's components and events; call inside its `gr.Tab`. Returns the components other tabs use."""
+    from .frontier import build_frontier_panel, wire_frontier_panel
     from .inspector import wire_inspector
     from .search_events import wire_search
 
@@ -222,7 +227,9 @@ def build_search_tab(ctx: AppContext) -> SearchTab:
         with gr.Column(scale=3):
             _tree_column(c)
             _inspector_column(c)
+            frontier = build_frontier_panel()
     tab = SearchTab(**c)
     tab.viewer = wire_search(ctx, tab)
     wire_inspector(ctx, tab, tab.viewer)
+    wire_frontier_panel(ctx, tab, frontier)
     return tab

@@ -1,0 +1,106 @@
+"""Big trees: capped markers, decision labels that never overlap, dead branches collapsed, focus views,
+and the poll timer's idle rule."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from storage import RunStore
+from storage.synthetic import synthetic_events
+from ui.bigtree import dead_branches, focus_nodes
+from ui.figures import ViewOptions, tree_figure
+from ui.tabs.idle import is_idle
+from ui.treedata import RunData
+from ui.treefig import LABEL_GAP, MARKER_MAX, MAX_DECISION_LABELS, marker_size
+
+
+@pytest.fixture(scope="module")
+def store_and_data() -> tuple[RunStore, RunData]:
+    store = RunStore("sqlite://")
+    sub = store.subscriber()
+    for ev in synthetic_events("w" * 32, n_nodes=1500, budget=64, seed=9):
+        sub(ev)
+    return store, RunData.load(store, "w" * 32)
+
+
+def _nodes_trace(fig):
+    return next(t for t in fig["data"] if t.get("name", "").startswith("nodes"))
+
+
+def test_marker_size_grows_then_caps() -> None:
+    assert marker_size(1) < marker_size(7) < marker_size(16) <= MARKER_MAX
+    assert marker_size(500) == MARKER_MAX
+
+
+def test_decision_labels_do_not_overlap(store_and_data) -> None:
+    _, data = store_and_data
+    for t in (3, 6, 9):
+        fig = tree_figure(data.state_at(t))
+        marks = [tr for tr in fig["data"] if tr.get("name") == "marks"]
+        if not marks:
+            continue
+        pts = [(x, y) for x, y, text in zip(marks[0]["x"], marks[0]["y"], marks[0]["text"]) if "hidden" not in text]
+        assert len(pts) <= MAX_DECISION_LABELS
+        for i, (x, y) in enumerate(pts):
+            assert all(abs(x - x2) >= LABEL_GAP - 1e-6 for x2, y2 in pts[i + 1:] if y2 == y)
+        assert max(_nodes_trace(fig)["marker"]["size"]) <= MARKER_MAX
+
+
+def test_dead_branches_collapse_and_count(store_and_data) -> None:
+    _, data = store_and_data
+    state = data.state_at(None)
+    shown = set(state.nodes)
+    out, hidden = dead_branches(state, shown, state.chosen_path_nodes())
+    assert hidden and len(out) + sum(hidden.values()) == len(shown)
+    for top in hidden:  # every hidden node's leaves were pruned
+        for n in state.subtree(top):
+            if not state.children.get(n):
+                assert state.nodes[n]["status"] == "pruned"
+    assert state.chosen_path_nodes() <= out
+
+
+def test_focus_on_chosen_path_and_subtree(store_and_data) -> None:
+    _, data = store_and_data
+    state = data.state_at(None)
+    shown = set(state.nodes)
+    path = state.chosen_path_nodes()
+    kept, hidden = focus_nodes(state, shown, "chosen path", None)
+    assert path <= kept and len(kept) < len(shown)
+    assert sum(hidden.values()) == len(shown) - len(kept)
+    sel = next(i for i in state.nodes if state.nodes[i]["depth"] == 2 and state.children.get(i))
+    kept, _ = focus_nodes(state, shown, "selected subtree", sel)
+    assert set(state.subtree(sel)) <= kept and set(state.path(sel)) <= kept
+    fig = tree_figure(state, ViewOptions(focus="selected subtree"), selected=sel)
+    assert fig["meta"]["n_shown"] == len(kept)
+    fig = tree_figure(state, ViewOptions(collapse_pruned=True))
+    assert fig["meta"]["n_shown"] < len(shown)
+
+
+class _Pool:
+    def __init__(self, active=(), queued=()):
+        self._a, self._q = list(active), list(queued)
+
+    def active(self):
+        return self._a
+
+    def queued(self):
+        return self._q
+
+
+def test_idle_only_when_everything_ended_and_drawn(store_and_data) -> None:
+    store, _ = store_and_data
+    rid = "w" * 32
+    version = list(store.run_version(rid))
+    ctx = SimpleNamespace(store=store, pool=_Pool())
+    assert is_idle(ctx, {}, {})
+    assert is_idle(ctx, {"run_id": rid, "version": version}, {})
+    assert not is_idle(ctx, {"run_id": rid, "version": None}, {})  # the last version is not drawn yet
+    assert not is_idle(SimpleNamespace(store=store, pool=_Pool(queued=["q"])), {}, {})
+    cs = {"a": rid, "b": rid, "t": None, "versions": [version, None]}
+    assert not is_idle(ctx, {}, cs)
+    cs["t"] = 3  # stepping a pair by hand: nothing to follow
+    assert is_idle(ctx, {}, cs)
+    store.register_run("l" * 32, method="h-uats", problem_id="p", question="q")
+    assert not is_idle(ctx, {"run_id": "l" * 32, "version": list(store.run_version("l" * 32))}, {})

@@ -1,0 +1,122 @@
+"""Decisions in words and the frontier view, read from what a real UATS search stored (the engine with the
+test doubles) and from synthetic runs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from storage import RunStore
+from storage.synthetic import synthetic_events
+from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from ui.decisions import decision_iteration, explain_node, explain_step, step_candidates, step_budgets
+from ui.frontier import frontier_figure, frontier_rows, page_of
+from ui.treedata import RunData
+from uats_core.config import SearchConfig
+from uats_core.problems import Problem
+from uats_core.runner import run_search
+
+PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
+
+
+@pytest.fixture(scope="module")
+def uats_run() -> RunData:
+    store = RunStore("sqlite://")
+    cfg = SearchConfig(method="h-uats", budget=8, seed=3, max_iterations=6, tau=0.002)
+    res = run_search(PROBLEM, cfg, ScriptedPolicyDouble(depth=5), HashedPRMDouble(3), subscribers=[store.subscriber()])
+    return RunData.load(store, res.run_id)
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> RunData:
+    store = RunStore("sqlite://")
+    sub = store.subscriber()
+    for ev in synthetic_events("s" * 32, n_nodes=600, budget=32, seed=5):
+        sub(ev)
+    return RunData.load(store, "s" * 32)
+
+
+def test_candidates_match_what_the_engine_decided(uats_run: RunData) -> None:
+    checked = 0
+    for t, row in uats_run.iterations.items():
+        cands, budget, _ = step_candidates(uats_run, t)
+        stored = {d["node_id"]: d for d in row.get("decisions") or []}
+        assert [c.node_id for c in cands] == list(stored)
+        for c in cands:
+            d = stored[c.node_id]
+            assert c.ood == d["ood"] and c.selected == d["reeval_candidate"]
+            assert c.extra == d["extra_passes"] and c.children == d["children"]
+            assert c.var == pytest.approx(d["var_before"]) and c.k == d["k_before"]
+            checked += 1
+        if cands:
+            b, c = step_budgets(budget, cands)
+            assert (b, c) == (budget["reeval_budget"], budget["width"])
+            assert sum(x.extra for x in cands) == budget["reeval_used"]
+            assert sum(x.children for x in cands) == c  # C is conserved exactly
+    assert checked > 10
+
+
+def test_explain_node_gives_the_tests_and_shares(uats_run: RunData) -> None:
+    seen_ood = seen_extra = False
+    for t, row in uats_run.iterations.items():
+        for d in row.get("decisions") or []:
+            text = explain_node(uats_run, d["node_id"])
+            assert f"decided at iteration {t}" in text
+            assert ("OOD" in text) == bool(d["ood"]) or "ID" in text
+            assert "τ =" in text and f"of C = {row['budget']['width']}" in text
+            if d["ood"]:
+                seen_ood = True
+                assert "δ test" in text and "R̂ rank" in text
+            if d["extra_passes"]:
+                seen_extra = True
+                assert f"+{d['extra_passes']} extra passes" in text and f"of B = {row['budget']['reeval_budget']}" in text
+    assert seen_ood and seen_extra
+    step = explain_step(uats_run, max(uats_run.iterations))
+    assert "B =" in step and "C =" in step
+
+
+def test_node_not_yet_decided_says_so(uats_run: RunData) -> None:
+    nid = next(i for i in uats_run.nodes if i and decision_iteration(uats_run, i) not in (None, 1)
+               and decision_iteration(uats_run, i) > 2)
+    assert "no decision about it yet" in explain_node(uats_run, nid, t=1)
+
+
+def test_explanations_hold_no_markup_from_stored_text() -> None:
+    store = RunStore("sqlite://")
+    sub = store.subscriber()
+    for ev in synthetic_events("x" * 32, n_nodes=80, budget=8, seed=1, question="<img src=x onerror=alert(1)>"):
+        sub(ev)
+    data = RunData.load(store, "x" * 32)
+    html_out = "".join(explain_node(data, i) for i in data.nodes if i) + explain_step(data, 2)
+    assert "<img" not in html_out
+    assert set(re.findall(r"</?([a-z]+)", html_out)) <= {"div", "p", "b", "ul", "li"}
+
+
+def test_frontier_holds_every_candidate_sorted_and_paged(synthetic: RunData) -> None:
+    t = 4
+    n_dec = len(synthetic.iterations[t]["decisions"])
+    for key in ("mean", "var", "ucb"):
+        rows, _ = frontier_rows(synthetic, t, key)
+        assert len(rows) == n_dec
+        values = [getattr(r, key) for r in rows]
+        assert values == sorted(values, reverse=True)
+    rows, _ = frontier_rows(synthetic, t)
+    pages = [page_of(rows, p, 7)[0] for p in range(page_of(rows, 0, 7)[2])]
+    assert [r.node_id for page in pages for r in page] == [r.node_id for r in rows]
+    assert page_of(rows, 999, 7)[1] == len(pages) - 1  # clamped
+
+
+def test_frontier_sibling_filter_and_readable_rows(synthetic: RunData) -> None:
+    t = 4
+    rows, state = frontier_rows(synthetic, t)
+    nid = rows[len(rows) // 2].node_id
+    sibs, _ = frontier_rows(synthetic, t, siblings_of=nid)
+    parent = state.nodes[nid]["parent_id"]
+    assert nid in [r.node_id for r in sibs]
+    assert all(state.nodes[r.node_id]["parent_id"] == parent for r in sibs)
+    fig = frontier_figure(synthetic, t, per_page=200, selected=nid)
+    labels = fig["layout"]["yaxis"]["categoryarray"]
+    assert len(labels) == len(set(labels)) == min(200, len(rows))  # one row per candidate, no shared label
+    assert fig["layout"]["height"] >= 22 * len(labels)  # a row's height per candidate, whatever their number
+    assert any("◀" in lab for lab in labels)

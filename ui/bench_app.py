@@ -1,0 +1,102 @@
+"""The app's targets on big runs, measured in Debian's Chromium through the real app served in-process:
+
+- open: type a run id, press Open, until the tree of that run is drawn (its figure built from the database,
+  sent, and Plotly.react finished), for a run of 100,000 nodes (the first open: nothing cached);
+- node click: a click on a node of a 2,000-node run (the tree's plotly_click, as a mouse click fires it),
+  until the inspector's boxplots of that node are drawn.
+
+Runs come from storage.synthetic, written to a temporary SQLite file first (not timed)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CLICK_JS = """([id]) => {
+  const gd = document.querySelector('#tree .uats-plot');
+  const ins = document.querySelector('#inspector .uats-plot');
+  window.__benchDraws = Number(ins.dataset.draws || 0);
+  window.__benchT0 = performance.now();
+  gd.emit('plotly_click', {points: [{customdata: [id]}]});
+}"""
+CLICK_DONE_JS = """() => { const ins = document.querySelector('#inspector .uats-plot');
+  return Number(ins.dataset.draws || 0) > window.__benchDraws ? performance.now() - window.__benchT0 : null; }"""
+
+
+def _write_runs(db: str, sizes: dict[str, int]) -> None:
+    from storage import RunStore
+    from storage.synthetic import synthetic_events
+
+    store = RunStore(db)
+    for rid, n in sizes.items():
+        sub = store.subscriber()
+        for ev in synthetic_events(rid, n_nodes=n, seed=n, budget=512 if n > 20_000 else 64):
+            sub(ev)
+
+
+def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
+    page.locator("#open-id input, #open-id textarea").first.fill(rid)
+    page.locator("#open-id input, #open-id textarea").first.blur()
+    time.sleep(0.3)  # the textbox commits its value before the click reads it
+    t0 = time.perf_counter()
+    page.click("#open-btn")
+    page.wait_for_function(f"() => {{ const e = document.querySelector('#tree .uats-plot');"
+                           f" return e && e.dataset.run === '{rid}' && e.dataset.drawnAt; }}", timeout=timeout_s * 1000)
+    return time.perf_counter() - t0
+
+
+def _click_times(page: Any, node_ids: list[int]) -> list[float]:
+    out = []
+    for nid in node_ids:
+        page.evaluate(CLICK_JS, [nid])
+        h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
+        out.append(float(h.json_value()) / 1000.0)
+        time.sleep(0.3)
+    return out
+
+
+def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> dict[str, Any]:
+    """Seconds to open a `big`-node run and to inspect a node of a `clicked`-node run, in the app."""
+    from playwright.sync_api import sync_playwright
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from storage import RunStore
+    from ui.app_ui import build_demo, launch_kwargs
+    from ui.bench import _launch_browser
+    from ui.worker import WorkerPool
+
+    tmp = Path(tempfile.mkdtemp(prefix="uats-bench-app-"))
+    db = str(tmp / "bench.db")
+    big_id, click_id = f"big{big:07d}" + "0" * 22, f"clk{clicked:07d}" + "0" * 22
+    _write_runs(db, {big_id: big, click_id: clicked})
+    store = RunStore(db)
+    pool = WorkerPool(store, max_workers=1)
+    demo = build_demo(store, pool, tmp / "exports")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **launch_kwargs(tmp / "exports"))
+    try:
+        with sync_playwright() as p:
+            browser = _launch_browser(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}")
+            page.wait_for_selector("#open-btn", timeout=60_000)
+            open_s = _open(page, big_id)
+            _open(page, click_id)
+            time.sleep(1.0)
+            n = store.get_run(click_id)["n_nodes"]
+            ids = [int(n * f) for f in (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)][:clicks]
+            click_s = _click_times(page, ids)
+            browser.close()
+    finally:
+        pool.shutdown(cancel=True, timeout_s=5)
+        demo.close()
+    return {"open_s": round(open_s, 2), "open_nodes": big, "click_s": [round(x, 2) for x in click_s],
+            "click_median_s": round(statistics.median(click_s), 2), "click_nodes": clicked}

@@ -1,0 +1,218 @@
+"""Step decisions in words: why a candidate got extra passes and children, read from what the run stored.
+
+A UATS iteration t decides over its candidates: the ID/OOD test (gated σ² against τ), the δ test (R̂ against
+the best ID R̄ − δ) that selects OOD candidates for re-evaluation, extra passes as shares of the
+re-evaluation budget B, and children as shares of the width C. The engine stores each candidate's decision
+(children, extra passes, status and, for UATS, the statistics the δ rule saw) and the step's budget; runs
+without the "before" statistics (older runs, synthetic ones) get them from the first K − extra passes.
+
+Everything here is HTML for a gr.HTML panel: every stored or user text is escaped (html.escape)."""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from uats_core.estimation import OODGate, logits
+
+from .treedata import RunData, TreeState
+
+
+@dataclass
+class Candidate:
+    """One candidate of a step as the decision rule saw it (before that step's extra passes)."""
+
+    node_id: int
+    mean: float | None
+    var: float | None
+    ucb: float | None
+    k: int
+    stat: float | None  # the gated statistic (σ² by default) the ID/OOD test read
+    ood: bool
+    extra: int
+    children: int
+    status: str
+    selected: bool  # passed the δ test (an OOD candidate close enough to the best ID R̄)
+
+
+def _stats(scores: Sequence[float]) -> tuple[float | None, float | None]:
+    if not scores:
+        return None, None
+    m = statistics.fmean(scores)
+    return m, (statistics.variance(scores) if len(scores) > 1 else 0.0)
+
+
+def _before(node: Mapping[str, Any], d: Mapping[str, Any], gate: OODGate, alpha: float, t: int) -> tuple:
+    """(R̄, σ², R̂, K, gated statistic) before the step's extra passes."""
+    extra = int(d.get("extra_passes") or 0)
+    scores = list(node.get("mc_scores") or [])
+    k_before = d.get("k_before")
+    k = int(k_before) if k_before is not None else max(0, len(scores) - extra)
+    if d.get("mean_before") is not None:
+        mean, var, ucb = d.get("mean_before"), d.get("var_before"), d.get("ucb_before")
+    else:
+        mean, var = _stats(scores[:k])
+        ucb = None if mean is None or k == 0 else mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
+    probe = {"mean": mean, "var": var}
+    if gate.space == "logit" and k > 1:
+        probe["logit_mean"], probe["logit_var"] = _stats(logits(scores[:k]).tolist())
+    return mean, var, ucb, k, gate.statistic(probe)
+
+
+def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], dict[str, Any], TreeState]:
+    """The candidates decided at iteration t, the step's budget row, and the tree after t."""
+    state = data.state_at(t)
+    row = data.iterations.get(t) or {}
+    budget = dict(row.get("budget") or {})
+    gate = state.gate
+    cfg = data.run.get("config") or {}
+    alpha = float(cfg.get("alpha", 0.0) or 0.0)
+    tau, delta = gate.tau, _knob(budget, "delta", cfg.get("delta"))
+    raw = []
+    for d in row.get("decisions") or []:
+        nid = d.get("node_id")
+        if nid is None or nid not in data.nodes:
+            continue
+        mean, var, ucb, k, stat = _before(data.nodes[nid], d, gate, alpha, t)
+        ood = bool(d["ood"]) if d.get("ood") is not None else (stat is not None and stat > tau)
+        raw.append((nid, d, mean, var, ucb, k, stat, ood))
+    ref = reference_mean([(r[2], r[7]) for r in raw], budget)
+    out = []
+    for nid, d, mean, var, ucb, k, stat, ood in raw:
+        if d.get("reeval_candidate") is not None:
+            sel = bool(d["reeval_candidate"])
+        elif "selected" in budget:
+            sel = nid in set(budget.get("selected") or ())
+        else:
+            sel = ood and ucb is not None and ref is not None and delta is not None and ucb >= ref - float(delta)
+        out.append(Candidate(nid, mean, var, ucb, k, stat, ood, int(d.get("extra_passes") or 0),
+                             int(d.get("children") or 0), str(d.get("status") or ""), sel))
+    return out, budget, state
+
+
+def reference_mean(means_ood: Sequence[tuple[float | None, bool]], budget: Mapping[str, Any]) -> float | None:
+    """The δ rule's reference: the stored one, else the best ID R̄ (the best of all when none is ID)."""
+    if budget.get("reference_mean") is not None:
+        return float(budget["reference_mean"])
+    ids = [m for m, o in means_ood if m is not None and not o]
+    alls = [m for m, _ in means_ood if m is not None]
+    return max(ids) if ids else (max(alls) if alls else None)
+
+
+def _knob(budget: Mapping[str, Any], name: str, default: Any) -> Any:
+    knobs = budget.get("knobs") or {}
+    return knobs.get(name, budget.get(name, default))
+
+
+def step_budgets(budget: Mapping[str, Any], cands: Sequence[Candidate]) -> tuple[int, int]:
+    """(B, C) of the step: the re-evaluation budget and the width, as stored (UATS or the synthetic names)."""
+    b = budget.get("reeval_budget", budget.get("B"))
+    c = budget.get("width", budget.get("C"))
+    return (int(b) if b is not None else sum(x.extra for x in cands),
+            int(c) if c is not None else sum(x.children for x in cands))
+
+
+def decision_iteration(data: RunData, node_id: int) -> int | None:
+    """The iteration whose decisions name node_id (each candidate is decided once)."""
+    for t in sorted(data.iterations):
+        if any(d.get("node_id") == node_id for d in data.iterations[t].get("decisions") or ()):
+            return t
+    return None
+
+
+def _n(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "n/a"
+    v = float(v)
+    if v != 0 and abs(v) < 10 ** -digits:
+        return f"{v:.2e}"
+    return f"{v:.{digits + 1}f}" if abs(v) < 1 else f"{v:.{digits}g}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.0f}%" if whole else "n/a"
+
+
+def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
+    """One node's decision in words (HTML): ID/OOD, δ test and R̂ rank, extra passes, children."""
+    dt = decision_iteration(data, node_id)
+    if dt is None or (t is not None and dt > t):
+        when = "" if dt is None else f" (it is decided at iteration {dt}, after the one shown)"
+        return f"<p><b>node {node_id}</b>: no decision about it yet{html.escape(when)}.</p>"
+    cands, budget, state = step_candidates(data, dt)
+    me = next(c for c in cands if c.node_id == node_id)
+    gate = state.gate
+    tau = gate.tau
+    delta = _knob(budget, "delta", (data.run.get("config") or {}).get("delta"))
+    b_total, c_total = step_budgets(budget, cands)
+    ref = reference_mean([(c.mean, c.ood) for c in cands], budget)
+    by_ucb = sorted(cands, key=lambda c: -(c.ucb if c.ucb is not None else -1e9))
+    rank = by_ucb.index(me) + 1
+    ood_rank = [c for c in by_ucb if c.ood]
+    items = [f"<b>node {node_id}</b>, decided at iteration {dt} among {len(cands)} candidate(s):"]
+    word = "OOD" if me.ood else "ID"
+    cmp = ">" if me.ood else "≤"
+    items.append(f"<li><b>{word}</b>: {html.escape(gate.label)} = {_n(me.stat, 4)} {cmp} τ = {_n(tau, 4)} "
+                 f"(K = {me.k} passes, R̄ = {_n(me.mean)})</li>")
+    if me.ood:
+        bar = None if ref is None or delta is None else ref - float(delta)
+        verdict = "passes" if me.selected else "fails"
+        items.append(f"<li><b>δ test {verdict}</b>: R̂ = {_n(me.ucb)} vs best ID R̄ − δ = {_n(ref)} − {_n(delta)} = "
+                     f"{_n(bar)}; R̂ rank {rank} of {len(cands)} (OOD rank "
+                     f"{ood_rank.index(me) + 1} of {len(ood_rank)})</li>")
+    else:
+        items.append(f"<li>no δ test (ID candidates are trusted as scored); R̂ = {_n(me.ucb)}, rank {rank} of "
+                     f"{len(cands)}</li>")
+    if me.extra:
+        items.append(f"<li><b>+{me.extra} extra passes</b> = {_pct(me.extra, b_total)} of B = {b_total} "
+                     f"(softmax of R̂/ν1 over the {sum(c.selected for c in cands)} selected)</li>")
+    elif me.selected:
+        items.append(f"<li>selected, but its softmax share of B = {b_total} rounded to 0 passes</li>")
+    after = state.nodes.get(node_id, {})
+    if me.extra:
+        items.append(f"<li>after them: R̄ {_n(me.mean)} → {_n(after.get('mean'))}, {html.escape(gate.label)} "
+                     f"{_n(me.stat, 4)} → {_n(gate.statistic(after), 4)}</li>")
+    by_mean = sorted(cands, key=lambda c: -(float(after_mean(state, c)) if after_mean(state, c) is not None else -1))
+    mrank = by_mean.index(me) + 1
+    if me.children:
+        items.append(f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of C = {c_total} "
+                     f"(softmax of R̄/ν2; R̄ rank {mrank} of {len(cands)})</li>")
+    else:
+        items.append(f"<li><b>{html.escape(me.status or 'no children')}</b>: 0 of C = {c_total} children "
+                     f"(R̄ rank {mrank} of {len(cands)})</li>")
+    return "<div class='uats-why'><p>" + items[0] + "</p><ul>" + "".join(items[1:]) + "</ul></div>"
+
+
+def after_mean(state: TreeState, c: Candidate) -> float | None:
+    """R̄ after the step's extra passes: what the children's softmax read."""
+    n = state.nodes.get(c.node_id) or {}
+    return n.get("mean") if n.get("mean") is not None else c.mean
+
+
+def explain_step(data: RunData, t: int, top: int = 6) -> str:
+    """Where iteration t's budgets went (HTML): B over the re-evaluated, C over the expanded."""
+    cands, budget, _ = step_candidates(data, t)
+    if not cands:
+        return f"<p>iteration {t}: no candidates were decided (the first step expands the question).</p>"
+    b_total, c_total = step_budgets(budget, cands)
+    n_ood = sum(c.ood for c in cands)
+    n_sel = sum(c.selected for c in cands)
+    spent_b = sum(c.extra for c in cands)
+    spent_c = sum(c.children for c in cands)
+    re = sorted((c for c in cands if c.extra), key=lambda c: -c.extra)
+    ch = sorted((c for c in cands if c.children), key=lambda c: -c.children)
+
+    def listing(xs: Sequence[Candidate], attr: str, total: int) -> str:
+        parts = [f"#{c.node_id} {getattr(c, attr)} ({_pct(getattr(c, attr), total)})" for c in xs[:top]]
+        more = f", … {len(xs) - top} more" if len(xs) > top else ""
+        return ", ".join(parts) + more if parts else "none"
+
+    return (f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, {n_ood} OOD "
+            f"({len(cands) - n_ood} ID), {n_sel} passed the δ test.</p><ul>"
+            f"<li><b>B = {b_total}</b> extra passes, {spent_b} spent: {listing(re, 'extra', b_total)}</li>"
+            f"<li><b>C = {c_total}</b> children, {spent_c} granted to {len(ch)} candidate(s): "
+            f"{listing(ch, 'children', c_total)}; {sum(1 for c in cands if not c.children)} got none</li>"
+            "</ul></div>")

@@ -1,0 +1,114 @@
+"""Shadow scoring: K MC-dropout passes on every candidate a baseline scored (REBASE does one deterministic
+pass), with the same statistics and OOD gate a UATS run would use, so its choices can be read against the
+uncertainty. The passes are not the baseline's: they are stored apart (storage.shadow) and its cost and
+nodes are left as they were."""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+import threading
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from storage.shadow import read_shadow, write_shadow
+from uats_core.config import SearchConfig
+from uats_core.estimation import OODGate
+from uats_core.protocols import Trace
+
+from .treedata import RunData
+
+BATCH = 64
+_PRMS: dict[tuple[str, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+def load_shadow_prm(prm_spec: str | None = None, prm_kind: str | None = None, dropout_p: float | None = None,
+                    dropout_mode: str | None = None) -> Any:
+    """The PRM for shadow passes (empty spec: the embedded arithmetic PRM), loaded once per spec."""
+    from uats_core.backends import load_prm
+    from uats_core.backends.plan import plan_models
+
+    d = SearchConfig()
+    key = (prm_spec or "", prm_kind or "")
+    with _LOCK:
+        if key not in _PRMS:
+            plan = plan_models(None, prm_spec or None, prm_kind=prm_kind if prm_kind not in (None, "detect") else None)
+            _PRMS[key] = load_prm(plan.prm.spec, kind=plan.prm_kind, dropout_p=dropout_p or d.dropout_p,
+                                  dropout_mode=dropout_mode or d.dropout_mode, **dict(plan.prm_opts))
+        return _PRMS[key]
+
+
+def _trace(data: RunData, node_id: int) -> Trace:
+    steps = []
+    cur: int | None = node_id
+    while cur not in (None, 0) and cur in data.nodes:
+        steps.append(data.nodes[cur].get("step") or "")
+        cur = data.nodes[cur].get("parent_id")
+    return Trace(data.run.get("question") or "", tuple(steps[::-1]))
+
+
+def shadow_rows(data: RunData, prm: Any, k: int, node_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Shadow rows for the run's scored nodes (or node_ids): K passes each, R̄, σ², R̂ (α and the step of
+    the node's creation, as UATS computes it at the next decision) and the run's OOD gate."""
+    cfg = data.run.get("config") or {}
+    gate = OODGate.from_config(cfg)
+    alpha = float(cfg.get("alpha", SearchConfig().alpha) or 0.0)
+    ids = sorted(node_ids if node_ids is not None else (i for i in data.nodes if i != 0))
+    name = getattr(prm, "name", type(prm).__name__)
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(ids), BATCH):
+        chunk = ids[start:start + BATCH]
+        passes = np.asarray(prm.mc_scores([_trace(data, i) for i in chunk], k), dtype=np.float64)
+        for nid, row in zip(chunk, passes):
+            scores = [float(x) for x in row]
+            mean = statistics.fmean(scores)
+            var = statistics.variance(scores) if len(scores) > 1 else 0.0
+            t = int(data.nodes[nid].get("created_iter") or 1) + 1
+            ucb = mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
+            rows.append({"node_id": nid, "mc_scores": scores, "mean": mean, "var": var, "ucb": ucb,
+                         "ood": bool(gate.is_ood({"mean": mean, "var": var})), "tau": gate.tau, "prm": name})
+    return rows
+
+
+def run_shadow(store: Any, run_id: str, prm: Any, k: int = 7) -> dict[int, dict[str, Any]]:
+    """Shadow-score every node of a stored run, store the rows, and return them by node id."""
+    data = RunData.load(store, run_id)
+    write_shadow(store, run_id, shadow_rows(data, prm, int(k)))
+    return read_shadow(store, run_id)
+
+
+def explain_shadow(data: RunData, node_id: int, shadow: Mapping[int, Mapping[str, Any]]) -> str:
+    """What the shadow passes say about a node and its step (HTML): would UATS have called it OOD and
+    re-evaluated it, and how much of this run's width went to candidates the passes find OOD."""
+    from .decisions import decision_iteration
+
+    row = shadow.get(node_id)
+    if not row:
+        return ""
+    cfg = data.run.get("config") or {}
+    delta = float(cfg.get("delta", SearchConfig().delta))
+    t = decision_iteration(data, node_id)
+    decided = (data.iterations.get(t) or {}).get("decisions") or [] if t is not None else []
+    peers = [shadow[d["node_id"]] for d in decided if d.get("node_id") in shadow]
+    ids = [p["mean"] for p in peers if not p.get("ood")]
+    ref = max(ids) if ids else max((p["mean"] for p in peers), default=row["mean"])
+    would = bool(row.get("ood")) and float(row["ucb"]) >= ref - delta
+    k = len(row.get("mc_scores") or [])
+    word = "OOD" if row.get("ood") else "ID"
+    cmp = ">" if row.get("ood") else "≤"
+    parts = [f"<b>shadow</b> ({k} MC passes, {html.escape(str(row.get('prm') or ''))}, not spent by this run): "
+             f"R̄ = {row['mean']:.3f}, σ² = {row['var']:.5f} {cmp} τ = {row.get('tau') or 0:g} → <b>{word}</b>"]
+    if row.get("ood"):
+        parts.append(f"R̂ = {row['ucb']:.3f} vs best shadow-ID R̄ − δ = {ref:.3f} − {delta:g}: UATS would "
+                     + ("<b>re-evaluate</b> it" if would else "not re-evaluate it"))
+    if decided:
+        granted = sum(int(d.get("children") or 0) for d in decided)
+        to_ood = sum(int(d.get("children") or 0) for d in decided
+                     if d.get("node_id") in shadow and shadow[d["node_id"]].get("ood"))
+        share = f"{100.0 * to_ood / granted:.0f}%" if granted else "n/a"
+        parts.append(f"at iteration {t} this run granted {granted} children, {to_ood} ({share}) of them to "
+                     f"candidates the shadow passes find OOD ({sum(1 for p in peers if p.get('ood'))} of {len(peers)})")
+    return "<div class='uats-why-shadow'><ul>" + "".join(f"<li>{p}</li>" for p in parts) + "</ul></div>"
