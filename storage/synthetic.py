@@ -62,33 +62,8 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
             for _ in range(n_children):
                 if len(nodes) >= n_nodes:
                     break
-                nid = len(nodes)
-                depth = parent.depth + 1
-                q = min(0.98, max(0.02, quality[parent_id] + rng.gauss(0, 0.15)))
-                finishing = depth >= 3 and rng.random() < 0.25
-                a, b = rng.randint(1, 60), rng.randint(1, 60)
-                if finishing:
-                    ans = "42" if rng.random() < q else str(rng.randint(10, 90))
-                    step = f"So the answer is $\\boxed{{{ans}}}$."
-                else:
-                    ans = None
-                    step = f"Step {depth}: ${a} + {b} = {a + b}$, carry on.\n\n"
-                node = Node(id=nid, parent_id=parent_id, depth=depth, step=step, num_tokens=len(step) // 3,
-                            finish_reason="eos" if finishing else "delimiter", created_iter=it)
-                spread = rng.choice((0.01, 0.02, 0.03, 0.08, 0.15))
-                node.mc_scores = [min(1.0, max(0.0, rng.gauss(q, spread))) for _ in range(k0)]
-                node.initial_passes = k0
-                node.scored_iter = it
-                node.mean, node.var = _stats(node.mc_scores)
-                node.logit_mean, node.logit_var = _stats(logits(node.mc_scores).tolist())
-                node.ucb = node.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / k0)
-                node.ood = is_ood(node.var, tau)
-                if finishing:
-                    node.status = FINISHED
-                    node.answer = ans
-                    node.correct = ans == gold
-                nodes[nid] = node
-                quality[nid] = q
+                node, quality[len(nodes)] = _child(rng, len(nodes), parent, quality[parent_id], it, k0, tau, alpha, gold)
+                nodes[node.id] = node
                 created.append(node)
             parent.expanded_iter = it
         # H-UATS step: re-evaluate OOD candidates near the best ID mean, then allocate children
@@ -118,7 +93,7 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
                 frontier.append((n.id, g))
         for n in created:
             decisions.append(Decision(node_id=n.id, extra_passes=n.extra_passes, children=n.children_granted,
-                                      status=n.status))
+                                      status=n.status, ood=n.ood, reeval_candidate=n in selected))
         cost_step = len(created) * (cost_ratio + k0) + sum(extra)
         cost_total += cost_step
         changed = created + [nodes[p] for p in {n.parent_id for n in created if n.parent_id is not None}]
@@ -131,17 +106,49 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
                                      budget=StepInfo(width=budget, reeval_budget=reeval_budget,
                                                      reeval_used=sum(extra), knobs={"tau": tau, "delta": delta}),
                                      cost_step=float(cost_step), cost_total=float(cost_total)))
-    finals = [n for n in nodes.values() if n.status == FINISHED]
+    events.append(_ended([n for n in nodes.values() if n.status == FINISHED], gold, cost_total, it))
+    return events
+
+
+def _child(rng: random.Random, nid: int, parent: Node, parent_quality: float, it: int, k0: int, tau: float,
+           alpha: float, gold: str) -> tuple[Node, float]:
+    """A new scored node under `parent` and its hidden quality (the mean its passes scatter around)."""
+    depth = parent.depth + 1
+    q = min(0.98, max(0.02, parent_quality + rng.gauss(0, 0.15)))
+    finishing = depth >= 3 and rng.random() < 0.25
+    a, b = rng.randint(1, 60), rng.randint(1, 60)
+    if finishing:
+        ans = "42" if rng.random() < q else str(rng.randint(10, 90))
+        step = f"So the answer is $\\boxed{{{ans}}}$."
+    else:
+        ans = None
+        step = f"Step {depth}: ${a} + {b} = {a + b}$, carry on.\n\n"
+    node = Node(id=nid, parent_id=parent.id, depth=depth, step=step, num_tokens=len(step) // 3,
+                finish_reason="eos" if finishing else "delimiter", created_iter=it)
+    spread = rng.choice((0.01, 0.02, 0.03, 0.08, 0.15))
+    node.mc_scores = [min(1.0, max(0.0, rng.gauss(q, spread))) for _ in range(k0)]
+    node.initial_passes = k0
+    node.scored_iter = it
+    node.mean, node.var = _stats(node.mc_scores)
+    node.logit_mean, node.logit_var = _stats(logits(node.mc_scores).tolist())
+    node.ucb = node.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / k0)
+    node.ood = is_ood(node.var, tau)
+    if finishing:
+        node.status = FINISHED
+        node.answer = ans
+        node.correct = ans == gold
+    return node, q
+
+
+def _ended(finals: list[Node], gold: str, cost_total: float, iterations: int) -> RunEnded:
     votes: dict[str, float] = {}
     for n in finals:
         votes[n.answer or ""] = votes.get(n.answer or "", 0.0) + (n.mean or 0.0)
     answer = max(votes, key=lambda a: votes[a]) if votes else None
     naive = max(finals, key=lambda n: n.mean or 0.0).answer if finals else None
-    events.append(RunEnded(status="finished", answer=answer, naive_answer=naive,
-                           correct=None if answer is None else answer == gold,
-                           naive_correct=None if naive is None else naive == gold,
-                           cost=cost_total, iterations=it))
-    return events
+    return RunEnded(status="finished", answer=answer, naive_answer=naive,
+                    correct=None if answer is None else answer == gold,
+                    naive_correct=None if naive is None else naive == gold, cost=cost_total, iterations=iterations)
 
 
 def final_records(events: list[Event]) -> dict[int, dict[str, Any]]:

@@ -90,4 +90,4 @@ def test_latex_cost_is_an_integer() -> None:
     b = ExportBundle(name="x", kind="compare", data={}, table_header=["run", "cost spent", "R̄"],
                      table_rows=[["a", 1358.0, 0.5], ["b", 1357.6, 0.25]])
     tex = to_latex(b)
-    assert "a & 1358 & 0.500" in tex and "b & 1358 & 0.250" in tex and "1358.000" not in tex
+    assert "a & 1,358 & 0.500" in tex and "b & 1,358 & 0.250" in tex and "1358.000" not in tex

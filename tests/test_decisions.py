@@ -51,8 +51,8 @@ def test_candidates_match_what_the_engine_decided(uats_run: RunData) -> None:
             checked += 1
         if cands:
             b, c = step_budgets(budget, cands)
-            assert (b, c) == (budget["reeval_budget"], budget["width"])
-            assert sum(x.extra for x in cands) == budget["reeval_used"]
+            assert (b, c) == (budget.reeval_budget, budget.width)
+            assert sum(x.extra for x in cands) == budget.reeval_used
             assert sum(x.children for x in cands) == c  # C is conserved exactly
     assert checked > 10
 

@@ -122,3 +122,13 @@ def test_search_marks_ood_by_the_configured_gate(space, kind):
                 assert node.ood == (stat > cfg.tau) == gate.is_ood(node)
     flags = {n.ood for n in scored if not n.extra_passes}
     assert flags == {True, False}  # the τ of each case splits the candidates, so a wrong gate would show
+
+
+def test_views_show_the_stored_verdict_and_test_only_runs_without_one():
+    from uats_core.estimation import OODGate
+
+    gate = OODGate.from_config({"tau": 0.003})
+    # A-UATS decided this node with a τ of 0.01 at its step: stored ID although 0.005 > the run's 0.003.
+    assert gate.is_ood({"var": 0.005}) and not gate.shown({"var": 0.005, "ood": False})
+    assert gate.shown({"var": 0.001, "ood": True}) and not gate.is_ood({"var": 0.001})
+    assert gate.shown({"var": 0.005, "ood": None}) and not gate.shown({"var": 0.001})

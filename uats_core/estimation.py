@@ -102,6 +102,13 @@ class OODGate:
     def is_ood(self, node: Mapping[str, Any] | Any) -> bool:
         return over_tau(self.statistic(node), self.tau)
 
+    def shown(self, node: Mapping[str, Any] | Any) -> bool:
+        """What a view shows as the node's ID/OOD: the search's own stored verdict (made with the τ of the step
+        that decided it, which A-UATS moves), else this gate's test (runs that stored none)."""
+        get = node.get if isinstance(node, Mapping) else (lambda name: getattr(node, name, None))
+        stored = get("ood")
+        return bool(stored) if stored is not None else self.is_ood(node)
+
     @property
     def label(self) -> str:
         """'σ²', 'σ', 'σ² (logit)', 'σ (logit)': what the threshold applies to, for axis titles and text."""

@@ -48,7 +48,7 @@ class StepInfo(_Record):
     """One step's numbers. Every method sets the width (children generated); the others belong to the methods
     named beside them."""
 
-    width: int
+    width: int = 0
     cap: float | None = None  # N(c+1): REBASE's spend per step at full width
     generated_steps: int | None = None  # running totals, set by the search context
     prm_passes: int | None = None

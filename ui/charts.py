@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from uats_core.records import StepInfo
+
 from .figstyle import OOD_COLOUR, colour_for, fmt_number
 from .treedata import TreeState
 
@@ -38,13 +40,13 @@ def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[floa
                      "line": {"color": "#555", "width": 1.2},
                      "xaxis": "x", "yaxis": "y", "showlegend": False,
                      "hovertemplate": f"node {s}<br>pass %{{y:.4f}}<extra></extra>"})
-        ood = gate.is_ood(n)
+        ood = gate.shown(n)
         logit_line = f"<br>σ²ℓ={fmt_number(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
         annotations.append({"x": label, "y": 1.01, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
                             "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit_line}<br>K={len(scores)}",
                             "font": {"size": 11, "color": OOD_COLOUR if ood else "#222"}})
     data.append({"type": "bar", "x": labels, "y": [gated[s] for s in sibs],
-                 "marker": {"color": [OOD_COLOUR if gate.is_ood(state.nodes[s]) else "#9e9e9e" for s in sibs]},
+                 "marker": {"color": [OOD_COLOUR if gate.shown(state.nodes[s]) else "#9e9e9e" for s in sibs]},
                  "xaxis": "x2", "yaxis": "y2", "showlegend": False, "name": gate.label,
                  "hovertemplate": f"%{{x}}: {gate.label} %{{y:.5f}}<extra></extra>"})
     parent = state.nodes[node_id].get("parent_id")
@@ -108,8 +110,8 @@ def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> 
     """The knobs a UATS run used at each step against depth, each marker coloured by the step's
     uncertainty (max σ over the candidates): A-UATS's controller choices, or H-UATS's constants. None for
     runs without knobs (the baselines)."""
-    budgets = [(int(i["iteration"]), i.get("budget") or {}) for i in iterations]
-    rows = [(t, b["knobs"], b.get("state") or {}) for t, b in budgets if b.get("knobs")]
+    budgets = [(int(i["iteration"]), StepInfo.from_dict(i.get("budget") or {})) for i in iterations]
+    rows = [(t, b.knobs, b.state or {}) for t, b in budgets if b.knobs]
     if not rows:
         return None
     sig = [float(s.get("max_sigma")) if s.get("max_sigma") is not None else None for _, _, s in rows]

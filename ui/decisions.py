@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from uats_core.estimation import OODGate, logits
+from uats_core.records import Decision, StepInfo
 
 from .treedata import RunData, TreeState
 
@@ -45,14 +46,13 @@ def _stats(scores: Sequence[float]) -> tuple[float | None, float | None]:
     return m, (statistics.variance(scores) if len(scores) > 1 else 0.0)
 
 
-def _before(node: Mapping[str, Any], d: Mapping[str, Any], gate: OODGate, alpha: float, t: int) -> tuple:
+def _before(node: Mapping[str, Any], d: Decision, gate: OODGate, alpha: float, t: int) -> tuple:
     """(R̄, σ², R̂, K, gated statistic) before the step's extra passes."""
-    extra = int(d.get("extra_passes") or 0)
+    extra = int(d.extra_passes or 0)
     scores = list(node.get("mc_scores") or [])
-    k_before = d.get("k_before")
-    k = int(k_before) if k_before is not None else max(0, len(scores) - extra)
-    if d.get("mean_before") is not None:
-        mean, var, ucb = d.get("mean_before"), d.get("var_before"), d.get("ucb_before")
+    k = int(d.k_before) if d.k_before is not None else max(0, len(scores) - extra)
+    if d.mean_before is not None:
+        mean, var, ucb = d.mean_before, d.var_before, d.ucb_before
     else:
         mean, var = _stats(scores[:k])
         ucb = None if mean is None or k == 0 else mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
@@ -62,63 +62,58 @@ def _before(node: Mapping[str, Any], d: Mapping[str, Any], gate: OODGate, alpha:
     return mean, var, ucb, k, gate.statistic(probe)
 
 
-def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], dict[str, Any], TreeState]:
-    """The candidates decided at iteration t, the step's budget row, and the tree after t."""
+def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, TreeState]:
+    """The candidates decided at iteration t, the step's numbers, and the tree after t."""
     state = data.state_at(t)
-    row = data.iterations.get(t) or {}
-    budget = dict(row.get("budget") or {})
+    decisions, budget = data.step(t)
     gate = state.gate
     cfg = data.run.get("config") or {}
     alpha = float(cfg.get("alpha", 0.0) or 0.0)
     tau, delta = gate.tau, _knob(budget, "delta", cfg.get("delta"))
     raw = []
-    for d in row.get("decisions") or []:
-        nid = d.get("node_id")
-        if nid is None or nid not in data.nodes:
+    for d in decisions:
+        nid = d.node_id
+        if nid not in data.nodes:
             continue
         mean, var, ucb, k, stat = _before(data.nodes[nid], d, gate, alpha, t)
-        ood = bool(d["ood"]) if d.get("ood") is not None else (stat is not None and stat > tau)
+        ood = bool(d.ood) if d.ood is not None else (stat is not None and stat > tau)
         raw.append((nid, d, mean, var, ucb, k, stat, ood))
     ref = reference_mean([(r[2], r[7]) for r in raw], budget)
     out = []
     for nid, d, mean, var, ucb, k, stat, ood in raw:
-        if d.get("reeval_candidate") is not None:
-            sel = bool(d["reeval_candidate"])
-        elif "selected" in budget:
-            sel = nid in set(budget.get("selected") or ())
+        if d.reeval_candidate is not None:
+            sel = bool(d.reeval_candidate)
         else:
             sel = ood and ucb is not None and ref is not None and delta is not None and ucb >= ref - float(delta)
-        out.append(Candidate(nid, mean, var, ucb, k, stat, ood, int(d.get("extra_passes") or 0),
-                             int(d.get("children") or 0), str(d.get("status") or ""), sel))
+        out.append(Candidate(nid, mean, var, ucb, k, stat, ood, int(d.extra_passes or 0), int(d.children or 0),
+                             str(d.status or ""), sel))
     return out, budget, state
 
 
-def reference_mean(means_ood: Sequence[tuple[float | None, bool]], budget: Mapping[str, Any]) -> float | None:
+def reference_mean(means_ood: Sequence[tuple[float | None, bool]], budget: StepInfo) -> float | None:
     """The δ rule's reference: the stored one, else the best ID R̄ (the best of all when none is ID)."""
-    if budget.get("reference_mean") is not None:
-        return float(budget["reference_mean"])
+    if budget.reference_mean is not None:
+        return float(budget.reference_mean)
     ids = [m for m, o in means_ood if m is not None and not o]
     alls = [m for m, _ in means_ood if m is not None]
     return max(ids) if ids else (max(alls) if alls else None)
 
 
-def _knob(budget: Mapping[str, Any], name: str, default: Any) -> Any:
-    knobs = budget.get("knobs") or {}
-    return knobs.get(name, budget.get(name, default))
+def _knob(budget: StepInfo, name: str, default: Any) -> Any:
+    return (budget.knobs or {}).get(name, default)
 
 
-def step_budgets(budget: Mapping[str, Any], cands: Sequence[Candidate]) -> tuple[int, int]:
-    """(B, C) of the step: the re-evaluation budget and the width, as stored (UATS or the synthetic names)."""
-    b = budget.get("reeval_budget", budget.get("B"))
-    c = budget.get("width", budget.get("C"))
+def step_budgets(budget: StepInfo, cands: Sequence[Candidate]) -> tuple[int, int]:
+    """(B, C) of the step: the re-evaluation budget and the width as stored, else what the candidates got."""
+    b = budget.reeval_budget
     return (int(b) if b is not None else sum(x.extra for x in cands),
-            int(c) if c is not None else sum(x.children for x in cands))
+            int(budget.width) if budget.width else sum(x.children for x in cands))
 
 
 def decision_iteration(data: RunData, node_id: int) -> int | None:
     """The iteration whose decisions name node_id (each candidate is decided once)."""
     for t in sorted(data.iterations):
-        if any(d.get("node_id") == node_id for d in data.iterations[t].get("decisions") or ()):
+        if any(d.node_id == node_id for d in data.step(t)[0]):
             return t
     return None
 

@@ -105,7 +105,7 @@ def to_latex(bundle: ExportBundle) -> str:
 
 def _cell(v: Any, header: str = "") -> str:
     if isinstance(v, float) and "cost" in header.lower() and math.isfinite(v):
-        return str(int(round(v)))  # a cost is counted in passes: no decimals to read
+        return f"{int(round(v)):,}"  # a cost is counted in passes: no decimals to read, thousands grouped
     if isinstance(v, float):
         if not math.isfinite(v):
             return "--"

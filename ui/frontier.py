@@ -25,7 +25,7 @@ def frontier_rows(data: RunData, t: int, sort_by: str = "mean", siblings_of: int
     cands, _, state = step_candidates(data, t)
     if not cands:  # the first iteration decides nothing: show what it created
         cands = [Candidate(i, n.get("mean"), n.get("var"), n.get("ucb"), len(n.get("mc_scores") or []),
-                           state.gate.statistic(n), bool(state.gate.is_ood(n)), 0, 0, str(n.get("status") or ""), False)
+                           state.gate.statistic(n), state.gate.shown(n), 0, 0, str(n.get("status") or ""), False)
                  for i, n in state.nodes.items() if i != 0 and n.get("created_iter") == t and n.get("mean") is not None]
     if siblings_of is not None and siblings_of in state.nodes:
         parent = state.nodes[siblings_of].get("parent_id")

@@ -216,7 +216,7 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
     gate = state.gate
     tau = gate.tau
     k = len(n.get("mc_scores") or [])
-    ood = gate.is_ood(n)
+    ood = gate.shown(n)
     title = f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
     lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
     lines.append(f"**R̄** {_num(n.get('mean'))} · **σ²** {_num(n.get('var'), 5)} · **K** {k} "
@@ -239,9 +239,9 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
             lines.append(f"step is **{'right' if truth else 'wrong'}** ({how})")
     d = state.decisions.get(node_id)
     if d:
-        lines.append(f"at iteration {state.iteration}: {d.get('children', 0)} children, +{d.get('extra_passes', 0)} passes, "
-                     f"{d.get('status')}" + (f" (R̄ {_num(d.get('mean_before'))} → {_num(d.get('mean'))})"
-                                             if d.get("mean_before") is not None and d.get("extra_passes") else ""))
+        lines.append(f"at iteration {state.iteration}: {d.children} children, +{d.extra_passes} passes, "
+                     f"{d.status}" + (f" (R̄ {_num(d.mean_before)} → {_num(d.mean)})"
+                                      if d.mean_before is not None and d.extra_passes else ""))
     path = state.path(node_id)
     lines += ["", "**Trace up to here**", ""]
     lines.append(f"> {md_inline(state.run.get('question', ''))}")

@@ -91,8 +91,8 @@ def explain_shadow(data: RunData, node_id: int, shadow: Mapping[int, Mapping[str
     cfg = data.run.get("config") or {}
     delta = float(cfg.get("delta", SearchConfig().delta))
     t = decision_iteration(data, node_id)
-    decided = (data.iterations.get(t) or {}).get("decisions") or [] if t is not None else []
-    peers = [shadow[d["node_id"]] for d in decided if d.get("node_id") in shadow]
+    decided = data.step(t)[0]
+    peers = [shadow[d.node_id] for d in decided if d.node_id in shadow]
     ids = [p["mean"] for p in peers if not p.get("ood")]
     ref = max(ids) if ids else max((p["mean"] for p in peers), default=row["mean"])
     would = bool(row.get("ood")) and float(row["ucb"]) >= ref - delta
@@ -105,9 +105,8 @@ def explain_shadow(data: RunData, node_id: int, shadow: Mapping[int, Mapping[str
         parts.append(f"R̂ = {row['ucb']:.3f} vs best shadow-ID R̄ − δ = {ref:.3f} − {delta:g}: UATS would "
                      + ("<b>re-evaluate</b> it" if would else "not re-evaluate it"))
     if decided:
-        granted = sum(int(d.get("children") or 0) for d in decided)
-        to_ood = sum(int(d.get("children") or 0) for d in decided
-                     if d.get("node_id") in shadow and shadow[d["node_id"]].get("ood"))
+        granted = sum(d.children for d in decided)
+        to_ood = sum(d.children for d in decided if d.node_id in shadow and shadow[d.node_id].get("ood"))
         share = f"{100.0 * to_ood / granted:.0f}%" if granted else "n/a"
         parts.append(f"at iteration {t} this run granted {granted} children, {to_ood} ({share}) of them to "
                      f"candidates the shadow passes find OOD ({sum(1 for p in peers if p.get('ood'))} of {len(peers)})")

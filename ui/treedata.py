@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from storage.fastread import read_nodes
 from uats_core.estimation import OODGate
+from uats_core.records import Decision, StepInfo
 
 from .bigtree import HISTORY_LIMIT, gc_paused
 
@@ -33,16 +34,15 @@ class TreeState:
     children: dict[int, list[int]]
     iteration: int
     max_iteration: int
-    decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # node id -> decision at `iteration`
-    budget: dict[str, Any] = field(default_factory=dict)
+    decisions: dict[int, Decision] = field(default_factory=dict)  # node id -> decision at `iteration`
+    budget: StepInfo = field(default_factory=StepInfo)
     cost_total: float = 0.0
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # whole-tree scans, once
 
     @property
     def gate(self) -> OODGate:
         """The run's own ID/OOD rule at this iteration (A-UATS's controller may have moved τ)."""
-        knobs = (self.budget or {}).get("knobs") or {}
-        return OODGate.from_config(self.run.get("config") or {}, tau=knobs.get("tau"))
+        return OODGate.from_config(self.run.get("config") or {}, tau=(self.budget.knobs or {}).get("tau"))
 
     @property
     def tau(self) -> float:
@@ -135,6 +135,12 @@ class RunData:
         data.history_skipped = big
         return data
 
+    def step(self, t: int | None) -> tuple[list[Decision], StepInfo]:
+        """Iteration t's stored decisions and numbers as the engine's typed records (empty when t has none)."""
+        row = self.iterations.get(t) or {} if t is not None else {}
+        decisions = [Decision.from_dict(d) for d in (row.get("decisions") or []) if "node_id" in d]
+        return decisions, StepInfo.from_dict(row.get("budget") or {})
+
     def state_at(self, iteration: int | None = None) -> TreeState:
         """iteration=None: the latest stored snapshot of every node."""
         with gc_paused():
@@ -177,11 +183,12 @@ class RunData:
             if p is not None and p in children:
                 children[p].append(nid)
         it_row = self.iterations.get(t) or {}
-        decisions = {int(d["node_id"]): d for d in (it_row.get("decisions") or []) if "node_id" in d}
+        step_decisions, budget = self.step(t)
+        decisions = {d.node_id: d for d in step_decisions}
         run = self.run if final else {**self.run, "answer": None, "correct": None, "naive_answer": None}
         cost = float(it_row.get("cost_total") or (self.run.get("cost") if final else 0.0) or 0.0)
         return TreeState(run=run, nodes=nodes, children=children, iteration=t, max_iteration=self.max_iteration,
-                         decisions=decisions, budget=dict(it_row.get("budget") or {}), cost_total=cost)
+                         decisions=decisions, budget=budget, cost_total=cost)
 
 
 def _marks_at(snap: dict[str, Any], hist: tuple[list[int], list[dict[str, Any]]], pos: int, t: int) -> None:

@@ -69,7 +69,7 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
         mean, var, depth = n.get("mean"), n.get("var"), int(n.get("depth") or 0)
         if (view.score_min > 0.0 or view.score_max < 1.0) and (mean is None or not view.score_min <= mean <= view.score_max):
             continue
-        if view.high_variance_only and not gate.is_ood(n):
+        if view.high_variance_only and not gate.shown(n):
             continue
         if depth < view.depth_min or (view.depth_max is not None and depth > view.depth_max):
             continue
@@ -159,8 +159,8 @@ def _halo_traces(state: TreeState, pos: Pos, view: ViewOptions, matching: set[in
     if shared_keys:
         halo([i for i in pos if i != 0 and state.prefix_key(i) in shared_keys], SHARED_COLOUR, 30, "shared prefix")
     if view.show_decisions and state.iteration:
-        halo([i for i in state.decisions if state.decisions[i].get("children") or state.decisions[i].get("extra_passes")
-              or state.decisions[i].get("status") == "pruned"], DECIDED_COLOUR, 34, f"decided at t={state.iteration}")
+        halo([i for i, d in state.decisions.items() if d.children or d.extra_passes or d.status == "pruned"],
+             DECIDED_COLOUR, 34, f"decided at t={state.iteration}")
         halo([i for i in pos if state.nodes[i].get("created_iter") == state.iteration and i != 0], NEW_COLOUR, 24,
              f"new at t={state.iteration}")
     if matching and view.search.strip():
@@ -262,14 +262,14 @@ def decision_labels(state: TreeState, pos: Pos) -> list[tuple[int, str]]:
         if i not in pos:
             continue
         bits = []
-        if d.get("extra_passes"):
-            bits.append(f"+{d['extra_passes']}p")
-        if d.get("children"):
-            bits.append(f"×{d['children']}")
-        elif d.get("status") == "pruned":
+        if d.extra_passes:
+            bits.append(f"+{d.extra_passes}p")
+        if d.children:
+            bits.append(f"×{d.children}")
+        elif d.status == "pruned":
             bits.append("✂")
         if bits:
-            found.append((-(int(d.get("extra_passes") or 0) * 100 + int(d.get("children") or 0)), i, " ".join(bits)))
+            found.append((-(int(d.extra_passes or 0) * 100 + int(d.children or 0)), i, " ".join(bits)))
     kept: list[tuple[int, str]] = []
     rows: dict[float, list[float]] = {}
     for _, i, text in sorted(found):
