@@ -12,6 +12,7 @@ import math
 import random
 from typing import Any
 
+from uats_core.config import PAPER_TAU, SearchConfig
 from uats_core.estimation import is_ood, logits
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import Decision, StepInfo
@@ -34,8 +35,9 @@ def _stats(scores: list[float]) -> tuple[float, float]:
     return m, v
 
 
-def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int = 0, k0: int = 7,
-                     tau: float = 0.003, delta: float = 0.04, alpha: float = 0.3, method: str = "h-uats",
+def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int = 0, k0: int = SearchConfig.k0,
+                     tau: float = PAPER_TAU, delta: float = SearchConfig.delta, alpha: float = SearchConfig.alpha,
+                     method: str = "h-uats",
                      problem_id: str = "synthetic-0", question: str = "What is 12 + 30?", gold: str = "42",
                      fail_after: int | None = None, max_iterations: int = 400) -> list[Event]:
     """Events of one synthetic run growing to about `n_nodes` nodes (root included).
@@ -43,7 +45,7 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
     fail_after: stop after that many iterations with RunEnded(status="failed") and nodes of the
     unfinished iteration still pending (as a crash in the middle of an iteration would leave them)."""
     rng = random.Random(seed)
-    cost_ratio = 18.0
+    cost_ratio = SearchConfig.cost_ratio
     events: list[Event] = [RunStarted(run_id=run_id, method=method, problem_id=problem_id, question=question,
                                       gold_answer=gold, seed=seed,
                                       config={"method": method, "budget": budget, "seed": seed, "k0": k0, "tau": tau,

@@ -39,6 +39,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from uats_core.config import SearchConfig
+
 log = logging.getLogger(__name__)
 
 
@@ -53,8 +55,8 @@ class TheoryConfig:
     sigma_id: float = 0.03
     sigma_ood: float = 0.25
     ood_error: float = 0.35  # b: scale of the point estimate's overconfident OOD error
-    k0: int = 7
-    alpha: float = 0.3
+    k0: int = SearchConfig.k0  # the paper's defaults, written once in SearchConfig
+    alpha: float = SearchConfig.alpha
     seed: int = 0
 
 
