@@ -42,6 +42,16 @@ class Decision(_Record):
     k: int | None = None
     child_score: float | None = None  # what the children's softmax read
 
+    @property
+    def label(self) -> str:
+        """The decision in the tree's shorthand: '+3p' extra passes, '×2' children, '✂' pruned."""
+        bits = [f"+{self.extra_passes}p"] if self.extra_passes else []
+        if self.children:
+            bits.append(f"×{self.children}")
+        elif self.status == "pruned":
+            bits.append("✂")
+        return " ".join(bits)
+
 
 @dataclass
 class StepInfo(_Record):

@@ -91,6 +91,19 @@ def _launch_browser(p: Any) -> Any:
     return p.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
 
 
+def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
+    """The real app over `store` and `pool`, launched in this process on a free local port: (demo, port)."""
+    from ui.app_ui import build_demo, launch_kwargs
+
+    demo = build_demo(store, pool, export_dir)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **launch_kwargs(export_dir))
+    return demo, port
+
+
 def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
     """Browser side: first draw and live-update redraw of the tree, in Chromium."""
     from playwright.sync_api import sync_playwright
@@ -150,19 +163,13 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.app_ui import build_demo, launch_kwargs
     from ui.worker import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-"))
     db = str(tmp / "bench.db")
     store = RunStore(db)
     pool = WorkerPool(store, max_workers=1)
-    demo = build_demo(store, pool, tmp / "exports")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **launch_kwargs(tmp / "exports"))
+    demo, port = serve_app(store, pool, tmp / "exports")
     run_id = "benchlive" + "0" * 23
     writer = mp.get_context("spawn").Process(target=_paced_writer, args=(db, run_id, n_nodes, pause_s))
     try:

@@ -10,7 +10,6 @@ Runs come from storage.synthetic, written to a temporary SQLite file first (not 
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import tempfile
 import time
@@ -66,8 +65,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.app_ui import build_demo, launch_kwargs
-    from ui.bench import _launch_browser
+    from ui.bench import _launch_browser, serve_app
     from ui.worker import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-app-"))
@@ -76,12 +74,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
     _write_runs(db, {big_id: big, click_id: clicked})
     store = RunStore(db)
     pool = WorkerPool(store, max_workers=1)
-    demo = build_demo(store, pool, tmp / "exports")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **launch_kwargs(tmp / "exports"))
+    demo, port = serve_app(store, pool, tmp / "exports")
     try:
         with sync_playwright() as p:
             browser = _launch_browser(p)

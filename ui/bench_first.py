@@ -7,7 +7,6 @@ pair in the background at start."""
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -41,19 +40,13 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.app_ui import build_demo, launch_kwargs
-    from ui.bench import _launch_browser
+    from ui.bench import _launch_browser, serve_app
     from ui.worker import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))
     store = RunStore(str(tmp / "bench.db"))
     pool = WorkerPool(store, max_workers=1, poll_s=0.5, prewarm=default_pair_request() if prewarm else None)
-    demo = build_demo(store, pool, tmp / "exports")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **launch_kwargs(tmp / "exports"))
+    demo, port = serve_app(store, pool, tmp / "exports")
     try:
         with sync_playwright() as p:
             browser = _launch_browser(p)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from uats_core.records import Decision
+
 from .decisions import Candidate, step_candidates
 from .figstyle import OOD_COLOUR, colour_for
 from .shadowfig import SHADOW_COLOUR
@@ -44,14 +46,7 @@ def page_of(rows: Sequence[Any], page: int, per_page: int) -> tuple[list[Any], i
 
 
 def _decision_text(c: Candidate) -> str:
-    bits = []
-    if c.extra:
-        bits.append(f"+{c.extra}p")
-    if c.children:
-        bits.append(f"×{c.children}")
-    elif c.status == "pruned":
-        bits.append("✂")
-    return " ".join(bits)
+    return Decision(c.node_id, c.children, c.extra, c.status).label
 
 
 def frontier_figure(data: RunData, t: int, *, sort_by: str = "mean", page: int | None = 0, per_page: int = 50,

@@ -261,15 +261,8 @@ def decision_labels(state: TreeState, pos: Pos) -> list[tuple[int, str]]:
     for i, d in state.decisions.items():
         if i not in pos:
             continue
-        bits = []
-        if d.extra_passes:
-            bits.append(f"+{d.extra_passes}p")
-        if d.children:
-            bits.append(f"×{d.children}")
-        elif d.status == "pruned":
-            bits.append("✂")
-        if bits:
-            found.append((-(int(d.extra_passes or 0) * 100 + int(d.children or 0)), i, " ".join(bits)))
+        if d.label:
+            found.append((-(int(d.extra_passes or 0) * 100 + int(d.children or 0)), i, d.label))
     kept: list[tuple[int, str]] = []
     rows: dict[float, list[float]] = {}
     for _, i, text in sorted(found):
