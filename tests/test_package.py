@@ -27,10 +27,10 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 300) -> 
 
 
 def _site_dirs() -> list[str]:
-    """The running environment's site-packages folders (never the checkout), for the scratch virtualenv to see the
-    dependencies: a venv made from a venv's python gets the base interpreter's site-packages, not the venv's."""
-    return [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")) and Path(p).is_dir()
-            and not Path(p).resolve().is_relative_to(ROOT)]
+    """The running environment's site-packages folders, for the scratch virtualenv to see the dependencies: a venv
+    made from a venv's python gets the base interpreter's site-packages, not the venv's. They may lie inside the
+    checkout (its .venv); the checkout's own packages are never on them (the imports below are checked)."""
+    return [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
 
 
 def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:

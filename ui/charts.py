@@ -111,7 +111,8 @@ def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> 
     uncertainty (max σ over the candidates): A-UATS's controller choices, or H-UATS's constants. None for
     runs without knobs (the baselines)."""
     budgets = [(int(i["iteration"]), StepInfo.from_dict(i.get("budget") or {})) for i in iterations]
-    rows = [(t, b.knobs, b.state or {}) for t, b in budgets if b.knobs]
+    # steps that set all six knobs (UATS); other runs' steps may carry some (τ, δ) for the OOD gate alone
+    rows = [(t, b.knobs, b.state or {}) for t, b in budgets if b.knobs and all(n in b.knobs for n, _ in KNOB_LABELS)]
     if not rows:
         return None
     sig = [float(s.get("max_sigma")) if s.get("max_sigma") is not None else None for _, _, s in rows]

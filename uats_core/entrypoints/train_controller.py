@@ -200,6 +200,8 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
             ctrl.reset()
             cfg = replace(base, budget=budget, seed=rng.randrange(2**31))
             res = run_search(problem, cfg, policy, prm, controller=ctrl)
+            if res.status == "cancelled":  # Ctrl-C or `kill` landed inside the search: stop training, keep the rounds
+                raise KeyboardInterrupt
             episodes.append(list(ctrl.episode))
             rewards.append(reward_of(res.correct, res.cost, budget, cfg.cost_ratio, res.iterations))
             correct.append(bool(res.correct))
