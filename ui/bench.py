@@ -91,6 +91,14 @@ def _launch_browser(p: Any) -> Any:
     return p.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
 
 
+def open_app(p: Any, port: int) -> tuple[Any, Any]:
+    """Chromium on the served app at `port`: (browser, page), the page at the benches' 1400 × 1000 viewport."""
+    browser = _launch_browser(p)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"http://127.0.0.1:{port}")
+    return browser, page
+
+
 def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
     """The real app over `store` and `pool`, launched in this process on a free local port: (demo, port)."""
     from ui.app_ui import build_demo, launch_kwargs
@@ -174,9 +182,7 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
     writer = mp.get_context("spawn").Process(target=_paced_writer, args=(db, run_id, n_nodes, pause_s))
     try:
         with sync_playwright() as p:
-            browser = _launch_browser(p)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}")
+            browser, page = open_app(p, port)
             page.wait_for_selector("#open-btn", timeout=60_000)
             writer.start()
             deadline = time.time() + 60

@@ -65,7 +65,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.bench import _launch_browser, serve_app
+    from ui.bench import open_app, serve_app
     from ui.worker import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-app-"))
@@ -77,9 +77,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
     demo, port = serve_app(store, pool, tmp / "exports")
     try:
         with sync_playwright() as p:
-            browser = _launch_browser(p)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}")
+            browser, page = open_app(p, port)
             page.wait_for_selector("#open-btn", timeout=60_000)
             open_s = _open(page, big_id)
             _open(page, click_id)

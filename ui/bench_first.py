@@ -40,7 +40,7 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.bench import _launch_browser, serve_app
+    from ui.bench import open_app, serve_app
     from ui.worker import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))
@@ -49,9 +49,7 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
     demo, port = serve_app(store, pool, tmp / "exports")
     try:
         with sync_playwright() as p:
-            browser = _launch_browser(p)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}")
+            browser, page = open_app(p, port)
             page.wait_for_selector("#run-btn", timeout=60_000)
             page.wait_for_function("() => document.querySelector('#problem input') && "
                                    "document.querySelector('#problem input').value !== ''", timeout=60_000)

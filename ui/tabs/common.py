@@ -23,7 +23,7 @@ from ..worker import WorkerPool
 
 PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
 PLOTLY_HEAD = f'<script src="/gradio_api/file={PLOTLY_DIR / "plotly.min.js"}"></script>'
-TICK_S = 0.7  # poll period: new nodes must be drawn within 2 s of being written
+TICK_S = 0.5  # poll period while a run is live: new nodes drawn within 2 s of being written (none once all ended)
 LIVE = ("queued", "running")
 DEFAULTS = SearchConfig()
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
