@@ -50,16 +50,7 @@ def cap_shown(state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX
                 break
             if wanted(nid) and (nid == 0 or state.nodes[nid].get("parent_id") in drawn):
                 drawn.add(nid)
-    anchor: dict[int, int] = {}
-    hidden: Counter = Counter()
-    for nid in bfs:  # parents come before children: each cut node counts towards its nearest drawn ancestor
-        if nid in drawn:
-            anchor[nid] = nid
-        else:
-            a = anchor.get(state.nodes[nid].get("parent_id"), 0)
-            anchor[nid] = a
-            hidden[a] += 1
-    return drawn, dict(hidden.most_common(MAX_LABELS))
+    return drawn, hidden_counts(state, bfs, drawn)
 
 
 def dead_branches(state: Any, shown: set[int], keep: Iterable[int] = ()) -> tuple[set[int], dict[int, int]]:
@@ -105,13 +96,19 @@ def focus_nodes(state: Any, shown: set[int], focus: str, selected: int | None) -
     else:
         return shown, {}
     keep &= shown | {0}
-    hidden: Counter = Counter()
+    return keep, hidden_counts(state, sorted(shown), keep)  # node ids grow with depth: parents come first
+
+
+def hidden_counts(state: Any, order: Iterable[int], kept: set[int]) -> dict[int, int]:
+    """"+k hidden" per kept node: walking `order` (parents before children), each node left out counts towards
+    its nearest kept ancestor (the root when none); the MAX_LABELS largest counts."""
     anchor: dict[int, int] = {}
-    for nid in sorted(shown):  # parents before children: each left-out node counts for its nearest kept one
-        if nid in keep:
+    hidden: Counter = Counter()
+    for nid in order:
+        if nid in kept:
             anchor[nid] = nid
         else:
             a = anchor.get(state.nodes[nid].get("parent_id"), 0)
             anchor[nid] = a
             hidden[a] += 1
-    return keep, dict(hidden.most_common(MAX_LABELS))
+    return dict(hidden.most_common(MAX_LABELS))
