@@ -4,8 +4,18 @@
 # absent, then prints the SQLAlchemy URL on stdout (everything else goes to stderr). Run as root; idempotent:
 # running it again with the server up and the role there changes nothing.
 #   export UATS_TEST_POSTGRES_URL="$(bash .ci/postgres.sh)"
+#   bash .ci/postgres.sh stop   # stops the server again only if an earlier call here started it
 set -euo pipefail
 exec 3>&1 1>&2  # fd 3: the URL; stdout: the log
+started_mark=/run/uats-ci-postgres.started
+
+# The server is a daemon: it must hold none of our descriptors. Holding fd 3 (the pipe of `$(...)`) kept the
+# caller's command substitution waiting forever; holding stdout/stderr would keep a CI log pipe open.
+daemon_() {
+  local log; log="$(mktemp)"
+  if ! "$@" </dev/null >"$log" 2>&1 3>&-; then cat "$log"; rm -f "$log"; return 1; fi
+  cat "$log"; rm -f "$log"
+}
 
 if [ "$(id -u)" != 0 ]; then
   echo "postgres.sh: run as root (it installs and starts the system PostgreSQL)"; exit 1
@@ -17,11 +27,16 @@ if ! command -v pg_ctlcluster >/dev/null; then
 fi
 # The newest installed server version; its cluster `main` (the package creates it; make it if someone removed it).
 ver="$(ls /usr/lib/postgresql | sort -V | tail -1)"
+if [ "${1:-}" = stop ]; then
+  if [ -e "$started_mark" ]; then daemon_ pg_ctlcluster "$ver" main stop; rm -f "$started_mark"; fi
+  exit 0
+fi
 if ! pg_lsclusters -h | awk -v v="$ver" '$1 == v && $2 == "main"' | grep -q .; then
-  pg_createcluster "$ver" main
+  daemon_ pg_createcluster "$ver" main
 fi
 if ! pg_ctlcluster "$ver" main status >/dev/null 2>&1; then
-  pg_ctlcluster "$ver" main start
+  daemon_ pg_ctlcluster "$ver" main start
+  touch "$started_mark"
 fi
 for _ in $(seq 60); do  # accepting connections (a slow machine can take a few seconds)
   pg_isready -q -h 127.0.0.1 && break
