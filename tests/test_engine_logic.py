@@ -14,6 +14,7 @@ from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
 from uats_core.problems import Problem
 from uats_core.runner import run_search
+from uats_core.spending import CarryRule
 from tests.doubles import GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
 
 PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
@@ -120,6 +121,18 @@ def test_carry_rule_matches_rebase_spend_where_the_paper_rule_falls_short():
             spend[name] = total
         assert 0.95 <= spend["carry"] / spend["rebase"] <= 1.05, (budget, spend)
         assert spend["paper"] / spend["rebase"] < 0.95 and spend["paper"] < spend["carry"], (budget, spend)
+
+
+def test_carry_rule_allowance_is_rebases_step_spend():
+    """A_t = (N − F_t)(c+1): a finished solution frees what REBASE's slot cost, not a UATS child's price, so the
+    last live slot keeps a step's worth of budget (with the carry it still pays one child of c + K0)."""
+    rule = CarryRule(budget=4, cost_ratio=18.0, k0=7, reeval_share=0.1)
+    assert rule.plan(1) == 0 and rule.width(0) == 3  # ⌊76 / 25⌋
+    rule.settle(75.0, finished=3)
+    assert rule.allowance == pytest.approx(19.0) and rule.carry == pytest.approx(1.0)
+    assert not rule.live  # 19 + 1 cannot pay 25
+    rule.carry = 6.0
+    assert rule.live and rule.plan(2) == 0 and rule.width(0) == 1
 
 
 @pytest.mark.parametrize("method", ["rebase", "dora", "beam", "dvts", "best-of-n"])

@@ -5,10 +5,11 @@ solution frees its slot; a UATS child costs c+K0 (its generation and K0 passes),
 
 `CarryRule` (the default, SearchConfig.spend_rule='carry'). Step t's allowance is
 
-    A_t = N(c+1) − (c+K0)·F_t,      F_t = solutions finished before t,
+    A_t = (N − F_t)(c+1),      F_t = solutions finished before t,
 
-REBASE's per-step spend with the finished solutions' share taken out, at UATS's price per child. With the carry
-X_t (what earlier steps left unspent) the step may spend A_t + X_t:
+exactly what REBASE spends at a step with F_t solutions finished. (Taking a finished solution's share out at
+UATS's price per child, c+K0, ended searches a step early at small N: 0.93 of REBASE's spend at N = 4.) With
+the carry X_t (what earlier steps left unspent) the step may spend A_t + X_t:
 
 1. re-evaluate first: B_t = ⌊β·ρ·A_t⌋, capped to leave one child affordable (t = 1 has nothing to re-evaluate);
 2. the width takes what re-evaluation did not use: C_t = ⌊γ'·(A_t + X_t − B_used)/(c+K0)⌋, γ' = min(γ, 1);
@@ -73,7 +74,7 @@ class CarryRule(_Rule):
 
     @property
     def allowance(self) -> float:
-        return max(0.0, self.step_cap - self.per_child * self.finished)
+        return max(0.0, (self.budget - self.finished) * (self.cost_ratio + 1.0))
 
     @property
     def live(self) -> bool:
