@@ -17,14 +17,20 @@ import gzip
 import hashlib
 import io
 import logging
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # Windows: one appending process per ledger
+    fcntl = None  # type: ignore[assignment]
 
 import pandas as pd
 
 log = logging.getLogger(__name__)
 
-RESULTS_FILE, STEPS_FILE = "results.csv.gz", "steps.csv.gz"
+RESULTS_FILE, STEPS_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", ".lock"
 LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
                   "batched", "code_version"]
@@ -70,17 +76,36 @@ class ResultsLedger:
         return df
 
     def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None) -> int:
-        """Append the rows whose cell is not in the ledger yet (and their step records); returns how many."""
-        new = rows[~rows["cell_key"].isin(self.keys())].drop_duplicates("cell_key")
-        if new.empty:
+        """Append the rows whose cell is not in the ledger yet (and their step records); returns how many.
+
+        Several processes may append to one ledger: each append holds an exclusive lock on the folder's `.lock`
+        and re-reads the keys under it, so gzip members never interleave and no cell is written twice."""
+        if rows.empty:
             return 0
         self.folder.mkdir(parents=True, exist_ok=True)
-        # Step records first: a crash between the two writes then leaves a cell to redo, never a row without steps.
-        if steps is not None and len(steps):
-            _append_csv(self.steps_path, steps[steps["cell_key"].isin(set(new["cell_key"]))][STEP_COLUMNS])
-        _append_csv(self.results_path, new[LEDGER_COLUMNS])
-        self.keys().update(new["cell_key"])
+        with _locked(self.folder / LOCK_FILE):
+            self._keys = None  # another process may have appended since we last looked
+            new = rows[~rows["cell_key"].isin(self.keys())].drop_duplicates("cell_key")
+            if new.empty:
+                return 0
+            # Step records first: a crash between the two writes leaves a cell to redo, never a row without steps.
+            if steps is not None and len(steps):
+                _append_csv(self.steps_path, steps[steps["cell_key"].isin(set(new["cell_key"]))][STEP_COLUMNS])
+            _append_csv(self.results_path, new[LEDGER_COLUMNS])
+            self.keys().update(new["cell_key"])
         return len(new)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _append_csv(path: Path, df: pd.DataFrame) -> None:

@@ -91,3 +91,37 @@ def test_append_skips_cells_already_in_the_ledger(tmp_path: Path) -> None:
     assert again.keys() == {"k1", "k2"} and again.results()["correct"].tolist() == [True, True]
     with pytest.raises(KeyError):
         ledger.append(pd.DataFrame([{"cell_key": "k3"}]))
+
+
+def _rows(keys: list[str]) -> pd.DataFrame:
+    return pd.DataFrame([{c: 0 for c in LEDGER_COLUMNS} | {"cell_key": k, "correct": True, "variant": "base",
+                                                           "answer": "8"} for k in keys])
+
+
+def test_two_appenders_never_write_a_cell_twice(tmp_path: Path) -> None:
+    """Another ledger object (another process) appended since this one read its keys: it re-reads them."""
+    first, second = ResultsLedger(tmp_path), ResultsLedger(tmp_path)
+    assert second.keys() == set()
+    assert first.append(_rows(["k1"])) == 1
+    assert second.append(_rows(["k1", "k2"])) == 1
+    with gzip.open(tmp_path / results_ledger.RESULTS_FILE, "rt") as fh:
+        assert sorted(line.split(",")[0] for line in fh.read().splitlines()[1:]) == ["k1", "k2"]
+
+
+def _append_many(folder: str, who: int) -> None:
+    ledger = ResultsLedger(folder)
+    for i in range(40):
+        ledger.append(_rows([f"p{who}-{i}-{j}" for j in range(5)]))
+
+
+def test_concurrent_processes_append_one_readable_ledger(tmp_path: Path) -> None:
+    import multiprocessing as mp
+
+    procs = [mp.get_context("spawn").Process(target=_append_many, args=(str(tmp_path), who)) for who in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    keys = ResultsLedger(tmp_path).results()["cell_key"]
+    assert len(keys) == 3 * 40 * 5 and keys.is_unique
