@@ -460,3 +460,12 @@ def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path:
     assert moved.cell.prm == "hf:org/prm"  # not a path inside the checkout: unchanged
     assert relocate([item], driver, Path(driver)) == [item]
     assert dc_replace(moved.cell, policy=cell.policy) == cell
+
+
+def test_ray_ships_a_checkout_and_nothing_from_an_installed_package(tmp_path: Path) -> None:
+    from uats_core.entrypoints.eval.ray_runner import REPO_ROOT, ship_env
+
+    assert ship_env(REPO_ROOT)["working_dir"] == str(REPO_ROOT) and ".venv" in ship_env(REPO_ROOT)["excludes"]
+    site = tmp_path / "lib" / "python3.12"  # what three levels above an installed uats_core/entrypoints/eval is
+    (site / "site-packages" / "uats_core").mkdir(parents=True)
+    assert ship_env(site) == {}

@@ -5,7 +5,8 @@ database (a SQLite file on one machine, a PostgreSQL URL across machines).
 `--ray local` starts a private Ray on this machine; `--ray ADDRESS` joins a running cluster. The code and the
 shipped models travel with the job as Ray's `runtime_env` working_dir (this checkout, less virtualenvs, git data and
 run logs), so cluster nodes need no copy of their own; model paths inside the checkout are rewritten to where the
-working_dir landed on each node. Other local model folders must exist at the same path on every node.
+working_dir landed on each node. Other local model folders must exist at the same path on every node. An installed
+uats-studio (a wheel, not a checkout) ships nothing: every node installs the same version.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 # Left out of the working_dir Ray ships to the nodes: environments, history and outputs, none of which a search reads.
 _SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", ".cache", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal",
                   "*.db-shm", "__pycache__", ".pytest_cache", ".hypothesis"]
+
+
+def ship_env(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """Ray's runtime_env: a checkout travels as the working_dir; an installed package ships nothing (three levels
+    up from it is the interpreter's lib folder, not a project), so every node needs the same package installed."""
+    if (root / "pyproject.toml").is_file() and (root / "uats_core").is_dir():
+        return {"working_dir": str(root), "excludes": _SHIP_EXCLUDES}
+    log.info("uats_core is installed at %s, not a checkout: nothing ships with the Ray job; every node needs the same "
+             "uats-studio installed", root)
+    return {}
 
 
 def relocate(items: Sequence[WorkItem], driver_root: str, here: Path = REPO_ROOT) -> list[WorkItem]:
@@ -93,7 +104,7 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
         raise ConfigError("ray", "Ray is not installed; pip install -r requirements-eval.txt (or drop --ray)") from None
     if not items:
         return []
-    runtime_env = {"working_dir": str(REPO_ROOT), "excludes": _SHIP_EXCLUDES}
+    runtime_env = ship_env()
     held: list[tuple[str, int]] = []  # (host, pid) of every actor: the cells they hold when the job stops
     try:
         return _run_ray(ray, ActorPool, items, db, address, runtime_env, held, workers=workers,
