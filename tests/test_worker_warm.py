@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from storage import RunStore
 from uats_core.config import SearchConfig
@@ -74,14 +74,27 @@ def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path
     assert trees[0] == trees[1] and trees[0]
 
 
-def _wait(store: RunStore, run_id: str, until: tuple[str, ...], timeout_s: float = 180) -> dict[str, Any]:
+def _until(done: Callable[[], bool], timeout_s: float, tick_s: float = 0.05, then: Callable[[], Any] = lambda: None) -> None:
+    """Poll `done` (calling `then` between polls) until it holds; the timeout only bounds a hung test."""
     deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        run = store.get_run(run_id)
-        if run["status"] in until:
-            return run
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id[:8]} still {store.get_run(run_id)['status']}")
+    while not done() and time.time() < deadline:
+        then()
+        time.sleep(tick_s)
+
+
+def _wait(store: RunStore, run_id: str, until: tuple[str, ...], timeout_s: float = 180) -> dict[str, Any]:
+    _until(lambda: store.get_run(run_id)["status"] in until, timeout_s, tick_s=0.1)
+    run = store.get_run(run_id)
+    assert run["status"] in until, f"run {run_id[:8]} still {run['status']}"
+    return run
+
+
+def _first_step(store: RunStore, run_id: str) -> None:
+    _until(lambda: store.get_run(run_id)["iterations"] >= 1, 60)
+
+
+def _drain(pool: WorkerPool) -> None:
+    _until(lambda: not pool.active(), 30, then=pool.pump)
 
 
 def test_pool_reuses_a_warm_worker_and_reloads_on_a_pair_change(tmp_path: Path) -> None:
@@ -95,10 +108,7 @@ def test_pool_reuses_a_warm_worker_and_reloads_on_a_pair_change(tmp_path: Path) 
             _register(store, req)
             pool.submit(req)
             assert _wait(store, req.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
-            deadline = time.time() + 30
-            while pool.active() and time.time() < deadline:
-                pool.pump()
-                time.sleep(0.05)
+            _drain(pool)
             loads.append(sum(pool.loads().values()))
         assert loads == [1, 1, 2]
         assert len(pool.loads()) == 1  # one warm process served all three
@@ -116,9 +126,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_with_its_nodes(tmp_path: 
         pool.submit(req)
         _wait(store, req.run_id, ("running",))
         store.step_run(req.run_id)
-        deadline = time.time() + 60
-        while store.get_run(req.run_id)["iterations"] < 1 and time.time() < deadline:
-            time.sleep(0.05)
+        _first_step(store, req.run_id)
         written = len(store.get_nodes(req.run_id))
         assert written > 0
         slot = next(iter(pool._slots.values()))
@@ -142,9 +150,7 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
         pool.submit(req)
         _wait(store, req.run_id, ("running",))
         store.step_run(req.run_id)
-        deadline = time.time() + 60
-        while store.get_run(req.run_id)["iterations"] < 1 and time.time() < deadline:
-            time.sleep(0.05)
+        _first_step(store, req.run_id)
         store.request_cancel(req.run_id)
         run = _wait(store, req.run_id, ("cancelled", "failed", "finished"))
         assert run["status"] == "cancelled"
@@ -154,10 +160,7 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
         _register(store, nxt)
         pool.submit(nxt)
         assert _wait(store, nxt.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
-        deadline = time.time() + 30
-        while pool.active() and time.time() < deadline:
-            pool.pump()
-            time.sleep(0.05)
+        _drain(pool)
         assert pool.loads() == {0: 1}  # the same process, the same models
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
