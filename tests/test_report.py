@@ -313,3 +313,29 @@ def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
         "| P:Q | 4 | h-uats | 100.0 ± 0.0 | 71 ± 2 | 0.70 | 1 |",  # (70+1)/(100+1)
         "| P:Q | 4 | a-uats | 100.0 ± 0.0 | 86 ± 2 | 0.85 | 1 |",
     ]  # best-of-n is not part of this comparison
+
+
+def test_variant_against_its_base_and_rebase_paired_by_hand(tmp_path: Path) -> None:
+    """A UATS variant against the same method's base settings and against REBASE, on the cells both ran."""
+    store = RunStore(str(tmp_path / "var.db"))
+    w = _Writer(store)
+    variant = "dropout_mode=last:2,tau=auto"
+    won = {("p0", 0): 1, ("p0", 1): 1, ("p0", 2): 0, ("p1", 0): 1, ("p1", 1): 0, ("p1", 2): 1}
+    for problem in ("p0", "p1"):
+        for seed in range(3):
+            w.run(problem=problem, method="rebase", budget=4, seed=seed, correct=False, cost=100.0)
+            w.run(problem=problem, method="h-uats", budget=4, seed=seed, correct=seed == 0, cost=90.0)
+            w.run(problem=problem, method="h-uats", budget=4, seed=seed, correct=bool(won[(problem, seed)]),
+                  cost=95.0, variant=variant)
+    w.run(problem="p2", method="h-uats", budget=4, seed=0, correct=True, cost=95.0, variant=variant)  # no reference
+    store.close()
+    rep = build_report(str(tmp_path / "var.db"), fig2=False)
+    v = rep.tables["variant_differences"].set_index("reference")
+    vs_base, vs_rebase = v.loc["h-uats (base)"], v.loc["rebase (base)"]
+    # vs base: per seed (1−1 + 1−1)/2 = 0, (1−0 + 0−0)/2 = 0.5, (0 + 1)/2 = 0.5
+    assert vs_base["diff"] == pytest.approx(1 / 3) and vs_base["n_cells"] == 6
+    assert vs_base["half_seeds"] == pytest.approx(t_interval([0.0, 0.5, 0.5])[1])
+    assert vs_base["half_problems"] == pytest.approx(t_interval([1 / 3, 1 / 3])[1])
+    assert vs_base["spend_ratio"] == pytest.approx(95 / 90) and vs_rebase["spend_ratio"] == pytest.approx(0.95)
+    assert vs_rebase["diff"] == pytest.approx(4 / 6)  # the variant wins 4 of 6 cells, REBASE none
+    assert f"| P:Q | 4 | h-uats | {variant} | rebase (base) | +66.7 |" in rep.markdown["Variants, paired"]

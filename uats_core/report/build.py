@@ -7,16 +7,18 @@ uats_core.entrypoints.report.build_report(store_or_url) opens the run log and ca
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pandas as pd
 
 from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants
+from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
+                    variant_differences)
 from .steps import NodeLoader, prm_summary, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
-                     table4_markdown)
+                     table4_markdown, variant_markdown)
 
 
 @dataclass
@@ -122,6 +124,10 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     rep.tables["paired_differences"] = pdiff
     for key, text in paired_markdown(pdiff, roles).items():
         rep.markdown[f"Paired accuracy differences: {key}"] = text
+    vdiff = variant_differences(df, confidence)
+    rep.tables["variant_differences"] = vdiff
+    if text := variant_markdown(vdiff, roles):
+        rep.markdown["Variants, paired"] = text
     abl_df = same_problems_across_variants(df)
     abl = ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles) if len(abl_df) else ""
     if abl:
@@ -131,7 +137,8 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
 def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
     for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
         suffix = "" if (dataset, variant) == tuple(cur[["dataset", "variant"]].iloc[0]) else f" [{dataset} {variant}]"
-        tag = "" if not suffix else f"_{dataset}_{variant}".replace("=", "").replace(",", "_").replace("/", "_")
+        # A file-name tag: letters, digits, '.', '-' and '_' only (a variant holds '=', ',', ':' and '/').
+        tag = "" if not suffix else re.sub(r"[^A-Za-z0-9._-]+", "_", f"_{dataset}_{variant}".replace("=", ""))
         n_desc = f"{span(g['n_problems'])} problems × {span(g['n_seeds'])} seeds"
         rep.figures["accuracy_vs_n" + tag] = fig_curves(
             g, "budget", "acc", f"Accuracy vs N, {dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)", roles,
@@ -140,6 +147,10 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
             g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
         rep.figures["pass_at_n" + tag] = fig_curves(
             g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
+    vdiff = variant_differences(df, confidence)
+    rep.tables["variant_differences"] = vdiff
+    if text := variant_markdown(vdiff, roles):
+        rep.markdown["Variants, paired"] = text
     abl_df = same_problems_across_variants(df)
     abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:

@@ -11,7 +11,7 @@ unfinished grid never compares methods on different problems.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -194,11 +194,37 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
         wide = g.pivot_table(index=["problem_id", "seed"], columns="method", values="correct", aggfunc="first")
         for x, y in comparisons(wide.columns):
             d = (wide[x].astype(float) - wide[y].astype(float)).dropna()
-            if d.empty:
-                continue
-            mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
-            _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
-            rows.append({**dict(zip(keys, key)), "x": x, "y": y, "diff": mean, "half_seeds": seed_half,
-                         "half_problems": problem_half, "n_cells": int(len(d))})
+            if not d.empty:
+                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **_paired(d, confidence)})
     out = pd.DataFrame(rows)
     return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out
+
+
+def _paired(d: pd.Series, confidence: float) -> dict[str, Any]:
+    """A paired difference indexed by (problem_id, seed): its mean with t-intervals over seeds and over problems."""
+    mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
+    _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
+    return {"diff": mean, "half_seeds": seed_half, "half_problems": problem_half, "n_cells": int(len(d))}
+
+
+def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Each UATS variant against the same method's base variant and against REBASE, per (dataset, pair, budget), on
+    the (problem, seed) cells both ran: the paired accuracy difference and the compute spent as a share of the
+    reference's."""
+    cell = ["dataset", "pair", "budget", "problem_id", "seed"]
+    base = df[df["variant"] == "base"]
+    rows = []
+    variants = df[df["method"].isin(UATS) & (df["variant"] != "base")]
+    for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
+        for ref_name in (method, "rebase"):
+            ref = base[base["method"] == ref_name][[*cell, "correct", "cost"]]
+            both = g[[*cell, "correct", "cost"]].merge(ref, on=cell, suffixes=("", "_ref"))
+            for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
+                d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
+                    pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
+                rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair,
+                             "budget": budget, "reference": f"{ref_name} (base)", **_paired(d, confidence),
+                             "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum())})
+    out = pd.DataFrame(rows)
+    return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)
+            if len(out) else out)

@@ -93,6 +93,20 @@ def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
     return out
 
 
+def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
+    if vdiff.empty:
+        return ""
+    rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.reference, f"{100 * r.diff:+.1f}",
+             "–" if math.isnan(r.half_seeds) else f"± {100 * r.half_seeds:.1f}",
+             "–" if math.isnan(r.half_problems) else f"± {100 * r.half_problems:.1f}", r.n_cells,
+             f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
+    return ("Each UATS variant against its method's base settings and against REBASE on the same (problem, seed) "
+            "cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
+            "compute spent as a share of the reference's\n\n"
+            + markdown_table(["pair", "N", "method", "variant", "against", "difference", "± over seeds",
+                              "± over problems", "cells", "spent / reference's"], rows))
+
+
 def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
     """The UATS methods beside REBASE at each budget: accuracy, compute spent and spent as a share of
     REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
