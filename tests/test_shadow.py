@@ -34,8 +34,11 @@ def test_shadow_rows_are_stored_apart_and_leave_the_run_alone() -> None:
     before_run, before_nodes = store.get_run(rb), store.get_nodes(rb)
     prm = HashedPRMDouble(5)
     prm.name = "<b>prm</b>"
-    rows = run_shadow(store, rb, prm, k=6)
+    seen: list[tuple[int, int]] = []
+    rows = run_shadow(store, rb, prm, k=6, progress=lambda done, total: seen.append((done, total)))
     assert set(rows) == {n["id"] for n in before_nodes}
+    assert seen and seen[-1] == (len(rows), len(rows))  # batch by batch, to the last node
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert all(len(r["mc_scores"]) == 6 and r["var"] is not None for r in rows.values())
     assert store.get_run(rb)["cost"] == before_run["cost"] and store.get_nodes(rb) == before_nodes
     data = RunData.load(store, rb)

@@ -9,7 +9,7 @@ import html
 import math
 import statistics
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -50,9 +50,11 @@ def _trace(data: RunData, node_id: int) -> Trace:
     return Trace(data.run.get("question") or "", tuple(steps[::-1]))
 
 
-def shadow_rows(data: RunData, prm: Any, k: int, node_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+def shadow_rows(data: RunData, prm: Any, k: int, node_ids: Sequence[int] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Shadow rows for the run's scored nodes (or node_ids): K passes each, R̄, σ², R̂ (α and the step of
-    the node's creation, as UATS computes it at the next decision) and the run's OOD gate."""
+    the node's creation, as UATS computes it at the next decision) and the run's OOD gate. progress(done, total)
+    is called after each batch of nodes."""
     cfg = data.run.get("config") or {}
     gate = OODGate.from_config(cfg)
     alpha = float(cfg.get("alpha", SearchConfig().alpha) or 0.0)
@@ -70,13 +72,16 @@ def shadow_rows(data: RunData, prm: Any, k: int, node_ids: Sequence[int] | None 
             ucb = mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
             rows.append({"node_id": nid, "mc_scores": scores, "mean": mean, "var": var, "ucb": ucb,
                          "ood": bool(gate.is_ood({"mean": mean, "var": var})), "tau": gate.tau, "prm": name})
+        if progress is not None:
+            progress(len(rows), len(ids))
     return rows
 
 
-def run_shadow(store: Any, run_id: str, prm: Any, k: int = 7) -> dict[int, dict[str, Any]]:
+def run_shadow(store: Any, run_id: str, prm: Any, k: int = 7,
+               progress: Callable[[int, int], None] | None = None) -> dict[int, dict[str, Any]]:
     """Shadow-score every node of a stored run, store the rows, and return them by node id."""
     data = RunData.load(store, run_id)
-    write_shadow(store, run_id, shadow_rows(data, prm, int(k)))
+    write_shadow(store, run_id, shadow_rows(data, prm, int(k), progress=progress))
     return read_shadow(store, run_id)
 
 

@@ -196,14 +196,17 @@ class _Compare:
             return cs, why, fig_json(fig)
         return handler
 
-    def on_shadow(self, cs, k, prm, prm_kind):
+    def on_shadow(self, cs, k, prm, prm_kind, progress=gr.Progress()):
         """Shadow-score the pair's baseline (the run that is not UATS; B when both or neither are)."""
         if not cs.get("a") or not cs.get("b"):
             return (cs, notice("compare two runs first"), *skips(5))
         side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
         try:
+            progress(0.0, desc="loading the PRM")
             model = load_shadow_prm(prm or None, prm_kind)
-            rows = run_shadow(self.ctx.store, cs[side], model, max(2, int(k or 7)))
+            rows = run_shadow(self.ctx.store, cs[side], model, max(2, int(k or 7)),
+                              progress=lambda done, total: progress(done / max(total, 1),
+                                                                    desc=f"shadow passes: {done} of {total} nodes"))
         except (StorageError, ValueError, RuntimeError, OSError) as exc:
             return (cs, notice(f"shadow scoring failed: {exc}"), *skips(5))
         n_ood = sum(1 for r in rows.values() if r.get("ood"))
