@@ -125,15 +125,23 @@ def test_carry_rule_matches_rebase_spend_where_the_paper_rule_falls_short():
 
 
 def test_carry_rule_allowance_is_rebases_step_spend():
-    """A_t = (N − F_t)(c+1): a finished solution frees what REBASE's slot cost, not a UATS child's price, so the
-    last live slot keeps a step's worth of budget (with the carry it still pays one child of c + K0)."""
+    """A_t = (N − F_t)(c+1): a finished solution frees what REBASE's slot cost, not a UATS child's price. The
+    last live slot (19 a step) still buys children of c + K0 = 25 on the carry, to the nearest child."""
     rule = CarryRule(budget=4, cost_ratio=18.0, k0=7, reeval_share=0.1)
     assert rule.plan(1) == 0 and rule.width(0) == 3  # 76 / 25 = 3.04
     rule.settle(75.0, finished=3)
     assert rule.allowance == pytest.approx(19.0) and rule.carry == pytest.approx(1.0)
-    assert not rule.live  # 19 + 1 cannot pay 25
-    rule.carry = 6.0
-    assert rule.live and rule.plan(2) == 0 and rule.width(0) == 1
+    carries = []
+    for t in (2, 3, 4):
+        assert rule.live  # 20, then 14, then 8 + ... ≥ 12.5: half a child or more
+        assert rule.plan(t) == 0 and rule.width(0) == 1  # no passes to re-evaluate: the child comes first
+        rule.settle(25.0, finished=0)
+        carries.append(rule.carry)
+        if rule.allowance + rule.carry < 12.5:
+            break
+    assert carries == pytest.approx([-5.0, -11.0])
+    assert not rule.live  # 19 − 11 = 8: under half a child
+    assert rule.info()["allowance"] == pytest.approx(19.0)
 
 
 def test_carry_rule_rounds_to_the_nearest_child_within_the_cumulative_cap():

@@ -18,7 +18,9 @@ the carry X_t (what earlier steps left unspent) the step may spend A_t + X_t:
 
 So the cumulative cap Σ_{s≤t} spend_s ≤ t·N(c+1) holds at every step, and nothing is lost to rounding or to an
 unused B except the last step's carry, which nearest rounding centres on zero (rounding down left half a child
-unspent on average: 4% of a search at N = 4). The search ends when A_t + X_t cannot pay for one child. β and γ act in that order and each is recorded with what it asked for, so a knob the budget
+unspent on average: 4% of a search at N = 4). The search goes on while REBASE would (A_t > 0), A_t + X_t holds
+half a child's price or more (nearest rounding again: the last live slot, worth c+1 < c+K0 a step, still buys
+children on the carry) and the cumulative cap has room for one child. β and γ act in that order and each is recorded with what it asked for, so a knob the budget
 cannot honour is visible in the step's info, never dropped silently.
 
 `PaperRule` ('paper'): the per-step rule as the paper states it: C = ⌊(1−ρ)·N(c+1)/(c+K0)⌋ and B = the rest of
@@ -65,6 +67,7 @@ class _Rule:
 @dataclass
 class CarryRule(_Rule):
     carry: float = 0.0  # negative: a debt of under half a child from rounding up
+    _allowance: float = 0.0  # A_t of the step last planned
     _available: float = 0.0
     _gamma: float = 1.0
     _t: int = 1
@@ -80,20 +83,22 @@ class CarryRule(_Rule):
 
     @property
     def live(self) -> bool:
-        """Whether another step can pay for at least one child."""
-        return self.allowance > 0 and self.allowance + self.carry + EPS >= self.per_child
+        """Whether another step can buy a child: REBASE would still have a live slot, the allowance and carry
+        hold at least half a child's price (the nearest rounding of one child), and the cumulative cap has room."""
+        return (self.allowance > 0 and self.allowance + self.carry + EPS >= self.per_child / 2
+                and self.spent + self.per_child <= (self._t + 1) * self.step_cap + EPS)
 
     def can_start(self) -> bool:
         return self.step_cap + EPS >= self.per_child
 
     def plan(self, t: int, beta: float = 1.0, gamma: float = 1.0) -> int:
         """Open step t; returns B_t, the re-evaluation passes it may spend before the width is set."""
-        self._available, self._gamma, self._t = self.allowance + self.carry, gamma, t
+        self._allowance, self._available, self._gamma, self._t = self.allowance, self.allowance + self.carry, gamma, t
         if t <= 1:
             self._reeval_asked = self._reeval_budget = 0
             return 0
         self._reeval_asked = int(math.floor(max(beta, 0.0) * self.reeval_share * self.allowance + EPS))
-        room = self._available - self.per_child if self._available + EPS >= self.per_child else self._available
+        room = max(0.0, self._available - self.per_child)  # one child's price stays for the width
         self._reeval_budget = max(0, min(self._reeval_asked, int(math.floor(room + EPS))))
         return self._reeval_budget
 
@@ -116,7 +121,7 @@ class CarryRule(_Rule):
         super().settle(spent, finished)
 
     def info(self) -> dict[str, Any]:
-        return {"spend_rule": self.name, "available": self._available, "allowance": self.allowance, "carry": self.carry,
+        return {"spend_rule": self.name, "available": self._available, "allowance": self._allowance, "carry": self.carry,
                 "spent_total": self.spent,
                 "reeval_asked": self._reeval_asked, "width_asked": self._width_asked}
 
