@@ -5,7 +5,8 @@ A run log lives in `runs/`, which no fresh machine has; the ledger is what survi
 - `results.csv.gz`: one row per finished evaluation search (the cell's axes, answer, correctness, Pass@N, compute
   spent, iterations, nodes, wall seconds and the code version that wrote it), the rows the report's tables read;
 - `steps.csv.gz`: the Figure 2 step records (score, initial-pass variance, step label) of a fixed 1-in-8 sample of
-  the base-variant cells, chosen by a hash of the cell key, so the sample never depends on what else has run.
+  the base-variant cells, chosen by a hash of the cell key, so the sample never depends on what else has run;
+- `traces.csv.gz`: per cell, its candidates and the distinct partial solutions among them (the duplicates table).
 
 Rows are appended as gzip members (a gzip file of several members is one valid gzip stream), so a growing grid
 rewrites nothing; `python -m uats_core.eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
@@ -30,11 +31,12 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-RESULTS_FILE, STEPS_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", ".lock"
+RESULTS_FILE, STEPS_FILE, TRACES_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", "traces.csv.gz", ".lock"
 LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
                   "batched", "code_version"]
 STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_kind", "score", "var0", "correct"]
+TRACE_COLUMNS = ["cell_key", "n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
 STEP_SAMPLE = 8  # one base-variant cell in 8 keeps its step records
 
 
@@ -48,6 +50,7 @@ class ResultsLedger:
         self.folder = Path(folder)
         self.results_path = self.folder / RESULTS_FILE
         self.steps_path = self.folder / STEPS_FILE
+        self.traces_path = self.folder / TRACES_FILE
         self._keys: set[str] | None = None
 
     def keys(self) -> set[str]:
@@ -75,7 +78,13 @@ class ResultsLedger:
         df["correct"] = df["correct"].astype(str).str.lower().eq("true")
         return df
 
-    def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None) -> int:
+    def traces(self) -> pd.DataFrame:
+        """Per cell: candidates and distinct partial solutions (cells from before this file have none)."""
+        if not self.traces_path.exists():
+            return pd.DataFrame(columns=TRACE_COLUMNS)
+        return pd.read_csv(self.traces_path).drop_duplicates("cell_key", keep="first").reset_index(drop=True)
+
+    def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None) -> int:
         """Append the rows whose cell is not in the ledger yet (and their step records); returns how many.
 
         Several processes may append to one ledger: each append holds an exclusive lock on the folder's `.lock`
@@ -91,6 +100,8 @@ class ResultsLedger:
             # Step records first: a crash between the two writes leaves a cell to redo, never a row without steps.
             if steps is not None and len(steps):
                 _append_csv(self.steps_path, steps[steps["cell_key"].isin(set(new["cell_key"]))][STEP_COLUMNS])
+            if traces is not None and len(traces):
+                _append_csv(self.traces_path, traces[traces["cell_key"].isin(set(new["cell_key"]))][TRACE_COLUMNS])
             _append_csv(self.results_path, new[LEDGER_COLUMNS])
             self.keys().update(new["cell_key"])
         return len(new)
@@ -117,9 +128,11 @@ def _append_csv(path: Path, df: pd.DataFrame) -> None:
 
 def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
                 step_records: Callable[[Callable[[list[str]], pd.DataFrame], pd.DataFrame], pd.DataFrame] | None = None,
-                portable: Callable[[str], str] = str) -> int:
+                portable: Callable[[str], str] = str,
+                trace_counts: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> int:
     """Copy the finished evaluation cells of a run log (a RunStore, engine, path or URL) that the ledger lacks,
-    with the step records of the sampled ones (step_records(load_nodes, rows), the report's Figure 2 reader)."""
+    with the step records of the sampled ones (step_records(load_nodes, rows), the report's Figure 2 reader) and
+    every cell's duplicate counts (trace_counts(nodes) by run_id, the report's duplicates table)."""
     from functools import partial
 
     from .eval_results import engine_of, load_nodes, load_results
@@ -136,6 +149,11 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
         steps = step_records(partial(load_nodes, engine), sampled)
         if len(steps):
             steps = steps.assign(cell_key=steps["run_id"].map(dict(zip(sampled["run_id"], sampled["cell_key"]))))
-    added = ledger.append(rows, steps)
+    traces = None
+    if trace_counts is not None:
+        runs = list(rows["run_id"])
+        counts = pd.concat([trace_counts(load_nodes(engine, runs[i:i + 200])) for i in range(0, len(runs), 200)])
+        traces = counts.assign(cell_key=counts["run_id"].map(dict(zip(rows["run_id"], rows["cell_key"]))))
+    added = ledger.append(rows, steps, traces)
     log.info("results ledger %s: %d rows added (%d in all)", ledger.folder, added, len(ledger.keys()))
     return added

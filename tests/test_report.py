@@ -339,3 +339,23 @@ def test_variant_against_its_base_and_rebase_paired_by_hand(tmp_path: Path) -> N
     assert vs_base["spend_ratio"] == pytest.approx(95 / 90) and vs_rebase["spend_ratio"] == pytest.approx(0.95)
     assert vs_rebase["diff"] == pytest.approx(4 / 6)  # the variant wins 4 of 6 cells, REBASE none
     assert f"| P:Q | 4 | h-uats | {variant} | rebase (base) | +66.7 |" in rep.markdown["Variants, paired"]
+
+
+def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
+    """Two candidates are the same partial solution when their parents are and their step texts are equal."""
+    import pandas as pd
+
+    from uats_core.report.duplicates import trace_counts
+
+    nodes = pd.DataFrame([
+        {"run_id": "r", "node_id": 0, "parent_id": None, "depth": 0, "step": ""},
+        {"run_id": "r", "node_id": 1, "parent_id": 0, "depth": 1, "step": "a"},
+        {"run_id": "r", "node_id": 2, "parent_id": 0, "depth": 1, "step": "a"},  # a duplicate of 1
+        {"run_id": "r", "node_id": 3, "parent_id": 0, "depth": 1, "step": "b"},
+        {"run_id": "r", "node_id": 4, "parent_id": 1, "depth": 2, "step": "c"},
+        {"run_id": "r", "node_id": 5, "parent_id": 2, "depth": 2, "step": "c"},  # a→c again, through the duplicate
+        {"run_id": "r", "node_id": 6, "parent_id": 3, "depth": 2, "step": "c"},  # b→c: another trace
+    ])
+    (row,) = trace_counts(nodes).to_dict("records")
+    assert row["n_candidates"] == 6 and row["n_distinct"] == 4 and row["steps"] == 2
+    assert row["candidates_per_step"] == pytest.approx(3.0) and row["distinct_per_step"] == pytest.approx(2.0)

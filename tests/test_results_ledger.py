@@ -63,7 +63,10 @@ def test_report_from_the_ledger_alone_equals_the_run_log_report(tmp_path: Path, 
     run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
     steps = ResultsLedger(ledger_dir).steps()
     assert len(steps) and set(steps["method"]) == {"rebase", "h-uats"} and steps["cell_key"].notna().all()
+    traces = ResultsLedger(ledger_dir).traces()  # every cell's duplicate counts
+    assert len(traces) == 4 and (traces["n_distinct"] <= traces["n_candidates"]).all() and traces["n_distinct"].gt(0).all()
     from_log, from_ledger = build_report(str(db)), report_from_ledger(ledger_dir)
+    assert "Duplicate candidates" in from_log.markdown
     for name, text in from_log.markdown.items():
         assert from_ledger.markdown[name] == text, name
     assert set(from_ledger.figures) == set(from_log.figures) and "prm_analysis" in from_ledger.figures

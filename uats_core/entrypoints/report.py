@@ -50,7 +50,7 @@ def report_from_ledger(folder: str | Path, **kw: Any) -> Report:
     ledger = ResultsLedger(folder)
     if not ledger.results_path.exists():
         raise ValueError(f"ledger: no {RESULTS_FILE} in {folder!r}; run python -m uats_core.eval --ledger {folder} first")
-    return assemble_report(ledger.results(), steps=ledger.steps(), **kw)
+    return assemble_report(ledger.results(), steps=ledger.steps(), traces=ledger.traces(), **kw)
 
 
 def _parser() -> argparse.ArgumentParser:

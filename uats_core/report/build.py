@@ -16,7 +16,8 @@ import pandas as pd
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
                     variant_differences)
-from .steps import NodeLoader, prm_summary, step_records
+from .duplicates import duplicates_markdown, duplicates_table, trace_counts
+from .steps import NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
                      table4_markdown, variant_markdown)
 
@@ -55,14 +56,15 @@ def default_roles(df: pd.DataFrame) -> dict[str, str]:
 def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, common_problems: bool = True,
                     confidence: float = 0.95, roles: dict[str, str] | None = None, fig2: bool = True,
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
-                    pairs: Sequence[str] | None = None, steps: pd.DataFrame | None = None) -> Report:
+                    pairs: Sequence[str] | None = None, steps: pd.DataFrame | None = None,
+                    traces: pd.DataFrame | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
     tables (DataFrames): results (one row per cell), curves, table4, pass_table4, prm_summary;
     markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
-    load_nodes: run ids -> their nodes, for the Figure 2 analysis (skipped without it); or steps: its step
-    records already read (a results ledger keeps them).
+    load_nodes: run ids -> their nodes, for the Figure 2 analysis and the duplicates table (both skipped without
+    it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them).
     methods / pairs: report only these (e.g. leave out a method still running, whose unfinished problems
     would otherwise shrink the common problem set of every method)."""
     from ..config import SearchConfig
@@ -90,6 +92,15 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         elif len(steps) and "cell_key" in steps:
             steps = steps[steps["cell_key"].isin(set(df["cell_key"]))]
         _add_prm_analysis(rep, steps, roles, tau)
+    if traces is None and load_nodes is not None and fig2:
+        sample = select_runs(df, max_fig2_runs_per_pair)
+        counts = trace_counts(load_nodes(list(sample["run_id"])))
+        traces = counts.assign(cell_key=counts["run_id"].map(dict(zip(sample["run_id"], sample["cell_key"]))))
+    if traces is not None and len(traces):
+        dup = duplicates_table(df, traces)
+        rep.tables["duplicates"] = dup
+        if text := duplicates_markdown(dup, roles):
+            rep.markdown["Duplicate candidates"] = text
     return rep
 
 
@@ -147,10 +158,6 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
             g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
         rep.figures["pass_at_n" + tag] = fig_curves(
             g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
-    vdiff = variant_differences(df, confidence)
-    rep.tables["variant_differences"] = vdiff
-    if text := variant_markdown(vdiff, roles):
-        rep.markdown["Variants, paired"] = text
     abl_df = same_problems_across_variants(df)
     abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:

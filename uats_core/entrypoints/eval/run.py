@@ -195,9 +195,10 @@ class LedgerSync:
     def sync(self) -> int:
         from storage.results_ledger import sync_ledger
         from uats_core.paths import portable_path
+        from uats_core.report.duplicates import trace_counts
         from uats_core.report.steps import step_records
 
-        return sync_ledger(self.ledger, self.db_url, self.version, portable=portable_path,
+        return sync_ledger(self.ledger, self.db_url, self.version, portable=portable_path, trace_counts=trace_counts,
                            step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
 
     def _loop(self) -> None:
