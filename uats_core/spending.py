@@ -7,21 +7,21 @@ solution frees its slot; a UATS child costs c+K0 (its generation and K0 passes),
 
     A_t = (N − F_t)(c+1),      F_t = solutions finished before t,
 
-exactly what REBASE spends at a step with F_t solutions finished. (Taking a finished solution's share out at
-UATS's price per child, c+K0, ended searches a step early at small N: 0.93 of REBASE's spend at N = 4.) With
-the carry X_t (what earlier steps left unspent) the step may spend A_t + X_t:
+exactly what REBASE spends at a step with F_t solutions finished (a finished solution frees what its REBASE slot
+cost, c+1, not a UATS child's price). With the carry X_t (what earlier steps left unspent) the step may spend
+A_t + X_t:
 
 1. re-evaluate first: B_t = ⌊β·ρ·A_t⌋, capped to leave one child affordable (t = 1 has nothing to re-evaluate);
 2. the width takes what re-evaluation did not use, L_t = A_t + X_t − B_used: C_t = round(γ'·L_t/(c+K0)),
    γ' = min(γ, 1), to the nearest child, but rounded up only while Σ_{s≤t} spend_s ≤ t·N(c+1) still holds;
-3. X_{t+1} = L_t − C_t·(c+K0): under half a child either way when γ ≥ 1, so the carry can be a small debt.
+3. X_{t+1} = L_t − C_t·(c+K0): under one child's price when γ ≥ 1, or a debt of at most half a child after
+   rounding up.
 
 So the cumulative cap Σ_{s≤t} spend_s ≤ t·N(c+1) holds at every step, and nothing is lost to rounding or to an
-unused B except the last step's carry, which nearest rounding centres on zero (rounding down left half a child
-unspent on average: 4% of a search at N = 4). The search goes on while REBASE would (A_t > 0), A_t + X_t holds
-half a child's price or more (nearest rounding again: the last live slot, worth c+1 < c+K0 a step, still buys
-children on the carry) and the cumulative cap has room for one child. β and γ act in that order and each is recorded with what it asked for, so a knob the budget
-cannot honour is visible in the step's info, never dropped silently.
+unused B except what is left when the search ends. The search goes on while REBASE would (A_t > 0), A_t + X_t
+holds half a child's price or more (the last live slot, worth c+1 < c+K0 a step, still buys children on the
+carry) and the cumulative cap has room for one child. β and γ act in that order and each is recorded with what
+it asked for, so a knob the budget cannot honour is visible in the step's info, never dropped silently.
 
 `PaperRule` ('paper'): the per-step rule as the paper states it: C = ⌊(1−ρ)·N(c+1)/(c+K0)⌋ and B = the rest of
 N(c+1) (allocation.uats_budget_split), both scaled down by the share of C still live; an unused B and the
