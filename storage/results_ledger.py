@@ -85,7 +85,8 @@ class ResultsLedger:
         return pd.read_csv(self.traces_path).drop_duplicates("cell_key", keep="first").reset_index(drop=True)
 
     def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None) -> int:
-        """Append the rows whose cell is not in the ledger yet (and their step records); returns how many.
+        """Append the rows whose cell is not in the ledger yet (with their step records and duplicate counts);
+        returns how many.
 
         Several processes may append to one ledger: each append holds an exclusive lock on the folder's `.lock`
         and re-reads the keys under it, so gzip members never interleave and no cell is written twice."""

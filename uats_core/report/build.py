@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
                     variant_differences)
-from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .steps import NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
                      table4_markdown, variant_markdown)
