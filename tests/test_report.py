@@ -35,7 +35,7 @@ class _Writer:
 
     def run(self, *, problem: str, method: str, budget: int, seed: int, correct: bool | None, cost: float,
             cell_status: str = "finished", run_status: str = "finished", dataset: str = "hand", pair: str = "P:Q",
-            nodes: list[dict] | None = None, variant: str = "base") -> str:
+            nodes: list[dict] | None = None, variant: str = "base", iterations: int = 3) -> str:
         self.n += 1
         run_id = f"run{self.n:03d}"
         now = time.time()
@@ -43,7 +43,7 @@ class _Writer:
             conn.execute(sa.insert(S.runs), [dict(
                 run_id=run_id, method=method, problem_id=problem, question="q", gold_answer="8", seed=seed,
                 config={"budget": budget}, status=run_status, correct=correct, naive_correct=correct, cost=cost,
-                iterations=3, n_nodes=len(nodes or []), started_at=now, updated_at=now, cancel_requested=False)])
+                iterations=iterations, n_nodes=len(nodes or []), started_at=now, updated_at=now, cancel_requested=False)])
             # every row with every key: an executemany insert takes its columns from the first row
             base = dict(run_id=run_id, num_tokens=1, created_iter=1, initial_passes=0, k=0, extra_passes=0,
                         children_granted=0, updated_iter=1, mc_scores=[], mean=None, correct=None)
@@ -359,3 +359,19 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
     (row,) = trace_counts(nodes).to_dict("records")
     assert row["n_candidates"] == 6 and row["n_distinct"] == 4 and row["steps"] == 2
     assert row["candidates_per_step"] == pytest.approx(3.0) and row["distinct_per_step"] == pytest.approx(2.0)
+
+
+def test_spend_against_rebase_by_hand(tmp_path: Path) -> None:
+    """Totals, the median per search, and the totals without a cell where REBASE ran to the iteration cap."""
+    store = RunStore(str(tmp_path / "spend.db"))
+    w = _Writer(store)
+    for seed, (ref, mine) in enumerate([(100.0, 90.0), (100.0, 100.0), (1000.0, 110.0)]):
+        w.run(problem="p0", method="rebase", budget=4, seed=seed, correct=True, cost=ref, iterations=40 if seed == 2 else 3)
+        w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=True, cost=mine)
+    store.close()
+    rep = build_report(str(tmp_path / "spend.db"), fig2=False)
+    (row,) = rep.tables["spend"].to_dict("records")
+    assert row["cells"] == 3 and row["capped"] == 1
+    assert row["spend_ratio"] == pytest.approx(300 / 1200) and row["median_ratio"] == pytest.approx(0.9)
+    assert row["spend_ratio_uncapped"] == pytest.approx(190 / 200)
+    assert "| P:Q | 4 | h-uats | base | 3 | 0.250 | 0.900 | 1 | 0.950 |" in rep.markdown["Compute spent against REBASE"]

@@ -13,13 +13,14 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from ..config import SearchConfig
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
-                    variant_differences)
+                    spend_against_rebase, variant_differences)
 from .steps import NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
-                     table4_markdown, variant_markdown)
+                     spend_markdown, table4_markdown, variant_markdown)
 
 
 @dataclass
@@ -67,8 +68,6 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them).
     methods / pairs: report only these (e.g. leave out a method still running, whose unfinished problems
     would otherwise shrink the common problem set of every method)."""
-    from ..config import SearchConfig
-
     rep = Report()
     if methods:
         raw = raw[raw["method"].isin(list(methods))]
@@ -135,6 +134,10 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     rep.tables["paired_differences"] = pdiff
     for key, text in paired_markdown(pdiff, roles).items():
         rep.markdown[f"Paired accuracy differences: {key}"] = text
+    spend = spend_against_rebase(df, SearchConfig().max_iterations)
+    rep.tables["spend"] = spend
+    if text := spend_markdown(spend, roles):
+        rep.markdown["Compute spent against REBASE"] = text
     vdiff = variant_differences(df, confidence)
     rep.tables["variant_differences"] = vdiff
     if text := variant_markdown(vdiff, roles):

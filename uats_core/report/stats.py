@@ -228,3 +228,30 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     out = pd.DataFrame(rows)
     return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)
             if len(out) else out)
+
+
+def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
+    """Compute spent by each UATS method and variant against REBASE's on the same (problem, seed) cells, per
+    (dataset, pair, budget): the ratio of the totals, the median ratio per search, and the ratio of the totals
+    without the cells where either search ran to the iteration cap (a chain that never finishes: REBASE keeps
+    paying for it to the cap, while UATS may have finished every chain long before)."""
+    cell = ["dataset", "pair", "budget", "problem_id", "seed"]
+    ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*cell, "cost", "iterations"]]
+    rows = []
+    for (dataset, method, variant), g in df[df["method"].isin(UATS)].groupby(["dataset", "method", "variant"],
+                                                                             sort=False):
+        both = g[[*cell, "cost", "iterations"]].merge(ref, on=cell, suffixes=("", "_ref"))
+        for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
+            capped = (m["iterations"] >= max_iterations) | (m["iterations_ref"] >= max_iterations)
+            rest = m[~capped]
+            rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair, "budget": budget,
+                         "cells": int(len(m)), "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
+                         "median_ratio": float((m["cost"] / m["cost_ref"]).median()), "capped": int(capped.sum()),
+                         "spend_ratio_uncapped": float(rest["cost"].sum() / rest["cost_ref"].sum()) if len(rest)
+                         else math.nan})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["_m"] = out["method"].map(method_key)
+    return (out.sort_values(["dataset", "_m", "variant", "pair", "budget"], kind="stable").drop(columns="_m")
+            .reset_index(drop=True))

@@ -107,6 +107,19 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
                               "± over problems", "cells", "spent / reference's"], rows))
 
 
+def spend_markdown(spend: pd.DataFrame, roles: dict[str, str]) -> str:
+    if spend.empty:
+        return ""
+    rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.cells, f"{r.spend_ratio:.3f}",
+             f"{r.median_ratio:.3f}", r.capped, "–" if math.isnan(r.spend_ratio_uncapped) else f"{r.spend_ratio_uncapped:.3f}"]
+            for r in spend.itertuples()]
+    return ("Compute spent against REBASE's on the same (problem, seed) cells: the ratio of the totals, the median "
+            "ratio per search, and the ratio of the totals without the cells where either search ran to the "
+            "iteration cap\n\n"
+            + markdown_table(["pair", "N", "method", "variant", "cells", "spent / REBASE's", "median per search",
+                              "cells at the cap", "without them"], rows))
+
+
 def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
     """The UATS methods beside REBASE at each budget: accuracy, compute spent and spent as a share of
     REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
