@@ -144,17 +144,22 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
     if rows.empty:
         return 0
     rows = rows.assign(code_version=code_version, policy=rows["policy"].map(portable), prm=rows["prm"].map(portable))
+    loader: Callable[[list[str]], pd.DataFrame] = partial(load_nodes, engine)
+    traces = None
+    if trace_counts is not None:
+        # Every new cell's nodes, read once: the duplicate counts need them all, the step records a sample of them.
+        runs = list(rows["run_id"])
+        nodes = pd.concat([load_nodes(engine, runs[i:i + 200]) for i in range(0, len(runs), 200)], ignore_index=True)
+        if len(nodes):
+            loader = lambda ids: nodes[nodes["run_id"].isin(set(ids))]  # noqa: E731
+            counts = trace_counts(nodes)
+            traces = counts.assign(cell_key=counts["run_id"].map(dict(zip(rows["run_id"], rows["cell_key"]))))
     steps = None
     sampled = rows[[in_step_sample(k, v) for k, v in zip(rows["cell_key"], rows["variant"])]]
     if step_records is not None and len(sampled):
-        steps = step_records(partial(load_nodes, engine), sampled)
+        steps = step_records(loader, sampled)
         if len(steps):
             steps = steps.assign(cell_key=steps["run_id"].map(dict(zip(sampled["run_id"], sampled["cell_key"]))))
-    traces = None
-    if trace_counts is not None:
-        runs = list(rows["run_id"])
-        counts = pd.concat([trace_counts(load_nodes(engine, runs[i:i + 200])) for i in range(0, len(runs), 200)])
-        traces = counts.assign(cell_key=counts["run_id"].map(dict(zip(rows["run_id"], rows["cell_key"]))))
     added = ledger.append(rows, steps, traces)
     log.info("results ledger %s: %d rows added (%d in all)", ledger.folder, added, len(ledger.keys()))
     return added
