@@ -200,6 +200,9 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
     return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out
 
 
+CELL = ["dataset", "pair", "budget", "problem_id", "seed"]  # one search of a method, across its variants
+
+
 def _paired(d: pd.Series, confidence: float) -> dict[str, Any]:
     """A paired difference indexed by (problem_id, seed): its mean with t-intervals over seeds and over problems."""
     mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
@@ -211,14 +214,13 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     """Each UATS variant against the same method's base variant and against REBASE, per (dataset, pair, budget), on
     the (problem, seed) cells both ran: the paired accuracy difference and the compute spent as a share of the
     reference's."""
-    cell = ["dataset", "pair", "budget", "problem_id", "seed"]
     base = df[df["variant"] == "base"]
     rows = []
     variants = df[df["method"].isin(UATS) & (df["variant"] != "base")]
     for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
         for ref_name in (method, "rebase"):
-            ref = base[base["method"] == ref_name][[*cell, "correct", "cost"]]
-            both = g[[*cell, "correct", "cost"]].merge(ref, on=cell, suffixes=("", "_ref"))
+            ref = base[base["method"] == ref_name][[*CELL, "correct", "cost"]]
+            both = g[[*CELL, "correct", "cost"]].merge(ref, on=CELL, suffixes=("", "_ref"))
             for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
                 d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
                     pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
@@ -235,12 +237,11 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
     (dataset, pair, budget): the ratio of the totals, the median ratio per search, and the ratio of the totals
     without the cells where either search ran to the iteration cap (a chain that never finishes: REBASE keeps
     paying for it to the cap, while UATS may have finished every chain long before)."""
-    cell = ["dataset", "pair", "budget", "problem_id", "seed"]
-    ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*cell, "cost", "iterations"]]
+    ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*CELL, "cost", "iterations"]]
     rows = []
     for (dataset, method, variant), g in df[df["method"].isin(UATS)].groupby(["dataset", "method", "variant"],
                                                                              sort=False):
-        both = g[[*cell, "cost", "iterations"]].merge(ref, on=cell, suffixes=("", "_ref"))
+        both = g[[*CELL, "cost", "iterations"]].merge(ref, on=CELL, suffixes=("", "_ref"))
         for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
             capped = (m["iterations"] >= max_iterations) | (m["iterations_ref"] >= max_iterations)
             rest = m[~capped]
