@@ -191,6 +191,27 @@ def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
     assert cur.loc[("rebase", 4), "acc"] == pytest.approx((2 / 3 + 1 + 1 / 3) / 3)
 
 
+def test_a_budget_filter_keeps_the_problems_other_budgets_leave_unfinished(hand_db: Path, tmp_path: Path) -> None:
+    """p3 finished at N=4 only: the whole report drops it, a report of N=4 alone counts it."""
+    store = RunStore(str(hand_db))
+    w = _Writer(store)
+    w.n = 1000
+    for method in ("rebase", "h-uats"):
+        for seed in range(3):
+            w.run(problem="p3", method=method, budget=4, seed=seed, correct=method == "rebase", cost=1.0)
+    store.close()
+    both = build_report(str(hand_db), fig2=False).tables["curves"].set_index(["method", "budget"])
+    assert both.loc[("rebase", 4), "n_problems"] == 2
+    only4 = build_report(str(hand_db), fig2=False, budgets=[4]).tables["curves"]
+    assert set(only4["budget"]) == {4} and set(only4["n_problems"]) == {3}
+    h4 = only4.set_index("method").loc["h-uats", "acc"]
+    assert h4 == pytest.approx(((0 + 0 + 0) + (1 + 0 + 0) + (1 + 0 + 0)) / 9)  # p0,p1 per seed from CORRECT, p3 wrong
+    from uats_core.entrypoints.report import main as report_main
+
+    assert report_main(["--db", str(hand_db), "--budgets", "4,x", "--out", str(tmp_path / "r")]) == 2
+    assert not (tmp_path / "r").exists()
+
+
 def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
     from uats_core.worlds.arith.world import get_problem, solve
 

@@ -34,13 +34,13 @@ __all__ = ["build_report", "report_from_ledger", "write_report", "main"]
 def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
                  roles: dict[str, str] | None = None, fig2: bool = True, max_fig2_runs_per_pair: int = 600,
                  tau: float | None = None, methods: Sequence[str] | None = None,
-                 pairs: Sequence[str] | None = None) -> Report:
+                 pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None) -> Report:
     """Every figure and table of the evaluation in `store_or_url` (a RunStore, an engine, a path or URL);
     the keywords are uats_core.report.assemble_report's."""
     engine = engine_of(store_or_url)
     return assemble_report(load_results(engine), partial(load_nodes, engine), common_problems=common_problems,
                            confidence=confidence, roles=roles, fig2=fig2, max_fig2_runs_per_pair=max_fig2_runs_per_pair,
-                           tau=tau, methods=methods, pairs=pairs)
+                           tau=tau, methods=methods, pairs=pairs, budgets=budgets)
 
 
 def report_from_ledger(folder: str | Path, **kw: Any) -> Report:
@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fig2-runs", type=int, default=600, help="runs per pair read for the Figure 2 analysis")
     p.add_argument("--methods", help="comma list: report only these methods")
     p.add_argument("--pairs", help="comma list: report only these pairs")
+    p.add_argument("--budgets", help="comma list of N: report only these budgets")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -78,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
     kw = dict(common_problems=not args.all_problems, fig2=not args.no_fig2, methods=split(args.methods),
               pairs=split(args.pairs))
+    try:
+        budgets = split(args.budgets)
+        kw["budgets"] = [int(b) for b in budgets] if budgets else None
+    except ValueError:
+        print(f"error: --budgets: {args.budgets!r} is not a comma list of integers (e.g. --budgets 4,16)", file=sys.stderr)
+        return 2
     try:
         if args.ledger:
             rep = report_from_ledger(args.ledger, **kw)

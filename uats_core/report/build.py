@@ -57,8 +57,8 @@ def default_roles(df: pd.DataFrame) -> dict[str, str]:
 def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, common_problems: bool = True,
                     confidence: float = 0.95, roles: dict[str, str] | None = None, fig2: bool = True,
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
-                    pairs: Sequence[str] | None = None, steps: pd.DataFrame | None = None,
-                    traces: pd.DataFrame | None = None) -> Report:
+                    pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
+                    steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -66,13 +66,15 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
     load_nodes: run ids -> their nodes, for the Figure 2 analysis and the duplicates table (both skipped without
     it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them).
-    methods / pairs: report only these (e.g. leave out a method still running, whose unfinished problems
-    would otherwise shrink the common problem set of every method)."""
+    methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
+    unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
     if methods:
         raw = raw[raw["method"].isin(list(methods))]
     if pairs:
         raw = raw[raw["pair"].isin(list(pairs))]
+    if budgets:
+        raw = raw[raw["budget"].isin([int(b) for b in budgets])]
     rep.tables["results"] = raw
     if raw.empty:
         rep.notes.append("no finished evaluation cells in this database")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import method_key
+from .stats import sort_by_method
 from .tables import markdown_table, pair_name
 
 COUNT_COLUMNS = ["n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
@@ -56,8 +56,7 @@ def duplicates_table(results: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFram
         distinct_per_step=("distinct_per_step", "mean"), n_candidates=("n_candidates", "sum"),
         n_distinct=("n_distinct", "sum"), accuracy=("correct", "mean")).reset_index()
     out["distinct_share"] = out["n_distinct"] / out["n_candidates"]
-    out["_m"] = out["method"].map(method_key)
-    return out.sort_values(["dataset", "pair", "_m", "budget"]).drop(columns="_m").reset_index(drop=True)
+    return sort_by_method(out, ["dataset", "pair", "method", "budget"])
 
 
 def duplicates_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:

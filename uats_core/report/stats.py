@@ -30,6 +30,13 @@ def method_key(m: str) -> int:
     return METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER)
 
 
+def sort_by_method(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """Rows sorted by `columns`, where "method" sorts in the paper's order (stable; index reset)."""
+    keys = [c if c != "method" else "_method_order" for c in columns]
+    out = df.assign(_method_order=df["method"].map(method_key))
+    return out.sort_values(keys, kind="stable").drop(columns="_method_order").reset_index(drop=True)
+
+
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
     tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
@@ -157,8 +164,7 @@ def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    out["_m"] = out["method"].map(method_key)
-    return out.sort_values(["dataset", "variant", "pair", "_m", "budget"]).drop(columns="_m").reset_index(drop=True)
+    return sort_by_method(out, ["dataset", "variant", "pair", "method", "budget"])
 
 
 def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: float = 0.95) -> pd.DataFrame:
@@ -253,6 +259,4 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    out["_m"] = out["method"].map(method_key)
-    return (out.sort_values(["dataset", "_m", "variant", "pair", "budget"], kind="stable").drop(columns="_m")
-            .reset_index(drop=True))
+    return sort_by_method(out, ["dataset", "method", "variant", "pair", "budget"])
