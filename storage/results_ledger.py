@@ -108,6 +108,21 @@ class ResultsLedger:
         return len(new)
 
 
+    def append_traces(self, traces: pd.DataFrame) -> int:
+        """Append duplicate counts for cells the ledger holds without them (cells recorded before their counts
+        were; storage.results_ledger.fill_traces); returns how many."""
+        if traces.empty:
+            return 0
+        with _locked(self.folder / LOCK_FILE):
+            self._keys = None
+            have = set(self.traces()["cell_key"])
+            new = traces[traces["cell_key"].isin(self.keys()) & ~traces["cell_key"].isin(have)]
+            new = new.drop_duplicates("cell_key")
+            if len(new):
+                _append_csv(self.traces_path, new[TRACE_COLUMNS])
+        return len(new)
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     with open(path, "a") as fh:
@@ -162,4 +177,33 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
             steps = steps.assign(cell_key=steps["run_id"].map(dict(zip(sampled["run_id"], sampled["cell_key"]))))
     added = ledger.append(rows, steps, traces)
     log.info("results ledger %s: %d rows added (%d in all)", ledger.folder, added, len(ledger.keys()))
+    return added
+
+
+def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame],
+                chunk: int = 200) -> int:
+    """Duplicate counts, read from a run log (a RunStore, engine, path or URL), for the cells the ledger holds
+    without them. Only the very searches the ledger recorded count: the log's row must have the ledger's answer,
+    compute, iterations and node count (a cell run again elsewhere is another search). Returns how many cells."""
+    from .eval_results import engine_of, load_nodes, load_results
+
+    mine = ledger.results()
+    mine = mine[~mine["cell_key"].isin(set(ledger.traces()["cell_key"]))]
+    if mine.empty:
+        return 0
+    engine = engine_of(source)
+    axes = ["cell_key", "answer", "cost", "iterations", "n_nodes"]
+    both = load_results(engine).merge(mine[axes], on="cell_key", suffixes=("", "_ledger"))
+    same = both["answer"].fillna("").astype(str).eq(both["answer_ledger"].fillna("").astype(str))
+    same &= (both["cost"].astype(float) - both["cost_ledger"].astype(float)).abs().le(1e-6)
+    for col in ("iterations", "n_nodes"):
+        same &= pd.to_numeric(both[col]).eq(pd.to_numeric(both[col + "_ledger"]))
+    both = both[same]
+    cell_of = dict(zip(both["run_id"], both["cell_key"]))
+    runs, added = list(both["run_id"]), 0
+    for i in range(0, len(runs), chunk):  # a chunk's nodes at a time: old run logs hold millions
+        counts = trace_counts(load_nodes(engine, runs[i:i + chunk]))
+        added += ledger.append_traces(counts.assign(cell_key=counts["run_id"].map(cell_of)))
+    log.info("results ledger %s: duplicate counts for %d cells from %s (%d of its cells matched)", ledger.folder,
+             added, source, len(both))
     return added

@@ -128,3 +128,35 @@ def test_concurrent_processes_append_one_readable_ledger(tmp_path: Path) -> None
         assert p.exitcode == 0
     keys = ResultsLedger(tmp_path).results()["cell_key"]
     assert len(keys) == 3 * 40 * 5 and keys.is_unique
+
+
+def test_ledger_command_fills_the_duplicate_counts_of_cells_recorded_without_them(tmp_path: Path, capsys) -> None:
+    """A ledger recorded before it kept duplicate counts gets them from the run log that holds the same searches;
+    a cell whose ledger row is another search (here: another compute) gets none."""
+    from uats_core.entrypoints.cli import main as cli_main
+
+    db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
+    dataset, probs = load_eval_problems("arith", None, 2)
+    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase", "h-uats"],
+                    budgets=[4], seeds=[0])
+    run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
+    full = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
+    assert len(full) == 4
+    # The old ledger: no traces file, and one cell whose recorded search is not the run log's.
+    (ledger_dir / results_ledger.TRACES_FILE).unlink()
+    rows = ResultsLedger(ledger_dir).results()
+    other = rows["cell_key"].iloc[0]
+    rows.loc[rows["cell_key"] == other, "cost"] += 1.0
+    (ledger_dir / results_ledger.RESULTS_FILE).unlink()
+    ResultsLedger(ledger_dir).append(rows)
+
+    assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{ledger_dir}: 4 cells, 3 with duplicate counts (3 more)"
+    filled = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
+    assert other not in filled.index and len(filled) == 3
+    pd.testing.assert_frame_equal(filled, full.drop(index=other))
+    # Run again: nothing new, nothing written twice.
+    assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
+    assert len(pd.read_csv(ledger_dir / results_ledger.TRACES_FILE)) == 3
+    assert cli_main(["ledger", "--ledger", str(ledger_dir), str(tmp_path / "none.db")]) == 2
+    assert capsys.readouterr().err.strip().endswith("give a SQLite path or SQLAlchemy URL")

@@ -1,4 +1,4 @@
-"""Command line: `uats search|runs|show|doctor` (installed), or `python -m uats_core search|runs|show|doctor`.
+"""Command line: `uats search|runs|show|doctor|ledger` (installed), or `python -m uats_core` with the same commands.
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -153,6 +153,25 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if found else 0
 
 
+def cmd_ledger(args: argparse.Namespace) -> int:
+    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts of
+    the cells it holds without them (recorded before the ledger kept them)."""
+    from storage.results_ledger import ResultsLedger
+    from uats_core.entrypoints.eval.run import sync_run_log
+
+    ledger = ResultsLedger(args.ledger)
+    for run_log in args.run_logs:
+        if "://" not in run_log and not os.path.exists(run_log):
+            raise ConfigError("run_logs", f"no run log at {run_log!r}; give a SQLite path or SQLAlchemy URL")
+    before = len(ledger.traces())
+    for run_log in args.run_logs:
+        added = sync_run_log(ledger, run_log, args.code_version, fill=True)
+        print(f"{run_log}: {added} cells added")
+    print(f"{args.ledger}: {len(ledger.keys())} cells, {len(ledger.traces())} with duplicate counts "
+          f"({len(ledger.traces()) - before} more)")
+    return 0
+
+
 def _add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2 or vllm:smollm2 "
                                     "(default: arith policy A, for arith problems only)")
@@ -242,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--dataset", help="the dataset the pair will search (the arith models serve arith problems only)")
     d.add_argument("--gpu-gib", type=float, help="plan GPU memory for a device of this size (GiB) even if none is visible")
     d.set_defaults(fn=cmd_doctor)
+    g = sub.add_parser("ledger", help="copy run logs' finished cells and duplicate counts into a results ledger")
+    g.add_argument("run_logs", nargs="+", metavar="RUN_LOG", help="SQLite paths or SQLAlchemy URLs of evaluation run logs")
+    g.add_argument("--ledger", required=True, metavar="DIR", help="the results ledger folder (e.g. results/arith-grid)")
+    g.add_argument("--code-version", default="unknown",
+                   help="code version recorded on the cells copied in (the run log does not say which code ran them)")
+    g.set_defaults(fn=cmd_ledger)
     return p
 
 

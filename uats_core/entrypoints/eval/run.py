@@ -180,6 +180,22 @@ def code_version() -> str:
         return "unknown"
 
 
+def sync_run_log(ledger: Any, db_url: str, version: str, fill: bool = False) -> int:
+    """Copy a run log's finished cells that the ledger lacks into it (with their step records and duplicate
+    counts, rows labelled with code `version`); with fill, also the duplicate counts of the cells the ledger holds
+    without them (storage.results_ledger.fill_traces). Returns the rows added."""
+    from storage.results_ledger import fill_traces, sync_ledger
+    from uats_core.paths import portable_path
+    from uats_core.report.duplicates import trace_counts
+    from uats_core.report.steps import step_records
+
+    added = sync_ledger(ledger, db_url, version, portable=portable_path, trace_counts=trace_counts,
+                        step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
+    if fill:
+        fill_traces(ledger, db_url, trace_counts)
+    return added
+
+
 class LedgerSync:
     """Copies finished cells from the run log into the results ledger every `every_s` seconds while the grid
     runs (whoever runs the cells: this process, a shard, Ray actors), and once more at the end or on Ctrl-C."""
@@ -193,13 +209,7 @@ class LedgerSync:
         self._thread = threading.Thread(target=self._loop, name="ledger-sync", daemon=True)
 
     def sync(self) -> int:
-        from storage.results_ledger import sync_ledger
-        from uats_core.paths import portable_path
-        from uats_core.report.duplicates import trace_counts
-        from uats_core.report.steps import step_records
-
-        return sync_ledger(self.ledger, self.db_url, self.version, portable=portable_path, trace_counts=trace_counts,
-                           step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
+        return sync_run_log(self.ledger, self.db_url, self.version)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every_s):
