@@ -183,6 +183,20 @@ def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None
     assert "ablations" in rep.figures
 
 
+def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_path: Path) -> None:
+    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so."""
+    store = RunStore(str(tmp_path / "abl.db"))
+    w = _Writer(store)
+    for seed in range(3):
+        for budget in (4, 16):
+            w.run(problem="p0", method="h-uats", budget=budget, seed=seed, correct=True, cost=1.0)
+    w.run(problem="p0", method="h-uats", budget=4, seed=0, correct=False, cost=1.0, variant="spend_rule=paper")
+    store.close()
+    md = build_report(str(tmp_path / "abl.db"), fig2=False).markdown["Ablations"]
+    assert "| hand | h-uats | base | 100.0 ± 0.0 (n=1) |" in md
+    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; 1 seed) |" in md
+
+
 def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
     rep = build_report(str(hand_db), fig2=False, common_problems=False)
     cur = rep.tables["curves"].set_index(["method", "budget"])

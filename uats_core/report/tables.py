@@ -147,7 +147,8 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
 
 
 def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
-    """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair."""
+    """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
+    run at other budgets or seeds than its base says which: its mean is over those."""
     g = mob[mob["method"].isin(UATS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
@@ -159,11 +160,20 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
             cells = []
             for p in pairs:
                 hit = h[(h["variant"] == v) & (h["pair"] == p)]
-                cells.append(f"{mean_pm(hit['value'].iloc[0], hit['half'].iloc[0])} (n={int(hit['n_problems'].iloc[0])})"
-                             if len(hit) else "–")
+                base = h[(h["variant"] == "base") & (h["pair"] == p)]
+                if not len(hit):
+                    cells.append("–")
+                    continue
+                r = hit.iloc[0]
+                note = f"n={int(r['n_problems'])}"
+                if len(base) and r["budgets"] != base["budgets"].iloc[0]:
+                    note += f"; N={r['budgets']}"
+                if len(base) and r["n_seeds"] != base["n_seeds"].iloc[0]:
+                    note += f"; {int(r['n_seeds'])} seed{'s' if r['n_seeds'] != 1 else ''}"
+                cells.append(f"{mean_pm(r['value'], r['half'])} ({note})")
             rows.append([dataset, method, v, *cells])
     return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
-            "a method on the same problems)\n\n"
+            "a method on the same problems, over its own budgets and seeds; \"Variants, paired\" compares cell by cell)\n\n"
             + markdown_table(["dataset", "method", "variant", *[pair_name(p, roles) for p in pairs]], rows))
 
 
