@@ -107,7 +107,6 @@ class ResultsLedger:
             self.keys().update(new["cell_key"])
         return len(new)
 
-
     def append_traces(self, traces: pd.DataFrame) -> int:
         """Append duplicate counts for cells the ledger holds without them (cells recorded before their counts
         were; storage.results_ledger.fill_traces); returns how many."""
