@@ -167,8 +167,8 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     for run_log in args.run_logs:
         added = sync_run_log(ledger, run_log, args.code_version, fill=True)
         print(f"{run_log}: {added} cells added")
-    print(f"{args.ledger}: {len(ledger.keys())} cells, {len(ledger.traces())} with duplicate counts "
-          f"({len(ledger.traces()) - before} more)")
+    after = len(ledger.traces())
+    print(f"{args.ledger}: {len(ledger.keys())} cells, {after} with duplicate counts ({after - before} more)")
     return 0
 
 
