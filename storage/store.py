@@ -1,6 +1,6 @@
 """The run log: writes uats_core events to any SQLAlchemy database and reads runs back for the CLI and app.
 
-Fast path (reference.md §7): Core executemany inserts/upserts, one transaction per search iteration,
+Fast path (docs/engine.md measures what logging costs): Core executemany inserts/upserts, one transaction per search iteration,
 SQLite in WAL mode with synchronous=NORMAL so a reader (the app) sees a run while a worker writes it.
 SQL stays portable: upserts use the dialect's ON CONFLICT where it has one (SQLite, PostgreSQL) and
 delete+insert inside the same transaction elsewhere.

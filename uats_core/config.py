@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
@@ -201,6 +201,25 @@ def parse_options(items: Sequence[str], flag: str) -> dict[str, Any]:
                                         f"{key}='{{\"max_model_len\": 1024}}'") from None
             out[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
     return out
+
+
+# Model options that make transformers (or vLLM) import Python code that comes with a model. The app accepts
+# none of them (its clients get a fixed list of options, ui/choices.py); the command line only with
+# --trust-remote-code.
+CODE_OPTIONS = ("trust_remote_code", "code_revision")
+
+
+def check_code_options(opts: Mapping[str, Any], field: str, allowed: bool) -> None:
+    """ConfigError(field) when `opts`, or a vLLM `llm_kwargs` inside them, ask for a model's own code to run and
+    `allowed` (the command line's --trust-remote-code) is not given."""
+    if allowed:
+        return
+    nested = opts.get("llm_kwargs")
+    for prefix, given in (("", opts), ("llm_kwargs.", nested if isinstance(nested, Mapping) else {})):
+        for key in CODE_OPTIONS:
+            if given.get(key) not in (None, False):
+                raise ConfigError(field, f"{prefix}{key}: makes transformers run Python code that comes with the model; "
+                                         "add --trust-remote-code to allow it, for models whose code you trust")
 
 
 def check_model_choice(policy: str | None, prm: str | None, world_problem: bool) -> None:

@@ -5,7 +5,9 @@ Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respe
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --export-dir (default exports/),
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
 --workers (searches running at once). The default folders are the project's in a checkout and the current
-directory's when installed."""
+directory's when installed. What a client may load is the server's choice (ui/choices.py): --models-dir and
+--datasets-dir (repeatable) add their folders' models and .jsonl files, --allow-hub-cache the hub models in the
+local cache, to the embedded and shipped ones."""
 
 from __future__ import annotations
 
@@ -40,6 +42,12 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--max-budget", type=int, default=None,
                    help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
+    p.add_argument("--models-dir", action="append", default=[], metavar="DIR",
+                   help="offer each sub-folder of DIR holding a config.json as a policy and PRM (repeatable)")
+    p.add_argument("--datasets-dir", action="append", default=[], metavar="DIR",
+                   help="offer each .jsonl file of DIR as a problem set (repeatable)")
+    p.add_argument("--allow-hub-cache", action="store_true",
+                   help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -65,6 +73,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
         return 2
 
+    from uats_core.config import ConfigError
+
+    from .choices import server_choices
+
+    try:  # the lists a client picks from, fixed now: a folder added later needs a restart
+        choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
     from storage import RunStore, StorageError
 
     try:
@@ -88,7 +106,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     if dead:
         log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
     pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request())
-    demo = build_demo(store, pool, export_dir, reports_dir)
+    demo = build_demo(store, pool, export_dir, reports_dir, choices)
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'

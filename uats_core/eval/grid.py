@@ -237,7 +237,7 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------- problems
 def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test") -> tuple[str, list[Problem]]:
-    """(dataset label, the first n problems): the arithmetic world's split, or a .jsonl file / hub name."""
+    """(dataset label, the first n problems): the arithmetic world's split, a shipped set's name or a .jsonl file."""
     if dataset:
         problems = load_problems(dataset)
         label = Path(dataset).stem if (dataset.endswith(".jsonl") or Path(dataset).exists()) else dataset

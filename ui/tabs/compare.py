@@ -203,7 +203,7 @@ class _Compare:
         side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
         try:
             progress(0.0, desc="loading the PRM")
-            model = load_shadow_prm(prm or None, prm_kind)
+            model = load_shadow_prm(self.ctx.choices.model("prm", prm), prm_kind)  # only a PRM the server offers
             rows = run_shadow(self.ctx.store, cs[side], model, max(2, int(k or 7)),
                               progress=lambda done, total: progress(done / max(total, 1),
                                                                     desc=f"shadow passes: {done} of {total} nodes"))

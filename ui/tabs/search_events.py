@@ -11,10 +11,11 @@ from typing import Any, Callable, Mapping
 import gradio as gr
 
 from storage import StorageError
-from uats_core.config import ConfigError, check_model_choice, parse_options
+from uats_core.config import ConfigError, check_model_choice
 from uats_core.problems import Problem, ProblemError
 
 from .. import service as svc
+from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
 from ..figures import cost_figure, knobs_figure
 from ..safe_text import md_inline, md_text
 from ..worker import RunRequest, request_dict
@@ -30,23 +31,20 @@ def question_md(p: Problem) -> str:
     return f"**{md_inline(p.id, 120)}** — {md_text(p.question)}\n\n_gold answer: {md_inline(p.answer)}_"
 
 
-def on_dataset(ds: str, path: str) -> tuple[Any, ...]:
-    """A problem set picked: its path box (hidden for the built-in one), its problems, the first question."""
-    show_path = ds != svc.ARITH
-    path = path if (path and ds == svc.CUSTOM) else svc.default_dataset_path(ds)
+def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, ...]:
+    """One of the server's problem sets picked: its problems, the first question."""
     try:
-        probs = svc.dataset_problems(ds, path)
+        probs = svc.dataset_problems(ds, offered)
     except (ProblemError, ValueError, OSError) as exc:
-        return (gr.update(visible=show_path, value=path), gr.update(choices=[], value=None), "", notice(str(exc)))
+        return gr.update(choices=[], value=None), "", notice(str(exc))
     choices = svc.problem_choices(probs)
     first = choices[0][1] if choices else None
-    return (gr.update(visible=show_path, value=path), gr.update(choices=choices, value=first),
-            question_md(probs[0]) if probs else "", notice(""))
+    return gr.update(choices=choices, value=first), question_md(probs[0]) if probs else "", notice("")
 
 
-def on_problem(ds: str, path: str, pid: str) -> tuple[Any, ...]:
+def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
     try:
-        p = svc.pick_problem(svc.dataset_problems(ds, path), pid)
+        p = svc.pick_problem(svc.dataset_problems(ds, offered), pid)
     except (ProblemError, ValueError, OSError) as exc:
         return "", notice(str(exc))
     return question_md(p), notice("")
@@ -59,45 +57,49 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
-    policy, prm, kind = form["policy"], form["prm"], form["prm_kind"]
+    # the server's own lists name the models and problems: a client's value outside them is refused first
+    policy, prm = ctx.choices.model("policy", form["policy"]), ctx.choices.model("prm", form["prm"])
+    model_fields = {"prm_kind": None if form["prm_kind"] in (None, "", "detect") else form["prm_kind"],
+                    "policy_opts": app_options(lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS),
+                    "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS)}
     ds = form["dataset"]
-    config = svc.search_config(values, (prm or "").strip() or None)
+    config = svc.search_config(values, prm)
     typed = svc.typed_problem(form.get("free_question"), form.get("free_answer"))
-    prob = typed or svc.pick_problem(svc.dataset_problems(ds, form["dataset_path"]), form["problem"])
+    prob = typed or svc.pick_problem(svc.dataset_problems(ds, ctx.choices), form["problem"])
     world = ds == svc.ARITH and typed is None
     check_model_choice(policy, prm, world)
-    model_fields = {"prm_kind": None if kind in (None, "", "detect") else kind,
-                    "policy_opts": parse_options(lines(form["policy_opts"]), "policy options"),
-                    "prm_opts": parse_options(lines(form["prm_opts"]), "PRM options"),
-                    "world_problem": world}
     run_id = uuid.uuid4().hex
     ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
                            gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
-                           policy=(policy or "").strip() or "embedded arith policy",
-                           prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused)
+                           policy=policy or "embedded arith policy", prm=prm or "embedded arith PRM", label=label,
+                           paused=paused)
     ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
-                               config=config.to_dict(), policy=(policy or "").strip() or None,
-                               prm=(prm or "").strip() or None, **model_fields))
+                               config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields))
     log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
     return run_id
 
 
 def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
     f = t.form
-    outs = [f["dataset_path"], f["problem"], t.question_md, ctx.notice]
-    f["dataset"].change(on_dataset, [f["dataset"], f["dataset_path"]], outs)
-    f["dataset_path"].submit(on_dataset, [f["dataset"], f["dataset_path"]], outs)
-    f["problem"].change(on_problem, [f["dataset"], f["dataset_path"], f["problem"]], [t.question_md, ctx.notice])
 
-    def on_typed(q, a, ds, path, pid):
+    def on_dataset(ds):
+        return dataset_view(ctx.choices, ds)
+
+    def on_problem(ds, pid):
+        return problem_view(ctx.choices, ds, pid)
+
+    f["dataset"].change(on_dataset, [f["dataset"]], [f["problem"], t.question_md, ctx.notice])
+    f["problem"].change(on_problem, [f["dataset"], f["problem"]], [t.question_md, ctx.notice])
+
+    def on_typed(q, a, ds, pid):
         try:
             typed = svc.typed_problem(q, a)
         except ProblemError as exc:
             return gr.skip(), notice(str(exc))
-        return (question_md(typed), notice("")) if typed else on_problem(ds, path, pid)
+        return (question_md(typed), notice("")) if typed else on_problem(ds, pid)
 
     for box in (f["free_question"], f["free_answer"]):
-        box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["dataset_path"], f["problem"]],
+        box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["problem"]],
                  [t.question_md, ctx.notice])
 
 
