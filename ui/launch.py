@@ -4,8 +4,9 @@ workbench at http://127.0.0.1:7860 (offline, embedded world).
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --export-dir (default exports/),
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
---workers (searches running at once). The default folders are the project's in a checkout and the current
-directory's when installed."""
+--workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
+listen on an address other machines reach (ui/auth.py). The default folders are the project's in a checkout
+and the current directory's when installed."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--max-budget", type=int, default=None,
                    help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
+    p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
+                                       "required with a --host other machines can reach")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -60,6 +63,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         from uats_core.limits import set_max_budget
 
         set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
+    from .auth import AuthError, check_exposure, load_credentials
+
+    try:
+        credentials = load_credentials(args.auth_file)
+        check_exposure(args.host, credentials)
+    except AuthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     reports_dir = Path(args.reports_dir)
     if reports_dir.exists() and not reports_dir.is_dir():
         print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
@@ -92,7 +103,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
+            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, auth=credentials,
                                                            **launch_kwargs(export_dir))
     except KeyboardInterrupt:
         pass
