@@ -1,4 +1,4 @@
-"""Test doubles for the allocation and engine-logic unit tests (never used outside tests).
+"""Test doubles for the allocation and engine-logic unit tests, and the app's worker pool (never used outside tests).
 
 The end-to-end tests use real models; these exist so the search maths can be checked on inputs
 whose every number is known."""
@@ -6,7 +6,7 @@ whose every number is known."""
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -67,3 +67,20 @@ class GlobalRNGPRMDouble(HashedPRMDouble):
         base = np.array([s[-1] for s in self.score(traces)])
         spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * np.random.standard_normal((len(traces), k)), 0, 1)
+
+
+class WorkerPoolDouble:
+    """Stands in for ui.worker.WorkerPool in app tests that serve the page: a submitted run is recorded, never
+    started (no models load), so it stays 'queued' unless the test writes its events itself."""
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        self.submitted: list[Any] = []
+
+    def submit(self, req: Any) -> None:
+        self.submitted.append(req)
+
+    def pump(self) -> list[str]:
+        return []
+
+    def shutdown(self, **_: Any) -> None:
+        pass

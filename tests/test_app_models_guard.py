@@ -22,7 +22,9 @@ import pytest
 
 from storage import RunStore
 from uats_core.paths import ASSETS
-from tests.test_app_api_guard import _call, _free_port, _NoWorkers
+from tests.doubles import WorkerPoolDouble
+from tests.serving import free_port
+from tests.test_app_api_guard import _call
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
 
@@ -54,9 +56,9 @@ def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]
     (tmp / "reports").mkdir(exist_ok=True)
     extra = {} if choices is None else {"choices": choices}
     demo = build_demo(store, pool, tmp / "exports", tmp / "reports", **extra)
-    port = _free_port()
+    port = free_port()
     demo.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                                                   quiet=True, show_error=True, **launch_kwargs(tmp / "exports"))
+                                                   quiet=True, **launch_kwargs(tmp / "exports"))
     url = f"http://127.0.0.1:{port}"
     try:
         yield {"url": url, "client": Client(url, verbose=False), "store": store}
@@ -182,7 +184,7 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
     field alternates with the old 'JSONL file' choice, so a path field beside it is read as that file). Nothing
     under those folders is opened, no answer carries their text, no module is imported, and no run is handed
     to a worker with a model the server does not offer."""
-    pool = _NoWorkers()  # records a submitted run, never starts it
+    pool = WorkerPoolDouble()  # records a submitted run, never starts it
     outside, uploaded = watched["outside"], watched["uploaded"]
     up = f"{os.path.relpath(outside, Path.cwd())}/../outside"
     hostile = [str(outside / "model"), str(outside / "secret.jsonl"), f"{up}/model", f"{up}/passwd.jsonl",
@@ -225,7 +227,7 @@ def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict
     """The same refusal for a problem set or a model that exists on the server and one that does not (the
     path itself, echoed, aside)."""
     outside = watched["outside"]
-    pool = _NoWorkers()  # records a submitted run, never starts it
+    pool = WorkerPoolDouble()  # records a submitted run, never starts it
     with serve(tmp_path, pool) as app:
         client = app["client"]
         params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/on_dataset"]["parameters"]
@@ -258,7 +260,7 @@ def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> 
     (models / "no-config").mkdir()
     data.mkdir()
     (data / "set.jsonl").write_text(json.dumps({"problem": "What is two and two?", "answer": "4"}) + "\n")
-    pool = _NoWorkers()  # records a submitted run, never starts it
+    pool = WorkerPoolDouble()  # records a submitted run, never starts it
     with serve(tmp_path, pool, server_choices([models], [data])) as app:
         client, store = app["client"], app["store"]
         problems, question, _ = client.predict("set.jsonl", api_name="/on_dataset")

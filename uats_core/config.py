@@ -15,6 +15,7 @@ UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
+UATS_METHODS = ("h-uats", "a-uats")  # the methods that spend by spending.py and gate on MC-dropout uncertainty
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
@@ -113,6 +114,10 @@ class SearchConfig:
         if not 0.0 <= self.dropout_p < 1.0:
             raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
         parse_dropout_mode(self.dropout_mode)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError("seed", f"must be an integer; got {self.seed!r}")
+        if self.method in UATS_METHODS:
+            check_uats_affordable(self)
         from .limits import check_limits  # here, not at the top: limits imports this module
 
         check_limits(self)  # the maximum budget, and the run's node and memory estimate
@@ -167,6 +172,18 @@ def parse_dropout_mode(mode: str) -> tuple[str, int | None]:
         if layers >= 1:
             return "last", layers
     raise ConfigError("dropout_mode", f"got {mode!r}; use {DROPOUT_MODES_HELP}")
+
+
+def check_uats_affordable(cfg: SearchConfig) -> None:
+    """UATS buys children at c+K0 each out of N(c+1) a step: refuse a budget that cannot buy one before any model
+    loads or any run is logged (the search itself would stop at its first step)."""
+    from .spending import spending_rule  # here, not at the top: spending imports this module
+
+    spending = spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
+    if not spending.can_start():
+        raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
+                                    f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
+                                    "or lower k0")
 
 
 def _int_at_least(name: str, value: Any, low: int, why: str = "") -> None:

@@ -69,6 +69,18 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     return out
 
 
+# The longest question a search takes, in characters. MATH-500's longest is under 2,000; a longer text is no
+# competition problem, and refusing it here costs nothing, where the models' context check needs them loaded.
+MAX_QUESTION_CHARS = 20_000
+
+
+def check_question(question: str, field: str = "problem") -> None:
+    """ProblemError(field) for a question longer than MAX_QUESTION_CHARS."""
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ProblemError(field, f"the question has {len(question):,} characters; keep it under "
+                                  f"{MAX_QUESTION_CHARS:,} (no problem of MATH-500 or AIME comes near)")
+
+
 def find_problem(problems: Sequence[Problem], key: str, source: str) -> Problem:
     """A problem of `problems` by id, or by 0-based index; ProblemError names what exists otherwise."""
     key = key.strip()

@@ -117,8 +117,9 @@ def launch_kwargs(export_dir: str | Path) -> dict[str, Any]:
     """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder. No run history:
     Gradio would copy every event's inputs and outputs (trees of a megabyte) into localStorage, which took
     most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy. No uploads
-    (_NoUploads; max_file_size caps them should the route ever be reached)."""
+    (_NoUploads; max_file_size caps them should the route ever be reached). No error text to the page: an
+    exception's message can quote the run log's SQL; Gradio logs it on the server instead."""
     from starlette.middleware import Middleware
 
     return {"css": CSS, "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False,
-            "max_file_size": "1kb", "app_kwargs": {"middleware": [Middleware(_NoUploads)]}}
+            "max_file_size": "1kb", "app_kwargs": {"middleware": [Middleware(_NoUploads)]}, "show_error": False}

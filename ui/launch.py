@@ -4,10 +4,11 @@ workbench at http://127.0.0.1:7860 (offline, embedded world).
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --export-dir (default exports/),
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
---workers (searches running at once). The default folders are the project's in a checkout and the current
-directory's when installed. What a client may load is the server's choice (ui/choices.py): --models-dir and
---datasets-dir (repeatable) add their folders' models and .jsonl files, --allow-hub-cache the hub models in the
-local cache, to the embedded and shipped ones."""
+--workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
+listen on an address other machines reach (ui/auth.py). The default folders are the project's in a checkout
+and the current directory's when installed. What a client may load is the server's choice (ui/choices.py):
+--models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files, --allow-hub-cache the
+hub models in the local cache, to the embedded and shipped ones."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="offer each .jsonl file of DIR as a problem set (repeatable)")
     p.add_argument("--allow-hub-cache", action="store_true",
                    help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
+    p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
+                                       "required with a --host other machines can reach")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -68,6 +71,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         from uats_core.limits import set_max_budget
 
         set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
+    from .auth import AuthError, check_exposure, load_credentials
+
+    try:
+        credentials = load_credentials(args.auth_file)
+        check_exposure(args.host, credentials)
+    except AuthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     reports_dir = Path(args.reports_dir)
     if reports_dir.exists() and not reports_dir.is_dir():
         print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
@@ -110,7 +121,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
+            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, auth=credentials,
                                                            **launch_kwargs(export_dir))
     except KeyboardInterrupt:
         pass

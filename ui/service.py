@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.methods import METHODS
 from uats_core.paths import ASSETS
-from uats_core.problems import Problem, ProblemError, find_problem, load_jsonl
+from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
 from .cases import QUADRANTS, Case, StepJudge
 from .choices import AIME24, ARITH, MATH500, ServerChoices, server_choices  # noqa: F401 - the sets every server offers
@@ -68,8 +68,7 @@ def typed_problem(question: str | None, answer: str | None = None) -> Problem | 
     q = (question or "").strip()
     if not q:
         return None
-    if len(q) > 20_000:
-        raise ProblemError("free_question", f"the typed question has {len(q):,} characters; keep it under 20,000")
+    check_question(q, "free_question")
     digest = hashlib.sha1(q.encode("utf-8")).hexdigest()[:10]
     gold = (answer or "").strip() or None
     return Problem(id=f"typed-{digest}", question=q, answer=gold, source="typed")

@@ -16,7 +16,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
-from uats_core.problems import Problem, ProblemError, find_problem, load_problems
+from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_problems
 
 log = logging.getLogger("uats_core")
 
@@ -71,17 +71,28 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from storage import check_location
+    """Everything the user gave is checked before a model loads, and the run log is opened only after the
+    problem is known to fit the models: a refused search leaves no file and no run behind."""
+    from storage import check_location, check_run_fields
 
+    from uats_core.limits import check_prompt_fits
+    from uats_core.paths import WORLD_POLICY, WORLD_PRM
     from uats_core.runner import prepare_search
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
     problem = resolve_problem(args.problem, args.dataset)
-    check_location(args.db)  # a typo in the location should not cost a model load; the file is made after the load
+    check_question(problem.question)
     policy_opts, prm_opts = model_options(args)
+    # the run's row as the run log will hold it (the models record their name, by default their spec)
+    check_run_fields(method=config.method, problem_id=problem.id, question=problem.question, gold_answer=problem.answer,
+                     seed=config.seed, config=config.to_dict(),
+                     policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
+                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM))
+    check_location(args.db)  # a typo or a wrong password should not cost a model load; the file is made later
     search = prepare_search(config, policy=args.policy, prm=args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts,
                             prm_opts=prm_opts, world_problem=args.dataset is None)
+    check_prompt_fits(problem.question, search.policy, search.prm)
     note = search.tau_note  # τ is resolved before any model loads, so a bad --tau costs no load
     if note:
         print(f"τ = {search.config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..allocation import child_scores, largest_remainder, softmax
-from ..config import ConfigError, SearchConfig, tau_auto_quantile
+from ..config import ConfigError, SearchConfig, check_uats_affordable, tau_auto_quantile
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
 from ..spending import SpendingRule, spending_rule
@@ -86,11 +86,8 @@ class UATS(SearchMethod):
         if tau_auto_quantile(cfg.tau) is not None:
             raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
                                      "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
+        check_uats_affordable(cfg)  # validate did too; here for a search started without run_search
         spending = spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
-        if not spending.can_start():
-            raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
-                                        f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
-                                        "or lower k0")
         total = spending.step_cap * cfg.max_iterations
         finals: list[Node] = []
         new: list[Node] = []

@@ -11,8 +11,10 @@ import gradio as gr
 
 from storage import StorageError
 from storage.shadow import read_shadow
+from uats_core.config import UATS_METHODS
 
 from .. import service as svc
+from ..access import requester
 from ..decisions import decision_iteration, explain_node, explain_step
 from ..export import ExportError, safe_name, write_bundle
 from ..frontier import frontier_figure
@@ -21,9 +23,8 @@ from ..shadow import explain_shadow, load_shadow_prm, run_shadow
 from ..treedata import RunData
 from .common import AppContext, fig_json, notice, plot_html, skips
 from .search import SearchTab
-from .search_events import FORM_ERRORS, submit_run
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
 
-UATS_METHODS = ("h-uats", "a-uats")
 
 
 @dataclass
@@ -158,13 +159,15 @@ class _Compare:
         cs["t"] = max(0, int(t or 0))
         return (cs, *self.compare_view(cs, cs["t"]))
 
-    def on_pair(self, cs, **form):
+    def on_pair(self, cs, request: gr.Request, **form):
         ids = []
         try:
             for m in ("h-uats", "rebase"):
-                ids.append(submit_run(self.ctx, form, method=m, label="compare"))
+                ids.append(submit_run(self.ctx, form, method=m, label="compare", owner=requester(request)))
         except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(7))
+            return (cs, notice(str(exc)), *skips(6))
+        except DB_ERRORS as exc:
+            return (cs, notice(db_failure(exc)), *skips(6))
         cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
         choices = self.run_choices()
         return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}; both trees follow live", ok=True),

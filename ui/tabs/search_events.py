@@ -9,6 +9,7 @@ import uuid
 from typing import Any, Callable, Mapping
 
 import gradio as gr
+import sqlalchemy as sa
 
 from storage import StorageError
 from uats_core.config import ConfigError, check_model_choice
@@ -16,6 +17,7 @@ from uats_core.problems import Problem, ProblemError
 
 from .. import service as svc
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
+from ..access import AccessDenied, require_owner, requester
 from ..figures import cost_figure, knobs_figure
 from ..safe_text import md_inline, md_text
 from ..worker import RunRequest, request_dict
@@ -25,6 +27,13 @@ from .viewer import RunViewer, fresh_run_state
 
 log = logging.getLogger(__name__)
 FORM_ERRORS = (ConfigError, ProblemError, StorageError, ValueError, TypeError)
+DB_ERRORS = (sa.exc.SQLAlchemyError,)  # what the bounds check missed: logged here, never shown (it quotes the SQL)
+
+
+def db_failure(exc: Exception) -> str:
+    """The one line a page shows when the run log refused a write; the details go to the server's log only."""
+    log.error("the run log refused a write: %s", exc, exc_info=exc)
+    return "the run log could not record this run (details in the server's log); check the values and try again"
 
 
 def question_md(p: Problem) -> str:
@@ -51,9 +60,10 @@ def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
 
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
-               paused: bool = False) -> str:
+               paused: bool = False, owner: str | None = None) -> str:
     """Register a run from the form's values (by field name) and hand it to a worker; its id.
-    `method` overrides the form's (Compare starts one run per method from the same form)."""
+    `method` overrides the form's (Compare starts one run per method from the same form); `owner`: who
+    started it (ui/access.py)."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
@@ -72,7 +82,7 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
     ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
                            gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
                            policy=policy or "embedded arith policy", prm=prm or "embedded arith PRM", label=label,
-                           paused=paused)
+                           paused=paused, owner=owner)
     ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
                                config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields))
     log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
@@ -106,11 +116,13 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
 def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
-    def on_run(s, **form):
+    def on_run(s, request: gr.Request, **form):
         try:
-            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]))
+            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request))
         except FORM_ERRORS as exc:
             return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
+        except DB_ERRORS as exc:
+            return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip()
         s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
         run = store.get_run(run_id)
         return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
@@ -119,27 +131,29 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow],
                     inputs_kwargs=t.run_inputs())
 
-    def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[[dict[str, Any]], Any]:
-        """A button that sets a control flag of the open run (cancel, pause, step, resume)."""
-        def handler(s):
+    def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
+        """A button that sets a control flag of the open run (cancel, pause, step, resume): its owner's only."""
+        def handler(s, request: gr.Request):
             if not s.get("run_id"):
                 return notice(f"no run is open to {verb}")
             rid = s["run_id"]
             try:
+                require_owner(store, rid, request, verb)
                 ok = control(rid)
-            except StorageError as exc:
+            except (StorageError, AccessDenied) as exc:
                 return notice(str(exc))
             return notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
         return handler
 
     t.cancel_btn.click(run_control("cancel", store.request_cancel,
                                    "cancel requested for run {run}; it stops within a second or two"),
-                       [ctx.st], [ctx.notice])
+                       [ctx.st], [ctx.notice], api_name="cancel_run")
     t.pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
-                      [ctx.st], [ctx.notice])
+                      [ctx.st], [ctx.notice], api_name="pause_run")
     t.step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
-                     [ctx.st], [ctx.notice])
-    t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice])
+                     [ctx.st], [ctx.notice], api_name="step_run")
+    t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice],
+                       api_name="resume_run")
     t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
     t.open_id.submit(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
 
