@@ -27,10 +27,21 @@ class _NoWorkers:
     def __init__(self) -> None:
         self.submitted: list[Any] = []
 
-    def submit(self, req: Any) -> None:
+    def submit(self, req: Any, session: str | None = None, register: Any = None, paused: bool = False) -> None:
+        if register is not None:
+            register()
         self.submitted.append(req)
 
-    def pump(self) -> list[str]:
+    def pause_run(self, run_id: str) -> bool:
+        return False
+
+    def step_run(self, run_id: str, steps: int = 1) -> bool:
+        return False
+
+    def active(self) -> list[str]:
+        return []
+
+    def queued(self) -> list[str]:
         return []
 
     def shutdown(self, **_: Any) -> None:

@@ -17,7 +17,7 @@ from uats_core.problems import Problem, ProblemError
 from .. import service as svc
 from ..figures import cost_figure, knobs_figure
 from ..safe_text import md_inline, md_text
-from ..worker import RunRequest, request_dict
+from ..worker import QueueFull, RunRequest, request_dict, session_of
 from .common import LIVE, AppContext, fig_json, lines, notice, skips
 from .search import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer, fresh_run_state
@@ -53,9 +53,10 @@ def on_problem(ds: str, path: str, pid: str) -> tuple[Any, ...]:
 
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
-               paused: bool = False) -> str:
-    """Register a run from the form's values (by field name) and hand it to a worker; its id.
-    `method` overrides the form's (Compare starts one run per method from the same form)."""
+               paused: bool = False, session: str | None = None) -> str:
+    """Register a run from the form's values (by field name) and queue it for a worker; its id.
+    `method` overrides the form's (Compare starts one run per method from the same form). The pool's
+    queue limits (per server, per client `session`) may refuse it: QueueFull, nothing written."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
@@ -71,13 +72,15 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
                     "prm_opts": parse_options(lines(form["prm_opts"]), "PRM options"),
                     "world_problem": world}
     run_id = uuid.uuid4().hex
-    ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
-                           gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
-                           policy=(policy or "").strip() or "embedded arith policy",
-                           prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused)
     ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
                                config=config.to_dict(), policy=(policy or "").strip() or None,
-                               prm=(prm or "").strip() or None, **model_fields))
+                               prm=(prm or "").strip() or None, **model_fields),
+                    session=session, paused=paused,
+                    register=lambda: ctx.store.register_run(
+                        run_id, method=config.method, problem_id=prob.id, question=prob.question,
+                        gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
+                        policy=(policy or "").strip() or "embedded arith policy",
+                        prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused))
     log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
     return run_id
 
@@ -104,9 +107,9 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
 def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
-    def on_run(s, **form):
+    def on_run(s, request: gr.Request, **form):
         try:
-            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]))
+            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), session=session_of(request))
         except FORM_ERRORS as exc:
             return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
         s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
@@ -125,7 +128,7 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             rid = s["run_id"]
             try:
                 ok = control(rid)
-            except StorageError as exc:
+            except (StorageError, QueueFull) as exc:
                 return notice(str(exc))
             return notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
         return handler
@@ -133,9 +136,10 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     t.cancel_btn.click(run_control("cancel", store.request_cancel,
                                    "cancel requested for run {run}; it stops within a second or two"),
                        [ctx.st], [ctx.notice])
-    t.pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
+    # pausing goes through the pool: it holds the number of paused runs to --max-paused
+    t.pause_btn.click(run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
                       [ctx.st], [ctx.notice])
-    t.step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
+    t.step_btn.click(run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
                      [ctx.st], [ctx.notice])
     t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice])
     t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
@@ -146,8 +150,7 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
     def on_tick(s, follow_live, **view):
-        outs = skips(10)
-        ctx.pool.pump()
+        outs = skips(10)  # a tick only reads: the pool's own thread starts and reaps jobs
         if not s.get("run_id"):
             return tuple(outs)
         try:
