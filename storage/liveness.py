@@ -13,7 +13,8 @@ from pathlib import Path
 
 
 def pid_alive(pid: int) -> bool:
-    """True when process `pid` exists on this host (one owned by another user exists too)."""
+    """True when process `pid` exists on this host (one owned by another user exists too) and has not
+    exited: a zombie (exited, not yet reaped, as orphans stay where nothing reaps them) is not alive."""
     if int(pid) <= 0:  # 0 and negative ids name process groups, never one worker
         return False
     try:
@@ -22,18 +23,32 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    return True
+    return _proc_state(int(pid)) != "Z"
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name (which may hold spaces and parentheses): the state first,
+    the start time 20th; [] where /proc does not say (not Linux, or the process is gone)."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except OSError:
+        return []
+    return stat.rsplit(")", 1)[-1].split()
+
+
+def _proc_state(pid: int) -> str:
+    """The state letter ('R', 'S', 'Z', ...) of process `pid`, '' where /proc does not say."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
 
 
 def start_token(pid: int) -> str:
-    """'<boot id>:<start time in clock ticks>' of process `pid`, or '' where /proc does not say (not Linux,
-    or the process is gone)."""
+    """'<boot id>:<start time in clock ticks>' of process `pid`, or '' where /proc does not say."""
+    fields = _stat_fields(pid)
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
     except OSError:
         return ""
-    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces and parentheses
     return f"{boot}:{fields[19]}" if len(fields) > 19 else ""
 
 

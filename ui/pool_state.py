@@ -68,12 +68,12 @@ class PoolState:
             ended = job.end(self.store, reason, status)
         except Exception as exc:  # noqa: BLE001 - see _read
             self._unrecorded[job.job_id] = (job, (status, reason))
-            self._say(job.job_id, f"cannot end job {job.job_id[:8]} ({status}: {reason}) yet: {exc}")
+            self._say(job.job_id, f"cannot end job {job.job_id[:8]} yet ({exc}); retrying every tick")
             return False
         self._unrecorded.pop(job.job_id, None)
         self._said.pop(job.job_id, None)
         if ended:
-            log.warning("job %s ended %s: %s", job.job_id[:8], status, reason)
+            log.info("job %s ended %s: %s", job.job_id[:8], status, reason)
         return bool(ended)
 
     def _say(self, key: str, line: str) -> None:

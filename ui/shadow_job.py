@@ -90,11 +90,9 @@ def execute_shadow(req: ShadowRequest, cache: ModelCache, store: RunStore) -> Un
         end_shadow_job(store, req.job_id, "finished")
         return None
     except SearchCancelled as exc:
-        return end_or_report(end, "cancelled", str(exc))
+        return end_or_report(f"shadow job {req.job_id}", end, "cancelled", str(exc))
     except Exception as exc:  # noqa: BLE001 - the job must not stay 'running'
-        reason = f"{type(exc).__name__}: {exc}"
-        log.error("shadow job %s failed: %s", req.job_id, reason)
-        return end_or_report(end, "failed", reason)
+        return end_or_report(f"shadow job {req.job_id}", end, "failed", f"{type(exc).__name__}: {exc}")
 
 
 def submit_shadow(store: RunStore, pool: Any, run_id: str, k: Any, prm: str | None, prm_kind: str | None,

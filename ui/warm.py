@@ -83,13 +83,16 @@ class ModelCache:
 Unrecorded = tuple[str, str]  # (status, reason) of a job whose end could not be written
 
 
-def end_or_report(end: Callable[[str, str], Any], status: str, reason: str) -> Unrecorded | None:
-    """Write a job's end; when the run log refuses (disk full), hand (status, reason) back for the pool."""
+def end_or_report(what: str, end: Callable[[str, str], Any], status: str, reason: str) -> Unrecorded | None:
+    """Write a job's end and say it in one line; when the run log refuses (disk full), hand (status, reason)
+    back for the pool to write later."""
     try:
         end(reason, status)
     except Exception as exc:  # noqa: BLE001 - StorageError (disk full) or a lost database: the pool retries
-        log.error("could not record the end (%s: %s): %s", status, reason, exc)
+        why = "" if str(exc) in reason else f": {exc}"
+        log.error("%s ended %s: %s (not recorded yet%s; the app's pool retries)", what, status, reason, why)
         return status, reason
+    log.error("%s ended %s: %s", what, status, reason)
     return None
 
 
@@ -123,8 +126,8 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
                 status, reason = "cancelled", f"cancelled before the search started ({reason})"
         except Exception:  # noqa: BLE001 - unreadable too: end it failed with the first reason
             pass
-        log.error("run %s ended %s: %s", req.run_id, status, reason)  # one line: the reason says it
-        return end_or_report(lambda why, st: store.mark_failed(req.run_id, why, status=st), status, reason)
+        return end_or_report(f"run {req.run_id}", lambda why, st: store.mark_failed(req.run_id, why, status=st),
+                             status, reason)
 
 
 @dataclass(frozen=True)

@@ -277,7 +277,12 @@ class WorkerPool(PoolState):
         if prewarm is not None:
             self._prewarm(prewarm)
         while not self._stop.is_set():
-            self.pump()
+            try:
+                self.pump()  # never raises for a failing run log; this is for the unexpected (a spawn failing)
+            except Exception as exc:  # noqa: BLE001 - keep the pool alive; the next tick retries
+                if self._said.get("tick") != str(exc):  # once per distinct failure, not every tick
+                    self._said["tick"] = str(exc)
+                    log.exception("worker pool tick failed")
             self._wake.wait(poll_s)
             self._wake.clear()
         self._ticked_last.set()
