@@ -82,7 +82,7 @@ def execute_shadow(req: ShadowRequest, cache: ModelCache, store: RunStore) -> Un
 
         def progress(done: int, n: int) -> None:  # after each batch, its rows written: the check costs one read
             shadow_job_progress(store, req.job_id, done, n)
-            if shadow_cancel_requested(store, req.job_id):
+            if done < n and shadow_cancel_requested(store, req.job_id):
                 raise SearchCancelled(f"cancelled after {done} of {n} nodes")
 
         with cancellable(lambda: shadow_cancel_requested(store, req.job_id)):  # inside a batch: the PRM polls

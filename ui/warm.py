@@ -92,7 +92,7 @@ def end_or_report(what: str, end: Callable[[str, str], Any], status: str, reason
         why = "" if str(exc) in reason else f": {exc}"
         log.error("%s ended %s: %s (not recorded yet%s; the app's pool retries)", what, status, reason, why)
         return status, reason
-    log.error("%s ended %s: %s", what, status, reason)
+    log.log(logging.ERROR if status == "failed" else logging.WARNING, "%s ended %s: %s", what, status, reason)
     return None
 
 
