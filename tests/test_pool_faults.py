@@ -11,16 +11,16 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from storage import RunStore, StorageError
 from storage.liveness import pid_alive, process_gone, this_process
 from tests.doubles import DiskFullDouble
+from tests.polling import until
 from uats_core.config import SearchConfig
 from ui import service as svc
 from ui.warm import ModelCache, execute
@@ -51,13 +51,6 @@ _SERVER = textwrap.dedent("""
 """)
 
 
-def _until(done: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.time() + timeout_s
-    while not done() and time.time() < deadline:
-        time.sleep(0.1)
-    return done()
-
-
 def test_workers_die_with_a_killed_app_and_a_restart_ends_its_run(tmp_path: Path) -> None:
     """The report: after `kill -9` of the app its workers lived 45+ minutes and a paused run stayed 'running'."""
     db = str(tmp_path / "runs.db")
@@ -70,7 +63,7 @@ def test_workers_die_with_a_killed_app_and_a_restart_ends_its_run(tmp_path: Path
         assert RunStore(db).get_run(info["run"])["status"] == "running"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(30)
-        assert _until(lambda: not any(pid_alive(p) for p in info["workers"]), 60), "a worker outlived its app"
+        assert until(lambda: not any(pid_alive(p) for p in info["workers"]), 60), "a worker outlived its app"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -153,7 +146,7 @@ def test_the_pool_keeps_ticking_on_a_full_disk_and_writes_the_end_later(tmp_path
         run = store.get_run(cancelled.run_id)
         assert run["status"] == "cancelled" and run["error"] == "cancelled while queued"
         pool.submit(waiting)  # the queue moves on
-        assert _until(lambda: (pool.pump() or True) and store.get_run(waiting.run_id)["status"] == "finished", 180)
+        assert until(lambda: (pool.pump() or True) and store.get_run(waiting.run_id)["status"] == "finished", 180)
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
     with pytest.raises(StorageError, match=r"^db: the run log at .* is full \(database or disk is full\); free space"):

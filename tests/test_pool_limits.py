@@ -4,14 +4,14 @@ number of paused runs is limited."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from storage import RunStore
+from tests.polling import until
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui import service as svc
@@ -34,14 +34,6 @@ def _register(store: RunStore, req: RunRequest, paused: bool = False) -> None:
                        gold_answer=req.problem["answer"], seed=cfg["seed"], config=cfg, paused=paused)
 
 
-def _until(done: Callable[[], bool], timeout_s: float) -> bool:
-    """Poll until `done` holds; the deadline only bounds a hung test."""
-    deadline = time.time() + timeout_s
-    while not done() and time.time() < deadline:
-        time.sleep(0.1)
-    return done()
-
-
 def test_a_paused_run_does_not_block_a_queued_run(tmp_path: Path) -> None:
     """The report: two paused runs held both workers for over 70 s while five later runs stayed queued."""
     store = RunStore(str(tmp_path / "runs.db"))
@@ -49,13 +41,13 @@ def test_a_paused_run_does_not_block_a_queued_run(tmp_path: Path) -> None:
     try:
         held = _req(store, paused=True)
         pool.submit(held)
-        assert _until(lambda: store.waiting_paused(held.run_id), 180), store.get_run(held.run_id)
+        assert until(lambda: store.waiting_paused(held.run_id), 180), store.get_run(held.run_id)
         later = _req(store)
         pool.submit(later)
-        assert _until(lambda: store.get_run(later.run_id)["status"] == "finished", 180), store.get_run(later.run_id)
+        assert until(lambda: store.get_run(later.run_id)["status"] == "finished", 180), store.get_run(later.run_id)
         assert store.get_run(held.run_id)["status"] == "running" and store.waiting_paused(held.run_id)
         store.resume_run(held.run_id)
-        assert _until(lambda: store.get_run(held.run_id)["status"] == "finished", 180)
+        assert until(lambda: store.get_run(held.run_id)["status"] == "finished", 180)
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
 

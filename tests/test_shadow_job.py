@@ -5,9 +5,7 @@ cancellable between batches keeping what it scored."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -15,6 +13,7 @@ from storage import RunStore
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 from storage.synthetic import synthetic_events
 from tests.doubles import CallbackPRMDouble
+from tests.polling import until
 from uats_core.config import ConfigError
 from ui.shadow_job import ShadowRequest, execute_shadow, submit_shadow
 from ui.warm import ModelCache
@@ -29,13 +28,6 @@ def _store(path: Path, n_nodes: int = 40) -> RunStore:
     for ev in synthetic_events(RUN, n_nodes=n_nodes, seed=3, method="rebase", problem_id="synthetic-3"):
         sub(ev)
     return store
-
-
-def _until(done: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.time() + timeout_s
-    while not done() and time.time() < deadline:
-        time.sleep(0.1)
-    return done()
 
 
 def test_an_unbounded_k_is_refused_before_anything_is_written(tmp_path: Path) -> None:
@@ -59,7 +51,7 @@ def test_shadow_scoring_runs_as_a_queued_job_in_a_worker(tmp_path: Path) -> None
     try:
         job = submit_shadow(store, pool, RUN, 4.0, None, None, "s")  # gr.Number's float
         assert get_shadow_job(store, job)["status"] in ("queued", "running")
-        assert _until(lambda: get_shadow_job(store, job)["status"] not in ("queued", "running"), 240)
+        assert until(lambda: get_shadow_job(store, job)["status"] not in ("queued", "running"), 240)
         row = get_shadow_job(store, job)
         n = len(store.get_nodes(RUN)) - 1  # every node but the root
         assert row["status"] == "finished" and row["done"] == row["total"] == n and row["k"] == 4
