@@ -30,9 +30,9 @@ from .bounds import check_row
 from .control import RunControl
 from .curves import TrainingCurves
 from .fastwrite import update_run, upsert
-from .liveness import pid_alive
+from .liveness import pid_alive, this_process
 from .location import StorageError, display as _display, parse_location
-from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, sqlite_pragmas
+from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, disk_full_errors, sqlite_pragmas
 from .recorder import RunRecorder
 from .rows import node_dict
 from .stars import StarsAndNotes
@@ -80,6 +80,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
                                "check the dialect name and that its driver is installed") from None
         if url.get_backend_name() == "sqlite":
             sa.event.listen(engine, "connect", sqlite_pragmas)
+        disk_full_errors(engine, repr(str(self._sqlite_path)) if self._sqlite_path else repr(_display(url)))
         try:
             create_schema(engine)
         except Exception as exc:
@@ -156,12 +157,13 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         """Insert a 'queued' row before a worker starts, so a front end can list, follow and cancel the run
         at once; RunStarted from the worker then fills the rest in. paused=True starts it in step mode: the
         worker loads its models, writes the root, and waits for `step_run` before iteration 1. `owner`: who
-        started it (ui/access.py). StorageError naming the field when a value does not fit the run log."""
+        started it (ui/access.py). The run is recorded as this process's (`server`): once that is gone,
+        mark_dead_workers ends the run. StorageError naming the field when a value does not fit the run log."""
         now = time.time()
         row = dict(run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
                    seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
                    n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
-                   paused=bool(paused), step_credits=0, owner=owner)
+                   paused=bool(paused), step_credits=0, owner=owner, server=this_process())
         check_row(S.runs, row)
         with self.engine.begin() as conn:
             conn.execute(sa.insert(S.runs), [row])

@@ -133,7 +133,7 @@ def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path
     store = RunStore(str(tmp_path / "runs.db"))
     auth = {"auth": [("alice", "a-pass"), ("bob", "b-pass")]} if login else {}
     try:
-        with served_app(store, WorkerPoolDouble(), tmp_path, **auth) as url:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
             alice = Client(url, auth=("alice", "a-pass") if login else None, verbose=False)
             bob = Client(url, auth=("bob", "b-pass") if login else None, verbose=False)
             said = _text(alice.predict(**form_args(alice), api_name="/on_run")[0])
@@ -170,7 +170,7 @@ def test_runs_from_outside_the_app_cannot_be_controlled_there(tmp_path: Path) ->
     _live_run(store, "e" * 32)
     try:
         for auth in ({}, {"auth": [("alice", "a-pass")]}):
-            with served_app(store, WorkerPoolDouble(), tmp_path, **auth) as url:
+            with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
                 client = Client(url, auth=("alice", "a-pass") if auth else None, verbose=False)
                 client.predict(**form_args(client, "/open_run", run_ref="e" * 32), api_name="/open_run")
                 assert "cancel it where it runs" in _text(client.predict(api_name="/cancel_run"))

@@ -5,10 +5,12 @@ Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respe
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --export-dir (default exports/),
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
 --workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
-listen on an address other machines reach (ui/auth.py). The default folders are the project's in a checkout
-and the current directory's when installed. What a client may load is the server's choice (ui/choices.py):
---models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files, --allow-hub-cache the
-hub models in the local cache, to the embedded and shipped ones."""
+listen on an address other machines reach (ui/auth.py). What a client may load is the server's choice
+(ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
+--allow-hub-cache the hub models in the local cache, to the embedded and shipped ones. What one client can make
+the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
+worker) and --pause-timeout-s. The default folders are the project's in a checkout and the current directory's
+when installed."""
 
 from __future__ import annotations
 
@@ -51,6 +53,17 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
+    from .worker import PoolLimits  # here: --help needs no database layer
+
+    d = PoolLimits()
+    p.add_argument("--max-queued", type=int, default=d.max_queued,
+                   help=f"jobs (searches, shadow scoring) that may wait on this server (default {d.max_queued})")
+    p.add_argument("--max-queued-per-session", type=int, default=d.max_queued_per_session,
+                   help=f"of them, per client session (default {d.max_queued_per_session})")
+    p.add_argument("--max-paused", type=int, default=d.max_paused,
+                   help=f"paused runs that may hold a worker, besides --workers (default {d.max_paused})")
+    p.add_argument("--pause-timeout-s", type=float, default=d.pause_timeout_s,
+                   help=f"a run paused this long without a step ends cancelled (default {d.pause_timeout_s:g})")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -61,8 +74,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
 
-    if args.workers < 1:
-        print("error: workers: must be an integer >= 1", file=sys.stderr)
+    for name in ("workers", "max_queued", "max_queued_per_session", "max_paused"):
+        if getattr(args, name) < 1:
+            print(f"error: {name.replace('_', '-')}: must be an integer >= 1", file=sys.stderr)
+            return 2
+    if not args.pause_timeout_s > 0:  # also refuses nan
+        print("error: pause-timeout-s: must be a number of seconds > 0", file=sys.stderr)
         return 2
     if args.max_budget is not None:
         if args.max_budget < 1:
@@ -111,12 +128,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     from uats_core.interrupts import sigterm_as_interrupt
     from .app_ui import build_demo, launch_kwargs
     from .export import stop_kaleido
-    from .worker import WorkerPool, default_pair_request
+    from storage.shadow import mark_dead_shadow_jobs
 
-    dead = store.mark_dead_workers()
+    from .worker import PoolLimits, WorkerPool, default_pair_request
+
+    dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store)  # a server or worker gone (kill -9)
     if dead:
-        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
-    pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request())
+        log.warning("marked %d job(s) failed whose server or worker had died: %s", len(dead),
+                    ", ".join(d[:8] for d in dead))
+    limits = PoolLimits(max_workers=args.workers, max_paused=args.max_paused, max_queued=args.max_queued,
+                        max_queued_per_session=args.max_queued_per_session, pause_timeout_s=args.pause_timeout_s)
+    pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request(), limits=limits)
     demo = build_demo(store, pool, export_dir, reports_dir, choices)
 
     try:

@@ -33,6 +33,8 @@ from ..spending import SpendingRule, spending_rule
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
+UATS_METHODS = ("h-uats", "a-uats")  # the methods that run MC-dropout passes and re-evaluate
+BETA_MAX = 3.0  # the most A-UATS's controller may scale the re-evaluation budget B by (H-UATS: β = 1)
 
 @dataclass(frozen=True)
 class Knobs:

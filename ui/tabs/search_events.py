@@ -20,7 +20,7 @@ from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_op
 from ..access import AccessDenied, require_owner, requester
 from ..figures import cost_figure, knobs_figure
 from ..safe_text import md_inline, md_text
-from ..worker import RunRequest, request_dict
+from ..worker import QueueFull, RunRequest, request_dict, session_of
 from .common import LIVE, AppContext, fig_json, lines, notice, skips
 from .search import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer, fresh_run_state
@@ -60,10 +60,11 @@ def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
 
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
-               paused: bool = False, owner: str | None = None) -> str:
-    """Register a run from the form's values (by field name) and hand it to a worker; its id.
+               paused: bool = False, owner: str | None = None, session: str | None = None) -> str:
+    """Register a run from the form's values (by field name) and queue it for a worker; its id.
     `method` overrides the form's (Compare starts one run per method from the same form); `owner`: who
-    started it (ui/access.py)."""
+    started it (ui/access.py). The pool's queue limits (per server, per client `session`) may refuse it:
+    QueueFull, nothing written."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
@@ -79,12 +80,14 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
     world = ds == svc.ARITH and typed is None
     check_model_choice(policy, prm, world)
     run_id = uuid.uuid4().hex
-    ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
-                           gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
-                           policy=policy or "embedded arith policy", prm=prm or "embedded arith PRM", label=label,
-                           paused=paused, owner=owner)
     ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
-                               config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields))
+                               config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields),
+                    session=session, paused=paused,
+                    register=lambda: ctx.store.register_run(
+                        run_id, method=config.method, problem_id=prob.id, question=prob.question,
+                        gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
+                        policy=policy or "embedded arith policy", prm=prm or "embedded arith PRM", label=label,
+                        paused=paused, owner=owner))
     log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
     return run_id
 
@@ -118,7 +121,8 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     def on_run(s, request: gr.Request, **form):
         try:
-            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request))
+            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request),
+                                session=session_of(request))
         except FORM_ERRORS as exc:
             return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
         except DB_ERRORS as exc:
@@ -140,7 +144,7 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             try:
                 require_owner(store, rid, request, verb)
                 ok = control(rid)
-            except (StorageError, AccessDenied) as exc:
+            except (StorageError, AccessDenied, QueueFull) as exc:
                 return notice(str(exc))
             return notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
         return handler
@@ -148,9 +152,10 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     t.cancel_btn.click(run_control("cancel", store.request_cancel,
                                    "cancel requested for run {run}; it stops within a second or two"),
                        [ctx.st], [ctx.notice], api_name="cancel_run")
-    t.pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
+    # pausing goes through the pool: it holds the number of paused runs to --max-paused
+    t.pause_btn.click(run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
                       [ctx.st], [ctx.notice], api_name="pause_run")
-    t.step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
+    t.step_btn.click(run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
                      [ctx.st], [ctx.notice], api_name="step_run")
     t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice],
                        api_name="resume_run")
@@ -162,8 +167,7 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
     def on_tick(s, follow_live, **view):
-        outs = skips(10)
-        ctx.pool.pump()
+        outs = skips(10)  # a tick only reads: the pool's own thread starts and reaps jobs
         if not s.get("run_id"):
             return tuple(outs)
         try:
