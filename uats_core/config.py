@@ -16,6 +16,9 @@ UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 UATS_METHODS = ("h-uats", "a-uats")  # the methods that spend by spending.py and gate on MC-dropout uncertainty
+# How H-UATS scores a candidate: 'mc' = K0 MC-dropout passes (R̄, σ², the OOD gate); 'single' = one
+# deterministic pass with dropout off and no gate, the compute saved going to width (the paper's "w/o Uncert.").
+PRM_SCORINGS = ("mc", "single")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
@@ -44,6 +47,7 @@ class SearchConfig:
     dora_similarity_temperature: float = 0.01  # Ts
     # UATS
     k0: int = 7
+    prm_scoring: str = "mc"  # PRM_SCORINGS
     alpha: float = 0.3
     # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
     # (uats_core.calibration resolves it to a number before a search starts)
@@ -100,6 +104,10 @@ class SearchConfig:
             # the controller outputs τ on the scale it was trained on: σ² of the scores
             raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
                                                    "use --uncertainty var --uncertainty-space prob, or h-uats")
+        if self.prm_scoring not in PRM_SCORINGS:
+            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
+        if self.prm_scoring != "mc" and self.method != "h-uats":
+            raise ConfigError("prm_scoring", "single-pass scoring is an H-UATS ablation; use --method h-uats")
         if self.child_score not in CHILD_SCORES:
             raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
         _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)
@@ -177,9 +185,9 @@ def parse_dropout_mode(mode: str) -> tuple[str, int | None]:
 def check_uats_affordable(cfg: SearchConfig) -> None:
     """UATS buys children at c+K0 each out of N(c+1) a step: refuse a budget that cannot buy one before any model
     loads or any run is logged (the search itself would stop at its first step)."""
-    from .spending import spending_rule  # here, not at the top: spending imports this module
+    from .spending import config_spending  # here, not at the top: spending imports this module
 
-    spending = spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
+    spending = config_spending(cfg)
     if not spending.can_start():
         raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
                                     f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "

@@ -38,7 +38,7 @@ BUILTIN_MODELS: dict[str, str] = {
 BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
 
 _UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode", "uncertainty",
-                "uncertainty_space", "child_score", "child_sigma_weight"}
+                "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"}
 # Which config fields can change which method's result. A field missing here changes every method.
 FIELD_METHODS: dict[str, tuple[str, ...]] = {
     **{f: UATS_METHODS for f in _UATS_FIELDS},

@@ -22,7 +22,7 @@ from uats_core.problems import ProblemError
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from uats_core.entrypoints.cli import TRUST_HELP
-from .run import EvalOptions, run_eval
+from .run import EvalOptions, code_version, run_eval
 
 log = logging.getLogger("uats_core.eval")
 
@@ -137,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("shard", "--shard splits the grid without Ray; drop one of --shard and --ray")
         if args.batch < 1:
             raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
+        if args.ledger and not args.dry_run and code_version().endswith("+dirty"):
+            # a ledger row names the commit that ran it: a row from uncommitted code could not be reproduced
+            raise ConfigError("ledger", "the checkout has uncommitted code changes (git status); commit them, or run "
+                                        "from a clean worktree, before writing to a results ledger")
         spec = spec_from_args(args)
         policy_opts, prm_opts = check_pair_options(spec, args)
         opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,
