@@ -24,9 +24,9 @@ import torch
 
 from storage import RunStore, StorageError
 from storage.eval_cells import eval_cells
-from uats_core.config import ConfigError
 from uats_core.entrypoints.eval import EvalOptions, run_eval
 from uats_core.entrypoints.eval.cli import main as eval_main
+from uats_core.errors import ConfigError
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
 from uats_core.eval.grid import load_eval_problems, parse_pairs
@@ -440,7 +440,7 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
 
 
 def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
-    from uats_core.config import ConfigError
+    from uats_core.errors import ConfigError
     from uats_core.entrypoints.eval.ray_runner import check_resources
 
     check_resources({"CPU": 2.0}, 1.0, 0.0)

@@ -9,10 +9,11 @@ import pytest
 
 from storage import RunStore
 from uats_core.cancel import CancelCheck, SearchCancelled, cancellable, checkpoint
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.limits import (ENV_MAX_BUDGET, Limits, check_limits, check_prompt_fits, estimate_run,
                               set_max_budget)
-from uats_core.problems import Problem, ProblemError
+from uats_core.problems import Problem
 from uats_core.protocols import Trace
 
 LONG = "1+" * 2100 + "1?"  # 4,202 characters: more tokens than the tiny models' 4,096 positions

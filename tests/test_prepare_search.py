@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from uats_core.config import ConfigError, SearchConfig
-from uats_core.problems import Problem, ProblemError, find_problem
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
+from uats_core.problems import Problem, find_problem
 from uats_core.runner import prepare_search
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
 

@@ -297,7 +297,7 @@ def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> N
 def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
     from ui import service as svc
     from ui.report_sources import ReportSources
-    from uats_core.config import ConfigError
+    from uats_core.errors import ConfigError
 
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
     missing = tmp_path / "typo.db"

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, fields
 import json
 from typing import Any, Sequence
 
+from .errors import ConfigError
+
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
 PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
@@ -17,14 +19,6 @@ CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
-
-
-class ConfigError(ValueError):
-    """Bad user input: names the field and says how to fix it."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 @dataclass

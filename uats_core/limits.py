@@ -16,8 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ConfigError
-from .problems import ProblemError
+from .errors import ConfigError, ProblemError
 from .protocols import Trace
 
 log = logging.getLogger(__name__)

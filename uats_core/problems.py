@@ -8,18 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from .errors import ProblemError
+
 log = logging.getLogger(__name__)
 
 HUB_DATASETS = {
     "math500": ("HuggingFaceH4/MATH-500", "test"),
     "aime24": ("HuggingFaceH4/aime_2024", "train"),
 }
-
-
-class ProblemError(ValueError):
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping, Sequence
 
-from uats_core.backends._loading import BackendError
+from uats_core.errors import BackendError
 
 # vLLM engine arguments accepted at the top level of --policy-opt and moved into llm_kwargs.
 VLLM_ENGINE_ARGS = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "tensor_parallel_size", "max_num_seqs",

@@ -29,8 +29,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from uats_core.config import ConfigError
 from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
+from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
 

@@ -21,7 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from uats_core.calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
-from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
+from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES, parse_dropout_mode
+from uats_core.errors import ConfigError
 from uats_core.estimation import auroc, logits
 
 MODES = ("full", "last:2", "head")

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import ConfigError, SearchConfig
+from ..config import SearchConfig
+from ..errors import ConfigError, ProblemError
 from ..methods import METHODS
 from ..paths import ASSETS
-from ..problems import Problem, ProblemError, load_problems
+from ..problems import Problem, load_problems
 
 log = logging.getLogger(__name__)
 

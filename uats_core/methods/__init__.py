@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import ConfigError, SearchConfig
+from ..config import SearchConfig
+from ..errors import ConfigError
 from .base import SearchCancelled, SearchContext, SearchMethod
 from .beam import BeamSearch
 from .best_of_n import BestOfN

@@ -26,7 +26,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..allocation import child_scores, largest_remainder, softmax
-from ..config import ConfigError, SearchConfig, tau_auto_quantile
+from ..config import SearchConfig, tau_auto_quantile
+from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
 from ..spending import SpendingRule, spending_rule
