@@ -19,6 +19,9 @@ CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
+# The search methods, in the order tables list them; uats_core.methods.REGISTRY maps each to its class.
+METHODS: tuple[str, ...] = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
+UATS_METHODS: tuple[str, ...] = ("h-uats", "a-uats")  # the methods with UATS's knobs (k0, τ, δ, ν1, ν2, ...)
 
 
 @dataclass
@@ -68,9 +71,16 @@ class SearchConfig:
     controller: str | None = None  # checkpoint path; None = the shipped one
     controller_uncertainty_features: bool = True
 
-    def validate(self) -> "SearchConfig":
-        from .methods import METHODS  # the registry's names (here, not at the top: methods import this module)
+    def __post_init__(self) -> None:
+        if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
+            try:
+                self.tau = float(self.tau)
+            except ValueError:
+                pass
 
+    def validate(self) -> "SearchConfig":
+        """Check every field (ConfigError naming the first bad one); changes nothing. The run's limits (budget cap,
+        tree size) are prepare_search's: uats_core.limits.check_limits."""
         if self.method not in METHODS:
             raise ConfigError("method", f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         _int_at_least("budget", self.budget, 1)
@@ -83,7 +93,6 @@ class SearchConfig:
             raise ConfigError("budget", f"must be at least beam_width={self.beam_width} for {self.method}")
         _positive("cost_ratio", self.cost_ratio, allow_zero=True)
         if tau_auto_quantile(self.tau) is None:
-            self.tau = float(self.tau)  # the CLI and the app hand numbers over as text
             _positive("tau", self.tau, allow_zero=True)
         if self.uncertainty not in UNCERTAINTIES:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
@@ -107,9 +116,6 @@ class SearchConfig:
         if not 0.0 <= self.dropout_p < 1.0:
             raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
         parse_dropout_mode(self.dropout_mode)
-        from .limits import check_limits  # here, not at the top: limits imports this module
-
-        check_limits(self)  # the maximum budget, and the run's node and memory estimate
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from typing import Any, Iterable
 from storage.fastread import read_nodes
 from uats_core.estimation import OODGate
 from uats_core.records import Decision, StepInfo
+from uats_core.tree import TERMINAL
 
 from .bigtree import HISTORY_LIMIT, gc_paused
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("finished", "truncated")
 _HISTORY_FIELDS = ("k", "mean", "var", "ucb", "ood", "status", "extra_passes", "children_granted", "logit_mean",
                    "logit_var")
 

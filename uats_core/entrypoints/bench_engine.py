@@ -42,7 +42,7 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(str(Path(tmp) / "bench.db"))
         for method in methods:
-            cfg = SearchConfig(method=method, budget=budget, seed=seed)
+            cfg = SearchConfig(method=method, budget=budget, seed=seed).validate()
             run_search(problem, cfg, pol, rm)  # warm-up: first-call allocations, lazy imports
             plain, logged, inside, nodes = [], [], [], 0
             for _ in range(repeats):

@@ -123,6 +123,8 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
 
     torch.manual_seed(seed)
     base = SearchConfig(method="a-uats", budget=budgets[0], seed=seed)
+    for b in budgets:  # the searches below draw from these: each config is checked here, once
+        replace(base, budget=b).validate()
     pairs = [(load_policy(p), load_prm(r, dropout_p=base.dropout_p, dropout_mode=base.dropout_mode)) for p, r in pairs_spec]
     problems = load_split("train", 2000, seed=0)
     features = feature_names(uncertainty_features)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import SearchConfig
+from ..config import METHODS, UATS_METHODS, SearchConfig
 from ..errors import ConfigError, ProblemError
-from ..methods import METHODS
+from ..limits import check_limits
 from ..paths import ASSETS
 from ..problems import Problem, load_problems
 
@@ -38,7 +38,6 @@ BUILTIN_MODELS: dict[str, str] = {
 # policy B's (other words, result first) are not. Reports label the pairs with this.
 BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
 
-UATS_METHODS = ("h-uats", "a-uats")
 _UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode", "uncertainty",
                 "uncertainty_space", "child_score", "child_sigma_weight"}
 # Which config fields can change which method's result. A field missing here changes every method.
@@ -315,6 +314,7 @@ def validate_cells(items: Sequence[WorkItem]) -> None:
         seen.add(sig)
         cfg = c.config()
         cfg.validate()
+        check_limits(cfg)
         if c.method in UATS_METHODS:
             width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
             if width < 1:

@@ -11,6 +11,7 @@ import gradio as gr
 
 from storage import StorageError
 from storage.shadow import read_shadow
+from uats_core.config import UATS_METHODS
 
 from .. import service as svc
 from ..decisions import decision_iteration, explain_node, explain_step
@@ -22,8 +23,6 @@ from ..treedata import RunData
 from .common import AppContext, fig_json, notice, plot_html, skips
 from .search import SearchTab
 from .search_events import FORM_ERRORS, submit_run
-
-UATS_METHODS = ("h-uats", "a-uats")
 
 
 @dataclass
