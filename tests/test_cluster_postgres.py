@@ -29,7 +29,7 @@ from uats_core.entrypoints.eval import EvalOptions, run_eval
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 
-from .test_eval import MODELS, problems_file  # noqa: F401 (a fixture: the same three problems)
+from .eval_doubles import MODELS
 
 URL = os.environ.get("UATS_TEST_POSTGRES_URL")
 REPO = Path(__file__).resolve().parents[1]

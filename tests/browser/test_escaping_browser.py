@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import shot
-from .test_app_browser import fill, open_run, wait_notice, wait_text
+from .pages import fill, open_run, shot, wait_notice, wait_text
 
 pytestmark = pytest.mark.browser
 
