@@ -48,6 +48,9 @@ runs = sa.Table(
     sa.Column("step_credits", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("worker_pid", sa.Integer),
     sa.Column("worker_host", sa.String(200)),
+    # who started the run in the app: 'user:<name>' signed in, 'session:<hash>' of a page without a login; None:
+    # the CLI, an evaluation or an older version. Only the owner may control, star or annotate it (ui/access.py).
+    sa.Column("owner", sa.String(200)),
     # the process that registered the run and answers for it (liveness.this_process: host|pid|start token):
     # a restarted app ends the runs of a server that is gone, even while an orphaned worker lives on
     sa.Column("server", sa.String(200)),
@@ -60,7 +63,7 @@ runs = sa.Table(
 # Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
 # COLUMN, with the server default for NOT NULL ones; nullable ones start NULL), so a database written by an
 # earlier version keeps working. Its old nodes simply have no logit statistics.
-ADDED_COLUMNS = {"runs": ("paused", "step_credits", "server"), "nodes": ("logit_mean", "logit_var"),
+ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server"), "nodes": ("logit_mean", "logit_var"),
                  "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).

@@ -1,4 +1,5 @@
-"""Test doubles for the allocation, engine-logic and worker-pool unit tests (never used outside tests).
+"""Test doubles for the allocation, engine-logic and worker-pool unit tests, and the app's worker pool (never used
+outside tests).
 
 The end-to-end tests use real models; these exist so the search maths can be checked on inputs
 whose every number is known, and so a full disk or a cancel can be made to happen at a known point."""
@@ -67,6 +68,38 @@ class GlobalRNGPRMDouble(HashedPRMDouble):
         base = np.array([s[-1] for s in self.score(traces)])
         spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * np.random.standard_normal((len(traces), k)), 0, 1)
+
+
+class WorkerPoolDouble:
+    """Stands in for ui.worker.WorkerPool in app tests that serve the page: a submitted run is registered and
+    recorded, never started (no models load), so it stays 'queued' unless the test writes its events itself."""
+
+    def __init__(self, store: Any = None, **_: Any) -> None:
+        self.store = store  # with one, pause and step set the run's flags as the real pool does (no paused-runs limit)
+        self.submitted: list[Any] = []
+
+    def submit(self, req: Any, session: str | None = None, register: Any = None, paused: bool = False) -> None:
+        if register is not None:
+            register()
+        self.submitted.append(req)
+
+    def pause_run(self, run_id: str) -> bool:
+        return self.store is not None and self.store.pause_run(run_id)
+
+    def step_run(self, run_id: str, steps: int = 1) -> bool:
+        return self.store is not None and self.store.step_run(run_id, steps)
+
+    def pump(self) -> list[str]:
+        return []
+
+    def active(self) -> list[str]:
+        return []
+
+    def queued(self) -> list[str]:
+        return []
+
+    def shutdown(self, **_: Any) -> None:
+        pass
 
 
 class DiskFullDouble:

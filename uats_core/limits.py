@@ -92,12 +92,13 @@ def estimate_run(config: Any) -> RunEstimate:
     passes are at most max_iterations·N(c+1). Per node: 1, or for UATS K0 plus one step's re-evaluation
     budget, β·(ρ·N(c+1) + c + K0) at most (β ≤ 1 for H-UATS, A-UATS's controller's ceiling for A-UATS),
     never more than N(c+1)."""
-    from .methods.uats import BETA_MAX, UATS_METHODS
-    from .spending import spending_rule
+    from .config import UATS_METHODS
+    from .methods.uats import BETA_MAX
+    from .spending import config_spending
 
     per_step = config.budget * (1.0 + 1.0 / max(float(config.cost_ratio), 1.0))
     nodes = 1 + math.ceil(per_step) * int(config.max_iterations)
-    rule = spending_rule(config.spend_rule, config.budget, config.cost_ratio, config.k0, config.reeval_share)
+    rule = config_spending(config)
     passes = math.ceil(rule.step_cap * int(config.max_iterations))
     node_passes = 1
     if config.method in UATS_METHODS:

@@ -33,10 +33,15 @@ def model_key(req: Any) -> str:
 
 
 def load_pair(req: Any) -> tuple[Any, Any]:
-    """Load the request's policy and PRM (the real loader; tests hand ModelCache a counting one)."""
+    """Load the request's policy and PRM (the real loader; tests hand ModelCache a counting one). The options are
+    checked again here, where they would take effect: no request makes a worker run a model's own code."""
     from uats_core.config import SearchConfig
     from uats_core.runner import build_backends
 
+    from .choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, check_app_options
+
+    check_app_options(req.policy_opts, "policy_opts", APP_POLICY_OPTIONS)
+    check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
     config = SearchConfig.from_dict(req.config).validate()
     return build_backends(req.policy, req.prm, config, prm_kind=req.prm_kind, policy_opts=req.policy_opts,
                           prm_opts=req.prm_opts, world_problem=req.world_problem)

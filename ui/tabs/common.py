@@ -16,6 +16,7 @@ import plotly
 from storage import RunStore
 from uats_core.config import SearchConfig
 
+from ..choices import ServerChoices
 from ..figures import ViewOptions
 from ..safe_text import md_text
 from ..treedata import RunData
@@ -180,7 +181,8 @@ class RunCache:
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair."""
+    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair; `choices`
+    the models and problem sets this server offers (nothing else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -191,3 +193,4 @@ class AppContext:
     tabs: gr.Tabs
     st: gr.State
     cst: gr.State
+    choices: ServerChoices

@@ -10,10 +10,11 @@ from typing import Any, Callable
 import gradio as gr
 
 from storage import StorageError
-from uats_core.methods.uats import UATS_METHODS
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
+from uats_core.config import UATS_METHODS
 
 from .. import service as svc
+from ..access import requester
 from ..decisions import decision_iteration, explain_node, explain_step
 from ..export import ExportError, safe_name, write_bundle
 from ..frontier import frontier_figure
@@ -24,7 +25,7 @@ from ..treedata import RunData
 from ..worker import session_of
 from .common import AppContext, fig_json, notice, plot_html, skips
 from .search import SearchTab
-from .search_events import FORM_ERRORS, submit_run
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
 
 
 @dataclass
@@ -167,9 +168,12 @@ class _Compare:
         ids = []
         try:
             for m in ("h-uats", "rebase"):
-                ids.append(submit_run(self.ctx, form, method=m, label="compare", session=session_of(request)))
+                ids.append(submit_run(self.ctx, form, method=m, label="compare", owner=requester(request),
+                                      session=session_of(request)))
         except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(7))
+            return (cs, notice(str(exc)), *skips(6))
+        except DB_ERRORS as exc:
+            return (cs, notice(db_failure(exc)), *skips(6))
         cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
         choices = self.run_choices()
         return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}; both trees follow live", ok=True),
@@ -242,7 +246,8 @@ class _Compare:
             return cs, notice("a shadow scoring job of this pair is still going; wait for it or cancel it")
         side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
         try:
-            job = submit_shadow(self.ctx.store, self.ctx.pool, cs[side], k, prm, prm_kind, session_of(request))
+            job = submit_shadow(self.ctx.store, self.ctx.pool, cs[side], k,
+                               self.ctx.choices.model("prm", prm), prm_kind, session_of(request))  # only a PRM the server offers
         except FORM_ERRORS as exc:
             return cs, notice(str(exc))
         cs = {**cs, "shadow": {"id": job, "side": side, "run": cs[side]}}
