@@ -161,16 +161,20 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
                            ".some(t => t.name === 'shadow')", timeout=20_000)
     wait_idle(page)
     shot(page, "compare-shadow")
-    # the comparison export holds both trees and the shadow scores; its LaTeX prints whole costs
+    # the comparison export holds both trees and the shadow scores; its LaTeX prints whole costs. The export
+    # made at Compare is rebuilt when the shadow job ends (its key changes): download until it is the new one.
     button = page.locator("#cmp-export")
     deadline = time.time() + 120
-    while time.time() < deadline and "compare-" not in button.inner_text():
-        time.sleep(0.2)
-    with page.expect_download(timeout=60_000) as info:
-        button.click()
-    with zipfile.ZipFile(Path(info.value.path())) as zf:
-        name = next(n for n in zf.namelist() if n.endswith(".json"))
-        data = json.loads(zf.read(name))
-        tex = zf.read(name.replace(".json", ".tex")).decode()
+    data: dict[str, Any] = {"b_shadow": []}
+    while time.time() < deadline and len(data["b_shadow"]) != 159:
+        if "compare-" not in button.inner_text():
+            time.sleep(0.2)
+            continue
+        with page.expect_download(timeout=60_000) as info:
+            button.click()
+        with zipfile.ZipFile(Path(info.value.path())) as zf:
+            name = next(n for n in zf.namelist() if n.endswith(".json"))
+            data = json.loads(zf.read(name))
+            tex = zf.read(name.replace(".json", ".tex")).decode()
     assert len(data["a_nodes"]) == 160 and len(data["b_nodes"]) == 160 and len(data["b_shadow"]) == 159
     assert ".000" not in tex.split("\\midrule")[1].split("\\bottomrule")[0]
