@@ -99,3 +99,23 @@ def test_rebase_mc_cells_name_the_mc_settings_and_plain_rebase_ignores_them():
                         ("h-uats", "base"), ("h-uats", "k0=3"), ("beam", "base")}
     spec.settings = {}
     assert {it.cell.variant for it in build_cells(spec) if it.cell.method == "rebase"} == {"base"}
+
+
+def test_ladder_table_pairs_each_step_on_shared_cells_by_hand():
+    import pandas as pd
+
+    from uats_core.report.ladder import ladder_table
+
+    def rows(method, variant, correct, cost):
+        return [{"dataset": "d", "pair": "P", "budget": 4, "problem_id": f"p{i}", "seed": 0, "method": method,
+                 "variant": variant, "correct": c, "cost": cost} for i, c in enumerate(correct)]
+
+    df = pd.DataFrame(rows("rebase", "base", [1, 0, 0, 1], 100.0) + rows("rebase", "rebase_scoring=mc", [1, 1, 0], 95.0)
+                      + rows("h-uats", "base", [1, 1, 1, 1], 110.0))
+    table = ladder_table(df).set_index(["upper", "lower"])
+    assert list(table.index) == [("REBASE, MC mean", "REBASE"), ("H-UATS", "REBASE")]  # steps with both rungs only
+    mc = table.loc[("REBASE, MC mean", "REBASE")]
+    assert mc["n_cells"] == 3 and mc["diff"] == pytest.approx(1 / 3) and mc["spend_ratio"] == pytest.approx(0.95)
+    assert mc["acc_upper"] == pytest.approx(2 / 3) and mc["acc_lower"] == pytest.approx(1 / 3)
+    total = table.loc[("H-UATS", "REBASE")]
+    assert total["n_cells"] == 4 and total["diff"] == pytest.approx(0.5) and total["spend_ratio"] == pytest.approx(1.1)

@@ -20,6 +20,9 @@ SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 # REBASE takes the same two (rebase_scoring, default 'single'): 'mc' scores its children with the MC mean of K0
 # passes, paid for out of its width (the ablation ladder's rung between REBASE and H-UATS, methods/rebase.py).
 PRM_SCORINGS = ("mc", "single")
+# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (the paper's), the best
+# final score, plain majority, or the weighted vote counting each distinct final solution once.
+AGGREGATIONS = ("weighted", "best", "majority", "distinct")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
@@ -39,6 +42,7 @@ class SearchConfig:
     seed: int = 0
     cost_ratio: float = 18.0  # c: one generated step costs as much as c PRM passes
     max_iterations: int = 40
+    aggregation: str = "weighted"  # AGGREGATIONS
     # Best-of-N
     weighted: bool = True
     # Beam search and DVTS
@@ -110,6 +114,8 @@ class SearchConfig:
             raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
         if self.prm_scoring != "mc" and self.method != "h-uats":
             raise ConfigError("prm_scoring", "single-pass scoring is an H-UATS ablation; use --method h-uats")
+        if self.aggregation not in AGGREGATIONS:
+            raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
         if self.rebase_scoring not in PRM_SCORINGS:
             raise ConfigError("rebase_scoring", f"got {self.rebase_scoring!r}; use single (one pass) or mc (K0 passes)")
         if self.rebase_scoring != "single" and self.method != "rebase":

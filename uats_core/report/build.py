@@ -14,7 +14,9 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..config import SearchConfig
+from .aggregation import aggregation_markdown, aggregation_table
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
+from .ladder import ladder_markdown, ladder_table
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
                     spend_against_rebase, variant_differences)
@@ -65,7 +67,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     tables (DataFrames): results (one row per cell), curves, table4, pass_table4, prm_summary;
     markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
     load_nodes: run ids -> their nodes, for the Figure 2 analysis and the duplicates table (both skipped without
-    it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them).
+    it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them),
+    traces with a `solutions` column where final solutions are known (the answer aggregation table).
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -102,6 +105,11 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         rep.tables["duplicates"] = dup
         if text := duplicates_markdown(dup, roles):
             rep.markdown["Duplicate candidates"] = text
+    has_finals = traces is not None and "solutions" in traces
+    agg = aggregation_table(df, traces[traces["solutions"].notna()] if has_finals else None, confidence)
+    rep.tables["aggregation"] = agg
+    if text := aggregation_markdown(agg, roles):
+        rep.markdown["Answer aggregation"] = text
     return rep
 
 
@@ -148,6 +156,10 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     abl = ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles) if len(abl_df) else ""
     if abl:
         rep.markdown["Ablations"] = abl
+    ladder = ladder_table(df, confidence)
+    rep.tables["ladder"] = ladder
+    if text := ladder_markdown(ladder, roles):
+        rep.markdown["Ablation ladder"] = text
 
 
 def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:

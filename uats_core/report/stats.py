@@ -201,7 +201,7 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
         for x, y in comparisons(wide.columns):
             d = (wide[x].astype(float) - wide[y].astype(float)).dropna()
             if not d.empty:
-                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **_paired(d, confidence)})
+                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **paired_summary(d, confidence)})
     out = pd.DataFrame(rows)
     return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out
 
@@ -209,7 +209,7 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
 CELL = ["dataset", "pair", "budget", "problem_id", "seed"]  # one search of a method, across its variants
 
 
-def _paired(d: pd.Series, confidence: float) -> dict[str, Any]:
+def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
     """A paired difference indexed by (problem_id, seed): its mean with t-intervals over seeds and over problems."""
     mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
     _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
@@ -231,7 +231,7 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
                 d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
                     pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
                 rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair,
-                             "budget": budget, "reference": f"{ref_name} (base)", **_paired(d, confidence),
+                             "budget": budget, "reference": f"{ref_name} (base)", **paired_summary(d, confidence),
                              "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum())})
     out = pd.DataFrame(rows)
     return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)

@@ -78,7 +78,7 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
     return out
 
 
-def _half(h: float) -> str:
+def half_text(h: float) -> str:
     """A paired difference's interval half-width in points, or '–' where one seed or problem gives none."""
     return "–" if math.isnan(h) else f"± {100 * h:.1f}"
 
@@ -89,7 +89,7 @@ def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
         return out
     for (dataset, variant), g in pdiff.groupby(["dataset", "variant"], sort=False):
         rows = [[pair_name(r.pair, roles), r.budget, f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
-                 _half(r.half_seeds), _half(r.half_problems)] for r in g.itertuples()]
+                 half_text(r.half_seeds), half_text(r.half_problems)] for r in g.itertuples()]
         out[f"{dataset}|{variant}"] = (
             "Accuracy difference in percentage points on the same (problem, seed) cells; 95% t-intervals over "
             "seeds and over problems\n\n"
@@ -101,7 +101,7 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
     if vdiff.empty:
         return ""
     rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.reference, f"{100 * r.diff:+.1f}",
-             _half(r.half_seeds), _half(r.half_problems), r.n_cells,
+             half_text(r.half_seeds), half_text(r.half_problems), r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
     return ("Each UATS variant against its method's base settings and against REBASE on the same (problem, seed) "
             "cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
