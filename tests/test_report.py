@@ -184,7 +184,8 @@ def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None
 
 
 def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_path: Path) -> None:
-    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so."""
+    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so
+    and gives the base's mean on the same cells."""
     store = RunStore(str(tmp_path / "abl.db"))
     w = _Writer(store)
     for seed in range(3):
@@ -194,7 +195,7 @@ def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_pa
     store.close()
     md = build_report(str(tmp_path / "abl.db"), fig2=False).markdown["Ablations"]
     assert "| hand | h-uats | base | 100.0 ± 0.0 (n=1) |" in md
-    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; 1 seed) |" in md
+    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; 1 seed; base on these cells 100.0) |" in md
 
 
 def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:

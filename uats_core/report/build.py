@@ -18,8 +18,8 @@ from .aggregation import aggregation_markdown, aggregation_table
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .ladder import ladder_markdown, ladder_table
 from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
-                    spend_against_rebase, variant_differences)
+from .stats import (base_on_variant_cells, curves, mean_over_budgets, paired_differences, restrict_common,
+                    same_problems_across_variants, spend_against_rebase, variant_differences)
 from .steps import NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
                      spend_markdown, table4_markdown, variant_markdown)
@@ -153,7 +153,8 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     if text := variant_markdown(vdiff, roles):
         rep.markdown["Variants, paired"] = text
     abl_df = same_problems_across_variants(df)
-    abl = ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles) if len(abl_df) else ""
+    abl = (ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles,
+                          base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
     if abl:
         rep.markdown["Ablations"] = abl
     ladder = ladder_table(df, confidence)

@@ -167,6 +167,25 @@ def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return sort_by_method(out, ["dataset", "variant", "pair", "method", "budget"])
 
 
+def base_on_variant_cells(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """For each UATS variant run on fewer (budget, seed) cells than its method's base, the base's mean over budgets
+    on exactly the variant's (problem, budget, seed) cells (mean_over_budgets rows, labelled with the variant), so
+    a narrower ablation is set beside its base like for like."""
+    rows = []
+    uats = df[df["method"].isin(UATS)]
+    for (dataset, pair, method), g in uats.groupby(["dataset", "pair", "method"], sort=False):
+        base = g[g["variant"] == "base"]
+        base_axes = set(zip(base["budget"], base["seed"]))
+        for variant, v in g[g["variant"] != "base"].groupby("variant", sort=False):
+            if set(zip(v["budget"], v["seed"])) >= base_axes:
+                continue
+            cells = set(zip(v["problem_id"], v["budget"], v["seed"]))
+            same = base[[c in cells for c in zip(base["problem_id"], base["budget"], base["seed"])]]
+            if len(same):
+                rows.append(mean_over_budgets(same, "correct", confidence).assign(variant=variant))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
 def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: float = 0.95) -> pd.DataFrame:
     """Table 4's number: per seed, the mean over budgets of the accuracy over problems; then mean ± t over seeds."""
     rows = []

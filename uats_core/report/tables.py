@@ -146,9 +146,10 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     return out
 
 
-def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
+def ablation_table(mob: pd.DataFrame, roles: dict[str, str], base_same: pd.DataFrame | None = None) -> str:
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
-    run at other budgets or seeds than its base says which: its mean is over those."""
+    run at other budgets or seeds than its base says which: its mean is over those, and `base_same`
+    (stats.base_on_variant_cells) gives the base's mean on the very same cells beside it."""
     g = mob[mob["method"].isin(UATS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
@@ -170,6 +171,11 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
                     note += f"; N={r['budgets']}"
                 if len(base) and r["n_seeds"] != base["n_seeds"].iloc[0]:
                     note += f"; {int(r['n_seeds'])} seed{'s' if r['n_seeds'] != 1 else ''}"
+                same = (base_same[(base_same["dataset"] == dataset) & (base_same["method"] == method)
+                                  & (base_same["variant"] == v) & (base_same["pair"] == p)]
+                        if base_same is not None and len(base_same) else [])
+                if len(same):
+                    note += f"; base on these cells {mean_pm(same['value'].iloc[0], same['half'].iloc[0])}"
                 cells.append(f"{mean_pm(r['value'], r['half'])} ({note})")
             rows.append([dataset, method, v, *cells])
     return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
