@@ -25,6 +25,7 @@ STEPS: list[tuple[str, str, str]] = [
     ("H-UATS", "H-UATS w/o re-evaluation", "OOD gate + re-evaluation"),
     ("H-UATS w/o Uncert.", "REBASE", "rounding: largest remainder (one pass)"),
     ("H-UATS w/o re-evaluation", "H-UATS w/o Uncert.", "score: R̄ of K0 passes (UATS rounding)"),
+    ("H-UATS", "H-UATS w/o Uncert.", "uncertainty: K0 passes, gate, re-evaluation (the paper's ablation)"),
     ("H-UATS", "REBASE", "all of it"),
 ]
 
