@@ -88,7 +88,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     _add_notes(rep, raw, df)
     cur = curves(df, confidence)
     rep.tables["curves"] = cur
-    _add_tables(rep, df, cur, roles, confidence)
+    _add_tables(rep, df, cur, roles, confidence, raw)
     _add_figures(rep, df, cur, roles, confidence)
     if fig2 and (load_nodes is not None or steps is not None):
         if steps is None:
@@ -124,7 +124,8 @@ def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
     rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems")
 
 
-def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
+def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float,
+                raw: pd.DataFrame) -> None:
     mob = mean_over_budgets(df, "correct", confidence)
     rep.tables["table4"] = mob
     pob = mean_over_budgets(df, "pass_at_n", confidence)
@@ -157,7 +158,8 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
                           base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
     if abl:
         rep.markdown["Ablations"] = abl
-    ladder = ladder_table(df, confidence)
+    # every finished cell: the steps pair cells one by one, so a rung still running needs no common problem set
+    ladder = ladder_table(raw, confidence)
     rep.tables["ladder"] = ladder
     if text := ladder_markdown(ladder, roles):
         rep.markdown["Ablation ladder"] = text
