@@ -16,7 +16,8 @@ SECTIONS = ["Compute spent against REBASE", "Table 4 layout: arith-test|base", "
             "Pass@N by budget (%, oracle): arith-test|base",
             "Mean compute spent per search (PRM-pass units, ± 95% t over seeds): arith-test|base",
             "Paired accuracy differences: arith-test|base", "Variants, paired", "Ablations", "Ablation ladder",
-            "Duplicate candidates", "Answer aggregation", "Figure 2 analysis: PRM on each pair's steps"]
+            "Duplicate candidates", "Answer aggregation", "Table 4 layout, best final score: arith-test|base",
+            "Figure 2 analysis: PRM on each pair's steps"]
 
 
 def test_every_table_of_the_results_page_is_the_ledgers() -> None:

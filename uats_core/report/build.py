@@ -133,6 +133,10 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     base = cur[cur["variant"] == "base"]
     for key, text in table4_markdown(mob[mob["variant"] == "base"], roles).items():
         rep.markdown[f"Table 4 layout: {key}"] = text
+    bob = mean_over_budgets(df, "naive_correct", confidence)  # the answer of the single best-scored candidate
+    rep.tables["table4_best_score"] = bob
+    for key, text in table4_markdown(bob[bob["variant"] == "base"], roles, "accuracy with the best final score as the answer").items():
+        rep.markdown[f"Table 4 layout, best final score: {key}"] = text
     for key, text in per_budget_markdown(base, roles, "acc").items():
         rep.markdown[f"Accuracy by budget (%): {key}"] = text
     for key, text in per_budget_markdown(base, roles, "pass_at_n").items():
