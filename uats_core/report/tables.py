@@ -79,7 +79,7 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
     return out
 
 
-def _half(h: float) -> str:
+def half_text(h: float) -> str:
     """A paired difference's interval half-width in points, or '–' where one seed or problem gives none."""
     return "–" if math.isnan(h) else f"± {100 * h:.1f}"
 
@@ -90,7 +90,7 @@ def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
         return out
     for (dataset, variant), g in pdiff.groupby(["dataset", "variant"], sort=False):
         rows = [[pair_name(r.pair, roles), r.budget, f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
-                 _half(r.half_seeds), _half(r.half_problems)] for r in g.itertuples()]
+                 half_text(r.half_seeds), half_text(r.half_problems)] for r in g.itertuples()]
         out[f"{dataset}|{variant}"] = (
             "Accuracy difference in percentage points on the same (problem, seed) cells; 95% t-intervals over "
             "seeds and over problems\n\n"
@@ -102,7 +102,7 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
     if vdiff.empty:
         return ""
     rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.reference, f"{100 * r.diff:+.1f}",
-             _half(r.half_seeds), _half(r.half_problems), r.n_cells,
+             half_text(r.half_seeds), half_text(r.half_problems), r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
     return ("Each UATS variant against its method's base settings and against REBASE on the same (problem, seed) "
             "cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
@@ -147,9 +147,10 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     return out
 
 
-def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
+def ablation_table(mob: pd.DataFrame, roles: dict[str, str], base_same: pd.DataFrame | None = None) -> str:
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
-    run at other budgets or seeds than its base says which: its mean is over those."""
+    run at other budgets or seeds than its base says which: its mean is over those, and `base_same`
+    (stats.base_on_variant_cells) gives the base's mean on the very same cells beside it."""
     g = mob[mob["method"].isin(UATS_METHODS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
@@ -171,6 +172,11 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
                     note += f"; N={r['budgets']}"
                 if len(base) and r["n_seeds"] != base["n_seeds"].iloc[0]:
                     note += f"; {int(r['n_seeds'])} seed{'s' if r['n_seeds'] != 1 else ''}"
+                same = (base_same[(base_same["dataset"] == dataset) & (base_same["method"] == method)
+                                  & (base_same["variant"] == v) & (base_same["pair"] == p)]
+                        if base_same is not None and len(base_same) else [])
+                if len(same):
+                    note += f"; base on these cells {mean_pm(same['value'].iloc[0], same['half'].iloc[0])}"
                 cells.append(f"{mean_pm(r['value'], r['half'])} ({note})")
             rows.append([dataset, method, v, *cells])
     return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
