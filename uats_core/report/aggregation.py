@@ -81,15 +81,22 @@ def aggregation_table(results: pd.DataFrame, candidates: pd.DataFrame | None, co
 def aggregation_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
+    recomputed = bool(table["cells_re"].sum())  # without final solutions in the ledger, only the recorded two
     rows = []
     for r in table.itertuples():
         rec = r._asdict()
-        re_cells = [mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"]) for rule in AGGREGATIONS]
-        agree = "–" if np.isnan(rec["agree"]) else f"{100 * rec['agree']:.1f}%"
-        rows.append([pair_name(r.pair, roles), r.method, r.variant, r.budget, r.cells,
-                     mean_pm(r.weighted, r.weighted_half), mean_pm(r.best, r.best_half), r.cells_re, *re_cells, agree])
-    return ("Accuracy (%) by answer aggregation: the recorded weighted vote and best final score over every cell; the "
-            "four rules recomputed from the final solutions over the cells that keep them (candidates.csv.gz), with the "
-            "share of those cells where the recomputed weighted vote agrees with the recorded one; ± = 95% t over seeds\n\n"
-            + markdown_table(["pair", "method", "variant", "N", "cells", "weighted", "best score", "cells with finals",
-                              "weighted", "best score", "majority", "distinct", "agrees"], rows))
+        row = [pair_name(r.pair, roles), r.method, r.variant, r.budget, r.cells, mean_pm(r.weighted, r.weighted_half),
+               mean_pm(r.best, r.best_half)]
+        if recomputed:
+            agree = "–" if np.isnan(rec["agree"]) else f"{100 * rec['agree']:.1f}%"
+            row += [r.cells_re, *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"]) for rule in AGGREGATIONS], agree]
+        rows.append(row)
+    header = ["pair", "method", "variant", "N", "cells", "weighted", "best score"]
+    text = "Accuracy (%) by answer aggregation: the recorded weighted vote and best final score over every cell"
+    if recomputed:
+        header += ["cells with finals", "weighted", "best score", "majority", "distinct", "agrees"]
+        text += ("; the four rules recomputed from the final solutions over the cells that keep them (candidates.csv.gz), "
+                 "with the share of those cells where the recomputed weighted vote agrees with the recorded one")
+    else:
+        text += " (no cell in this ledger keeps its final solutions, so majority and the distinct vote are not shown)"
+    return text + "; ± = 95% t over seeds\n\n" + markdown_table(header, rows)
