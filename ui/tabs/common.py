@@ -34,6 +34,28 @@ LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": 
 PLOT_JS = r"""
 const host = element.querySelector('.uats-plot');
 const empty = element.querySelector('.uats-empty');
+// Gradio's page has a <base>, so Plotly writes gradient fills and clip paths as url('<page address>#id'),
+// with the address of the first draw. Once the address bar changes (ui.tabs.links), those references
+// point at another document and Chromium paints nothing: the R̄ colour bar became an empty box. This
+// re-points every plot's references and its next draws at the current address; links.py calls it after
+// each address change, and draw() before each draw.
+if (!window.__uatsRepoint) {
+  window.__uatsRepoint = () => {
+    const base = location.href.split('#')[0];
+    for (const gd of document.querySelectorAll('.uats-plot')) {
+      const ctx = gd._context;
+      if (!ctx || !ctx._baseUrl || ctx._baseUrl === base) continue;
+      const old = ctx._baseUrl + '#';
+      ctx._baseUrl = base;
+      for (const el of gd.querySelectorAll('[style*="url("], [clip-path], [mask], [filter], [fill^="url("]')) {
+        for (const a of ['style', 'clip-path', 'mask', 'filter', 'fill']) {
+          const v = el.getAttribute(a);
+          if (v && v.includes(old)) el.setAttribute(a, v.split(old).join(base + '#'));
+        }
+      }
+    }
+  };
+}
 function ringAt(id) {
   // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
   if (!host.data) return;
@@ -66,12 +88,14 @@ function draw() {
   let spec;
   try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
   host.style.display = 'block'; empty.style.display = 'none';
+  window.__uatsRepoint();
   const t0 = performance.now();
   Plotly.react(host, spec.data, spec.layout, spec.config || {}).then(() => {
     const m = spec.meta || {};
     host.dataset.drawMs = (performance.now() - t0).toFixed(1);
     host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
     host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
+    host.dataset.pinned = m.pinned ? '1' : '';  // an iteration the user chose (not "the latest")
     if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
     host.dataset.drawnAt = String(Date.now());
     host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);

@@ -87,7 +87,9 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
     outs = [f["dataset_path"], f["problem"], t.question_md, ctx.notice]
     f["dataset"].change(on_dataset, [f["dataset"], f["dataset_path"]], outs)
     f["dataset_path"].submit(on_dataset, [f["dataset"], f["dataset_path"]], outs)
-    f["problem"].change(on_problem, [f["dataset"], f["dataset_path"], f["problem"]], [t.question_md, ctx.notice])
+    # .input, not .change: a problem list filled by the page (on_dataset sets the question itself) must not
+    # clear a message the user has not acted on yet
+    f["problem"].input(on_problem, [f["dataset"], f["dataset_path"], f["problem"]], [t.question_md, ctx.notice])
 
     def on_typed(q, a, ds, path, pid):
         try:
