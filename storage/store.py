@@ -1,6 +1,6 @@
 """The run log: writes uats_core events to any SQLAlchemy database and reads runs back for the CLI and app.
 
-Fast path (reference.md §7): Core executemany inserts/upserts, one transaction per search iteration,
+Fast path (docs/engine.md measures what logging costs): Core executemany inserts/upserts, one transaction per search iteration,
 SQLite in WAL mode with synchronous=NORMAL so a reader (the app) sees a run while a worker writes it.
 SQL stays portable: upserts use the dialect's ON CONFLICT where it has one (SQLite, PostgreSQL) and
 delete+insert inside the same transaction elsewhere.
@@ -26,12 +26,13 @@ from sqlalchemy.pool import StaticPool
 from uats_core.events import Event, IterationEnded, RunEnded, RunStarted
 
 from . import schema as S
+from .bounds import check_row
 from .control import RunControl
 from .curves import TrainingCurves
 from .fastwrite import update_run, upsert
-from .liveness import pid_alive
+from .liveness import pid_alive, this_process
 from .location import StorageError, display as _display, parse_location
-from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, sqlite_pragmas
+from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, disk_full_errors, sqlite_pragmas
 from .recorder import RunRecorder
 from .rows import node_dict
 from .stars import StarsAndNotes
@@ -79,6 +80,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
                                "check the dialect name and that its driver is installed") from None
         if url.get_backend_name() == "sqlite":
             sa.event.listen(engine, "connect", sqlite_pragmas)
+        disk_full_errors(engine, repr(str(self._sqlite_path)) if self._sqlite_path else repr(_display(url)))
         try:
             create_schema(engine)
         except Exception as exc:
@@ -151,23 +153,27 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
     def register_run(self, run_id: str, *, method: str, problem_id: str, question: str,
                      gold_answer: str | None = None, seed: int | None = None, config: dict[str, Any] | None = None,
                      policy: str | None = None, prm: str | None = None, label: str | None = None,
-                     paused: bool = False) -> None:
+                     paused: bool = False, owner: str | None = None) -> None:
         """Insert a 'queued' row before a worker starts, so a front end can list, follow and cancel the run
         at once; RunStarted from the worker then fills the rest in. paused=True starts it in step mode: the
-        worker loads its models, writes the root, and waits for `step_run` before iteration 1."""
+        worker loads its models, writes the root, and waits for `step_run` before iteration 1. `owner`: who
+        started it (ui/access.py). The run is recorded as this process's (`server`): once that is gone,
+        mark_dead_workers ends the run. StorageError naming the field when a value does not fit the run log."""
         now = time.time()
+        row = dict(run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
+                   seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
+                   n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
+                   paused=bool(paused), step_credits=0, owner=owner, server=this_process())
+        check_row(S.runs, row)
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(S.runs), [dict(
-                run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
-                seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
-                n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
-                paused=bool(paused), step_credits=0)])
+            conn.execute(sa.insert(S.runs), [row])
 
     def _start_run(self, ev: RunStarted) -> None:
         now = time.time()
         values = dict(method=ev.method, problem_id=ev.problem_id, question=ev.question, gold_answer=ev.gold_answer,
                       seed=ev.seed, config=ev.config, policy=ev.policy, prm=ev.prm, status="running",
                       updated_at=now, worker_pid=os.getpid(), worker_host=socket.gethostname())
+        check_row(S.runs, dict(values, run_id=ev.run_id))  # nothing written when a value does not fit
         with self.engine.begin() as conn:
             prev = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == ev.run_id)).scalar_one_or_none()
             if prev is None:

@@ -160,3 +160,16 @@ def test_ledger_command_fills_the_duplicate_counts_of_cells_recorded_without_the
     assert len(pd.read_csv(ledger_dir / results_ledger.TRACES_FILE)) == 3
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(tmp_path / "none.db")]) == 2
     assert capsys.readouterr().err.strip().endswith("give a SQLite path or SQLAlchemy URL")
+
+
+def test_ledger_rows_come_only_from_committed_code(tmp_path, monkeypatch, capsys):
+    """A ledger row names the commit that ran it: uncommitted code is refused before anything runs."""
+    from uats_core.entrypoints.eval import cli
+
+    monkeypatch.setattr(cli, "code_version", lambda: "0123456789ab+dirty")
+    db = tmp_path / "grid.db"
+    rc = cli.main(["--world", "arith", "--problems", "1", "--seeds", "1", "--methods", "rebase", "--budgets", "4",
+                   "--ledger", str(tmp_path / "ledger"), "--db", str(db)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: ledger: ")
+    assert not db.exists() and not (tmp_path / "ledger").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
@@ -15,6 +15,10 @@ UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
+UATS_METHODS = ("h-uats", "a-uats")  # the methods that spend by spending.py and gate on MC-dropout uncertainty
+# How H-UATS scores a candidate: 'mc' = K0 MC-dropout passes (R̄, σ², the OOD gate); 'single' = one
+# deterministic pass with dropout off and no gate, the compute saved going to width (the paper's "w/o Uncert.").
+PRM_SCORINGS = ("mc", "single")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
@@ -43,6 +47,7 @@ class SearchConfig:
     dora_similarity_temperature: float = 0.01  # Ts
     # UATS
     k0: int = 7
+    prm_scoring: str = "mc"  # PRM_SCORINGS
     alpha: float = 0.3
     # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
     # (uats_core.calibration resolves it to a number before a search starts)
@@ -99,6 +104,10 @@ class SearchConfig:
             # the controller outputs τ on the scale it was trained on: σ² of the scores
             raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
                                                    "use --uncertainty var --uncertainty-space prob, or h-uats")
+        if self.prm_scoring not in PRM_SCORINGS:
+            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
+        if self.prm_scoring != "mc" and self.method != "h-uats":
+            raise ConfigError("prm_scoring", "single-pass scoring is an H-UATS ablation; use --method h-uats")
         if self.child_score not in CHILD_SCORES:
             raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
         _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)
@@ -113,6 +122,10 @@ class SearchConfig:
         if not 0.0 <= self.dropout_p < 1.0:
             raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
         parse_dropout_mode(self.dropout_mode)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError("seed", f"must be an integer; got {self.seed!r}")
+        if self.method in UATS_METHODS:
+            check_uats_affordable(self)
         from .limits import check_limits  # here, not at the top: limits imports this module
 
         check_limits(self)  # the maximum budget, and the run's node and memory estimate
@@ -169,6 +182,18 @@ def parse_dropout_mode(mode: str) -> tuple[str, int | None]:
     raise ConfigError("dropout_mode", f"got {mode!r}; use {DROPOUT_MODES_HELP}")
 
 
+def check_uats_affordable(cfg: SearchConfig) -> None:
+    """UATS buys children at c+K0 each out of N(c+1) a step: refuse a budget that cannot buy one before any model
+    loads or any run is logged (the search itself would stop at its first step)."""
+    from .spending import config_spending  # here, not at the top: spending imports this module
+
+    spending = config_spending(cfg)
+    if not spending.can_start():
+        raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
+                                    f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
+                                    "or lower k0")
+
+
 def _int_at_least(name: str, value: Any, low: int, why: str = "") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         extra = f" ({why})" if why else ""
@@ -201,6 +226,25 @@ def parse_options(items: Sequence[str], flag: str) -> dict[str, Any]:
                                         f"{key}='{{\"max_model_len\": 1024}}'") from None
             out[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
     return out
+
+
+# Model options that make transformers (or vLLM) import Python code that comes with a model. The app accepts
+# none of them (its clients get a fixed list of options, ui/choices.py); the command line only with
+# --trust-remote-code.
+CODE_OPTIONS = ("trust_remote_code", "code_revision")
+
+
+def check_code_options(opts: Mapping[str, Any], field: str, allowed: bool) -> None:
+    """ConfigError(field) when `opts`, or a vLLM `llm_kwargs` inside them, ask for a model's own code to run and
+    `allowed` (the command line's --trust-remote-code) is not given."""
+    if allowed:
+        return
+    nested = opts.get("llm_kwargs")
+    for prefix, given in (("", opts), ("llm_kwargs.", nested if isinstance(nested, Mapping) else {})):
+        for key in CODE_OPTIONS:
+            if given.get(key) not in (None, False):
+                raise ConfigError(field, f"{prefix}{key}: makes transformers run Python code that comes with the model; "
+                                         "add --trust-remote-code to allow it, for models whose code you trust")
 
 
 def check_model_choice(policy: str | None, prm: str | None, world_problem: bool) -> None:

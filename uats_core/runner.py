@@ -100,8 +100,13 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
         status, error = "cancelled", str(exc) or type(exc).__name__
     except Exception as exc:
         status, error = "failed", f"{type(exc).__name__}: {exc}"
-        log.exception("search %s failed", run_id)
-        _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
+        # An error that names its field (a full run log, a bad input) says everything in its one line, which
+        # the caller reports; a traceback is for the unexpected.
+        log.log(logging.DEBUG if hasattr(exc, "field") else logging.ERROR, "search %s failed", run_id, exc_info=True)
+        try:
+            _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
+        except Exception:  # noqa: BLE001 - the run log that failed may fail again (disk full): keep the first error
+            log.debug("could not record the end of search %s", run_id, exc_info=True)
         raise
     finally:
         if bar is not None:

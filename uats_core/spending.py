@@ -173,3 +173,10 @@ def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_sha
     if rule == "paper":
         return PaperRule(budget, cost_ratio, k0, reeval_share)
     raise ValueError(f"unknown spend rule {rule!r}; use one of {', '.join(SPEND_RULES)}")
+
+
+def config_spending(cfg: Any) -> SpendingRule:
+    """A SearchConfig's rule: a child costs c+K0, or c+1 with single-pass scoring (which re-evaluates nothing)."""
+    single = cfg.prm_scoring == "single"
+    return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1 if single else cfg.k0,
+                         0.0 if single else cfg.reeval_share)

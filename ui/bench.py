@@ -10,8 +10,8 @@
   Plotly.react (the page computes it from the figure's written_at; same machine, same clock).
 
 Trees come from storage.synthetic (the real events and Node records at sizes a CPU search takes long to
-reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot
-(reference.md §6), so read the spread. `python -m ui.bench` or `main()`; `--json PATH` saves them.
+reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot, so read
+the spread. `python -m ui.bench` or `main()`; `--json PATH` saves them.
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ from typing import Any, Mapping, Sequence
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.methods import METHODS
 from uats_core.paths import ASSETS
-from uats_core.problems import Problem, ProblemError, find_problem, load_problems
+from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
 from .cases import QUADRANTS, Case, StepJudge
+from .choices import AIME24, ARITH, MATH500, ServerChoices, server_choices  # noqa: F401 - the sets every server offers
 from .export import ExportBundle
 from .figures import ViewOptions, inspector_figure, shared_colour_range, tree_figure
 from .report_sources import ReportSources
@@ -26,45 +27,24 @@ from .treedata import TERMINAL, RunData, TreeState, first_divergence, shared_pre
 
 log = logging.getLogger(__name__)
 
-PROJECT = Path(__file__).resolve().parent.parent
-SHARED_DATA = PROJECT.parent / "shared" / "data"
-ARITH = "Arithmetic world (embedded, test split)"
-MATH500 = "MATH-500"
-AIME24 = "AIME 2024"
-CUSTOM = "JSONL file or hub name"
-DATASETS = (ARITH, MATH500, AIME24, CUSTOM)
 ARITH_PROBLEMS_SHOWN = 200
 TRACE_SHOWN = 24  # steps of a trace listed in the inspector
 
 
-def default_dataset_path(dataset: str) -> str:
-    """A local file when one is at hand (../shared/data next to the project), else the hub name."""
-    stem = {MATH500: "math500", AIME24: "aime24"}.get(dataset)
-    if stem is None:
-        return ""
-    local = SHARED_DATA / f"{stem}.jsonl"
-    return str(local) if local.is_file() else stem
-
-
 @functools.lru_cache(maxsize=16)
-def _load_dataset(spec: str) -> tuple[Problem, ...]:
-    return tuple(load_problems(spec))
+def _load_dataset(path: Path) -> tuple[Problem, ...]:
+    return tuple(load_jsonl(path))
 
 
-def dataset_problems(dataset: str, path: str = "") -> list[Problem]:
-    """Problems of a dataset choice; raises ProblemError(field='dataset') with a fix for bad input."""
-    if dataset == ARITH:
+def dataset_problems(dataset: str, choices: ServerChoices | None = None) -> list[Problem]:
+    """Problems of one of the server's problem sets (`choices`; None: the sets every server offers); raises
+    ProblemError(field='dataset'), the same for any name outside the list."""
+    path = (choices or server_choices()).dataset_file(dataset)
+    if path is None:
         from uats_core.worlds.arith import world
 
         return world.load_split("test", ARITH_PROBLEMS_SHOWN)
-    if dataset not in DATASETS:
-        raise ProblemError("dataset", f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-    spec = (path or "").strip() or default_dataset_path(dataset)
-    if not spec:
-        raise ProblemError("dataset", "give a .jsonl file path (fields 'problem' and 'answer') or a hub name (math500, aime24)")
-    if spec.endswith(".jsonl") and not Path(spec).is_file():
-        raise ProblemError("dataset", f"no such file {spec!r}; give an existing .jsonl file with 'problem' and 'answer' fields")
-    return list(_load_dataset(spec))
+    return list(_load_dataset(path))
 
 
 def problem_choices(problems: Sequence[Problem]) -> list[tuple[str, str]]:
@@ -88,8 +68,7 @@ def typed_problem(question: str | None, answer: str | None = None) -> Problem | 
     q = (question or "").strip()
     if not q:
         return None
-    if len(q) > 20_000:
-        raise ProblemError("free_question", f"the typed question has {len(q):,} characters; keep it under 20,000")
+    check_question(q, "free_question")
     digest = hashlib.sha1(q.encode("utf-8")).hexdigest()[:10]
     gold = (answer or "").strip() or None
     return Problem(id=f"typed-{digest}", question=q, answer=gold, source="typed")

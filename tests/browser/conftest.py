@@ -1,8 +1,9 @@
 """Fixtures for the Playwright tests: the app served in-process on a free port over a fresh database, and
-Debian's Chromium (never a downloaded browser) with the flags that work offline here (reference.md §8)."""
+Debian's Chromium (never a downloaded browser) with the flags that work offline and headless here."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -20,6 +21,11 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 # Two synthetic runs (the real engine's events, storage.synthetic) on one problem, seed and budget: the
 # comparison, replay and export tests need finished runs of known shape without minutes of search.
 PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
+# HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
+IMG = '<img src=x onerror="window.__pwned=1">'
+COVER = '<div id="cover" style="position:fixed;inset:0;background:red;z-index:9999">covered</div>'
+MD_IMG = "![t](http://127.0.0.1:9/fetch-me.png)"
+QUESTION = f"Evil {IMG} and {COVER} then {MD_IMG} so what is $\\frac{{1}}{{2}}+\\frac{{1}}{{2}}$?"
 
 
 def _free_port() -> int:
@@ -43,17 +49,19 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 
     d = tmp_path_factory.mktemp("models")
-    pol = save_causal_lm(d / "policy", hidden=32, layers=2, heads=2, kv_heads=1)
-    prm = save_token_cls_prm(d / "prm", layers=2, hidden=32, heads=2, kv_heads=1)
-    return str(pol), str(prm)
+    pol = save_causal_lm(d / "tiny-policy", hidden=32, layers=2, heads=2, kv_heads=1)
+    prm = save_token_cls_prm(d / "tiny-prm", layers=2, hidden=32, heads=2, kv_heads=1)
+    return str(Path(pol).resolve()), str(Path(prm).resolve())
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str]) -> Iterator[dict[str, Any]]:
+    """The app offering the tiny models (their folder as --models-dir) and evil.jsonl (a --datasets-dir)."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
     from storage.synthetic import synthetic_events
     from ui.app_ui import build_demo, launch_kwargs
+    from ui.choices import server_choices
     from ui.worker import WorkerPool
 
     base = tmp_path_factory.mktemp("app")
@@ -67,7 +75,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     export_dir = base / "exports"
     reports_dir = base / "reports"
     reports_dir.mkdir()
-    demo = build_demo(store, pool, export_dir, reports_dir)
+    datasets = base / "datasets"
+    datasets.mkdir()
+    (datasets / "evil.jsonl").write_text(json.dumps({"id": "evil-1", "problem": QUESTION, "answer": "<b>1</b>"}) + "\n",
+                                         encoding="utf-8")
+    choices = server_choices(models_dirs=[Path(tiny_models[0]).parent], datasets_dirs=[datasets])
+    demo = build_demo(store, pool, export_dir, reports_dir, choices)
     port = _free_port()
     demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                                                    quiet=True, **launch_kwargs(export_dir))
@@ -84,7 +97,7 @@ def browser(chromium_path: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        # Playwright gives every launch a fresh temporary profile (the --user-data-dir of reference.md §8)
+        # Playwright gives every launch a fresh temporary profile (its own --user-data-dir)
         b = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_FLAGS)
         try:
             yield b

@@ -152,7 +152,8 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
     zips_before = {p: p.stat().st_mtime_ns for p in served["export_dir"].glob("*.zip")}
     fill(page, "cmp-shadow-k", "4")
     page.click("#cmp-shadow")
-    wait_notice(page, "shadow-scored run B", timeout_s=180)
+    # a job of the worker pool: its worker starts (a fresh interpreter) and loads the PRM first
+    wait_notice(page, "shadow-scored run B", timeout_s=480)
     wait_plot(page, "#cmp-tree-b", "e.data.some(t => (t.name || '').startsWith('shadow'))")
     assert served["store"].get_run(PAIR["rebase"])["cost"] == cost_before
     _click_node(page, "#cmp-tree-b", nid_b)

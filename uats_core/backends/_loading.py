@@ -103,7 +103,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, num_params: int | None = None) -> torch.dtype:
-    """'auto': bf16 on a GPU that has it; on CPU bf16 only for models big enough to profit (reference.md §6)
+    """'auto': bf16 on a GPU that has it; on CPU bf16 only for models big enough to profit (docs/backends.md)
     and only where the CPU has native bf16 matrix units; float32 otherwise."""
     if isinstance(dtype, torch.dtype):
         return dtype

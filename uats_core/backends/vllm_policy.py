@@ -2,7 +2,7 @@
 
 vLLM is imported only inside the constructor, so this module imports on machines without it. Finish
 reasons come from `finish_reason` ("stop" vs "length"): `stop_reason` is None both at end-of-sequence and
-at the length limit, and equals the stop string when the delimiter stopped the request (reference.md §4).
+at the length limit, and equals the stop string when the delimiter stopped the request (vLLM's CompletionOutput).
 """
 
 from __future__ import annotations

@@ -33,12 +33,12 @@ from uats_core.config import ConfigError
 from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
+from uats_core.problems import SHIPPED_DATASETS
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ASSETS
-MATH500 = ROOT.parent / "shared" / "data" / "math500.jsonl"
+MATH500 = SHIPPED_DATASETS["math500"]
 
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules: name -> the function that adds their parser.
@@ -85,7 +85,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float]:
 def measure(variants: dict[str, Callable[[], Any]], repeats: int, setup: Callable[[str], None] | None = None,
             warmup: bool = False) -> dict[str, dict[str, list[float]]]:
     """Run every variant once per round, `repeats` rounds, interleaved: other processes on the shared cores then
-    slow all variants alike, and the minimum over rounds is the least-disturbed run (reference.md §6).
+    slow all variants alike, and the minimum over rounds is the least-disturbed run.
     warmup: one untimed round first (first calls at a new shape pay for allocation and kernel selection)."""
     times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in variants}
     for round_ in range(repeats + int(warmup)):

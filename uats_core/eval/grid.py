@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import ConfigError, SearchConfig
+from ..config import UATS_METHODS, ConfigError, SearchConfig
 from ..methods import METHODS
 from ..paths import ASSETS
 from ..problems import Problem, ProblemError, load_problems
@@ -37,9 +37,8 @@ BUILTIN_MODELS: dict[str, str] = {
 # policy B's (other words, result first) are not. Reports label the pairs with this.
 BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
 
-UATS_METHODS = ("h-uats", "a-uats")
 _UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode", "uncertainty",
-                "uncertainty_space", "child_score", "child_sigma_weight"}
+                "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"}
 # Which config fields can change which method's result. A field missing here changes every method.
 FIELD_METHODS: dict[str, tuple[str, ...]] = {
     **{f: UATS_METHODS for f in _UATS_FIELDS},
@@ -237,7 +236,7 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------- problems
 def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test") -> tuple[str, list[Problem]]:
-    """(dataset label, the first n problems): the arithmetic world's split, or a .jsonl file / hub name."""
+    """(dataset label, the first n problems): the arithmetic world's split, a shipped set's name or a .jsonl file."""
     if dataset:
         problems = load_problems(dataset)
         label = Path(dataset).stem if (dataset.endswith(".jsonl") or Path(dataset).exists()) else dataset
@@ -313,7 +312,12 @@ def validate_cells(items: Sequence[WorkItem]) -> None:
             continue
         seen.add(sig)
         cfg = c.config()
-        cfg.validate()
+        try:
+            cfg.validate()
+        except ConfigError as exc:  # the grid's flag for the budget is --budgets
+            if exc.field != "budget":
+                raise
+            raise ConfigError("budgets", f"{c.method}: {str(exc).partition(': ')[2]}") from None
         if c.method in UATS_METHODS:
             width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
             if width < 1:

@@ -8,7 +8,10 @@ from typing import Any
 
 import gradio as gr
 
+from storage import StorageError
+
 from .. import service as svc
+from ..access import AccessDenied, require_owner
 from ..cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
 from ..export import ExportError, safe_name, write_bundle
 from ..figures import inspector_figure
@@ -153,13 +156,17 @@ class _Cases:
             return export_stale(), notice(str(exc))
         return export_ready(path), notice("")
 
-    def on_case_save(self, cstate, starred, note):
+    def on_case_save(self, cstate, starred, note, request: gr.Request):
         if not cstate.get("current"):
             return notice("select a case first")
         run_id, nid = cstate["current"]
         case = _case_of(cstate, run_id, nid)
-        self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
-        self.ctx.store.set_note(run_id, nid, note or "")
+        try:
+            require_owner(self.ctx.store, run_id, request, "star or annotate", annotate=True)
+            self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
+            self.ctx.store.set_note(run_id, nid, note or "")
+        except (StorageError, AccessDenied) as exc:
+            return notice(str(exc))
         return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)
 
 

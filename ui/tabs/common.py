@@ -16,6 +16,7 @@ import plotly
 from storage import RunStore
 from uats_core.config import SearchConfig
 
+from ..choices import ServerChoices
 from ..figures import ViewOptions
 from ..safe_text import md_text
 from ..treedata import RunData
@@ -34,28 +35,6 @@ LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": 
 PLOT_JS = r"""
 const host = element.querySelector('.uats-plot');
 const empty = element.querySelector('.uats-empty');
-// Gradio's page has a <base>, so Plotly writes gradient fills and clip paths as url('<page address>#id'),
-// with the address of the first draw. Once the address bar changes (ui.tabs.links), those references
-// point at another document and Chromium paints nothing: the R̄ colour bar became an empty box. This
-// re-points every plot's references and its next draws at the current address; links.py calls it after
-// each address change, and draw() before each draw.
-if (!window.__uatsRepoint) {
-  window.__uatsRepoint = () => {
-    const base = location.href.split('#')[0];
-    for (const gd of document.querySelectorAll('.uats-plot')) {
-      const ctx = gd._context;
-      if (!ctx || !ctx._baseUrl || ctx._baseUrl === base) continue;
-      const old = ctx._baseUrl + '#';
-      ctx._baseUrl = base;
-      for (const el of gd.querySelectorAll('[style*="url("], [clip-path], [mask], [filter], [fill^="url("]')) {
-        for (const a of ['style', 'clip-path', 'mask', 'filter', 'fill']) {
-          const v = el.getAttribute(a);
-          if (v && v.includes(old)) el.setAttribute(a, v.split(old).join(base + '#'));
-        }
-      }
-    }
-  };
-}
 function ringAt(id) {
   // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
   if (!host.data) return;
@@ -88,7 +67,6 @@ function draw() {
   let spec;
   try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
   host.style.display = 'block'; empty.style.display = 'none';
-  window.__uatsRepoint();
   const t0 = performance.now();
   Plotly.react(host, spec.data, spec.layout, spec.config || {}).then(() => {
     const m = spec.meta || {};
@@ -204,7 +182,8 @@ class RunCache:
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair."""
+    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair; `choices`
+    the models and problem sets this server offers (nothing else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -215,3 +194,4 @@ class AppContext:
     tabs: gr.Tabs
     st: gr.State
     cst: gr.State
+    choices: ServerChoices

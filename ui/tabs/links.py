@@ -33,8 +33,31 @@ if (!window.__uatsLinks) {
     const it = e.dataset.iteration;
     if (e.dataset.pinned === '1' && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
     const q = '?' + want.toString();
-    if (location.search !== q) history.replaceState(history.state, '', location.pathname + q + location.hash);
-    window.__uatsRepoint && window.__uatsRepoint();  // plots drawn under the old address (ui.tabs.common)
+    if (location.search === q) return;
+    history.replaceState(history.state, '', location.pathname + q + location.hash);
+    repoint(location.href.split('#')[0]);
+  };
+  // Under a <base> element (Gradio's page has one) Plotly writes gradient fills and clip paths as
+  // url("<page address>#id"): once the address changes they name another document and paint nothing (a blank
+  // colour bar). Re-point the drawn ones, and the address Plotly uses for what it draws next.
+  const STALE = /url\((["']?)[^"')#]*#/g;
+  const repoint = (href) => {
+    const fresh = (v) => v.replace(STALE, (m, quote) => 'url(' + quote + href + '#');
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      if (gd._context && gd._context._baseUrl) gd._context._baseUrl = href;
+    });
+    document.querySelectorAll('.js-plotly-plot [style*="url("]').forEach((el) => {
+      const v = el.getAttribute('style');
+      const w = fresh(v);
+      if (w !== v) el.setAttribute('style', w);
+    });
+    for (const name of ['clip-path', 'fill', 'mask', 'filter']) {
+      document.querySelectorAll('.js-plotly-plot [' + name + '*="url("]').forEach((el) => {
+        const v = el.getAttribute(name);
+        const w = fresh(v);
+        if (w !== v) el.setAttribute(name, w);
+      });
+    }
   };
   setInterval(sync, 300);
   document.addEventListener('keydown', (ev) => {
