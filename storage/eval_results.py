@@ -4,12 +4,13 @@ analysis. Reading never creates tables, so a report on a run log without evaluat
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 import sqlalchemy as sa
 
-from uats_core.report.stats import TERMINAL
+from uats_core.tree import TERMINAL
 
 from . import schema as S
 from .eval_cells import eval_cells
@@ -59,6 +60,12 @@ def load_results(source: Any) -> pd.DataFrame:
     df["n_final"] = df["n_final"].fillna(0).astype(int)
     df["cost"] = df["cost"].astype(float)
     return df.drop(columns=["any_correct"])
+
+
+def report_inputs(source: Any) -> tuple[pd.DataFrame, Callable[[Sequence[str]], pd.DataFrame]]:
+    """What uats_core.report.assemble_report reads from the run log `source`: the results and a node loader."""
+    engine = engine_of(source)
+    return load_results(engine), partial(load_nodes, engine)
 
 
 def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:

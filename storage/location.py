@@ -11,13 +11,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+from uats_core.errors import FieldError
 
-class StorageError(ValueError):
+
+class StorageError(FieldError):
     """Bad database input or a missing record; `.field` names what to fix ("db", "run", "node", ...)."""
 
     def __init__(self, message: str, field: str = "db") -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(field, message)
 
 
 def display(url: URL) -> str:

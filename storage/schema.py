@@ -8,7 +8,11 @@ starred/annotated case.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import sqlalchemy as sa
+
+from uats_core.tree import Node
 
 metadata = sa.MetaData()
 
@@ -67,11 +71,7 @@ ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server"), "nodes":
                  "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
-NODE_FIELDS = (
-    "parent_id", "depth", "step", "num_tokens", "finish_reason", "created_iter", "subtree", "mc_scores",
-    "initial_passes", "mean", "var", "ucb", "logit_mean", "logit_var", "ood", "scored_iter", "reeval_iter", "expanded_iter",
-    "extra_passes", "children_granted", "uniqueness", "status", "answer", "correct",
-)
+NODE_FIELDS = tuple(f.name for f in fields(Node) if f.name != "id")
 
 nodes = sa.Table(
     "nodes",
@@ -125,6 +125,8 @@ node_history = sa.Table(
     sa.Column("logit_mean", sa.Float),
     sa.Column("logit_var", sa.Float),
 )
+# What node_history keeps of a node after each iteration: the fields a later step can change (k: passes so far).
+HISTORY_FIELDS = tuple(c.name for c in node_history.columns if c.name not in ("run_id", "iteration", "node_id"))
 
 iterations = sa.Table(
     "iterations",

@@ -14,7 +14,7 @@ import numpy as np
 from uats_core.protocols import FinishReason, StepOutput, Trace
 
 
-def _unit(*parts: object) -> float:
+def unit(*parts: object) -> float:
     h = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
     return int.from_bytes(h[:8], "big") / 2**64
 
@@ -35,10 +35,10 @@ class ScriptedPolicyDouble:
         for i, tr in enumerate(traces):
             d = len(tr.steps)
             if d + 1 >= self.depth:
-                a = self.answers[int(_unit(tr.text, i, self.calls) * len(self.answers))]
+                a = self.answers[int(unit(tr.text, i, self.calls) * len(self.answers))]
                 outs.append(StepOutput(f"so the answer is \\boxed{{{a}}}", 6, FinishReason.EOS))
             else:
-                outs.append(StepOutput(f"step {d} variant {int(_unit(tr.text, i, self.calls) * 1000)}\n\n", 4,
+                outs.append(StepOutput(f"step {d} variant {int(unit(tr.text, i, self.calls) * 1000)}\n\n", 4,
                                        FinishReason.DELIMITER))
         return outs
 
@@ -52,11 +52,11 @@ class HashedPRMDouble:
         self.rng = np.random.default_rng(seed)
 
     def score(self, traces: Sequence[Trace]) -> list[list[float]]:
-        return [[_unit(t.question, *t.steps[: i + 1]) for i in range(len(t.steps))] for t in traces]
+        return [[unit(t.question, *t.steps[: i + 1]) for i in range(len(t.steps))] for t in traces]
 
     def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
         base = np.array([s[-1] for s in self.score(traces)])
-        spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
+        spread = np.array([0.2 * unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * self.rng.standard_normal((len(traces), k)), 0, 1)
 
 
@@ -66,7 +66,7 @@ class GlobalRNGPRMDouble(HashedPRMDouble):
 
     def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
         base = np.array([s[-1] for s in self.score(traces)])
-        spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
+        spread = np.array([0.2 * unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * np.random.standard_normal((len(traces), k)), 0, 1)
 
 

@@ -14,8 +14,8 @@ from storage.synthetic import synthetic_events
 from ui import service as svc
 from ui.treedata import RunData
 from ui.worker import RunRequest, WorkerPool, request_dict
-from uats_core.config import ConfigError, SearchConfig
-from uats_core.problems import ProblemError
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 
 
 

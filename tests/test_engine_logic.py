@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
 from uats_core.problems import Problem

@@ -9,10 +9,11 @@ import pytest
 
 from storage import RunStore
 from uats_core.cancel import CancelCheck, SearchCancelled, cancellable, checkpoint
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.limits import (ENV_MAX_BUDGET, Limits, check_limits, check_prompt_fits, check_shadow, estimate_run,
                               set_max_budget)
-from uats_core.problems import Problem, ProblemError
+from uats_core.problems import Problem
 from uats_core.protocols import Trace
 
 LONG = "1+" * 2100 + "1?"  # 4,202 characters: more tokens than the tiny models' 4,096 positions
@@ -21,13 +22,13 @@ LONG = "1+" * 2100 + "1?"  # 4,202 characters: more tokens than the tiny models'
 def test_the_maximum_budget_is_checked_and_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_MAX_BUDGET, raising=False)
     with pytest.raises(ConfigError, match=r"^budget: 1000000000 is above the maximum budget 1024") as exc:
-        SearchConfig(budget=1_000_000_000).validate()
+        check_limits(SearchConfig(budget=1_000_000_000))
     assert exc.value.field == "budget"
     set_max_budget(4096)
-    assert SearchConfig(budget=2048, max_iterations=2).validate().budget == 2048
+    assert check_limits(SearchConfig(budget=2048, max_iterations=2)).nodes == 1 + 2162 * 2  # ⌈2048 × (1 + 1/18)⌉ per step
     monkeypatch.setenv(ENV_MAX_BUDGET, "zero")
     with pytest.raises(ConfigError, match="max_budget"):
-        SearchConfig().validate()
+        check_limits(SearchConfig())
     with pytest.raises(ConfigError, match="max_budget"):
         set_max_budget(0)
 

@@ -3,97 +3,17 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-import sqlalchemy as sa
 
 from storage import RunStore
-from storage import schema as S
-from storage.eval_cells import ensure_tables, eval_cells
+from tests.hand_log import CORRECT, HandLogWriter, terminal_nodes
 from uats_core.entrypoints.report import build_report
 from uats_core.report import t_interval, t_quantile, write_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
-
-# (method, budget, seed) -> (correct on p0, correct on p1)
-CORRECT = {
-    ("rebase", 4, 0): (1, 0), ("rebase", 4, 1): (1, 1), ("rebase", 4, 2): (0, 0),
-    ("rebase", 16, 0): (1, 1), ("rebase", 16, 1): (1, 1), ("rebase", 16, 2): (1, 0),
-    ("h-uats", 4, 0): (0, 0), ("h-uats", 4, 1): (1, 0), ("h-uats", 4, 2): (1, 0),
-    ("h-uats", 16, 0): (1, 1), ("h-uats", 16, 1): (1, 1), ("h-uats", 16, 2): (1, 1),
-}
-
-
-class _Writer:
-    def __init__(self, store: RunStore) -> None:
-        self.engine = store.engine
-        ensure_tables(self.engine)
-        self.n = 0
-
-    def run(self, *, problem: str, method: str, budget: int, seed: int, correct: bool | None, cost: float,
-            cell_status: str = "finished", run_status: str = "finished", dataset: str = "hand", pair: str = "P:Q",
-            nodes: list[dict] | None = None, variant: str = "base", iterations: int = 3) -> str:
-        self.n += 1
-        run_id = f"run{self.n:03d}"
-        now = time.time()
-        with self.engine.begin() as conn:
-            conn.execute(sa.insert(S.runs), [dict(
-                run_id=run_id, method=method, problem_id=problem, question="q", gold_answer="8", seed=seed,
-                config={"budget": budget}, status=run_status, correct=correct, naive_correct=correct, cost=cost,
-                iterations=iterations, n_nodes=len(nodes or []), started_at=now, updated_at=now, cancel_requested=False)])
-            # every row with every key: an executemany insert takes its columns from the first row
-            base = dict(run_id=run_id, num_tokens=1, created_iter=1, initial_passes=0, k=0, extra_passes=0,
-                        children_granted=0, updated_iter=1, mc_scores=[], mean=None, correct=None)
-            if nodes:
-                conn.execute(sa.insert(S.nodes), [{**base, **n} for n in nodes])
-            conn.execute(sa.insert(eval_cells), [dict(
-                cell_key=f"{pair}|{dataset}|{problem}|{method}|{budget}|{seed}|{variant}", pair=pair, policy="pp",
-                prm="qq", dataset=dataset, problem_id=problem, method=method, budget=budget, seed=seed, variant=variant,
-                status=cell_status, run_id=run_id, attempts=1, batched=False)])
-        return run_id
-
-
-def _terminal_nodes(correct: bool, budget: int) -> list[dict]:
-    """A run's nodes: the voted answer's candidate, a second candidate (correct only at N=16), and a pruned
-    node marked correct that Pass@N must ignore (it is not a terminal candidate)."""
-    return [
-        dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
-        dict(node_id=1, parent_id=0, depth=1, step="a", status="finished", correct=correct, mean=0.9),
-        dict(node_id=2, parent_id=0, depth=1, step="b", status="truncated", correct=budget == 16, mean=0.2),
-        dict(node_id=3, parent_id=0, depth=1, step="c", status="pruned", correct=True, mean=0.1),
-    ]
-
-
-@pytest.fixture()
-def hand_db(tmp_path: Path) -> Path:
-    return build_hand_db(tmp_path / "hand.db")
-
-
-def build_hand_db(db: Path) -> Path:
-    """The hand-counted run log (also used by the browser test of the Reports tab)."""
-    store = RunStore(str(db))
-    w = _Writer(store)
-    for (method, budget, seed), flags in CORRECT.items():
-        for problem, ok in zip(("p0", "p1"), flags):
-            w.run(problem=problem, method=method, budget=budget, seed=seed, correct=bool(ok),
-                  cost=10.0 * budget + seed, nodes=_terminal_nodes(bool(ok), budget))
-    # p2 is unfinished: only REBASE's cells finished, H-UATS's are running or their run failed. The
-    # comparison tables must leave p2 out (every method on the same problems).
-    for (method, budget, seed) in CORRECT:
-        if method == "rebase":
-            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=True, cost=1.0,
-                  nodes=_terminal_nodes(True, budget))
-        elif seed == 0:
-            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=True, cost=1.0, cell_status="running",
-                  run_status="running")
-        else:
-            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=None, cost=1.0, run_status="failed")
-    store.close()
-    return db
-
 
 def _hand(method: str, budget: int) -> tuple[float, float]:
     per_seed = [sum(CORRECT[(method, budget, s)]) / 2 for s in range(3)]
@@ -168,7 +88,7 @@ def test_paired_differences_by_hand(hand_db: Path) -> None:
 def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None:
     """The base grid covers p0 and p1, the ablation only p0: the ablation table must use p0 for both rows."""
     store = RunStore(str(tmp_path / "abl.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed in range(3):
         w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=seed > 0, cost=1.0)  # base on p0: 2/3
         w.run(problem="p1", method="h-uats", budget=4, seed=seed, correct=True, cost=1.0)  # base on p1 only
@@ -186,7 +106,7 @@ def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None
 def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_path: Path) -> None:
     """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so."""
     store = RunStore(str(tmp_path / "abl.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed in range(3):
         for budget in (4, 16):
             w.run(problem="p0", method="h-uats", budget=budget, seed=seed, correct=True, cost=1.0)
@@ -201,7 +121,7 @@ def test_two_seeds_show_no_interval_and_say_why(tmp_path: Path) -> None:
     """2 seeds once printed "37.5 ± 476.5": a t-interval from 2 values (t(0.975, 1) = 12.7) says nothing. Every
     table shows the mean and the seed count instead, and the figures draw no error bar."""
     store = RunStore(str(tmp_path / "two.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed, outcomes in ((0, (True, False, False, False)), (1, (True, True, False, False))):
         for p, ok in enumerate(outcomes):
             for method in ("rebase", "h-uats"):
@@ -234,7 +154,7 @@ def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
 def test_a_budget_filter_keeps_the_problems_other_budgets_leave_unfinished(hand_db: Path, tmp_path: Path) -> None:
     """p3 finished at N=4 only: the whole report drops it, a report of N=4 alone counts it."""
     store = RunStore(str(hand_db))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     w.n = 1000
     for method in ("rebase", "h-uats"):
         for seed in range(3):
@@ -258,7 +178,7 @@ def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
     problem = get_problem("arith-test-0")
     gold, _ = solve(problem, "A")
     store = RunStore(str(tmp_path / "fig2.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     nodes = [
         dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
         # correct step, MC mean 0.85 -> predicted correct: right
@@ -323,7 +243,7 @@ def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> N
 def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
     from ui.report_sources import ReportSources
     from ui.report_view import report_view
-    from uats_core.config import ConfigError
+    from uats_core.errors import ConfigError
 
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
     missing = tmp_path / "typo.db"
@@ -359,7 +279,7 @@ def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> N
 def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
     """Issue 6's table: each UATS method beside REBASE at its budget, with the share of REBASE's compute."""
     store = RunStore(str(tmp_path / "vs.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     cost = {"rebase": 100.0, "h-uats": 70.0, "a-uats": 85.0}
     for seed in range(3):
         for method in ("rebase", "h-uats", "a-uats", "best-of-n"):
@@ -379,7 +299,7 @@ def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
 def test_variant_against_its_base_and_rebase_paired_by_hand(tmp_path: Path) -> None:
     """A UATS variant against the same method's base settings and against REBASE, on the cells both ran."""
     store = RunStore(str(tmp_path / "var.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     variant = "dropout_mode=last:2,tau=auto"
     won = {("p0", 0): 1, ("p0", 1): 1, ("p0", 2): 0, ("p1", 0): 1, ("p1", 1): 0, ("p1", 2): 1}
     for problem in ("p0", "p1"):
@@ -425,7 +345,7 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
 def test_spend_against_rebase_by_hand(tmp_path: Path) -> None:
     """Totals, the median per search, and the totals without a cell where REBASE ran to the iteration cap."""
     store = RunStore(str(tmp_path / "spend.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed, (ref, mine) in enumerate([(100.0, 90.0), (100.0, 100.0), (1000.0, 110.0)]):
         w.run(problem="p0", method="rebase", budget=4, seed=seed, correct=True, cost=ref, iterations=40 if seed == 2 else 3)
         w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=True, cost=mine)

@@ -12,8 +12,8 @@ from sqlalchemy.engine import make_url
 from storage import RunStore, StorageError
 from storage.readonly import display_location, open_read_only
 from ui.report_sources import RUN_LOG, ReportSources
-from uats_core.config import ConfigError
 from uats_core.entrypoints.report import build_report
+from uats_core.errors import ConfigError
 
 
 def _rollback_journal_run_log(path: Path) -> Path:

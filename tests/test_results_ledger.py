@@ -15,7 +15,7 @@ from uats_core.entrypoints.eval import EvalOptions, run_eval
 from uats_core.entrypoints.report import build_report, main as report_main, report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
-from tests.test_eval import MODELS, problems_file  # noqa: F401  (fixture)
+from tests.eval_doubles import MODELS
 
 
 def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -> GridSpec:
@@ -24,7 +24,7 @@ def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -
                     budgets=[4], seeds=list(seeds))
 
 
-def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path: Path) -> None:
     ledger_dir = tmp_path / "results" / "grid"
     first = run_eval(_spec(problems_file, seeds=(0,)), EvalOptions(db=str(tmp_path / "a.db"), progress=False,
                                                                    ledger=str(ledger_dir)))

@@ -6,10 +6,14 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
+
+import pytest
 
 from storage import RunStore
 from uats_core.config import SearchConfig
+from tests.doubles import WorkerPoolDouble
 from ui import service as svc
 from ui.warm import ModelCache, execute, model_key
 from ui.worker import RunRequest, WorkerPool, request_dict
@@ -72,6 +76,34 @@ def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path
     assert [r["status"] for r in runs] == ["finished", "finished"]
     trees = [[(n["id"], n["parent_id"], n["step"], n["mean"]) for n in store.get_nodes(r)] for r in ids]
     assert trees[0] == trees[1] and trees[0]
+
+
+def test_an_app_run_validates_its_config_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Run button's path (form -> registered run -> warm worker -> search) checks the config once, where
+    the form is read; the worker trusts what it was handed (it used to validate five times per run)."""
+    from ui.tabs.search import CONFIG_FIELDS
+    from ui.choices import EMBEDDED, server_choices
+    from ui.tabs.search_events import submit_run
+
+    validated: list[str] = []
+    real_validate = SearchConfig.validate
+
+    def spy(self: SearchConfig) -> SearchConfig:
+        validated.append(self.method)
+        return real_validate(self)
+
+    monkeypatch.setattr(SearchConfig, "validate", spy)
+    defaults = SearchConfig(budget=4, max_iterations=3).to_dict()
+    form = {**{k: defaults[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
+            "policy_opts": "", "prm_opts": "", "dataset": svc.ARITH, "dataset_path": "", "problem": "arith-test-0",
+            "free_question": "", "free_answer": ""}
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPoolDouble()
+    run_id = submit_run(SimpleNamespace(store=store, pool=pool, choices=server_choices()), form)
+    [req] = pool.submitted
+    execute(req, ModelCache(), store)
+    assert store.get_run(run_id)["status"] == "finished"
+    assert validated == ["h-uats"]
 
 
 def _until(done: Callable[[], bool], timeout_s: float, tick_s: float = 0.05, then: Callable[[], Any] = lambda: None) -> None:

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, fields
 import json
 from typing import Any, Mapping, Sequence
 
+from .errors import ConfigError
+
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
 PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
@@ -15,20 +17,14 @@ UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
-UATS_METHODS = ("h-uats", "a-uats")  # the methods that spend by spending.py and gate on MC-dropout uncertainty
 # How H-UATS scores a candidate: 'mc' = K0 MC-dropout passes (R̄, σ², the OOD gate); 'single' = one
 # deterministic pass with dropout off and no gate, the compute saved going to width (the paper's "w/o Uncert.").
 PRM_SCORINGS = ("mc", "single")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
-
-
-class ConfigError(ValueError):
-    """Bad user input: names the field and says how to fix it."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
+# The search methods, in the order tables list them; uats_core.methods.REGISTRY maps each to its class.
+METHODS: tuple[str, ...] = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
+UATS_METHODS: tuple[str, ...] = ("h-uats", "a-uats")  # the methods with UATS's knobs (k0, τ, δ, ν1, ν2, ...)
 
 
 @dataclass
@@ -79,9 +75,16 @@ class SearchConfig:
     controller: str | None = None  # checkpoint path; None = the shipped one
     controller_uncertainty_features: bool = True
 
-    def validate(self) -> "SearchConfig":
-        from .methods import METHODS  # the registry's names (here, not at the top: methods import this module)
+    def __post_init__(self) -> None:
+        if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
+            try:
+                self.tau = float(self.tau)
+            except ValueError:
+                pass
 
+    def validate(self) -> "SearchConfig":
+        """Check every field (ConfigError naming the first bad one); changes nothing. The run's limits (budget cap,
+        tree size) are prepare_search's: uats_core.limits.check_limits."""
         if self.method not in METHODS:
             raise ConfigError("method", f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         _int_at_least("budget", self.budget, 1)
@@ -94,7 +97,6 @@ class SearchConfig:
             raise ConfigError("budget", f"must be at least beam_width={self.beam_width} for {self.method}")
         _positive("cost_ratio", self.cost_ratio, allow_zero=True)
         if tau_auto_quantile(self.tau) is None:
-            self.tau = float(self.tau)  # the CLI and the app hand numbers over as text
             _positive("tau", self.tau, allow_zero=True)
         if self.uncertainty not in UNCERTAINTIES:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
@@ -124,11 +126,6 @@ class SearchConfig:
         parse_dropout_mode(self.dropout_mode)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ConfigError("seed", f"must be an integer; got {self.seed!r}")
-        if self.method in UATS_METHODS:
-            check_uats_affordable(self)
-        from .limits import check_limits  # here, not at the top: limits imports this module
-
-        check_limits(self)  # the maximum budget, and the run's node and memory estimate
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,18 +177,6 @@ def parse_dropout_mode(mode: str) -> tuple[str, int | None]:
         if layers >= 1:
             return "last", layers
     raise ConfigError("dropout_mode", f"got {mode!r}; use {DROPOUT_MODES_HELP}")
-
-
-def check_uats_affordable(cfg: SearchConfig) -> None:
-    """UATS buys children at c+K0 each out of N(c+1) a step: refuse a budget that cannot buy one before any model
-    loads or any run is logged (the search itself would stop at its first step)."""
-    from .spending import config_spending  # here, not at the top: spending imports this module
-
-    spending = config_spending(cfg)
-    if not spending.can_start():
-        raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
-                                    f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
-                                    "or lower k0")
 
 
 def _int_at_least(name: str, value: Any, low: int, why: str = "") -> None:

@@ -19,9 +19,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ConfigError
-from .problems import ProblemError
+from .config import UATS_METHODS
+from .errors import ConfigError, ProblemError
 from .protocols import Trace
+from .spending import check_affordable, config_spending
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,7 @@ def estimate_run(config: Any) -> RunEstimate:
     passes are at most max_iterations·N(c+1). Per node: 1, or for UATS K0 plus one step's re-evaluation
     budget, β·(ρ·N(c+1) + c + K0) at most (β ≤ 1 for H-UATS, A-UATS's controller's ceiling for A-UATS),
     never more than N(c+1)."""
-    from .config import UATS_METHODS
     from .methods.uats import BETA_MAX
-    from .spending import config_spending
 
     per_step = config.budget * (1.0 + 1.0 / max(float(config.cost_ratio), 1.0))
     nodes = 1 + math.ceil(per_step) * int(config.max_iterations)
@@ -118,6 +117,8 @@ def check_limits(config: Any, limits: Limits | None = None) -> RunEstimate:
     if config.k0 > limits.max_node_passes:
         raise ConfigError("k0", f"{config.k0:,} is above the maximum of {limits.max_node_passes:,} passes per node; "
                                 f"lower it (or raise ${ENV_MAX_NODE_PASSES})")
+    if config.method in UATS_METHODS:
+        check_affordable(config)
     est = estimate_run(config)
     log.debug("run estimate: at most %d nodes, %d passes, %.0f MB", est.nodes, est.passes, est.memory_mb)
     if est.nodes > limits.max_nodes or est.memory_mb > limits.max_memory_mb:

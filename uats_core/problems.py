@@ -9,18 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from .errors import ProblemError
 from .paths import DATA
 
 log = logging.getLogger(__name__)
 
 # The shipped problem sets by name (assets/data/README.md: their source and licence).
 SHIPPED_DATASETS = {"math500": DATA / "math500.jsonl", "aime24": DATA / "aime24.jsonl"}
-
-
-class ProblemError(ValueError):
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .cancel import cancellable
 from .config import SearchConfig
 from .events import EventBus, RunEnded, RunStarted, Subscriber
 from .grading import Grader, weighted_vote
-from .limits import check_prompt_fits
+from .limits import check_limits, check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .problems import Problem
@@ -61,8 +61,9 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
 
     should_cancel is asked before each iteration and may block (step mode); cancel_requested must answer at
-    once: the backends poll it between batches, so a cancel lands inside a long iteration too."""
-    config.validate()
+    once: the backends poll it between batches, so a cancel lands inside a long iteration too.
+
+    `config` is validated (SearchConfig.validate) where it was built from input, once per run."""
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
@@ -166,10 +167,12 @@ def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str 
     """config + model specs -> a PreparedSearch. `models`: a pair already loaded (a warm or evaluation worker's
     cache) instead of loading the specs; `controller` / `embedder`: cached providers instead of loading A-UATS's
     controller (config.controller) and DORA's default embedder anew. `prm` still names the PRM an auto τ is
-    calibrated for."""
+    calibrated for. `config` is validated where it was built (SearchConfig.validate); this checks the run against
+    the limits (uats_core.limits) before any model loads."""
     from .calibration import resolve_tau
 
-    config, tau_note = resolve_tau(config.validate(), prm)
+    check_limits(config)
+    config, tau_note = resolve_tau(config, prm)
     if models is None:
         models = build_backends(policy, prm, config, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
                                 world_problem=world_problem)

@@ -22,6 +22,8 @@ from typing import Any
 
 import plotly
 
+from uats_core.errors import FieldError
+
 from .latex import latex_escape, latex_table
 
 log = logging.getLogger(__name__)
@@ -32,10 +34,9 @@ _kaleido_lock = threading.Lock()  # kaleido's sync server answers through one qu
 _kaleido_state: dict[str, Any] = {"started": False, "error": None}
 
 
-class ExportError(ValueError):
+class ExportError(FieldError):
     def __init__(self, message: str, field: str = "export") -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(field, message)
 
 
 @dataclass

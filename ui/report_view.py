@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from storage.eval_results import engine_of, load_nodes, load_results
+from storage.eval_results import report_inputs
 from storage.results_ledger import RESULTS_FILE, ResultsLedger
-from uats_core.config import ConfigError
+from uats_core.errors import ConfigError
 from uats_core.report import Report, assemble_report
 
 from .report_sources import ReportSources
@@ -74,9 +73,8 @@ def report_view(sources: ReportSources, key: str, common_problems: bool = True, 
         return page
     with sources.reading(key) as store:
         say(0.05, "reading the run log's evaluation cells")
-        engine = engine_of(store)
-        results = load_results(engine)
+        results, load_nodes = report_inputs(store)
         say(0.3, f"building the tables and figures of {len(results):,} searches")
-        rep = assemble_report(results, partial(load_nodes, engine), common_problems=common_problems,
+        rep = assemble_report(results, load_nodes, common_problems=common_problems,
                               max_fig2_runs_per_pair=max_fig2_runs_per_pair)
     return _page(rep, sources.label(key))

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from uats_core.config import ConfigError, SearchConfig
-from uats_core.methods import METHODS
+from uats_core.config import METHODS, ConfigError, SearchConfig
+from uats_core.limits import check_limits
 from uats_core.paths import ASSETS
 from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
@@ -75,7 +75,8 @@ def typed_problem(question: str | None, answer: str | None = None) -> Problem | 
 
 
 def build_config(values: dict[str, Any]) -> SearchConfig:
-    """A validated SearchConfig from form values (numbers arrive as floats from sliders and boxes)."""
+    """A validated SearchConfig within the limits, from form values (numbers arrive as floats from sliders and
+    boxes): the run's one validation, before it is registered; the worker trusts what it is handed."""
     ints = {"budget", "seed", "max_iterations", "k0", "beam_width"}
     clean: dict[str, Any] = {}
     for name, v in values.items():
@@ -92,7 +93,9 @@ def build_config(values: dict[str, Any]) -> SearchConfig:
                     raise ConfigError(name, f"must be an integer; got {v!r}")
                 v = int(v)
         clean[name] = v
-    return SearchConfig(**clean).validate()
+    config = SearchConfig(**clean).validate()
+    check_limits(config)
+    return config
 
 
 def search_config(values: dict[str, Any], prm_spec: str | None = None) -> SearchConfig:

@@ -6,15 +6,13 @@ nodes are left as they were."""
 from __future__ import annotations
 
 import html
-import math
-import statistics
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from storage.shadow import read_shadow, write_shadow
 from uats_core.config import SearchConfig
-from uats_core.estimation import OODGate
+from uats_core.estimation import OODGate, mc_stats
 from uats_core.protocols import Trace
 
 from .treedata import RunData
@@ -65,12 +63,9 @@ def shadow_batches(data: RunData, prm: Any, k: int,
         rows = []
         for nid, row in zip(chunk, passes):
             scores = [float(x) for x in row]
-            mean = statistics.fmean(scores)
-            var = statistics.variance(scores) if len(scores) > 1 else 0.0
-            t = int(data.nodes[nid].get("created_iter") or 1) + 1
-            ucb = mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
-            rows.append({"node_id": nid, "mc_scores": scores, "mean": mean, "var": var, "ucb": ucb,
-                         "ood": bool(gate.is_ood({"mean": mean, "var": var})), "tau": gate.tau, "prm": name})
+            st = mc_stats(scores, int(data.nodes[nid].get("created_iter") or 1) + 1, alpha)
+            rows.append({"node_id": nid, "mc_scores": scores, "mean": st.mean, "var": st.var, "ucb": st.ucb,
+                         "ood": bool(gate.is_ood({"mean": st.mean, "var": st.var})), "tau": gate.tau, "prm": name})
         yield rows
 
 

@@ -1,5 +1,6 @@
 """Fixtures for the Playwright tests: the app served in-process on a free port over a fresh database, and
-Debian's Chromium (never a downloaded browser) with the flags that work offline and headless here."""
+Debian's Chromium (never a downloaded browser) with the flags that work offline and headless here. A test that
+fails leaves a screenshot of its page in artifacts/<test>-failed.png."""
 
 from __future__ import annotations
 
@@ -7,20 +8,15 @@ import json
 import os
 import shutil
 import socket
-import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
+from .pages import ARTIFACTS, PAIR, wait_idle
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-# Two synthetic runs (the real engine's events, storage.synthetic) on one problem, seed and budget: the
-# comparison, replay and export tests need finished runs of known shape without minutes of search.
-PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
 # HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
 IMG = '<img src=x onerror="window.__pwned=1">'
 COVER = '<div id="cover" style="position:fixed;inset:0;background:red;z-index:9999">covered</div>'
@@ -32,6 +28,14 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Keep the test body's report on the item, so the page fixture knows at teardown whether it failed."""
+    report = (yield).get_result()
+    if report.when == "call":
+        item.outcome_call = report  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
@@ -116,27 +120,10 @@ def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -
     wait_idle(pg)
     try:
         yield pg
+        outcome = getattr(request.node, "outcome_call", None)
+        if outcome is not None and outcome.failed:  # what the page showed when the test failed
+            ARTIFACTS.mkdir(exist_ok=True)
+            pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-failed.png"), full_page=True)
     finally:
-        ARTIFACTS.mkdir(exist_ok=True)
-        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-end.png"), full_page=True)
         ctx.close()
     assert not errors, errors  # no JavaScript error on the page, ever
-
-
-def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
-    """Wait until Gradio shows no pending request (its progress overlays are gone)."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if pg.locator(".eta-bar, .progress-text").count() == 0:
-            return
-        time.sleep(0.1)
-
-
-def shot(pg: Any, name: str, selector: str | None = None) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    if selector:
-        pg.locator(selector).screenshot(path=str(path))
-    else:
-        pg.screenshot(path=str(path), full_page=True)
-    return path

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot
-from .test_app_browser import fill, wait_plot
+from .pages import PAIR, fill, shot, wait_plot
 
 pytestmark = pytest.mark.browser
 

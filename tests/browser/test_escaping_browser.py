@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import COVER, IMG, MD_IMG, QUESTION, shot
-from .test_app_browser import choose, fill, open_run, wait_notice, wait_text
+from .conftest import COVER, IMG, MD_IMG, QUESTION
+from .pages import choose, fill, open_run, shot, wait_notice, wait_text
 
 pytestmark = pytest.mark.browser
 

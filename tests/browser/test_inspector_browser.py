@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot, wait_idle
-from .test_app_browser import choose, fill, plot_data, wait_notice, wait_plot, wait_text
+from .pages import PAIR, choose, fill, plot_data, shot, wait_idle, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot, wait_idle
-from .test_app_browser import NODE_PIXEL_JS, fill, open_run, wait_notice, wait_plot, wait_text
+from .pages import NODE_PIXEL_JS, PAIR, fill, open_run, shot, wait_idle, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 

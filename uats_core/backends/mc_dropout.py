@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from uats_core.backends._loading import BackendError
 from uats_core.cancel import checkpoint
-from uats_core.config import ConfigError, parse_dropout_mode
+from uats_core.config import parse_dropout_mode
+from uats_core.errors import BackendError, ConfigError
 from uats_core.hf_compat import cache_kwarg
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ import types
 import typing
 from typing import Any, Callable, Mapping, Sequence
 
-from uats_core.backends._loading import BackendError
 from uats_core.backends.prompting import check_sampling
+from uats_core.errors import BackendError
 
 # vLLM engine arguments accepted at the top level of --policy-opt and moved into llm_kwargs, with the type
 # vllm.EngineArgs declares for each (checked before vLLM starts, here and inside llm_kwargs).

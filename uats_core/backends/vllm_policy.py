@@ -12,7 +12,6 @@ import logging
 import threading
 from typing import Any, Sequence
 
-from uats_core.backends._loading import BackendError
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     classify_finish,
@@ -22,6 +21,7 @@ from uats_core.backends.prompting import (
     step_budgets,
     trim_at_delimiter,
 )
+from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)

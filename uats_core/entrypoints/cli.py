@@ -13,10 +13,11 @@ import re
 import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
-from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_problems
+from uats_core.problems import Problem, check_question, find_problem, load_problems
 
 log = logging.getLogger("uats_core")
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import UATS_METHODS, ConfigError, SearchConfig
-from ..methods import METHODS
+from ..config import METHODS, UATS_METHODS, SearchConfig
+from ..errors import ConfigError, ProblemError
+from ..limits import check_limits
 from ..paths import ASSETS
-from ..problems import Problem, ProblemError, load_problems
+from ..problems import Problem, load_problems
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +314,7 @@ def validate_cells(items: Sequence[WorkItem]) -> None:
         seen.add(sig)
         cfg = c.config()
         try:
-            cfg.validate()
+            check_limits(cfg.validate())
         except ConfigError as exc:  # the grid's flag for the budget is --budgets
             if exc.field != "budget":
                 raise

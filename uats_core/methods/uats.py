@@ -28,10 +28,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..allocation import child_scores, largest_remainder, softmax
-from ..config import ConfigError, SearchConfig, check_uats_affordable, tau_auto_quantile
+from ..config import SearchConfig, tau_auto_quantile
+from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
-from ..spending import SpendingRule, config_spending
+from ..spending import SpendingRule, check_affordable, config_spending
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -89,7 +90,7 @@ class UATS(SearchMethod):
         if tau_auto_quantile(cfg.tau) is not None:
             raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
                                      "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
-        check_uats_affordable(cfg)  # validate did too; here for a search started without run_search
+        check_affordable(cfg)  # check_limits did too; here for a search started without run_search
         single = cfg.prm_scoring == "single"  # one deterministic pass a child: no σ², no gate, nothing to re-evaluate
         spending = config_spending(cfg)
         total = spending.step_cap * cfg.max_iterations
@@ -146,7 +147,8 @@ class UATS(SearchMethod):
             extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
-        scores = child_scores(means, [float(n.mean if n.ucb is None else n.ucb) for n in candidates],
+        scores = child_scores([float(n.mean) for n in candidates],  # after the extra passes
+                              [float(n.mean if n.ucb is None else n.ucb) for n in candidates],
                               [n.var for n in candidates], [bool(n.ood) for n in candidates],
                               cfg.child_score, cfg.child_sigma_weight)
         counts = largest_remainder(softmax(scores, knobs.nu2), width)

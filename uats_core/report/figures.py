@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .stats import UATS, method_key, shown_half
+from ..config import UATS_METHODS
+from .stats import method_key, shown_half
 from .tables import pair_name
 
 COLORS = {"best-of-n": "#7f7f7f", "beam": "#1f77b4", "dvts": "#17becf", "rebase": "#2ca02c", "dora": "#bcbd22",
@@ -107,7 +108,7 @@ def fig_prm(steps: pd.DataFrame, summary: pd.DataFrame, roles: dict[str, str], t
 def fig_ablation(cur: pd.DataFrame, roles: dict[str, str]) -> Any | None:
     from plotly.subplots import make_subplots
 
-    g = cur[cur["method"].isin(UATS)]
+    g = cur[cur["method"].isin(UATS_METHODS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return None
     go = _go()

@@ -17,13 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-METHOD_ORDER = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
-
-
-TERMINAL = ("finished", "truncated")  # node statuses that end a candidate solution
-
-
-UATS = ("h-uats", "a-uats")
+from ..config import METHODS, UATS_METHODS
 
 # Fewer values give an interval that says nothing: from 2 seeds the 95% t-interval is 12.7 standard errors wide
 # on each side (t(0.975, 1)), e.g. "37.5 ± 476.5" points of accuracy. Such a cell shows its mean and why no ±.
@@ -40,7 +34,7 @@ def shown_half(half: Any, n: Any) -> Any:
 
 def method_key(m: str) -> int:
     """Sort key: the paper's method order, unknown methods last."""
-    return METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER)
+    return METHODS.index(m) if m in METHODS else len(METHODS)
 
 
 def sort_by_method(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -155,7 +149,7 @@ def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
 def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
     """UATS rows only; per (dataset, pair, method), the problems finished in every variant of it, so an
     ablation compares like with like (the base grid usually covers more problems than an ablation run)."""
-    return complete_problems(df[df["method"].isin(UATS)], ["dataset", "pair", "method"], ["variant"])
+    return complete_problems(df[df["method"].isin(UATS_METHODS)], ["dataset", "pair", "method"], ["variant"])
 
 
 def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -197,7 +191,7 @@ def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: flo
 def comparisons(methods: Iterable[str]) -> list[tuple[str, str]]:
     """The UATS methods against REBASE (the allocation they extend), and A-UATS against H-UATS."""
     present = set(methods)
-    out = [(m, "rebase") for m in UATS if m in present and "rebase" in present]
+    out = [(m, "rebase") for m in UATS_METHODS if m in present and "rebase" in present]
     if {"a-uats", "h-uats"} <= present:
         out.append(("a-uats", "h-uats"))
     return out
@@ -237,7 +231,7 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     reference's."""
     base = df[df["variant"] == "base"]
     rows = []
-    variants = df[df["method"].isin(UATS) & (df["variant"] != "base")]
+    variants = df[df["method"].isin(UATS_METHODS) & (df["variant"] != "base")]
     for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
         for ref_name in (method, "rebase"):
             ref = base[base["method"] == ref_name][[*CELL, "correct", "cost"]]
@@ -260,7 +254,7 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
     paying for it to the cap, while UATS may have finished every chain long before)."""
     ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*CELL, "cost", "iterations"]]
     rows = []
-    for (dataset, method, variant), g in df[df["method"].isin(UATS)].groupby(["dataset", "method", "variant"],
+    for (dataset, method, variant), g in df[df["method"].isin(UATS_METHODS)].groupby(["dataset", "method", "variant"],
                                                                              sort=False):
         both = g[[*CELL, "cost", "iterations"]].merge(ref, on=CELL, suffixes=("", "_ref"))
         for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):

@@ -8,7 +8,8 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from .stats import MIN_REPLICATES, UATS, method_key, shown_half
+from ..config import UATS_METHODS
+from .stats import MIN_REPLICATES, method_key, shown_half
 
 
 def _too_few(n: int, unit: str) -> str:
@@ -145,7 +146,7 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
     out: dict[str, str] = {}
     for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
-        g = g[g["method"].isin(("rebase", *UATS))]
+        g = g[g["method"].isin(("rebase", *UATS_METHODS))]
         if "rebase" not in set(g["method"]) or len(set(g["method"])) < 2:
             continue  # nothing to set beside REBASE
         rows = []
@@ -166,7 +167,7 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
 def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
     run at other budgets or seeds than its base says which: its mean is over those."""
-    g = mob[mob["method"].isin(UATS)]
+    g = mob[mob["method"].isin(UATS_METHODS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
     pairs = list(dict.fromkeys(g["pair"]))

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from uats_core.config import ConfigError
+from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
 from .worker import BackendCache, EvalWorker
 

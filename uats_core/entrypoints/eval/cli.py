@@ -16,9 +16,8 @@ import logging
 import sys
 from typing import Any, Sequence
 
-from uats_core.config import ConfigError
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
-from uats_core.problems import ProblemError
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from uats_core.entrypoints.cli import TRUST_HELP
