@@ -69,9 +69,10 @@ def report_inputs(source: Any) -> tuple[pd.DataFrame, Callable[[Sequence[str]], 
 
 
 def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
-    """The nodes of `run_ids` with what the Figure 2 analysis reads (scores, initial passes, status, label)."""
+    """The nodes of `run_ids` with what the Figure 2 analysis reads (scores, initial passes, status, label) and
+    the answers the final candidates vote with."""
     n = S.nodes.c
     q = (sa.select(n.run_id, n.node_id, n.parent_id, n.depth, n.step, n.mean, n.mc_scores, n.initial_passes,
-                   n.status, n.correct).where(n.run_id.in_(list(run_ids))))
+                   n.status, n.correct, n.answer).where(n.run_id.in_(list(run_ids))))
     with engine_of(source).connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all())

@@ -250,3 +250,15 @@ def test_single_pass_scoring_is_an_h_uats_setting():
         SearchConfig(method="rebase", prm_scoring="single").validate()
     with pytest.raises(ConfigError, match="prm_scoring"):
         SearchConfig(method="h-uats", prm_scoring="dropout").validate()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_uats_children_follow_the_means_after_re_evaluation(seed):
+    """Step 4 reads R̄ once the extra passes of step 3 are in: a re-evaluated candidate's children follow its new
+    mean, not the one the δ rule saw."""
+    _, events = _run("h-uats", budget=16, seed=seed, depth=5, tau=0.0)  # τ = 0: every candidate is OOD
+    decisions = [d.to_dict() for e in events if isinstance(e, IterationEnded) for d in e.decisions]
+    reevaluated = [d for d in decisions if d.get("extra_passes")]
+    assert reevaluated and any(d["mean"] != d["mean_before"] for d in reevaluated)
+    for d in decisions:
+        assert d["child_score"] == pytest.approx(d["mean"])

@@ -104,7 +104,8 @@ def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None
 
 
 def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_path: Path) -> None:
-    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so."""
+    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so
+    and gives the base's mean on the same cells."""
     store = RunStore(str(tmp_path / "abl.db"))
     w = HandLogWriter(store)
     for seed in range(3):
@@ -114,7 +115,7 @@ def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_pa
     store.close()
     md = build_report(str(tmp_path / "abl.db"), fig2=False).markdown["Ablations"]
     assert "| hand | h-uats | base | 100.0 ± 0.0 (n=1) |" in md
-    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; no ±: 1 seed) |" in md
+    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; no ±: 1 seed; base on these cells 100.0) |" in md
 
 
 def test_two_seeds_show_no_interval_and_say_why(tmp_path: Path) -> None:
@@ -340,6 +341,37 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
     (row,) = trace_counts(nodes).to_dict("records")
     assert row["n_candidates"] == 6 and row["n_distinct"] == 4 and row["steps"] == 2
     assert row["candidates_per_step"] == pytest.approx(3.0) and row["distinct_per_step"] == pytest.approx(2.0)
+
+
+def test_final_solutions_and_the_recomputed_votes_by_hand() -> None:
+    """Copies of one final solution merge (same parent trace, same step); answers without one take no part; each
+    rule's pick is graded as the search would grade it."""
+    import json
+
+    import pandas as pd
+
+    from uats_core.report.aggregation import recomputed_votes
+    from uats_core.report.duplicates import trace_counts
+
+    def node(i, parent, depth, step, status="kept", answer=None, correct=None, mean=0.5):
+        return {"run_id": "r", "node_id": i, "parent_id": parent, "depth": depth, "step": step, "status": status,
+                "answer": answer, "correct": correct, "mean": mean}
+
+    nodes = pd.DataFrame([
+        node(0, None, 0, ""), node(1, 0, 1, "a"), node(2, 0, 1, "a"), node(3, 0, 1, "b"),
+        node(4, 1, 2, "=14", "finished", "14", False, 0.88),
+        node(5, 2, 2, "=14", "finished", "14", False, 0.86),  # a copy of 4: its parent is a copy of 1
+        node(6, 3, 2, "=15", "finished", "15", True, 0.9),
+        node(7, 3, 2, "x=15", "truncated", "15", True, 0.7),
+        node(8, 3, 2, "cut", "truncated", None, False, 0.99),  # no answer: in no vote
+    ])
+    (row,) = trace_counts(nodes).to_dict("records")
+    assert json.loads(row["solutions"]) == [["14", False, 2, pytest.approx(1.74), 0.88], ["15", True, 1, 0.9, 0.9],
+                                            ["15", True, 1, 0.7, 0.7]]
+    # weighted 1.74 vs 1.60 and majority 2 vs 2 (a tie: the answer seen first) pick 14; one copy of it counts
+    # 0.87 against 1.60; the best score is 0.9
+    assert recomputed_votes(row["solutions"]) == {"weighted": False, "best": True, "majority": False, "distinct": True}
+    assert recomputed_votes("[]") == dict.fromkeys(["weighted", "best", "majority", "distinct"], False)
 
 
 def test_spend_against_rebase_by_hand(tmp_path: Path) -> None:

@@ -19,7 +19,12 @@ CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 # How H-UATS scores a candidate: 'mc' = K0 MC-dropout passes (R̄, σ², the OOD gate); 'single' = one
 # deterministic pass with dropout off and no gate, the compute saved going to width (the paper's "w/o Uncert.").
+# REBASE takes the same two (rebase_scoring, default 'single'): 'mc' scores its children with the MC mean of K0
+# passes, paid for out of its width (the ablation ladder's rung between REBASE and H-UATS, methods/rebase.py).
 PRM_SCORINGS = ("mc", "single")
+# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (the paper's), the best
+# final score, plain majority, or the weighted vote counting each distinct final solution once.
+AGGREGATIONS = ("weighted", "best", "majority", "distinct")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 # The search methods, in the order tables list them; uats_core.methods.REGISTRY maps each to its class.
@@ -34,12 +39,14 @@ class SearchConfig:
     seed: int = 0
     cost_ratio: float = 18.0  # c: one generated step costs as much as c PRM passes
     max_iterations: int = 40
+    aggregation: str = "weighted"  # AGGREGATIONS
     # Best-of-N
     weighted: bool = True
     # Beam search and DVTS
     beam_width: int = 4  # M
     # REBASE and DORA
     rebase_temperature: float = 0.2  # T
+    rebase_scoring: str = "single"  # PRM_SCORINGS: REBASE only
     dora_similarity_temperature: float = 0.01  # Ts
     # UATS
     k0: int = 7
@@ -110,6 +117,12 @@ class SearchConfig:
             raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
         if self.prm_scoring != "mc" and self.method != "h-uats":
             raise ConfigError("prm_scoring", "single-pass scoring is an H-UATS ablation; use --method h-uats")
+        if self.aggregation not in AGGREGATIONS:
+            raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
+        if self.rebase_scoring not in PRM_SCORINGS:
+            raise ConfigError("rebase_scoring", f"got {self.rebase_scoring!r}; use single (one pass) or mc (K0 passes)")
+        if self.rebase_scoring != "single" and self.method != "rebase":
+            raise ConfigError("rebase_scoring", "MC-mean scoring of REBASE is a REBASE setting; use --method rebase")
         if self.child_score not in CHILD_SCORES:
             raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
         _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)

@@ -16,7 +16,7 @@ import numpy as np
 from .cancel import cancellable
 from .config import SearchConfig
 from .events import EventBus, RunEnded, RunStarted, Subscriber
-from .grading import Grader, weighted_vote
+from .grading import Grader, vote
 from .limits import check_limits, check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
@@ -91,9 +91,9 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     try:
         with cancellable(cancel_requested):
             finals = method.search(ctx)
-        answer, naive = weighted_vote([(n.answer, float(n.mean if n.mean is not None else 0.0)) for n in finals], grader)
-        if not config.weighted and config.method == "best-of-n":
-            answer = naive
+        candidates = [(n.answer, float(n.mean if n.mean is not None else 0.0), ctx.tree.trace(n.id).text) for n in finals]
+        rule = "best" if not config.weighted and config.method == "best-of-n" else config.aggregation
+        answer, naive = vote(candidates, grader, rule), vote(candidates, grader, "best")
         if problem.answer is not None:
             correct = grader.equivalent(problem.answer, answer)
             naive_correct = grader.equivalent(problem.answer, naive)

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot
-from .test_app_browser import NODE_PIXEL_JS, notice_text, open_run, wait_notice, wait_plot
+from .pages import NODE_PIXEL_JS, PAIR, notice_text, open_run, shot, wait_notice, wait_plot
 
 pytestmark = pytest.mark.browser
 

@@ -176,8 +176,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts of
-    the cells it holds without them (recorded before the ledger kept them)."""
+    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts and
+    final solutions of the cells it holds without them (recorded before the ledger kept them)."""
     from storage.results_ledger import ResultsLedger
     from uats_core.entrypoints.eval.run import sync_run_log
 
@@ -185,12 +185,13 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     for run_log in args.run_logs:
         if "://" not in run_log and not os.path.exists(run_log):
             raise ConfigError("run_logs", f"no run log at {run_log!r}; give a SQLite path or SQLAlchemy URL")
-    before = len(ledger.traces())
+    before = len(ledger.traces()), len(ledger.candidates())
     for run_log in args.run_logs:
         added = sync_run_log(ledger, run_log, args.code_version, fill=True)
         print(f"{run_log}: {added} cells added")
-    after = len(ledger.traces())
-    print(f"{args.ledger}: {len(ledger.keys())} cells, {after} with duplicate counts ({after - before} more)")
+    after = len(ledger.traces()), len(ledger.candidates())
+    print(f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
+          f"{after[1]} with final solutions ({after[1] - before[1]} more)")
     return 0
 
 

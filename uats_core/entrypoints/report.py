@@ -48,7 +48,8 @@ def report_from_ledger(folder: str | Path, **kw: Any) -> Report:
     ledger = ResultsLedger(folder)
     if not ledger.results_path.exists():
         raise ValueError(f"ledger: no {RESULTS_FILE} in {folder!r}; run python -m uats_core.eval --ledger {folder} first")
-    return assemble_report(ledger.results(), steps=ledger.steps(), traces=ledger.traces(), **kw)
+    traces = ledger.traces().merge(ledger.candidates(), on="cell_key", how="left")
+    return assemble_report(ledger.results(), steps=ledger.steps(), traces=traces, **kw)
 
 
 def _parser() -> argparse.ArgumentParser:

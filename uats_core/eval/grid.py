@@ -46,6 +46,7 @@ FIELD_METHODS: dict[str, tuple[str, ...]] = {
     "controller": ("a-uats",),
     "controller_uncertainty_features": ("a-uats",),
     "rebase_temperature": ("rebase", "dora"),
+    "rebase_scoring": ("rebase",),
     "dora_similarity_temperature": ("dora",),
     "beam_width": ("beam", "dvts"),
     "weighted": ("best-of-n",),
@@ -55,7 +56,14 @@ _AXIS_FIELDS = {"method", "budget", "seed"}
 _DEFAULTS = SearchConfig()
 
 
-def relevant(field_name: str, method: str) -> bool:
+# The MC-dropout fields that matter to REBASE too once it scores with the MC mean (rebase_scoring=mc).
+REBASE_MC_FIELDS = ("k0", "dropout_p", "dropout_mode")
+
+
+def relevant(field_name: str, method: str, values: Mapping[str, Any] | None = None) -> bool:
+    """Whether a config field can change this method's result, given the cell's other settings `values`."""
+    if method == "rebase" and field_name in REBASE_MC_FIELDS and (values or {}).get("rebase_scoring") == "mc":
+        return True
     return method in FIELD_METHODS.get(field_name, METHODS)
 
 
@@ -278,7 +286,7 @@ def _variants(method: str, spec: GridSpec) -> list[tuple[tuple[str, Any], ...]]:
                 elif method == "h-uats":
                     values["reeval_share"] = 0.0
             canon = tuple(sorted((k, v) for k, v in values.items()
-                                 if relevant(k, method) and getattr(_DEFAULTS, k) != v))
+                                 if relevant(k, method, values) and getattr(_DEFAULTS, k) != v))
             if canon not in out:
                 out.append(canon)
     return out
@@ -314,13 +322,13 @@ def validate_cells(items: Sequence[WorkItem]) -> None:
         seen.add(sig)
         cfg = c.config()
         try:
-            check_limits(cfg.validate())
+            check_limits(cfg.validate())  # UATS's affordability too
         except ConfigError as exc:  # the grid's flag for the budget is --budgets
             if exc.field != "budget":
                 raise
             raise ConfigError("budgets", f"{c.method}: {str(exc).partition(': ')[2]}") from None
-        if c.method in UATS_METHODS:
-            width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
+        if cfg.rebase_scoring == "mc":  # REBASE on K0 MC passes: a child costs c+K0 passes, as a UATS child does
+            width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, 0.0)
             if width < 1:
                 raise ConfigError("budgets", f"N={cfg.budget} cannot pay for one {c.method} child at K0={cfg.k0} "
                                              f"(c+K0={cfg.cost_ratio + cfg.k0:g} > N(c+1)={cfg.budget * (cfg.cost_ratio + 1):g})")

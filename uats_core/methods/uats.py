@@ -147,7 +147,8 @@ class UATS(SearchMethod):
             extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
-        scores = child_scores([float(n.mean) for n in candidates],  # after the extra passes
+        # R̄ after the extra passes: the children follow the re-evaluated means
+        scores = child_scores([float(n.mean) for n in candidates],
                               [float(n.mean if n.ucb is None else n.ucb) for n in candidates],
                               [n.var for n in candidates], [bool(n.ood) for n in candidates],
                               cfg.child_score, cfg.child_sigma_weight)

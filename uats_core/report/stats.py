@@ -174,6 +174,25 @@ def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return sort_by_method(out, ["dataset", "variant", "pair", "method", "budget"])
 
 
+def base_on_variant_cells(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """For each UATS variant run on fewer (budget, seed) cells than its method's base, the base's mean over budgets
+    on exactly the variant's (problem, budget, seed) cells (mean_over_budgets rows, labelled with the variant), so
+    a narrower ablation is set beside its base like for like."""
+    rows = []
+    uats = df[df["method"].isin(UATS_METHODS)]
+    for (dataset, pair, method), g in uats.groupby(["dataset", "pair", "method"], sort=False):
+        base = g[g["variant"] == "base"]
+        base_axes = set(zip(base["budget"], base["seed"]))
+        for variant, v in g[g["variant"] != "base"].groupby("variant", sort=False):
+            if set(zip(v["budget"], v["seed"])) >= base_axes:
+                continue
+            cells = set(zip(v["problem_id"], v["budget"], v["seed"]))
+            same = base[[c in cells for c in zip(base["problem_id"], base["budget"], base["seed"])]]
+            if len(same):
+                rows.append(mean_over_budgets(same, "correct", confidence).assign(variant=variant))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
 def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: float = 0.95) -> pd.DataFrame:
     """Table 4's number: per seed, the mean over budgets of the accuracy over problems; then mean ± t over seeds."""
     rows = []
@@ -208,7 +227,7 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
         for x, y in comparisons(wide.columns):
             d = (wide[x].astype(float) - wide[y].astype(float)).dropna()
             if not d.empty:
-                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **_paired(d, confidence)})
+                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **paired_summary(d, confidence)})
     out = pd.DataFrame(rows)
     return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out
 
@@ -216,7 +235,7 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
 CELL = ["dataset", "pair", "budget", "problem_id", "seed"]  # one search of a method, across its variants
 
 
-def _paired(d: pd.Series, confidence: float) -> dict[str, Any]:
+def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
     """A paired difference indexed by (problem_id, seed): its mean with t-intervals over seeds and over problems."""
     per_seed, per_problem = d.groupby(level="seed").mean(), d.groupby(level="problem_id").mean()
     mean, seed_half = t_interval(per_seed.tolist(), confidence)
@@ -240,7 +259,7 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
                 d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
                     pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
                 rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair,
-                             "budget": budget, "reference": f"{ref_name} (base)", **_paired(d, confidence),
+                             "budget": budget, "reference": f"{ref_name} (base)", **paired_summary(d, confidence),
                              "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum())})
     out = pd.DataFrame(rows)
     return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)

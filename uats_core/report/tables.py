@@ -92,10 +92,10 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
     return out
 
 
-def _half(h: float, n: int, unit: str) -> str:
-    """A paired difference's interval half-width in points; '–' and why where too few seeds or problems give
-    none that means something."""
-    if n < MIN_REPLICATES:
+def half_text(h: float, n: int | None = None, unit: str = "seeds") -> str:
+    """A paired difference's interval half-width in points; '–' where there is none, and why where too few
+    seeds or problems (`n` of them) give none that means something."""
+    if n is not None and n < MIN_REPLICATES:
         return f"– ({_too_few(n, unit)})"
     return "–" if math.isnan(h) else f"± {100 * h:.1f}"
 
@@ -106,7 +106,7 @@ def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
         return out
     for (dataset, variant), g in pdiff.groupby(["dataset", "variant"], sort=False):
         rows = [[pair_name(r.pair, roles), r.budget, f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
-                 _half(r.half_seeds, r.n_seeds, "seeds"), _half(r.half_problems, r.n_problems, "problems")]
+                 half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems")]
                 for r in g.itertuples()]
         out[f"{dataset}|{variant}"] = (
             "Accuracy difference in percentage points on the same (problem, seed) cells; 95% t-intervals over "
@@ -119,7 +119,8 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
     if vdiff.empty:
         return ""
     rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.reference, f"{100 * r.diff:+.1f}",
-             _half(r.half_seeds, r.n_seeds, "seeds"), _half(r.half_problems, r.n_problems, "problems"), r.n_cells,
+             half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
+             r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
     return ("Each UATS variant against its method's base settings and against REBASE on the same (problem, seed) "
             "cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
@@ -164,9 +165,10 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     return out
 
 
-def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
+def ablation_table(mob: pd.DataFrame, roles: dict[str, str], base_same: pd.DataFrame | None = None) -> str:
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
-    run at other budgets or seeds than its base says which: its mean is over those."""
+    run at other budgets or seeds than its base says which: its mean is over those, and `base_same`
+    (stats.base_on_variant_cells) gives the base's mean on the very same cells beside it."""
     g = mob[mob["method"].isin(UATS_METHODS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
@@ -190,6 +192,12 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
                     note += f"; {_too_few(r['n_seeds'], 'seeds')}"
                 elif len(base) and r["n_seeds"] != base["n_seeds"].iloc[0]:
                     note += f"; {int(r['n_seeds'])} seeds"
+                same = (base_same[(base_same["dataset"] == dataset) & (base_same["method"] == method)
+                                  & (base_same["variant"] == v) & (base_same["pair"] == p)]
+                        if base_same is not None and len(base_same) else [])
+                if len(same):
+                    shown = mean_pm(same["value"].iloc[0], shown_half(same["half"].iloc[0], same["n_seeds"].iloc[0]))
+                    note += f"; base on these cells {shown}"
                 cells.append(f"{mean_pm(r['value'], shown_half(r['half'], r['n_seeds']))} ({note})")
             rows.append([dataset, method, v, *cells])
     return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
