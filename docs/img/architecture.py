@@ -32,7 +32,7 @@ BOXES = {
                                                       "treefig -> Plotly.react"]),
     "ui": (800, 225, 330, 115, "the rest of ui/", ["tabs: compare, runs, cases, reports;", "figures, export, access, auth;",
                                                    "launch.py (app.py, uats-studio)"]),
-    "entry": (1180, 70, 380, 270, "uats_core/entrypoints/", ["cli.py: uats search|runs|show|", "  doctor|ledger",
+    "entry": (1180, 70, 380, 270, "uats_core/entrypoints/", ["cli.py: uats search|runs|show|", "  doctor|ledger|calibrate",
                                                              "eval/: the evaluation grid", "report.py: tables, figures",
                                                              "bench*.py, theory.py,", "train_controller.py",
                                                              "(python -m ... via __main__)"]),
