@@ -1,5 +1,5 @@
 """What an evaluation report reads from the run log: one row per finished evaluation cell (eval_cells joined
-to runs, with the Pass@N oracle from the terminal nodes), and the nodes of chosen runs for the Figure 2
+to runs, with the Pass@N oracle from the final candidates), and the nodes of chosen runs for the Figure 2
 analysis. Reading never creates tables, so a report on a run log without evaluations is simply empty."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def engine_of(source: Any) -> sa.Engine:
 
 def load_results(source: Any) -> pd.DataFrame:
     """One row per finished evaluation cell whose run finished: the cell's axes and the run's outcome,
-    with pass_at_n from the run's terminal nodes."""
+    with pass_at_n and n_final from the run's final candidates (the ones its answer was chosen from)."""
     engine = engine_of(source)
     if eval_cells.name not in sa.inspect(engine).get_table_names():  # reading never creates tables
         return pd.DataFrame(columns=RESULT_COLUMNS + ["pass_at_n", "n_final"])
@@ -41,10 +41,13 @@ def load_results(source: Any) -> pd.DataFrame:
                    c.run_id, c.batched, c.wall_s, r.correct, r.naive_correct, r.cost, r.iterations, r.n_nodes, r.answer)
          .select_from(eval_cells.join(S.runs, r.run_id == c.run_id))
          .where(c.status == "finished", r.status == "finished"))
+    # The final candidates: those the answer was chosen from (Node.voted); a run log from before that was kept
+    # has every ended solution (uats_core.report.duplicates.voted_mask reads the same rule from loaded nodes).
+    final = sa.or_(n.voted.is_(True), sa.and_(n.voted.is_(None), n.status.in_(TERMINAL)))
     oracle = (sa.select(n.run_id, sa.func.max(sa.case((n.correct.is_(True), 1), else_=0)).label("any_correct"),
                         sa.func.count().label("n_final"))
               .select_from(S.nodes.join(eval_cells, c.run_id == n.run_id))
-              .where(c.status == "finished", n.status.in_(TERMINAL))
+              .where(c.status == "finished", final)
               .group_by(n.run_id))
     with engine.connect() as conn:
         df = pd.DataFrame(conn.execute(q).mappings().all())
@@ -73,6 +76,6 @@ def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
     the answers the final candidates vote with."""
     n = S.nodes.c
     q = (sa.select(n.run_id, n.node_id, n.parent_id, n.depth, n.step, n.mean, n.mc_scores, n.initial_passes,
-                   n.status, n.correct, n.answer).where(n.run_id.in_(list(run_ids))))
+                   n.status, n.correct, n.answer, n.voted).where(n.run_id.in_(list(run_ids))))
     with engine_of(source).connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all())
