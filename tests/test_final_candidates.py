@@ -7,16 +7,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from storage.eval_results import load_nodes, load_results
+from storage.results_ledger import ResultsLedger
 from tests.eval_doubles import MODELS, RaggedPolicyDouble, TorchRngPRMDouble
 from uats_core.config import SearchConfig
 from uats_core.entrypoints.eval import EvalOptions, run_eval
+from uats_core.entrypoints.eval.run import sync_run_log
+from uats_core.entrypoints.report import report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 from uats_core.problems import Problem
 from uats_core.report.duplicates import trace_counts, voted_mask
+from uats_core.report.stats import pass_lower
 from uats_core.runner import run_search
 
 PROBLEM = Problem("ragged-1", "What is 4 + 4?", "8")
@@ -69,3 +74,29 @@ def test_pass_at_n_and_n_final_count_only_the_voted_candidates(problems_file: Pa
     copies = {run: sum(s[2] for s in json.loads(sol)) for run, sol in counts["solutions"].items()}
     answered = nodes[nodes["voted"].eq(True) & nodes["answer"].notna()].groupby("run_id").size()
     assert copies == answered.to_dict()
+
+    # The ledger keeps that these cells count only their final candidates, so the report's Pass@N is exact.
+    ledger = ResultsLedger(tmp_path / "ledger")
+    assert sync_run_log(ledger, str(db), "0123456789ab") == len(rows)
+    held = ledger.results()
+    assert held["finals_marked"].all() and set(ledger.voted()["cell_key"]) == set(rows["cell_key"])
+    assert (pass_lower(held) == held["pass_at_n"]).all()
+    table = report_from_ledger(tmp_path / "ledger").markdown[f"Pass@N by budget (%, oracle): {spec.dataset}|base"]
+    assert "A range is all the record allows" not in table and "–" not in table
+
+
+def _legacy(method: str, n_final: int, pass_at_n: bool, correct: bool, naive: bool, marked: bool = False) -> dict:
+    return dict(method=method, budget=16, n_final=n_final, pass_at_n=pass_at_n, correct=correct,
+                naive_correct=naive, finals_marked=marked)
+
+
+def test_cells_that_counted_every_ended_solution_give_pass_at_n_as_a_bound() -> None:
+    rows = pd.DataFrame([
+        _legacy("beam", 20, True, False, False),  # more than N ended: unknown, the bound's low end is False
+        _legacy("beam", 20, True, False, True),  # the best score's answer is a voted candidate: right
+        _legacy("beam", 16, True, False, False),  # at most N ended: beam search voted on all of them
+        _legacy("dvts", 9, True, False, False),  # DVTS may end solutions it does not vote on at any count
+        _legacy("dvts", 9, True, False, False, marked=True),  # recorded with its final candidates marked
+        _legacy("rebase", 9, True, False, False),  # REBASE votes on every solution it ends
+    ])
+    assert pass_lower(rows).tolist() == [False, True, True, False, True, True]

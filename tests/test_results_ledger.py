@@ -30,7 +30,7 @@ def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path:
                                                                    ledger=str(ledger_dir)))
     assert first.finished == 9 and first.in_ledger == 0
     rows = ResultsLedger(ledger_dir).results()
-    assert len(rows) == 9 and list(rows.columns) == LEDGER_COLUMNS
+    assert len(rows) == 9 and list(rows.columns) == LEDGER_COLUMNS + ["finals_marked"]
     assert rows["code_version"].str.len().min() > 0 and rows["policy"].eq(MODELS["pol"]).all()
     assert set(rows["method"]) == {"best-of-n", "rebase", "h-uats"} and rows["cost"].gt(0).all()
 
@@ -44,7 +44,7 @@ def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path:
 
     logged = pd.concat([load_results(str(tmp_path / "a.db")), load_results(str(tmp_path / "b.db"))]).set_index("cell_key")
     mine = both.set_index("cell_key")
-    for col in ("answer", "cost", "correct", "pass_at_n", "iterations", "n_nodes"):
+    for col in ("answer", "cost", "correct", "pass_at_n", "n_final", "finals_marked", "iterations", "n_nodes"):
         assert mine[col].astype(str).to_dict() == logged.loc[mine.index, col].astype(str).to_dict(), col
     # Appended as gzip members, never rewritten: the file is one valid gzip stream with one header line.
     with gzip.open(ledger_dir / "results.csv.gz", "rt") as fh:

@@ -183,7 +183,7 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
         rep.figures["accuracy_vs_cost" + tag] = fig_curves(
             g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
         rep.figures["pass_at_n" + tag] = fig_curves(
-            g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
+            g, "budget", "pass_at_n", f"Pass@N (oracle: any final candidate correct; an upper bound where the table gives a range), {dataset}, {variant}", roles)
     abl_df = same_problems_across_variants(df)
     abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:
