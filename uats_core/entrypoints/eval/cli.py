@@ -21,6 +21,7 @@ from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from uats_core.entrypoints.cli import TRUST_HELP
+
 from .run import EvalOptions, code_version, run_eval
 
 log = logging.getLogger("uats_core.eval")
@@ -125,6 +126,13 @@ def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[s
     return policy_opts, prm_opts
 
 
+def _uncommitted(version: str) -> bool:
+    """The code version names no commit: uncommitted changes, or a checkout git could not read."""
+    from uats_core.report.provenance import DIRTY  # imported here: the report package loads plotly
+
+    return version.endswith(DIRTY) or version == "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -136,10 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("shard", "--shard splits the grid without Ray; drop one of --shard and --ray")
         if args.batch < 1:
             raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
-        if args.ledger and not args.dry_run and code_version().endswith("+dirty"):
+        if args.ledger and not args.dry_run and _uncommitted(code_version()):
             # a ledger row names the commit that ran it: a row from uncommitted code could not be reproduced
-            raise ConfigError("ledger", "the checkout has uncommitted code changes (git status); commit them, or run "
-                                        "from a clean worktree, before writing to a results ledger")
+            raise ConfigError("ledger", "the checkout has uncommitted code changes, or git cannot read it (git status); "
+                                        "commit them, or run from a clean worktree, before writing to a results ledger")
         spec = spec_from_args(args)
         policy_opts, prm_opts = check_pair_options(spec, args)
         opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,
