@@ -177,19 +177,30 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts and
-    final solutions of the cells it holds without them (recorded before the ledger kept them)."""
+    """Bring a results ledger up to date with run logs: their finished cells it lacks (with --code-version, the
+    commit that ran them), and the duplicate counts and final solutions of the cells it holds without them
+    (recorded before the ledger kept them)."""
+    from storage.eval_results import load_results
     from storage.results_ledger import ResultsLedger
     from uats_core.entrypoints.eval.run import sync_run_log
+    from uats_core.report.provenance import DIRTY
 
+    version = args.code_version
+    if version is not None and (version.endswith(DIRTY) or version in ("", "unknown")):
+        # a ledger row names the commit that ran it: rows no commit reproduces stay out
+        raise ConfigError("code-version", f"{version!r} names no commit; give the commit that ran the run log's "
+                                          "cells (git rev-parse --short=12 HEAD in that checkout, committed code only)")
     ledger = ResultsLedger(args.ledger)
     for run_log in args.run_logs:
         if "://" not in run_log and not os.path.exists(run_log):
             raise ConfigError("run_logs", f"no run log at {run_log!r}; give a SQLite path or SQLAlchemy URL")
     before = len(ledger.traces()), len(ledger.candidates())
     for run_log in args.run_logs:
-        added = sync_run_log(ledger, run_log, args.code_version, fill=True)
-        print(f"{run_log}: {added} cells added")
+        added = sync_run_log(ledger, run_log, version, fill=True)
+        lacking = (set(load_results(run_log)["cell_key"]) - ledger.keys()) if version is None else set()
+        print(f"{run_log}: {added} cells added" + (f"; {len(lacking)} cells the ledger lacks left out (give "
+                                                   "--code-version, the commit that ran them, to add them)"
+                                                   if lacking else ""))
     after = len(ledger.traces()), len(ledger.candidates())
     print(f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
           f"{after[1]} with final solutions ({after[1] - before[1]} more)")
@@ -289,8 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("ledger", help="copy run logs' finished cells and duplicate counts into a results ledger")
     g.add_argument("run_logs", nargs="+", metavar="RUN_LOG", help="SQLite paths or SQLAlchemy URLs of evaluation run logs")
     g.add_argument("--ledger", required=True, metavar="DIR", help="the results ledger folder (e.g. results/arith-grid)")
-    g.add_argument("--code-version", default="unknown",
-                   help="code version recorded on the cells copied in (the run log does not say which code ran them)")
+    g.add_argument("--code-version", metavar="COMMIT",
+                   help="the commit that ran the run log's cells (the log does not say): without it, cells the ledger "
+                        "lacks are left out and only the counts and final solutions of cells it holds are filled")
     g.set_defaults(fn=cmd_ledger)
     calibrate.add_parser(sub)
     return p
