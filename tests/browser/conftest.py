@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest

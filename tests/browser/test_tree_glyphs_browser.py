@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import ARTIFACTS, shot, wait_idle
-from .test_app_browser import fill, wait_plot
+from .pages import ARTIFACTS, choose, fill, shot, wait_idle, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -164,8 +163,7 @@ def _set_view(page: Any, focus: str | None = None, search: str | None = None) ->
     if search is not None:
         fill(page, "f-search", search, submit=True)
     if focus is not None:
-        page.locator("#f-focus input").click()
-        page.get_by_role("option", name=focus, exact=True).click()
+        choose(page, "f-focus", focus)
 
 
 def _record(name: str, m: dict[str, Any], bad: list[str]) -> None:

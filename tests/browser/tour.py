@@ -12,28 +12,19 @@ import argparse
 import logging
 import os
 import shutil
-import socket
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from .pages import choose
+
 log = logging.getLogger(__name__)
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 VIEWPORTS = ((1280, 800), (1920, 1080))
 # (run id, problem index in the world's test split, budget N): N = 16 for a step, N = 64 for a big tree
 RUNS = (("d16" * 10 + "d1", 4, 16), ("e16" * 10 + "e1", 5, 16), ("c64" * 10 + "c6", 3, 64))
 SETTLED = "() => { const e = document.querySelector('#tree .uats-plot'); return e && e.dataset.lodPending === '0'; }"
-# Plotly writes url('<page address>#clip…') references; the page's address-bar sync then changes the address
-# and they no longer resolve (issue 30, item 2, fixed apart): point them at the document before a photograph
-LOCAL_REFS = """() => document.querySelectorAll('[clip-path], [fill^="url"]').forEach(e => {
-  for (const a of ['clip-path', 'fill']) {
-    const v = e.getAttribute(a);
-    if (v && v.startsWith('url') && v.includes('#')) e.setAttribute(a, "url('#" + v.split('#')[1]);
-  }
-})"""
 
 
 def search(store: Any, run_id: str, problem: int, budget: int) -> None:
@@ -63,21 +54,6 @@ def pick(store: Any) -> dict[str, int]:
             "subtree": sub}
 
 
-def serve(store: Any, base: Path) -> tuple[Any, Any, str]:
-    from ui.app_ui import build_demo, launch_kwargs
-    from ui.worker import WorkerPool
-
-    pool = WorkerPool(store, max_workers=1, poll_s=0.5)
-    (base / "exports").mkdir(exist_ok=True)
-    demo = build_demo(store, pool, base / "exports", None)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **launch_kwargs(base / "exports"))
-    return demo, pool, f"http://127.0.0.1:{port}"
-
-
 def _open(page: Any, url: str, run_id: str, node: int) -> None:
     page.goto(f"{url}/?run={run_id}&node={node}")
     page.wait_for_function(f"() => {{ const e = document.querySelector('#tree .uats-plot'); "
@@ -88,15 +64,13 @@ def _open(page: Any, url: str, run_id: str, node: int) -> None:
 
 def _focus(page: Any, focus: str) -> None:
     page.get_by_text("View: filters, search, collapse").click()
-    page.locator("#f-focus input").click()
-    page.get_by_role("option", name=focus, exact=True).click()
+    choose(page, "f-focus", focus)
     page.wait_for_function("() => document.querySelector('#tree .uats-plot').dataset.lod === 'detail'",
                            timeout=120_000)
     page.wait_for_function(SETTLED, timeout=60_000)
 
 
 def _photo(page: Any, selector: str, path: Path) -> None:
-    page.evaluate(LOCAL_REFS)
     page.locator(selector).scroll_into_view_if_needed()
     page.locator(selector).screenshot(path=str(path))
     log.info("wrote %s", path)
@@ -105,13 +79,15 @@ def _photo(page: Any, selector: str, path: Path) -> None:
 def tour(out: Path, url: str, store: Any) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
+    from ui.bench import CHROMIUM_FLAGS
+
     nodes = pick(store)
     written: list[Path] = []
     chromium = shutil.which("chromium")
     if chromium is None:
         raise SystemExit("error: chromium: not installed; apt-get install -y chromium")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=FLAGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
         for w, h in VIEWPORTS:
             page = browser.new_page(viewport={"width": w, "height": h})
             _open(page, url, RUNS[1][0], nodes["step"])
@@ -148,9 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.perf_counter()
             search(store, run_id, problem, budget)
             log.info("search %s (N=%d): %.0f s", run_id[:8], budget, time.perf_counter() - t0)
-        demo, pool, url = serve(store, Path(tmp))
+        from ui.bench import serve_app
+        from ui.worker import WorkerPool
+
+        pool = WorkerPool(store, max_workers=1, poll_s=0.5)
+        demo, port = serve_app(store, pool, Path(tmp) / "exports")
         try:
-            tour(args.out, url, store)
+            tour(args.out, f"http://127.0.0.1:{port}", store)
         finally:
             pool.shutdown(cancel=True, timeout_s=30)
             demo.close()
