@@ -115,7 +115,33 @@ def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_pa
     store.close()
     md = build_report(str(tmp_path / "abl.db"), fig2=False).markdown["Ablations"]
     assert "| hand | h-uats | base | 100.0 ± 0.0 (n=1) |" in md
-    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; 1 seed; base on these cells 100.0) |" in md
+    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; no ±: 1 seed; base on these cells 100.0) |" in md
+
+
+def test_two_seeds_show_no_interval_and_say_why(tmp_path: Path) -> None:
+    """2 seeds once printed "37.5 ± 476.5": a t-interval from 2 values (t(0.975, 1) = 12.7) says nothing. Every
+    table shows the mean and the seed count instead, and the figures draw no error bar."""
+    store = RunStore(str(tmp_path / "two.db"))
+    w = HandLogWriter(store)
+    for seed, outcomes in ((0, (True, False, False, False)), (1, (True, True, False, False))):
+        for p, ok in enumerate(outcomes):
+            for method in ("rebase", "h-uats"):
+                w.run(problem=f"p{p}", method=method, budget=4, seed=seed, correct=ok, cost=10.0 + seed)
+    store.close()
+    rep = build_report(str(tmp_path / "two.db"), fig2=False)
+    assert rep.tables["curves"]["acc_half"].gt(0.5).all()  # the raw half-widths: wider than the whole range
+    md = rep.markdown
+    assert "| rebase | 37.5 (no ±: 2 seeds) |" in md["Table 4 layout: hand|base"]
+    assert "| rebase | 37.5 (no ±: 2 seeds) |" in md["Accuracy by budget (%): hand|base"]
+    assert "| rebase | 10 (no ±: 2 seeds) |" in md["Mean compute spent per search (PRM-pass units, ± 95% t over seeds): hand|base"]
+    for name in ("Table 4 layout: hand|base", "Accuracy by budget (%): hand|base", "UATS against REBASE: hand|base"):
+        table = md[name][md[name].index("| method"):] if "| method" in md[name] else md[name][md[name].index("| pair"):]
+        assert " ± " not in table, name  # the table, below any title
+    # over problems (4 of them) the paired difference has its interval; over 2 seeds it says why not
+    assert "| – (no ±: 2 seeds) | ± 0.0 |" in md["Paired accuracy differences: hand|base"]
+    for trace in rep.figures["accuracy_vs_n"].data:
+        if trace.error_y is not None and trace.error_y.array is not None:
+            assert not any(trace.error_y.array), trace.name
 
 
 def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
@@ -202,12 +228,12 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
 
 
 def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> None:
-    from ui import service as svc
     from ui.report_sources import ReportSources
+    from ui.report_view import report_view
     from ui.safe_text import md_text
 
     sources = ReportSources(RunStore("sqlite://"), hand_db.parent)
-    md, figs = svc.report_view(sources, hand_db.name)
+    md, figs = report_view(sources, hand_db.name)
     assert md_text(hand_db.name) in md and "Table 4 layout" in md  # the label is escaped for Markdown
     assert "83.3" in md  # REBASE at N=16: per-seed accuracy 1, 1, 0.5 -> 83.3%
     assert set(figs) == {"accuracy_vs_n", "accuracy_vs_cost", "prm_analysis"}
@@ -216,15 +242,15 @@ def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> N
 
 
 def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
-    from ui import service as svc
     from ui.report_sources import ReportSources
+    from ui.report_view import report_view
     from uats_core.errors import ConfigError
 
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
     missing = tmp_path / "typo.db"
     for key in ("typo.db", str(missing), "sqlite:///" + str(missing), "../typo.db"):
         with pytest.raises(ConfigError, match=r"run log: .*not in the reports folder"):
-            svc.report_view(sources, key)
+            report_view(sources, key)
     assert not missing.exists() and list(tmp_path.iterdir()) == []
 
 

@@ -48,7 +48,9 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
     """Events that span tabs: the first load fills the problem list, runs and pickers; switching tabs
     refreshes the runs, the compare pickers and the training curves."""
     def on_load(s, cs):
-        ds_out = dataset_view(ctx.choices, svc.ARITH)
+        ds_out = list(dataset_view(ctx.choices, svc.ARITH))
+        if not ds_out[2].get("visible"):  # nothing wrong: leave the message line to a link's message
+            ds_out[2] = gr.skip()
         listed = runs.list_runs("(any)", "(any)", "(any)")
         a, b = compare.on_tab_compare(s, cs)
         return (*ds_out, *listed, a, b)
@@ -62,10 +64,12 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
 
 
 def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
-               reports_dir: str | Path | None = None, choices: ServerChoices | None = None) -> gr.Blocks:
+               reports_dir: str | Path | None = None, choices: ServerChoices | None = None,
+               ledgers_dir: str | Path | None = None) -> gr.Blocks:
     """The whole page. `store` is the app's reader; workers open their own connection to store.location.
-    The Reports tab reads the run log and the SQLite files in `reports_dir`, nothing a browser names; a search
-    loads only the models and problem sets of `choices` (default: the embedded and shipped ones)."""
+    The Reports tab reads the results ledgers in `ledgers_dir`, the run log and the SQLite files in
+    `reports_dir`, nothing a browser names; a search loads only the models and problem sets of `choices`
+    (default: the embedded and shipped ones)."""
     gr.set_static_paths([str(PLOTLY_DIR)])
     with gr.Blocks(title="UATS Studio") as demo:
         st = gr.State({"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []})
@@ -87,7 +91,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
             with gr.Tab("Cases", id="cases"):
                 build_cases_tab(ctx, search)
             with gr.Tab("Reports", id="reports"):
-                reports = build_reports_tab(ctx, ReportSources(store, reports_dir))
+                reports = build_reports_tab(ctx, ReportSources(store, reports_dir, ledgers_dir))
         f = search.form
         _wire_page(demo, ctx, runs, compare, reports, [f["problem"], search.question_md])
         wire_links(demo, ctx, search)

@@ -4,6 +4,7 @@ workbench at http://127.0.0.1:7860 (offline, embedded world).
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --export-dir (default exports/),
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
+--ledgers-dir (a folder of results ledgers the Reports tab offers, the first by default; default results/),
 --workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
 listen on an address other machines reach (ui/auth.py). What a client may load is the server's choice
 (ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
@@ -28,6 +29,7 @@ PROJECT = _CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path(".")
 DEFAULT_DB = PROJECT / "runs" / "uats.db"
 DEFAULT_EXPORTS = PROJECT / "exports"
 DEFAULT_REPORTS = PROJECT / "reports"
+DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/arith-grid) opens out of the box
 
 log = logging.getLogger("uats_studio")
 
@@ -42,6 +44,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
     p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS),
                    help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only")
+    p.add_argument("--ledgers-dir", default=str(DEFAULT_LEDGERS),
+                   help="folder whose results ledgers (sub-folders with results.csv.gz) the Reports tab offers")
     p.add_argument("--max-budget", type=int, default=None,
                    help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
@@ -139,7 +143,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     limits = PoolLimits(max_workers=args.workers, max_paused=args.max_paused, max_queued=args.max_queued,
                         max_queued_per_session=args.max_queued_per_session, pause_timeout_s=args.pause_timeout_s)
     pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request(), limits=limits)
-    demo = build_demo(store, pool, export_dir, reports_dir, choices)
+    demo = build_demo(store, pool, export_dir, reports_dir, choices, Path(args.ledgers_dir))
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'

@@ -280,13 +280,15 @@ def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | N
 
 def side_by_side(fa: dict[str, Any], fb: dict[str, Any]) -> dict[str, Any]:
     """One figure with two trees (for the static PNG/SVG of a comparison)."""
-    data = []
-    for trace in fa["data"]:
-        data.append(dict(trace))
+    data = [dict(trace) for trace in fa["data"]]
+    # one legend for both: B's kinds that A does not draw (e.g. the shadow marks of a scored baseline) keep theirs
+    named = {t.get("name") for t in fa["data"] if t.get("showlegend", True)}
     for trace in fb["data"]:
         t = dict(trace)
         t["xaxis"], t["yaxis"] = "x2", "y2"
-        t["showlegend"] = False
+        t["showlegend"] = bool(trace.get("showlegend", True)) and trace.get("name") not in named
+        if t["showlegend"]:
+            named.add(t.get("name"))
         data.append(t)
     la, lb = fa["layout"], fb["layout"]
     layout = {"height": la.get("height", 560), "width": 1600, "paper_bgcolor": "white", "plot_bgcolor": "white",
@@ -310,6 +312,9 @@ def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
     return {k: run.get(k) for k in keep}
 
 
+VERDICT = {True: "right", False: "wrong", None: "?"}  # a step's truth in an export table
+
+
 def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str, Any]] = ()) -> ExportBundle:
     state = data.state_at(None)
     run = state.run
@@ -320,7 +325,7 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
     for depth, nid in enumerate(path, 1):
         n = state.nodes[nid]
         rows.append([depth, " ".join(n.get("step", "").split())[:80], n.get("mean"), n.get("var"),
-                     len(n.get("mc_scores") or []), judge(nid)])
+                     len(n.get("mc_scores") or []), VERDICT[judge(nid)]])
     fig = tree_figure(state, title=f"{run.get('method')} on {run.get('problem_id')} (run {run['run_id'][:8]})",
                       height=800)
     return ExportBundle(
@@ -328,7 +333,7 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
         data={"run": _run_summary(run), "nodes": [data.nodes[i] for i in sorted(data.nodes)],
               "iterations": [data.iterations[i] for i in sorted(data.iterations)], "stars": list(stars)},
         figures=[("Search tree", fig)],
-        table_header=["step", "text", "R̄", "σ²", "K", "right"], table_rows=rows,
+        table_header=["depth", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
         caption=(f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {run.get('answer')} "
                  f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path."),
         text_sections=[("Question", run.get("question", "")),
@@ -366,13 +371,13 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
         for q in QUADRANTS:
             for c in list(others.get(q, ()))[:3]:
                 rows.append([q, " ".join(c.step.split())[:60], c.mean, c.var, c.k,
-                             {True: "right", False: "wrong", None: "?"}[c.step_correct]])
+                             VERDICT[c.step_correct]])
     else:
         for s in sibs:
             n = state.nodes[s]
             rows.append([f"node {s}" + (" (case)" if s == node_id else ""), " ".join(n.get("step", "").split())[:60],
                          n.get("mean"), n.get("var"), len(n.get("mc_scores") or []),
-                         {True: "right", False: "wrong", None: "?"}[truths.get(s)]])
+                         VERDICT[truths.get(s)]])
     n = state.nodes[node_id]
     return ExportBundle(
         name=name or f"case-{data.run['run_id'][:8]}-n{node_id}", kind="case",
@@ -380,7 +385,7 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
               "siblings": [state.nodes[s] for s in sibs], "step_truth": {str(k): v for k, v in truths.items()},
               "trace": state.trace_text(node_id), "star": star},
         figures=[("Node and siblings: MC-dropout scores", fig)],
-        table_header=["case" if others else "node", "step", "R̄", "σ²", "K", "step"], table_rows=rows,
+        table_header=["case" if others else "node", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
         caption=(f"{case.quadrant if case else 'Node'}: node {node_id} of run {data.run['run_id'][:8]} "
                  f"({data.run.get('method')} on {data.run.get('problem_id')})"),
         text_sections=[("Question", data.run.get("question", "")), ("Trace", "\n\n".join(state.trace_text(node_id)))])
@@ -391,31 +396,7 @@ def method_choices() -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ reports tab
-REPORT_FIGURES = ("accuracy_vs_n", "accuracy_vs_cost", "prm_analysis")
 SHIPPED = "shipped: "  # curve names that come from a checkpoint folder's training_curve.json, not the database
-
-
-def report_view(sources: ReportSources, key: str, common_problems: bool = True,
-                max_fig2_runs_per_pair: int = 200) -> tuple[str, dict[str, dict]]:
-    """The evaluation report of the run log `key` of `sources` for the page: its markdown (notes, Table 4,
-    per-budget tables, Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost,
-    PRM analysis)."""
-    from storage.eval_results import report_inputs
-    from uats_core.report import assemble_report
-
-    with sources.reading(key) as store:
-        rep = assemble_report(*report_inputs(store), common_problems=common_problems,
-                              max_fig2_runs_per_pair=max_fig2_runs_per_pair)
-    figs = {}
-    for name in REPORT_FIGURES:
-        if name in rep.figures:
-            fig = json.loads(rep.figures[name].to_json())
-            fig["layout"].pop("width", None)  # sized for the HTML export; in the page, fill the column
-            fig["layout"]["autosize"] = True
-            figs[name] = fig
-    title = f"### Evaluation report of {md_text(sources.label(key))}"
-    md = rep.summary_markdown().replace("# Evaluation report", title, 1)
-    return md, figs
 
 
 def curve_choices(sources: ReportSources, key: str | None) -> list[str]:

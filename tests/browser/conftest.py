@@ -117,7 +117,7 @@ def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(served["url"])
-    pg.wait_for_selector("#run-btn", timeout=60_000)
+    pg.wait_for_selector("#run-btn", timeout=180_000)  # minutes on a loaded 2-core machine
     wait_idle(pg)
     try:
         yield pg

@@ -18,8 +18,8 @@ from .aggregation import aggregation_markdown, aggregation_table
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .ladder import ladder_markdown, ladder_table
 from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import (base_on_variant_cells, curves, mean_over_budgets, paired_differences, restrict_common,
-                    same_problems_across_variants, spend_against_rebase, variant_differences)
+from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
+                    restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
 from .steps import NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
                      spend_markdown, table4_markdown, variant_markdown)
@@ -121,7 +121,9 @@ def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
     if bool(raw["batched"].any()):
         rep.notes.append(f"{int(raw['batched'].sum())} cells ran under cross-problem batching (valid samples, but "
                          "not reproducible alone: their RNG draws were shared with co-scheduled searches)")
-    rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems")
+    rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems, shown from "
+                     f"{MIN_REPLICATES} seeds up (fewer give an interval wider than it is informative: "
+                     "the cell then says how many seeds it has)")
 
 
 def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float,

@@ -56,7 +56,8 @@ def ladder_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
     rows = [[pair_name(r.pair, roles), r.budget, f"{r.upper} − {r.lower}", r.change, f"{100 * r.acc_upper:.1f}",
-             f"{100 * r.acc_lower:.1f}", f"{100 * r.diff:+.1f}", half_text(r.half_seeds), half_text(r.half_problems), r.n_cells,
+             f"{100 * r.acc_lower:.1f}", f"{100 * r.diff:+.1f}", half_text(r.half_seeds, r.n_seeds, "seeds"),
+             half_text(r.half_problems, r.n_problems, "problems"), r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in table.itertuples()]
     rungs = "; ".join(f"{name} = {m} {v}" for name, (m, v) in RUNGS.items())
     return ("The ablation ladder, REBASE to H-UATS: each step changes one thing at REBASE's compute; accuracy (%) of "

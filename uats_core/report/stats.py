@@ -3,7 +3,8 @@ figure reads. No SQL here: the rows come from storage.eval_results, one per fini
 
 Intervals: per seed, the accuracy over problems; then the mean over seeds ± t(0.975, s−1)·sd/√s, the
 Student-t interval with s = number of seeds (problems are shared by all seeds, so seeds are the
-replicates). With one seed there is no interval (shown as ±nan). Comparisons use, per (dataset, pair,
+replicates). Tables and figures show an interval only from MIN_REPLICATES values up (shown_half); the
+half-width itself is kept in the tables' frames. Comparisons use, per (dataset, pair,
 variant), only the problems for which every (method, budget, seed) cell of that group has finished, so an
 unfinished grid never compares methods on different problems.
 """
@@ -17,6 +18,18 @@ import numpy as np
 import pandas as pd
 
 from ..config import METHODS, UATS_METHODS
+
+# Fewer values give an interval that says nothing: from 2 seeds the 95% t-interval is 12.7 standard errors wide
+# on each side (t(0.975, 1)), e.g. "37.5 ± 476.5" points of accuracy. Such a cell shows its mean and why no ±.
+MIN_REPLICATES = 3
+
+
+def shown_half(half: Any, n: Any) -> Any:
+    """The half-width where it means something (n >= MIN_REPLICATES values behind it), else nan. Scalars or
+    aligned pandas Series."""
+    if isinstance(half, pd.Series):
+        return half.where(pd.Series(n, index=half.index) >= MIN_REPLICATES)
+    return half if n is not None and n >= MIN_REPLICATES else float("nan")
 
 
 def method_key(m: str) -> int:
@@ -224,9 +237,11 @@ CELL = ["dataset", "pair", "budget", "problem_id", "seed"]  # one search of a me
 
 def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
     """A paired difference indexed by (problem_id, seed): its mean with t-intervals over seeds and over problems."""
-    mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
-    _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
-    return {"diff": mean, "half_seeds": seed_half, "half_problems": problem_half, "n_cells": int(len(d))}
+    per_seed, per_problem = d.groupby(level="seed").mean(), d.groupby(level="problem_id").mean()
+    mean, seed_half = t_interval(per_seed.tolist(), confidence)
+    _, problem_half = t_interval(per_problem.tolist(), confidence)
+    return {"diff": mean, "half_seeds": seed_half, "half_problems": problem_half, "n_cells": int(len(d)),
+            "n_seeds": int(len(per_seed)), "n_problems": int(len(per_problem))}
 
 
 def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:

@@ -80,6 +80,7 @@ function draw() {
     host.dataset.drawMs = (performance.now() - t0).toFixed(1);
     host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
     host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
+    host.dataset.pinned = m.pinned ? '1' : '';  // an iteration the user chose (not "the latest")
     if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
     host.dataset.drawnAt = String(Date.now());
     host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);

@@ -24,6 +24,7 @@ from ..shadow_job import submit_shadow
 from ..treedata import RunData
 from ..worker import session_of
 from .common import AppContext, fig_json, notice, plot_html, skips
+from .exports import export_controls, export_ready, export_stale
 from .search import SearchTab
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
 
@@ -51,6 +52,7 @@ class _Parts:
     cmp_tree_a: gr.HTML
     cmp_tree_b: gr.HTML
     cmp_export_name: gr.Textbox
+    cmp_export_build: gr.Button
     cmp_export_btn: gr.DownloadButton
     cmp_shadow_k: gr.Number
     cmp_shadow: gr.Button
@@ -92,9 +94,8 @@ def _layout() -> _Parts:
                 "uncertainty says about it) and every candidate of its step.")
     c["cmp_why"] = gr.HTML("", elem_id="cmp-why")
     c["cmp_inspector"] = plot_html("cmp-inspector", "The clicked node's step: every candidate, one row each.", 60)
-    with gr.Row():
-        c["cmp_export_name"] = gr.Textbox(label="export name (optional)", elem_id="cmp-export-name")
-        c["cmp_export_btn"] = gr.DownloadButton("Download comparison export (zip)", value=None, elem_id="cmp-export")
+    ex = export_controls("comparison", "cmp")
+    c["cmp_export_name"], c["cmp_export_build"], c["cmp_export_btn"] = ex.name, ex.build, ex.download
     return _Parts(**c)
 
 
@@ -148,15 +149,15 @@ class _Compare:
 
     def on_compare_export(self, cs, name):
         if not cs.get("a") or not cs.get("b"):
-            return gr.update(value=None), gr.skip()
+            return export_stale(), notice("compare two runs first, then build their export")
         try:
             bundle = svc.compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
                                         name=safe_name(name) if (name or "").strip() else None,
                                         shadows=self.shadows(cs))
             path = write_bundle(bundle, self.ctx.export_dir)
         except (ExportError, StorageError) as exc:
-            return gr.update(value=None), notice(str(exc))
-        return gr.update(value=str(path), label=f"Download {path.name}"), gr.skip()
+            return export_stale(), notice(str(exc))
+        return export_ready(path), notice("")
 
     def cmp_step(self, cs, t):
         if not cs.get("a"):
@@ -277,11 +278,10 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     p, h, cst = _layout(), _Compare(ctx), ctx.cst
     cmp_outputs = [cst, ctx.notice, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
-    # the figures first, then the zip (kaleido takes a moment): the page never waits on the export
-    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(
-        h.on_compare_export, export_ins, export_outs)
+    # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
+    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(export_stale, None, [p.cmp_export_btn])
+    p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)
-    p.cmp_export_name.blur(h.on_compare_export, export_ins, export_outs)
 
     step_outputs = [cst, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
     p.cmp_slider.input(h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last",
@@ -297,5 +297,6 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
                        [cst, ctx.notice])
     p.cmp_shadow_cancel.click(h.on_shadow_cancel, [cst], [ctx.notice])
-    p.cmp_shadow_key.change(h.on_compare_export, export_ins, export_outs)  # a shadow job ended: its scores join
+    # a shadow job ended: its scores join the figures, and the zip built before them is stale (built when asked)
+    p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn])
     return CompareTab(cmp_a=p.cmp_a, cmp_b=p.cmp_b, on_tab_compare=h.on_tab_compare)

@@ -1,5 +1,6 @@
-"""Shareable, keyboard-driven views: the address bar carries the open run, the selected node and the
-iteration (?run=…&node=…&t=…) and opening such an address restores that view; ← and → step iterations.
+"""Shareable, keyboard-driven views: the address bar carries what the user chose (the open run, the node they
+picked, the iteration they stepped to: ?run=…&node=…&t=…) and opening such an address restores that view, with
+a message that stays for a run or node that does not exist; ← and → step iterations.
 Also keeps the Compare pickers' run labels current while their runs move on from queued."""
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ if (!window.__uatsLinks) {
     if (!e || !e.dataset.run) return;  // nothing opened yet: keep the address the page was opened with
     const want = new URLSearchParams();
     want.set('run', e.dataset.run);
-    const details = document.querySelector('#node-details');
+    // a node only once the user picked one: the inspector then describes the node in the id box (the box
+    // alone reads 0 before any pick, and the details block holds Gradio's progress text while loading)
+    const md = document.querySelector('#node-details [data-testid="markdown"]');
     const box = document.querySelector('#node-id input');
-    if (box && box.value !== '' && details && details.innerText.trim()) want.set('node', box.value);
-    const follow = document.querySelector('#follow input');
-    const live = follow && follow.checked && (e.dataset.status === 'running' || e.dataset.status === 'queued');
+    if (box && box.value !== '' && md && md.innerText.includes('Node ' + box.value + ' ')) want.set('node', box.value);
     const it = e.dataset.iteration;
-    if (!live && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
+    if (e.dataset.pinned === '1' && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
     const q = '?' + want.toString();
     if (location.search === q) return;
     history.replaceState(history.state, '', location.pathname + q + location.hash);
@@ -104,11 +105,13 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchTab) -> None:
         s = out[0]
         if not isinstance(out[2], str):  # the run was not found: open_run's message says why
             return tuple(out)
-        s["selected"] = node
         data = ctx.cache.get(s["run_id"])
         if t is not None:
             t = max(0, min(t, data.max_iteration))
             s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        missing = None if node is None else viewer.missing_node(s["run_id"], data.state_at(s.get("t")), node)
+        s["selected"] = None if missing else node
+        out[1] = notice(missing or "")
         fig, data, state = viewer.draw_tree(s, view)
         out[2], out[3] = fig, svc.run_status_md(data.run, state)
         out[4] = viewer.slider_update(data, s.get("t"))

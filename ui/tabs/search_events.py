@@ -102,7 +102,9 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
         return problem_view(ctx.choices, ds, pid)
 
     f["dataset"].change(on_dataset, [f["dataset"]], [f["problem"], t.question_md, ctx.notice])
-    f["problem"].change(on_problem, [f["dataset"], f["problem"]], [t.question_md, ctx.notice])
+    # .input, not .change: a problem list filled by the page (dataset_view sets the question itself) must not
+    # clear a message the user has not acted on yet (a link's "no run …")
+    f["problem"].input(on_problem, [f["dataset"], f["problem"]], [t.question_md, ctx.notice])
 
     def on_typed(q, a, ds, pid):
         try:
