@@ -84,8 +84,9 @@ def test_marks_are_anchored_on_their_node_in_pixels(state) -> None:
 def test_the_legend_names_every_kind_of_mark_drawn(state) -> None:
     fig = tree_figure(state)
     names = [t["name"] for t in fig["data"] if t.get("showlegend", True)]  # Plotly shows unless told not to
-    for want in ("chosen path", "right answer", "wrong answer", "colour R̄, size K", "OOD: σ² > τ", "MC passes (box)",
-                 "R̄ = their mean", "finished", "pruned (faded)", "chosen answer", f"decided at t={state.iteration}"):
+    for want in ("chosen path", "right answer", "wrong answer", "colour R̄, size K", "OOD: σ² > τ", "box: MC passes",
+                 "◆ one pass", "R̄ = their mean", "grey: scale 0–1", "finished", "pruned (faded)", "chosen answer",
+                 f"decided at t={state.iteration}"):
         assert want in names, (want, names)
     texts = " ".join(_trace(fig, "marks")["text"])
     assert ("+Kp extra passes" in names) == ("p" in texts.replace("hidden", ""))

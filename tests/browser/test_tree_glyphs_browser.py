@@ -121,7 +121,7 @@ def misplaced(m: dict[str, Any]) -> list[str]:
     for p in m["parts"]:
         beside(p, -8, 45, 40, f"compact glyph ({p['kind']})")
     for s in m["shapes"]:
-        beside(s, -8, 40, 30, "boxplot shape")
+        beside(s, -8, 40, 34, "boxplot shape")
     for a in m["notes"]:
         beside(a, 15, 60, 110, f"R̄/σ² label {a['text']!r}")
     for a in m["answers"]:

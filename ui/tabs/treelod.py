@@ -17,7 +17,7 @@ meta.glyphs.compact) are made transparent (a style-only restyle)."""
 from __future__ import annotations
 
 LOD_JS = r"""
-const LOD = {gapPx: 11, boxW: 16, minColPx: 38, minRowPx: 16, labelGapPx: 100, labelRowPx: 24,
+const LOD = {gapPx: 18, boxW: 24, minBoxW: 12, minColPx: 38, minRowPx: 16, labelGapPx: 118, labelRowPx: 24,
              boxRows: 0.85, minBoxPx: 16, maxBoxPx: 160};
 function lodAxes(gd) {
   const fl = gd._fullLayout;
@@ -43,6 +43,8 @@ function lodPlan(data, g, ax) {
   // the nodes just outside the view too (up to the limit): a short pan shows no bare nodes
   const ids = inView.concat(near.slice(0, g.limit));
   const boxPx = Math.round(Math.min(LOD.maxBoxPx, Math.max(LOD.minBoxPx, LOD.boxRows * ax.rowPx)));
+  // as wide as the gap to the next column allows (a sibling's halo is ~17 px round its centre)
+  const boxW = Math.round(Math.min(LOD.boxW, Math.max(LOD.minBoxW, ax.colPx - LOD.gapPx - 8)));
   // R̄ and σ² are written beside a box when the next node to its right on its row leaves room for them
   const rows = new Map();
   for (let i = 0; i < tr.x.length; i++) {
@@ -57,13 +59,13 @@ function lodPlan(data, g, ax) {
     const next = r.find(v => v > x);
     if (next === undefined || (next - x) * ax.colPx >= LOD.labelGapPx) labels.add(i);
   }
-  return {detail: true, ids, boxPx, labels, inView: inView.length,
-          key: `d${boxPx}:${ids.map(i => labels.has(i) ? i + 'L' : i).join(',')}`};
+  return {detail: true, ids, boxPx, boxW, labels, inView: inView.length,
+          key: `d${boxPx}w${boxW}:${ids.map(i => labels.has(i) ? i + 'L' : i).join(',')}`};
 }
 function lodGlyph(g, i, x, y, plan, shapes, notes) {
   const s = g.st.slice(6 * i, 6 * i + 6);  // lo, q1, median, q3, hi, R̄
   const H = plan.boxPx, sy = v => +((v - 0.5) * H).toFixed(1);  // pixels up from the node's centre
-  const X0 = LOD.gapPx, X1 = X0 + LOD.boxW, XC = X0 + LOD.boxW / 2;
+  const X0 = LOD.gapPx, X1 = X0 + plan.boxW, XC = X0 + plan.boxW / 2;
   const at = {xref: 'x', yref: 'y', xsizemode: 'pixel', ysizemode: 'pixel', xanchor: x, yanchor: y, name: 'glyph'};
   shapes.push({...at, type: 'rect', layer: 'below', x0: X0 - 2, x1: X1 + 2, y0: sy(0), y1: sy(1),
                fillcolor: '#f3f3f3', line: {width: 0}});
@@ -72,25 +74,25 @@ function lodGlyph(g, i, x, y, plan, shapes, notes) {
   shapes.push({...at, type: 'rect', x0: X0, x1: X1, y0: q1, y1: q3, fillcolor: g.palette[g.bin[i]],
                line: {color: '#444', width: 0.8}});
   shapes.push({...at, type: 'path', line: {color: '#333', width: 1.2},
-               path: `M${XC},${sy(s[0])}V${q1}M${XC},${q3}V${sy(s[4])}M${XC - 3},${sy(s[0])}H${XC + 3}` +
-                     `M${XC - 3},${sy(s[4])}H${XC + 3}M${X0},${sy(s[2])}H${X1}`});
+               path: `M${XC},${sy(s[0])}V${q1}M${XC},${q3}V${sy(s[4])}M${XC - 4},${sy(s[0])}H${XC + 4}` +
+                     `M${XC - 4},${sy(s[4])}H${XC + 4}M${X0},${sy(s[2])}H${X1}`});
   const p = g.p[i] || [];
   if (p.length) {
     let d = '';
     p.forEach((v, k) => {  // over the box in three columns, so equal passes stay countable
-      const cx = XC + ((k % 3) - 1) * 4.5, cy = sy(v);
-      d += `M${cx},${cy - 1.8}L${cx + 1.8},${cy}L${cx},${cy + 1.8}L${cx - 1.8},${cy}Z`;
+      const cx = XC + ((k % 3) - 1) * 6, cy = sy(v);
+      d += `M${cx},${cy - 2.4}L${cx + 2.4},${cy}L${cx},${cy + 2.4}L${cx - 2.4},${cy}Z`;
     });
     shapes.push({...at, type: 'path', path: d, fillcolor: 'rgba(20,20,20,0.75)', line: {width: 0}});
   }
-  shapes.push({...at, type: 'path', path: `M${X0 - 4},${sy(s[5])}H${X1 + 4}`, line: {color: '#d62728', width: 1.8}});
+  shapes.push({...at, type: 'path', path: `M${X0 - 3},${sy(s[5])}H${X1 + 3}`, line: {color: '#d62728', width: 1.8}});
   if (!plan.labels.has(i)) return;
   const [m, v] = String(g.lab[i]).split('|');
   // beside the R̄ tick, kept within the box's own row
   const ys = Math.max(-H / 2 + 12, Math.min(H / 2 - 12, sy(s[5])));
   notes.push({x, y, xref: 'x', yref: 'y', xanchor: 'left', yanchor: 'middle', xshift: X1 + 8, yshift: ys,
               showarrow: false, align: 'left', name: 'glyph', text: `R̄=${m}<br>σ²=${v}`, borderpad: 1,
-              bgcolor: 'rgba(255,255,255,0.85)', font: {size: 11, color: g.ood[i] ? g.ood_colour : '#222'}});
+              bgcolor: 'rgba(255,255,255,0.85)', font: {size: 12, color: g.ood[i] ? g.ood_colour : '#222'}});
 }
 function lodDecor(data, g, plan, layout) {
   const shapes = ((layout && layout.shapes) || []).filter(s => s && s.name !== 'glyph');
