@@ -152,4 +152,13 @@ def test_figure1_of_a_wide_step_keeps_the_selected_and_the_best(state) -> None:
     assert total == len(state.children[wide]) and len(cands) == MAX_CANDIDATES and worst in cands
     best = sorted(state.children[wide], key=lambda s: -state.nodes[s]["mean"])[:MAX_CANDIDATES - 1]
     assert set(cands) == {worst, *best}
-    assert f"{MAX_CANDIDATES} of {total} candidates" in step_figure(state, worst)["layout"]["title"]["text"]
+    fig = step_figure(state, worst)
+    assert f"{MAX_CANDIDATES} of {total} candidates" in fig["layout"]["title"]["text"]
+    # ~32 px a column at 1280 px: every other column's numbers one tier up, the decisions in short marks
+    printed = [a for a in fig["layout"]["annotations"] if a.get("xref") == "x"]
+    assert [a["yshift"] > 0 for a in printed] == [i % 2 == 1 for i in range(MAX_CANDIDATES)]
+    narrow = next(i for i in state.nodes if i and 1 < len(state.siblings(i)) <= 12)
+    assert fig["layout"]["margin"]["t"] > step_figure(state, narrow)["layout"]["margin"]["t"]  # room for the tier
+    words = fig["layout"]["xaxis2"]["ticktext"]
+    assert all(max(len(line) for line in w.split("<br>")) <= 6 for w in words), words
+    assert words == [decision_words(state.nodes[s], short=True) for s in cands]

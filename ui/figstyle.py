@@ -28,7 +28,7 @@ RAIL_LIMIT = 600  # above this many shown nodes the grey 0..1 rails behind glyph
 # node a full boxplot in screen pixels with R̄ and σ² beside it; with more, the compact glyphs above.
 DETAIL_LIMIT = 60
 DETAIL_ROW_PX = 96  # the row height a tree of at most DETAIL_LIMIT nodes is given (the boxes scale with it)
-MIN_X_SPAN = 6.0  # the x axis spans at least this many sibling gaps: a lone path is not blown up across the plot
+MIN_X_SPAN = 4.0  # the x axis spans at least this many sibling gaps: a lone path is not blown up across the plot
 PLOT_CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True,
                "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
 

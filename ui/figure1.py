@@ -13,10 +13,13 @@ from .figstyle import OOD_COLOUR, WRONG_COLOUR, colour_for, fmt_number
 from .treedata import TERMINAL, TreeState
 
 MAX_CANDIDATES = 24  # above this many siblings the selected node and the best by R̄ are drawn (the title says so)
+STAGGER_ABOVE = 12  # more candidates than this: every other column's R̄/σ²/K is printed one tier higher
+TIER_PX = 44  # one tier: three lines of 11-12 px text
 EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
 CAPTION = ("box: quartiles of the MC-dropout passes · whiskers: 1.5 IQR · ●: one pass (orange: added by "
            "re-evaluation) · red bar: R̄<br>bars: the σ² the ID/OOD test read (magenta: over τ, so OOD) · ◇: σ² after "
-           "the extra passes · below them: what the step decided (re-eval +Kp: K extra passes, ×N: children)")
+           "the extra passes · below them: what the step decided (re-eval +Kp: K extra passes, ×N: N children, "
+           "✂: pruned, ·: not yet)")
 
 
 def candidates_of(state: TreeState, node_id: int, limit: int = MAX_CANDIDATES) -> tuple[list[int], int]:
@@ -32,18 +35,20 @@ def candidates_of(state: TreeState, node_id: int, limit: int = MAX_CANDIDATES) -
     return ranked, len(sibs)
 
 
-def decision_words(n: Mapping[str, Any]) -> str:
-    """What the search decided about a candidate, in words (two short lines at most)."""
+def decision_words(n: Mapping[str, Any], short: bool = False) -> str:
+    """What the search decided about a candidate, in words (two short lines at most); `short`: in marks the
+    caption explains (+Kp, ×N, ✂), for a wide step whose columns are ~30 px on a laptop."""
     extra, kids, status = int(n.get("extra_passes") or 0), int(n.get("children_granted") or 0), n.get("status")
-    lines = [f"re-eval +{extra}p"] if extra else []  # short: a candidate's column is ~70 px on a laptop
+    lines = [(f"+{extra}p" if short else f"re-eval +{extra}p")] if extra else []  # a column is ~70 px at 12 candidates
+    mark = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
     if status in TERMINAL:
-        lines.append(f"{status}: {n.get('answer')}" + {True: " ✓", False: " ✗"}.get(n.get("correct"), ""))
+        lines.append(f"{n.get('answer')}{mark}" if short else f"{status}: {n.get('answer')}{mark}")
     elif status == "pruned":
-        lines.append("pruned")
+        lines.append("✂" if short else "pruned")
     elif kids:
-        lines.append(f"×{kids} child" + ("ren" if kids > 1 else ""))
+        lines.append(f"×{kids}" if short else f"×{kids} child" + ("ren" if kids > 1 else ""))
     else:
-        lines.append("not decided yet" if status == "active" else "no children")
+        lines.append(("·" if short else "not decided yet") if status == "active" else ("×0" if short else "no children"))
     return "<br>".join(lines)
 
 
@@ -85,6 +90,8 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
     data: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     labels, decisions, before, after = [], [], [], []
+    # ~62 px per column at 1280 px for 12 candidates: more would print their numbers over each other
+    staggered = len(cands) > STAGGER_ABOVE
     for i, s in enumerate(cands):
         n = state.nodes[s]
         scores = [round(float(v), 5) for v in n.get("mc_scores") or ()]
@@ -95,9 +102,10 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
         logit = f"<br>σ²ℓ={fmt_number(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
         notes.append({"x": i, "y": 1.01, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
                       "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit}<br>K={len(scores)}",
-                      "font": {"size": 12, "color": OOD_COLOUR if ood else "#222"}})
+                      "yshift": TIER_PX if staggered and i % 2 else 0,
+                      "font": {"size": 11 if staggered else 12, "color": OOD_COLOUR if ood else "#222"}})
         labels.append(f"#{s}" + {True: " ✓", False: " ✗"}.get(truth.get(s), "") + (" ◀" if s == node_id else ""))
-        decisions.append(decision_words(n))
+        decisions.append(decision_words(n, short=staggered))
         stat = gate.statistic(n)
         first = gated_before(n, gate) if int(n.get("extra_passes") or 0) else stat
         before.append(first if first is not None else 0.0)
@@ -106,7 +114,8 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
     data.append({"type": "scatter", "mode": "markers", "x": list(range(len(cands))), "name": "R̄",
                  "y": [round(float(state.nodes[s]["mean"]), 5) for s in cands], "xaxis": "x", "yaxis": "y",
                  # an open symbol is stroked in marker.color
-                 "marker": {"symbol": "line-ew-open", "size": 30, "color": "#d62728", "line": {"width": 3}},
+                 "marker": {"symbol": "line-ew-open", "size": 16 if staggered else 30, "color": "#d62728",
+                            "line": {"width": 3}},
                  "showlegend": False, "hovertemplate": "R̄ %{y:.4f}<extra></extra>"})
     data.append({"type": "bar", "x": list(range(len(cands))), "y": before, "xaxis": "x2", "yaxis": "y2",
                  "marker": {"color": [OOD_COLOUR if b is not None and b > tau else "#9e9e9e" for b in before]},
@@ -135,11 +144,13 @@ def _layout(state: TreeState, node_id: int, cands: list[int], total: int, labels
         title = f"Step {state.nodes[node_id].get('depth')}: {shown} after {whose}, iteration {state.iteration}"
     top = max([tau * 1.7] + [b * 1.18 for b in before] + [a * 1.18 for a in after if a is not None])
     sel = cands.index(node_id) if node_id in cands else None
+    tier = TIER_PX if n > STAGGER_ABOVE else 0  # the top margin and the height grow by the second tier
     axis = {"range": [-0.5, n - 0.5], "tickmode": "array", "tickvals": list(range(n)), "zeroline": False,
             "showgrid": False, "fixedrange": True}
     layout: dict[str, Any] = {
-        "height": height, "margin": {"l": 64, "r": 70, "t": 44, "b": 84},
-        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
+        "height": height + tier, "margin": {"l": 64, "r": 70, "t": 44 + tier, "b": 84},
+        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1.0,
+                  "yanchor": "top", "pad": {"t": 12}},
         "xaxis": {**axis, "domain": [0, 1], "anchor": "y", "ticktext": labels, "tickfont": {"size": 12}},
         # the range runs past 1 so the printed R̄ / σ² / K above each box stay inside the plot
         "yaxis": {"domain": [0.42, 1.0], "range": [-0.02, 1.42 if gate.space == "logit" else 1.3], "title": {"text": "MC-dropout score"},

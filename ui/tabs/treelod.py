@@ -10,14 +10,15 @@ its node, and an annotation shifted a fixed number of pixels right of it, so not
 node whatever the zoom or the width of the view.
 
 Rules (LOD below): detailed while at most meta.glyphs.limit nodes are in view and siblings are at least
-minColPx apart and rows minRowPx tall; the box's 0–1 scale is 85 % of a row high (minBoxPx..maxBoxPx); R̄ and σ² are
-written beside it where the next node on its row is labelGapPx away or more. While detailed, the compact glyph traces (named in
-meta.glyphs.compact) are made transparent (a style-only restyle)."""
+minColPx apart and rows minRowPx tall; the box's 0–1 scale is 85 % of a row high (minBoxPx..maxBoxPx), the
+box gapPx right of its node (clear of its halo) and boxW wide, narrower where columns are close; R̄ and σ²
+are written beside it where the next node on its row is labelGapPx away or more. While detailed, the
+compact glyph traces (named in meta.glyphs.compact) are made transparent (a style-only restyle)."""
 
 from __future__ import annotations
 
 LOD_JS = r"""
-const LOD = {gapPx: 18, boxW: 24, minBoxW: 12, minColPx: 38, minRowPx: 16, labelGapPx: 118, labelRowPx: 24,
+const LOD = {gapPx: 18, boxW: 24, minBoxW: 12, minColPx: 38, minRowPx: 16, labelGapPx: 110, labelRowPx: 24,
              boxRows: 0.85, minBoxPx: 16, maxBoxPx: 160};
 function lodAxes(gd) {
   const fl = gd._fullLayout;
@@ -90,7 +91,7 @@ function lodGlyph(g, i, x, y, plan, shapes, notes) {
   const [m, v] = String(g.lab[i]).split('|');
   // beside the R̄ tick, kept within the box's own row
   const ys = Math.max(-H / 2 + 12, Math.min(H / 2 - 12, sy(s[5])));
-  notes.push({x, y, xref: 'x', yref: 'y', xanchor: 'left', yanchor: 'middle', xshift: X1 + 8, yshift: ys,
+  notes.push({x, y, xref: 'x', yref: 'y', xanchor: 'left', yanchor: 'middle', xshift: X1 + 6, yshift: ys,
               showarrow: false, align: 'left', name: 'glyph', text: `R̄=${m}<br>σ²=${v}`, borderpad: 1,
               bgcolor: 'rgba(255,255,255,0.85)', font: {size: 12, color: g.ood[i] ? g.ood_colour : '#222'}});
 }
