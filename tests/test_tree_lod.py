@@ -85,7 +85,7 @@ def test_the_legend_names_every_kind_of_mark_drawn(state) -> None:
     fig = tree_figure(state)
     names = [t["name"] for t in fig["data"] if t.get("showlegend", True)]  # Plotly shows unless told not to
     for want in ("chosen path", "right answer", "wrong answer", "colour R̄, size K", "OOD: σ² > τ", "box: MC passes",
-                 "◆ one pass", "R̄ = their mean", "grey: scale 0–1", "finished", "pruned (faded)", "chosen answer",
+                 "one MC pass", "R̄ = their mean", "grey: scale 0–1", "finished", "pruned (faded)", "chosen answer",
                  f"decided at t={state.iteration}"):
         assert want in names, (want, names)
     texts = " ".join(_trace(fig, "marks")["text"])

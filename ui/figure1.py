@@ -18,7 +18,7 @@ TIER_PX = 44  # one tier: three lines of 11-12 px text
 EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
 CAPTION = ("box: quartiles of the MC-dropout passes · whiskers: 1.5 IQR · ●: one pass (orange: added by "
            "re-evaluation) · red bar: R̄<br>bars: the σ² the ID/OOD test read (magenta: over τ, so OOD) · ◇: σ² after "
-           "the extra passes · below them: what the step decided (re-eval +Kp: K extra passes, ×N: N children, "
+           "the extra passes<br>below them: what the step decided (re-eval +Kp: K extra passes, ×N: N children, "
            "✂: pruned, ·: not yet)")
 
 
@@ -148,7 +148,7 @@ def _layout(state: TreeState, node_id: int, cands: list[int], total: int, labels
     axis = {"range": [-0.5, n - 0.5], "tickmode": "array", "tickvals": list(range(n)), "zeroline": False,
             "showgrid": False, "fixedrange": True}
     layout: dict[str, Any] = {
-        "height": height + tier, "margin": {"l": 64, "r": 70, "t": 44 + tier, "b": 84},
+        "height": height + tier, "margin": {"l": 64, "r": 70, "t": 44 + tier, "b": 98},
         "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1.0,
                   "yanchor": "top", "pad": {"t": 12}},
         "xaxis": {**axis, "domain": [0, 1], "anchor": "y", "ticktext": labels, "tickfont": {"size": 12}},

@@ -132,7 +132,7 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
         # the detailed boxplot's marks (ui/tabs/treelod.py) and the compact one's, named once
         keys += [_key("box: MC passes", {"symbol": "square", "size": 10, "color": "#5ec962",
                                          "line": {"color": "#444", "width": 1}}),
-                 _key("◆ one pass", {"symbol": "diamond", "size": 6, "color": "rgba(20,20,20,0.75)"}),
+                 _key("one MC pass", {"symbol": "diamond", "size": 6, "color": "rgba(20,20,20,0.75)"}),
                  _key("R̄ = their mean", {}, mode="lines", line={"color": "#d62728", "width": 2.5}),
                  _key("grey: scale 0–1", {"symbol": "square", "size": 10, "color": "#ececec"})]
     text = {"mode": "text", "textfont": {"color": "#8a5a00"}}

@@ -3,8 +3,8 @@
 `python -m tests.browser.tour docs/img` runs three H-UATS searches with the embedded arithmetic models
 (ui.warm.execute, what a worker runs; dropout p 0.3, so the PRM is unsure somewhere), serves the app over
 them, and photographs in Debian's Chromium at 1280×800 and 1920×1080: a step's candidates in the tree
-(focus "selected step"), the Figure 1 view of a step, and focus on a subtree of the N = 64 run. It takes a
-few minutes (the searches run on the CPU)."""
+(focus "selected step"), the Figure 1 view of a step and of the N = 64 run's widest step, and focus on a
+subtree of the N = 64 run. It takes a few minutes (the searches run on the CPU)."""
 
 from __future__ import annotations
 
@@ -50,8 +50,9 @@ def pick(store: Any) -> dict[str, int]:
     three = [p for p, kids in step.children.items() if len(kids) == 3]
     reeval = max(fig1.children, key=lambda p: sum(1 for k in fig1.children[p] if fig1.nodes[k]["extra_passes"]))
     sub = max((i for i in big.nodes if i and len(big.subtree(i)) <= 40), key=lambda i: len(big.subtree(i)))
+    wide = max(big.children, key=lambda p: len(big.children[p]))
     return {"step": step.children[three[0]][-1] if three else max(step.nodes), "fig1": fig1.children[reeval][0],
-            "subtree": sub}
+            "subtree": sub, "wide": big.children[wide][0]}
 
 
 def _open(page: Any, url: str, run_id: str, node: int) -> None:
@@ -94,12 +95,13 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
             _focus(page, "selected step")
             written.append(out / f"tree-step-{w}.png")
             _photo(page, "#tree", written[-1])
-            _open(page, url, RUNS[0][0], nodes["fig1"])
-            page.click("#fig1-btn")
-            page.wait_for_function("() => document.querySelectorAll('#fig1 .uats-plot .boxlayer .trace').length > 1",
-                                   timeout=60_000)
-            written.append(out / f"figure1-{w}.png")
-            _photo(page, "#fig1-panel", written[-1])
+            for run, node, name in ((RUNS[0][0], nodes["fig1"], "figure1"), (RUNS[2][0], nodes["wide"], "figure1-wide")):
+                _open(page, url, run, node)
+                page.click("#fig1-btn")
+                page.wait_for_function("() => document.querySelectorAll('#fig1 .uats-plot .boxlayer .trace').length"
+                                       " > 1", timeout=60_000)
+                written.append(out / f"{name}-{w}.png")
+                _photo(page, "#fig1-panel", written[-1])
             _open(page, url, RUNS[2][0], nodes["subtree"])
             _focus(page, "selected subtree")
             written.append(out / f"tree-subtree-n64-{w}.png")
