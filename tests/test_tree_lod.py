@@ -11,7 +11,7 @@ from storage import RunStore
 from storage.synthetic import synthetic_events
 from ui.bigtree import focus_nodes
 from ui.figstyle import DETAIL_LIMIT, MIN_X_SPAN, box_stats, colour_bin
-from ui.figure1 import MAX_CANDIDATES, candidates_of, decision_words, step_figure
+from ui.figure1 import MAX_CANDIDATES, candidates_of, decision_words, score_floor, step_figure
 from ui.figures import ViewOptions, tree_figure
 from ui.treedata import RunData
 from ui.treeglyphs import COMPACT_NAMES
@@ -162,3 +162,22 @@ def test_figure1_of_a_wide_step_keeps_the_selected_and_the_best(state) -> None:
     words = fig["layout"]["xaxis2"]["ticktext"]
     assert all(max(len(line) for line in w.split("<br>")) <= 6 for w in words), words
     assert words == [decision_words(state.nodes[s], short=True) for s in cands]
+
+
+def test_figure1_score_axis_starts_below_the_lowest_pass(state) -> None:
+    """A step whose passes all sit high gets an axis from just below them (the boxes fill the plot); a step
+    with a low pass keeps the axis from 0; every pass and the printed numbers stay inside the plot."""
+    seen = set()
+    for sel in (i for i in state.nodes if i and len(state.siblings(i)) > 1):
+        fig = step_figure(state, sel)
+        cands = fig["meta"]["siblings"]
+        lo, hi = fig["layout"]["yaxis"]["range"]
+        passes = [v for s in cands for v in state.nodes[s]["mc_scores"]]
+        assert lo < min(passes) and hi > 1.0 and fig["layout"]["yaxis"]["tickvals"][0] == pytest.approx(lo, abs=0.03)
+        floor = score_floor(state, cands)
+        assert (floor > 0) == (min(passes) >= 0.32) and 1.0 - floor >= 0.2 - 1e-9
+        assert all(lo < a["y"] < hi for a in fig["layout"]["annotations"] if a.get("xref") == "x")
+        seen.add(floor > 0)
+        if seen == {True, False}:
+            break
+    assert seen == {True, False}, "the synthetic run has no step of each kind"

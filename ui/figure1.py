@@ -6,6 +6,7 @@ shows it large and exports it (PNG/SVG) as it is drawn."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from .decisions import gated_before
@@ -52,6 +53,15 @@ def decision_words(n: Mapping[str, Any], short: bool = False) -> str:
     return "<br>".join(lines)
 
 
+def score_floor(state: TreeState, cands: list[int]) -> float:
+    """Where the score axis starts: at 0, unless every pass of the step sits high (a common case: all
+    candidates between 0.7 and 1), then at the tenth below the lowest pass, so the boxes fill the plot
+    instead of a sliver at its top (the axis's ticks say where it starts); it always spans 0.2 or more."""
+    low = min((float(v) for s in cands for v in state.nodes[s].get("mc_scores") or ()), default=0.0)
+    floor = math.floor((low - 0.02) * 10) / 10
+    return 0.0 if floor < 0.3 else min(floor, 0.8)
+
+
 def _jitter(k: int) -> float:
     """A fixed spread of a candidate's k-th pass across its box (the same figure every time)."""
     return ((k * 0.618034) % 1.0 - 0.5) * 0.36
@@ -92,6 +102,7 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
     labels, decisions, before, after = [], [], [], []
     # ~62 px per column at 1280 px for 12 candidates: more would print their numbers over each other
     staggered = len(cands) > STAGGER_ABOVE
+    floor = score_floor(state, cands)
     for i, s in enumerate(cands):
         n = state.nodes[s]
         scores = [round(float(v), 5) for v in n.get("mc_scores") or ()]
@@ -100,7 +111,7 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
                      "line": {"color": "#555", "width": 1.2}, "showlegend": False, "hoverinfo": "y"})
         ood = gate.shown(n)
         logit = f"<br>σ²ℓ={fmt_number(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
-        notes.append({"x": i, "y": 1.01, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
+        notes.append({"x": i, "y": 1.0 + 0.01 * (1.0 - floor), "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
                       "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit}<br>K={len(scores)}",
                       "yshift": TIER_PX if staggered and i % 2 else 0,
                       "font": {"size": 11 if staggered else 12, "color": OOD_COLOUR if ood else "#222"}})
@@ -127,7 +138,7 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
                      "marker": {"symbol": "diamond-open", "size": 11, "color": "#222", "line": {"width": 2}},
                      "hovertemplate": f"{gate.label} after the extra passes: %{{y:.5f}}<extra></extra>"})
     return {"data": data, "layout": _layout(state, node_id, cands, total, labels, decisions, notes, before, after,
-                                            height, width, title),
+                                            height, width, title, floor),
             "config": {"displaylogo": False, "responsive": True,
                        "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{node_id}"}},
             "meta": {"node_id": node_id, "siblings": cands, "candidates": total}}
@@ -135,8 +146,12 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
 
 def _layout(state: TreeState, node_id: int, cands: list[int], total: int, labels: list[str], decisions: list[str],
             notes: list[dict[str, Any]], before: list[float], after: list[float | None], height: int,
-            width: int | None, title: str | None) -> dict[str, Any]:
+            width: int | None, title: str | None, floor: float) -> dict[str, Any]:
     gate, tau, n = state.gate, state.gate.tau, len(cands)
+    span = 1.0 - floor
+    step = 0.2 if span > 0.5 else 0.1 if span > 0.25 else 0.05
+    ticks = [round(floor + k * step, 2) for k in range(int(round(span / step)) + 1)]
+    head = 0.42 if gate.space == "logit" else 0.3  # room above 1 for the printed R̄ / σ² (/ σ²ℓ) / K
     parent = state.nodes[node_id].get("parent_id") if node_id in state.nodes else None
     if title is None:
         whose = "the question" if parent == 0 else f"node {parent}"
@@ -153,8 +168,9 @@ def _layout(state: TreeState, node_id: int, cands: list[int], total: int, labels
                   "yanchor": "top", "pad": {"t": 12}},
         "xaxis": {**axis, "domain": [0, 1], "anchor": "y", "ticktext": labels, "tickfont": {"size": 12}},
         # the range runs past 1 so the printed R̄ / σ² / K above each box stay inside the plot
-        "yaxis": {"domain": [0.42, 1.0], "range": [-0.02, 1.42 if gate.space == "logit" else 1.3], "title": {"text": "MC-dropout score"},
-                  "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0], "gridcolor": "#eee", "fixedrange": True},
+        "yaxis": {"domain": [0.42, 1.0], "range": [floor - 0.02 * span, 1.0 + head * span],
+                  "title": {"text": "MC-dropout score" + (f" (from {floor:g})" if floor else "")},
+                  "tickvals": ticks, "gridcolor": "#eee", "fixedrange": True},
         "xaxis2": {**axis, "domain": [0, 1], "anchor": "y2", "ticktext": decisions, "tickfont": {"size": 10},
                    "tickangle": 0},
         "yaxis2": {"domain": [0.02, 0.28], "title": {"text": gate.label}, "range": [0, top], "nticks": 4,
