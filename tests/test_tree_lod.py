@@ -159,6 +159,9 @@ def test_figure1_of_a_wide_step_keeps_the_selected_and_the_best(state) -> None:
     assert [a["yshift"] > 0 for a in printed] == [i % 2 == 1 for i in range(MAX_CANDIDATES)]
     narrow = next(i for i in state.nodes if i and 1 < len(state.siblings(i)) <= 12)
     assert fig["layout"]["margin"]["t"] > step_figure(state, narrow)["layout"]["margin"]["t"]  # room for the tier
+    ids = fig["layout"]["xaxis"]["ticktext"]  # id over its marks, never tilted
+    assert all(t.startswith(f"#{c}<br>") for t, c in zip(ids, cands)) and ids[cands.index(worst)].endswith("◀")
+    assert fig["layout"]["xaxis"]["tickangle"] == 0
     words = fig["layout"]["xaxis2"]["ticktext"]
     assert all(max(len(line) for line in w.split("<br>")) <= 6 for w in words), words
     assert words == [decision_words(state.nodes[s], short=True) for s in cands]

@@ -115,7 +115,9 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
                       "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit}<br>K={len(scores)}",
                       "yshift": TIER_PX if staggered and i % 2 else 0,
                       "font": {"size": 11 if staggered else 12, "color": OOD_COLOUR if ood else "#222"}})
-        labels.append(f"#{s}" + {True: " ✓", False: " ✗"}.get(truth.get(s), "") + (" ◀" if s == node_id else ""))
+        mark = " ".join(m for m in ({True: "✓", False: "✗"}.get(truth.get(s), ""), "◀" if s == node_id else "") if m)
+        # on two lines in a wide step: one line would be tilted by Plotly and pull ◀ away from its id
+        labels.append(f"#{s}" + (f"<br>{mark}" if staggered else f" {mark}" if mark else ""))
         decisions.append(decision_words(n, short=staggered))
         stat = gate.statistic(n)
         first = gated_before(n, gate) if int(n.get("extra_passes") or 0) else stat
@@ -166,7 +168,8 @@ def _layout(state: TreeState, node_id: int, cands: list[int], total: int, labels
         "height": height + tier, "margin": {"l": 64, "r": 70, "t": 44 + tier, "b": 98},
         "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1.0,
                   "yanchor": "top", "pad": {"t": 12}},
-        "xaxis": {**axis, "domain": [0, 1], "anchor": "y", "ticktext": labels, "tickfont": {"size": 12}},
+        "xaxis": {**axis, "domain": [0, 1], "anchor": "y", "ticktext": labels, "tickfont": {"size": 11 if tier else 12},
+                  "tickangle": 0},
         # the range runs past 1 so the printed R̄ / σ² / K above each box stay inside the plot
         "yaxis": {"domain": [0.42, 1.0], "range": [floor - 0.02 * span, 1.0 + head * span],
                   "title": {"text": "MC-dropout score" + (f" (from {floor:g})" if floor else "")},
