@@ -238,7 +238,8 @@ def _answer_marks(state: TreeState, pos: Pos) -> list[dict[str, Any]]:
     return data
 
 
-LABEL_STANDOFF = 26  # an invisible marker this wide under each label: Plotly sets the text that far off its node
+LABEL_STANDOFF = 8  # an invisible marker this wide under each label: Plotly sets the text that far off its node
+# (small: at the whole tree's 26 px rows a wider one put a label on the node of the row above)
 
 
 def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Mapping[int, int]) -> list[dict[str, Any]]:

@@ -144,6 +144,9 @@ def misplaced(m: dict[str, Any]) -> list[str]:
             bad.append(f"{a['kind']} mark at ({a['cx']:.0f}, {a['cy']:.0f}): {a['cx'] - n['x']:+.0f} px, "
                        f"{a['cy'] - n['y']:+.0f} px from node {n['id']}")
     for lab in m["labels"]:
+        for n in nodes:  # on a 26 px row a label set too far off sat on the node of the row above
+            if lab["left"] < n["x"] < lab["right"] and lab["top"] < n["y"] < lab["bottom"]:
+                bad.append(f"label {lab['text']!r} covers node {n['id']}")
         n = _nearest(nodes, lab["cx"], lab["cy"])
         if abs(lab["cx"] - n["x"]) > 12 or not 4 <= abs(lab["cy"] - n["y"]) <= 30:
             bad.append(f"label {lab['text']!r} at ({lab['cx']:.0f}, {lab['cy']:.0f}): {lab['cx'] - n['x']:+.0f} px, "
