@@ -238,8 +238,10 @@ def _answer_marks(state: TreeState, pos: Pos) -> list[dict[str, Any]]:
     return data
 
 
-LABEL_STANDOFF = 8  # an invisible marker this wide under each label: Plotly sets the text that far off its node
-# (small: at the whole tree's 26 px rows a wider one put a label on the node of the row above)
+# an invisible marker this wide under each label: Plotly sets the text that far off its node; clear of the
+# node's halo where rows are DETAIL_ROW_PX tall, close to it in a big tree (26 px rows: 26 put a label on the
+# node of the row above)
+LABEL_STANDOFF = {"detail": 26, "compact": 8}
 
 
 def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Mapping[int, int]) -> list[dict[str, Any]]:
@@ -253,9 +255,10 @@ def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Map
         labels += [(i, text, "#8a5a00", "top center") for i, text in decision_labels(state, pos)]
     if not labels:
         return []
+    standoff = LABEL_STANDOFF["detail" if len(pos) <= DETAIL_LIMIT else "compact"]
     return [{"type": "scatter", "mode": "markers+text", "x": [_r(pos[i][0]) for i, *_ in labels],
              "y": [_r(pos[i][1]) for i, *_ in labels], "text": [t for _, t, _, _ in labels],
-             "textposition": [w for *_, w in labels], "marker": {"size": LABEL_STANDOFF, "opacity": 0},
+             "textposition": [w for *_, w in labels], "marker": {"size": standoff, "opacity": 0},
              "textfont": {"color": [c for _, _, c, _ in labels], "size": 10}, "hoverinfo": "skip",
              "showlegend": False, "name": "marks"}]
 
