@@ -8,7 +8,7 @@ import json
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
+from tests.doubles import record_synthetic
 from ui.bigtree import focus_nodes
 from ui.figstyle import DETAIL_LIMIT, MIN_X_SPAN, box_stats, colour_bin
 from ui.figure1 import MAX_CANDIDATES, candidates_of, decision_words, score_floor, step_figure
@@ -22,9 +22,7 @@ RID = "lod" * 10 + "aa"
 @pytest.fixture(scope="module")
 def state():
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events(RID, n_nodes=600, budget=64, seed=3):
-        sub(ev)
+    record_synthetic(store, RID, n_nodes=600, budget=64, seed=3)
     return RunData.load(store, RID).state_at(None)
 
 

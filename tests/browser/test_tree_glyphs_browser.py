@@ -156,13 +156,11 @@ def misplaced(m: dict[str, Any]) -> list[str]:
 
 def _n64(store: Any) -> Any:
     """An N = 64 synthetic run (the real events and records; storage.synthetic), loaded for picking nodes."""
-    from storage.synthetic import synthetic_events
+    from tests.doubles import record_synthetic
     from ui.treedata import RunData
 
     if not any(r["run_id"] == N64 for r in store.list_runs(limit=500)):
-        sub = store.subscriber()
-        for ev in synthetic_events(N64, n_nodes=600, budget=64, seed=3, problem_id="synthetic-64"):
-            sub(ev)
+        record_synthetic(store, N64, n_nodes=600, budget=64, seed=3, problem_id="synthetic-64")
     return RunData.load(store, N64).state_at(None)
 
 
