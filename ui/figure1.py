@@ -49,7 +49,8 @@ def decision_words(n: Mapping[str, Any], short: bool = False) -> str:
     elif kids:
         lines.append(f"×{kids}" if short else f"×{kids} child" + ("ren" if kids > 1 else ""))
     else:
-        lines.append(("·" if short else "not decided yet") if status == "active" else ("×0" if short else "no children"))
+        words = ("·", "not decided yet") if status == "active" else ("×0", "no children")
+        lines.append(words[0] if short else words[1])
     return "<br>".join(lines)
 
 
@@ -111,11 +112,13 @@ def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, fl
                      "line": {"color": "#555", "width": 1.2}, "showlegend": False, "hoverinfo": "y"})
         ood = gate.shown(n)
         logit = f"<br>σ²ℓ={fmt_number(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
-        notes.append({"x": i, "y": 1.0 + 0.01 * (1.0 - floor), "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
+        notes.append({"x": i, "y": 1.0 + 0.01 * (1.0 - floor), "xref": "x", "yref": "y", "yanchor": "bottom",
+                      "showarrow": False,
                       "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit}<br>K={len(scores)}",
                       "yshift": TIER_PX if staggered and i % 2 else 0,
                       "font": {"size": 11 if staggered else 12, "color": OOD_COLOUR if ood else "#222"}})
-        mark = " ".join(m for m in ({True: "✓", False: "✗"}.get(truth.get(s), ""), "◀" if s == node_id else "") if m)
+        right = {True: "✓", False: "✗"}.get(truth.get(s), "")
+        mark = " ".join(m for m in (right, "◀" if s == node_id else "") if m)
         # on two lines in a wide step: one line would be tilted by Plotly and pull ◀ away from its id
         labels.append(f"#{s}" + (f"<br>{mark}" if staggered else f" {mark}" if mark else ""))
         decisions.append(decision_words(n, short=staggered))
