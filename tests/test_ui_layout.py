@@ -9,7 +9,7 @@ import pytest
 
 from storage import RunStore
 from storage.synthetic import final_records, synthetic_events
-from ui.figures import ViewOptions, box_stats, inspector_figure, shared_colour_range, tree_figure, visible_nodes
+from ui.figures import ViewOptions, box_stats, step_figure, shared_colour_range, tree_figure, visible_nodes
 from ui.layout import tidy_layout
 from ui.treedata import RunData, first_divergence
 from uats_core.events import IterationEnded, NodesUpdated
@@ -154,7 +154,7 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     a, b = RunData.load(store, "r200"), RunData.load(store, "other")
     sa = a.state_at(None)
     nid = next(i for i in sa.nodes if i != 0 and len(sa.siblings(i)) > 1)
-    fig = inspector_figure(sa, nid)
+    fig = step_figure(sa, nid)
     boxes = [t for t in fig["data"] if t["type"] == "box"]
     assert len(boxes) == len(sa.siblings(nid))
     assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(sa.tau)  # the τ line
