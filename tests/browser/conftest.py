@@ -20,6 +20,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 # Two synthetic runs (the real engine's events, storage.synthetic) on one problem, seed and budget: the
 # comparison, replay and export tests need finished runs of known shape without minutes of search.
 PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
+LAPTOP = {"width": 1280, "height": 800}
 
 
 def _free_port() -> int:
@@ -92,9 +93,8 @@ def browser(chromium_path: str) -> Iterator[Any]:
             b.close()
 
 
-@pytest.fixture()
-def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+def _page(browser: Any, served: dict[str, Any], name: str, viewport: dict[str, int]) -> Iterator[Any]:
+    ctx = browser.new_context(viewport=viewport, accept_downloads=True)
     pg = ctx.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -105,9 +105,20 @@ def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -
         yield pg
     finally:
         ARTIFACTS.mkdir(exist_ok=True)
-        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-end.png"), full_page=True)
+        pg.screenshot(path=str(ARTIFACTS / f"{name}-end.png"), full_page=True)
         ctx.close()
     assert not errors, errors  # no JavaScript error on the page, ever
+
+
+@pytest.fixture()
+def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    yield from _page(browser, served, request.node.name, {"width": 1500, "height": 1100})
+
+
+@pytest.fixture()
+def laptop_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The app on a laptop screen: a 1280 × 800 viewport."""
+    yield from _page(browser, served, request.node.name, LAPTOP)
 
 
 def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
