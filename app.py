@@ -3,7 +3,9 @@
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db in the project), --export-dir
 (default exports/ in the project), --reports-dir (a folder of evaluation run logs the Reports tab may open,
-read-only; default reports/ in the project), --workers (searches running at once). A launcher: the app
+read-only; default reports/ in the project), --ledgers-dir (results ledgers the Reports tab offers; default
+results/ in the project), --workers (searches running at once), --auth-file (user:password
+lines, or $UATS_AUTH: a login, required off loopback). A launcher: the app
 starts in ui/launch.py, which the installed console script `uats-studio` runs too."""
 
 from __future__ import annotations

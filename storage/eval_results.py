@@ -4,12 +4,13 @@ analysis. Reading never creates tables, so a report on a run log without evaluat
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 import sqlalchemy as sa
 
-from uats_core.report.stats import TERMINAL
+from uats_core.tree import TERMINAL
 
 from . import schema as S
 from .eval_cells import eval_cells
@@ -61,10 +62,17 @@ def load_results(source: Any) -> pd.DataFrame:
     return df.drop(columns=["any_correct"])
 
 
+def report_inputs(source: Any) -> tuple[pd.DataFrame, Callable[[Sequence[str]], pd.DataFrame]]:
+    """What uats_core.report.assemble_report reads from the run log `source`: the results and a node loader."""
+    engine = engine_of(source)
+    return load_results(engine), partial(load_nodes, engine)
+
+
 def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
-    """The nodes of `run_ids` with what the Figure 2 analysis reads (scores, initial passes, status, label)."""
+    """The nodes of `run_ids` with what the Figure 2 analysis reads (scores, initial passes, status, label) and
+    the answers the final candidates vote with."""
     n = S.nodes.c
     q = (sa.select(n.run_id, n.node_id, n.parent_id, n.depth, n.step, n.mean, n.mc_scores, n.initial_passes,
-                   n.status, n.correct).where(n.run_id.in_(list(run_ids))))
+                   n.status, n.correct, n.answer).where(n.run_id.in_(list(run_ids))))
     with engine_of(source).connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all())

@@ -8,15 +8,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+from uats_core.errors import FieldError
 
-class StorageError(ValueError):
+
+class StorageError(FieldError):
     """Bad database input or a missing record; `.field` names what to fix ("db", "run", "node", ...)."""
 
     def __init__(self, message: str, field: str = "db") -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(field, message)
 
 
 def display(url: URL) -> str:
@@ -58,7 +60,10 @@ def check_location(spec: str) -> None:
         raise StorageError(f"cannot use database URL {display(url)!r}: {exc.__class__.__name__}: {exc}; "
                            "check the dialect name and that its driver is installed") from None
     db = url.database or ""
-    if url.get_backend_name() != "sqlite" or db in ("", ":memory:") or db.startswith("file::memory:"):
+    if url.get_backend_name() != "sqlite":
+        _check_reachable(url)
+        return
+    if db in ("", ":memory:") or db.startswith("file::memory:"):
         return
     path = Path(db).absolute()
     if path.is_dir():
@@ -70,3 +75,22 @@ def check_location(spec: str) -> None:
         raise StorageError(f"{str(path)!r} lies under {str(parent)!r}, which is a file; choose another location")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise StorageError(f"cannot create {str(path)!r}: {str(parent)!r} is not writable; choose another location")
+
+
+CONNECT_TIMEOUT_S = 10  # a server that does not answer is reported within this, not after a model load
+
+
+def _check_reachable(url: URL) -> None:
+    """Connect to a database server once and leave (no statement runs, nothing is created), so a wrong password,
+    host or database name is reported before a model loads."""
+    args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.get_backend_name() == "postgresql" else {}
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=args)
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:  # OperationalError (refused, authentication, no such database), driver errors
+        why = " ".join(str(getattr(exc, "orig", None) or exc).split()) or exc.__class__.__name__
+        raise StorageError(f"cannot connect to {display(url)!r}: {why}; check the host, user, password and "
+                           "database name") from None
+    finally:
+        engine.dispose()

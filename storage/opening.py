@@ -3,6 +3,7 @@ settings (WAL, busy timeout) for several processes sharing one file."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 import time
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from . import schema as S
+from .location import StorageError
 
 log = logging.getLogger("storage.store")
 
@@ -50,6 +52,28 @@ def _add_missing_columns(conn: Connection) -> None:
                 ddl += f" NOT NULL DEFAULT {default_sql}"
             conn.execute(sa.text(ddl))
             log.info("run log upgraded: added %s.%s", table_name, name)
+
+
+DISK_FULL = ("database or disk is full", "no space left on device", "could not extend file")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """SQLite's SQLITE_FULL, ENOSPC, or PostgreSQL's disk_full (SQLSTATE 53100)."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    text = str(exc).lower()
+    return any(d in text for d in DISK_FULL) or getattr(exc, "sqlstate", None) == "53100"
+
+
+def disk_full_errors(engine: Engine, where: str) -> None:
+    """Turn a write that found the disk full into one StorageError(field='db') that says what to do, so the
+    CLI prints one line and the app's pool can end the run with that reason; what was committed stays."""
+    def handle(ctx: Any) -> None:
+        if is_disk_full(ctx.original_exception):
+            raise StorageError(f"the run log at {where} is full ({ctx.original_exception}); free space on its disk "
+                               "and try again (runs keep what was written before)") from None
+
+    sa.event.listen(engine, "handle_error", handle)
 
 
 def sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

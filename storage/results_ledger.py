@@ -6,7 +6,9 @@ A run log lives in `runs/`, which no fresh machine has; the ledger is what survi
   spent, iterations, nodes, wall seconds and the code version that wrote it), the rows the report's tables read;
 - `steps.csv.gz`: the Figure 2 step records (score, initial-pass variance, step label) of a fixed 1-in-8 sample of
   the base-variant cells, chosen by a hash of the cell key, so the sample never depends on what else has run;
-- `traces.csv.gz`: per cell, its candidates and the distinct partial solutions among them (the duplicates table).
+- `traces.csv.gz`: per cell, its candidates and the distinct partial solutions among them (the duplicates table);
+- `candidates.csv.gz`: per cell, its final solutions (answer, correctness, copies, final scores), from which the
+  report recomputes the answer under every aggregation rule (cells recorded before this file have none).
 
 Rows are appended as gzip members (a gzip file of several members is one valid gzip stream), so a growing grid
 rewrites nothing; `python -m uats_core.eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
@@ -32,11 +34,13 @@ import pandas as pd
 log = logging.getLogger(__name__)
 
 RESULTS_FILE, STEPS_FILE, TRACES_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", "traces.csv.gz", ".lock"
+CANDIDATES_FILE = "candidates.csv.gz"
 LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
                   "batched", "code_version"]
 STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_kind", "score", "var0", "correct"]
 TRACE_COLUMNS = ["cell_key", "n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
+CANDIDATE_COLUMNS = ["cell_key", "solutions"]  # solutions: JSON, uats_core.report.duplicates.final_solutions
 STEP_SAMPLE = 8  # one base-variant cell in 8 keeps its step records
 
 
@@ -51,6 +55,7 @@ class ResultsLedger:
         self.results_path = self.folder / RESULTS_FILE
         self.steps_path = self.folder / STEPS_FILE
         self.traces_path = self.folder / TRACES_FILE
+        self.candidates_path = self.folder / CANDIDATES_FILE
         self._keys: set[str] | None = None
 
     def keys(self) -> set[str]:
@@ -84,6 +89,13 @@ class ResultsLedger:
             return pd.DataFrame(columns=TRACE_COLUMNS)
         return pd.read_csv(self.traces_path).drop_duplicates("cell_key", keep="first").reset_index(drop=True)
 
+    def candidates(self) -> pd.DataFrame:
+        """Per cell: its final solutions as JSON (cells recorded before this file have none)."""
+        if not self.candidates_path.exists():
+            return pd.DataFrame(columns=CANDIDATE_COLUMNS)
+        df = pd.read_csv(self.candidates_path, dtype={"solutions": str}, keep_default_na=False)
+        return df.drop_duplicates("cell_key", keep="first").reset_index(drop=True)
+
     def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None) -> int:
         """Append the rows whose cell is not in the ledger yet (with their step records and duplicate counts);
         returns how many.
@@ -102,24 +114,34 @@ class ResultsLedger:
             if steps is not None and len(steps):
                 _append_csv(self.steps_path, steps[steps["cell_key"].isin(set(new["cell_key"]))][STEP_COLUMNS])
             if traces is not None and len(traces):
-                _append_csv(self.traces_path, traces[traces["cell_key"].isin(set(new["cell_key"]))][TRACE_COLUMNS])
+                held = traces[traces["cell_key"].isin(set(new["cell_key"]))]
+                _append_csv(self.traces_path, held[TRACE_COLUMNS])
+                if "solutions" in held:
+                    _append_csv(self.candidates_path, held[CANDIDATE_COLUMNS])
             _append_csv(self.results_path, new[LEDGER_COLUMNS])
             self.keys().update(new["cell_key"])
         return len(new)
 
     def append_traces(self, traces: pd.DataFrame) -> int:
-        """Append duplicate counts for cells the ledger holds without them (cells recorded before their counts
-        were; storage.results_ledger.fill_traces); returns how many."""
+        """Append duplicate counts (and final solutions, when `traces` has them) for cells the ledger holds
+        without them (cells recorded before they were kept; storage.results_ledger.fill_traces); returns how many
+        cells got either."""
         if traces.empty:
             return 0
+        files = [(self.traces_path, TRACE_COLUMNS, self.traces)]
+        if "solutions" in traces:
+            files.append((self.candidates_path, CANDIDATE_COLUMNS, self.candidates))
+        added: set[str] = set()
         with _locked(self.folder / LOCK_FILE):
             self._keys = None
-            have = set(self.traces()["cell_key"])
-            new = traces[traces["cell_key"].isin(self.keys()) & ~traces["cell_key"].isin(have)]
-            new = new.drop_duplicates("cell_key")
-            if len(new):
-                _append_csv(self.traces_path, new[TRACE_COLUMNS])
-        return len(new)
+            for path, columns, read in files:
+                have = set(read()["cell_key"])
+                new = traces[traces["cell_key"].isin(self.keys()) & ~traces["cell_key"].isin(have)]
+                new = new.drop_duplicates("cell_key")
+                if len(new):
+                    _append_csv(path, new[columns])
+                    added.update(new["cell_key"])
+        return len(added)
 
 
 @contextmanager
@@ -181,13 +203,14 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
 
 def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame],
                 chunk: int = 200) -> int:
-    """Duplicate counts, read from a run log (a RunStore, engine, path or URL), for the cells the ledger holds
-    without them. Only the very searches the ledger recorded count: the log's row must have the ledger's answer,
+    """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells
+    the ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's answer,
     compute, iterations and node count (a cell run again elsewhere is another search). Returns how many cells."""
     from .eval_results import engine_of, load_nodes, load_results
 
     mine = ledger.results()
-    mine = mine[~mine["cell_key"].isin(set(ledger.traces()["cell_key"]))]
+    have_both = set(ledger.traces()["cell_key"]) & set(ledger.candidates()["cell_key"])
+    mine = mine[~mine["cell_key"].isin(have_both)]
     if mine.empty:
         return 0
     engine = engine_of(source)
@@ -203,6 +226,6 @@ def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.D
     for i in range(0, len(runs), chunk):  # a chunk's nodes at a time: old run logs hold millions
         counts = trace_counts(load_nodes(engine, runs[i:i + chunk]))
         added += ledger.append_traces(counts.assign(cell_key=counts["run_id"].map(cell_of)))
-    log.info("results ledger %s: duplicate counts for %d cells from %s (%d of its cells matched)", ledger.folder,
+    log.info("results ledger %s: duplicate counts or final solutions for %d cells from %s (%d of its cells matched)", ledger.folder,
              added, source, len(both))
     return added

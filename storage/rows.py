@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields
 from typing import Any
+
+import sqlalchemy as sa
+
+from uats_core.tree import Node
 
 from . import schema as S
 
 _NODE_COLS = {c.name for c in S.nodes.columns}
+# NOT NULL columns a snapshot may leave out: Node's own defaults (a snapshot always has a step; "" if not)
+_DEFAULTS = {**{f.name: f.default for f in fields(Node) if f.default is not MISSING and f.default is not None}, "step": ""}
+_FLOATS = tuple(c.name for c in S.nodes.columns if isinstance(c.type, sa.Float))
 
 
 def node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any]:
@@ -21,11 +29,10 @@ def node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any]
     scores = [float(s) for s in (rec.get("mc_scores") or [])]
     row["mc_scores"] = scores
     row["k"] = len(scores)
-    for f, default in (("num_tokens", 0), ("created_iter", 0), ("initial_passes", 0), ("extra_passes", 0),
-                       ("children_granted", 0), ("step", ""), ("status", "active")):
+    for f, default in _DEFAULTS.items():
         if row[f] is None:
             row[f] = default
-    for f in ("mean", "var", "ucb", "uniqueness", "logit_mean", "logit_var"):
+    for f in _FLOATS:
         if row[f] is not None:
             row[f] = float(row[f])
     extra = {k: v for k, v in rec.items() if k not in _NODE_COLS and k not in ("id", "k")}
@@ -34,10 +41,8 @@ def node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any]
 
 
 def history_row(row: dict[str, Any], iteration: int) -> dict[str, Any]:
-    return {"run_id": row["run_id"], "iteration": int(iteration), "node_id": row["node_id"], "k": row["k"],
-            "mean": row["mean"], "var": row["var"], "ucb": row["ucb"], "ood": row["ood"], "status": row["status"],
-            "extra_passes": row["extra_passes"], "children_granted": row["children_granted"],
-            "logit_mean": row["logit_mean"], "logit_var": row["logit_var"]}
+    return {"run_id": row["run_id"], "iteration": int(iteration), "node_id": row["node_id"],
+            **{f: row[f] for f in S.HISTORY_FIELDS}}
 
 
 def node_dict(m: Any) -> dict[str, Any]:

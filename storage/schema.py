@@ -8,7 +8,11 @@ starred/annotated case.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import sqlalchemy as sa
+
+from uats_core.tree import Node
 
 metadata = sa.MetaData()
 
@@ -48,6 +52,12 @@ runs = sa.Table(
     sa.Column("step_credits", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.Column("worker_pid", sa.Integer),
     sa.Column("worker_host", sa.String(200)),
+    # who started the run in the app: 'user:<name>' signed in, 'session:<hash>' of a page without a login; None:
+    # the CLI, an evaluation or an older version. Only the owner may control, star or annotate it (ui/access.py).
+    sa.Column("owner", sa.String(200)),
+    # the process that registered the run and answers for it (liveness.this_process: host|pid|start token):
+    # a restarted app ends the runs of a server that is gone, even while an orphaned worker lives on
+    sa.Column("server", sa.String(200)),
     sa.Index("ix_runs_method", "method"),
     sa.Index("ix_runs_problem", "problem_id"),
     sa.Index("ix_runs_status", "status"),
@@ -57,15 +67,11 @@ runs = sa.Table(
 # Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
 # COLUMN, with the server default for NOT NULL ones; nullable ones start NULL), so a database written by an
 # earlier version keeps working. Its old nodes simply have no logit statistics.
-ADDED_COLUMNS = {"runs": ("paused", "step_credits"), "nodes": ("logit_mean", "logit_var"),
+ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server"), "nodes": ("logit_mean", "logit_var"),
                  "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
-NODE_FIELDS = (
-    "parent_id", "depth", "step", "num_tokens", "finish_reason", "created_iter", "subtree", "mc_scores",
-    "initial_passes", "mean", "var", "ucb", "logit_mean", "logit_var", "ood", "scored_iter", "reeval_iter", "expanded_iter",
-    "extra_passes", "children_granted", "uniqueness", "status", "answer", "correct",
-)
+NODE_FIELDS = tuple(f.name for f in fields(Node) if f.name != "id")
 
 nodes = sa.Table(
     "nodes",
@@ -119,6 +125,8 @@ node_history = sa.Table(
     sa.Column("logit_mean", sa.Float),
     sa.Column("logit_var", sa.Float),
 )
+# What node_history keeps of a node after each iteration: the fields a later step can change (k: passes so far).
+HISTORY_FIELDS = tuple(c.name for c in node_history.columns if c.name not in ("run_id", "iteration", "node_id"))
 
 iterations = sa.Table(
     "iterations",
@@ -173,4 +181,26 @@ shadow_scores = sa.Table(
     sa.Column("tau", sa.Float),
     sa.Column("prm", sa.String(200)),
     sa.Column("written_at", sa.Float),
+)
+
+# Shadow scoring runs as a job of the app's worker pool: queued, cancellable, its progress here; the scores
+# land in shadow_scores batch by batch. Statuses as runs': queued, running, finished, failed, cancelled.
+shadow_jobs = sa.Table(
+    "shadow_jobs",
+    metadata,
+    sa.Column("job_id", sa.String(64), primary_key=True),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), nullable=False),
+    sa.Column("k", sa.Integer, nullable=False),
+    sa.Column("prm", sa.String(200)),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("done", sa.Integer, nullable=False, default=0),  # nodes scored so far
+    sa.Column("total", sa.Integer, nullable=False, default=0),
+    sa.Column("error", sa.Text),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("server", sa.String(200)),
+    sa.Column("worker_pid", sa.Integer),
+    sa.Column("created_at", sa.Float),
+    sa.Column("updated_at", sa.Float),
+    sa.Column("ended_at", sa.Float),
+    sa.Index("ix_shadow_jobs_run", "run_id"),
 )

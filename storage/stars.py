@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from . import schema as S
+from .bounds import check_row
 from .location import StorageError
 
 
@@ -25,6 +26,7 @@ class StarsAndNotes:
 
     def _set_star(self, run_id: str, node_id: int, **values: Any) -> None:
         node_id = int(node_id)
+        check_row(S.stars, dict(values, node_id=node_id))
         with self.engine.begin() as conn:
             if conn.execute(sa.select(S.runs.c.run_id).where(S.runs.c.run_id == run_id)).first() is None:
                 raise StorageError(f"no run {run_id}", field="run")

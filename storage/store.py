@@ -1,6 +1,6 @@
 """The run log: writes uats_core events to any SQLAlchemy database and reads runs back for the CLI and app.
 
-Fast path (reference.md §7): Core executemany inserts/upserts, one transaction per search iteration,
+Fast path (docs/engine.md measures what logging costs): Core executemany inserts/upserts, one transaction per search iteration,
 SQLite in WAL mode with synchronous=NORMAL so a reader (the app) sees a run while a worker writes it.
 SQL stays portable: upserts use the dialect's ON CONFLICT where it has one (SQLite, PostgreSQL) and
 delete+insert inside the same transaction elsewhere.
@@ -14,24 +14,23 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 
-from uats_core.events import Event, IterationEnded, RunEnded, RunStarted
+from uats_core.events import Event
 
 from . import schema as S
+from .bounds import check_row
 from .control import RunControl
 from .curves import TrainingCurves
-from .fastwrite import update_run, upsert
-from .liveness import pid_alive
+from .liveness import pid_alive, this_process
 from .location import StorageError, display as _display, parse_location
-from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, sqlite_pragmas
+from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, disk_full_errors, sqlite_pragmas
 from .recorder import RunRecorder
 from .rows import node_dict
 from .stars import StarsAndNotes
@@ -79,6 +78,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
                                "check the dialect name and that its driver is installed") from None
         if url.get_backend_name() == "sqlite":
             sa.event.listen(engine, "connect", sqlite_pragmas)
+        disk_full_errors(engine, repr(str(self._sqlite_path)) if self._sqlite_path else repr(_display(url)))
         try:
             create_schema(engine)
         except Exception as exc:
@@ -146,62 +146,25 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
     # ------------------------------------------------------------------ writing
     def subscriber(self) -> Callable[[Event], None]:
         """A fresh event consumer for one run: pass it to run_search(subscribers=[...])."""
-        return RunRecorder(self)
+        return RunRecorder(self.engine)
 
     def register_run(self, run_id: str, *, method: str, problem_id: str, question: str,
                      gold_answer: str | None = None, seed: int | None = None, config: dict[str, Any] | None = None,
                      policy: str | None = None, prm: str | None = None, label: str | None = None,
-                     paused: bool = False) -> None:
+                     paused: bool = False, owner: str | None = None) -> None:
         """Insert a 'queued' row before a worker starts, so a front end can list, follow and cancel the run
         at once; RunStarted from the worker then fills the rest in. paused=True starts it in step mode: the
-        worker loads its models, writes the root, and waits for `step_run` before iteration 1."""
+        worker loads its models, writes the root, and waits for `step_run` before iteration 1. `owner`: who
+        started it (ui/access.py). The run is recorded as this process's (`server`): once that is gone,
+        mark_dead_workers ends the run. StorageError naming the field when a value does not fit the run log."""
         now = time.time()
+        row = dict(run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
+                   seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
+                   n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
+                   paused=bool(paused), step_credits=0, owner=owner, server=this_process())
+        check_row(S.runs, row)
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(S.runs), [dict(
-                run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
-                seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
-                n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
-                paused=bool(paused), step_credits=0)])
-
-    def _start_run(self, ev: RunStarted) -> None:
-        now = time.time()
-        values = dict(method=ev.method, problem_id=ev.problem_id, question=ev.question, gold_answer=ev.gold_answer,
-                      seed=ev.seed, config=ev.config, policy=ev.policy, prm=ev.prm, status="running",
-                      updated_at=now, worker_pid=os.getpid(), worker_host=socket.gethostname())
-        with self.engine.begin() as conn:
-            prev = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == ev.run_id)).scalar_one_or_none()
-            if prev is None:
-                conn.execute(sa.insert(S.runs), [dict(values, run_id=ev.run_id, started_at=now, cost=0.0,
-                                                      iterations=0, n_nodes=0, cancel_requested=False)])
-            elif prev == "queued":
-                conn.execute(sa.update(S.runs).where(S.runs.c.run_id == ev.run_id).values(**values))
-            else:
-                raise StorageError(f"run {ev.run_id} already exists with status {prev}; use a new run id", field="run")
-
-    def _write_iteration(self, run_id: str, node_rows: Sequence[dict[str, Any]], hist_rows: Sequence[dict[str, Any]],
-                         it: IterationEnded | None, n_nodes: int, end: RunEnded | None = None) -> None:
-        now = time.time()
-        with self.engine.begin() as conn:  # one transaction per iteration: a reader sees all of it or none
-            upsert(conn, S.nodes, node_rows, ("run_id", "node_id"))
-            upsert(conn, S.node_history, hist_rows, ("run_id", "iteration", "node_id"))
-            run_values: dict[str, Any] = dict(updated_at=now, n_nodes=n_nodes)
-            if it is not None:
-                upsert(conn, S.iterations, [dict(
-                    run_id=run_id, iteration=it.iteration, decisions=[d.to_dict() for d in it.decisions],
-                    budget=it.budget.to_dict(),
-                    cost_step=float(it.cost_step), cost_total=float(it.cost_total),
-                    n_nodes_updated=len(node_rows), written_at=now)], ("run_id", "iteration"))
-                run_values.update(cost=float(it.cost_total), iterations=it.iteration)
-            if end is not None:
-                status = end.status if end.status in S.ENDED_STATUSES else "failed"
-                error = end.error
-                if status != end.status:
-                    error = f"unknown final status {end.status!r}" + (f"; {error}" if error else "")
-                run_values.update(status=status, answer=end.answer, naive_answer=end.naive_answer,
-                                  correct=end.correct, naive_correct=end.naive_correct, cost=float(end.cost),
-                                  iterations=int(end.iterations), error=error, extra=dict(end.extra) or None,
-                                  ended_at=now)
-            update_run(conn, run_id, run_values)
+            conn.execute(sa.insert(S.runs), [row])
 
     # ------------------------------------------------------------------ reading
     def list_runs(self, method: str | None = None, problem_id: str | None = None, status: str | None = None,

@@ -12,27 +12,19 @@ import math
 import random
 from typing import Any
 
+from uats_core.allocation import largest_remainder
 from uats_core.config import PAPER_TAU, SearchConfig
-from uats_core.estimation import is_ood, logits
+from uats_core.estimation import is_ood, mc_stats
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import Decision, StepInfo
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 
 
-def _largest_remainder(weights: list[float], total: int) -> list[int]:
-    s = sum(weights) or 1.0
-    raw = [w * total / s for w in weights]
-    out = [int(math.floor(r)) for r in raw]
-    order = sorted(range(len(raw)), key=lambda i: raw[i] - out[i], reverse=True)
-    for i in order[: total - sum(out)]:
-        out[i] += 1
-    return out
-
-
-def _stats(scores: list[float]) -> tuple[float, float]:
-    m = sum(scores) / len(scores)
-    v = sum((x - m) ** 2 for x in scores) / (len(scores) - 1)
-    return m, v
+def _score(node: Node, it: int, alpha: float, tau: float) -> None:
+    """The node's statistics from its passes, as the engine computes them at step `it`."""
+    st = mc_stats(node.mc_scores, it, alpha)
+    node.mean, node.var, node.ucb, node.logit_mean, node.logit_var = st.mean, st.var, st.ucb, st.logit_mean, st.logit_var
+    node.ood = is_ood(node.var, tau)
 
 
 def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int = 0, k0: int = SearchConfig.k0,
@@ -73,19 +65,16 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
         best = max(id_means) if id_means else max((n.mean or 0.0) for n in created) if created else 0.0
         selected = [n for n in created if n.ood and (n.ucb or 0.0) >= best - delta]
         reeval_budget = max(1, budget // 2) if selected else 0
-        extra = _largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_budget) if selected else []
+        extra = largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_budget) if selected else []
         for n, e in zip(selected, extra):
             if e <= 0:
                 continue
             n.mc_scores += [min(1.0, max(0.0, rng.gauss(quality[n.id], 0.05))) for _ in range(e)]
             n.extra_passes += e
             n.reeval_iter = it
-            n.mean, n.var = _stats(n.mc_scores)
-            n.logit_mean, n.logit_var = _stats(logits(n.mc_scores).tolist())
-            n.ucb = n.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / n.k)
-            n.ood = is_ood(n.var, tau)
+            _score(n, it, alpha, tau)
         open_nodes = [n for n in created if n.status != FINISHED]
-        grants = _largest_remainder([math.exp((n.mean or 0.0) / 0.2) for n in open_nodes], budget) if open_nodes else []
+        grants = largest_remainder([math.exp((n.mean or 0.0) / 0.2) for n in open_nodes], budget) if open_nodes else []
         frontier = []
         decisions: list[Decision] = []
         for n, g in zip(open_nodes, grants):
@@ -131,10 +120,7 @@ def _child(rng: random.Random, nid: int, parent: Node, parent_quality: float, it
     node.mc_scores = [min(1.0, max(0.0, rng.gauss(q, spread))) for _ in range(k0)]
     node.initial_passes = k0
     node.scored_iter = it
-    node.mean, node.var = _stats(node.mc_scores)
-    node.logit_mean, node.logit_var = _stats(logits(node.mc_scores).tolist())
-    node.ucb = node.mean + alpha * math.sqrt(2 * math.log(max(it, 2)) / k0)
-    node.ood = is_ood(node.var, tau)
+    _score(node, it, alpha, tau)
     if finishing:
         node.status = FINISHED
         node.answer = ans

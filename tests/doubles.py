@@ -1,19 +1,20 @@
-"""Test doubles for the allocation and engine-logic unit tests (never used outside tests).
+"""Test doubles for the allocation, engine-logic and worker-pool unit tests, and the app's worker pool (never used
+outside tests).
 
 The end-to-end tests use real models; these exist so the search maths can be checked on inputs
-whose every number is known."""
+whose every number is known, and so a full disk or a cancel can be made to happen at a known point."""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from uats_core.protocols import FinishReason, StepOutput, Trace
 
 
-def _unit(*parts: object) -> float:
+def unit(*parts: object) -> float:
     h = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
     return int.from_bytes(h[:8], "big") / 2**64
 
@@ -34,10 +35,10 @@ class ScriptedPolicyDouble:
         for i, tr in enumerate(traces):
             d = len(tr.steps)
             if d + 1 >= self.depth:
-                a = self.answers[int(_unit(tr.text, i, self.calls) * len(self.answers))]
+                a = self.answers[int(unit(tr.text, i, self.calls) * len(self.answers))]
                 outs.append(StepOutput(f"so the answer is \\boxed{{{a}}}", 6, FinishReason.EOS))
             else:
-                outs.append(StepOutput(f"step {d} variant {int(_unit(tr.text, i, self.calls) * 1000)}\n\n", 4,
+                outs.append(StepOutput(f"step {d} variant {int(unit(tr.text, i, self.calls) * 1000)}\n\n", 4,
                                        FinishReason.DELIMITER))
         return outs
 
@@ -51,11 +52,11 @@ class HashedPRMDouble:
         self.rng = np.random.default_rng(seed)
 
     def score(self, traces: Sequence[Trace]) -> list[list[float]]:
-        return [[_unit(t.question, *t.steps[: i + 1]) for i in range(len(t.steps))] for t in traces]
+        return [[unit(t.question, *t.steps[: i + 1]) for i in range(len(t.steps))] for t in traces]
 
     def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
         base = np.array([s[-1] for s in self.score(traces)])
-        spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
+        spread = np.array([0.2 * unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * self.rng.standard_normal((len(traces), k)), 0, 1)
 
 
@@ -65,5 +66,73 @@ class GlobalRNGPRMDouble(HashedPRMDouble):
 
     def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
         base = np.array([s[-1] for s in self.score(traces)])
-        spread = np.array([0.2 * _unit("spread", t.text) for t in traces])
+        spread = np.array([0.2 * unit("spread", t.text) for t in traces])
         return np.clip(base[:, None] + spread[:, None] * np.random.standard_normal((len(traces), k)), 0, 1)
+
+
+class WorkerPoolDouble:
+    """Stands in for ui.worker.WorkerPool in app tests that serve the page: a submitted run is registered and
+    recorded, never started (no models load), so it stays 'queued' unless the test writes its events itself."""
+
+    def __init__(self, store: Any = None, **_: Any) -> None:
+        self.store = store  # with one, pause and step set the run's flags as the real pool does (no paused-runs limit)
+        self.submitted: list[Any] = []
+
+    def submit(self, req: Any, session: str | None = None, register: Any = None, paused: bool = False) -> None:
+        if register is not None:
+            register()
+        self.submitted.append(req)
+
+    def pause_run(self, run_id: str) -> bool:
+        return self.store is not None and self.store.pause_run(run_id)
+
+    def step_run(self, run_id: str, steps: int = 1) -> bool:
+        return self.store is not None and self.store.step_run(run_id, steps)
+
+    def pump(self) -> list[str]:
+        return []
+
+    def active(self) -> list[str]:
+        return []
+
+    def queued(self) -> list[str]:
+        return []
+
+    def shutdown(self, **_: Any) -> None:
+        pass
+
+
+class DiskFullDouble:
+    """Makes a RunStore's writes fail as on a full disk while `full` is set: every INSERT, UPDATE or DELETE
+    raises sqlite3.OperationalError('database or disk is full'), as SQLite does when it cannot grow the
+    file; reads still work, as they do on a full disk. The store's own error handling sees the real
+    exception (storage.opening.disk_full_errors)."""
+
+    def __init__(self, store: Any) -> None:
+        import sqlalchemy as sa
+
+        self.full = False
+        self.refused = 0
+        sa.event.listen(store.engine, "before_cursor_execute", self._before)
+
+    def _before(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        import sqlite3
+
+        if self.full and statement.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE"):
+            self.refused += 1
+            raise sqlite3.OperationalError("database or disk is full")
+
+
+class CallbackPRMDouble(HashedPRMDouble):
+    """HashedPRMDouble that calls `on_call(n)` before its n-th mc_scores call (n from 1): lets a test act at a
+    known point of a job, e.g. ask it to stop during its first batch."""
+
+    def __init__(self, on_call: Callable[[int], None], seed: int = 0) -> None:
+        super().__init__(seed)
+        self.on_call = on_call
+        self.calls = 0
+
+    def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
+        self.calls += 1
+        self.on_call(self.calls)
+        return super().mc_scores(traces, k)

@@ -14,10 +14,9 @@ from storage.synthetic import synthetic_events
 from ui import service as svc
 from ui.treedata import RunData
 from ui.worker import RunRequest, WorkerPool, request_dict
-from uats_core.config import ConfigError, SearchConfig
-from uats_core.problems import ProblemError
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
 def _form(**over) -> dict:
@@ -56,17 +55,14 @@ def test_datasets_and_problems() -> None:
     assert svc.pick_problem(arith, "2").id == "arith-test-2"
     with pytest.raises(ProblemError, match="unknown problem"):
         svc.pick_problem(arith, "arith-test-99999")
-    with pytest.raises(ProblemError, match="no such file"):
-        svc.dataset_problems(svc.CUSTOM, "/no/such/file.jsonl")
-    with pytest.raises(ProblemError, match="give a .jsonl"):
-        svc.dataset_problems(svc.CUSTOM, "")
+    for name in ("/no/such/file.jsonl", "JSONL file or hub name", "math500", "", None):
+        with pytest.raises(ProblemError, match="^dataset: not one of the problem sets this server offers"):
+            svc.dataset_problems(name)
     choices = svc.problem_choices(arith[:3])
     assert choices[0][1] == "arith-test-0" and choices[0][0].startswith("arith-test-0 · ")
 
 
-@pytest.mark.skipif(not (SHARED / "math500.jsonl").is_file(), reason="needs ../shared/data/math500.jsonl")
-def test_shared_datasets_load_from_their_files() -> None:
-    assert svc.default_dataset_path(svc.MATH500) == str(SHARED / "math500.jsonl")
+def test_shipped_datasets_load_from_their_files() -> None:
     math500 = svc.dataset_problems(svc.MATH500)
     assert len(math500) == 500 and math500[0].answer
     aime = svc.dataset_problems(svc.AIME24)

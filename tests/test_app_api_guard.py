@@ -7,7 +7,6 @@ is recorded, and must be to the run log or to a file of the reports folder."""
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import threading
 from pathlib import Path
@@ -20,27 +19,8 @@ from storage import RunStore
 from storage.synthetic import synthetic_events
 from ui.safe_text import md_text
 
-
-class _NoWorkers:
-    """Stands in for the worker pool: a submitted run is recorded, never started (no models load)."""
-
-    def __init__(self) -> None:
-        self.submitted: list[Any] = []
-
-    def submit(self, req: Any) -> None:
-        self.submitted.append(req)
-
-    def pump(self) -> list[str]:
-        return []
-
-    def shutdown(self, **_: Any) -> None:
-        pass
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .doubles import WorkerPoolDouble
+from .serving import free_port
 
 
 def _connect_target(args: tuple, kwargs: dict) -> str:
@@ -80,8 +60,8 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
             seen.append(_connect_target(args, kwargs))
         return real_connect(*args, **kwargs)
 
-    demo = build_demo(store, _NoWorkers(), tmp_path / "exports", reports)
-    port = _free_port()
+    demo = build_demo(store, WorkerPoolDouble(), tmp_path / "exports", reports)
+    port = free_port()
     demo.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port,
                                                    prevent_thread_lock=True, quiet=True)
     monkeypatch.setattr(sqlite3, "connect", recording_connect)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uats_core.embedders import EmbedderError, HashingEmbedder, MiniLMEmbedder, default_embedder, minilm_dir
+from uats_core.embedders import HashingEmbedder, MiniLMEmbedder, default_embedder, minilm_dir
+from uats_core.errors import EmbedderError
 from uats_core.protocols import Embedder
 
 SENTS = ["The cat sits on the mat.", "A cat is sitting on a mat.", "Quarterly revenue grew by five percent.",

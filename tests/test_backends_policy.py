@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from uats_core.backends import BackendError, load_policy
+from uats_core.backends import load_policy
 from uats_core.backends.hf_policy import HFPolicy
 from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer, markov_llama, save_causal_lm
+from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Policy, StepOutput, Trace
 
 # Each trace's last prompt character picks a chain:

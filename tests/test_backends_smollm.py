@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from uats_core.backends.named import smollm2_gguf
+from uats_core.problems import SHIPPED_DATASETS
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace
 
-MATH500 = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500.jsonl"
+MATH500 = SHIPPED_DATASETS["math500"]
 
 
 @pytest.mark.slow
@@ -18,7 +18,6 @@ MATH500 = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500.jso
 def test_smollm2_gguf_policy_generates_steps_for_math500():
     from uats_core.backends import load_policy
 
-    assert MATH500.is_file(), f"{MATH500} missing: the shared MATH-500 file sits beside the project"
     problem = json.loads(MATH500.read_text(encoding="utf-8").splitlines()[0])["problem"]
     pol = load_policy(str(smollm2_gguf()), seed=0, step_token_cap=32, solution_token_cap=200)
     assert pol.use_chat  # the GGUF carries SmolLM2's chat template

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from uats_core.backends import BackendError, load_policy
+from uats_core.backends import load_policy
 from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer
 from uats_core.backends.vllm_policy import VLLMPolicy
+from uats_core.errors import BackendError
 from uats_core.protocols import FinishReason, Policy, StepOutput, Trace
 
 
@@ -162,7 +163,8 @@ def test_request_seeds_fit_64_bits_for_any_run_seed(tok):
 
 def test_vllm_options_are_checked_and_routed():
     from uats_core.backends.options import check_policy_opts
-    from uats_core.config import ConfigError, parse_options as parse_opts
+    from uats_core.config import parse_options as parse_opts
+    from uats_core.errors import ConfigError
 
     opts = parse_opts(["dtype=bf16", "gpu_memory_utilization=0.55", 'llm_kwargs={"max_model_len": 1024}',
                        "temperature=0.7"], "policy-opt")

@@ -13,7 +13,8 @@ from uats_core.entrypoints.cli import main as cli_main
 from uats_core.entrypoints.bench import main as bench_main
 from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
                                    spread_entry, tau_from_variances, write_calibration)
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError
 
 PRM_DIR = Path(__file__).resolve().parent.parent / "assets" / "models" / "arith-prm"
 HAS_PRM = (PRM_DIR / "config.json").is_file()

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from uats_core.allocation import child_scores, largest_remainder, softmax
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded
 from uats_core.problems import Problem
 from uats_core.runner import run_search

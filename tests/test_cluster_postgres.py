@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -29,9 +28,9 @@ from uats_core.entrypoints.eval import EvalOptions, run_eval
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 
-from .test_eval import MODELS, problems_file  # noqa: F401 (a fixture: the same three problems)
+from .eval_doubles import MODELS
+from .postgres import URL_ENV, fresh_database
 
-URL = os.environ.get("UATS_TEST_POSTGRES_URL")
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180.0  # each wait; generous for a loaded 2-core machine (Ray starts in 10-30 s there)
 CELLS_SQL = ("SELECT c.cell_key, c.status, c.run_id, c.attempts, c.worker_pid, r.status AS run_status, r.answer, "
@@ -43,24 +42,10 @@ GRID = ["--model", f"slow={MODELS['slow']}", "--model", f"rm={MODELS['rm']}", "-
 @pytest.fixture()
 def pg_url():
     """A fresh database on UATS_TEST_POSTGRES_URL's server: its URL; dropped afterwards."""
-    if not URL:
-        pytest.skip("UATS_TEST_POSTGRES_URL is not set: no PostgreSQL to test the cluster path against "
-                    "(CI sets it; locally: sudo bash .ci/postgres.sh, see docs/eval.md)")
-    pytest.importorskip("ray")
-    base = sa.engine.make_url(URL)
-    name = f"uats_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool,
-                             connect_args={"connect_timeout": 10})
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        try:
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        finally:
-            admin.dispose()
+    if os.environ.get(URL_ENV):  # skipped below without a server; without Ray, here
+        pytest.importorskip("ray")
+    with fresh_database("the cluster path") as url:
+        yield url
 
 
 def _cells(url: str) -> dict[str, dict]:

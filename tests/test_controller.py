@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from uats_core.config import SearchConfig
-from uats_core.controller import (ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT, ControllerError, ControllerNet,
-                                  LearnedController, load_checkpoint, load_controller, save_checkpoint, squash, unsquash)
+from uats_core.controller import (ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT, ControllerNet, LearnedController,
+                                  load_checkpoint, load_controller, save_checkpoint, squash, unsquash)
 from uats_core.controller.policy import Step, feature_names
 from uats_core.entrypoints.train_controller import behaviour_clone, hats_knobs, reinforce_update
+from uats_core.errors import ControllerError
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble

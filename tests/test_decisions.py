@@ -14,6 +14,7 @@ from ui.decisions import decision_iteration, explain_node, explain_step, step_ca
 from ui.frontier import frontier_figure, frontier_rows, page_of
 from ui.treedata import RunData
 from uats_core.config import SearchConfig
+from uats_core.estimation import ucb
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 
@@ -55,6 +56,18 @@ def test_candidates_match_what_the_engine_decided(uats_run: RunData) -> None:
             assert sum(x.extra for x in cands) == budget.reeval_used
             assert sum(x.children for x in cands) == c  # C is conserved exactly
     assert checked > 10
+
+
+def test_the_pages_r_hat_at_the_first_step_is_the_engines(synthetic: RunData) -> None:
+    """A run stored without the decisions' "before" statistics (synthetic and older runs) gets R̂ from the passes:
+    at t = 1 it is the engine's estimation.ucb (ln 1 = 0, so R̂ = R̄), not a bonus the search never added (the
+    page used max(t, 2) where the engine uses max(t, 1))."""
+    cands, _, _ = step_candidates(synthetic, 1)
+    alpha = synthetic.run["config"]["alpha"]
+    assert len(cands) > 1 and alpha > 0 and all(c.k >= 2 for c in cands)
+    for c in cands:
+        assert c.ucb == pytest.approx(ucb(c.mean, c.k, 1, alpha), abs=1e-12)
+        assert c.ucb == pytest.approx(c.mean, abs=1e-12)
 
 
 def test_explain_node_gives_the_tests_and_shares(uats_run: RunData) -> None:

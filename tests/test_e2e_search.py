@@ -18,12 +18,11 @@ import pytest
 from storage import RunStore
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
-from uats_core.config import SearchConfig
+from uats_core.config import METHODS, SearchConfig
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 
 ROOT = Path(__file__).resolve().parent.parent
-from uats_core.methods import METHODS
 BUDGET = 8
 TAU = 1e-5
 PROBLEM = Problem("tiny-1", "Tom has 3 apples and buys 4 more. How many apples does he have?", "7")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
 from uats_core.problems import Problem
@@ -223,3 +224,41 @@ def test_same_seed_same_tree():
     np.random.standard_normal(17)
     assert tree(3) == a
     assert tree(4) != a  # the seed matters: the MC noise really comes from the seeded generator
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_single_pass_h_uats_is_rebases_search_with_uats_rounding(seed):
+    """prm_scoring='single' (the paper's "w/o Uncert."): one deterministic pass a candidate, nothing
+    re-evaluated, N children a step like REBASE (c + 1 each), and the same total spend as REBASE's search."""
+    budget = 8
+    result, events = _run("h-uats", budget=budget, seed=seed, depth=5, prm_scoring="single")
+    rebase, _ = _run("rebase", budget=budget, seed=seed, depth=5)
+    assert result.status == "finished"
+    steps = [e for e in events if isinstance(e, IterationEnded)]
+    assert steps[0].budget.to_dict()["width"] == budget
+    for node in result.tree.nodes.values():
+        if node.id:
+            assert len(node.mc_scores) == 1 and node.var is None and node.extra_passes == 0 and not node.ood
+    for it in steps:
+        assert sum(d.to_dict()["extra_passes"] for d in it.decisions) == 0
+        assert it.cost_step == pytest.approx(it.budget.to_dict()["width"] * (18 + 1))
+    assert result.cost == pytest.approx(rebase.cost, rel=0.15)
+
+
+def test_single_pass_scoring_is_an_h_uats_setting():
+    with pytest.raises(ConfigError, match="prm_scoring"):
+        SearchConfig(method="rebase", prm_scoring="single").validate()
+    with pytest.raises(ConfigError, match="prm_scoring"):
+        SearchConfig(method="h-uats", prm_scoring="dropout").validate()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_uats_children_follow_the_means_after_re_evaluation(seed):
+    """Step 4 reads R̄ once the extra passes of step 3 are in: a re-evaluated candidate's children follow its new
+    mean, not the one the δ rule saw."""
+    _, events = _run("h-uats", budget=16, seed=seed, depth=5, tau=0.0)  # τ = 0: every candidate is OOD
+    decisions = [d.to_dict() for e in events if isinstance(e, IterationEnded) for d in e.decisions]
+    reevaluated = [d for d in decisions if d.get("extra_passes")]
+    assert reevaluated and any(d["mean"] != d["mean_before"] for d in reevaluated)
+    for d in decisions:
+        assert d["child_score"] == pytest.approx(d["mean"])

@@ -1,14 +1,8 @@
-"""The evaluation harness: cell keys, resumption, killed workers, serial == --shard == Ray, batching.
-
-Backends here are test doubles loaded through the harness's own `py:module:function` model specs (the way a
-user plugs in a custom backend), so every path - CLI, subprocess, Ray actor - loads them like real models.
-Unlike tests/doubles.py they draw their randomness from torch's global RNG, as the real policies and PRMs
-do, so a search depends on its seed alone (the property the equality tests check)."""
+"""The evaluation harness: cell keys, resumption, killed workers, serial == --shard == Ray, batching. Its
+backends are the test doubles of tests/eval_doubles.py, loaded through the harness's own model specs."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -17,97 +11,24 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import pytest
 import sqlalchemy as sa
-import torch
 
 from storage import RunStore, StorageError
 from storage.eval_cells import eval_cells
-from uats_core.config import ConfigError
+from tests.eval_doubles import MODELS, TorchRngPolicyDouble, TorchRngPRMDouble
 from uats_core.entrypoints.eval import EvalOptions, run_eval
 from uats_core.entrypoints.eval.cli import main as eval_main
+from uats_core.errors import ConfigError
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
 from uats_core.eval.grid import load_eval_problems, parse_pairs
-from uats_core.protocols import FinishReason, StepOutput, Trace
+from uats_core.protocols import Trace
 
 REPO = Path(__file__).resolve().parents[1]
-MODELS = {"pol": "py:tests.test_eval:policy_double", "pol2": "py:tests.test_eval:policy_double_b",
-          "slow": "py:tests.test_eval:slow_policy_double",
-          "rm": "py:tests.test_eval:prm_double"}
-
-
-# ------------------------------------------------------------------------------------------- doubles
-def _unit(*parts: object) -> float:
-    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:8], "big") / 2**64
-
-
-class TorchRngPolicyDouble:
-    """Two computation steps then a boxed 7, 8 or 9, each drawn from torch's global RNG (one draw per row)."""
-
-    name = "torch-rng-policy-double"
-
-    def __init__(self, delay_s: float = 0.0) -> None:
-        self.delay_s = delay_s
-
-    def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        draws = torch.rand(len(traces)).tolist()
-        out = []
-        for trace, u in zip(traces, draws):
-            depth = len(trace.steps)
-            if depth >= 2:
-                out.append(StepOutput(f"so the answer is \\boxed{{{'789'[int(u * 3)]}}}", 6, FinishReason.EOS))
-            else:
-                out.append(StepOutput(f"step {depth} variant {int(u * 1000)}\n\n", 4, FinishReason.DELIMITER))
-        return out
-
-
-class TorchRngPRMDouble:
-    """Deterministic scores from a hash of the trace; MC passes add torch-global-RNG noise."""
-
-    name = "torch-rng-prm-double"
-
-    def __init__(self, dropout_p: float = 0.1, dropout_mode: str = "full") -> None:
-        self.spread = 0.5 * dropout_p
-
-    def score(self, traces: Sequence[Trace]) -> list[list[float]]:
-        return [[_unit(t.question, *t.steps[: i + 1]) for i in range(len(t.steps))] for t in traces]
-
-    def mc_scores(self, traces: Sequence[Trace], k: int) -> np.ndarray:
-        base = torch.tensor([s[-1] for s in self.score(traces)], dtype=torch.float64)
-        noise = torch.randn(len(traces), k, dtype=torch.float64)
-        return (base[:, None] + self.spread * noise).clamp(0, 1).numpy()
-
-
-def policy_double(**_: object) -> TorchRngPolicyDouble:
-    return TorchRngPolicyDouble()
-
-
-def policy_double_b(**_: object) -> TorchRngPolicyDouble:
-    """The same double under another name: a second pair, so batched lanes mix models."""
-    return TorchRngPolicyDouble()
-
-
-def slow_policy_double(**_: object) -> TorchRngPolicyDouble:
-    return TorchRngPolicyDouble(delay_s=0.15)
-
-
-def prm_double(dropout_p: float = 0.1, dropout_mode: str = "full", **_: object) -> TorchRngPRMDouble:
-    return TorchRngPRMDouble(dropout_p, dropout_mode)
 
 
 # ------------------------------------------------------------------------------------------- helpers
-@pytest.fixture()
-def problems_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny.jsonl"
-    rows = [{"id": f"t{i}", "problem": f"What is {i} + {8 - i}?", "answer": "8"} for i in range(3)]
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
-
-
 def _spec(problems_file: Path, pairs: str = "pol:rm", methods: Sequence[str] = ("best-of-n", "rebase", "h-uats"),
           budgets: Sequence[int] = (4,), seeds: Sequence[int] = (0, 1), n: int = 3) -> GridSpec:
     dataset, probs = load_eval_problems(None, str(problems_file), n)
@@ -440,7 +361,7 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
 
 
 def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
-    from uats_core.config import ConfigError
+    from uats_core.errors import ConfigError
     from uats_core.entrypoints.eval.ray_runner import check_resources
 
     check_resources({"CPU": 2.0}, 1.0, 0.0)

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pytest
 
-from uats_core.grading import Grader, _plain_number, extract_boxed, group_answers, weighted_vote
+from uats_core.grading import Grader, _plain_number, extract_boxed, group_answers, tally, vote
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +70,26 @@ def test_missing_answers_are_never_equivalent(grader: Grader) -> None:
 
 def test_votes_group_reordered_lists_and_keep_numbers_apart(grader: Grader) -> None:
     assert group_answers(["1, 2", "2, 1", "12", "1,2"], grader) == [0, 0, 1, 0]
-    best, naive = weighted_vote([("12", 0.9), ("1, 2", 0.5), ("2, 1", 0.5)], grader)
-    assert best == "1, 2" and naive == "12"
+    candidates = [("12", 0.9, "a"), ("1, 2", 0.5, "b"), ("2, 1", 0.5, "c")]
+    assert vote(candidates, grader) == "1, 2" and vote(candidates, grader, "best") == "12"
+
+
+def test_the_four_aggregations(grader: Grader) -> None:
+    """The issue's REBASE case in small: copies of one wrong solution outvote the right answer under the weighted
+    vote and plain majority, not when each distinct solution counts once; the best score picks the top candidate."""
+    wrong = [("14", 0.88, "w1")] * 5 + [("14", 0.80, "w2")]
+    right = [("15", 0.91, "r1"), ("15", 0.90, "r2"), ("15", 0.89, "r3")]
+    candidates = wrong + right + [(None, 0.99, "cut")]  # no answer: in no vote, whatever its score
+    assert vote(candidates, grader, "weighted") == "14"  # 5 x 0.88 + 0.80 > 2.70
+    assert vote(candidates, grader, "majority") == "14"
+    assert vote(candidates, grader, "distinct") == "15"  # 0.88 + 0.80 < 0.91 + 0.90 + 0.89
+    assert vote(candidates, grader, "best") == "15"
+    assert vote([(None, 0.5, "x")], grader, "majority") is None
+    # ties go to the answer seen first; 'best' to the first candidate with the top score
+    assert tally([(1, 1, 0.5, 0.5), (0, 1, 0.5, 0.5)], "weighted") == 1
+    assert tally([(0, 1, 0.2, 0.2), (1, 1, 0.7, 0.7), (0, 1, 0.7, 0.7)], "best") == 1
+    with pytest.raises(ValueError, match="aggregation"):
+        tally([(0, 1, 0.5, 0.5)], "mean")
 
 
 def test_the_worker_is_restarted_after_it_dies() -> None:

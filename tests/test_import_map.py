@@ -1,7 +1,10 @@
-"""The engine (uats_core outside uats_core/entrypoints/) imports no storage, ui, gradio or sqlalchemy, not even
-inside a function, and loads no module by an import string: it must stay usable without the run log or the
-app, and a string import would hide such a dependency from readers and from this check. The `__main__`
-modules are launchers: they may import only uats_core.entrypoints (and sys)."""
+"""The import map. The engine (uats_core outside uats_core/entrypoints/) imports no storage, ui, gradio or
+sqlalchemy, not even inside a function, and loads no module by an import string: it must stay usable without the
+run log or the app, and a string import would hide such a dependency from readers and from this check. The
+`__main__` modules are launchers: they may import only uats_core.entrypoints (and sys). Over the whole project:
+no import circle, and every layer imports only downward (see PROJECT below).
+
+`python tests/test_import_map.py [ROOT]` prints the circles and the imports against the layers of a checkout."""
 
 from __future__ import annotations
 
@@ -96,3 +99,168 @@ def test_the_checker_sees_function_level_relative_and_string_imports(tmp_path: P
     assert found == {"importlib", "storage", "uats_core.entrypoints", "module named by string 'ui.bench'",
                      "import string <computed>"}
     assert {w for w in found if _forbidden(w)} == found - {"importlib"}
+
+
+# ------------------------------------------------------------------------------------------ the whole project
+# Import circles and layers over every module of the project (uats_core/, storage/, ui/, app.py), counting
+# every import statement: function-level and TYPE_CHECKING ones too, since a reader follows them all.
+# Layers, lowest first: the engine (uats_core outside entrypoints/ and the __main__ launchers) < storage < the
+# entry points (uats_core/entrypoints/, the __main__ launchers, app.py) and the ui. A layer imports only its own
+# and lower ones; entry points and the ui do not import each other (app.py, the checkout's launcher of the ui,
+# aside); storage feeds the report (uats_core.report) its rows and never imports it.
+PROJECT = ("uats_core", "storage", "ui")
+CAN_IMPORT = {"engine": {"engine"}, "storage": {"engine", "storage"}, "ui": {"engine", "storage", "ui"},
+              "entry": {"engine", "storage", "entry"}}
+LAUNCHERS = {"app": "ui"}  # module -> the layer it launches, which it may import
+NEVER = (("storage", "uats_core.report"),)  # (importer's layer, module prefix) on top of CAN_IMPORT
+# Known circles and arrows that issue 31's later items remove (benchmarks move out of ui/ and entrypoints/;
+# the Search tab's builder moves out of ui/tabs/search.py). The tests below fail when a new one appears and
+# when one of these is gone but still listed: empty these lists as that work lands.
+KNOWN_CIRCLES = {
+    frozenset({"ui.tabs.search", "ui.tabs.search_events", "ui.tabs.inspector", "ui.tabs.viewer"}),
+    frozenset({"ui.bench", "ui.bench_app", "ui.bench_first"}),
+}
+KNOWN_ARROWS = {("uats_core.entrypoints.bench", "ui.bench")}
+
+
+def project_modules(root: Path = ROOT) -> dict[str, Path]:
+    files = [p for d in PROJECT for p in (root / d).rglob("*.py")] + [p for p in [root / "app.py"] if p.exists()]
+    return {".".join(_module_name_under(p, root)): p for p in sorted(files)}
+
+
+def _module_name_under(path: Path, root: Path) -> list[str]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _named_modules(path: Path, module: str) -> list[str]:
+    """Every module an import statement in the file names, at any depth; `from x import n` as `x.n` (which
+    resolves to x itself when n is not a module)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, node, path.name == "__init__.py")
+            names += [f"{base[0]}.{a.name}" for a in node.names] if node.module else base
+    return names
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the project modules it imports (the longest project module prefix of each imported name)."""
+    mods = project_modules(root)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for module, path in mods.items():
+        for name in _named_modules(path, module):
+            parts = name.split(".")
+            while parts and ".".join(parts) not in mods:
+                parts.pop()
+            if parts and ".".join(parts) != module:
+                graph[module].add(".".join(parts))
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: set[frozenset[str]] = set()
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = {stack.pop()}
+            while v not in comp:
+                comp.add(stack.pop())
+            if len(comp) > 1:
+                found.add(frozenset(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if module in LAUNCHERS or parts[-1] == "__main__" or parts[:2] == ["uats_core", "entrypoints"]:
+        return "entry"
+    return {"uats_core": "engine", "storage": "storage", "ui": "ui"}[parts[0]]
+
+
+def _never(a: str, b: str) -> str | None:
+    return next((pre for lay, pre in NEVER if layer(a) == lay and (b == pre or b.startswith(pre + "."))), None)
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) pairs that break the layer rules."""
+    def allowed(a: str, b: str) -> bool:
+        return _never(a, b) is None and (layer(b) in CAN_IMPORT[layer(a)] or LAUNCHERS.get(a) == layer(b))
+
+    return {(a, b) for a, targets in graph.items() for b in targets if not allowed(a, b)}
+
+
+def _why(a: str, b: str) -> str:
+    never = _never(a, b)
+    return f"{layer(a)} never imports {never}" if never else f"{layer(a)} -> {layer(b)}"
+
+
+def test_no_import_circle_beyond_the_known_ones() -> None:
+    graph = import_graph()
+    assert len(graph) > 120 and "app" in graph, f"found only {len(graph)} modules"
+    found = circles(graph)
+    new = sorted(sorted(c) for c in found - KNOWN_CIRCLES)
+    gone = sorted(sorted(c) for c in KNOWN_CIRCLES - found)
+    assert not new, "import circle(s) among the project's modules:\n" + "\n".join(" <-> ".join(c) for c in new)
+    assert not gone, "no longer a circle: remove it from KNOWN_CIRCLES:\n" + "\n".join(" <-> ".join(c) for c in gone)
+
+
+def test_every_layer_imports_only_downward() -> None:
+    found = upward_arrows(import_graph())
+    new, gone = sorted(found - KNOWN_ARROWS), sorted(KNOWN_ARROWS - found)
+    assert not new, "imports against the layers (engine < storage < entry points, ui):\n" + \
+        "\n".join(f"{a} -> {b} ({_why(a, b)})" for a, b in new)
+    assert not gone, f"no longer imported: remove from KNOWN_ARROWS: {gone}"
+
+
+def test_the_map_sees_a_circle_through_a_function_and_a_layer_broken(tmp_path: Path) -> None:
+    """The graph itself, on a made-up project: a circle closed inside a function and under TYPE_CHECKING,
+    `from package import module`, a storage module reaching up into the ui, the report, or an entry point."""
+    files = {"uats_core/__init__.py": "", "uats_core/a.py": "def f():\n    from uats_core import b\n",
+             "uats_core/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+             "uats_core/report/__init__.py": "", "uats_core/report/stats.py": "X = 1\n",
+             "uats_core/entrypoints/__init__.py": "", "uats_core/entrypoints/cli.py": "from uats_core.a import f\n",
+             "storage/__init__.py": "", "ui/__init__.py": "",
+             "storage/s.py": "from uats_core.report.stats import X\nimport ui.v\nfrom uats_core.entrypoints import cli\n",
+             "ui/v.py": "from storage import s\nfrom uats_core.a import f\n", "app.py": "import ui.v\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    graph = import_graph(tmp_path)
+    assert graph["uats_core.a"] == {"uats_core.b"} and graph["uats_core.b"] == {"uats_core.a"}
+    assert circles(graph) == {frozenset({"uats_core.a", "uats_core.b"}), frozenset({"storage.s", "ui.v"})}
+    assert upward_arrows(graph) == {("storage.s", "uats_core.report.stats"), ("storage.s", "ui.v"),
+                                    ("storage.s", "uats_core.entrypoints.cli")}
+
+
+if __name__ == "__main__":  # the counts for a checkout: python tests/test_import_map.py [ROOT]
+    import sys
+
+    where = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
+    g = import_graph(where)
+    cs, arrows = circles(g), upward_arrows(g)
+    print(f"{where}: {len(g)} modules, {sum(map(len, g.values()))} imports")
+    print(f"circles: {len(cs)}")
+    for c in sorted(sorted(c) for c in cs):
+        print("  " + " <-> ".join(c))
+    print(f"upward arrows: {len(arrows)}")
+    for a, b in sorted(arrows):
+        print(f"  {a} -> {b}")

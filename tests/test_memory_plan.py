@@ -10,14 +10,15 @@ import pytest
 from transformers import AutoModelForCausalLM, Qwen2Config
 
 from uats_core.entrypoints.cli import main
-from uats_core.backends import BackendError
 from uats_core.backends.memory import GIB, PUBLISHED_SHAPES, count_params, plan_gpu, prm_memory
 from uats_core.backends.plan import load_models, plan_models
 from uats_core.backends.prm_published import Qwen2ProcessRewardModel
 from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer, save_causal_lm
 from uats_core.doctor import run_doctor
+from uats_core.errors import BackendError
+from uats_core.problems import SHIPPED_DATASETS
 
-MATH500 = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500.jsonl"
+MATH500 = SHIPPED_DATASETS["math500"]
 QWEN_PRM_7B = Qwen2Config(**PUBLISHED_SHAPES["qwen-prm-7b"])
 QWEN_1_5B = Qwen2Config(**PUBLISHED_SHAPES["qwen-1.5b"])
 

@@ -53,7 +53,8 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     (wheel,) = dist.glob("uats_studio-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"assets/__init__.py", "assets/models/arith-prm/model.safetensors", "assets/models/arith-prm/uats_prm.json",
-            "assets/models/auats-controller/controller.safetensors", "ui/launch.py", "ui/tabs/search.py",
+            "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
+            "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
             "uats_core/worlds/arith/world.py", "storage/store.py"} <= names
     assert not any(n.startswith(("tests/", "app.py", "docs/")) for n in names)
 
@@ -76,7 +77,10 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     assert re.search(r"^run [0-9a-f]{32}\s+finished\s+answer=", out, re.M), out
     listed = _run([str(py), "-m", "uats_core", "runs", "--db", str(db)], cwd=tmp_path, env=env).stdout
     assert "h-uats" in listed and "finished" in listed, listed
+    shipped = _run([str(py), "-c", "from uats_core.problems import load_problems; "
+                    "print(len(load_problems('math500')), len(load_problems('aime24')))"], cwd=tmp_path, env=env).stdout
+    assert shipped.split() == ["500", "30"], shipped
 
     usage = _run([str(venv / "bin" / "uats-studio"), "--help"], cwd=tmp_path, env=env).stdout
-    assert usage.startswith("usage: uats-studio") and "--reports-dir" in usage
+    assert usage.startswith("usage: uats-studio") and "--reports-dir" in usage and "--models-dir" in usage
     assert not (tmp_path / "runs").exists()  # --help creates nothing

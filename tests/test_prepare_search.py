@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
-from uats_core.config import ConfigError, SearchConfig
-from uats_core.problems import Problem, ProblemError, find_problem
+from uats_core.config import METHODS, UATS_METHODS, SearchConfig
+from uats_core.errors import ConfigError, ProblemError
+from uats_core.limits import ENV_MAX_BUDGET
+from uats_core.methods import REGISTRY
+from uats_core.problems import Problem, find_problem
 from uats_core.runner import prepare_search
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
@@ -33,8 +38,23 @@ def test_a_prepared_search_runs_and_a_bad_config_fails_before_anything_loads():
     assert s.run(PROBLEM).status == "finished"
     with pytest.raises(ConfigError, match="^tau:"):
         prepare_search(SearchConfig(method="h-uats", tau="auto:2"), models=None)  # no load was attempted
-    with pytest.raises(ConfigError, match="^method:"):
-        prepare_search(SearchConfig(method="mcts"))
+    with pytest.raises(ConfigError, match="^budget: 1000000000 is above the maximum budget"):
+        prepare_search(SearchConfig(budget=1_000_000_000), models=None)  # the limits, before any load
+
+
+def test_validate_checks_the_fields_only_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_MAX_BUDGET, raising=False)
+    for cfg in (SearchConfig(budget=1_000_000_000), SearchConfig(tau="0.01"), SearchConfig(tau="auto:0.5")):
+        before = copy.deepcopy(cfg)
+        assert cfg.validate() is cfg and cfg == before  # no limit checked here (prepare_search's), nothing rewritten
+    assert SearchConfig(tau="0.01").tau == 0.01  # numbers handed over as text are numbers from the start
+    with pytest.raises(ConfigError, match="^method: unknown method 'mcts'"):
+        SearchConfig(method="mcts").validate()
+
+
+def test_every_method_name_has_its_class():
+    assert tuple(REGISTRY) == METHODS and all(REGISTRY[m].name == m for m in METHODS)
+    assert set(UATS_METHODS) <= set(METHODS)
 
 
 def test_one_problem_lookup_by_id_or_index():

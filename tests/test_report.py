@@ -3,97 +3,17 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-import sqlalchemy as sa
 
 from storage import RunStore
-from storage import schema as S
-from storage.eval_cells import ensure_tables, eval_cells
+from tests.hand_log import CORRECT, HandLogWriter, terminal_nodes
 from uats_core.entrypoints.report import build_report
 from uats_core.report import t_interval, t_quantile, write_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
-
-# (method, budget, seed) -> (correct on p0, correct on p1)
-CORRECT = {
-    ("rebase", 4, 0): (1, 0), ("rebase", 4, 1): (1, 1), ("rebase", 4, 2): (0, 0),
-    ("rebase", 16, 0): (1, 1), ("rebase", 16, 1): (1, 1), ("rebase", 16, 2): (1, 0),
-    ("h-uats", 4, 0): (0, 0), ("h-uats", 4, 1): (1, 0), ("h-uats", 4, 2): (1, 0),
-    ("h-uats", 16, 0): (1, 1), ("h-uats", 16, 1): (1, 1), ("h-uats", 16, 2): (1, 1),
-}
-
-
-class _Writer:
-    def __init__(self, store: RunStore) -> None:
-        self.engine = store.engine
-        ensure_tables(self.engine)
-        self.n = 0
-
-    def run(self, *, problem: str, method: str, budget: int, seed: int, correct: bool | None, cost: float,
-            cell_status: str = "finished", run_status: str = "finished", dataset: str = "hand", pair: str = "P:Q",
-            nodes: list[dict] | None = None, variant: str = "base", iterations: int = 3) -> str:
-        self.n += 1
-        run_id = f"run{self.n:03d}"
-        now = time.time()
-        with self.engine.begin() as conn:
-            conn.execute(sa.insert(S.runs), [dict(
-                run_id=run_id, method=method, problem_id=problem, question="q", gold_answer="8", seed=seed,
-                config={"budget": budget}, status=run_status, correct=correct, naive_correct=correct, cost=cost,
-                iterations=iterations, n_nodes=len(nodes or []), started_at=now, updated_at=now, cancel_requested=False)])
-            # every row with every key: an executemany insert takes its columns from the first row
-            base = dict(run_id=run_id, num_tokens=1, created_iter=1, initial_passes=0, k=0, extra_passes=0,
-                        children_granted=0, updated_iter=1, mc_scores=[], mean=None, correct=None)
-            if nodes:
-                conn.execute(sa.insert(S.nodes), [{**base, **n} for n in nodes])
-            conn.execute(sa.insert(eval_cells), [dict(
-                cell_key=f"{pair}|{dataset}|{problem}|{method}|{budget}|{seed}|{variant}", pair=pair, policy="pp",
-                prm="qq", dataset=dataset, problem_id=problem, method=method, budget=budget, seed=seed, variant=variant,
-                status=cell_status, run_id=run_id, attempts=1, batched=False)])
-        return run_id
-
-
-def _terminal_nodes(correct: bool, budget: int) -> list[dict]:
-    """A run's nodes: the voted answer's candidate, a second candidate (correct only at N=16), and a pruned
-    node marked correct that Pass@N must ignore (it is not a terminal candidate)."""
-    return [
-        dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
-        dict(node_id=1, parent_id=0, depth=1, step="a", status="finished", correct=correct, mean=0.9),
-        dict(node_id=2, parent_id=0, depth=1, step="b", status="truncated", correct=budget == 16, mean=0.2),
-        dict(node_id=3, parent_id=0, depth=1, step="c", status="pruned", correct=True, mean=0.1),
-    ]
-
-
-@pytest.fixture()
-def hand_db(tmp_path: Path) -> Path:
-    return build_hand_db(tmp_path / "hand.db")
-
-
-def build_hand_db(db: Path) -> Path:
-    """The hand-counted run log (also used by the browser test of the Reports tab)."""
-    store = RunStore(str(db))
-    w = _Writer(store)
-    for (method, budget, seed), flags in CORRECT.items():
-        for problem, ok in zip(("p0", "p1"), flags):
-            w.run(problem=problem, method=method, budget=budget, seed=seed, correct=bool(ok),
-                  cost=10.0 * budget + seed, nodes=_terminal_nodes(bool(ok), budget))
-    # p2 is unfinished: only REBASE's cells finished, H-UATS's are running or their run failed. The
-    # comparison tables must leave p2 out (every method on the same problems).
-    for (method, budget, seed) in CORRECT:
-        if method == "rebase":
-            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=True, cost=1.0,
-                  nodes=_terminal_nodes(True, budget))
-        elif seed == 0:
-            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=True, cost=1.0, cell_status="running",
-                  run_status="running")
-        else:
-            w.run(problem="p2", method=method, budget=budget, seed=seed, correct=None, cost=1.0, run_status="failed")
-    store.close()
-    return db
-
 
 def _hand(method: str, budget: int) -> tuple[float, float]:
     per_seed = [sum(CORRECT[(method, budget, s)]) / 2 for s in range(3)]
@@ -168,7 +88,7 @@ def test_paired_differences_by_hand(hand_db: Path) -> None:
 def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None:
     """The base grid covers p0 and p1, the ablation only p0: the ablation table must use p0 for both rows."""
     store = RunStore(str(tmp_path / "abl.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed in range(3):
         w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=seed > 0, cost=1.0)  # base on p0: 2/3
         w.run(problem="p1", method="h-uats", budget=4, seed=seed, correct=True, cost=1.0)  # base on p1 only
@@ -184,9 +104,10 @@ def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None
 
 
 def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_path: Path) -> None:
-    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so."""
+    """Base at N = 4 and 16 over 3 seeds, the variant at N = 4 on seed 0: its mean covers less, and the row says so
+    and gives the base's mean on the same cells."""
     store = RunStore(str(tmp_path / "abl.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed in range(3):
         for budget in (4, 16):
             w.run(problem="p0", method="h-uats", budget=budget, seed=seed, correct=True, cost=1.0)
@@ -194,7 +115,33 @@ def test_ablation_table_says_when_a_variant_ran_at_other_budgets_or_seeds(tmp_pa
     store.close()
     md = build_report(str(tmp_path / "abl.db"), fig2=False).markdown["Ablations"]
     assert "| hand | h-uats | base | 100.0 ± 0.0 (n=1) |" in md
-    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; 1 seed) |" in md
+    assert "| hand | h-uats | spend_rule=paper | 0.0 (n=1; N=4; no ±: 1 seed; base on these cells 100.0) |" in md
+
+
+def test_two_seeds_show_no_interval_and_say_why(tmp_path: Path) -> None:
+    """2 seeds once printed "37.5 ± 476.5": a t-interval from 2 values (t(0.975, 1) = 12.7) says nothing. Every
+    table shows the mean and the seed count instead, and the figures draw no error bar."""
+    store = RunStore(str(tmp_path / "two.db"))
+    w = HandLogWriter(store)
+    for seed, outcomes in ((0, (True, False, False, False)), (1, (True, True, False, False))):
+        for p, ok in enumerate(outcomes):
+            for method in ("rebase", "h-uats"):
+                w.run(problem=f"p{p}", method=method, budget=4, seed=seed, correct=ok, cost=10.0 + seed)
+    store.close()
+    rep = build_report(str(tmp_path / "two.db"), fig2=False)
+    assert rep.tables["curves"]["acc_half"].gt(0.5).all()  # the raw half-widths: wider than the whole range
+    md = rep.markdown
+    assert "| rebase | 37.5 (no ±: 2 seeds) |" in md["Table 4 layout: hand|base"]
+    assert "| rebase | 37.5 (no ±: 2 seeds) |" in md["Accuracy by budget (%): hand|base"]
+    assert "| rebase | 10 (no ±: 2 seeds) |" in md["Mean compute spent per search (PRM-pass units, ± 95% t over seeds): hand|base"]
+    for name in ("Table 4 layout: hand|base", "Accuracy by budget (%): hand|base", "UATS against REBASE: hand|base"):
+        table = md[name][md[name].index("| method"):] if "| method" in md[name] else md[name][md[name].index("| pair"):]
+        assert " ± " not in table, name  # the table, below any title
+    # over problems (4 of them) the paired difference has its interval; over 2 seeds it says why not
+    assert "| – (no ±: 2 seeds) | ± 0.0 |" in md["Paired accuracy differences: hand|base"]
+    for trace in rep.figures["accuracy_vs_n"].data:
+        if trace.error_y is not None and trace.error_y.array is not None:
+            assert not any(trace.error_y.array), trace.name
 
 
 def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
@@ -208,7 +155,7 @@ def test_all_problems_mode_counts_the_unfinished_problem(hand_db: Path) -> None:
 def test_a_budget_filter_keeps_the_problems_other_budgets_leave_unfinished(hand_db: Path, tmp_path: Path) -> None:
     """p3 finished at N=4 only: the whole report drops it, a report of N=4 alone counts it."""
     store = RunStore(str(hand_db))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     w.n = 1000
     for method in ("rebase", "h-uats"):
         for seed in range(3):
@@ -232,7 +179,7 @@ def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
     problem = get_problem("arith-test-0")
     gold, _ = solve(problem, "A")
     store = RunStore(str(tmp_path / "fig2.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     nodes = [
         dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
         # correct step, MC mean 0.85 -> predicted correct: right
@@ -281,12 +228,12 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
 
 
 def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> None:
-    from ui import service as svc
     from ui.report_sources import ReportSources
+    from ui.report_view import report_view
     from ui.safe_text import md_text
 
     sources = ReportSources(RunStore("sqlite://"), hand_db.parent)
-    md, figs = svc.report_view(sources, hand_db.name)
+    md, figs = report_view(sources, hand_db.name)
     assert md_text(hand_db.name) in md and "Table 4 layout" in md  # the label is escaped for Markdown
     assert "83.3" in md  # REBASE at N=16: per-seed accuracy 1, 1, 0.5 -> 83.3%
     assert set(figs) == {"accuracy_vs_n", "accuracy_vs_cost", "prm_analysis"}
@@ -295,15 +242,15 @@ def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> N
 
 
 def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
-    from ui import service as svc
     from ui.report_sources import ReportSources
-    from uats_core.config import ConfigError
+    from ui.report_view import report_view
+    from uats_core.errors import ConfigError
 
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
     missing = tmp_path / "typo.db"
     for key in ("typo.db", str(missing), "sqlite:///" + str(missing), "../typo.db"):
         with pytest.raises(ConfigError, match=r"run log: .*not in the reports folder"):
-            svc.report_view(sources, key)
+            report_view(sources, key)
     assert not missing.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -333,7 +280,7 @@ def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> N
 def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
     """Issue 6's table: each UATS method beside REBASE at its budget, with the share of REBASE's compute."""
     store = RunStore(str(tmp_path / "vs.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     cost = {"rebase": 100.0, "h-uats": 70.0, "a-uats": 85.0}
     for seed in range(3):
         for method in ("rebase", "h-uats", "a-uats", "best-of-n"):
@@ -353,7 +300,7 @@ def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
 def test_variant_against_its_base_and_rebase_paired_by_hand(tmp_path: Path) -> None:
     """A UATS variant against the same method's base settings and against REBASE, on the cells both ran."""
     store = RunStore(str(tmp_path / "var.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     variant = "dropout_mode=last:2,tau=auto"
     won = {("p0", 0): 1, ("p0", 1): 1, ("p0", 2): 0, ("p1", 0): 1, ("p1", 1): 0, ("p1", 2): 1}
     for problem in ("p0", "p1"):
@@ -396,10 +343,41 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
     assert row["candidates_per_step"] == pytest.approx(3.0) and row["distinct_per_step"] == pytest.approx(2.0)
 
 
+def test_final_solutions_and_the_recomputed_votes_by_hand() -> None:
+    """Copies of one final solution merge (same parent trace, same step); answers without one take no part; each
+    rule's pick is graded as the search would grade it."""
+    import json
+
+    import pandas as pd
+
+    from uats_core.report.aggregation import recomputed_votes
+    from uats_core.report.duplicates import trace_counts
+
+    def node(i, parent, depth, step, status="kept", answer=None, correct=None, mean=0.5):
+        return {"run_id": "r", "node_id": i, "parent_id": parent, "depth": depth, "step": step, "status": status,
+                "answer": answer, "correct": correct, "mean": mean}
+
+    nodes = pd.DataFrame([
+        node(0, None, 0, ""), node(1, 0, 1, "a"), node(2, 0, 1, "a"), node(3, 0, 1, "b"),
+        node(4, 1, 2, "=14", "finished", "14", False, 0.88),
+        node(5, 2, 2, "=14", "finished", "14", False, 0.86),  # a copy of 4: its parent is a copy of 1
+        node(6, 3, 2, "=15", "finished", "15", True, 0.9),
+        node(7, 3, 2, "x=15", "truncated", "15", True, 0.7),
+        node(8, 3, 2, "cut", "truncated", None, False, 0.99),  # no answer: in no vote
+    ])
+    (row,) = trace_counts(nodes).to_dict("records")
+    assert json.loads(row["solutions"]) == [["14", False, 2, pytest.approx(1.74), 0.88], ["15", True, 1, 0.9, 0.9],
+                                            ["15", True, 1, 0.7, 0.7]]
+    # weighted 1.74 vs 1.60 and majority 2 vs 2 (a tie: the answer seen first) pick 14; one copy of it counts
+    # 0.87 against 1.60; the best score is 0.9
+    assert recomputed_votes(row["solutions"]) == {"weighted": False, "best": True, "majority": False, "distinct": True}
+    assert recomputed_votes("[]") == dict.fromkeys(["weighted", "best", "majority", "distinct"], False)
+
+
 def test_spend_against_rebase_by_hand(tmp_path: Path) -> None:
     """Totals, the median per search, and the totals without a cell where REBASE ran to the iteration cap."""
     store = RunStore(str(tmp_path / "spend.db"))
-    w = _Writer(store)
+    w = HandLogWriter(store)
     for seed, (ref, mine) in enumerate([(100.0, 90.0), (100.0, 100.0), (1000.0, 110.0)]):
         w.run(problem="p0", method="rebase", budget=4, seed=seed, correct=True, cost=ref, iterations=40 if seed == 2 else 3)
         w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=True, cost=mine)

@@ -12,8 +12,8 @@ from sqlalchemy.engine import make_url
 from storage import RunStore, StorageError
 from storage.readonly import display_location, open_read_only
 from ui.report_sources import RUN_LOG, ReportSources
-from uats_core.config import ConfigError
 from uats_core.entrypoints.report import build_report
+from uats_core.errors import ConfigError
 
 
 def _rollback_journal_run_log(path: Path) -> Path:
@@ -118,3 +118,60 @@ def test_a_shipped_curve_name_cannot_leave_the_models_folder(tmp_path: Path) -> 
     for name in ("shipped: ../../../etc", "shipped: x/../../..", "shipped: nope"):
         with pytest.raises(ConfigError, match="^training curve: no shipped curve"):
             svc.curve_rows(sources, RUN_LOG, name)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_committed_ledger_is_offered_by_default_and_nothing_else_is_opened(tmp_path: Path) -> None:
+    from ui.launch import parse_args
+    from ui.report_sources import LEDGER
+
+    assert Path(parse_args([]).ledgers_dir).resolve() == ROOT / "results"  # out of the box: the app's default
+    sources = ReportSources(RunStore("sqlite://"), None, ROOT / "results")
+    assert sources.keys()[0] == LEDGER + "arith-grid" and sources.default_key() == LEDGER + "arith-grid"
+    assert RUN_LOG in sources.keys() and sources.ledger_folder(RUN_LOG) is None
+    assert sources.ledger_folder(LEDGER + "arith-grid") == ROOT / "results" / "arith-grid"
+    (tmp_path / "outside").mkdir()
+    for key in (LEDGER + "gpu", LEDGER + "../results/arith-grid", LEDGER + str(ROOT / "results" / "arith-grid"),
+                LEDGER + "nope"):  # results/gpu holds no ledger
+        with pytest.raises(ConfigError, match="^results ledger: "):
+            sources.ledger_folder(key)
+    with pytest.raises(ConfigError, match="^run log: .*is a results ledger"):
+        with sources.reading(LEDGER + "arith-grid"):
+            pass
+    assert ReportSources(RunStore("sqlite://"), None, None).default_key() == RUN_LOG
+
+
+def test_a_ledgers_report_in_the_page_shows_its_stages_and_is_kept(tmp_path: Path) -> None:
+    """The report of a ledger (here the committed one's first 2,000 rows: the whole takes ~4 s idle) with its
+    stages heard in order; built again from unchanged files, it comes from the cache without a stage."""
+    import gzip
+
+    import pandas as pd
+
+    from storage.results_ledger import RESULTS_FILE, STEPS_FILE, TRACES_FILE
+    from ui.report_sources import LEDGER
+    from ui.report_view import report_view
+
+    src, dst = ROOT / "results" / "arith-grid", tmp_path / "ledgers" / "small"
+    dst.mkdir(parents=True)
+    rows = pd.read_csv(src / RESULTS_FILE, nrows=2000)
+    keys = set(rows["cell_key"])
+    with gzip.open(dst / RESULTS_FILE, "wt") as f:
+        rows.to_csv(f, index=False)
+    for name in (STEPS_FILE, TRACES_FILE):
+        part = pd.concat(c[c["cell_key"].isin(keys)] for c in pd.read_csv(src / name, chunksize=100_000))
+        with gzip.open(dst / name, "wt") as f:
+            part.to_csv(f, index=False)
+    sources = ReportSources(RunStore("sqlite://"), None, tmp_path / "ledgers")
+    heard: list[tuple[float, str]] = []
+    md, figs = report_view(sources, LEDGER + "small", progress=lambda f, what: heard.append((f, what)))
+    assert "Evaluation report of results ledger small" in md and "Table 4 layout" in md
+    assert "no finished evaluation cells" not in md and f"{len(rows)} finished cells" in md
+    assert {"accuracy_vs_n", "accuracy_vs_cost"} <= set(figs)
+    assert [f for f, _ in heard] == sorted(f for f, _ in heard) and len(heard) >= 3, heard
+    assert any("2,000 searches" in what for _, what in heard), heard
+    again: list[tuple[float, str]] = []
+    assert report_view(sources, LEDGER + "small", progress=lambda f, what: again.append((f, what))) == (md, figs)
+    assert again == []

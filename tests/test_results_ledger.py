@@ -15,7 +15,7 @@ from uats_core.entrypoints.eval import EvalOptions, run_eval
 from uats_core.entrypoints.report import build_report, main as report_main, report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
-from tests.test_eval import MODELS, problems_file  # noqa: F401  (fixture)
+from tests.eval_doubles import MODELS
 
 
 def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -> GridSpec:
@@ -24,7 +24,7 @@ def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -
                     budgets=[4], seeds=list(seeds))
 
 
-def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path: Path) -> None:
     ledger_dir = tmp_path / "results" / "grid"
     first = run_eval(_spec(problems_file, seeds=(0,)), EvalOptions(db=str(tmp_path / "a.db"), progress=False,
                                                                    ledger=str(ledger_dir)))
@@ -65,8 +65,13 @@ def test_report_from_the_ledger_alone_equals_the_run_log_report(tmp_path: Path, 
     assert len(steps) and set(steps["method"]) == {"rebase", "h-uats"} and steps["cell_key"].notna().all()
     traces = ResultsLedger(ledger_dir).traces()  # every cell's duplicate counts
     assert len(traces) == 4 and (traces["n_distinct"] <= traces["n_candidates"]).all() and traces["n_distinct"].gt(0).all()
+    candidates = ResultsLedger(ledger_dir).candidates()  # every cell's final solutions
+    assert set(candidates["cell_key"]) == set(traces["cell_key"])
     from_log, from_ledger = build_report(str(db)), report_from_ledger(ledger_dir)
-    assert "Duplicate candidates" in from_log.markdown
+    assert "Duplicate candidates" in from_log.markdown and "Answer aggregation" in from_log.markdown
+    # the weighted vote recomputed from the stored final solutions is the one each search recorded
+    agg = from_ledger.tables["aggregation"]
+    assert (agg["cells_re"] == agg["cells"]).all() and (agg["agree"] == 1.0).all()
     for name, text in from_log.markdown.items():
         assert from_ledger.markdown[name] == text, name
     assert set(from_ledger.figures) == set(from_log.figures) and "prm_analysis" in from_ledger.figures
@@ -130,8 +135,9 @@ def test_concurrent_processes_append_one_readable_ledger(tmp_path: Path) -> None
     assert len(keys) == 3 * 40 * 5 and keys.is_unique
 
 
-def test_ledger_command_fills_the_duplicate_counts_of_cells_recorded_without_them(tmp_path: Path, capsys) -> None:
-    """A ledger recorded before it kept duplicate counts gets them from the run log that holds the same searches;
+def test_ledger_command_fills_the_duplicate_counts_and_finals_of_cells_recorded_without_them(tmp_path: Path, capsys) -> None:
+    """A ledger recorded before it kept duplicate counts and final solutions gets them from the run log that holds
+    the same searches;
     a cell whose ledger row is another search (here: another compute) gets none."""
     from uats_core.entrypoints.cli import main as cli_main
 
@@ -142,8 +148,10 @@ def test_ledger_command_fills_the_duplicate_counts_of_cells_recorded_without_the
     run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
     full = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
     assert len(full) == 4
-    # The old ledger: no traces file, and one cell whose recorded search is not the run log's.
+    full_candidates = ResultsLedger(ledger_dir).candidates().set_index("cell_key").sort_index()
+    # The old ledger: no traces or candidates file, and one cell whose recorded search is not the run log's.
     (ledger_dir / results_ledger.TRACES_FILE).unlink()
+    (ledger_dir / results_ledger.CANDIDATES_FILE).unlink()
     rows = ResultsLedger(ledger_dir).results()
     other = rows["cell_key"].iloc[0]
     rows.loc[rows["cell_key"] == other, "cost"] += 1.0
@@ -151,12 +159,29 @@ def test_ledger_command_fills_the_duplicate_counts_of_cells_recorded_without_the
     ResultsLedger(ledger_dir).append(rows)
 
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"{ledger_dir}: 4 cells, 3 with duplicate counts (3 more)"
+    assert capsys.readouterr().out.splitlines()[-1] == (f"{ledger_dir}: 4 cells, 3 with duplicate counts (3 more), "
+                                                        "3 with final solutions (3 more)")
     filled = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
     assert other not in filled.index and len(filled) == 3
     pd.testing.assert_frame_equal(filled, full.drop(index=other))
+    filled_candidates = ResultsLedger(ledger_dir).candidates().set_index("cell_key").sort_index()
+    pd.testing.assert_frame_equal(filled_candidates, full_candidates.drop(index=other))
     # Run again: nothing new, nothing written twice.
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
     assert len(pd.read_csv(ledger_dir / results_ledger.TRACES_FILE)) == 3
+    assert len(pd.read_csv(ledger_dir / results_ledger.CANDIDATES_FILE)) == 3
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(tmp_path / "none.db")]) == 2
     assert capsys.readouterr().err.strip().endswith("give a SQLite path or SQLAlchemy URL")
+
+
+def test_ledger_rows_come_only_from_committed_code(tmp_path, monkeypatch, capsys):
+    """A ledger row names the commit that ran it: uncommitted code is refused before anything runs."""
+    from uats_core.entrypoints.eval import cli
+
+    monkeypatch.setattr(cli, "code_version", lambda: "0123456789ab+dirty")
+    db = tmp_path / "grid.db"
+    rc = cli.main(["--world", "arith", "--problems", "1", "--seeds", "1", "--methods", "rebase", "--budgets", "4",
+                   "--ledger", str(tmp_path / "ledger"), "--db", str(db)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: ledger: ")
+    assert not db.exists() and not (tmp_path / "ledger").exists()

@@ -15,7 +15,8 @@ LEDGER = ROOT / "results" / "arith-grid"
 SECTIONS = ["Compute spent against REBASE", "Table 4 layout: arith-test|base", "Accuracy by budget (%): arith-test|base",
             "Pass@N by budget (%, oracle): arith-test|base",
             "Mean compute spent per search (PRM-pass units, ± 95% t over seeds): arith-test|base",
-            "Paired accuracy differences: arith-test|base", "Variants, paired", "Ablations", "Duplicate candidates",
+            "Paired accuracy differences: arith-test|base", "Variants, paired", "Ablations", "Ablation ladder",
+            "Duplicate candidates", "Answer aggregation", "Table 4 layout, best final score: arith-test|base",
             "Figure 2 analysis: PRM on each pair's steps"]
 
 

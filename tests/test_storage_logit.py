@@ -84,3 +84,18 @@ def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) ->
         for i, n in data.state_at(t).nodes.items():
             if i and len(n["mc_scores"]) >= 2:
                 assert n["logit_var"] == pytest.approx(float(np.var(logits(n["mc_scores"]), ddof=1)))
+
+
+def test_the_node_columns_are_the_node_fields() -> None:
+    """uats_core.tree.Node is the one list of node fields: the nodes table holds each (id as node_id) and only the
+    run log's own bookkeeping besides; node_history keeps a subset, and the app's root node has them all."""
+    from dataclasses import fields
+
+    from storage import schema as S
+    from ui.treedata import _root
+    from uats_core.tree import Node
+
+    names = [f.name for f in fields(Node)]
+    assert {c.name for c in S.nodes.columns} == {*names, "run_id", "node_id", "k", "extra", "updated_iter"} - {"id"}
+    assert set(S.HISTORY_FIELDS) <= {*names, "k"} and {"mean", "var", "ucb", "status"} <= set(S.HISTORY_FIELDS)
+    assert set(_root({"question": "q"})) == {*names, "k", "updated_iter", "question"}

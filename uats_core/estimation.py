@@ -15,8 +15,6 @@ import numpy as np
 
 from .config import PAPER_TAU
 
-UNCERTAINTIES = ("var", "std")  # what τ thresholds: the sample variance σ², or its square root σ
-SPACES = ("prob", "logit")  # the passes as scores, or as logits log(p/(1−p))
 LOGIT_CLIP = 1e-6  # p is clipped to [1e-6, 1 − 1e-6] before the logit: a saturated pass would be ±inf
 
 
@@ -36,19 +34,27 @@ def logits(passes: Sequence[float] | np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
+def mean_var(passes: Sequence[float] | np.ndarray) -> tuple[float | None, float | None]:
+    """R̄ and the sample variance σ² (ddof=1) of the passes: (None, None) for none, σ² None for one."""
+    x = np.asarray(passes, dtype=np.float64)
+    if x.size == 0:
+        return None, None
+    return float(x.mean()), (float(x.var(ddof=1)) if x.size > 1 else None)
+
+
 def mc_stats(passes: Sequence[float], t: int, alpha: float) -> MCStats:
+    """Everything a node's K passes give at search step t: R̄, σ², K, R̂, and the logits' mean and σ²."""
     x = np.asarray(passes, dtype=np.float64)
     k = int(x.size)
     if k < 2:
         raise ValueError(f"the sample variance needs at least 2 passes, got {k}")
-    mean = float(x.mean())
-    var = float(x.var(ddof=1))
-    z = logits(x)
-    return MCStats(mean=mean, var=var, k=k, ucb=ucb(mean, k, t, alpha),
-                   logit_mean=float(z.mean()), logit_var=float(z.var(ddof=1)))
+    mean, var = mean_var(x)
+    logit_mean, logit_var = mean_var(logits(x))
+    return MCStats(mean=mean, var=var, k=k, ucb=ucb(mean, k, t, alpha), logit_mean=logit_mean, logit_var=logit_var)
 
 
 def ucb(mean: float, k: int, t: int, alpha: float) -> float:
+    """R̂ = R̄ + α·sqrt(2 ln t / K) at search step t (t >= 1)."""
     # ln t is 0 at the first step: every candidate starts at its plain mean
     return mean + alpha * math.sqrt(2.0 * math.log(max(t, 1)) / k)
 

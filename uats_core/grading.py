@@ -17,6 +17,8 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import Iterable, Sequence
 
+from .config import AGGREGATIONS
+
 log = logging.getLogger(__name__)
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
@@ -155,21 +157,43 @@ def group_answers(answers: Sequence[str], grader: Grader) -> list[int]:
     return groups
 
 
-def weighted_vote(candidates: Iterable[tuple[str | None, float]], grader: Grader) -> tuple[str | None, str | None]:
-    """(weighted-majority answer, naive argmax answer) over (answer, last-step score) pairs.
+def tally(solutions: Sequence[tuple[int, int, float, float]], rule: str) -> int:
+    """The winning answer group under `rule` (config.AGGREGATIONS): 'weighted' sums the final scores of each
+    answer's candidates (the paper's weighted vote), 'best' takes the single highest-scored candidate's answer,
+    'majority' counts each answer's candidates, and 'distinct' sums per answer the mean score of each distinct final
+    solution once (its copies count once). solutions: (answer group, copies, sum of the copies' scores, their highest score)
+    per distinct final solution, in order of first appearance; ties go to the group that appeared first."""
+    if rule not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {rule!r}; use one of {', '.join(AGGREGATIONS)}")
+    totals: dict[int, float] = {}
+    first_of: dict[int, int] = {}  # 'best': the first solution that reached the group's top score
+    for i, (group, copies, score_sum, score_max) in enumerate(solutions):
+        if rule == "best":
+            if score_max > totals.get(group, float("-inf")):
+                totals[group], first_of[group] = score_max, i
+        else:
+            first_of.setdefault(group, i)
+            totals[group] = totals.get(group, 0.0) + {"weighted": score_sum, "majority": float(copies),
+                                                      "distinct": score_sum / copies}[rule]
+    return max(totals, key=lambda g: (totals[g], -first_of[g]))
 
-    Weighted majority sums the scores of equivalent answers; the naive answer is the single highest-scored
-    one. Candidates without an answer take part in neither."""
-    scored = [(a, w) for a, w in candidates if a is not None]
-    if not scored:
-        return None, None
-    answers = [a for a, _ in scored]
+
+def vote(candidates: Iterable[tuple[str | None, float, str]], grader: Grader, rule: str = "weighted") -> str | None:
+    """The answer `rule` (config.AGGREGATIONS) picks from (answer, final score, solution) triples, where `solution`
+    identifies the final solution (its full text): equal ones are copies of one solution. Candidates without an
+    answer take part in no vote."""
+    solutions: dict[str, list] = {}  # solution -> [answer, copies, score sum, best score], in order of appearance
+    for answer, score, solution in candidates:
+        if answer is None:
+            continue
+        entry = solutions.setdefault(solution, [answer, 0, 0.0, float("-inf")])
+        entry[1] += 1
+        entry[2] += score
+        entry[3] = max(entry[3], score)
+    if not solutions:
+        return None
+    answers = [e[0] for e in solutions.values()]
     groups = group_answers(answers, grader)
-    totals: dict[int, float] = defaultdict(float)
-    first_of: dict[int, int] = {}
-    for i, (g, (_, w)) in enumerate(zip(groups, scored)):
-        totals[g] += w
-        first_of.setdefault(g, i)
-    best_group = max(totals, key=lambda g: (totals[g], -first_of[g]))
-    naive = max(range(len(scored)), key=lambda i: (scored[i][1], -i))
-    return answers[first_of[best_group]], answers[naive]
+    winner = tally([(g, e[1], e[2], e[3]) for g, e in zip(groups, solutions.values())], rule)
+    return answers[groups.index(winner)]
+

@@ -1,4 +1,5 @@
-"""Where the shipped models live (the embedded arithmetic world's policies and PRM, the A-UATS controllers).
+"""Where the shipped models live (the embedded arithmetic world's policies and PRM, the A-UATS controllers), and
+the shipped problem sets (MATH-500, AIME 2024: assets/data/, its README names their source and licence).
 
 They are the package data of the top-level package `assets` (assets/models/<name>/ in the checkout, the same
 folder in site-packages once the wheel is installed), found through importlib.resources. The models are plain
@@ -13,30 +14,32 @@ from importlib import resources
 from pathlib import Path
 
 
-def _assets_dir() -> Path:
-    """The folder of the shipped models. A checkout or an unpacked wheel gives the folder itself; an import from
-    a zip file gives a copy extracted for this process (removed at exit). When no importable `assets` holds
-    models/ (uats_core put on the path by hand, or another project's `assets` first on it), the folder beside
+def _assets_dir(sub: str = "models") -> Path:
+    """The folder assets/<sub>. A checkout or an unpacked wheel gives the folder itself; an import from a zip
+    file gives a copy extracted for this process (removed at exit). When no importable `assets` holds <sub>/
+    (uats_core put on the path by hand, or another project's `assets` first on it), the folder beside
     uats_core."""
-    beside = Path(__file__).resolve().parent.parent / "assets" / "models"
+    beside = Path(__file__).resolve().parent.parent / "assets" / sub
     try:
-        models = resources.files("assets") / "models"
+        folder = resources.files("assets") / sub
     except ModuleNotFoundError:
         return beside
-    if not models.is_dir():
+    if not folder.is_dir():
         return beside
-    if isinstance(models, Path):
-        return models.resolve()
+    if isinstance(folder, Path):
+        return folder.resolve()
     stack = contextlib.ExitStack()
     atexit.register(stack.close)
     try:
-        return Path(stack.enter_context(resources.as_file(models))).resolve()
+        return Path(stack.enter_context(resources.as_file(folder))).resolve()
     except (OSError, TypeError, ValueError):  # a folder inside a zip needs Python 3.12's as_file
         return beside
 
 
 ASSETS = _assets_dir()
+DATA = _assets_dir("data")
 WORLD_POLICY = ASSETS / "arith-policy-a"
+WORLD_POLICY_B = ASSETS / "arith-policy-b"  # the world's other style: out of distribution for its PRM
 WORLD_PRM = ASSETS / "arith-prm"
 
 

@@ -1,4 +1,5 @@
-"""Problems the search runs on: the arithmetic world's generated ones, MATH-500, AIME 2024."""
+"""Problems the search runs on: the arithmetic world's generated ones, MATH-500, AIME 2024 (shipped in
+assets/data/, named `math500` and `aime24`), or any JSON-lines file."""
 
 from __future__ import annotations
 
@@ -8,18 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from .errors import ProblemError
+from .paths import DATA
+
 log = logging.getLogger(__name__)
 
-HUB_DATASETS = {
-    "math500": ("HuggingFaceH4/MATH-500", "test"),
-    "aime24": ("HuggingFaceH4/aime_2024", "train"),
-}
-
-
-class ProblemError(ValueError):
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
+# The shipped problem sets by name (assets/data/README.md: their source and licence).
+SHIPPED_DATASETS = {"math500": DATA / "math500.jsonl", "aime24": DATA / "aime24.jsonl"}
 
 
 @dataclass(frozen=True)
@@ -68,18 +64,16 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
     return out
 
 
-def load_hub(name: str) -> list[Problem]:
-    """MATH-500 or AIME 2024 from the Hugging Face hub (needs internet and the `datasets` package)."""
-    if name not in HUB_DATASETS:
-        raise ProblemError("dataset", f"unknown hub dataset {name!r}; choose one of {', '.join(HUB_DATASETS)} or give a file path")
-    try:
-        import datasets  # optional: only users with internet need it
-    except ImportError:
-        raise ProblemError("dataset", "loading from the hub needs `pip install datasets`; or pass a local .jsonl path") from None
-    repo, split = HUB_DATASETS[name]
-    rows = datasets.load_dataset(repo, split=split)
-    return [Problem(id=str(r.get("unique_id", r.get("id", i))), question=r["problem"], answer=str(r["answer"]), source=name)
-            for i, r in enumerate(rows)]
+# The longest question a search takes, in characters. MATH-500's longest is under 2,000; a longer text is no
+# competition problem, and refusing it here costs nothing, where the models' context check needs them loaded.
+MAX_QUESTION_CHARS = 20_000
+
+
+def check_question(question: str, field: str = "problem") -> None:
+    """ProblemError(field) for a question longer than MAX_QUESTION_CHARS."""
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ProblemError(field, f"the question has {len(question):,} characters; keep it under "
+                                  f"{MAX_QUESTION_CHARS:,} (no problem of MATH-500 or AIME comes near)")
 
 
 def find_problem(problems: Sequence[Problem], key: str, source: str) -> Problem:
@@ -94,7 +88,10 @@ def find_problem(problems: Sequence[Problem], key: str, source: str) -> Problem:
 
 
 def load_problems(spec: str) -> list[Problem]:
-    """`spec` is a .jsonl path, or a hub name (math500, aime24)."""
+    """`spec` is a shipped set's name (math500, aime24) or a .jsonl path."""
+    if spec in SHIPPED_DATASETS:
+        return load_jsonl(SHIPPED_DATASETS[spec])
     if spec.endswith(".jsonl") or Path(spec).exists():
         return load_jsonl(spec)
-    return load_hub(spec)
+    raise ProblemError("dataset", f"unknown dataset {spec!r}; give a .jsonl file or a shipped set's name "
+                                  f"({', '.join(SHIPPED_DATASETS)})")

@@ -16,8 +16,8 @@ import numpy as np
 from .cancel import cancellable
 from .config import SearchConfig
 from .events import EventBus, RunEnded, RunStarted, Subscriber
-from .grading import Grader, weighted_vote
-from .limits import check_prompt_fits
+from .grading import Grader, vote
+from .limits import check_limits, check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .problems import Problem
@@ -61,8 +61,9 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
 
     should_cancel is asked before each iteration and may block (step mode); cancel_requested must answer at
-    once: the backends poll it between batches, so a cancel lands inside a long iteration too."""
-    config.validate()
+    once: the backends poll it between batches, so a cancel lands inside a long iteration too.
+
+    `config` is validated (SearchConfig.validate) where it was built from input, once per run."""
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
@@ -90,9 +91,9 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     try:
         with cancellable(cancel_requested):
             finals = method.search(ctx)
-        answer, naive = weighted_vote([(n.answer, float(n.mean if n.mean is not None else 0.0)) for n in finals], grader)
-        if not config.weighted and config.method == "best-of-n":
-            answer = naive
+        candidates = [(n.answer, float(n.mean if n.mean is not None else 0.0), ctx.tree.trace(n.id).text) for n in finals]
+        rule = "best" if not config.weighted and config.method == "best-of-n" else config.aggregation
+        answer, naive = vote(candidates, grader, rule), vote(candidates, grader, "best")
         if problem.answer is not None:
             correct = grader.equivalent(problem.answer, answer)
             naive_correct = grader.equivalent(problem.answer, naive)
@@ -100,8 +101,13 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
         status, error = "cancelled", str(exc) or type(exc).__name__
     except Exception as exc:
         status, error = "failed", f"{type(exc).__name__}: {exc}"
-        log.exception("search %s failed", run_id)
-        _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
+        # An error that names its field (a full run log, a bad input) says everything in its one line, which
+        # the caller reports; a traceback is for the unexpected.
+        log.log(logging.DEBUG if hasattr(exc, "field") else logging.ERROR, "search %s failed", run_id, exc_info=True)
+        try:
+            _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
+        except Exception:  # noqa: BLE001 - the run log that failed may fail again (disk full): keep the first error
+            log.debug("could not record the end of search %s", run_id, exc_info=True)
         raise
     finally:
         if bar is not None:
@@ -161,10 +167,12 @@ def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str 
     """config + model specs -> a PreparedSearch. `models`: a pair already loaded (a warm or evaluation worker's
     cache) instead of loading the specs; `controller` / `embedder`: cached providers instead of loading A-UATS's
     controller (config.controller) and DORA's default embedder anew. `prm` still names the PRM an auto τ is
-    calibrated for."""
+    calibrated for. `config` is validated where it was built (SearchConfig.validate); this checks the run against
+    the limits (uats_core.limits) before any model loads."""
     from .calibration import resolve_tau
 
-    config, tau_note = resolve_tau(config.validate(), prm)
+    check_limits(config)
+    config, tau_note = resolve_tau(config, prm)
     if models is None:
         models = build_backends(policy, prm, config, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
                                 world_problem=world_problem)

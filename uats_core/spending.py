@@ -35,6 +35,7 @@ from typing import Any
 
 from .allocation import scaled_step_budget, uats_budget_split
 from .config import SPEND_RULES
+from .errors import ConfigError
 
 EPS = 1e-9
 
@@ -173,3 +174,20 @@ def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_sha
     if rule == "paper":
         return PaperRule(budget, cost_ratio, k0, reeval_share)
     raise ValueError(f"unknown spend rule {rule!r}; use one of {', '.join(SPEND_RULES)}")
+
+
+def config_spending(cfg: Any) -> SpendingRule:
+    """A SearchConfig's rule: a child costs c+K0, or c+1 with single-pass scoring (which re-evaluates nothing)."""
+    single = cfg.prm_scoring == "single"
+    return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1 if single else cfg.k0,
+                         0.0 if single else cfg.reeval_share)
+
+
+def check_affordable(cfg: Any) -> None:
+    """UATS buys children at c+K0 each out of N(c+1) a step: refuse a budget that cannot buy one before any model
+    loads or any run is logged (the search itself would stop at its first step)."""
+    spending = config_spending(cfg)
+    if not spending.can_start():
+        raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
+                                    f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
+                                    "or lower k0")

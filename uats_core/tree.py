@@ -14,6 +14,7 @@ KEPT = "kept"  # granted at least one child
 PRUNED = "pruned"  # granted no child
 FINISHED = "finished"  # the solution ended (end of sequence, or a boxed answer)
 TRUNCATED = "truncated"  # cut by the solution token cap or the iteration cap, no clean end
+TERMINAL = (FINISHED, TRUNCATED)  # the statuses that end a candidate solution
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Node:
 
     @property
     def is_terminal(self) -> bool:
-        return self.status in (FINISHED, TRUNCATED)
+        return self.status in TERMINAL
 
     def record(self) -> dict:
         """A plain-dict snapshot for event subscribers (storage, UI)."""

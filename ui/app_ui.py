@@ -2,7 +2,7 @@
 compare runs, browse runs, mine qualitative cases, export. Each tab is built by a module of ui.tabs;
 this module assembles them and wires the events that span tabs.
 
-Gradio facts this relies on (reference.md §8): gr.Plot reports no clicks, so trees are drawn by the
+Gradio facts this relies on (Gradio 6's component docs): gr.Plot reports no clicks, so trees are drawn by the
 plotly.min.js inside the plotly package in gr.HTML components (clicks come back with trigger('select'));
 searches live in worker processes and the page polls the database with gr.Timer; gr.DownloadButton
 downloads its current value, so export zips are rebuilt when the selection changes."""
@@ -17,6 +17,7 @@ import gradio as gr
 from storage import RunStore
 
 from . import service as svc
+from .choices import ServerChoices, server_choices
 from .report_sources import ReportSources
 from .tabs.cases import build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
@@ -27,7 +28,7 @@ from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runbar import RUN_BAR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
-from .tabs.search_events import on_dataset
+from .tabs.search_events import dataset_view
 from .worker import WorkerPool
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_DIR", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
@@ -48,7 +49,9 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
     """Events that span tabs: the first load fills the problem list, runs and pickers; switching tabs
     refreshes the runs, the compare pickers and the training curves."""
     def on_load(s, cs):
-        ds_out = on_dataset(svc.ARITH, "")
+        ds_out = list(dataset_view(ctx.choices, svc.ARITH))
+        if not ds_out[2].get("visible"):  # nothing wrong: leave the message line to a link's message
+            ds_out[2] = gr.skip()
         listed = runs.list_runs("(any)", "(any)", "(any)")
         a, b = compare.on_tab_compare(s, cs)
         return (*ds_out, *listed, a, b)
@@ -62,9 +65,12 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
 
 
 def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
-               reports_dir: str | Path | None = None) -> gr.Blocks:
+               reports_dir: str | Path | None = None, choices: ServerChoices | None = None,
+               ledgers_dir: str | Path | None = None) -> gr.Blocks:
     """The whole page. `store` is the app's reader; workers open their own connection to store.location.
-    The Reports tab reads the run log and the SQLite files in `reports_dir`, nothing a browser names."""
+    The Reports tab reads the results ledgers in `ledgers_dir`, the run log and the SQLite files in
+    `reports_dir`, nothing a browser names; a search loads only the models and problem sets of `choices`
+    (default: the embedded and shipped ones)."""
     gr.set_static_paths([str(PLOTLY_DIR)])
     with gr.Blocks(title="UATS Studio") as demo:
         st = gr.State({"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []})
@@ -75,7 +81,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         timer = gr.Timer(TICK_S, active=True)
         with gr.Tabs(selected="search") as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=Path(export_dir).resolve(),
-                             notice=notice, timer=timer, tabs=tabs, st=st, cst=cst)
+                             notice=notice, timer=timer, tabs=tabs, st=st, cst=cst,
+                             choices=choices or server_choices())
             with gr.Tab("Search", id="search"):
                 search = build_search_tab(ctx)
             with gr.Tab("Compare", id="compare"):
@@ -85,17 +92,39 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
             with gr.Tab("Cases", id="cases"):
                 build_cases_tab(ctx, search)
             with gr.Tab("Reports", id="reports"):
-                reports = build_reports_tab(ctx, ReportSources(store, reports_dir))
+                reports = build_reports_tab(ctx, ReportSources(store, reports_dir, ledgers_dir))
         f = search.form
-        _wire_page(demo, ctx, runs, compare, reports, [f["dataset_path"], f["problem"], search.question_md])
+        _wire_page(demo, ctx, runs, compare, reports, [f["problem"], search.question_md])
         wire_links(demo, ctx, search)
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
         wire_idle_timer(ctx)
     return demo
 
 
+class _NoUploads:
+    """ASGI middleware that refuses Gradio's upload route: the page has no file input, and a client's file is
+    never a model or a problem set, so nothing needs to land on the server's disk."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/").endswith("/upload"):
+            body = b"uploads are off: this app takes no files"
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
 def launch_kwargs(export_dir: str | Path) -> dict[str, Any]:
     """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder. No run history:
     Gradio would copy every event's inputs and outputs (trees of a megabyte) into localStorage, which took
-    most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy."""
-    return {"css": CSS, "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False}
+    most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy. No uploads
+    (_NoUploads; max_file_size caps them should the route ever be reached). No error text to the page: an
+    exception's message can quote the run log's SQL; Gradio logs it on the server instead."""
+    from starlette.middleware import Middleware
+
+    return {"css": CSS, "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False,
+            "max_file_size": "1kb", "app_kwargs": {"middleware": [Middleware(_NoUploads)]}, "show_error": False}

@@ -11,8 +11,8 @@
   machine, same clock), and the iterations never drawn (skipped: there must be none).
 
 Trees come from storage.synthetic (the real events and Node records at sizes a CPU search takes long to
-reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot
-(reference.md §6), so read the spread. `python -m ui.bench` or `main()`; `--json PATH` saves them.
+reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot, so read
+the spread. `python -m ui.bench` or `main()`; `--json PATH` saves them.
 """
 
 from __future__ import annotations

@@ -11,12 +11,10 @@ Everything here is HTML for a gr.HTML panel: every stored or user text is escape
 from __future__ import annotations
 
 import html
-import math
-import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from uats_core.estimation import OODGate, logits
+from uats_core.estimation import OODGate, logits, mean_var, ucb as engine_ucb
 from uats_core.records import Decision, StepInfo
 
 from .treedata import RunData, TreeState
@@ -39,13 +37,6 @@ class Candidate:
     selected: bool  # passed the δ test (an OOD candidate close enough to the best ID R̄)
 
 
-def _stats(scores: Sequence[float]) -> tuple[float | None, float | None]:
-    if not scores:
-        return None, None
-    m = statistics.fmean(scores)
-    return m, (statistics.variance(scores) if len(scores) > 1 else 0.0)
-
-
 def _before(node: Mapping[str, Any], d: Decision, gate: OODGate, alpha: float, t: int) -> tuple:
     """(R̄, σ², R̂, K, gated statistic) before the step's extra passes."""
     extra = int(d.extra_passes or 0)
@@ -54,11 +45,11 @@ def _before(node: Mapping[str, Any], d: Decision, gate: OODGate, alpha: float, t
     if d.mean_before is not None:
         mean, var, ucb = d.mean_before, d.var_before, d.ucb_before
     else:
-        mean, var = _stats(scores[:k])
-        ucb = None if mean is None or k == 0 else mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
+        mean, var = mean_var(scores[:k])
+        ucb = None if mean is None else engine_ucb(mean, k, t, alpha)  # the R̂ the search computed at step t
     probe = {"mean": mean, "var": var}
     if gate.space == "logit" and k > 1:
-        probe["logit_mean"], probe["logit_var"] = _stats(logits(scores[:k]).tolist())
+        probe["logit_mean"], probe["logit_var"] = mean_var(logits(scores[:k]))
     return mean, var, ucb, k, gate.statistic(probe)
 
 

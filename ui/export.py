@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import logging
 import math
 import os
@@ -23,6 +22,10 @@ from typing import Any
 
 import plotly
 
+from uats_core.errors import FieldError
+
+from .latex import latex_escape, latex_table
+
 log = logging.getLogger(__name__)
 
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -31,10 +34,9 @@ _kaleido_lock = threading.Lock()  # kaleido's sync server answers through one qu
 _kaleido_state: dict[str, Any] = {"started": False, "error": None}
 
 
-class ExportError(ValueError):
+class ExportError(FieldError):
     def __init__(self, message: str, field: str = "export") -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(field, message)
 
 
 @dataclass
@@ -84,23 +86,9 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def latex_escape(text: Any) -> str:
-    s = str(text)
-    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-    return "".join(repl.get(ch, ch) for ch in s).replace("\n", " ")
-
-
 def to_latex(bundle: ExportBundle) -> str:
-    """A booktabs table snippet (\\usepackage{booktabs})."""
-    cols = len(bundle.table_header)
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{" + "l" * cols + "}", r"\toprule",
-             " & ".join(latex_escape(h) for h in bundle.table_header) + r" \\", r"\midrule"]
-    for row in bundle.table_rows:
-        lines.append(" & ".join(latex_escape(_cell(v, h)) for v, h in zip(row, [*bundle.table_header, *[""] * len(row)])) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(bundle.caption or bundle.name) + "}",
-              r"\label{tab:" + re.sub(r"[^A-Za-z0-9:-]", "-", bundle.name) + "}", r"\end{table}", ""]
-    return "\n".join(lines)
+    """A booktabs table snippet that compiles as it is (ui.latex: the packages it needs, math, symbols)."""
+    return latex_table(bundle.table_header, bundle.table_rows, bundle.caption or bundle.name, bundle.name, _cell)
 
 
 def _cell(v: Any, header: str = "") -> str:

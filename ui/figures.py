@@ -5,7 +5,7 @@ figstyle (what both share).
 
 No Gradio here: app.py sends these dicts to an HTML component that draws them with the plotly.min.js
 shipped in the plotly package (Plotly.react + a fixed uirevision, so zoom and pan survive updates).
-Drawing choices that keep 2,000 nodes responsive (reference.md §8): one SVG trace per kind of mark
+Drawing choices that keep 2,000 nodes responsive (measured: docs/app.md, Benchmark): one SVG trace per kind of mark
 (edges, boxes per colour bin, whiskers, medians, means, markers), None-separated, coordinates rounded,
 box statistics instead of raw passes, and never one trace or one WebGL context per node."""
 

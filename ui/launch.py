@@ -4,8 +4,14 @@ workbench at http://127.0.0.1:7860 (offline, embedded world).
 Flags: --host/--port (Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are respected when the flags are
 absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --export-dir (default exports/),
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
---workers (searches running at once). The default folders are the project's in a checkout and the current
-directory's when installed."""
+--ledgers-dir (a folder of results ledgers the Reports tab offers, the first by default; default results/),
+--workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
+listen on an address other machines reach (ui/auth.py). What a client may load is the server's choice
+(ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
+--allow-hub-cache the hub models in the local cache, to the embedded and shipped ones. What one client can make
+the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
+worker) and --pause-timeout-s. The default folders are the project's in a checkout and the current directory's
+when installed."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ PROJECT = _CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path(".")
 DEFAULT_DB = PROJECT / "runs" / "uats.db"
 DEFAULT_EXPORTS = PROJECT / "exports"
 DEFAULT_REPORTS = PROJECT / "reports"
+DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/arith-grid) opens out of the box
 
 log = logging.getLogger("uats_studio")
 
@@ -37,9 +44,30 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
     p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS),
                    help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only")
+    p.add_argument("--ledgers-dir", default=str(DEFAULT_LEDGERS),
+                   help="folder whose results ledgers (sub-folders with results.csv.gz) the Reports tab offers")
     p.add_argument("--max-budget", type=int, default=None,
                    help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
+    p.add_argument("--models-dir", action="append", default=[], metavar="DIR",
+                   help="offer each sub-folder of DIR holding a config.json as a policy and PRM (repeatable)")
+    p.add_argument("--datasets-dir", action="append", default=[], metavar="DIR",
+                   help="offer each .jsonl file of DIR as a problem set (repeatable)")
+    p.add_argument("--allow-hub-cache", action="store_true",
+                   help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
+    p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
+                                       "required with a --host other machines can reach")
+    from .worker import PoolLimits  # here: --help needs no database layer
+
+    d = PoolLimits()
+    p.add_argument("--max-queued", type=int, default=d.max_queued,
+                   help=f"jobs (searches, shadow scoring) that may wait on this server (default {d.max_queued})")
+    p.add_argument("--max-queued-per-session", type=int, default=d.max_queued_per_session,
+                   help=f"of them, per client session (default {d.max_queued_per_session})")
+    p.add_argument("--max-paused", type=int, default=d.max_paused,
+                   help=f"paused runs that may hold a worker, besides --workers (default {d.max_paused})")
+    p.add_argument("--pause-timeout-s", type=float, default=d.pause_timeout_s,
+                   help=f"a run paused this long without a step ends cancelled (default {d.pause_timeout_s:g})")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -50,8 +78,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
 
-    if args.workers < 1:
-        print("error: workers: must be an integer >= 1", file=sys.stderr)
+    for name in ("workers", "max_queued", "max_queued_per_session", "max_paused"):
+        if getattr(args, name) < 1:
+            print(f"error: {name.replace('_', '-')}: must be an integer >= 1", file=sys.stderr)
+            return 2
+    if not args.pause_timeout_s > 0:  # also refuses nan
+        print("error: pause-timeout-s: must be a number of seconds > 0", file=sys.stderr)
         return 2
     if args.max_budget is not None:
         if args.max_budget < 1:
@@ -60,9 +92,27 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         from uats_core.limits import set_max_budget
 
         set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
+    from .auth import AuthError, check_exposure, load_credentials
+
+    try:
+        credentials = load_credentials(args.auth_file)
+        check_exposure(args.host, credentials)
+    except AuthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     reports_dir = Path(args.reports_dir)
     if reports_dir.exists() and not reports_dir.is_dir():
         print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
+        return 2
+
+    from uats_core.config import ConfigError
+
+    from .choices import server_choices
+
+    try:  # the lists a client picks from, fixed now: a folder added later needs a restart
+        choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
 
     from storage import RunStore, StorageError
@@ -82,17 +132,22 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     from uats_core.interrupts import sigterm_as_interrupt
     from .app_ui import build_demo, launch_kwargs
     from .export import stop_kaleido
-    from .worker import WorkerPool, default_pair_request
+    from storage.shadow import mark_dead_shadow_jobs
 
-    dead = store.mark_dead_workers()
+    from .worker import PoolLimits, WorkerPool, default_pair_request
+
+    dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store)  # a server or worker gone (kill -9)
     if dead:
-        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
-    pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request())
-    demo = build_demo(store, pool, export_dir, reports_dir)
+        log.warning("marked %d job(s) failed whose server or worker had died: %s", len(dead),
+                    ", ".join(d[:8] for d in dead))
+    limits = PoolLimits(max_workers=args.workers, max_paused=args.max_paused, max_queued=args.max_queued,
+                        max_queued_per_session=args.max_queued_per_session, pause_timeout_s=args.pause_timeout_s)
+    pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request(), limits=limits)
+    demo = build_demo(store, pool, export_dir, reports_dir, choices, Path(args.ledgers_dir))
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, show_error=True,
+            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, auth=credentials,
                                                            **launch_kwargs(export_dir))
     except KeyboardInterrupt:
         pass

@@ -1,6 +1,8 @@
-"""Which run logs the Reports tab may read: the app's own run log, and SQLite files in the reports folder
-given at launch (app.py --reports-dir). The page only ever sends back a key from this list; a path or URL
-from a browser is never opened, so no client can make the server create, switch or connect to a database."""
+"""What the Reports tab may read: the results ledgers in the folder given at launch (app.py --ledgers-dir; by
+default the project's results/, so the committed arith grid opens out of the box), the app's own run log, and
+SQLite files in the reports folder (app.py --reports-dir). The page only ever sends back a key from this list;
+a path or URL from a browser is never opened, so no client can make the server create, switch or connect to a
+database or read a folder it names."""
 
 from __future__ import annotations
 
@@ -10,23 +12,34 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from storage import StorageError
+from storage.results_ledger import RESULTS_FILE
 from storage.readonly import display_location, open_read_only
 from uats_core.config import ConfigError
 
 log = logging.getLogger(__name__)
 
 RUN_LOG = "(run log)"
+LEDGER = "ledger: "  # key prefix of a results ledger (a folder of storage.results_ledger files)
 SUFFIXES = (".db", ".sqlite", ".sqlite3")
 MAX_LISTED = 200  # a reports folder with thousands of files must not make a dropdown unusable
 
 
 class ReportSources:
-    """The server-side list of readable run logs. Keys are RUN_LOG or a file name directly inside
-    `reports_dir` (no sub-folders, no links leading out of it)."""
+    """The server-side list of readable sources. Keys are LEDGER + the name of a folder directly inside
+    `ledgers_dir` holding a results ledger, RUN_LOG, or a file name directly inside `reports_dir` (no
+    sub-folders, no links leading out of either)."""
 
-    def __init__(self, store: Any, reports_dir: str | Path | None = None) -> None:
+    def __init__(self, store: Any, reports_dir: str | Path | None = None,
+                 ledgers_dir: str | Path | None = None) -> None:
         self.store = store
         self.reports_dir = Path(reports_dir).resolve() if reports_dir else None
+        self.ledgers_dir = Path(ledgers_dir).resolve() if ledgers_dir else None
+
+    def _ledgers(self) -> list[Path]:
+        if self.ledgers_dir is None or not self.ledgers_dir.is_dir():
+            return []
+        return [p for p in sorted(self.ledgers_dir.iterdir())[:MAX_LISTED]
+                if p.is_dir() and not p.is_symlink() and (p / RESULTS_FILE).is_file()]
 
     def _files(self) -> list[Path]:
         if self.reports_dir is None or not self.reports_dir.is_dir():
@@ -41,9 +54,25 @@ class ReportSources:
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, key) pairs for a dropdown; labels show locations with any password hidden."""
-        items = [(f"run log · {display_location(self.store.url)}", RUN_LOG)]
+        items = [(f"results ledger {p.name} · {p}", LEDGER + p.name) for p in self._ledgers()]
+        items += [(f"run log · {display_location(self.store.url)}", RUN_LOG)]
         items += [(f"{p.name} · {p}", p.name) for p in self._files()]
         return items
+
+    def default_key(self) -> str:
+        """What the tab opens on: the first results ledger (the committed evaluation), else the run log."""
+        ledgers = self._ledgers()
+        return LEDGER + ledgers[0].name if ledgers else RUN_LOG
+
+    def ledger_folder(self, key: str | None) -> Path | None:
+        """The folder of a ledger key; None for any other key. Raises ConfigError for a ledger not listed."""
+        if not isinstance(key, str) or not key.startswith(LEDGER):
+            return None
+        for p in self._ledgers():
+            if LEDGER + p.name == key:
+                return p
+        raise ConfigError("results ledger", f"{key[len(LEDGER):]!r} is not a ledger in "
+                                            f"{self.ledgers_dir or 'the list (no --ledgers-dir given)'}; pick one from the list")
 
     def keys(self) -> list[str]:
         return [k for _, k in self.choices()]
@@ -72,6 +101,8 @@ class ReportSources:
         if key == RUN_LOG:
             yield self.store
             return
+        if key.startswith(LEDGER):
+            raise ConfigError("run log", f"{key!r} is a results ledger: it holds the results, no run log")
         path = self._path_of(key)
         try:
             store = open_read_only(path)

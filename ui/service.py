@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from uats_core.config import ConfigError, SearchConfig
-from uats_core.methods import METHODS
+from uats_core.config import METHODS, ConfigError, SearchConfig
+from uats_core.limits import check_limits
 from uats_core.paths import ASSETS
-from uats_core.problems import Problem, ProblemError, find_problem, load_problems
+from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
 from .cases import QUADRANTS, Case, StepJudge
+from .choices import AIME24, ARITH, MATH500, ServerChoices, server_choices  # noqa: F401 - the sets every server offers
 from .export import ExportBundle
 from .figures import ViewOptions, inspector_figure, shared_colour_range, tree_figure
 from .report_sources import ReportSources
@@ -26,45 +27,24 @@ from .treedata import TERMINAL, RunData, TreeState, first_divergence, shared_pre
 
 log = logging.getLogger(__name__)
 
-PROJECT = Path(__file__).resolve().parent.parent
-SHARED_DATA = PROJECT.parent / "shared" / "data"
-ARITH = "Arithmetic world (embedded, test split)"
-MATH500 = "MATH-500"
-AIME24 = "AIME 2024"
-CUSTOM = "JSONL file or hub name"
-DATASETS = (ARITH, MATH500, AIME24, CUSTOM)
 ARITH_PROBLEMS_SHOWN = 200
 TRACE_SHOWN = 24  # steps of a trace listed in the inspector
 
 
-def default_dataset_path(dataset: str) -> str:
-    """A local file when one is at hand (../shared/data next to the project), else the hub name."""
-    stem = {MATH500: "math500", AIME24: "aime24"}.get(dataset)
-    if stem is None:
-        return ""
-    local = SHARED_DATA / f"{stem}.jsonl"
-    return str(local) if local.is_file() else stem
-
-
 @functools.lru_cache(maxsize=16)
-def _load_dataset(spec: str) -> tuple[Problem, ...]:
-    return tuple(load_problems(spec))
+def _load_dataset(path: Path) -> tuple[Problem, ...]:
+    return tuple(load_jsonl(path))
 
 
-def dataset_problems(dataset: str, path: str = "") -> list[Problem]:
-    """Problems of a dataset choice; raises ProblemError(field='dataset') with a fix for bad input."""
-    if dataset == ARITH:
+def dataset_problems(dataset: str, choices: ServerChoices | None = None) -> list[Problem]:
+    """Problems of one of the server's problem sets (`choices`; None: the sets every server offers); raises
+    ProblemError(field='dataset'), the same for any name outside the list."""
+    path = (choices or server_choices()).dataset_file(dataset)
+    if path is None:
         from uats_core.worlds.arith import world
 
         return world.load_split("test", ARITH_PROBLEMS_SHOWN)
-    if dataset not in DATASETS:
-        raise ProblemError("dataset", f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-    spec = (path or "").strip() or default_dataset_path(dataset)
-    if not spec:
-        raise ProblemError("dataset", "give a .jsonl file path (fields 'problem' and 'answer') or a hub name (math500, aime24)")
-    if spec.endswith(".jsonl") and not Path(spec).is_file():
-        raise ProblemError("dataset", f"no such file {spec!r}; give an existing .jsonl file with 'problem' and 'answer' fields")
-    return list(_load_dataset(spec))
+    return list(_load_dataset(path))
 
 
 def problem_choices(problems: Sequence[Problem]) -> list[tuple[str, str]]:
@@ -88,15 +68,15 @@ def typed_problem(question: str | None, answer: str | None = None) -> Problem | 
     q = (question or "").strip()
     if not q:
         return None
-    if len(q) > 20_000:
-        raise ProblemError("free_question", f"the typed question has {len(q):,} characters; keep it under 20,000")
+    check_question(q, "free_question")
     digest = hashlib.sha1(q.encode("utf-8")).hexdigest()[:10]
     gold = (answer or "").strip() or None
     return Problem(id=f"typed-{digest}", question=q, answer=gold, source="typed")
 
 
 def build_config(values: dict[str, Any]) -> SearchConfig:
-    """A validated SearchConfig from form values (numbers arrive as floats from sliders and boxes)."""
+    """A validated SearchConfig within the limits, from form values (numbers arrive as floats from sliders and
+    boxes): the run's one validation, before it is registered; the worker trusts what it is handed."""
     ints = {"budget", "seed", "max_iterations", "k0", "beam_width"}
     clean: dict[str, Any] = {}
     for name, v in values.items():
@@ -113,7 +93,9 @@ def build_config(values: dict[str, Any]) -> SearchConfig:
                     raise ConfigError(name, f"must be an integer; got {v!r}")
                 v = int(v)
         clean[name] = v
-    return SearchConfig(**clean).validate()
+    config = SearchConfig(**clean).validate()
+    check_limits(config)
+    return config
 
 
 def search_config(values: dict[str, Any], prm_spec: str | None = None) -> SearchConfig:
@@ -298,13 +280,15 @@ def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | N
 
 def side_by_side(fa: dict[str, Any], fb: dict[str, Any]) -> dict[str, Any]:
     """One figure with two trees (for the static PNG/SVG of a comparison)."""
-    data = []
-    for trace in fa["data"]:
-        data.append(dict(trace))
+    data = [dict(trace) for trace in fa["data"]]
+    # one legend for both: B's kinds that A does not draw (e.g. the shadow marks of a scored baseline) keep theirs
+    named = {t.get("name") for t in fa["data"] if t.get("showlegend", True)}
     for trace in fb["data"]:
         t = dict(trace)
         t["xaxis"], t["yaxis"] = "x2", "y2"
-        t["showlegend"] = False
+        t["showlegend"] = bool(trace.get("showlegend", True)) and trace.get("name") not in named
+        if t["showlegend"]:
+            named.add(t.get("name"))
         data.append(t)
     la, lb = fa["layout"], fb["layout"]
     layout = {"height": la.get("height", 560), "width": 1600, "paper_bgcolor": "white", "plot_bgcolor": "white",
@@ -328,6 +312,9 @@ def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
     return {k: run.get(k) for k in keep}
 
 
+VERDICT = {True: "right", False: "wrong", None: "?"}  # a step's truth in an export table
+
+
 def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str, Any]] = ()) -> ExportBundle:
     state = data.state_at(None)
     run = state.run
@@ -338,7 +325,7 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
     for depth, nid in enumerate(path, 1):
         n = state.nodes[nid]
         rows.append([depth, " ".join(n.get("step", "").split())[:80], n.get("mean"), n.get("var"),
-                     len(n.get("mc_scores") or []), judge(nid)])
+                     len(n.get("mc_scores") or []), VERDICT[judge(nid)]])
     fig = tree_figure(state, title=f"{run.get('method')} on {run.get('problem_id')} (run {run['run_id'][:8]})",
                       height=800)
     return ExportBundle(
@@ -346,7 +333,7 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
         data={"run": _run_summary(run), "nodes": [data.nodes[i] for i in sorted(data.nodes)],
               "iterations": [data.iterations[i] for i in sorted(data.iterations)], "stars": list(stars)},
         figures=[("Search tree", fig)],
-        table_header=["step", "text", "R̄", "σ²", "K", "right"], table_rows=rows,
+        table_header=["depth", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
         caption=(f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {run.get('answer')} "
                  f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path."),
         text_sections=[("Question", run.get("question", "")),
@@ -384,13 +371,13 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
         for q in QUADRANTS:
             for c in list(others.get(q, ()))[:3]:
                 rows.append([q, " ".join(c.step.split())[:60], c.mean, c.var, c.k,
-                             {True: "right", False: "wrong", None: "?"}[c.step_correct]])
+                             VERDICT[c.step_correct]])
     else:
         for s in sibs:
             n = state.nodes[s]
             rows.append([f"node {s}" + (" (case)" if s == node_id else ""), " ".join(n.get("step", "").split())[:60],
                          n.get("mean"), n.get("var"), len(n.get("mc_scores") or []),
-                         {True: "right", False: "wrong", None: "?"}[truths.get(s)]])
+                         VERDICT[truths.get(s)]])
     n = state.nodes[node_id]
     return ExportBundle(
         name=name or f"case-{data.run['run_id'][:8]}-n{node_id}", kind="case",
@@ -398,7 +385,7 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
               "siblings": [state.nodes[s] for s in sibs], "step_truth": {str(k): v for k, v in truths.items()},
               "trace": state.trace_text(node_id), "star": star},
         figures=[("Node and siblings: MC-dropout scores", fig)],
-        table_header=["case" if others else "node", "step", "R̄", "σ²", "K", "step"], table_rows=rows,
+        table_header=["case" if others else "node", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
         caption=(f"{case.quadrant if case else 'Node'}: node {node_id} of run {data.run['run_id'][:8]} "
                  f"({data.run.get('method')} on {data.run.get('problem_id')})"),
         text_sections=[("Question", data.run.get("question", "")), ("Trace", "\n\n".join(state.trace_text(node_id)))])
@@ -409,29 +396,7 @@ def method_choices() -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ reports tab
-REPORT_FIGURES = ("accuracy_vs_n", "accuracy_vs_cost", "prm_analysis")
 SHIPPED = "shipped: "  # curve names that come from a checkpoint folder's training_curve.json, not the database
-
-
-def report_view(sources: ReportSources, key: str, common_problems: bool = True,
-                max_fig2_runs_per_pair: int = 200) -> tuple[str, dict[str, dict]]:
-    """The evaluation report of the run log `key` of `sources` for the page: its markdown (notes, Table 4,
-    per-budget tables, Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost,
-    PRM analysis)."""
-    from uats_core.entrypoints.report import build_report
-
-    with sources.reading(key) as store:
-        rep = build_report(store, common_problems=common_problems, max_fig2_runs_per_pair=max_fig2_runs_per_pair)
-    figs = {}
-    for name in REPORT_FIGURES:
-        if name in rep.figures:
-            fig = json.loads(rep.figures[name].to_json())
-            fig["layout"].pop("width", None)  # sized for the HTML export; in the page, fill the column
-            fig["layout"]["autosize"] = True
-            figs[name] = fig
-    title = f"### Evaluation report of {md_text(sources.label(key))}"
-    md = rep.summary_markdown().replace("# Evaluation report", title, 1)
-    return md, figs
 
 
 def curve_choices(sources: ReportSources, key: str | None) -> list[str]:

@@ -6,39 +6,36 @@ nodes are left as they were."""
 from __future__ import annotations
 
 import html
-import math
-import statistics
-import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from storage.shadow import read_shadow, write_shadow
 from uats_core.config import SearchConfig
-from uats_core.estimation import OODGate
+from uats_core.estimation import OODGate, mc_stats
 from uats_core.protocols import Trace
 
 from .treedata import RunData
 
 BATCH = 64
-_PRMS: dict[tuple[str, str], Any] = {}
-_LOCK = threading.Lock()
 
 
 def load_shadow_prm(prm_spec: str | None = None, prm_kind: str | None = None, dropout_p: float | None = None,
                     dropout_mode: str | None = None) -> Any:
-    """The PRM for shadow passes (empty spec: the embedded arithmetic PRM), loaded once per spec."""
+    """The PRM for shadow passes (empty spec: the embedded arithmetic PRM). Loaded in a worker of the app's
+    pool (ui.shadow_job), whose model cache keeps it for the next job with the same spec."""
     from uats_core.backends import load_prm
     from uats_core.backends.plan import plan_models
 
     d = SearchConfig()
-    key = (prm_spec or "", prm_kind or "")
-    with _LOCK:
-        if key not in _PRMS:
-            plan = plan_models(None, prm_spec or None, prm_kind=prm_kind if prm_kind not in (None, "detect") else None)
-            _PRMS[key] = load_prm(plan.prm.spec, kind=plan.prm_kind, dropout_p=dropout_p or d.dropout_p,
-                                  dropout_mode=dropout_mode or d.dropout_mode, **dict(plan.prm_opts))
-        return _PRMS[key]
+    plan = plan_models(None, prm_spec or None, prm_kind=prm_kind if prm_kind not in (None, "detect") else None)
+    return load_prm(plan.prm.spec, kind=plan.prm_kind, dropout_p=dropout_p or d.dropout_p,
+                    dropout_mode=dropout_mode or d.dropout_mode, **dict(plan.prm_opts))
+
+
+def shadow_candidates(data: RunData) -> list[int]:
+    """The nodes shadow scoring scores: every node but the root."""
+    return sorted(i for i in data.nodes if i != 0)
 
 
 def _trace(data: RunData, node_id: int) -> Trace:
@@ -50,38 +47,39 @@ def _trace(data: RunData, node_id: int) -> Trace:
     return Trace(data.run.get("question") or "", tuple(steps[::-1]))
 
 
-def shadow_rows(data: RunData, prm: Any, k: int, node_ids: Sequence[int] | None = None,
-                progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Shadow rows for the run's scored nodes (or node_ids): K passes each, R̄, σ², R̂ (α and the step of
-    the node's creation, as UATS computes it at the next decision) and the run's OOD gate. progress(done, total)
-    is called after each batch of nodes."""
+def shadow_batches(data: RunData, prm: Any, k: int,
+                   node_ids: Sequence[int] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """Shadow rows for the run's scored nodes (or node_ids), a batch of BATCH nodes at a time: K passes
+    each, R̄, σ², R̂ (α and the step of the node's creation, as UATS computes it at the next decision) and
+    the run's OOD gate. Inside a batch, the PRM stops at a cancel (uats_core.cancel)."""
     cfg = data.run.get("config") or {}
     gate = OODGate.from_config(cfg)
     alpha = float(cfg.get("alpha", SearchConfig().alpha) or 0.0)
-    ids = sorted(node_ids if node_ids is not None else (i for i in data.nodes if i != 0))
+    ids = sorted(node_ids) if node_ids is not None else shadow_candidates(data)
     name = getattr(prm, "name", type(prm).__name__)
-    rows: list[dict[str, Any]] = []
     for start in range(0, len(ids), BATCH):
         chunk = ids[start:start + BATCH]
         passes = np.asarray(prm.mc_scores([_trace(data, i) for i in chunk], k), dtype=np.float64)
+        rows = []
         for nid, row in zip(chunk, passes):
             scores = [float(x) for x in row]
-            mean = statistics.fmean(scores)
-            var = statistics.variance(scores) if len(scores) > 1 else 0.0
-            t = int(data.nodes[nid].get("created_iter") or 1) + 1
-            ucb = mean + alpha * math.sqrt(2 * math.log(max(t, 2)) / k)
-            rows.append({"node_id": nid, "mc_scores": scores, "mean": mean, "var": var, "ucb": ucb,
-                         "ood": bool(gate.is_ood({"mean": mean, "var": var})), "tau": gate.tau, "prm": name})
-        if progress is not None:
-            progress(len(rows), len(ids))
-    return rows
+            st = mc_stats(scores, int(data.nodes[nid].get("created_iter") or 1) + 1, alpha)
+            rows.append({"node_id": nid, "mc_scores": scores, "mean": st.mean, "var": st.var, "ucb": st.ucb,
+                         "ood": bool(gate.is_ood({"mean": st.mean, "var": st.var})), "tau": gate.tau, "prm": name})
+        yield rows
 
 
 def run_shadow(store: Any, run_id: str, prm: Any, k: int = 7,
                progress: Callable[[int, int], None] | None = None) -> dict[int, dict[str, Any]]:
-    """Shadow-score every node of a stored run, store the rows, and return them by node id."""
+    """Shadow-score every node of a stored run, storing each batch's rows as it comes (a cancelled job keeps
+    what it scored), and return the run's shadow rows by node id."""
     data = RunData.load(store, run_id)
-    write_shadow(store, run_id, shadow_rows(data, prm, int(k), progress=progress))
+    total, done = len(shadow_candidates(data)), 0
+    for batch in shadow_batches(data, prm, int(k)):
+        write_shadow(store, run_id, batch)
+        done += len(batch)
+        if progress is not None:
+            progress(done, total)
     return read_shadow(store, run_id)
 
 

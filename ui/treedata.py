@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from storage.fastread import read_nodes
+from storage.schema import HISTORY_FIELDS
 from uats_core.estimation import OODGate
 from uats_core.records import Decision, StepInfo
+from uats_core.tree import KEPT, TERMINAL, Node
 
 from .bigtree import HISTORY_LIMIT, gc_paused
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("finished", "truncated")
-_HISTORY_FIELDS = ("k", "mean", "var", "ucb", "ood", "status", "extra_passes", "children_granted", "logit_mean",
-                   "logit_var")
 
 
 @dataclass
@@ -100,11 +99,8 @@ class TreeState:
 
 def _root(run: dict[str, Any]) -> dict[str, Any]:
     # The search core never emits the root (it holds no step); draw it as the question.
-    return {"id": 0, "parent_id": None, "depth": 0, "step": "", "num_tokens": 0, "finish_reason": None,
-            "created_iter": 0, "subtree": None, "mc_scores": [], "initial_passes": 0, "mean": None, "var": None,
-            "k": 0, "ucb": None, "logit_mean": None, "logit_var": None, "ood": None, "scored_iter": None, "reeval_iter": None, "expanded_iter": 1,
-            "extra_passes": 0, "children_granted": 0, "uniqueness": None, "status": "kept", "answer": None,
-            "correct": None, "updated_iter": 0, "question": run.get("question", "")}
+    root = Node(id=0, parent_id=None, depth=0, step="", status=KEPT, expanded_iter=1).record()
+    return {**root, "k": 0, "updated_iter": 0, "question": run.get("question", "")}
 
 
 class RunData:
@@ -212,7 +208,7 @@ class RunData:
                     nodes[nid] = n
                 continue  # created but not yet written at t (cannot happen with ordered events)
             snap = dict(n)
-            for f in _HISTORY_FIELDS:
+            for f in HISTORY_FIELDS:
                 snap[f] = row.get(f)  # a history row from before the logit columns has none
             k = int(row["k"] or 0)
             snap["mc_scores"] = list(n.get("mc_scores") or [])[:k]

@@ -3,7 +3,11 @@ loaded, so a run does not pay for a fresh interpreter, torch's import and the mo
 
 A run's models are keyed by everything that shapes them (specs, kind, options, dropout); the same key
 reuses the loaded pair, a different one releases it first (one pair in memory per worker). Searches
-still write every event to the database as they go, so a cancelled or crashed run keeps its nodes."""
+still write every event to the database as they go, so a cancelled or crashed run keeps its nodes.
+
+A worker runs jobs: a search (ui.worker.RunRequest) or shadow scoring (ui.shadow_job.ShadowRequest); each
+says which models it needs (`models_key`, `load_models`) and runs itself (`run`). A job whose end the worker
+could not write (the run log's disk full) is reported back, and the pool writes it once it can."""
 
 from __future__ import annotations
 
@@ -29,26 +33,36 @@ def model_key(req: Any) -> str:
 
 
 def load_pair(req: Any) -> tuple[Any, Any]:
-    """Load the request's policy and PRM (the real loader; tests hand ModelCache a counting one)."""
+    """Load the request's policy and PRM (the real loader; tests hand ModelCache a counting one). The options are
+    checked again here, where they would take effect: no request makes a worker run a model's own code."""
     from uats_core.config import SearchConfig
     from uats_core.runner import build_backends
 
-    config = SearchConfig.from_dict(req.config).validate()
+    from .choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, check_app_options
+
+    check_app_options(req.policy_opts, "policy_opts", APP_POLICY_OPTIONS)
+    check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
+    config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.service.build_config)
     return build_backends(req.policy, req.prm, config, prm_kind=req.prm_kind, policy_opts=req.policy_opts,
                           prm_opts=req.prm_opts, world_problem=req.world_problem)
 
 
-class ModelCache:
-    """The one (policy, PRM) pair a worker holds, by model_key. `loads` counts real loads."""
+def load_models(req: Any) -> tuple[Any, Any]:
+    """The models a job asks for (its own loader: a search's pair, shadow scoring's PRM)."""
+    return req.load_models()
 
-    def __init__(self, loader: Callable[[Any], tuple[Any, Any]] = load_pair) -> None:
+
+class ModelCache:
+    """The one (policy, PRM) pair a worker holds, by the job's models_key(). `loads` counts real loads."""
+
+    def __init__(self, loader: Callable[[Any], tuple[Any, Any]] = load_models) -> None:
         self.loader = loader
         self.key: str | None = None
         self.pair: tuple[Any, Any] | None = None
         self.loads = 0
 
     def get(self, req: Any) -> tuple[Any, Any]:
-        key = model_key(req)
+        key = req.models_key()
         if self.pair is not None and key == self.key:
             policy, prm = self.pair
             if hasattr(prm, "clear_cache"):  # a run must score as if the PRM were fresh
@@ -71,32 +85,54 @@ class ModelCache:
             torch.cuda.empty_cache()
 
 
-def execute(req: Any, cache: ModelCache, store: Any) -> None:
+Unrecorded = tuple[str, str]  # (status, reason) of a job whose end could not be written
+
+
+def end_or_report(what: str, end: Callable[[str, str], Any], status: str, reason: str) -> Unrecorded | None:
+    """Write a job's end and say it in one line; when the run log refuses (disk full), hand (status, reason)
+    back for the pool to write later."""
+    try:
+        end(reason, status)
+    except Exception as exc:  # noqa: BLE001 - StorageError (disk full) or a lost database: the pool retries
+        why = "" if str(exc) in reason else f": {exc}"
+        log.error("%s ended %s: %s (not recorded yet%s; the app's pool retries)", what, status, reason, why)
+        return status, reason
+    log.log(logging.ERROR if status == "failed" else logging.WARNING, "%s ended %s: %s", what, status, reason)
+    return None
+
+
+def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | None = None) -> Unrecorded | None:
     """One run in this process with the cached models; every exception ends the run row (failed, or
-    cancelled when it was stopped before its search began) instead of leaving it queued or running."""
+    cancelled when it was stopped before its search began) instead of leaving it queued or running. A run
+    left paused `pause_timeout_s` without a step ends cancelled. Returns the end it could not write, if any."""
     try:
         from uats_core.config import SearchConfig
         from uats_core.problems import Problem
         from uats_core.runner import prepare_search
 
-        config = SearchConfig.from_dict(req.config).validate()
+        config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.service.build_config)
         problem = Problem(**req.problem)
         if store.cancel_requested(req.run_id):
             store.mark_failed(req.run_id, "cancelled before the search started", status="cancelled")
-            return
+            return None
         search = prepare_search(config, prm=req.prm, models=cache.get(req))
         search.run(problem, subscribers=[store.subscriber()], run_id=req.run_id,
-                   should_cancel=lambda: store.wait_turn(req.run_id),
+                   should_cancel=lambda: store.wait_turn(req.run_id, pause_timeout_s=pause_timeout_s),
                    cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too
+        return None
     except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'/'running' forever
         # Once RunStarted was written, run_search already ended the run (failed/cancelled) with its nodes;
-        # mark_failed only touches runs that never got that far (model loading, a bad spec).
+        # mark_failed only touches runs that never got that far (model loading, a bad spec) or whose end
+        # could not be written then.
         reason = f"{type(exc).__name__}: {exc}"
-        if store.cancel_requested(req.run_id) and store.get_run(req.run_id)["status"] == "queued":
-            store.mark_failed(req.run_id, f"cancelled before the search started ({reason})", status="cancelled")
-        else:
-            store.mark_failed(req.run_id, reason)
-        log.error("run %s ended with %s", req.run_id, reason)
+        status = "failed"
+        try:
+            if store.cancel_requested(req.run_id) and store.get_run(req.run_id)["status"] == "queued":
+                status, reason = "cancelled", f"cancelled before the search started ({reason})"
+        except Exception:  # noqa: BLE001 - unreadable too: end it failed with the first reason
+            pass
+        return end_or_report(f"run {req.run_id}", lambda why, st: store.mark_failed(req.run_id, why, status=st),
+                             status, reason)
 
 
 @dataclass(frozen=True)
@@ -106,11 +142,18 @@ class Warm:
     request: Any
 
 
-def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int) -> None:
-    """A warm worker's loop: take a RunRequest (or Warm) from `inbox`, run it, report on `outbox`:
-    ("loaded", slot, key, loads) after a load, ("done", slot, run_id) after each run."""
+def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: int | None = None,
+                     pause_timeout_s: float | None = None) -> None:
+    """A warm worker's loop: take a job (or Warm) from `inbox`, run it, report on `outbox`:
+    ("loaded", slot, key, loads) after a load, ("done", slot, job_id, unrecorded) after each job, where
+    unrecorded is the (status, reason) its end could not be written with, or None. The worker ends with the
+    app (`parent_pid`, ui.lifeline)."""
     from storage import RunStore
 
+    from .lifeline import die_with_parent
+
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s warm worker {slot} %(levelname)s %(name)s: %(message)s")
     store = RunStore(db)
     cache = ModelCache()
@@ -120,17 +163,18 @@ def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int) -> None:
             if msg is STOP:
                 break
             before = cache.loads
+            unrecorded = None
             if isinstance(msg, Warm):
                 try:
                     cache.get(msg.request)
                 except Exception as exc:  # noqa: BLE001 - a failed pre-warm only costs the first run its load
                     log.warning("pre-warming failed: %s: %s", type(exc).__name__, exc)
             else:
-                execute(msg, cache, store)
+                unrecorded = msg.run(cache, store, pause_timeout_s)
             if cache.loads != before:
                 outbox.put(("loaded", slot, cache.key, cache.loads))
             if not isinstance(msg, Warm):
-                outbox.put(("done", slot, msg.run_id))
+                outbox.put(("done", slot, msg.job_id, unrecorded))
     except KeyboardInterrupt:
         pass  # app shutdown: the pool marks what was left
     finally:

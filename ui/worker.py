@@ -1,21 +1,28 @@
-"""Searches run in worker processes (multiprocessing, spawn) that write to the database; the page only
-reads. So a closed tab, a slow tick or a second user never stops or blocks a search, and a worker that
-dies is noticed (its process is gone) and its run marked failed."""
+"""Searches and shadow scoring run as jobs in worker processes (multiprocessing, spawn) that write to the
+database; the page only reads. So a closed tab, a slow tick or a second user never stops or blocks a job,
+and a worker that dies is noticed (its process is gone) and its job marked failed.
+
+What a client can make the pool do is bounded: at most `max_workers` jobs compute at once, at most
+`max_paused` paused runs hold a worker besides them (a paused run does not count against `max_workers`, so
+it never blocks queued runs, and ends after the workers' pause timeout), and at most `max_queued` jobs wait,
+`max_queued_per_session` of them per client session. One thread owns the pool: it starts workers and jobs;
+the page only submits and reads."""
 
 from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import queue
+import os
 import threading
-import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from storage import RunStore, StorageError
+from storage import RunStore
+from uats_core.config import ConfigError
 
-from .warm import model_key
+from .pool_state import PoolState, Slot, Unrecorded
+from .warm import STOP, Warm, execute, load_pair, model_key
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +42,43 @@ class RunRequest:
     prm_opts: dict[str, Any] = field(default_factory=dict)
     world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
 
+    # -- the job interface the pool and the worker use (ui.shadow_job.ShadowRequest has the same) -----
+    @property
+    def job_id(self) -> str:
+        return self.run_id
+
+    def models_key(self) -> str:
+        return model_key(self)
+
+    def load_models(self) -> tuple[Any, Any]:
+        return load_pair(self)
+
+    def run(self, cache: Any, store: RunStore, pause_timeout_s: float | None = None) -> Unrecorded | None:
+        return execute(self, cache, store, pause_timeout_s)
+
+    def status(self, store: RunStore) -> str:
+        return str(store.get_run(self.run_id)["status"])
+
+    def cancel_requested(self, store: RunStore) -> bool:
+        return store.cancel_requested(self.run_id)
+
+    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
+        return store.mark_failed(self.run_id, reason, status=status)
+
+    def request_cancel(self, store: RunStore) -> bool:
+        return store.request_cancel(self.run_id)
+
+    def paused(self, store: RunStore) -> bool:
+        return store.is_paused(self.run_id)
+
+    def waiting_paused(self, store: RunStore) -> bool:
+        return store.waiting_paused(self.run_id)
+
 
 def worker_main(req: RunRequest) -> None:
     """A one-off worker process: load the models, search, write every event (the pool uses warm workers;
     this stays for callers that want a fresh interpreter per run)."""
-    from .warm import ModelCache, execute
+    from .warm import ModelCache
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker {req.run_id[:8]} %(levelname)s %(name)s: %(message)s")
     store = RunStore(req.db)
@@ -49,156 +88,183 @@ def worker_main(req: RunRequest) -> None:
         store.close()
 
 
-@dataclass
-class _Slot:
-    """One warm worker process: its inbox, the run it is on (None: idle), the model key it holds."""
-
-    proc: Any
-    inbox: Any
-    run_id: str | None = None
-    key: str | None = None
-    loads: int = 0
+class QueueFull(ConfigError):
+    """A submission over one of the pool's limits; the message names the limit and its flag."""
 
 
-class WorkerPool:
-    """Runs at most `max_workers` searches at once in warm worker processes (ui.warm: each keeps its last
-    models loaded between runs; more workers than the cores can feed only slows all of them), queues the
-    rest in the database as 'queued', and notices a worker that died (its run is marked failed).
+@dataclass(frozen=True)
+class PoolLimits:
+    max_workers: int = 2  # jobs computing at once (--workers)
+    max_paused: int = 2  # paused runs holding a worker besides those (--max-paused)
+    max_queued: int = 16  # jobs waiting on this server (--max-queued)
+    max_queued_per_session: int = 4  # of them, per client session (--max-queued-per-session)
+    pause_timeout_s: float | None = 600.0  # a run paused this long without a step ends (--pause-timeout-s)
+
+
+class WorkerPool(PoolState):
+    """Runs jobs in warm worker processes (ui.warm: each keeps its last models loaded between jobs), queues
+    the rest in the database as 'queued', and notices a worker that died (its job is marked failed).
     `prewarm`: a RunRequest whose models one worker loads at once, so even the first run starts warm."""
 
-    def __init__(self, store: RunStore, max_workers: int = 2, poll_s: float = 1.0, prewarm: RunRequest | None = None) -> None:
-        self.store = store
-        self.max_workers = max(1, int(max_workers))
+    def __init__(self, store: RunStore, max_workers: int = 2, poll_s: float = 1.0, prewarm: RunRequest | None = None,
+                 limits: PoolLimits | None = None, drive: bool = True) -> None:
+        """drive=False: no thread of its own; the caller (a test) calls pump()."""
+        limits = limits or PoolLimits()
+        self.limits = PoolLimits(**{**asdict(limits), "max_workers": max(1, int(max_workers))})
+        super().__init__(store)
+        self.max_workers = self.limits.max_workers
         self._ctx = mp.get_context("spawn")
-        self._slots: dict[int, _Slot] = {}
         self._next_slot = 0
         self._outbox = self._ctx.Queue()
-        self._pending: deque[RunRequest] = deque()
+        self._pending: deque[Any] = deque()
+        self._sessions: dict[str, str] = {}  # job id -> the client session that queued it
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        if prewarm is not None:
-            # started from the pool's thread: spawning the interpreter must not hold up the app's start
-            threading.Thread(target=self._prewarm, args=(prewarm,), name="uats-prewarm", daemon=True).start()
-        self._thread = threading.Thread(target=self._loop, args=(poll_s,), name="uats-worker-pool", daemon=True)
-        self._thread.start()
+        self._wake = threading.Event()
+        self._released = threading.Event()  # the pool's thread may end (its workers' kernel guard goes with it)
+        self._ticked_last = threading.Event()
+        # Started from the pool's thread (ui.lifeline: Linux kills a worker when the thread that started it
+        # ends), which also pre-warms, so spawning the interpreter never holds up the app's start.
+        self._thread = threading.Thread(target=self._loop, args=(poll_s, prewarm), name="uats-worker-pool", daemon=True)
+        if drive:
+            self._thread.start()
+        else:
+            self._ticked_last.set()
 
-    def _prewarm(self, req: RunRequest) -> None:
-        from .warm import Warm
-
-        with self._lock:
-            if self._stop.is_set() or self._slots:
-                return
-            slot = self._spawn()
-            slot.inbox.put(Warm(req))
-            slot.key = model_key(req)
-
-    def _spawn(self) -> _Slot:
+    # ------------------------------------------------------------------ workers
+    def _spawn(self) -> Slot:
         from .warm import warm_worker_main
 
         sid = self._next_slot
         self._next_slot += 1
         inbox = self._ctx.Queue()
-        proc = self._ctx.Process(target=warm_worker_main, args=(self.store.location, inbox, self._outbox, sid),
-                                 name=f"uats-worker-{sid}")
+        proc = self._ctx.Process(target=warm_worker_main, name=f"uats-worker-{sid}",
+                                 args=(self.store.location, inbox, self._outbox, sid, os.getpid(),
+                                       self.limits.pause_timeout_s))
         proc.start()
         log.info("warm worker %s started (pid %s)", sid, proc.pid)
-        self._slots[sid] = _Slot(proc=proc, inbox=inbox)
+        self._slots[sid] = Slot(proc=proc, inbox=inbox)
         return self._slots[sid]
 
-    def submit(self, req: RunRequest) -> None:
-        """The run row must already exist (store.register_run) so the page can follow it at once."""
+    def _prewarm(self, req: RunRequest) -> None:
         with self._lock:
-            self._pending.append(req)
-        self.pump()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                msg = self._outbox.get_nowait()
-            except queue.Empty:
+            if self._stop.is_set() or self._slots:
                 return
-            kind, sid = msg[0], msg[1]
-            slot = self._slots.get(sid)
-            if slot is None:
-                continue
-            if kind == "done" and slot.run_id == msg[2]:
-                slot.run_id = None
-            elif kind == "loaded":
-                slot.key, slot.loads = msg[2], msg[3]
+            slot = self._spawn()
+            slot.inbox.put(Warm(req))
+            slot.key = req.models_key()
 
-    def _reap(self) -> list[str]:
-        failed: list[str] = []
-        for sid, slot in list(self._slots.items()):
-            if slot.proc.is_alive():
-                continue
-            slot.proc.join(0)
-            del self._slots[sid]
-            if slot.run_id is None:
-                continue
-            try:
-                if self.store.mark_failed(slot.run_id, f"worker process exited (code {slot.proc.exitcode}) before the run ended"):
-                    failed.append(slot.run_id)
-            except StorageError:
-                log.warning("run %s vanished from the database", slot.run_id)
-        return failed
-
-    def _idle(self, slot: _Slot) -> bool:
-        """Free for the next run: no run, or its run already ended in the database (the worker is only
-        tidying up; its inbox holds the next request until then, instead of it waiting for a poll)."""
-        if not slot.proc.is_alive():
-            return False
-        if slot.run_id is None:
-            return True
-        try:
-            return self.store.get_run(slot.run_id)["status"] not in ("queued", "running")
-        except StorageError:
-            return True
-
-    def _pick(self, req: RunRequest) -> _Slot | None:
-        """An idle worker for `req`: one holding its models, else any idle one, else a new one."""
-        idle = [s for s in self._slots.values() if self._idle(s)]
-        key = model_key(req)
+    def _pick(self, req: Any) -> Slot | None:
+        """A worker for `req` while fewer than max_workers compute: an idle one holding its models, else a
+        new one (paused runs' workers do not count), else any idle one."""
+        idle, computing, paused = self._census()
+        if len(computing) >= self.limits.max_workers:
+            return None
+        key = req.models_key()
         for s in idle:
             if s.key == key:
                 return s
-        if len(self._slots) < self.max_workers:
+        if len(idle) + len(computing) + len(paused) < self.limits.max_workers + min(len(paused), self.limits.max_paused):
             return self._spawn()
         return idle[0] if idle else None
 
+    def _retire_idle(self) -> None:
+        """Stop idle workers beyond what may compute (a paused run's extra worker, once it ended)."""
+        idle, computing, paused = self._census()
+        extra = len(idle) + len(computing) + len(paused) - (self.limits.max_workers + min(len(paused), self.limits.max_paused))
+        for slot in idle[:max(0, extra)]:
+            slot.inbox.put(STOP)
+            slot.retiring = True
+
+    # ------------------------------------------------------------------ submitting
+    def submit(self, req: Any, session: str | None = None, register: Callable[[], Any] | None = None,
+               paused: bool = False) -> None:
+        """Queue a job. `register` writes its row (a run: store.register_run) once the limits allow it, so a
+        refused job leaves nothing behind; without it the row must exist already. Raises QueueFull."""
+        with self._lock:
+            self._admit(session, paused)
+            if register is not None:
+                register()
+            self._pending.append(req)
+            if session:
+                self._sessions[req.job_id] = session
+        self._wake.set()
+
+    def _admit(self, session: str | None, paused: bool) -> None:
+        lim = self.limits
+        if len(self._pending) >= lim.max_queued:
+            raise QueueFull("queue", f"{len(self._pending)} jobs are already queued on this server (the limit, "
+                                     f"--max-queued, is {lim.max_queued}); wait for one to start or cancel one")
+        mine = sum(1 for r in self._pending if self._sessions.get(r.job_id) == session) if session else 0
+        if session and mine >= lim.max_queued_per_session:
+            raise QueueFull("queue", f"you already have {mine} jobs queued (the limit per session, "
+                                     f"--max-queued-per-session, is {lim.max_queued_per_session}); wait for one to "
+                                     "start or cancel one")
+        if paused:
+            self._admit_pause(None)
+
+    def _admit_pause(self, run_id: str | None) -> None:
+        held = self._paused_runs()
+        if run_id not in held and len(held) >= self.limits.max_paused:
+            raise QueueFull("pause", f"{len(held)} runs are already paused on this server (the limit, --max-paused, "
+                                     f"is {self.limits.max_paused}); resume, step to the end or cancel one first")
+
+    def pause_run(self, run_id: str) -> bool:
+        """store.pause_run within the paused-runs limit (QueueFull over it)."""
+        with self._lock:
+            self._admit_pause(run_id)
+            return self.store.pause_run(run_id)
+
+    def step_run(self, run_id: str, steps: int = 1) -> bool:
+        """store.step_run (which pauses a running run) within the paused-runs limit."""
+        with self._lock:
+            self._admit_pause(run_id)
+            return self.store.step_run(run_id, steps)
+
+    # ------------------------------------------------------------------ the owner's tick
     def pump(self) -> list[str]:
-        """Read workers' reports, mark runs of dead workers failed, start queued runs. Returns runs marked failed."""
+        """Read workers' reports, end jobs of dead workers, write the ends workers could not, start queued
+        jobs. Never raises (a failing run log is logged in one line and retried). Returns the jobs it
+        ended failed. The pool's own thread calls it; tests with a long poll_s call it themselves."""
         with self._lock:
             self._drain()
             failed = self._reap()
-            waiting: deque[RunRequest] = deque()
-            for req in self._pending:  # end what was cancelled while waiting, whether or not a slot is free
-                try:
-                    if self.store.get_run(req.run_id)["status"] != "queued":
-                        continue
-                except StorageError:
-                    continue
-                if self.store.cancel_requested(req.run_id):
-                    self.store.mark_failed(req.run_id, "cancelled while queued", status="cancelled")
-                    continue
-                waiting.append(req)
-            self._pending = waiting
+            self._record_unrecorded()
+            self._sweep_pending()
             while self._pending:
                 slot = self._pick(self._pending[0])
                 if slot is None:
                     break
                 req = self._pending.popleft()
-                slot.run_id = req.run_id
+                self._sessions.pop(req.job_id, None)
+                slot.job = req
                 slot.inbox.put(req)
-                log.info("run %s handed to worker pid %s", req.run_id, slot.proc.pid)
+                log.info("job %s handed to worker pid %s", req.job_id, slot.proc.pid)
+            self._retire_idle()
         return failed
+
+    def _sweep_pending(self) -> None:
+        """Drop queued jobs that ended meanwhile; end those cancelled while queued, whether or not a worker is free."""
+        waiting: deque[Any] = deque()
+        for req in self._pending:
+            status = self._read(req, lambda r: r.status(self.store), default="queued")
+            if status != "queued":
+                self._sessions.pop(req.job_id, None)
+                continue
+            if self._read(req, lambda r: r.cancel_requested(self.store), default=False):
+                self._end(req, "cancelled while queued", "cancelled")
+                self._sessions.pop(req.job_id, None)
+                continue
+            waiting.append(req)
+        self._pending = waiting
 
     def active(self) -> list[str]:
         with self._lock:
-            return [s.run_id for s in self._slots.values() if s.run_id is not None and s.proc.is_alive()]
+            return [s.job.job_id for s in self._slots.values() if s.job is not None and s.proc.is_alive()]
 
     def queued(self) -> list[str]:
         with self._lock:
-            return [r.run_id for r in self._pending]
+            return [r.job_id for r in self._pending]
 
     def loads(self) -> dict[int, int]:
         """Model loads per live worker, as they last reported (for tests and the bench)."""
@@ -206,43 +272,39 @@ class WorkerPool:
             self._drain()
             return {sid: s.loads for sid, s in self._slots.items()}
 
-    def _loop(self, poll_s: float) -> None:
-        # Without a tab open, nobody's timer would reap or start workers: this thread does.
-        while not self._stop.wait(poll_s):
+    def _loop(self, poll_s: float, prewarm: RunRequest | None) -> None:
+        # Without a tab open, nobody would reap or start workers: this thread does, and only this thread.
+        if prewarm is not None:
+            self._prewarm(prewarm)
+        while not self._stop.is_set():
             try:
-                self.pump()
-            except Exception:  # noqa: BLE001 - keep the pool alive; the next tick retries
-                log.exception("worker pool tick failed")
+                self.pump()  # never raises for a failing run log; this is for the unexpected (a spawn failing)
+            except Exception as exc:  # noqa: BLE001 - keep the pool alive; the next tick retries
+                if self._said.get("tick") != str(exc):  # once per distinct failure, not every tick
+                    self._said["tick"] = str(exc)
+                    log.exception("worker pool tick failed")
+            self._wake.wait(poll_s)
+            self._wake.clear()
+        self._ticked_last.set()
+        self._released.wait()  # keep the thread (the workers' parent thread) until shutdown is done
 
     def shutdown(self, cancel: bool = True, timeout_s: float = 30.0) -> None:
-        """Stop the pool; with cancel=True ask running searches to stop (they end 'cancelled' with all
-        their nodes written) and wait for them up to timeout_s."""
-        from .warm import STOP
-
+        """Stop the pool; with cancel=True ask running jobs to stop (runs end 'cancelled' with all their
+        nodes written) and wait for them up to timeout_s."""
         self._stop.set()
-        with self._lock:
-            self._drain()
-            slots = dict(self._slots)
-            pending = list(self._pending)
-            self._pending.clear()
-        for req in pending:
-            self.store.mark_failed(req.run_id, "the app shut down before this run started")
-        for slot in slots.values():
-            if cancel and slot.run_id is not None:
-                try:
-                    self.store.request_cancel(slot.run_id)
-                except StorageError:
-                    pass
-            slot.inbox.put(STOP)
-        deadline = time.time() + timeout_s
-        for sid, slot in slots.items():
-            slot.proc.join(max(0.0, deadline - time.time()))
-            if slot.proc.is_alive():
-                log.warning("worker %s still running after shutdown; terminating it", sid)
-                slot.proc.terminate()
-                slot.proc.join(5)
-            if slot.run_id is not None:
-                self.store.mark_failed(slot.run_id, f"worker stopped at app shutdown (code {slot.proc.exitcode})")
+        self._wake.set()
+        self._ticked_last.wait(timeout_s)
+        try:
+            with self._lock:
+                self._drain()
+                slots = dict(self._slots)
+                pending = list(self._pending)
+                self._pending.clear()
+            for req in pending:
+                self._end(req, "the app shut down before this job started")
+            self._stop_workers(slots, cancel, timeout_s)
+        finally:
+            self._released.set()
 
 
 def default_pair_request() -> RunRequest:
@@ -255,3 +317,10 @@ def default_pair_request() -> RunRequest:
 def request_dict(problem: Any) -> dict[str, Any]:
     """A Problem as plain fields for RunRequest."""
     return asdict(problem)
+
+
+def session_of(request: Any) -> str | None:
+    """The Gradio client session a handler's gr.Request belongs to (None outside a page, e.g. tests)."""
+    return getattr(request, "session_hash", None) or None
+
+

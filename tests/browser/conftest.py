@@ -1,32 +1,42 @@
 """Fixtures for the Playwright tests: the app served in-process on a free port over a fresh database, and
-Debian's Chromium (never a downloaded browser) with the flags that work offline here (reference.md §8)."""
+Debian's Chromium (never a downloaded browser) with the flags that work offline and headless here. A test that
+fails leaves a screenshot of its page in artifacts/<test>-failed.png."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
+from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-# Two synthetic runs (the real engine's events, storage.synthetic) on one problem, seed and budget: the
-# comparison, replay and export tests need finished runs of known shape without minutes of search.
-PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
-LAPTOP = {"width": 1280, "height": 800}
+# HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
+IMG = '<img src=x onerror="window.__pwned=1">'
+COVER = '<div id="cover" style="position:fixed;inset:0;background:red;z-index:9999">covered</div>'
+MD_IMG = "![t](http://127.0.0.1:9/fetch-me.png)"
+QUESTION = f"Evil {IMG} and {COVER} then {MD_IMG} so what is $\\frac{{1}}{{2}}+\\frac{{1}}{{2}}$?"
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Keep the test body's report on the item, so the page fixture knows at teardown whether it failed."""
+    report = (yield).get_result()
+    if report.when == "call":
+        item.outcome_call = report  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
@@ -44,17 +54,19 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 
     d = tmp_path_factory.mktemp("models")
-    pol = save_causal_lm(d / "policy", hidden=32, layers=2, heads=2, kv_heads=1)
-    prm = save_token_cls_prm(d / "prm", layers=2, hidden=32, heads=2, kv_heads=1)
-    return str(pol), str(prm)
+    pol = save_causal_lm(d / "tiny-policy", hidden=32, layers=2, heads=2, kv_heads=1)
+    prm = save_token_cls_prm(d / "tiny-prm", layers=2, hidden=32, heads=2, kv_heads=1)
+    return str(Path(pol).resolve()), str(Path(prm).resolve())
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str]) -> Iterator[dict[str, Any]]:
+    """The app offering the tiny models (their folder as --models-dir) and evil.jsonl (a --datasets-dir)."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
     from storage.synthetic import synthetic_events
     from ui.app_ui import build_demo, launch_kwargs
+    from ui.choices import server_choices
     from ui.worker import WorkerPool
 
     base = tmp_path_factory.mktemp("app")
@@ -68,7 +80,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     export_dir = base / "exports"
     reports_dir = base / "reports"
     reports_dir.mkdir()
-    demo = build_demo(store, pool, export_dir, reports_dir)
+    datasets = base / "datasets"
+    datasets.mkdir()
+    (datasets / "evil.jsonl").write_text(json.dumps({"id": "evil-1", "problem": QUESTION, "answer": "<b>1</b>"}) + "\n",
+                                         encoding="utf-8")
+    choices = server_choices(models_dirs=[Path(tiny_models[0]).parent], datasets_dirs=[datasets])
+    demo = build_demo(store, pool, export_dir, reports_dir, choices)
     port = _free_port()
     demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                                                    quiet=True, **launch_kwargs(export_dir))
@@ -85,7 +102,7 @@ def browser(chromium_path: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        # Playwright gives every launch a fresh temporary profile (the --user-data-dir of reference.md §8)
+        # Playwright gives every launch a fresh temporary profile (its own --user-data-dir)
         b = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_FLAGS)
         try:
             yield b
@@ -93,48 +110,38 @@ def browser(chromium_path: str) -> Iterator[Any]:
             b.close()
 
 
-def _page(browser: Any, served: dict[str, Any], name: str, viewport: dict[str, int]) -> Iterator[Any]:
+def _page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest,
+          viewport: dict[str, int]) -> Iterator[Any]:
     ctx = browser.new_context(viewport=viewport, accept_downloads=True)
     pg = ctx.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(served["url"])
-    pg.wait_for_selector("#run-btn", timeout=60_000)
+    pg.wait_for_selector("#run-btn", timeout=180_000)  # minutes on a loaded 2-core machine
     wait_idle(pg)
     try:
         yield pg
+        outcome = getattr(request.node, "outcome_call", None)
+        if outcome is not None and outcome.failed:  # what the page showed when the test failed
+            ARTIFACTS.mkdir(exist_ok=True)
+            pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-failed.png"), full_page=True)
     finally:
-        ARTIFACTS.mkdir(exist_ok=True)
-        pg.screenshot(path=str(ARTIFACTS / f"{name}-end.png"), full_page=True)
         ctx.close()
     assert not errors, errors  # no JavaScript error on the page, ever
 
 
 @pytest.fixture()
 def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield from _page(browser, served, request.node.name, {"width": 1500, "height": 1100})
+    yield from _page(browser, served, request, {"width": 1500, "height": 1100})
 
 
 @pytest.fixture()
 def laptop_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
     """The app on a laptop screen: a 1280 × 800 viewport."""
-    yield from _page(browser, served, request.node.name, LAPTOP)
+    yield from _page(browser, served, request, LAPTOP)
 
 
-def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
-    """Wait until Gradio shows no pending request (its progress overlays are gone)."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if pg.locator(".eta-bar, .progress-text").count() == 0:
-            return
-        time.sleep(0.1)
-
-
-def shot(pg: Any, name: str, selector: str | None = None) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    if selector:
-        pg.locator(selector).screenshot(path=str(path))
-    else:
-        pg.screenshot(path=str(path), full_page=True)
-    return path
+@pytest.fixture()
+def wide_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The app on a desktop screen: a 1920 × 1080 viewport."""
+    yield from _page(browser, served, request, WIDE)

@@ -1,5 +1,5 @@
 """UATS Studio in Debian's Chromium: start a run and watch it grow, inspect a node, step back, compare,
-export, and survive bad input. Screenshots land in artifacts/."""
+export, and survive bad input. With UATS_SCREENSHOTS=1 the named screenshots land in artifacts/."""
 
 from __future__ import annotations
 
@@ -11,99 +11,23 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot, wait_idle
+from .pages import (NODE_PIXEL_JS, PAIR, choose, fill, open_run, plot_data, shot, wait_idle, wait_notice, wait_plot,
+                    wait_text)
 
 pytestmark = pytest.mark.browser
-
-NODE_PIXEL_JS = """([sel, wanted]) => {
-  const gd = document.querySelector(sel + ' .uats-plot');
-  gd.scrollIntoView({block: 'start'});
-  const tr = gd.data.find(t => t.name && t.name.startsWith('nodes'));
-  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-  const box = gd.getBoundingClientRect();
-  for (let i = 0; i < tr.x.length; i++) {
-    const id = tr.customdata[i][0];
-    if (wanted !== null && id !== wanted) continue;
-    const px = xa._offset + xa.l2p(tr.x[i]), py = ya._offset + ya.l2p(tr.y[i]);
-    if (px > xa._offset && px < xa._offset + xa._length && py > ya._offset && py < ya._offset + ya._length)
-      return {x: box.left + px, y: box.top + py, id: id};
-  }
-  return null;
-}"""
-
-
-def plot_data(pg: Any, sel: str, key: str) -> str | None:
-    return pg.eval_on_selector(f"{sel} .uats-plot", f"e => e.dataset.{key} || null")
-
-
-def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = 60) -> None:
-    pg.wait_for_function(f"() => {{ const e = document.querySelector('{sel} .uats-plot'); return e && ({cond}); }}",
-                         timeout=timeout_s * 1000)
-
-
-def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
-    box = pg.locator(f"#{elem_id} input, #{elem_id} textarea").first
-    # A component that has just been revealed (an opened accordion) may still sync its initial value and
-    # overwrite what was typed; on a loaded CPU that once sent the old τ with the next click. So type,
-    # then insist the value has stayed put twice in a row before anything reads it.
-    deadline = time.time() + 10
-    settled = 0
-    while settled < 2 and time.time() < deadline:
-        if box.input_value() != value:
-            box.fill(value)
-            settled = 0
-        else:
-            settled += 1
-        time.sleep(0.15)
-    if submit:
-        box.press("Enter")
-    else:
-        box.blur()  # let the component commit its value before the next click reads it
-
-
-def open_run(pg: Any, run_id: str) -> None:
-    fill(pg, "open-id", run_id)
-    pg.click("#open-btn")
-    wait_plot(pg, "#tree", f"e.dataset.run === '{run_id}' && Number(e.dataset.nodes) > 0")
-
-
-def wait_text(pg: Any, selector: str, needle: str, timeout_s: float = 20) -> str:
-    deadline = time.time() + timeout_s
-    text = ""
-    while time.time() < deadline:
-        text = pg.locator(selector).inner_text()
-        if needle in text:
-            return text
-        time.sleep(0.1)
-    raise AssertionError(f"{selector} never showed {needle!r}; it shows {text[:300]!r}")
-
-
-def notice_text(pg: Any) -> str:
-    loc = pg.locator("#notice")
-    return loc.inner_text() if loc.count() and loc.is_visible() else ""
-
-
-def wait_notice(pg: Any, needle: str, timeout_s: float = 20) -> str:
-    deadline = time.time() + timeout_s
-    text = ""
-    while time.time() < deadline:
-        text = notice_text(pg)
-        if needle in text:
-            return text
-        time.sleep(0.1)
-    raise AssertionError(f"notice never said {needle!r}; it says {text!r}")
 
 
 def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_models: tuple[str, str]) -> None:
     """A real search in a worker process (tiny random transformers models), started in step mode: each
     Step click lets exactly one iteration through, and the page draws the grown tree while the run is
-    still running, within 2 s of the write; Resume runs it to the end. (Step mode makes "while running"
-    deterministic: the tiny models finish a free-running search faster than a page poll.)"""
+    still running; Resume runs it to the end. (Step mode makes "while running" deterministic: the tiny models
+    finish a free-running search faster than a page poll.) How fast the page redraws is `bench app`'s to
+    measure, not this test's."""
     store = served["store"]
     policy, prm = tiny_models
     page.get_by_text("Models", exact=True).click()
-    fill(page, "policy", policy)
-    fill(page, "prm", prm)
+    choose(page, "policy", Path(policy).name)  # the server offers the tiny models' folder (conftest)
+    choose(page, "prm", Path(prm).name)
     fill(page, "budget", "8")
     page.get_by_text("UATS knobs (paper defaults)").click()
     fill(page, "max-iterations", "25")
@@ -122,7 +46,6 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
     wait_text(page, "#run-status", "paused")
     assert store.get_run(run_id)["iterations"] == 0
     drawn_while_running: list[int] = []
-    latencies: list[float] = []
     for step in (1, 2):
         page.click("#step-btn")
         deadline = time.time() + 60
@@ -130,10 +53,8 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
             time.sleep(0.1)
         run = store.get_run(run_id)
         assert run["iterations"] == step and run["status"] == "running", run
-        wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'running'",
-                  timeout_s=5)
+        wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'running'")
         drawn_while_running.append(int(plot_data(page, "#tree", "nodes")))
-        latencies.append(float(plot_data(page, "#tree", "latencyMs")))
         shot(page, f"step-mode-after-iteration-{step}")
         time.sleep(0.5)
         assert store.get_run(run_id)["iterations"] == step  # no iteration went through without a Step
@@ -145,10 +66,8 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
     run = store.get_run(run_id)
     assert run["status"] == "finished", run.get("error")
     assert run["iterations"] > 2
-    # the final tree is drawn (root + every stored node) within 2 s of the last write
-    wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'finished'",
-              timeout_s=5)
-    assert min(latencies) < 2000, latencies
+    # the final tree is drawn: the root and every stored node
+    wait_plot(page, "#tree", f"Number(e.dataset.nodes) === {run['n_nodes'] + 1} && e.dataset.status === 'finished'")
     shot(page, "live-run-finished")
 
 
@@ -249,10 +168,6 @@ def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
     fill(page, "open-id", "feedfacecafe")
     page.click("#open-btn")
     wait_notice(page, "no run feedfacecafe")
-    page.locator("#dataset input").first.fill("JSONL file or hub name")
-    page.locator("#dataset input").first.press("Enter")
-    fill(page, "dataset-path", "/no/such/problems.jsonl", submit=True)
-    wait_notice(page, "no such file")
     shot(page, "bad-input")
     open_run(page, PAIR["rebase"])  # still alive
     assert "rebase" in page.locator("#run-status").inner_text()
@@ -261,7 +176,7 @@ def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
 def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, served: dict[str, Any]) -> None:
     """The Reports tab over a hand-counted evaluation log, and a controller training curve written to it."""
     from storage import RunStore
-    from tests.test_report import build_hand_db
+    from tests.hand_log import build_hand_db
 
     db = build_hand_db(served["reports_dir"] / "eval.db")
     store = RunStore(str(db))

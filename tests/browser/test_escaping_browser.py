@@ -4,21 +4,15 @@ whose onerror runs script (and whose src the browser would fetch)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import shot
-from .test_app_browser import fill, open_run, wait_notice, wait_text
+from .conftest import COVER, IMG, MD_IMG, QUESTION
+from .pages import choose, fill, open_run, shot, wait_notice, wait_text
 
 pytestmark = pytest.mark.browser
 
-IMG = '<img src=x onerror="window.__pwned=1">'
-COVER = '<div id="cover" style="position:fixed;inset:0;background:red;z-index:9999">covered</div>'
-MD_IMG = "![t](http://127.0.0.1:9/fetch-me.png)"
-QUESTION = f"Evil {IMG} and {COVER} then {MD_IMG} so what is $\\frac{{1}}{{2}}+\\frac{{1}}{{2}}$?"
 INJECTED_JS = """(sel) => {
   const root = document.querySelector(sel);
   return {img: root.querySelectorAll('img').length, cover: document.querySelectorAll('#cover').length,
@@ -36,12 +30,8 @@ def _assert_inert(page: Any, sel: str, katex: bool = True) -> str:
     return text
 
 
-def test_html_in_a_problem_renders_as_text(page: Any, tmp_path: Path) -> None:
-    data = tmp_path / "evil.jsonl"
-    data.write_text(json.dumps({"id": "evil-1", "problem": QUESTION, "answer": "<b>1</b>"}) + "\n", encoding="utf-8")
-    page.locator("#dataset input").first.fill("JSONL file or hub name")
-    page.locator("#dataset input").first.press("Enter")
-    fill(page, "dataset-path", str(data), submit=True)
+def test_html_in_a_problem_renders_as_text(page: Any) -> None:
+    choose(page, "dataset", "evil.jsonl")  # the server offers it (conftest: a --datasets-dir)
     text = wait_text(page, "#question", "covered")
     assert IMG in text and COVER in text and MD_IMG in text and "<b>1</b>" in text
     _assert_inert(page, "#question")

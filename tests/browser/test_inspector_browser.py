@@ -5,12 +5,12 @@ problem runs."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot, wait_idle
-from .test_app_browser import fill, plot_data, wait_notice, wait_plot, wait_text
+from .pages import PAIR, choose, fill, plot_data, shot, wait_idle, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -141,8 +141,8 @@ def test_a_typed_problem_runs(page: Any, served: dict[str, Any], tiny_models: tu
     store = served["store"]
     policy, prm = tiny_models
     page.get_by_text("Models", exact=True).click()
-    fill(page, "policy", policy)
-    fill(page, "prm", prm)
+    choose(page, "policy", Path(policy).name)  # the server offers the tiny models' folder (conftest)
+    choose(page, "prm", Path(prm).name)
     fill(page, "budget", "4")
     page.get_by_text("…or type a problem").click()
     question = "Tom has 3 apples and buys 4 more. How many apples <b>now</b>?"

@@ -10,7 +10,7 @@ import pytest
 from storage.synthetic import synthetic_events
 from uats_core.events import IterationEnded, RunEnded
 
-from .test_app_browser import open_run, wait_plot
+from .pages import open_run, wait_plot
 
 pytestmark = pytest.mark.browser
 

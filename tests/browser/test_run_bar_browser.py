@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import LAPTOP, PAIR, shot
-from .test_app_browser import fill, open_run, wait_notice, wait_plot, wait_text
+from .pages import LAPTOP, PAIR, fill, open_run, shot, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 

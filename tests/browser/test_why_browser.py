@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PAIR, shot, wait_idle
-from .test_app_browser import NODE_PIXEL_JS, fill, open_run, wait_notice, wait_plot, wait_text
+from .pages import NODE_PIXEL_JS, PAIR, fill, open_run, shot, wait_idle, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -149,9 +148,11 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
     wait_plot(page, "#cmp-inspector", "Number(e.dataset.nodes) > 0")
     # shadow scoring: MC passes on REBASE's candidates, stored apart, drawn in their own traces
     cost_before = served["store"].get_run(PAIR["rebase"])["cost"]
+    zips_before = {p: p.stat().st_mtime_ns for p in served["export_dir"].glob("*.zip")}
     fill(page, "cmp-shadow-k", "4")
     page.click("#cmp-shadow")
-    wait_notice(page, "shadow-scored run B", timeout_s=180)
+    # a job of the worker pool: its worker starts (a fresh interpreter) and loads the PRM first
+    wait_notice(page, "shadow-scored run B", timeout_s=480)
     wait_plot(page, "#cmp-tree-b", "e.data.some(t => (t.name || '').startsWith('shadow'))")
     assert served["store"].get_run(PAIR["rebase"])["cost"] == cost_before
     _click_node(page, "#cmp-tree-b", nid_b)
@@ -161,10 +162,13 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
                            ".some(t => t.name === 'shadow')", timeout=20_000)
     wait_idle(page)
     shot(page, "compare-shadow")
+    # no zip was built behind the clicks (kaleido's Chromium would slow them): exports are built when asked
+    assert {p: p.stat().st_mtime_ns for p in served["export_dir"].glob("*.zip")} == zips_before
     # the comparison export holds both trees and the shadow scores; its LaTeX prints whole costs
+    page.click("#cmp-export-build")
     button = page.locator("#cmp-export")
     deadline = time.time() + 120
-    while time.time() < deadline and "compare-" not in button.inner_text():
+    while time.time() < deadline and not (button.is_visible() and "compare-" in button.inner_text()):
         time.sleep(0.2)
     with page.expect_download(timeout=60_000) as info:
         button.click()

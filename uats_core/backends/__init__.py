@@ -11,13 +11,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from uats_core.backends._loading import BackendError, ModelSource, load_config, resolve_spec
+from uats_core.backends._loading import ModelSource, load_config, resolve_spec
 from uats_core.config import PRM_KINDS
+from uats_core.errors import BackendError
 from uats_core.protocols import PRM, Policy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BackendError", "PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec"]
+__all__ = ["PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec"]
 
 
 def load_policy(spec: str, **opts: Any) -> Policy:

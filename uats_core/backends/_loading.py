@@ -1,4 +1,4 @@
-"""Model specs, dtype/device choice and the one error type every backend raises at load time."""
+"""Model specs and dtype/device choice."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
+
+from uats_core.errors import BackendError
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +28,6 @@ _DTYPES = {
     "float16": torch.float16,
     "fp16": torch.float16,
 }
-
-
-class BackendError(ValueError):
-    """A model that cannot serve as asked: raised at load, names the model and the fix."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 @dataclass(frozen=True)
@@ -103,7 +97,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, num_params: int | None = None) -> torch.dtype:
-    """'auto': bf16 on a GPU that has it; on CPU bf16 only for models big enough to profit (reference.md §6)
+    """'auto': bf16 on a GPU that has it; on CPU bf16 only for models big enough to profit (docs/backends.md)
     and only where the CPU has native bf16 matrix units; float32 otherwise."""
     if isinstance(dtype, torch.dtype):
         return dtype

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
-from uats_core.backends._loading import BackendError, ModelSource, load_tokenizer, load_weights, resolve_device, resolve_spec
+from uats_core.backends._loading import ModelSource, load_tokenizer, load_weights, resolve_device, resolve_spec
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     classify_finish,
@@ -20,6 +20,7 @@ from uats_core.backends.prompting import (
     trim_at_delimiter,
 )
 from uats_core.cancel import SearchCancelled, cancel_pending
+from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)

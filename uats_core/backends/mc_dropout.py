@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from uats_core.backends._loading import BackendError
 from uats_core.cancel import checkpoint
-from uats_core.config import ConfigError, parse_dropout_mode
+from uats_core.config import parse_dropout_mode
+from uats_core.errors import BackendError, ConfigError
 from uats_core.hf_compat import cache_kwarg
 
 log = logging.getLogger(__name__)
@@ -447,7 +447,10 @@ class MCDropoutEngine:
         # Even group sizes (7 passes, groups of 2 -> 3, 2, 2): no call ever carries a single pass when k >= 2.
         n_groups = max(1, k // group)
         sizes = [k // n_groups + (1 if j < k % n_groups else 0) for j in range(n_groups)]
-        parts_out = [self._noisy_group(full_h, pos, None if no_pad else mask, idx, token_cols, g, shared, p) for g in sizes]
+        parts_out = []
+        for g in sizes:
+            checkpoint("while scoring")  # between pass groups too: one node's K0 passes may be many groups
+            parts_out.append(self._noisy_group(full_h, pos, None if no_pad else mask, idx, token_cols, g, shared, p))
         y = torch.cat(parts_out, dim=1)  # (B, k, m, H)
         return [y[i][:, : c.numel()] for i, c in enumerate(cols)]
 

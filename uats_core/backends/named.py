@@ -12,7 +12,7 @@ import logging
 import os
 from pathlib import Path
 
-from uats_core.backends._loading import BackendError
+from uats_core.errors import BackendError
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from uats_core.backends import PRM_KINDS, detect_prm_kind
-from uats_core.backends._loading import BackendError, ModelSource, load_config, resolve_device, resolve_spec
+from uats_core.backends._loading import ModelSource, load_config, resolve_device, resolve_spec
 from uats_core.backends.named import NAMED
 from uats_core.backends.options import check_policy_opts, check_prm_opts
 from uats_core.config import check_model_choice
+from uats_core.errors import BackendError
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from uats_core.backends._loading import BackendError
 from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, PrefixCache
+from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Adapters for the published PRMs (Math-Shepherd, Qwen2.5-Math-PRM, Skywork-o1-Open-PRM) and an LLM-as-judge PRM.
 
-Input formats follow each model's own code (reference.md §1). All run on the shared MC-dropout engine and
+Input formats follow each model's own card and code on the Hugging Face hub (the table in docs/backends.md). All run on the shared MC-dropout engine and
 load without trust_remote_code: the Qwen and Skywork heads are rebuilt here on the native Qwen2Model.
 """
 
@@ -14,9 +14,10 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Qwen2Config, Qwen2Model, Qwen2PreTrainedModel
 
-from uats_core.backends._loading import BackendError, ModelSource, load_config, load_tokenizer, load_weights, resolve_device
+from uats_core.backends._loading import ModelSource, load_config, load_tokenizer, load_weights, resolve_device
 from uats_core.backends.prm_base import Encoded, TorchPRM, float32_head, single_token_id
 from uats_core.backends.prompting import DEFAULT_SYSTEM_PROMPT, chat_prefix, has_chat_template
+from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 
 log = logging.getLogger(__name__)

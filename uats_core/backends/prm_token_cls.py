@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from uats_core.backends._loading import BackendError, ModelSource, load_tokenizer, load_weights, resolve_device
+from uats_core.backends._loading import ModelSource, load_tokenizer, load_weights, resolve_device
 from uats_core.backends.prm_base import Encoded, TorchPRM, float32_head, single_token_id
+from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from uats_core.backends._loading import BackendError
+from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace
 
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."

@@ -2,7 +2,7 @@
 
 vLLM is imported only inside the constructor, so this module imports on machines without it. Finish
 reasons come from `finish_reason` ("stop" vs "length"): `stop_reason` is None both at end-of-sequence and
-at the length limit, and equals the stop string when the delimiter stopped the request (reference.md §4).
+at the length limit, and equals the stop string when the delimiter stopped the request (vLLM's CompletionOutput).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 import threading
 from typing import Any, Sequence
 
-from uats_core.backends._loading import BackendError
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     classify_finish,
@@ -22,6 +21,7 @@ from uats_core.backends.prompting import (
     step_budgets,
     trim_at_delimiter,
 )
+from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import SearchConfig
+from ..errors import ControllerError
 from ..paths import ASSETS
-from .policy import (KNOB_RANGES, KNOBS, ControllerError, ControllerNet, LearnedController, load_checkpoint,
-                     save_checkpoint, squash, unsquash)
+from .policy import (KNOB_RANGES, KNOBS, ControllerNet, LearnedController, load_checkpoint, save_checkpoint, squash,
+                     unsquash)
 
 DEFAULT_CHECKPOINT = ASSETS / "auats-controller"
 ABLATION_CHECKPOINT = ASSETS / "auats-controller-no-uncertainty"
@@ -28,5 +29,5 @@ def load_controller(path: str | Path | None, config: SearchConfig | None = None)
     return LearnedController(net, uncertainty_features=uncertainty)
 
 
-__all__ = ["load_controller", "LearnedController", "ControllerNet", "ControllerError", "KNOBS", "KNOB_RANGES",
+__all__ = ["load_controller", "LearnedController", "ControllerNet", "KNOBS", "KNOB_RANGES",
            "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT", "ABLATION_CHECKPOINT"]

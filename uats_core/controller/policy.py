@@ -15,12 +15,13 @@ from typing import Mapping, Sequence
 import torch
 from torch import nn
 
-from ..methods.uats import STATE_FEATURES, Knobs
+from ..errors import ControllerError
+from ..methods.uats import BETA_MAX, STATE_FEATURES, Knobs
 
 KNOBS = ("beta", "gamma", "tau", "delta", "nu1", "nu2")
 # (low, high, log-scale). β and γ scale B and C; compute matching is enforced downstream whatever they say.
 KNOB_RANGES: dict[str, tuple[float, float, bool]] = {
-    "beta": (0.0, 3.0, False),
+    "beta": (0.0, BETA_MAX, False),
     "gamma": (0.5, 1.5, False),
     "tau": (1e-4, 3e-2, True),
     "delta": (0.0, 0.2, False),
@@ -28,14 +29,6 @@ KNOB_RANGES: dict[str, tuple[float, float, bool]] = {
     "nu2": (0.05, 1.0, False),
 }
 UNCERTAINTY_FEATURES = ("mean_sigma", "max_sigma")
-
-
-class ControllerError(ValueError):
-    """A checkpoint that cannot be used: names the file and the fix."""
-
-    def __init__(self, path: str | Path, message: str) -> None:
-        self.field = "controller"
-        super().__init__(f"controller checkpoint {path}: {message}")
 
 
 def feature_names(uncertainty_features: bool) -> tuple[str, ...]:

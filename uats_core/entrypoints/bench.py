@@ -21,24 +21,23 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from uats_core.config import ConfigError
 from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
+from uats_core.entrypoints.bench_timing import measure, spread, summary, timed
+from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
+from uats_core.problems import SHIPPED_DATASETS
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ASSETS
-MATH500 = ROOT.parent / "shared" / "data" / "math500.jsonl"
+MATH500 = SHIPPED_DATASETS["math500"]
 
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules: name -> the function that adds their parser.
@@ -71,41 +70,6 @@ def subcommand(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], N
         return fn
 
     return register
-
-
-# -- timing helpers ---------------------------------------------------------------------------------------
-def timed(fn: Callable[[], Any]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process). On shared cores the CPU time is far steadier than the wall
-    time; with --threads 1 it is the work done (with more threads it also counts OpenMP spin-waiting)."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
-def measure(variants: dict[str, Callable[[], Any]], repeats: int, setup: Callable[[str], None] | None = None,
-            warmup: bool = False) -> dict[str, dict[str, list[float]]]:
-    """Run every variant once per round, `repeats` rounds, interleaved: other processes on the shared cores then
-    slow all variants alike, and the minimum over rounds is the least-disturbed run (reference.md §6).
-    warmup: one untimed round first (first calls at a new shape pay for allocation and kernel selection)."""
-    times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in variants}
-    for round_ in range(repeats + int(warmup)):
-        for name, fn in variants.items():
-            if setup is not None:
-                setup(name)
-            wall, cpu = timed(fn)
-            if round_ >= int(warmup):
-                times[name]["wall"].append(wall)
-                times[name]["cpu"].append(cpu)
-    return times
-
-
-def summary(t: dict[str, list[float]]) -> dict[str, float]:
-    return {"min_s": min(t["wall"]), "median_s": statistics.median(t["wall"]), "spread": _spread(t["wall"]),
-            "cpu_min_s": min(t["cpu"])}
-
-
-def _spread(ts: list[float]) -> float:
-    return (max(ts) - min(ts)) / min(ts) if min(ts) > 0 else 0.0
 
 
 # -- prm ---------------------------------------------------------------------------------------------------
@@ -415,7 +379,7 @@ def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
     res = {"policy": args.policy, "prm": args.prm, "batch": args.batch, "depth": args.depth,
            "step_s": step_s, "prm_pass_s": pass_s, "c": step_s / pass_s,
            "tokens_per_step": float(np.mean(gen_tokens)) / args.batch,
-           "spread_step": _spread([t[0] for t in gen_times]), "spread_pass": _spread([t[0] for t in pass_times])}
+           "spread_step": spread([t[0] for t in gen_times]), "spread_pass": spread([t[0] for t in pass_times])}
     print(f"one generated step: {step_s:.3f}s ({res['tokens_per_step']:.1f} tokens avg, batch {args.batch}); "
           f"one PRM pass: {pass_s:.3f}s; c = {res['c']:.1f}  (spreads {res['spread_step']:.0%}, {res['spread_pass']:.0%})")
     print(f"use: SearchConfig(cost_ratio={res['c']:.1f})")

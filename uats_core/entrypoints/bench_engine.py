@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from uats_core.config import SearchConfig
 from uats_core.events import Event
+from uats_core.limits import check_limits
 
 
 class _TimedSubscriber:
@@ -42,7 +43,8 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(str(Path(tmp) / "bench.db"))
         for method in methods:
-            cfg = SearchConfig(method=method, budget=budget, seed=seed)
+            cfg = SearchConfig(method=method, budget=budget, seed=seed).validate()
+            check_limits(cfg)
             run_search(problem, cfg, pol, rm)  # warm-up: first-call allocations, lazy imports
             plain, logged, inside, nodes = [], [], [], 0
             for _ in range(repeats):

@@ -21,7 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from uats_core.calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
-from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES, ConfigError, parse_dropout_mode
+from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES, parse_dropout_mode
+from uats_core.errors import ConfigError
 from uats_core.estimation import auroc, logits
 
 MODES = ("full", "last:2", "head")
@@ -148,7 +149,7 @@ def _check(args: argparse.Namespace) -> None:
 def cost_ratio(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, repeats: int) -> dict[str, float]:
     """Time of K passes in `mode` over one deterministic pass, both on the same steps, interleaved."""
     from uats_core.backends.mc_dropout import DropoutSpec
-    from uats_core.entrypoints.bench import measure, summary
+    from uats_core.entrypoints.bench_timing import measure, summary
 
     spec = DropoutSpec.parse(mode, p)
     # the search's deterministic pass (PRM.score: dropout off, no noisy copies) against K passes in `mode`

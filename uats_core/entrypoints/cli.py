@@ -13,14 +13,17 @@ import re
 import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
-from uats_core.problems import Problem, ProblemError, find_problem, load_problems
+from uats_core.problems import Problem, check_question, find_problem, load_problems
 
 log = logging.getLogger("uats_core")
 
 DEFAULT_DB = "runs/uats.db"
+TRUST_HELP = ("allow trust_remote_code=true in --policy-opt/--prm-opt: transformers then runs the Python code that comes "
+              "with the model (only for models whose code you trust)")
 DEFAULT_PROBLEM = "arith-test-0"
 _CONFIG_HELP = {
     "budget": "N: REBASE's width; the matched-compute budget of every method",
@@ -69,18 +72,28 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from storage import check_location
+    """Everything the user gave is checked before a model loads, and the run log is opened only after the
+    problem is known to fit the models: a refused search leaves no file and no run behind."""
+    from storage import check_location, check_run_fields
 
-    from uats_core.config import parse_options as parse_opts
+    from uats_core.limits import check_prompt_fits
+    from uats_core.paths import WORLD_POLICY, WORLD_PRM
     from uats_core.runner import prepare_search
 
     cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
     config = SearchConfig(**cfg_fields).validate()
     problem = resolve_problem(args.problem, args.dataset)
-    check_location(args.db)  # a typo in the location should not cost a model load; the file is made after the load
-    search = prepare_search(config, policy=args.policy, prm=args.prm, prm_kind=args.prm_kind,
-                            policy_opts=parse_opts(args.policy_opt, "policy-opt"),
-                            prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None)
+    check_question(problem.question)
+    policy_opts, prm_opts = model_options(args)
+    # the run's row as the run log will hold it (the models record their name, by default their spec)
+    check_run_fields(method=config.method, problem_id=problem.id, question=problem.question, gold_answer=problem.answer,
+                     seed=config.seed, config=config.to_dict(),
+                     policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
+                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM))
+    check_location(args.db)  # a typo or a wrong password should not cost a model load; the file is made later
+    search = prepare_search(config, policy=args.policy, prm=args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts,
+                            prm_opts=prm_opts, world_problem=args.dataset is None)
+    check_prompt_fits(problem.question, search.policy, search.prm)
     note = search.tau_note  # τ is resolved before any model loads, so a bad --tau costs no load
     if note:
         print(f"τ = {search.config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
@@ -143,19 +156,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """--policy-opt and --prm-opt parsed; options that run a model's own code only with --trust-remote-code."""
+    from uats_core.config import check_code_options, parse_options
+
+    policy_opts, prm_opts = parse_options(args.policy_opt, "policy-opt"), parse_options(args.prm_opt, "prm-opt")
+    check_code_options(policy_opts, "policy_opts", args.trust_remote_code)
+    check_code_options(prm_opts, "prm_opts", args.trust_remote_code)
+    return policy_opts, prm_opts
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from uats_core.config import parse_options as parse_opts
     from uats_core.doctor import run_doctor
 
-    found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=parse_opts(args.policy_opt, "policy-opt"),
-                       prm_opts=parse_opts(args.prm_opt, "prm-opt"), world_problem=args.dataset is None,
-                       gpu_bytes=int(args.gpu_gib * 2**30) if args.gpu_gib else None)
+    policy_opts, prm_opts = model_options(args)
+    found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
+                       world_problem=args.dataset is None, gpu_bytes=int(args.gpu_gib * 2**30) if args.gpu_gib else None)
     return 1 if found else 0
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts of
-    the cells it holds without them (recorded before the ledger kept them)."""
+    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts and
+    final solutions of the cells it holds without them (recorded before the ledger kept them)."""
     from storage.results_ledger import ResultsLedger
     from uats_core.entrypoints.eval.run import sync_run_log
 
@@ -163,12 +185,13 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     for run_log in args.run_logs:
         if "://" not in run_log and not os.path.exists(run_log):
             raise ConfigError("run_logs", f"no run log at {run_log!r}; give a SQLite path or SQLAlchemy URL")
-    before = len(ledger.traces())
+    before = len(ledger.traces()), len(ledger.candidates())
     for run_log in args.run_logs:
         added = sync_run_log(ledger, run_log, args.code_version, fill=True)
         print(f"{run_log}: {added} cells added")
-    after = len(ledger.traces())
-    print(f"{args.ledger}: {len(ledger.keys())} cells, {after} with duplicate counts ({after - before} more)")
+    after = len(ledger.traces()), len(ledger.candidates())
+    print(f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
+          f"{after[1]} with final solutions ({after[1] - before[1]} more)")
     return 0
 
 
@@ -184,6 +207,7 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
                         "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')")
     p.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")
+    p.add_argument("--trust-remote-code", action="store_true", help=TRUST_HELP)
 
 
 def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str]:
@@ -237,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("search", help="search one problem and log it")
     s.add_argument("--problem", help=f"problem id (default {DEFAULT_PROBLEM}), or an index into --dataset")
-    s.add_argument("--dataset", help="a .jsonl file (MATH-500, AIME 2024) or a hub name (math500, aime24)")
+    s.add_argument("--dataset", help="a shipped problem set (math500, aime24) or a .jsonl file")
     _add_model_flags(s)
     s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     s.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -21,11 +21,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
-from storage.eval_results import engine_of, load_nodes, load_results
+from storage.eval_results import report_inputs
 from uats_core.report import Report, assemble_report, write_report
 
 __all__ = ["build_report", "report_from_ledger", "write_report", "main"]
@@ -37,8 +36,7 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
                  pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None) -> Report:
     """Every figure and table of the evaluation in `store_or_url` (a RunStore, an engine, a path or URL);
     the keywords are uats_core.report.assemble_report's."""
-    engine = engine_of(store_or_url)
-    return assemble_report(load_results(engine), partial(load_nodes, engine), common_problems=common_problems,
+    return assemble_report(*report_inputs(store_or_url), common_problems=common_problems,
                            confidence=confidence, roles=roles, fig2=fig2, max_fig2_runs_per_pair=max_fig2_runs_per_pair,
                            tau=tau, methods=methods, pairs=pairs, budgets=budgets)
 
@@ -50,7 +48,8 @@ def report_from_ledger(folder: str | Path, **kw: Any) -> Report:
     ledger = ResultsLedger(folder)
     if not ledger.results_path.exists():
         raise ValueError(f"ledger: no {RESULTS_FILE} in {folder!r}; run python -m uats_core.eval --ledger {folder} first")
-    return assemble_report(ledger.results(), steps=ledger.steps(), traces=ledger.traces(), **kw)
+    traces = ledger.traces().merge(ledger.candidates(), on="cell_key", how="left")
+    return assemble_report(ledger.results(), steps=ledger.steps(), traces=traces, **kw)
 
 
 def _parser() -> argparse.ArgumentParser:

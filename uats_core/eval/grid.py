@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import ConfigError, SearchConfig
-from ..methods import METHODS
+from ..config import METHODS, UATS_METHODS, SearchConfig
+from ..errors import ConfigError, ProblemError
+from ..limits import check_limits
 from ..paths import ASSETS
-from ..problems import Problem, ProblemError, load_problems
+from ..problems import Problem, load_problems
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +38,15 @@ BUILTIN_MODELS: dict[str, str] = {
 # policy B's (other words, result first) are not. Reports label the pairs with this.
 BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
 
-UATS_METHODS = ("h-uats", "a-uats")
 _UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode", "uncertainty",
-                "uncertainty_space", "child_score", "child_sigma_weight"}
+                "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"}
 # Which config fields can change which method's result. A field missing here changes every method.
 FIELD_METHODS: dict[str, tuple[str, ...]] = {
     **{f: UATS_METHODS for f in _UATS_FIELDS},
     "controller": ("a-uats",),
     "controller_uncertainty_features": ("a-uats",),
     "rebase_temperature": ("rebase", "dora"),
+    "rebase_scoring": ("rebase",),
     "dora_similarity_temperature": ("dora",),
     "beam_width": ("beam", "dvts"),
     "weighted": ("best-of-n",),
@@ -55,7 +56,14 @@ _AXIS_FIELDS = {"method", "budget", "seed"}
 _DEFAULTS = SearchConfig()
 
 
-def relevant(field_name: str, method: str) -> bool:
+# The MC-dropout fields that matter to REBASE too once it scores with the MC mean (rebase_scoring=mc).
+REBASE_MC_FIELDS = ("k0", "dropout_p", "dropout_mode")
+
+
+def relevant(field_name: str, method: str, values: Mapping[str, Any] | None = None) -> bool:
+    """Whether a config field can change this method's result, given the cell's other settings `values`."""
+    if method == "rebase" and field_name in REBASE_MC_FIELDS and (values or {}).get("rebase_scoring") == "mc":
+        return True
     return method in FIELD_METHODS.get(field_name, METHODS)
 
 
@@ -237,7 +245,7 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------- problems
 def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test") -> tuple[str, list[Problem]]:
-    """(dataset label, the first n problems): the arithmetic world's split, or a .jsonl file / hub name."""
+    """(dataset label, the first n problems): the arithmetic world's split, a shipped set's name or a .jsonl file."""
     if dataset:
         problems = load_problems(dataset)
         label = Path(dataset).stem if (dataset.endswith(".jsonl") or Path(dataset).exists()) else dataset
@@ -278,7 +286,7 @@ def _variants(method: str, spec: GridSpec) -> list[tuple[tuple[str, Any], ...]]:
                 elif method == "h-uats":
                     values["reeval_share"] = 0.0
             canon = tuple(sorted((k, v) for k, v in values.items()
-                                 if relevant(k, method) and getattr(_DEFAULTS, k) != v))
+                                 if relevant(k, method, values) and getattr(_DEFAULTS, k) != v))
             if canon not in out:
                 out.append(canon)
     return out
@@ -313,9 +321,14 @@ def validate_cells(items: Sequence[WorkItem]) -> None:
             continue
         seen.add(sig)
         cfg = c.config()
-        cfg.validate()
-        if c.method in UATS_METHODS:
-            width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
+        try:
+            check_limits(cfg.validate())  # UATS's affordability too
+        except ConfigError as exc:  # the grid's flag for the budget is --budgets
+            if exc.field != "budget":
+                raise
+            raise ConfigError("budgets", f"{c.method}: {str(exc).partition(': ')[2]}") from None
+        if cfg.rebase_scoring == "mc":  # REBASE on K0 MC passes: a child costs c+K0 passes, as a UATS child does
+            width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, 0.0)
             if width < 1:
                 raise ConfigError("budgets", f"N={cfg.budget} cannot pay for one {c.method} child at K0={cfg.k0} "
                                              f"(c+K0={cfg.cost_ratio + cfg.k0:g} > N(c+1)={cfg.budget * (cfg.cost_ratio + 1):g})")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import ConfigError, SearchConfig
+from ..config import SearchConfig
+from ..errors import ConfigError
 from .base import SearchCancelled, SearchContext, SearchMethod
 from .beam import BeamSearch
 from .best_of_n import BestOfN
@@ -13,11 +14,8 @@ from .dvts import DVTS
 from .rebase import Rebase
 from .uats import AUATS, UATS, Knobs
 
-REGISTRY: dict[str, type[SearchMethod]] = {
-    "best-of-n": BestOfN, "beam": BeamSearch, "dvts": DVTS, "rebase": Rebase, "dora": Dora,
-    "h-uats": UATS, "a-uats": AUATS,
-}
-METHODS: tuple[str, ...] = tuple(REGISTRY)
+# By each class's name, in config.METHODS' order (tests/test_engine_logic.py checks the two agree).
+REGISTRY: dict[str, type[SearchMethod]] = {cls.name: cls for cls in (BestOfN, BeamSearch, DVTS, Rebase, Dora, UATS, AUATS)}
 
 
 def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
@@ -30,4 +28,4 @@ def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
     return cls(config)
 
 
-__all__ = ["METHODS", "REGISTRY", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]
+__all__ = ["REGISTRY", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]

@@ -6,6 +6,8 @@
 4. children N_i = Round(C·softmax(R̄/ν2)) over all candidates (SearchConfig.child_score may let OOD
    candidates compete with R̂ or R̄ + κσ instead: not in the paper, off by default).
 Round is the largest-remainder method (allocation.largest_remainder): it conserves B and C exactly.
+SearchConfig.prm_scoring='single' is the paper's "w/o Uncert." ablation: one deterministic pass a candidate
+(R̄ = R̂ = its score), no gate and no B, so every unit of N(c+1) buys children at c+1 each.
 
 u is the gated statistic (estimation.OODGate). The default, σ² of the passes' scores, is the paper's reading:
 it defines σ_R as the sample variance and its τ = 0.003 is on that scale, although its rule is written
@@ -26,13 +28,15 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..allocation import child_scores, largest_remainder, softmax
-from ..config import ConfigError, SearchConfig, tau_auto_quantile
+from ..config import SearchConfig, tau_auto_quantile
+from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
-from ..spending import SpendingRule, spending_rule
+from ..spending import SpendingRule, check_affordable, config_spending
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
+BETA_MAX = 3.0  # the most A-UATS's controller may scale the re-evaluation budget B by (H-UATS: β = 1)
 
 @dataclass(frozen=True)
 class Knobs:
@@ -86,18 +90,16 @@ class UATS(SearchMethod):
         if tau_auto_quantile(cfg.tau) is not None:
             raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
                                      "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
-        spending = spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, cfg.k0, cfg.reeval_share)
-        if not spending.can_start():
-            raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
-                                        f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
-                                        "or lower k0")
+        check_affordable(cfg)  # check_limits did too; here for a search started without run_search
+        single = cfg.prm_scoring == "single"  # one deterministic pass a child: no σ², no gate, nothing to re-evaluate
+        spending = config_spending(cfg)
         total = spending.step_cap * cfg.max_iterations
         finals: list[Node] = []
         new: list[Node] = []
         for t in range(1, cfg.max_iterations + 1):
             ctx.begin_iteration(t)
             candidates = active(new)
-            if candidates:
+            if candidates and not single:
                 ctx.refresh_ucb(candidates, t, cfg.alpha)
             state = step_state(candidates, t, ctx.cost_total, total, cfg.max_iterations)
             knobs = self.knobs(state)
@@ -108,10 +110,13 @@ class UATS(SearchMethod):
             else:
                 decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_budget, spending)
             new = ctx.expand(frontier, t)
-            ctx.mc_score(new, cfg.k0, t, cfg.alpha)
-            gate = OODGate.from_config(cfg, tau=knobs.tau)
-            for node in new:
-                node.ood = gate.is_ood(node)
+            if single:
+                ctx.score(new, t)
+            else:
+                ctx.mc_score(new, cfg.k0, t, cfg.alpha)
+                gate = OODGate.from_config(cfg, tau=knobs.tau)
+                for node in new:
+                    node.ood = gate.is_ood(node)
             done = terminal(new)
             finals.extend(done)
             spending.settle(ctx.cost_step, len(done))
@@ -127,9 +132,12 @@ class UATS(SearchMethod):
         """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
         cfg = self.config
         means = [float(n.mean) for n in candidates]
-        gate = OODGate.from_config(cfg, tau=knobs.tau)
-        ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
-                                                   [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
+        if cfg.prm_scoring == "single":  # one pass: no spread to gate on, R̂ is R̄
+            ood, chosen, reference = [False] * len(candidates), [], None
+        else:
+            gate = OODGate.from_config(cfg, tau=knobs.tau)
+            ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
+                                                       [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
         for node, is_ood in zip(candidates, ood):
             node.ood = is_ood
         before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
@@ -139,7 +147,9 @@ class UATS(SearchMethod):
             extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
-        scores = child_scores([float(n.mean) for n in candidates], [float(n.ucb) for n in candidates],
+        # R̄ after the extra passes: the children follow the re-evaluated means
+        scores = child_scores([float(n.mean) for n in candidates],
+                              [float(n.mean if n.ucb is None else n.ucb) for n in candidates],
                               [n.var for n in candidates], [bool(n.ood) for n in candidates],
                               cfg.child_score, cfg.child_sigma_weight)
         counts = largest_remainder(softmax(scores, knobs.nu2), width)

@@ -14,10 +14,12 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..config import SearchConfig
+from .aggregation import aggregation_markdown, aggregation_table
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
+from .ladder import ladder_markdown, ladder_table
 from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import (curves, mean_over_budgets, paired_differences, restrict_common, same_problems_across_variants,
-                    spend_against_rebase, variant_differences)
+from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
+                    restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
 from .steps import NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
                      spend_markdown, table4_markdown, variant_markdown)
@@ -65,7 +67,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     tables (DataFrames): results (one row per cell), curves, table4, pass_table4, prm_summary;
     markdown: table4 / per-budget / Pass@N / cost / PRM / ablation tables, ready for docs.
     load_nodes: run ids -> their nodes, for the Figure 2 analysis and the duplicates table (both skipped without
-    it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them).
+    it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them),
+    traces with a `solutions` column where final solutions are known (the answer aggregation table).
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -85,7 +88,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     _add_notes(rep, raw, df)
     cur = curves(df, confidence)
     rep.tables["curves"] = cur
-    _add_tables(rep, df, cur, roles, confidence)
+    _add_tables(rep, df, cur, roles, confidence, raw)
     _add_figures(rep, df, cur, roles, confidence)
     if fig2 and (load_nodes is not None or steps is not None):
         if steps is None:
@@ -102,6 +105,11 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         rep.tables["duplicates"] = dup
         if text := duplicates_markdown(dup, roles):
             rep.markdown["Duplicate candidates"] = text
+    has_finals = traces is not None and "solutions" in traces
+    agg = aggregation_table(df, traces[traces["solutions"].notna()] if has_finals else None, confidence)
+    rep.tables["aggregation"] = agg
+    if text := aggregation_markdown(agg, roles):
+        rep.markdown["Answer aggregation"] = text
     return rep
 
 
@@ -113,10 +121,13 @@ def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
     if bool(raw["batched"].any()):
         rep.notes.append(f"{int(raw['batched'].sum())} cells ran under cross-problem batching (valid samples, but "
                          "not reproducible alone: their RNG draws were shared with co-scheduled searches)")
-    rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems")
+    rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems, shown from "
+                     f"{MIN_REPLICATES} seeds up (fewer give an interval wider than it is informative: "
+                     "the cell then says how many seeds it has)")
 
 
-def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
+def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float,
+                raw: pd.DataFrame) -> None:
     mob = mean_over_budgets(df, "correct", confidence)
     rep.tables["table4"] = mob
     pob = mean_over_budgets(df, "pass_at_n", confidence)
@@ -124,6 +135,10 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     base = cur[cur["variant"] == "base"]
     for key, text in table4_markdown(mob[mob["variant"] == "base"], roles).items():
         rep.markdown[f"Table 4 layout: {key}"] = text
+    bob = mean_over_budgets(df, "naive_correct", confidence)  # the answer of the single best-scored candidate
+    rep.tables["table4_best_score"] = bob
+    for key, text in table4_markdown(bob[bob["variant"] == "base"], roles, "accuracy with the best final score as the answer").items():
+        rep.markdown[f"Table 4 layout, best final score: {key}"] = text
     for key, text in per_budget_markdown(base, roles, "acc").items():
         rep.markdown[f"Accuracy by budget (%): {key}"] = text
     for key, text in per_budget_markdown(base, roles, "pass_at_n").items():
@@ -145,9 +160,15 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     if text := variant_markdown(vdiff, roles):
         rep.markdown["Variants, paired"] = text
     abl_df = same_problems_across_variants(df)
-    abl = ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles) if len(abl_df) else ""
+    abl = (ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles,
+                          base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
     if abl:
         rep.markdown["Ablations"] = abl
+    # every finished cell: the steps pair cells one by one, so a rung still running needs no common problem set
+    ladder = ladder_table(raw, confidence)
+    rep.tables["ladder"] = ladder
+    if text := ladder_markdown(ladder, roles):
+        rep.markdown["Ablation ladder"] = text
 
 
 def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:

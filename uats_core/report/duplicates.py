@@ -7,8 +7,11 @@ keeps the weight of one, while one-off steps keep theirs."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
+from ..tree import TERMINAL
 from .stats import sort_by_method
 from .tables import markdown_table, pair_name
 
@@ -18,8 +21,10 @@ COUNT_COLUMNS = ["n_candidates", "n_distinct", "steps", "candidates_per_step", "
 def trace_counts(nodes: pd.DataFrame) -> pd.DataFrame:
     """Per run: scored candidates (every node but the question), distinct traces among them, the number of
     depths, and the mean candidates and distinct traces per depth. nodes: run_id, node_id, parent_id, depth,
-    step (storage.eval_results.load_nodes)."""
+    step (storage.eval_results.load_nodes). With the nodes' status, answer, mean and correct, also `solutions`:
+    the run's final solutions (final_solutions)."""
     rows = []
+    with_finals = {"status", "answer", "mean", "correct"} <= set(nodes.columns)
     for run_id, g in nodes.groupby("run_id", sort=False):
         g = g.sort_values(["depth", "node_id"])
         trace: dict[int, int] = {}
@@ -36,11 +41,30 @@ def trace_counts(nodes: pd.DataFrame) -> pd.DataFrame:
             per_depth[int(depth)] = (count + 1, seen)
         if not per_depth:
             continue
-        rows.append({"run_id": run_id, "n_candidates": sum(c for c, _ in per_depth.values()), "n_distinct": len(ids),
-                     "steps": len(per_depth),
-                     "candidates_per_step": sum(c for c, _ in per_depth.values()) / len(per_depth),
-                     "distinct_per_step": sum(len(s) for _, s in per_depth.values()) / len(per_depth)})
-    return pd.DataFrame(rows, columns=["run_id", *COUNT_COLUMNS])
+        row = {"run_id": run_id, "n_candidates": sum(c for c, _ in per_depth.values()), "n_distinct": len(ids),
+               "steps": len(per_depth), "candidates_per_step": sum(c for c, _ in per_depth.values()) / len(per_depth),
+               "distinct_per_step": sum(len(s) for _, s in per_depth.values()) / len(per_depth)}
+        if with_finals:
+            row["solutions"] = final_solutions(g, trace)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run_id", *COUNT_COLUMNS] + (["solutions"] if with_finals else []))
+
+
+def final_solutions(nodes: pd.DataFrame, trace: dict[int, int]) -> str:
+    """One run's terminal candidates with an answer (what its vote and Pass@N read), as the distinct final
+    solutions among them in node order: a JSON list of [answer, correct, copies, sum of the copies' final scores,
+    their highest score]. `trace`: node id -> its distinct trace (two copies of a solution share it). Enough to
+    recompute every aggregation (uats_core.grading.tally) without the run log."""
+    finals = nodes[nodes["status"].isin(TERMINAL) & nodes["answer"].notna()].sort_values("node_id")
+    out: dict[int, list] = {}
+    for node_id, answer, correct, mean in zip(finals["node_id"], finals["answer"], finals["correct"], finals["mean"]):
+        score = 0.0 if pd.isna(mean) else float(mean)  # as the search's vote reads it
+        entry = out.setdefault(trace[int(node_id)], [str(answer), None if pd.isna(correct) else bool(correct), 0,
+                                                     0.0, float("-inf")])
+        entry[2] += 1
+        entry[3] += score
+        entry[4] = max(entry[4], score)
+    return json.dumps([[a, c, n, round(s, 6), round(m, 6)] for a, c, n, s, m in out.values()], separators=(",", ":"))
 
 
 def duplicates_table(results: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ def write_report(rep: Report, out_dir: str | Path, *, png: bool = True) -> list[
     md = out / "tables.md"
     md.write_text(rep.summary_markdown(), encoding="utf-8")
     written.append(md)
-    for name in ("results", "curves", "table4", "pass_table4", "paired_differences", "variant_differences", "spend", "duplicates",
+    for name in ("results", "curves", "table4", "pass_table4", "paired_differences", "variant_differences", "spend", "duplicates", "aggregation", "ladder",
                  "prm_summary"):
         t = rep.tables.get(name)
         if t is not None and len(t):

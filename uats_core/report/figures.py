@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .stats import UATS, method_key
+from ..config import UATS_METHODS
+from .stats import method_key, shown_half
 from .tables import pair_name
 
 COLORS = {"best-of-n": "#7f7f7f", "beam": "#1f77b4", "dvts": "#17becf", "rebase": "#2ca02c", "dora": "#bcbd22",
@@ -41,7 +42,8 @@ def fig_curves(cur: pd.DataFrame, x: str, y: str, title: str, roles: dict[str, s
                      "<br>%{customdata[1]} problems × %{customdata[2]} seeds<extra></extra>")
             fig.add_trace(go.Scatter(x=h[x], y=h[y], mode="lines+markers", name=method, legendgroup=method,
                                      showlegend=j == 1, line=dict(color=color),
-                                     error_y=dict(type="data", array=h[y + "_half"].fillna(0), visible=True),
+                                     error_y=dict(type="data", array=shown_half(h[y + "_half"], h["n_seeds"]).fillna(0),
+                                                  visible=True),
                                      customdata=custom, hovertemplate=hover), row=1, col=j)
             if dashed_extra:
                 fig.add_trace(go.Scatter(x=h[x], y=h[dashed_extra], mode="lines", name=f"{method} Pass@N",
@@ -106,7 +108,7 @@ def fig_prm(steps: pd.DataFrame, summary: pd.DataFrame, roles: dict[str, str], t
 def fig_ablation(cur: pd.DataFrame, roles: dict[str, str]) -> Any | None:
     from plotly.subplots import make_subplots
 
-    g = cur[cur["method"].isin(UATS)]
+    g = cur[cur["method"].isin(UATS_METHODS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return None
     go = _go()
@@ -123,7 +125,8 @@ def fig_ablation(cur: pd.DataFrame, roles: dict[str, str]) -> Any | None:
                 fig.add_trace(go.Scatter(x=h["budget"], y=h["acc"], mode="lines+markers", name=f"{method} {v}",
                                          legendgroup=f"{method} {v}", showlegend=j == 1,
                                          line=dict(color=COLORS.get(method), dash=dashes[i % len(dashes)]),
-                                         error_y=dict(type="data", array=h["acc_half"].fillna(0), visible=True)),
+                                         error_y=dict(type="data", visible=True,
+                                                      array=shown_half(h["acc_half"], h["n_seeds"]).fillna(0))),
                               row=1, col=j)
         fig.update_xaxes(type="log", title_text="N (budget)", row=1, col=j)
     fig.update_yaxes(title_text="accuracy", row=1, col=1)

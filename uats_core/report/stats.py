@@ -3,7 +3,8 @@ figure reads. No SQL here: the rows come from storage.eval_results, one per fini
 
 Intervals: per seed, the accuracy over problems; then the mean over seeds ± t(0.975, s−1)·sd/√s, the
 Student-t interval with s = number of seeds (problems are shared by all seeds, so seeds are the
-replicates). With one seed there is no interval (shown as ±nan). Comparisons use, per (dataset, pair,
+replicates). Tables and figures show an interval only from MIN_REPLICATES values up (shown_half); the
+half-width itself is kept in the tables' frames. Comparisons use, per (dataset, pair,
 variant), only the problems for which every (method, budget, seed) cell of that group has finished, so an
 unfinished grid never compares methods on different problems.
 """
@@ -16,18 +17,24 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-METHOD_ORDER = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
+from ..config import METHODS, UATS_METHODS
+
+# Fewer values give an interval that says nothing: from 2 seeds the 95% t-interval is 12.7 standard errors wide
+# on each side (t(0.975, 1)), e.g. "37.5 ± 476.5" points of accuracy. Such a cell shows its mean and why no ±.
+MIN_REPLICATES = 3
 
 
-TERMINAL = ("finished", "truncated")  # node statuses that end a candidate solution
-
-
-UATS = ("h-uats", "a-uats")
+def shown_half(half: Any, n: Any) -> Any:
+    """The half-width where it means something (n >= MIN_REPLICATES values behind it), else nan. Scalars or
+    aligned pandas Series."""
+    if isinstance(half, pd.Series):
+        return half.where(pd.Series(n, index=half.index) >= MIN_REPLICATES)
+    return half if n is not None and n >= MIN_REPLICATES else float("nan")
 
 
 def method_key(m: str) -> int:
     """Sort key: the paper's method order, unknown methods last."""
-    return METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER)
+    return METHODS.index(m) if m in METHODS else len(METHODS)
 
 
 def sort_by_method(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -142,7 +149,7 @@ def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
 def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
     """UATS rows only; per (dataset, pair, method), the problems finished in every variant of it, so an
     ablation compares like with like (the base grid usually covers more problems than an ablation run)."""
-    return complete_problems(df[df["method"].isin(UATS)], ["dataset", "pair", "method"], ["variant"])
+    return complete_problems(df[df["method"].isin(UATS_METHODS)], ["dataset", "pair", "method"], ["variant"])
 
 
 def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -167,6 +174,25 @@ def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return sort_by_method(out, ["dataset", "variant", "pair", "method", "budget"])
 
 
+def base_on_variant_cells(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """For each UATS variant run on fewer (budget, seed) cells than its method's base, the base's mean over budgets
+    on exactly the variant's (problem, budget, seed) cells (mean_over_budgets rows, labelled with the variant), so
+    a narrower ablation is set beside its base like for like."""
+    rows = []
+    uats = df[df["method"].isin(UATS_METHODS)]
+    for (dataset, pair, method), g in uats.groupby(["dataset", "pair", "method"], sort=False):
+        base = g[g["variant"] == "base"]
+        base_axes = set(zip(base["budget"], base["seed"]))
+        for variant, v in g[g["variant"] != "base"].groupby("variant", sort=False):
+            if set(zip(v["budget"], v["seed"])) >= base_axes:
+                continue
+            cells = set(zip(v["problem_id"], v["budget"], v["seed"]))
+            same = base[[c in cells for c in zip(base["problem_id"], base["budget"], base["seed"])]]
+            if len(same):
+                rows.append(mean_over_budgets(same, "correct", confidence).assign(variant=variant))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
 def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: float = 0.95) -> pd.DataFrame:
     """Table 4's number: per seed, the mean over budgets of the accuracy over problems; then mean ± t over seeds."""
     rows = []
@@ -184,7 +210,7 @@ def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: flo
 def comparisons(methods: Iterable[str]) -> list[tuple[str, str]]:
     """The UATS methods against REBASE (the allocation they extend), and A-UATS against H-UATS."""
     present = set(methods)
-    out = [(m, "rebase") for m in UATS if m in present and "rebase" in present]
+    out = [(m, "rebase") for m in UATS_METHODS if m in present and "rebase" in present]
     if {"a-uats", "h-uats"} <= present:
         out.append(("a-uats", "h-uats"))
     return out
@@ -201,7 +227,7 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
         for x, y in comparisons(wide.columns):
             d = (wide[x].astype(float) - wide[y].astype(float)).dropna()
             if not d.empty:
-                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **_paired(d, confidence)})
+                rows.append({**dict(zip(keys, key)), "x": x, "y": y, **paired_summary(d, confidence)})
     out = pd.DataFrame(rows)
     return out.sort_values(keys, kind="stable").reset_index(drop=True) if len(out) else out
 
@@ -209,11 +235,13 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
 CELL = ["dataset", "pair", "budget", "problem_id", "seed"]  # one search of a method, across its variants
 
 
-def _paired(d: pd.Series, confidence: float) -> dict[str, Any]:
+def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
     """A paired difference indexed by (problem_id, seed): its mean with t-intervals over seeds and over problems."""
-    mean, seed_half = t_interval(d.groupby(level="seed").mean().tolist(), confidence)
-    _, problem_half = t_interval(d.groupby(level="problem_id").mean().tolist(), confidence)
-    return {"diff": mean, "half_seeds": seed_half, "half_problems": problem_half, "n_cells": int(len(d))}
+    per_seed, per_problem = d.groupby(level="seed").mean(), d.groupby(level="problem_id").mean()
+    mean, seed_half = t_interval(per_seed.tolist(), confidence)
+    _, problem_half = t_interval(per_problem.tolist(), confidence)
+    return {"diff": mean, "half_seeds": seed_half, "half_problems": problem_half, "n_cells": int(len(d)),
+            "n_seeds": int(len(per_seed)), "n_problems": int(len(per_problem))}
 
 
 def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -222,7 +250,7 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     reference's."""
     base = df[df["variant"] == "base"]
     rows = []
-    variants = df[df["method"].isin(UATS) & (df["variant"] != "base")]
+    variants = df[df["method"].isin(UATS_METHODS) & (df["variant"] != "base")]
     for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
         for ref_name in (method, "rebase"):
             ref = base[base["method"] == ref_name][[*CELL, "correct", "cost"]]
@@ -231,7 +259,7 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
                 d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
                     pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
                 rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair,
-                             "budget": budget, "reference": f"{ref_name} (base)", **_paired(d, confidence),
+                             "budget": budget, "reference": f"{ref_name} (base)", **paired_summary(d, confidence),
                              "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum())})
     out = pd.DataFrame(rows)
     return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)
@@ -245,7 +273,7 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
     paying for it to the cap, while UATS may have finished every chain long before)."""
     ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*CELL, "cost", "iterations"]]
     rows = []
-    for (dataset, method, variant), g in df[df["method"].isin(UATS)].groupby(["dataset", "method", "variant"],
+    for (dataset, method, variant), g in df[df["method"].isin(UATS_METHODS)].groupby(["dataset", "method", "variant"],
                                                                              sort=False):
         both = g[[*CELL, "cost", "iterations"]].merge(ref, on=CELL, suffixes=("", "_ref"))
         for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):

@@ -12,8 +12,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..estimation import auroc, is_ood
-from .stats import TERMINAL, UATS, wilson
+from ..config import UATS_METHODS
+from ..estimation import auroc, is_ood, mean_var
+from ..tree import TERMINAL
+from .stats import wilson
 
 NodeLoader = Callable[[list[str]], pd.DataFrame]  # run ids -> their nodes (run_id, node_id, parent_id, depth, ...)
 _CHUNK = 200  # runs per node query
@@ -83,9 +85,11 @@ def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str)
             continue
         passes = list(r.mc_scores or [])
         k0 = int(r.initial_passes or 0)
-        uats = meta["method"] in UATS and k0 >= 2
-        score = float(np.mean(passes[:k0])) if uats else float(passes[0] if passes else r.mean)
-        var0 = float(np.var(passes[:k0], ddof=1)) if uats else float("nan")
+        uats = meta["method"] in UATS_METHODS and k0 >= 2
+        if uats:  # the first K0 passes: what the search's OOD gate read
+            score, var0 = mean_var(passes[:k0])
+        else:
+            score, var0 = float(passes[0] if passes else r.mean), float("nan")
         label: bool | None = None
         if problem is not None:
             chain: list[str] = []

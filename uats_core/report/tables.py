@@ -8,14 +8,26 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from .stats import UATS, method_key
+from ..config import UATS_METHODS
+from .stats import MIN_REPLICATES, method_key, shown_half
 
 
-def mean_pm(m: float, h: float, scale: float = 100.0, digits: int = 1) -> str:
-    """'m ± h', scaled (100: a share as %) and rounded; '–' without a mean, no ± without an interval."""
+def _too_few(n: int, unit: str) -> str:
+    """Why a cell has no ±: the count behind it (e.g. 'no ±: 2 seeds')."""
+    return f"no ±: {int(n)} {unit if int(n) != 1 else unit.rstrip('s')}"
+
+
+def mean_pm(m: float, h: float, scale: float = 100.0, digits: int = 1, n: int | None = None,
+            unit: str = "seeds") -> str:
+    """'m ± h', scaled (100: a share as %) and rounded; '–' without a mean. `n`: the values behind the interval;
+    under MIN_REPLICATES the cell shows the mean and why there is no ± (every table formats intervals here)."""
     if m is None or (isinstance(m, float) and math.isnan(m)):
         return "–"
-    return f"{scale * m:.{digits}f}" + ("" if h is None or math.isnan(h) else f" ± {scale * h:.{digits}f}")
+    text = f"{scale * m:.{digits}f}"
+    if n is not None and n < MIN_REPLICATES:
+        return f"{text} ({_too_few(n, unit)})"
+    h = h if n is None else shown_half(h, n)
+    return text + ("" if h is None or math.isnan(h) else f" ± {scale * h:.{digits}f}")
 
 
 def span(values: pd.Series) -> str:
@@ -44,12 +56,13 @@ def table4_markdown(mob: pd.DataFrame, roles: dict[str, str], metric_name: str =
             cells = []
             for p in pairs:
                 hit = g[(g["method"] == m) & (g["pair"] == p)]
-                cells.append(mean_pm(hit["value"].iloc[0], hit["half"].iloc[0]) if len(hit) else "–")
+                cells.append(mean_pm(hit["value"].iloc[0], hit["half"].iloc[0], n=hit["n_seeds"].iloc[0])
+                             if len(hit) else "–")
             rows.append([m, *cells])
         info = g.iloc[0]
         title = (f"Mean {metric_name} (%) over N ∈ {{{info['budgets']}}}, {dataset}, variant {variant}; "
                  f"{span(g['n_problems'])} problems, {span(g['n_seeds'])} seeds, "
-                 "± = 95% t-interval over seeds")
+                 f"± = 95% t-interval over seeds (from {MIN_REPLICATES} seeds up)")
         out[f"{dataset}|{variant}"] = f"{title}\n\n" + markdown_table(["method", *[pair_name(p, roles) for p in pairs]], rows)
     return out
 
@@ -70,16 +83,20 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
                     if not len(hit):
                         cells.append("–")
                     elif col == "cost":
-                        cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], scale=1.0, digits=0))
+                        cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], scale=1.0, digits=0,
+                                             n=hit["n_seeds"].iloc[0]))
                     else:
-                        cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0]))
+                        cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], n=hit["n_seeds"].iloc[0]))
             rows.append([m, *cells])
         out[f"{dataset}|{variant}"] = markdown_table(header, rows)
     return out
 
 
-def _half(h: float) -> str:
-    """A paired difference's interval half-width in points, or '–' where one seed or problem gives none."""
+def half_text(h: float, n: int | None = None, unit: str = "seeds") -> str:
+    """A paired difference's interval half-width in points; '–' where there is none, and why where too few
+    seeds or problems (`n` of them) give none that means something."""
+    if n is not None and n < MIN_REPLICATES:
+        return f"– ({_too_few(n, unit)})"
     return "–" if math.isnan(h) else f"± {100 * h:.1f}"
 
 
@@ -89,7 +106,8 @@ def paired_markdown(pdiff: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
         return out
     for (dataset, variant), g in pdiff.groupby(["dataset", "variant"], sort=False):
         rows = [[pair_name(r.pair, roles), r.budget, f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
-                 _half(r.half_seeds), _half(r.half_problems)] for r in g.itertuples()]
+                 half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems")]
+                for r in g.itertuples()]
         out[f"{dataset}|{variant}"] = (
             "Accuracy difference in percentage points on the same (problem, seed) cells; 95% t-intervals over "
             "seeds and over problems\n\n"
@@ -101,7 +119,8 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
     if vdiff.empty:
         return ""
     rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.reference, f"{100 * r.diff:+.1f}",
-             _half(r.half_seeds), _half(r.half_problems), r.n_cells,
+             half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
+             r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
     return ("Each UATS variant against its method's base settings and against REBASE on the same (problem, seed) "
             "cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
@@ -128,7 +147,7 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
     out: dict[str, str] = {}
     for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
-        g = g[g["method"].isin(("rebase", *UATS))]
+        g = g[g["method"].isin(("rebase", *UATS_METHODS))]
         if "rebase" not in set(g["method"]) or len(set(g["method"])) < 2:
             continue  # nothing to set beside REBASE
         rows = []
@@ -136,8 +155,8 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
             ref = h[h["method"] == "rebase"]
             ref_cost = float(ref["cost"].iloc[0]) if len(ref) else math.nan
             for r in sorted(h.itertuples(), key=lambda r: method_key(r.method)):
-                rows.append([pair_name(pair, roles), budget, r.method, mean_pm(r.acc, r.acc_half),
-                             mean_pm(r.cost, r.cost_half, scale=1.0, digits=0),
+                rows.append([pair_name(pair, roles), budget, r.method, mean_pm(r.acc, r.acc_half, n=r.n_seeds),
+                             mean_pm(r.cost, r.cost_half, scale=1.0, digits=0, n=r.n_seeds),
                              "–" if not ref_cost > 0 else f"{r.cost / ref_cost:.2f}", r.n_problems])
         out[f"{dataset}|{variant}"] = (
             "Accuracy (%) and compute spent per search (PRM-pass units), mean ± 95% t-interval over seeds\n\n"
@@ -146,10 +165,11 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     return out
 
 
-def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
+def ablation_table(mob: pd.DataFrame, roles: dict[str, str], base_same: pd.DataFrame | None = None) -> str:
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
-    run at other budgets or seeds than its base says which: its mean is over those."""
-    g = mob[mob["method"].isin(UATS)]
+    run at other budgets or seeds than its base says which: its mean is over those, and `base_same`
+    (stats.base_on_variant_cells) gives the base's mean on the very same cells beside it."""
+    g = mob[mob["method"].isin(UATS_METHODS)]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
     pairs = list(dict.fromkeys(g["pair"]))
@@ -168,9 +188,17 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str]) -> str:
                 note = f"n={int(r['n_problems'])}"
                 if len(base) and r["budgets"] != base["budgets"].iloc[0]:
                     note += f"; N={r['budgets']}"
-                if len(base) and r["n_seeds"] != base["n_seeds"].iloc[0]:
-                    note += f"; {int(r['n_seeds'])} seed{'s' if r['n_seeds'] != 1 else ''}"
-                cells.append(f"{mean_pm(r['value'], r['half'])} ({note})")
+                if r["n_seeds"] < MIN_REPLICATES:
+                    note += f"; {_too_few(r['n_seeds'], 'seeds')}"
+                elif len(base) and r["n_seeds"] != base["n_seeds"].iloc[0]:
+                    note += f"; {int(r['n_seeds'])} seeds"
+                same = (base_same[(base_same["dataset"] == dataset) & (base_same["method"] == method)
+                                  & (base_same["variant"] == v) & (base_same["pair"] == p)]
+                        if base_same is not None and len(base_same) else [])
+                if len(same):
+                    shown = mean_pm(same["value"].iloc[0], shown_half(same["half"].iloc[0], same["n_seeds"].iloc[0]))
+                    note += f"; base on these cells {shown}"
+                cells.append(f"{mean_pm(r['value'], shown_half(r['half'], r['n_seeds']))} ({note})")
             rows.append([dataset, method, v, *cells])
     return ("Ablations: mean accuracy (%) over budgets ± 95% t-interval over seeds (n = problems; every variant of "
             "a method on the same problems, over its own budgets and seeds; \"Variants, paired\" compares cell by cell)\n\n"

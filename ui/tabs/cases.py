@@ -8,12 +8,16 @@ from typing import Any
 
 import gradio as gr
 
+from storage import StorageError
+
 from .. import service as svc
+from ..access import AccessDenied, require_owner
 from ..cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
 from ..export import ExportError, safe_name, write_bundle
 from ..figures import inspector_figure
 from ..safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
+from .exports import export_controls, export_ready, export_stale
 from .search import SearchTab
 
 CASE_COLUMNS = ["quadrant", "run", "node", "R̄", "σ²", "K", "step is", "step text"]
@@ -37,6 +41,7 @@ class _Parts:
     case_save: gr.Button
     case_open: gr.Button
     case_export_name: gr.Textbox
+    case_export_build: gr.Button
     case_export_btn: gr.DownloadButton
 
 
@@ -62,8 +67,8 @@ def _layout() -> _Parts:
             c["case_note"] = gr.Textbox(label="note", lines=2, elem_id="case-note")
             c["case_save"] = gr.Button("Save star and note", size="sm", elem_id="case-save")
             c["case_open"] = gr.Button("Open in Search", size="sm", elem_id="case-open")
-            c["case_export_name"] = gr.Textbox(label="export name (optional)", elem_id="case-export-name")
-            c["case_export_btn"] = gr.DownloadButton("Download case export (zip)", value=None, elem_id="case-export")
+            ex = export_controls("case", "case")
+            c["case_export_name"], c["case_export_build"], c["case_export_btn"] = ex.name, ex.build, ex.download
     return _Parts(**c)
 
 
@@ -114,8 +119,8 @@ class _Cases:
         cstate = {"rows": [(c.run_id, c.node_id) for c in flat], "pools": mined.pools}
         return cstate, gr.update(value=rows), notice(msg), mined_summary(mined, bool(starred_only))
 
-    def case_view(self, run_id: str, nid: int, cstate: dict[str, Any], name: str | None) -> tuple[Any, ...]:
-        """A case's figure, details, star and note, and its export zip (rebuilt under `name`)."""
+    def case_view(self, run_id: str, nid: int, cstate: dict[str, Any]) -> tuple[Any, ...]:
+        """A case's figure, details, star and note; the last case's zip hidden (built when asked)."""
         data = self.ctx.cache.get(run_id)
         state = data.state_at(None)
         judge = StepJudge(state)
@@ -126,37 +131,42 @@ class _Cases:
         md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
               f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
               if case else "") + svc.node_details_md(state, nid, judge)
-        try:
-            bundle = svc.case_bundle(data, nid, case, name=safe_name(name) if (name or "").strip() else None,
-                                     star=star)
-            path = write_bundle(bundle, self.ctx.export_dir)
-            btn, note = gr.update(value=str(path), label=f"Download {path.name}"), notice("")
-        except ExportError as exc:
-            btn, note = gr.update(value=None), notice(str(exc))
-        return (fig_json(fig), md, bool(star and star["starred"]), (star or {}).get("note", ""), btn, note)
+        return (fig_json(fig), md, bool(star and star["starred"]), (star or {}).get("note", ""), export_stale(),
+                notice(""))
 
-    def on_case_select(self, cstate, name, evt: gr.SelectData):
+    def on_case_select(self, cstate, evt: gr.SelectData):
         row = row_of(evt)
         if row is None or row >= len(cstate["rows"]):
             return cstate, *skips(5), notice("mine cases again; the list changed")
         run_id, nid = cstate["rows"][row]
         cstate = {**cstate, "current": (run_id, nid)}
-        return (cstate, *self.case_view(run_id, nid, cstate, name))
+        return (cstate, *self.case_view(run_id, nid, cstate))
 
-    def on_case_rename(self, cstate, name):
+    def on_case_export(self, cstate, name):
+        """The selected case's zip, built now (named `name` when given)."""
         if not cstate.get("current"):
-            return gr.skip(), gr.skip()
+            return export_stale(), notice("select a case first, then build its export")
         run_id, nid = cstate["current"]
-        out = self.case_view(run_id, nid, cstate, name)
-        return out[4], out[5]
+        try:
+            bundle = svc.case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
+                                     name=safe_name(name) if (name or "").strip() else None,
+                                     star=self.ctx.store.get_star(run_id, nid))
+            path = write_bundle(bundle, self.ctx.export_dir)
+        except ExportError as exc:
+            return export_stale(), notice(str(exc))
+        return export_ready(path), notice("")
 
-    def on_case_save(self, cstate, starred, note):
+    def on_case_save(self, cstate, starred, note, request: gr.Request):
         if not cstate.get("current"):
             return notice("select a case first")
         run_id, nid = cstate["current"]
         case = _case_of(cstate, run_id, nid)
-        self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
-        self.ctx.store.set_note(run_id, nid, note or "")
+        try:
+            require_owner(self.ctx.store, run_id, request, "star or annotate", annotate=True)
+            self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
+            self.ctx.store.set_note(run_id, nid, note or "")
+        except (StorageError, AccessDenied) as exc:
+            return notice(str(exc))
         return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)
 
 
@@ -168,10 +178,10 @@ def build_cases_tab(ctx: AppContext, search: SearchTab) -> None:
     assert viewer is not None
     p.c_mine.click(h.on_mine, [ctx.st, p.c_scope, p.c_split, p.c_per, p.c_starred],
                    [p.case_state, p.cases_df, ctx.notice, p.c_summary])
-    p.cases_df.select(h.on_case_select, [p.case_state, p.case_export_name],
+    p.cases_df.select(h.on_case_select, [p.case_state],
                       [p.case_state, p.case_fig, p.case_md, p.case_star, p.case_note, p.case_export_btn, ctx.notice])
-    for event in (p.case_export_name.submit, p.case_export_name.blur):
-        event(h.on_case_rename, [p.case_state, p.case_export_name], [p.case_export_btn, ctx.notice])
+    for event in (p.case_export_build.click, p.case_export_name.submit):
+        event(h.on_case_export, [p.case_state, p.case_export_name], [p.case_export_btn, ctx.notice])
     p.case_save.click(h.on_case_save, [p.case_state, p.case_star, p.case_note], [ctx.notice])
 
     def on_case_open(s, cstate, **view):

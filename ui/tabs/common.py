@@ -16,6 +16,7 @@ import plotly
 from storage import RunStore
 from uats_core.config import SearchConfig
 
+from ..choices import ServerChoices
 from ..figures import ViewOptions
 from ..safe_text import md_text
 from ..treedata import RunData
@@ -63,6 +64,7 @@ async function show(spec) {
   host.dataset.drawMs = (performance.now() - t0).toFixed(1);
   host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
   host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
+  host.dataset.pinned = m.pinned ? '1' : '';  // an iteration the user chose (not "the latest")
   if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
   host.dataset.drawnAt = String(Date.now());
   host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
@@ -220,7 +222,8 @@ class RunCache:
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair."""
+    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair; `choices`
+    the models and problem sets this server offers (nothing else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -231,3 +234,4 @@ class AppContext:
     tabs: gr.Tabs
     st: gr.State
     cst: gr.State
+    choices: ServerChoices

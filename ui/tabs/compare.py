@@ -10,20 +10,23 @@ from typing import Any, Callable
 import gradio as gr
 
 from storage import StorageError
-from storage.shadow import read_shadow
+from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
+from uats_core.config import UATS_METHODS
 
 from .. import service as svc
+from ..access import requester
 from ..decisions import decision_iteration, explain_node, explain_step
 from ..export import ExportError, safe_name, write_bundle
 from ..frontier import frontier_figure
 from ..safe_text import md_inline, md_text
-from ..shadow import explain_shadow, load_shadow_prm, run_shadow
+from ..shadow import explain_shadow
+from ..shadow_job import submit_shadow
 from ..treedata import RunData
+from ..worker import session_of
 from .common import AppContext, fig_json, notice, plot_html, skips
+from .exports import export_controls, export_ready, export_stale
 from .search import SearchTab
-from .search_events import FORM_ERRORS, submit_run
-
-UATS_METHODS = ("h-uats", "a-uats")
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
 
 
 @dataclass
@@ -49,9 +52,12 @@ class _Parts:
     cmp_tree_a: gr.HTML
     cmp_tree_b: gr.HTML
     cmp_export_name: gr.Textbox
+    cmp_export_build: gr.Button
     cmp_export_btn: gr.DownloadButton
     cmp_shadow_k: gr.Number
     cmp_shadow: gr.Button
+    cmp_shadow_cancel: gr.Button
+    cmp_shadow_key: gr.Textbox
     cmp_why: gr.HTML
     cmp_inspector: gr.HTML
 
@@ -82,13 +88,14 @@ def _layout() -> _Parts:
                                       scale=1)
         c["cmp_shadow"] = gr.Button("Shadow-score the baseline (MC passes on its candidates, not counted in its cost)",
                                     elem_id="cmp-shadow", scale=3)
+        c["cmp_shadow_cancel"] = gr.Button("Cancel shadow scoring", elem_id="cmp-shadow-cancel", size="sm", scale=1)
+    c["cmp_shadow_key"] = gr.Textbox("", visible=False)  # changes when a shadow job ends: the export follows
     gr.Markdown("Click a node in either tree: its decision in words (and, for a shadow-scored baseline, what the "
                 "uncertainty says about it) and every candidate of its step.")
     c["cmp_why"] = gr.HTML("", elem_id="cmp-why")
     c["cmp_inspector"] = plot_html("cmp-inspector", "The clicked node's step: every candidate, one row each.", 60)
-    with gr.Row():
-        c["cmp_export_name"] = gr.Textbox(label="export name (optional)", elem_id="cmp-export-name")
-        c["cmp_export_btn"] = gr.DownloadButton("Download comparison export (zip)", value=None, elem_id="cmp-export")
+    ex = export_controls("comparison", "cmp")
+    c["cmp_export_name"], c["cmp_export_build"], c["cmp_export_btn"] = ex.name, ex.build, ex.download
     return _Parts(**c)
 
 
@@ -142,15 +149,15 @@ class _Compare:
 
     def on_compare_export(self, cs, name):
         if not cs.get("a") or not cs.get("b"):
-            return gr.update(value=None), gr.skip()
+            return export_stale(), notice("compare two runs first, then build their export")
         try:
             bundle = svc.compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
                                         name=safe_name(name) if (name or "").strip() else None,
                                         shadows=self.shadows(cs))
             path = write_bundle(bundle, self.ctx.export_dir)
         except (ExportError, StorageError) as exc:
-            return gr.update(value=None), notice(str(exc))
-        return gr.update(value=str(path), label=f"Download {path.name}"), gr.skip()
+            return export_stale(), notice(str(exc))
+        return export_ready(path), notice("")
 
     def cmp_step(self, cs, t):
         if not cs.get("a"):
@@ -158,13 +165,16 @@ class _Compare:
         cs["t"] = max(0, int(t or 0))
         return (cs, *self.compare_view(cs, cs["t"]))
 
-    def on_pair(self, cs, **form):
+    def on_pair(self, cs, request: gr.Request, **form):
         ids = []
         try:
             for m in ("h-uats", "rebase"):
-                ids.append(submit_run(self.ctx, form, method=m, label="compare"))
+                ids.append(submit_run(self.ctx, form, method=m, label="compare", owner=requester(request),
+                                      session=session_of(request)))
         except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(7))
+            return (cs, notice(str(exc)), *skips(6))
+        except DB_ERRORS as exc:
+            return (cs, notice(db_failure(exc)), *skips(6))
         cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
         choices = self.run_choices()
         return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}; both trees follow live", ok=True),
@@ -172,13 +182,45 @@ class _Compare:
                 *self.compare_view(cs, None)[:4])
 
     def on_cmp_tick(self, cs):
-        if not cs.get("a") or not cs.get("b") or cs.get("t") is not None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        versions = [self.ctx.store.run_version(cs["a"]), self.ctx.store.run_version(cs["b"])]
-        if versions == cs.get("versions"):
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        cs["versions"] = versions
-        return (cs, *self.compare_view(cs, None))
+        """Redraw a live pair when it changed; follow a shadow job's progress and, once it ended, redraw with
+        its scores and change the shadow key (which rebuilds the export)."""
+        touched, note, key, redraw = bool(cs.get("shadow")), gr.skip(), gr.skip(), False
+        if cs.get("shadow"):
+            note, key, redraw = self._shadow_progress(cs)
+        if cs.get("a") and cs.get("b") and cs.get("t") is None:
+            versions = [self.ctx.store.run_version(cs["a"]), self.ctx.store.run_version(cs["b"])]
+            if versions != cs.get("versions"):
+                cs["versions"], touched, redraw = versions, True, True
+        view = self.compare_view(cs, cs.get("t")) if redraw and cs.get("a") and cs.get("b") else skips(5)
+        return (cs if touched else gr.skip(), note, *view, key)
+
+    def _shadow_progress(self, cs: dict[str, Any]) -> tuple[Any, Any, bool]:
+        """(notice, shadow key, redraw) for the pair's shadow job; clears cs['shadow'] once it ended."""
+        job = cs["shadow"]
+        try:
+            row = get_shadow_job(self.ctx.store, job["id"])
+        except StorageError as exc:
+            cs["shadow"] = None
+            return notice(str(exc)), gr.skip(), False
+        side, rid = job["side"].upper(), job["run"][:8]
+        if row["status"] in ("queued", "running"):
+            said = f"{row['status']}:{row['done']}"
+            if said == job.get("said"):
+                return gr.skip(), gr.skip(), False
+            job["said"] = said
+            return (notice(f"shadow scoring of run {side} ({rid}) queued: it starts when a worker is free"
+                           if row["status"] == "queued" else
+                           f"shadow passes on run {side} ({rid}): {row['done']} of {row['total']} nodes", ok=True),
+                    gr.skip(), False)
+        cs["shadow"] = None
+        if row["status"] == "finished":
+            n_ood = sum(1 for r in read_shadow(self.ctx.store, job["run"]).values() if r.get("ood"))
+            note = notice(f"shadow-scored run {side} ({rid}): {row['total']} nodes × {row['k']} passes, {n_ood} OOD; "
+                          "stored apart, its cost unchanged", ok=True)
+        else:
+            note = notice(f"shadow scoring of run {side} ({rid}) {row['status']}: {row['error']}; "
+                          f"{row['done']} of {row['total']} nodes kept")
+        return note, f"{job['id']}:{row['status']}", True
 
     def on_node(self, side: str) -> Callable[..., tuple[Any, Any]]:
         """A click in tree `side`: the node's decision in words (with its shadow reading) and its step."""
@@ -196,23 +238,29 @@ class _Compare:
             return cs, why, fig_json(fig)
         return handler
 
-    def on_shadow(self, cs, k, prm, prm_kind, progress=gr.Progress()):
-        """Shadow-score the pair's baseline (the run that is not UATS; B when both or neither are)."""
+    def on_shadow(self, cs, k, prm, prm_kind, request: gr.Request):
+        """Queue shadow scoring of the pair's baseline (the run that is not UATS; B when both or neither are)
+        as a job of the worker pool; the tick follows its progress."""
         if not cs.get("a") or not cs.get("b"):
-            return (cs, notice("compare two runs first"), *skips(5))
+            return cs, notice("compare two runs first")
+        if cs.get("shadow"):
+            return cs, notice("a shadow scoring job of this pair is still going; wait for it or cancel it")
         side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
         try:
-            progress(0.0, desc="loading the PRM")
-            model = load_shadow_prm(prm or None, prm_kind)
-            rows = run_shadow(self.ctx.store, cs[side], model, max(2, int(k or 7)),
-                              progress=lambda done, total: progress(done / max(total, 1),
-                                                                    desc=f"shadow passes: {done} of {total} nodes"))
-        except (StorageError, ValueError, RuntimeError, OSError) as exc:
-            return (cs, notice(f"shadow scoring failed: {exc}"), *skips(5))
-        n_ood = sum(1 for r in rows.values() if r.get("ood"))
-        msg = (f"shadow-scored run {side.upper()} ({cs[side][:8]}): {len(rows)} nodes × {int(k or 7)} passes, "
-               f"{n_ood} OOD; stored apart, its cost unchanged")
-        return (cs, notice(msg, ok=True), *self.compare_view(cs, cs.get("t")))
+            job = submit_shadow(self.ctx.store, self.ctx.pool, cs[side], k,
+                               self.ctx.choices.model("prm", prm), prm_kind, session_of(request))  # only a PRM the server offers
+        except FORM_ERRORS as exc:
+            return cs, notice(str(exc))
+        cs = {**cs, "shadow": {"id": job, "side": side, "run": cs[side]}}
+        return cs, notice(f"shadow scoring of run {side.upper()} ({cs[side][:8]}) queued", ok=True)
+
+    def on_shadow_cancel(self, cs):
+        job = cs.get("shadow")
+        if not job:
+            return notice("no shadow scoring job is going")
+        ok = request_shadow_cancel(self.ctx.store, job["id"])
+        return notice("cancel requested: shadow scoring stops after its current batch, keeping what it scored"
+                      if ok else "the shadow scoring job had already ended", ok=ok)
 
     def on_tab_compare(self, s, cs):
         """The pickers' choices; by default the open run and its partner (same problem, seed, budget)."""
@@ -230,11 +278,10 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     p, h, cst = _layout(), _Compare(ctx), ctx.cst
     cmp_outputs = [cst, ctx.notice, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
-    # the figures first, then the zip (kaleido takes a moment): the page never waits on the export
-    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(
-        h.on_compare_export, export_ins, export_outs)
+    # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
+    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(export_stale, None, [p.cmp_export_btn])
+    p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)
-    p.cmp_export_name.blur(h.on_compare_export, export_ins, export_outs)
 
     step_outputs = [cst, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
     p.cmp_slider.input(h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last",
@@ -244,9 +291,12 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
-    ctx.timer.tick(h.on_cmp_tick, [cst], step_outputs, show_progress="hidden")
+    ctx.timer.tick(h.on_cmp_tick, [cst], [cst, ctx.notice, *step_outputs[1:], p.cmp_shadow_key], show_progress="hidden")
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
     p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
-                       cmp_outputs).then(h.on_compare_export, export_ins, export_outs)
+                       [cst, ctx.notice])
+    p.cmp_shadow_cancel.click(h.on_shadow_cancel, [cst], [ctx.notice])
+    # a shadow job ended: its scores join the figures, and the zip built before them is stale (built when asked)
+    p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn])
     return CompareTab(cmp_a=p.cmp_a, cmp_b=p.cmp_b, on_tab_compare=h.on_tab_compare)

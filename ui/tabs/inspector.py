@@ -10,6 +10,7 @@ import gradio as gr
 from storage import StorageError
 
 from .. import service as svc
+from ..access import AccessDenied, require_owner
 from ..export import ExportError, safe_name, write_bundle
 from .common import AppContext, notice
 from .search import SearchTab
@@ -36,7 +37,7 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     outs = viewer.inspect_outputs
     t.tree.select(on_tree_select, [ctx.st], outs, inputs_kwargs=t.filters)
     t.go_node.click(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box], outs,
-                    inputs_kwargs=t.filters)
+                    inputs_kwargs=t.filters, api_name="inspect_node")
     t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box],
                       outs, inputs_kwargs=t.filters)
 
@@ -58,13 +59,14 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
 
 def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
-    def on_save_note(s, starred, note):
+    def on_save_note(s, starred, note, request: gr.Request):
         if not s.get("run_id") or s.get("selected") in (None, 0):
             return notice("select a node to star or annotate")
         try:
+            require_owner(ctx.store, s["run_id"], request, "star or annotate", annotate=True)
             ctx.store.star_case(s["run_id"], s["selected"], starred=bool(starred))
             ctx.store.set_note(s["run_id"], s["selected"], note or "")
-        except StorageError as exc:
+        except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
         return notice(f"saved star and note for node {s['selected']}", ok=True)
 

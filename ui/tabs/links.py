@@ -1,5 +1,6 @@
-"""Shareable, keyboard-driven views: the address bar carries the open run, the selected node and the
-iteration (?run=…&node=…&t=…) and opening such an address restores that view; ← and → step iterations.
+"""Shareable, keyboard-driven views: the address bar carries what the user chose (the open run, the node they
+picked, the iteration they stepped to: ?run=…&node=…&t=…) and opening such an address restores that view, with
+a message that stays for a run or node that does not exist; ← and → step iterations.
 Also keeps the Compare pickers' run labels current while their runs move on from queued."""
 
 from __future__ import annotations
@@ -24,15 +25,39 @@ if (!window.__uatsLinks) {
     if (!e || !e.dataset.run) return;  // nothing opened yet: keep the address the page was opened with
     const want = new URLSearchParams();
     want.set('run', e.dataset.run);
-    const details = document.querySelector('#node-details');
+    // a node only once the user picked one: the inspector then describes the node in the id box (the box
+    // alone reads 0 before any pick, and the details block holds Gradio's progress text while loading)
+    const md = document.querySelector('#node-details [data-testid="markdown"]');
     const box = document.querySelector('#node-id input');
-    if (box && box.value !== '' && details && details.innerText.trim()) want.set('node', box.value);
-    const follow = document.querySelector('#follow input');
-    const live = follow && follow.checked && (e.dataset.status === 'running' || e.dataset.status === 'queued');
+    if (box && box.value !== '' && md && md.innerText.includes('Node ' + box.value + ' ')) want.set('node', box.value);
     const it = e.dataset.iteration;
-    if (!live && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
+    if (e.dataset.pinned === '1' && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
     const q = '?' + want.toString();
-    if (location.search !== q) history.replaceState(history.state, '', location.pathname + q + location.hash);
+    if (location.search === q) return;
+    history.replaceState(history.state, '', location.pathname + q + location.hash);
+    repoint(location.href.split('#')[0]);
+  };
+  // Under a <base> element (Gradio's page has one) Plotly writes gradient fills and clip paths as
+  // url("<page address>#id"): once the address changes they name another document and paint nothing (a blank
+  // colour bar). Re-point the drawn ones, and the address Plotly uses for what it draws next.
+  const STALE = /url\((["']?)[^"')#]*#/g;
+  const repoint = (href) => {
+    const fresh = (v) => v.replace(STALE, (m, quote) => 'url(' + quote + href + '#');
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      if (gd._context && gd._context._baseUrl) gd._context._baseUrl = href;
+    });
+    document.querySelectorAll('.js-plotly-plot [style*="url("]').forEach((el) => {
+      const v = el.getAttribute('style');
+      const w = fresh(v);
+      if (w !== v) el.setAttribute('style', w);
+    });
+    for (const name of ['clip-path', 'fill', 'mask', 'filter']) {
+      document.querySelectorAll('.js-plotly-plot [' + name + '*="url("]').forEach((el) => {
+        const v = el.getAttribute(name);
+        const w = fresh(v);
+        if (w !== v) el.setAttribute(name, w);
+      });
+    }
   };
   setInterval(sync, 300);
   document.addEventListener('keydown', (ev) => {
@@ -80,11 +105,13 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchTab) -> None:
         s = out[0]
         if not isinstance(out[2], str):  # the run was not found: open_run's message says why
             return tuple(out)
-        s["selected"] = node
         data = ctx.cache.get(s["run_id"])
         if t is not None:
             t = max(0, min(t, data.max_iteration))
             s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        missing = None if node is None else viewer.missing_node(s["run_id"], data.state_at(s.get("t")), node)
+        s["selected"] = None if missing else node
+        out[1] = notice(missing or "")
         fig, data, state = viewer.draw_tree(s, view)
         out[2], out[3] = fig, svc.run_status_md(data.run, state)
         out[4] = viewer.slider_update(data, s.get("t"))

@@ -1,5 +1,6 @@
-"""The Reports tab: an evaluation report and the A-UATS controller's training curves, read from a run log
-picked from a server-side list (ui.report_sources); the browser sends a key from that list, never a path."""
+"""The Reports tab: an evaluation report and the A-UATS controller's training curves, read from a source
+picked from a server-side list (ui.report_sources: the committed results ledger by default, run logs); the
+browser sends a key from that list, never a path."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from uats_core.config import ConfigError
 
 from .. import service as svc
 from ..figures import training_curve_figure
-from ..report_sources import RUN_LOG, ReportSources
+from ..report_sources import ReportSources
+from ..report_view import REPORT_FIGURES, report_view
 from .common import AppContext, fig_json, notice, plot_html
 
 log = logging.getLogger(__name__)
@@ -30,13 +32,14 @@ class ReportsTab:
 def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
     """The tab's components and handlers; call inside the `gr.Tab`. Returns what the page-level events need."""
     gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
-                "layout and its Figure 2 analysis, built from an evaluation run log "
+                "layout and its Figure 2 analysis, built from the committed results ledger (the arithmetic "
+                "grid in `results/`, picked by default) or from an evaluation run log "
                 "(`python -m uats_core.eval ... --db PATH`, copied into the folder given as `app.py --reports-dir`; "
                 "`python -m uats_core.report` writes the same as offline HTML and PNG). Below: the A-UATS "
                 "controller's training curves.")
     with gr.Row():
-        source = gr.Dropdown(sources.choices(), value=RUN_LOG, label="evaluation run log (opened read-only)",
-                             elem_id="rep-db", scale=4)
+        source = gr.Dropdown(sources.choices(), value=sources.default_key(),
+                             label="results ledger or evaluation run log (opened read-only)", elem_id="rep-db", scale=4)
         rep_refresh = gr.Button("Refresh list", elem_id="rep-refresh", scale=1)
         rep_common = gr.Checkbox(True, label="only problems every method finished", elem_id="rep-common")
         rep_build = gr.Button("Build report", variant="primary", elem_id="rep-build")
@@ -51,19 +54,19 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
         curve_refresh = gr.Button("Refresh list", elem_id="curve-refresh")
     curve_plot = plot_html("curve-plot", "Pick a training curve.", 100)
 
-    def on_report(key, common):
+    def on_report(key, common, progress=gr.Progress()):
         try:
-            md, figs = svc.report_view(sources, key, bool(common))
+            md, figs = report_view(sources, key, bool(common), progress=lambda f, what: progress(f, desc=what))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
             return ("", "", "", "", notice(f"report: {exc}"))
-        return (md, *[fig_json(figs.get(n)) for n in svc.REPORT_FIGURES], notice(""))
+        return (md, *[fig_json(figs.get(n)) for n in REPORT_FIGURES], notice(""))
 
     rep_build.click(on_report, [source, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, ctx.notice])
 
     def on_sources(current):
         choices = sources.choices()
         keys = [k for _, k in choices]
-        return gr.update(choices=choices, value=current if current in keys else RUN_LOG)
+        return gr.update(choices=choices, value=current if current in keys else sources.default_key())
 
     rep_refresh.click(on_sources, [source], [source])
 

@@ -13,6 +13,7 @@ import gradio as gr
 from uats_core.config import DROPOUT_MODES_HELP, PRM_KINDS
 
 from .. import service as svc
+from ..choices import EMBEDDED, ServerChoices
 from ..bigtree import FOCUS_CHOICES
 from .common import DEFAULTS, LATEX, AppContext, plot_html
 from .runbar import build_run_bar, wire_run_bar
@@ -26,7 +27,7 @@ Component = gr.components.Component
 CONFIG_FIELDS = ("method", "budget", "seed", "k0", "dropout_p", "dropout_mode", "alpha", "tau", "delta", "nu1",
                  "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space")
 MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
-PROBLEM_FIELDS = ("dataset", "dataset_path", "problem", "free_question", "free_answer")
+PROBLEM_FIELDS = ("dataset", "problem", "free_question", "free_answer")
 # The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
 FILTER_FIELDS = ("score_min", "score_max", "high_variance_only", "hide_pruned", "depth_max", "search", "glyphs",
                  "show_decisions", "collapse_pruned", "focus")
@@ -108,21 +109,22 @@ def _knobs(f: dict[str, Component]) -> None:
                                           elem_id="reeval-share")
 
 
-def _models(f: dict[str, Component]) -> None:
+def _models(f: dict[str, Component], choices: ServerChoices) -> None:
+    """The models this server offers (ui/choices.py: the launcher's --models-dir and --allow-hub-cache)."""
     with gr.Accordion("Models", open=False):
-        f["policy"] = gr.Textbox("", label="Policy (empty = embedded arithmetic policy)", elem_id="policy")
-        f["prm"] = gr.Textbox("", label="PRM (empty = embedded arithmetic PRM)", elem_id="prm")
+        f["policy"] = gr.Dropdown(list(choices.policies), value=EMBEDDED, label="Policy", elem_id="policy")
+        f["prm"] = gr.Dropdown(list(choices.prms), value=EMBEDDED, label="PRM", elem_id="prm")
         f["prm_kind"] = gr.Dropdown(["detect", *PRM_KINDS], value="detect", label="PRM kind", elem_id="prm-kind")
-        f["policy_opts"] = gr.Textbox("", label="Policy options (KEY=VALUE per line, JSON values)", lines=2,
-                                      elem_id="policy-opts")
-        f["prm_opts"] = gr.Textbox("", label="PRM options (KEY=VALUE per line)", lines=2, elem_id="prm-opts")
+        f["policy_opts"] = gr.Textbox("", label="Policy options (KEY=VALUE per line: temperature, top_p, seed, dtype, "
+                                      "device, ...)", lines=2, elem_id="policy-opts")
+        f["prm_opts"] = gr.Textbox("", label="PRM options (KEY=VALUE per line: dtype, device, ...)", lines=2,
+                                   elem_id="prm-opts")
 
 
-def _form_column(c: dict[str, Any]) -> None:
+def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
     """The left column; fills `c` with its components (the form's fields under c["form"])."""
     f: dict[str, Component] = {}
-    f["dataset"] = gr.Dropdown(list(svc.DATASETS), value=svc.ARITH, label="Problems", elem_id="dataset")
-    f["dataset_path"] = gr.Textbox(label="File (.jsonl) or hub name", visible=False, elem_id="dataset-path")
+    f["dataset"] = gr.Dropdown(list(choices.datasets), value=svc.ARITH, label="Problems", elem_id="dataset")
     f["problem"] = gr.Dropdown([], label="Problem", allow_custom_value=True, elem_id="problem")
     with gr.Accordion("…or type a problem", open=False, elem_id="free-problem"):
         # a typed question replaces the picked one while it is not empty
@@ -135,7 +137,7 @@ def _form_column(c: dict[str, Any]) -> None:
         f["budget"] = gr.Number(DEFAULTS.budget, label="Budget N", precision=None, elem_id="budget")
         f["seed"] = gr.Number(DEFAULTS.seed, label="Seed", precision=None, elem_id="seed")
     _knobs(f)
-    _models(f)
+    _models(f, choices)
     with gr.Row():
         c["open_id"] = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)", elem_id="open-id",
                                   scale=3)
@@ -216,7 +218,7 @@ def build_search_tab(ctx: AppContext) -> SearchTab:
     c: dict[str, Any] = {}
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
-            _form_column(c)
+            _form_column(c, ctx.choices)
         with gr.Column(scale=3):
             _tree_column(c)
             _inspector_column(c)

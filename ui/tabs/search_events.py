@@ -9,106 +9,126 @@ import uuid
 from typing import Any, Callable, Mapping
 
 import gradio as gr
+import sqlalchemy as sa
 
 from storage import StorageError
-from uats_core.config import ConfigError, check_model_choice, parse_options
+from uats_core.config import ConfigError, check_model_choice
 from uats_core.problems import Problem, ProblemError
 
 from .. import service as svc
+from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
+from ..access import AccessDenied, require_owner, requester
 from ..figures import cost_figure, knobs_figure
 from ..safe_text import md_inline, md_text
-from ..worker import RunRequest, request_dict
+from ..worker import QueueFull, RunRequest, request_dict, session_of
 from .common import LIVE, AppContext, fig_json, lines, notice, skips
 from .search import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer, fresh_run_state
 
 log = logging.getLogger(__name__)
 FORM_ERRORS = (ConfigError, ProblemError, StorageError, ValueError, TypeError)
+DB_ERRORS = (sa.exc.SQLAlchemyError,)  # what the bounds check missed: logged here, never shown (it quotes the SQL)
+
+
+def db_failure(exc: Exception) -> str:
+    """The one line a page shows when the run log refused a write; the details go to the server's log only."""
+    log.error("the run log refused a write: %s", exc, exc_info=exc)
+    return "the run log could not record this run (details in the server's log); check the values and try again"
 
 
 def question_md(p: Problem) -> str:
     return f"**{md_inline(p.id, 120)}** — {md_text(p.question)}\n\n_gold answer: {md_inline(p.answer)}_"
 
 
-def on_dataset(ds: str, path: str) -> tuple[Any, ...]:
-    """A problem set picked: its path box (hidden for the built-in one), its problems, the first question."""
-    show_path = ds != svc.ARITH
-    path = path if (path and ds == svc.CUSTOM) else svc.default_dataset_path(ds)
+def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, ...]:
+    """One of the server's problem sets picked: its problems, the first question."""
     try:
-        probs = svc.dataset_problems(ds, path)
+        probs = svc.dataset_problems(ds, offered)
     except (ProblemError, ValueError, OSError) as exc:
-        return (gr.update(visible=show_path, value=path), gr.update(choices=[], value=None), "", notice(str(exc)))
+        return gr.update(choices=[], value=None), "", notice(str(exc))
     choices = svc.problem_choices(probs)
     first = choices[0][1] if choices else None
-    return (gr.update(visible=show_path, value=path), gr.update(choices=choices, value=first),
-            question_md(probs[0]) if probs else "", notice(""))
+    return gr.update(choices=choices, value=first), question_md(probs[0]) if probs else "", notice("")
 
 
-def on_problem(ds: str, path: str, pid: str) -> tuple[Any, ...]:
+def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
     try:
-        p = svc.pick_problem(svc.dataset_problems(ds, path), pid)
+        p = svc.pick_problem(svc.dataset_problems(ds, offered), pid)
     except (ProblemError, ValueError, OSError) as exc:
         return "", notice(str(exc))
     return question_md(p), notice("")
 
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
-               paused: bool = False) -> str:
-    """Register a run from the form's values (by field name) and hand it to a worker; its id.
-    `method` overrides the form's (Compare starts one run per method from the same form)."""
+               paused: bool = False, owner: str | None = None, session: str | None = None) -> str:
+    """Register a run from the form's values (by field name) and queue it for a worker; its id.
+    `method` overrides the form's (Compare starts one run per method from the same form); `owner`: who
+    started it (ui/access.py). The pool's queue limits (per server, per client `session`) may refuse it:
+    QueueFull, nothing written."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
-    policy, prm, kind = form["policy"], form["prm"], form["prm_kind"]
+    # the server's own lists name the models and problems: a client's value outside them is refused first
+    policy, prm = ctx.choices.model("policy", form["policy"]), ctx.choices.model("prm", form["prm"])
+    model_fields = {"prm_kind": None if form["prm_kind"] in (None, "", "detect") else form["prm_kind"],
+                    "policy_opts": app_options(lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS),
+                    "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS)}
     ds = form["dataset"]
-    config = svc.search_config(values, (prm or "").strip() or None)
+    config = svc.search_config(values, prm)
     typed = svc.typed_problem(form.get("free_question"), form.get("free_answer"))
-    prob = typed or svc.pick_problem(svc.dataset_problems(ds, form["dataset_path"]), form["problem"])
+    prob = typed or svc.pick_problem(svc.dataset_problems(ds, ctx.choices), form["problem"])
     world = ds == svc.ARITH and typed is None
     check_model_choice(policy, prm, world)
-    model_fields = {"prm_kind": None if kind in (None, "", "detect") else kind,
-                    "policy_opts": parse_options(lines(form["policy_opts"]), "policy options"),
-                    "prm_opts": parse_options(lines(form["prm_opts"]), "PRM options"),
-                    "world_problem": world}
     run_id = uuid.uuid4().hex
-    ctx.store.register_run(run_id, method=config.method, problem_id=prob.id, question=prob.question,
-                           gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
-                           policy=(policy or "").strip() or "embedded arith policy",
-                           prm=(prm or "").strip() or "embedded arith PRM", label=label, paused=paused)
     ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
-                               config=config.to_dict(), policy=(policy or "").strip() or None,
-                               prm=(prm or "").strip() or None, **model_fields))
+                               config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields),
+                    session=session, paused=paused,
+                    register=lambda: ctx.store.register_run(
+                        run_id, method=config.method, problem_id=prob.id, question=prob.question,
+                        gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
+                        policy=policy or "embedded arith policy", prm=prm or "embedded arith PRM", label=label,
+                        paused=paused, owner=owner))
     log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
     return run_id
 
 
 def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
     f = t.form
-    outs = [f["dataset_path"], f["problem"], t.question_md, ctx.notice]
-    f["dataset"].change(on_dataset, [f["dataset"], f["dataset_path"]], outs)
-    f["dataset_path"].submit(on_dataset, [f["dataset"], f["dataset_path"]], outs)
-    f["problem"].change(on_problem, [f["dataset"], f["dataset_path"], f["problem"]], [t.question_md, ctx.notice])
 
-    def on_typed(q, a, ds, path, pid):
+    def on_dataset(ds):
+        return dataset_view(ctx.choices, ds)
+
+    def on_problem(ds, pid):
+        return problem_view(ctx.choices, ds, pid)
+
+    f["dataset"].change(on_dataset, [f["dataset"]], [f["problem"], t.question_md, ctx.notice])
+    # .input, not .change: a problem list filled by the page (dataset_view sets the question itself) must not
+    # clear a message the user has not acted on yet (a link's "no run …")
+    f["problem"].input(on_problem, [f["dataset"], f["problem"]], [t.question_md, ctx.notice])
+
+    def on_typed(q, a, ds, pid):
         try:
             typed = svc.typed_problem(q, a)
         except ProblemError as exc:
             return gr.skip(), notice(str(exc))
-        return (question_md(typed), notice("")) if typed else on_problem(ds, path, pid)
+        return (question_md(typed), notice("")) if typed else on_problem(ds, pid)
 
     for box in (f["free_question"], f["free_answer"]):
-        box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["dataset_path"], f["problem"]],
+        box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["problem"]],
                  [t.question_md, ctx.notice])
 
 
 def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
-    def on_run(s, **form):
+    def on_run(s, request: gr.Request, **form):
         try:
-            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]))
+            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request),
+                                session=session_of(request))
         except FORM_ERRORS as exc:
             return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
+        except DB_ERRORS as exc:
+            return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip()
         s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
         run = store.get_run(run_id)
         return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
@@ -118,28 +138,30 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow],
                     inputs_kwargs=t.run_inputs(), show_progress="hidden")
 
-    def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[[dict[str, Any]], Any]:
-        """A button that sets a control flag of the open run (cancel, pause, step, resume)."""
-        def handler(s):
+    def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
+        """A button that sets a control flag of the open run (cancel, pause, step, resume): its owner's only."""
+        def handler(s, request: gr.Request):
             if not s.get("run_id"):
                 return notice(f"no run is open to {verb}")
             rid = s["run_id"]
             try:
+                require_owner(store, rid, request, verb)
                 ok = control(rid)
-            except StorageError as exc:
+            except (StorageError, AccessDenied, QueueFull) as exc:
                 return notice(str(exc))
             return notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
         return handler
 
     t.cancel_btn.click(run_control("cancel", store.request_cancel,
                                    "cancel requested for run {run}; it stops within a second or two"),
-                       [ctx.st], [ctx.notice], show_progress="hidden")
-    t.pause_btn.click(run_control("pause", store.pause_run, "run {run} pauses after its current iteration"),
-                      [ctx.st], [ctx.notice], show_progress="hidden")
-    t.step_btn.click(run_control("step", store.step_run, "run {run}: one more iteration, then it waits"),
-                     [ctx.st], [ctx.notice], show_progress="hidden")
+                       [ctx.st], [ctx.notice], api_name="cancel_run", show_progress="hidden")
+    # pausing goes through the pool: it holds the number of paused runs to --max-paused
+    t.pause_btn.click(run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
+                      [ctx.st], [ctx.notice], api_name="pause_run", show_progress="hidden")
+    t.step_btn.click(run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
+                     [ctx.st], [ctx.notice], api_name="step_run", show_progress="hidden")
     t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice],
-                       show_progress="hidden")
+                       api_name="resume_run", show_progress="hidden")
     # opening a big run takes seconds: its progress shows on the tree only
     t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
                      show_progress_on=[t.tree])
@@ -191,7 +213,7 @@ def live_update(ctx: AppContext, viewer: RunViewer, s: dict[str, Any], follow_li
 
 def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     def on_tick(s, follow_live, **view):
-        ctx.pool.pump()
+        # a tick only reads: the pool's own thread starts and reaps jobs
         return tuple(live_update(ctx, viewer, s, follow_live, view))
 
     ctx.timer.tick(on_tick, [ctx.st, t.follow],

@@ -48,7 +48,9 @@ class RunViewer:
     def _figure(self, s: dict[str, Any], data: RunData, state: TreeState, opts: ViewOptions,
                 version: Any) -> dict[str, Any]:
         fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=f"tree-{s['run_id']}", title="")
-        return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version))
+        # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
+        return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
+                         pinned=s.get("t") is not None)
 
     def draw_tree(self, s: dict[str, Any], view: dict[str, Any]) -> tuple[str, RunData, TreeState]:
         """The tree figure JSON of run s at s["t"] under the filters `view`; records the version drawn
@@ -112,15 +114,21 @@ class RunViewer:
             nid = int(node_id)
         except (TypeError, ValueError):
             return (s, notice(f"node: {node_id!r} is not a node id"), *skips(6))
-        if nid not in state.nodes:
-            return (s, notice(f"node: run {s['run_id'][:8]} has no node {nid} at iteration {state.iteration}"),
-                    *skips(6))
+        if (missing := self.missing_node(s["run_id"], state, nid)) is not None:
+            return (s, notice(missing), *skips(6))
         s["selected"] = nid
         fig, md = self.node_view(data, state, nid)
         star = self.ctx.store.get_star(s["run_id"], nid) if nid != 0 else None
         tree_val = self.draw_tree(s, view)[0] if redraw_tree else gr.skip()
         return (s, notice(""), fig, md, gr.update(value=nid), bool(star and star["starred"]),
                 (star or {}).get("note", ""), tree_val)
+
+    @staticmethod
+    def missing_node(run_id: str, state: TreeState, nid: int) -> str | None:
+        """The message for a node id the tree at `state` does not hold; None when it holds it."""
+        if nid in state.nodes:
+            return None
+        return f"node: run {run_id[:8]} has no node {nid} at iteration {state.iteration}; click one in the tree"
 
     @staticmethod
     def node_view(data: RunData, state: TreeState, nid: int) -> tuple[str, str]:

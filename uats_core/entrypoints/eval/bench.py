@@ -5,8 +5,8 @@ cross-problem batching, measured side by side on the same problems, models loade
 
 Each repeat runs the serial and the batched pass back to back (alternating which goes first), each into a
 fresh temporary run log (so it includes the logging cost, as a real evaluation does); the reported rate
-uses the fastest repeat, because other processes on a shared machine only ever slow a pass down
-(reference.md §6), and the spread is printed with it.
+uses the fastest repeat, because other processes on a shared machine only ever slow a pass down, and the
+spread is printed with it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from uats_core.config import ConfigError
+from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
 from .worker import BackendCache, EvalWorker
 

@@ -2,7 +2,7 @@
 
     python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 \\
         --problems 200 --seeds 3 --db runs/eval.db
-    python -m uats_core.eval --dataset ../shared/data/math500.jsonl --problems 500 --seeds 1 \\
+    python -m uats_core.eval --dataset math500 --problems 500 --seeds 1 \\
         --model qwen=vllm:Qwen/Qwen2.5-1.5B-Instruct --model qprm=hf:Qwen/Qwen2.5-Math-PRM-7B --pairs qwen:qprm \\
         --methods rebase,h-uats --budgets 16,64 --ray local --gpus-per-worker 1 --policy-opt dtype=bfloat16
 
@@ -16,12 +16,12 @@ import logging
 import sys
 from typing import Any, Sequence
 
-from uats_core.config import ConfigError
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
-from uats_core.problems import ProblemError
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
-from .run import EvalOptions, run_eval
+from uats_core.entrypoints.cli import TRUST_HELP
+from .run import EvalOptions, code_version, run_eval
 
 log = logging.getLogger("uats_core.eval")
 
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("problems")
     g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
     g.add_argument("--split", default="test", help="arith split (default test)")
-    g.add_argument("--dataset", help="math500 | aime24 (hub, needs internet) | a .jsonl file")
+    g.add_argument("--dataset", help="math500 | aime24 (shipped in assets/data) | a .jsonl file")
     g.add_argument("--problems", type=int, help="first N problems (arith default 200; a dataset: all)")
     g = p.add_argument_group("grid")
     g.add_argument("--pairs", default="A:prm", help="POLICY:PRM name pairs, comma-separated (built in: A, B, prm)")
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "gpu_memory_utilization=0.5 or llm_kwargs='{...}' (vLLM)")
     g.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="PRM option, repeatable: dtype=float32, device=cuda:1, max_batch_tokens=8192")
+    g.add_argument("--trust-remote-code", action="store_true", help=TRUST_HELP)
     g.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
                                       "(default: detected per PRM)")
     g.add_argument("--max-attempts", type=int, default=3, help="give a failing cell up after this many attempts")
@@ -112,11 +113,10 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
 def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
     (custom py: factories take the options as they are)."""
-    from uats_core.config import parse_options as parse_opts
     from uats_core.backends.plan import plan_models
+    from uats_core.entrypoints.cli import model_options
 
-    policy_opts = parse_opts(args.policy_opt, "policy-opt")
-    prm_opts = parse_opts(args.prm_opt, "prm-opt")
+    policy_opts, prm_opts = model_options(args)
     for pair in spec.pairs:
         if not (pair.policy.startswith("py:") or pair.prm.startswith("py:")):
             plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
@@ -136,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("shard", "--shard splits the grid without Ray; drop one of --shard and --ray")
         if args.batch < 1:
             raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
+        if args.ledger and not args.dry_run and code_version().endswith("+dirty"):
+            # a ledger row names the commit that ran it: a row from uncommitted code could not be reproduced
+            raise ConfigError("ledger", "the checkout has uncommitted code changes (git status); commit them, or run "
+                                        "from a clean worktree, before writing to a results ledger")
         spec = spec_from_args(args)
         policy_opts, prm_opts = check_pair_options(spec, args)
         opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,

@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from typing import Any, Sequence
 
-from uats_core.config import ConfigError
+from uats_core.errors import ConfigError
 
 GROUP_FIELDS = ("child_score", "reeval_share", "dropout_mode", "uncertainty_space", "uncertainty", "tau", "budget")
 KINDS = ("right_reevaluated", "right_not", "wrong_reevaluated", "wrong_not")

@@ -82,7 +82,7 @@ def chunk_items(items: Sequence[WorkItem], chunk: int) -> list[list[WorkItem]]:
 
 def check_resources(resources: dict[str, float], cpus_per_worker: float, gpus_per_worker: float) -> None:
     """Refuse a worker shape the cluster cannot place (Ray would otherwise wait for it forever)."""
-    from uats_core.config import ConfigError
+    from uats_core.errors import ConfigError
 
     for flag, need, name in (("gpus-per-worker", gpus_per_worker, "GPU"), ("cpus-per-worker", cpus_per_worker, "CPU")):
         have = float(resources.get(name, 0.0))
@@ -99,7 +99,7 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
         import ray
         from ray.util import ActorPool
     except ImportError:
-        from uats_core.config import ConfigError
+        from uats_core.errors import ConfigError
 
         raise ConfigError("ray", "Ray is not installed; pip install -r requirements-eval.txt (or drop --ray)") from None
     if not items:

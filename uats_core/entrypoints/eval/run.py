@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from uats_core.config import ConfigError
 from storage.eval_cells import CellLedger, Plan
+from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, shard, validate_cells
 from .worker import FACTORY_PREFIX, CellOutcome, EvalWorker
 

