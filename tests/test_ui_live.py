@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import gradio as gr
+from gradio import Request
 import pytest
 
 from storage import RunStore
@@ -17,7 +18,7 @@ from storage.synthetic import synthetic_events
 from ui.choices import server_choices
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
-from ui.tabs.runbar import control_state
+from ui.tabs.runbar import bar_state, control_state
 from ui.tabs.search import build_search_tab
 from ui.tabs.search_events import live_update
 from ui.tabs.viewer import fresh_run_state
@@ -149,3 +150,22 @@ def test_run_bar_enables_only_the_controls_that_can_act() -> None:
     can, why = control_state({"run_id": "ab" * 16, "status": "finished", "paused": False})
     assert can == {"cancel": False, "pause": False, "step": False, "resume": False, "replay": True}
     assert "ended (finished)" in why
+
+
+def test_run_bar_disables_the_controls_of_a_run_the_requester_does_not_own(tmp_path: Path) -> None:
+    """A live run started by another page (or the command line) can be viewed and replayed, not controlled;
+    the hint says who started it. Its owner gets the controls."""
+    from ui.access import requester
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    mine, theirs = Request(session_hash="page-a"), Request(session_hash="page-b")
+    for rid, owner in (("aa" * 16, requester(mine)), ("cc" * 16, None)):
+        store.register_run(rid, method="h-uats", problem_id="p", question="q", paused=True, owner=owner)
+    can, why = bar_state(store, {"run_id": "aa" * 16}, mine)
+    assert can == {"cancel": True, "pause": False, "step": True, "resume": True, "replay": True}, why
+    can, why = bar_state(store, {"run_id": "aa" * 16}, theirs)
+    assert not (can["cancel"] or can["step"] or can["resume"] or can["pause"]) and can["replay"]
+    assert why.startswith("Run aaaaaaaa was started by another browser session") and "only they may" in why
+    can, why = bar_state(store, {"run_id": "cc" * 16}, mine)
+    assert not can["step"] and "the command line or an evaluation" in why
+    assert bar_state(store, {"run_id": "ee" * 16}, mine) == control_state(None)  # no such run: as if none open

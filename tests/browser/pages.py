@@ -120,8 +120,9 @@ def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def shot(pg: Any, name: str, selector: str | None = None) -> Path | None:
-    """artifacts/<name>.png of the page (or of `selector`) when UATS_SCREENSHOTS=1; None otherwise."""
+def shot(pg: Any, name: str, selector: str | None = None, full_page: bool = True) -> Path | None:
+    """artifacts/<name>.png of the page (or of `selector`; full_page=False: of what the window shows) when
+    UATS_SCREENSHOTS=1; None otherwise."""
     if not SCREENSHOTS:
         return None
     ARTIFACTS.mkdir(exist_ok=True)
@@ -129,5 +130,5 @@ def shot(pg: Any, name: str, selector: str | None = None) -> Path | None:
     if selector:
         pg.locator(selector).screenshot(path=str(path))
     else:
-        pg.screenshot(path=str(path), full_page=True)
+        pg.screenshot(path=str(path), full_page=full_page)
     return path

@@ -1,6 +1,7 @@
-"""The Search tab on a laptop screen (1280 × 800): what the run controls cause shows inside the viewport,
-where the click was made, and controls that cannot act are disabled with a reason. Positions are read
-from the page's bounding boxes after the user-like scroll to the control clicked."""
+"""The Search tab on a laptop screen (1280 × 800) and a desktop one (1920 × 1080): what the run controls
+cause shows inside the viewport, where the click was made, and controls that cannot act are disabled with a
+reason. Positions are read from the page's bounding boxes after the user-like scroll to the control clicked.
+With UATS_SCREENSHOTS=1 each leaves what the window shows in artifacts/run-bar-*-<w>x<h>.png (docs/img)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .pages import LAPTOP, PAIR, fill, open_run, shot, wait_notice, wait_plot, wait_text
+from .pages import PAIR, fill, open_run, shot, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -26,9 +27,18 @@ NODES_JS = """() => {
 }"""
 
 
-def _in_view(box: dict[str, float] | None, top: float = 0.0) -> bool:
-    return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= LAPTOP["width"] and \
-        box["y"] >= top and box["y"] + box["height"] <= LAPTOP["height"]
+SCREENS = ["laptop_page", "wide_page"]  # conftest's fixtures: 1280 × 800 and 1920 × 1080
+
+
+def _in_view(pg: Any, box: dict[str, float] | None, top: float = 0.0) -> bool:
+    size = pg.viewport_size
+    return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= size["width"] and \
+        box["y"] >= top and box["y"] + box["height"] <= size["height"]
+
+
+def _screen_shot(pg: Any, name: str) -> None:
+    size = pg.viewport_size
+    shot(pg, f"run-bar-{name}-{size['width']}x{size['height']}", full_page=False)
 
 
 def _click(pg: Any, selector: str) -> None:
@@ -37,21 +47,24 @@ def _click(pg: Any, selector: str) -> None:
     pg.click(selector)
 
 
-def test_a_bad_budget_message_shows_in_the_viewport(laptop_page: Any) -> None:
-    pg = laptop_page
+@pytest.mark.parametrize("screen", SCREENS)
+def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest.FixtureRequest) -> None:
+    pg = request.getfixturevalue(screen)
     fill(pg, "budget", "0")
     _click(pg, "#run-btn")
     wait_notice(pg, "budget: must be an integer >= 1")
     notice, run = pg.locator("#notice").bounding_box(), pg.locator("#run-btn").bounding_box()
-    assert _in_view(notice), f"the message is outside the 1280 × 800 viewport: {notice}"
-    assert _in_view(run), run
-    shot(pg, "laptop-budget-error")
+    assert _in_view(pg, notice), f"the message is outside the {pg.viewport_size} viewport: {notice}"
+    assert _in_view(pg, run), run
+    _screen_shot(pg, "error")
 
 
-def test_step_mode_keeps_the_step_button_and_the_tree_in_view(laptop_page: Any, served: dict[str, Any]) -> None:
+@pytest.mark.parametrize("screen", SCREENS)
+def test_step_mode_keeps_the_step_button_and_the_tree_in_view(screen: str, request: pytest.FixtureRequest,
+                                                              served: dict[str, Any]) -> None:
     """A paused run of the embedded arithmetic world (the default form): after Step, the Step button and
     every node of the tree are inside the viewport, no node under the bar or the message line."""
-    pg, store = laptop_page, served["store"]
+    pg, store = request.getfixturevalue(screen), served["store"]
     before = {r["run_id"] for r in store.list_runs(limit=100)}
     box = pg.locator("#start-paused input")
     box.scroll_into_view_if_needed()
@@ -67,16 +80,17 @@ def test_step_mode_keeps_the_step_button_and_the_tree_in_view(laptop_page: Any, 
             time.sleep(0.2)
         wait_plot(pg, "#tree", "Number(e.dataset.iteration) === 1", timeout_s=60)
         step = pg.locator("#step-btn").bounding_box()
-        assert _in_view(step), f"Step is outside the viewport: {step}"
+        assert _in_view(pg, step), f"Step is outside the viewport: {step}"
         # whatever sticks at the top of the window (the run bar, the message line) covers what is under it
         top = pg.evaluate("() => Math.max(0, ...['#run-bar', '#notice'].map(s => document.querySelector(s))"
                           ".filter(e => e && getComputedStyle(e).position === 'sticky')"
                           ".map(e => e.getBoundingClientRect().bottom))")
         nodes = pg.evaluate(NODES_JS)
         assert len(nodes) > 1
-        hidden = [n for n in nodes if not (0 <= n["x"] <= LAPTOP["width"] and top <= n["y"] <= LAPTOP["height"])]
+        size = pg.viewport_size
+        hidden = [n for n in nodes if not (0 <= n["x"] <= size["width"] and top <= n["y"] <= size["height"])]
         assert not hidden, f"nodes outside the viewport or under the bar (bottom {top:.0f} px): {hidden[:5]}"
-        shot(pg, "laptop-step-mode")
+        _screen_shot(pg, "step")
     finally:
         store.request_cancel(run_id)
 

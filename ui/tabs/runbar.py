@@ -14,8 +14,9 @@ from typing import Any
 
 import gradio as gr
 
-from storage import StorageError
+from storage import RunStore, StorageError
 
+from ..access import AccessDenied, require_owner
 from .common import LIVE, AppContext
 
 # The run bar and the message line stay in view while the page scrolls; the bar sits just under the
@@ -98,9 +99,13 @@ def build_run_bar(c: dict[str, Any]) -> None:
         gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False)
 
 
-def control_state(run: dict[str, Any] | None) -> tuple[dict[str, bool], str]:
+CONTROL_VERBS = "cancel, pause, step or resume"
+
+
+def control_state(run: dict[str, Any] | None, denied: str | None = None) -> tuple[dict[str, bool], str]:
     """Which run controls can act on `run` (None: no run open), and the hint that says why the others
-    cannot. Keys: cancel, pause, step, resume (run control) and replay (step-through and inspector)."""
+    cannot. Keys: cancel, pause, step, resume (run control) and replay (step-through and inspector).
+    `denied`: why the requester may not control this run (ui.access), when they may not."""
     if run is None:
         return {"cancel": False, "pause": False, "step": False, "resume": False, "replay": False}, NO_RUN_HINT
     status, paused = run.get("status"), bool(run.get("paused"))
@@ -109,6 +114,8 @@ def control_state(run: dict[str, Any] | None) -> tuple[dict[str, bool], str]:
         return ({"cancel": False, "pause": False, "step": False, "resume": False, "replay": True},
                 f"Run {rid} has ended ({status}): nothing to cancel, pause, step or resume; Run search "
                 "starts a new one.")
+    if denied:
+        return {"cancel": False, "pause": False, "step": False, "resume": False, "replay": True}, denied
     if paused:
         return ({"cancel": True, "pause": False, "step": True, "resume": True, "replay": True},
                 f"Run {rid} is paused: Step runs one iteration, Resume runs it to the end.")
@@ -116,21 +123,33 @@ def control_state(run: dict[str, Any] | None) -> tuple[dict[str, bool], str]:
             f"Run {rid} is {status}: Pause holds it after this iteration; Step pauses it after the next.")
 
 
+def bar_state(store: RunStore, s: dict[str, Any] | None, request: gr.Request | None) -> tuple[dict[str, bool], str]:
+    """control_state of the run open in `s` as the requester sees it: a live run someone else started
+    (or the command line) has its controls disabled, with require_owner's reason as the hint."""
+    run, denied = None, None
+    if (s or {}).get("run_id"):
+        try:
+            status, _, _, _, paused = store.run_version(s["run_id"])
+            run = {"run_id": s["run_id"], "status": status, "paused": paused}
+            if status in LIVE:
+                require_owner(store, s["run_id"], request, CONTROL_VERBS)
+        except AccessDenied as exc:
+            why = str(exc).removeprefix("run: ")
+            denied = why[:1].upper() + why[1:]
+        except StorageError:
+            run = None
+    return control_state(run, denied)
+
+
 def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr.Markdown) -> None:
     """Enable and disable `controls` (by control_state key) whenever the open run or its version changes
-    (every live update changes ctx.st), and say why in `hint`."""
+    (every live update changes ctx.st), and say why in `hint`. The buttons' handlers check the owner
+    again (search_events): this only keeps a viewer from clicking what would be refused."""
     keys = list(controls)
     outputs = [b for k in keys for b in controls[k]]
 
-    def on_state(s: dict[str, Any]) -> tuple[Any, ...]:
-        run = None
-        if (s or {}).get("run_id"):
-            try:
-                status, _, _, _, paused = ctx.store.run_version(s["run_id"])
-                run = {"run_id": s["run_id"], "status": status, "paused": paused}
-            except StorageError:
-                run = None
-        can, why = control_state(run)
+    def on_state(s: dict[str, Any], request: gr.Request) -> tuple[Any, ...]:
+        can, why = bar_state(ctx.store, s, request)
         return (*[gr.update(interactive=can[k]) for k in keys for _ in controls[k]], why)
 
     ctx.st.change(on_state, [ctx.st], [*outputs, hint], show_progress="hidden", trigger_mode="always_last")
