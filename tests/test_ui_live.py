@@ -169,3 +169,20 @@ def test_run_bar_disables_the_controls_of_a_run_the_requester_does_not_own(tmp_p
     can, why = bar_state(store, {"run_id": "cc" * 16}, mine)
     assert not can["step"] and "the command line or an evaluation" in why
     assert bar_state(store, {"run_id": "ee" * 16}, mine) == control_state(None)  # no such run: as if none open
+
+
+def test_the_bench_reads_skipped_and_out_of_order_iterations_from_the_draw_log() -> None:
+    """ui.bench's reading of the page's draw log: the iteration drawn on opening is not a live update, an
+    iteration never drawn is listed as skipped, a later draw of an older iteration breaks the order."""
+    from ui.bench import per_iteration_draws
+
+    def log(*its: int) -> list[dict[str, Any]]:
+        return [{"run": RUN, "iteration": t, "latencyMs": 100.0 * (i + 1)} for i, t in enumerate(its)]
+
+    good = per_iteration_draws(log(2, 3, 4, 5, 5), RUN, 5)
+    assert good["skipped"] == [] and good["in_order"] and good["iterations_live"] == 3
+    assert good["median_s"] == 0.3  # 200, 300, 400 ms: the open (2) and the repeated 5 do not count
+    gap = per_iteration_draws(log(2, 3, 5), RUN, 6)
+    assert gap["skipped"] == [4, 6] and gap["iterations_live"] == 4
+    assert not per_iteration_draws(log(2, 4, 3), RUN, 4)["in_order"]
+    assert per_iteration_draws([{"run": "other", "iteration": 1, "latencyMs": 5.0}], RUN, 3)["median_s"] is None
