@@ -233,8 +233,12 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
         demo.close()
     per_it = per_iteration_draws(draws, run_id, int(store.get_run(run_id)["iterations"]))
     redraw = [float(d["drawMs"]) for d in draws if d.get("run") == run_id]
+    t0 = min((float(d["at"]) for d in draws), default=0.0)
     return {"nodes_final": n_nodes, "budget": 16, "iteration_pause_s": pause_s, "draws": len(redraw),
-            **per_it, "redraw_ms": _spread(redraw) if redraw else None}
+            **per_it, "redraw_ms": _spread(redraw) if redraw else None,
+            # (iteration, write → draw ms, ms since the first draw) per draw: where a lag builds up
+            "draw_log": [(d["iteration"], d.get("latencyMs"), round(float(d["at"]) - t0)) for d in draws
+                         if d.get("run") == run_id]}
 
 
 def run_all(sizes: Sequence[int] = (200, 2000), repeats: int = 5, latency_nodes: int = 400) -> dict[str, Any]:

@@ -49,8 +49,13 @@ def _click(pg: Any, selector: str) -> None:
 
 @pytest.mark.parametrize("screen", SCREENS)
 def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest.FixtureRequest) -> None:
+    """The user types N = 0, scrolls down to the knobs below the form, and clicks Run (where the bar is
+    now): the message shows inside the viewport, and so does the bar."""
     pg = request.getfixturevalue(screen)
     fill(pg, "budget", "0")
+    pg.locator("#open-btn").scroll_into_view_if_needed()  # the form's last control: below a laptop's fold
+    pg.evaluate("() => window.scrollBy(0, 300)")
+    pg.wait_for_function("() => window.scrollY > 0", timeout=10_000)
     _click(pg, "#run-btn")
     wait_notice(pg, "budget: must be an integer >= 1")
     notice, run = pg.locator("#notice").bounding_box(), pg.locator("#run-btn").bounding_box()
