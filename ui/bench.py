@@ -223,8 +223,10 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
             deadline = time.time() + timeout_s
             while time.time() < deadline and store.get_run(run_id)["status"] == "running":
                 time.sleep(0.2)
+            last = int(store.get_run(run_id)["iterations"])  # the page has drawn the run's end, every frame
             page.wait_for_function("() => { const e = document.querySelector('#tree .uats-plot');"
-                                   " return e && e.dataset.status === 'finished'; }", timeout=timeout_s * 1000)
+                                   " return e && e.dataset.status === 'finished' && "
+                                   f"Number(e.dataset.iteration) === {last}; }}", timeout=timeout_s * 1000)
             draws = page.evaluate("() => (window.__uatsDraws || []).filter(d => d.el === 'tree')")
             browser.close()
     finally:

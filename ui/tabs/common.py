@@ -87,13 +87,15 @@ async function show(spec) {
   }
 }
 async function drain() {
-  // one figure at a time, in order; a frame stays on screen a moment before the next replaces it
+  // one figure at a time, in order; a frame stays on screen a moment before the next replaces it, and
+  // a page that fell behind (several frames waiting) paints each once and goes on, so it catches up
   if (host._uatsBusy) return;
   host._uatsBusy = true;
   try {
     while (host._uatsQueue.length) {
       await show(host._uatsQueue.shift());
-      if (host._uatsQueue.length) await new Promise(r => setTimeout(r, 80));
+      const behind = host._uatsQueue.length;
+      if (behind) await new Promise(r => requestAnimationFrame(() => setTimeout(r, behind > 1 ? 0 : 80)));
     }
   } catch (e) { console.error('uats: draw failed', e); }
   finally { host._uatsBusy = false; }
