@@ -85,7 +85,17 @@ def test_bad_input_is_one_line_naming_the_field(problems_file: Path, tmp_path: P
     assert eval_main(base + ["--model", "pol=" + MODELS["pol"], "--model", "rm=" + MODELS["rm"], "--pairs", "pol:rm",
                              "--methods", "beam", "--budgets", "6"]) == 2
     assert "budget" in capsys.readouterr().err
+    assert eval_main(["--world", "arith", "--difficulty", "harder", "--db", str(db), "--quiet"]) == 2
+    assert "error: difficulty: unknown difficulty 'harder'; choose one of easy, default, hard" in capsys.readouterr().err
     assert not db.exists()  # nothing half-written
+
+
+def test_the_arithmetic_worlds_difficulty_names_its_cells() -> None:
+    """The hard regime (issue 32): its problems and its dataset label, so its cells never mix with the default's."""
+    label, probs = load_eval_problems("arith", None, 3, difficulty="hard")
+    assert label == "arith-test-hard" and [p.id for p in probs] == [f"arith-hard-s0-test-{i}" for i in range(3)]
+    default_label, default = load_eval_problems("arith", None, 3)
+    assert default_label == "arith-test" and {p.question for p in default}.isdisjoint(p.question for p in probs)
 
 
 # ------------------------------------------------------------------------------------------- resumption

@@ -13,6 +13,7 @@ from ui.figures import ViewOptions, box_stats, inspector_figure, shared_colour_r
 from ui.layout import tidy_layout
 from ui.treedata import RunData, first_divergence
 from uats_core.events import IterationEnded, NodesUpdated
+from tests.doubles import record_synthetic
 
 
 def test_tidy_layout_small_tree_by_hand() -> None:
@@ -60,9 +61,7 @@ def test_tidy_layout_never_overlaps_at_2000_nodes() -> None:
 def store() -> RunStore:
     s = RunStore("sqlite://")
     for rid, n, method, seed in (("r200", 200, "h-uats", 1), ("other", 200, "rebase", 2)):
-        sub = s.subscriber()
-        for ev in synthetic_events(rid, n_nodes=n, seed=seed, method=method):
-            sub(ev)
+        record_synthetic(s, rid, n_nodes=n, seed=seed, method=method)
     return s
 
 

@@ -1,4 +1,4 @@
-"""Command line: `uats search|runs|show|doctor|ledger` (installed), or `python -m uats_core` with the same commands.
+"""Command line: `uats search|runs|show|doctor|ledger|calibrate` (installed), or `python -m uats_core` with the same commands.
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -13,6 +13,7 @@ import re
 import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
+from uats_core.entrypoints import calibrate
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
@@ -27,10 +28,10 @@ TRUST_HELP = ("allow trust_remote_code=true in --policy-opt/--prm-opt: transform
 DEFAULT_PROBLEM = "arith-test-0"
 _CONFIG_HELP = {
     "budget": "N: REBASE's width; the matched-compute budget of every method",
-    "cost_ratio": "c: cost of one generated step in PRM passes (bench calibrate measures it)",
+    "cost_ratio": "c: cost of one generated step in PRM passes (`uats calibrate` measures it)",
     "k0": "MC-dropout passes per new candidate (UATS)",
     "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
-           "statistic on in-distribution calibration steps (bench calibrate writes them beside the PRM)",
+           "statistic on in-distribution calibration steps (`uats calibrate` writes them beside the PRM)",
     "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
     "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
     "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
@@ -291,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--code-version", default="unknown",
                    help="code version recorded on the cells copied in (the run log does not say which code ran them)")
     g.set_defaults(fn=cmd_ledger)
+    calibrate.add_parser(sub)
     return p
 
 

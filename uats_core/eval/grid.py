@@ -244,16 +244,20 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- problems
-def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test") -> tuple[str, list[Problem]]:
-    """(dataset label, the first n problems): the arithmetic world's split, a shipped set's name or a .jsonl file."""
+def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test",
+                       difficulty: str = "default") -> tuple[str, list[Problem]]:
+    """(dataset label, the first n problems): the arithmetic world's split (at a difficulty: its label then names
+    it, e.g. arith-test-hard), a shipped set's name or a .jsonl file."""
     if dataset:
         problems = load_problems(dataset)
         label = Path(dataset).stem if (dataset.endswith(".jsonl") or Path(dataset).exists()) else dataset
     elif world in (None, "arith"):
-        from ..worlds.arith.world import load_split
+        from ..worlds.arith.world import DIFFICULTIES, load_split
 
-        problems = load_split(split, n if n is not None else 200)
-        label = f"arith-{split}"
+        if difficulty not in DIFFICULTIES:
+            raise ProblemError("difficulty", f"unknown difficulty {difficulty!r}; choose one of {', '.join(DIFFICULTIES)}")
+        problems = load_split(split, n if n is not None else 200, difficulty=difficulty)
+        label = f"arith-{split}" + ("" if difficulty == "default" else f"-{difficulty}")
     else:
         raise ProblemError("world", f"unknown world {world!r}; use --world arith or --dataset FILE.jsonl|math500|aime24")
     if n is not None:

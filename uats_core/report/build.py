@@ -178,12 +178,13 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
         tag = "" if not suffix else re.sub(r"[^A-Za-z0-9._-]+", "_", f"_{dataset}_{variant}".replace("=", ""))
         n_desc = f"{span(g['n_problems'])} problems × {span(g['n_seeds'])} seeds"
         rep.figures["accuracy_vs_n" + tag] = fig_curves(
-            g, "budget", "acc", f"Accuracy vs N, {dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)", roles,
+            g, "budget", "acc", f"Accuracy vs N<br><sup>{dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)</sup>", roles,
             dashed_extra="pass_at_n")
         rep.figures["accuracy_vs_cost" + tag] = fig_curves(
-            g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
+            g, "cost", "acc", f"Accuracy vs compute actually spent<br><sup>{dataset}, {variant} ({n_desc}); "
+            "compute = generated steps × c + PRM passes</sup>", roles)
         rep.figures["pass_at_n" + tag] = fig_curves(
-            g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
+            g, "budget", "pass_at_n", f"Pass@N<br><sup>oracle: any terminal candidate correct; {dataset}, {variant}</sup>", roles)
     abl_df = same_problems_across_variants(df)
     abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:

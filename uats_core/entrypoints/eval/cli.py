@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("problems")
     g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
     g.add_argument("--split", default="test", help="arith split (default test)")
+    g.add_argument("--difficulty", default="default",
+                   help="arith difficulty: easy | default | hard (4-6 operations, values up to 999)")
     g.add_argument("--dataset", help="math500 | aime24 (shipped in assets/data) | a .jsonl file")
     g.add_argument("--problems", type=int, help="first N problems (arith default 200; a dataset: all)")
     g = p.add_argument_group("grid")
@@ -87,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 def spec_from_args(args: argparse.Namespace) -> GridSpec:
     models = parse_models(args.model)
     pairs = parse_pairs(args.pairs, models)
-    dataset, problems = load_eval_problems(args.world, args.dataset, args.problems, args.split)
+    dataset, problems = load_eval_problems(args.world, args.dataset, args.problems, args.split,
+                                           args.difficulty)
     axes: dict[str, list[Any]] = {}
     for name in ABLATION_FLAGS:
         raw = getattr(args, f"axis_{name}")
