@@ -214,17 +214,23 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
             self.get_run(run_id)  # a run without nodes yet is fine; a missing run is an error
         return out
 
-    def get_iterations(self, run_id: str) -> list[dict[str, Any]]:
+    def get_iterations(self, run_id: str, since_iter: int | None = None) -> list[dict[str, Any]]:
+        """The run's iteration rows in order; since_iter: only those at or after that iteration."""
+        q = sa.select(S.iterations).where(S.iterations.c.run_id == run_id).order_by(S.iterations.c.iteration)
+        if since_iter is not None:
+            q = q.where(S.iterations.c.iteration >= int(since_iter))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(S.iterations).where(S.iterations.c.run_id == run_id)
-                                .order_by(S.iterations.c.iteration)).all()
+            rows = conn.execute(q).all()
         return [dict(r._mapping) for r in rows]
 
-    def get_node_history(self, run_id: str) -> list[dict[str, Any]]:
-        """Per (iteration, node) snapshots of the changing fields, ordered by iteration then node."""
+    def get_node_history(self, run_id: str, since_iter: int | None = None) -> list[dict[str, Any]]:
+        """Per (iteration, node) snapshots of the changing fields, ordered by iteration then node;
+        since_iter: only those at or after that iteration (live polling)."""
+        q = sa.select(S.node_history).where(S.node_history.c.run_id == run_id)
+        if since_iter is not None:
+            q = q.where(S.node_history.c.iteration >= int(since_iter))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(S.node_history).where(S.node_history.c.run_id == run_id)
-                                .order_by(S.node_history.c.iteration, S.node_history.c.node_id)).all()
+            rows = conn.execute(q.order_by(S.node_history.c.iteration, S.node_history.c.node_id)).all()
         return [dict(r._mapping) for r in rows]
 
     def run_version(self, run_id: str) -> tuple[str, int, int, float, bool]:

@@ -25,6 +25,7 @@ from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
 from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
+from .tabs.runbar import RUN_BAR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
@@ -38,9 +39,9 @@ CSS = """
 .uats-empty { height: 120px; align-items: center; justify-content: center; color: #888; font-size: 14px;
               border: 1px dashed #ccc; border-radius: 6px; }
 .uats-plot { width: 100%; }
-#brand h1 { margin-bottom: 0; }
+#brand h1 { margin-bottom: 0; font-size: 1.6em; }
 #brand p { margin-top: 2px; color: #555; }
-""" + LINKS_CSS
+""" + LINKS_CSS + RUN_BAR_CSS
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,

@@ -142,7 +142,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
               "cancelled": "#7570b3"}.get(status, "#555555")
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in ("queued", "running") and run.get("paused"):
-        badge += " · ❚❚ paused (step mode: Step runs one iteration, Resume runs to the end)"
+        badge += " · ❚❚ paused"  # what Step and Resume do: the run bar's hint (ui/tabs/runbar.py)
     parts = [f"**{badge}** · run {md_text(run['run_id'][:12])} · **{md_text(run.get('method'))}** on "
              f"{md_inline(run.get('problem_id'), 80)} · "
              f"seed {run.get('seed')} · N={cfg.get('budget', '?')}",

@@ -7,6 +7,7 @@ later re-evaluation, the status decided at that step) and the first k passes of 
 from __future__ import annotations
 
 import bisect
+import copy
 from collections import Counter
 import logging
 from dataclasses import dataclass, field
@@ -103,7 +104,8 @@ def _root(run: dict[str, Any]) -> dict[str, Any]:
 
 
 class RunData:
-    """Everything stored about one run, loaded once; `state_at(t)` rebuilds any iteration in memory."""
+    """Everything stored about one run, loaded once; `state_at(t)` rebuilds any iteration in memory.
+    A live run grows with `grown(store)`, which reads only the rows written since (not the whole run)."""
 
     def __init__(self, run: dict[str, Any], nodes: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]] = (),
                  iterations: Iterable[dict[str, Any]] = ()) -> None:
@@ -113,13 +115,32 @@ class RunData:
             self.nodes[0] = _root(run)
         self.iterations: dict[int, dict[str, Any]] = {int(i["iteration"]): i for i in iterations}
         self.history_skipped = False
+        # the run's iteration count as read before its rows: every row of a later iteration is newer
+        self.watermark = int(run.get("iterations") or 0)
         self._hist: dict[int, tuple[list[int], list[dict[str, Any]]]] = {}
+        self._add_history(history, owned=set())
+        self._set_max()
+
+    def _add_history(self, history: Iterable[dict[str, Any]], owned: set[int]) -> None:
+        """File history rows under their node in iteration order; a row already held for the same
+        (node, iteration) is replaced. Lists not in `owned` are shared with another RunData: copied first."""
         for h in sorted(history, key=lambda r: (r["node_id"], r["iteration"])):
-            its, rows = self._hist.setdefault(int(h["node_id"]), ([], []))
-            its.append(int(h["iteration"]))
-            rows.append(h)
-        hist_max = max((its[-1] for its, _ in self._hist.values()), default=0)
-        self.max_iteration = max([hist_max, *self.iterations, int(run.get("iterations") or 0)])
+            nid, it = int(h["node_id"]), int(h["iteration"])
+            its, rows = self._hist.get(nid, ([], []))
+            if nid not in owned:
+                its, rows = list(its), list(rows)
+                self._hist[nid] = (its, rows)
+                owned.add(nid)
+            pos = bisect.bisect_left(its, it)
+            if pos < len(its) and its[pos] == it:
+                rows[pos] = h
+            else:
+                its.insert(pos, it)
+                rows.insert(pos, h)
+
+    def _set_max(self) -> None:
+        hist_max = max((its[-1] for its, _ in self._hist.values() if its), default=0)
+        self.max_iteration = max([hist_max, *self.iterations, int(self.run.get("iterations") or 0)])
 
     @classmethod
     def load(cls, store: Any, run_id: str) -> "RunData":
@@ -130,6 +151,28 @@ class RunData:
                        store.get_iterations(run_id))
         data.history_skipped = big
         return data
+
+    def grown(self, store: Any) -> "RunData":
+        """This run as stored now, from this copy and the rows written at or after its watermark (one
+        transaction per iteration, so those hold every change since; re-reading the watermark's own
+        iteration catches the nodes a run's end writes under it). A new RunData: readers of this one
+        (other sessions, other tabs) keep a consistent tree."""
+        run_id = self.run["run_id"]
+        run = store.get_run(run_id)  # first: its iteration count bounds what the reads below may miss
+        since = self.watermark
+        with gc_paused():
+            iterations = store.get_iterations(run_id, since_iter=since)
+            history = () if self.history_skipped else store.get_node_history(run_id, since_iter=since)
+            nodes = store.get_nodes(run_id, since_iter=since)  # last: every history row's node is in
+            new = copy.copy(self)
+            new.run = run
+            new.nodes = {**self.nodes, **{int(n["id"]): n for n in nodes}}
+            new.iterations = {**self.iterations, **{int(i["iteration"]): i for i in iterations}}
+            new._hist = dict(self._hist)
+            new._add_history(history, owned=set())
+        new.watermark = int(run.get("iterations") or 0)
+        new._set_max()
+        return new
 
     def step(self, t: int | None) -> tuple[list[Decision], StepInfo]:
         """Iteration t's stored decisions and numbers as the engine's typed records (empty when t has none)."""

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .pages import ARTIFACTS, PAIR, wait_idle
+from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -108,9 +108,9 @@ def browser(chromium_path: str) -> Iterator[Any]:
             b.close()
 
 
-@pytest.fixture()
-def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+def _page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest,
+          viewport: dict[str, int]) -> Iterator[Any]:
+    ctx = browser.new_context(viewport=viewport, accept_downloads=True)
     pg = ctx.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -126,3 +126,20 @@ def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -
     finally:
         ctx.close()
     assert not errors, errors  # no JavaScript error on the page, ever
+
+
+@pytest.fixture()
+def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    yield from _page(browser, served, request, {"width": 1500, "height": 1100})
+
+
+@pytest.fixture()
+def laptop_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The app on a laptop screen: a 1280 × 800 viewport."""
+    yield from _page(browser, served, request, LAPTOP)
+
+
+@pytest.fixture()
+def wide_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The app on a desktop screen: a 1920 × 1080 viewport."""
+    yield from _page(browser, served, request, WIDE)

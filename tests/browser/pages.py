@@ -17,6 +17,9 @@ SCREENSHOTS = os.environ.get("UATS_SCREENSHOTS") == "1"
 # Two synthetic runs (the real engine's events, storage.synthetic) on one problem, seed and budget: the
 # comparison, replay and export tests need finished runs of known shape without minutes of search.
 PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
+# The screens the issue-30 tour uses: a laptop and a desktop
+LAPTOP = {"width": 1280, "height": 800}
+WIDE = {"width": 1920, "height": 1080}
 
 NODE_PIXEL_JS = """([sel, wanted]) => {
   const gd = document.querySelector(sel + ' .uats-plot');
@@ -117,8 +120,9 @@ def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def shot(pg: Any, name: str, selector: str | None = None) -> Path | None:
-    """artifacts/<name>.png of the page (or of `selector`) when UATS_SCREENSHOTS=1; None otherwise."""
+def shot(pg: Any, name: str, selector: str | None = None, full_page: bool = True) -> Path | None:
+    """artifacts/<name>.png of the page (or of `selector`; full_page=False: of what the window shows) when
+    UATS_SCREENSHOTS=1; None otherwise."""
     if not SCREENSHOTS:
         return None
     ARTIFACTS.mkdir(exist_ok=True)
@@ -126,5 +130,5 @@ def shot(pg: Any, name: str, selector: str | None = None) -> Path | None:
     if selector:
         pg.locator(selector).screenshot(path=str(path))
     else:
-        pg.screenshot(path=str(path), full_page=True)
+        pg.screenshot(path=str(path), full_page=full_page)
     return path

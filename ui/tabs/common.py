@@ -58,39 +58,29 @@ function ringAt(id) {
     }
   }
 }
-function draw() {
-  const raw = props.value;
-  if (!raw) { host.style.display = 'none'; empty.style.display = 'flex'; host.dataset.nodes = '0'; return; }
-  if (typeof Plotly === 'undefined') { setTimeout(draw, 50); return; }
-  // the same figure again (an event that lists this plot as an output and skips it): parsing and reacting
-  // to a 2,000-node tree for nothing took a second of the page's time on every node click
-  if (raw === host._uatsRaw && host.data) return;
-  host._uatsRaw = raw;
-  let spec;
-  try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
+async function show(spec) {
   host.style.display = 'block'; empty.style.display = 'none';
   const t0 = performance.now();
   host.dataset.lodPending = '1';
   lodInject(host, spec);
   host._uatsMeta = spec.meta || {};
-  Plotly.react(host, spec.data, spec.layout, spec.config || {}).then(() => {
-    const m = spec.meta || {};
-    host._uatsRev = (spec.layout || {}).uirevision;
-    lodRefresh(host);
-    host.dataset.drawMs = (performance.now() - t0).toFixed(1);
-    host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
-    host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
-    host.dataset.pinned = m.pinned ? '1' : '';  // an iteration the user chose (not "the latest")
-    if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
-    host.dataset.drawnAt = String(Date.now());
-    host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
-    // a short in-page log of draws for ui/bench.py and the browser tests (bounded: pages stay open long)
-    const log = (window.__uatsDraws = window.__uatsDraws || []);
-    log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
-              drawMs: Number(host.dataset.drawMs), latencyMs: m.written_at ? Number(host.dataset.latencyMs) : null,
-              at: Date.now()});
-    if (log.length > 2000) log.splice(0, log.length - 2000);
-  });
+  await Plotly.react(host, spec.data, spec.layout, spec.config || {});
+  const m = spec.meta || {};
+  host._uatsRev = (spec.layout || {}).uirevision;
+  lodRefresh(host);
+  host.dataset.drawMs = (performance.now() - t0).toFixed(1);
+  host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
+  host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
+  host.dataset.pinned = m.pinned ? '1' : '';  // an iteration the user chose (not "the latest")
+  if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
+  host.dataset.drawnAt = String(Date.now());
+  host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
+  // a short in-page log of draws for ui/bench.py and the browser tests (bounded: pages stay open long)
+  const log = (window.__uatsDraws = window.__uatsDraws || []);
+  log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
+            run: m.run_id || '', drawMs: Number(host.dataset.drawMs),
+            latencyMs: m.written_at ? Number(host.dataset.latencyMs) : null, at: Date.now()});
+  if (log.length > 2000) log.splice(0, log.length - 2000);
   if (!host._uatsBound) {
     host.on('plotly_click', (ev) => {
       const p = ev.points && ev.points[0];
@@ -105,6 +95,40 @@ function draw() {
     host._uatsBound = true;
   }
 }
+async function drain() {
+  // one figure at a time, in order; a frame stays on screen a moment before the next replaces it, and
+  // a page that fell behind (several frames waiting) paints each once and goes on, so it catches up
+  if (host._uatsBusy) return;
+  host._uatsBusy = true;
+  try {
+    while (host._uatsQueue.length) {
+      await show(host._uatsQueue.shift());
+      const behind = host._uatsQueue.length;
+      if (behind) await new Promise(r => requestAnimationFrame(() => setTimeout(r, behind > 1 ? 0 : 80)));
+    }
+  } catch (e) { console.error('uats: draw failed', e); }
+  finally { host._uatsBusy = false; }
+}
+function draw() {
+  const raw = props.value;
+  host._uatsQueue = host._uatsQueue || [];
+  if (!raw) {
+    host._uatsQueue.length = 0; host._uatsRaw = raw;
+    host.style.display = 'none'; empty.style.display = 'flex'; host.dataset.nodes = '0'; return;
+  }
+  if (typeof Plotly === 'undefined') { setTimeout(draw, 50); return; }
+  // the same figure again (an event that lists this plot as an output and skips it): parsing and reacting
+  // to a 2,000-node tree for nothing took a second of the page's time on every node click
+  if (raw === host._uatsRaw && host.data) return;
+  host._uatsRaw = raw;
+  let spec;
+  try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
+  // a live poll's frames (every new iteration, oldest first) queue behind those still being drawn;
+  // any other figure (a step back, a filter, another run) replaces the frames not drawn yet
+  if (spec.frames) host._uatsQueue.push(...spec.frames);
+  else host._uatsQueue.splice(0, host._uatsQueue.length, spec);
+  drain();
+}
 draw();
 watch('value', draw);
 """
@@ -118,13 +142,22 @@ def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:
                    min_height=min_height)
 
 
+def with_meta(fig: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    """The figure with `meta` added to its own (what the page records of each draw)."""
+    return {**fig, "meta": {**fig.get("meta", {}), **meta}} if meta else fig
+
+
 def fig_json(fig: dict[str, Any] | None, **meta: Any) -> str:
     """A figure dict as the plot component's value; "" (the empty slot) for None."""
     if fig is None:
         return ""
-    if meta:
-        fig = {**fig, "meta": {**fig.get("meta", {}), **meta}}
-    return json.dumps(fig, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(with_meta(fig, **meta), ensure_ascii=False, separators=(",", ":"))
+
+
+def frames_json(figs: list[dict[str, Any]]) -> str:
+    """Figures the plot component draws one after another, in order ({"frames": [...]}): a live poll's
+    new iterations. Any other value drawn later replaces the frames not yet drawn."""
+    return json.dumps({"frames": figs}, ensure_ascii=False, separators=(",", ":"))
 
 
 def lines(text: str | None) -> list[str]:
@@ -165,24 +198,33 @@ def view_of(score_min: Any = 0.0, score_max: Any = 1.0, high_variance_only: Any 
 
 
 class RunCache:
-    """RunData by (run id, version): one load serves every tab following the same run."""
+    """The latest RunData of each recent run: one load serves every tab following the same run, and a
+    live run's newer version grows from the one held (RunData.grown: the rows written since), never
+    reloading the whole run on each poll."""
 
     def __init__(self, store: RunStore, size: int = 12) -> None:
         self.store = store
         self.size = size
-        self._items: OrderedDict[tuple[str, Any], RunData] = OrderedDict()
+        self._items: OrderedDict[str, tuple[Any, RunData]] = OrderedDict()  # run id -> (version, data)
         self._lock = threading.Lock()
+        self.loads = {"full": 0, "grown": 0}  # how each miss was served (the benchmark and tests read it)
 
     def get(self, run_id: str, version: Any = None) -> RunData:
         version = version if version is not None else self.store.run_version(run_id)
-        key = (run_id, version)
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        data = RunData.load(self.store, run_id)
+            held = self._items.get(run_id)
+            if held is not None:
+                self._items.move_to_end(run_id)
+                if held[0] == version:
+                    return held[1]
+        if held is not None and held[1].run.get("status") in LIVE:
+            data, how = held[1].grown(self.store), "grown"
+        else:  # a run that had ended changes only by a rewrite: read it again whole
+            data, how = RunData.load(self.store, run_id), "full"
         with self._lock:
-            self._items[key] = data
+            self.loads[how] += 1
+            self._items[run_id] = (version, data)
+            self._items.move_to_end(run_id)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return data

@@ -1,6 +1,7 @@
-"""The Search tab's components: the run form (problem, method, knobs, models, run controls) on the left;
-the live tree, its view filters, step-through controls, cost and knob charts, the node inspector and the
-run's export on the right. Its events are wired by search_events and inspector."""
+"""The Search tab's components: the run form (problem, method, knobs, models) on the left; on the right
+the run bar (Run, Cancel, Pause, Step, Resume and the run's status, sticky above the tree: runbar.py), the
+live tree, step-through controls, view filters, cost and knob charts, the node inspector and the run's
+export. Its events are wired by search_events and inspector."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .. import service as svc
 from ..choices import EMBEDDED, ServerChoices
 from ..bigtree import FOCUS_CHOICES
 from .common import DEFAULTS, LATEX, AppContext, plot_html
+from .runbar import build_run_bar, wire_run_bar
 
 if TYPE_CHECKING:
     from .viewer import RunViewer
@@ -47,6 +49,7 @@ class SearchTab:
     open_id: gr.Textbox
     open_btn: gr.Button
     status_md: gr.Markdown
+    run_hint: gr.Markdown
     tree: gr.HTML
     follow: gr.Checkbox
     prev_btn: gr.Button
@@ -142,19 +145,10 @@ def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
     _knobs(f)
     _models(f, choices)
     with gr.Row():
-        c["run_btn"] = gr.Button("Run search", variant="primary", elem_id="run-btn")
-        c["cancel_btn"] = gr.Button("Cancel", variant="stop", elem_id="cancel-btn")
-    # step mode: watch a search one iteration at a time, as it is computed
-    f["start_paused"] = gr.Checkbox(False, label="start paused (step mode)", elem_id="start-paused")
-    with gr.Row():
-        c["pause_btn"] = gr.Button("❚❚ Pause", elem_id="pause-btn", size="sm")
-        c["step_btn"] = gr.Button("▶❚ Step", elem_id="step-btn", size="sm")
-        c["resume_btn"] = gr.Button("▶ Resume", elem_id="resume-btn", size="sm")
-    with gr.Row():
         c["open_id"] = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)", elem_id="open-id",
                                   scale=3)
         c["open_btn"] = gr.Button("Open", elem_id="open-btn", scale=1)
-    c["form"] = {k: f[k] for k in (*PROBLEM_FIELDS, *MODEL_FIELDS, "start_paused", *CONFIG_FIELDS)}
+    c["form"] = {k: f[k] for k in (*PROBLEM_FIELDS, *MODEL_FIELDS, *CONFIG_FIELDS)}  # + start_paused (run bar)
 
 
 def _filters() -> dict[str, Component]:
@@ -178,18 +172,17 @@ def _filters() -> dict[str, Component]:
 
 
 def _tree_column(c: dict[str, Any]) -> None:
-    """The right column's upper half: status, filters, tree, step-through, cost and knob charts."""
-    c["status_md"] = gr.Markdown("No run open. Start a search on the left, or open one from **Runs**.",
-                                 elem_id="run-status")
-    c["filters"] = _filters()
+    """The right column's upper half: the run bar (sticky), tree, step-through, filters, cost and knob charts."""
+    build_run_bar(c)
     c["tree"] = plot_html("tree", "The tree appears here as the search writes it.", 440)
     with gr.Row():
         c["follow"] = gr.Checkbox(True, label="follow live", elem_id="follow", scale=1)
-        c["prev_btn"] = gr.Button("◀ prev", elem_id="prev-btn", scale=1, size="sm")
-        c["play_btn"] = gr.Button("▶ play", elem_id="play-btn", scale=1, size="sm")
-        c["next_btn"] = gr.Button("next ▶", elem_id="next-btn", scale=1, size="sm")
+        c["prev_btn"] = gr.Button("◀ prev", elem_id="prev-btn", scale=1, size="sm", interactive=False)
+        c["play_btn"] = gr.Button("▶ play", elem_id="play-btn", scale=1, size="sm", interactive=False)
+        c["next_btn"] = gr.Button("next ▶", elem_id="next-btn", scale=1, size="sm", interactive=False)
         c["t_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t", elem_id="t-slider", scale=6,
                                   interactive=False)
+    c["filters"] = _filters()
     c["cost_plot"] = plot_html("cost-plot", "Cost per iteration appears here.", 60)
     c["knobs_plot"] = plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each step against "
                                 "depth, coloured by the step's max σ (A-UATS: the controller's choices).", 40)
@@ -213,10 +206,10 @@ def _inspector_column(c: dict[str, Any]) -> None:
     gr.Markdown("### Node inspector\nClick a node in the tree (or type its id).")
     with gr.Row():
         c["node_box"] = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1)
-        c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1)
-        c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2)
-        c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1)
-        c["fig1_btn"] = gr.Button("Figure 1 view", elem_id="fig1-btn", scale=1, variant="secondary")
+        c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False)
+        c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
+        c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False)
+        c["fig1_btn"] = gr.Button("Figure 1 view", elem_id="fig1-btn", scale=1, variant="secondary", interactive=False)
     _figure1_panel(c)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
@@ -251,8 +244,13 @@ def build_search_tab(ctx: AppContext) -> SearchTab:
             _tree_column(c)
             _inspector_column(c)
             frontier = build_frontier_panel()
+    c["form"]["start_paused"] = c.pop("start_paused")
     tab = SearchTab(**c)
     tab.viewer = wire_search(ctx, tab)
+    wire_run_bar(ctx, {"cancel": [tab.cancel_btn], "pause": [tab.pause_btn], "step": [tab.step_btn],
+                       "resume": [tab.resume_btn],
+                       "replay": [tab.prev_btn, tab.play_btn, tab.next_btn, tab.go_node, tab.collapse_btn,
+                                  tab.expand_all, tab.fig1_btn]}, tab.run_hint)
     wire_inspector(ctx, tab, tab.viewer)
     wire_frontier_panel(ctx, tab, frontier)
     return tab

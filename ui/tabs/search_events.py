@@ -134,8 +134,9 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
                 "", svc.run_status_md(run), gr.update(value=True))
 
+    # no progress timers on what the poll redraws: they flickered in the status line on every click
     t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow],
-                    inputs_kwargs=t.run_inputs())
+                    inputs_kwargs=t.run_inputs(), show_progress="hidden")
 
     def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
         """A button that sets a control flag of the open run (cancel, pause, step, resume): its owner's only."""
@@ -153,51 +154,67 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     t.cancel_btn.click(run_control("cancel", store.request_cancel,
                                    "cancel requested for run {run}; it stops within a second or two"),
-                       [ctx.st], [ctx.notice], api_name="cancel_run")
+                       [ctx.st], [ctx.notice], api_name="cancel_run", show_progress="hidden")
     # pausing goes through the pool: it holds the number of paused runs to --max-paused
     t.pause_btn.click(run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
-                      [ctx.st], [ctx.notice], api_name="pause_run")
+                      [ctx.st], [ctx.notice], api_name="pause_run", show_progress="hidden")
     t.step_btn.click(run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
-                     [ctx.st], [ctx.notice], api_name="step_run")
+                     [ctx.st], [ctx.notice], api_name="step_run", show_progress="hidden")
     t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice],
-                       api_name="resume_run")
-    t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
-    t.open_id.submit(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters)
+                       api_name="resume_run", show_progress="hidden")
+    # opening a big run takes seconds: its progress shows on the tree only
+    t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
+                     show_progress_on=[t.tree])
+    t.open_id.submit(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
+                     show_progress_on=[t.tree])
+
+
+def live_update(ctx: AppContext, viewer: RunViewer, s: dict[str, Any], follow_live: bool,
+                view: dict[str, Any]) -> list[Any]:
+    """One poll of the open run: when its version moved on, the rows written since are read (the cache
+    grows the run's data), and, following live, the page gets the tree after every iteration it has not
+    drawn yet, in order (RunViewer.live_frames). Outputs in the order of the poll's output list."""
+    outs = skips(10)
+    if not s.get("run_id"):
+        return outs
+    store = ctx.store
+    try:
+        version = store.run_version(s["run_id"])
+    except StorageError as exc:
+        s["run_id"] = None
+        outs[0], outs[1] = s, notice(str(exc))
+        return outs
+    if version == s.get("version"):
+        return outs
+    data = ctx.cache.get(s["run_id"], version)
+    run = data.run
+    if follow_live or s.get("t") is None:
+        s["t"] = None
+        outs[2], state, caught_up = viewer.live_frames(s, view, data, version)
+        rows = [r for t, r in sorted(data.iterations.items()) if t <= state.iteration]
+        outs[5] = fig_json(cost_figure(rows))
+        outs[7] = fig_json(knobs_figure(rows))
+        outs[8], outs[9] = viewer.selected_view(s, data, state)
+        # not caught up: leave the version unrecorded, so the next poll sends the frames still to come
+        s["version"] = version if caught_up else None
+        slider_t = state.iteration
+    else:
+        state = data.state_at(s.get("t"))
+        s["version"] = version
+        slider_t = s.get("t")
+    outs[0] = s
+    outs[1] = _progress_notice(s, run)
+    outs[3] = svc.run_status_md(run, state)
+    outs[4] = viewer.slider_update(data, slider_t)
+    if run["status"] not in LIVE and s.get("version") is not None:
+        outs[6] = f"{run['run_id']}:{run['status']}"
+    return outs
 
 
 def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
-    store = ctx.store
-
     def on_tick(s, follow_live, **view):
-        outs = skips(10)  # a tick only reads: the pool's own thread starts and reaps jobs
-        if not s.get("run_id"):
-            return tuple(outs)
-        try:
-            version = store.run_version(s["run_id"])
-        except StorageError as exc:
-            s["run_id"] = None
-            outs[0], outs[1] = s, notice(str(exc))
-            return tuple(outs)
-        if version != s.get("version"):
-            run = store.get_run(s["run_id"])
-            if follow_live or s.get("t") is None:
-                s["t"] = None
-                fig, data, state = viewer.draw_tree(s, view)
-                outs[2] = fig
-                outs[5] = fig_json(cost_figure(list(data.iterations.values())))
-                outs[7] = fig_json(knobs_figure(list(data.iterations.values())))
-                outs[8], outs[9] = viewer.selected_view(s, data, state)
-            else:
-                data = ctx.cache.get(s["run_id"], version)
-                state = data.state_at(s.get("t"))
-                s["version"] = version
-            outs[0] = s
-            outs[1] = _progress_notice(s, run)
-            outs[3] = svc.run_status_md(run, state)
-            outs[4] = viewer.slider_update(data, s.get("t"))
-            if run["status"] not in LIVE:
-                outs[6] = f"{run['run_id']}:{run['status']}"
-        return tuple(outs)
+        # a tick only reads: the pool's own thread starts and reaps jobs
+        return tuple(live_update(ctx, viewer, s, follow_live, view))
 
     ctx.timer.tick(on_tick, [ctx.st, t.follow],
                    [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot,
@@ -239,9 +256,9 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
     tab.t_slider.input(goto_t, [ctx.st, tab.t_slider], step_outputs, trigger_mode="always_last",
                      show_progress="hidden", inputs_kwargs=tab.filters)
     tab.prev_btn.click(lambda s, t, **view: goto_t(s, (t or 0) - 1, **view), [ctx.st, tab.t_slider],
-                     step_outputs, inputs_kwargs=tab.filters)
+                       step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
     tab.next_btn.click(lambda s, t, **view: goto_t(s, (t or 0) + 1, **view), [ctx.st, tab.t_slider],
-                     step_outputs, inputs_kwargs=tab.filters)
+                       step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
 
     def on_play(s, t, active_label):
         if not s.get("run_id"):
@@ -276,7 +293,7 @@ def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         return s, fig, viewer.slider_update(data, None), *viewer.selected_view(s, data, state)
 
     t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider, t.inspector, t.node_md],
-                   inputs_kwargs=t.filters)
+                   inputs_kwargs=t.filters, show_progress="hidden")
 
     def redraw(s, **view):
         if not s.get("run_id"):

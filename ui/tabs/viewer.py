@@ -3,6 +3,7 @@ The Runs and Cases tabs open runs through it too, so it lives apart from any one
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gradio as gr
@@ -11,15 +12,20 @@ from storage import StorageError
 
 from .. import service as svc
 from ..cases import StepJudge
-from ..figures import cost_figure, step_figure, knobs_figure, tree_figure
+from ..figures import ViewOptions, cost_figure, knobs_figure, step_figure, tree_figure
 from ..treedata import RunData, TreeState
-from .common import AppContext, fig_json, notice, skips, view_of
+from .common import AppContext, fig_json, frames_json, notice, skips, view_of, with_meta
 from .search import SearchTab
 
 
+# Python time one poll may spend building live frames before it leaves the rest to the next poll
+FRAMES_BUILD_S = 0.6
+
+
 def fresh_run_state() -> dict[str, Any]:
-    """The Search tab's state for a run just opened or started: latest iteration, nothing selected."""
-    return {"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []}
+    """The Search tab's state for a run just opened or started: latest iteration, nothing selected, no
+    iteration drawn yet (drawn_t: the last iteration sent to the page while following live)."""
+    return {"run_id": None, "version": None, "t": None, "selected": None, "collapsed": [], "drawn_t": -1}
 
 
 class RunViewer:
@@ -39,18 +45,46 @@ class RunViewer:
         row = data.iterations.get(t)
         return row.get("written_at") if row else data.run.get("updated_at")
 
+    def _figure(self, s: dict[str, Any], data: RunData, state: TreeState, opts: ViewOptions,
+                version: Any) -> dict[str, Any]:
+        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=f"tree-{s['run_id']}", title="")
+        # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
+        return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
+                         pinned=s.get("t") is not None)
+
     def draw_tree(self, s: dict[str, Any], view: dict[str, Any]) -> tuple[str, RunData, TreeState]:
-        """The tree figure JSON of run s at s["t"] under the filters `view`; records the version drawn."""
+        """The tree figure JSON of run s at s["t"] under the filters `view`; records the version drawn
+        (and, following live, the iteration: live frames go on from there)."""
         store = self.ctx.store
         version = store.run_version(s["run_id"])
         data = self.ctx.cache.get(s["run_id"], version)
         state = data.state_at(s.get("t"))
-        fig = tree_figure(state, view_of(**view, collapsed=s.get("collapsed")), selected=s.get("selected"),
-                          uirevision=f"tree-{s['run_id']}", title="")
+        fig = self._figure(s, data, state, view_of(**view, collapsed=s.get("collapsed")), version)
         s["version"] = version
-        # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
-        return (fig_json(fig, written_at=self.written_at(data, state.iteration), version=list(version),
-                         pinned=s.get("t") is not None), data, state)
+        if s.get("t") is None:
+            s["drawn_t"] = state.iteration
+        return fig_json(fig), data, state
+
+    def live_frames(self, s: dict[str, Any], view: dict[str, Any], data: RunData,
+                    version: Any) -> tuple[str, TreeState, bool]:
+        """The tree after each iteration the page has not been sent yet (s["drawn_t"] + 1 on, oldest
+        first) as one payload the page draws in order (PLOT_JS): a poll that finds several new iterations
+        shows every one, never only the last. Nothing new (the run's status or marks changed): the latest
+        again. Building stops after FRAMES_BUILD_S, at least one frame; the rest come with the next poll.
+        Returns the payload, the last state sent, and whether it is the latest."""
+        last = data.max_iteration
+        start = min(int(s.get("drawn_t", -1)) + 1, last)
+        opts = view_of(**view, collapsed=s.get("collapsed"))
+        figs: list[dict[str, Any]] = []
+        t0 = time.perf_counter()
+        state = data.state_at(start)
+        for t in range(start, last + 1):
+            state = data.state_at(t) if t != start else state
+            figs.append(self._figure(s, data, state, opts, version))
+            if time.perf_counter() - t0 > FRAMES_BUILD_S:
+                break
+        s["drawn_t"] = state.iteration
+        return frames_json(figs), state, state.iteration >= last
 
     @staticmethod
     def slider_update(data: RunData, t: int | None) -> Any:

@@ -1,0 +1,155 @@
+"""The Search tab's run bar: the controls that act on the open run (Run search, Cancel, Pause, Step,
+Resume), its status line and a hint saying why a control is disabled. The bar sticks to the top of the
+window above the tree, under the page's message line (which sticks too), so on a laptop screen what a
+click causes (an error, the status, the grown tree) shows where the click was made; Run, Step and Resume
+also bring the tree back under the bar when the page was scrolled away from it.
+
+Controls that cannot act are disabled, never silent: the server decides from the open run's status
+(`control_state`), the hint line says why, and the page copies the hint into each disabled control's
+tooltip (RUN_BAR_JS)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from storage import RunStore, StorageError
+
+from ..access import AccessDenied, require_owner
+from .common import LIVE, AppContext
+
+# The run bar and the message line stay in view while the page scrolls; the bar sits just under the
+# message line (its height, which changes with the message, comes from RUN_BAR_JS). Above Plotly's
+# modebar (z-index 1001).
+RUN_BAR_CSS = """
+.gradio-container { overflow: clip !important; }  /* hidden makes a scroll container: nothing would stick */
+#notice { position: sticky; top: 0; z-index: 1003; box-shadow: 0 2px 6px rgba(0,0,0,0.12); }
+#run-bar { position: sticky; top: var(--uats-notice-h, 0px); z-index: 1002; padding: 6px 8px 4px;
+           background: var(--background-fill-primary, #fff); border: 1px solid var(--border-color-primary, #e5e5e5);
+           border-radius: 8px; box-shadow: 0 2px 6px rgba(0,0,0,0.08); gap: 2px; }
+#run-bar .uats-run-buttons { gap: 6px; flex-wrap: nowrap !important; align-items: center; }
+#run-bar .uats-run-buttons button { min-width: 0; white-space: nowrap; }
+#run-bar #start-paused { flex: 0 0 auto !important; width: auto !important; padding: 0 4px; border: none;
+                         background: transparent; box-shadow: none; }
+#run-bar #start-paused label { border: 1px solid var(--border-color-primary, #ddd) !important; box-shadow: none; }
+#run-status { font-size: 13px; line-height: 1.35; }
+#run-status p { margin: 2px 0; }
+#run-hint { font-size: 12px; color: var(--body-text-color-subdued, #666); }
+#run-hint p { margin: 0; }
+button[disabled] { cursor: not-allowed; }
+#run-bar-js { display: none; }
+"""
+
+# The controls whose disabled state the hint explains; their tooltips are the hint's text.
+EXPLAINED = ("cancel-btn", "pause-btn", "step-btn", "resume-btn", "prev-btn", "play-btn", "next-btn", "inspect-btn",
+             "collapse-btn", "expand-all")
+
+RUN_BAR_JS = r"""
+if (!window.__uatsRunBar) {
+  window.__uatsRunBar = true;
+  const ids = %s;
+  const tick = () => {
+    const notice = document.getElementById('notice');
+    const h = notice && notice.offsetParent !== null ? notice.getBoundingClientRect().height : 0;
+    const px = Math.round(h) + 'px';
+    if (document.documentElement.style.getPropertyValue('--uats-notice-h') !== px)
+      document.documentElement.style.setProperty('--uats-notice-h', px);
+    const hint = document.getElementById('run-hint');
+    const why = hint ? hint.innerText.trim() : '';
+    for (const id of ids) {
+      const el = document.getElementById(id);
+      const b = el && (el.tagName === 'BUTTON' ? el : el.querySelector('button'));
+      if (!b) continue;
+      const want = b.disabled ? (why || 'Not available now') : '';
+      if (b.title !== want) b.title = want;
+    }
+  };
+  setInterval(tick, 200);
+  // Run, Step and Resume grow the tree: bring it under the bar if the page was scrolled away from it
+  document.addEventListener('click', (ev) => {
+    if (!ev.target.closest || !ev.target.closest('#run-btn, #step-btn, #resume-btn')) return;
+    const tree = document.getElementById('tree'), bar = document.getElementById('run-bar');
+    if (!tree || !bar || tree.offsetParent === null) return;
+    const top = tree.getBoundingClientRect().top, below = bar.getBoundingClientRect().bottom + 6;
+    if (top < below || top > window.innerHeight - 120) window.scrollBy({top: top - below, behavior: 'instant'});
+  }, true);
+}
+""" % list(EXPLAINED)
+
+NO_RUN_HINT = ("No run is open: Run search starts one, or open one from the Runs tab. Cancel, Pause, Step, Resume, "
+               "replay and the inspector's buttons act on the open run.")
+
+
+def build_run_bar(c: dict[str, Any]) -> None:
+    """The bar's components into `c` (run_btn, start_paused, cancel_btn, pause_btn, step_btn, resume_btn,
+    status_md, run_hint); call inside the column above the tree."""
+    with gr.Column(elem_id="run-bar"):
+        with gr.Row(elem_classes=["uats-run-buttons"]):
+            c["run_btn"] = gr.Button("▶ Run search", variant="primary", elem_id="run-btn", size="md", scale=2)
+            # step mode: the run waits before each iteration for a Step (or a Resume)
+            c["start_paused"] = gr.Checkbox(False, label="start paused", elem_id="start-paused", container=False,
+                                            min_width=120, scale=0)
+            c["cancel_btn"] = gr.Button("■ Cancel", variant="stop", elem_id="cancel-btn", size="md", interactive=False)
+            c["pause_btn"] = gr.Button("❚❚ Pause", elem_id="pause-btn", size="md", interactive=False)
+            c["step_btn"] = gr.Button("▶❚ Step", elem_id="step-btn", size="md", interactive=False)
+            c["resume_btn"] = gr.Button("▶ Resume", elem_id="resume-btn", size="md", interactive=False)
+        c["status_md"] = gr.Markdown("**No run open.**", elem_id="run-status")
+        c["run_hint"] = gr.Markdown(NO_RUN_HINT, elem_id="run-hint")
+        gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False)
+
+
+CONTROL_VERBS = "cancel, pause, step or resume"
+
+
+def control_state(run: dict[str, Any] | None, denied: str | None = None) -> tuple[dict[str, bool], str]:
+    """Which run controls can act on `run` (None: no run open), and the hint that says why the others
+    cannot. Keys: cancel, pause, step, resume (run control) and replay (step-through and inspector).
+    `denied`: why the requester may not control this run (ui.access), when they may not."""
+    if run is None:
+        return {"cancel": False, "pause": False, "step": False, "resume": False, "replay": False}, NO_RUN_HINT
+    status, paused = run.get("status"), bool(run.get("paused"))
+    rid = str(run.get("run_id", ""))[:8]
+    if status not in LIVE:
+        return ({"cancel": False, "pause": False, "step": False, "resume": False, "replay": True},
+                f"Run {rid} has ended ({status}): nothing to cancel, pause, step or resume; Run search "
+                "starts a new one.")
+    if denied:
+        return {"cancel": False, "pause": False, "step": False, "resume": False, "replay": True}, denied
+    if paused:
+        return ({"cancel": True, "pause": False, "step": True, "resume": True, "replay": True},
+                f"Run {rid} is paused: Step runs one iteration, Resume runs it to the end.")
+    return ({"cancel": True, "pause": True, "step": True, "resume": False, "replay": True},
+            f"Run {rid} is {status}: Pause holds it after this iteration; Step pauses it after the next.")
+
+
+def bar_state(store: RunStore, s: dict[str, Any] | None, request: gr.Request | None) -> tuple[dict[str, bool], str]:
+    """control_state of the run open in `s` as the requester sees it: a live run someone else started
+    (or the command line) has its controls disabled, with require_owner's reason as the hint."""
+    run, denied = None, None
+    if (s or {}).get("run_id"):
+        try:
+            status, _, _, _, paused = store.run_version(s["run_id"])
+            run = {"run_id": s["run_id"], "status": status, "paused": paused}
+            if status in LIVE:
+                require_owner(store, s["run_id"], request, CONTROL_VERBS)
+        except AccessDenied as exc:
+            why = str(exc).removeprefix("run: ")
+            denied = why[:1].upper() + why[1:]
+        except StorageError:
+            run = None
+    return control_state(run, denied)
+
+
+def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr.Markdown) -> None:
+    """Enable and disable `controls` (by control_state key) whenever the open run or its version changes
+    (every live update changes ctx.st), and say why in `hint`. The buttons' handlers check the owner
+    again (search_events): this only keeps a viewer from clicking what would be refused."""
+    keys = list(controls)
+    outputs = [b for k in keys for b in controls[k]]
+
+    def on_state(s: dict[str, Any], request: gr.Request) -> tuple[Any, ...]:
+        can, why = bar_state(ctx.store, s, request)
+        return (*[gr.update(interactive=can[k]) for k in keys for _ in controls[k]], why)
+
+    ctx.st.change(on_state, [ctx.st], [*outputs, hint], show_progress="hidden", trigger_mode="always_last")
