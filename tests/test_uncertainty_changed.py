@@ -133,7 +133,8 @@ def test_a_flipped_decision_is_where_two_runs_diverge(pair) -> None:
     keys = uats.state_at(None)
     assert div.iteration == t and div.children_a > 0 and div.children_b == 0
     assert keys.prefix_key(div.node_a) == keys.prefix_key(div.node_b)
-    assert f"iteration {t}" in divergence_text(div) and "no children in B" in divergence_text(div)
+    text = divergence_text(div)
+    assert f"diverge at iteration {t}" in text and f"none in B (node {div.node_b})" in text
 
 
 @needs_models

@@ -222,8 +222,10 @@ def divergence_text(div: Divergence) -> str:
     """The summary's words for decision_divergence (Markdown-free: the caller styles it)."""
     if div.iteration is None:
         if not div.shared:
-            return "no step was decided by both runs (their samples differ), so no decision diverged"
-        return f"no step both runs had was decided differently ({div.shared} shared decisions)"
-    what = lambda n, k: f"node {n} ×{k}" if k else f"node {n} no children"  # noqa: E731
-    return (f"first diverging decision at iteration {div.iteration}: a step both had got "
-            f"{what(div.node_a, div.children_a)} in A, {what(div.node_b, div.children_b)} in B")
+            return "decisions: no step was decided by both runs (their samples differ), so none diverged"
+        return f"decisions never diverged: the {div.shared} steps both runs decided got children in both or in neither"
+    def got(k: int, side: str, node: int | None) -> str:
+        return f"{k} children in {side} (node {node})" if k else f"none in {side} (node {node})"
+
+    return (f"decisions diverge at iteration {div.iteration}: a step both runs had got "
+            f"{got(div.children_a, 'A', div.node_a)} and {got(div.children_b, 'B', div.node_b)}")
