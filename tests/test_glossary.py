@@ -74,3 +74,16 @@ def test_the_glossary_is_on_the_page(demo: gr.Blocks) -> None:
     [acc] = [b for b in demo.blocks.values() if isinstance(b, gr.Accordion) and b.elem_id == "glossary"]
     [text] = [b for b in demo.blocks.values() if isinstance(b, gr.Markdown) and b.elem_id == "glossary-text"]
     assert text.value == glossary_md() and acc.label.startswith("Glossary")
+
+
+def test_events_the_timers_drive_show_no_progress(demo: gr.Blocks) -> None:
+    """The polling tick, and the change events of what it writes, run every half second: Gradio's "processing
+    0.5s" timers flickered on their outputs. Every one of them hides its progress."""
+    fns = list(demo.fns.values())
+    timers = {b._id for b in demo.blocks.values() if isinstance(b, gr.Timer)}
+    ticked = [f for f in fns if any(bid in timers for bid, _ in f.targets)]
+    written = {o._id for f in ticked for o in f.outputs}
+    chained = [f for f in fns if any(bid in written and ev == "change" for bid, ev in f.targets)]
+    assert len(ticked) >= 3 and chained
+    loud = [(f.name, f.show_progress) for f in ticked + chained if f.show_progress != "hidden"]
+    assert not loud, loud

@@ -52,7 +52,10 @@ def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[floa
     parent = state.nodes[node_id].get("parent_id")
     title = f"node {node_id} and its {len(sibs) - 1} sibling(s) (children of {'the question' if parent == 0 else f'node {parent}'})"
     layout = {
-        "height": height, "margin": {"l": 50, "r": 10, "t": 30, "b": 30}, "title": {"text": title, "font": {"size": 13}},
+        # the title sits just above the plot, under the band where Plotly's toolbar appears on hover (top right)
+        "height": height, "margin": {"l": 50, "r": 10, "t": 58, "b": 30},
+        "title": {"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left", "y": 1.0, "yref": "paper",
+                  "yanchor": "bottom", "pad": {"b": 6}},
         "grid": {"rows": 2, "columns": 1},
         "xaxis": {"domain": [0, 1], "anchor": "y", "type": "category", "showticklabels": False},
         # the range runs past 1 so the printed R̄/σ²/K above each box stay inside the plot

@@ -329,10 +329,12 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     ctx.timer.tick(h.on_cmp_tick, [cst], [cst, ctx.notice, *step_outputs[1:], p.cmp_shadow_key], show_progress="hidden")
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
-    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector])
+    # then bring the trees into view (on a laptop screen they sit below the list): the rings are what was asked for
+    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector]).then(
+        None, js="() => document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})")
     p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
                        [cst, ctx.notice])
     p.cmp_shadow_cancel.click(h.on_shadow_cancel, [cst], [ctx.notice])
     # a shadow job ended: its scores join the figures, and the zip built before them is stale (built when asked)
-    p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn])
+    p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn], show_progress="hidden")  # set by the tick
     return CompareTab(cmp_a=p.cmp_a, cmp_b=p.cmp_b, on_tab_compare=h.on_tab_compare)
