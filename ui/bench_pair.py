@@ -43,7 +43,8 @@ def pair_vs_run(repeats: int = 3, timeout_s: float = 300.0) -> dict[str, Any]:
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.bench import open_app, serve_app
+    from ui.bench import serve_app
+    from ui.bench_first import open_form
     from ui.worker import PAIR_WORKERS, WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))
@@ -53,13 +54,7 @@ def pair_vs_run(repeats: int = 3, timeout_s: float = 300.0) -> dict[str, Any]:
     single, pair = [], []
     try:
         with sync_playwright() as p:
-            browser, page = open_app(p, port)
-            page.wait_for_selector("#run-btn", timeout=60_000)
-            page.wait_for_function("() => document.querySelector('#problem input') && "
-                                   "document.querySelector('#problem input').value !== ''", timeout=60_000)
-            deadline = time.time() + timeout_s
-            while len([n for n in pool.loads().values() if n]) < PAIR_WORKERS and time.time() < deadline:
-                time.sleep(0.2)  # the pre-warm loads in the background while the user reads the page
+            browser, page = open_form(p, port, pool, PAIR_WORKERS, timeout_s)
             for _ in range(repeats):
                 page.get_by_role("tab", name="Search").click()
                 single.append(_click_until_ended(page, store, "#run-btn", 1, timeout_s))
