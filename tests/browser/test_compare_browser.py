@@ -87,11 +87,13 @@ def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any,
     wait_plot(page, "#cmp-tree-a", f"Number(e.dataset.iteration) === {t}")
     wait_text(page, "#cmp-why", f"node {a_node}")
     assert f"in run B: node {b_node}" in page.locator("#cmp-why").inner_text()
-    if SCREENSHOTS:  # what a person sees: the viewport, scrolled to the list with the trees below it
+    if SCREENSHOTS:  # what a person sees: the viewport; on a laptop where the row click leaves the trees (rings in
+        # view, the list above them), on a wide screen from the summary down (list and rings together)
         ARTIFACTS.mkdir(exist_ok=True)
-        for width, height in ((1280, 800), (1920, 1080)):
+        for width, height, scroll in ((1280, 800, "document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"),
+                                      (1920, 1080, "window.scrollBy(0, document.querySelector('#cmp-summary')"
+                                                   ".getBoundingClientRect().top - 8)")):
             page.set_viewport_size({"width": width, "height": height})
             wait_idle(page)
-            page.evaluate("() => window.scrollBy(0, document.querySelector('#cmp-summary')"
-                          ".getBoundingClientRect().top - 8)")
+            page.evaluate(f"() => {{ {scroll}; }}")
             page.screenshot(path=str(ARTIFACTS / f"compare-uncertainty-{width}x{height}.png"))
