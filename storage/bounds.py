@@ -73,6 +73,19 @@ def _check_text(value: Any, field: str, length: int | None, where: str) -> None:
                            field=field)
 
 
+def storable_text(value: str) -> str:
+    """Model-written text as every supported database stores it: a NUL and a lone surrogate (which PostgreSQL
+    and the drivers refuse) become U+FFFD. For text a search generated, where refusing would lose the run;
+    text a person typed is checked by check_value instead."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+    return value
+
+
 def _check_json(value: Any, field: str, where: str) -> None:
     try:
         json.dumps(value, allow_nan=False)

@@ -1,5 +1,5 @@
 """What an evaluation report reads from the run log: one row per finished evaluation cell (eval_cells joined
-to runs, with the Pass@N oracle from the terminal nodes), and the nodes of chosen runs for the Figure 2
+to runs, with the Pass@N oracle from the final candidates), and the nodes of chosen runs for the Figure 2
 analysis. Reading never creates tables, so a report on a run log without evaluations is simply empty."""
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from .eval_cells import eval_cells
 
 RESULT_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "run_id", "batched", "wall_s", "correct", "naive_correct", "cost", "iterations", "n_nodes", "answer"]
+# pass_at_n and n_final: over the final candidates; finals_marked: the run marked them (Node.voted), so the two are
+# exact (in an older run log they count every solution the search ended)
+OUTCOME_COLUMNS = ["pass_at_n", "n_final", "finals_marked"]
 
 
 def engine_of(source: Any) -> sa.Engine:
@@ -32,32 +35,37 @@ def engine_of(source: Any) -> sa.Engine:
 
 def load_results(source: Any) -> pd.DataFrame:
     """One row per finished evaluation cell whose run finished: the cell's axes and the run's outcome,
-    with pass_at_n from the run's terminal nodes."""
+    with pass_at_n and n_final from the run's final candidates (the ones its answer was chosen from)."""
     engine = engine_of(source)
     if eval_cells.name not in sa.inspect(engine).get_table_names():  # reading never creates tables
-        return pd.DataFrame(columns=RESULT_COLUMNS + ["pass_at_n", "n_final"])
+        return pd.DataFrame(columns=RESULT_COLUMNS + OUTCOME_COLUMNS)
     c, r, n = eval_cells.c, S.runs.c, S.nodes.c
     q = (sa.select(c.cell_key, c.pair, c.policy, c.prm, c.dataset, c.problem_id, c.method, c.budget, c.seed, c.variant,
                    c.run_id, c.batched, c.wall_s, r.correct, r.naive_correct, r.cost, r.iterations, r.n_nodes, r.answer)
          .select_from(eval_cells.join(S.runs, r.run_id == c.run_id))
          .where(c.status == "finished", r.status == "finished"))
-    oracle = (sa.select(n.run_id, sa.func.max(sa.case((n.correct.is_(True), 1), else_=0)).label("any_correct"),
-                        sa.func.count().label("n_final"))
+    # The final candidates: those the answer was chosen from (Node.voted); a run log from before that was kept
+    # has every ended solution (uats_core.report.duplicates.voted_mask reads the same rule from loaded nodes).
+    final = sa.or_(n.voted.is_(True), sa.and_(n.voted.is_(None), n.status.in_(TERMINAL)))
+    oracle = (sa.select(n.run_id, sa.func.max(sa.case((sa.and_(final, n.correct.is_(True)), 1), else_=0)).label("any_correct"),
+                        sa.func.sum(sa.case((final, 1), else_=0)).label("n_final"),
+                        sa.func.max(sa.case((n.voted.is_not(None), 1), else_=0)).label("finals_marked"))
               .select_from(S.nodes.join(eval_cells, c.run_id == n.run_id))
-              .where(c.status == "finished", n.status.in_(TERMINAL))
+              .where(c.status == "finished", sa.or_(final, n.voted.is_not(None)))
               .group_by(n.run_id))
     with engine.connect() as conn:
         df = pd.DataFrame(conn.execute(q).mappings().all())
         pas = pd.DataFrame(conn.execute(oracle).mappings().all())
     if df.empty:
-        return pd.DataFrame(columns=RESULT_COLUMNS + ["pass_at_n", "n_final"])
+        return pd.DataFrame(columns=RESULT_COLUMNS + OUTCOME_COLUMNS)
     if pas.empty:
-        pas = pd.DataFrame(columns=["run_id", "any_correct", "n_final"])
+        pas = pd.DataFrame(columns=["run_id", "any_correct", "n_final", "finals_marked"])
     df = df.merge(pas, on="run_id", how="left")
     df["correct"] = df["correct"].fillna(False).astype(bool)  # no answer counts as wrong
     df["naive_correct"] = df["naive_correct"].fillna(False).astype(bool)
     df["pass_at_n"] = df["any_correct"].fillna(0).astype(int).astype(bool)
     df["n_final"] = df["n_final"].fillna(0).astype(int)
+    df["finals_marked"] = df["finals_marked"].fillna(0).astype(int).astype(bool)
     df["cost"] = df["cost"].astype(float)
     return df.drop(columns=["any_correct"])
 
@@ -73,6 +81,6 @@ def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
     the answers the final candidates vote with."""
     n = S.nodes.c
     q = (sa.select(n.run_id, n.node_id, n.parent_id, n.depth, n.step, n.mean, n.mc_scores, n.initial_passes,
-                   n.status, n.correct, n.answer).where(n.run_id.in_(list(run_ids))))
+                   n.status, n.correct, n.answer, n.voted).where(n.run_id.in_(list(run_ids))))
     with engine_of(source).connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all())

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 
 from . import schema as S
-from .bounds import check_row
+from .bounds import check_row, storable_text
 from .fastwrite import update_run, upsert
 from .location import StorageError
 from .rows import history_row, node_row
@@ -98,10 +98,11 @@ class RunRecorder:
                 run_values.update(cost=float(it.cost_total), iterations=it.iteration)
             if end is not None:
                 status = end.status if end.status in S.ENDED_STATUSES else "failed"
-                error = end.error
+                error = storable_text(end.error) if end.error else end.error
                 if status != end.status:
                     error = f"unknown final status {end.status!r}" + (f"; {error}" if error else "")
-                run_values.update(status=status, answer=end.answer, naive_answer=end.naive_answer,
+                answer, naive = (storable_text(a) if isinstance(a, str) else a for a in (end.answer, end.naive_answer))
+                run_values.update(status=status, answer=answer, naive_answer=naive,
                                   correct=end.correct, naive_correct=end.naive_correct, cost=float(end.cost),
                                   iterations=int(end.iterations), error=error, extra=dict(end.extra) or None,
                                   ended_at=now)

@@ -8,7 +8,10 @@ A run log lives in `runs/`, which no fresh machine has; the ledger is what survi
   the base-variant cells, chosen by a hash of the cell key, so the sample never depends on what else has run;
 - `traces.csv.gz`: per cell, its candidates and the distinct partial solutions among them (the duplicates table);
 - `candidates.csv.gz`: per cell, its final solutions (answer, correctness, copies, final scores), from which the
-  report recomputes the answer under every aggregation rule (cells recorded before this file have none).
+  report recomputes the answer under every aggregation rule (cells recorded before this file have none);
+- `voted.csv.gz`: the cells whose run marked its final candidates (uats_core.tree.Node.voted), so their Pass@N
+  and n_final count those alone. A cell recorded before this file counted every solution its search ended, which
+  for beam search and DVTS includes some they did not vote on (uats_core.report.stats.pass_lower).
 
 Rows are appended as gzip members (a gzip file of several members is one valid gzip stream), so a growing grid
 rewrites nothing; `python -m uats_core.eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
@@ -34,13 +37,14 @@ import pandas as pd
 log = logging.getLogger(__name__)
 
 RESULTS_FILE, STEPS_FILE, TRACES_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", "traces.csv.gz", ".lock"
-CANDIDATES_FILE = "candidates.csv.gz"
+CANDIDATES_FILE, VOTED_FILE = "candidates.csv.gz", "voted.csv.gz"
 LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
                   "batched", "code_version"]
 STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_kind", "score", "var0", "correct"]
 TRACE_COLUMNS = ["cell_key", "n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
 CANDIDATE_COLUMNS = ["cell_key", "solutions"]  # solutions: JSON, uats_core.report.duplicates.final_solutions
+VOTED_COLUMNS = ["cell_key"]
 STEP_SAMPLE = 8  # one base-variant cell in 8 keeps its step records
 
 
@@ -56,6 +60,7 @@ class ResultsLedger:
         self.steps_path = self.folder / STEPS_FILE
         self.traces_path = self.folder / TRACES_FILE
         self.candidates_path = self.folder / CANDIDATES_FILE
+        self.voted_path = self.folder / VOTED_FILE
         self._keys: set[str] | None = None
 
     def keys(self) -> set[str]:
@@ -65,16 +70,24 @@ class ResultsLedger:
         return self._keys
 
     def results(self) -> pd.DataFrame:
-        """The result rows, typed as storage.eval_results.load_results returns them (the report's input)."""
+        """The result rows, typed as storage.eval_results.load_results returns them (the report's input), with
+        `finals_marked`: the cell's Pass@N and n_final count only its final candidates (voted.csv.gz)."""
         if not self.results_path.exists():
-            return pd.DataFrame(columns=LEDGER_COLUMNS)
+            return pd.DataFrame(columns=LEDGER_COLUMNS + ["finals_marked"])
         df = pd.read_csv(self.results_path, dtype={"problem_id": str, "answer": str, "variant": str})
         for col in ("correct", "naive_correct", "pass_at_n", "batched"):
             df[col] = df[col].astype(str).str.lower().eq("true")
         df["budget"] = df["budget"].astype(int)
         df["seed"] = df["seed"].astype(int)
         df["cost"] = df["cost"].astype(float)
+        df["finals_marked"] = df["cell_key"].isin(set(self.voted()["cell_key"]))
         return df.drop_duplicates("cell_key", keep="first").reset_index(drop=True)
+
+    def voted(self) -> pd.DataFrame:
+        """The cells recorded with their final candidates marked (cells recorded before this file have none)."""
+        if not self.voted_path.exists():
+            return pd.DataFrame(columns=VOTED_COLUMNS)
+        return pd.read_csv(self.voted_path).drop_duplicates("cell_key", keep="first").reset_index(drop=True)
 
     def steps(self) -> pd.DataFrame:
         if not self.steps_path.exists():
@@ -118,6 +131,8 @@ class ResultsLedger:
                 _append_csv(self.traces_path, held[TRACE_COLUMNS])
                 if "solutions" in held:
                     _append_csv(self.candidates_path, held[CANDIDATE_COLUMNS])
+            if "finals_marked" in new and new["finals_marked"].any():
+                _append_csv(self.voted_path, new[new["finals_marked"].astype(bool)][VOTED_COLUMNS])
             _append_csv(self.results_path, new[LEDGER_COLUMNS])
             self.keys().update(new["cell_key"])
         return len(new)

@@ -11,11 +11,13 @@ import sqlalchemy as sa
 from uats_core.tree import Node
 
 from . import schema as S
+from .bounds import storable_text
 
 _NODE_COLS = {c.name for c in S.nodes.columns}
 # NOT NULL columns a snapshot may leave out: Node's own defaults (a snapshot always has a step; "" if not)
 _DEFAULTS = {**{f.name: f.default for f in fields(Node) if f.default is not MISSING and f.default is not None}, "step": ""}
 _FLOATS = tuple(c.name for c in S.nodes.columns if isinstance(c.type, sa.Float))
+_TEXTS = tuple(c.name for c in S.nodes.columns if isinstance(c.type, sa.String) and c.name != "run_id")
 
 
 def node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any]:
@@ -35,6 +37,9 @@ def node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any]
     for f in _FLOATS:
         if row[f] is not None:
             row[f] = float(row[f])
+    for f in _TEXTS:  # the policy wrote these: stored as every database can hold them, never refused
+        if isinstance(row[f], str):
+            row[f] = storable_text(row[f])
     extra = {k: v for k, v in rec.items() if k not in _NODE_COLS and k not in ("id", "k")}
     row["extra"] = extra or None
     return row

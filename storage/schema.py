@@ -67,7 +67,7 @@ runs = sa.Table(
 # Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
 # COLUMN, with the server default for NOT NULL ones; nullable ones start NULL), so a database written by an
 # earlier version keeps working. Its old nodes simply have no logit statistics.
-ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server"), "nodes": ("logit_mean", "logit_var"),
+ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server"), "nodes": ("logit_mean", "logit_var", "voted"),
                  "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
@@ -104,6 +104,7 @@ nodes = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("answer", sa.Text),
     sa.Column("correct", sa.Boolean),
+    sa.Column("voted", sa.Boolean),  # Node.voted: what Pass@N reads (NULL in run logs from before it was kept)
     sa.Column("extra", sa.JSON),  # snapshot keys this schema does not know yet (a newer core)
     sa.Column("updated_iter", sa.Integer, nullable=False, default=0),  # iteration of the latest snapshot
 )

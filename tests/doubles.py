@@ -1,5 +1,5 @@
 """Test doubles for the allocation, engine-logic and worker-pool unit tests, and the app's worker pool (never used
-outside tests).
+outside tests); `record` and `record_synthetic` write a run's events into a run log as a search's recorder does.
 
 The end-to-end tests use real models; these exist so the search maths can be checked on inputs
 whose every number is known, and so a full disk or a cancel can be made to happen at a known point."""
@@ -7,10 +7,11 @@ whose every number is known, and so a full disk or a cancel can be made to happe
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from uats_core.events import Event
 from uats_core.protocols import FinishReason, StepOutput, Trace
 
 
@@ -136,3 +137,20 @@ class CallbackPRMDouble(HashedPRMDouble):
         self.calls += 1
         self.on_call(self.calls)
         return super().mc_scores(traces, k)
+
+
+def record(store: Any, events: Iterable[Event]) -> None:
+    """Write one run's events to `store` (a storage.RunStore) through a fresh recorder, in order, as
+    run_search(subscribers=[store.subscriber()]) would."""
+    sub = store.subscriber()
+    for ev in events:
+        sub(ev)
+
+
+def record_synthetic(store: Any, run_id: str, **options: Any) -> str:
+    """Write the synthetic run `run_id` (storage.synthetic; `options` are synthetic_events's) to `store`;
+    returns run_id."""
+    from storage.synthetic import synthetic_events  # the run log's package, loaded only by the tests that use it
+
+    record(store, synthetic_events(run_id, **options))
+    return run_id

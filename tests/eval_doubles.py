@@ -15,7 +15,7 @@ from tests.doubles import unit
 from uats_core.protocols import FinishReason, StepOutput, Trace
 
 MODELS = {"pol": "py:tests.eval_doubles:policy_double", "pol2": "py:tests.eval_doubles:policy_double_b",
-          "slow": "py:tests.eval_doubles:slow_policy_double",
+          "slow": "py:tests.eval_doubles:slow_policy_double", "ragged": "py:tests.eval_doubles:ragged_policy_double",
           "rm": "py:tests.eval_doubles:prm_double"}
 
 
@@ -38,6 +38,24 @@ class TorchRngPolicyDouble:
                 out.append(StepOutput(f"so the answer is \\boxed{{{'789'[int(u * 3)]}}}", 6, FinishReason.EOS))
             else:
                 out.append(StepOutput(f"step {depth} variant {int(u * 1000)}\n\n", 4, FinishReason.DELIMITER))
+        return out
+
+
+class RaggedPolicyDouble(TorchRngPolicyDouble):
+    """Ends a solution after one to four steps (a torch draw per row decides), so solutions of one search end at
+    different steps, as a real policy's do: beam search and DVTS then end more solutions than they vote on."""
+
+    name = "ragged-policy-double"
+
+    def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
+        draws = torch.rand(len(traces), 2).tolist()
+        out = []
+        for trace, (u, v) in zip(traces, draws):
+            depth = len(trace.steps)
+            if depth >= 3 or u < 0.35:
+                out.append(StepOutput(f"so the answer is \\boxed{{{'789'[int(v * 3)]}}}", 6, FinishReason.EOS))
+            else:
+                out.append(StepOutput(f"step {depth} variant {int(v * 1000)}\n\n", 4, FinishReason.DELIMITER))
         return out
 
 
@@ -69,6 +87,10 @@ def policy_double_b(**_: object) -> TorchRngPolicyDouble:
 
 def slow_policy_double(**_: object) -> TorchRngPolicyDouble:
     return TorchRngPolicyDouble(delay_s=0.15)
+
+
+def ragged_policy_double(**_: object) -> RaggedPolicyDouble:
+    return RaggedPolicyDouble()
 
 
 def prm_double(dropout_p: float = 0.1, dropout_mode: str = "full", **_: object) -> TorchRngPRMDouble:

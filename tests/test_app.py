@@ -10,12 +10,12 @@ import pytest
 
 import app
 from storage import RunStore, StorageError
-from storage.synthetic import synthetic_events
 from ui import service as svc
 from ui.treedata import RunData
 from ui.worker import RunRequest, WorkerPool, request_dict
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
+from tests.doubles import record_synthetic
 
 
 
@@ -72,9 +72,7 @@ def test_shipped_datasets_load_from_their_files() -> None:
 def test_partner_and_compare_rows() -> None:
     store = RunStore("sqlite://")
     for rid, method, seed in (("a1", "h-uats", 0), ("b1", "rebase", 0), ("c1", "rebase", 5)):
-        sub = store.subscriber()
-        for ev in synthetic_events(rid, n_nodes=60, seed=3 if rid != "b1" else 4, method=method):
-            sub(ev)
+        record_synthetic(store, rid, n_nodes=60, seed=3 if rid != "b1" else 4, method=method)
         # same problem; seeds stored as given by the synthetic stream (seed argument above is ignored there)
     a = store.get_run("a1")
     partner = svc.find_partner(store, a)

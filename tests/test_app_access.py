@@ -16,7 +16,7 @@ from storage import RunStore
 from storage.synthetic import synthetic_events
 from ui import launch
 
-from .doubles import WorkerPoolDouble
+from .doubles import WorkerPoolDouble, record
 from .serving import form_args, free_port, served_app
 
 
@@ -111,9 +111,7 @@ def test_with_a_login_an_unauthenticated_client_is_refused(source: str, tmp_path
 
 def _live_run(store: RunStore, run_id: str) -> None:
     """Write a run's events up to its last iteration (no RunEnded): it has nodes and is still running."""
-    sub = store.subscriber()
-    for ev in synthetic_events(run_id, n_nodes=30, seed=5)[:-1]:
-        sub(ev)
+    record(store, synthetic_events(run_id, n_nodes=30, seed=5)[:-1])
 
 
 def _controls(client: Any) -> dict[str, str]:

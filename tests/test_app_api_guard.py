@@ -16,11 +16,11 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
 from ui.safe_text import md_text
 
 from .doubles import WorkerPoolDouble
 from .serving import free_port
+from tests.doubles import record_synthetic
 
 
 def _connect_target(args: tuple, kwargs: dict) -> str:
@@ -39,9 +39,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
 
     run_log = tmp_path / "app" / "runs.db"
     store = RunStore(str(run_log))
-    sub = store.subscriber()
-    for ev in synthetic_events("c0" * 16, n_nodes=40, seed=3, method="h-uats", problem_id="synthetic-3"):
-        sub(ev)
+    record_synthetic(store, "c0" * 16, n_nodes=40, seed=3, method="h-uats", problem_id="synthetic-3")
     reports = tmp_path / "reports"
     reports.mkdir()
     RunStore(str(reports / "eval.db")).close()

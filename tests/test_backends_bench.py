@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from uats_core.entrypoints import bench
+from uats_core.entrypoints import bench, calibrate, cli
 from uats_core.backends.tiny import save_token_cls_prm
 
 
@@ -30,9 +30,9 @@ def test_auroc_matches_brute_force():
 
 def test_subcommands_registered():
     parser = bench.build_parser()
-    assert set(bench.SUBCOMMANDS) >= {"prm", "calibrate"}
-    args = parser.parse_args(["calibrate", "--policy", "a", "--prm", "b"])
-    assert args.func is bench.run_calibrate
+    assert "prm" in bench.SUBCOMMANDS and "calibrate" not in bench.SUBCOMMANDS  # a command: uats calibrate
+    args = cli.build_parser().parse_args(["calibrate", "--policy", "a", "--prm", "b"])
+    assert args.fn is calibrate.cmd_calibrate
     with pytest.raises(SystemExit):
         parser.parse_args([])
     # the engine benchmark lives in uats_core.entrypoints.bench_engine and plugs in as a subcommand
@@ -69,8 +69,9 @@ def test_calibrate_on_tiny_models(tmp_path):
     pol = save_causal_lm(tmp_path / "pol", hidden=32, layers=2, heads=2, kv_heads=1)
     prm = save_token_cls_prm(tmp_path / "prm", layers=2, hidden=32, heads=2, kv_heads=1)
     out = tmp_path / "c.json"
-    bench.main(["calibrate", "--policy", str(pol), "--prm", str(prm), "--batch", "2", "--depth", "1", "--repeats", "1",
-                "--step-token-cap", "8", "--question", "What is 2+3?", "--json", str(out), "--tau-problems", "5"])
+    assert cli.main(["calibrate", "--policy", str(pol), "--prm", str(prm), "--batch", "2", "--depth", "1", "--repeats",
+                     "1", "--step-token-cap", "8", "--question", "What is 2+3?", "--json", str(out),
+                     "--tau-problems", "5"]) == 0
     res = json.loads(out.read_text())
     assert res["c"] > 0 and res["step_s"] > 0 and res["prm_pass_s"] > 0 and 1 <= res["tokens_per_step"] <= 8
     # c and the in-distribution spreads land together beside the PRM, for --tau auto

@@ -7,19 +7,17 @@ import pytest
 
 from storage import RunStore
 from storage.fastread import read_nodes
-from storage.synthetic import synthetic_events
 from ui import bigtree, treedata
 from ui.figures import tree_figure
 from ui.treedata import RunData
+from tests.doubles import record_synthetic
 
 
 @pytest.fixture(scope="module")
 def store() -> RunStore:
     st = RunStore("sqlite://")
     for rid, n in (("s" * 32, 300), ("b" * 32, 4000)):
-        sub = st.subscriber()
-        for ev in synthetic_events(rid, n_nodes=n, seed=4, max_iterations=5000):
-            sub(ev)
+        record_synthetic(st, rid, n_nodes=n, seed=4, max_iterations=5000)
     return st
 
 

@@ -8,20 +8,18 @@ from types import SimpleNamespace
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
 from ui.bigtree import dead_branches, focus_nodes
 from ui.figures import ViewOptions, tree_figure
 from ui.tabs.idle import is_idle
 from ui.treedata import RunData
 from ui.treefig import LABEL_GAP, MARKER_MAX, MAX_DECISION_LABELS, marker_size
+from tests.doubles import record_synthetic
 
 
 @pytest.fixture(scope="module")
 def store_and_data() -> tuple[RunStore, RunData]:
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("w" * 32, n_nodes=1500, budget=64, seed=9):
-        sub(ev)
+    record_synthetic(store, "w" * 32, n_nodes=1500, budget=64, seed=9)
     return store, RunData.load(store, "w" * 32)
 
 

@@ -1,5 +1,5 @@
 """τ = auto[:q]: the quantile of the gated statistic on in-distribution calibration steps, the file beside the
-PRM, refusals of bad values on the command lines, and a small run of `bench calibrate` / `bench uncertainty`."""
+PRM, refusals of bad values on the command lines, and a small run of `calibrate` (a command) and `bench uncertainty`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from uats_core.entrypoints.cli import main as cli_main
 from uats_core.entrypoints.bench import main as bench_main
+from uats_core.entrypoints.cli import main as cli_main
 from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
                                    spread_entry, tau_from_variances, write_calibration)
 from uats_core.config import SearchConfig
@@ -65,7 +66,7 @@ def test_resolve_tau_without_a_calibration_names_tau_and_the_command(tmp_path: P
     for cfg in (SearchConfig(tau="auto", dropout_mode="head"), SearchConfig(tau="auto", dropout_p=0.2)):
         with pytest.raises(ConfigError) as err:
             resolve_tau(cfg.validate(), None, path=_calibrated(tmp_path))
-        assert err.value.field == "tau" and "bench calibrate" in str(err.value)
+        assert err.value.field == "tau" and "uats_core calibrate" in str(err.value)
     with pytest.raises(ConfigError):
         resolve_tau(SearchConfig(tau="auto").validate(), None, path=tmp_path / "missing.json")
 
@@ -105,7 +106,7 @@ def test_shipped_calibration_resolves_for_every_benchmarked_mode_and_space():
 @pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
 def test_small_calibrate_and_uncertainty_runs(tmp_path: Path, capsys):
     path = tmp_path / "cal.json"
-    assert bench_main(["calibrate", "--prm", str(PRM_DIR), "--skip-cost", "--tau-modes", "head", "--tau-problems", "3",
+    assert cli_main(["calibrate", "--prm", str(PRM_DIR), "--skip-cost", "--tau-modes", "head", "--tau-problems", "3",
                        "--calibration", str(path), "--threads", "1"]) == 0
     entries = load_calibration(path)["uncertainty"]
     assert set(entries) == {"head|p=0.1|prob", "head|p=0.1|logit"}

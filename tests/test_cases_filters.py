@@ -4,20 +4,18 @@ node state is the one at the iteration shown; LaTeX cells read as numbers."""
 from __future__ import annotations
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
 from ui import service as svc
 from ui.cases import QUADRANTS, mine
 from ui.export import ExportBundle, to_latex
 from ui.tabs.cases import mined_summary
 from ui.treedata import RunData
+from tests.doubles import record_synthetic
 
 
 def _store(*runs: tuple[str, int]) -> RunStore:
     store = RunStore("sqlite://")
     for rid, seed in runs:
-        sub = store.subscriber()
-        for ev in synthetic_events(rid, n_nodes=120, seed=seed, problem_id="synthetic-1"):
-            sub(ev)
+        record_synthetic(store, rid, n_nodes=120, seed=seed, problem_id="synthetic-1")
     return store
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -17,8 +16,7 @@ from storage import schema as S
 from uats_core.entrypoints.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.doubles import record
 
 
 def _one_line_error(capsys: pytest.CaptureFixture, rc: int, field: str) -> str:
@@ -128,21 +126,21 @@ def _chain(depth: int) -> list[dict]:
              "mc_scores": [0.5, 0.6], "mean": 0.55, "var": 0.005} for i in range(1, depth + 1)]
 
 
-def test_show_prints_a_1500_deep_chain(tmp_path: Path) -> None:
+def test_show_prints_a_1500_deep_chain(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     db = tmp_path / "deep.db"
     store = RunStore(str(db))
-    rec = store.subscriber()
-    rec(RunStarted(run_id="e" * 32, method="beam", problem_id="p", question="q", gold_answer="1", seed=0,
-                   config={}, policy="x", prm="y"))
-    rec(NodesUpdated(iteration=0, nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]))
-    rec(IterationEnded(iteration=1, decisions=[], budget=StepInfo(width=0), cost_step=1.0, cost_total=1.0))
-    rec(RunEnded(status="finished", iterations=1, cost=1.0))
+    record(store, [RunStarted(run_id="e" * 32, method="beam", problem_id="p", question="q", gold_answer="1", seed=0,
+                              config={}, policy="x", prm="y"),
+                   NodesUpdated(iteration=0,
+                                nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]),
+                   IterationEnded(iteration=1, decisions=[], budget=StepInfo(width=0), cost_step=1.0, cost_total=1.0),
+                   RunEnded(status="finished", iterations=1, cost=1.0)])
     store.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-m", "uats_core", "show", "eee", "--db", str(db)], capture_output=True,
-                         text=True, env=env, cwd=tmp_path, timeout=300)
-    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-500:]
-    lines = res.stdout.splitlines()
+    capsys.readouterr()
+    rc = main(["show", "eee", "--db", str(db)])
+    res = capsys.readouterr()
+    assert rc == 0 and "Traceback" not in res.err, res.err[-500:]
+    lines = res.out.splitlines()
     assert len(lines) == 2 + 1500 and lines[-1].startswith("  " * 1499 + "#1500 ")
 
 

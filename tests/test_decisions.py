@@ -8,8 +8,7 @@ import re
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from ui.decisions import decision_iteration, explain_node, explain_step, step_candidates, step_budgets
 from ui.frontier import frontier_figure, frontier_rows, page_of
 from ui.treedata import RunData
@@ -32,9 +31,7 @@ def uats_run() -> RunData:
 @pytest.fixture(scope="module")
 def synthetic() -> RunData:
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("s" * 32, n_nodes=600, budget=32, seed=5):
-        sub(ev)
+    record_synthetic(store, "s" * 32, n_nodes=600, budget=32, seed=5)
     return RunData.load(store, "s" * 32)
 
 
@@ -97,9 +94,7 @@ def test_node_not_yet_decided_says_so(uats_run: RunData) -> None:
 
 def test_explanations_hold_no_markup_from_stored_text() -> None:
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("x" * 32, n_nodes=80, budget=8, seed=1, question="<img src=x onerror=alert(1)>"):
-        sub(ev)
+    record_synthetic(store, "x" * 32, n_nodes=80, budget=8, seed=1, question="<img src=x onerror=alert(1)>")
     data = RunData.load(store, "x" * 32)
     html_out = "".join(explain_node(data, i) for i in data.nodes if i) + explain_step(data, 2)
     assert "<img" not in html_out

@@ -8,6 +8,7 @@ re-evaluations happen."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from storage import RunStore
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.config import METHODS, SearchConfig
+from uats_core.entrypoints.cli import main
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 
@@ -145,8 +147,12 @@ def test_same_seed_same_tree(backends):
         assert na.mc_scores == pytest.approx(nb.mc_scores, abs=1e-6)
 
 
-def _cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "uats_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+def _cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """The command line in this process: (exit code, stdout, stderr)."""
+    capsys.readouterr()  # drop what the test printed before
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
 
 
 @pytest.mark.parametrize("args,field", [
@@ -159,33 +165,47 @@ def _cli(*args, cwd=ROOT):
     (["--problem", "no-such-problem"], "problem"),
     (["--dataset", "/nonexistent/math.jsonl"], "dataset"),
 ])
-def test_cli_bad_input_is_one_line_naming_the_field(tmp_path, args, field):
+def test_cli_bad_input_is_one_line_naming_the_field(tmp_path, capsys, args, field):
     db = tmp_path / "runs.db"
-    out = _cli("search", "--db", str(db), "--quiet", *args)
-    assert out.returncode == 2, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"error: {field}:"), out.stderr
+    rc, _, err = _cli(capsys, "search", "--db", str(db), "--quiet", *args)
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}:"), err
     assert not db.exists(), "bad input must leave nothing behind"
 
 
-def test_cli_unreadable_database_url(tmp_path):
-    out = _cli("search", "--db", "postgresql+nosuchdriver://x@localhost/db", "--quiet", "--budget", "4")
-    assert out.returncode == 2
+def test_the_real_process_refuses_bad_input_with_code_2_one_line_and_no_file(tmp_path):
+    """`python -m uats_core` itself, not main() in this process: its exit code, a stderr of exactly one line
+    (no warning or traceback from start-up), and no database file or runs/ folder where it ran."""
+    db = tmp_path / "runs.db"
+    out = subprocess.run([sys.executable, "-m", "uats_core", "search", "--db", str(db), "--quiet", "--budget", "0"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: db:"), out.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: budget:"), out.stderr
+    assert list(tmp_path.iterdir()) == [], "bad input must leave nothing behind"
+
+
+def test_cli_unreadable_database_url(capsys):
+    rc, _, err = _cli(capsys, "search", "--db", "postgresql+nosuchdriver://x@localhost/db", "--quiet", "--budget", "4")
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: db:"), err
 
 
 @pytest.mark.slow
-def test_cli_search_runs_show(tmp_path, model_dirs):
+def test_cli_search_runs_show(tmp_path, capsys, model_dirs):
     db = tmp_path / "runs.db"
     data = tmp_path / "problems.jsonl"
     data.write_text('{"id": "p1", "problem": "What is 2 + 2?", "answer": "4"}\n')
     policy_dir, prm_dir = model_dirs
-    out = _cli("search", "--method", "h-uats", "--budget", "4", "--dataset", str(data), "--problem", "p1",
-               "--policy", str(policy_dir), "--prm", str(prm_dir), "--max-iterations", "3", "--db", str(db), "--quiet")
-    assert out.returncode == 0, out.stderr
-    run_id = out.stdout.split()[1]
-    listing = _cli("runs", "--db", str(db))
-    assert run_id in listing.stdout and "h-uats" in listing.stdout
-    shown = _cli("show", run_id[:8], "--db", str(db))
-    assert shown.returncode == 0 and "R̄=" in shown.stdout and "σ²=" in shown.stdout
+    rc, out, err = _cli(capsys, "search", "--method", "h-uats", "--budget", "4", "--dataset", str(data), "--problem",
+                        "p1", "--policy", str(policy_dir), "--prm", str(prm_dir), "--max-iterations", "3", "--db",
+                        str(db), "--quiet")
+    assert rc == 0, err
+    run_id = out.split()[1]
+    _, listing, _ = _cli(capsys, "runs", "--db", str(db))
+    assert run_id in listing and "h-uats" in listing
+    rc, shown, _ = _cli(capsys, "show", run_id[:8], "--db", str(db))
+    assert rc == 0 and "R̄=" in shown and "σ²=" in shown

@@ -88,6 +88,7 @@ def test_bad_input_is_one_line_naming_the_field(problems_file: Path, tmp_path: P
     assert not db.exists()  # nothing half-written
 
 
+
 # ------------------------------------------------------------------------------------------- resumption
 def test_rerun_skips_finished_cells_and_redoes_failed(problems_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "eval.db"
@@ -396,3 +397,16 @@ def test_ray_ships_a_checkout_and_nothing_from_an_installed_package(tmp_path: Pa
     site = tmp_path / "lib" / "python3.12"  # what three levels above an installed uats_core/entrypoints/eval is
     (site / "site-packages" / "uats_core").mkdir(parents=True)
     assert ship_env(site) == {}
+
+
+def test_difficulty_picks_the_worlds_problems_and_names_the_dataset(capsys: pytest.CaptureFixture) -> None:
+    label, default = load_eval_problems("arith", None, 3)
+    assert label == "arith-test"  # the default keeps the grid's cell keys
+    label, hard = load_eval_problems("arith", None, 3, difficulty="hard")
+    assert label == "arith-hard-test" and all(p.id.startswith("arith-hard-") for p in hard)
+    assert [p.question for p in hard] != [p.question for p in default]
+    label, _ = load_eval_problems("arith", None, 3, difficulty="o4-6v40a9f5")
+    assert label == "arith-o4-6v40a9f5-test"
+    assert eval_main(["--difficulty", "brutal", "--methods", "rebase", "--dry-run", "--db", "none.db"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: difficulty: ")

@@ -8,17 +8,22 @@ import html
 import json
 import logging
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pytest
 import sqlalchemy as sa
 
 from storage import RunStore, StorageError
 from storage import schema as S
+from storage.bounds import storable_text
 from uats_core.entrypoints.cli import main
+from uats_core.config import SearchConfig
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
+from uats_core.problems import Problem
+from uats_core.protocols import StepOutput, Trace
+from uats_core.runner import run_search
 
-from .doubles import WorkerPoolDouble
+from .doubles import HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
 from .postgres import fresh_database
 from .serving import form_args, served_app
 
@@ -88,6 +93,31 @@ def test_values_at_the_bounds_are_stored_exactly(run_log: str) -> None:
         assert store.get_star("r1")["note"] == "ok"
     finally:
         store.close()
+
+
+class NulWritingPolicyDouble(ScriptedPolicyDouble):
+    """A policy whose steps hold a NUL, as a real model's sampled tokens can."""
+
+    def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
+        return [StepOutput(o.text.replace("step", "st\x00ep"), o.num_tokens, o.finish_reason)
+                for o in super().generate_steps(traces)]
+
+
+def test_a_step_the_model_wrote_with_a_nul_is_stored_not_refused(run_log: str) -> None:
+    """The report: a generated step holding a NUL was not checked before a PostgreSQL write (the run would fail
+    there and nowhere else). Model-written text is stored with U+FFFD in its place, on every database."""
+    store = RunStore(run_log)
+    try:
+        problem = Problem(id="p", question="What is 2+2?", answer="4")
+        result = run_search(problem, SearchConfig(method="rebase", budget=4, max_iterations=4),
+                            NulWritingPolicyDouble(), HashedPRMDouble(), subscribers=[store.subscriber()])
+        run = store.get_run(result.run_id)
+        assert run["status"] == "finished", run["error"]
+        steps = [n["step"] for n in store.get_nodes(result.run_id) if n["step"].startswith("st")]
+        assert steps and all(s.startswith("st\ufffdep") for s in steps), steps[:3]
+    finally:
+        store.close()
+    assert storable_text("a\udc80b\x00") == "a\ufffdb\ufffd"  # a lone surrogate, which no driver sends
 
 
 # ------------------------------------------------------------------ the command line

@@ -12,6 +12,7 @@ import pytest
 
 from storage import RunStore
 from tests.polling import until
+from tests.pool_requests import register_request
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui import service as svc
@@ -24,14 +25,8 @@ def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: An
     config = SearchConfig(**{"budget": 4, "max_iterations": 3, **cfg})
     req = RunRequest(run_id=uuid.uuid4().hex, db=store.location, problem=request_dict(prob), config=config.to_dict())
     if register:
-        _register(store, req, paused)
+        register_request(store, req, paused)
     return req
-
-
-def _register(store: RunStore, req: RunRequest, paused: bool = False) -> None:
-    cfg = req.config
-    store.register_run(req.run_id, method=cfg["method"], problem_id=req.problem["id"], question=req.problem["question"],
-                       gold_answer=req.problem["answer"], seed=cfg["seed"], config=cfg, paused=paused)
 
 
 def test_a_paused_run_does_not_block_a_queued_run(tmp_path: Path) -> None:
@@ -74,7 +69,7 @@ def test_the_queue_is_limited_per_server_and_per_session(tmp_path: Path) -> None
     try:
         def submit(session: str) -> str:
             req = _req(store, register=False)
-            pool.submit(req, session=session, register=lambda: _register(store, req))
+            pool.submit(req, session=session, register=lambda: register_request(store, req))
             return req.run_id
 
         a = [submit("A"), submit("A")]
@@ -99,11 +94,11 @@ def test_the_number_of_paused_runs_is_limited(tmp_path: Path) -> None:
     pool = WorkerPool(store, limits=PoolLimits(max_paused=1), drive=False)
     try:
         first = _req(store, register=False)
-        pool.submit(first, register=lambda: _register(store, first, paused=True), paused=True)
+        pool.submit(first, register=lambda: register_request(store, first, paused=True), paused=True)
         second = _req(store, register=False)
         with pytest.raises(QueueFull, match=r"^pause: 1 runs are already paused on this server \(the limit, "
                                             r"--max-paused, is 1\)"):
-            pool.submit(second, register=lambda: _register(store, second), paused=True)
+            pool.submit(second, register=lambda: register_request(store, second), paused=True)
         third = _req(store)
         pool.submit(third)
         with pytest.raises(QueueFull, match="^pause: "):

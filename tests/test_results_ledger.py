@@ -30,7 +30,7 @@ def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path:
                                                                    ledger=str(ledger_dir)))
     assert first.finished == 9 and first.in_ledger == 0
     rows = ResultsLedger(ledger_dir).results()
-    assert len(rows) == 9 and list(rows.columns) == LEDGER_COLUMNS
+    assert len(rows) == 9 and list(rows.columns) == LEDGER_COLUMNS + ["finals_marked"]
     assert rows["code_version"].str.len().min() > 0 and rows["policy"].eq(MODELS["pol"]).all()
     assert set(rows["method"]) == {"best-of-n", "rebase", "h-uats"} and rows["cost"].gt(0).all()
 
@@ -44,7 +44,7 @@ def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path:
 
     logged = pd.concat([load_results(str(tmp_path / "a.db")), load_results(str(tmp_path / "b.db"))]).set_index("cell_key")
     mine = both.set_index("cell_key")
-    for col in ("answer", "cost", "correct", "pass_at_n", "iterations", "n_nodes"):
+    for col in ("answer", "cost", "correct", "pass_at_n", "n_final", "finals_marked", "iterations", "n_nodes"):
         assert mine[col].astype(str).to_dict() == logged.loc[mine.index, col].astype(str).to_dict(), col
     # Appended as gzip members, never rewritten: the file is one valid gzip stream with one header line.
     with gzip.open(ledger_dir / "results.csv.gz", "rt") as fh:
@@ -73,7 +73,9 @@ def test_report_from_the_ledger_alone_equals_the_run_log_report(tmp_path: Path, 
     agg = from_ledger.tables["aggregation"]
     assert (agg["cells_re"] == agg["cells"]).all() and (agg["agree"] == 1.0).all()
     for name, text in from_log.markdown.items():
-        assert from_ledger.markdown[name] == text, name
+        # the ledger's rows name their code version (a run log's do not): the one line the ledger report adds
+        table, line = from_ledger.markdown[name].rsplit("\n\n", 1)
+        assert table == text and line.startswith("Code versions of the "), name
     assert set(from_ledger.figures) == set(from_log.figures) and "prm_analysis" in from_ledger.figures
 
     assert report_main(["--ledger", str(ledger_dir), "--out", str(tmp_path / "rep"), "--no-png"]) == 0
@@ -185,3 +187,53 @@ def test_ledger_rows_come_only_from_committed_code(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: ledger: ")
     assert not db.exists() and not (tmp_path / "ledger").exists()
+
+
+def test_code_version_is_dirty_for_any_code_the_commit_lacks(tmp_path):
+    """What the eval command refuses --ledger for: a changed tracked file or an untracked Python module; a changed
+    ledger under results/ or an untracked note is no change to the code."""
+    import subprocess
+
+    from uats_core.entrypoints.eval.run import code_version
+
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
+                                    check=True, capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("X = 1\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "rows.csv").write_text("a\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    head = git("rev-parse", "--short=12", "HEAD")
+    assert code_version(tmp_path) == head
+    (tmp_path / "results" / "rows.csv").write_text("a\nb\n")
+    (tmp_path / "notes.md").write_text("a note\n")
+    assert code_version(tmp_path) == head
+    (tmp_path / "extra.py").write_text("Y = 2\n")
+    assert code_version(tmp_path) == head + "+dirty"
+    (tmp_path / "extra.py").unlink()
+    (tmp_path / "code.py").write_text("X = 2\n")
+    assert code_version(tmp_path) == head + "+dirty"
+
+
+def test_the_ledger_command_adds_cells_only_for_a_named_commit(tmp_path, capsys):
+    """Without --code-version the command fills what the ledger holds and leaves out the cells it lacks; a version
+    no commit reproduces is refused before anything is written."""
+    from uats_core.entrypoints.cli import main as cli_main
+
+    db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
+    dataset, probs = load_eval_problems("arith", None, 1)
+    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase"], budgets=[4],
+                    seeds=[0, 1])
+    run_eval(spec, EvalOptions(db=str(db), progress=False))
+    capsys.readouterr()  # the models' loading bars
+    for bad in ("0123456789ab+dirty", "unknown"):
+        assert cli_main(["ledger", "--ledger", str(ledger_dir), "--code-version", bad, str(db)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: code-version: ")
+        assert not ledger_dir.exists()
+    assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
+    assert "2 cells the ledger lacks left out" in capsys.readouterr().out
+    assert not ResultsLedger(ledger_dir).keys()
+    assert cli_main(["ledger", "--ledger", str(ledger_dir), "--code-version", "0123456789ab", str(db)]) == 0
+    assert set(ResultsLedger(ledger_dir).results()["code_version"]) == {"0123456789ab"}

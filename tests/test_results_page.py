@@ -32,3 +32,17 @@ def test_every_table_of_the_results_page_is_the_ledgers() -> None:
     assert positions == sorted(positions)
     count = re.search(r"The ledger holds ([\d,]+) finished searches", page)
     assert count and int(count.group(1).replace(",", "")) == len(report.tables["results"])
+
+
+def test_every_table_names_the_code_versions_of_its_rows() -> None:
+    """Under each table: the commits of the rows it reads and how many ran uncommitted code."""
+    report = report_from_ledger(LEDGER)
+    for name in SECTIONS:
+        assert "Code versions of the " in report.markdown[name], name
+    rows = report.tables["results"]
+    base = rows[(rows["dataset"] == "arith-test") & (rows["variant"] == "base")]
+    line = report.markdown["Table 4 layout: arith-test|base"].splitlines()[-1]
+    counts = {v: int(n.replace(",", "")) for v, n in re.findall(r"`([0-9a-f]{12}(?:\+dirty)?)` \(([\d,]+)\)", line)}
+    assert counts == base["code_version"].value_counts().to_dict()
+    dirty = sum(n for v, n in counts.items() if v.endswith("+dirty"))
+    assert (f"{dirty:,} of them" in line) if dirty else ("none ran uncommitted code" in line)

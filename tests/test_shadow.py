@@ -7,8 +7,7 @@ import json
 
 from storage import RunStore
 from storage.shadow import read_shadow
-from storage.synthetic import synthetic_events
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from ui import service as svc
 from ui.export import to_latex
 from ui.frontier import frontier_figure
@@ -56,9 +55,7 @@ def test_shadow_rows_are_stored_apart_and_leave_the_run_alone() -> None:
 def test_compare_export_holds_both_trees_and_formats_numbers() -> None:
     store = RunStore("sqlite://")
     for rid, m in (("a" * 32, "h-uats"), ("b" * 32, "rebase")):
-        sub = store.subscriber()
-        for ev in synthetic_events(rid, n_nodes=120, seed=4, method=m):
-            sub(ev)
+        record_synthetic(store, rid, n_nodes=120, seed=4, method=m)
     a, b = RunData.load(store, "a" * 32), RunData.load(store, "b" * 32)
     bundle = svc.compare_bundle(a, b, shadows=({}, {3: {"node_id": 3, "mean": 0.5, "var": 0.01, "mc_scores": [0.4, 0.6]}}))
     data = json.loads(json.dumps(bundle.data, default=str))

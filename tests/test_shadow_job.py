@@ -11,8 +11,7 @@ import pytest
 
 from storage import RunStore
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
-from storage.synthetic import synthetic_events
-from tests.doubles import CallbackPRMDouble
+from tests.doubles import CallbackPRMDouble, record_synthetic
 from tests.polling import until
 from uats_core.config import ConfigError
 from ui.shadow_job import ShadowRequest, execute_shadow, submit_shadow
@@ -24,9 +23,7 @@ RUN = "c0" * 16
 
 def _store(path: Path, n_nodes: int = 40) -> RunStore:
     store = RunStore(str(path / "runs.db"))
-    sub = store.subscriber()
-    for ev in synthetic_events(RUN, n_nodes=n_nodes, seed=3, method="rebase", problem_id="synthetic-3"):
-        sub(ev)
+    record_synthetic(store, RUN, n_nodes=n_nodes, seed=3, method="rebase", problem_id="synthetic-3")
     return store
 
 

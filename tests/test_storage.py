@@ -17,6 +17,7 @@ from storage.synthetic import final_records, synthetic_events
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.records import Decision, StepInfo
+from tests.doubles import record
 
 
 def _hand_events(run_id: str = "r1") -> list:
@@ -45,16 +46,10 @@ def _hand_events(run_id: str = "r1") -> list:
     ]
 
 
-def _feed(store: RunStore, events) -> None:
-    sub = store.subscriber()
-    for ev in events:
-        sub(ev)
-
-
 def test_round_trip_by_hand(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
     events = _hand_events()
-    _feed(store, events)
+    record(store, events)
     run = store.get_run("r1")
     assert run["status"] == "finished" and run["method"] == "h-uats" and run["seed"] == 7
     assert run["config"] == {"budget": 2, "tau": 0.003} and run["policy"] == "tiny-policy" and run["prm"] == "tiny-prm"
@@ -86,7 +81,7 @@ def test_round_trip_by_hand(tmp_path: Path) -> None:
 def test_round_trip_synthetic_stream(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
     events = synthetic_events("syn", n_nodes=300, seed=3)
-    _feed(store, events)
+    record(store, events)
     want = final_records(events)
     got = {n["id"]: n for n in store.get_nodes("syn")}
     assert set(got) == set(want) and len(got) == 300
@@ -104,7 +99,7 @@ def test_one_transaction_per_iteration(tmp_path: Path) -> None:
     commits: list[int] = []
     sa.event.listen(store.engine, "commit", lambda conn: commits.append(1))
     events = synthetic_events("tx", n_nodes=120, seed=1)
-    _feed(store, events)
+    record(store, events)
     n_iters = sum(isinstance(e, IterationEnded) for e in events)
     assert len(commits) == 1 + n_iters + 1  # RunStarted, each iteration, RunEnded
 
@@ -120,7 +115,7 @@ def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypa
         monkeypatch.setattr(store_mod, "_FAST_SQLITE", fast)
         path = tmp_path / f"fast-{fast}.db"
         store = RunStore(str(path))
-        _feed(store, events)
+        record(store, events)
         store.close()
         with sqlite3.connect(path) as conn:
             dumps.append({t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
@@ -140,7 +135,7 @@ def test_failed_run_keeps_its_nodes(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
     events = synthetic_events("bad", n_nodes=200, seed=2, fail_after=2)
     assert isinstance(events[-2], NodesUpdated)  # the crash came mid-iteration, nodes still buffered
-    _feed(store, events)
+    record(store, events)
     run = store.get_run("bad")
     assert run["status"] == "failed" and "synthetic crash" in run["error"] and run["ended_at"]
     assert len(store.get_nodes("bad")) == len(final_records(events))
@@ -173,7 +168,7 @@ def test_cancel_and_mark_failed(tmp_path: Path) -> None:
 
 def test_reused_run_id_is_refused(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
-    _feed(store, _hand_events("dup"))
+    record(store, _hand_events("dup"))
     with pytest.raises(StorageError, match="already exists"):
         store.subscriber()(_hand_events("dup")[0])
 
@@ -186,8 +181,8 @@ def test_events_out_of_order_raise(tmp_path: Path) -> None:
 
 def test_readers_filters_and_missing(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
-    _feed(store, _hand_events("a1"))
-    _feed(store, synthetic_events("b1", n_nodes=30, method="rebase", problem_id="arith-1"))
+    record(store, _hand_events("a1"))
+    record(store, synthetic_events("b1", n_nodes=30, method="rebase", problem_id="arith-1"))
     assert {r["run_id"] for r in store.list_runs()} == {"a1", "b1"}
     assert [r["run_id"] for r in store.list_runs(method="rebase")] == ["b1"]
     assert {r["run_id"] for r in store.list_runs(problem_id="arith-1")} == {"a1", "b1"}
@@ -205,7 +200,7 @@ def test_readers_filters_and_missing(tmp_path: Path) -> None:
 
 def test_stars_and_notes(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
-    _feed(store, _hand_events("s1"))
+    record(store, _hand_events("s1"))
     store.star_case("s1", 2, case_kind="low score / high variance")
     store.set_note("s1", 2, "confident-but-wrong sibling")
     store.set_note("s1", note="whole run looks fine")
@@ -263,10 +258,10 @@ def test_new_folders_are_created_and_removed_on_failure(tmp_path: Path, monkeypa
 
 def test_memory_and_sqlite_url(tmp_path: Path) -> None:
     mem = RunStore("sqlite://")
-    _feed(mem, _hand_events("m"))
+    record(mem, _hand_events("m"))
     assert len(mem.get_nodes("m")) == 4
     url_store = RunStore(f"sqlite:///{tmp_path / 'u.db'}")
-    _feed(url_store, _hand_events("u"))
+    record(url_store, _hand_events("u"))
     assert RunStore(str(tmp_path / "u.db")).get_run("u")["status"] == "finished"
 
 
@@ -293,7 +288,7 @@ def test_portable_upsert_fallback(tmp_path: Path) -> None:
     from storage.fastwrite import upsert as _upsert
 
     store = RunStore(str(tmp_path / "runs.db"))
-    _feed(store, _hand_events("f"))
+    record(store, _hand_events("f"))
 
     class OtherDialect:  # a connection that reports another dialect name, delegating everything else
         def __init__(self, conn):

@@ -60,7 +60,7 @@ def test_an_older_run_log_without_logit_columns_still_opens(tmp_path: Path) -> N
 
 
 def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) -> None:
-    from ui.figures import inspector_figure
+    from ui.figures import step_figure
     from ui.service import node_details_md
     from ui.treedata import RunData
 
@@ -72,10 +72,14 @@ def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) ->
     nid = next(i for i, n in state.nodes.items() if i and n.get("logit_var") is not None)
     text = node_details_md(state, nid)
     assert "logits" in text and "σ² (logit)" in text and f"{state.nodes[nid]['logit_var']:.4f}" in text
-    fig = inspector_figure(state, nid)
+    fig = step_figure(state, nid)
     bars = next(t for t in fig["data"] if t["type"] == "bar")
     sibs = fig["meta"]["siblings"]
-    assert bars["y"] == [state.nodes[s]["logit_var"] for s in sibs]  # the gate's statistic, not the score σ²
+    # the gate's statistic, not the score σ²: the bar is what the ID/OOD test read (before any extra passes),
+    # the ◇ what the extra passes made of it
+    after = next((t["y"] for t in fig["data"] if t.get("name") == "after re-evaluation"), [None] * len(sibs))
+    for s, bar, then in zip(sibs, bars["y"], after):
+        assert (then if state.nodes[s]["extra_passes"] else bar) == state.nodes[s]["logit_var"]
     assert fig["layout"]["yaxis2"]["title"]["text"] == "σ² (logit)"
     # every iteration replays the logit statistics of the passes it had then (node_history), not the latest ones
     reevaluated = [i for i, n in state.nodes.items() if i and n.get("extra_passes")]

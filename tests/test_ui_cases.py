@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
 from ui.cases import QUADRANTS, StepJudge, cases_table, mine_cases, mine_run, quadrant_of
 from ui.treedata import RunData
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.worlds.arith import world
 from uats_core.records import StepInfo
+from tests.doubles import record, record_synthetic
 
 
 def test_quadrants() -> None:
@@ -41,13 +41,12 @@ def _arith_run(store: RunStore, run_id: str = "arith") -> tuple[object, dict[int
         n.mean = sum(n.mc_scores) / k
         n.var = sum((x - n.mean) ** 2 for x in n.mc_scores) / (k - 1)
         n.ood = n.var > 0.003
-    sub = store.subscriber()
-    for ev in (RunStarted(run_id=run_id, method="h-uats", problem_id=prob.id, question=prob.question,
-                          gold_answer=prob.answer, seed=0, config={"tau": 0.003}, policy="p", prm="q"),
-               NodesUpdated(1, [right.record(), wrong.record()]), IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
-               NodesUpdated(2, [last.record()]), IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
-               RunEnded(status="finished", answer=prob.answer, correct=True, cost=2.0, iterations=2)):
-        sub(ev)
+    record(store, [RunStarted(run_id=run_id, method="h-uats", problem_id=prob.id, question=prob.question,
+                              gold_answer=prob.answer, seed=0, config={"tau": 0.003}, policy="p", prm="q"),
+                   NodesUpdated(1, [right.record(), wrong.record()]),
+                   IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
+                   NodesUpdated(2, [last.record()]), IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
+                   RunEnded(status="finished", answer=prob.answer, correct=True, cost=2.0, iterations=2)])
     return prob, nodes
 
 
@@ -70,9 +69,7 @@ def test_mining_an_arith_run_uses_the_exact_checker() -> None:
 
 def test_dataset_truth_is_any_correct_answer_below() -> None:
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("ds", n_nodes=250, seed=4, problem_id="math500-17"):
-        sub(ev)
+    record_synthetic(store, "ds", n_nodes=250, seed=4, problem_id="math500-17")
     state = RunData.load(store, "ds").state_at(None)
     judge = StepJudge(state)
     assert judge.source == "answers below"
@@ -94,9 +91,7 @@ def test_dataset_truth_is_any_correct_answer_below() -> None:
 
 def test_arith_id_with_a_different_question_is_not_trusted() -> None:
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("fake", n_nodes=40, seed=1, problem_id="arith-test-0", question="What is 12 + 30?"):
-        sub(ev)
+    record_synthetic(store, "fake", n_nodes=40, seed=1, problem_id="arith-test-0", question="What is 12 + 30?")
     judge = StepJudge(RunData.load(store, "fake").state_at(None))
     assert judge.problem is None and judge.source == "answers below"
 
@@ -104,9 +99,7 @@ def test_arith_id_with_a_different_question_is_not_trusted() -> None:
 @pytest.mark.parametrize("split", [0.3, 0.5, 0.8])
 def test_every_scored_node_lands_in_exactly_one_quadrant(split: float) -> None:
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("q", n_nodes=150, seed=9):
-        sub(ev)
+    record_synthetic(store, "q", n_nodes=150, seed=9)
     data = RunData.load(store, "q")
     cases = mine_run(data, score_split=split)
     scored = [i for i, n in data.nodes.items() if i != 0 and len(n["mc_scores"]) >= 2]

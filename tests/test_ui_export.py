@@ -10,21 +10,19 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
 from ui import service as svc
 from ui.cases import mine_cases
 from ui.export import ExportError, export_path, latex_escape, safe_name, to_html, to_latex, write_bundle
 from ui.treedata import RunData
 from ui.uncertainty import uncertainty_changes
+from tests.doubles import record_synthetic
 
 
 @pytest.fixture(scope="module")
 def runs() -> tuple[RunData, RunData]:
     store = RunStore("sqlite://")
     for rid, method, seed in (("aaaa1111", "h-uats", 1), ("bbbb2222", "rebase", 2)):
-        sub = store.subscriber()
-        for ev in synthetic_events(rid, n_nodes=120, seed=seed, method=method):
-            sub(ev)
+        record_synthetic(store, rid, n_nodes=120, seed=seed, method=method)
     return RunData.load(store, "aaaa1111"), RunData.load(store, "bbbb2222")
 
 
@@ -96,9 +94,7 @@ def test_png_and_svg_through_kaleido(runs, tmp_path: Path) -> None:
 def test_cases_table_in_a_case_export(runs) -> None:
     a, _ = runs
     store = RunStore("sqlite://")
-    sub = store.subscriber()
-    for ev in synthetic_events("cc", n_nodes=80, seed=2):
-        sub(ev)
+    record_synthetic(store, "cc", n_nodes=80, seed=2)
     pools = mine_cases(store, per_quadrant=2)
     nid = next(c.node_id for cs in pools.values() for c in cs)
     bundle = svc.case_bundle(RunData.load(store, "cc"), nid, others=pools)

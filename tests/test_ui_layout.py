@@ -9,11 +9,12 @@ import pytest
 
 from storage import RunStore
 from storage.synthetic import final_records, synthetic_events
-from ui.figures import ViewOptions, box_stats, inspector_figure, shared_colour_range, tree_figure, visible_nodes
+from ui.figures import ViewOptions, box_stats, step_figure, shared_colour_range, tree_figure, visible_nodes
 from ui.layout import tidy_layout
 from ui.treedata import RunData
 from ui.uncertainty import decision_divergence
 from uats_core.events import IterationEnded, NodesUpdated
+from tests.doubles import record_synthetic
 
 
 def test_tidy_layout_small_tree_by_hand() -> None:
@@ -61,9 +62,7 @@ def test_tidy_layout_never_overlaps_at_2000_nodes() -> None:
 def store() -> RunStore:
     s = RunStore("sqlite://")
     for rid, n, method, seed in (("r200", 200, "h-uats", 1), ("other", 200, "rebase", 2)):
-        sub = s.subscriber()
-        for ev in synthetic_events(rid, n_nodes=n, seed=seed, method=method):
-            sub(ev)
+        record_synthetic(s, rid, n_nodes=n, seed=seed, method=method)
     return s
 
 
@@ -156,7 +155,7 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     a, b = RunData.load(store, "r200"), RunData.load(store, "other")
     sa = a.state_at(None)
     nid = next(i for i in sa.nodes if i != 0 and len(sa.siblings(i)) > 1)
-    fig = inspector_figure(sa, nid)
+    fig = step_figure(sa, nid)
     boxes = [t for t in fig["data"] if t["type"] == "box"]
     assert len(boxes) == len(sa.siblings(nid))
     assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(sa.tau)  # the τ line

@@ -14,6 +14,7 @@ import pytest
 from storage import RunStore
 from uats_core.config import SearchConfig
 from tests.doubles import WorkerPoolDouble
+from tests.pool_requests import register_request
 from ui import service as svc
 from ui.warm import ModelCache, execute, model_key
 from ui.worker import RunRequest, WorkerPool, request_dict
@@ -56,12 +57,6 @@ def test_a_different_pair_or_dropout_reloads() -> None:
     assert cache.pair is None and cache.key is None
 
 
-def _register(store: RunStore, req: RunRequest, paused: bool = False) -> None:
-    cfg = req.config
-    store.register_run(req.run_id, method=cfg["method"], problem_id=req.problem["id"], question=req.problem["question"],
-                       gold_answer=req.problem["answer"], seed=cfg["seed"], config=cfg, paused=paused)
-
-
 def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path) -> None:
     """The embedded world's real models: a same-seed rerun on the warm pair grows the identical tree."""
     store = RunStore(str(tmp_path / "runs.db"))
@@ -69,7 +64,7 @@ def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path
     ids = [uuid.uuid4().hex for _ in range(2)]
     for rid in ids:
         req = _req(rid)
-        _register(store, req)
+        register_request(store, req)
         execute(req, cache, store)
     assert cache.loads == 1
     runs = [store.get_run(r) for r in ids]
@@ -137,7 +132,7 @@ def test_pool_reuses_a_warm_worker_and_reloads_on_a_pair_change(tmp_path: Path) 
         for dropout in (0.1, 0.1, 0.2):  # the third run's PRM differs: a reload in the same worker
             req = _req(uuid.uuid4().hex, config=SearchConfig(budget=4, max_iterations=2, dropout_p=dropout))
             req = RunRequest(**{**req.__dict__, "db": store.location})
-            _register(store, req)
+            register_request(store, req)
             pool.submit(req)
             assert _wait(store, req.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
             _drain(pool)
@@ -154,7 +149,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_failed_with_its_nodes(tmp_path: 
     try:
         req = _req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20))
         req = RunRequest(**{**req.__dict__, "db": store.location})
-        _register(store, req, paused=True)  # step mode: the worker waits after writing the root
+        register_request(store, req, paused=True)  # step mode: the worker waits after writing the root
         pool.submit(req)
         _wait(store, req.run_id, ("running",))
         store.step_run(req.run_id)
@@ -178,7 +173,7 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
     try:
         req = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
                             "db": store.location})
-        _register(store, req, paused=True)
+        register_request(store, req, paused=True)
         pool.submit(req)
         _wait(store, req.run_id, ("running",))
         store.step_run(req.run_id)
@@ -189,7 +184,7 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
         assert len(store.get_nodes(req.run_id)) == run["n_nodes"] > 0
         nxt = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
                             "db": store.location})
-        _register(store, nxt)
+        register_request(store, nxt)
         pool.submit(nxt)
         assert _wait(store, nxt.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"
         _drain(pool)

@@ -91,6 +91,7 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     try:
         with cancellable(cancel_requested):
             finals = method.search(ctx)
+        ctx.mark_voted(finals)
         candidates = [(n.answer, float(n.mean if n.mean is not None else 0.0), ctx.tree.trace(n.id).text) for n in finals]
         rule = "best" if not config.weighted and config.method == "best-of-n" else config.aggregation
         answer, naive = vote(candidates, grader, rule), vote(candidates, grader, "best")

@@ -45,6 +45,9 @@ class Node:
     status: str = ACTIVE
     answer: str | None = None
     correct: bool | None = None
+    # the answer was chosen from this candidate (True) or it ended a solution the answer was not chosen from
+    # (False: beam search keeps the N best-scored, DVTS a subtree's last step); None: neither, or an older run log
+    voted: bool | None = None
 
     @property
     def k(self) -> int:

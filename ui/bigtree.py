@@ -78,12 +78,13 @@ def dead_branches(state: Any, shown: set[int], keep: Iterable[int] = ()) -> tupl
     return out, hidden
 
 
-FOCUS_CHOICES = ("whole tree", "chosen path", "selected subtree")
+FOCUS_CHOICES = ("whole tree", "chosen path", "selected subtree", "selected step")
 
 
 def focus_nodes(state: Any, shown: set[int], focus: str, selected: int | None) -> tuple[set[int], dict[int, int]]:
-    """Only the chosen answers' paths and the alternatives at each of their steps, or only the selected
-    node's path and subtree; every drawn node whose children were left out says how many it hides."""
+    """Only the chosen answers' paths and the alternatives at each of their steps, only the selected node's
+    path and subtree, or only its path and the candidates of its step (its parent's children); every drawn
+    node whose children were left out says how many it hides."""
     if focus == "chosen path":
         path = state.chosen_path_nodes()
         if not path:
@@ -93,6 +94,8 @@ def focus_nodes(state: Any, shown: set[int], focus: str, selected: int | None) -
             keep.update(state.children.get(nid, ()))
     elif focus == "selected subtree" and selected in state.nodes:
         keep = {0, *state.path(selected), *state.subtree(selected)}
+    elif focus == "selected step" and selected in state.nodes:
+        keep = {0, *state.path(selected), *state.siblings(selected)}
     else:
         return shown, {}
     keep &= shown | {0}

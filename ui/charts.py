@@ -1,5 +1,5 @@
-"""Plotly figure dicts beside the tree: the inspector's sibling boxplots (the paper's Figure 1), the
-per-iteration cost chart, the knobs a UATS run used per step, and A-UATS training curves."""
+"""Plotly figure dicts beside the tree: the per-iteration cost chart, the knobs a UATS run used per step,
+and A-UATS training curves (the inspector's Figure 1 is ui/figure1.py)."""
 
 from __future__ import annotations
 
@@ -7,77 +7,6 @@ from typing import Any, Mapping, Sequence
 
 from uats_core.records import StepInfo
 
-from .figstyle import OOD_COLOUR, colour_for, fmt_number
-from .treedata import TreeState
-
-
-# ------------------------------------------------------------------------------------------ inspector
-def inspector_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, float] = (0.0, 1.0),
-                     step_truth: Mapping[int, bool | None] | None = None, height: int = 460) -> dict[str, Any]:
-    """The paper's Figure 1 for one node: the node and its siblings, each a boxplot of its MC-dropout
-    scores with R̄ and σ² printed (and the logits' σ² when the gate reads logits); below, the gated statistic
-    (σ² by default) against the τ threshold."""
-    cmin, cmax = colour_range
-    sibs = [s for s in state.siblings(node_id) if s != 0]
-    gate = state.gate
-    tau = gate.tau
-    gated = {s: gate.statistic(state.nodes[s]) or 0.0 for s in sibs}
-    step_truth = step_truth or {}
-    labels = []
-    data: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    for s in sibs:
-        n = state.nodes[s]
-        truth = step_truth.get(s)
-        tag = {True: " ✓", False: " ✗"}.get(truth, "")
-        label = f"#{s}{tag}" + (" ◀" if s == node_id else "")
-        labels.append(label)
-        scores = list(n.get("mc_scores") or [])
-        colour = colour_for(n.get("mean"), cmin, cmax)
-        data.append({"type": "box", "y": [round(v, 5) for v in scores], "x": [label] * len(scores), "name": label,
-                     "boxpoints": "all", "jitter": 0.35, "pointpos": 0, "boxmean": True,
-                     "marker": {"size": 4, "color": "#333"}, "fillcolor": colour,
-                     "line": {"color": "#555", "width": 1.2},
-                     "xaxis": "x", "yaxis": "y", "showlegend": False,
-                     "hovertemplate": f"node {s}<br>pass %{{y:.4f}}<extra></extra>"})
-        ood = gate.shown(n)
-        logit_line = f"<br>σ²ℓ={fmt_number(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
-        annotations.append({"x": label, "y": 1.01, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
-                            "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit_line}<br>K={len(scores)}",
-                            "font": {"size": 11, "color": OOD_COLOUR if ood else "#222"}})
-    data.append({"type": "bar", "x": labels, "y": [gated[s] for s in sibs],
-                 "marker": {"color": [OOD_COLOUR if gate.shown(state.nodes[s]) else "#9e9e9e" for s in sibs]},
-                 "xaxis": "x2", "yaxis": "y2", "showlegend": False, "name": gate.label,
-                 "hovertemplate": f"%{{x}}: {gate.label} %{{y:.5f}}<extra></extra>"})
-    parent = state.nodes[node_id].get("parent_id")
-    title = f"node {node_id} and its {len(sibs) - 1} sibling(s) (children of {'the question' if parent == 0 else f'node {parent}'})"
-    layout = {
-        # the title sits just above the plot, under the band where Plotly's toolbar appears on hover (top right)
-        "height": height, "margin": {"l": 50, "r": 10, "t": 58, "b": 30},
-        "title": {"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left", "y": 1.0, "yref": "paper",
-                  "yanchor": "bottom", "pad": {"b": 6}},
-        "grid": {"rows": 2, "columns": 1},
-        "xaxis": {"domain": [0, 1], "anchor": "y", "type": "category", "showticklabels": False},
-        # the range runs past 1 so the printed R̄/σ²/K above each box stay inside the plot
-        "yaxis": {"domain": [0.36, 1.0], "range": [-0.02, 1.2], "title": {"text": "MC-dropout score"},
-                  "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0]},
-        "xaxis2": {"domain": [0, 1], "anchor": "y2", "type": "category"},
-        "yaxis2": {"domain": [0.0, 0.27], "title": {"text": gate.label}, "rangemode": "tozero"},
-        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y2", "y0": tau, "y1": tau,
-                    "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}},
-                   # a band behind the inspected node's box and bar (category axes take index positions)
-                   {"type": "rect", "xref": "x", "yref": "paper", "x0": sibs.index(node_id) - 0.5,
-                    "x1": sibs.index(node_id) + 0.5, "y0": 0, "y1": 1, "layer": "below", "line": {"width": 0},
-                    "fillcolor": "rgba(255, 200, 0, 0.18)"} if node_id in sibs else None],
-        "annotations": annotations + [{"xref": "paper", "x": 1.0, "yref": "y2", "y": tau, "xanchor": "right",
-                                       "yanchor": "bottom", "showarrow": False, "text": f"τ = {tau:g}",
-                                       "font": {"color": OOD_COLOUR, "size": 11}}],
-        "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white",
-    }
-    layout["shapes"] = [sh for sh in layout["shapes"] if sh]
-    layout["yaxis2"]["range"] = [0, max([tau * 1.6] + [gated[s] * 1.15 for s in sibs])]
-    return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True},
-            "meta": {"node_id": node_id, "siblings": sibs}}
 
 
 def cost_figure(iterations: Sequence[Mapping[str, Any]], current: int | None = None, height: int = 200,

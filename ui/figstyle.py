@@ -24,6 +24,11 @@ MATCH_COLOUR = "rgba(255, 120, 0, 0.55)"
 GLYPH_DX = (0.16, 0.40)  # glyph x extent right of its node, in layout units (siblings are >= 1 apart)
 GLYPH_HALF_HEIGHT = 0.36  # score 0..1 maps to y-0.36 .. y+0.36 (depth rows are 1 apart)
 RAIL_LIMIT = 600  # above this many shown nodes the grey 0..1 rails behind glyphs cost more than they tell
+# Level of detail: with at most DETAIL_LIMIT nodes in view the page's script (ui/tabs/treelod.py) draws every
+# node a full boxplot in screen pixels with R̄ and σ² beside it; with more, the compact glyphs above.
+DETAIL_LIMIT = 60
+DETAIL_ROW_PX = 96  # the row height a tree of at most DETAIL_LIMIT nodes is given (the boxes scale with it)
+MIN_X_SPAN = 4.0  # the x axis spans at least this many sibling gaps: a lone path is not blown up across the plot
 PLOT_CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True,
                "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
 
@@ -49,6 +54,16 @@ def box_stats(scores: Sequence[float]) -> dict[str, float] | None:
     return {"q1": q1, "median": med, "q3": q3, "lo": min(inside), "hi": max(inside),
             "mean": mean, "sd": sd,
             "outliers": [x for x in xs if x < lo_fence or x > hi_fence], "n": len(xs)}
+
+
+def colour_bin(value: float, cmin: float, cmax: float) -> int:
+    """Which of N_COLOUR_BINS colours a glyph with R̄ = `value` is filled with (one SVG path per bin)."""
+    return min(N_COLOUR_BINS - 1, max(0, int((value - cmin) / ((cmax - cmin) or 1.0) * N_COLOUR_BINS)))
+
+
+def bin_colours(cmin: float, cmax: float) -> list[str]:
+    """The fill colour of each bin: the colour scale at the bin's centre."""
+    return [colour_for(cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin), cmin, cmax) for b in range(N_COLOUR_BINS)]
 
 
 def colour_for(value: float | None, cmin: float, cmax: float) -> str:

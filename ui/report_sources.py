@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from storage import StorageError
 from storage.results_ledger import RESULTS_FILE
-from storage.readonly import display_location, open_read_only
+from storage.readonly import open_read_only
 from uats_core.config import ConfigError
 
 log = logging.getLogger(__name__)
@@ -53,10 +53,11 @@ class ReportSources:
         return out
 
     def choices(self) -> list[tuple[str, str]]:
-        """(label, key) pairs for a dropdown; labels show locations with any password hidden."""
-        items = [(f"results ledger {p.name} · {p}", LEDGER + p.name) for p in self._ledgers()]
-        items += [(f"run log · {display_location(self.store.url)}", RUN_LOG)]
-        items += [(f"{p.name} · {p}", p.name) for p in self._files()]
+        """(label, key) pairs for a dropdown; labels name a source by its folder or file name, never by a
+        location on the server."""
+        items = [(f"results ledger {p.name}", LEDGER + p.name) for p in self._ledgers()]
+        items += [("run log of this app (its own runs)", RUN_LOG)]
+        items += [(f"{p.name} (reports folder)", p.name) for p in self._files()]
         return items
 
     def default_key(self) -> str:
@@ -72,7 +73,8 @@ class ReportSources:
             if LEDGER + p.name == key:
                 return p
         raise ConfigError("results ledger", f"{key[len(LEDGER):]!r} is not a ledger in "
-                                            f"{self.ledgers_dir or 'the list (no --ledgers-dir given)'}; pick one from the list")
+                                            f"{'the ledgers folder' if self.ledgers_dir else 'the list (no --ledgers-dir given)'}; "
+                                            "pick one from the list")
 
     def keys(self) -> list[str]:
         return [k for _, k in self.choices()]
@@ -87,7 +89,7 @@ class ReportSources:
         for p in self._files():
             if p.name == key:
                 return p
-        where = f"the reports folder {self.reports_dir}" if self.reports_dir else "the list (no --reports-dir given)"
+        where = "the reports folder (--reports-dir)" if self.reports_dir else "the list (no --reports-dir given)"
         raise ConfigError("run log", f"{key!r} is not in {where}; pick one from the list "
                                      "(copy an evaluation database into the folder given as app.py --reports-dir)")
 

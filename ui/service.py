@@ -21,7 +21,7 @@ from uats_core.problems import Problem, ProblemError, check_question, find_probl
 from .cases import QUADRANTS, Case, StepJudge
 from .choices import AIME24, ARITH, MATH500, ServerChoices, server_choices  # noqa: F401 - the sets every server offers
 from .export import ExportBundle
-from .figures import ViewOptions, inspector_figure, shared_colour_range, tree_figure
+from .figures import ViewOptions, step_figure, shared_colour_range, tree_figure
 from .report_sources import ReportSources
 from .safe_text import md_inline, md_text
 from .treedata import TERMINAL, RunData, TreeState, shared_prefixes
@@ -369,7 +369,7 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
     judge = StepJudge(state)
     sibs = [s for s in state.siblings(node_id) if s != 0]
     truths = step_truths(state, sibs, judge)
-    fig = inspector_figure(state, node_id, step_truth=truths, height=520)
+    fig = step_figure(state, node_id, step_truth=truths, height=520)
     rows = []
     if others:
         for q in QUADRANTS:

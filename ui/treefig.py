@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from .bigtree import cap_shown, dead_branches, focus_nodes
-from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, GLYPH_DX, GLYPH_HALF_HEIGHT, MATCH_COLOUR,
-                       N_COLOUR_BINS, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RAIL_LIMIT, RIGHT_COLOUR, SHARED_COLOUR,
-                       WRONG_COLOUR, box_stats, colour_for, fmt_number)
+from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, DETAIL_LIMIT, DETAIL_ROW_PX, MATCH_COLOUR,
+                       MIN_X_SPAN, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RIGHT_COLOUR, SHARED_COLOUR, WRONG_COLOUR,
+                       fmt_number)
 from .layout import tidy_layout
 from .shadowfig import shadow_traces
 from .treedata import TERMINAL, TreeState
+from .treeglyphs import glyph_meta, glyph_traces, legend_keys
 
 Pos = Mapping[int, tuple[float, float]]
 
@@ -36,7 +37,7 @@ class ViewOptions:
     show_decisions: bool = True
     hide_pruned: bool = False
     collapse_pruned: bool = False  # branches whose every leaf was pruned drawn as their top node
-    focus: str = "whole tree"  # or "chosen path", "selected subtree" (bigtree.FOCUS_CHOICES)
+    focus: str = "whole tree"  # or "chosen path", "selected subtree", "selected step" (bigtree.FOCUS_CHOICES)
 
     @property
     def filtering(self) -> bool:
@@ -134,13 +135,13 @@ def _edge_traces(state: TreeState, pos: Pos, parent_of: Mapping[int, Any], chose
     live = [n for n in pos if state.nodes[n].get("status") != "pruned" and n not in faded]
     live_set = set(live)
     dead = [n for n in pos if n not in live_set]
-    for ids, colour, width, name in ((chosen_path & set(pos), CHOSEN_COLOUR, 5, "chosen answer's path"),
+    for ids, colour, width, name in ((chosen_path & set(pos), CHOSEN_COLOUR, 5, "chosen path"),
                                      (dead, "#c8c8c8", 1, "pruned / context"), (live, "#777777", 1.2, "edges")):
         ex, ey = edge_xy(ids)
         if ex:
             data.append({"type": "scatter", "mode": "lines", "x": ex, "y": ey, "hoverinfo": "skip",
                          "line": {"color": colour, "width": width}, "name": name,
-                         "showlegend": name == "chosen answer's path"})
+                         "showlegend": name == "chosen path"})
     return data
 
 
@@ -183,13 +184,16 @@ NODE_SYMBOLS = {"finished": "diamond", "truncated": "triangle-down", "pruned": "
 def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax: float,
                  show_colorbar: bool) -> list[dict[str, Any]]:
     """The node markers, clickable (customdata starts with the node id): scored ones coloured by R̄ and
-    sized by K, then the question and unscored nodes."""
+    sized by K (a finished node holding the chosen answer is a gold-edged star), then the question and
+    unscored nodes."""
     data: list[dict[str, Any]] = []
     scored = [i for i in pos if state.nodes[i].get("mean") is not None and i != 0]
     scored_set = set(scored)
     unscored = [i for i in pos if i not in scored_set]
+    chosen = state.chosen_nodes()
     if scored:
         nodes = [state.nodes[i] for i in scored]
+        sizes = [marker_size(int(n.get("k") or len(n.get("mc_scores") or []))) for n in nodes]
         data.append({
             "type": "scatter", "mode": "markers", "name": "nodes (colour = R̄)", "showlegend": False,
             "x": [_r(pos[i][0]) for i in scored], "y": [_r(pos[i][1]) for i in scored],
@@ -198,11 +202,13 @@ def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax:
                 "color": [round(float(n["mean"]), 4) for n in nodes], "colorscale": COLORSCALE,
                 "cmin": cmin, "cmax": cmax, "showscale": show_colorbar,
                 "colorbar": {"title": {"text": "R̄"}, "thickness": 12, "len": 0.6, "x": 1.0},
-                "size": [marker_size(int(n.get("k") or len(n.get("mc_scores") or []))) for n in nodes],
-                "symbol": [NODE_SYMBOLS.get(n.get("status"), "circle") for n in nodes],
+                "size": [s + 5 if i in chosen else s for i, s in zip(scored, sizes)],
+                "symbol": ["star" if i in chosen else NODE_SYMBOLS.get(n.get("status"), "circle")
+                           for i, n in zip(scored, nodes)],
                 "opacity": [0.35 if (n.get("status") == "pruned" or i in faded) else 1.0 for i, n in zip(scored, nodes)],
-                "line": {"color": [OOD_COLOUR if n.get("ood") else "#333333" for n in nodes],
-                         "width": [3 if n.get("ood") else 0.8 for n in nodes]},
+                "line": {"color": [OOD_COLOUR if n.get("ood") else CHOSEN_COLOUR if i in chosen else "#333333"
+                                   for i, n in zip(scored, nodes)],
+                         "width": [3 if n.get("ood") else 2 if i in chosen else 0.8 for i, n in zip(scored, nodes)]},
             }})
     if unscored:
         data.append({"type": "scatter", "mode": "markers", "name": "question / unscored", "showlegend": False,
@@ -214,38 +220,46 @@ def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax:
     return data
 
 
-def _answer_marks(state: TreeState, pos: Pos, chosen: set[int]) -> list[dict[str, Any]]:
-    """Right/wrong and chosen-answer marks as markers (an SVG <text> per node costs several times a marker)."""
+def _answer_marks(state: TreeState, pos: Pos) -> list[dict[str, Any]]:
+    """Right and wrong answers as marks centred on their node, drawn under it: a green ring round a right
+    answer, an orange ✗ through a wrong one. Markers, so they stay on their node whatever the zoom (an
+    offset in layout units put the ✗ 400 px away once a focus spread a few nodes across the plot)."""
     data: list[dict[str, Any]] = []
-    right = [i for i in pos if state.nodes[i].get("status") in TERMINAL and state.nodes[i].get("correct") is True]
-    wrong = [i for i in pos if state.nodes[i].get("status") in TERMINAL and state.nodes[i].get("correct") is False]
-    for ids, name, marker, dx, dy in (
-            (right, "right answer", {"symbol": "circle", "size": 7, "color": RIGHT_COLOUR}, -0.26, 0.0),
-            (wrong, "wrong answer", {"symbol": "x-thin-open", "size": 9, "color": WRONG_COLOUR,
-                                     "line": {"color": WRONG_COLOUR, "width": 2.5}},
-             -0.26, 0.0),
-            (sorted(chosen & set(pos)), "chosen answer", {"symbol": "star", "size": 12, "color": CHOSEN_COLOUR,
-                                                           "line": {"color": "#7a5200", "width": 0.8}}, 0.0, -0.42)):
+    terminal = [i for i in pos if state.nodes[i].get("status") in TERMINAL]
+    for correct, name, symbol, colour, width, grow in ((True, "right answer", "circle-open", RIGHT_COLOUR, 2.5, 7),
+                                                       (False, "wrong answer", "x-thin-open", WRONG_COLOUR, 3, 10)):
+        ids = [i for i in terminal if state.nodes[i].get("correct") is correct]
         if ids:
-            data.append({"type": "scatter", "mode": "markers", "x": [_r(pos[i][0] + dx) for i in ids],
-                         "y": [_r(pos[i][1] + dy) for i in ids], "marker": marker, "hoverinfo": "skip",
-                         "showlegend": True, "name": name})
+            sizes = [marker_size(int(state.nodes[i].get("k") or 0)) + grow for i in ids]
+            data.append({"type": "scatter", "mode": "markers", "x": [_r(pos[i][0]) for i in ids],
+                         "y": [_r(pos[i][1]) for i in ids], "hoverinfo": "skip", "showlegend": True, "name": name,
+                         "marker": {"symbol": symbol, "size": sizes, "color": colour,
+                                    "line": {"color": colour, "width": width}}})
     return data
 
 
+# an invisible marker this wide under each label: Plotly sets the text that far off its node; clear of the
+# node's halo where rows are DETAIL_ROW_PX tall, close to it in a big tree (26 px rows: 26 put a label on the
+# node of the row above)
+LABEL_STANDOFF = {"detail": 26, "compact": 8}
+
+
 def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Mapping[int, int]) -> list[dict[str, Any]]:
-    """"+n hidden" under collapsed or capped nodes and this iteration's decisions above nodes: few, so text."""
-    labels: list[tuple[int, str, str, float, float]] = []  # (node, text, colour, dx, dy)
+    """"+n hidden" under collapsed or capped nodes and this iteration's decisions above nodes: few, so text,
+    anchored on the node and set off by a fixed number of pixels (textposition), never by layout units."""
+    labels: list[tuple[int, str, str, str]] = []  # (node, text, colour, where)
     for i, count in hidden_below.items():
         if count and i in pos:
-            labels.append((i, f"+{count} hidden", "#555555", 0.0, -0.45))
+            labels.append((i, f"+{count} hidden", "#555555", "bottom center"))
     if view.show_decisions:
-        labels += [(i, text, "#8a5a00", -0.05, 0.42) for i, text in decision_labels(state, pos)]
+        labels += [(i, text, "#8a5a00", "top center") for i, text in decision_labels(state, pos)]
     if not labels:
         return []
-    return [{"type": "scatter", "mode": "text", "x": [_r(pos[i][0] + dx) for i, _, _, dx, _ in labels],
-             "y": [_r(pos[i][1] + dy) for i, _, _, _, dy in labels], "text": [t for _, t, _, _, _ in labels],
-             "textfont": {"color": [c for _, _, c, _, _ in labels], "size": 10}, "hoverinfo": "skip",
+    standoff = LABEL_STANDOFF["detail" if len(pos) <= DETAIL_LIMIT else "compact"]
+    return [{"type": "scatter", "mode": "markers+text", "x": [_r(pos[i][0]) for i, *_ in labels],
+             "y": [_r(pos[i][1]) for i, *_ in labels], "text": [t for _, t, _, _ in labels],
+             "textposition": [w for *_, w in labels], "marker": {"size": standoff, "opacity": 0},
+             "textfont": {"color": [c for _, _, c, _ in labels], "size": 10}, "hoverinfo": "skip",
              "showlegend": False, "name": "marks"}]
 
 
@@ -278,7 +292,9 @@ def decision_labels(state: TreeState, pos: Pos) -> list[tuple[int, str]]:
 def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height: int | None) -> dict[str, Any]:
     depth = max((int(state.nodes[i].get("depth") or 0) for i in pos), default=0)
     tick_step = max(1, math.ceil((depth + 1) / 40))  # at most ~40 depth labels: each is an SVG <text>
-    if height is None:  # rows tall enough for a glyph to read at full view, within one screen
+    if height is None and len(pos) <= DETAIL_LIMIT:  # few nodes, each a full boxplot: rows tall enough to read
+        height = int(min(900, max(440, DETAIL_ROW_PX * (depth + 1) + 170)))
+    elif height is None:  # rows tall enough for a glyph to read at full view, within one screen
         height = int(min(1100, max(440, 26 * (depth + 1) + 110)))
     layout = {
         "uirevision": uirevision,
@@ -294,7 +310,9 @@ def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height
         "yaxis": {"autorange": True, "tickmode": "array", "tickvals": [-d for d in range(0, depth + 1, tick_step)],
                   "ticktext": ["Q" if d == 0 else f"{d}" for d in range(0, depth + 1, tick_step)], "zeroline": False,
                   "showgrid": False, "title": {"text": "step"}, "fixedrange": False},
-        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0.0, "font": {"size": 11}},
+        # under the tree, like a caption: above it, its first row ran under Plotly's toolbar
+        "legend": {"orientation": "h", "y": -0.01, "yanchor": "top", "x": 0.0, "font": {"size": 11},
+                   "traceorder": "normal"},
         "showlegend": True,
     }
     if not title:
@@ -334,17 +352,22 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     data = _edge_traces(state, pos, parent_of, chosen_path, faded)
     data += _halo_traces(state, pos, view, matching, shared_keys)
     if view.glyphs:  # boxplot glyphs, one score scale for the whole tree
-        data += _glyph_traces(state, pos, cmin, cmax, faded)
+        data += glyph_traces(state, pos, cmin, cmax)
+    data += _answer_marks(state, pos)  # under the node markers: centred on them
+    first_node = len(data)
     data += _node_traces(state, pos, faded, cmin, cmax, show_colorbar)
-    data += _answer_marks(state, pos, state.chosen_nodes())
     data += _text_marks(state, pos, view, hidden_below)
-    data += _legend_keys(state, shared_keys is not None)
     if shadow:
         data += shadow_traces(pos, shadow, HOVER_TEMPLATE)
+    data += _x_span(pos)
+    data += legend_keys(_marks_present(state, pos, data), state.tau, view.glyphs)
     sel = pos.get(selected) if selected is not None else None
     meta = {"n_nodes": len(state.nodes), "n_shown": len(pos), "iteration": state.iteration, "selected": selected,
             "max_iteration": state.max_iteration, "run_id": state.run.get("run_id"), "status": state.run.get("status"),
             "shadow": sum(1 for i in pos if i in shadow) if shadow else 0}
+    scored = [i for i in pos if state.nodes[i].get("mean") is not None and i != 0]  # _node_traces' first trace
+    if view.glyphs and scored:
+        meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node)
     layout = _tree_layout(state, pos, title, uirevision, height)
     # the selection ring is a layout shape: the page's script moves it on a click with Plotly.relayout, which
     # redraws shapes only (moving a ring trace with Plotly.restyle recomputed every trace, seconds at 2,000 nodes)
@@ -352,85 +375,34 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     return {"data": data, "layout": layout, "config": PLOT_CONFIG, "meta": meta}
 
 
+def _x_span(pos: Pos) -> list[dict[str, Any]]:
+    """Two invisible points that widen the x axis's autorange to MIN_X_SPAN sibling gaps when the drawn
+    nodes span fewer (a focus on one path): the compact glyphs and marks keep their proportions."""
+    xs = [x for x, _ in pos.values()]
+    if not xs or max(xs) - min(xs) >= MIN_X_SPAN:
+        return []
+    mid = (max(xs) + min(xs)) / 2
+    return [{"type": "scatter", "mode": "markers", "x": [_r(mid - MIN_X_SPAN / 2), _r(mid + MIN_X_SPAN / 2)],
+             "y": [0, 0], "marker": {"opacity": 0, "size": 1}, "hoverinfo": "skip", "showlegend": False,
+             "name": "x span"}]
+
+
+def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]]) -> set[str]:
+    """Which optional legend entries the figure needs (legend_keys)."""
+    statuses = {state.nodes[i].get("status") for i in pos}
+    out = {s for s in ("finished", "truncated", "pruned") if s in statuses}
+    if state.chosen_nodes() & set(pos):
+        out.add("chosen")
+    for tr in data:
+        if tr.get("name") == "marks":
+            for t in map(str, tr.get("text") or []):
+                out |= {"hidden"} if t.endswith("hidden") else (
+                    {k for k, c in (("passes", "p"), ("children", "×"), ("cut", "✂")) if c in t})
+    return out
+
+
 def ring_shape(x: float, y: float) -> dict[str, Any]:
     """The selection ring around the node at (x, y): 30 px whatever the zoom (PLOT_JS builds the same)."""
     return {"type": "circle", "name": "selected", "xref": "x", "yref": "y", "xsizemode": "pixel",
             "ysizemode": "pixel", "xanchor": x, "yanchor": y, "x0": -15, "x1": 15, "y0": -15, "y1": 15,
             "line": {"color": "#111", "width": 2.5}}
-
-def _glyph_traces(state: TreeState, pos: Mapping[int, tuple[float, float]], cmin: float, cmax: float,
-                  faded: set[int]) -> list[dict[str, Any]]:
-    """Boxplot glyphs as a handful of None-separated polylines (boxes filled per colour bin, whiskers,
-    medians, R̄ ticks): SVG then holds one <path> per trace instead of several elements per box, which
-    is what keeps 2,000 glyphs redrawing fast (Plotly box traces with precomputed statistics were
-    measured slower here; see ui/bench.py)."""
-    x0, x1 = GLYPH_DX
-    xm = (x0 + x1) / 2
-    h = GLYPH_HALF_HEIGHT
-    rails = len(pos) <= RAIL_LIMIT
-    rail_x: list[Any] = []
-    rail_y: list[Any] = []
-    whisk_x: list[Any] = []
-    whisk_y: list[Any] = []
-    med_x: list[Any] = []
-    med_y: list[Any] = []
-    mean_x: list[Any] = []
-    mean_y: list[Any] = []
-    boxes: dict[int, tuple[list[Any], list[Any]]] = {}
-    for nid, (x, y) in pos.items():
-        n = state.nodes[nid]
-        st = box_stats(n.get("mc_scores") or ([n["mean"]] if n.get("mean") is not None else []))
-        if nid == 0 or st is None:
-            continue
-
-        def sy(v: float) -> float:
-            return _r(y - h + 2 * h * v)
-
-        xl, xr, xc = _r(x + x0), _r(x + x1), _r(x + xm)
-        if rails:
-            rail_x += [xc, xc, None]
-            rail_y += [sy(0.0), sy(1.0), None]
-        if st["n"] > 1:
-            q1, q3 = sy(st["q1"]), sy(st["q3"])
-            if q3 - q1 < 0.02:  # a near-zero spread still shows as a sliver, not nothing
-                q1, q3 = _r(q1 - 0.01), _r(q3 + 0.01)
-            b = min(N_COLOUR_BINS - 1, max(0, int((st["mean"] - cmin) / ((cmax - cmin) or 1.0) * N_COLOUR_BINS)))
-            bx, by = boxes.setdefault(b, ([], []))
-            bx += [xl, xr, xr, xl, xl, None]
-            by += [q1, q1, q3, q3, q1, None]
-            whisk_x += [xc, xc, None, xc, xc, None]
-            whisk_y += [sy(st["lo"]), q1, None, q3, sy(st["hi"]), None]
-            med_x += [xl, xr, None]
-            med_y += [sy(st["median"]), sy(st["median"]), None]
-        mean_x += [_r(x + x0 - 0.05), _r(x + x1 + 0.05), None]
-        mean_y += [sy(st["mean"]), sy(st["mean"]), None]
-    traces: list[dict[str, Any]] = []
-
-    def lines(xs: list[Any], ys: list[Any], colour: str, width: float, name: str) -> None:
-        if xs:
-            traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "hoverinfo": "skip",
-                           "line": {"color": colour, "width": width}, "showlegend": False, "name": name})
-
-    lines(rail_x, rail_y, "#e6e6e6", 1, "score scale 0–1")
-    lines(whisk_x, whisk_y, "#555555", 0.8, "whiskers")
-    for b, (bx, by) in sorted(boxes.items()):
-        centre = cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin)
-        traces.append({"type": "scatter", "mode": "lines", "x": bx, "y": by, "fill": "toself", "hoverinfo": "skip",
-                       "fillcolor": colour_for(centre, cmin, cmax), "line": {"color": "#444444", "width": 0.6},
-                       "showlegend": False, "name": "MC boxes"})
-    lines(med_x, med_y, "#111111", 1.1, "medians")
-    lines(mean_x, mean_y, "#d62728", 1.6, "R̄ ticks")
-    return traces
-
-
-def _legend_keys(state: TreeState, compare: bool) -> list[dict[str, Any]]:
-    """Legend-only entries explaining the marks (x=[None] draws nothing)."""
-    def key(name: str, marker: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "scatter", "mode": "markers", "x": [None], "y": [None], "name": name, "marker": marker,
-                "hoverinfo": "skip", "showlegend": True}
-
-    return [key("OOD (σ² > τ)", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}}),
-            key("finished", {"size": 10, "symbol": "diamond", "color": "#888"}),
-            key("pruned", {"size": 10, "color": "#888", "opacity": 0.35})]
-
-

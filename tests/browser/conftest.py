@@ -64,7 +64,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     """The app offering the tiny models (their folder as --models-dir) and evil.jsonl (a --datasets-dir)."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
-    from storage.synthetic import synthetic_events
+    from tests.doubles import record_synthetic
     from ui.app_ui import build_demo, launch_kwargs
     from ui.choices import server_choices
     from ui.worker import WorkerPool
@@ -72,10 +72,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     base = tmp_path_factory.mktemp("app")
     store = RunStore(str(base / "runs.db"))
     for method, rid in PAIR.items():
-        sub = store.subscriber()
-        for ev in synthetic_events(rid, n_nodes=160, seed=7 if method == "h-uats" else 8, method=method,
-                                   problem_id="synthetic-7"):
-            sub(ev)
+        record_synthetic(store, rid, n_nodes=160, seed=7 if method == "h-uats" else 8, method=method,
+                         problem_id="synthetic-7")
     pool = WorkerPool(store, max_workers=2, poll_s=0.5)
     export_dir = base / "exports"
     reports_dir = base / "reports"

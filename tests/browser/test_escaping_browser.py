@@ -44,13 +44,11 @@ def test_html_in_a_problem_renders_as_text(page: Any) -> None:
 
 
 def test_html_in_a_stored_run_renders_as_text_in_status_and_inspector(page: Any, served: dict[str, Any]) -> None:
-    from storage.synthetic import synthetic_events
+    from tests.doubles import record_synthetic
 
     run_id = "e5" * 16
-    sub = served["store"].subscriber()
-    for ev in synthetic_events(run_id, n_nodes=30, seed=5, method="h-uats", problem_id=f"p{IMG}",
-                               question=QUESTION, gold=COVER):
-        sub(ev)
+    record_synthetic(served["store"], run_id, n_nodes=30, seed=5, method="h-uats", problem_id=f"p{IMG}",
+                     question=QUESTION, gold=COVER)
     open_run(page, run_id)
     status = _assert_inert(page, "#run-status", katex=False)
     assert IMG in status and COVER in status

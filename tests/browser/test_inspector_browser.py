@@ -24,6 +24,7 @@ def _timed_run(store: Any) -> None:
     from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
     from uats_core.records import StepInfo
     from uats_core.tree import FINISHED, KEPT, Node
+    from tests.doubles import record
 
     if any(r["run_id"] == TIMED for r in store.list_runs(limit=500)):
         return
@@ -38,21 +39,20 @@ def _timed_run(store: Any) -> None:
 
     seven = [0.5, 0.6, 0.7, 0.5, 0.6, 0.7, 0.55]
     nine = seven + [0.9, 0.1]
-    sub = store.subscriber()
-    for ev in (RunStarted(run_id=TIMED, method="h-uats", problem_id="timed-1", question="What is 1 + 1?",
-                          gold_answer="2", seed=0, config={"tau": 0.003}, policy="p", prm="q"),
-               NodesUpdated(1, [node(1, 0, seven, created_iter=1)]), IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
-               NodesUpdated(2, [node(1, 0, seven, created_iter=1, children_granted=2, expanded_iter=2),
-                                node(2, 1, seven, created_iter=2), node(3, 1, seven, created_iter=2)]),
-               IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
-               NodesUpdated(3, [node(1, 0, nine, created_iter=1, children_granted=2, expanded_iter=2,
-                                     extra_passes=2, reeval_iter=3)]),
-               IterationEnded(3, [], StepInfo(width=1), 1.0, 3.0),
-               NodesUpdated(4, [{**node(2, 1, seven, created_iter=2), "status": FINISHED, "answer": "2",
-                                 "correct": True}]),
-               IterationEnded(4, [], StepInfo(width=1), 1.0, 4.0),
-               RunEnded(status="finished", answer="2", correct=True, cost=4.0, iterations=4)):
-        sub(ev)
+    record(store, [RunStarted(run_id=TIMED, method="h-uats", problem_id="timed-1", question="What is 1 + 1?",
+                              gold_answer="2", seed=0, config={"tau": 0.003}, policy="p", prm="q"),
+                   NodesUpdated(1, [node(1, 0, seven, created_iter=1)]),
+                   IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
+                   NodesUpdated(2, [node(1, 0, seven, created_iter=1, children_granted=2, expanded_iter=2),
+                                    node(2, 1, seven, created_iter=2), node(3, 1, seven, created_iter=2)]),
+                   IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
+                   NodesUpdated(3, [node(1, 0, nine, created_iter=1, children_granted=2, expanded_iter=2,
+                                         extra_passes=2, reeval_iter=3)]),
+                   IterationEnded(3, [], StepInfo(width=1), 1.0, 3.0),
+                   NodesUpdated(4, [{**node(2, 1, seven, created_iter=2), "status": FINISHED, "answer": "2",
+                                     "correct": True}]),
+                   IterationEnded(4, [], StepInfo(width=1), 1.0, 4.0),
+                   RunEnded(status="finished", answer="2", correct=True, cost=4.0, iterations=4)])
 
 
 def test_address_opens_a_node_at_an_iteration_and_arrows_step_back_in_time(page: Any, served: dict[str, Any]) -> None:

@@ -21,15 +21,13 @@ WIDE = "c1" * 16  # a run whose steps have about 120 candidates: the frontier pa
 
 @pytest.fixture(scope="module")
 def wide_run(served: dict[str, Any]) -> str:
-    from storage.synthetic import synthetic_events
+    from tests.doubles import record_synthetic
 
     store = served["store"]
     try:
         store.get_run(WIDE)
     except Exception:  # noqa: BLE001 - not written yet in this session
-        sub = store.subscriber()
-        for ev in synthetic_events(WIDE, n_nodes=900, budget=120, seed=21, problem_id="synthetic-wide"):
-            sub(ev)
+        record_synthetic(store, WIDE, n_nodes=900, budget=120, seed=21, problem_id="synthetic-wide")
     return WIDE
 
 

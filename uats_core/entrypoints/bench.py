@@ -2,8 +2,6 @@
 
   prm        cost of MC-dropout scoring per mode, cost per node vs depth with/without the prefix cache,
              and uncertainty quality (AUROC of sigma^2 for wrong steps) on the arithmetic world's PRM
-  calibrate  c = time of one generated step / time of one PRM pass, for a policy and a PRM, and the in-distribution
-             MC-dropout spreads that `--tau auto[:q]` reads; both written beside the PRM
   uncertainty  per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over the calibrated τ
              (uats_core/entrypoints/bench_uncertainty.py)
   engine     search wall time per method and the cost of the run log (uats_core/entrypoints/bench_engine.py)
@@ -28,16 +26,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
-from uats_core.entrypoints.bench_timing import measure, spread, summary, timed
+from uats_core.entrypoints.bench_timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
-from uats_core.problems import SHIPPED_DATASETS
 
 log = logging.getLogger(__name__)
 
 MODELS_DIR = ASSETS
-MATH500 = SHIPPED_DATASETS["math500"]
 
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules: name -> the function that adds their parser.
@@ -305,87 +301,6 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
             out[style][mode] = {"auroc_var": a_var, "auroc_one_minus_mean": a_mean}
             print(f"{style:>5s} {len(traces):6d} {sum(labels):6d} {mode:>8s} {a_var:10.3f} {a_mean:13.3f}")
     return out
-
-
-# -- calibrate -----------------------------------------------------------------------------------------------
-@subcommand("calibrate")
-def _add_calibrate(sub: Any) -> None:
-    p = sub.add_parser("calibrate", help="c = time of one generated step / time of one PRM pass; the ID spreads for --tau auto")
-    p.add_argument("--policy", default=None, help="policy spec (folder, .gguf, hf:<id>); needed for c")
-    p.add_argument("--prm", required=True, help="PRM spec")
-    p.add_argument("--prm-kind", default=None)
-    p.add_argument("--batch", type=int, default=8, help="traces per call (the search batches a whole step)")
-    p.add_argument("--depth", type=int, default=2, help="steps generated before the measured one")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--question", default=None, help="default: an arithmetic test problem for arith models, else MATH-500 #0")
-    p.add_argument("--step-token-cap", type=int, default=256)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--json", type=Path, default=None)
-    from uats_core.entrypoints.bench_uncertainty import add_calibrate_args
-
-    add_calibrate_args(p)
-    p.set_defaults(func=run_calibrate)
-
-
-def _default_question(policy_spec: str) -> str:
-    if "arith" in policy_spec:
-        from uats_core.worlds.arith import world
-
-        return world.load_split("test", 1)[0].question
-    if MATH500.is_file():
-        return json.loads(MATH500.read_text(encoding="utf-8").splitlines()[0])["problem"]
-    return "What is the sum of the first 20 positive integers?"
-
-
-def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
-    import torch
-
-    from uats_core.backends import load_prm
-    from uats_core.entrypoints.bench_uncertainty import calibrate_tau
-
-    if args.skip_cost and args.skip_tau:
-        raise ConfigError("skip_tau", "with --skip-cost and --skip-tau there is nothing to calibrate; drop one")
-    if not args.skip_cost and not args.policy:
-        raise ConfigError("policy", "c needs a policy: give --policy, or --skip-cost for the τ calibration only")
-    torch.set_num_threads(args.threads)
-    prm = load_prm(args.prm, kind=args.prm_kind, cache_bytes=0)  # no prefix cache: c is per full PRM pass
-    res = None if args.skip_cost else _measure_c(args, prm)
-    calibrate_tau(args, prm, res)
-    return res or {}
-
-
-def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
-    from uats_core.backends import load_policy
-    from uats_core.backends.mc_dropout import DropoutSpec
-    from uats_core.protocols import Trace
-
-    one_pass = DropoutSpec.parse("full", 0.0)
-    policy = load_policy(args.policy, seed=0, step_token_cap=args.step_token_cap)
-    question = args.question or _default_question(args.policy)
-    traces = [Trace(question)] * args.batch
-    for _ in range(args.depth):  # reach a realistic depth first
-        outs = policy.generate_steps(traces)
-        traces = [t.extend(o.text) for t, o in zip(traces, outs)]
-    gen_times, gen_tokens, pass_times = [], [], []
-    for _ in range(args.repeats):
-        box: list[Any] = []
-        gen_times.append(timed(lambda: box.append(policy.generate_steps(traces))))
-        outs = box[0]
-        gen_tokens.append(sum(o.num_tokens for o in outs))
-        scored = [t.extend(o.text or " ") for t, o in zip(traces, outs)]
-        # One pass = one deterministic forward reading the last step (for a judge: one prompt, not one per step).
-        pass_times.append(timed(lambda: prm.mc_scores(scored, 1, spec=one_pass)))
-    step_s, pass_s = min(t[0] for t in gen_times) / args.batch, min(t[0] for t in pass_times) / args.batch
-    res = {"policy": args.policy, "prm": args.prm, "batch": args.batch, "depth": args.depth,
-           "step_s": step_s, "prm_pass_s": pass_s, "c": step_s / pass_s,
-           "tokens_per_step": float(np.mean(gen_tokens)) / args.batch,
-           "spread_step": spread([t[0] for t in gen_times]), "spread_pass": spread([t[0] for t in pass_times])}
-    print(f"one generated step: {step_s:.3f}s ({res['tokens_per_step']:.1f} tokens avg, batch {args.batch}); "
-          f"one PRM pass: {pass_s:.3f}s; c = {res['c']:.1f}  (spreads {res['spread_step']:.0%}, {res['spread_pass']:.0%})")
-    print(f"use: SearchConfig(cost_ratio={res['c']:.1f})")
-    if args.json:
-        args.json.write_text(json.dumps(res, indent=2), encoding="utf-8")
-    return res
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ prints the cost against one deterministic pass (timed side by side, interleaved)
 B/A, the AUROC of σ² for "this step is B" and for "this step is wrong", and the share of A and B steps over τ,
 with τ calibrated as `--tau auto[:q]` does: the q-quantile of σ² on style-A steps of the validation split.
 
-Also the τ part of `bench calibrate` (calibrate_tau): the in-distribution spreads written beside the PRM.
+The steps, passes and τ come from the calibrate command's functions (uats_core.entrypoints.calibrate).
 """
 
 from __future__ import annotations
@@ -20,101 +20,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from uats_core.calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
-from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES, parse_dropout_mode
+from uats_core.calibration import tau_from_variances
+from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES
+from uats_core.entrypoints.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc, logits
-
-MODES = ("full", "last:2", "head")
-
-
-def _modes(text: str) -> list[str]:
-    modes = [m.strip() for m in text.split(",") if m.strip()]
-    for m in modes:
-        parse_dropout_mode(m)  # ConfigError names the field
-    if not modes:
-        raise ConfigError("modes", "give at least one dropout mode, e.g. full,last:2,head")
-    return modes
-
-
-def space_variances(mc: np.ndarray, space: str) -> np.ndarray:
-    """Per row (one step, K passes): the sample variance of the scores or of their logits."""
-    x = logits(mc) if space == "logit" else np.asarray(mc, dtype=np.float64)
-    return x.var(axis=1, ddof=1)
-
-
-def mc_passes(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, seed: int) -> np.ndarray:
-    import torch
-
-    from uats_core.backends.mc_dropout import DropoutSpec
-
-    torch.manual_seed(seed)  # the dropout masks: fixed so a rerun gives the same table
-    return np.asarray(prm.mc_scores(list(traces), k, spec=DropoutSpec.parse(mode, p)), dtype=np.float64)
-
-
-def id_calibration_traces(split: str, n: int, slip_rate: float, seed: int) -> list[Any]:
-    """In-distribution steps of the arithmetic world: style-A written solutions (with slips) of `split`."""
-    from uats_core.worlds.arith import world
-    from uats_core.worlds.arith.written import written_steps
-
-    return written_steps(world.load_split(split, n), "A", slip_rate, random.Random(seed)).traces
-
-
-def jsonl_traces(path: Path) -> list[Any]:
-    """In-distribution steps of another PRM's domain: one JSON object a line, {"question": ..., "steps": [...]};
-    every prefix of the steps is one calibration step."""
-    from uats_core.protocols import Trace
-
-    out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if not isinstance(row.get("question"), str) or not isinstance(row.get("steps"), list) or not row["steps"]:
-            raise ConfigError("tau_traces", f"{path} line {i + 1}: need {{\"question\": str, \"steps\": [str, ...]}}")
-        for j in range(len(row["steps"])):
-            out.append(Trace(row["question"], tuple(str(s) for s in row["steps"][: j + 1])))
-    return out
-
-
-# -- the τ part of `bench calibrate` --------------------------------------------------------------------------
-def add_calibrate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tau-modes", default=",".join(MODES), help="dropout modes to calibrate τ for (default full,last:2,head)")
-    p.add_argument("--p", type=float, default=0.1, help="dropout probability of the τ calibration (default 0.1)")
-    p.add_argument("--k", type=int, default=7, help="MC passes per step for the τ calibration (default 7)")
-    p.add_argument("--tau-problems", type=int, default=100, help="arithmetic-world problems whose style-A steps calibrate τ")
-    p.add_argument("--tau-split", default="val", help="their split (default val: not the test problems)")
-    p.add_argument("--tau-traces", type=Path, default=None,
-                   help="for another PRM: a .jsonl of in-distribution solutions {question, steps} instead")
-    p.add_argument("--skip-cost", action="store_true", help="only the τ calibration (no policy needed)")
-    p.add_argument("--skip-tau", action="store_true", help="only c")
-    p.add_argument("--calibration", type=Path, default=None, help="the calibration file (default: beside the PRM)")
-
-
-def calibrate_tau(args: argparse.Namespace, prm: Any, cost: dict[str, Any] | None) -> dict[str, Any]:
-    """Score the in-distribution steps per mode, write c and the spreads (prob and logit) beside the PRM, and
-    print τ at the 0.9 quantile of each."""
-    path = args.calibration or calibration_path(args.prm)
-    spreads: dict[str, dict[str, Any]] = {}
-    if not args.skip_tau:
-        if args.tau_traces is not None:
-            traces, source = jsonl_traces(args.tau_traces), str(args.tau_traces)
-        else:
-            traces = id_calibration_traces(args.tau_split, args.tau_problems, 0.3, 0)
-            source = f"arith {args.tau_split} split, {args.tau_problems} problems, style A written solutions, 30% slips"
-        print(f"\nτ calibration: {len(traces)} in-distribution steps ({source}), K={args.k}, p={args.p}")
-        print(f"{'mode':>8s} {'space':>6s} {'τ = q0.9 of σ²':>16s} {'of σ':>10s}")
-        for mode in _modes(args.tau_modes):
-            mc = mc_passes(prm, traces, mode, args.p, args.k, seed=0)
-            for space in UNCERTAINTY_SPACES:
-                v = space_variances(mc, space)
-                spreads[entry_key(mode, args.p, space)] = spread_entry(v, args.k, source)
-                print(f"{mode:>8s} {space:>6s} {tau_from_variances(v, 0.9):16.4g} {tau_from_variances(v, 0.9, 'std'):10.4g}")
-    data = write_calibration(path, prm=str(args.prm), cost=cost, spreads=spreads)
-    print(f"wrote {path} ({len(data.get('uncertainty') or {})} τ entries"
-          + (f", c = {data['cost']['c']:.1f}" if data.get("cost") else "") + "); `--tau auto[:q]` reads it")
-    return data
-
 
 # -- bench uncertainty ------------------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
@@ -180,7 +90,7 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
     from uats_core.worlds.arith.written import written_steps
 
     _check(args)
-    modes = _modes(args.modes)
+    modes = dropout_modes(args.modes)
     torch.set_num_threads(args.threads)
     prm_dir = Path(args.prm) if args.prm else DEFAULT_PRM
     if not (prm_dir / "config.json").is_file():

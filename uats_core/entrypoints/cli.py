@@ -1,4 +1,4 @@
-"""Command line: `uats search|runs|show|doctor|ledger` (installed), or `python -m uats_core` with the same commands.
+"""Command line: `uats search|runs|show|doctor|ledger|calibrate` (installed), or `python -m uats_core` with the same commands.
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -13,6 +13,7 @@ import re
 import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
+from uats_core.entrypoints import calibrate
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
@@ -27,10 +28,10 @@ TRUST_HELP = ("allow trust_remote_code=true in --policy-opt/--prm-opt: transform
 DEFAULT_PROBLEM = "arith-test-0"
 _CONFIG_HELP = {
     "budget": "N: REBASE's width; the matched-compute budget of every method",
-    "cost_ratio": "c: cost of one generated step in PRM passes (bench calibrate measures it)",
+    "cost_ratio": "c: cost of one generated step in PRM passes (`uats calibrate` measures it)",
     "k0": "MC-dropout passes per new candidate (UATS)",
     "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
-           "statistic on in-distribution calibration steps (bench calibrate writes them beside the PRM)",
+           "statistic on in-distribution calibration steps (`uats calibrate` writes them beside the PRM)",
     "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
     "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
     "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
@@ -176,19 +177,30 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    """Bring a results ledger up to date with run logs: their finished cells it lacks, and the duplicate counts and
-    final solutions of the cells it holds without them (recorded before the ledger kept them)."""
+    """Bring a results ledger up to date with run logs: their finished cells it lacks (with --code-version, the
+    commit that ran them), and the duplicate counts and final solutions of the cells it holds without them
+    (recorded before the ledger kept them)."""
+    from storage.eval_results import load_results
     from storage.results_ledger import ResultsLedger
     from uats_core.entrypoints.eval.run import sync_run_log
+    from uats_core.report.provenance import DIRTY
 
+    version = args.code_version
+    if version is not None and (version.endswith(DIRTY) or version in ("", "unknown")):
+        # a ledger row names the commit that ran it: rows no commit reproduces stay out
+        raise ConfigError("code-version", f"{version!r} names no commit; give the commit that ran the run log's "
+                                          "cells (git rev-parse --short=12 HEAD in that checkout, committed code only)")
     ledger = ResultsLedger(args.ledger)
     for run_log in args.run_logs:
         if "://" not in run_log and not os.path.exists(run_log):
             raise ConfigError("run_logs", f"no run log at {run_log!r}; give a SQLite path or SQLAlchemy URL")
     before = len(ledger.traces()), len(ledger.candidates())
     for run_log in args.run_logs:
-        added = sync_run_log(ledger, run_log, args.code_version, fill=True)
-        print(f"{run_log}: {added} cells added")
+        added = sync_run_log(ledger, run_log, version, fill=True)
+        lacking = (set(load_results(run_log)["cell_key"]) - ledger.keys()) if version is None else set()
+        print(f"{run_log}: {added} cells added" + (f"; {len(lacking)} cells the ledger lacks left out (give "
+                                                   "--code-version, the commit that ran them, to add them)"
+                                                   if lacking else ""))
     after = len(ledger.traces()), len(ledger.candidates())
     print(f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
           f"{after[1]} with final solutions ({after[1] - before[1]} more)")
@@ -288,9 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("ledger", help="copy run logs' finished cells and duplicate counts into a results ledger")
     g.add_argument("run_logs", nargs="+", metavar="RUN_LOG", help="SQLite paths or SQLAlchemy URLs of evaluation run logs")
     g.add_argument("--ledger", required=True, metavar="DIR", help="the results ledger folder (e.g. results/arith-grid)")
-    g.add_argument("--code-version", default="unknown",
-                   help="code version recorded on the cells copied in (the run log does not say which code ran them)")
+    g.add_argument("--code-version", metavar="COMMIT",
+                   help="the commit that ran the run log's cells (the log does not say): without it, cells the ledger "
+                        "lacks are left out and only the counts and final solutions of cells it holds are filled")
     g.set_defaults(fn=cmd_ledger)
+    calibrate.add_parser(sub)
     return p
 
 

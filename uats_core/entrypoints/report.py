@@ -4,8 +4,8 @@ Reads the `eval_cells` table joined to the run log's `runs` and `nodes` (storage
 rows to uats_core.report, which builds:
 
 - accuracy against N and against the compute each search actually spent (runs.cost), per pair, every
-  method, with Pass@N (the oracle: some terminal candidate - finished, or truncated with an answer - is
-  correct) and 95% intervals over seeds;
+  method, with Pass@N (the oracle: some final candidate - one the answer is chosen from - is correct) and 95%
+  intervals over seeds;
 - the paper's Table 4 layout (mean accuracy over the budgets, method by pair) and per-budget tables;
 - the Figure 2 analysis: the PRM's step accuracy and the MC-variance distribution per policy/PRM pair
   (ID vs OOD), from the stored nodes, with the arithmetic world's exact step checker as ground truth;

@@ -244,16 +244,25 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- problems
-def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test") -> tuple[str, list[Problem]]:
-    """(dataset label, the first n problems): the arithmetic world's split, a shipped set's name or a .jsonl file."""
+def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test",
+                       difficulty: str | None = None) -> tuple[str, list[Problem]]:
+    """(dataset label, the first n problems): the arithmetic world's split (of `difficulty`: a name such as 'hard'
+    or a tag such as 'o4-6v40a9f5'; the default's label is plain 'arith-test'), a shipped set's name or a .jsonl
+    file."""
     if dataset:
+        if difficulty:
+            raise ProblemError("difficulty", "--difficulty picks the arithmetic world's problems; drop it or --dataset")
         problems = load_problems(dataset)
         label = Path(dataset).stem if (dataset.endswith(".jsonl") or Path(dataset).exists()) else dataset
     elif world in (None, "arith"):
-        from ..worlds.arith.world import load_split
+        from ..worlds.arith.world import DEFAULT_DIFFICULTY, get_difficulty, load_split
 
-        problems = load_split(split, n if n is not None else 200)
-        label = f"arith-{split}"
+        try:
+            diff = get_difficulty(difficulty)
+        except ValueError as exc:
+            raise ProblemError("difficulty", str(exc)) from None
+        problems = load_split(split, n if n is not None else 200, difficulty=diff)
+        label = f"arith-{split}" if diff == DEFAULT_DIFFICULTY else f"arith-{diff.tag}-{split}"
     else:
         raise ProblemError("world", f"unknown world {world!r}; use --world arith or --dataset FILE.jsonl|math500|aime24")
     if n is not None:

@@ -111,6 +111,15 @@ class SearchContext:
         self.flush_nodes(self.iterations_done)
         return kept
 
+    def mark_voted(self, finals: Sequence[Node]) -> None:
+        """Mark the candidates the answer is chosen from, and every other ended solution as not chosen from: beam
+        search and DVTS end more solutions than they vote on, and Pass@N must read only the ones they vote on."""
+        chosen = {n.id for n in finals}
+        for node in self.tree.nodes.values():
+            if node.id in chosen or node.is_terminal:
+                node.voted = node.id in chosen
+                self._dirty.add(node.id)
+
     # -- PRM ------------------------------------------------------------------------------------------
     def score(self, nodes: Sequence[Node], iteration: int) -> None:
         """One deterministic PRM pass per node; the node's value is its last-step score."""

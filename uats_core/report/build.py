@@ -13,10 +13,11 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..config import SearchConfig
+from ..config import UATS_METHODS, SearchConfig
 from .aggregation import aggregation_markdown, aggregation_table
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
-from .ladder import ladder_markdown, ladder_table
+from .ladder import RUNGS, ladder_markdown, ladder_table
+from .provenance import with_provenance
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
                     restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
@@ -95,7 +96,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
             steps = step_records(load_nodes, df, max_fig2_runs_per_pair)
         elif len(steps) and "cell_key" in steps:
             steps = steps[steps["cell_key"].isin(set(df["cell_key"]))]
-        _add_prm_analysis(rep, steps, roles, tau)
+        _add_prm_analysis(rep, steps, roles, tau, df)
     if traces is None and load_nodes is not None and fig2:
         sample = select_runs(df, max_fig2_runs_per_pair)
         counts = trace_counts(load_nodes(list(sample["run_id"])))
@@ -104,12 +105,13 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         dup = duplicates_table(df, traces)
         rep.tables["duplicates"] = dup
         if text := duplicates_markdown(dup, roles):
-            rep.markdown["Duplicate candidates"] = text
+            counted = df[(df["variant"] == "base") & df["cell_key"].isin(set(traces["cell_key"]))]
+            rep.markdown["Duplicate candidates"] = with_provenance(text, counted)
     has_finals = traces is not None and "solutions" in traces
     agg = aggregation_table(df, traces[traces["solutions"].notna()] if has_finals else None, confidence)
     rep.tables["aggregation"] = agg
     if text := aggregation_markdown(agg, roles):
-        rep.markdown["Answer aggregation"] = text
+        rep.markdown["Answer aggregation"] = with_provenance(text, df)
     return rep
 
 
@@ -126,49 +128,59 @@ def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
                      "the cell then says how many seeds it has)")
 
 
+def _of_key(df: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The rows of a per-(dataset, variant) table, from its 'dataset|variant' key."""
+    dataset, variant = key.split("|", 1)
+    return df[(df["dataset"] == dataset) & (df["variant"] == variant)]
+
+
 def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float,
                 raw: pd.DataFrame) -> None:
+    """The tables; under each, the code versions of the rows it reads (provenance)."""
     mob = mean_over_budgets(df, "correct", confidence)
     rep.tables["table4"] = mob
     pob = mean_over_budgets(df, "pass_at_n", confidence)
     rep.tables["pass_table4"] = pob
     base = cur[cur["variant"] == "base"]
-    for key, text in table4_markdown(mob[mob["variant"] == "base"], roles).items():
-        rep.markdown[f"Table 4 layout: {key}"] = text
     bob = mean_over_budgets(df, "naive_correct", confidence)  # the answer of the single best-scored candidate
     rep.tables["table4_best_score"] = bob
-    for key, text in table4_markdown(bob[bob["variant"] == "base"], roles, "accuracy with the best final score as the answer").items():
-        rep.markdown[f"Table 4 layout, best final score: {key}"] = text
-    for key, text in per_budget_markdown(base, roles, "acc").items():
-        rep.markdown[f"Accuracy by budget (%): {key}"] = text
-    for key, text in per_budget_markdown(base, roles, "pass_at_n").items():
-        rep.markdown[f"Pass@N by budget (%, oracle): {key}"] = text
-    for key, text in per_budget_markdown(base, roles, "cost").items():
-        rep.markdown[f"Mean compute spent per search (PRM-pass units, ± 95% t over seeds): {key}"] = text
-    for key, text in against_rebase_markdown(base, roles).items():
-        rep.markdown[f"UATS against REBASE: {key}"] = text
     pdiff = paired_differences(df[df["variant"] == "base"], confidence)
     rep.tables["paired_differences"] = pdiff
-    for key, text in paired_markdown(pdiff, roles).items():
-        rep.markdown[f"Paired accuracy differences: {key}"] = text
+    keyed = [("Table 4 layout", table4_markdown(mob[mob["variant"] == "base"], roles)),
+             ("Table 4 layout, best final score",
+              table4_markdown(bob[bob["variant"] == "base"], roles, "accuracy with the best final score as the answer")),
+             ("Accuracy by budget (%)", per_budget_markdown(base, roles, "acc")),
+             ("Pass@N by budget (%, oracle)", per_budget_markdown(base, roles, "pass_at_n")),
+             ("Mean compute spent per search (PRM-pass units, ± 95% t over seeds)", per_budget_markdown(base, roles, "cost")),
+             ("UATS against REBASE", against_rebase_markdown(base, roles)),
+             ("Paired accuracy differences", paired_markdown(pdiff, roles))]
+    for title, texts in keyed:
+        for key, text in texts.items():
+            rep.markdown[f"{title}: {key}"] = with_provenance(text, _of_key(df, key))
+    rebase_base = (df["method"] == "rebase") & (df["variant"] == "base")
+    uats = df["method"].isin(UATS_METHODS)
     spend = spend_against_rebase(df, SearchConfig().max_iterations)
     rep.tables["spend"] = spend
     if text := spend_markdown(spend, roles):
-        rep.markdown["Compute spent against REBASE"] = text
+        rep.markdown["Compute spent against REBASE"] = with_provenance(text, df[uats | rebase_base])
     vdiff = variant_differences(df, confidence)
     rep.tables["variant_differences"] = vdiff
     if text := variant_markdown(vdiff, roles):
-        rep.markdown["Variants, paired"] = text
+        varied = set(df.loc[uats & (df["variant"] != "base"), "method"])
+        rep.markdown["Variants, paired"] = with_provenance(text, df[(uats & df["method"].isin(varied)) | rebase_base])
     abl_df = same_problems_across_variants(df)
     abl = (ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles,
                           base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
     if abl:
-        rep.markdown["Ablations"] = abl
+        rep.markdown["Ablations"] = with_provenance(abl, abl_df)
     # every finished cell: the steps pair cells one by one, so a rung still running needs no common problem set
     ladder = ladder_table(raw, confidence)
     rep.tables["ladder"] = ladder
     if text := ladder_markdown(ladder, roles):
-        rep.markdown["Ablation ladder"] = text
+        rungs = pd.Series(False, index=raw.index)
+        for method, variant in RUNGS.values():
+            rungs |= (raw["method"] == method) & (raw["variant"] == variant)
+        rep.markdown["Ablation ladder"] = with_provenance(text, raw[rungs])
 
 
 def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
@@ -178,22 +190,26 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
         tag = "" if not suffix else re.sub(r"[^A-Za-z0-9._-]+", "_", f"_{dataset}_{variant}".replace("=", ""))
         n_desc = f"{span(g['n_problems'])} problems × {span(g['n_seeds'])} seeds"
         rep.figures["accuracy_vs_n" + tag] = fig_curves(
-            g, "budget", "acc", f"Accuracy vs N, {dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)", roles,
-            dashed_extra="pass_at_n")
+            g, "budget", "acc", f"Accuracy vs N<br><sup>{dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)</sup>",
+            roles, dashed_extra="pass_at_n")
         rep.figures["accuracy_vs_cost" + tag] = fig_curves(
-            g, "cost", "acc", f"Accuracy vs compute actually spent, {dataset}, {variant} ({n_desc})", roles)
+            g, "cost", "acc", f"Accuracy vs compute actually spent<br><sup>{dataset}, {variant} ({n_desc}); "
+            "compute = generated steps × c + PRM passes</sup>", roles)
         rep.figures["pass_at_n" + tag] = fig_curves(
-            g, "budget", "pass_at_n", f"Pass@N (oracle: any terminal candidate correct), {dataset}, {variant}", roles)
+            g, "budget", "pass_at_n", f"Pass@N<br><sup>oracle: any final candidate correct (an upper bound where the "
+            f"table gives a range); {dataset}, {variant}</sup>", roles)
     abl_df = same_problems_across_variants(df)
     abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:
         rep.figures["ablations"] = abl_fig
 
 
-def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float) -> None:
+def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float, df: pd.DataFrame) -> None:
     summ = prm_summary(steps, tau)
     rep.tables["prm_steps"] = steps
     rep.tables["prm_summary"] = summ
     if len(summ):
         rep.figures["prm_analysis"] = fig_prm(steps, summ, roles, tau)
-        rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = prm_markdown(summ, roles, tau)
+        key = "cell_key" if "cell_key" in steps else "run_id"
+        rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = with_provenance(
+            prm_markdown(summ, roles, tau), df[df[key].isin(set(steps[key]))])

@@ -51,11 +51,11 @@ def trace_counts(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def final_solutions(nodes: pd.DataFrame, trace: dict[int, int]) -> str:
-    """One run's terminal candidates with an answer (what its vote and Pass@N read), as the distinct final
+    """One run's final candidates with an answer (what its vote and Pass@N read), as the distinct final
     solutions among them in node order: a JSON list of [answer, correct, copies, sum of the copies' final scores,
     their highest score]. `trace`: node id -> its distinct trace (two copies of a solution share it). Enough to
     recompute every aggregation (uats_core.grading.tally) without the run log."""
-    finals = nodes[nodes["status"].isin(TERMINAL) & nodes["answer"].notna()].sort_values("node_id")
+    finals = nodes[voted_mask(nodes) & nodes["answer"].notna()].sort_values("node_id")
     out: dict[int, list] = {}
     for node_id, answer, correct, mean in zip(finals["node_id"], finals["answer"], finals["correct"], finals["mean"]):
         score = 0.0 if pd.isna(mean) else float(mean)  # as the search's vote reads it
@@ -65,6 +65,16 @@ def final_solutions(nodes: pd.DataFrame, trace: dict[int, int]) -> str:
         entry[3] += score
         entry[4] = max(entry[4], score)
     return json.dumps([[a, c, n, round(s, 6), round(m, 6)] for a, c, n, s, m in out.values()], separators=(",", ":"))
+
+
+def voted_mask(nodes: pd.DataFrame) -> pd.Series:
+    """The final candidates among `nodes`: the ones the answer was chosen from (Node.voted), or every ended solution
+    in a run log from before that was kept (no `voted` column, or None on every node of the run)."""
+    terminal = nodes["status"].isin(TERMINAL)
+    if "voted" not in nodes:
+        return terminal
+    voted = nodes["voted"]
+    return voted.eq(True) | (voted.isna() & terminal)
 
 
 def duplicates_table(results: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:

@@ -50,14 +50,15 @@ def fig_curves(cur: pd.DataFrame, x: str, y: str, title: str, roles: dict[str, s
                                          legendgroup=method, showlegend=False, line=dict(color=color, dash="dot"),
                                          hovertemplate=f"{method} Pass@N=%{{y:.3f}}<extra></extra>"), row=1, col=j)
         fig.update_xaxes(type="log" if log_x else "linear", title_text="N (budget)" if x == "budget" else
-                         "compute spent (steps·c + PRM passes)", row=1, col=j)
+                         "compute spent", row=1, col=j)
     fig.update_yaxes(title_text={"acc": "accuracy", "pass_at_n": "Pass@N"}.get(y, y), row=1, col=1)
     if y in ("acc", "pass_at_n", "naive"):
         fig.update_yaxes(range=[0, 1.02])  # a wide interval (few seeds) must not squash the curves
     if x == "budget" and len(cur):
         budgets = sorted(cur["budget"].unique())
         fig.update_xaxes(tickvals=budgets, ticktext=[str(b) for b in budgets])
-    fig.update_layout(title=title, template="plotly_white", height=460, width=max(620, 460 * len(pairs)),
+    fig.update_layout(title=title, template="plotly_white", height=480, width=max(620, 460 * len(pairs)),
+                      margin=dict(t=110),  # the title's second line (what the curves cover)
                       legend=dict(orientation="h", y=-0.18))
     return fig
 

@@ -22,6 +22,10 @@ from ..config import METHODS, UATS_METHODS
 # Fewer values give an interval that says nothing: from 2 seeds the 95% t-interval is 12.7 standard errors wide
 # on each side (t(0.975, 1)), e.g. "37.5 ± 476.5" points of accuracy. Such a cell shows its mean and why no ±.
 MIN_REPLICATES = 3
+# Beam search answers from the N best-scored of the beams that finished and DVTS from each subtree's last step,
+# so both can end solutions they do not vote on; every other method votes on each one it ends
+# (tests/test_final_candidates.py).
+UNVOTED_ENDS = ("beam", "dvts")
 
 
 def shown_half(half: Any, n: Any) -> Any:
@@ -152,16 +156,31 @@ def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
     return complete_problems(df[df["method"].isin(UATS_METHODS)], ["dataset", "pair", "method"], ["variant"])
 
 
+def pass_lower(df: pd.DataFrame) -> pd.Series:
+    """Per row, Pass@N over the final candidates where the record gives it, else its lower bound. A row recorded
+    before runs marked their final candidates (finals_marked false) counted every ended solution; for beam search
+    with more than N of them, or DVTS, that is an upper bound, and some final candidate is right at least when the
+    vote's or the best score's answer is (both come from the final candidates)."""
+    marked = df["finals_marked"].astype(bool) if "finals_marked" in df else pd.Series(False, index=df.index)
+    beam_all_voted = (df["method"] == "beam") & (df["n_final"] <= df["budget"])  # it keeps the N best: all of them
+    exact = marked | ~df["method"].isin(UNVOTED_ENDS) | beam_all_voted
+    return df["pass_at_n"].where(exact, df["pass_at_n"] & (df["correct"] | df["naive_correct"]))
+
+
 def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Per (dataset, variant, pair, method, budget): accuracy, naive accuracy, Pass@N and mean cost, each
-    as mean over seeds of the per-seed mean over problems, with t-interval half-widths."""
+    """Per (dataset, variant, pair, method, budget): accuracy, naive accuracy, Pass@N (pass_low: its lower bound,
+    pass_lower) and mean cost, each as mean over seeds of the per-seed mean over problems, with t-interval
+    half-widths; pass_unsure: the cells whose Pass@N is only bounded."""
     rows = []
     keys = ["dataset", "variant", "pair", "method", "budget"]
+    df = df.assign(pass_low=pass_lower(df))
     for key, g in df.groupby(keys, sort=False):
         per_seed = g.groupby("seed").agg(acc=("correct", "mean"), naive=("naive_correct", "mean"),
-                                         pass_at_n=("pass_at_n", "mean"), cost=("cost", "mean"))
+                                         pass_at_n=("pass_at_n", "mean"), pass_low=("pass_low", "mean"),
+                                         cost=("cost", "mean"))
         row = dict(zip(keys, key))
-        for col in ("acc", "naive", "pass_at_n", "cost"):
+        row["pass_unsure"] = int((g["pass_at_n"] != g["pass_low"]).sum())
+        for col in ("acc", "naive", "pass_at_n", "pass_low", "cost"):
             m, h = t_interval(per_seed[col].tolist(), confidence)
             row[col], row[col + "_half"] = m, h
         row["n_seeds"] = int(len(per_seed))

@@ -82,6 +82,8 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
                     hit = g[(g["method"] == m) & (g["pair"] == p) & (g["budget"] == b)]
                     if not len(hit):
                         cells.append("–")
+                    elif col == "pass_at_n" and hit["pass_unsure"].iloc[0]:
+                        cells.append(f"{100 * hit['pass_low'].iloc[0]:.1f}–{100 * hit[col].iloc[0]:.1f}")
                     elif col == "cost":
                         cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], scale=1.0, digits=0,
                                              n=hit["n_seeds"].iloc[0]))
@@ -89,6 +91,14 @@ def per_budget_markdown(cur: pd.DataFrame, roles: dict[str, str], col: str = "ac
                         cells.append(mean_pm(hit[col].iloc[0], hit[col + "_half"].iloc[0], n=hit["n_seeds"].iloc[0]))
             rows.append([m, *cells])
         out[f"{dataset}|{variant}"] = markdown_table(header, rows)
+        if col == "pass_at_n" and (unsure := int(g["pass_unsure"].sum())):
+            out[f"{dataset}|{variant}"] += (
+                f"\n\nA range is all the record allows: for {unsure} of these {int(g['n_runs'].sum()):,} cells (beam "
+                "search and DVTS, recorded before runs marked the candidates they vote on) the ledger counted every "
+                "solution the search ended, and these two methods end some they do not vote on (beam search keeps "
+                "the N best-scored, DVTS a subtree's last step). The range runs from the share of cells where the "
+                "vote's or the best score's answer is right (a voted candidate is then right) to the share where "
+                "any ended solution is.")
     return out
 
 

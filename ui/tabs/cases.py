@@ -14,7 +14,7 @@ from .. import service as svc
 from ..access import AccessDenied, require_owner
 from ..cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
 from ..export import ExportError, safe_name, write_bundle
-from ..figures import inspector_figure
+from ..figures import step_figure
 from ..safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
@@ -125,7 +125,7 @@ class _Cases:
         state = data.state_at(None)
         judge = StepJudge(state)
         sibs = [x for x in state.siblings(nid) if x != 0]
-        fig = inspector_figure(state, nid, step_truth={x: judge(x) for x in sibs})
+        fig = step_figure(state, nid, step_truth={x: judge(x) for x in sibs})
         star = self.ctx.store.get_star(run_id, nid)
         case = _case_of(cstate, run_id, nid)
         md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "

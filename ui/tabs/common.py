@@ -21,6 +21,7 @@ from ..figures import ViewOptions
 from ..safe_text import md_text
 from ..treedata import RunData
 from ..worker import WorkerPool
+from .treelod import LOD_JS
 
 PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
 PLOTLY_HEAD = f'<script src="/gradio_api/file={PLOTLY_DIR / "plotly.min.js"}"></script>'
@@ -32,7 +33,8 @@ LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": 
 
 # Draws a figure JSON (the component's value) with Plotly.react: same div, fixed uirevision, so zoom and
 # pan survive live updates. The template never contains ${value}, so Gradio never re-renders the div.
-PLOT_JS = r"""
+# Trees switch between compact glyphs and full boxplots as the view changes (LOD_JS, ui/tabs/treelod.py).
+PLOT_JS = LOD_JS + r"""
 const host = element.querySelector('.uats-plot');
 const empty = element.querySelector('.uats-empty');
 function ringAt(id) {
@@ -68,8 +70,13 @@ function draw() {
   try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
   host.style.display = 'block'; empty.style.display = 'none';
   const t0 = performance.now();
+  host.dataset.lodPending = '1';
+  lodInject(host, spec);
+  host._uatsMeta = spec.meta || {};
   Plotly.react(host, spec.data, spec.layout, spec.config || {}).then(() => {
     const m = spec.meta || {};
+    host._uatsRev = (spec.layout || {}).uirevision;
+    lodRefresh(host);
     host.dataset.drawMs = (performance.now() - t0).toFixed(1);
     host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
     host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
@@ -93,6 +100,8 @@ function draw() {
       trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
       setTimeout(() => ringAt(id), 0);
     });
+    // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)
+    host.on('plotly_relayout', () => requestAnimationFrame(() => lodRefresh(host)));
     host._uatsBound = true;
   }
 }

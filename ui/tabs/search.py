@@ -60,6 +60,12 @@ class SearchTab:
     collapse_btn: gr.Button
     expand_all: gr.Button
     inspector: gr.HTML
+    fig1_btn: gr.Button
+    fig1_panel: gr.Column
+    fig1_plot: gr.HTML
+    fig1_export: gr.Button
+    fig1_close: gr.Button
+    fig1_files: gr.File
     node_md: gr.Markdown
     star_box: gr.Checkbox
     note_box: gr.Textbox
@@ -189,6 +195,19 @@ def _tree_column(c: dict[str, Any]) -> None:
                                 "depth, coloured by the step's max σ (A-UATS: the controller's choices).", 40)
 
 
+def _figure1_panel(c: dict[str, Any]) -> None:
+    """The selected step as the paper's Figure 1, large, with its PNG/SVG export; hidden until asked for."""
+    with gr.Column(visible=False, elem_id="fig1-panel") as c["fig1_panel"]:
+        gr.Markdown("#### Figure 1: the selected node's step\nEach candidate's MC-dropout passes, R̄ and σ²; σ² "
+                    "against τ and what the step decided. The image export is drawn from the figure as shown.")
+        c["fig1_plot"] = plot_html("fig1", "The selected node's step.", 200)
+        with gr.Row():
+            c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm")
+            c["fig1_close"] = gr.Button("Close", elem_id="fig1-close", size="sm")
+        c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False,
+                                  elem_id="fig1-files", interactive=False)
+
+
 def _inspector_column(c: dict[str, Any]) -> None:
     """The right column's lower half: the node inspector, star and note, and the run's export."""
     gr.Markdown("### Node inspector\nClick a node in the tree (or type its id).")
@@ -197,6 +216,8 @@ def _inspector_column(c: dict[str, Any]) -> None:
         c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1)
         c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2)
         c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1)
+        c["fig1_btn"] = gr.Button("Figure 1 view", elem_id="fig1-btn", scale=1, variant="secondary")
+    _figure1_panel(c)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             c["inspector"] = plot_html("inspector", "The node's and its siblings' MC-dropout boxplots.", 120)

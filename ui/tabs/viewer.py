@@ -11,7 +11,7 @@ from storage import StorageError
 
 from .. import service as svc
 from ..cases import StepJudge
-from ..figures import cost_figure, inspector_figure, knobs_figure, tree_figure
+from ..figures import cost_figure, step_figure, knobs_figure, tree_figure
 from ..treedata import RunData, TreeState
 from .common import AppContext, fig_json, notice, skips, view_of
 from .search import SearchTab
@@ -103,11 +103,17 @@ class RunViewer:
         judge = StepJudge(data.state_at(None))
         if nid not in state.nodes:
             return "", svc.node_details_md(state, nid, judge)
-        fig = None
-        if nid != 0:
-            sibs = [x for x in state.siblings(nid) if x != 0]
-            fig = inspector_figure(state, nid, step_truth={x: judge(x) for x in sibs})
+        fig = RunViewer.step_view(data, state, nid, judge=judge) if nid != 0 else None
         return fig_json(fig), svc.node_details_md(state, nid, judge)
+
+    @staticmethod
+    def step_view(data: RunData, state: TreeState, nid: int, height: int = 460,
+                  judge: StepJudge | None = None) -> dict[str, Any]:
+        """Figure 1 for node `nid`'s step at `state`'s iteration, each step marked right or wrong by the
+        run's final verdict."""
+        judge = judge or StepJudge(data.state_at(None))
+        sibs = [x for x in state.siblings(nid) if x != 0]
+        return step_figure(state, nid, step_truth={x: judge(x) for x in sibs}, height=height)
 
     def selected_view(self, s: dict[str, Any], data: RunData, state: TreeState) -> tuple[Any, Any]:
         """The inspector redrawn for the selected node at the iteration shown; left alone when none is."""

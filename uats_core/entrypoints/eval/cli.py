@@ -21,6 +21,7 @@ from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from uats_core.entrypoints.cli import TRUST_HELP
+
 from .run import EvalOptions, code_version, run_eval
 
 log = logging.getLogger("uats_core.eval")
@@ -35,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("problems")
     g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
     g.add_argument("--split", default="test", help="arith split (default test)")
+    g.add_argument("--difficulty", help="arith difficulty: easy | default | hard, or a tag such as o4-6v40a9f5 (ops "
+                                        "4-6, values <= 40, addends <= 9, factors <= 5; docs/arith_world.md)")
     g.add_argument("--dataset", help="math500 | aime24 (shipped in assets/data) | a .jsonl file")
     g.add_argument("--problems", type=int, help="first N problems (arith default 200; a dataset: all)")
     g = p.add_argument_group("grid")
@@ -87,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 def spec_from_args(args: argparse.Namespace) -> GridSpec:
     models = parse_models(args.model)
     pairs = parse_pairs(args.pairs, models)
-    dataset, problems = load_eval_problems(args.world, args.dataset, args.problems, args.split)
+    dataset, problems = load_eval_problems(args.world, args.dataset, args.problems, args.split, args.difficulty)
     axes: dict[str, list[Any]] = {}
     for name in ABLATION_FLAGS:
         raw = getattr(args, f"axis_{name}")
@@ -125,6 +128,13 @@ def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[s
     return policy_opts, prm_opts
 
 
+def _uncommitted(version: str) -> bool:
+    """The code version names no commit: uncommitted changes, or a checkout git could not read."""
+    from uats_core.report.provenance import DIRTY  # imported here: the report package loads plotly
+
+    return version.endswith(DIRTY) or version == "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -136,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("shard", "--shard splits the grid without Ray; drop one of --shard and --ray")
         if args.batch < 1:
             raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
-        if args.ledger and not args.dry_run and code_version().endswith("+dirty"):
+        if args.ledger and not args.dry_run and _uncommitted(code_version()):
             # a ledger row names the commit that ran it: a row from uncommitted code could not be reproduced
-            raise ConfigError("ledger", "the checkout has uncommitted code changes (git status); commit them, or run "
-                                        "from a clean worktree, before writing to a results ledger")
+            raise ConfigError("ledger", "the checkout has uncommitted code changes, or git cannot read it (git status); "
+                                        "commit them, or run from a clean worktree, before writing to a results ledger")
         spec = spec_from_args(args)
         policy_opts, prm_opts = check_pair_options(spec, args)
         opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,

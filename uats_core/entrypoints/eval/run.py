@@ -157,21 +157,26 @@ def _run_todo(plan: Plan, db_url: str, opts: EvalOptions, summary: EvalSummary) 
     summary.skipped = sum(o.status == "skipped" for o in outcomes)
 
 
-def code_version() -> str:
-    """The git commit of this checkout (with '+dirty' for uncommitted changes), or the installed package's version."""
+def code_version(root: Path | None = None) -> str:
+    """The git commit of the checkout at `root` (default: this one), with '+dirty' where its code differs from the
+    commit: a changed tracked file or an untracked Python file, outside `results/` (the ledger being written is
+    not code); else the installed package's version."""
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
-    root = Path(__file__).resolve().parents[3]
+    from uats_core.report.provenance import DIRTY
+
+    root = Path(__file__).resolve().parents[3] if root is None else root
     if (root / ".git").exists():  # a checkout; installed, site-packages is none (nor the repo it may sit in)
         try:
             head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                                   text=True, timeout=10, check=True).stdout.strip()
-            # the code's state: the results ledger being written is not a change to the code
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
-                                    ".", ":(exclude)results"],
-                                   capture_output=True, text=True, timeout=10).stdout.strip()
-            return head + ("+dirty" if dirty else "")
+            changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all", "--",
+                                      ".", ":(exclude)results"],
+                                     capture_output=True, text=True, timeout=10, check=True).stdout.splitlines()
+            # an untracked note changes no code; an untracked module may (ignored files are never listed)
+            dirty = [line for line in changed if not line.startswith("??") or line.rstrip().endswith(".py")]
+            return head + (DIRTY if dirty else "")
         except (OSError, subprocess.SubprocessError):
             pass
     try:
@@ -180,17 +185,20 @@ def code_version() -> str:
         return "unknown"
 
 
-def sync_run_log(ledger: Any, db_url: str, version: str, fill: bool = False) -> int:
+def sync_run_log(ledger: Any, db_url: str, version: str | None, fill: bool = False) -> int:
     """Copy a run log's finished cells that the ledger lacks into it (with their step records and duplicate
-    counts, rows labelled with code `version`); with fill, also the duplicate counts of the cells the ledger holds
-    without them (storage.results_ledger.fill_traces). Returns the rows added."""
+    counts, rows labelled with code `version`; None: the code is not known, so none are copied); with fill, also
+    the duplicate counts of the cells the ledger holds without them (storage.results_ledger.fill_traces). Returns
+    the rows added."""
     from storage.results_ledger import fill_traces, sync_ledger
     from uats_core.paths import portable_path
     from uats_core.report.duplicates import trace_counts
     from uats_core.report.steps import step_records
 
-    added = sync_ledger(ledger, db_url, version, portable=portable_path, trace_counts=trace_counts,
-                        step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
+    added = 0
+    if version is not None:
+        added = sync_ledger(ledger, db_url, version, portable=portable_path, trace_counts=trace_counts,
+                            step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
     if fill:
         fill_traces(ledger, db_url, trace_counts)
     return added

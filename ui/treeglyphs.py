@@ -1,0 +1,150 @@
+"""The tree's boxplot glyphs at two levels of detail, and the legend that names every mark.
+
+Compact: with many nodes in view, each node's MC passes as a small box in layout units right of it (one
+SVG path per kind of mark for the whole tree, which keeps 2,000 glyphs redrawing fast). Detailed: with
+few nodes in view, the page's script (ui/tabs/treelod.py) draws each one a real boxplot in screen pixels
+(box, whiskers, median, passes as dots, R̄ tick) with R̄ and σ² written beside it, from `glyph_meta`.
+Both read the same box statistics (figstyle.box_stats) and colour bins."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .figstyle import (CHOSEN_COLOUR, DETAIL_LIMIT, GLYPH_DX, GLYPH_HALF_HEIGHT, OOD_COLOUR, RAIL_LIMIT,
+                       bin_colours, box_stats, colour_bin, fmt_number)
+from .treedata import TreeState
+
+Pos = Mapping[int, tuple[float, float]]
+COMPACT_NAMES = ("score scale 0–1", "whiskers", "MC boxes", "medians", "R̄ ticks")  # hidden while detailed
+
+
+def _r(v: float) -> float:
+    return round(v, 3)
+
+
+def _stats(n: Mapping[str, Any]) -> dict[str, Any] | None:
+    return box_stats(n.get("mc_scores") or ([n["mean"]] if n.get("mean") is not None else []))
+
+
+def glyph_traces(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[dict[str, Any]]:
+    """Compact boxplot glyphs as a handful of None-separated polylines (boxes filled per colour bin,
+    whiskers, medians, R̄ ticks): SVG then holds one <path> per trace instead of several elements per box
+    (Plotly box traces with precomputed statistics were measured slower here; see ui/bench.py)."""
+    x0, x1 = GLYPH_DX
+    xm = (x0 + x1) / 2
+    h = GLYPH_HALF_HEIGHT
+    rails = len(pos) <= RAIL_LIMIT
+    rail_x: list[Any] = []
+    rail_y: list[Any] = []
+    whisk_x: list[Any] = []
+    whisk_y: list[Any] = []
+    med_x: list[Any] = []
+    med_y: list[Any] = []
+    mean_x: list[Any] = []
+    mean_y: list[Any] = []
+    boxes: dict[int, tuple[list[Any], list[Any]]] = {}
+    for nid, (x, y) in pos.items():
+        st = _stats(state.nodes[nid])
+        if nid == 0 or st is None:
+            continue
+
+        def sy(v: float) -> float:
+            return _r(y - h + 2 * h * v)
+
+        xl, xr, xc = _r(x + x0), _r(x + x1), _r(x + xm)
+        if rails:
+            rail_x += [xc, xc, None]
+            rail_y += [sy(0.0), sy(1.0), None]
+        if st["n"] > 1:
+            q1, q3 = sy(st["q1"]), sy(st["q3"])
+            if q3 - q1 < 0.02:  # a near-zero spread still shows as a sliver, not nothing
+                q1, q3 = _r(q1 - 0.01), _r(q3 + 0.01)
+            bx, by = boxes.setdefault(colour_bin(st["mean"], cmin, cmax), ([], []))
+            bx += [xl, xr, xr, xl, xl, None]
+            by += [q1, q1, q3, q3, q1, None]
+            whisk_x += [xc, xc, None, xc, xc, None]
+            whisk_y += [sy(st["lo"]), q1, None, q3, sy(st["hi"]), None]
+            med_x += [xl, xr, None]
+            med_y += [sy(st["median"]), sy(st["median"]), None]
+        mean_x += [_r(x + x0 - 0.05), _r(x + x1 + 0.05), None]
+        mean_y += [sy(st["mean"]), sy(st["mean"]), None]
+    traces: list[dict[str, Any]] = []
+
+    def lines(xs: list[Any], ys: list[Any], colour: str, width: float, name: str) -> None:
+        if xs:
+            traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "hoverinfo": "skip",
+                           "line": {"color": colour, "width": width}, "showlegend": False, "name": name})
+
+    lines(rail_x, rail_y, "#e6e6e6", 1, COMPACT_NAMES[0])
+    lines(whisk_x, whisk_y, "#555555", 0.8, COMPACT_NAMES[1])
+    colours = bin_colours(cmin, cmax)
+    for b, (bx, by) in sorted(boxes.items()):
+        traces.append({"type": "scatter", "mode": "lines", "x": bx, "y": by, "fill": "toself", "hoverinfo": "skip",
+                       "fillcolor": colours[b], "line": {"color": "#444444", "width": 0.6},
+                       "showlegend": False, "name": COMPACT_NAMES[2]})
+    lines(med_x, med_y, "#111111", 1.1, COMPACT_NAMES[3])
+    lines(mean_x, mean_y, "#d62728", 1.6, COMPACT_NAMES[4])
+    return traces
+
+
+def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, trace: int) -> dict[str, Any]:
+    """What the page's script needs to draw the detailed boxplots of any node that comes into view, in the
+    order of the scored nodes' marker trace (data[trace]: its x, y and ids): per node the box statistics
+    [lo, q1, median, q3, hi, R̄], its passes, its colour bin, whether σ² > τ, and "R̄|σ²" as printed."""
+    gate = state.gate
+    st_flat: list[float] = []
+    passes: list[list[float]] = []
+    bins: list[int] = []
+    ood: list[int] = []
+    labels: list[str] = []
+    for nid in scored:
+        n = state.nodes[nid]
+        st = _stats(n)
+        if st is None:  # scored nodes always have a mean; kept aligned with the trace all the same
+            st = {"lo": 0.0, "q1": 0.0, "median": 0.0, "q3": 0.0, "hi": 0.0, "mean": 0.0}
+        st_flat += [_r(st[k]) for k in ("lo", "q1", "median", "q3", "hi", "mean")]
+        passes.append([round(float(v), 2) for v in n.get("mc_scores") or ()])
+        bins.append(colour_bin(st["mean"], cmin, cmax))
+        ood.append(1 if gate.shown(n) else 0)
+        labels.append(f"{fmt_number(n.get('mean'))}|{fmt_number(n.get('var'), 4)}")
+    return {"trace": trace, "limit": DETAIL_LIMIT, "st": st_flat, "p": passes, "bin": bins, "ood": ood,
+            "lab": labels, "palette": bin_colours(cmin, cmax), "ood_colour": OOD_COLOUR, "tau": gate.tau,
+            "stat": gate.label, "compact": list(COMPACT_NAMES)}
+
+
+def _key(name: str, marker: dict[str, Any], group: str = "", mode: str = "markers", **style: Any) -> dict[str, Any]:
+    """A legend-only entry (x=[None] draws nothing); in `group`, a click on it hides the marks it names."""
+    tr: dict[str, Any] = {"type": "scatter", "mode": mode, "x": [None], "y": [None], "name": name, "marker": marker,
+                          "hoverinfo": "skip", "showlegend": True, **style}
+    if group:
+        tr["legendgroup"] = group
+    return tr
+
+
+def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, Any]]:
+    """Legend entries for the marks that have no trace of their own to name them (the halos, answer marks and
+    the chosen path do): the node's colour, size and ring, its glyph, its shape, and the text labels;
+    the optional ones only when `present` names them."""
+    # short names: a horizontal legend that wraps gives every entry the width of the longest one
+    keys = [_key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
+            _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}})]
+    if glyphs:
+        # the detailed boxplot's marks (ui/tabs/treelod.py) and the compact one's, named once
+        keys += [_key("box: MC passes", {"symbol": "square", "size": 10, "color": "#5ec962",
+                                         "line": {"color": "#444", "width": 1}}),
+                 _key("one MC pass", {"symbol": "diamond", "size": 6, "color": "rgba(20,20,20,0.75)"}),
+                 _key("R̄ = their mean", {}, mode="lines", line={"color": "#d62728", "width": 2.5}),
+                 _key("grey: scale 0–1", {"symbol": "square", "size": 10, "color": "#ececec"})]
+    text = {"mode": "text", "textfont": {"color": "#8a5a00"}}
+    optional = (
+        ("finished", _key("finished", {"size": 10, "symbol": "diamond", "color": "#888"})),
+        ("truncated", _key("truncated", {"size": 10, "symbol": "triangle-down", "color": "#888"})),
+        ("pruned", _key("pruned (faded)", {"size": 10, "color": "#888", "opacity": 0.35})),
+        ("chosen", _key("chosen answer", {"size": 13, "symbol": "star", "color": "#b5de2b",
+                                          "line": {"color": CHOSEN_COLOUR, "width": 2}})),
+        ("passes", _key("+Kp extra passes", {}, **text)),
+        ("children", _key("×N children", {}, **text)),
+        ("cut", _key("✂ pruned now", {}, **text)),
+        ("hidden", _key("+k hidden below", {}, mode="text", textfont={"color": "#555555"})),
+    )
+    return keys + [k for name, k in optional if name in present]
