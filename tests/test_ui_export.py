@@ -14,6 +14,7 @@ from ui import service as svc
 from ui.cases import mine_cases
 from ui.export import ExportError, export_path, latex_escape, safe_name, to_html, to_latex, write_bundle
 from ui.treedata import RunData
+from ui.uncertainty import uncertainty_changes
 from tests.doubles import record_synthetic
 
 
@@ -66,7 +67,9 @@ def test_run_bundle_zip_round_trip(runs, tmp_path: Path) -> None:
 def test_compare_and_case_bundles(runs, tmp_path: Path) -> None:
     a, b = runs
     cmp = svc.compare_bundle(a, b)
-    assert cmp.data["first_divergence"] == 1 and len(cmp.table_rows) == 2
+    assert cmp.data["first_divergence"] is None and len(cmp.table_rows) == 2
+    assert [r["node_id"] for r in cmp.data["uncertainty_changed"]["a"]] == [c.node_id for c in uncertainty_changes(a)]
+    assert "decided by both runs" in cmp.caption
     assert cmp.figures[0][1]["layout"]["xaxis2"]["domain"][0] > 0.5  # side by side
     nid = next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None)
     case = svc.case_bundle(a, nid)

@@ -11,7 +11,8 @@ from storage import RunStore
 from storage.synthetic import final_records, synthetic_events
 from ui.figures import ViewOptions, box_stats, step_figure, shared_colour_range, tree_figure, visible_nodes
 from ui.layout import tidy_layout
-from ui.treedata import RunData, first_divergence
+from ui.treedata import RunData
+from ui.uncertainty import decision_divergence
 from uats_core.events import IterationEnded, NodesUpdated
 from tests.doubles import record_synthetic
 
@@ -160,8 +161,9 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(sa.tau)  # the τ line
     lo, hi = shared_colour_range(sa, b.state_at(None))
     assert 0.0 <= lo < hi <= 1.0
-    assert first_divergence(a, a) is None
-    assert first_divergence(a, b) == 1
+    same = decision_divergence(a, a)
+    assert same.iteration is None and same.shared > 0  # a run decides every step it shares with itself alike
+    assert decision_divergence(a, b).shared == 0  # two synthetic runs sample different steps: nothing to compare
 
 
 def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:

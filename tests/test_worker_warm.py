@@ -191,3 +191,29 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
         assert pool.loads() == {0: 1}  # the same process, the same models
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
+
+
+def test_a_prewarmed_pool_has_a_compare_pair_warm_before_any_run(tmp_path: Path) -> None:
+    """The Compare tab's pair (H-UATS and REBASE, the same models) starts at once on two warm workers: both load
+    the default pair at start, and the pair's two runs then load nothing (the second run once sat 74 s queued
+    while a cold worker loaded)."""
+    from ui.worker import PAIR_WORKERS, default_pair_request
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=2, poll_s=0.2, prewarm=default_pair_request())
+    try:
+        _until(lambda: sorted(pool.loads().values()) == [1] * PAIR_WORKERS, 300, tick_s=0.2)
+        assert sorted(pool.loads().values()) == [1, 1], pool.loads()  # two workers, one load each, before any run
+        ids = []
+        for method in ("h-uats", "rebase"):
+            req = _req(uuid.uuid4().hex, config=SearchConfig(method=method, budget=4, max_iterations=2))
+            req = RunRequest(**{**req.__dict__, "db": store.location})
+            _register(store, req)
+            pool.submit(req)
+            ids.append(req.run_id)
+        for rid in ids:
+            assert _wait(store, rid, ("finished", "failed", "cancelled"))["status"] == "finished"
+        _drain(pool)
+        assert sorted(pool.loads().values()) == [1, 1], pool.loads()  # the pair loaded nothing more
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)

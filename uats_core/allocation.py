@@ -42,6 +42,14 @@ def largest_remainder(weights: Sequence[float], total: int) -> list[int]:
     return [int(c) for c in counts]
 
 
+def softmax_shares(values: Sequence[float], total: int, temperature: float) -> list[int]:
+    """Round(total · softmax(values / temperature)) by largest remainder: H-UATS's extra passes (R̂, B, ν1) and
+    children (the child score, C, ν2). Readers of a run (ui/uncertainty.py) use it for what-if allocations."""
+    if len(values) == 0:
+        return largest_remainder([], total)
+    return largest_remainder(softmax(values, temperature), total)
+
+
 def sequential_ceil(scores: Sequence[float], weights: Sequence[float], total: int) -> list[int]:
     """REBASE's rounding (thu-wyz/inference_scaling): walk the candidates from best score down, give each
     ceil(remaining · w_i / remaining weight) children, capped by what is left. The last candidate visited

@@ -18,8 +18,9 @@ from storage import RunStore
 
 from . import service as svc
 from .choices import ServerChoices, server_choices
+from .glossary import apply_help, column_tips_head, glossary_md
 from .report_sources import ReportSources
-from .tabs.cases import build_cases_tab
+from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
@@ -29,6 +30,7 @@ from .tabs.runbar import RUN_BAR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
+from .uncertainty import CHANGED_COLUMNS
 from .worker import WorkerPool
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_DIR", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
@@ -42,6 +44,9 @@ CSS = """
 #brand h1 { margin-bottom: 0; font-size: 1.6em; }
 #brand p { margin-top: 2px; color: #555; }
 """ + LINKS_CSS + RUN_BAR_CSS
+# the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
+TABLES = {"cmp-table": svc.COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "runs-table": svc.RUN_COLUMNS,
+          "cases-table": CASE_COLUMNS}
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
@@ -76,7 +81,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         st = gr.State({"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []})
         cst = gr.State({"a": None, "b": None, "t": None, "versions": None})
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
-                    "process reward model is unsure.", elem_id="brand")
+                    "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
+                    "every knob says what it does.", elem_id="brand")
         notice = gr.Markdown("", elem_id="notice", visible=False)
         timer = gr.Timer(TICK_S, active=True)
         with gr.Tabs(selected="search") as tabs:
@@ -93,6 +99,9 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
                 build_cases_tab(ctx, search)
             with gr.Tab("Reports", id="reports"):
                 reports = build_reports_tab(ctx, ReportSources(store, reports_dir, ledgers_dir))
+        with gr.Accordion("Glossary: every symbol and term on this page", open=False, elem_id="glossary"):
+            gr.Markdown(glossary_md(), elem_id="glossary-text")
+        apply_help(demo)
         f = search.form
         _wire_page(demo, ctx, runs, compare, reports, [f["problem"], search.question_md])
         wire_links(demo, ctx, search)
@@ -126,5 +135,5 @@ def launch_kwargs(export_dir: str | Path) -> dict[str, Any]:
     exception's message can quote the run log's SQL; Gradio logs it on the server instead."""
     from starlette.middleware import Middleware
 
-    return {"css": CSS, "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False,
+    return {"css": CSS, "head": column_tips_head(TABLES), "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False,
             "max_file_size": "1kb", "app_kwargs": {"middleware": [Middleware(_NoUploads)]}, "show_error": False}

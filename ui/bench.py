@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sizes", default="200,2000", help="tree sizes for the redraw benchmark")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--latency-nodes", type=int, default=400, help="size of the run written live for the latency test")
-    ap.add_argument("--skip", default="", help="comma list of build,redraw,latency,first,targets to skip")
+    ap.add_argument("--skip", default="", help="comma list of build,redraw,latency,first,pair,targets to skip")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -307,6 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         res["first_scored_node"] = first = _guarded(first_scored_node)
         targets.append(target_line("first scored node after Run (warm worker, embedded world)",
                                    first.get("warm_median_s"), 2.0))
+    if "pair" not in skip:
+        from .bench_pair import pair_vs_run
+
+        res["compare_pair"] = pair = _guarded(pair_vs_run)
+        targets.append(target_line("compare pair vs one run (medians' ratio)", pair.get("ratio"), 1.5, "×"))
     if "targets" not in skip:
         from .bench_app import app_targets
 

@@ -34,13 +34,28 @@ def _click_run(page: Any, store: Any, timeout_s: float) -> float:
     return (first - t0) / 1000.0
 
 
+def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float) -> tuple[Any, Any]:
+    """Chromium on the served app once its form is ready (a problem picked) and `warm_workers` workers have
+    loaded their pre-warmed models, as a user reading the page would wait: (browser, page)."""
+    from ui.bench import open_app
+
+    browser, page = open_app(p, port)
+    page.wait_for_selector("#run-btn", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#problem input') && "
+                           "document.querySelector('#problem input').value !== ''", timeout=60_000)
+    deadline = time.time() + timeout_s
+    while len([n for n in pool.loads().values() if n]) < warm_workers and time.time() < deadline:
+        time.sleep(0.2)  # the background load finishes while the user reads the page
+    return browser, page
+
+
 def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float], dict[int, int]]:
     """Serve the app on a fresh database, click Run `clicks` times; seconds to the first scored node each."""
     from playwright.sync_api import sync_playwright
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.bench import open_app, serve_app
+    from ui.bench import serve_app
     from ui.worker import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))
@@ -49,13 +64,7 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
     demo, port = serve_app(store, pool, tmp / "exports")
     try:
         with sync_playwright() as p:
-            browser, page = open_app(p, port)
-            page.wait_for_selector("#run-btn", timeout=60_000)
-            page.wait_for_function("() => document.querySelector('#problem input') && "
-                                   "document.querySelector('#problem input').value !== ''", timeout=60_000)
-            deadline = time.time() + timeout_s
-            while prewarm and not sum(pool.loads().values()) and time.time() < deadline:
-                time.sleep(0.2)  # a user reading the page while the background load finishes
+            browser, page = open_form(p, port, pool, 1 if prewarm else 0, timeout_s)
             times = [_click_run(page, store, timeout_s) for _ in range(clicks)]
             browser.close()
         loads = pool.loads()

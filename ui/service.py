@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -23,7 +24,9 @@ from .export import ExportBundle
 from .figures import ViewOptions, step_figure, shared_colour_range, tree_figure
 from .report_sources import ReportSources
 from .safe_text import md_inline, md_text
-from .treedata import TERMINAL, RunData, TreeState, first_divergence, shared_prefixes
+from .treedata import TERMINAL, RunData, TreeState, shared_prefixes
+from .uncertainty import (changes_summary, decision_divergence, divergence_text, first_divergence,
+                          uncertainty_changes)
 
 log = logging.getLogger(__name__)
 
@@ -346,10 +349,11 @@ def compare_bundle(a: RunData, b: RunData, name: str | None = None,
     rows, div = compare_rows(a, b)
     fa, fb, _ = compare_figures(a, b, None, height=700, shadows=shadows)
     caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}); "
-               + (f"first diverging iteration: {div}" if div is not None else "the two runs never diverged"))
+               f"{divergence_text(decision_divergence(a, b))}; {changes_summary(a, b)}")
     return ExportBundle(
         name=name or f"compare-{a.run['run_id'][:8]}-{b.run['run_id'][:8]}", kind="compare",
         data={"a": _run_summary(a.run), "b": _run_summary(b.run), "first_divergence": div,
+              "uncertainty_changed": {side: [asdict(c) for c in uncertainty_changes(d)] for side, d in (("a", a), ("b", b))},
               "summary": [dict(zip(COMPARE_COLUMNS, r)) for r in rows],
               **{f"{side}_{what}": rows_ for side, d, sh in (("a", a, shadows[0]), ("b", b, shadows[1]))
                  for what, rows_ in (("nodes", [d.nodes[i] for i in sorted(d.nodes)]),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import copy
-from collections import Counter
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -242,25 +241,6 @@ def _marks_at(snap: dict[str, Any], hist: tuple[list[int], list[dict[str, Any]]]
             if int(rows[i].get(grew) or 0) > (int(rows[i - 1].get(grew) or 0) if i else 0):
                 snap[f] = its[i]
                 break
-
-
-def first_divergence(a: RunData, b: RunData) -> int | None:
-    """The first iteration after which the two trees differ in their step prefixes (nodes created) or in
-    what was decided about a shared prefix (children granted, extra passes, kept/pruned). None: they never
-    did, as far as both ran."""
-    keys_a, keys_b = a.state_at(None), b.state_at(None)
-    cache_a = {i: keys_a.prefix_key(i) for i in keys_a.nodes}
-    cache_b = {i: keys_b.prefix_key(i) for i in keys_b.nodes}
-    for t in range(1, max(a.max_iteration, b.max_iteration) + 1):
-        if _signature(a.state_at(t), cache_a) != _signature(b.state_at(t), cache_b):
-            return t
-    return None
-
-
-def _signature(state: TreeState, keys: dict[int, tuple[str, ...]]) -> Counter:
-    # a multiset: two identical steps under one parent are two nodes, and so must count twice
-    return Counter((keys[nid], n.get("children_granted"), n.get("extra_passes"), n.get("status"))
-                   for nid, n in state.nodes.items() if nid != 0)
 
 
 def shared_prefixes(a: TreeState, b: TreeState) -> set[tuple[str, ...]]:

@@ -118,7 +118,7 @@ def test_open_a_comparison(page: Any) -> None:
     wait_plot(page, "#cmp-tree-a", "Number(e.dataset.nodes) > 1")
     wait_plot(page, "#cmp-tree-b", "Number(e.dataset.nodes) > 1")
     summary = page.locator("#cmp-summary").inner_text()
-    assert "first diverging iteration" in summary and "shared colour scale" in summary
+    assert "diverge" in summary and "uncertainty changed" in summary and "shared colour scale" in summary
     assert "h-uats" in summary and "rebase" in summary
     ta = int(plot_data(page, "#cmp-tree-a", "iteration"))
     page.click("#cmp-prev")

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..allocation import child_scores, largest_remainder, softmax
+from ..allocation import child_scores, softmax_shares
 from ..config import SearchConfig, tau_auto_quantile
 from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
@@ -143,7 +143,7 @@ class UATS(SearchMethod):
         before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
         extra: dict[int, int] = {}
         if chosen and reeval_budget > 0:
-            shares = largest_remainder(softmax([float(candidates[i].ucb) for i in chosen], knobs.nu1), reeval_budget)
+            shares = softmax_shares([float(candidates[i].ucb) for i in chosen], reeval_budget, knobs.nu1)
             extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
@@ -152,7 +152,7 @@ class UATS(SearchMethod):
                               [float(n.mean if n.ucb is None else n.ucb) for n in candidates],
                               [n.var for n in candidates], [bool(n.ood) for n in candidates],
                               cfg.child_score, cfg.child_sigma_weight)
-        counts = largest_remainder(softmax(scores, knobs.nu2), width)
+        counts = softmax_shares(scores, width, knobs.nu2)
         decisions = ctx.grant(candidates, counts)
         chosen_ids = {candidates[i].id for i in chosen}
         for d, node, score in zip(decisions, candidates, scores):

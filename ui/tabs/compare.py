@@ -22,8 +22,10 @@ from ..safe_text import md_inline, md_text
 from ..shadow import explain_shadow
 from ..shadow_job import submit_shadow
 from ..treedata import RunData
+from ..uncertainty import (CHANGED_COLUMNS, Divergence, changed_table, changes_summary, counterpart,
+                           decision_divergence, divergence_text)
 from ..worker import session_of
-from .common import AppContext, fig_json, notice, plot_html, skips
+from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
 from .search import SearchTab
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
@@ -46,6 +48,7 @@ class _Parts:
     cmp_pair: gr.Button
     cmp_summary: gr.Markdown
     cmp_table: gr.Dataframe
+    cmp_changed: gr.Dataframe
     cmp_prev: gr.Button
     cmp_next: gr.Button
     cmp_slider: gr.Slider
@@ -73,6 +76,12 @@ def _layout() -> _Parts:
         c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE (form settings)", elem_id="cmp-pair", scale=2)
     c["cmp_summary"] = gr.Markdown("", elem_id="cmp-summary")
     c["cmp_table"] = gr.Dataframe(headers=svc.COMPARE_COLUMNS, interactive=False, elem_id="cmp-table", wrap=True)
+    gr.Markdown("**Decisions uncertainty changed**: the UATS candidates the OOD gate and the δ test sent to "
+                "re-evaluation, those whose R̄ rank moved after the extra passes, and those whose children differ "
+                "from what R̄ of the first K0 passes alone would have given (same C). Click a row: its node in "
+                "both trees, at that iteration.", elem_id="cmp-changed-intro")
+    c["cmp_changed"] = gr.Dataframe(headers=CHANGED_COLUMNS, interactive=False, elem_id="cmp-changed", wrap=True,
+                                    max_height=260)
     with gr.Row():
         c["cmp_prev"] = gr.Button("◀ prev", elem_id="cmp-prev", size="sm", scale=1)
         c["cmp_next"] = gr.Button("next ▶", elem_id="cmp-next", size="sm", scale=1)
@@ -99,15 +108,16 @@ def _layout() -> _Parts:
     return _Parts(**c)
 
 
-def _summary(a: RunData, b: RunData, div: int | None, crange: tuple[float, float]) -> str:
-    """One line: both runs' outcome, answer and cost, where they diverge, and the shared colour scale."""
+def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float]) -> str:
+    """One line: both runs' outcome, answer and cost, where their decisions diverge, what uncertainty changed,
+    and the shared colour scale."""
     same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
             and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
     return (f"**{md_text(a.run.get('method'))}** ({svc.outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
             f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(b.run.get('method'))}** "
             f"({svc.outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
             f"{float(b.run.get('cost') or 0):,.0f}) · "
-            + (f"first diverging iteration: **{div}**" if div is not None else "never diverged")
+            + f"{divergence_text(div)} · {changes_summary(a, b)}"
             + f" · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
             + ("" if same else " · ⚠ different problem, seed or budget"))
 
@@ -130,19 +140,20 @@ class _Compare:
         sel = cs.get("selected") or {}
         fa, fb, crange = svc.compare_figures(a, b, t, shadows=self.shadows(cs),
                                              selected=(sel.get("a"), sel.get("b")))
-        rows, div = svc.compare_rows(a, b)
+        rows, _ = svc.compare_rows(a, b)
+        changed, cs["changed"] = changed_table(a, b)
         mx = max(1, a.max_iteration, b.max_iteration)
-        return (fig_json(fa), fig_json(fb), _summary(a, b, div, crange), gr.update(value=rows),
-                gr.update(maximum=mx, value=mx if t is None else t))
+        return (fig_json(fa), fig_json(fb), _summary(a, b, decision_divergence(a, b), crange), gr.update(value=rows),
+                gr.update(maximum=mx, value=mx if t is None else t), gr.update(value=changed))
 
     def on_compare(self, cs, a_id, b_id):
         store = self.ctx.store
         try:
             ra, rb = store.find_run(a_id or ""), store.find_run(b_id or "")
         except StorageError as exc:
-            return (cs, notice(str(exc)), *skips(5))
+            return (cs, notice(str(exc)), *skips(6))
         if ra["run_id"] == rb["run_id"]:
-            return (cs, notice("pick two different runs to compare"), *skips(5))
+            return (cs, notice("pick two different runs to compare"), *skips(6))
         cs = {"a": ra["run_id"], "b": rb["run_id"], "t": None,
               "versions": [store.run_version(ra["run_id"]), store.run_version(rb["run_id"])]}
         return (cs, notice(""), *self.compare_view(cs, None))
@@ -161,7 +172,7 @@ class _Compare:
 
     def cmp_step(self, cs, t):
         if not cs.get("a"):
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return tuple(skips(7))
         cs["t"] = max(0, int(t or 0))
         return (cs, *self.compare_view(cs, cs["t"]))
 
@@ -172,14 +183,15 @@ class _Compare:
                 ids.append(submit_run(self.ctx, form, method=m, label="compare", owner=requester(request),
                                       session=session_of(request)))
         except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(6))
+            return (cs, notice(str(exc)), *skips(7))
         except DB_ERRORS as exc:
-            return (cs, notice(db_failure(exc)), *skips(6))
+            return (cs, notice(db_failure(exc)), *skips(7))
         cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
         choices = self.run_choices()
+        view = self.compare_view(cs, None)
         return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}; both trees follow live", ok=True),
                 gr.update(choices=choices, value=ids[0]), gr.update(choices=choices, value=ids[1]),
-                *self.compare_view(cs, None)[:4])
+                *view[:4], view[5])
 
     def on_cmp_tick(self, cs):
         """Redraw a live pair when it changed; follow a shadow job's progress and, once it ended, redraw with
@@ -191,7 +203,7 @@ class _Compare:
             versions = [self.ctx.store.run_version(cs["a"]), self.ctx.store.run_version(cs["b"])]
             if versions != cs.get("versions"):
                 cs["versions"], touched, redraw = versions, True, True
-        view = self.compare_view(cs, cs.get("t")) if redraw and cs.get("a") and cs.get("b") else skips(5)
+        view = self.compare_view(cs, cs.get("t")) if redraw and cs.get("a") and cs.get("b") else skips(6)
         return (cs if touched else gr.skip(), note, *view, key)
 
     def _shadow_progress(self, cs: dict[str, Any]) -> tuple[Any, Any, bool]:
@@ -222,21 +234,42 @@ class _Compare:
                           f"{row['done']} of {row['total']} nodes kept")
         return note, f"{job['id']}:{row['status']}", True
 
-    def on_node(self, side: str) -> Callable[..., tuple[Any, Any]]:
+    def explain(self, cs: dict[str, Any], side: str, node_id: int, note: str = "") -> tuple[str, str]:
+        """The why panel (the node's decision in words, its shadow reading, its step) and its step's figure."""
+        data = self.ctx.cache.get(cs[side])
+        shadow = read_shadow(self.ctx.store, cs[side])
+        step = decision_iteration(data, node_id) or int(data.nodes.get(node_id, {}).get("created_iter") or 1)
+        head = f"<p><b>Run {side.upper()}</b> ({html.escape(str(data.run.get('method')))}){note}</p>"
+        why = head + explain_node(data, node_id) + explain_shadow(data, node_id, shadow) + explain_step(data, step)
+        return why, fig_json(frontier_figure(data, step, selected=node_id, shadow=shadow, per_page=200))
+
+    def on_node(self, side: str) -> Callable[..., tuple[Any, Any, Any]]:
         """A click in tree `side`: the node's decision in words (with its shadow reading) and its step."""
         def handler(cs, evt: gr.EventData):
             node_id = (getattr(evt, "_data", None) or {}).get("node_id")
             if not cs.get(side) or not isinstance(node_id, int):
                 return gr.skip(), gr.skip(), gr.skip()
-            data = self.ctx.cache.get(cs[side])
             cs["selected"] = {side: node_id}
-            shadow = read_shadow(self.ctx.store, cs[side])
-            step = decision_iteration(data, node_id) or int(data.nodes.get(node_id, {}).get("created_iter") or 1)
-            head = f"<p><b>Run {side.upper()}</b> ({html.escape(str(data.run.get('method')))})</p>"
-            why = head + explain_node(data, node_id) + explain_shadow(data, node_id, shadow) + explain_step(data, step)
-            fig = frontier_figure(data, step, selected=node_id, shadow=shadow, per_page=200)
-            return cs, why, fig_json(fig)
+            return (cs, *self.explain(cs, side, node_id))
         return handler
+
+    def on_changed(self, cs, evt: gr.SelectData):
+        """A row of the uncertainty-changed list: both trees at its iteration with its node selected in its run
+        and, in the other run, the node with the same steps (else the one sharing the most of them)."""
+        row = row_of(evt)
+        targets = cs.get("changed") or []
+        if row is None or not 0 <= row < len(targets) or not cs.get("a") or not cs.get("b"):
+            return tuple(skips(9))
+        side, node_id, t = targets[row]
+        other = "b" if side == "a" else "a"
+        data = self.ctx.cache.get(cs[side])
+        key = data.state_at(None).prefix_key(node_id)
+        match, shared = counterpart(self.ctx.cache.get(cs[other]).state_at(t), key)
+        cs["selected"], cs["t"] = {side: node_id, other: match}, t
+        said = ("the same steps" if shared == len(key) else
+                f"the first {shared} of its {len(key)} steps" if shared else "none of its steps: its root")
+        note = (f" · in run {other.upper()}: node {match}, which shares {said}")
+        return (cs, *self.compare_view(cs, t), *self.explain(cs, side, node_id, html.escape(note)))
 
     def on_shadow(self, cs, k, prm, prm_kind, request: gr.Request):
         """Queue shadow scoring of the pair's baseline (the run that is not UATS; B when both or neither are)
@@ -276,27 +309,32 @@ class _Compare:
 def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
     """The tab's components and events; call inside its `gr.Tab`."""
     p, h, cst = _layout(), _Compare(ctx), ctx.cst
-    cmp_outputs = [cst, ctx.notice, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
+    cmp_outputs = [cst, ctx.notice, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider,
+                   p.cmp_changed]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
     # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
     p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(export_stale, None, [p.cmp_export_btn])
     p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)
 
-    step_outputs = [cst, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider]
+    step_outputs = [cst, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed]
     p.cmp_slider.input(h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last",
                        show_progress="hidden")
     p.cmp_prev.click(lambda cs, t: h.cmp_step(cs, (t or 0) - 1), [cst, p.cmp_slider], step_outputs)
     p.cmp_next.click(lambda cs, t: h.cmp_step(cs, (t or 0) + 1), [cst, p.cmp_slider], step_outputs)
-    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table]
+    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table,
+                    p.cmp_changed]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
     ctx.timer.tick(h.on_cmp_tick, [cst], [cst, ctx.notice, *step_outputs[1:], p.cmp_shadow_key], show_progress="hidden")
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
+    # then bring the trees into view (on a laptop screen they sit below the list): the rings are what was asked for
+    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector]).then(
+        None, js="() => document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})")
     p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
                        [cst, ctx.notice])
     p.cmp_shadow_cancel.click(h.on_shadow_cancel, [cst], [ctx.notice])
     # a shadow job ended: its scores join the figures, and the zip built before them is stale (built when asked)
-    p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn])
+    p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn], show_progress="hidden")  # set by the tick
     return CompareTab(cmp_a=p.cmp_a, cmp_b=p.cmp_b, on_tab_compare=h.on_tab_compare)

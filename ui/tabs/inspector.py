@@ -86,7 +86,7 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
 
     # export_key changes when a run is opened or ends: the zip then holds the finished run
     ins, outs = [ctx.st, t.run_export_name], [t.run_export_btn, ctx.notice]
-    t.export_key.change(on_export_key, [*ins, t.export_open], outs)
+    t.export_key.change(on_export_key, [*ins, t.export_open], outs, show_progress="hidden")  # the tick's: no timer
     t.export_box.expand(lambda: True, None, [t.export_open]).then(on_export_key, ins, outs)
     t.export_box.collapse(lambda: False, None, [t.export_open])
     t.run_export_name.submit(on_export_key, ins, outs)

@@ -1,0 +1,99 @@
+"""Compare in Debian's Chromium: the list of decisions uncertainty changed, on a real H-UATS vs REBASE pair of
+the embedded arithmetic world; a click on a row selects its node in both trees, at its iteration. With
+UATS_SCREENSHOTS=1 the page is saved at 1280×800 and 1920×1080 (docs/img holds copies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .pages import ARTIFACTS, SCREENSHOTS, fill, wait_idle, wait_plot, wait_text
+
+pytestmark = pytest.mark.browser
+
+# true once the plot in `sel` draws its selection ring on node `id` (the ring is a layout shape at the node)
+RING_ON_JS = """([sel, id]) => {
+  const gd = document.querySelector(sel + ' .uats-plot');
+  if (!gd || !gd.data || !gd.layout) return false;
+  const ring = (gd.layout.shapes || []).find(s => s.name === 'selected');
+  if (!ring) return false;
+  for (const tr of gd.data) {
+    if (!tr.customdata || tr.mode !== 'markers') continue;
+    for (let i = 0; i < tr.customdata.length; i++) {
+      const c = tr.customdata[i];
+      if ((Array.isArray(c) ? c[0] : c) === id)
+        return Math.abs(tr.x[i] - ring.xanchor) < 1e-6 && Math.abs(tr.y[i] - ring.yanchor) < 1e-6;
+    }
+  }
+  return false;
+}"""
+
+
+@pytest.fixture(scope="module")
+def arith_pair(served: dict[str, Any]) -> tuple[str, str]:
+    """H-UATS and REBASE on one arithmetic problem, seed and budget, written to the served app's run log; τ low
+    enough that the embedded PRM's spread sends candidates to re-evaluation."""
+    from uats_core.config import SearchConfig
+    from uats_core.runner import DEFAULT_PRM, build_backends, run_search
+    from uats_core.worlds.arith import world
+
+    if not (DEFAULT_PRM / "config.json").is_file():
+        pytest.skip("embedded models missing")
+    ids, models = [], None
+    for method in ("h-uats", "rebase"):
+        cfg = SearchConfig(method=method, budget=8, seed=0, tau=0.0005, max_iterations=8).validate()
+        models = models or build_backends(None, None, cfg)
+        ids.append(run_search(world.get_problem("arith-test-0"), cfg, *models,
+                              subscribers=[served["store"].subscriber()]).run_id)
+    return ids[0], ids[1]
+
+
+def _open_pair(page: Any, a: str, b: str) -> None:
+    page.get_by_role("tab", name="Compare").click()
+    fill(page, "cmp-a", a[:12], submit=True)
+    fill(page, "cmp-b", b[:12], submit=True)
+    page.click("#cmp-load")
+    wait_plot(page, "#cmp-tree-a", f"e.dataset.run === '{a}'")
+    wait_plot(page, "#cmp-tree-b", f"e.dataset.run === '{b}'")
+    # Gradio 6 draws a table's body as a virtual grid of role=gridcell divs, data-testid cell-<row>-<column>
+    page.wait_for_function("() => [...document.querySelectorAll('#cmp-changed [role=gridcell]')]"
+                           ".some(c => c.innerText.includes('re-evaluated'))", timeout=30_000)
+    wait_idle(page)
+
+
+def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any, served: dict[str, Any],
+                                                                      arith_pair: tuple[str, str]) -> None:
+    from ui.treedata import RunData
+    from ui.uncertainty import changed_table, counterpart
+
+    a_id, b_id = arith_pair
+    a, b = RunData.load(served["store"], a_id), RunData.load(served["store"], b_id)
+    rows, targets = changed_table(a, b)
+    assert rows and all(t[0] == "a" for t in targets)  # REBASE decides nothing by uncertainty
+    # a row whose step REBASE sampled too, so the two rings sit on the same step in both trees
+    matches = [(i, counterpart(b.state_at(t), a.state_at(None).prefix_key(n))) for i, (_, n, t) in enumerate(targets)]
+    row, (b_node, shared) = max(matches, key=lambda m: (m[1][1], -m[0]))
+    _, a_node, t = targets[row]
+    assert shared > 0
+    _open_pair(page, a_id, b_id)
+    summary = page.locator("#cmp-summary").inner_text()
+    assert f"uncertainty changed {len(rows)} decision(s) of A" in summary and "diverg" in summary
+    header = page.locator("#cmp-changed th").filter(has_text="R̄ alone").first
+    assert "first K0 passes" in (header.get_attribute("title") or "")  # the column's tooltip
+    page.locator(f'#cmp-changed [data-testid="cell-{row}-3"]').click()
+    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-a", a_node], timeout=30_000)
+    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-b", b_node], timeout=30_000)
+    wait_plot(page, "#cmp-tree-a", f"Number(e.dataset.iteration) === {t}")
+    wait_text(page, "#cmp-why", f"node {a_node}")
+    assert f"in run B: node {b_node}" in page.locator("#cmp-why").inner_text()
+    if SCREENSHOTS:  # what a person sees: the viewport; on a laptop where the row click leaves the trees (rings in
+        # view, the list above them), on a wide screen from the summary down (list and rings together)
+        ARTIFACTS.mkdir(exist_ok=True)
+        for width, height, scroll in ((1280, 800, "document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"),
+                                      (1920, 1080, "window.scrollBy(0, document.querySelector('#cmp-summary')"
+                                                   ".getBoundingClientRect().top - 8)")):
+            page.set_viewport_size({"width": width, "height": height})
+            wait_idle(page)
+            page.evaluate(f"() => {{ {scroll}; }}")
+            page.screenshot(path=str(ARTIFACTS / f"compare-uncertainty-{width}x{height}.png"))

@@ -1,0 +1,71 @@
+"""Benchmark: a compare pair against one run, through the real app in Chromium on the embedded arithmetic world.
+
+The app starts as `python -m ui` does (two workers, the default pair pre-warmed in both) and the page waits
+until both have loaded it, as a user reading the page would. Then, with the form's defaults: Run (one
+H-UATS search), from the click until the run has ended; and Compare's "Run H-UATS vs REBASE", from the click
+until both runs have ended. Each repeated `repeats` times; the target reads the medians' ratio (≤ 1.5: the
+pair's two runs go side by side, neither waits for a cold worker)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ENDED = ("finished", "failed", "cancelled")
+
+
+def _click_until_ended(page: Any, store: Any, button: str, runs: int, timeout_s: float) -> float:
+    """Seconds from clicking `button` until the `runs` runs it starts have all ended (any failure raises)."""
+    before = {r["run_id"] for r in store.list_runs(limit=100)}
+    t0 = time.perf_counter()
+    page.click(button)
+    deadline = time.time() + timeout_s
+    new: list[dict[str, Any]] = []
+    while time.time() < deadline:
+        new = [r for r in store.list_runs(limit=100) if r["run_id"] not in before]
+        if len(new) == runs and all(r["status"] in ENDED for r in new):
+            break
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - t0
+    if len(new) != runs or any(r["status"] != "finished" for r in new):
+        raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
+                           f"{[(r['run_id'][:8], r['status']) for r in new]}")
+    return elapsed
+
+
+def pair_vs_run(repeats: int = 3, timeout_s: float = 300.0) -> dict[str, Any]:
+    """Medians of one run's and one compare pair's wall time (click → ended) in the app, and their ratio."""
+    from playwright.sync_api import sync_playwright
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from storage import RunStore
+    from ui.bench import serve_app
+    from ui.bench_first import open_form
+    from ui.worker import PAIR_WORKERS, WorkerPool, default_pair_request
+
+    tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))
+    store = RunStore(str(tmp / "bench.db"))
+    pool = WorkerPool(store, max_workers=PAIR_WORKERS, poll_s=0.5, prewarm=default_pair_request())
+    demo, port = serve_app(store, pool, tmp / "exports")
+    single, pair = [], []
+    try:
+        with sync_playwright() as p:
+            browser, page = open_form(p, port, pool, PAIR_WORKERS, timeout_s)
+            for _ in range(repeats):
+                page.get_by_role("tab", name="Search").click()
+                single.append(_click_until_ended(page, store, "#run-btn", 1, timeout_s))
+                page.get_by_role("tab", name="Compare").click()
+                pair.append(_click_until_ended(page, store, "#cmp-pair", 2, timeout_s))
+            browser.close()
+        loads = pool.loads()
+    finally:
+        pool.shutdown(cancel=True, timeout_s=10)
+        demo.close()
+    one, two = statistics.median(single), statistics.median(pair)
+    return {"run_s": [round(x, 2) for x in single], "pair_s": [round(x, 2) for x in pair],
+            "run_median_s": round(one, 2), "pair_median_s": round(two, 2), "ratio": round(two / one, 2),
+            "model_loads": loads}

@@ -1,0 +1,175 @@
+"""The page's words: one definition per symbol or term (GLOSSARY), written once here and read by the glossary
+on the page, the knobs' help (Gradio's `info`, by elem_id) and the tables' column tooltips (by header).
+
+A knob or column whose label is a glossary term takes that term's definition; the others have a line of their
+own in FIELD_HELP or COLUMN_HELP. apply_help() fills the built page's components; tests/test_glossary.py
+checks that every knob and column has help and every term a definition."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from .safe_text import md_text
+
+# Symbols first, in the order a UATS step uses them, then the words the tables and panels use.
+GLOSSARY: dict[str, str] = {
+    "N": "the budget: REBASE's width (children per step); every other method gets the same compute, N·(c+1) a step.",
+    "c": "what generating one step costs, in PRM passes: a new step scored with K0 passes costs c + K0.",
+    "MC-dropout pass": "one PRM forward pass with dropout left on: each pass scores the step a little differently.",
+    "K0": "the MC-dropout passes every new step gets when it is scored (at least 2: σ² needs two).",
+    "K": "the passes a step has so far: its K0 first passes plus any extra passes.",
+    "R̄": "a step's mean PRM score over its K passes: how good the PRM thinks the step is.",
+    "σ²": "the sample variance of a step's K scores: how unsure the PRM is about it.",
+    "α": "the weight of R̂'s exploration bonus.",
+    "R̂": "R̄ + α·√(2 ln t / K): R̄ plus a bonus for steps with few passes (an upper confidence bound).",
+    "τ": "the OOD threshold: a step whose σ² (or the statistic the gate reads) is above τ is OOD.",
+    "ID / OOD": "in / out of distribution: σ² ≤ τ (ID, the score is trusted) or σ² > τ (OOD, the PRM is unsure).",
+    "OOD gate": "the test σ² > τ that marks a step OOD; only OOD steps can be re-evaluated.",
+    "δ": "the margin of the δ test: larger δ re-evaluates OOD steps further below the best ID step.",
+    "δ test": "an OOD step is re-evaluated when its R̂ ≥ the best ID R̄ − δ (the best R̄ of all when none is ID).",
+    "B": "a step's re-evaluation budget: extra passes shared over the steps that pass the δ test, by softmax(R̂/ν1).",
+    "ν1": "the temperature of the softmax that shares B (lower: the highest R̂ takes more).",
+    "C": "a step's width: the children shared over all its candidates by softmax(R̄/ν2).",
+    "ν2": "the temperature of the softmax that shares C (lower: the highest R̄ takes more).",
+    "ρ": "the re-evaluation share: the part of each step's spend N·(c+1) set aside for B.",
+    "t": "the iteration: decide over the last step's candidates, then generate and score their children.",
+    "extra passes": "the passes a re-evaluated step got after its first K0 (its share of B).",
+    "R̄ alone": "the children a step would have got from R̄ of its first K0 passes alone, with the same C.",
+    "pruned": "a candidate given no children: its branch ends there.",
+    "answer": "the run's answer: the weighted vote (each answer's finished solutions' scores, summed).",
+    "naive answer": "the answer of the single best-scored finished solution, with no vote.",
+    "cost": "the compute spent, in PRM passes: c per generated step plus one per pass.",
+    "diverging decision": "the first iteration at which a step both runs had got children in one and none in the other.",
+    "shadow scoring": "MC passes run afterwards on a baseline's steps, stored apart and not counted in its cost.",
+}
+
+# Knobs whose label is a glossary term: their help is that term's definition.
+FIELD_TERMS = {"budget": "N", "k0": "K0", "alpha": "α", "tau": "τ", "delta": "δ", "nu1": "ν1", "nu2": "ν2",
+               "cost-ratio": "c", "reeval-share": "ρ", "t-slider": "t", "cmp-slider": "t"}
+
+# Every other knob, by elem_id: one line each.
+FIELD_HELP = {
+    "dataset": "the problem set the list below offers.",
+    "problem": "the problem to search on (pick one, or type to filter).",
+    "free-question": "your own question; while not empty it is used instead of the list.",
+    "free-answer": "the gold answer of your question, if you want the run graded.",
+    "method": "the search method; H-UATS and A-UATS read the uncertainty, the others do not.",
+    "seed": "the random seed of the policy's sampling and the MC-dropout masks.",
+    "dropout-p": "the dropout rate of the MC-dropout passes.",
+    "dropout-mode": "which of the PRM's layers keep dropout on during the passes.",
+    "uncertainty": "what τ is compared with: the variance σ² of the passes or their standard deviation σ.",
+    "uncertainty-space": "whether the gate reads the spread of the passes' scores or of their logits.",
+    "max-iterations": "the most iterations t a search may take.",
+    "policy": "the model that writes the steps.",
+    "prm": "the process reward model that scores each step.",
+    "prm-kind": "how the PRM scores a step; detect reads it from the model.",
+    "policy-opts": "sampling and loading options of the policy, KEY=VALUE per line.",
+    "prm-opts": "loading options of the PRM, KEY=VALUE per line.",
+    "start-paused": "start the run paused, then Step lets one iteration through at a time.",
+    "f-min": "hide steps whose R̄ is below this.",
+    "f-max": "hide steps whose R̄ is above this.",
+    "f-depth": "hide steps deeper than this (0 shows every depth).",
+    "f-search": "highlight the steps whose text contains this (or the node with this id).",
+    "f-hv": "show only the OOD steps (σ² > τ) and their paths.",
+    "f-pruned": "hide the candidates that got no children.",
+    "f-glyph": "draw each step's MC scores as a small boxplot beside its node.",
+    "f-dec": "mark the candidates decided at the iteration shown.",
+    "f-dead": "fold the branches that ended without a finished solution.",
+    "f-focus": "draw the whole tree, the chosen answer's path, or the selected node's subtree.",
+    "follow": "redraw as the running search writes; off keeps the iteration you picked.",
+    "frontier-sort": "the order of the candidates in the list.",
+    "frontier-per-page": "how many candidates one page lists.",
+    "frontier-siblings": "list only the selected node and its siblings.",
+    "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
+    "c-scope": "mine cases from the open run or from every stored run.",
+    "c-split": "the R̄ that separates high from low scores.",
+    "c-per": "how many cases each quadrant lists.",
+    "c-starred": "list only the nodes you starred.",
+    "r-method": "list only the runs of this method.",
+    "r-problem": "list only the runs on this problem.",
+    "r-outcome": "list only the runs with this outcome.",
+    "rep-db": "the results or run log the report reads (never written to).",
+    "rep-common": "compare methods on the problems all of them finished only.",
+    "curve-pick": "an A-UATS controller's training curve to plot.",
+}
+
+# Table columns that are not glossary terms, by header.
+COLUMN_HELP = {
+    "run": "the run id's first characters (A or B: which run of the pair).",
+    "method": "the search method.",
+    "status": "queued, running, paused, finished, failed or cancelled.",
+    "outcome": "right or wrong against the gold answer (ungraded without one).",
+    "cost spent": "the compute spent, in PRM passes: c per generated step plus one per pass.",
+    "iterations": "the iterations t the run took.",
+    "nodes": "the steps the run generated.",
+    "OOD nodes": "steps whose σ² was above τ when they were decided.",
+    "re-evaluated": "steps that got extra passes.",
+    "step": "the step's text.",
+    "node": "the node id (the same in the tree and in links).",
+    "gate": "ID or OOD, and for OOD steps whether the δ test sent them to re-evaluation.",
+    "R̄: K0 → after": "R̄ of the first K0 passes, then after the step's extra passes.",
+    "R̄ rank": "the step's R̄ rank among its step's candidates (1 = best), before → after the extra passes.",
+    "children": "the children the search gave the step.",
+    "changed": "what uncertainty changed: re-evaluated, rank moved, children changed (against R̄ alone).",
+    "problem": "the problem id.",
+    "seed": "the run's random seed.",
+    "started": "when the run started.",
+    "quadrant": "the case: high or low R̄ (against the split) × high or low σ² (against τ).",
+    "step is": "whether the step is right: by the exact checker, else by whether an answer below it is right.",
+    "step text": "the step's text.",
+}
+COLUMN_TERMS = {"N": "N", "R̄": "R̄", "σ²": "σ²", "K": "K", "t": "t", "answer": "answer", "naive answer": "naive answer",
+                "cost": "cost", "extra passes": "extra passes", "R̄ alone": "R̄ alone"}
+
+
+def field_help(elem_id: str) -> str | None:
+    """A knob's help line: its term's definition, else its own line; None when it has none."""
+    term = FIELD_TERMS.get(elem_id)
+    return f"{term}: {GLOSSARY[term]}" if term else FIELD_HELP.get(elem_id)
+
+
+def column_help(header: str) -> str | None:
+    term = COLUMN_TERMS.get(header)
+    return f"{term}: {GLOSSARY[term]}" if term else COLUMN_HELP.get(header)
+
+
+def apply_help(demo: gr.Blocks) -> None:
+    """Give every knob of the built page its help line (shown under its label). Set here, after the tabs are
+    built, so the words live in one table and the tab modules stay as they are."""
+    for block in demo.blocks.values():
+        text = field_help(getattr(block, "elem_id", None) or "")
+        if text is not None and hasattr(block, "info"):
+            block.info = text
+
+
+def glossary_md() -> str:
+    """The glossary as Markdown: one line per term, in GLOSSARY's order."""
+    return "\n".join(f"- **{md_text(term)}**: {md_text(text)}" for term, text in GLOSSARY.items())
+
+
+def column_tips_head(tables: dict[str, list[str]]) -> str:
+    """A <script> for the page head that gives each listed table's column headers their help as a tooltip
+    (title), whenever Gradio (re)draws the table: {elem_id: headers}."""
+    tips = {eid: {h: column_help(h) for h in headers if column_help(h)} for eid, headers in tables.items()}
+    return ("<script>(() => { const tips = " + json.dumps(tips, ensure_ascii=False).replace("</", "<\\/") + ";\n"
+            + COLUMN_TIPS_JS + "})();</script>")
+
+
+COLUMN_TIPS_JS = """
+function tip() {
+  for (const [id, byHeader] of Object.entries(tips)) {
+    const table = document.getElementById(id);
+    if (!table) continue;
+    for (const th of table.querySelectorAll('th')) {
+      const text = (th.innerText || '').trim();
+      if (byHeader[text] && th.title !== byHeader[text]) th.title = byHeader[text];
+    }
+  }
+}
+let queued = false;
+new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; tip(); }); } })
+  .observe(document.documentElement, {childList: true, subtree: true});
+"""
+
