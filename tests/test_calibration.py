@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from uats_core.entrypoints.cli import main as cli_main
-from uats_core.entrypoints.bench import main as bench_main
+from benchmarks.cli import main as bench_main
 from uats_core.entrypoints.cli import main as cli_main
 from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
                                    spread_entry, tau_from_variances, write_calibration)

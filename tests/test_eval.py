@@ -342,7 +342,7 @@ def test_hub_serves_concurrent_searches_with_one_call_per_round() -> None:
 
 
 def test_bench_eval_reports_both_rates(problems_file: Path) -> None:
-    from uats_core.entrypoints.eval.bench import bench_eval, format_results
+    from benchmarks.eval_batching import bench_eval, format_results
 
     res = bench_eval(pair="pol:rm", models=MODELS, dataset=str(problems_file), problems=2, lanes=2, repeats=1,
                      budget=4, progress=False)

@@ -111,7 +111,7 @@ def test_doctor_reports_the_pair_and_its_problems(tmp_path):
 
 def test_bench_gpu_scores_a_search_workload_and_prices_each_mode(tmp_path, capsys):
     from uats_core.backends.plan import plan_prm_shape
-    from uats_core.entrypoints.bench_gpu import main as bench_gpu
+    from benchmarks.gpu import main as bench_gpu
 
     out = tmp_path / "gpu.json"
     assert bench_gpu(["--shape", "tiny", "--device", "cpu", "--dtype", "float32", "--width", "3", "--depth", "2",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "ui", "assets")
+SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "ui", "assets", "benchmarks")
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
             "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
             "uats_core/worlds/arith/world.py", "storage/store.py"} <= names
-    assert not any(n.startswith(("tests/", "app.py", "docs/")) for n in names)
+    assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/")) for n in names)
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path, env=env)
@@ -84,3 +84,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     usage = _run([str(venv / "bin" / "uats-studio"), "--help"], cwd=tmp_path, env=env).stdout
     assert usage.startswith("usage: uats-studio") and "--reports-dir" in usage and "--models-dir" in usage
     assert not (tmp_path / "runs").exists()  # --help creates nothing
+    # the benchmarks stay in the checkout: their launcher says so in one line
+    bench = subprocess.run([str(py), "-m", "uats_core.bench", "prm"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert bench.returncode == 1 and bench.stderr.strip().startswith("error: benchmarks: "), bench.stderr

@@ -29,7 +29,7 @@ def _stats(n: Mapping[str, Any]) -> dict[str, Any] | None:
 def glyph_traces(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[dict[str, Any]]:
     """Compact boxplot glyphs as a handful of None-separated polylines (boxes filled per colour bin,
     whiskers, medians, R̄ ticks): SVG then holds one <path> per trace instead of several elements per box
-    (Plotly box traces with precomputed statistics were measured slower here; see ui/bench.py)."""
+    (Plotly box traces with precomputed statistics were measured slower here; see benchmarks/app.py)."""
     x0, x1 = GLYPH_DX
     xm = (x0 + x1) / 2
     h = GLYPH_HALF_HEIGHT

@@ -34,7 +34,7 @@ BOXES = {
                                                    "launch.py (app.py, uats-studio)"]),
     "entry": (1180, 70, 380, 270, "uats_core/entrypoints/", ["cli.py: uats search|runs|show|", "  doctor|ledger|calibrate",
                                                              "eval/: the evaluation grid", "report.py: tables, figures",
-                                                             "bench*.py, theory.py,", "train_controller.py",
+                                                             "calibrate.py, theory.py,", "train_controller.py",
                                                              "(python -m ... via __main__)"]),
     "store": (40, 420, 330, 125, "storage/store.py: RunStore", ["register_run (a queued row),",
                                                                  "run control, reads: get_nodes,", "run_version, ..."]),

@@ -15,8 +15,6 @@ import pytest
 
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 # HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
 IMG = '<img src=x onerror="window.__pwned=1">'

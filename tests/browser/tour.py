@@ -80,7 +80,7 @@ def _photo(page: Any, selector: str, path: Path) -> None:
 def tour(out: Path, url: str, store: Any) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
-    from ui.bench import CHROMIUM_FLAGS
+    from benchmarks.serving import CHROMIUM_FLAGS
 
     nodes = pick(store)
     written: list[Path] = []
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.perf_counter()
             search(store, run_id, problem, budget)
             log.info("search %s (N=%d): %.0f s", run_id[:8], budget, time.perf_counter() - t0)
-        from ui.bench import serve_app
+        from benchmarks.serving import serve_app
         from ui.worker import WorkerPool
 
         pool = WorkerPool(store, max_workers=1, poll_s=0.5)

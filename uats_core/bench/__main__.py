@@ -1,6 +1,12 @@
-"""`python -m uats_core.bench`: a launcher of uats_core.entrypoints.bench."""
+"""`python -m uats_core.bench`: a launcher of benchmarks.cli, from a checkout (the wheel has no benchmarks/)."""
 import sys
 
-from uats_core.entrypoints.bench import main
+try:
+    from benchmarks.cli import main
+except ModuleNotFoundError as exc:
+    if exc.name != "benchmarks":
+        raise
+    sys.exit("error: benchmarks: the benchmarks run from a checkout of the repository (benchmarks/ is not installed); "
+             "run this from its top folder")
 
 sys.exit(main())

@@ -75,7 +75,7 @@ async function show(spec) {
   if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
   host.dataset.drawnAt = String(Date.now());
   host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
-  // a short in-page log of draws for ui/bench.py and the browser tests (bounded: pages stay open long)
+  // a short in-page log of draws for benchmarks/app.py and the browser tests (bounded: pages stay open long)
   const log = (window.__uatsDraws = window.__uatsDraws || []);
   log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
             run: m.run_id || '', drawMs: Number(host.dataset.drawMs),

@@ -37,7 +37,7 @@ def _click_run(page: Any, store: Any, timeout_s: float) -> float:
 def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float) -> tuple[Any, Any]:
     """Chromium on the served app once its form is ready (a problem picked) and `warm_workers` workers have
     loaded their pre-warmed models, as a user reading the page would wait: (browser, page)."""
-    from ui.bench import open_app
+    from benchmarks.serving import open_app
 
     browser, page = open_app(p, port)
     page.wait_for_selector("#run-btn", timeout=60_000)
@@ -55,7 +55,7 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.bench import serve_app
+    from benchmarks.serving import serve_app
     from ui.worker import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))

@@ -1,4 +1,5 @@
-"""The benchmarks' timing helpers: wall and CPU time of a call, and interleaved rounds of several variants."""
+"""Timing helpers shared by the benchmarks (benchmarks/) and `uats calibrate`: wall and CPU time of a call, and
+interleaved rounds of several variants."""
 
 from __future__ import annotations
 

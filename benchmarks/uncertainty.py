@@ -59,7 +59,7 @@ def _check(args: argparse.Namespace) -> None:
 def cost_ratio(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, repeats: int) -> dict[str, float]:
     """Time of K passes in `mode` over one deterministic pass, both on the same steps, interleaved."""
     from uats_core.backends.mc_dropout import DropoutSpec
-    from uats_core.entrypoints.bench_timing import measure, summary
+    from uats_core.timing import measure, summary
 
     spec = DropoutSpec.parse(mode, p)
     # the search's deterministic pass (PRM.score: dropout off, no noisy copies) against K passes in `mode`

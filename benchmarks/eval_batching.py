@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
-from .worker import BackendCache, EvalWorker
+from uats_core.entrypoints.eval.worker import BackendCache, EvalWorker
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def format_results(res: dict[str, dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.eval.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--pair", default="A:prm")
     p.add_argument("--model", action="append", default=[], metavar="NAME=SPEC")
     p.add_argument("--methods", default="rebase,h-uats")

@@ -1,14 +1,15 @@
-"""Benchmarks: `python -m uats_core.bench <subcommand>`.
+"""Benchmarks: `python -m benchmarks <subcommand>` (or `python -m uats_core.bench <subcommand>`, its launcher in
+the package), run from a checkout: the wheel leaves benchmarks/ out.
 
   prm        cost of MC-dropout scoring per mode, cost per node vs depth with/without the prefix cache,
              and uncertainty quality (AUROC of sigma^2 for wrong steps) on the arithmetic world's PRM
   uncertainty  per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over the calibrated τ
-             (uats_core/entrypoints/bench_uncertainty.py)
-  engine     search wall time per method and the cost of the run log (uats_core/entrypoints/bench_engine.py)
+             (benchmarks/uncertainty.py)
+  engine     search wall time per method and the cost of the run log (benchmarks/engine.py)
   gpu        a PRM of a published shape on the device: the memory plan against the allocator, MC cost per mode
-             (uats_core/entrypoints/bench_gpu.py)
-  app        the app's update latency (node written -> node drawn) and tree redraw times (ui/bench.py)
-  eval       searches per minute with and without cross-problem batching (uats_core/entrypoints/eval/bench.py)
+             (benchmarks/gpu.py)
+  app        the app's update latency (node written -> node drawn) and tree redraw times (benchmarks/app.py)
+  eval       searches per minute with and without cross-problem batching (benchmarks/eval_batching.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -25,8 +26,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from uats_core.entrypoints import bench_engine, bench_gpu, bench_uncertainty
-from uats_core.entrypoints.bench_timing import measure, summary
+from benchmarks import engine as bench_engine, gpu as bench_gpu, uncertainty as bench_uncertainty
+from uats_core.timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
@@ -44,20 +45,20 @@ EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine
 
 
 def _app_main(argv: Sequence[str]) -> int | None:
-    from ui.bench import main as app_main  # imported on use: the app's bench pulls in the app's stack
+    from benchmarks.app import main as app_main  # imported on use: the app's bench pulls in the app's stack
 
     return app_main(argv)
 
 
 def _eval_main(argv: Sequence[str]) -> int | None:
-    from uats_core.entrypoints.eval.bench import main as eval_main
+    from benchmarks.eval_batching import main as eval_main
 
     return eval_main(argv)
 
 
 # Benchmarks with an argument parser of their own: `bench NAME ARGS...` hands ARGS to their main(argv).
 PASSTHROUGH_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int | None]] = {"app": _app_main, "eval": _eval_main}
-_PASSTHROUGH_HOME = {"app": "ui.bench", "eval": "uats_core.entrypoints.eval.bench"}
+_PASSTHROUGH_HOME = {"app": "benchmarks.app", "eval": "benchmarks.eval_batching"}
 
 
 def subcommand(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -304,10 +305,10 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m uats_core.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in PASSTHROUGH_SUBCOMMANDS:
-        sub.add_parser(name, help=f"see python -m uats_core.bench {name} --help ({_PASSTHROUGH_HOME[name]})",
+        sub.add_parser(name, help=f"see python -m benchmarks {name} --help ({_PASSTHROUGH_HOME[name]})",
                        add_help=False)
     for register in SUBCOMMANDS.values():
         register(sub)

@@ -12,7 +12,7 @@
 
 Trees come from storage.synthetic (the real events and Node records at sizes a CPU search takes long to
 reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot, so read
-the spread. `python -m ui.bench` or `main()`; `--json PATH` saves them.
+the spread. `python -m benchmarks app` (or `python -m uats_core.bench app`) or `main()`; `--json PATH` saves them.
 """
 
 from __future__ import annotations
@@ -22,19 +22,17 @@ import json
 import logging
 import multiprocessing as mp
 import os
-import shutil
-import socket
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.serving import launch_browser, open_app, serve_app
+
 log = logging.getLogger(__name__)
 
 BENCH_BUDGET = 64
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def _spread(xs: Sequence[float]) -> dict[str, float]:
@@ -85,40 +83,6 @@ def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[st
     return out
 
 
-def _launch_browser(p: Any) -> Any:
-    path = shutil.which("chromium")
-    if path is None:
-        raise RuntimeError("Debian's chromium is not installed (apt-get install -y chromium)")
-    return p.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
-
-
-def open_app(p: Any, port: int) -> tuple[Any, Any]:
-    """Chromium on the served app at `port`: (browser, page), the page at the benches' 1400 × 1000 viewport."""
-    browser = _launch_browser(p)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"http://127.0.0.1:{port}")
-    return browser, page
-
-
-def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
-    """The real app over `store` and `pool`, launched in this process on a free local port: (demo, port)."""
-    from ui.app_ui import build_demo, launch_kwargs
-
-    demo = build_demo(store, pool, export_dir)
-    for attempt in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        try:
-            demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                **launch_kwargs(export_dir))
-            return demo, port
-        except ValueError as exc:  # Gradio's 3 s check of its own address times out on a loaded machine
-            log.warning("serving the app failed (%s); try %d of 3", exc, attempt + 1)
-            demo.close()
-    raise RuntimeError("the app could not be served on 127.0.0.1 (three tries)")
-
-
 def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
     """Browser side: first draw and live-update redraw of the tree, in Chromium."""
     from playwright.sync_api import sync_playwright
@@ -130,7 +94,7 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}
     with sync_playwright() as p:
-        browser = _launch_browser(p)
+        browser = launch_browser(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_content("<html><body><div id='plot' style='width:1200px'></div></body></html>")
         page.add_script_tag(path=str(PLOTLY_JS))
@@ -278,7 +242,7 @@ def _guarded(measure: Any, *args: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ui.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks app", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="200,2000", help="tree sizes for the redraw benchmark")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--latency-nodes", type=int, default=400, help="size of the run written live for the latency test")
@@ -302,18 +266,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                        f"  iterations not drawn while live: {len(skipped)} of {lat['iterations_live']} (0) "
                        f"{'OK' if not skipped and lat['in_order'] else 'FALLS SHORT'}")
     if "first" not in skip:
-        from ui.bench_first import first_scored_node
+        from benchmarks.app_first import first_scored_node
 
         res["first_scored_node"] = first = _guarded(first_scored_node)
         targets.append(target_line("first scored node after Run (warm worker, embedded world)",
                                    first.get("warm_median_s"), 2.0))
     if "pair" not in skip:
-        from .bench_pair import pair_vs_run
+        from benchmarks.app_pair import pair_vs_run
 
         res["compare_pair"] = pair = _guarded(pair_vs_run)
         targets.append(target_line("compare pair vs one run (medians' ratio)", pair.get("ratio"), 1.5, "×"))
     if "targets" not in skip:
-        from .bench_app import app_targets
+        from benchmarks.app_targets import app_targets
 
         res["app_targets"] = _guarded(app_targets)
     res["load_avg_after"] = os.getloadavg()

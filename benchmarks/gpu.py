@@ -204,7 +204,7 @@ def _cost_table(prm: Any, frontier: Sequence[Any], modes: Sequence[str], args: a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.bench_gpu", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks gpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     args = parser.parse_args(["gpu", *(sys.argv[1:] if argv is None else argv)])

@@ -43,8 +43,8 @@ def pair_vs_run(repeats: int = 3, timeout_s: float = 300.0) -> dict[str, Any]:
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.bench import serve_app
-    from ui.bench_first import open_form
+    from benchmarks.serving import serve_app
+    from benchmarks.app_first import open_form
     from ui.worker import PAIR_WORKERS, WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))

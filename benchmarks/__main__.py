@@ -1,0 +1,6 @@
+"""`python -m benchmarks <subcommand>`."""
+import sys
+
+from benchmarks.cli import main
+
+sys.exit(main())
