@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from storage import RunStore
-from tests.hand_log import CORRECT, HandLogWriter, terminal_nodes
+from tests.hand_log import CORRECT, HandLogWriter
 from uats_core.entrypoints.report import build_report
 from uats_core.report import t_interval, t_quantile, write_report
 

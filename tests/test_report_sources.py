@@ -96,6 +96,12 @@ def test_only_files_directly_in_the_reports_folder_are_listed_and_opened(tmp_pat
     app_store = RunStore("sqlite://")
     sources = ReportSources(app_store, reports)
     assert sources.keys() == [RUN_LOG, "a.db"]
+    # labels and refusals name a file, never where the server keeps it
+    assert all(str(tmp_path) not in label for label, _ in sources.choices())
+    with pytest.raises(ConfigError) as refused:
+        with sources.reading("missing.db"):
+            pass
+    assert str(tmp_path) not in str(refused.value)
     with sources.reading("a.db") as st:
         assert st.list_runs() == []
     with sources.reading(RUN_LOG) as st:

@@ -208,7 +208,7 @@ def test_a_prewarmed_pool_has_a_compare_pair_warm_before_any_run(tmp_path: Path)
         for method in ("h-uats", "rebase"):
             req = _req(uuid.uuid4().hex, config=SearchConfig(method=method, budget=4, max_iterations=2))
             req = RunRequest(**{**req.__dict__, "db": store.location})
-            _register(store, req)
+            register_request(store, req)
             pool.submit(req)
             ids.append(req.run_id)
         for rid in ids:

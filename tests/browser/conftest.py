@@ -13,6 +13,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from benchmarks.serving import CHROMIUM_FLAGS
+
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
 
 

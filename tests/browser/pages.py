@@ -23,7 +23,7 @@ WIDE = {"width": 1920, "height": 1080}
 
 NODE_PIXEL_JS = """([sel, wanted]) => {
   const gd = document.querySelector(sel + ' .uats-plot');
-  gd.scrollIntoView({block: 'start'});
+  gd.scrollIntoView({block: 'center'});  // not under the sticky run bar at the window's top
   const tr = gd.data.find(t => t.name && t.name.startsWith('nodes'));
   const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
   const box = gd.getBoundingClientRect();
@@ -31,8 +31,10 @@ NODE_PIXEL_JS = """([sel, wanted]) => {
     const id = tr.customdata[i][0];
     if (wanted !== null && id !== wanted) continue;
     const px = xa._offset + xa.l2p(tr.x[i]), py = ya._offset + ya.l2p(tr.y[i]);
-    if (px > xa._offset && px < xa._offset + xa._length && py > ya._offset && py < ya._offset + ya._length)
-      return {x: box.left + px, y: box.top + py, id: id};
+    if (!(px > xa._offset && px < xa._offset + xa._length && py > ya._offset && py < ya._offset + ya._length))
+      continue;
+    const hit = document.elementFromPoint(box.left + px, box.top + py);  // a node the user can see and click
+    if (hit && gd.contains(hit)) return {x: box.left + px, y: box.top + py, id: id};
   }
   return null;
 }"""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .pages import PAIR, choose, fill, plot_data, shot, wait_idle, wait_notice, wait_plot, wait_text
+from .pages import choose, fill, plot_data, shot, wait_idle, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
