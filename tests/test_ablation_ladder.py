@@ -75,7 +75,7 @@ def test_rebase_mc_with_largest_remainder_is_h_uats_without_reevaluation(budget,
 def test_single_pass_h_uats_with_rebases_rounding_is_rebase(budget, seed, monkeypatch):
     """The paper's "w/o Uncert." (H-UATS, prm_scoring=single) against REBASE: again only the rounding differs."""
     rebase, _ = _run("rebase", budget, seed)
-    monkeypatch.setattr("uats_core.methods.uats.largest_remainder",
+    monkeypatch.setattr("uats_core.allocation.largest_remainder",  # what softmax_shares rounds with
                         lambda weights, total: sequential_ceil(list(weights), weights, total))
     swapped, _ = _run("h-uats", budget, seed, prm_scoring="single")
     assert _tree(swapped) == _tree(rebase)

@@ -102,7 +102,7 @@ def test_frontier_sorts_pages_filters_and_inspects(page: Any, served: dict[str, 
     page.wait_for_function(f"() => document.querySelector('#node-id input').value === '{row}'", timeout=20_000)
     wait_text(page, "#why-panel", f"node {row}")
     # siblings only: a filter of the same view
-    page.click("#frontier-siblings")
+    page.locator("#frontier-siblings input").check()  # the box itself: its help text fills the block
     page.wait_for_function("() => document.querySelector('#frontier .uats-plot').layout.title.text.includes('siblings')",
                            timeout=20_000)
     parent = data.nodes[row]["parent_id"]
