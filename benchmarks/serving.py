@@ -31,15 +31,20 @@ def open_app(p: Any, port: int) -> tuple[Any, Any]:
     return browser, page
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now (the tests and the benchmarks serve the app on it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
     """The real app over `store` and `pool`, launched in this process on a free local port: (demo, port)."""
     from ui.app_ui import build_demo, launch_kwargs
 
     demo = build_demo(store, pool, export_dir)
     for attempt in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         try:
             demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                                 **launch_kwargs(export_dir))

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import os
-import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from benchmarks.serving import free_port
 
 
 @contextmanager

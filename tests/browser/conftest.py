@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from benchmarks.serving import CHROMIUM_FLAGS
+from benchmarks.serving import CHROMIUM_FLAGS, free_port
 
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
 
@@ -23,12 +22,6 @@ IMG = '<img src=x onerror="window.__pwned=1">'
 COVER = '<div id="cover" style="position:fixed;inset:0;background:red;z-index:9999">covered</div>'
 MD_IMG = "![t](http://127.0.0.1:9/fetch-me.png)"
 QUESTION = f"Evil {IMG} and {COVER} then {MD_IMG} so what is $\\frac{{1}}{{2}}+\\frac{{1}}{{2}}$?"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -84,7 +77,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
                                          encoding="utf-8")
     choices = server_choices(models_dirs=[Path(tiny_models[0]).parent], datasets_dirs=[datasets])
     demo = build_demo(store, pool, export_dir, reports_dir, choices)
-    port = _free_port()
+    port = free_port()
     demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                                                    quiet=True, **launch_kwargs(export_dir))
     try:
