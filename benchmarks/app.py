@@ -58,8 +58,8 @@ def _synthetic_store(path: str | None, sizes: Sequence[int]) -> tuple[Any, dict[
 
 def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
     """Python side of one redraw: load the run, lay it out, build the figure, serialise it."""
-    from ui.figures import tree_figure
-    from ui.treedata import RunData
+    from ui.views.treefig import tree_figure
+    from ui.views.treedata import RunData
 
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}
@@ -87,9 +87,9 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
     """Browser side: first draw and live-update redraw of the tree, in Chromium."""
     from playwright.sync_api import sync_playwright
 
-    from ui.export import PLOTLY_JS
-    from ui.figures import tree_figure
-    from ui.treedata import RunData
+    from ui.views.export import PLOTLY_JS
+    from ui.views.treefig import tree_figure
+    from ui.views.treedata import RunData
 
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}
@@ -161,7 +161,7 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.worker import WorkerPool
+    from ui.jobs.worker import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-"))
     db = str(tmp / "bench.db")

@@ -45,7 +45,7 @@ def pair_vs_run(repeats: int = 3, timeout_s: float = 300.0) -> dict[str, Any]:
     from storage import RunStore
     from benchmarks.serving import serve_app
     from benchmarks.app_first import open_form
-    from ui.worker import PAIR_WORKERS, WorkerPool, default_pair_request
+    from ui.jobs.worker import PAIR_WORKERS, WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))
     store = RunStore(str(tmp / "bench.db"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from storage.store import RunStore
-from ui.worker import RunRequest
+from ui.jobs.worker import RunRequest
 
 
 def register_request(store: RunStore, req: RunRequest, paused: bool = False) -> None:

@@ -11,8 +11,8 @@ import pytest
 import app
 from storage import RunStore, StorageError
 from ui import service as svc
-from ui.treedata import RunData
-from ui.worker import RunRequest, WorkerPool, request_dict
+from ui.views.treedata import RunData
+from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from tests.doubles import record_synthetic

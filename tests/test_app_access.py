@@ -35,8 +35,8 @@ def launcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
     def recorded(self: gr.Blocks, **kw: Any) -> None:
         calls.append({"demo": self, **kw})
 
-    monkeypatch.setattr("ui.worker.WorkerPool", WorkerPoolDouble)
-    monkeypatch.setattr("ui.worker.default_pair_request", lambda: None)
+    monkeypatch.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
+    monkeypatch.setattr("ui.jobs.worker.default_pair_request", lambda: None)
     monkeypatch.setattr(gr.Blocks, "launch", recorded)
     yield calls
 

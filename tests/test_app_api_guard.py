@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from storage import RunStore
-from ui.safe_text import md_text
+from ui.views.safe_text import md_text
 
 from .doubles import WorkerPoolDouble
 from .serving import free_port

@@ -7,9 +7,9 @@ import pytest
 
 from storage import RunStore
 from storage.fastread import read_nodes
-from ui import bigtree, treedata
-from ui.figures import tree_figure
-from ui.treedata import RunData
+from ui.views import bigtree, treedata
+from ui.views.treefig import tree_figure
+from ui.views.treedata import RunData
 from tests.doubles import record_synthetic
 
 

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 from storage import RunStore
-from ui.bigtree import dead_branches, focus_nodes
-from ui.figures import ViewOptions, tree_figure
+from ui.views.bigtree import dead_branches, focus_nodes
+from ui.views.treefig import ViewOptions, tree_figure
 from ui.tabs.idle import is_idle
-from ui.treedata import RunData
-from ui.treefig import LABEL_GAP, MARKER_MAX, MAX_DECISION_LABELS, marker_size
+from ui.views.treedata import RunData
+from ui.views.treefig import LABEL_GAP, MARKER_MAX, MAX_DECISION_LABELS, marker_size
 from tests.doubles import record_synthetic
 
 

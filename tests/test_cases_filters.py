@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from storage import RunStore
 from ui import service as svc
-from ui.cases import QUADRANTS, mine
-from ui.export import ExportBundle, to_latex
+from ui.views.cases import QUADRANTS, mine
+from ui.views.export import ExportBundle, to_latex
 from ui.tabs.cases import mined_summary
-from ui.treedata import RunData
+from ui.views.treedata import RunData
 from tests.doubles import record_synthetic
 
 

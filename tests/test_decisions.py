@@ -9,9 +9,9 @@ import pytest
 
 from storage import RunStore
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
-from ui.decisions import decision_iteration, explain_node, explain_step, step_candidates, step_budgets
-from ui.frontier import frontier_figure, frontier_rows, page_of
-from ui.treedata import RunData
+from ui.views.decisions import decision_iteration, explain_node, explain_step, step_candidates, step_budgets
+from ui.views.frontier import frontier_figure, frontier_rows, page_of
+from ui.views.treedata import RunData
 from uats_core.config import SearchConfig
 from uats_core.estimation import ucb
 from uats_core.problems import Problem

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ui import service as svc
-from ui.export import ExportBundle, render_image, to_latex
-from ui.latex import PREAMBLE, latex_text
+from ui.views.export import ExportBundle, render_image, to_latex
+from ui.views.latex import PREAMBLE, latex_text
 
 from .test_ui_export import runs  # noqa: F401 - the two synthetic runs (a fixture)
 

@@ -11,7 +11,7 @@ import pytest
 
 from storage import RunStore
 from tests.doubles import WorkerPoolDouble
-from ui.safe_text import md_text
+from ui.views.safe_text import md_text
 from ui.app_ui import TABLES, build_demo, launch_kwargs
 from ui.glossary import (COLUMN_HELP, COLUMN_TERMS, FIELD_HELP, FIELD_TERMS, GLOSSARY, column_help, field_help,
                          glossary_md)

@@ -23,8 +23,8 @@ from tests.doubles import DiskFullDouble
 from tests.polling import until
 from uats_core.config import SearchConfig
 from ui import service as svc
-from ui.warm import ModelCache, execute
-from ui.worker import RunRequest, WorkerPool, request_dict
+from ui.jobs.warm import ModelCache, execute
+from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ _SERVER = textwrap.dedent("""
     from storage import RunStore
     from uats_core.config import SearchConfig
     from ui import service as svc
-    from ui.worker import RunRequest, WorkerPool, request_dict
+    from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
     store = RunStore(sys.argv[1])
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
@@ -106,7 +106,7 @@ def _req(store: RunStore, **cfg: Any) -> RunRequest:
 
 def test_a_full_disk_fails_the_run_in_one_line_and_the_worker_goes_on(tmp_path: Path,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
-    """The worker's own code (ui.warm.execute): the run's first write finds the disk full. No exception
+    """The worker's own code (ui.jobs.warm.execute): the run's first write finds the disk full. No exception
     escapes (it used to end the worker), one log line says why, and the end it could not write is handed
     back for the pool; once there is room, the worker's next run goes through."""
     store = RunStore(str(tmp_path / "runs.db"))
@@ -163,7 +163,7 @@ _FULL_DISK = textwrap.dedent("""
     from storage import RunStore
     from uats_core.config import SearchConfig
     from ui import service as svc
-    from ui.worker import RunRequest, WorkerPool, request_dict
+    from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
     store = RunStore(os.path.join(d, "runs.db"))
     prob = svc.dataset_problems(svc.ARITH)[0]

@@ -16,8 +16,8 @@ from tests.pool_requests import register_request
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui import service as svc
-from ui.warm import ModelCache, execute
-from ui.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, request_dict
+from ui.jobs.warm import ModelCache, execute
+from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, request_dict
 
 
 def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: Any) -> RunRequest:
@@ -48,7 +48,7 @@ def test_a_paused_run_does_not_block_a_queued_run(tmp_path: Path) -> None:
 
 
 def test_the_pause_timeout_ends_a_run_cancelled_with_its_nodes(tmp_path: Path) -> None:
-    """In the worker's own code (ui.warm.execute), with the embedded world's models: a run left paused
+    """In the worker's own code (ui.jobs.warm.execute), with the embedded world's models: a run left paused
     ends 'cancelled' with the reason, keeping the nodes of the step it was granted before it waited."""
     store = RunStore(str(tmp_path / "runs.db"))
     req = _req(store, paused=True)

@@ -93,10 +93,10 @@ def test_app_options_are_an_allow_list() -> None:
 
 
 def test_a_worker_refuses_a_request_with_a_code_option() -> None:
-    """ui.warm.load_pair checks the options again where they would take effect, before anything loads."""
+    """ui.jobs.warm.load_pair checks the options again where they would take effect, before anything loads."""
     from uats_core.config import SearchConfig
-    from ui.warm import load_pair
-    from ui.worker import RunRequest
+    from ui.jobs.warm import load_pair
+    from ui.jobs.worker import RunRequest
 
     req = RunRequest(run_id="r", db="sqlite://", problem={}, config=SearchConfig().to_dict(),
                      prm_opts={"trust_remote_code": True})

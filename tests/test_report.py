@@ -228,9 +228,9 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
 
 
 def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> None:
-    from ui.report_sources import ReportSources
-    from ui.report_view import report_view
-    from ui.safe_text import md_text
+    from ui.views.report_sources import ReportSources
+    from ui.views.report_view import report_view
+    from ui.views.safe_text import md_text
 
     sources = ReportSources(RunStore("sqlite://"), hand_db.parent)
     md, figs = report_view(sources, hand_db.name)
@@ -242,8 +242,8 @@ def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> N
 
 
 def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
-    from ui.report_sources import ReportSources
-    from ui.report_view import report_view
+    from ui.views.report_sources import ReportSources
+    from ui.views.report_view import report_view
     from uats_core.errors import ConfigError
 
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
@@ -256,8 +256,8 @@ def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothi
 
 def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> None:
     from ui import service as svc
-    from ui.figures import training_curve_figure
-    from ui.report_sources import ReportSources
+    from ui.views.charts import training_curve_figure
+    from ui.views.report_sources import ReportSources
 
     db = tmp_path / "train.db"
     store = RunStore(str(db))

@@ -11,7 +11,7 @@ from sqlalchemy.engine import make_url
 
 from storage import RunStore, StorageError
 from storage.readonly import display_location, open_read_only
-from ui.report_sources import RUN_LOG, ReportSources
+from ui.views.report_sources import RUN_LOG, ReportSources
 from uats_core.entrypoints.report import build_report
 from uats_core.errors import ConfigError
 
@@ -131,7 +131,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_committed_ledger_is_offered_by_default_and_nothing_else_is_opened(tmp_path: Path) -> None:
     from ui.launch import parse_args
-    from ui.report_sources import LEDGER
+    from ui.views.report_sources import LEDGER
 
     assert Path(parse_args([]).ledgers_dir).resolve() == ROOT / "results"  # out of the box: the app's default
     sources = ReportSources(RunStore("sqlite://"), None, ROOT / "results")
@@ -157,8 +157,8 @@ def test_a_ledgers_report_in_the_page_shows_its_stages_and_is_kept(tmp_path: Pat
     import pandas as pd
 
     from storage.results_ledger import RESULTS_FILE, STEPS_FILE, TRACES_FILE
-    from ui.report_sources import LEDGER
-    from ui.report_view import report_view
+    from ui.views.report_sources import LEDGER
+    from ui.views.report_view import report_view
 
     src, dst = ROOT / "results" / "arith-grid", tmp_path / "ledgers" / "small"
     dst.mkdir(parents=True)

@@ -9,10 +9,10 @@ from storage import RunStore
 from storage.shadow import read_shadow
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from ui import service as svc
-from ui.export import to_latex
-from ui.frontier import frontier_figure
-from ui.shadow import explain_shadow, run_shadow
-from ui.treedata import RunData
+from ui.views.export import to_latex
+from ui.views.frontier import frontier_figure
+from ui.jobs.shadow import explain_shadow, run_shadow
+from ui.views.treedata import RunData
 from uats_core.config import SearchConfig
 from uats_core.problems import Problem
 from uats_core.runner import run_search

@@ -60,9 +60,9 @@ def test_an_older_run_log_without_logit_columns_still_opens(tmp_path: Path) -> N
 
 
 def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) -> None:
-    from ui.figures import step_figure
+    from ui.views.figure1 import step_figure
     from ui.service import node_details_md
-    from ui.treedata import RunData
+    from ui.views.treedata import RunData
 
     store = RunStore(str(tmp_path / "runs.db"))
     _search(store, "r1")  # gated on logits, τ = 0.05
@@ -96,7 +96,7 @@ def test_the_node_columns_are_the_node_fields() -> None:
     from dataclasses import fields
 
     from storage import schema as S
-    from ui.treedata import _root
+    from ui.views.treedata import _root
     from uats_core.tree import Node
 
     names = [f.name for f in fields(Node)]

@@ -9,12 +9,12 @@ import pytest
 
 from storage import RunStore
 from tests.doubles import record_synthetic
-from ui.bigtree import focus_nodes
-from ui.figstyle import DETAIL_LIMIT, MIN_X_SPAN, box_stats, colour_bin
-from ui.figure1 import MAX_CANDIDATES, candidates_of, decision_words, score_floor, step_figure
-from ui.figures import ViewOptions, tree_figure
-from ui.treedata import RunData
-from ui.treeglyphs import COMPACT_NAMES
+from ui.views.bigtree import focus_nodes
+from ui.views.figstyle import DETAIL_LIMIT, MIN_X_SPAN, box_stats, colour_bin
+from ui.views.figure1 import MAX_CANDIDATES, candidates_of, decision_words, score_floor, step_figure
+from ui.views.treefig import ViewOptions, tree_figure
+from ui.views.treedata import RunData
+from ui.views.treeglyphs import COMPACT_NAMES
 
 RID = "lod" * 10 + "aa"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from storage import RunStore
-from ui.cases import QUADRANTS, StepJudge, cases_table, mine_cases, mine_run, quadrant_of
-from ui.treedata import RunData
+from ui.views.cases import QUADRANTS, StepJudge, cases_table, mine_cases, mine_run, quadrant_of
+from ui.views.treedata import RunData
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.worlds.arith import world

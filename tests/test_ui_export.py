@@ -11,10 +11,10 @@ import pytest
 
 from storage import RunStore
 from ui import service as svc
-from ui.cases import mine_cases
-from ui.export import ExportError, export_path, latex_escape, safe_name, to_html, to_latex, write_bundle
-from ui.treedata import RunData
-from ui.uncertainty import uncertainty_changes
+from ui.views.cases import mine_cases
+from ui.views.export import ExportError, export_path, latex_escape, safe_name, to_html, to_latex, write_bundle
+from ui.views.treedata import RunData
+from ui.views.uncertainty import uncertainty_changes
 from tests.doubles import record_synthetic
 
 

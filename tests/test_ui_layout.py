@@ -9,10 +9,12 @@ import pytest
 
 from storage import RunStore
 from storage.synthetic import final_records, synthetic_events
-from ui.figures import ViewOptions, box_stats, step_figure, shared_colour_range, tree_figure, visible_nodes
-from ui.layout import tidy_layout
-from ui.treedata import RunData
-from ui.uncertainty import decision_divergence
+from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
+from ui.views.figstyle import box_stats, shared_colour_range
+from ui.views.figure1 import step_figure
+from ui.views.layout import tidy_layout
+from ui.views.treedata import RunData
+from ui.views.uncertainty import decision_divergence
 from uats_core.events import IterationEnded, NodesUpdated
 from tests.doubles import record_synthetic
 
@@ -123,7 +125,7 @@ def test_tree_figure_structure(store: RunStore) -> None:
     ticks = next(t for t in fig["data"] if t.get("name") == "R̄ ticks")
     assert len(ticks["x"]) == 3 * len(ids)  # every scored node has its mean tick
     # glyphs share one 0..1 score scale mapped into each node's row: box bottom = q1, top = q3
-    from ui.figures import GLYPH_DX, GLYPH_HALF_HEIGHT as H
+    from ui.views.figstyle import GLYPH_DX, GLYPH_HALF_HEIGHT as H
 
     xy = {i: (x, y) for i, x, y in zip(ids, markers["x"], markers["y"])}
     drawn = {}
@@ -174,7 +176,7 @@ def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:
     from uats_core.config import SearchConfig
     from uats_core.problems import Problem
     from uats_core.runner import run_search
-    from ui.figures import KNOB_LABELS, knobs_figure
+    from ui.views.charts import KNOB_LABELS, knobs_figure
 
     store = RunStore(str(tmp_path / "k.db"))
     problem = Problem("double-1", "What is 4 + 4?", "8")

@@ -22,8 +22,8 @@ from ui.tabs.runbar import bar_state, control_state
 from ui.tabs.search import build_search_tab
 from ui.tabs.search_events import live_update
 from ui.tabs.viewer import fresh_run_state
-from ui.treedata import RunData
-from ui.worker import WorkerPool
+from ui.views.treedata import RunData
+from ui.jobs.worker import WorkerPool
 from uats_core.events import IterationEnded, RunEnded, RunStarted
 
 RUN = "1f" * 16

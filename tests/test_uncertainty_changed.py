@@ -14,8 +14,8 @@ from uats_core.allocation import softmax_shares
 from uats_core.config import SearchConfig
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search
 from uats_core.worlds.arith import world
-from ui.treedata import RunData
-from ui.uncertainty import (CHILDREN, RANK, SENT, changed_table, competition_ranks, counterpart, decision_divergence,
+from ui.views.treedata import RunData
+from ui.views.uncertainty import (CHILDREN, RANK, SENT, changed_table, competition_ranks, counterpart, decision_divergence,
                             divergence_text, uncertainty_changes)
 
 # τ low enough that the embedded PRM's spread sends candidates to re-evaluation (as in test_ood_survival)

@@ -44,7 +44,7 @@ def largest_remainder(weights: Sequence[float], total: int) -> list[int]:
 
 def softmax_shares(values: Sequence[float], total: int, temperature: float) -> list[int]:
     """Round(total · softmax(values / temperature)) by largest remainder: H-UATS's extra passes (R̂, B, ν1) and
-    children (the child score, C, ν2). Readers of a run (ui/uncertainty.py) use it for what-if allocations."""
+    children (the child score, C, ν2). Readers of a run (ui/views/uncertainty.py) use it for what-if allocations."""
     if len(values) == 0:
         return largest_remainder([], total)
     return largest_remainder(softmax(values, temperature), total)

@@ -19,7 +19,7 @@ from storage import RunStore
 from . import service as svc
 from .choices import ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
-from .report_sources import ReportSources
+from .views.report_sources import ReportSources
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
@@ -30,8 +30,8 @@ from .tabs.runbar import RUN_BAR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
-from .uncertainty import CHANGED_COLUMNS
-from .worker import WorkerPool
+from .views.uncertainty import CHANGED_COLUMNS
+from .jobs.worker import WorkerPool
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_DIR", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 

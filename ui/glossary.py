@@ -11,7 +11,7 @@ import json
 
 import gradio as gr
 
-from .safe_text import md_text
+from .views.safe_text import md_text
 
 # Symbols first, in the order a UATS step uses them, then the words the tables and panels use.
 GLOSSARY: dict[str, str] = {

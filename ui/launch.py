@@ -57,7 +57,7 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
-    from .worker import PoolLimits  # here: --help needs no database layer
+    from .jobs.worker import PoolLimits  # here: --help needs no database layer
 
     d = PoolLimits()
     p.add_argument("--max-queued", type=int, default=d.max_queued,
@@ -131,10 +131,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     from uats_core.interrupts import sigterm_as_interrupt
     from .app_ui import build_demo, launch_kwargs
-    from .export import stop_kaleido
+    from .views.export import stop_kaleido
     from storage.shadow import mark_dead_shadow_jobs
 
-    from .worker import PoolLimits, WorkerPool, default_pair_request
+    from .jobs.worker import PoolLimits, WorkerPool, default_pair_request
 
     dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store)  # a server or worker gone (kill -9)
     if dead:

@@ -18,14 +18,16 @@ from uats_core.limits import check_limits
 from uats_core.paths import ASSETS
 from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
-from .cases import QUADRANTS, Case, StepJudge
+from .views.cases import QUADRANTS, Case, StepJudge
 from .choices import AIME24, ARITH, MATH500, ServerChoices, server_choices  # noqa: F401 - the sets every server offers
-from .export import ExportBundle
-from .figures import ViewOptions, step_figure, shared_colour_range, tree_figure
-from .report_sources import ReportSources
-from .safe_text import md_inline, md_text
-from .treedata import TERMINAL, RunData, TreeState, shared_prefixes
-from .uncertainty import (changes_summary, decision_divergence, divergence_text, first_divergence,
+from .views.export import ExportBundle
+from .views.treefig import ViewOptions, tree_figure
+from .views.figure1 import step_figure
+from .views.figstyle import shared_colour_range
+from .views.report_sources import ReportSources
+from .views.safe_text import md_inline, md_text
+from .views.treedata import TERMINAL, RunData, TreeState, shared_prefixes
+from .views.uncertainty import (changes_summary, decision_divergence, divergence_text, first_divergence,
                           uncertainty_changes)
 
 log = logging.getLogger(__name__)

@@ -60,7 +60,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     from tests.doubles import record_synthetic
     from ui.app_ui import build_demo, launch_kwargs
     from ui.choices import server_choices
-    from ui.worker import WorkerPool
+    from ui.jobs.worker import WorkerPool
 
     base = tmp_path_factory.mktemp("app")
     store = RunStore(str(base / "runs.db"))

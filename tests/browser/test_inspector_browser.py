@@ -108,7 +108,7 @@ def test_inspector_follows_the_slider_back_to_before_the_node(page: Any, served:
 
 
 def test_cases_filter_before_ranking_and_name_empty_quadrants(page: Any, served: dict[str, Any]) -> None:
-    from ui.cases import QUADRANTS, mine
+    from ui.views.cases import QUADRANTS, mine
 
     store = served["store"]
     full = mine(store, per_quadrant=1000)

@@ -157,7 +157,7 @@ def misplaced(m: dict[str, Any]) -> list[str]:
 def _n64(store: Any) -> Any:
     """An N = 64 synthetic run (the real events and records; storage.synthetic), loaded for picking nodes."""
     from tests.doubles import record_synthetic
-    from ui.treedata import RunData
+    from ui.views.treedata import RunData
 
     if not any(r["run_id"] == N64 for r in store.list_runs(limit=500)):
         record_synthetic(store, N64, n_nodes=600, budget=64, seed=3, problem_id="synthetic-64")
@@ -166,7 +166,7 @@ def _n64(store: Any) -> Any:
 
 def _drawn(state: Any, selected: int | None = None, **view: Any) -> int:
     """How many nodes the server draws for this view (what the page's tree must show)."""
-    from ui.figures import ViewOptions, tree_figure
+    from ui.views.treefig import ViewOptions, tree_figure
 
     return int(tree_figure(state, ViewOptions(**view), selected=selected)["meta"]["n_shown"])
 

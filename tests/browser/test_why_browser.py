@@ -60,8 +60,8 @@ def test_why_panel_explains_the_clicked_node(page: Any, served: dict[str, Any]) 
 
 
 def test_frontier_sorts_pages_filters_and_inspects(page: Any, served: dict[str, Any], wide_run: str) -> None:
-    from ui.frontier import frontier_figure
-    from ui.treedata import RunData
+    from ui.views.frontier import frontier_figure
+    from ui.views.treedata import RunData
 
     data = RunData.load(served["store"], wide_run)
     t = max(data.iterations, key=lambda i: len(data.iterations[i].get("decisions") or []))
@@ -111,7 +111,7 @@ def test_frontier_sorts_pages_filters_and_inspects(page: Any, served: dict[str, 
 
 
 def test_frontier_reads_at_200_candidates(page: Any, served: dict[str, Any], wide_run: str) -> None:
-    from ui.treedata import RunData
+    from ui.views.treedata import RunData
 
     data = RunData.load(served["store"], wide_run)
     t = max(data.iterations, key=lambda i: len(data.iterations[i].get("decisions") or []))

@@ -1,7 +1,7 @@
 """The screenshots of docs/img that show the tree's boxplots and Figure 1, taken from real searches.
 
 `python -m tests.browser.tour docs/img` runs three H-UATS searches with the embedded arithmetic models
-(ui.warm.execute, what a worker runs; dropout p 0.3, so the PRM is unsure somewhere), serves the app over
+(ui.jobs.warm.execute, what a worker runs; dropout p 0.3, so the PRM is unsure somewhere), serves the app over
 them, and photographs in Debian's Chromium at 1280×800 and 1920×1080: a step's candidates in the tree
 (focus "selected step"), the Figure 1 view of a step and of the N = 64 run's widest step, and focus on a
 subtree of the N = 64 run. It takes a few minutes (the searches run on the CPU)."""
@@ -30,8 +30,8 @@ SETTLED = "() => { const e = document.querySelector('#tree .uats-plot'); return 
 def search(store: Any, run_id: str, problem: int, budget: int) -> None:
     """One real H-UATS search, written to `store` as a worker writes it."""
     from ui import service as svc
-    from ui.warm import ModelCache, execute
-    from ui.worker import RunRequest, request_dict
+    from ui.jobs.warm import ModelCache, execute
+    from ui.jobs.worker import RunRequest, request_dict
     from uats_core.config import SearchConfig
 
     prob = svc.dataset_problems(svc.ARITH)[problem]
@@ -42,7 +42,7 @@ def search(store: Any, run_id: str, problem: int, budget: int) -> None:
 
 def pick(store: Any) -> dict[str, int]:
     """The nodes photographed: a 3-candidate step, the step with the most re-evaluations, an N = 64 subtree."""
-    from ui.treedata import RunData
+    from ui.views.treedata import RunData
 
     step = RunData.load(store, RUNS[1][0]).state_at(None)
     fig1 = RunData.load(store, RUNS[0][0]).state_at(None)
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             search(store, run_id, problem, budget)
             log.info("search %s (N=%d): %.0f s", run_id[:8], budget, time.perf_counter() - t0)
         from benchmarks.serving import serve_app
-        from ui.worker import WorkerPool
+        from ui.jobs.worker import WorkerPool
 
         pool = WorkerPool(store, max_workers=1, poll_s=0.5)
         demo, port = serve_app(store, pool, Path(tmp) / "exports")

@@ -12,10 +12,10 @@ from storage import StorageError
 
 from .. import service as svc
 from ..access import AccessDenied, require_owner
-from ..cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
-from ..export import ExportError, safe_name, write_bundle
-from ..figures import step_figure
-from ..safe_text import md_inline, md_text
+from ..views.cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
+from ..views.export import ExportError, safe_name, write_bundle
+from ..views.figure1 import step_figure
+from ..views.safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
 from .search import SearchTab

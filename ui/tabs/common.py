@@ -17,10 +17,10 @@ from storage import RunStore
 from uats_core.config import SearchConfig
 
 from ..choices import ServerChoices
-from ..figures import ViewOptions
-from ..safe_text import md_text
-from ..treedata import RunData
-from ..worker import WorkerPool
+from ..views.treefig import ViewOptions
+from ..views.safe_text import md_text
+from ..views.treedata import RunData
+from ..jobs.worker import WorkerPool
 from .treelod import LOD_JS
 
 PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"

@@ -15,16 +15,16 @@ from uats_core.config import UATS_METHODS
 
 from .. import service as svc
 from ..access import requester
-from ..decisions import decision_iteration, explain_node, explain_step
-from ..export import ExportError, safe_name, write_bundle
-from ..frontier import frontier_figure
-from ..safe_text import md_inline, md_text
-from ..shadow import explain_shadow
-from ..shadow_job import submit_shadow
-from ..treedata import RunData
-from ..uncertainty import (CHANGED_COLUMNS, Divergence, changed_table, changes_summary, counterpart,
+from ..views.decisions import decision_iteration, explain_node, explain_step
+from ..views.export import ExportError, safe_name, write_bundle
+from ..views.frontier import frontier_figure
+from ..views.safe_text import md_inline, md_text
+from ..jobs.shadow import explain_shadow
+from ..jobs.shadow_job import submit_shadow
+from ..views.treedata import RunData
+from ..views.uncertainty import (CHANGED_COLUMNS, Divergence, changed_table, changes_summary, counterpart,
                            decision_divergence, divergence_text)
-from ..worker import session_of
+from ..jobs.worker import session_of
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
 from .search import SearchTab

@@ -25,7 +25,7 @@ def export_controls(what: str, prefix: str) -> ExportControls:
     `-export` (the download, hidden until a zip is built)."""
     with gr.Row():
         name = gr.Textbox(label="export name (optional)", elem_id=f"{prefix}-export-name", scale=2)
-        # the zip holds JSON, an offline HTML page, a LaTeX table, PNG and SVG (ui.export)
+        # the zip holds JSON, an offline HTML page, a LaTeX table, PNG and SVG (ui.views.export)
         build = gr.Button(f"Build {what} export", elem_id=f"{prefix}-export-build", scale=2)
         download = gr.DownloadButton("Download", value=None, visible=False, elem_id=f"{prefix}-export", scale=1)
     return ExportControls(name=name, build=build, download=download)

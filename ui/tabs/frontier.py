@@ -13,8 +13,8 @@ import gradio as gr
 
 from storage import StorageError
 
-from ..decisions import decision_iteration, explain_node, explain_step
-from ..frontier import SORT_KEYS, frontier_figure
+from ..views.decisions import decision_iteration, explain_node, explain_step
+from ..views.frontier import SORT_KEYS, frontier_figure
 from .common import LIVE, AppContext, fig_json, plot_html
 
 PER_PAGE = ("25", "50", "100", "200")

@@ -13,8 +13,8 @@ from storage import StorageError
 
 from .. import service as svc
 from ..access import AccessDenied, require_owner
-from ..export import ExportError, export_path, render_image, safe_name, write_bundle
-from ..figure1 import export_size
+from ..views.export import ExportError, export_path, render_image, safe_name, write_bundle
+from ..views.figure1 import export_size
 from .common import AppContext, fig_json, notice
 from .search import SearchTab
 from .viewer import RunViewer

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from .. import service as svc
-from ..figures import cost_figure
+from ..views.charts import cost_figure
 from .common import LIVE, AppContext, fig_json, notice, skips
 from .search import SearchTab
 

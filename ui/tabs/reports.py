@@ -1,5 +1,5 @@
 """The Reports tab: an evaluation report and the A-UATS controller's training curves, read from a source
-picked from a server-side list (ui.report_sources: the committed results ledger by default, run logs); the
+picked from a server-side list (ui.views.report_sources: the committed results ledger by default, run logs); the
 browser sends a key from that list, never a path."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from storage import StorageError
 from uats_core.config import ConfigError
 
 from .. import service as svc
-from ..figures import training_curve_figure
-from ..report_sources import ReportSources
-from ..report_view import REPORT_FIGURES, report_view
+from ..views.charts import training_curve_figure
+from ..views.report_sources import ReportSources
+from ..views.report_view import REPORT_FIGURES, report_view
 from .common import AppContext, fig_json, notice, plot_html
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from uats_core.config import DROPOUT_MODES_HELP, PRM_KINDS
 
 from .. import service as svc
 from ..choices import EMBEDDED, ServerChoices
-from ..bigtree import FOCUS_CHOICES
+from ..views.bigtree import FOCUS_CHOICES
 from .common import DEFAULTS, LATEX, AppContext, plot_html
 from .runbar import build_run_bar, wire_run_bar
 

@@ -18,9 +18,9 @@ from uats_core.problems import Problem, ProblemError
 from .. import service as svc
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
 from ..access import AccessDenied, require_owner, requester
-from ..figures import cost_figure, knobs_figure
-from ..safe_text import md_inline, md_text
-from ..worker import QueueFull, RunRequest, request_dict, session_of
+from ..views.charts import cost_figure, knobs_figure
+from ..views.safe_text import md_inline, md_text
+from ..jobs.worker import QueueFull, RunRequest, request_dict, session_of
 from .common import LIVE, AppContext, fig_json, lines, notice, skips
 from .search import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer, fresh_run_state

@@ -11,9 +11,11 @@ import gradio as gr
 from storage import StorageError
 
 from .. import service as svc
-from ..cases import StepJudge
-from ..figures import ViewOptions, cost_figure, knobs_figure, step_figure, tree_figure
-from ..treedata import RunData, TreeState
+from ..views.cases import StepJudge
+from ..views.treefig import ViewOptions, tree_figure
+from ..views.charts import cost_figure, knobs_figure
+from ..views.figure1 import step_figure
+from ..views.treedata import RunData, TreeState
 from .common import AppContext, fig_json, frames_json, notice, skips, view_of, with_meta
 from .search import SearchTab
 

@@ -6,7 +6,7 @@ to re-evaluation (extra passes, B), then children are shared out over the R̄ th
 stands what R̄ of the first K0 passes alone would have done with the same C: the engine's own allocation
 (uats_core.allocation.softmax_shares with ν2), fed the R̄ before the extra passes. A candidate is listed
 when the gate sent it to re-evaluation, when its R̄ rank among the step's candidates moved after the extra
-passes, or when its children differ from R̄ alone. The statistics come from ui.decisions.step_candidates
+passes, or when its children differ from R̄ alone. The statistics come from ui.views.decisions.step_candidates
 (the stored "before" statistics, else the first K − extra passes), never from a formula of this module.
 
 Divergence of two runs is by decisions, not by trees: two methods start with different widths, so their

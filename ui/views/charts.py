@@ -1,5 +1,5 @@
 """Plotly figure dicts beside the tree: the per-iteration cost chart, the knobs a UATS run used per step,
-and A-UATS training curves (the inspector's Figure 1 is ui/figure1.py)."""
+and A-UATS training curves (the inspector's Figure 1 is ui/views/figure1.py)."""
 
 from __future__ import annotations
 

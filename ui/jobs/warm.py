@@ -5,7 +5,7 @@ A run's models are keyed by everything that shapes them (specs, kind, options, d
 reuses the loaded pair, a different one releases it first (one pair in memory per worker). Searches
 still write every event to the database as they go, so a cancelled or crashed run keeps its nodes.
 
-A worker runs jobs: a search (ui.worker.RunRequest) or shadow scoring (ui.shadow_job.ShadowRequest); each
+A worker runs jobs: a search (ui.jobs.worker.RunRequest) or shadow scoring (ui.jobs.shadow_job.ShadowRequest); each
 says which models it needs (`models_key`, `load_models`) and runs itself (`run`). A job whose end the worker
 could not write (the run log's disk full) is reported back, and the pool writes it once it can."""
 
@@ -38,7 +38,7 @@ def load_pair(req: Any) -> tuple[Any, Any]:
     from uats_core.config import SearchConfig
     from uats_core.runner import build_backends
 
-    from .choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, check_app_options
+    from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, check_app_options
 
     check_app_options(req.policy_opts, "policy_opts", APP_POLICY_OPTIONS)
     check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
@@ -147,7 +147,7 @@ def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: in
     """A warm worker's loop: take a job (or Warm) from `inbox`, run it, report on `outbox`:
     ("loaded", slot, key, loads) after a load, ("done", slot, job_id, unrecorded) after each job, where
     unrecorded is the (status, reason) its end could not be written with, or None. The worker ends with the
-    app (`parent_pid`, ui.lifeline)."""
+    app (`parent_pid`, ui.jobs.lifeline)."""
     from storage import RunStore
 
     from .lifeline import die_with_parent

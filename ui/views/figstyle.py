@@ -21,6 +21,7 @@ DECIDED_COLOUR = "rgba(255, 200, 0, 0.45)"
 NEW_COLOUR = "rgba(80, 160, 255, 0.35)"
 SHARED_COLOUR = "rgba(120, 120, 255, 0.25)"
 MATCH_COLOUR = "rgba(255, 120, 0, 0.55)"
+SHADOW_COLOUR = "#7b3294"  # shadow scores (passes the run never paid for): purple, apart from the run's own
 GLYPH_DX = (0.16, 0.40)  # glyph x extent right of its node, in layout units (siblings are >= 1 apart)
 GLYPH_HALF_HEIGHT = 0.36  # score 0..1 maps to y-0.36 .. y+0.36 (depth rows are 1 apart)
 RAIL_LIMIT = 600  # above this many shown nodes the grey 0..1 rails behind glyphs cost more than they tell

@@ -87,7 +87,7 @@ def _json_default(o: Any) -> Any:
 
 
 def to_latex(bundle: ExportBundle) -> str:
-    """A booktabs table snippet that compiles as it is (ui.latex: the packages it needs, math, symbols)."""
+    """A booktabs table snippet that compiles as it is (ui.views.latex: the packages it needs, math, symbols)."""
     return latex_table(bundle.table_header, bundle.table_rows, bundle.caption or bundle.name, bundle.name, _cell)
 
 

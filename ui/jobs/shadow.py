@@ -15,7 +15,7 @@ from uats_core.config import SearchConfig
 from uats_core.estimation import OODGate, mc_stats
 from uats_core.protocols import Trace
 
-from .treedata import RunData
+from ..views.treedata import RunData
 
 BATCH = 64
 
@@ -23,7 +23,7 @@ BATCH = 64
 def load_shadow_prm(prm_spec: str | None = None, prm_kind: str | None = None, dropout_p: float | None = None,
                     dropout_mode: str | None = None) -> Any:
     """The PRM for shadow passes (empty spec: the embedded arithmetic PRM). Loaded in a worker of the app's
-    pool (ui.shadow_job), whose model cache keeps it for the next job with the same spec."""
+    pool (ui.jobs.shadow_job), whose model cache keeps it for the next job with the same spec."""
     from uats_core.backends import load_prm
     from uats_core.backends.plan import plan_models
 
@@ -86,7 +86,7 @@ def run_shadow(store: Any, run_id: str, prm: Any, k: int = 7,
 def explain_shadow(data: RunData, node_id: int, shadow: Mapping[int, Mapping[str, Any]]) -> str:
     """What the shadow passes say about a node and its step (HTML): would UATS have called it OOD and
     re-evaluated it, and how much of this run's width went to candidates the passes find OOD."""
-    from .decisions import decision_iteration
+    from ..views.decisions import decision_iteration
 
     row = shadow.get(node_id)
     if not row:

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ShadowRequest:
-    """One shadow scoring job, picklable for the worker; the same job interface as ui.worker.RunRequest."""
+    """One shadow scoring job, picklable for the worker; the same job interface as ui.jobs.worker.RunRequest."""
 
     job_id: str
     run_id: str
@@ -67,7 +67,7 @@ def execute_shadow(req: ShadowRequest, cache: ModelCache, store: RunStore) -> Un
     """Run one job in this worker: load (or reuse) the PRM, score batch by batch, write progress and rows;
     a cancel lands between batches and between the PRM's pass groups. Returns an end it could not write."""
     from .shadow import run_shadow, shadow_candidates
-    from .treedata import RunData
+    from ..views.treedata import RunData
 
     def end(reason: str | None, status: str) -> None:
         end_shadow_job(store, req.job_id, status, reason)
@@ -99,7 +99,7 @@ def submit_shadow(store: RunStore, pool: Any, run_id: str, k: Any, prm: str | No
                   session: str | None = None) -> str:
     """Check the job against the limits, then queue it on the pool (its row written only once the pool's
     queue limits admit it). Its id. ConfigError (or QueueFull) names the field to fix."""
-    from .treedata import RunData
+    from ..views.treedata import RunData
     from .shadow import shadow_candidates
 
     if isinstance(k, float) and k.is_integer():

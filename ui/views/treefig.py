@@ -14,9 +14,8 @@ from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, DETAIL_LIMIT, 
                        MIN_X_SPAN, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RIGHT_COLOUR, SHARED_COLOUR, WRONG_COLOUR,
                        fmt_number)
 from .layout import tidy_layout
-from .shadowfig import shadow_traces
 from .treedata import TERMINAL, TreeState
-from .treeglyphs import glyph_meta, glyph_traces, legend_keys
+from .treeglyphs import glyph_meta, glyph_traces, legend_keys, shadow_traces
 
 Pos = Mapping[int, tuple[float, float]]
 
@@ -325,7 +324,7 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
                 shared_keys: set[tuple[str, ...]] | None = None, height: int | None = None,
                 show_colorbar: bool = True, shadow: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The search tree as a Plotly figure dict (data, layout, config, meta); `shadow`: shadow scores by
-    node id, drawn apart (ui.shadowfig)."""
+    node id, drawn apart (treeglyphs.shadow_traces)."""
     view = view or ViewOptions()
     cmin, cmax = colour_range
     shown, matching, hidden_below = visible_nodes(state, view)

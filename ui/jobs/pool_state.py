@@ -1,4 +1,4 @@
-"""The worker pool's bookkeeping (ui.worker.WorkerPool is assembled from it): its workers, what they report,
+"""The worker pool's bookkeeping (ui.jobs.worker.WorkerPool is assembled from it): its workers, what they report,
 the jobs of workers that died, and the ends of jobs that could not be written yet.
 
 Every run-log access here survives a failing database (a full disk): it is logged once, in one line, the
@@ -19,7 +19,7 @@ from storage import RunStore
 
 from .warm import STOP, Unrecorded
 
-log = logging.getLogger("ui.worker")
+log = logging.getLogger("ui.jobs.worker")
 
 T = TypeVar("T")
 LIVE = ("queued", "running")
@@ -39,7 +39,7 @@ class Slot:
 
 class PoolState:
     """The base of WorkerPool, which supplies the lock, the outbox, the queue and the limits; every method
-    here runs under the lock. Jobs are ui.worker.RunRequest or ui.shadow_job.ShadowRequest."""
+    here runs under the lock. Jobs are ui.jobs.worker.RunRequest or ui.jobs.shadow_job.ShadowRequest."""
 
     _lock: threading.Lock
     _outbox: Any

@@ -12,8 +12,7 @@ from typing import Any, Mapping, Sequence
 from uats_core.records import Decision
 
 from .decisions import Candidate, step_candidates
-from .figstyle import OOD_COLOUR, colour_for
-from .shadowfig import SHADOW_COLOUR
+from .figstyle import OOD_COLOUR, SHADOW_COLOUR, colour_for
 from .treedata import RunData
 
 SORT_KEYS = {"R̄ (mean)": "mean", "σ² (variance)": "var", "R̂ (UCB)": "ucb"}
@@ -53,7 +52,7 @@ def frontier_figure(data: RunData, t: int, *, sort_by: str = "mean", page: int |
                     selected: int | None = None, siblings_only: bool = False,
                     shadow: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any] | None:
     """The frontier of iteration t as a figure dict, or None when the step has no scored candidate;
-    `shadow` rows (ui.shadow) add a purple box of the shadow passes under each candidate's own. page=None:
+    `shadow` rows (ui.jobs.shadow) add a purple box of the shadow passes under each candidate's own. page=None:
     the page holding the selected node."""
     cands, state = frontier_rows(data, t, sort_by, selected if siblings_only else None)
     if not cands:

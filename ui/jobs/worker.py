@@ -44,7 +44,7 @@ class RunRequest:
     prm_opts: dict[str, Any] = field(default_factory=dict)
     world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
 
-    # -- the job interface the pool and the worker use (ui.shadow_job.ShadowRequest has the same) -----
+    # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
     @property
     def job_id(self) -> str:
         return self.run_id
@@ -104,7 +104,7 @@ class PoolLimits:
 
 
 class WorkerPool(PoolState):
-    """Runs jobs in warm worker processes (ui.warm: each keeps its last models loaded between jobs), queues
+    """Runs jobs in warm worker processes (ui.jobs.warm: each keeps its last models loaded between jobs), queues
     the rest in the database as 'queued', and notices a worker that died (its job is marked failed).
     `prewarm`: a RunRequest whose models the workers of a compare pair load at once, so even the first run
     (or pair) starts warm."""
@@ -126,7 +126,7 @@ class WorkerPool(PoolState):
         self._wake = threading.Event()
         self._released = threading.Event()  # the pool's thread may end (its workers' kernel guard goes with it)
         self._ticked_last = threading.Event()
-        # Started from the pool's thread (ui.lifeline: Linux kills a worker when the thread that started it
+        # Started from the pool's thread (ui.jobs.lifeline: Linux kills a worker when the thread that started it
         # ends), which also pre-warms, so spawning the interpreter never holds up the app's start.
         self._thread = threading.Thread(target=self._loop, args=(poll_s, prewarm), name="uats-worker-pool", daemon=True)
         if drive:
