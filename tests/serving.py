@@ -31,9 +31,9 @@ def form_args(client: Any, api_name: str = "/on_run", **values: Any) -> dict[str
     """Every argument of an endpoint that reads the page's form or view filters (/on_run, /on_pair, /open_run,
     ...): `values`, else the component's default, else the embedded world's first problem, no question typed
     and no search text."""
-    from ui import service as svc
+    from ui.choices import ARITH
 
-    fallback = {"dataset": svc.ARITH, "dataset_path": "", "problem": "arith-test-0", "free_question": "",
+    fallback = {"dataset": ARITH, "dataset_path": "", "problem": "arith-test-0", "free_question": "",
                 "free_answer": "", "policy": "", "prm": "", "policy_opts": "", "prm_opts": "", "search": ""}
     params = client.view_api(return_format="dict", print_info=False)["named_endpoints"][api_name]["parameters"]
     out = {}

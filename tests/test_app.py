@@ -10,7 +10,10 @@ import pytest
 
 import app
 from storage import RunStore, StorageError
-from ui import service as svc
+from ui.choices import AIME24, ARITH, MATH500
+from ui.tabs.run_form import ARITH_PROBLEMS_SHOWN, build_config, dataset_problems, pick_problem, problem_choices
+from ui.views.comparison import compare_rows, find_partner
+from ui.views.run_status import run_status_md
 from ui.views.treedata import RunData
 from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 from uats_core.config import SearchConfig
@@ -28,7 +31,7 @@ def _form(**over) -> dict:
 
 
 def test_form_defaults_are_the_papers() -> None:
-    cfg = svc.build_config(_form())
+    cfg = build_config(_form())
     assert cfg == SearchConfig(method="h-uats", budget=16, seed=0)
     assert isinstance(cfg.budget, int) and isinstance(cfg.k0, int)
 
@@ -44,28 +47,28 @@ def test_form_defaults_are_the_papers() -> None:
 ])
 def test_bad_form_values_name_the_field(field, value, needle) -> None:
     with pytest.raises(ConfigError) as exc:
-        svc.build_config(_form(**{field: value}))
+        build_config(_form(**{field: value}))
     assert needle in str(exc.value) and exc.value.field == field
 
 
 def test_datasets_and_problems() -> None:
-    arith = svc.dataset_problems(svc.ARITH)
-    assert len(arith) == svc.ARITH_PROBLEMS_SHOWN and arith[0].id == "arith-test-0"
-    assert svc.pick_problem(arith, "arith-test-3").id == "arith-test-3"
-    assert svc.pick_problem(arith, "2").id == "arith-test-2"
+    arith = dataset_problems(ARITH)
+    assert len(arith) == ARITH_PROBLEMS_SHOWN and arith[0].id == "arith-test-0"
+    assert pick_problem(arith, "arith-test-3").id == "arith-test-3"
+    assert pick_problem(arith, "2").id == "arith-test-2"
     with pytest.raises(ProblemError, match="unknown problem"):
-        svc.pick_problem(arith, "arith-test-99999")
+        pick_problem(arith, "arith-test-99999")
     for name in ("/no/such/file.jsonl", "JSONL file or hub name", "math500", "", None):
         with pytest.raises(ProblemError, match="^dataset: not one of the problem sets this server offers"):
-            svc.dataset_problems(name)
-    choices = svc.problem_choices(arith[:3])
+            dataset_problems(name)
+    choices = problem_choices(arith[:3])
     assert choices[0][1] == "arith-test-0" and choices[0][0].startswith("arith-test-0 · ")
 
 
 def test_shipped_datasets_load_from_their_files() -> None:
-    math500 = svc.dataset_problems(svc.MATH500)
+    math500 = dataset_problems(MATH500)
     assert len(math500) == 500 and math500[0].answer
-    aime = svc.dataset_problems(svc.AIME24)
+    aime = dataset_problems(AIME24)
     assert len(aime) == 30
 
 
@@ -75,11 +78,11 @@ def test_partner_and_compare_rows() -> None:
         record_synthetic(store, rid, n_nodes=60, seed=3 if rid != "b1" else 4, method=method)
         # same problem; seeds stored as given by the synthetic stream (seed argument above is ignored there)
     a = store.get_run("a1")
-    partner = svc.find_partner(store, a)
+    partner = find_partner(store, a)
     assert partner in ("b1", "c1")
-    rows, div = svc.compare_rows(RunData.load(store, "a1"), RunData.load(store, "b1"))
+    rows, div = compare_rows(RunData.load(store, "a1"), RunData.load(store, "b1"))
     assert [r[1] for r in rows] == ["h-uats", "rebase"] and div is None  # no step in common (random steps)
-    assert "finished" in svc.run_status_md(a) and "answer" in svc.run_status_md(a)
+    assert "finished" in run_status_md(a) and "answer" in run_status_md(a)
 
 
 def test_unknown_run_id_message() -> None:
@@ -94,7 +97,7 @@ def test_worker_that_fails_marks_its_run_failed(tmp_path: Path) -> None:
     """A real spawned worker: a model path that does not exist fails at load, before RunStarted; the pool
     must leave the run 'failed' with the loader's message, not 'queued' forever."""
     store = RunStore(str(tmp_path / "runs.db"))
-    prob = svc.dataset_problems(svc.ARITH)[0]
+    prob = dataset_problems(ARITH)[0]
     cfg = SearchConfig(budget=4, max_iterations=2)
     run_id = uuid.uuid4().hex
     store.register_run(run_id, method=cfg.method, problem_id=prob.id, question=prob.question, gold_answer=prob.answer,
@@ -117,7 +120,7 @@ def test_cancel_while_queued(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, max_workers=1, poll_s=3600)  # no background ticks: this test drives pump()
     try:
-        prob = svc.dataset_problems(svc.ARITH)[0]
+        prob = dataset_problems(ARITH)[0]
         cfg = SearchConfig(budget=4)
         ids = []
         for _ in range(2):

@@ -134,17 +134,17 @@ def test_small_calibrate_and_uncertainty_runs(tmp_path: Path, capsys):
 
 @pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
 def test_app_form_accepts_tau_auto_and_logs_a_number():
-    from ui import service as svc
+    from ui.tabs.run_form import search_config
 
     form = {"method": "h-uats", "budget": 16.0, "seed": 0.0, "k0": 7.0, "dropout_p": 0.1, "dropout_mode": "last:2",
             "alpha": 0.3, "tau": "auto:0.8", "delta": 0.04, "nu1": 0.5, "nu2": 0.2, "cost_ratio": 18.0,
             "max_iterations": 40.0, "reeval_share": 0.1, "uncertainty": "var", "uncertainty_space": "logit"}
-    cfg = svc.search_config(form)
+    cfg = search_config(form)
     entry = load_calibration(PRM_DIR / CALIBRATION_NAME)["uncertainty"]["last:2|p=0.1|logit"]
     assert cfg.tau == pytest.approx(float(np.quantile(entry["variances"], 0.8)))
-    assert svc.search_config({**form, "tau": "0.003"}).tau == 0.003  # the text box hands numbers over as text
+    assert search_config({**form, "tau": "0.003"}).tau == 0.003  # the text box hands numbers over as text
     with pytest.raises(ConfigError) as err:
-        svc.search_config({**form, "tau": "auto:2"})
+        search_config({**form, "tau": "auto:2"})
     assert err.value.field == "tau"
 
 

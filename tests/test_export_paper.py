@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ui import service as svc
+from ui.views.bundles import case_bundle, compare_bundle, run_bundle
+
+from ui.views.comparison import compare_figures
 from ui.views.export import ExportBundle, render_image, to_latex
 from ui.views.latex import PREAMBLE, latex_text
 
@@ -54,7 +56,7 @@ def overfull_pt(log: str) -> float:
 def test_every_bundle_compiles_with_its_math_and_symbols(runs, tmp_path: Path) -> None:
     a, b = runs
     nid = next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None)
-    bundles = [svc.run_bundle(a), svc.compare_bundle(a, b), svc.case_bundle(a, nid)]
+    bundles = [run_bundle(a), compare_bundle(a, b), case_bundle(a, nid)]
     for bundle in bundles:
         tex = to_latex(bundle)
         head = tex.split("\\toprule\n")[1].split(" \\\\")[0].split(" & ")
@@ -109,11 +111,11 @@ def test_image_legends_name_every_kind_of_mark(runs) -> None:
     # the baseline (B) alone shadow-scored, as the Compare tab does: its marks exist only in tree B
     shadow_b = {i: {"mean": 0.5, "var": 0.02 if i % 2 else 0.0001, "mc_scores": [0.4, 0.6, 0.5], "ood": bool(i % 2),
                     "tau": 0.003} for i in b.nodes if i != 0}
-    bundle = svc.compare_bundle(a, b, shadows=(None, shadow_b))
-    fa, fb, _ = svc.compare_figures(a, b, None, height=700, shadows=(None, shadow_b))
+    bundle = compare_bundle(a, b, shadows=(None, shadow_b))
+    fa, fb, _ = compare_figures(a, b, None, height=700, shadows=(None, shadow_b))
     wanted = _legend_names(fa) | _legend_names(fb)
     assert {"shadow ID", "shadow OOD (σ² > τ, not spent)"} <= wanted
-    for caption, fig in [bundle.figures[0], *svc.run_bundle(a).figures]:
+    for caption, fig in [bundle.figures[0], *run_bundle(a).figures]:
         svg = render_image(fig, "svg").decode("utf-8")
         shown = {html.unescape(re.sub(r"<[^>]+>", "", m))
                  for m in re.findall(r'class="legendtext"[^>]*>(.*?)</text>', svg)}

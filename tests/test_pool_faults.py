@@ -22,7 +22,8 @@ from storage.liveness import pid_alive, process_gone, this_process
 from tests.doubles import DiskFullDouble
 from tests.polling import until
 from uats_core.config import SearchConfig
-from ui import service as svc
+from ui.choices import ARITH
+from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
 from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
@@ -33,12 +34,13 @@ _SERVER = textwrap.dedent("""
     import json, sys, time, uuid
     from storage import RunStore
     from uats_core.config import SearchConfig
-    from ui import service as svc
+    from ui.choices import ARITH
+    from ui.tabs.run_form import dataset_problems
     from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
     store = RunStore(sys.argv[1])
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
-    prob = svc.dataset_problems(svc.ARITH)[0]
+    prob = dataset_problems(ARITH)[0]
     cfg = SearchConfig(budget=4, max_iterations=5).to_dict()
     run_id = uuid.uuid4().hex
     store.register_run(run_id, method=cfg["method"], problem_id=prob.id, question=prob.question, config=cfg, paused=True)
@@ -97,7 +99,7 @@ def test_a_restart_ends_the_runs_of_a_dead_server_even_with_a_live_worker(tmp_pa
 
 
 def _req(store: RunStore, **cfg: Any) -> RunRequest:
-    prob = svc.dataset_problems(svc.ARITH)[0]
+    prob = dataset_problems(ARITH)[0]
     config = SearchConfig(**{"budget": 4, "max_iterations": 2, **cfg}).to_dict()
     req = RunRequest(run_id=uuid.uuid4().hex, db=store.location, problem=request_dict(prob), config=config)
     store.register_run(req.run_id, method=config["method"], problem_id=prob.id, question=prob.question, config=config)
@@ -162,11 +164,12 @@ _FULL_DISK = textwrap.dedent("""
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", d], check=True)
     from storage import RunStore
     from uats_core.config import SearchConfig
-    from ui import service as svc
+    from ui.choices import ARITH
+    from ui.tabs.run_form import dataset_problems
     from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
     store = RunStore(os.path.join(d, "runs.db"))
-    prob = svc.dataset_problems(svc.ARITH)[0]
+    prob = dataset_problems(ARITH)[0]
     cfg = SearchConfig(budget=4, max_iterations=2).to_dict()
     reqs = []
     for _ in range(2):

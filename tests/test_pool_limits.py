@@ -15,13 +15,14 @@ from tests.polling import until
 from tests.pool_requests import register_request
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
-from ui import service as svc
+from ui.choices import ARITH
+from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
 from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, request_dict
 
 
 def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: Any) -> RunRequest:
-    prob = svc.dataset_problems(svc.ARITH)[0]
+    prob = dataset_problems(ARITH)[0]
     config = SearchConfig(**{"budget": 4, "max_iterations": 3, **cfg})
     req = RunRequest(run_id=uuid.uuid4().hex, db=store.location, problem=request_dict(prob), config=config.to_dict())
     if register:

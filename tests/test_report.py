@@ -255,7 +255,7 @@ def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothi
 
 
 def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> None:
-    from ui import service as svc
+    from ui.views.report_view import curve_choices, curve_rows
     from ui.views.charts import training_curve_figure
     from ui.views.report_sources import ReportSources
 
@@ -266,8 +266,8 @@ def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> N
                                                   "mean_cost": 100.0 + rnd})
     store.close()
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
-    assert "controller-x-seed0" in svc.curve_choices(sources, db.name)
-    rows = svc.curve_rows(sources, db.name, "controller-x-seed0")
+    assert "controller-x-seed0" in curve_choices(sources, db.name)
+    rows = curve_rows(sources, db.name, "controller-x-seed0")
     fig = training_curve_figure(rows, window=10)
     assert fig["meta"]["rounds"] == 30
     reward_smooth = fig["data"][1]

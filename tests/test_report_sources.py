@@ -118,12 +118,12 @@ def test_only_files_directly_in_the_reports_folder_are_listed_and_opened(tmp_pat
 
 
 def test_a_shipped_curve_name_cannot_leave_the_models_folder(tmp_path: Path) -> None:
-    from ui import service as svc
+    from ui.views.report_view import curve_rows
 
     sources = ReportSources(RunStore("sqlite://"), None)
     for name in ("shipped: ../../../etc", "shipped: x/../../..", "shipped: nope"):
         with pytest.raises(ConfigError, match="^training curve: no shipped curve"):
-            svc.curve_rows(sources, RUN_LOG, name)
+            curve_rows(sources, RUN_LOG, name)
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,8 @@ import json
 from storage import RunStore
 from storage.shadow import read_shadow
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
-from ui import service as svc
+from ui.views.bundles import compare_bundle
+from ui.views.comparison import compare_figures
 from ui.views.export import to_latex
 from ui.views.frontier import frontier_figure
 from ui.jobs.shadow import explain_shadow, run_shadow
@@ -46,7 +47,7 @@ def test_shadow_rows_are_stored_apart_and_leave_the_run_alone() -> None:
     assert "shadow" in text and "&lt;b&gt;prm" in text and "children" in text
     fig = frontier_figure(data, 2, shadow=rows)
     assert any(t.get("name") == "shadow" for t in fig["data"])
-    tree = svc.compare_figures(RunData.load(store, _pair(store)[0]), data, None, shadows=(None, rows))[1]
+    tree = compare_figures(RunData.load(store, _pair(store)[0]), data, None, shadows=(None, rows))[1]
     assert tree["meta"]["shadow"] == len(rows)
     store.delete_run(rb)
     assert read_shadow(store, rb) == {}
@@ -57,7 +58,7 @@ def test_compare_export_holds_both_trees_and_formats_numbers() -> None:
     for rid, m in (("a" * 32, "h-uats"), ("b" * 32, "rebase")):
         record_synthetic(store, rid, n_nodes=120, seed=4, method=m)
     a, b = RunData.load(store, "a" * 32), RunData.load(store, "b" * 32)
-    bundle = svc.compare_bundle(a, b, shadows=({}, {3: {"node_id": 3, "mean": 0.5, "var": 0.01, "mc_scores": [0.4, 0.6]}}))
+    bundle = compare_bundle(a, b, shadows=({}, {3: {"node_id": 3, "mean": 0.5, "var": 0.01, "mc_scores": [0.4, 0.6]}}))
     data = json.loads(json.dumps(bundle.data, default=str))
     assert len(data["a_nodes"]) == len(a.nodes) and len(data["b_nodes"]) == len(b.nodes)
     assert data["a_iterations"] and data["b_shadow"][0]["node_id"] == 3

@@ -61,7 +61,7 @@ def test_an_older_run_log_without_logit_columns_still_opens(tmp_path: Path) -> N
 
 def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) -> None:
     from ui.views.figure1 import step_figure
-    from ui.service import node_details_md
+    from ui.views.node_details import node_details_md
     from ui.views.treedata import RunData
 
     store = RunStore(str(tmp_path / "runs.db"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
-from ui import service as svc
+from ui.views.bundles import case_bundle, compare_bundle, run_bundle
 from ui.views.cases import mine_cases
 from ui.views.export import ExportError, export_path, latex_escape, safe_name, to_html, to_latex, write_bundle
 from ui.views.treedata import RunData
@@ -41,7 +41,7 @@ def test_safe_names_stay_inside(tmp_path: Path) -> None:
 
 def test_latex_is_escaped_and_html_is_standalone(runs) -> None:
     a, _ = runs
-    bundle = svc.run_bundle(a, name="t1")
+    bundle = run_bundle(a, name="t1")
     tex = to_latex(bundle)
     assert tex.startswith("% needs \\usepackage{booktabs}") and "\n\\begin{table}" in tex
     assert "\\toprule" in tex and "\\bottomrule" in tex
@@ -53,7 +53,7 @@ def test_latex_is_escaped_and_html_is_standalone(runs) -> None:
 
 def test_run_bundle_zip_round_trip(runs, tmp_path: Path) -> None:
     a, _ = runs
-    path = write_bundle(svc.run_bundle(a), tmp_path, images=False)
+    path = write_bundle(run_bundle(a), tmp_path, images=False)
     assert path.parent == tmp_path.resolve() and path.name == "run-aaaa1111.zip"
     with zipfile.ZipFile(path) as zf:
         names = set(zf.namelist())
@@ -66,13 +66,13 @@ def test_run_bundle_zip_round_trip(runs, tmp_path: Path) -> None:
 
 def test_compare_and_case_bundles(runs, tmp_path: Path) -> None:
     a, b = runs
-    cmp = svc.compare_bundle(a, b)
+    cmp = compare_bundle(a, b)
     assert cmp.data["first_divergence"] is None and len(cmp.table_rows) == 2
     assert [r["node_id"] for r in cmp.data["uncertainty_changed"]["a"]] == [c.node_id for c in uncertainty_changes(a)]
     assert "decided by both runs" in cmp.caption
     assert cmp.figures[0][1]["layout"]["xaxis2"]["domain"][0] > 0.5  # side by side
     nid = next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None)
-    case = svc.case_bundle(a, nid)
+    case = case_bundle(a, nid)
     assert case.data["node"]["id"] == nid and case.data["trace"][-1] == a.nodes[nid]["step"]
     path = write_bundle(case, tmp_path, images=False)
     with zipfile.ZipFile(path) as zf:
@@ -82,7 +82,7 @@ def test_compare_and_case_bundles(runs, tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install -y chromium)")
 def test_png_and_svg_through_kaleido(runs, tmp_path: Path) -> None:
     a, _ = runs
-    store_cases = svc.case_bundle(a, next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None))
+    store_cases = case_bundle(a, next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None))
     path = write_bundle(store_cases, tmp_path, images=True)
     with zipfile.ZipFile(path) as zf:
         png = zf.read(f"{store_cases.name}.png")
@@ -97,5 +97,5 @@ def test_cases_table_in_a_case_export(runs) -> None:
     record_synthetic(store, "cc", n_nodes=80, seed=2)
     pools = mine_cases(store, per_quadrant=2)
     nid = next(c.node_id for cs in pools.values() for c in cs)
-    bundle = svc.case_bundle(RunData.load(store, "cc"), nid, others=pools)
+    bundle = case_bundle(RunData.load(store, "cc"), nid, others=pools)
     assert bundle.table_rows and all(r[0] in pools for r in bundle.table_rows)

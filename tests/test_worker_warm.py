@@ -15,13 +15,14 @@ from storage import RunStore
 from uats_core.config import SearchConfig
 from tests.doubles import WorkerPoolDouble
 from tests.pool_requests import register_request
-from ui import service as svc
+from ui.choices import ARITH
+from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute, model_key
 from ui.jobs.worker import RunRequest, WorkerPool, request_dict
 
 
 def _req(run_id: str = "r", **kw: Any) -> RunRequest:
-    prob = svc.dataset_problems(svc.ARITH)[0]
+    prob = dataset_problems(ARITH)[0]
     cfg = kw.pop("config", SearchConfig(budget=4, max_iterations=3))
     return RunRequest(run_id=run_id, db="sqlite://", problem=request_dict(prob), config=cfg.to_dict(), **kw)
 
@@ -90,7 +91,7 @@ def test_an_app_run_validates_its_config_once(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(SearchConfig, "validate", spy)
     defaults = SearchConfig(budget=4, max_iterations=3).to_dict()
     form = {**{k: defaults[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": "", "dataset": svc.ARITH, "dataset_path": "", "problem": "arith-test-0",
+            "policy_opts": "", "prm_opts": "", "dataset": ARITH, "dataset_path": "", "problem": "arith-test-0",
             "free_question": "", "free_answer": ""}
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPoolDouble()

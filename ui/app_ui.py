@@ -16,7 +16,11 @@ import gradio as gr
 
 from storage import RunStore
 
-from . import service as svc
+from .choices import ARITH
+
+from .views.comparison import COMPARE_COLUMNS
+
+from .views.run_status import RUN_COLUMNS
 from .choices import ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
 from .views.report_sources import ReportSources
@@ -45,7 +49,7 @@ CSS = """
 #brand p { margin-top: 2px; color: #555; }
 """ + LINKS_CSS + RUN_BAR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
-TABLES = {"cmp-table": svc.COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "runs-table": svc.RUN_COLUMNS,
+TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "runs-table": RUN_COLUMNS,
           "cases-table": CASE_COLUMNS}
 
 
@@ -54,7 +58,7 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
     """Events that span tabs: the first load fills the problem list, runs and pickers; switching tabs
     refreshes the runs, the compare pickers and the training curves."""
     def on_load(s, cs):
-        ds_out = list(dataset_view(ctx.choices, svc.ARITH))
+        ds_out = list(dataset_view(ctx.choices, ARITH))
         if not ds_out[2].get("visible"):  # nothing wrong: leave the message line to a link's message
             ds_out[2] = gr.skip()
         listed = runs.list_runs("(any)", "(any)", "(any)")

@@ -42,7 +42,7 @@ def load_pair(req: Any) -> tuple[Any, Any]:
 
     check_app_options(req.policy_opts, "policy_opts", APP_POLICY_OPTIONS)
     check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
-    config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.service.build_config)
+    config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.tabs.run_form.build_config)
     return build_backends(req.policy, req.prm, config, prm_kind=req.prm_kind, policy_opts=req.policy_opts,
                           prm_opts=req.prm_opts, world_problem=req.world_problem)
 
@@ -110,7 +110,7 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
         from uats_core.problems import Problem
         from uats_core.runner import prepare_search
 
-        config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.service.build_config)
+        config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.tabs.run_form.build_config)
         problem = Problem(**req.problem)
         if store.cancel_requested(req.run_id):
             store.mark_failed(req.run_id, "cancelled before the search started", status="cancelled")

@@ -10,7 +10,9 @@ import gradio as gr
 
 from storage import StorageError
 
-from .. import service as svc
+from ..views.bundles import case_bundle
+
+from ..views.node_details import node_details_md
 from ..access import AccessDenied, require_owner
 from ..views.cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
 from ..views.export import ExportError, safe_name, write_bundle
@@ -130,7 +132,7 @@ class _Cases:
         case = _case_of(cstate, run_id, nid)
         md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
               f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
-              if case else "") + svc.node_details_md(state, nid, judge)
+              if case else "") + node_details_md(state, nid, judge)
         return (fig_json(fig), md, bool(star and star["starred"]), (star or {}).get("note", ""), export_stale(),
                 notice(""))
 
@@ -148,7 +150,7 @@ class _Cases:
             return export_stale(), notice("select a case first, then build its export")
         run_id, nid = cstate["current"]
         try:
-            bundle = svc.case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
+            bundle = case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
                                      name=safe_name(name) if (name or "").strip() else None,
                                      star=self.ctx.store.get_star(run_id, nid))
             path = write_bundle(bundle, self.ctx.export_dir)

@@ -13,7 +13,11 @@ from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 from uats_core.config import UATS_METHODS
 
-from .. import service as svc
+from ..views.bundles import compare_bundle
+
+from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
+
+from ..views.run_status import outcome, run_label
 from ..access import requester
 from ..views.decisions import decision_iteration, explain_node, explain_step
 from ..views.export import ExportError, safe_name, write_bundle
@@ -75,7 +79,7 @@ def _layout() -> _Parts:
         c["cmp_load"] = gr.Button("Compare", variant="primary", elem_id="cmp-load", scale=1)
         c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE (form settings)", elem_id="cmp-pair", scale=2)
     c["cmp_summary"] = gr.Markdown("", elem_id="cmp-summary")
-    c["cmp_table"] = gr.Dataframe(headers=svc.COMPARE_COLUMNS, interactive=False, elem_id="cmp-table", wrap=True)
+    c["cmp_table"] = gr.Dataframe(headers=COMPARE_COLUMNS, interactive=False, elem_id="cmp-table", wrap=True)
     gr.Markdown("**Decisions uncertainty changed**: the UATS candidates the OOD gate and the δ test sent to "
                 "re-evaluation, those whose R̄ rank moved after the extra passes, and those whose children differ "
                 "from what R̄ of the first K0 passes alone would have given (same C). Click a row: its node in "
@@ -113,9 +117,9 @@ def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float
     and the shared colour scale."""
     same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
             and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
-    return (f"**{md_text(a.run.get('method'))}** ({svc.outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
+    return (f"**{md_text(a.run.get('method'))}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
             f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(b.run.get('method'))}** "
-            f"({svc.outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
+            f"({outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
             f"{float(b.run.get('cost') or 0):,.0f}) · "
             + f"{divergence_text(div)} · {changes_summary(a, b)}"
             + f" · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
@@ -130,7 +134,7 @@ class _Compare:
         self.ctx = ctx
 
     def run_choices(self) -> list[tuple[str, str]]:
-        return [(svc.run_label(r), r["run_id"]) for r in self.ctx.store.list_runs(limit=300)]
+        return [(run_label(r), r["run_id"]) for r in self.ctx.store.list_runs(limit=300)]
 
     def shadows(self, cs: dict[str, Any]) -> tuple[dict[int, Any], dict[int, Any]]:
         return read_shadow(self.ctx.store, cs["a"]), read_shadow(self.ctx.store, cs["b"])
@@ -138,9 +142,9 @@ class _Compare:
     def compare_view(self, cs: dict[str, Any], t: int | None) -> tuple[Any, ...]:
         a, b = self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"])
         sel = cs.get("selected") or {}
-        fa, fb, crange = svc.compare_figures(a, b, t, shadows=self.shadows(cs),
+        fa, fb, crange = compare_figures(a, b, t, shadows=self.shadows(cs),
                                              selected=(sel.get("a"), sel.get("b")))
-        rows, _ = svc.compare_rows(a, b)
+        rows, _ = compare_rows(a, b)
         changed, cs["changed"] = changed_table(a, b)
         mx = max(1, a.max_iteration, b.max_iteration)
         return (fig_json(fa), fig_json(fb), _summary(a, b, decision_divergence(a, b), crange), gr.update(value=rows),
@@ -162,7 +166,7 @@ class _Compare:
         if not cs.get("a") or not cs.get("b"):
             return export_stale(), notice("compare two runs first, then build their export")
         try:
-            bundle = svc.compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
+            bundle = compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
                                         name=safe_name(name) if (name or "").strip() else None,
                                         shadows=self.shadows(cs))
             path = write_bundle(bundle, self.ctx.export_dir)
@@ -302,7 +306,7 @@ class _Compare:
         b = cs.get("b")
         if a is None and s.get("run_id"):
             a = s["run_id"]
-            b = svc.find_partner(self.ctx.store, self.ctx.store.get_run(a))
+            b = find_partner(self.ctx.store, self.ctx.store.get_run(a))
         return gr.update(choices=choices, value=a), gr.update(choices=choices, value=b)
 
 

@@ -11,7 +11,7 @@ import gradio as gr
 
 from storage import StorageError
 
-from .. import service as svc
+from ..views.bundles import run_bundle
 from ..access import AccessDenied, require_owner
 from ..views.export import ExportError, export_path, render_image, safe_name, write_bundle
 from ..views.figure1 import export_size
@@ -25,7 +25,7 @@ def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None) -> tup
     if not run_id:
         return gr.update(value=None), ""
     data = ctx.cache.get(run_id)
-    bundle = svc.run_bundle(data, name=safe_name(name) if (name or "").strip() else None,
+    bundle = run_bundle(data, name=safe_name(name) if (name or "").strip() else None,
                             stars=ctx.store.list_stars(run_id))
     path = write_bundle(bundle, ctx.export_dir)
     return gr.update(value=str(path), label=f"Download {path.name}"), f"export ready: {path.name}"

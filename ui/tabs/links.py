@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from .. import service as svc
+from ..views.run_status import outcome, run_label, run_status_md
 from ..views.charts import cost_figure
 from .common import LIVE, AppContext, fig_json, notice, skips
 from .search import SearchTab
@@ -113,7 +113,7 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchTab) -> None:
         s["selected"] = None if missing else node
         out[1] = notice(missing or "")
         fig, data, state = viewer.draw_tree(s, view)
-        out[2], out[3] = fig, svc.run_status_md(data.run, state)
+        out[2], out[3] = fig, run_status_md(data.run, state)
         out[4] = viewer.slider_update(data, s.get("t"))
         if s.get("t") is not None:
             out[5] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
@@ -137,12 +137,12 @@ def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown)
         if not ids:
             return gr.skip(), gr.skip(), gr.skip()
         try:
-            now = {r: svc.outcome(ctx.store.get_run(r)) for r in ids}
+            now = {r: outcome(ctx.store.get_run(r)) for r in ids}
         except Exception:  # noqa: BLE001 - a run deleted meanwhile: leave the pickers as they are
             return gr.skip(), gr.skip(), gr.skip()
         if now == last:
             return gr.skip(), gr.skip(), gr.skip()
-        choices = [(svc.run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
+        choices = [(run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
         return now, gr.update(choices=choices), gr.update(choices=choices)
 
     ctx.timer.tick(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], show_progress="hidden")

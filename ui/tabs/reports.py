@@ -13,7 +13,7 @@ import gradio as gr
 from storage import StorageError
 from uats_core.config import ConfigError
 
-from .. import service as svc
+from ..views.report_view import curve_choices, curve_rows
 from ..views.charts import training_curve_figure
 from ..views.report_sources import ReportSources
 from ..views.report_view import REPORT_FIGURES, report_view
@@ -71,7 +71,7 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
     rep_refresh.click(on_sources, [source], [source])
 
     def on_curve_list(key, current):
-        names = svc.curve_choices(sources, key)
+        names = curve_choices(sources, key)
         value = current if current in names else (names[0] if names else None)
         return gr.update(choices=names, value=value)
 
@@ -79,7 +79,7 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
         if not name:
             return "", notice("")
         try:
-            fig = training_curve_figure(svc.curve_rows(sources, key, name))
+            fig = training_curve_figure(curve_rows(sources, key, name))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
             return "", notice(f"training curve: {exc}")
         return fig_json(fig), notice("" if fig else f"training curve {name!r} has no rounds yet")

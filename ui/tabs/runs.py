@@ -8,7 +8,9 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from .. import service as svc
+from .run_form import method_choices
+
+from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of, skips
 from .search import SearchTab
 
@@ -30,12 +32,12 @@ def build_runs_tab(ctx: AppContext, search: SearchTab) -> RunsTab:
     """The tab's components and events; call inside its `gr.Tab`."""
     run_ids_state = gr.State([])  # the run id of each table row, in order
     with gr.Row():
-        r_method = gr.Dropdown(["(any)"] + svc.method_choices(), value="(any)", label="method", elem_id="r-method")
+        r_method = gr.Dropdown(["(any)"] + method_choices(), value="(any)", label="method", elem_id="r-method")
         r_problem = gr.Dropdown(["(any)"], value="(any)", label="problem", allow_custom_value=True,
                                 elem_id="r-problem")
         r_outcome = gr.Dropdown(OUTCOMES, value="(any)", label="outcome", elem_id="r-outcome")
         r_refresh = gr.Button("Refresh", elem_id="r-refresh")
-    runs_table = gr.Dataframe(headers=svc.RUN_COLUMNS, interactive=False, elem_id="runs-table", wrap=True)
+    runs_table = gr.Dataframe(headers=RUN_COLUMNS, interactive=False, elem_id="runs-table", wrap=True)
     gr.Markdown("Select a row to open the run in **Search**.")
 
     def list_runs(m, p, o):
@@ -45,7 +47,7 @@ def build_runs_tab(ctx: AppContext, search: SearchTab) -> RunsTab:
                                    problem_id=None if p in (None, "(any)", "") else p,
                                    status="finished" if correct is not None else status, correct=correct, limit=500)
         problems = ["(any)"] + ctx.store.distinct_values("problem_id")
-        return (gr.update(value=svc.run_rows(runs)), [r["run_id"] for r in runs], gr.update(choices=problems))
+        return (gr.update(value=run_rows(runs)), [r["run_id"] for r in runs], gr.update(choices=problems))
 
     outputs = [runs_table, run_ids_state, r_problem]
     for comp in (r_method, r_problem, r_outcome):

@@ -12,7 +12,9 @@ import gradio as gr
 
 from uats_core.config import DROPOUT_MODES_HELP, PRM_KINDS
 
-from .. import service as svc
+from ..choices import ARITH
+
+from .run_form import method_choices
 from ..choices import EMBEDDED, ServerChoices
 from ..views.bigtree import FOCUS_CHOICES
 from .common import DEFAULTS, LATEX, AppContext, plot_html
@@ -130,7 +132,7 @@ def _models(f: dict[str, Component], choices: ServerChoices) -> None:
 def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
     """The left column; fills `c` with its components (the form's fields under c["form"])."""
     f: dict[str, Component] = {}
-    f["dataset"] = gr.Dropdown(list(choices.datasets), value=svc.ARITH, label="Problems", elem_id="dataset")
+    f["dataset"] = gr.Dropdown(list(choices.datasets), value=ARITH, label="Problems", elem_id="dataset")
     f["problem"] = gr.Dropdown([], label="Problem", allow_custom_value=True, elem_id="problem")
     with gr.Accordion("…or type a problem", open=False, elem_id="free-problem"):
         # a typed question replaces the picked one while it is not empty
@@ -138,7 +140,7 @@ def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
                                         elem_id="free-question")
         f["free_answer"] = gr.Textbox("", label="Gold answer (optional: grades the run)", elem_id="free-answer")
     c["question_md"] = gr.Markdown("", elem_id="question", latex_delimiters=LATEX)
-    f["method"] = gr.Dropdown(svc.method_choices(), value="h-uats", label="Method", elem_id="method")
+    f["method"] = gr.Dropdown(method_choices(), value="h-uats", label="Method", elem_id="method")
     with gr.Row():
         f["budget"] = gr.Number(DEFAULTS.budget, label="Budget N", precision=None, elem_id="budget")
         f["seed"] = gr.Number(DEFAULTS.seed, label="Seed", precision=None, elem_id="seed")

@@ -15,7 +15,11 @@ from storage import StorageError
 from uats_core.config import ConfigError, check_model_choice
 from uats_core.problems import Problem, ProblemError
 
-from .. import service as svc
+from ..choices import ARITH
+
+from .run_form import dataset_problems, pick_problem, problem_choices, search_config, typed_problem
+
+from ..views.run_status import outcome, run_status_md
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
 from ..access import AccessDenied, require_owner, requester
 from ..views.charts import cost_figure, knobs_figure
@@ -43,17 +47,17 @@ def question_md(p: Problem) -> str:
 def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, ...]:
     """One of the server's problem sets picked: its problems, the first question."""
     try:
-        probs = svc.dataset_problems(ds, offered)
+        probs = dataset_problems(ds, offered)
     except (ProblemError, ValueError, OSError) as exc:
         return gr.update(choices=[], value=None), "", notice(str(exc))
-    choices = svc.problem_choices(probs)
+    choices = problem_choices(probs)
     first = choices[0][1] if choices else None
     return gr.update(choices=choices, value=first), question_md(probs[0]) if probs else "", notice("")
 
 
 def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
     try:
-        p = svc.pick_problem(svc.dataset_problems(ds, offered), pid)
+        p = pick_problem(dataset_problems(ds, offered), pid)
     except (ProblemError, ValueError, OSError) as exc:
         return "", notice(str(exc))
     return question_md(p), notice("")
@@ -74,10 +78,10 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
                     "policy_opts": app_options(lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS),
                     "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS)}
     ds = form["dataset"]
-    config = svc.search_config(values, prm)
-    typed = svc.typed_problem(form.get("free_question"), form.get("free_answer"))
-    prob = typed or svc.pick_problem(svc.dataset_problems(ds, ctx.choices), form["problem"])
-    world = ds == svc.ARITH and typed is None
+    config = search_config(values, prm)
+    typed = typed_problem(form.get("free_question"), form.get("free_answer"))
+    prob = typed or pick_problem(dataset_problems(ds, ctx.choices), form["problem"])
+    world = ds == ARITH and typed is None
     check_model_choice(policy, prm, world)
     run_id = uuid.uuid4().hex
     ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
@@ -108,7 +112,7 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
 
     def on_typed(q, a, ds, pid):
         try:
-            typed = svc.typed_problem(q, a)
+            typed = typed_problem(q, a)
         except ProblemError as exc:
             return gr.skip(), notice(str(exc))
         return (question_md(typed), notice("")) if typed else on_problem(ds, pid)
@@ -132,7 +136,7 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
         run = store.get_run(run_id)
         return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
-                "", svc.run_status_md(run), gr.update(value=True))
+                "", run_status_md(run), gr.update(value=True))
 
     # no progress timers on what the poll redraws: they flickered in the status line on every click
     t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow],
@@ -204,7 +208,7 @@ def live_update(ctx: AppContext, viewer: RunViewer, s: dict[str, Any], follow_li
         slider_t = s.get("t")
     outs[0] = s
     outs[1] = _progress_notice(s, run)
-    outs[3] = svc.run_status_md(run, state)
+    outs[3] = run_status_md(run, state)
     outs[4] = viewer.slider_update(data, slider_t)
     if run["status"] not in LIVE and s.get("version") is not None:
         outs[6] = f"{run['run_id']}:{run['status']}"
@@ -233,7 +237,7 @@ def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:
     if status == "running":
         return notice(f"run {rid} running: {run.get('method')} on {run.get('problem_id')}", ok=True)
     if status == "finished":
-        return notice(f"run {rid} finished: answer {run.get('answer')} ({svc.outcome(run)})", ok=True)
+        return notice(f"run {rid} finished: answer {run.get('answer')} ({outcome(run)})", ok=True)
     return notice(f"run {rid} {status}" + (f": {run['error']}" if run.get("error") else ""))
 
 
@@ -245,7 +249,7 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
         t = max(0, min(int(t or 0), data.max_iteration))
         s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         fig, data, state = viewer.draw_tree(s, view)
-        return (s, fig, svc.run_status_md(data.run, state), gr.update(value=t),
+        return (s, fig, run_status_md(data.run, state), gr.update(value=t),
                 gr.update(value=s["t"] is None),
                 fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
                 *viewer.selected_view(s, data, state))

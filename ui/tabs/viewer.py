@@ -10,7 +10,9 @@ import gradio as gr
 
 from storage import StorageError
 
-from .. import service as svc
+from ..views.node_details import node_details_md
+
+from ..views.run_status import run_status_md
 from ..views.cases import StepJudge
 from ..views.treefig import ViewOptions, tree_figure
 from ..views.charts import cost_figure, knobs_figure
@@ -101,7 +103,7 @@ class RunViewer:
             return (s, notice(str(exc)), *skips(9))
         s = {**fresh_run_state(), "run_id": run["run_id"]}
         fig, data, state = self.draw_tree(s, view)
-        return (s, notice(""), fig, svc.run_status_md(data.run, state), self.slider_update(data, None),
+        return (s, notice(""), fig, run_status_md(data.run, state), self.slider_update(data, None),
                 fig_json(cost_figure(list(data.iterations.values()))), "", "",
                 f"{run['run_id']}:{run['status']}", gr.update(selected="search"),
                 fig_json(knobs_figure(list(data.iterations.values()))))
@@ -138,9 +140,9 @@ class RunViewer:
         scores, marks and decisions then); the step's truth is the run's final verdict."""
         judge = StepJudge(data.state_at(None))
         if nid not in state.nodes:
-            return "", svc.node_details_md(state, nid, judge)
+            return "", node_details_md(state, nid, judge)
         fig = RunViewer.step_view(data, state, nid, judge=judge) if nid != 0 else None
-        return fig_json(fig), svc.node_details_md(state, nid, judge)
+        return fig_json(fig), node_details_md(state, nid, judge)
 
     @staticmethod
     def step_view(data: RunData, state: TreeState, nid: int, height: int = 460,

@@ -1,6 +1,7 @@
 """The Reports tab's report: built from a results ledger (the committed evaluation, read from its CSV files) or
 from an evaluation run log, with the stages reported as it goes (a whole ledger takes seconds); a ledger's
-report is kept while its files are unchanged, so building it again is instant."""
+report is kept while its files are unchanged, so building it again is instant. Also the tab's controller training
+curves: those in a run log and those shipped beside the checkpoints."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Callable
 from storage.eval_results import report_inputs
 from storage.results_ledger import RESULTS_FILE, ResultsLedger
 from uats_core.errors import ConfigError
+from uats_core.paths import ASSETS
 from uats_core.report import Report, assemble_report
 
 from .report_sources import ReportSources
@@ -78,3 +80,31 @@ def report_view(sources: ReportSources, key: str, common_problems: bool = True, 
         rep = assemble_report(results, load_nodes, common_problems=common_problems,
                               max_fig2_runs_per_pair=max_fig2_runs_per_pair)
     return _page(rep, sources.label(key))
+
+
+# ------------------------------------------------------------------------------ training curves
+SHIPPED = "shipped: "  # curve names that come from a checkpoint folder's training_curve.json, not the database
+
+
+def curve_choices(sources: ReportSources, key: str | None) -> list[str]:
+    """Controller training curves: those in the picked run log (train --db) and those shipped beside the
+    checkpoints under assets/models (training_curve.json)."""
+    names: list[str] = []
+    if key:
+        try:
+            with sources.reading(key) as store:
+                names += store.list_curves()
+        except ConfigError:
+            pass
+    names += [SHIPPED + p.parent.name for p in sorted(ASSETS.glob("*/training_curve.json"))]
+    return names
+
+
+def curve_rows(sources: ReportSources, key: str | None, name: str) -> list[dict[str, Any]]:
+    if name.startswith(SHIPPED):
+        path = ASSETS / name[len(SHIPPED):] / "training_curve.json"
+        if path.parent.parent != ASSETS or not path.is_file():
+            raise ConfigError("training curve", f"no shipped curve {name!r}; pick one from the list")
+        return list(json.loads(path.read_text()))
+    with sources.reading(key) as store:
+        return store.get_curve(name)

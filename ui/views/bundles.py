@@ -1,0 +1,104 @@
+"""What an export of a run, a comparison or a case holds (ExportBundle: data, figures, a table, a caption);
+views.export writes one to disk."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Mapping, Sequence
+
+from .cases import QUADRANTS, Case, StepJudge
+from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, side_by_side
+from .export import ExportBundle
+from .figure1 import step_figure
+from .node_details import step_truths
+from .run_status import outcome
+from .treedata import RunData
+from .treefig import tree_figure
+from .uncertainty import changes_summary, decision_divergence, divergence_text, uncertainty_changes
+
+
+def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
+    keep = ("run_id", "method", "problem_id", "question", "gold_answer", "seed", "config", "policy", "prm", "status",
+            "answer", "naive_answer", "correct", "naive_correct", "cost", "iterations", "n_nodes", "error",
+            "started_at", "ended_at")
+    return {k: run.get(k) for k in keep}
+
+
+VERDICT = {True: "right", False: "wrong", None: "?"}  # a step's truth in an export table
+
+
+def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str, Any]] = ()) -> ExportBundle:
+    state = data.state_at(None)
+    run = state.run
+    judge = StepJudge(state)
+    chosen = sorted(state.chosen_nodes(), key=lambda i: -(state.nodes[i].get("mean") or 0))
+    path = state.path(chosen[0]) if chosen else []
+    rows = []
+    for depth, nid in enumerate(path, 1):
+        n = state.nodes[nid]
+        rows.append([depth, " ".join(n.get("step", "").split())[:80], n.get("mean"), n.get("var"),
+                     len(n.get("mc_scores") or []), VERDICT[judge(nid)]])
+    fig = tree_figure(state, title=f"{run.get('method')} on {run.get('problem_id')} (run {run['run_id'][:8]})",
+                      height=800)
+    return ExportBundle(
+        name=name or f"run-{run['run_id'][:8]}", kind="run",
+        data={"run": _run_summary(run), "nodes": [data.nodes[i] for i in sorted(data.nodes)],
+              "iterations": [data.iterations[i] for i in sorted(data.iterations)], "stars": list(stars)},
+        figures=[("Search tree", fig)],
+        table_header=["depth", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
+        caption=(f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {run.get('answer')} "
+                 f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path."),
+        text_sections=[("Question", run.get("question", "")),
+                       ("Chosen path", "\n\n".join(state.nodes[i].get("step", "") for i in path))])
+
+
+def compare_bundle(a: RunData, b: RunData, name: str | None = None,
+                   shadows: Sequence[Mapping[int, Any] | None] = (None, None)) -> ExportBundle:
+    """Both runs whole (nodes, iterations, shadow scores), the summary table and the figures."""
+    rows, div = compare_rows(a, b)
+    fa, fb, _ = compare_figures(a, b, None, height=700, shadows=shadows)
+    caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}); "
+               f"{divergence_text(decision_divergence(a, b))}; {changes_summary(a, b)}")
+    return ExportBundle(
+        name=name or f"compare-{a.run['run_id'][:8]}-{b.run['run_id'][:8]}", kind="compare",
+        data={"a": _run_summary(a.run), "b": _run_summary(b.run), "first_divergence": div,
+              "uncertainty_changed": {side: [asdict(c) for c in uncertainty_changes(d)] for side, d in (("a", a), ("b", b))},
+              "summary": [dict(zip(COMPARE_COLUMNS, r)) for r in rows],
+              **{f"{side}_{what}": rows_ for side, d, sh in (("a", a, shadows[0]), ("b", b, shadows[1]))
+                 for what, rows_ in (("nodes", [d.nodes[i] for i in sorted(d.nodes)]),
+                                     ("iterations", [d.iterations[i] for i in sorted(d.iterations)]),
+                                     ("shadow", [sh[i] for i in sorted(sh or {})]))}},
+        figures=[("Side by side", side_by_side(fa, fb)), ("A", fa), ("B", fb)],
+        table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption)
+
+
+def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str | None = None,
+                others: dict[str, Sequence[Case]] | None = None, star: dict[str, Any] | None = None) -> ExportBundle:
+    state = data.state_at(None)
+    judge = StepJudge(state)
+    sibs = [s for s in state.siblings(node_id) if s != 0]
+    truths = step_truths(state, sibs, judge)
+    fig = step_figure(state, node_id, step_truth=truths, height=520)
+    rows = []
+    if others:
+        for q in QUADRANTS:
+            for c in list(others.get(q, ()))[:3]:
+                rows.append([q, " ".join(c.step.split())[:60], c.mean, c.var, c.k,
+                             VERDICT[c.step_correct]])
+    else:
+        for s in sibs:
+            n = state.nodes[s]
+            rows.append([f"node {s}" + (" (case)" if s == node_id else ""), " ".join(n.get("step", "").split())[:60],
+                         n.get("mean"), n.get("var"), len(n.get("mc_scores") or []),
+                         VERDICT[truths.get(s)]])
+    n = state.nodes[node_id]
+    return ExportBundle(
+        name=name or f"case-{data.run['run_id'][:8]}-n{node_id}", kind="case",
+        data={"run": _run_summary(data.run), "case": case.to_dict() if case else None, "node": n,
+              "siblings": [state.nodes[s] for s in sibs], "step_truth": {str(k): v for k, v in truths.items()},
+              "trace": state.trace_text(node_id), "star": star},
+        figures=[("Node and siblings: MC-dropout scores", fig)],
+        table_header=["case" if others else "node", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
+        caption=(f"{case.quadrant if case else 'Node'}: node {node_id} of run {data.run['run_id'][:8]} "
+                 f"({data.run.get('method')} on {data.run.get('problem_id')})"),
+        text_sections=[("Question", data.run.get("question", "")), ("Trace", "\n\n".join(state.trace_text(node_id)))])

@@ -1,0 +1,82 @@
+"""Two runs side by side: the stored partner of a run, the summary table, the two trees on one colour scale
+and one figure holding both (for a comparison's static PNG/SVG)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .figstyle import shared_colour_range
+from .run_status import outcome
+from .treedata import RunData, shared_prefixes
+from .treefig import ViewOptions, tree_figure
+from .uncertainty import first_divergence
+
+
+def find_partner(store: Any, run: dict[str, Any], methods: Sequence[str] = ("h-uats", "rebase")) -> str | None:
+    """A stored run on the same problem, seed and budget with the other method of the default pair."""
+    method = run.get("method")
+    other = [m for m in methods if m != method]
+    budget = (run.get("config") or {}).get("budget")
+    for m in other:
+        for r in store.list_runs(method=m, problem_id=run.get("problem_id"), limit=50):
+            if r["run_id"] != run["run_id"] and r.get("seed") == run.get("seed") and \
+                    (r.get("config") or {}).get("budget") == budget and r.get("status") != "queued":
+                return r["run_id"]
+    return None
+
+
+def compare_rows(a: RunData, b: RunData) -> tuple[list[list[Any]], int | None]:
+    rows = []
+    for d in (a, b):
+        r = d.run
+        nodes = [n for i, n in d.nodes.items() if i != 0]
+        rows.append([r["run_id"][:8], r.get("method"), r.get("status"), r.get("answer"), outcome(r),
+                     r.get("naive_answer"), round(float(r.get("cost") or 0), 1), r.get("iterations"), len(nodes),
+                     sum(1 for n in nodes if n.get("ood")), sum(1 for n in nodes if n.get("extra_passes")),
+                     sum(int(n.get("extra_passes") or 0) for n in nodes)])
+    return rows, first_divergence(a, b)
+
+
+COMPARE_COLUMNS = ["run", "method", "status", "answer", "outcome", "naive answer", "cost spent", "iterations", "nodes",
+                   "OOD nodes", "re-evaluated", "extra passes"]
+
+
+def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | None = None,
+                    height: int = 560, shadows: Sequence[Mapping[int, Any] | None] = (None, None),
+                    selected: Sequence[int | None] = (None, None)) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
+    fa, fb = a.state_at(None), b.state_at(None)
+    crange = shared_colour_range(fa, fb)
+    shared = shared_prefixes(fa, fb)
+    sa_, sb_ = (a.state_at(t), b.state_at(t)) if t is not None else (fa, fb)
+    figs = []
+    for d, st, side, sh, sel in ((a, sa_, "A", shadows[0], selected[0]), (b, sb_, "B", shadows[1], selected[1])):
+        figs.append(tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
+                                title=f"{side}: {d.run.get('method')} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
+                                uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B"))
+    return figs[0], figs[1], crange
+
+
+def side_by_side(fa: dict[str, Any], fb: dict[str, Any]) -> dict[str, Any]:
+    """One figure with two trees (for the static PNG/SVG of a comparison)."""
+    data = [dict(trace) for trace in fa["data"]]
+    # one legend for both: B's kinds that A does not draw (e.g. the shadow marks of a scored baseline) keep theirs
+    named = {t.get("name") for t in fa["data"] if t.get("showlegend", True)}
+    for trace in fb["data"]:
+        t = dict(trace)
+        t["xaxis"], t["yaxis"] = "x2", "y2"
+        t["showlegend"] = bool(trace.get("showlegend", True)) and trace.get("name") not in named
+        if t["showlegend"]:
+            named.add(t.get("name"))
+        data.append(t)
+    la, lb = fa["layout"], fb["layout"]
+    layout = {"height": la.get("height", 560), "width": 1600, "paper_bgcolor": "white", "plot_bgcolor": "white",
+              "margin": {"l": 40, "r": 10, "t": 50, "b": 10}, "showlegend": True, "boxmode": "overlay",
+              "legend": la.get("legend"),
+              "xaxis": {**la["xaxis"], "domain": [0.0, 0.48]}, "yaxis": {**la["yaxis"], "anchor": "x"},
+              "xaxis2": {**lb["xaxis"], "domain": [0.52, 1.0]}, "yaxis2": {**lb["yaxis"], "anchor": "x2"},
+              "annotations": [
+                  {"text": (la.get("title") or {}).get("text", "A"), "xref": "paper", "x": 0.0, "yref": "paper", "y": 1.06,
+                   "showarrow": False, "xanchor": "left"},
+                  {"text": (lb.get("title") or {}).get("text", "B"), "xref": "paper", "x": 0.52, "yref": "paper", "y": 1.06,
+                   "showarrow": False, "xanchor": "left"}]}
+    return {"data": data, "layout": layout, "config": {"displaylogo": False}}
