@@ -115,12 +115,9 @@ CAN_IMPORT = {"engine": {"engine"}, "storage": {"engine", "storage"}, "ui": {"en
 # module -> the layer it launches, which it may import (`python -m uats_core.bench` runs a checkout's benchmarks)
 LAUNCHERS = {"app": "ui", "uats_core.bench.__main__": "bench"}
 NEVER = (("storage", "uats_core.report"),)  # (importer's layer, module prefix) on top of CAN_IMPORT
-# Known circles and arrows that issue 31's later items remove (the Search tab's builder moves out of
-# ui/tabs/search.py). The tests below fail when a new one appears and
-# when one of these is gone but still listed: empty these lists as that work lands.
-KNOWN_CIRCLES = {
-    frozenset({"ui.tabs.search", "ui.tabs.search_events", "ui.tabs.inspector", "ui.tabs.viewer"}),
-}
+# Known circles and arrows: none left. The tests below fail when a new one appears and when a listed one is
+# gone: add one here only with the issue that removes it.
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 KNOWN_ARROWS: set[tuple[str, str]] = set()
 
 

@@ -77,7 +77,7 @@ def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path
 def test_an_app_run_validates_its_config_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Run button's path (form -> registered run -> warm worker -> search) checks the config once, where
     the form is read; the worker trusts what it was handed (it used to validate five times per run)."""
-    from ui.tabs.search import CONFIG_FIELDS
+    from ui.tabs.search_layout import CONFIG_FIELDS
     from ui.choices import EMBEDDED, server_choices
     from ui.tabs.search_events import submit_run
 

@@ -20,7 +20,7 @@ from ..views.figure1 import step_figure
 from ..views.safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
-from .search import SearchTab
+from .search import SearchPage
 
 CASE_COLUMNS = ["quadrant", "run", "node", "R̄", "σ²", "K", "step is", "step text"]
 CASE_LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
@@ -172,7 +172,7 @@ class _Cases:
         return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)
 
 
-def build_cases_tab(ctx: AppContext, search: SearchTab) -> None:
+def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
     """The tab's components and events; call inside its `gr.Tab`. Opening a case goes to the Search tab."""
     p = _layout()
     h = _Cases(ctx, p.case_state.value)

@@ -31,7 +31,7 @@ from ..views.uncertainty import (CHANGED_COLUMNS, Divergence, changed_table, cha
 from ..jobs.worker import session_of
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
-from .search import SearchTab
+from .search_layout import SearchTab
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
 
 

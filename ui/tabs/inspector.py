@@ -16,7 +16,7 @@ from ..access import AccessDenied, require_owner
 from ..views.export import ExportError, export_path, render_image, safe_name, write_bundle
 from ..views.figure1 import export_size
 from .common import AppContext, fig_json, notice
-from .search import SearchTab
+from .search_layout import SearchTab
 from .viewer import RunViewer
 
 

@@ -12,7 +12,7 @@ import gradio as gr
 from ..views.run_status import outcome, run_label, run_status_md
 from ..views.charts import cost_figure
 from .common import LIVE, AppContext, fig_json, notice, skips
-from .search import SearchTab
+from .search import SearchPage
 
 # Mirrors what the page shows into the address bar (replaceState: no history entry per step), and binds
 # ←/→ to the step buttons unless the user is typing. Reads the DOM the tree and inspector already fill,
@@ -86,7 +86,7 @@ def _int_param(params: Any, name: str) -> int | None:
         raise ValueError(f"{name}: {raw!r} in the address is not a whole number; remove it or give e.g. {name}=3") from None
 
 
-def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchTab) -> None:
+def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     """The address-bar sync and arrow keys (a hidden component's script) and opening ?run=&node=&t=."""
     gr.HTML(value="", elem_id="url-sync", js_on_load=LINKS_JS, html_template="<span></span>", padding=False)
     viewer = search.viewer

@@ -12,7 +12,7 @@ from .run_form import method_choices
 
 from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of, skips
-from .search import SearchTab
+from .search import SearchPage
 
 OUTCOMES = ["(any)", "right", "wrong", "running", "queued", "failed", "cancelled", "finished"]
 
@@ -28,7 +28,7 @@ class RunsTab:
     list_runs: Callable[[str | None, str | None, str | None], tuple[Any, ...]]
 
 
-def build_runs_tab(ctx: AppContext, search: SearchTab) -> RunsTab:
+def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
     """The tab's components and events; call inside its `gr.Tab`."""
     run_ids_state = gr.State([])  # the run id of each table row, in order
     with gr.Row():

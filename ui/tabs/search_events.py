@@ -26,7 +26,7 @@ from ..views.charts import cost_figure, knobs_figure
 from ..views.safe_text import md_inline, md_text
 from ..jobs.worker import QueueFull, RunRequest, request_dict, session_of
 from .common import LIVE, AppContext, fig_json, lines, notice, skips
-from .search import CONFIG_FIELDS, SearchTab
+from .search_layout import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer, fresh_run_state
 
 log = logging.getLogger(__name__)

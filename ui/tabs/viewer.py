@@ -19,7 +19,7 @@ from ..views.charts import cost_figure, knobs_figure
 from ..views.figure1 import step_figure
 from ..views.treedata import RunData, TreeState
 from .common import AppContext, fig_json, frames_json, notice, skips, view_of, with_meta
-from .search import SearchTab
+from .search_layout import SearchTab
 
 
 # Python time one poll may spend building live frames before it leaves the rest to the next poll

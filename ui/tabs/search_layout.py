@@ -1,0 +1,244 @@
+"""The Search tab's components: the run form (problem, method, knobs, models) on the left; on the right
+the run bar (Run, Cancel, Pause, Step, Resume and the run's status, sticky above the tree: runbar.py), the
+live tree, step-through controls, view filters, cost and knob charts, the node inspector and the run's
+export. Its events are wired by search_events and inspector (search.build_search_tab wires them); these modules
+import the tab's components from here, which imports none of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from uats_core.config import DROPOUT_MODES_HELP, PRM_KINDS
+
+from ..choices import ARITH
+
+from .run_form import method_choices
+from ..choices import EMBEDDED, ServerChoices
+from ..views.bigtree import FOCUS_CHOICES
+from .common import DEFAULTS, LATEX, AppContext, plot_html
+from .frontier import FrontierPanel, build_frontier_panel
+from .runbar import build_run_bar
+
+Component = gr.components.Component
+
+# The SearchConfig fields the form sets, in the order the form's events list them.
+CONFIG_FIELDS = ("method", "budget", "seed", "k0", "dropout_p", "dropout_mode", "alpha", "tau", "delta", "nu1",
+                 "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space")
+MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
+PROBLEM_FIELDS = ("dataset", "problem", "free_question", "free_answer")
+# The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
+FILTER_FIELDS = ("score_min", "score_max", "high_variance_only", "hide_pruned", "depth_max", "search", "glyphs",
+                 "show_decisions", "collapse_pruned", "focus")
+
+
+@dataclass
+class SearchTab:
+    """The tab's components. `form` holds every field a run is started from, by name (problem, models,
+    start_paused, config); `filters` the tree's view filters by name. Handlers take both as keywords."""
+
+    form: dict[str, Component]
+    filters: dict[str, Component]
+    question_md: gr.Markdown
+    run_btn: gr.Button
+    cancel_btn: gr.Button
+    pause_btn: gr.Button
+    step_btn: gr.Button
+    resume_btn: gr.Button
+    open_id: gr.Textbox
+    open_btn: gr.Button
+    status_md: gr.Markdown
+    run_hint: gr.Markdown
+    tree: gr.HTML
+    follow: gr.Checkbox
+    prev_btn: gr.Button
+    play_btn: gr.Button
+    next_btn: gr.Button
+    t_slider: gr.Slider
+    cost_plot: gr.HTML
+    knobs_plot: gr.HTML
+    node_box: gr.Number
+    go_node: gr.Button
+    collapse_btn: gr.Button
+    expand_all: gr.Button
+    inspector: gr.HTML
+    fig1_btn: gr.Button
+    fig1_panel: gr.Column
+    fig1_plot: gr.HTML
+    fig1_export: gr.Button
+    fig1_close: gr.Button
+    fig1_files: gr.File
+    node_md: gr.Markdown
+    star_box: gr.Checkbox
+    note_box: gr.Textbox
+    save_note: gr.Button
+    run_export_name: gr.Textbox
+    run_export_btn: gr.DownloadButton
+    play_timer: gr.Timer
+    export_key: gr.Textbox
+    export_box: gr.Accordion
+    export_open: gr.State
+
+    def run_inputs(self, with_paused: bool = True) -> dict[str, Component]:
+        """The form as keyword inputs; without `start_paused` for runs that never start paused."""
+        return {k: v for k, v in self.form.items() if with_paused or k != "start_paused"}
+
+
+def _knobs(f: dict[str, Component]) -> None:
+    with gr.Accordion("UATS knobs (paper defaults)", open=False):
+        with gr.Row():
+            f["k0"] = gr.Number(DEFAULTS.k0, label="K0 passes", min_width=80, elem_id="k0")
+            f["dropout_p"] = gr.Number(DEFAULTS.dropout_p, label="dropout p", min_width=80, elem_id="dropout-p")
+        f["dropout_mode"] = gr.Textbox(DEFAULTS.dropout_mode, label=f"dropout mode ({DROPOUT_MODES_HELP})",
+                                       elem_id="dropout-mode")
+        with gr.Row():
+            f["alpha"] = gr.Number(DEFAULTS.alpha, label="α (UCB)", min_width=80, elem_id="alpha")
+            f["tau"] = gr.Textbox(str(DEFAULTS.tau), label="τ: a number, or auto[:q] (calibrated quantile)",
+                                  min_width=140, elem_id="tau")
+            f["delta"] = gr.Number(DEFAULTS.delta, label="δ", min_width=80, elem_id="delta")
+        with gr.Row():
+            f["uncertainty"] = gr.Dropdown(["var", "std"], value=DEFAULTS.uncertainty,
+                                           label="τ thresholds σ² (var) or σ (std)", elem_id="uncertainty")
+            f["uncertainty_space"] = gr.Dropdown(["prob", "logit"], value=DEFAULTS.uncertainty_space,
+                                                 label="OOD gate reads scores or logits", elem_id="uncertainty-space")
+        with gr.Row():
+            f["nu1"] = gr.Number(DEFAULTS.nu1, label="ν1 (re-eval softmax)", min_width=80, elem_id="nu1")
+            f["nu2"] = gr.Number(DEFAULTS.nu2, label="ν2 (children softmax)", min_width=80, elem_id="nu2")
+        with gr.Row():
+            f["cost_ratio"] = gr.Number(DEFAULTS.cost_ratio, label="c (step cost in PRM passes)", min_width=80,
+                                        elem_id="cost-ratio")
+            f["max_iterations"] = gr.Number(DEFAULTS.max_iterations, label="max iterations", min_width=80,
+                                            elem_id="max-iterations")
+            f["reeval_share"] = gr.Number(DEFAULTS.reeval_share, label="re-eval share", min_width=80,
+                                          elem_id="reeval-share")
+
+
+def _models(f: dict[str, Component], choices: ServerChoices) -> None:
+    """The models this server offers (ui/choices.py: the launcher's --models-dir and --allow-hub-cache)."""
+    with gr.Accordion("Models", open=False):
+        f["policy"] = gr.Dropdown(list(choices.policies), value=EMBEDDED, label="Policy", elem_id="policy")
+        f["prm"] = gr.Dropdown(list(choices.prms), value=EMBEDDED, label="PRM", elem_id="prm")
+        f["prm_kind"] = gr.Dropdown(["detect", *PRM_KINDS], value="detect", label="PRM kind", elem_id="prm-kind")
+        f["policy_opts"] = gr.Textbox("", label="Policy options (KEY=VALUE per line: temperature, top_p, seed, dtype, "
+                                      "device, ...)", lines=2, elem_id="policy-opts")
+        f["prm_opts"] = gr.Textbox("", label="PRM options (KEY=VALUE per line: dtype, device, ...)", lines=2,
+                                   elem_id="prm-opts")
+
+
+def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
+    """The left column; fills `c` with its components (the form's fields under c["form"])."""
+    f: dict[str, Component] = {}
+    f["dataset"] = gr.Dropdown(list(choices.datasets), value=ARITH, label="Problems", elem_id="dataset")
+    f["problem"] = gr.Dropdown([], label="Problem", allow_custom_value=True, elem_id="problem")
+    with gr.Accordion("…or type a problem", open=False, elem_id="free-problem"):
+        # a typed question replaces the picked one while it is not empty
+        f["free_question"] = gr.Textbox("", label="Question (used instead of the list while not empty)", lines=2,
+                                        elem_id="free-question")
+        f["free_answer"] = gr.Textbox("", label="Gold answer (optional: grades the run)", elem_id="free-answer")
+    c["question_md"] = gr.Markdown("", elem_id="question", latex_delimiters=LATEX)
+    f["method"] = gr.Dropdown(method_choices(), value="h-uats", label="Method", elem_id="method")
+    with gr.Row():
+        f["budget"] = gr.Number(DEFAULTS.budget, label="Budget N", precision=None, elem_id="budget")
+        f["seed"] = gr.Number(DEFAULTS.seed, label="Seed", precision=None, elem_id="seed")
+    _knobs(f)
+    _models(f, choices)
+    with gr.Row():
+        c["open_id"] = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)", elem_id="open-id",
+                                  scale=3)
+        c["open_btn"] = gr.Button("Open", elem_id="open-btn", scale=1)
+    c["form"] = {k: f[k] for k in (*PROBLEM_FIELDS, *MODEL_FIELDS, *CONFIG_FIELDS)}  # + start_paused (run bar)
+
+
+def _filters() -> dict[str, Component]:
+    f: dict[str, Component] = {}
+    with gr.Accordion("View: filters, search, collapse", open=False):
+        with gr.Row():
+            f["score_min"] = gr.Slider(0, 1, value=0, step=0.01, label="min R̄", elem_id="f-min")
+            f["score_max"] = gr.Slider(0, 1, value=1, step=0.01, label="max R̄", elem_id="f-max")
+            f["depth_max"] = gr.Slider(0, 60, value=0, step=1, label="max depth (0 = all)", elem_id="f-depth")
+        with gr.Row():
+            f["search"] = gr.Textbox(label="Search steps", placeholder="text in a step, or a node id",
+                                     elem_id="f-search")
+            f["high_variance_only"] = gr.Checkbox(False, label="high variance only (σ² > τ)", elem_id="f-hv")
+            f["hide_pruned"] = gr.Checkbox(False, label="hide pruned", elem_id="f-pruned")
+            f["glyphs"] = gr.Checkbox(True, label="boxplot glyphs", elem_id="f-glyph")
+            f["show_decisions"] = gr.Checkbox(True, label="highlight decisions", elem_id="f-dec")
+        with gr.Row():  # big trees: draw less, on purpose
+            f["collapse_pruned"] = gr.Checkbox(False, label="collapse pruned branches", elem_id="f-dead")
+            f["focus"] = gr.Dropdown(list(FOCUS_CHOICES), value="whole tree", label="focus", elem_id="f-focus")
+    return {k: f[k] for k in FILTER_FIELDS}
+
+
+def _tree_column(c: dict[str, Any]) -> None:
+    """The right column's upper half: the run bar (sticky), tree, step-through, filters, cost and knob charts."""
+    build_run_bar(c)
+    c["tree"] = plot_html("tree", "The tree appears here as the search writes it.", 440)
+    with gr.Row():
+        c["follow"] = gr.Checkbox(True, label="follow live", elem_id="follow", scale=1)
+        c["prev_btn"] = gr.Button("◀ prev", elem_id="prev-btn", scale=1, size="sm", interactive=False)
+        c["play_btn"] = gr.Button("▶ play", elem_id="play-btn", scale=1, size="sm", interactive=False)
+        c["next_btn"] = gr.Button("next ▶", elem_id="next-btn", scale=1, size="sm", interactive=False)
+        c["t_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t", elem_id="t-slider", scale=6,
+                                  interactive=False)
+    c["filters"] = _filters()
+    c["cost_plot"] = plot_html("cost-plot", "Cost per iteration appears here.", 60)
+    c["knobs_plot"] = plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each step against "
+                                "depth, coloured by the step's max σ (A-UATS: the controller's choices).", 40)
+
+
+def _figure1_panel(c: dict[str, Any]) -> None:
+    """The selected step as the paper's Figure 1, large, with its PNG/SVG export; hidden until asked for."""
+    with gr.Column(visible=False, elem_id="fig1-panel") as c["fig1_panel"]:
+        gr.Markdown("#### Figure 1: the selected node's step\nEach candidate's MC-dropout passes, R̄ and σ²; σ² "
+                    "against τ and what the step decided. The image export is drawn from the figure as shown.")
+        c["fig1_plot"] = plot_html("fig1", "The selected node's step.", 200)
+        with gr.Row():
+            c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm")
+            c["fig1_close"] = gr.Button("Close", elem_id="fig1-close", size="sm")
+        c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False,
+                                  elem_id="fig1-files", interactive=False)
+
+
+def _inspector_column(c: dict[str, Any]) -> None:
+    """The right column's lower half: the node inspector, star and note, and the run's export."""
+    gr.Markdown("### Node inspector\nClick a node in the tree (or type its id).")
+    with gr.Row():
+        c["node_box"] = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1)
+        c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False)
+        c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
+        c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False)
+        c["fig1_btn"] = gr.Button("Figure 1 view", elem_id="fig1-btn", scale=1, variant="secondary", interactive=False)
+    _figure1_panel(c)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            c["inspector"] = plot_html("inspector", "The node's and its siblings' MC-dropout boxplots.", 120)
+        with gr.Column(scale=2):
+            c["node_md"] = gr.Markdown("", elem_id="node-details", max_height=560, latex_delimiters=LATEX)
+            with gr.Row():
+                c["star_box"] = gr.Checkbox(False, label="★ star this node", elem_id="star")
+            c["note_box"] = gr.Textbox(label="note", lines=2, elem_id="note")
+            c["save_note"] = gr.Button("Save star and note", elem_id="save-note", size="sm")
+    with gr.Accordion("Export this run", open=False) as c["export_box"]:
+        with gr.Row():
+            c["run_export_name"] = gr.Textbox(label="export name (optional)", elem_id="run-export-name")
+            c["run_export_btn"] = gr.DownloadButton("Download run export (zip)", value=None, elem_id="run-export")
+    c["play_timer"] = gr.Timer(1.0, active=False)
+    c["export_key"] = gr.Textbox("", visible=False)
+    # the zip (with its Chromium-rendered PNG/SVG) is built only while this is open: never behind the user's clicks
+    c["export_open"] = gr.State(False)
+
+
+def lay_out_search_tab(ctx: AppContext) -> tuple[SearchTab, FrontierPanel]:
+    """The tab's components, unwired; call inside its `gr.Tab` (search.build_search_tab wires them)."""
+    c: dict[str, Any] = {}
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            _form_column(c, ctx.choices)
+        with gr.Column(scale=3):
+            _tree_column(c)
+            _inspector_column(c)
+            frontier = build_frontier_panel()
+    c["form"]["start_paused"] = c.pop("start_paused")
+    return SearchTab(**c), frontier
