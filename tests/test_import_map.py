@@ -2,9 +2,11 @@
 sqlalchemy, not even inside a function, and loads no module by an import string: it must stay usable without the
 run log or the app, and a string import would hide such a dependency from readers and from this check. The
 `__main__` modules are launchers: they may import only uats_core.entrypoints (and sys). Over the whole project:
-no import circle, and every layer imports only downward (see PROJECT below).
+no import circle, every layer imports only downward (see PROJECT below), and the ui's views (ui/views/) reach
+no gradio, so that a notebook can use them (see VIEWS below).
 
-`python tests/test_import_map.py [ROOT]` prints the circles and the imports against the layers of a checkout."""
+`python tests/test_import_map.py [ROOT]` prints the circles, the imports against the layers and
+the views' breaks of a checkout."""
 
 from __future__ import annotations
 
@@ -251,6 +253,72 @@ def test_the_map_sees_a_circle_through_a_function_and_a_layer_broken(tmp_path: P
                                     ("storage.s", "uats_core.entrypoints.cli")}
 
 
+
+# The ui's views (ui/views/: figures, tables, texts) work without Gradio, so that a notebook or a script can draw a
+# run: among the ui's modules they import only views, and no module they reach, in the project or directly,
+# imports gradio.
+VIEWS = "ui.views"
+
+
+def _is_view(module: str) -> bool:
+    return module == VIEWS or module.startswith(VIEWS + ".")
+
+
+def _imports_gradio(path: Path, module: str) -> bool:
+    return any(n == "gradio" or n.startswith("gradio.") for n in _named_modules(path, module))
+
+
+def _chain_to(graph: dict[str, set[str]], start: str, targets: set[str]) -> list[str] | None:
+    """The shortest import chain from `start` to a module in `targets` (start itself counts), or None."""
+    parent: dict[str, str | None] = {start: None}
+    queue = [start]
+    for v in queue:
+        if v in targets:
+            chain = [v]
+            while parent[chain[-1]] is not None:
+                chain.append(parent[chain[-1]])  # type: ignore[arg-type]
+            return chain[::-1]
+        for w in sorted(graph[v]):
+            if w not in parent:
+                parent[w] = v
+                queue.append(w)
+    return None
+
+
+def view_rule_breaks(root: Path = ROOT) -> list[str]:
+    """Each view that imports a ui module outside the views, or reaches gradio, with the import chain."""
+    mods, graph = project_modules(root), import_graph(root)
+    with_gradio = {m for m, path in mods.items() if _imports_gradio(path, m)}
+    bad = [f"{a} -> {b} (a view imports only views among the ui)"
+           for a in sorted(graph) if _is_view(a) for b in sorted(graph[a]) if layer(b) == "ui" and not _is_view(b)]
+    for m in sorted(x for x in graph if _is_view(x)):
+        chain = _chain_to(graph, m, with_gradio)
+        if chain:
+            bad.append(" -> ".join(chain) + " -> gradio")
+    return bad
+
+
+def test_the_views_import_no_gradio() -> None:
+    views = [m for m in import_graph() if _is_view(m)]
+    assert len(views) > 20, f"found only {len(views)} modules under ui/views"
+    bad = view_rule_breaks()
+    assert not bad, "ui/views must work without Gradio:\n" + "\n".join(bad)
+
+
+def test_the_view_rule_sees_gradio_directly_and_through_the_ui(tmp_path: Path) -> None:
+    files = {"uats_core/__init__.py": "", "storage/__init__.py": "", "ui/__init__.py": "", "ui/views/__init__.py": "",
+             "ui/views/a.py": "from . import b\n", "ui/views/b.py": "def f():\n    from ui import shell\n",
+             "ui/shell.py": "import gradio as gr\n", "ui/views/c.py": "from gradio.utils import x\n",
+             "ui/views/d.py": "from storage import s\n", "storage/s.py": "X = 1\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert view_rule_breaks(tmp_path) == [
+        "ui.views.b -> ui.shell (a view imports only views among the ui)",
+        "ui.views.a -> ui.views.b -> ui.shell -> gradio", "ui.views.b -> ui.shell -> gradio",
+        "ui.views.c -> gradio"]
+
+
 if __name__ == "__main__":  # the counts for a checkout: python tests/test_import_map.py [ROOT]
     import sys
 
@@ -264,3 +332,7 @@ if __name__ == "__main__":  # the counts for a checkout: python tests/test_impor
     print(f"upward arrows: {len(arrows)}")
     for a, b in sorted(arrows):
         print(f"  {a} -> {b}")
+    views = view_rule_breaks(where)
+    print(f"views that reach outside the views or gradio: {len(views)}")
+    for line in views:
+        print("  " + line)
