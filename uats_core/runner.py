@@ -164,15 +164,17 @@ def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str 
                    prm_kind: str | None = None, policy_opts: dict[str, Any] | None = None,
                    prm_opts: dict[str, Any] | None = None, world_problem: bool = True,
                    models: tuple[Policy, PRM] | None = None, controller: Callable[[SearchConfig], Any] | None = None,
-                   embedder: Callable[[], Embedder] | None = None) -> PreparedSearch:
+                   embedder: Callable[[], Embedder] | None = None, limits_checked: bool = False) -> PreparedSearch:
     """config + model specs -> a PreparedSearch. `models`: a pair already loaded (a warm or evaluation worker's
     cache) instead of loading the specs; `controller` / `embedder`: cached providers instead of loading A-UATS's
     controller (config.controller) and DORA's default embedder anew. `prm` still names the PRM an auto τ is
     calibrated for. `config` is validated where it was built (SearchConfig.validate); this checks the run against
-    the limits (uats_core.limits) before any model loads."""
+    the limits (uats_core.limits) before any model loads, unless `limits_checked`: the caller built the config and
+    checked it already (the app's worker runs only what its own server checked when the run was submitted)."""
     from .calibration import resolve_tau
 
-    check_limits(config)
+    if not limits_checked:
+        check_limits(config)
     config, tau_note = resolve_tau(config, prm)
     if models is None:
         models = build_backends(policy, prm, config, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
