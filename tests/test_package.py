@@ -54,8 +54,8 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"assets/__init__.py", "assets/models/arith-prm/model.safetensors", "assets/models/arith-prm/uats_prm.json",
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
-            "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py", "ui/views/treefig.py", "ui/jobs/worker.py",
-            "uats_core/worlds/arith/world.py", "storage/store.py"} <= names
+            "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
+            "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py"} <= names
     assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/")) for n in names)
 
     venv = tmp_path / "venv"
