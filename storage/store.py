@@ -2,8 +2,7 @@
 registers and controls them; a search's events are written by the recorder (recorder.py).
 
 RunStore is assembled by role: the run log's reads here (opening is connection.py's), run control
-(control.py), stars and notes (stars.py), training curves (curves.py); a search's events are written by
-RunRecorder (recorder.py), which owns the write path.
+(control.py), stars and notes (stars.py), training curves (curves.py).
 """
 
 from __future__ import annotations
