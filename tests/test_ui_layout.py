@@ -8,7 +8,7 @@ import random
 import pytest
 
 from storage import RunStore
-from storage.synthetic import final_records, synthetic_events
+from tests.synthetic import final_records, synthetic_events
 from ui.figures import ViewOptions, box_stats, step_figure, shared_colour_range, tree_figure, visible_nodes
 from ui.layout import tidy_layout
 from ui.treedata import RunData
