@@ -10,7 +10,7 @@
   the end of the Plotly.react that first drew it (the page computes it from the figure's written_at; same
   machine, same clock), and the iterations never drawn (skipped: there must be none).
 
-Trees come from storage.synthetic (the real events and Node records at sizes a CPU search takes long to
+Trees come from tests.synthetic (the real events and Node records at sizes a CPU search takes long to
 reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot, so read
 the spread. `python -m benchmarks app` (or `python -m uats_core.bench app`) or `main()`; `--json PATH` saves them.
 """
@@ -42,7 +42,7 @@ def _spread(xs: Sequence[float]) -> dict[str, float]:
 
 def _synthetic_store(path: str | None, sizes: Sequence[int]) -> tuple[Any, dict[int, str]]:
     from storage import RunStore
-    from storage.synthetic import synthetic_events
+    from tests.synthetic import synthetic_events
 
     store = RunStore(path or "sqlite://")
     ids = {}
@@ -125,7 +125,7 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
 
 def _paced_writer(db: str, run_id: str, n_nodes: int, pause_s: float) -> None:
     from storage import RunStore
-    from storage.synthetic import synthetic_events
+    from tests.synthetic import synthetic_events
     from uats_core.events import IterationEnded
 
     store = RunStore(db)

@@ -5,7 +5,7 @@
 - node click: a click on a node of a 2,000-node run (the tree's plotly_click, as a mouse click fires it),
   until the inspector's boxplots of that node are drawn.
 
-Runs come from storage.synthetic, written to a temporary SQLite file first (not timed)."""
+Runs come from tests.synthetic, written to a temporary SQLite file first (not timed)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ CLICK_DONE_JS = """() => { const ins = document.querySelector('#inspector .uats-
 
 def _write_runs(db: str, sizes: dict[str, int]) -> None:
     from storage import RunStore
-    from storage.synthetic import synthetic_events
+    from tests.synthetic import synthetic_events
 
     store = RunStore(db)
     for rid, n in sizes.items():

@@ -1,8 +1,8 @@
 """The run log: uats_core events -> any SQLAlchemy database (SQLite by default), and readers for the CLI and app."""
 
 from .bounds import check_run_fields
-from .location import check_location
+from .connection import check_location
 from .schema import ENDED_STATUSES, RUN_LEVEL, RUN_STATUSES
-from .store import RunRecorder, RunStore, StorageError, pid_alive
+from .store import RunRecorder, RunStore, StorageError, open_read_only, pid_alive
 
-__all__ = ["check_location", "check_run_fields", "RunStore", "RunRecorder", "StorageError", "RUN_STATUSES", "ENDED_STATUSES", "RUN_LEVEL", "pid_alive"]
+__all__ = ["check_location", "check_run_fields", "RunStore", "RunRecorder", "open_read_only", "StorageError", "RUN_STATUSES", "ENDED_STATUSES", "RUN_LEVEL", "pid_alive"]

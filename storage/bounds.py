@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import sqlalchemy as sa
 
 from . import schema as S
-from .location import StorageError
+from .connection import StorageError
 
 # Bits of each integer type as PostgreSQL stores it; the most specific class first (both subclass Integer).
 _INT_BITS = ((sa.BigInteger, 64), (sa.SmallInteger, 16), (sa.Integer, 32))

@@ -13,8 +13,7 @@ import sqlalchemy as sa
 from uats_core.cancel import SearchCancelled
 
 from . import schema as S
-from .liveness import pid_alive, process_gone
-from .location import StorageError
+from .connection import StorageError, pid_alive, process_gone
 
 log = logging.getLogger("storage.store")
 

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from . import schema as S
-from .liveness import pid_alive  # one liveness check for the app and the eval harness
+from .connection import pid_alive  # one liveness check for the app and the eval harness
 
 if TYPE_CHECKING:
     from uats_core.eval.grid import Cell

@@ -1,4 +1,7 @@
-"""Bulk reads of a whole run's nodes, fast enough to open a 100,000-node run in the app within seconds.
+"""Reading a run's nodes back in the shape of uats_core.tree.Node.record(): one key, `id`, for the node's id
+(the column is `node_id`; no dict that leaves the run log carries both), plus k and updated_iter.
+
+Bulk reads of a whole run's nodes, fast enough to open a 100,000-node run in the app within seconds.
 
 On SQLite the rows come straight from the driver and are converted here as SQLAlchemy would (JSON text to
 values, 0/1 to booleans); SQLAlchemy's per-row result processing was half the time of loading a big run.
@@ -12,6 +15,22 @@ from typing import Any
 import sqlalchemy as sa
 
 from . import schema as S
+
+
+ID_COLUMN = "node_id"  # the nodes table's column for what Node.record() calls "id"
+
+
+def node_dict(m: Any) -> dict[str, Any]:
+    """A stored nodes row as a node record: `id` for the node_id column, extra fields spread out."""
+    d = {("id" if k == ID_COLUMN else k): v for k, v in m.items()}
+    d.pop("run_id", None)
+    extra = d.pop("extra", None)
+    if extra:
+        for k, v in extra.items():
+            d.setdefault(k, v)
+    if d.get("mc_scores") is None:
+        d["mc_scores"] = []
+    return d
 
 
 def _bool(v: Any) -> bool | None:
@@ -54,11 +73,11 @@ def read_nodes(store: Any, run_id: str) -> list[dict[str, Any]]:
         columns[i] = _json_column(columns[i])
     for i in _BOOL:
         columns[i] = [_bool(v) for v in columns[i]]
-    # _node_dict's work, column-wise: no per-row copies (the per-row dict building was a quarter of a big load)
+    # node_dict's work, column-wise: no per-row copies (the per-row dict building was a quarter of a big load)
     columns[_SCORES] = [[] if v is None else v for v in columns[_SCORES]]
     extras = columns[_EXTRA]
-    names = [c for c in _COLUMNS if c != "extra"] + ["id"]
-    keep = [col for i, col in enumerate(columns) if i != _EXTRA] + [columns[_COLUMNS.index("node_id")]]
+    names = ["id" if c == ID_COLUMN else c for c in _COLUMNS if c != "extra"]
+    keep = [col for i, col in enumerate(columns) if i != _EXTRA]
     out = [dict(zip(names, values)) for values in zip(*keep)]
     for d, extra in zip(out, extras):
         if extra:

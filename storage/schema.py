@@ -55,7 +55,7 @@ runs = sa.Table(
     # who started the run in the app: 'user:<name>' signed in, 'session:<hash>' of a page without a login; None:
     # the CLI, an evaluation or an older version. Only the owner may control, star or annotate it (ui/access.py).
     sa.Column("owner", sa.String(200)),
-    # the process that registered the run and answers for it (liveness.this_process: host|pid|start token):
+    # the process that registered the run and answers for it (connection.this_process: host|pid|start token):
     # a restarted app ends the runs of a server that is gone, even while an orphaned worker lives on
     sa.Column("server", sa.String(200)),
     sa.Index("ix_runs_method", "method"),

@@ -11,8 +11,7 @@ from typing import Any, Sequence
 import sqlalchemy as sa
 
 from . import schema as S
-from .liveness import process_gone, this_process
-from .location import StorageError
+from .connection import StorageError, process_gone, this_process
 
 _FIELDS = ("mc_scores", "mean", "var", "ucb", "ood", "tau", "prm")
 

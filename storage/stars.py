@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from . import schema as S
 from .bounds import check_row
-from .location import StorageError
+from .connection import StorageError
 
 
 class StarsAndNotes:

@@ -1,13 +1,8 @@
-"""The run log: writes uats_core events to any SQLAlchemy database and reads runs back for the CLI and app.
+"""The run log on any SQLAlchemy database (SQLite by default): RunStore reads runs back for the CLI and app,
+registers and controls them; a search's events are written by the recorder (recorder.py).
 
-Fast path (docs/engine.md measures what logging costs): Core executemany inserts/upserts, one transaction per search iteration,
-SQLite in WAL mode with synchronous=NORMAL so a reader (the app) sees a run while a worker writes it.
-SQL stays portable: upserts use the dialect's ON CONFLICT where it has one (SQLite, PostgreSQL) and
-delete+insert inside the same transaction elsewhere.
-
-RunStore is assembled by role: opening and the run log itself here, run control (control.py), stars and
-notes (stars.py), training curves (curves.py); events are written by RunRecorder (recorder.py) through the
-write path in fastwrite.py.
+RunStore is assembled by role: the run log's reads here (opening is connection.py's), run control
+(control.py), stars and notes (stars.py), training curves (curves.py).
 """
 
 from __future__ import annotations
@@ -19,23 +14,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-from sqlalchemy.pool import StaticPool
 
 from uats_core.events import Event
 
 from . import schema as S
 from .bounds import check_row
+from .connection import (SQLITE_BUSY_TIMEOUT_MS, StorageError, display, open_engine, open_read_only_engine,
+                         parse_location, pid_alive, this_process)
 from .control import RunControl
 from .curves import TrainingCurves
-from .liveness import pid_alive, this_process
-from .location import StorageError, display as _display, parse_location
-from .opening import SQLITE_BUSY_TIMEOUT_MS, create_schema, disk_full_errors, sqlite_pragmas
+from .fastread import node_dict
 from .recorder import RunRecorder
-from .rows import node_dict
 from .stars import StarsAndNotes
 
-__all__ = ["RunStore", "RunRecorder", "StorageError", "pid_alive", "SQLITE_BUSY_TIMEOUT_MS"]
+__all__ = ["RunStore", "open_read_only", "RunRecorder", "StorageError", "pid_alive", "SQLITE_BUSY_TIMEOUT_MS"]
 
 log = logging.getLogger(__name__)
 
@@ -44,87 +36,15 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
     """A run log at `url_or_path`: a bare path is a SQLite file; anything with '://' is an SQLAlchemy URL.
 
     Creates the tables if needed. Raises StorageError(field="db") naming the URL and the fix when the
-    database cannot be opened, and then leaves no file or folder behind that it created itself."""
+    database cannot be opened, and then leaves no file or folder behind that it created itself.
+    read_only=True: an existing SQLite run log, opened so that nothing can write (connection.open_read_only_engine)."""
 
-    def __init__(self, url_or_path: str | os.PathLike[str]) -> None:
+    def __init__(self, url_or_path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         spec = os.fspath(url_or_path)
         if not isinstance(spec, str) or not spec.strip():
             raise StorageError("empty database location; give a file path (runs/uats.db) or an SQLAlchemy URL")
-        self._created: list[Path] = []  # files/folders made by us, removed again if opening fails
-        self._sqlite_path: Path | None = None
         self.url = parse_location(spec.strip())
-        self.engine = self._open()
-
-    # ------------------------------------------------------------------ opening
-    def _open(self) -> Engine:
-        url = self.url
-        kwargs: dict[str, Any] = {}
-        memory = False
-        if url.get_backend_name() == "sqlite":
-            db = url.database or ""
-            memory = db in ("", ":memory:") or db.startswith("file::memory:")
-            if memory:
-                # one shared connection, or every pooled connection would see its own empty database
-                kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
-            else:
-                self._sqlite_path = Path(db).absolute()
-                self._prepare_sqlite_file(self._sqlite_path)
-                kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-        try:
-            engine = sa.create_engine(url, **kwargs)
-        except Exception as exc:  # NoSuchModuleError (unknown dialect), ImportError (driver missing)
-            self._cleanup()
-            raise StorageError(f"cannot use database URL {_display(url)!r}: {exc.__class__.__name__}: {exc}; "
-                               "check the dialect name and that its driver is installed") from None
-        if url.get_backend_name() == "sqlite":
-            sa.event.listen(engine, "connect", sqlite_pragmas)
-        disk_full_errors(engine, repr(str(self._sqlite_path)) if self._sqlite_path else repr(_display(url)))
-        try:
-            create_schema(engine)
-        except Exception as exc:
-            engine.dispose()
-            self._cleanup()
-            msg = str(getattr(exc, "orig", exc)) or exc.__class__.__name__
-            where = f"file {str(self._sqlite_path)!r}" if self._sqlite_path else f"URL {_display(url)!r}"
-            raise StorageError(f"cannot open or create the run log at {where}: {msg}; give a writable path to a "
-                               "SQLite file (or a new one) or a reachable database URL") from None
-        self._created.clear()  # opened: from now on these files are the user's run log
-        log.info("run log at %s", "memory" if memory else _display(url))
-        return engine
-
-    def _prepare_sqlite_file(self, path: Path) -> None:
-        if path.is_dir():
-            raise StorageError(f"{str(path)!r} is a folder; give a file path such as {str(path / 'uats.db')!r}")
-        missing: list[Path] = []
-        parent = path.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        try:
-            for folder in reversed(missing):
-                folder.mkdir()
-                self._created.append(folder)
-        except OSError as exc:
-            self._cleanup()
-            raise StorageError(f"cannot create the folder for {str(path)!r} ({exc.strerror}); "
-                               "give a path in a writable folder") from None
-        if not path.exists():
-            self._created.append(path)
-            for suffix in ("-wal", "-shm", "-journal"):
-                self._created.append(path.with_name(path.name + suffix))
-        elif not os.access(path, os.R_OK | os.W_OK):
-            raise StorageError(f"{str(path)!r} is not readable and writable; fix its permissions or choose another file")
-
-    def _cleanup(self) -> None:
-        for p in reversed(self._created):
-            try:
-                if p.is_dir():
-                    p.rmdir()
-                elif p.exists():
-                    p.unlink()
-            except OSError:
-                log.warning("could not remove %s after a failed open", p)
-        self._created.clear()
+        self.engine = open_read_only_engine(self.url) if read_only else open_engine(self.url)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -136,7 +56,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         self.close()
 
     def __repr__(self) -> str:
-        return f"RunStore({_display(self.url)!r})"
+        return f"RunStore({display(self.url)!r})"
 
     @property
     def location(self) -> str:
@@ -203,7 +123,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         return dict(rows[0]._mapping)
 
     def get_nodes(self, run_id: str, since_iter: int | None = None) -> list[dict[str, Any]]:
-        """Node snapshots by id, keyed like uats_core.tree.Node.record() plus node_id (= id), k, updated_iter.
+        """Node snapshots by id, keyed like uats_core.tree.Node.record() (the id under `id`) plus k, updated_iter.
         since_iter: only nodes whose latest snapshot came at or after that iteration (live polling)."""
         q = sa.select(S.nodes).where(S.nodes.c.run_id == run_id).order_by(S.nodes.c.node_id)
         if since_iter is not None:
@@ -249,3 +169,8 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         col = S.runs.c[column]
         with self.engine.connect() as conn:
             return [v for (v,) in conn.execute(sa.select(col).distinct().order_by(col)) if v is not None]
+
+
+def open_read_only(path: str | Path) -> RunStore:
+    """An existing SQLite run log, read-only; StorageError(field='db') when it is missing or not a run log."""
+    return RunStore(str(Path(path).absolute()), read_only=True)

@@ -107,7 +107,7 @@ class DiskFullDouble:
     """Makes a RunStore's writes fail as on a full disk while `full` is set: every INSERT, UPDATE or DELETE
     raises sqlite3.OperationalError('database or disk is full'), as SQLite does when it cannot grow the
     file; reads still work, as they do on a full disk. The store's own error handling sees the real
-    exception (storage.opening.disk_full_errors)."""
+    exception (storage.connection.disk_full_errors)."""
 
     def __init__(self, store: Any) -> None:
         import sqlalchemy as sa
@@ -148,9 +148,9 @@ def record(store: Any, events: Iterable[Event]) -> None:
 
 
 def record_synthetic(store: Any, run_id: str, **options: Any) -> str:
-    """Write the synthetic run `run_id` (storage.synthetic; `options` are synthetic_events's) to `store`;
+    """Write the synthetic run `run_id` (tests.synthetic; `options` are synthetic_events's) to `store`;
     returns run_id."""
-    from storage.synthetic import synthetic_events  # the run log's package, loaded only by the tests that use it
+    from tests.synthetic import synthetic_events  # the engine's events and config, loaded only where used
 
     record(store, synthetic_events(run_id, **options))
     return run_id

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
+from tests.synthetic import synthetic_events
 from ui import launch
 
 from .doubles import WorkerPoolDouble, record

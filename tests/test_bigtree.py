@@ -59,3 +59,19 @@ def test_big_runs_load_without_history_and_still_replay(store: RunStore, monkeyp
     t = big.max_iteration // 2
     assert set(big.state_at(t).nodes) == set(full.state_at(t).nodes)  # the same nodes exist at t
     assert big.state_at(None).nodes == full.state_at(None).nodes
+
+
+def test_every_node_read_path_keys_the_node_once_as_node_record_does(store: RunStore) -> None:
+    """Node.record()'s `id` is the node's one id key in every node dict that leaves the run log: the store's
+    reader (whole run and live polling), the fast reader, and the app's RunData (loaded, grown, replayed)."""
+    rid = "s" * 32
+    data = RunData.load(store, rid)
+    paths = {"get_nodes": store.get_nodes(rid), "get_nodes since": store.get_nodes(rid, since_iter=2),
+             "read_nodes": read_nodes(store, rid), "RunData.load": list(data.nodes.values()),
+             "RunData.grown": list(data.grown(store).nodes.values()),
+             "state_at": list(data.state_at(3).nodes.values())}
+    id_keys = {"id", "node_id", "nid"}
+    for name, nodes in paths.items():
+        assert nodes, name
+        bad = [sorted(id_keys & set(n)) for n in nodes if id_keys & set(n) != {"id"} or not isinstance(n["id"], int)]
+        assert not bad, f"{name}: {bad[:3]}"

@@ -145,8 +145,8 @@ def test_show_prints_a_1500_deep_chain(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_tree_lines_order_and_a_damaged_cycle() -> None:
-    nodes = [{"node_id": i, "parent_id": p, "step": f"s{i}", "status": "active", "children_granted": 0}
+    nodes = [{"id": i, "parent_id": p, "step": f"s{i}", "status": "active", "children_granted": 0}
              for i, p in ((1, 0), (2, 0), (3, 1), (4, 3), (5, 2))]
     assert [ln.split(" [")[0] for ln in tree_lines(nodes)] == ["#1", "  #3", "    #4", "#2", "  #5"]
-    cyc = nodes + [{"node_id": 1, "parent_id": 4, "step": "again", "status": "active", "children_granted": 0}]
+    cyc = nodes + [{"id": 1, "parent_id": 4, "step": "again", "status": "active", "children_granted": 0}]
     assert len(list(tree_lines(cyc))) <= 7  # ends, whatever a damaged log holds

@@ -94,7 +94,7 @@ def test_variance_matches_stored_passes(logged_runs):
     store, ids = logged_runs
     for method in ("h-uats", "a-uats"):
         for n in store.get_nodes(ids[method]):
-            if n["node_id"] == 0:
+            if n["id"] == 0:
                 continue
             passes = n["mc_scores"]
             assert len(passes) == n["k"] == n["initial_passes"] + n["extra_passes"]
@@ -125,10 +125,10 @@ def test_uats_decisions_follow_the_paper(logged_runs):
                     saw_reeval = True
                     assert d["var_before"] > knobs["tau"], "re-evaluated a node that was not OOD"
                     assert d["ucb_before"] >= budget["reference_mean"] - knobs["delta"] - 1e-12
-        nodes = {n["node_id"]: n for n in store.get_nodes(ids[method])}
+        nodes = {n["id"]: n for n in store.get_nodes(ids[method])}
         for n in nodes.values():
             if n["status"] == "pruned":
-                assert not any(m["parent_id"] == n["node_id"] for m in nodes.values())
+                assert not any(m["parent_id"] == n["id"] for m in nodes.values())
     assert saw_reeval, "no re-evaluation happened: the test exercised nothing"
 
 

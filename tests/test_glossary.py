@@ -84,6 +84,6 @@ def test_events_the_timers_drive_show_no_progress(demo: gr.Blocks) -> None:
     ticked = [f for f in fns if any(bid in timers for bid, _ in f.targets)]
     written = {o._id for f in ticked for o in f.outputs}
     chained = [f for f in fns if any(bid in written and ev == "change" for bid, ev in f.targets)]
-    assert len(ticked) >= 3 and chained
+    assert len(ticked) >= 2 and chained  # the page's poll and the replay timer
     loud = [(f.name, f.show_progress) for f in ticked + chained if f.show_progress != "hidden"]
     assert not loud, loud

@@ -319,6 +319,33 @@ def test_the_view_rule_sees_gradio_directly_and_through_the_ui(tmp_path: Path) -
         "ui.views.c -> gradio"]
 
 
+# Test support (tests/) is no layer of the project: only the benchmarks import it, and of it only the synthetic
+# event generator (trees at sizes a CPU search takes long to reach); the engine, storage, ui and entry points never.
+TEST_SUPPORT = {"bench": ("tests.synthetic",)}
+
+
+def reaching_into_tests(root: Path = ROOT) -> list[str]:
+    """'module: name' for each import of test support the rule above does not allow."""
+    bad = []
+    for module, path in project_modules(root).items():
+        allowed = TEST_SUPPORT.get(layer(module), ())
+        for name in _named_modules(path, module):
+            if (name == "tests" or name.startswith("tests.")) and \
+                    not any(name == a or name.startswith(a + ".") for a in allowed):
+                bad.append(f"{module}: {name}")
+    return bad
+
+
+def test_only_the_benchmarks_import_test_support_and_only_the_synthetic_runs(tmp_path: Path) -> None:
+    assert reaching_into_tests() == []
+    files = {"storage/__init__.py": "", "storage/s.py": "def f():\n    from tests.synthetic import x\n",
+             "benchmarks/__init__.py": "", "benchmarks/b.py": "from tests.synthetic import x\nimport tests.doubles\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert sorted(reaching_into_tests(tmp_path)) == ["benchmarks.b: tests.doubles", "storage.s: tests.synthetic.x"]
+
+
 if __name__ == "__main__":  # the counts for a checkout: python tests/test_import_map.py [ROOT]
     import sys
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from storage import RunStore, StorageError
-from storage.liveness import pid_alive, process_gone, this_process
+from storage.connection import pid_alive, process_gone, this_process
 from tests.doubles import DiskFullDouble
 from tests.polling import until
 from uats_core.config import SearchConfig

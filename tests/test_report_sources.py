@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from storage import RunStore, StorageError
-from storage.readonly import display_location, open_read_only
+from storage import open_read_only
+from storage.connection import display_location
 from ui.views.report_sources import RUN_LOG, ReportSources
 from uats_core.entrypoints.report import build_report
 from uats_core.errors import ConfigError

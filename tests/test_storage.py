@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from storage import RunStore, StorageError
-from storage.synthetic import final_records, synthetic_events
+from tests.synthetic import final_records, synthetic_events
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.records import Decision, StepInfo
@@ -107,7 +107,7 @@ def test_one_transaction_per_iteration(tmp_path: Path) -> None:
 def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The prepared-statement upsert (the log's hot path on SQLite) against SQLAlchemy's own statement:
     the same events give byte-identical node, history and iteration tables, JSON and booleans included."""
-    import storage.fastwrite as store_mod
+    import storage.recorder as store_mod
 
     events = synthetic_events("same", n_nodes=150, seed=4, method="h-uats")
     dumps = []
@@ -285,7 +285,7 @@ def test_upsert_compiles_for_postgresql() -> None:
 def test_portable_upsert_fallback(tmp_path: Path) -> None:
     """Dialects without ON CONFLICT get delete+insert in the same transaction."""
     from storage import schema as S
-    from storage.fastwrite import upsert as _upsert
+    from storage.recorder import upsert as _upsert
 
     store = RunStore(str(tmp_path / "runs.db"))
     record(store, _hand_events("f"))

@@ -28,7 +28,7 @@ def _search(store: RunStore, run_id: str) -> None:
 def test_logit_statistics_round_trip(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs.db"))
     _search(store, "r1")
-    nodes = [n for n in store.get_nodes("r1") if n["node_id"] != 0]
+    nodes = [n for n in store.get_nodes("r1") if n["id"] != 0]
     scored = [n for n in nodes if len(n["mc_scores"]) >= 2]
     assert scored
     for n in scored:
@@ -51,7 +51,7 @@ def test_an_older_run_log_without_logit_columns_still_opens(tmp_path: Path) -> N
         cols = {r[1] for r in conn.execute("PRAGMA table_info(nodes)")}
     assert "logit_var" not in cols
     store = RunStore(str(path))
-    old = [n for n in store.get_nodes("old") if n["node_id"] != 0]
+    old = [n for n in store.get_nodes("old") if n["id"] != 0]
     assert old and all(n["logit_var"] is None for n in old)  # old rows: no statistic, not a crash
     assert all(n["mean"] is not None for n in old if n["mc_scores"])
     _search(store, "new")

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from storage import RunStore
-from storage.synthetic import final_records, synthetic_events
+from tests.synthetic import final_records, synthetic_events
 from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
 from ui.views.figstyle import box_stats, shared_colour_range
 from ui.views.figure1 import step_figure

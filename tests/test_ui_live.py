@@ -14,7 +14,7 @@ from gradio import Request
 import pytest
 
 from storage import RunStore
-from storage.synthetic import synthetic_events
+from tests.synthetic import synthetic_events
 from ui.choices import server_choices
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache

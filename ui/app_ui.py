@@ -28,6 +28,7 @@ from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
+from .tabs.poll import wire_poll
 from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runbar import RUN_BAR_CSS
@@ -111,6 +112,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         wire_links(demo, ctx, search)
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
         wire_idle_timer(ctx)
+        wire_poll(ctx)  # last: every part is registered
     return demo
 
 

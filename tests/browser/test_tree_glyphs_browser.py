@@ -155,7 +155,7 @@ def misplaced(m: dict[str, Any]) -> list[str]:
 
 
 def _n64(store: Any) -> Any:
-    """An N = 64 synthetic run (the real events and records; storage.synthetic), loaded for picking nodes."""
+    """An N = 64 synthetic run (the real events and records; tests.synthetic), loaded for picking nodes."""
     from tests.doubles import record_synthetic
     from ui.views.treedata import RunData
 

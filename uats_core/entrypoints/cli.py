@@ -118,7 +118,7 @@ def _open_existing_store(db: str) -> Any:
     """The run log of `runs` and `show`: reading never creates a database or its folders. Runs whose worker
     died (kill -9) are marked failed first, as the app does at start-up."""
     from storage import RunStore, StorageError
-    from storage.location import sqlite_file
+    from storage.connection import sqlite_file
 
     path = sqlite_file(db)
     if path is not None and not path.is_file():
@@ -228,7 +228,7 @@ def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str
     children: dict[Any, list[dict]] = {}
     for n in nodes:
         children.setdefault(n["parent_id"], []).append(n)
-    stack = [(n, 0) for n in sorted(children.get(0, []), key=lambda x: x["node_id"], reverse=True)]
+    stack = [(n, 0) for n in sorted(children.get(0, []), key=lambda x: x["id"], reverse=True)]
     seen: set[Any] = {0}
     while stack:
         n, indent = stack.pop()
@@ -240,11 +240,11 @@ def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str
             stats += f" K={n['k']}" + (" OOD" if n.get("ood") else "")
         flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
         step = (n.get("step") or "").strip().replace("\n", " ")
-        yield (f"{'  ' * indent}#{n['node_id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
+        yield (f"{'  ' * indent}#{n['id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
                f"{step[:width]}")
-        seen.add(n["node_id"])
-        kids = sorted(children.get(n["node_id"], []), key=lambda x: x["node_id"], reverse=True)
-        stack.extend((c, indent + 1) for c in kids if c["node_id"] not in seen)  # a damaged log may hold a cycle
+        seen.add(n["id"])
+        kids = sorted(children.get(n["id"], []), key=lambda x: x["id"], reverse=True)
+        stack.extend((c, indent + 1) for c in kids if c["id"] not in seen)  # a damaged log may hold a cycle
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -144,7 +144,7 @@ class Warm:
 
 
 def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: int | None = None,
-                     pause_timeout_s: float | None = None) -> None:
+                     pause_timeout_s: float | None = None, torch_threads: int | None = None) -> None:
     """A warm worker's loop: take a job (or Warm) from `inbox`, run it, report on `outbox`:
     ("loaded", slot, key, loads) after a load, ("done", slot, job_id, unrecorded) after each job, where
     unrecorded is the (status, reason) its end could not be written with, or None. The worker ends with the
@@ -156,6 +156,10 @@ def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: in
     if parent_pid is not None:
         die_with_parent(parent_pid)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s warm worker {slot} %(levelname)s %(name)s: %(message)s")
+    if torch_threads:
+        import torch
+
+        torch.set_num_threads(torch_threads)
     store = RunStore(db)
     cache = ModelCache()
     try:

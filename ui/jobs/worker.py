@@ -116,6 +116,9 @@ class WorkerPool(PoolState):
         self.limits = PoolLimits(**{**asdict(limits), "max_workers": max(1, int(max_workers))})
         super().__init__(store)
         self.max_workers = self.limits.max_workers
+        # the cores shared out between the workers: each one with torch's default (every core) made a
+        # compare pair's two searches fight over the cores, each 2.5x slower than alone (benchmarks/app_pair.py)
+        self.torch_threads = max(1, (os.cpu_count() or 1) // self.max_workers)
         self._ctx = mp.get_context("spawn")
         self._next_slot = 0
         self._outbox = self._ctx.Queue()
@@ -143,7 +146,7 @@ class WorkerPool(PoolState):
         inbox = self._ctx.Queue()
         proc = self._ctx.Process(target=warm_worker_main, name=f"uats-worker-{sid}",
                                  args=(self.store.location, inbox, self._outbox, sid, os.getpid(),
-                                       self.limits.pause_timeout_s))
+                                       self.limits.pause_timeout_s, self.torch_threads))
         proc.start()
         log.info("warm worker %s started (pid %s)", sid, proc.pid)
         self._slots[sid] = Slot(proc=proc, inbox=inbox)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 
 import gradio as gr
 import plotly
@@ -231,6 +231,26 @@ class RunCache:
 
 
 @dataclass
+class PollPart:
+    fn: Callable[..., Sequence[Any]]
+    inputs: list[Any]
+    outputs: list[Any]
+    kwargs: dict[str, Any]
+    with_request: bool  # fn takes the tick's gr.Request as `request`
+
+
+@dataclass
+class PollParts:
+    """What runs on each tick, in registration order (a later part sees what an earlier one wrote in place)."""
+
+    parts: list[PollPart] = field(default_factory=list)
+
+    def add(self, fn: Callable[..., Sequence[Any]], inputs: Sequence[Any], outputs: Sequence[Any],
+            inputs_kwargs: Mapping[str, Any] | None = None, with_request: bool = False) -> None:
+        self.parts.append(PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request))
+
+
+@dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
     need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair; `choices`
@@ -246,3 +266,4 @@ class AppContext:
     st: gr.State
     cst: gr.State
     choices: ServerChoices
+    poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)

@@ -330,7 +330,7 @@ def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
                     p.cmp_changed]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
-    ctx.timer.tick(h.on_cmp_tick, [cst], [cst, ctx.notice, *step_outputs[1:], p.cmp_shadow_key], show_progress="hidden")
+    ctx.poll.add(h.on_cmp_tick, [cst], [cst, ctx.notice, *step_outputs[1:], p.cmp_shadow_key])
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
     # then bring the trees into view (on a laptop screen they sit below the list): the rings are what was asked for

@@ -145,4 +145,4 @@ def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown)
         choices = [(run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
         return now, gr.update(choices=choices), gr.update(choices=choices)
 
-    ctx.timer.tick(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], show_progress="hidden")
+    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b])

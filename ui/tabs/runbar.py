@@ -142,14 +142,22 @@ def bar_state(store: RunStore, s: dict[str, Any] | None, request: gr.Request | N
 
 
 def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr.Markdown) -> None:
-    """Enable and disable `controls` (by control_state key) whenever the open run or its version changes
-    (every live update changes ctx.st), and say why in `hint`. The buttons' handlers check the owner
+    """Enable and disable `controls` (by control_state key) whenever the open run changes (ctx.st) or its
+    status does (a poll part), and say why in `hint`; only what changed is sent. The buttons' handlers check the owner
     again (search_events): this only keeps a viewer from clicking what would be refused."""
     keys = list(controls)
     outputs = [b for k in keys for b in controls[k]]
 
-    def on_state(s: dict[str, Any], request: gr.Request) -> tuple[Any, ...]:
-        can, why = bar_state(ctx.store, s, request)
-        return (*[gr.update(interactive=can[k]) for k in keys for _ in controls[k]], why)
+    shown = gr.State(None)  # the (controls, hint) this page shows: a live poll changes ctx.st every time
 
-    ctx.st.change(on_state, [ctx.st], [*outputs, hint], show_progress="hidden", trigger_mode="always_last")
+    def on_state(s: dict[str, Any], last: Any, request: gr.Request) -> tuple[Any, ...]:
+        can, why = bar_state(ctx.store, s, request)
+        now = [[can[k] for k in keys], why]
+        if now == last:  # unchanged: nothing for the page to re-render while it draws a live run
+            return (*[gr.skip() for _ in outputs], gr.skip(), gr.skip())
+        return (*[gr.update(interactive=can[k]) for k in keys for _ in controls[k]], why, now)
+
+    # the user's own changes (open, run, select) fire ctx.st's change; a tick's (a run ending) come with the poll
+    ctx.st.change(on_state, [ctx.st, shown], [*outputs, hint, shown], show_progress="hidden",
+                  trigger_mode="always_last")
+    ctx.poll.add(on_state, [ctx.st, shown], [*outputs, hint, shown], with_request=True)

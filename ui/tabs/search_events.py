@@ -220,10 +220,9 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         # a tick only reads: the pool's own thread starts and reaps jobs
         return tuple(live_update(ctx, viewer, s, follow_live, view))
 
-    ctx.timer.tick(on_tick, [ctx.st, t.follow],
-                   [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot,
-                    t.inspector, t.node_md],
-                   show_progress="hidden", inputs_kwargs=t.filters)
+    ctx.poll.add(on_tick, [ctx.st, t.follow],
+                 [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot,
+                  t.inspector, t.node_md], inputs_kwargs=t.filters)
 
 
 def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from storage import StorageError
 from storage.results_ledger import RESULTS_FILE
-from storage.readonly import open_read_only
+from storage import open_read_only
 from uats_core.config import ConfigError
 
 log = logging.getLogger(__name__)

@@ -53,7 +53,7 @@ def ood_survival(store: Any, methods: Sequence[str] = ("h-uats",)) -> dict[tuple
         g["correct"] += bool(run.get("correct"))
         g["cost"] += float(run.get("cost") or 0.0)
         problem = world.get_problem(run["problem_id"])
-        nodes = {int(n["node_id"]): n for n in store.get_nodes(run["run_id"])}
+        nodes = {int(n["id"]): n for n in store.get_nodes(run["run_id"])}
         for it in store.get_iterations(run["run_id"]):
             for d in it.get("decisions") or []:
                 if not d.get("ood"):

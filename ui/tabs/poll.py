@@ -1,0 +1,68 @@
+"""The page's one poll: every tab's work on a timer tick runs in a single event.
+
+Why one event: each Gradio event costs the page a snapshot of every component's value as the event starts
+and ends (Gradio's loading status). With the Search tab's live tree, the Compare pair, the pickers' labels
+and the idle check each on their own tick listener, and the run bar and idle check listening to changes of
+the states the ticks wrote, one tick made seven events; the page's main thread was busy most of the time,
+the timer fired every ~1.1 s instead of every TICK_S, and a live run's frames were drawn ever later
+(write→draw median 3 s under load, 0.8 s with one event per tick; `python -m benchmarks app`).
+
+So tabs register parts (`ctx.poll.add`, common.PollParts) and `wire_poll` makes one tick listener that runs them in order.
+The poll writes the page states (`ctx.st`, `ctx.cst`) in place and never lists them as outputs: an output
+state with change listeners fires them after every tick. What those listeners do for a tick's changes (the
+run bar's buttons, starting the timer) is a part of the poll instead."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gradio as gr
+
+from .common import AppContext
+
+
+def _is_skip(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update" and len(value) == 1
+
+
+def _keep_in_place(held: dict[str, Any], returned: Any) -> None:
+    """A part returned a page state: keep the object the session holds (the poll does not output it)."""
+    if isinstance(returned, dict) and returned is not held and not _is_skip(returned):
+        held.clear()
+        held.update(returned)
+
+
+def wire_poll(ctx: AppContext) -> None:
+    """One ctx.timer.tick listener that runs every part registered in ctx.poll. Each output is written by the first part
+    that does not skip it; page states (ctx.st, ctx.cst) are updated in place instead of output."""
+    parts, states = ctx.poll, [ctx.st, ctx.cst]
+    inputs: list[Any] = []
+    for p in parts.parts:
+        inputs += [c for c in [*p.inputs, *p.kwargs.values()] if all(c is not i for i in inputs)]
+    outputs: list[Any] = []
+    for p in parts.parts:
+        outputs += [c for c in p.outputs if all(c is not o for o in outputs) and all(c is not s for s in states)]
+
+    def index(seq: Sequence[Any], comp: Any) -> int:
+        return next(i for i, c in enumerate(seq) if c is comp)
+
+    def on_poll(request: gr.Request, *values: Any) -> tuple[Any, ...]:
+        out: list[Any] = [gr.skip()] * len(outputs)
+        for p in parts.parts:
+            args = [values[index(inputs, c)] for c in p.inputs]
+            kw = {k: values[index(inputs, c)] for k, c in p.kwargs.items()}
+            if p.with_request:
+                kw["request"] = request
+            for comp, value in zip(p.outputs, p.fn(*args, **kw)):
+                if any(comp is s for s in states):
+                    _keep_in_place(values[index(inputs, comp)], value)
+                    continue
+                k = index(outputs, comp)
+                if _is_skip(out[k]) and not _is_skip(value):
+                    out[k] = value
+        return tuple(out)
+
+    for s in states:  # the parts read the states they write in place: each one must be an input
+        if not any(s is c for c in inputs) and any(s is o for p in parts.parts for o in p.outputs):
+            raise ValueError("a poll part outputs a page state it does not take as input")
+    ctx.timer.tick(on_poll, inputs, outputs, show_progress="hidden")
