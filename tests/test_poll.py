@@ -33,12 +33,11 @@ def test_one_event_per_tick_and_no_state_change_chain(demo: gr.Blocks) -> None:
     ticked = [f for f in demo.fns.values() if (timer._id, "tick") in f.targets]
     assert len(ticked) == 1, [f.name for f in ticked]
     (poll,) = ticked
-    # what the poll writes and something listens to: the iteration slider (the frontier panel, which skips
-    # while a run is followed live) and the hidden keys that change once, when a run or a shadow job ends;
-    # never a page state, which changes on every tick
+    # what the poll writes and something listens to: only the hidden keys that change once, when a run or a
+    # shadow job ends; never a page state or the iteration slider, which change on every tick
     listened = {bid for f in demo.fns.values() for bid, ev in f.targets if ev == "change"}
     chained = [o for o in poll.outputs if o._id in listened]
-    assert sorted(type(o).__name__ for o in chained) == ["Slider", "Textbox", "Textbox"], chained
+    assert sorted(type(o).__name__ for o in chained) == ["Textbox", "Textbox"], chained
     assert all(o.visible is False for o in chained if isinstance(o, gr.Textbox))
     assert not any(isinstance(o, gr.State) for o in chained)
 

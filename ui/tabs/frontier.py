@@ -89,12 +89,22 @@ def wire_frontier_panel(ctx: AppContext, tab: Any, panel: FrontierPanel) -> None
     def from_state(s, t, sort, per_page, page, sib):
         return panel_values(ctx, s, s.get("selected"), t, sort, per_page, None, sib)
 
-    def from_slider(s, t, sort, per_page, page, sib):
-        # following a live run the slider moves on every poll: the panel waits for the run to stop (or for a
-        # replay step) rather than compete with the tree's own redraw
-        if s.get("run_id") and s.get("t") is None and ctx.store.get_run(s["run_id"])["status"] in LIVE:
-            return gr.skip(), gr.skip(), gr.skip()
-        return from_state(s, t, sort, per_page, page, sib)
+    def from_run(s, sort, per_page, page, sib, last):
+        # the open run, its iteration or its version changed: the user opened, stepped or replayed (ctx.st's
+        # change), or the poll saw a run end. Following a live run the panel waits for it to stop rather than
+        # compete with the tree's redraw. (The iteration slider's own change fired an event on every poll.)
+        rid, key = s.get("run_id"), None
+        if rid:
+            try:
+                version = ctx.store.run_version(rid)
+            except StorageError:
+                return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            if s.get("t") is None and version[0] in LIVE:
+                return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            key = [rid, s.get("t"), list(version)]
+        if key == last:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return (*panel_values(ctx, s, s.get("selected"), s.get("t"), sort, per_page, None, sib), key)
 
     def typed_page(s, t, sort, per_page, page, sib):
         return panel_values(ctx, s, s.get("selected"), t, sort, per_page, page, sib)
@@ -112,7 +122,9 @@ def wire_frontier_panel(ctx: AppContext, tab: Any, panel: FrontierPanel) -> None
     # writing the node's id into node_box; listening to the click itself made the page draw this panel
     # before it even sent the inspector's request
     tab.node_box.change(from_box, [ctx.st, tab.node_box, tab.t_slider, *ctrl], outs, **quiet)
-    tab.t_slider.change(from_slider, [ctx.st, tab.t_slider, *ctrl], outs, **quiet)
+    shown = gr.State(None)  # [run, iteration, version] the panel shows
+    ctx.st.change(from_run, [ctx.st, *ctrl, shown], [*outs, shown], **quiet)
+    ctx.poll.add(from_run, [ctx.st, *ctrl, shown], [*outs, shown])
     for comp in (p.sort, p.per_page, p.siblings):
         comp.change(from_state, [ctx.st, tab.t_slider, *ctrl], outs, **quiet)
     p.page.submit(typed_page, [ctx.st, tab.t_slider, *ctrl], outs, **quiet)
