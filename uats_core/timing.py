@@ -19,7 +19,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float]:
 def measure(variants: dict[str, Callable[[], Any]], repeats: int, setup: Callable[[str], None] | None = None,
             warmup: bool = False) -> dict[str, dict[str, list[float]]]:
     """Run every variant once per round, `repeats` rounds, interleaved: other processes on the shared cores then
-    slow all variants alike, and the minimum over rounds is the least-disturbed run (reference.md §6).
+    slow all variants alike, and the minimum over rounds is the least-disturbed run (noise only ever adds time).
     warmup: one untimed round first (first calls at a new shape pay for allocation and kernel selection)."""
     times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in variants}
     for round_ in range(repeats + int(warmup)):
