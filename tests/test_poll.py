@@ -45,10 +45,11 @@ def test_one_event_per_tick_and_no_state_change_chain(demo: gr.Blocks) -> None:
 def _toy_poll(parts: PollParts) -> tuple[SimpleNamespace, gr.Blocks]:
     with gr.Blocks() as blocks:
         ctx = SimpleNamespace(st=gr.State({}), cst=gr.State({}), timer=gr.Timer(TICK_S), poll=parts)
-        a, b = gr.Textbox(), gr.Textbox()
-        ctx.a, ctx.b = a, b
+        a, b, c = gr.Textbox(), gr.Textbox(), gr.Textbox()
+        ctx.a, ctx.b, ctx.c = a, b, c
         parts.add(lambda s, x: ({**s, "seen": x}, gr.skip(), "first"), [ctx.st, a], [ctx.st, a, b])
         parts.add(lambda s: ("from the second", "second"), [ctx.st], [a, b])
+        parts.add(lambda: "third", [], [c])  # one output: its value, not a tuple (as in Gradio)
         wire_poll(ctx)  # type: ignore[arg-type]
     return ctx, blocks
 
@@ -56,10 +57,10 @@ def _toy_poll(parts: PollParts) -> tuple[SimpleNamespace, gr.Blocks]:
 def test_parts_run_in_order_first_writer_wins_and_states_stay_in_place() -> None:
     ctx, blocks = _toy_poll(PollParts())
     (fn,) = [f for f in blocks.fns.values() if (ctx.timer._id, "tick") in f.targets]
-    assert [o._id for o in fn.outputs] == [ctx.a._id, ctx.b._id]  # the state is not an output
+    assert [o._id for o in fn.outputs] == [ctx.a._id, ctx.b._id, ctx.c._id]  # the state is not an output
     held = {"run_id": "r1"}
     out = fn.fn(None, held, "typed")  # (request, *inputs in the order they were first named)
-    assert out == ("from the second", "first")
+    assert out == ("from the second", "first", "third")
     assert held == {"run_id": "r1", "seen": "typed"}  # the session's own object, updated
 
 

@@ -38,20 +38,15 @@ def is_idle(ctx: AppContext, s: dict[str, Any], cs: dict[str, Any]) -> bool:
 
 
 def wire_idle_timer(ctx: AppContext) -> None:
-    """Stop ctx.timer when idle; start it again whenever the open run or the compared pair changes.
-    The timer is sent an update only when it switches: each update restarts the page's interval, and a
-    live run changes ctx.st on every poll, so sending "active" each time held the next tick back by a full
-    period after every update (a poll every ~1.1 s instead of every TICK_S)."""
-    ticking = gr.State(True)  # what this page's timer was last told (it starts active)
+    """Stop ctx.timer when idle; start it again whenever the open run or the compared pair changes. Only the
+    user's own changes fire those states' change (the poll writes them in place, ui/tabs/poll.py): an update
+    restarts the page's interval, and one sent on every tick held each next tick back by a full period."""
+    def on_tick(s, cs):
+        return gr.Timer(active=False) if is_idle(ctx, s or {}, cs or {}) else gr.skip()
 
-    def on_tick(s, cs, on):
-        return (gr.Timer(active=False), False) if is_idle(ctx, s or {}, cs or {}) else (gr.skip(), gr.skip())
+    def on_change(s, cs):  # a selection changes the state too: only a live run or pair starts the timer
+        return gr.skip() if is_idle(ctx, s or {}, cs or {}) else gr.Timer(active=True)
 
-    def on_change(s, cs, on):  # a selection changes the state too: only a live run or pair starts the timer
-        if on or is_idle(ctx, s or {}, cs or {}):
-            return gr.skip(), gr.skip()
-        return gr.Timer(active=True), True
-
-    ctx.poll.add(on_tick, [ctx.st, ctx.cst, ticking], [ctx.timer, ticking])
+    ctx.poll.add(on_tick, [ctx.st, ctx.cst], [ctx.timer])
     for state in (ctx.st, ctx.cst):
-        state.change(on_change, [ctx.st, ctx.cst, ticking], [ctx.timer, ticking], show_progress="hidden")
+        state.change(on_change, [ctx.st, ctx.cst], [ctx.timer], show_progress="hidden")

@@ -43,26 +43,30 @@ def wire_poll(ctx: AppContext) -> None:
     for p in parts.parts:
         outputs += [c for c in p.outputs if all(c is not o for o in outputs) and all(c is not s for s in states)]
 
-    def index(seq: Sequence[Any], comp: Any) -> int:
-        return next(i for i, c in enumerate(seq) if c is comp)
-
-    def on_poll(request: gr.Request, *values: Any) -> tuple[Any, ...]:
-        out: list[Any] = [gr.skip()] * len(outputs)
-        for p in parts.parts:
-            args = [values[index(inputs, c)] for c in p.inputs]
-            kw = {k: values[index(inputs, c)] for k, c in p.kwargs.items()}
-            if p.with_request:
-                kw["request"] = request
-            for comp, value in zip(p.outputs, p.fn(*args, **kw)):
-                if any(comp is s for s in states):
-                    _keep_in_place(values[index(inputs, comp)], value)
-                    continue
-                k = index(outputs, comp)
-                if _is_skip(out[k]) and not _is_skip(value):
-                    out[k] = value
-        return tuple(out)
-
     for s in states:  # the parts read the states they write in place: each one must be an input
         if not any(s is c for c in inputs) and any(s is o for p in parts.parts for o in p.outputs):
             raise ValueError("a poll part outputs a page state it does not take as input")
+
+    def index(seq: Sequence[Any], comp: Any) -> int:
+        return next(i for i, c in enumerate(seq) if c is comp)
+
+    # where each part's inputs sit among the poll's, and where its outputs go (-1-i: page state input i)
+    places = [([index(inputs, c) for c in p.inputs], {k: index(inputs, c) for k, c in p.kwargs.items()},
+               [-1 - index(inputs, c) if any(c is s for s in states) else index(outputs, c) for c in p.outputs])
+              for p in parts.parts]
+
+    def on_poll(request: gr.Request, *values: Any) -> tuple[Any, ...]:
+        out: list[Any] = [gr.skip()] * len(outputs)
+        for p, (at, kw_at, to) in zip(parts.parts, places):
+            kw = {k: values[i] for k, i in kw_at.items()}
+            if p.with_request:
+                kw["request"] = request
+            got = p.fn(*[values[i] for i in at], **kw)
+            for k, value in zip(to, (got,) if len(to) == 1 else got):  # one output: the value, as in Gradio
+                if k < 0:
+                    _keep_in_place(values[-1 - k], value)
+                elif _is_skip(out[k]) and not _is_skip(value):
+                    out[k] = value
+        return tuple(out)
+
     ctx.timer.tick(on_poll, inputs, outputs, show_progress="hidden")

@@ -148,7 +148,7 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
     keys = list(controls)
     outputs = [b for k in keys for b in controls[k]]
 
-    shown = gr.State(None)  # the (controls, hint) this page shows: a live poll changes ctx.st every time
+    shown = gr.State(None)  # the (controls, hint) this page shows: the poll asks on every tick
 
     def on_state(s: dict[str, Any], last: Any, request: gr.Request) -> tuple[Any, ...]:
         can, why = bar_state(ctx.store, s, request)
