@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 import sqlalchemy as sa
 
+from uats_core.methods.uats import KNOBS, STATE_FEATURES
 from uats_core.tree import TERMINAL
 
 from . import schema as S
@@ -17,6 +18,7 @@ from .eval_cells import eval_cells
 
 RESULT_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "run_id", "batched", "wall_s", "correct", "naive_correct", "cost", "iterations", "n_nodes", "answer"]
+CONTROLLER_COLUMNS = ["run_id", "iteration", *STATE_FEATURES, *KNOBS]
 # pass_at_n and n_final: over the final candidates; finals_marked: the run marked them (Node.voted), so the two are
 # exact (in an older run log they count every solution the search ended)
 OUTCOME_COLUMNS = ["pass_at_n", "n_final", "finals_marked"]
@@ -84,3 +86,14 @@ def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
                    n.status, n.correct, n.answer, n.voted).where(n.run_id.in_(list(run_ids))))
     with engine_of(source).connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all())
+
+
+def load_controller_steps(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
+    """A-UATS's controller at each step of `run_ids` (the iterations' StepInfo): the state it read and the knobs it
+    set; the runs of other methods have no rows."""
+    i = S.iterations.c
+    q = sa.select(i.run_id, i.iteration, i.budget).where(i.run_id.in_(list(run_ids))).order_by(i.run_id, i.iteration)
+    with engine_of(source).connect() as conn:
+        rows = [{"run_id": r.run_id, "iteration": r.iteration, **b["state"], **b["knobs"]}
+                for r in conn.execute(q) if (b := r.budget) and b.get("state") and b.get("knobs")]
+    return pd.DataFrame(rows, columns=CONTROLLER_COLUMNS)

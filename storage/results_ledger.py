@@ -9,6 +9,8 @@ A run log lives in `runs/`, which no fresh machine has; the ledger is what survi
 - `traces.csv.gz`: per cell, its candidates and the distinct partial solutions among them (the duplicates table);
 - `candidates.csv.gz`: per cell, its final solutions (answer, correctness, copies, final scores), from which the
   report recomputes the answer under every aggregation rule (cells recorded before this file have none);
+- `controller.csv.gz`: per A-UATS cell and step, the state its controller read and the six knobs it set (cells
+  recorded before this file have none);
 - `voted.csv.gz`: the cells whose run marked its final candidates (uats_core.tree.Node.voted), so their Pass@N
   and n_final count those alone. A cell recorded before this file counted every solution its search ended, which
   for beam search and DVTS includes some they did not vote on (uats_core.report.stats.pass_lower).
@@ -34,10 +36,12 @@ except ImportError:  # Windows: one appending process per ledger
 
 import pandas as pd
 
+from .eval_results import CONTROLLER_COLUMNS
+
 log = logging.getLogger(__name__)
 
 RESULTS_FILE, STEPS_FILE, TRACES_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", "traces.csv.gz", ".lock"
-CANDIDATES_FILE, VOTED_FILE = "candidates.csv.gz", "voted.csv.gz"
+CANDIDATES_FILE, VOTED_FILE, CONTROLLER_FILE = "candidates.csv.gz", "voted.csv.gz", "controller.csv.gz"
 LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
                   "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
                   "batched", "code_version"]
@@ -45,6 +49,7 @@ STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_ki
 TRACE_COLUMNS = ["cell_key", "n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
 CANDIDATE_COLUMNS = ["cell_key", "solutions"]  # solutions: JSON, uats_core.report.duplicates.final_solutions
 VOTED_COLUMNS = ["cell_key"]
+LEDGER_CONTROLLER_COLUMNS = ["cell_key", *CONTROLLER_COLUMNS[1:]]  # the run log's run_id becomes the cell
 STEP_SAMPLE = 8  # one base-variant cell in 8 keeps its step records
 
 
@@ -61,6 +66,7 @@ class ResultsLedger:
         self.traces_path = self.folder / TRACES_FILE
         self.candidates_path = self.folder / CANDIDATES_FILE
         self.voted_path = self.folder / VOTED_FILE
+        self.controller_path = self.folder / CONTROLLER_FILE
         self._keys: set[str] | None = None
 
     def keys(self) -> set[str]:
@@ -109,9 +115,16 @@ class ResultsLedger:
         df = pd.read_csv(self.candidates_path, dtype={"solutions": str}, keep_default_na=False)
         return df.drop_duplicates("cell_key", keep="first").reset_index(drop=True)
 
-    def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None) -> int:
-        """Append the rows whose cell is not in the ledger yet (with their step records and duplicate counts);
-        returns how many.
+    def controller(self) -> pd.DataFrame:
+        """Per A-UATS cell and step: the controller's state and knobs (cells recorded before this file have none)."""
+        if not self.controller_path.exists():
+            return pd.DataFrame(columns=LEDGER_CONTROLLER_COLUMNS)
+        return pd.read_csv(self.controller_path).drop_duplicates(["cell_key", "iteration"]).reset_index(drop=True)
+
+    def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
+               controller: pd.DataFrame | None = None) -> int:
+        """Append the rows whose cell is not in the ledger yet (with their step records, duplicate counts and
+        controller steps); returns how many.
 
         Several processes may append to one ledger: each append holds an exclusive lock on the folder's `.lock`
         and re-reads the keys under it, so gzip members never interleave and no cell is written twice."""
@@ -131,6 +144,9 @@ class ResultsLedger:
                 _append_csv(self.traces_path, held[TRACE_COLUMNS])
                 if "solutions" in held:
                     _append_csv(self.candidates_path, held[CANDIDATE_COLUMNS])
+            if controller is not None and len(controller):
+                _append_csv(self.controller_path,
+                            controller[controller["cell_key"].isin(set(new["cell_key"]))][LEDGER_CONTROLLER_COLUMNS])
             if "finals_marked" in new and new["finals_marked"].any():
                 _append_csv(self.voted_path, new[new["finals_marked"].astype(bool)][VOTED_COLUMNS])
             _append_csv(self.results_path, new[LEDGER_COLUMNS])
@@ -157,6 +173,17 @@ class ResultsLedger:
                     _append_csv(path, new[columns])
                     added.update(new["cell_key"])
         return len(added)
+
+    def append_controller(self, controller: pd.DataFrame) -> int:
+        """Append controller steps for cells the ledger holds without them (storage.results_ledger.fill_controller);
+        returns how many cells got them."""
+        with _locked(self.folder / LOCK_FILE):
+            self._keys = None
+            have = set(self.controller()["cell_key"])
+            new = controller[controller["cell_key"].isin(self.keys()) & ~controller["cell_key"].isin(have)]
+            if len(new):
+                _append_csv(self.controller_path, new[LEDGER_CONTROLLER_COLUMNS])
+        return int(new["cell_key"].nunique())
 
 
 @contextmanager
@@ -211,9 +238,32 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
         steps = step_records(loader, sampled)
         if len(steps):
             steps = steps.assign(cell_key=steps["run_id"].map(dict(zip(sampled["run_id"], sampled["cell_key"]))))
-    added = ledger.append(rows, steps, traces)
+    added = ledger.append(rows, steps, traces, _controller_of(engine, rows))
     log.info("results ledger %s: %d rows added (%d in all)", ledger.folder, added, len(ledger.keys()))
     return added
+
+
+def _controller_of(engine: Any, rows: pd.DataFrame) -> pd.DataFrame:
+    """The controller steps of the A-UATS cells among `rows` (ledger rows with the run log's run_id), by cell."""
+    from .eval_results import load_controller_steps
+
+    cell_of = dict(zip(rows["run_id"], rows["cell_key"]))
+    steps = load_controller_steps(engine, list(rows.loc[rows["method"] == "a-uats", "run_id"]))
+    return steps.assign(cell_key=steps["run_id"].map(cell_of))
+
+
+def _same_searches(ledger_rows: pd.DataFrame, engine: Any) -> pd.DataFrame:
+    """The run log's rows (with run_id) that are the very searches `ledger_rows` recorded: same cell, answer,
+    compute, iterations and node count (a cell run again elsewhere is another search)."""
+    from .eval_results import load_results
+
+    axes = ["cell_key", "answer", "cost", "iterations", "n_nodes"]
+    both = load_results(engine).merge(ledger_rows[axes], on="cell_key", suffixes=("", "_ledger"))
+    same = both["answer"].fillna("").astype(str).eq(both["answer_ledger"].fillna("").astype(str))
+    same &= (both["cost"].astype(float) - both["cost_ledger"].astype(float)).abs().le(1e-6)
+    for col in ("iterations", "n_nodes"):
+        same &= pd.to_numeric(both[col]).eq(pd.to_numeric(both[col + "_ledger"]))
+    return both[same]
 
 
 def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame],
@@ -221,7 +271,7 @@ def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.D
     """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells
     the ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's answer,
     compute, iterations and node count (a cell run again elsewhere is another search). Returns how many cells."""
-    from .eval_results import engine_of, load_nodes, load_results
+    from .eval_results import engine_of, load_nodes
 
     mine = ledger.results()
     have_both = set(ledger.traces()["cell_key"]) & set(ledger.candidates()["cell_key"])
@@ -229,13 +279,7 @@ def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.D
     if mine.empty:
         return 0
     engine = engine_of(source)
-    axes = ["cell_key", "answer", "cost", "iterations", "n_nodes"]
-    both = load_results(engine).merge(mine[axes], on="cell_key", suffixes=("", "_ledger"))
-    same = both["answer"].fillna("").astype(str).eq(both["answer_ledger"].fillna("").astype(str))
-    same &= (both["cost"].astype(float) - both["cost_ledger"].astype(float)).abs().le(1e-6)
-    for col in ("iterations", "n_nodes"):
-        same &= pd.to_numeric(both[col]).eq(pd.to_numeric(both[col + "_ledger"]))
-    both = both[same]
+    both = _same_searches(mine, engine)
     cell_of = dict(zip(both["run_id"], both["cell_key"]))
     runs, added = list(both["run_id"]), 0
     for i in range(0, len(runs), chunk):  # a chunk's nodes at a time: old run logs hold millions
@@ -243,4 +287,19 @@ def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.D
         added += ledger.append_traces(counts.assign(cell_key=counts["run_id"].map(cell_of)))
     log.info("results ledger %s: duplicate counts or final solutions for %d cells from %s (%d of its cells matched)", ledger.folder,
              added, source, len(both))
+    return added
+
+
+def fill_controller(ledger: ResultsLedger, source: Any) -> int:
+    """The controller steps, read from a run log (a RunStore, engine, path or URL), of the A-UATS cells the ledger
+    holds without them, where the log's search is the ledger's (_same_searches). Returns how many cells."""
+    from .eval_results import engine_of
+
+    mine = ledger.results()
+    mine = mine[(mine["method"] == "a-uats") & ~mine["cell_key"].isin(set(ledger.controller()["cell_key"]))]
+    if mine.empty:
+        return 0
+    engine = engine_of(source)
+    added = ledger.append_controller(_controller_of(engine, _same_searches(mine, engine)))
+    log.info("results ledger %s: controller steps for %d cells from %s", ledger.folder, added, source)
     return added

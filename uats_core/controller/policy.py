@@ -16,9 +16,8 @@ import torch
 from torch import nn
 
 from ..errors import ControllerError
-from ..methods.uats import BETA_MAX, STATE_FEATURES, Knobs
+from ..methods.uats import BETA_MAX, KNOBS, STATE_FEATURES, Knobs
 
-KNOBS = ("beta", "gamma", "tau", "delta", "nu1", "nu2")
 # (low, high, log-scale). β and γ scale B and C; compute matching is enforced downstream whatever they say.
 KNOB_RANGES: dict[str, tuple[float, float, bool]] = {
     "beta": (0.0, BETA_MAX, False),

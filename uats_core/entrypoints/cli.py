@@ -178,8 +178,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_ledger(args: argparse.Namespace) -> int:
     """Bring a results ledger up to date with run logs: their finished cells it lacks (with --code-version, the
-    commit that ran them), and the duplicate counts and final solutions of the cells it holds without them
-    (recorded before the ledger kept them)."""
+    commit that ran them), and the duplicate counts, final solutions and A-UATS controller steps of the cells it
+    holds without them (recorded before the ledger kept them)."""
     from storage.eval_results import load_results
     from storage.results_ledger import ResultsLedger
     from uats_core.entrypoints.eval.run import sync_run_log
@@ -194,16 +194,17 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     for run_log in args.run_logs:
         if "://" not in run_log and not os.path.exists(run_log):
             raise ConfigError("run_logs", f"no run log at {run_log!r}; give a SQLite path or SQLAlchemy URL")
-    before = len(ledger.traces()), len(ledger.candidates())
+    before = len(ledger.traces()), len(ledger.candidates()), ledger.controller()["cell_key"].nunique()
     for run_log in args.run_logs:
         added = sync_run_log(ledger, run_log, version, fill=True)
         lacking = (set(load_results(run_log)["cell_key"]) - ledger.keys()) if version is None else set()
         print(f"{run_log}: {added} cells added" + (f"; {len(lacking)} cells the ledger lacks left out (give "
                                                    "--code-version, the commit that ran them, to add them)"
                                                    if lacking else ""))
-    after = len(ledger.traces()), len(ledger.candidates())
+    after = len(ledger.traces()), len(ledger.candidates()), ledger.controller()["cell_key"].nunique()
     print(f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
-          f"{after[1]} with final solutions ({after[1] - before[1]} more)")
+          f"{after[1]} with final solutions ({after[1] - before[1]} more), {after[2]} A-UATS cells with controller "
+          f"steps ({after[2] - before[2]} more)")
     return 0
 
 

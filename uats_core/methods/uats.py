@@ -22,7 +22,7 @@ C and B come from allocation.uats_budget_split; A-UATS's controller scales them 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -52,6 +52,7 @@ class Knobs:
         return cls(beta=1.0, gamma=1.0, tau=cfg.tau, delta=cfg.delta, nu1=cfg.nu1, nu2=cfg.nu2)
 
 
+KNOBS = tuple(f.name for f in fields(Knobs))
 # A-UATS's controller: the step's state in, the six knobs out.
 Controller = Callable[[Mapping[str, float]], Knobs]
 

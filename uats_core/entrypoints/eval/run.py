@@ -188,9 +188,9 @@ def code_version(root: Path | None = None) -> str:
 def sync_run_log(ledger: Any, db_url: str, version: str | None, fill: bool = False) -> int:
     """Copy a run log's finished cells that the ledger lacks into it (with their step records and duplicate
     counts, rows labelled with code `version`; None: the code is not known, so none are copied); with fill, also
-    the duplicate counts of the cells the ledger holds without them (storage.results_ledger.fill_traces). Returns
-    the rows added."""
-    from storage.results_ledger import fill_traces, sync_ledger
+    the duplicate counts and controller steps of the cells the ledger holds without them
+    (storage.results_ledger.fill_traces, fill_controller). Returns the rows added."""
+    from storage.results_ledger import fill_controller, fill_traces, sync_ledger
     from uats_core.paths import portable_path
     from uats_core.report.duplicates import trace_counts
     from uats_core.report.steps import step_records
@@ -201,6 +201,7 @@ def sync_run_log(ledger: Any, db_url: str, version: str | None, fill: bool = Fal
                             step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
     if fill:
         fill_traces(ledger, db_url, trace_counts)
+        fill_controller(ledger, db_url)
     return added
 
 
