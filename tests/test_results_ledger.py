@@ -137,41 +137,52 @@ def test_concurrent_processes_append_one_readable_ledger(tmp_path: Path) -> None
     assert len(keys) == 3 * 40 * 5 and keys.is_unique
 
 
-def test_ledger_command_fills_the_duplicate_counts_and_finals_of_cells_recorded_without_them(tmp_path: Path, capsys) -> None:
-    """A ledger recorded before it kept duplicate counts and final solutions gets them from the run log that holds
-    the same searches;
-    a cell whose ledger row is another search (here: another compute) gets none."""
+def test_ledger_command_fills_the_duplicate_counts_finals_and_controller_steps_of_cells_recorded_without_them(
+        tmp_path: Path, capsys) -> None:
+    """A ledger recorded before it kept duplicate counts, final solutions and A-UATS's controller steps gets them
+    from the run log that holds the same searches; a cell whose ledger row is another search (here: another compute)
+    gets none."""
     from uats_core.entrypoints.cli import main as cli_main
 
     db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
     dataset, probs = load_eval_problems("arith", None, 2)
-    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase", "h-uats"],
+    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase", "h-uats", "a-uats"],
                     budgets=[4], seeds=[0])
     run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
     full = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
-    assert len(full) == 4
+    assert len(full) == 6
     full_candidates = ResultsLedger(ledger_dir).candidates().set_index("cell_key").sort_index()
-    # The old ledger: no traces or candidates file, and one cell whose recorded search is not the run log's.
-    (ledger_dir / results_ledger.TRACES_FILE).unlink()
-    (ledger_dir / results_ledger.CANDIDATES_FILE).unlink()
     rows = ResultsLedger(ledger_dir).results()
-    other = rows["cell_key"].iloc[0]
+    # Every A-UATS cell has one controller step per iteration, written with its row; no other method has any.
+    full_controller = ResultsLedger(ledger_dir).controller().set_index(["cell_key", "iteration"]).sort_index()
+    auats = rows[rows["method"] == "a-uats"].set_index("cell_key")["iterations"]
+    assert full_controller.groupby(level="cell_key").size().sort_index().tolist() == auats.sort_index().tolist()
+    assert full_controller[["mean_rbar", "beta", "tau"]].notna().all().all()
+    # The old ledger: no traces, candidates or controller file, and one A-UATS cell whose recorded search is not
+    # the run log's.
+    for name in (results_ledger.TRACES_FILE, results_ledger.CANDIDATES_FILE, results_ledger.CONTROLLER_FILE):
+        (ledger_dir / name).unlink()
+    other = auats.index[0]
     rows.loc[rows["cell_key"] == other, "cost"] += 1.0
     (ledger_dir / results_ledger.RESULTS_FILE).unlink()
     ResultsLedger(ledger_dir).append(rows)
 
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == (f"{ledger_dir}: 4 cells, 3 with duplicate counts (3 more), "
-                                                        "3 with final solutions (3 more)")
+    assert capsys.readouterr().out.splitlines()[-1] == (f"{ledger_dir}: 6 cells, 5 with duplicate counts (5 more), "
+                                                        "5 with final solutions (5 more), 1 A-UATS cells with "
+                                                        "controller steps (1 more)")
     filled = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
-    assert other not in filled.index and len(filled) == 3
+    assert other not in filled.index and len(filled) == 5
     pd.testing.assert_frame_equal(filled, full.drop(index=other))
     filled_candidates = ResultsLedger(ledger_dir).candidates().set_index("cell_key").sort_index()
     pd.testing.assert_frame_equal(filled_candidates, full_candidates.drop(index=other))
+    filled_controller = ResultsLedger(ledger_dir).controller().set_index(["cell_key", "iteration"]).sort_index()
+    pd.testing.assert_frame_equal(filled_controller, full_controller.drop(index=other, level="cell_key"))
     # Run again: nothing new, nothing written twice.
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
-    assert len(pd.read_csv(ledger_dir / results_ledger.TRACES_FILE)) == 3
-    assert len(pd.read_csv(ledger_dir / results_ledger.CANDIDATES_FILE)) == 3
+    assert len(pd.read_csv(ledger_dir / results_ledger.TRACES_FILE)) == 5
+    assert len(pd.read_csv(ledger_dir / results_ledger.CANDIDATES_FILE)) == 5
+    assert len(pd.read_csv(ledger_dir / results_ledger.CONTROLLER_FILE)) == len(filled_controller)
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(tmp_path / "none.db")]) == 2
     assert capsys.readouterr().err.strip().endswith("give a SQLite path or SQLAlchemy URL")
 

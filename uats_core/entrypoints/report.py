@@ -41,22 +41,34 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
                            tau=tau, methods=methods, pairs=pairs, budgets=budgets)
 
 
-def report_from_ledger(folder: str | Path, **kw: Any) -> Report:
-    """Every figure and table from a results ledger (storage.results_ledger) alone: no run log needed."""
+def report_from_ledger(folder: str | Path, *more: str | Path, **kw: Any) -> Report:
+    """Every figure and table from a results ledger (storage.results_ledger) alone, no run log needed; with `more`
+    ledgers (another dataset's, e.g. results/arith-hard), from their rows together."""
+    import pandas as pd
+
     from storage.results_ledger import RESULTS_FILE, ResultsLedger
 
-    ledger = ResultsLedger(folder)
-    if not ledger.results_path.exists():
-        raise ValueError(f"ledger: no {RESULTS_FILE} in {folder!r}; run python -m uats_core.eval --ledger {folder} first")
-    traces = ledger.traces().merge(ledger.candidates(), on="cell_key", how="left")
-    return assemble_report(ledger.results(), steps=ledger.steps(), traces=traces, **kw)
+    parts: dict[str, list[pd.DataFrame]] = {"results": [], "steps": [], "traces": [], "controller": []}
+    for f in (folder, *more):
+        ledger = ResultsLedger(f)
+        if not ledger.results_path.exists():
+            raise ValueError(f"ledger: no {RESULTS_FILE} in {str(f)!r}; run python -m uats_core.eval --ledger {f} first")
+        parts["results"].append(ledger.results())
+        parts["steps"].append(ledger.steps())
+        parts["traces"].append(ledger.traces().merge(ledger.candidates(), on="cell_key", how="left"))
+        parts["controller"].append(ledger.controller())
+    joined = {name: pd.concat([p for p in frames if len(p)] or frames[:1], ignore_index=True)
+              for name, frames in parts.items()}
+    return assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
+                           controller=joined["controller"], **kw)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m uats_core.report", description="figures and tables of an evaluation run log")
     p.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL")
-    p.add_argument("--ledger", metavar="DIR", help="build from a results ledger folder alone (e.g. results/arith-grid) "
-                                                   "instead of a run log")
+    p.add_argument("--ledger", metavar="DIR", action="append",
+                   help="build from a results ledger folder alone (e.g. results/arith-grid) instead of a run log; "
+                        "repeat it to report several ledgers together (e.g. --ledger results/arith-hard)")
     p.add_argument("--out", default="runs/reports", help="folder for report.html, PNGs, tables.md and CSVs")
     p.add_argument("--all-problems", action="store_true",
                    help="use every finished cell, even where a problem is not finished for all methods/budgets/seeds")
@@ -86,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if args.ledger:
-            rep = report_from_ledger(args.ledger, **kw)
+            rep = report_from_ledger(*args.ledger, **kw)
         else:
             from storage import RunStore
 

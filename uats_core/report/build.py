@@ -15,13 +15,15 @@ import pandas as pd
 
 from ..config import UATS_METHODS, SearchConfig
 from .aggregation import aggregation_markdown, aggregation_table
+from .difficulty import difficulty_markdown
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .ladder import RUNGS, ladder_markdown, ladder_table
 from .provenance import with_provenance
+from .sigma_features import controller_markdown, controller_response, sigma_beside_rbar, sigma_markdown
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
                     restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
-from .steps import NodeLoader, prm_summary, select_runs, step_records
+from .steps import MC_SCORED, NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
                      spend_markdown, table4_markdown, variant_markdown)
 
@@ -61,7 +63,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
                     confidence: float = 0.95, roles: dict[str, str] | None = None, fig2: bool = True,
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
                     pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
-                    steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None) -> Report:
+                    steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
+                    controller: pd.DataFrame | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -70,6 +73,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     load_nodes: run ids -> their nodes, for the Figure 2 analysis and the duplicates table (both skipped without
     it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them),
     traces with a `solutions` column where final solutions are known (the answer aggregation table).
+    controller: A-UATS's controller steps by cell (a ledger keeps them), for what its knobs follow.
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -90,6 +94,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     cur = curves(df, confidence)
     rep.tables["curves"] = cur
     _add_tables(rep, df, cur, roles, confidence, raw)
+    if text := difficulty_markdown(cur, roles):
+        rep.markdown["Accuracy against difficulty"] = with_provenance(text, df[df["variant"] == "base"])
     _add_figures(rep, df, cur, roles, confidence)
     if fig2 and (load_nodes is not None or steps is not None):
         if steps is None:
@@ -112,6 +118,11 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     rep.tables["aggregation"] = agg
     if text := aggregation_markdown(agg, roles):
         rep.markdown["Answer aggregation"] = with_provenance(text, df)
+    if controller is not None and len(controller):
+        response = controller_response(raw, controller)
+        rep.tables["controller"] = response
+        if text := controller_markdown(response, roles):
+            rep.markdown["A-UATS's controller"] = with_provenance(text, raw[raw["cell_key"].isin(set(controller["cell_key"]))])
     return rep
 
 
@@ -213,3 +224,8 @@ def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], t
         key = "cell_key" if "cell_key" in steps else "run_id"
         rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = with_provenance(
             prm_markdown(summ, roles, tau), df[df[key].isin(set(steps[key]))])
+    sigma = sigma_beside_rbar(steps)
+    rep.tables["sigma_beside_rbar"] = sigma
+    if text := sigma_markdown(sigma, roles):
+        scored = steps[steps["score_kind"] == MC_SCORED]
+        rep.markdown["σ² beside R̄"] = with_provenance(text, df[df[key].isin(set(scored[key]))])

@@ -264,14 +264,15 @@ def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
 
 
 def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Each UATS variant against the same method's base variant and against REBASE, per (dataset, pair, budget), on
+    """Each UATS variant against the same method's base variant, against REBASE and (an A-UATS variant: a controller
+    is worth shipping only if it beats the knobs it starts from) against H-UATS, per (dataset, pair, budget), on
     the (problem, seed) cells both ran: the paired accuracy difference and the compute spent as a share of the
     reference's."""
     base = df[df["variant"] == "base"]
     rows = []
     variants = df[df["method"].isin(UATS_METHODS) & (df["variant"] != "base")]
     for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
-        for ref_name in (method, "rebase"):
+        for ref_name in (method, *(("h-uats",) if method == "a-uats" else ()), "rebase"):
             ref = base[base["method"] == ref_name][[*CELL, "correct", "cost"]]
             both = g[[*CELL, "correct", "cost"]].merge(ref, on=CELL, suffixes=("", "_ref"))
             for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):

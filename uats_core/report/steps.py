@@ -19,6 +19,7 @@ from .stats import wilson
 
 NodeLoader = Callable[[list[str]], pd.DataFrame]  # run ids -> their nodes (run_id, node_id, parent_id, depth, ...)
 _CHUNK = 200  # runs per node query
+MC_SCORED = "MC mean of K0 passes (UATS)"  # a step record's score_kind: R̄ over K0 passes, var0 their σ²
 
 
 def select_runs(df: pd.DataFrame, max_runs_per_pair: int) -> pd.DataFrame:
@@ -104,7 +105,7 @@ def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str)
         if label is None:
             continue
         rows.append({"run_id": run_id, "pair": meta["pair"], "dataset": meta["dataset"], "method": meta["method"],
-                     "score_kind": "MC mean of K0 passes (UATS)" if uats else "deterministic (baselines)",
+                     "score_kind": MC_SCORED if uats else "deterministic (baselines)",
                      "label_kind": "step" if problem is not None else "outcome",
                      "score": score, "var0": var0, "correct": label})
     return rows

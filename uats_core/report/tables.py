@@ -132,8 +132,8 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
              half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
              r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
-    return ("Each UATS variant against its method's base settings and against REBASE on the same (problem, seed) "
-            "cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
+    return ("Each UATS variant against its method's base settings, against REBASE and (A-UATS) against H-UATS on the "
+            "same (problem, seed) cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
             "compute spent as a share of the reference's\n\n"
             + markdown_table(["pair", "N", "method", "variant", "against", "difference", "± over seeds",
                               "± over problems", "cells", "spent / reference's"], rows))
