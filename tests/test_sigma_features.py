@@ -22,7 +22,7 @@ def _steps(sigma_tells: bool, n: int = 4000) -> pd.DataFrame:
     wrong = rng.random(n) < 0.4
     rbar = np.clip(0.6 - 0.2 * wrong + rng.normal(0, 0.25, n), 0.001, 0.999)
     var0 = np.exp(rng.normal(-7, 1, n) + (2.0 * wrong if sigma_tells else 0.0))
-    return pd.DataFrame({"pair": "P:rm", "score_kind": MC_SCORED, "score": rbar, "var0": var0, "correct": ~wrong})
+    return pd.DataFrame({"dataset": "d", "pair": "P:rm", "score_kind": MC_SCORED, "score": rbar, "var0": var0, "correct": ~wrong})
 
 
 def test_sigma_beside_rbar_finds_what_sigma_adds_and_nothing_where_it_is_noise() -> None:

@@ -14,7 +14,7 @@ from ..estimation import auroc
 from ..methods.uats import KNOBS
 from ..paths import ASSETS
 from .steps import MC_SCORED
-from .tables import markdown_table, pair_name
+from .tables import markdown_table, pair_cell, pair_name
 
 RBAR_FEATURES = ("mean_rbar", "max_rbar", "var_rbar")
 FOLDS = 5  # cross-validation folds of the R̄ + σ² logistic fit
@@ -41,19 +41,19 @@ def _logistic_cv(x: np.ndarray, y: np.ndarray, folds: int = FOLDS) -> np.ndarray
 
 
 def sigma_beside_rbar(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per pair, on the UATS-scored step records (R̄ of K0 passes, σ² of those passes, the exact step label): how
+    """Per dataset and pair, on the UATS-scored step records (R̄ of K0 passes, σ² of those passes, the exact step label): how
     well R̄, σ² and both together tell wrong steps from right ones (AUROC for a wrong step), and σ²'s AUROC
     within each fifth of R̄, where R̄ cannot tell the steps apart by its level."""
     mc = steps[(steps["score_kind"] == MC_SCORED) & steps["var0"].notna()]
     rows = []
-    for pair, g in mc.groupby("pair", sort=True):
+    for (dataset, pair), g in mc.groupby(["dataset", "pair"], sort=True):
         wrong = ~g["correct"].astype(bool).to_numpy()
         rbar, log_var = g["score"].to_numpy(float), np.log(g["var0"].to_numpy(float) + 1e-12)
         both = _logistic_cv(np.c_[rbar, log_var, rbar * log_var], wrong.astype(float))
         alone = _logistic_cv(rbar[:, None], wrong.astype(float))
         fifths = pd.qcut(rbar, 5, labels=False, duplicates="drop")
         within = [auroc(log_var[fifths == q], wrong[fifths == q]) for q in sorted(set(fifths))]
-        rows.append({"pair": pair, "n_steps": int(len(g)), "share_wrong": float(wrong.mean()),
+        rows.append({"dataset": dataset, "pair": pair, "n_steps": int(len(g)), "share_wrong": float(wrong.mean()),
                      "auroc_rbar": auroc(-rbar, wrong), "auroc_sigma": auroc(log_var, wrong),
                      "auroc_rbar_fit": auroc(alone, wrong), "auroc_both_fit": auroc(both, wrong),
                      "auroc_sigma_within": [round(v, 2) for v in within if not math.isnan(v)]})
@@ -63,7 +63,8 @@ def sigma_beside_rbar(steps: pd.DataFrame) -> pd.DataFrame:
 def sigma_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
-    rows = [[pair_name(r.pair, roles), f"{r.n_steps:,}", f"{100 * r.share_wrong:.1f}", f"{r.auroc_rbar:.3f}",
+    several = table["dataset"].nunique() > 1
+    rows = [[pair_cell(r.pair, r.dataset, roles, several), f"{r.n_steps:,}", f"{100 * r.share_wrong:.1f}", f"{r.auroc_rbar:.3f}",
              f"{r.auroc_sigma:.3f}", f"{r.auroc_rbar_fit:.3f}", f"{r.auroc_both_fit:.3f}",
              ", ".join(f"{v:.2f}" for v in r.auroc_sigma_within)] for r in table.itertuples()]
     return ("σ² beside R̄ on the steps UATS scored (the ledger's step records: R̄ and σ² of the K0 initial passes, "

@@ -45,6 +45,11 @@ def pair_name(pair: str, roles: dict[str, str]) -> str:
     return f"{pair} ({roles[pair]})" if pair in roles else pair
 
 
+def pair_cell(pair: str, dataset: str, roles: dict[str, str], several_datasets: bool) -> str:
+    """A row's pair, with its dataset where a table mixes datasets (a report over several ledgers)."""
+    return pair_name(pair, roles) + (f", {dataset}" if several_datasets else "")
+
+
 def table4_markdown(mob: pd.DataFrame, roles: dict[str, str], metric_name: str = "accuracy") -> dict[str, str]:
     """Per (dataset, variant): rows = methods, columns = pairs, cells = mean over budgets ± 95% t-interval (%)."""
     out = {}
@@ -217,7 +222,8 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str], base_same: pd.DataF
 
 def prm_markdown(summary: pd.DataFrame, roles: dict[str, str], tau: float) -> str:
     """The Figure 2 analysis as a table: per pair, the PRM's step accuracy, AUROC and MC variance."""
-    rows = [[pair_name(r.pair, roles), r.score_kind, r.label_kind, r.n_steps, f"{100 * r.share_correct:.1f}",
+    several = summary["dataset"].nunique() > 1
+    rows = [[pair_cell(r.pair, r.dataset, roles, several), r.score_kind, r.label_kind, r.n_steps, f"{100 * r.share_correct:.1f}",
              f"{100 * r.accuracy:.1f} [{100 * r.acc_lo:.1f}, {100 * r.acc_hi:.1f}]", f"{r.auroc:.3f}",
              f"{r.mean_score_correct:.3f} / {r.mean_score_wrong:.3f}",
              "–" if math.isnan(r.var_median) else f"{r.var_median:.2e}",
