@@ -22,7 +22,8 @@ SECTIONS = ["Compute spent against REBASE", "Table 4 layout: arith-test|base", "
             "Paired accuracy differences: arith-test|base", "Variants, paired", "Ablations", "Ablation ladder",
             "Duplicate candidates", "Answer aggregation", "Table 4 layout, best final score: arith-test|base",
             "Accuracy against difficulty", f"Table 4 layout: {HARD}", f"Accuracy by budget (%): {HARD}",
-            f"Paired accuracy differences: {HARD}", "Figure 2 analysis: PRM on each pair's steps", "σ² beside R̄",
+            f"Pass@N by budget (%, oracle): {HARD}", f"Paired accuracy differences: {HARD}",
+            "Table 4 layout: arith-hard-test|base", "Figure 2 analysis: PRM on each pair's steps", "σ² beside R̄",
             "A-UATS's controller"]
 
 
