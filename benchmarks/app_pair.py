@@ -18,8 +18,15 @@ from typing import Any
 ENDED = ("finished", "failed", "cancelled")
 
 
+# Resolves on the second animation frame from now: once the page's main thread has drawn what it was drawing.
+DRAWN = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
 def _click_until_ended(page: Any, store: Any, button: str, runs: int, timeout_s: float) -> float:
-    """Seconds from clicking `button` until the `runs` runs it starts have all ended (any failure raises)."""
+    """Seconds from clicking `button` until the `runs` runs it starts have all ended (any failure raises). The
+    clock starts once the page has drawn: a tab switch re-renders that tab's trees, and a click queued behind that
+    rendering would time the drawing of the last run, not the runs it starts."""
+    page.evaluate(DRAWN)
     before = {r["run_id"] for r in store.list_runs(limit=100)}
     t0 = time.perf_counter()
     page.click(button)

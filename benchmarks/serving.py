@@ -39,14 +39,15 @@ def free_port() -> int:
 
 
 def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
-    """The real app over `store` and `pool`, launched in this process on a free local port: (demo, port)."""
-    from ui.app_ui import build_demo, launch_kwargs
+    """The real app over `store` and `pool`, launched in this process on a free local port as the launcher serves
+    it (its queue and launch settings): (demo, port)."""
+    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
     demo = build_demo(store, pool, export_dir)
     for attempt in range(3):
         port = free_port()
         try:
-            demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+            demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                                 **launch_kwargs(export_dir))
             return demo, port
         except ValueError as exc:  # Gradio's 3 s check of its own address times out on a loaded machine

@@ -10,7 +10,7 @@ import pytest
 from storage import RunStore
 from tests.doubles import record_synthetic
 from ui.views.bigtree import focus_nodes
-from ui.views.figstyle import DETAIL_LIMIT, MIN_X_SPAN, box_stats, colour_bin
+from ui.views.figstyle import COLORSCALE, DETAIL_LIMIT, MIN_X_SPAN, N_COLOUR_BINS, bin_colours, box_stats, colour_bin, colour_for
 from ui.views.figure1 import MAX_CANDIDATES, candidates_of, decision_words, score_floor, step_figure
 from ui.views.treefig import ViewOptions, tree_figure
 from ui.views.treedata import RunData
@@ -182,3 +182,18 @@ def test_figure1_score_axis_starts_below_the_lowest_pass(state) -> None:
         if seen == {True, False}:
             break
     assert seen == {True, False}, "the synthetic run has no step of each kind"
+
+
+def test_glyph_colours_are_the_colour_bar_s_scale() -> None:
+    """The glyphs' fills (from the scale's stops, looked up once, and a cached palette) are the named scale the
+    colour bar draws, at the same R̄."""
+    from plotly.colors import sample_colorscale
+
+    for cmin, cmax in ((0.0, 1.0), (0.2, 0.9)):
+        for v in (cmin, (cmin + cmax) / 2, cmax, cmax + 0.3):
+            want = sample_colorscale(COLORSCALE, [min(1.0, max(0.0, (v - cmin) / (cmax - cmin)))])[0]
+            assert colour_for(v, cmin, cmax) == want
+        centres = [cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin) for b in range(N_COLOUR_BINS)]
+        assert list(bin_colours(cmin, cmax)) == [sample_colorscale(COLORSCALE, [(c - cmin) / (cmax - cmin)])[0]
+                                                 for c in centres]
+    assert colour_for(None, 0.0, 1.0) == "#bbbbbb"

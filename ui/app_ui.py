@@ -133,6 +133,11 @@ class _NoUploads:
         await self.app(scope, receive, send)
 
 
+# Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several
+# tabs); the benchmarks serve the app with it too, so they time what `python -m ui` serves.
+QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
+
+
 def launch_kwargs(export_dir: str | Path) -> dict[str, Any]:
     """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder. No run history:
     Gradio would copy every event's inputs and outputs (trees of a megabyte) into localStorage, which took

@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         return 2
 
     from uats_core.interrupts import sigterm_as_interrupt
-    from .app_ui import build_demo, launch_kwargs
+    from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from .views.export import stop_kaleido
     from storage.shadow import mark_dead_shadow_jobs
 
@@ -147,8 +147,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, auth=credentials,
-                                                           **launch_kwargs(export_dir))
+            demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
+                                              **launch_kwargs(export_dir))
     except KeyboardInterrupt:
         pass
     finally:

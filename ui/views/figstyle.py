@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import math
 import statistics
+from functools import lru_cache
 from typing import Any, Sequence
 
-from plotly.colors import sample_colorscale
+from plotly.colors import get_colorscale, sample_colorscale
 
 from .treedata import TreeState
 
 COLORSCALE = "Viridis"
+# Its [position, colour] stops, looked up once: sample_colorscale given the name re-reads every named scale on
+# each call, which was most of a live tree's redraw for a dozen colours.
+_SCALE_STOPS = get_colorscale(COLORSCALE)
 N_COLOUR_BINS = 12
 OOD_COLOUR = "#e7298a"  # magenta ring: σ² > τ
 CHOSEN_COLOUR = "#f0a500"
@@ -62,9 +66,11 @@ def colour_bin(value: float, cmin: float, cmax: float) -> int:
     return min(N_COLOUR_BINS - 1, max(0, int((value - cmin) / ((cmax - cmin) or 1.0) * N_COLOUR_BINS)))
 
 
-def bin_colours(cmin: float, cmax: float) -> list[str]:
-    """The fill colour of each bin: the colour scale at the bin's centre."""
-    return [colour_for(cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin), cmin, cmax) for b in range(N_COLOUR_BINS)]
+@lru_cache(maxsize=256)
+def bin_colours(cmin: float, cmax: float) -> tuple[str, ...]:
+    """The fill colour of each bin: the colour scale at the bin's centre (cached: every redraw of a tree whose R̄
+    range has not changed asks again)."""
+    return tuple(colour_for(cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin), cmin, cmax) for b in range(N_COLOUR_BINS))
 
 
 def colour_for(value: float | None, cmin: float, cmax: float) -> str:
@@ -72,7 +78,7 @@ def colour_for(value: float | None, cmin: float, cmax: float) -> str:
     if value is None:
         return "#bbbbbb"
     span = (cmax - cmin) or 1.0
-    return sample_colorscale(COLORSCALE, [min(1.0, max(0.0, (value - cmin) / span))])[0]
+    return sample_colorscale(_SCALE_STOPS, [min(1.0, max(0.0, (value - cmin) / span))])[0]
 
 
 def shared_colour_range(*states: TreeState) -> tuple[float, float]:

@@ -113,7 +113,7 @@ def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, tr
         ood.append(1 if gate.shown(n) else 0)
         labels.append(f"{fmt_number(n.get('mean'))}|{fmt_number(n.get('var'), 4)}")
     return {"trace": trace, "limit": DETAIL_LIMIT, "st": st_flat, "p": passes, "bin": bins, "ood": ood,
-            "lab": labels, "palette": bin_colours(cmin, cmax), "ood_colour": OOD_COLOUR, "tau": gate.tau,
+            "lab": labels, "palette": list(bin_colours(cmin, cmax)), "ood_colour": OOD_COLOUR, "tau": gate.tau,
             "stat": gate.label, "compact": list(COMPACT_NAMES)}
 
 
