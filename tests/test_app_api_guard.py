@@ -19,7 +19,7 @@ from storage import RunStore
 from ui.views.safe_text import md_text
 
 from .doubles import WorkerPoolDouble
-from .serving import free_port
+from .serving import app_client, free_port
 from tests.doubles import record_synthetic
 
 
@@ -33,8 +33,6 @@ def _connect_target(args: tuple, kwargs: dict) -> str:
 @pytest.fixture()
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
-    from gradio_client import Client
-
     from ui.app_ui import build_demo
 
     run_log = tmp_path / "app" / "runs.db"
@@ -64,7 +62,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
                                                    prevent_thread_lock=True, quiet=True)
     monkeypatch.setattr(sqlite3, "connect", recording_connect)
     try:
-        yield {"client": Client(f"http://127.0.0.1:{port}", verbose=False), "seen": seen, "tmp": tmp_path,
+        yield {"client": app_client(f"http://127.0.0.1:{port}"), "seen": seen, "tmp": tmp_path,
                "allowed": {str(run_log.resolve()), str((reports / "eval.db").resolve())}, "victim": victim}
     finally:
         monkeypatch.undo()

@@ -23,7 +23,7 @@ import pytest
 from storage import RunStore
 from uats_core.paths import ASSETS
 from tests.doubles import WorkerPoolDouble
-from tests.serving import free_port
+from tests.serving import app_client, free_port
 from tests.test_app_api_guard import _call
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
@@ -48,8 +48,6 @@ def code_config(class_ref: str) -> bytes:
 @contextlib.contextmanager
 def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]:
     """The app over a fresh run log, launched as ui/launch.py launches it (launch_kwargs, errors shown)."""
-    from gradio_client import Client
-
     from ui.app_ui import build_demo, launch_kwargs
 
     store = RunStore(str(tmp / "app" / "runs.db"))
@@ -61,7 +59,7 @@ def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]
                                                    quiet=True, **launch_kwargs(tmp / "exports"))
     url = f"http://127.0.0.1:{port}"
     try:
-        yield {"url": url, "client": Client(url, verbose=False), "store": store}
+        yield {"url": url, "client": app_client(url), "store": store}
     finally:
         demo.close()
         store.close()
