@@ -24,7 +24,7 @@ from storage import RunStore
 from uats_core.paths import ASSETS
 from tests.doubles import WorkerPoolDouble
 from tests.serving import app_client, free_port
-from tests.test_app_api_guard import _call
+from tests.test_app_api_guard import _call, _result
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
 
@@ -212,13 +212,6 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
     assert not watched["marker"].exists()
     offered = {None, str(ASSETS / "arith-policy-b"), "smollm2"}
     assert all(req.policy in offered and req.prm in offered for req in pool.submitted), pool.submitted
-
-
-def _result(job: Any) -> Any:
-    try:
-        return job.result(timeout=600)
-    except Exception as exc:  # a refusal: its text is what the client reads
-        return exc
 
 
 def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict[str, Any]) -> None:
