@@ -142,7 +142,8 @@ def _page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], 
             ARTIFACTS.mkdir(exist_ok=True)
             pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-failed.png"), full_page=True)
     finally:
-        pg.close()
+        for opened in ctx.pages:  # the test's page and any it opened: the next test's page is the only one
+            opened.close()
     assert not errors, errors  # no JavaScript error on the page, ever
 
 
