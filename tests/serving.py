@@ -27,6 +27,15 @@ def served_app(store: Any, pool: Any, folder: Path, **launch: Any) -> Iterator[s
         demo.close()
 
 
+def app_client(url: str, **kwargs: Any) -> Any:
+    """gradio_client's Client for an app served here (plain HTTP on loopback). ssl_verify=False because there is
+    no TLS to verify: gradio_client opens a new httpx client for every request, and with verification on each
+    one loads the CA bundle first, most of a call's CPU (an endpoint sweep took three times as long)."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, ssl_verify=False, **kwargs)
+
+
 def form_args(client: Any, api_name: str = "/on_run", **values: Any) -> dict[str, Any]:
     """Every argument of an endpoint that reads the page's form or view filters (/on_run, /on_pair, /open_run,
     ...): `values`, else the component's default, else the embedded world's first problem, no question typed

@@ -17,7 +17,7 @@ from tests.synthetic import synthetic_events
 from ui import launch
 
 from .doubles import WorkerPoolDouble, record
-from .serving import form_args, free_port, served_app
+from .serving import app_client, form_args, free_port, served_app
 
 
 def _text(value: Any) -> str:
@@ -80,8 +80,6 @@ def test_bad_credentials_are_one_line_without_the_password(tmp_path: Path, launc
 @pytest.mark.parametrize("source", ["file", "environment"])
 def test_with_a_login_an_unauthenticated_client_is_refused(source: str, tmp_path: Path, launcher: list,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from gradio_client import Client
-
     args = ["--host", "0.0.0.0", "--db", str(tmp_path / "r.db"), "--export-dir", str(tmp_path / "exports")]
     if source == "file":
         (tmp_path / "users").write_text("alice:correct horse\n")
@@ -100,10 +98,10 @@ def test_with_a_login_an_unauthenticated_client_is_refused(source: str, tmp_path
         assert httpx.get(f"{url}/config").status_code == 401
         assert httpx.post(f"{url}/gradio_api/call/list_runs", json={"data": []}).status_code == 401
         with pytest.raises(Exception, match="(?i)login|auth|401"):
-            Client(url, verbose=False)
+            app_client(url)
         with pytest.raises(Exception, match="(?i)incorrect|login|auth|401"):
-            Client(url, auth=("alice", "wrong"), verbose=False)
-        signed_in = Client(url, auth=("alice", "correct horse"), verbose=False)
+            app_client(url, auth=("alice", "wrong"))
+        signed_in = app_client(url, auth=("alice", "correct horse"))
         assert signed_in.predict("(any)", "(any)", "(any)", api_name="/list_runs")
     finally:
         demo.close()
@@ -126,14 +124,12 @@ def _save_note(client: Any, run_id: str, node: int, note: str) -> str:
 
 @pytest.mark.parametrize("login", [True, False], ids=["users", "sessions"])
 def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path: Path) -> None:
-    from gradio_client import Client
-
     store = RunStore(str(tmp_path / "runs.db"))
     auth = {"auth": [("alice", "a-pass"), ("bob", "b-pass")]} if login else {}
     try:
         with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
-            alice = Client(url, auth=("alice", "a-pass") if login else None, verbose=False)
-            bob = Client(url, auth=("bob", "b-pass") if login else None, verbose=False)
+            alice = app_client(url, auth=("alice", "a-pass") if login else None)
+            bob = app_client(url, auth=("bob", "b-pass") if login else None)
             said = _text(alice.predict(**form_args(alice), api_name="/on_run")[0])
             [run] = store.list_runs()
             rid = run["run_id"]
@@ -162,14 +158,12 @@ def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path
 def test_runs_from_outside_the_app_cannot_be_controlled_there(tmp_path: Path) -> None:
     """A run the CLI or an evaluation logged has no owner: no page may cancel it; without a login (the app is
     then on loopback only) its notes may be edited, with a login they may not."""
-    from gradio_client import Client
-
     store = RunStore(str(tmp_path / "runs.db"))
     _live_run(store, "e" * 32)
     try:
         for auth in ({}, {"auth": [("alice", "a-pass")]}):
             with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
-                client = Client(url, auth=("alice", "a-pass") if auth else None, verbose=False)
+                client = app_client(url, auth=("alice", "a-pass") if auth else None)
                 client.predict(**form_args(client, "/open_run", run_ref="e" * 32), api_name="/open_run")
                 assert "cancel it where it runs" in _text(client.predict(api_name="/cancel_run"))
                 said = _save_note(client, "e" * 32, 2, "noted")

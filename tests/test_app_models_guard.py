@@ -23,8 +23,8 @@ import pytest
 from storage import RunStore
 from uats_core.paths import ASSETS
 from tests.doubles import WorkerPoolDouble
-from tests.serving import free_port
-from tests.test_app_api_guard import _call
+from tests.serving import app_client, free_port
+from tests.test_app_api_guard import _call, _result
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
 
@@ -48,8 +48,6 @@ def code_config(class_ref: str) -> bytes:
 @contextlib.contextmanager
 def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]:
     """The app over a fresh run log, launched as ui/launch.py launches it (launch_kwargs, errors shown)."""
-    from gradio_client import Client
-
     from ui.app_ui import build_demo, launch_kwargs
 
     store = RunStore(str(tmp / "app" / "runs.db"))
@@ -61,7 +59,7 @@ def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]
                                                    quiet=True, **launch_kwargs(tmp / "exports"))
     url = f"http://127.0.0.1:{port}"
     try:
-        yield {"url": url, "client": Client(url, verbose=False), "store": store}
+        yield {"url": url, "client": app_client(url), "store": store}
     finally:
         demo.close()
         store.close()
@@ -214,13 +212,6 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
     assert not watched["marker"].exists()
     offered = {None, str(ASSETS / "arith-policy-b"), "smollm2"}
     assert all(req.policy in offered and req.prm in offered for req in pool.submitted), pool.submitted
-
-
-def _result(job: Any) -> Any:
-    try:
-        return job.result(timeout=600)
-    except Exception as exc:  # a refusal: its text is what the client reads
-        return exc
 
 
 def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from uats_core.runner import run_search
 
 from .doubles import HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
 from .postgres import fresh_database
-from .serving import form_args, served_app
+from .serving import app_client, form_args, served_app
 
 ID_MAX = S.runs.c.problem_id.type.length  # the bounds come from the schema: so do the values at and past them
 SEED_LO, SEED_HI = -(2**31), 2**31 - 1  # an INTEGER column on PostgreSQL (SQLite's hold 64 bits)
@@ -208,12 +208,10 @@ def _text(value: Any) -> str:
                   "prm": "smollm2 (SmolLM2-135M-Instruct)"}),
 ], ids=["seed-3e9", "nul-question"])
 def test_the_app_names_the_field_and_records_nothing(run_log: str, tmp_path: Path, field: str, form: dict) -> None:
-    from gradio_client import Client
-
     store = RunStore(run_log)
     try:
         with served_app(store, WorkerPoolDouble(), tmp_path) as url:
-            client = Client(url, verbose=False)
+            client = app_client(url)
             out = client.predict(**form_args(client, **form), api_name="/on_run")
         said = _text(out[0])
         assert said.startswith(f"{field}: ") and "INSERT" not in said and "\n" not in said.strip(), said
@@ -224,12 +222,10 @@ def test_the_app_names_the_field_and_records_nothing(run_log: str, tmp_path: Pat
 
 def test_the_app_refuses_a_policy_it_does_not_offer_and_records_nothing(run_log: str, tmp_path: Path) -> None:
     """A 201-character policy name is no choice of the server's (ui/choices.py): refused before the run log."""
-    from gradio_client import Client
-
     store = RunStore(run_log)
     try:
         with served_app(store, WorkerPoolDouble(), tmp_path) as url:
-            client = Client(url, verbose=False)
+            client = app_client(url)
             with pytest.raises(Exception, match="not in the list of choices") as refused:
                 client.predict(**form_args(client, policy="p" * 201), api_name="/on_run")
         assert "INSERT" not in str(refused.value)
@@ -241,8 +237,6 @@ def test_the_app_refuses_a_policy_it_does_not_offer_and_records_nothing(run_log:
 def test_the_app_never_shows_the_databases_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     """What the bounds miss still reaches no page: the database's message (its SQL) goes to the server's log."""
-    from gradio_client import Client
-
     sql = "INSERT INTO runs (run_id, question) VALUES (?, ?)"
     store = RunStore(str(tmp_path / "runs.db"))
 
@@ -252,7 +246,7 @@ def test_the_app_never_shows_the_databases_error(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(store, "register_run", refused)
     try:
         with served_app(store, WorkerPoolDouble(), tmp_path) as url, caplog.at_level(logging.ERROR):
-            client = Client(url, verbose=False)
+            client = app_client(url)
             said = _text(client.predict(**form_args(client), api_name="/on_run")[0])
             paired = _text(client.predict(**form_args(client, "/on_pair"), api_name="/on_pair")[0])
         for text in (said, paired):

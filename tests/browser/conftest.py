@@ -1,6 +1,7 @@
 """Fixtures for the Playwright tests: the app served in-process on a free port over a fresh database, and
-Debian's Chromium (never a downloaded browser) with the flags that work offline and headless here. A test that
-fails leaves a screenshot of its page in artifacts/<test>-failed.png."""
+Debian's Chromium (never a downloaded browser) with the flags that work offline and headless here. Each test
+gets a new page with empty storage, in a browser context kept for the session per screen size, whose HTTP
+cache holds Gradio's scripts. A test that fails leaves a screenshot of its page in artifacts/<test>-failed.png."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -101,10 +102,34 @@ def browser(chromium_path: str) -> Iterator[Any]:
             b.close()
 
 
-def _page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest,
+@pytest.fixture(scope="session")
+def context_for(browser: Any) -> Iterator[Callable[[dict[str, int]], Any]]:
+    """The browser context for a screen size, one per size kept for the session: a fresh context loads and
+    compiles Gradio's scripts again, about half of a page's load. What a page keeps (cookies, local storage,
+    IndexedDB) is emptied before each test's page opens (_page), so no test sees what another left."""
+    made: dict[tuple[int, int], Any] = {}
+
+    def get(viewport: dict[str, int]) -> Any:
+        key = (viewport["width"], viewport["height"])
+        if key not in made:
+            made[key] = browser.new_context(viewport=viewport, accept_downloads=True)
+        return made[key]
+
+    try:
+        yield get
+    finally:
+        for ctx in made.values():
+            ctx.close()
+
+
+def _page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], request: pytest.FixtureRequest,
           viewport: dict[str, int]) -> Iterator[Any]:
-    ctx = browser.new_context(viewport=viewport, accept_downloads=True)
-    pg = ctx.new_page()
+    ctx = context_for(viewport)
+    ctx.set_storage_state({"cookies": [], "origins": []})  # clears cookies, local storage and IndexedDB
+    ctx.clear_permissions()
+    left = ctx.storage_state(indexed_db=True)
+    assert not left["cookies"] and not any(o.get("localStorage") or o.get("indexedDB") for o in left["origins"]), left
+    pg = ctx.new_page()  # a new page: its own session storage and history
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(served["url"])
@@ -117,22 +142,26 @@ def _page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest,
             ARTIFACTS.mkdir(exist_ok=True)
             pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-failed.png"), full_page=True)
     finally:
-        ctx.close()
+        for opened in ctx.pages:  # the test's page and any it opened: the next test's page is the only one
+            opened.close()
     assert not errors, errors  # no JavaScript error on the page, ever
 
 
 @pytest.fixture()
-def page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield from _page(browser, served, request, {"width": 1500, "height": 1100})
+def page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
+         request: pytest.FixtureRequest) -> Iterator[Any]:
+    yield from _page(context_for, served, request, {"width": 1500, "height": 1100})
 
 
 @pytest.fixture()
-def laptop_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+def laptop_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
+                request: pytest.FixtureRequest) -> Iterator[Any]:
     """The app on a laptop screen: a 1280 × 800 viewport."""
-    yield from _page(browser, served, request, LAPTOP)
+    yield from _page(context_for, served, request, LAPTOP)
 
 
 @pytest.fixture()
-def wide_page(browser: Any, served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+def wide_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
+              request: pytest.FixtureRequest) -> Iterator[Any]:
     """The app on a desktop screen: a 1920 × 1080 viewport."""
-    yield from _page(browser, served, request, WIDE)
+    yield from _page(context_for, served, request, WIDE)

@@ -56,12 +56,14 @@ def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
     # then insist the value has stayed put twice in a row before anything reads it.
     deadline = time.time() + 10
     settled = 0
-    while settled < 2 and time.time() < deadline:
+    while time.time() < deadline:
         if box.input_value() != value:
             box.fill(value)
             settled = 0
         else:
             settled += 1
+            if settled == 2:  # the second look in a row: no wait after it
+                break
         time.sleep(0.15)
     if submit:
         box.press("Enter")
