@@ -119,3 +119,22 @@ def test_ladder_table_pairs_each_step_on_shared_cells_by_hand():
     assert mc["acc_upper"] == pytest.approx(2 / 3) and mc["acc_lower"] == pytest.approx(1 / 3)
     total = table.loc[("H-UATS", "REBASE")]
     assert total["n_cells"] == 4 and total["diff"] == pytest.approx(0.5) and total["spend_ratio"] == pytest.approx(1.1)
+
+
+def test_a_ladder_over_two_datasets_names_each_row_s_dataset():
+    """A report over several ledgers (uats_core.entrypoints.report.report_from_ledger) puts rows of two datasets
+    in one table: each row says which dataset it is; one dataset keeps the plain pair."""
+    import pandas as pd
+
+    from uats_core.report.ladder import ladder_markdown, ladder_table
+
+    def rows(dataset, method, correct):
+        return [{"dataset": dataset, "pair": "P", "budget": 4, "problem_id": f"p{i}", "seed": 0, "method": method,
+                 "variant": "base", "correct": c, "cost": 100.0} for i, c in enumerate(correct)]
+
+    df = pd.DataFrame(rows("easy", "rebase", [1, 0]) + rows("easy", "h-uats", [1, 1])
+                      + rows("hard", "rebase", [0, 0]) + rows("hard", "h-uats", [1, 0]))
+    body = [line for line in ladder_markdown(ladder_table(df), {}).splitlines() if line.startswith("| P")]
+    assert [line.split(" | ")[0] for line in body] == ["| P, easy", "| P, hard"]
+    one = ladder_markdown(ladder_table(df[df["dataset"] == "easy"]), {})
+    assert [line.split(" | ")[0] for line in one.splitlines() if line.startswith("| P")] == ["| P"]

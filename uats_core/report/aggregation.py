@@ -18,7 +18,7 @@ import pandas as pd
 from ..config import AGGREGATIONS
 from ..grading import tally
 from .stats import sort_by_method, t_interval
-from .tables import markdown_table, mean_pm, pair_name
+from .tables import markdown_table, mean_pm, pair_cell
 
 KEYS = ["dataset", "pair", "method", "variant", "budget"]
 
@@ -82,10 +82,10 @@ def aggregation_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
     recomputed = bool(table["cells_re"].sum())  # without final solutions in the ledger, only the recorded two
-    rows = []
+    rows, several = [], table["dataset"].nunique() > 1
     for r in table.itertuples():
         rec = r._asdict()
-        row = [pair_name(r.pair, roles), r.method, r.variant, r.budget, r.cells, mean_pm(r.weighted, r.weighted_half),
+        row = [pair_cell(r.pair, r.dataset, roles, several), r.method, r.variant, r.budget, r.cells, mean_pm(r.weighted, r.weighted_half),
                mean_pm(r.best, r.best_half)]
         if recomputed:
             agree = "–" if np.isnan(rec["agree"]) else f"{100 * rec['agree']:.1f}%"

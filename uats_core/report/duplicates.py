@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..tree import TERMINAL
 from .stats import sort_by_method
-from .tables import markdown_table, pair_name
+from .tables import markdown_table, pair_cell
 
 COUNT_COLUMNS = ["n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
 
@@ -96,7 +96,8 @@ def duplicates_table(results: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFram
 def duplicates_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
-    rows = [[pair_name(r.pair, roles), r.method, r.budget, f"{r.candidates_per_step:.1f}", f"{r.distinct_per_step:.1f}",
+    several = table["dataset"].nunique() > 1
+    rows = [[pair_cell(r.pair, r.dataset, roles, several), r.method, r.budget, f"{r.candidates_per_step:.1f}", f"{r.distinct_per_step:.1f}",
              f"{100 * r.distinct_share:.0f}%", f"{100 * r.accuracy:.1f}", r.cells] for r in table.itertuples()]
     return ("Candidates per step and the distinct partial solutions among them (two candidates are the same when "
             "their parents are and their step texts are equal), base cells\n\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .stats import CELL, paired_summary
-from .tables import half_text, markdown_table, pair_name
+from .tables import half_text, markdown_table, pair_cell
 
 # rung name -> (method, variant)
 RUNGS: dict[str, tuple[str, str]] = {
@@ -55,7 +55,8 @@ def ladder_table(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
 def ladder_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
-    rows = [[pair_name(r.pair, roles), r.budget, f"{r.upper} − {r.lower}", r.change, f"{100 * r.acc_upper:.1f}",
+    several = table["dataset"].nunique() > 1
+    rows = [[pair_cell(r.pair, r.dataset, roles, several), r.budget, f"{r.upper} − {r.lower}", r.change, f"{100 * r.acc_upper:.1f}",
              f"{100 * r.acc_lower:.1f}", f"{100 * r.diff:+.1f}", half_text(r.half_seeds, r.n_seeds, "seeds"),
              half_text(r.half_problems, r.n_problems, "problems"), r.n_cells,
              f"{r.spend_ratio:.2f}"] for r in table.itertuples()]

@@ -147,7 +147,8 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
 def spend_markdown(spend: pd.DataFrame, roles: dict[str, str]) -> str:
     if spend.empty:
         return ""
-    rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.cells, f"{r.spend_ratio:.3f}",
+    several = spend["dataset"].nunique() > 1
+    rows = [[pair_cell(r.pair, r.dataset, roles, several), r.budget, r.method, r.variant, r.cells, f"{r.spend_ratio:.3f}",
              f"{r.median_ratio:.3f}", r.capped, "–" if math.isnan(r.spend_ratio_uncapped) else f"{r.spend_ratio_uncapped:.3f}"]
             for r in spend.itertuples()]
     return ("Compute spent against REBASE's on the same (problem, seed) cells: the ratio of the totals, the median "
