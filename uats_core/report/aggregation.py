@@ -64,11 +64,11 @@ def aggregation_table(results: pd.DataFrame, candidates: pd.DataFrame | None, co
     out = []
     for key, g in rows.groupby(KEYS, sort=False):
         rec: dict[str, Any] = dict(zip(KEYS, key))
-        rec["cells"] = len(g)
+        rec["cells"], rec["n_seeds"] = len(g), int(g["seed"].nunique())
         for col in ("weighted", "best"):
             rec[col], rec[f"{col}_half"] = t_interval(g.groupby("seed")[col].mean(), confidence)
         known = g[g["weighted_re"].notna()]
-        rec["cells_re"] = len(known)
+        rec["cells_re"], rec["n_seeds_re"] = len(known), int(known["seed"].nunique())
         for rule in AGGREGATIONS:
             col = f"{rule}_re"
             rec[col], rec[f"{col}_half"] = (t_interval(known.groupby("seed")[col].mean(), confidence) if len(known)
@@ -85,11 +85,13 @@ def aggregation_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     rows, several = [], table["dataset"].nunique() > 1
     for r in table.itertuples():
         rec = r._asdict()
-        row = [pair_cell(r.pair, r.dataset, roles, several), r.method, r.variant, r.budget, r.cells, mean_pm(r.weighted, r.weighted_half),
-               mean_pm(r.best, r.best_half)]
+        # an interval only from MIN_REPLICATES seeds up (mean_pm says why not below that)
+        row = [pair_cell(r.pair, r.dataset, roles, several), r.method, r.variant, r.budget, r.cells,
+               mean_pm(r.weighted, r.weighted_half, n=r.n_seeds), mean_pm(r.best, r.best_half, n=r.n_seeds)]
         if recomputed:
             agree = "–" if np.isnan(rec["agree"]) else f"{100 * rec['agree']:.1f}%"
-            row += [r.cells_re, *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"]) for rule in AGGREGATIONS], agree]
+            row += [r.cells_re, *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"], n=r.n_seeds_re or None)
+                                  for rule in AGGREGATIONS], agree]
         rows.append(row)
     header = ["pair", "method", "variant", "N", "cells", "weighted", "best score"]
     text = "Accuracy (%) by answer aggregation: the recorded weighted vote and best final score over every cell"
