@@ -15,12 +15,16 @@ DEFAULT_CHECKPOINT = ASSETS / "auats-controller"
 ABLATION_CHECKPOINT = ASSETS / "auats-controller-no-uncertainty"
 
 
+def shipped_checkpoint(uncertainty_features: bool) -> Path:
+    """The shipped controller for a run with or without the σ features (the paper's ablation)."""
+    return DEFAULT_CHECKPOINT if uncertainty_features else ABLATION_CHECKPOINT
+
+
 def load_controller(path: str | Path | None, config: SearchConfig | None = None) -> LearnedController:
     """The shipped controller (or the no-uncertainty ablation when the config turns those features off),
     or the checkpoint folder at `path`."""
     if path is None:
-        wants_uncertainty = config is None or config.controller_uncertainty_features
-        path = DEFAULT_CHECKPOINT if wants_uncertainty else ABLATION_CHECKPOINT
+        path = shipped_checkpoint(config is None or config.controller_uncertainty_features)
     net, meta = load_checkpoint(path)
     uncertainty = bool(meta.get("uncertainty_features", True))
     if config is not None and config.controller_uncertainty_features != uncertainty:
@@ -30,4 +34,5 @@ def load_controller(path: str | Path | None, config: SearchConfig | None = None)
 
 
 __all__ = ["load_controller", "LearnedController", "ControllerNet", "KNOBS", "KNOB_RANGES",
-           "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT", "ABLATION_CHECKPOINT"]
+           "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT", "ABLATION_CHECKPOINT",
+           "shipped_checkpoint"]

@@ -78,13 +78,13 @@ def sigma_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
 def checkpoint_of(variant: str) -> Path:
     """The controller an A-UATS cell ran with: its variant's `controller=` (a path relative to the folder holding
     assets/, as the ledger records it), else the shipped one for its uncertainty setting."""
-    from ..controller import ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT
+    from ..controller import shipped_checkpoint
 
     settings = dict(part.split("=", 1) for part in variant.split(",") if "=" in part)
     if "controller" in settings:
         path = Path(settings["controller"])
         return path if path.is_absolute() else ASSETS.parents[1] / path
-    return ABLATION_CHECKPOINT if settings.get("controller_uncertainty_features") == "False" else DEFAULT_CHECKPOINT
+    return shipped_checkpoint(settings.get("controller_uncertainty_features") != "False")
 
 
 def _knob_ranges() -> np.ndarray:
