@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -93,46 +94,55 @@ def _knob_ranges() -> np.ndarray:
     return np.array([KNOB_RANGES[k][1] - KNOB_RANGES[k][0] for k in KNOBS])
 
 
+def _knobs(net: Any, features: list[str], states: pd.DataFrame) -> np.ndarray:
+    """The controller's knobs (its mean action) on each row of `states`."""
+    import torch
+
+    from ..controller import squash
+
+    with torch.no_grad():
+        return squash(net(torch.tensor(states[features].to_numpy(), dtype=torch.float32))[0]).numpy()
+
+
+def _moved(net: Any, features: list[str], states: pd.DataFrame, names: Sequence[str], spans: np.ndarray) -> float:
+    """How far the knobs move (mean over states, largest knob, share of its range) when the features `names` go
+    from their LOW to their HIGH quantile over `states`, the rest as they were; nan if it reads none of them."""
+    names = [n for n in names if n in features]
+    if not names:
+        return math.nan
+    lo, hi = states.copy(), states.copy()
+    for n in names:
+        lo[n], hi[n] = states[n].quantile(LOW), states[n].quantile(HIGH)
+    return float((np.abs(_knobs(net, features, hi) - _knobs(net, features, lo)).mean(0) / spans).max())
+
+
 def controller_response(results: pd.DataFrame, controller: pd.DataFrame) -> pd.DataFrame:
     """Per controller checkpoint and pair, over the states its A-UATS cells met: whether the checkpoint replays
     the knobs the cells recorded, how far its knobs move across those states, how far moving the σ inputs (and,
     for scale, the R̄ inputs) from their 5th to 95th percentile moves them (the largest knob, as a share of
     its range), and the spread of its actions (learned log-std)."""
-    import torch
-
-    from ..controller import load_checkpoint, squash
+    from ..controller import load_checkpoint
+    from ..controller.policy import UNCERTAINTY_FEATURES
 
     if controller.empty:
         return pd.DataFrame()
     cells = results[results["method"] == "a-uats"][["cell_key", "pair", "variant"]]
     steps = controller.merge(cells, on="cell_key")
     spans, rows = _knob_ranges(), []
-    for (variant, pair), g in steps.groupby(["variant", "pair"], sort=True):
+    for variant, of_variant in steps.groupby("variant", sort=True):
         path = checkpoint_of(variant)
-        net, meta = load_checkpoint(path)
+        net, meta = load_checkpoint(path)  # once per checkpoint, for every pair it ran on
         features = list(meta["features"])
-
-        def knobs(states: pd.DataFrame) -> np.ndarray:
-            with torch.no_grad():
-                return squash(net(torch.tensor(states[features].to_numpy(), dtype=torch.float32))[0]).numpy()
-
-        def moved(names: tuple[str, ...]) -> float:
-            names = tuple(n for n in names if n in features)
-            if not names:
-                return math.nan
-            lo, hi = g.copy(), g.copy()
-            for n in names:
-                lo[n], hi[n] = g[n].quantile(LOW), g[n].quantile(HIGH)
-            return float((np.abs(knobs(hi) - knobs(lo)).mean(0) / spans).max())
-
-        own = knobs(g)
-        spread = (np.quantile(own, HIGH, axis=0) - np.quantile(own, LOW, axis=0)) / spans
-        rows.append({"controller": path.name, "pair": pair, "n_cells": int(g["cell_key"].nunique()), "n_steps": int(len(g)),
-                     "replay_error": float(np.abs(own - g[list(KNOBS)].to_numpy()).max()),
-                     "spread": float(spread.max()), "spread_knob": KNOBS[int(spread.argmax())],
-                     "sigma_moves": moved(("mean_sigma", "max_sigma")), "rbar_moves": moved(RBAR_FEATURES),
-                     "log_std": float(net.log_std.detach().mean()),
-                     **{k: float(np.median(own[:, i])) for i, k in enumerate(KNOBS)}})
+        for pair, g in of_variant.groupby("pair", sort=True):
+            own = _knobs(net, features, g)
+            spread = (np.quantile(own, HIGH, axis=0) - np.quantile(own, LOW, axis=0)) / spans
+            rows.append({"controller": path.name, "pair": pair, "n_cells": int(g["cell_key"].nunique()),
+                         "n_steps": int(len(g)), "replay_error": float(np.abs(own - g[list(KNOBS)].to_numpy()).max()),
+                         "spread": float(spread.max()), "spread_knob": KNOBS[int(spread.argmax())],
+                         "sigma_moves": _moved(net, features, g, UNCERTAINTY_FEATURES, spans),
+                         "rbar_moves": _moved(net, features, g, RBAR_FEATURES, spans),
+                         "log_std": float(net.log_std.detach().mean()),
+                         **{k: float(np.median(own[:, i])) for i, k in enumerate(KNOBS)}})
     return pd.DataFrame(rows)
 
 
