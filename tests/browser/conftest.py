@@ -59,7 +59,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
     from tests.doubles import record_synthetic
-    from ui.app_ui import build_demo, launch_kwargs
+    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
     from ui.jobs.worker import WorkerPool
 
@@ -79,8 +79,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     choices = server_choices(models_dirs=[Path(tiny_models[0]).parent], datasets_dirs=[datasets])
     demo = build_demo(store, pool, export_dir, reports_dir, choices)
     port = free_port()
-    demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                                                   quiet=True, **launch_kwargs(export_dir))
+    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                                      **launch_kwargs(export_dir))  # the launcher's queue, as the page gets it
     try:
         yield {"url": f"http://127.0.0.1:{port}", "store": store, "export_dir": export_dir, "pool": pool,
                "reports_dir": reports_dir}
