@@ -173,3 +173,24 @@ def test_unseeded_policy_uses_and_advances_the_global_rng(tmp_path):
     assert first != second  # successive calls draw fresh samples
     torch.manual_seed(0)
     assert pol.generate_steps(traces) == first  # and a global seed replays them
+
+
+def test_a_broken_gguf_fails_naming_the_file_and_leaves_no_copy(tmp_path, monkeypatch):
+    pytest.importorskip("gguf")
+    monkeypatch.setenv("UATS_CACHE", str(tmp_path / "cache"))
+    broken = tmp_path / "half.gguf"
+    broken.write_bytes(b"GGUF" + bytes(64))  # the magic, then nothing a reader can use
+    with pytest.raises(BackendError) as err:
+        load_policy(str(broken))
+    assert err.value.field == "policy" and "cannot read the GGUF file half.gguf" in str(err.value)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_a_gguf_copy_is_named_by_the_files_content(tmp_path):
+    from uats_core.backends.gguf_copy import content_key
+
+    a, b, c = tmp_path / "a.gguf", tmp_path / "b.gguf", tmp_path / "c.gguf"
+    a.write_bytes(b"GGUF" + bytes(range(256)) * 40_000)  # over one hashing chunk
+    b.write_bytes(a.read_bytes())
+    c.write_bytes(a.read_bytes()[:-1] + b"\x01")
+    assert content_key(a) == content_key(b) != content_key(c)

@@ -43,11 +43,15 @@ class ModelSource:
     def display(self) -> str:
         return self.spec
 
-    def from_pretrained_args(self) -> tuple[str, dict[str, Any]]:
-        kwargs: dict[str, Any] = {}
-        if self.gguf_file is not None:
-            kwargs["gguf_file"] = self.gguf_file
-        return self.location, kwargs
+
+def pretrained_location(src: ModelSource, field: str) -> str:
+    """What from_pretrained reads for `src`: a GGUF's de-quantised copy (written on first use: gguf_copy), else
+    the folder or hub id itself."""
+    if src.gguf_file is None:
+        return src.location
+    from uats_core.backends.gguf_copy import dequantised_folder
+
+    return str(dequantised_folder(Path(src.location) / src.gguf_file, "float32", field))
 
 
 def resolve_spec(spec: str, field: str) -> ModelSource:
@@ -123,9 +127,9 @@ def cpu_has_bf16() -> bool:
 def load_config(src: ModelSource, field: str, trust_remote_code: bool = False) -> Any:
     from transformers import AutoConfig
 
-    location, kwargs = src.from_pretrained_args()
+    location = pretrained_location(src, field)
     try:
-        return AutoConfig.from_pretrained(location, trust_remote_code=trust_remote_code, **kwargs)
+        return AutoConfig.from_pretrained(location, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
         raise BackendError(field, f"cannot read the config of {src.display!r} ({_short(exc)}); {_fix_for(src)}") from exc
 
@@ -133,9 +137,9 @@ def load_config(src: ModelSource, field: str, trust_remote_code: bool = False) -
 def load_tokenizer(src: ModelSource, field: str, trust_remote_code: bool = False, **extra: Any) -> Any:
     from transformers import AutoTokenizer
 
-    location, kwargs = src.from_pretrained_args()
+    location = pretrained_location(src, field)
     try:
-        return AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code, **kwargs, **extra)
+        return AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code, **extra)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BackendError(field, f"cannot load the tokenizer of {src.display!r} ({_short(exc)}); {_fix_for(src)}") from exc
 
@@ -144,10 +148,10 @@ def load_weights(model_cls: Any, src: ModelSource, field: str, *, dtype: str | t
                  trust_remote_code: bool = False, required_prefixes: tuple[str, ...] = (), **extra: Any) -> Any:
     """from_pretrained + dtype choice + eval mode; refuses a checkpoint that lacks a head we must not
     leave randomly initialised (required_prefixes: module names whose weights must come from the file)."""
-    location, kwargs = src.from_pretrained_args()
+    location = pretrained_location(src, field)
     try:
         model, info = model_cls.from_pretrained(location, trust_remote_code=trust_remote_code, output_loading_info=True,
-                                                **kwargs, **extra)
+                                                **extra)
     except (OSError, ValueError, KeyError, RuntimeError, TypeError, SafetensorError) as exc:  # SafetensorError: truncated
         raise BackendError(field, f"cannot load {src.display!r} as {getattr(model_cls, '__name__', model_cls)} "
                                   f"({_short(exc)}); {_fix_for(src)}") from exc

