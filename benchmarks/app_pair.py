@@ -3,9 +3,14 @@
 The app starts as `python -m ui` does (two workers, the default pair pre-warmed in both) and the page waits
 until both have loaded it, as a user reading the page would. Then, with the form's defaults: Run (one
 H-UATS search), from the click until the run has ended; and Compare's "Run H-UATS vs REBASE", from the click
-until both runs have ended. Each repeated `repeats` times (9: a run takes 1.2 to 2.2 s here from click to end,
-and with five repeats the medians' ratio ranged from 1.0 to 1.9 over idle runs of the same code); the target reads
-the medians' ratio (≤ 1.5: the pair's two runs go side by side, neither waits for a cold worker)."""
+until both runs have ended. Each repeated `repeats` times (9: a run takes 1.2 to 2.2 s here from click to end);
+the target reads the medians' ratio (≤ 1.5: the pair's two runs go side by side, neither waits for a cold worker).
+
+Each click waits until the page has drawn the runs before it to their end, as a user watching them would. The
+page draws every iteration of a live run in order and lags a fast run by a second or more here; a click
+sent while it still drew the last run's iterations (in the tab just left) waited 0.1 to 1.1 s for the page,
+and the ratio of the medians ranged from 1.0 to 1.9 over idle runs of the same code. Click → drawn end is
+reported beside it: what a user waits for until the page shows the runs ended."""
 
 from __future__ import annotations
 
@@ -23,10 +28,17 @@ ENDED = ("finished", "failed", "cancelled")
 DRAWN = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
-def _click_until_ended(page: Any, store: Any, button: str, runs: int, timeout_s: float) -> float:
-    """Seconds from clicking `button` until the `runs` runs it starts have all ended (any failure raises). The
-    clock starts once the page has drawn: a tab switch re-renders that tab's trees, and a click queued behind that
-    rendering would time the drawing of the last run, not the runs it starts."""
+# Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}]
+DRAWN_END = """([sels, want]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
+  return e && (e.dataset.run in want) && Number(e.dataset.iteration) === want[e.dataset.run]
+         && ['finished', 'failed', 'cancelled'].includes(e.dataset.status); })"""
+
+
+def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], runs: int,
+                       timeout_s: float) -> tuple[float, float]:
+    """Seconds from clicking `button` until the `runs` runs it starts have all ended (any failure raises), and
+    until `plots` show them ended. The clock starts once the page has drawn: a tab switch re-renders that tab's
+    trees, and a click queued behind that rendering would time the drawing of the last run, not the runs it starts."""
     page.evaluate(DRAWN)
     before = {r["run_id"] for r in store.list_runs(limit=100)}
     t0 = time.perf_counter()
@@ -38,11 +50,13 @@ def _click_until_ended(page: Any, store: Any, button: str, runs: int, timeout_s:
         if len(new) == runs and all(r["status"] in ENDED for r in new):
             break
         time.sleep(0.05)
-    elapsed = time.perf_counter() - t0
+    ended = time.perf_counter() - t0
     if len(new) != runs or any(r["status"] != "finished" for r in new):
         raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
                            f"{[(r['run_id'][:8], r['status']) for r in new]}")
-    return elapsed
+    want = {r["run_id"]: int(store.get_run(r["run_id"])["iterations"]) for r in new}
+    page.wait_for_function(DRAWN_END, arg=[plots, want], timeout=timeout_s * 1000)
+    return ended, time.perf_counter() - t0
 
 
 def pair_vs_run(repeats: int = 9, timeout_s: float = 300.0) -> dict[str, Any]:
@@ -65,15 +79,18 @@ def pair_vs_run(repeats: int = 9, timeout_s: float = 300.0) -> dict[str, Any]:
             browser, page = open_form(p, port, pool, PAIR_WORKERS, timeout_s)
             for _ in range(repeats):
                 page.get_by_role("tab", name="Search").click()
-                single.append(_click_until_ended(page, store, "#run-btn", 1, timeout_s))
+                single.append(_click_until_ended(page, store, "#run-btn", ["#tree"], 1, timeout_s))
                 page.get_by_role("tab", name="Compare").click()
-                pair.append(_click_until_ended(page, store, "#cmp-pair", 2, timeout_s))
+                pair.append(_click_until_ended(page, store, "#cmp-pair", ["#cmp-tree-a", "#cmp-tree-b"], 2, timeout_s))
             browser.close()
         loads = pool.loads()
     finally:
         pool.shutdown(cancel=True, timeout_s=10)
         demo.close()
-    one, two = statistics.median(single), statistics.median(pair)
-    return {"run_s": [round(x, 2) for x in single], "pair_s": [round(x, 2) for x in pair],
+    one, two = statistics.median(s for s, _ in single), statistics.median(s for s, _ in pair)
+    one_drawn, two_drawn = statistics.median(d for _, d in single), statistics.median(d for _, d in pair)
+    return {"run_s": [round(s, 2) for s, _ in single], "pair_s": [round(s, 2) for s, _ in pair],
             "run_median_s": round(one, 2), "pair_median_s": round(two, 2), "ratio": round(two / one, 2),
-            "model_loads": loads}
+            "run_drawn_s": [round(d, 2) for _, d in single], "pair_drawn_s": [round(d, 2) for _, d in pair],
+            "run_drawn_median_s": round(one_drawn, 2), "pair_drawn_median_s": round(two_drawn, 2),
+            "drawn_ratio": round(two_drawn / one_drawn, 2), "model_loads": loads}

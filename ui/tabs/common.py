@@ -97,11 +97,20 @@ async function show(spec) {
 }
 async function drain() {
   // one figure at a time, in order; a frame stays on screen a moment before the next replaces it, and
-  // a page that fell behind (several frames waiting) paints each once and goes on, so it catches up
+  // a page that fell behind (several frames waiting) paints each once and goes on, so it catches up;
+  // a plot out of view waits, keeping only the latest frame
   if (host._uatsBusy) return;
   host._uatsBusy = true;
   try {
     while (host._uatsQueue.length) {
+      if (!element.isConnected) { host._uatsQueue.length = 0; break; }  // the component is gone
+      if (!element.getClientRects().length) {
+        // in a tab not shown (or a closed accordion): nobody watches these frames, and drawing them took the
+        // page's time from the tab in view (a click there waited up to a second); the latest is drawn once shown
+        host._uatsQueue.splice(0, host._uatsQueue.length - 1);
+        await new Promise(r => setTimeout(r, 200));
+        continue;
+      }
       await show(host._uatsQueue.shift());
       const behind = host._uatsQueue.length;
       if (behind) await new Promise(r => requestAnimationFrame(() => setTimeout(r, behind > 1 ? 0 : 80)));
