@@ -15,12 +15,12 @@ def served_app(store: Any, pool: Any, folder: Path, **launch: Any) -> Iterator[s
     """The page over `store` and `pool`, served on a free loopback port with the launcher's settings (plus
     `launch`, e.g. auth=[...]): its URL while the block runs."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
-    from ui.app_ui import build_demo, launch_kwargs
+    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
     demo = build_demo(store, pool, folder / "exports", folder / "reports")
     port = free_port()
-    demo.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                                                   quiet=True, **{**launch_kwargs(folder / "exports"), **launch})
+    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                                      **{**launch_kwargs(folder / "exports"), **launch})
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

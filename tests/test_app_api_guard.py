@@ -33,7 +33,7 @@ def _connect_target(args: tuple, kwargs: dict) -> str:
 @pytest.fixture()
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
-    from ui.app_ui import build_demo
+    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
     run_log = tmp_path / "app" / "runs.db"
     store = RunStore(str(run_log))
@@ -58,8 +58,8 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
 
     demo = build_demo(store, WorkerPoolDouble(), tmp_path / "exports", reports)
     port = free_port()
-    demo.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port,
-                                                   prevent_thread_lock=True, quiet=True)
+    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                                      **launch_kwargs(tmp_path / "exports"))  # as ui/launch.py serves it
     monkeypatch.setattr(sqlite3, "connect", recording_connect)
     try:
         yield {"client": app_client(f"http://127.0.0.1:{port}"), "seen": seen, "tmp": tmp_path,

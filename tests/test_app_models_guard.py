@@ -48,15 +48,15 @@ def code_config(class_ref: str) -> bytes:
 @contextlib.contextmanager
 def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]:
     """The app over a fresh run log, launched as ui/launch.py launches it (launch_kwargs, errors shown)."""
-    from ui.app_ui import build_demo, launch_kwargs
+    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
     store = RunStore(str(tmp / "app" / "runs.db"))
     (tmp / "reports").mkdir(exist_ok=True)
     extra = {} if choices is None else {"choices": choices}
     demo = build_demo(store, pool, tmp / "exports", tmp / "reports", **extra)
     port = free_port()
-    demo.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                                                   quiet=True, **launch_kwargs(tmp / "exports"))
+    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                                      **launch_kwargs(tmp / "exports"))
     url = f"http://127.0.0.1:{port}"
     try:
         yield {"url": url, "client": app_client(url), "store": store}
