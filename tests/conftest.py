@@ -15,7 +15,7 @@ BROWSER = Path(__file__).parent / "browser"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """What runs together under `-n 2 --dist loadgroup` (README, .ci/run): each module in one worker, so its
     module fixtures are built once, and every browser test in one group, so one Chromium and one served app draw
-    at a time while the other worker runs the rest (the suite then takes about 7 minutes instead of 10)."""
+    at a time while the other worker runs the rest (the suite then takes about 8 minutes instead of 10)."""
     if not config.pluginmanager.hasplugin("xdist"):  # the vLLM virtualenv runs its lane without it
         return
     for item in items:

@@ -2,7 +2,7 @@
 
 transformers re-reads a GGUF on every load: SmolLM2-135M took 25 s here, of which 2 s were de-quantising and
 the rest parsing the file's metadata three times over (config, weights, tokenizer). A warm worker that loads a
-GGUF policy or PRM paid that on every start; the copy loads in about a second. vLLM cannot read every GGUF
+GGUF policy or PRM paid that on every start; the copy loads in about 3 s. vLLM cannot read every GGUF
 quantisation, so it reads a copy too. The copies live under $UATS_CACHE (default ~/.cache/uats-studio), named by
 the file's content hash and the transformers version, so an edited or replaced file gets a new copy, never a stale
 one. `./setup.sh` writes the shipped SmolLM2's copy (through `python -m uats_core doctor`, whose config read is
@@ -68,8 +68,11 @@ def dequantised_folder(gguf: Path, dtype: str, field: str) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        if not folder.exists():  # another process may have written it meanwhile: keep theirs
+        try:
             tmp.replace(folder)
+        except OSError:  # another process wrote it meanwhile (a non-empty folder is not replaced): keep theirs
+            if not (folder / "config.json").is_file():
+                raise
     except OSError as exc:
         raise BackendError(field, f"cannot write a de-quantised copy of {gguf.name} under {cache_dir()} ({exc}); set "
                                   "UATS_CACHE to a writable folder") from exc

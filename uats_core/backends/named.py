@@ -8,12 +8,9 @@ quantisation, and transformers takes 25 s to re-read it on every load.
 from __future__ import annotations
 
 import importlib.util
-import logging
 from pathlib import Path
 
 from uats_core.errors import BackendError
-
-log = logging.getLogger(__name__)
 
 SMOLLM2 = "smollm2"
 _GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
