@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from uats_core.errors import BackendError
@@ -29,9 +30,16 @@ def cache_dir() -> Path:
 
 
 def content_key(path: Path) -> str:
-    """The first 16 hex digits of the file's SHA-256 (0.1 s for 100 MB: nothing next to a load)."""
+    """The first 16 hex digits of the file's SHA-256, hashed once per process while the file's size and
+    modification time stay the same (a load reads config, tokenizer and weights: three asks)."""
+    st = path.stat()
+    return _sha256_prefix(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=32)
+def _sha256_prefix(path: str, size: int, mtime_ns: int) -> str:  # size and mtime_ns: the cache key only
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with open(path, "rb") as f:
         while chunk := f.read(_HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()[:16]
