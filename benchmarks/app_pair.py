@@ -28,10 +28,10 @@ ENDED = ("finished", "failed", "cancelled")
 DRAWN = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
-# Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}]
-DRAWN_END = """([sels, want]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
+# Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}, ENDED]
+DRAWN_END = """([sels, want, ended]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
   return e && (e.dataset.run in want) && Number(e.dataset.iteration) === want[e.dataset.run]
-         && ['finished', 'failed', 'cancelled'].includes(e.dataset.status); })"""
+         && ended.includes(e.dataset.status); })"""
 
 
 def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], runs: int,
@@ -55,7 +55,7 @@ def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], run
         raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
                            f"{[(r['run_id'][:8], r['status']) for r in new]}")
     want = {r["run_id"]: int(store.get_run(r["run_id"])["iterations"]) for r in new}
-    page.wait_for_function(DRAWN_END, arg=[plots, want], timeout=timeout_s * 1000)
+    page.wait_for_function(DRAWN_END, arg=[plots, want, list(ENDED)], timeout=timeout_s * 1000)
     return ended, time.perf_counter() - t0
 
 

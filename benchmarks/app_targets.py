@@ -42,6 +42,11 @@ QUIET_JS = """(quietMs) => {
 }"""
 
 
+def _wait_quiet(page: Any, timeout_s: float) -> None:
+    """Until the page has been quiet for QUIET_MS (the first poll installs the observer)."""
+    page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_s * 1000, polling=100)
+
+
 def _write_runs(db: str, sizes: dict[str, int]) -> None:
     from storage import RunStore
     from tests.synthetic import synthetic_events
@@ -57,8 +62,7 @@ def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
     page.locator("#open-id input, #open-id textarea").first.fill(rid)
     page.locator("#open-id input, #open-id textarea").first.blur()
     time.sleep(0.3)  # the textbox commits its value before the click reads it
-    page.evaluate(QUIET_JS, QUIET_MS)  # the page has done loading (and drawing the last run): a user's pace
-    page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_s * 1000, polling=100)
+    _wait_quiet(page, timeout_s)  # the page has done loading (and drawing the last run): a user's pace
     t0 = time.perf_counter()
     page.click("#open-btn")
     page.wait_for_function(f"() => {{ const e = document.querySelector('#tree .uats-plot');"
@@ -69,8 +73,7 @@ def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
 def _click_times(page: Any, node_ids: list[int]) -> list[float]:
     out = []
     for nid in node_ids:
-        page.evaluate(QUIET_JS, QUIET_MS)
-        page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=60_000, polling=100)
+        _wait_quiet(page, 60)
         page.evaluate(CLICK_JS, [nid])
         h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
         out.append(float(h.json_value()) / 1000.0)

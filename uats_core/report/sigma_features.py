@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..estimation import auroc
-from ..methods.uats import KNOBS
+from ..methods.uats import KNOBS, STATE_FEATURES
 from ..paths import ASSETS
 from .steps import MC_SCORED
 from .tables import markdown_table, pair_cell, pair_name
 
-RBAR_FEATURES = ("mean_rbar", "max_rbar", "var_rbar")
+RBAR_FEATURES = tuple(f for f in STATE_FEATURES if f.endswith("_rbar"))  # mean, max and variance of R̄
 FOLDS = 5  # cross-validation folds of the R̄ + σ² logistic fit
 LOW, HIGH = 0.05, 0.95  # a feature moved from its 5th to its 95th percentile over the states met
 
