@@ -82,6 +82,7 @@ def test_marks_are_anchored_on_their_node_in_pixels(state) -> None:
 def test_the_legend_names_every_kind_of_mark_drawn(state) -> None:
     fig = tree_figure(state)
     names = [t["name"] for t in fig["data"] if t.get("showlegend", True)]  # Plotly shows unless told not to
+    assert not any(sh.get("showlegend") for sh in fig["layout"]["shapes"])  # one made every shape edit a replot
     for want in ("chosen path", "right answer", "wrong answer", "colour R̄, size K", "OOD: σ² > τ", "box: MC passes",
                  "one MC pass", "R̄ = their mean", "grey: scale 0–1", "finished", "pruned (faded)", "chosen answer",
                  f"decided at t={state.iteration}"):
@@ -102,7 +103,7 @@ def test_a_focused_path_keeps_its_proportions_and_is_drawn_detailed(state) -> No
     assert span["x"][1] - span["x"][0] == pytest.approx(MIN_X_SPAN) and span["marker"]["opacity"] == 0
     assert fig["meta"]["n_shown"] <= DETAIL_LIMIT
     # drawn in full for an image export (kaleido): only the page's script swaps them for detailed boxplots
-    assert [t for t in fig["data"] if t.get("name") in COMPACT_NAMES and "opacity" not in t]
+    assert [sh for sh in fig["layout"]["shapes"] if sh["name"] in COMPACT_NAMES and sh.get("visible", True)]
     assert fig["layout"]["height"] >= 440
     whole = tree_figure(state)
     assert not any(t.get("name") == "x span" for t in whole["data"])

@@ -108,6 +108,12 @@ def test_visibility_filters_keep_the_tree_connected(store: RunStore) -> None:
     assert not (shown & below) and hidden[first] == len(below)
 
 
+def shape_polylines(shape: dict) -> list[list[tuple[float, float]]]:
+    """The polylines of a path shape as figstyle.path_shape writes them (M, L and Z, x,y pairs)."""
+    return [[tuple(float(v) for v in pt.split(",")) for pt in part.rstrip("Z").split("L")]
+            for part in shape["path"].split("M") if part]
+
+
 def test_tree_figure_structure(store: RunStore) -> None:
     state = RunData.load(store, "r200").state_at(None)
     fig = tree_figure(state, selected=5)
@@ -119,27 +125,31 @@ def test_tree_figure_structure(store: RunStore) -> None:
     assert len(set(ids)) == len(ids)
     ood_lines = markers["marker"]["line"]["width"]
     assert sum(w == 3 for w in ood_lines) == sum(1 for i in ids if state.nodes[i]["ood"])
-    boxes = [t for t in fig["data"] if t.get("name") == "MC boxes"]
+    shapes = fig["layout"]["shapes"]
+    # the compact glyphs: one path shape per kind of mark (per colour bin for the boxes), each a list of polylines
+    boxes = [line for sh in shapes if sh["name"] == "MC boxes" for line in shape_polylines(sh)]
+    assert all(sh["path"].count("M") == sh["path"].count("Z") for sh in shapes if sh["name"] == "MC boxes")
     with_spread = [i for i in ids if len(state.nodes[i]["mc_scores"]) > 1]
-    assert sum(len(b["x"]) for b in boxes) == 6 * len(with_spread)  # one closed box (5 points + gap) per node
-    ticks = next(t for t in fig["data"] if t.get("name") == "R̄ ticks")
-    assert len(ticks["x"]) == 3 * len(ids)  # every scored node has its mean tick
+    assert len(boxes) == len(with_spread) and all(len(b) == 4 for b in boxes)  # one closed box per node
+    ticks = [line for sh in shapes if sh["name"] == "R̄ ticks" for line in shape_polylines(sh)]
+    assert len(ticks) == len(ids)  # every scored node has its mean tick
     # glyphs share one 0..1 score scale mapped into each node's row: box bottom = q1, top = q3
     from ui.views.figstyle import GLYPH_DX, GLYPH_HALF_HEIGHT as H
 
     xy = {i: (x, y) for i, x, y in zip(ids, markers["x"], markers["y"])}
-    drawn = {}
+    drawn: dict[float, list[tuple[float, float]]] = {}
     for b in boxes:
-        for k in range(0, len(b["x"]), 6):
-            drawn[round(b["x"][k] - GLYPH_DX[0], 2)] = drawn.get(round(b["x"][k] - GLYPH_DX[0], 2), []) + [
-                (b["y"][k], b["y"][k + 2])]
+        drawn.setdefault(round(b[0][0] - GLYPH_DX[0], 2), []).append((b[0][1], b[2][1]))
     for i in with_spread:
         x, y = xy[i]
         st = box_stats(state.nodes[i]["mc_scores"])
         want_lo, want_hi = y - H + 2 * H * st["q1"], y - H + 2 * H * st["q3"]
         got = drawn[round(x, 2)]
         assert any(abs(lo - want_lo) < 0.02 and abs(hi - want_hi) < 0.02 for lo, hi in got), (i, got, want_lo, want_hi)
-    assert [sh["name"] for sh in fig["layout"]["shapes"]] == ["selected"]
+    # edges: one elbow (down, across, down) per drawn node but the root, ending on the node
+    edges = [line for sh in shapes if sh["name"] in ("edges", "pruned / context") for line in shape_polylines(sh)]
+    assert len(edges) == len(state.nodes) - 1 and {e[-1] for e in edges} <= set(xy.values()) | {(0.0, 0.0)}
+    assert [sh["name"] for sh in shapes].count("selected") == 1 and shapes[-1]["name"] == "selected"
     assert fig["layout"]["uirevision"] == "tree"
     assert fig["meta"]["n_nodes"] == len(state.nodes)
 
@@ -166,6 +176,18 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     same = decision_divergence(a, a)
     assert same.iteration is None and same.shared > 0  # a run decides every step it shares with itself alike
     assert decision_divergence(a, b).shared == 0  # two synthetic runs sample different steps: nothing to compare
+
+
+def test_side_by_side_draws_each_trees_edges_and_glyphs_on_its_own_axes(store: RunStore) -> None:
+    """The comparison's static image: edges and compact glyphs are layout shapes, so B's move to B's axes."""
+    from ui.views.comparison import compare_figures, side_by_side
+
+    fa, fb, _ = compare_figures(RunData.load(store, "r200"), RunData.load(store, "other"), None)
+    fig = side_by_side(fa, fb)
+    for ref, tree in (("x", fa), ("x2", fb)):
+        want = [sh["path"] for sh in tree["layout"]["shapes"] if sh["name"] != "selected"]
+        got = [sh["path"] for sh in fig["layout"]["shapes"] if sh["xref"] == ref and sh["yref"] == "y" + ref[1:]]
+        assert got == want and any(sh["name"] == "edges" for sh in tree["layout"]["shapes"])
 
 
 def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:

@@ -124,6 +124,30 @@ def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+# A photo of one component or of the whole page: the sticky notice and run bar (ui/tabs/runbar.py) would sit
+# over whatever is scrolled under them (a component's top, or a table midway down a full-page image), so they
+# stay in the page's flow while it is taken. Nothing moves: a sticky element keeps its place in the flow.
+UNSTICK_JS = "(on) => { for (const id of ['notice', 'run-bar']) { const e = document.getElementById(id); " \
+             "if (e) e.style.position = on ? 'static' : ''; } }"
+
+
+def photo(pg: Any, path: Path, selector: str | None = None, full_page: bool = True) -> None:
+    """`path` of `selector` (scrolled into view) or of the page, without the sticky bars over it (UNSTICK_JS);
+    what the window shows (full_page=False) as it is."""
+    unstick = bool(selector) or full_page
+    if unstick:
+        pg.evaluate(UNSTICK_JS, True)
+    try:
+        if selector:
+            pg.locator(selector).scroll_into_view_if_needed()
+            pg.locator(selector).screenshot(path=str(path))
+        else:
+            pg.screenshot(path=str(path), full_page=full_page)
+    finally:
+        if unstick:
+            pg.evaluate(UNSTICK_JS, False)
+
+
 def shot(pg: Any, name: str, selector: str | None = None, full_page: bool = True) -> Path | None:
     """artifacts/<name>.png of the page (or of `selector`; full_page=False: of what the window shows) when
     UATS_SCREENSHOTS=1; None otherwise."""
@@ -131,8 +155,5 @@ def shot(pg: Any, name: str, selector: str | None = None, full_page: bool = True
         return None
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    if selector:
-        pg.locator(selector).screenshot(path=str(path))
-    else:
-        pg.screenshot(path=str(path), full_page=full_page)
+    photo(pg, path, selector, full_page)
     return path

@@ -2,7 +2,7 @@
 read from the SVG, whatever the focus or search; few nodes in view carry full boxplots with R̄ and σ²,
 zooming in brings them and zooming out takes them away; the Figure 1 view shows a step and exports it.
 
-Measured: each node's marker centre; each glyph part (a compact glyph's None-separated sub-path, or a
+Measured: each node's marker centre; each glyph part (a sub-path of a compact glyph's layout shape, or a
 detailed glyph's shape); each answer mark; each text label; each printed R̄/σ². Before the fix, under
 focus on a subtree the compact glyphs stretched hundreds of pixels across the plot, the ✗ of a wrong answer
 sat ~400 px left of its node, and the ×N label floated off it: those are the numbers asserted here."""
@@ -23,7 +23,7 @@ LAPTOP = {"width": 1280, "height": 800}  # the screen of issue 30: marks measure
 SETTLED = "e.dataset.lodPending === '0'"  # the page's level of detail is drawn (ui/tabs/treelod.py)
 
 # Everything in screen pixels (CSS px of the page): node centres from their marker elements, the other
-# marks from their own SVG elements (sub-paths of a line trace mapped through the path's screen matrix).
+# marks from their own SVG elements (sub-paths of a shape's path mapped through the path's screen matrix).
 MEASURE_JS = r"""() => {
   const gd = document.querySelector('#tree .uats-plot');
   const fl = gd._fullLayout, meta = gd._uatsMeta || {};
@@ -46,28 +46,25 @@ MEASURE_JS = r"""() => {
       if (inPlot(b)) nodes.push({id: gd.data[i].customdata[j][0], x: (b.left + b.right) / 2, y: (b.top + b.bottom) / 2});
     });
   }
-  const parts = [];  // compact glyphs: every sub-path of their line traces
-  for (const name of ['score scale 0–1', 'whiskers', 'MC boxes', 'medians', 'R̄ ticks']) {
-    for (const i of byName(name)) {
-      const g = group(i);
-      if (!g || Number(gd.data[i].opacity ?? 1) === 0) continue;
-      g.querySelectorAll('path.js-line').forEach(path => {
-        const m = path.getScreenCTM(), svg = path.ownerSVGElement;
-        for (const seg of (path.getAttribute('d') || '').split('M').filter(Boolean)) {
-          const nums = seg.replace(/[A-Za-z]/g, ' ').split(/[ ,]+/).filter(Boolean).map(Number);
-          const pts = [];
-          for (let k = 0; k + 1 < nums.length; k += 2) {
-            const pt = svg.createSVGPoint(); pt.x = nums[k]; pt.y = nums[k + 1];
-            pts.push(pt.matrixTransform(m));
-          }
-          if (!pts.length) continue;
-          const xs = pts.map(p => p.x), ys = pts.map(p => p.y);
-          const b = box({left: Math.min(...xs), right: Math.max(...xs), top: Math.min(...ys), bottom: Math.max(...ys)});
-          if (inPlot(b)) parts.push({kind: name, ...b});
-        }
-      });
+  const parts = [];  // compact glyphs: every sub-path of their layout shapes (one path per kind of mark)
+  const compact = ['score scale 0–1', 'whiskers', 'MC boxes', 'medians', 'R̄ ticks'];
+  gd.querySelectorAll('.shapelayer path[data-index]').forEach(path => {
+    const sh = fl.shapes[Number(path.getAttribute('data-index'))];
+    if (!sh || !compact.includes(sh.name) || sh.visible === false) return;
+    const m = path.getScreenCTM(), svg = path.ownerSVGElement;
+    for (const seg of (path.getAttribute('d') || '').split('M').filter(Boolean)) {
+      const nums = seg.replace(/[A-Za-z]/g, ' ').split(/[ ,]+/).filter(Boolean).map(Number);
+      const pts = [];
+      for (let k = 0; k + 1 < nums.length; k += 2) {
+        const pt = svg.createSVGPoint(); pt.x = nums[k]; pt.y = nums[k + 1];
+        pts.push(pt.matrixTransform(m));
+      }
+      if (!pts.length) continue;
+      const xs = pts.map(p => p.x), ys = pts.map(p => p.y);
+      const b = box({left: Math.min(...xs), right: Math.max(...xs), top: Math.min(...ys), bottom: Math.max(...ys)});
+      if (inPlot(b)) parts.push({kind: sh.name, ...b});
     }
-  }
+  });
   const shapes = [];  // detailed glyphs: layout shapes named 'glyph'
   gd.querySelectorAll('.shapelayer path[data-index]').forEach(p => {
     const sh = fl.shapes[Number(p.getAttribute('data-index'))];

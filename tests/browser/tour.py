@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .pages import choose
+from .pages import choose, photo
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,7 @@ def _focus(page: Any, focus: str) -> None:
 
 
 def _photo(page: Any, selector: str, path: Path) -> None:
-    page.locator(selector).scroll_into_view_if_needed()
-    page.locator(selector).screenshot(path=str(path))
+    photo(page, path, selector)
     log.info("wrote %s", path)
 
 

@@ -13,7 +13,7 @@ Rules (LOD below): detailed while at most meta.glyphs.limit nodes are in view an
 minColPx apart and rows minRowPx tall; the box's 0–1 scale is 85 % of a row high (minBoxPx..maxBoxPx), the
 box gapPx right of its node (clear of its halo) and boxW wide, narrower where columns are close; R̄ and σ²
 are written beside it where the next node on its row is labelGapPx away or more. While detailed, the
-compact glyph traces (named in meta.glyphs.compact) are made transparent (a style-only restyle)."""
+compact glyphs (layout shapes named in meta.glyphs.compact) are hidden (a relayout: shapes only)."""
 
 from __future__ import annotations
 
@@ -96,13 +96,14 @@ function lodGlyph(g, i, x, y, plan, shapes, notes) {
               bgcolor: 'rgba(255,255,255,0.85)', font: {size: 12, color: g.ood[i] ? g.ood_colour : '#222'}});
 }
 function lodDecor(data, g, plan, layout) {
-  const shapes = ((layout && layout.shapes) || []).filter(s => s && s.name !== 'glyph');
+  // the compact glyphs are layout shapes named in g.compact: hidden while the detailed ones are drawn
+  const compact = g.compact || [];
+  const shapes = ((layout && layout.shapes) || []).filter(s => s && s.name !== 'glyph')
+    .map(s => compact.includes(s.name) ? {...s, visible: !plan.detail} : s);
   const notes = ((layout && layout.annotations) || []).filter(a => a && a.name !== 'glyph');
   const tr = data[g.trace];
   if (plan.detail) for (const i of plan.ids) lodGlyph(g, i, tr.x[i], tr.y[i], plan, shapes, notes);
-  const compact = [];
-  data.forEach((t, k) => { if ((g.compact || []).includes(t.name)) compact.push(k); });
-  return {shapes, annotations: notes, compact, opacity: plan.detail ? 0 : 1};
+  return {shapes, annotations: notes};
 }
 function lodMark(gd, plan) {
   gd.dataset.lod = plan.detail ? 'detail' : 'compact';
@@ -125,12 +126,11 @@ function lodInject(gd, spec) {
   if (plan && (fixed || plan.detail || !small)) {
     const dec = lodDecor(spec.data, g, plan, spec.layout);
     spec.layout.shapes = dec.shapes; spec.layout.annotations = dec.annotations;
-    for (const k of dec.compact) spec.data[k].opacity = dec.opacity;
     lodMark(gd, plan);
   } else if (small) {
     // one of at most `limit` nodes will be detailed once drawn: its compact glyphs (laid out in layout
-    // units, stretched by a few nodes spread over the plot) start transparent until the swap
-    spec.data.forEach(t => { if ((g.compact || []).includes(t.name)) t.opacity = 0; });
+    // units, stretched by a few nodes spread over the plot) start hidden until the swap
+    spec.layout.shapes = (spec.layout.shapes || []).map(s => (g.compact || []).includes(s.name) ? {...s, visible: false} : s);
   } else {
     lodMark(gd, {detail: false, key: 'compact', ids: []});  // the figure as sent is the compact form
   }
@@ -146,9 +146,7 @@ function lodRefresh(gd) {
   const dec = lodDecor(gd.data, g, plan, gd.layout);
   lodMark(gd, plan);
   gd.dataset.lodPending = '1';
-  const restyle = dec.compact.length ? {opacity: dec.opacity} : {};
-  Plotly.update(gd, restyle, {shapes: dec.shapes, annotations: dec.annotations},
-                dec.compact.length ? dec.compact : undefined).then(() => {
+  Plotly.relayout(gd, {shapes: dec.shapes, annotations: dec.annotations}).then(() => {
     if (gd._uatsLod === plan.key) gd.dataset.lodPending = '0';  // not if a later plan is on its way
     gd.dataset.lodDraws = String(Number(gd.dataset.lodDraws || 0) + 1);
   });

@@ -69,9 +69,12 @@ def side_by_side(fa: dict[str, Any], fb: dict[str, Any]) -> dict[str, Any]:
             named.add(t.get("name"))
         data.append(t)
     la, lb = fa["layout"], fb["layout"]
+    # edges and compact glyphs are layout shapes: B's move to B's axes; the selection rings stay in the app
+    shapes = [sh for sh in la.get("shapes") or [] if sh.get("name") != "selected"]
+    shapes += [{**sh, "xref": "x2", "yref": "y2"} for sh in lb.get("shapes") or [] if sh.get("name") != "selected"]
     layout = {"height": la.get("height", 560), "width": 1600, "paper_bgcolor": "white", "plot_bgcolor": "white",
               "margin": {"l": 40, "r": 10, "t": 50, "b": 10}, "showlegend": True, "boxmode": "overlay",
-              "legend": la.get("legend"),
+              "legend": la.get("legend"), "shapes": shapes,
               "xaxis": {**la["xaxis"], "domain": [0.0, 0.48]}, "yaxis": {**la["yaxis"], "anchor": "x"},
               "xaxis2": {**lb["xaxis"], "domain": [0.52, 1.0]}, "yaxis2": {**lb["yaxis"], "anchor": "x2"},
               "annotations": [

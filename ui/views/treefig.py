@@ -12,10 +12,10 @@ from typing import Any, Callable, Iterable, Mapping
 from .bigtree import cap_shown, dead_branches, focus_nodes
 from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, DETAIL_LIMIT, DETAIL_ROW_PX, MATCH_COLOUR,
                        MIN_X_SPAN, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RIGHT_COLOUR, SHARED_COLOUR, WRONG_COLOUR,
-                       fmt_number)
+                       Polyline, fmt_number, path_shape)
 from .layout import tidy_layout
 from .treedata import TERMINAL, TreeState
-from .treeglyphs import glyph_meta, glyph_traces, legend_keys, shadow_traces
+from .treeglyphs import glyph_meta, glyph_shapes, legend_keys, shadow_traces
 
 Pos = Mapping[int, tuple[float, float]]
 
@@ -114,34 +114,32 @@ def _r(v: float) -> float:
 
 
 
-def _edge_traces(state: TreeState, pos: Pos, parent_of: Mapping[int, Any], chosen_path: set[int],
+def _edge_shapes(state: TreeState, pos: Pos, parent_of: Mapping[int, Any], chosen_path: set[int],
                  faded: set[int]) -> list[dict[str, Any]]:
-    """Elbow edges (down, across, down) read as a tidy tree; the chosen path drawn thick underneath."""
-    def edge_xy(ids: Iterable[int]) -> tuple[list[Any], list[Any]]:
-        xs: list[Any] = []
-        ys: list[Any] = []
+    """Elbow edges (down, across, down) read as a tidy tree; the chosen path drawn thick underneath. Layout
+    shapes, one SVG path per kind (figstyle.path_shape), named in the legend by a key (legend_keys): a shape
+    with its own legend entry made Plotly redraw every trace on any shape edit, the selection ring's too."""
+    def elbows(ids: Iterable[int]) -> list[Polyline]:
+        out: list[Polyline] = []
         for nid in ids:
             p = parent_of.get(nid)
             if nid == 0 or p is None or p not in pos or nid not in pos:
                 continue
             (px, py), (cx, cy) = pos[p], pos[nid]
-            mid = _r((py + cy) / 2)
-            xs += [_r(px), _r(px), _r(cx), _r(cx), None]
-            ys += [_r(py), mid, mid, _r(cy), None]
-        return xs, ys
+            mid = (py + cy) / 2
+            out.append(((px, py), (px, mid), (cx, mid), (cx, cy)))
+        return out
 
-    data: list[dict[str, Any]] = []
     live = [n for n in pos if state.nodes[n].get("status") != "pruned" and n not in faded]
     live_set = set(live)
     dead = [n for n in pos if n not in live_set]
-    for ids, colour, width, name in ((chosen_path & set(pos), CHOSEN_COLOUR, 5, "chosen path"),
+    shapes = []
+    for ids, colour, width, name in ((sorted(chosen_path & set(pos)), CHOSEN_COLOUR, 5, "chosen path"),
                                      (dead, "#c8c8c8", 1, "pruned / context"), (live, "#777777", 1.2, "edges")):
-        ex, ey = edge_xy(ids)
-        if ex:
-            data.append({"type": "scatter", "mode": "lines", "x": ex, "y": ey, "hoverinfo": "skip",
-                         "line": {"color": colour, "width": width}, "name": name,
-                         "showlegend": name == "chosen path"})
-    return data
+        shape = path_shape(elbows(ids), name, colour, width)
+        if shape is not None:
+            shapes.append(shape)
+    return shapes
 
 
 def _halo_traces(state: TreeState, pos: Pos, view: ViewOptions, matching: set[int],
@@ -348,10 +346,11 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
         order = lambda nid: nid  # noqa: E731  creation order = left to right
     pos = tidy_layout(parent_of, root=0, order_key=order)
     faded = (shown - matching - {0}) if view.filtering else set()
-    data = _edge_traces(state, pos, parent_of, chosen_path, faded)
-    data += _halo_traces(state, pos, view, matching, shared_keys)
+    # edges and compact glyphs are layout shapes under every trace: one SVG path per kind of mark
+    shapes = _edge_shapes(state, pos, parent_of, chosen_path, faded)
     if view.glyphs:  # boxplot glyphs, one score scale for the whole tree
-        data += glyph_traces(state, pos, cmin, cmax)
+        shapes += glyph_shapes(state, pos, cmin, cmax)
+    data = _halo_traces(state, pos, view, matching, shared_keys)
     data += _answer_marks(state, pos)  # under the node markers: centred on them
     first_node = len(data)
     data += _node_traces(state, pos, faded, cmin, cmax, show_colorbar)
@@ -359,7 +358,7 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     if shadow:
         data += shadow_traces(pos, shadow, HOVER_TEMPLATE)
     data += _x_span(pos)
-    data += legend_keys(_marks_present(state, pos, data), state.tau, view.glyphs)
+    data += legend_keys(_marks_present(state, pos, data, shapes), state.tau, view.glyphs)
     sel = pos.get(selected) if selected is not None else None
     meta = {"n_nodes": len(state.nodes), "n_shown": len(pos), "iteration": state.iteration, "selected": selected,
             "max_iteration": state.max_iteration, "run_id": state.run.get("run_id"), "status": state.run.get("status"),
@@ -370,7 +369,7 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     layout = _tree_layout(state, pos, title, uirevision, height)
     # the selection ring is a layout shape: the page's script moves it on a click with Plotly.relayout, which
     # redraws shapes only (moving a ring trace with Plotly.restyle recomputed every trace, seconds at 2,000 nodes)
-    layout["shapes"] = [ring_shape(_r(sel[0]), _r(sel[1]))] if sel else []
+    layout["shapes"] = shapes + ([ring_shape(_r(sel[0]), _r(sel[1]))] if sel else [])
     return {"data": data, "layout": layout, "config": PLOT_CONFIG, "meta": meta}
 
 
@@ -386,10 +385,12 @@ def _x_span(pos: Pos) -> list[dict[str, Any]]:
              "name": "x span"}]
 
 
-def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]]) -> set[str]:
+def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]],
+                   shapes: list[dict[str, Any]]) -> set[str]:
     """Which optional legend entries the figure needs (legend_keys)."""
     statuses = {state.nodes[i].get("status") for i in pos}
     out = {s for s in ("finished", "truncated", "pruned") if s in statuses}
+    out |= {"chosen path" for sh in shapes if sh["name"] == "chosen path"}
     if state.chosen_nodes() & set(pos):
         out.add("chosen")
     for tr in data:

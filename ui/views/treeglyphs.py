@@ -1,7 +1,7 @@
 """The tree's boxplot glyphs at two levels of detail, and the legend that names every mark.
 
 Compact: with many nodes in view, each node's MC passes as a small box in layout units right of it (one
-SVG path per kind of mark for the whole tree, which keeps 2,000 glyphs redrawing fast). Detailed: with
+layout shape, so one SVG path, per kind of mark for the whole tree: 2,000 glyphs draw fast). Detailed: with
 few nodes in view, the page's script (ui/tabs/treelod.py) draws each one a real boxplot in screen pixels
 (box, whiskers, median, passes as dots, R̄ tick) with R̄ and σ² written beside it, from `glyph_meta`.
 Both read the same box statistics (figstyle.box_stats) and colour bins.
@@ -16,11 +16,11 @@ import html
 from typing import Any, Mapping
 
 from .figstyle import (CHOSEN_COLOUR, DETAIL_LIMIT, GLYPH_DX, GLYPH_HALF_HEIGHT, OOD_COLOUR, RAIL_LIMIT,
-                       SHADOW_COLOUR, bin_colours, box_stats, colour_bin, fmt_number)
+                       SHADOW_COLOUR, Polyline, bin_colours, box_stats, colour_bin, fmt_number, path_shape)
 from .treedata import TreeState
 
 Pos = Mapping[int, tuple[float, float]]
-COMPACT_NAMES = ("score scale 0–1", "whiskers", "MC boxes", "medians", "R̄ ticks")  # hidden while detailed
+COMPACT_NAMES = ("score scale 0–1", "whiskers", "MC boxes", "medians", "R̄ ticks")  # shapes hidden while detailed
 
 
 def _r(v: float) -> float:
@@ -31,65 +31,44 @@ def _stats(n: Mapping[str, Any]) -> dict[str, Any] | None:
     return box_stats(n.get("mc_scores") or ([n["mean"]] if n.get("mean") is not None else []))
 
 
-def glyph_traces(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[dict[str, Any]]:
-    """Compact boxplot glyphs as a handful of None-separated polylines (boxes filled per colour bin,
-    whiskers, medians, R̄ ticks): SVG then holds one <path> per trace instead of several elements per box
+def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[dict[str, Any]]:
+    """Compact boxplot glyphs as a handful of layout shapes, one SVG <path> per kind of mark for the whole
+    tree (figstyle.path_shape): grey 0–1 rails, whiskers, boxes filled per colour bin, medians, R̄ ticks
     (Plotly box traces with precomputed statistics were measured slower here; see benchmarks/app.py)."""
     x0, x1 = GLYPH_DX
     xm = (x0 + x1) / 2
     h = GLYPH_HALF_HEIGHT
     rails = len(pos) <= RAIL_LIMIT
-    rail_x: list[Any] = []
-    rail_y: list[Any] = []
-    whisk_x: list[Any] = []
-    whisk_y: list[Any] = []
-    med_x: list[Any] = []
-    med_y: list[Any] = []
-    mean_x: list[Any] = []
-    mean_y: list[Any] = []
-    boxes: dict[int, tuple[list[Any], list[Any]]] = {}
+    rail: list[Polyline] = []
+    whiskers: list[Polyline] = []
+    medians: list[Polyline] = []
+    ticks: list[Polyline] = []
+    boxes: dict[int, list[Polyline]] = {}
     for nid, (x, y) in pos.items():
         st = _stats(state.nodes[nid])
         if nid == 0 or st is None:
             continue
 
         def sy(v: float) -> float:
-            return _r(y - h + 2 * h * v)
+            return y - h + 2 * h * v
 
-        xl, xr, xc = _r(x + x0), _r(x + x1), _r(x + xm)
+        xl, xr, xc = x + x0, x + x1, x + xm
         if rails:
-            rail_x += [xc, xc, None]
-            rail_y += [sy(0.0), sy(1.0), None]
+            rail.append(((xc, sy(0.0)), (xc, sy(1.0))))
         if st["n"] > 1:
             q1, q3 = sy(st["q1"]), sy(st["q3"])
             if q3 - q1 < 0.02:  # a near-zero spread still shows as a sliver, not nothing
-                q1, q3 = _r(q1 - 0.01), _r(q3 + 0.01)
-            bx, by = boxes.setdefault(colour_bin(st["mean"], cmin, cmax), ([], []))
-            bx += [xl, xr, xr, xl, xl, None]
-            by += [q1, q1, q3, q3, q1, None]
-            whisk_x += [xc, xc, None, xc, xc, None]
-            whisk_y += [sy(st["lo"]), q1, None, q3, sy(st["hi"]), None]
-            med_x += [xl, xr, None]
-            med_y += [sy(st["median"]), sy(st["median"]), None]
-        mean_x += [_r(x + x0 - 0.05), _r(x + x1 + 0.05), None]
-        mean_y += [sy(st["mean"]), sy(st["mean"]), None]
-    traces: list[dict[str, Any]] = []
-
-    def lines(xs: list[Any], ys: list[Any], colour: str, width: float, name: str) -> None:
-        if xs:
-            traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "hoverinfo": "skip",
-                           "line": {"color": colour, "width": width}, "showlegend": False, "name": name})
-
-    lines(rail_x, rail_y, "#e6e6e6", 1, COMPACT_NAMES[0])
-    lines(whisk_x, whisk_y, "#555555", 0.8, COMPACT_NAMES[1])
+                q1, q3 = q1 - 0.01, q3 + 0.01
+            boxes.setdefault(colour_bin(st["mean"], cmin, cmax), []).append(((xl, q1), (xr, q1), (xr, q3), (xl, q3)))
+            whiskers += [((xc, sy(st["lo"])), (xc, q1)), ((xc, q3), (xc, sy(st["hi"])))]
+            medians.append(((xl, sy(st["median"])), (xr, sy(st["median"]))))
+        ticks.append(((x + x0 - 0.05, sy(st["mean"])), (x + x1 + 0.05, sy(st["mean"]))))
     colours = bin_colours(cmin, cmax)
-    for b, (bx, by) in sorted(boxes.items()):
-        traces.append({"type": "scatter", "mode": "lines", "x": bx, "y": by, "fill": "toself", "hoverinfo": "skip",
-                       "fillcolor": colours[b], "line": {"color": "#444444", "width": 0.6},
-                       "showlegend": False, "name": COMPACT_NAMES[2]})
-    lines(med_x, med_y, "#111111", 1.1, COMPACT_NAMES[3])
-    lines(mean_x, mean_y, "#d62728", 1.6, COMPACT_NAMES[4])
-    return traces
+    shapes = [path_shape(rail, COMPACT_NAMES[0], "#e6e6e6", 1), path_shape(whiskers, COMPACT_NAMES[1], "#555555", 0.8)]
+    shapes += [path_shape(b, COMPACT_NAMES[2], "#444444", 0.6, fill=colours[k], closed=True)
+               for k, b in sorted(boxes.items())]
+    shapes += [path_shape(medians, COMPACT_NAMES[3], "#111111", 1.1), path_shape(ticks, COMPACT_NAMES[4], "#d62728", 1.6)]
+    return [sh for sh in shapes if sh is not None]
 
 
 def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, trace: int) -> dict[str, Any]:
@@ -127,12 +106,16 @@ def _key(name: str, marker: dict[str, Any], group: str = "", mode: str = "marker
 
 
 def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, Any]]:
-    """Legend entries for the marks that have no trace of their own to name them (the halos, answer marks and
-    the chosen path do): the node's colour, size and ring, its glyph, its shape, and the text labels;
-    the optional ones only when `present` names them."""
+    """Legend entries for the marks that have no trace of their own to name them (the halos and answer marks
+    do): the chosen path (a layout shape), the node's colour, size and ring, its glyph, its shape, and the text
+    labels; the optional ones only when `present` names them."""
     # short names: a horizontal legend that wraps gives every entry the width of the longest one
-    keys = [_key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
-            _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}})]
+    keys = []
+    if "chosen path" in present:
+        # first in the legend, where its trace used to put it (before the halos' and answers' traces)
+        keys.append(_key("chosen path", {}, mode="lines", line={"color": CHOSEN_COLOUR, "width": 5}, legendrank=1))
+    keys += [_key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
+             _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}})]
     if glyphs:
         # the detailed boxplot's marks (ui/tabs/treelod.py) and the compact one's, named once
         keys += [_key("box: MC passes", {"symbol": "square", "size": 10, "color": "#5ec962",
