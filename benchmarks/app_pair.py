@@ -21,17 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ENDED = ("finished", "failed", "cancelled")
+from storage import ENDED_STATUSES
 
+from .app_first import DRAWN_END, open_form
 
 # Resolves on the second animation frame from now: once the page's main thread has drawn what it was drawing.
 DRAWN = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
-
-
-# Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}, ENDED]
-DRAWN_END = """([sels, want, ended]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
-  return e && (e.dataset.run in want) && Number(e.dataset.iteration) === want[e.dataset.run]
-         && ended.includes(e.dataset.status); })"""
 
 
 def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], runs: int,
@@ -47,7 +42,7 @@ def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], run
     new: list[dict[str, Any]] = []
     while time.time() < deadline:
         new = [r for r in store.list_runs(limit=100) if r["run_id"] not in before]
-        if len(new) == runs and all(r["status"] in ENDED for r in new):
+        if len(new) == runs and all(r["status"] in ENDED_STATUSES for r in new):
             break
         time.sleep(0.05)
     ended = time.perf_counter() - t0
@@ -55,7 +50,7 @@ def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], run
         raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
                            f"{[(r['run_id'][:8], r['status']) for r in new]}")
     want = {r["run_id"]: int(store.get_run(r["run_id"])["iterations"]) for r in new}
-    page.wait_for_function(DRAWN_END, arg=[plots, want, list(ENDED)], timeout=timeout_s * 1000)
+    page.wait_for_function(DRAWN_END, arg=[plots, want, list(ENDED_STATUSES)], timeout=timeout_s * 1000)
     return ended, time.perf_counter() - t0
 
 
@@ -66,7 +61,6 @@ def pair_vs_run(repeats: int = 9, timeout_s: float = 300.0) -> dict[str, Any]:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
     from benchmarks.serving import serve_app
-    from benchmarks.app_first import open_form
     from ui.jobs.worker import PAIR_WORKERS, WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))

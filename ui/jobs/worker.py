@@ -116,9 +116,11 @@ class WorkerPool(PoolState):
         self.limits = PoolLimits(**{**asdict(limits), "max_workers": max(1, int(max_workers))})
         super().__init__(store)
         self.max_workers = self.limits.max_workers
-        # the cores shared out between the workers: each one with torch's default (every core) made a
-        # compare pair's two searches fight over the cores, each 2.5x slower than alone (benchmarks/app_pair.py)
-        self.torch_threads = max(1, (os.cpu_count() or 1) // self.max_workers)
+        # the cores shared out between the workers, one kept for the app's server (and, on a laptop, its browser):
+        # each worker with torch's default (every core) made a compare pair's two searches fight over the cores,
+        # each 2.5x slower than alone (benchmarks/app_pair.py); one worker with both of 2 cores computed a
+        # search's first iteration in 0.5-0.8 s beside the page drawing it, 0.15-0.2 s with one
+        self.torch_threads = max(1, ((os.cpu_count() or 1) - 1) // self.max_workers)
         self._ctx = mp.get_context("spawn")
         self._next_slot = 0
         self._outbox = self._ctx.Queue()

@@ -130,16 +130,18 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request),
                                 session=session_of(request))
         except FORM_ERRORS as exc:
-            return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip()
+            return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         except DB_ERRORS as exc:
-            return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip()
+            return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
         run = store.get_run(run_id)
+        # the poll timer starts here, with the answer: left to the state's change (ui/tabs/idle.py), a stopped
+        # timer started one round trip later, and the first scored node was drawn ~0.5 s later
         return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
-                "", run_status_md(run), gr.update(value=True))
+                "", run_status_md(run), gr.update(value=True), gr.Timer(active=True))
 
     # no progress timers on what the poll redraws: they flickered in the status line on every click
-    t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow],
+    t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow, ctx.timer],
                     inputs_kwargs=t.run_inputs(), show_progress="hidden")
 
     def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
