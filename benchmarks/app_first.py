@@ -21,11 +21,13 @@ DRAWN_END = """([sels, want, ended]) => sels.every(sel => { const e = document.q
 # a draw of the new run only: the page may still be drawing the last frames of the run before it after the
 # click (counted, they made a third of the runs look 0.2-0.5 s fast)
 FIRST_NODE_JS = """([t0, before]) => (window.__uatsDraws || [])
-  .filter(d => d.el === 'tree' && d.at >= t0 && d.nodes >= 2 && d.run && !before.includes(d.run)).map(d => d.at)[0] || null"""
+  .filter(d => d.el === 'tree' && d.at >= t0 && d.nodes >= 2 && d.run && !before.includes(d.run))
+  .map(d => d.at)[0] || null"""
 
 
 def _click_run(page: Any, store: Any, timeout_s: float) -> float:
-    """Click Run, wait for the first tree drawn with a scored node, then for the run to end; seconds."""
+    """Click Run and wait for the new run's first tree drawn with a scored node (seconds), then for the run to
+    end and for the page to have drawn it to its end."""
     before = [r["run_id"] for r in store.list_runs(limit=50)]
     t0 = page.evaluate("() => Date.now()")
     page.click("#run-btn")

@@ -95,11 +95,13 @@ function lodGlyph(g, i, x, y, plan, shapes, notes) {
               showarrow: false, align: 'left', name: 'glyph', text: `R̄=${m}<br>σ²=${v}`, borderpad: 1,
               bgcolor: 'rgba(255,255,255,0.85)', font: {size: 12, color: g.ood[i] ? g.ood_colour : '#222'}});
 }
-function lodDecor(data, g, plan, layout) {
-  // the compact glyphs are layout shapes named in g.compact: hidden while the detailed ones are drawn
+// the compact glyphs are layout shapes named in g.compact: shown, or hidden while detailed ones are drawn
+function lodCompact(shapes, g, show) {
   const compact = g.compact || [];
-  const shapes = ((layout && layout.shapes) || []).filter(s => s && s.name !== 'glyph')
-    .map(s => compact.includes(s.name) ? {...s, visible: !plan.detail} : s);
+  return (shapes || []).map(s => s && compact.includes(s.name) ? {...s, visible: show} : s);
+}
+function lodDecor(data, g, plan, layout) {
+  const shapes = lodCompact(((layout && layout.shapes) || []).filter(s => s && s.name !== 'glyph'), g, !plan.detail);
   const notes = ((layout && layout.annotations) || []).filter(a => a && a.name !== 'glyph');
   const tr = data[g.trace];
   if (plan.detail) for (const i of plan.ids) lodGlyph(g, i, tr.x[i], tr.y[i], plan, shapes, notes);
@@ -130,7 +132,7 @@ function lodInject(gd, spec) {
   } else if (small) {
     // one of at most `limit` nodes will be detailed once drawn: its compact glyphs (laid out in layout
     // units, stretched by a few nodes spread over the plot) start hidden until the swap
-    spec.layout.shapes = (spec.layout.shapes || []).map(s => (g.compact || []).includes(s.name) ? {...s, visible: false} : s);
+    spec.layout.shapes = lodCompact(spec.layout.shapes, g, false);
   } else {
     lodMark(gd, {detail: false, key: 'compact', ids: []});  // the figure as sent is the compact form
   }
