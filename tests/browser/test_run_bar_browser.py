@@ -58,6 +58,9 @@ def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest
     pg.wait_for_function("() => window.scrollY > 0", timeout=10_000)
     _click(pg, "#run-btn")
     wait_notice(pg, "budget: must be an integer >= 1")
+    # the bar sticks under the message, not behind it (its offset follows the message's height)
+    pg.wait_for_function("() => document.getElementById('run-bar').getBoundingClientRect().top >= "
+                         "document.getElementById('notice').getBoundingClientRect().bottom - 1", timeout=10_000)
     notice, run = pg.locator("#notice").bounding_box(), pg.locator("#run-btn").bounding_box()
     assert _in_view(pg, notice), f"the message is outside the {pg.viewport_size} viewport: {notice}"
     assert _in_view(pg, run), run

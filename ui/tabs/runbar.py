@@ -49,12 +49,23 @@ RUN_BAR_JS = r"""
 if (!window.__uatsRunBar) {
   window.__uatsRunBar = true;
   const ids = %s;
-  const tick = () => {
+  const fitBar = () => {  // the bar sticks just under the notice, whatever the notice's height
     const notice = document.getElementById('notice');
     const h = notice && notice.offsetParent !== null ? notice.getBoundingClientRect().height : 0;
     const px = Math.round(h) + 'px';
     if (document.documentElement.style.getPropertyValue('--uats-notice-h') !== px)
       document.documentElement.style.setProperty('--uats-notice-h', px);
+  };
+  let observed = null;
+  const tick = () => {
+    // a ResizeObserver moves the bar in the frame the notice changes size: with the tick alone a new message
+    // covered the bar for up to 200 ms (a screenshot caught it)
+    const notice = document.getElementById('notice');
+    if (notice && notice !== observed && window.ResizeObserver) {
+      new ResizeObserver(fitBar).observe(notice);
+      observed = notice;
+    }
+    fitBar();
     const hint = document.getElementById('run-hint');
     const why = hint ? hint.innerText.trim() : '';
     for (const id of ids) {
