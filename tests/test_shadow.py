@@ -45,6 +45,9 @@ def test_shadow_rows_are_stored_apart_and_leave_the_run_alone() -> None:
     nid = next(iter(d["node_id"] for d in data.iterations[2]["decisions"]))
     text = explain_shadow(data, nid, rows)
     assert "shadow" in text and "&lt;b&gt;prm" in text and "children" in text
+    local = {i: {**r, "prm": "/srv/private/models/arith-prm"} for i, r in rows.items()}  # a server-side folder
+    text = explain_shadow(data, nid, local)
+    assert "arith-prm" in text and "/srv" not in text and "private" not in text
     fig = frontier_figure(data, 2, shadow=rows)
     assert any(t.get("name") == "shadow" for t in fig["data"])
     tree = compare_figures(RunData.load(store, _pair(store)[0]), data, None, shadows=(None, rows))[1]

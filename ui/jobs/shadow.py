@@ -15,6 +15,7 @@ from uats_core.config import SearchConfig
 from uats_core.estimation import OODGate, mc_stats
 from uats_core.protocols import Trace
 
+from ..views.safe_text import model_name
 from ..views.treedata import RunData
 
 BATCH = 64
@@ -102,7 +103,7 @@ def explain_shadow(data: RunData, node_id: int, shadow: Mapping[int, Mapping[str
     k = len(row.get("mc_scores") or [])
     word = "OOD" if row.get("ood") else "ID"
     cmp = ">" if row.get("ood") else "≤"
-    parts = [f"<b>shadow</b> ({k} MC passes, {html.escape(str(row.get('prm') or ''))}, not spent by this run): "
+    parts = [f"<b>shadow</b> ({k} MC passes, {html.escape(model_name(row.get('prm')))}, not spent by this run): "
              f"R̄ = {row['mean']:.3f}, σ² = {row['var']:.5f} {cmp} τ = {row.get('tau') or 0:g} → <b>{word}</b>"]
     if row.get("ood"):
         parts.append(f"R̂ = {row['ucb']:.3f} vs best shadow-ID R̄ − δ = {ref:.3f} − {delta:g}: UATS would "

@@ -8,6 +8,8 @@ puts them back with entities intact, and KaTeX then reads the decoded text (`&#9
 
 from __future__ import annotations
 
+import os
+from pathlib import PurePath
 from typing import Any
 
 # HTML: & < > " '; Markdown: \\ ` * _ [ ] ( ) # + - ! | ~ = and % (Gradio's own LaTeX placeholders use %%%);
@@ -27,3 +29,10 @@ def md_inline(value: Any, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit] + "…"
     return md_text(text)
+
+
+def model_name(spec: Any) -> str:
+    """A model as the page names it: a local folder by its own name (where the server keeps its models is not
+    the page's business), a hub id or any other name as it is."""
+    text = "" if spec is None else str(spec)
+    return PurePath(text).name if os.path.isabs(text) else text
