@@ -42,10 +42,14 @@ def _click_run(page: Any, store: Any, timeout_s: float) -> float:
     while new and time.time() < deadline and store.get_run(new[0]["run_id"])["status"] in ("queued", "running"):
         time.sleep(0.1)  # the next Run then finds the worker idle, as a user would
     if new:  # ... and a page that has drawn this run to its end (it replays a fast run's iterations after it)
-        run = store.get_run(new[0]["run_id"])
-        page.wait_for_function(DRAWN_END, arg=[["#tree"], {run["run_id"]: run["iterations"]}, list(ENDED_STATUSES)],
-                               timeout=max(1.0, deadline - time.time()) * 1000)
+        wait_drawn_end(page, store, ["#tree"], [new[0]["run_id"]], max(1.0, deadline - time.time()))
     return (first - t0) / 1000.0
+
+
+def wait_drawn_end(page: Any, store: Any, plots: list[str], run_ids: list[str], timeout_s: float) -> None:
+    """Until every plot in `plots` shows one of these ended runs at its last stored iteration (DRAWN_END)."""
+    want = {rid: int(store.get_run(rid)["iterations"]) for rid in run_ids}
+    page.wait_for_function(DRAWN_END, arg=[plots, want, list(ENDED_STATUSES)], timeout=timeout_s * 1000)
 
 
 def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float) -> tuple[Any, Any]:

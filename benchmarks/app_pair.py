@@ -23,7 +23,7 @@ from typing import Any
 
 from storage import ENDED_STATUSES
 
-from .app_first import DRAWN_END, open_form
+from .app_first import open_form, wait_drawn_end
 
 # Resolves on the second animation frame from now: once the page's main thread has drawn what it was drawing.
 DRAWN = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
@@ -49,8 +49,7 @@ def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], run
     if len(new) != runs or any(r["status"] != "finished" for r in new):
         raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
                            f"{[(r['run_id'][:8], r['status']) for r in new]}")
-    want = {r["run_id"]: int(store.get_run(r["run_id"])["iterations"]) for r in new}
-    page.wait_for_function(DRAWN_END, arg=[plots, want, list(ENDED_STATUSES)], timeout=timeout_s * 1000)
+    wait_drawn_end(page, store, plots, [r["run_id"] for r in new], timeout_s)
     return ended, time.perf_counter() - t0
 
 

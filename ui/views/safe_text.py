@@ -8,7 +8,6 @@ puts them back with entities intact, and KaTeX then reads the decoded text (`&#9
 
 from __future__ import annotations
 
-import os
 from pathlib import PurePath
 from typing import Any
 
@@ -35,4 +34,4 @@ def model_name(spec: Any) -> str:
     """A model as the page names it: a local folder by its own name (where the server keeps its models is not
     the page's business), a hub id or any other name as it is."""
     text = "" if spec is None else str(spec)
-    return PurePath(text).name if os.path.isabs(text) else text
+    return PurePath(text).name if PurePath(text).is_absolute() else text
