@@ -79,3 +79,30 @@ def test_checkpoint_of_a_variant() -> None:
     assert checkpoint_of("base") == DEFAULT_CHECKPOINT
     assert checkpoint_of("controller_uncertainty_features=False") == ABLATION_CHECKPOINT
     assert checkpoint_of("controller=assets/models/auats-controller-carry") == ASSETS / "auats-controller-carry"
+
+
+def test_the_controller_table_is_the_same_text_under_any_thread_count(tmp_path: Path) -> None:
+    """The page prints what float64 guarantees: the replay error as its bound, the knobs from a float64 replay,
+    so torch's thread count (and the BLAS build, which moves float32 sums by an ulp) changes no character."""
+    from uats_core.report.sigma_features import REPLAY_BOUND, controller_markdown
+
+    rng = np.random.default_rng(2)
+    states = pd.DataFrame(rng.uniform(0, 1, (400, len(STATE_FEATURES))), columns=list(STATE_FEATURES))
+    path = _controller(tmp_path, "c", sigma_blind=False)
+    net, _ = load_checkpoint(path)
+    with torch.no_grad():  # recorded as a search records them: float32
+        knobs = squash(net(torch.tensor(states[list(feature_names(True))].to_numpy(), dtype=torch.float32))[0]).numpy()
+    results = pd.DataFrame([{"cell_key": "k", "pair": "P:rm", "method": "a-uats", "variant": f"controller={path}"}])
+    steps = states.assign(cell_key="k", iteration=range(1, 401), **dict(zip(KNOBS, knobs.T)))
+    threads = torch.get_num_threads()
+    texts = []
+    try:
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            table = controller_response(results, steps)
+            texts.append(controller_markdown(table, {}))
+    finally:
+        torch.set_num_threads(threads)
+    assert texts[0] == texts[1] == texts[2]
+    assert 0 < table["replay_error"].iloc[0] < REPLAY_BOUND  # float32 against float64: a few ulp, under the bound
+    assert f"| < {REPLAY_BOUND:.0e} |" in texts[0] and "e-07" not in texts[0] and "e-08" not in texts[0]

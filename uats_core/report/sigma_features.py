@@ -20,6 +20,9 @@ from .tables import markdown_table, pair_cell, pair_name
 RBAR_FEATURES = tuple(f for f in STATE_FEATURES if f.endswith("_rbar"))  # mean, max and variance of R̄
 FOLDS = 5  # cross-validation folds of the R̄ + σ² logistic fit
 LOW, HIGH = 0.05, 0.95  # a feature moved from its 5th to its 95th percentile over the states met
+# The recorded knobs are float32 outputs (a few ulp of a knob below 2.5): a replay in float64 lands within this of
+# them on any machine, so the page prints the bound, never the float noise under it (which moves with BLAS threads).
+REPLAY_BOUND = 1e-6
 
 
 def _logistic_cv(x: np.ndarray, y: np.ndarray, folds: int = FOLDS) -> np.ndarray:
@@ -95,13 +98,14 @@ def _knob_ranges() -> np.ndarray:
 
 
 def _knobs(net: Any, features: list[str], states: pd.DataFrame) -> np.ndarray:
-    """The controller's knobs (its mean action) on each row of `states`."""
+    """The controller's knobs (its mean action) on each row of `states`, computed in float64 (`net` is a float64
+    copy), so thread counts and BLAS builds move them by about 1e-16, far below any digit the page prints."""
     import torch
 
     from ..controller import squash
 
     with torch.no_grad():
-        return squash(net(torch.tensor(states[features].to_numpy(), dtype=torch.float32))[0]).numpy()
+        return squash(net(torch.tensor(states[features].to_numpy(), dtype=torch.float64))[0]).numpy()
 
 
 def _moved(net: Any, features: list[str], states: pd.DataFrame, names: Sequence[str], spans: np.ndarray) -> float:
@@ -132,6 +136,7 @@ def controller_response(results: pd.DataFrame, controller: pd.DataFrame) -> pd.D
     for variant, of_variant in steps.groupby("variant", sort=True):
         path = checkpoint_of(variant)
         net, meta = load_checkpoint(path)  # once per checkpoint, for every pair it ran on
+        net = net.double()
         features = list(meta["features"])
         for pair, g in of_variant.groupby("pair", sort=True):
             own = _knobs(net, features, g)
@@ -146,16 +151,21 @@ def controller_response(results: pd.DataFrame, controller: pd.DataFrame) -> pd.D
     return pd.DataFrame(rows)
 
 
+def replay_text(error: float) -> str:
+    """The replay error as the bound it meets ("< 1e-06"), or, past the bound, the gap itself: a real mismatch."""
+    return f"< {REPLAY_BOUND:.0e}" if error < REPLAY_BOUND else f"{error:.1e}"
+
+
 def controller_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
     pct = lambda v: "–" if math.isnan(v) else f"{100 * v:.2f}"  # noqa: E731
-    rows = [[f"`{r.controller}`", pair_name(r.pair, roles), r.n_cells, f"{r.n_steps:,}", f"{r.replay_error:.1e}",
+    rows = [[f"`{r.controller}`", pair_name(r.pair, roles), r.n_cells, f"{r.n_steps:,}", replay_text(r.replay_error),
              f"{pct(r.spread)} ({r.spread_knob})", pct(r.sigma_moves), pct(r.rbar_moves), f"{r.log_std:.2f}",
              " / ".join(f"{getattr(r, k):.3g}" for k in KNOBS)] for r in table.itertuples()]
     return ("A-UATS's controller on the states its searches met (the ledger's controller steps, the checkpoint that "
-            "ran them): the largest gap between the knobs it recorded and the checkpoint's output on the recorded "
-            f"state; how far its knobs move across those states ({int(100 * LOW)}th to {int(100 * HIGH)}th "
+            "ran them): the largest gap between the knobs it recorded (float32) and the checkpoint's output on the "
+            f"recorded state (float64; < {REPLAY_BOUND:.0e} when below that bound); how far its knobs move across those states ({int(100 * LOW)}th to {int(100 * HIGH)}th "
             "percentile, % of the knob's range, the knob that moves most); how far moving the σ features, and the R̄ "
             "features, from their 5th to their 95th percentile moves the knobs (mean over states, % of range, the "
             "knob that moves most); the mean log standard deviation of its actions; and its median knobs "
