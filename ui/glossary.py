@@ -49,6 +49,15 @@ GLOSSARY: dict[str, str] = {
 FIELD_TERMS = {"budget": "N", "k0": "K0", "alpha": "α", "tau": "τ", "delta": "δ", "nu1": "ν1", "nu2": "ν2",
                "cost-ratio": "c", "reeval-share": "ρ", "t-slider": "t", "cmp-slider": "t"}
 
+
+
+def form_name(field: str) -> str:
+    """A config field as the form names it (tau → τ, budget → budget N), for messages about it."""
+    if field == "budget":
+        return "budget N"
+    return FIELD_TERMS.get(field.replace("_", "-"), field)
+
+
 # Every other knob, by elem_id: one line each.
 FIELD_HELP = {
     "dataset": "the problem set the list below offers.",

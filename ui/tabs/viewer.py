@@ -42,6 +42,15 @@ def figure1_options(s: dict[str, Any]) -> dict[str, Any]:
     return {**FIGURE1_DEFAULTS, **(s.get("fig1") or {})}
 
 
+def tree_revision(s: dict[str, Any], opts: ViewOptions) -> str:
+    """The tree's uirevision: a user's zoom survives live updates and replay of one view, but a focus (on the
+    chosen path, a subtree or a step) is another view of other nodes: it starts framed on them (autorange), not
+    at the zoom of the view before, which left a focused subtree at the plot's edge."""
+    focus = opts.focus if opts.focus == "whole tree" or opts.focus == "chosen path" else \
+        f"{opts.focus}:{s.get('selected')}"
+    return f"tree-{s['run_id']}-{focus}"
+
+
 class RunViewer:
     """The open run (`ctx.st`: run id, version drawn, iteration t or None for live, selected node,
     collapsed nodes) drawn into the Search tab's components."""
@@ -61,7 +70,7 @@ class RunViewer:
 
     def _figure(self, s: dict[str, Any], data: RunData, state: TreeState, opts: ViewOptions,
                 version: Any) -> dict[str, Any]:
-        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=f"tree-{s['run_id']}", title="")
+        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=tree_revision(s, opts), title="")
         # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
         return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
                          pinned=s.get("t") is not None)
