@@ -35,8 +35,8 @@ class ModelSource:
     """Where a model lives: a local folder, a GGUF file, a hub id, or a vLLM hub id."""
 
     spec: str  # what the user wrote
-    kind: str  # "folder" | "gguf" | "hub" | "vllm"
-    location: str  # folder path, folder holding the gguf file, or hub id
+    kind: str  # "folder" | "gguf" | "hub" | "vllm" | "openai"
+    location: str  # folder path, folder holding the gguf file, hub id, or (openai) the server's /v1 URL
     gguf_file: str | None = None
 
     @property
@@ -55,7 +55,8 @@ def pretrained_location(src: ModelSource, field: str) -> str:
 
 
 def resolve_spec(spec: str, field: str) -> ModelSource:
-    """Turn 'path/to/folder', 'x.gguf', 'hf:org/name', 'vllm:org/name' or a short name ('smollm2') into a ModelSource.
+    """Turn 'path/to/folder', 'x.gguf', 'hf:org/name', 'vllm:org/name', 'openai:http://host:port' (a policy served by an
+    OpenAI-compatible server) or a short name ('smollm2') into a ModelSource.
 
     A local path that does not exist fails here, so a typo never turns into a hub download attempt.
     """
@@ -67,6 +68,10 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
     if spec in NAMED:
         path = named_gguf(spec, field)
         return ModelSource(spec, "gguf", str(path.parent), gguf_file=path.name)
+    if spec.startswith("openai:"):
+        from uats_core.backends.openai_policy import normalise_url
+
+        return ModelSource(spec, "openai", normalise_url(spec[len("openai:"):], field))
     for prefix, kind in (("hf:", "hub"), ("vllm:", "vllm")):
         if spec.startswith(prefix):
             hub_id = spec[len(prefix):]
