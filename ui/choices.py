@@ -30,6 +30,7 @@ MATH500 = "MATH-500"
 AIME24 = "AIME 2024"
 MODEL_REFUSED = "not one of the models this server offers; pick one from the list"
 DATASET_REFUSED = "not one of the problem sets this server offers; pick one from the list"
+IMPORT_REFUSED = "not one of the files this server offers to import (--imports-dir); pick one from the list"
 
 # The model options a client may set: sampling, placement, the PRM's input format. None of them loads or runs
 # code or names a file: not trust_remote_code or code_revision (CODE_OPTIONS), not attn_implementation (it may
@@ -71,6 +72,7 @@ class ServerChoices:
     policies: Mapping[str, str | None]
     prms: Mapping[str, str | None]
     datasets: Mapping[str, Path | None] = field(default_factory=dict)
+    imports: Mapping[str, Path] = field(default_factory=dict)  # files other tools wrote (--imports-dir), by name
 
     def model(self, field_name: str, name: Any) -> str | None:
         """The spec of a submitted Models choice (None: the embedded model); ConfigError outside the list."""
@@ -78,6 +80,12 @@ class ServerChoices:
         if not isinstance(name, str) or name not in offered:
             raise ConfigError(field_name, MODEL_REFUSED)
         return offered[name]
+
+    def import_file(self, name: Any) -> Path:
+        """The server's file behind a submitted import choice; ConfigError outside the list."""
+        if not isinstance(name, str) or name not in self.imports:
+            raise ConfigError("file", IMPORT_REFUSED)
+        return self.imports[name]
 
     def dataset_file(self, name: Any) -> Path | None:
         """The file of a submitted problem set (None: the embedded world); ProblemError outside the list."""
@@ -145,7 +153,8 @@ def policy_servers(specs: Sequence[str]) -> dict[str, str]:
 
 
 def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequence[str | Path] = (),
-                   allow_hub_cache: bool = False, servers: Sequence[str] = ()) -> ServerChoices:
+                   allow_hub_cache: bool = False, servers: Sequence[str] = (),
+                   imports_dirs: Sequence[str | Path] = ()) -> ServerChoices:
     """The lists from the launcher's flags (with none: the embedded models, smollm2 when installed, and the
     embedded and shipped problem sets). ConfigError names a bad folder or server flag."""
     from uats_core.backends.named import SMOLLM2, smollm2_gguf
@@ -164,5 +173,8 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     prms = {EMBEDDED: None, **models}
     files = [f for d in datasets_dirs for f in sorted(_checked_dir(d, "datasets-dir").glob("*.jsonl")) if f.is_file()]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
-    log.info("the app offers %d policies, %d PRMs and %d problem sets", len(policies), len(prms), len(datasets))
-    return ServerChoices(policies, prms, datasets)
+    imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
+                if f.is_file() and f.suffix in (".json", ".jsonl")]
+    log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
+             len(datasets), len(imported))
+    return ServerChoices(policies, prms, datasets, _by_name(imported))

@@ -19,11 +19,11 @@ import os
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
+from uats_core.backends._loading import load_tokenizer, normalise_url, resolve_spec
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     check_sampling,
@@ -51,21 +51,6 @@ _MAX_RESPONSE_BYTES = 64 * 2**20
 Transport = Callable[[str, str, bytes | None, float, dict[str, str]], tuple[int, bytes]]
 
 
-def normalise_url(url: str, field: str = "policy") -> str:
-    """The server's API root ending in /v1: `http://host:8000`, `http://host:8000/` and `http://host:8000/v1` all
-    name the same server. BackendError for anything that is not an http(s) URL with a host."""
-    parsed = urllib.parse.urlsplit(url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise BackendError(field, f"{url!r} is not a server URL; write openai:http://HOST:PORT (the /v1 root of an "
-                                  "OpenAI-compatible server such as vllm serve)")
-    if parsed.query or parsed.fragment:
-        raise BackendError(field, f"{url!r}: give the server's root without ?query or #fragment")
-    path = parsed.path.rstrip("/")
-    if not path.endswith("/v1"):
-        path += "/v1"
-    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
-
-
 def _urllib_transport(method: str, url: str, body: bytes | None, timeout: float,
                       headers: dict[str, str]) -> tuple[int, bytes]:
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
@@ -91,7 +76,6 @@ def _error_message(body: bytes) -> str:
 def tokenizer_for(spec: str) -> Any:
     """The local tokenizer of the served model: a folder, a .gguf file, hf:<id> or a short name (`smollm2`: the
     de-quantised copy vLLM serves). A hub id without `hf:` (the name vllm serve gives a hub model) is read as one."""
-    from uats_core.backends._loading import load_tokenizer, resolve_spec
     from uats_core.backends.named import NAMED, smollm2_folder
 
     if spec in NAMED:

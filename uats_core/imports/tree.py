@@ -93,7 +93,7 @@ class ImportedRun:
 
         last = max((n.created_iter for n in nodes.values()), default=0)
         events: list[Event] = [RunStarted(run_id=run_id, method=self.tool, problem_id=self.problem_id,
-                                          question=self.question, gold_answer=self.gold, seed=0,
+                                          question=self.question, gold_answer=self.gold, seed=None,
                                           config={"imported": {"tool": self.tool, "from": self.label, **self.info}},
                                           policy=f"{self.tool} (imported)", prm=f"{self.tool} (imported)")]
         born_at: dict[int, list[Node]] = {}

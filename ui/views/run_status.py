@@ -45,9 +45,9 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in ("queued", "running") and run.get("paused"):
         badge += " · ❚❚ paused"  # what Step and Resume do: the run bar's hint (ui/tabs/runbar.py)
+    searched = "" if "imported" in cfg else f" · seed {run.get('seed')} · N={cfg.get('budget', '?')}"
     parts = [f"**{badge}** · run {md_text(run['run_id'][:12])} · **{md_text(run.get('method'))}** on "
-             f"{md_inline(run.get('problem_id'), 80)} · "
-             f"seed {run.get('seed')} · N={cfg.get('budget', '?')}",
+             f"{md_inline(run.get('problem_id'), 80)}{searched}",
              f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)} · cost spent "
              f"{float(run.get('cost') or 0):,.0f}"]
     if status == "finished":
@@ -56,6 +56,14 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
                      f"naive argmax {md_inline(run.get('naive_answer'), 200)} ({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
     if run.get("error"):
         parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
+    source = (cfg.get("imported") or {}) if isinstance(cfg.get("imported"), dict) else {}
+    if source:
+        parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
+                     f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")
+    if state is not None and status not in ("queued", "running") and len(state.nodes) > 1 and not any(
+            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
+        parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
+                     "adds R̄ and σ² to every node from passes this run never made")
     if state is not None and state.iteration < state.max_iteration:
         parts.append(f"showing the tree after iteration **{state.iteration}** of {state.max_iteration}")
     return "  \n".join(parts)
