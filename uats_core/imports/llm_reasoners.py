@@ -15,6 +15,7 @@ The question is the root's data `question`/`problem`/`init_state`, or the one gi
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Any
 
 from uats_core.protocols import STEP_DELIMITER
@@ -110,8 +111,8 @@ def parse(text: str, name: str, question: str | None = None, gold: str | None = 
         raise ImportFormatError(name, "the log names no question (its root's data has no question/problem); "
                                       "give it with --question")
     return [ImportedRun(tool="llm-reasoners", label=f"{len(snaps)} snapshots", question=asked, gold=gold,
-                        nodes=imported, chosen=chosen_path[-1:], problem_id=f"{name}",
-                        info={"snapshots": len(snaps), "file": name, "rewards_as_scores": use_reward})]
+                        nodes=imported, chosen=chosen_path[-1:], problem_id=PurePath(name).name,
+                        info={"snapshots": len(snaps), "file": PurePath(name).name, "rewards_as_scores": use_reward})]
 
 
 def _depth(key: str, parents: dict[str, str], root: str, name: str) -> int:

@@ -8,6 +8,7 @@ solutions share is one node; each node holds the score its step got (iteration t
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Any
 
 from uats_core.protocols import STEP_DELIMITER
@@ -92,5 +93,5 @@ def _run(row: Any, where: str, name: str, index: int) -> ImportedRun:
     gold = row.get("answer")
     return ImportedRun(tool="search-and-learn", label=where, question=problem,
                        gold=str(gold) if gold is not None else None, nodes=nodes, chosen=chosen,
-                       problem_id=str(row.get("unique_id") or f"{name}#{index}"),
-                       info={"completions": len(completions), "file": name})
+                       problem_id=str(row.get("unique_id") or f"{PurePath(name).name}#{index}"),
+                       info={"completions": len(completions), "file": PurePath(name).name})

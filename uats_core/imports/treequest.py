@@ -17,6 +17,7 @@ best-scored node's (`tq.top_k(tree, algo, k=1)` for the score-ranked algorithms)
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Any
 
 from .tree import ImportedNode, ImportedRun, ImportFormatError
@@ -95,5 +96,5 @@ def parse(text: str, name: str, question: str | None = None, gold: str | None = 
     gold = gold if gold is not None else (data.get("answer") if isinstance(data.get("answer"), str) else None)
     best = max(nodes, key=lambda n: (n.score or 0.0, -n.created_iter), default=None)
     return [ImportedRun(tool="treequest", label="the tree", question=asked, gold=gold, nodes=nodes,
-                        chosen=[best.key] if best is not None else [], problem_id=name,
-                        info={"file": name, "each_node_is_a_solution": True})]
+                        chosen=[best.key] if best is not None else [], problem_id=PurePath(name).name,
+                        info={"file": PurePath(name).name, "each_node_is_a_solution": True})]

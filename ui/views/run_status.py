@@ -45,18 +45,21 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in ("queued", "running") and run.get("paused"):
         badge += " · ❚❚ paused"  # what Step and Resume do: the run bar's hint (ui/tabs/runbar.py)
-    searched = "" if "imported" in cfg else f" · seed {run.get('seed')} · N={cfg.get('budget', '?')}"
+    source = cfg.get("imported") if isinstance(cfg.get("imported"), dict) else None
+    searched = "" if source else f" · seed {run.get('seed')} · N={cfg.get('budget', '?')}"
+    spent = "" if source else f" · cost spent {float(run.get('cost') or 0):,.0f}"  # another tool's cost is not ours
     parts = [f"**{badge}** · run {md_text(run['run_id'][:12])} · **{md_text(run.get('method'))}** on "
              f"{md_inline(run.get('problem_id'), 80)}{searched}",
-             f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)} · cost spent "
-             f"{float(run.get('cost') or 0):,.0f}"]
+             f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}{spent}"]
     if status == "finished":
         gold = run.get("gold_answer")
-        parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; gold {md_inline(gold, 200)}) · "
-                     f"naive argmax {md_inline(run.get('naive_answer'), 200)} ({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
+        naive = "" if source else (
+            f" · naive argmax {md_inline(run.get('naive_answer'), 200)} "
+            f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
+        parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; gold {md_inline(gold, 200)})"
+                     + (" · the tool's choice" if source else naive))
     if run.get("error"):
         parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
-    source = (cfg.get("imported") or {}) if isinstance(cfg.get("imported"), dict) else {}
     if source:
         parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
                      f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")
