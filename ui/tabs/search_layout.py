@@ -62,7 +62,6 @@ class SearchTab:
     shadow_k: gr.Number
     shadow_btn: gr.Button
     shadow_cancel: gr.Button
-    shadow_job: gr.State
     knobs_plot: gr.HTML
     node_box: gr.Number
     go_node: gr.Button
@@ -193,7 +192,6 @@ def _tree_column(c: dict[str, Any]) -> None:
             c["shadow_k"] = gr.Number(7, label="MC passes K", precision=0, minimum=2, elem_id="shadow-k", scale=1)
             c["shadow_btn"] = gr.Button("Shadow-score this run (PRM: the form's)", elem_id="shadow-btn", scale=3)
             c["shadow_cancel"] = gr.Button("Cancel", elem_id="shadow-cancel", size="sm", scale=1)
-    c["shadow_job"] = gr.State(None)  # the open run's shadow job while it goes: {"id", "run"}
     c["filters"] = _filters()
     c["cost_plot"] = plot_html("cost-plot", "Cost per iteration appears here.", 60)
     c["knobs_plot"] = plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each step against "

@@ -56,7 +56,8 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
         naive = "" if source else (
             f" · naive argmax {md_inline(run.get('naive_answer'), 200)} "
             f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
-        parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; gold {md_inline(gold, 200)})"
+        said = f"gold {md_inline(gold, 200)}" if gold is not None else "no gold answer"
+        parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; {said})"
                      + (" · the tool's choice" if source else naive))
     if run.get("error"):
         parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
