@@ -4,13 +4,12 @@ answers like `vllm serve`; tests/test_vllm_real.py runs it against a real `vllm 
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 import pytest
 
 from benchmarks.serving import free_port
 from tests.openai_server import OpenAICompletionsServerDouble
+from tests.test_vllm_real import _nodes  # the nodes a search wrote, read as the vLLM lane reads them
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends._loading import load_tokenizer, resolve_spec
 from uats_core.backends.prompting import prompt_ids, solution_token_count
@@ -31,15 +30,6 @@ def _server(tokenizer, **kw) -> OpenAICompletionsServerDouble:
 
 def _policy(server, **opts) -> Policy:
     return load_policy(f"openai:{server.url}", tokenizer=str(WORLD_POLICY), **opts)
-
-
-def _nodes(db: Path) -> list[dict]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute("select * from nodes where node_id > 0 order by node_id")]
-    finally:
-        con.close()
 
 
 def test_an_h_uats_search_runs_through_the_server_with_its_token_counts(tmp_path, tokenizer, capsys):

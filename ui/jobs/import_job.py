@@ -16,6 +16,7 @@ from uats_core.config import ConfigError
 from uats_core.imports import TOOLS, ImportFormatError, read_runs
 
 from .warm import Unrecorded, end_or_report
+from .worker import RunRowJob
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ APP_MAX_IMPORT_NODES = 20_000
 
 
 @dataclass(frozen=True)
-class ImportRequest:
+class ImportRequest(RunRowJob):
     """One imported run, picklable for the worker; the job interface of ui.jobs.worker.RunRequest (its row is a
     run's, registered queued before the worker starts)."""
 
@@ -33,10 +34,6 @@ class ImportRequest:
     path: str  # the server's own file, from its list
     name: str  # how the file is named to clients: its name in the listed folder
     row: int | None = None  # search-and-learn's row
-
-    @property
-    def job_id(self) -> str:
-        return self.run_id
 
     def models_key(self) -> str:
         return "import"  # no models: any worker will do
@@ -67,18 +64,6 @@ class ImportRequest:
         except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'
             return end_or_report(f"import {self.run_id}", lambda why, st: store.mark_failed(self.run_id, why, status=st),
                                  "failed", f"{type(exc).__name__}: {exc}")
-
-    def status(self, store: RunStore) -> str:
-        return str(store.get_run(self.run_id)["status"])
-
-    def cancel_requested(self, store: RunStore) -> bool:
-        return store.cancel_requested(self.run_id)
-
-    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
-        return store.mark_failed(self.run_id, reason, status=status)
-
-    def request_cancel(self, store: RunStore) -> bool:
-        return store.request_cancel(self.run_id)
 
     def paused(self, store: RunStore) -> bool:
         return False
