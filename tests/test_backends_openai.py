@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.serving import free_port
 from tests.openai_server import OpenAICompletionsServerDouble
-from tests.test_vllm_real import _nodes  # the nodes a search wrote, read as the vLLM lane reads them
+from tests.doubles import stored_nodes
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends._loading import load_tokenizer, resolve_spec
 from uats_core.backends.prompting import prompt_ids, solution_token_count
@@ -42,7 +42,7 @@ def test_an_h_uats_search_runs_through_the_server_with_its_token_counts(tmp_path
         requests = list(server.requests)
     assert code == 0, capsys.readouterr().err
     assert "finished" in capsys.readouterr().out
-    nodes = _nodes(db)
+    nodes = stored_nodes(db)
     assert len(nodes) >= 8
     assert max(r["n"] for r in requests) > 1  # siblings in one request
     assert all(r["stop"] == [STEP_DELIMITER] and r["model"] == "double-model" for r in requests)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.doubles import stored_nodes
 from uats_core.backends.named import smollm2_gguf
 from uats_core.problems import SHIPPED_DATASETS
 from uats_core.protocols import STEP_DELIMITER, FinishReason
@@ -39,15 +39,6 @@ def _search(policy, prm, db: Path, problem):
 
     config = SearchConfig(method="h-uats", budget=4, seed=0, max_iterations=6).validate()
     return run_search(problem, config, policy, prm, subscribers=[RunStore(str(db)).subscriber()])
-
-
-def _nodes(db: Path) -> list[dict]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute("select * from nodes where node_id > 0 order by node_id")]
-    finally:
-        con.close()
 
 
 def _check_structure(nodes: list[dict], tokenizer) -> None:
@@ -92,7 +83,7 @@ def test_vllm_policy_runs_an_h_uats_search_and_agrees_with_transformers(tmp_path
     finally:
         policy.close()
     assert result.status == "finished", result.error
-    nodes = _nodes(tmp_path / "vllm.db")
+    nodes = stored_nodes(tmp_path / "vllm.db")
     _check_structure(nodes, judge.tokenizer)
     scores = [s for n in nodes if n["mc_scores"] for s in json.loads(n["mc_scores"])]
     assert len(scores) >= 7 and len(set(scores)) >= 7  # float32 heads: continuous, not bf16-quantised
@@ -100,7 +91,7 @@ def test_vllm_policy_runs_an_h_uats_search_and_agrees_with_transformers(tmp_path
     hf_policy = load_policy("smollm2", **POLICY_OPTS)
     hf_result = _search(hf_policy, judge, tmp_path / "hf.db", problem)
     assert hf_result.status == "finished", hf_result.error
-    hf_nodes = _nodes(tmp_path / "hf.db")
+    hf_nodes = stored_nodes(tmp_path / "hf.db")
     _check_structure(hf_nodes, judge.tokenizer)
     # Same prompts: the question node's prompt ids agree token for token between the two backends.
     from uats_core.protocols import Trace
@@ -178,7 +169,7 @@ def test_an_h_uats_search_through_vllm_serve_writes_the_in_process_policys_steps
             proc.wait(timeout=30)
     assert proc.returncode is not None
     assert result.status == "finished", result.error
-    nodes = _nodes(tmp_path / "served.db")
+    nodes = stored_nodes(tmp_path / "served.db")
     _check_structure(nodes, judge.tokenizer)
     # the in-process policies' prompt (test above: vLLM's and transformers' agree token for token)
     assert policy.prompt_ids(Trace(problem.question)) == load_policy("smollm2", **POLICY_OPTS).prompt_ids(
