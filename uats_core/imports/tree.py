@@ -15,13 +15,14 @@ from typing import Any
 from uats_core.errors import FieldError
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.grading import Grader, extract_boxed
+from uats_core.limits import DEFAULT_MAX_NODES
 from uats_core.records import Decision, StepInfo
 from uats_core.tree import ACTIVE, FINISHED, KEPT, PRUNED, Node
 
 TOOLS = ("llm-reasoners", "search-and-learn", "treequest")
 # a file larger than this is no run we can show: refused before it is read
 MAX_FILE_BYTES = 256 * 2**20
-MAX_IMPORT_NODES = 200_000  # the run log's node limit for a search (uats_core.limits.DEFAULT_MAX_NODES)
+MAX_IMPORT_NODES = DEFAULT_MAX_NODES  # as many nodes as a search may write
 
 
 class ImportFormatError(FieldError):
@@ -70,7 +71,15 @@ class ImportedRun:
                 node.mc_scores, node.initial_passes, node.mean = [float(n.score)], 1, float(n.score)
                 node.scored_iter = n.created_iter
             nodes[nid] = node
+        own = grader is None  # a grader made here is closed here (its math-verify process with it)
         grader = grader or Grader()
+        try:
+            return self._graded_events(run_id, ids, nodes, grader)
+        finally:
+            if own:
+                grader.close()
+
+    def _graded_events(self, run_id: str, ids: dict[Any, int], nodes: dict[int, Node], grader: Grader) -> list[Event]:
         texts: dict[int, str] = {}
         for nid, node in nodes.items():  # parents first: a node's text is its parent's plus its step
             texts[nid] = texts.get(node.parent_id or 0, "") + node.step
@@ -84,7 +93,8 @@ class ImportedRun:
         extras = {ids[n.key]: n.extra for n in self.nodes if n.extra}
         return self._emit(run_id, nodes, extras, answer, grader)
 
-    def _emit(self, run_id: str, nodes: dict[int, Node], extras: dict[int, dict[str, Any]], answer: str | None, grader: Grader) -> list[Event]:
+    def _emit(self, run_id: str, nodes: dict[int, Node], extras: dict[int, dict[str, Any]], answer: str | None,
+              grader: Grader) -> list[Event]:
         def record(nid: int) -> dict[str, Any]:  # the tool's own fields ride along (the run log keeps them as extra)
             rec = nodes[nid].record()
             if nid in extras:
