@@ -5,7 +5,6 @@ ends the tree redrawn with the shadow marks (R̄, σ², K in each node's hover).
 
 from __future__ import annotations
 
-
 import gradio as gr
 
 from storage import StorageError
