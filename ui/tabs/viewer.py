@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from storage import StorageError
+from storage.shadow import read_shadow
 
 from ..views.cases import StepJudge
 from ..views.charts import cost_figure, knobs_figure
@@ -69,8 +70,10 @@ class RunViewer:
         return row.get("written_at") if row else data.run.get("updated_at")
 
     def _figure(self, s: dict[str, Any], data: RunData, state: TreeState, opts: ViewOptions,
-                version: Any) -> dict[str, Any]:
-        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=tree_revision(s, opts), title="")
+                version: Any, shadow: dict[int, Any] | None = None) -> dict[str, Any]:
+        """The tree figure; `shadow`: the run's shadow scores (storage.shadow), drawn apart from its own."""
+        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=tree_revision(s, opts), title="",
+                          shadow=shadow or None)
         # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
         return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
                          pinned=s.get("t") is not None)
@@ -82,7 +85,8 @@ class RunViewer:
         version = store.run_version(s["run_id"])
         data = self.ctx.cache.get(s["run_id"], version)
         state = data.state_at(s.get("t"))
-        fig = self._figure(s, data, state, view_of(**view, collapsed=s.get("collapsed")), version)
+        fig = self._figure(s, data, state, view_of(**view, collapsed=s.get("collapsed")), version,
+                           read_shadow(store, s["run_id"]))
         s["version"] = version
         if s.get("t") is None:
             s["drawn_t"] = state.iteration
@@ -101,9 +105,10 @@ class RunViewer:
         figs: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         state = data.state_at(start)
+        shadow = read_shadow(self.ctx.store, s["run_id"])
         for t in range(start, last + 1):
             state = data.state_at(t) if t != start else state
-            figs.append(self._figure(s, data, state, opts, version))
+            figs.append(self._figure(s, data, state, opts, version, shadow))
             if time.perf_counter() - t0 > FRAMES_BUILD_S:
                 break
         s["drawn_t"] = state.iteration
