@@ -26,7 +26,8 @@ import pandas as pd
 from storage import RunStore, StorageError, open_read_only
 from storage.shadow import read_shadow
 from ui.views.cases import StepJudge
-from ui.views.figure1 import step_figure
+from ui.views.decisions import step_of
+from ui.views.figure1 import PER_PAGE, step_figure
 from ui.views.run_status import RUN_COLUMNS, run_rows
 from ui.views.treedata import RunData, TreeState
 from ui.views.treefig import ViewOptions, tree_figure
@@ -120,14 +121,18 @@ class Run:
                           title=f"{self.data.run.get('method')} on {self.data.run.get('problem_id')}")
         return _figure(fig)
 
-    def figure1(self, node_id: int, iteration: int | None = None, height: int = 460) -> "go.Figure":
-        """The paper's Figure 1 for node_id's step: every candidate's passes, R̄ and σ² against τ."""
+    def figure1(self, node_id: int, iteration: int | None = None, sort_by: str = "parent",
+                per_page: int = PER_PAGE) -> "go.Figure":
+        """The paper's Figure 1 for node_id's step, as the app draws it: every candidate of the step, one row each
+        (grouped by parent, or sorted by mean / stat / ucb), its passes, their shape, the σ² its gate read
+        against τ and its numbers and decision."""
         state = self.state(iteration)
-        if node_id not in state.nodes or node_id == 0:
-            raise KeyError(f"node {node_id}: no such step at iteration {state.iteration}; pick one of run.nodes.index")
+        step = step_of(self.data, node_id, state.iteration) if node_id in state.nodes and node_id != 0 else None
+        if step is None:
+            raise KeyError(f"node {node_id}: no scored step at iteration {state.iteration}; pick one of run.nodes.index")
         judge = StepJudge(self.state(None))
-        sibs = [x for x in state.siblings(node_id) if x != 0]
-        return _figure(step_figure(state, node_id, step_truth={x: judge(x) for x in sibs}, height=height))
+        return _figure(step_figure(step, selected=node_id, truth={c.node_id: judge(c.node_id) for c in step.candidates},
+                                   sort_by=sort_by, per_page=per_page))
 
 
 def _figure(spec: dict[str, Any]) -> "go.Figure":

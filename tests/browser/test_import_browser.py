@@ -112,7 +112,7 @@ def test_an_imported_run_is_stepped_through_and_shadow_scored(tool: str, laptop:
     assert sorted(shadow) == sorted(n["id"] for n in nodes)
     assert all(len(r["mc_scores"]) == 7 and r["var"] is not None for r in shadow.values())
     assert int(_tree_meta(pg, "shadow")) == int(_tree_meta(pg, "n_nodes")) - 1  # every drawn step at iteration 2
-    text = wait_text(pg, "#run-status", "showing the tree after iteration 2")
+    text = wait_text(pg, "#run-status", "replaying iteration 2 of")
     assert f"imported from {tool}" in text
     if SCREENSHOTS:
         ARTIFACTS.mkdir(exist_ok=True)
