@@ -1,5 +1,5 @@
 """What the figures share: colours, the tree's glyph geometry, Tukey box statistics of MC passes, the
-colour of a score, and number formatting for hover text and annotations."""
+colour of a score, and the one formatting of R̄ and σ² every panel and export uses."""
 
 from __future__ import annotations
 
@@ -121,16 +121,3 @@ def fmt_var(v: Any) -> str:
     """A σ², σ or logit σ² as every panel and export prints it: three significant digits, trailing zeros kept
     (0.000200, 0.00577, 9.80e-07: each says how precise it is); "–" when missing."""
     return "–" if v is None else f"{float(v):#.3g}"
-
-
-def fmt_number(v: Any, digits: int = 3) -> str:
-    """A statistic for display: "–" when missing, tiny floats in scientific notation."""
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        if v != 0 and abs(v) < 10 ** -digits:
-            return f"{v:.1e}"
-        return f"{v:.{digits}f}"
-    return str(v)
-
-

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .bigtree import cap_shown, dead_branches, focus_nodes
 from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, DETAIL_LIMIT, DETAIL_ROW_PX, MATCH_COLOUR,
                        MIN_X_SPAN, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RIGHT_COLOUR, SHARED_COLOUR, WRONG_COLOUR,
-                       Polyline, fmt_number, path_shape)
+                       Polyline, fmt_mean, fmt_var, path_shape)
 from .layout import tidy_layout
 from .treedata import TERMINAL, TreeState
 from .treeglyphs import glyph_meta, glyph_shapes, legend_keys, shadow_traces
@@ -101,8 +101,8 @@ def hover_data(state: TreeState, nid: int) -> list[Any]:
     status = n.get("status") or ""
     head = f"· d{n.get('depth')} · {status}" + (" · <b>OOD</b>" if n.get("ood") else "")
     k = n.get("k", len(n.get("mc_scores") or []))
-    stats = (f"R̄ {fmt_number(n.get('mean'))} σ² {fmt_number(n.get('var'), 4)} K {k} "
-             f"R̂ {fmt_number(n.get('ucb'))} · ×{n.get('children_granted', 0)} +{n.get('extra_passes', 0)}p")
+    stats = (f"R̄ {fmt_mean(n.get('mean'))} σ² {fmt_var(n.get('var'))} K {k} "
+             f"R̂ {fmt_mean(n.get('ucb'))} · ×{n.get('children_granted', 0)} +{n.get('extra_passes', 0)}p")
     if status in TERMINAL:
         stats += f" · ans <b>{html.escape(str(n.get('answer')))}</b> " + {True: "✓", False: "✗"}.get(n.get("correct"), "?")
     return [nid, head + "<br>" + stats, html.escape(_short(n.get("step", ""), 90))]

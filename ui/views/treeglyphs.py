@@ -16,7 +16,7 @@ import html
 from typing import Any, Mapping
 
 from .figstyle import (CHOSEN_COLOUR, DETAIL_LIMIT, GLYPH_DX, GLYPH_HALF_HEIGHT, OOD_COLOUR, RAIL_LIMIT,
-                       SHADOW_COLOUR, Polyline, bin_colours, box_stats, colour_bin, fmt_number, path_shape)
+                       SHADOW_COLOUR, Polyline, bin_colours, box_stats, colour_bin, fmt_mean, fmt_var, path_shape)
 from .treedata import TreeState
 
 Pos = Mapping[int, tuple[float, float]]
@@ -90,7 +90,7 @@ def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, tr
         passes.append([round(float(v), 2) for v in n.get("mc_scores") or ()])
         bins.append(colour_bin(st["mean"], cmin, cmax))
         ood.append(1 if gate.shown(n) else 0)
-        labels.append(f"{fmt_number(n.get('mean'))}|{fmt_number(n.get('var'), 4)}")
+        labels.append(f"{fmt_mean(n.get('mean'))}|{fmt_var(n.get('var'))}")  # as every panel prints them
     return {"trace": trace, "limit": DETAIL_LIMIT, "st": st_flat, "p": passes, "bin": bins, "ood": ood,
             "lab": labels, "palette": list(bin_colours(cmin, cmax)), "ood_colour": OOD_COLOUR, "tau": gate.tau,
             "stat": gate.label, "compact": list(COMPACT_NAMES)}
