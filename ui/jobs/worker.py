@@ -67,6 +67,15 @@ class RunRequest(RunRowJob):
     prm_opts: dict[str, Any] = field(default_factory=dict)
     world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
 
+    def register(self, store: RunStore, label: str | None = None, paused: bool = False,
+                 owner: str | None = None) -> None:
+        """Write the run's 'queued' row (store.register_run) from what the request holds."""
+        cfg, prob = self.config, self.problem
+        store.register_run(self.run_id, method=cfg["method"], problem_id=prob["id"], question=prob["question"],
+                           gold_answer=prob.get("answer"), seed=cfg.get("seed"), config=cfg,
+                           policy=self.policy or "embedded arith policy", prm=self.prm or "embedded arith PRM",
+                           label=label, paused=paused, owner=owner)
+
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
     def models_key(self) -> str:
         return model_key(self)
