@@ -28,7 +28,7 @@ from ui.jobs.warm import ModelCache
 from ui.jobs.worker import PoolLimits, QueueFull, WorkerPool
 from ui.tabs.case_finder import batch_requests
 from ui.tabs.search_layout import CONFIG_FIELDS
-from ui.views.casefinder import Changes, find_cases, found_rows, run_changes
+from ui.views.casefinder import Changes, find_cases, found_rows, found_summary, run_changes
 from ui.views.treedata import RunData
 from ui.views.uncertainty import uncertainty_changes
 
@@ -72,6 +72,9 @@ def test_cases_are_the_differing_pairs_uncertainty_changed_ranked_by_children_mo
     rows = found_rows(found)
     assert rows[0][:2] == [1, "p1"] and rows[0][8:] == [2, 3, 2, "t = 2, node 4"]
     assert rows[2][7] == "–"  # p6's REBASE run gave no answer
+    assert found_summary(found) == ("4 pair(s) on 4 problem(s) where H-UATS and REBASE answer differently and "
+                                    "uncertainty changed a decision, of 5 pair(s) answering differently among 6 "
+                                    "finished pair(s)")
 
 
 def test_what_the_finder_reads_is_bounded_by_nodes() -> None:

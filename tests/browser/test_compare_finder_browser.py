@@ -98,7 +98,9 @@ def test_the_case_finder_lists_stored_pairs_and_opens_one(screen: str, request: 
     page.get_by_role("tab", name="Compare").click()
     page.get_by_text("Case finder: problems where H-UATS and REBASE answer differently").click()
     page.click("#cf-find")
-    wait_text(page, "#cf-summary", f"{len(found.cases)} problem(s) where H-UATS and REBASE answer differently")
+    problems = len({c.uats["problem_id"] for c in found.cases})
+    wait_text(page, "#cf-summary", f"{len(found.cases)} pair(s) on {problems} problem(s) where H-UATS and REBASE "
+                                   "answer differently")
     cells = page.locator("#cf-table [role=gridcell]")
     page.wait_for_function("n => document.querySelectorAll('#cf-table [role=gridcell]').length >= n",
                            arg=len(found.cases) * 12, timeout=30_000)

@@ -139,8 +139,10 @@ def found_summary(found: Found) -> str:
     if not found.pairs:
         return ("no finished H-UATS / REBASE pair in the run log (the same problem, seed, budget and models): run "
                 "a batch, or the pair button above")
-    text = (f"{len(found.cases)} problem(s) where H-UATS and REBASE answer differently and uncertainty changed a "
-            f"decision, of {found.differ} pair(s) answering differently among {found.pairs} finished pair(s)")
+    problems = len({c.uats.get("problem_id") for c in found.cases})
+    text = (f"{len(found.cases)} pair(s) on {problems} problem(s) where H-UATS and REBASE answer differently and "
+            f"uncertainty changed a decision, of {found.differ} pair(s) answering differently among {found.pairs} "
+            "finished pair(s)")
     if found.unread:
         text += (f"; {found.unread} differing pair(s) left unread (over {NODES_READ:,} nodes a search: the "
                  "newest are read first)")
