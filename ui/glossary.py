@@ -135,9 +135,9 @@ COLUMN_HELP = {
     "step is": "whether the step is right: by the exact checker, else by whether an answer below it is right.",
     "step text": "the step's text.",
     "rank": "the case's place in the list: by the children uncertainty moved, then the decisions it changed.",
-    "policy": "the model that wrote the steps (policy B: out of distribution for the arithmetic PRM).",
-    "PRM": "the process reward model that scored the steps.",
-    "budget": "the pair's budget N.",
+    "policy · PRM": "the model that wrote the steps (policy B: out of distribution for the arithmetic PRM) and the "
+                    "process reward model that scored them.",
+    "N · seed": "the pair's budget N and random seed.",
     "H-UATS answer": "the H-UATS run's answer, and whether it is right against the gold answer.",
     "REBASE answer": "the REBASE run's answer, and whether it is right against the gold answer.",
     "children moved": "over the H-UATS run's decisions, the sum of |children given − children R̄ alone would give|.",

@@ -88,7 +88,7 @@ def test_opening_compare_draws_the_picked_pair_without_a_click(screen: str, requ
 def test_the_case_finder_lists_stored_pairs_and_opens_one(screen: str, request: pytest.FixtureRequest,
                                                            served: dict[str, Any],
                                                            world_pairs: dict[tuple[str, str], tuple[str, str]]) -> None:
-    from ui.views.casefinder import find_cases
+    from ui.views.casefinder import FOUND_COLUMNS, find_cases
     from ui.views.uncertainty import uncertainty_changes
     from ui.views.treedata import RunData
 
@@ -103,10 +103,10 @@ def test_the_case_finder_lists_stored_pairs_and_opens_one(screen: str, request: 
                                    "answer differently")
     cells = page.locator("#cf-table [role=gridcell]")
     page.wait_for_function("n => document.querySelectorAll('#cf-table [role=gridcell]').length >= n",
-                           arg=len(found.cases) * 12, timeout=30_000)
+                           arg=len(found.cases) * len(FOUND_COLUMNS), timeout=30_000)
     listed = [page.locator(f'#cf-table [data-testid="cell-{i}-1"]').inner_text().strip()
               for i in range(len(found.cases))]
-    assert listed == [c.uats["problem_id"] for c in found.cases] and cells.count() >= len(found.cases) * 12
+    assert listed == [c.uats["problem_id"] for c in found.cases] and cells.count() >= len(found.cases) * len(FOUND_COLUMNS)
     assert "Ranked by how much uncertainty changed" in page.locator("#cf-intro").inner_text()
     _screenshot(page, "case-finder", "document.querySelector('#cf').scrollIntoView({block: 'start'})")
     case = found.cases[0]

@@ -42,7 +42,7 @@ INTRO = ("The problems where H-UATS and REBASE answer differently and uncertaint
          "B (out of distribution), H-UATS and REBASE each, with the Search form's PRM, budget, seed and knobs: one "
          "job of the worker pool, cancellable; the list fills as its pairs finish.")
 # the finder's columns (FOUND_COLUMNS) in a table the width of the page: short numbers narrow, no header broken
-COLUMN_WIDTHS = ["5%", "11%", "13%", "9%", "6%", "5%", "9%", "9%", "7%", "8%", "7%", "11%"]
+COLUMN_WIDTHS = ["5%", "11%", "14%", "8%", "10%", "10%", "9%", "9%", "10%", "14%"]
 
 
 @dataclass
@@ -110,7 +110,8 @@ class _Finder:
         took = time.perf_counter() - t0
         fs["rows"] = [(c.uats["run_id"], c.rebase["run_id"]) for c in found.cases]
         log.info("case finder: %d cases of %d pairs in %.2f s", len(found.cases), found.pairs, took)
-        return gr.update(value=found_rows(found)), md_text(f"{found_summary(found)} · read in {took:.2f} s")
+        said = f"{took * 1000:.0f} ms" if took < 1 else f"{took:.1f} s"  # a search of remembered runs takes a few ms
+        return gr.update(value=found_rows(found)), md_text(f"{found_summary(found)} · read in {said}")
 
     def on_find(self, fs):
         return (fs, *self.listed(fs))

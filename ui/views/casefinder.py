@@ -22,8 +22,8 @@ NODES_READ = 400_000  # nodes of the H-UATS runs read per search
 RANKING_RULE = ("Ranked by how much uncertainty changed: first the children it moved (over the H-UATS run's "
                 "decisions, the sum of |children given − children R̄ of the first K0 passes alone would have "
                 "given|), then the decisions it changed, then the problem.")
-FOUND_COLUMNS = ["rank", "problem", "policy", "PRM", "budget", "seed", "H-UATS answer", "REBASE answer",
-                 "children moved", "decisions changed", "re-evaluated", "first change"]
+FOUND_COLUMNS = ["rank", "problem", "policy · PRM", "N · seed", "H-UATS answer", "REBASE answer", "children moved",
+                 "decisions changed", "re-evaluated", "first change"]
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,8 @@ def found_rows(found: Found) -> list[list[Any]]:
     for i, c in enumerate(found.cases, 1):
         u, ch = c.uats, c.changes
         first = f"t = {ch.first[0]}, node {ch.first[1]}" if ch.first else "–"
-        rows.append([i, u.get("problem_id"), model_name(u.get("policy")), model_name(u.get("prm")),
-                     (u.get("config") or {}).get("budget"), u.get("seed"), _answer(u), _answer(c.rebase),
+        rows.append([i, u.get("problem_id"), f"{model_name(u.get('policy'))} · {model_name(u.get('prm'))}",
+                     f"{(u.get('config') or {}).get('budget')} · {u.get('seed')}", _answer(u), _answer(c.rebase),
                      ch.moved, ch.changed, ch.reevaluated, first])
     return rows
 
