@@ -27,6 +27,8 @@ from .warm import STOP, Warm, execute, load_pair, model_key
 log = logging.getLogger(__name__)
 
 PAIR_WORKERS = 2  # the Compare tab's H-UATS vs REBASE pair runs side by side: pre-warm that many workers
+# what a queued run's row names the embedded arithmetic models by (RunStarted then writes the loaded model's name)
+QUEUED_POLICY, QUEUED_PRM = "embedded arith policy", "embedded arith PRM"
 
 
 class RunRowJob:
@@ -73,7 +75,7 @@ class RunRequest(RunRowJob):
         cfg, prob = self.config, self.problem
         store.register_run(self.run_id, method=cfg["method"], problem_id=prob["id"], question=prob["question"],
                            gold_answer=prob.get("answer"), seed=cfg.get("seed"), config=cfg,
-                           policy=self.policy or "embedded arith policy", prm=self.prm or "embedded arith PRM",
+                           policy=self.policy or QUEUED_POLICY, prm=self.prm or QUEUED_PRM,
                            label=label, paused=paused, owner=owner)
 
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----

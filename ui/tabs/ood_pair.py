@@ -12,6 +12,7 @@ from uats_core.config import ConfigError, SearchConfig, UATS_METHODS
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
 
 from ..choices import ARITH, EMBEDDED, POLICY_B, ServerChoices
+from ..jobs.worker import QUEUED_POLICY, QUEUED_PRM
 from ..views.treedata import RunData
 from ..views.uncertainty import uncertainty_changes
 from .run_form import dataset_problems
@@ -19,7 +20,7 @@ from .search_layout import CONFIG_FIELDS
 
 # what a run row says for the embedded models: the placeholder written when the app queues it, then the name
 # the loaded model gives itself (its folder)
-_EMBEDDED_AS = {"policy": ("embedded arith policy", str(WORLD_POLICY)), "prm": ("embedded arith PRM", str(WORLD_PRM))}
+_EMBEDDED_AS = {"policy": (QUEUED_POLICY, str(WORLD_POLICY)), "prm": (QUEUED_PRM, str(WORLD_PRM))}
 
 
 def _same_model(stored: str, spec: str) -> bool:

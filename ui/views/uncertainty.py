@@ -149,10 +149,20 @@ def _values(values: Sequence[float], name: str) -> str:
     return f"{name} = {lo:g}" if lo == hi else f"{name} = {lo:g}–{hi:g} (set per step)"
 
 
+_REASON_MEMO: "weakref.WeakKeyDictionary[RunData, str]" = weakref.WeakKeyDictionary()
+
+
 def unchanged_reason(data: RunData) -> str:
     """Why uncertainty changed no decision of a UATS run, in one phrase computed from its stored steps: the
     gate found every candidate in distribution (the largest statistic it read, against τ), or the OOD ones
-    all failed the δ test, so none was re-evaluated. Meant for a run whose uncertainty_changes is empty."""
+    all failed the δ test, so none was re-evaluated. Meant for a run whose uncertainty_changes is empty. Once
+    per loaded run, as uncertainty_changes (the compare view asks on every redraw)."""
+    if data not in _REASON_MEMO:
+        _REASON_MEMO[data] = _unchanged_reason(data)
+    return _REASON_MEMO[data]
+
+
+def _unchanged_reason(data: RunData) -> str:
     config = data.run.get("config") or {}
     steps = [(t, step_candidates(data, t)[0]) for t in sorted(data.iterations)]
     steps = [(t, cands) for t, cands in steps if cands]
