@@ -254,3 +254,23 @@ def test_a_batch_runs_in_a_worker_and_its_pairs_are_stored_runs(tmp_path: Path) 
         assert find_cases(store).pairs == 2  # both pairs are the finder's to read
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
+
+
+def test_a_restart_ends_the_batches_of_a_server_that_died(tmp_path: Path) -> None:
+    import socket
+
+    import sqlalchemy as sa
+
+    from storage import schema as S
+    from storage.batches import mark_dead_batch_jobs
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    create_batch_job(store, "g" * 32, 4, {})
+    create_batch_job(store, "h" * 32, 4, {})
+    gone = f"{socket.gethostname()}|{2 ** 22 + 7}|"  # a pid no process of this machine holds
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(S.batch_jobs).where(S.batch_jobs.c.job_id == "g" * 32).values(server=gone))
+    assert mark_dead_batch_jobs(store) == ["g" * 32]
+    row = get_batch_job(store, "g" * 32)
+    assert row["status"] == "failed" and f"the server that ran it ({gone}) stopped" == row["error"]
+    assert get_batch_job(store, "h" * 32)["status"] == "queued"  # this process's batch lives on
