@@ -147,7 +147,7 @@ def test_a_batch_is_problems_times_both_policies_times_both_methods() -> None:
 def test_a_bad_number_of_problems_is_one_line_and_queues_nothing(problems: Any) -> None:
     store = RunStore("sqlite://")
     ctx = _ctx(store)
-    with pytest.raises(ConfigError, match=r"^batch_problems: give a whole number of problems from 1 to 50"):
+    with pytest.raises(ConfigError, match=r"^problems in a batch: give a whole number of problems from 1 to 50"):
         batch_requests(ctx, _form(), problems)
     assert ctx.pool.submitted == [] and _batch_rows(store) == 0
 
@@ -164,9 +164,9 @@ def test_queueing_is_bounded_one_batch_at_a_time(tmp_path: Path) -> None:
     pool = WorkerPool(store, drive=False, limits=PoolLimits(max_queued_per_session=1))
     try:
         runs = batch_requests(_ctx(store), _form(), 1)
-        with pytest.raises(ConfigError, match=r"^batch_problems: the batch holds no search"):
+        with pytest.raises(ConfigError, match=r"^problems in a batch: the batch holds no search"):
             queue_case_batch(store, pool, [], {})
-        with pytest.raises(ConfigError, match=rf"^batch_problems: {MAX_BATCH_RUNS + 4} searches is above the maximum"):
+        with pytest.raises(ConfigError, match=rf"^problems in a batch: {MAX_BATCH_RUNS + 4} searches is above the maximum"):
             queue_case_batch(store, pool, runs * (MAX_BATCH_RUNS // 4 + 1), {})
         assert _batch_rows(store) == 0 and pool.queued() == []
         job = queue_case_batch(store, pool, runs, {"problems": 1}, session="s")

@@ -23,6 +23,7 @@ from .worker import RunRequest
 log = logging.getLogger(__name__)
 
 MAX_BATCH_PROBLEMS = 50  # the case finder's problems field
+BATCH_FIELD = "problems in a batch"  # that field as the page names it, in messages about it
 MAX_BATCH_RUNS = 4 * MAX_BATCH_PROBLEMS  # two policies × two methods a problem
 
 
@@ -121,9 +122,9 @@ def queue_case_batch(store: RunStore, pool: Any, runs: Sequence[RunRequest], spe
     """Queue checked searches as one batch (its row written only once the pool's queue limits admit it). Its
     id. ConfigError (or QueueFull) names what to change: no search, too many, or a batch already going."""
     if not runs:
-        raise ConfigError("batch_problems", "the batch holds no search; give at least one problem")
+        raise ConfigError(BATCH_FIELD, "the batch holds no search; give at least one problem")
     if len(runs) > MAX_BATCH_RUNS:
-        raise ConfigError("batch_problems", f"{len(runs)} searches is above the maximum of {MAX_BATCH_RUNS} a "
+        raise ConfigError(BATCH_FIELD, f"{len(runs)} searches is above the maximum of {MAX_BATCH_RUNS} a "
                                             "batch; give fewer problems")
     going = live_batch_jobs(store)
     if going:

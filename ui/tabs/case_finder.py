@@ -21,7 +21,7 @@ from uats_core.config import ConfigError
 
 from ..access import requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
-from ..jobs.case_batch import MAX_BATCH_PROBLEMS, cancel_batch, queue_case_batch
+from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_batch, queue_case_batch
 from ..jobs.worker import RunRequest, session_of
 from ..views.casefinder import (BASELINE, FOUND_COLUMNS, RANKING_RULE, UATS, Changes, find_cases, found_rows,
                                 found_summary)
@@ -29,7 +29,7 @@ from ..views.safe_text import md_text
 from .common import AppContext, notice, row_of, skips
 from .exports import export_stale
 from .run_form import dataset_problems
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, run_request
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def case_finder_layout() -> FinderParts:
         gr.Markdown(INTRO, elem_id="cf-intro")
         with gr.Row(equal_height=False):
             find = gr.Button("Find cases in the run log", variant="primary", elem_id="cf-find", scale=2)
-            problems = gr.Number(20, label="problems in a batch", precision=0, minimum=1, maximum=MAX_BATCH_PROBLEMS,
+            problems = gr.Number(20, label=BATCH_FIELD, precision=0, minimum=1, maximum=MAX_BATCH_PROBLEMS,
                                  elem_id="cf-n", scale=1, min_width=160)
             batch = gr.Button("Run a batch (form settings)", elem_id="cf-batch", scale=2)
             cancel = gr.Button("Cancel the batch", elem_id="cf-cancel", scale=1)
@@ -82,7 +82,7 @@ def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> l
     if isinstance(problems, float) and problems.is_integer():
         problems = int(problems)  # gr.Number hands whole numbers over as floats
     if isinstance(problems, bool) or not isinstance(problems, int) or not 1 <= problems <= MAX_BATCH_PROBLEMS:
-        raise ConfigError("batch_problems", f"give a whole number of problems from 1 to {MAX_BATCH_PROBLEMS}; got "
+        raise ConfigError(BATCH_FIELD, f"give a whole number of problems from 1 to {MAX_BATCH_PROBLEMS}; got "
                                             f"{problems!r}")
     if POLICY_B not in ctx.choices.policies:
         raise ConfigError("policy", "this server does not offer the arithmetic world's policy B")
@@ -123,7 +123,7 @@ class _Finder:
             job = queue_case_batch(self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request),
                                    session=session_of(request))
         except FORM_ERRORS as exc:
-            return fs, notice(str(exc)), gr.skip(), gr.skip()
+            return fs, notice(form_error(exc)), gr.skip(), gr.skip()
         except DB_ERRORS as exc:
             return fs, notice(db_failure(exc)), gr.skip(), gr.skip()
         fs = {**fs, "job": job, "said": None}

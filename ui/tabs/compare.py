@@ -36,7 +36,7 @@ from .exports import export_controls, export_ready, export_stale
 from .search_layout import SearchTab
 from .case_finder import build_case_finder, case_finder_layout
 from .ood_pair import ood_pair_form, offers_ood_pair
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, submit_run
 
 
 @dataclass
@@ -210,7 +210,7 @@ class _Compare:
         try:
             form = ood_pair_form(self.ctx.choices, uats.run)
         except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(VIEW + 1))
+            return (cs, notice(form_error(exc)), *skips(VIEW + 1))
         return self._start_pair(cs, request, form, "compare OOD", " with policy B (out of distribution for the PRM)")
 
     def _start_pair(self, cs, request: gr.Request, form: dict[str, Any], label: str, said: str) -> tuple[Any, ...]:
@@ -220,8 +220,8 @@ class _Compare:
             for m in ("h-uats", "rebase"):
                 ids.append(submit_run(self.ctx, form, method=m, label=label, owner=requester(request),
                                       session=session_of(request)))
-        except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(VIEW + 1))
+        except FORM_ERRORS as exc:  # named as the form names the field (τ, budget N)
+            return (cs, notice(form_error(exc)), *skips(VIEW + 1))
         except DB_ERRORS as exc:
             return (cs, notice(db_failure(exc)), *skips(VIEW + 1))
         cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
