@@ -10,6 +10,8 @@ the package), run from a checkout: the wheel leaves benchmarks/ out.
              (benchmarks/gpu.py)
   app        the app's update latency (node written -> node drawn) and tree redraw times (benchmarks/app.py)
   eval       searches per minute with and without cross-problem batching (benchmarks/eval_batching.py)
+  cases      the case finder on the embedded world: a case batch through the worker pool, then the ranked cases
+             (benchmarks/casefinder.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -26,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from benchmarks import engine as bench_engine, gpu as bench_gpu, uncertainty as bench_uncertainty
+from benchmarks import casefinder as bench_cases, engine as bench_engine, gpu as bench_gpu, uncertainty as bench_uncertainty
 from uats_core.timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
@@ -41,7 +43,8 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Their handlers may set `func` or `fn` on the namespace and may return an exit code.
 EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine.add_parser,
                                                           "gpu": bench_gpu.add_parser,
-                                                          "uncertainty": bench_uncertainty.add_parser}
+                                                          "uncertainty": bench_uncertainty.add_parser,
+                                                          "cases": bench_cases.add_parser}
 
 
 def _app_main(argv: Sequence[str]) -> int | None:

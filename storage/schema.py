@@ -205,3 +205,25 @@ shadow_jobs = sa.Table(
     sa.Column("ended_at", sa.Float),
     sa.Index("ix_shadow_jobs_run", "run_id"),
 )
+
+# A case batch (the Compare tab's case finder) runs as one job of the app's worker pool: a list of searches,
+# one after another in one worker, each a run of its own (runs.label names the batch); its progress here.
+batch_jobs = sa.Table(
+    "batch_jobs",
+    metadata,
+    sa.Column("job_id", sa.String(64), primary_key=True),
+    sa.Column("spec", sa.JSON),  # what the batch runs, for the page: problems, policies, methods, budget, seed
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("done", sa.Integer, nullable=False, default=0),  # runs ended so far
+    sa.Column("total", sa.Integer, nullable=False, default=0),
+    sa.Column("failed", sa.Integer, nullable=False, default=0),  # of them, runs that ended failed
+    sa.Column("current_run", sa.String(64)),  # the run the worker is on
+    sa.Column("error", sa.Text),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("owner", sa.String(200)),
+    sa.Column("server", sa.String(200)),
+    sa.Column("worker_pid", sa.Integer),
+    sa.Column("created_at", sa.Float),
+    sa.Column("updated_at", sa.Float),
+    sa.Column("ended_at", sa.Float),
+)

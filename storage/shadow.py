@@ -4,14 +4,14 @@ scored again; reading them never touches the run's own nodes or cost. And the jo
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Sequence
 
 import sqlalchemy as sa
 
 from . import schema as S
-from .connection import StorageError, process_gone, this_process
+from .connection import this_process
+from .jobrows import cancel_flag, dead_jobs, end_job, get_job, start_job, update_live
 
 _FIELDS = ("mc_scores", "mean", "var", "ucb", "ood", "tau", "prm")
 
@@ -41,9 +41,6 @@ def read_shadow(store: Any, run_id: str) -> dict[int, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ shadow scoring jobs
-_LIVE = ("queued", "running")
-
-
 def create_shadow_job(store: Any, job_id: str, run_id: str, k: int, prm: str | None, total: int) -> None:
     """A queued job row (the app's pool then hands the job to a worker), recorded as this process's."""
     store.get_run(run_id)
@@ -55,54 +52,34 @@ def create_shadow_job(store: Any, job_id: str, run_id: str, k: int, prm: str | N
 
 
 def get_shadow_job(store: Any, job_id: str) -> dict[str, Any]:
-    with store.engine.connect() as conn:
-        row = conn.execute(sa.select(S.shadow_jobs).where(S.shadow_jobs.c.job_id == job_id)).mappings().first()
-    if row is None:
-        raise StorageError(f"no shadow scoring job {job_id}", field="job")
-    return dict(row)
-
-
-def _update_live(store: Any, job_id: str, **values: Any) -> bool:
-    """Set columns of a job that has not ended; False when it had ended (or does not exist)."""
-    t = S.shadow_jobs
-    with store.engine.begin() as conn:
-        res = conn.execute(sa.update(t).where(t.c.job_id == job_id, t.c.status.in_(_LIVE))
-                           .values(updated_at=time.time(), **values))
-    return bool(res.rowcount)
+    return get_job(store, S.shadow_jobs, job_id, "shadow scoring job")
 
 
 def start_shadow_job(store: Any, job_id: str) -> bool:
     """The worker took the job: running, with its pid. False when it had ended (cancelled while queued)."""
-    return _update_live(store, job_id, status="running", worker_pid=os.getpid())
+    return start_job(store, S.shadow_jobs, job_id)
 
 
 def shadow_job_progress(store: Any, job_id: str, done: int, total: int) -> None:
-    _update_live(store, job_id, done=int(done), total=int(total))
+    update_live(store, S.shadow_jobs, job_id, done=int(done), total=int(total))
 
 
 def request_shadow_cancel(store: Any, job_id: str) -> bool:
     """Ask the job to stop after its current batch. False when it had ended."""
-    return _update_live(store, job_id, cancel_requested=True)
+    return update_live(store, S.shadow_jobs, job_id, cancel_requested=True)
 
 
 def shadow_cancel_requested(store: Any, job_id: str) -> bool:
-    t = S.shadow_jobs
-    with store.engine.connect() as conn:
-        return bool(conn.execute(sa.select(t.c.cancel_requested).where(t.c.job_id == job_id)).scalar_one_or_none())
+    return cancel_flag(store, S.shadow_jobs, job_id)
 
 
 def end_shadow_job(store: Any, job_id: str, status: str, error: str | None = None) -> bool:
     """End a job (finished, failed or cancelled); leaves an ended one alone (returns False then)."""
-    if status not in S.ENDED_STATUSES:
-        raise StorageError(f"a job ends finished, failed or cancelled, not {status!r}", field="status")
-    return _update_live(store, job_id, status=status, error=error, ended_at=time.time())
+    return end_job(store, S.shadow_jobs, job_id, status, error)
 
 
 def mark_dead_shadow_jobs(store: Any) -> list[str]:
     """Fail the unfinished jobs whose server is gone (the app's start-up; a live server's pool notices its own
     dead workers). Their ids."""
-    t = S.shadow_jobs
-    with store.engine.connect() as conn:
-        rows = conn.execute(sa.select(t.c.job_id, t.c.server).where(t.c.status.in_(_LIVE))).all()
-    return [r.job_id for r in rows if process_gone(r.server)
-            and end_shadow_job(store, r.job_id, "failed", f"the server that ran it ({r.server}) stopped")]
+    return [job for job, server in dead_jobs(store, S.shadow_jobs)
+            if end_shadow_job(store, job, "failed", f"the server that ran it ({server}) stopped")]

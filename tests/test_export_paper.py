@@ -21,6 +21,7 @@ from ui.views.export import ExportBundle, render_image, to_latex
 from ui.views.latex import PREAMBLE, latex_text
 
 from .test_ui_export import runs  # noqa: F401 - the two synthetic runs (a fixture)
+from .test_uncertainty_changed import needs_models, pair  # noqa: F401 - a real H-UATS vs REBASE pair (a fixture)
 
 
 def pdflatex() -> str:
@@ -70,6 +71,29 @@ def test_every_bundle_compiles_with_its_math_and_symbols(runs, tmp_path: Path) -
         assert overfull_pt(log) < 10, (bundle.kind, overfull_pt(log))  # fits the page as it is
     # the synthetic steps' answers ($\boxed{…}$) stay boxed math in the run's chosen path
     assert "$\\boxed{" in to_latex(bundles[0])
+
+
+@needs_models
+def test_the_comparison_tex_holds_the_decisions_uncertainty_changed(pair, tmp_path: Path) -> None:
+    """The comparison's .tex: the summary, then the Compare tab's list of the decisions uncertainty changed, one
+    row per listed decision with the page's values; it compiles and fits a column."""
+    from ui.views.uncertainty import changed_table
+
+    a, b = pair
+    rows, _ = changed_table(a, b, step_chars=10_000)
+    assert len(rows) > 4  # the low τ of the fixture re-evaluated many candidates: a long table to fit
+    bundle = compare_bundle(a, b)
+    tex = to_latex(bundle)
+    summary, changed = tex.split("\\end{table}\n")[:2]
+    assert "\\label{tab:" + bundle.name + "}" in summary
+    assert "Decisions uncertainty changed" in changed and "\\label{tab:" + bundle.name + "-changed}" in changed
+    body = changed.split("\\midrule\n")[1].split("\\bottomrule")[0].strip().split(" \\\\\n")
+    assert len(body) == len(rows)
+    for line, row in zip(body, rows):
+        cells = line.removesuffix(" \\\\").split(" & ")
+        assert cells[:3] == [str(row[0]), str(row[1]), str(row[2])] and cells[3] == latex_text(row[3])
+    log = compile_snippet(tex, tmp_path)
+    assert overfull_pt(log) < 10, overfull_pt(log)
 
 
 NASTY = ["\\", "{", "}", "$", "&", "%", "#", "_", "^", "~", "<", ">", "|", "\\\\", "\\end{table}", "\\boxed{",

@@ -15,7 +15,7 @@ from ui.views.decisions import step_of
 from ui.views.figure1 import step_figure
 from ui.views.layout import tidy_layout
 from ui.views.treedata import RunData
-from ui.views.uncertainty import decision_divergence
+from ui.views.divergence import decision_divergence
 from uats_core.events import IterationEnded, NodesUpdated
 from tests.doubles import record_synthetic
 

@@ -15,8 +15,8 @@ from uats_core.config import SearchConfig
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search
 from uats_core.worlds.arith import world
 from ui.views.treedata import RunData
-from ui.views.uncertainty import (CHILDREN, RANK, SENT, changed_table, competition_ranks, counterpart, decision_divergence,
-                            divergence_text, uncertainty_changes)
+from ui.views.divergence import counterpart, decision_divergence, divergence_text
+from ui.views.uncertainty import CHILDREN, RANK, SENT, changed_table, competition_ranks, uncertainty_changes
 
 # τ low enough that the embedded PRM's spread sends candidates to re-evaluation (as in test_ood_survival)
 TAU = 0.0005
@@ -134,7 +134,7 @@ def test_a_flipped_decision_is_where_two_runs_diverge(pair) -> None:
     assert div.iteration == t and div.children_a > 0 and div.children_b == 0
     assert keys.prefix_key(div.node_a) == keys.prefix_key(div.node_b)
     text = divergence_text(div)
-    assert f"diverge at iteration {t}" in text and f"none in B (node {div.node_b})" in text
+    assert f"diverge at iteration {t}" in text and f"no children in B (node {div.node_b})" in text
 
 
 @needs_models

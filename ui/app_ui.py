@@ -18,6 +18,7 @@ from storage import RunStore
 
 from .choices import ARITH
 
+from .views.casefinder import FOUND_COLUMNS
 from .views.comparison import COMPARE_COLUMNS
 
 from .views.run_status import RUN_COLUMNS
@@ -52,14 +53,15 @@ CSS = """
 .secondary-wrap input { padding-right: 22px !important; text-overflow: ellipsis; }
 """ + LINKS_CSS + RUN_BAR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
-TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "runs-table": RUN_COLUMNS,
-          "cases-table": CASE_COLUMNS}
+TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-table": FOUND_COLUMNS,
+          "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
                search_outputs: list[Any]) -> None:
     """Events that span tabs: the first load fills the problem list, runs and pickers; switching tabs
-    refreshes the runs, the compare pickers and the training curves."""
+    refreshes the runs and the training curves (opening Compare refreshes its pickers and draws the pair picked:
+    ui/tabs/compare.py)."""
     def on_load(s, cs):
         ds_out = list(dataset_view(ctx.choices, ARITH))
         if not ds_out[2].get("visible"):  # nothing wrong: leave the message line to a link's message
@@ -69,11 +71,9 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
         return (*ds_out, *listed, a, b)
 
     demo.load(on_load, [ctx.st, ctx.cst], [*search_outputs, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
-    ctx.tabs.change(lambda s, cs, m, p, o, db, cur: (*compare.on_tab_compare(s, cs), *runs.list_runs(m, p, o),
-                                                     reports.on_curve_list(db, cur)),
-                    [ctx.st, ctx.cst, runs.r_method, runs.r_problem, runs.r_outcome, reports.source,
-                     reports.curve_pick],
-                    [compare.cmp_a, compare.cmp_b, *runs.outputs, reports.curve_pick])
+    ctx.tabs.change(lambda m, p, o, db, cur: (*runs.list_runs(m, p, o), reports.on_curve_list(db, cur)),
+                    [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
+                    [*runs.outputs, reports.curve_pick])
 
 
 def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
@@ -98,8 +98,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
                              choices=choices or server_choices())
             with gr.Tab("Search", id="search"):
                 search = build_search_tab(ctx)
-            with gr.Tab("Compare", id="compare"):
-                compare = build_compare_tab(ctx, search)
+            with gr.Tab("Compare", id="compare") as compare_tab:
+                compare = build_compare_tab(ctx, search, compare_tab)
             with gr.Tab("Runs", id="runs"):
                 runs = build_runs_tab(ctx, search)
             with gr.Tab("Cases", id="cases"):

@@ -25,6 +25,7 @@ from uats_core.problems import SHIPPED_DATASETS, ProblemError
 log = logging.getLogger(__name__)
 
 EMBEDDED = "embedded (arithmetic world)"  # the name of the embedded arithmetic policy and PRM
+POLICY_B = "arithmetic policy B (out of distribution for its PRM)"  # the world's other style (WORLD_POLICY_B)
 ARITH = "Arithmetic world (embedded, test split)"
 MATH500 = "MATH-500"
 AIME24 = "AIME 2024"
@@ -168,8 +169,7 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     # vLLM serves policies only: a hub id is written vllm:<id>, a folder vllm:<folder>
     vllm = ({f"vllm:{name}": f"vllm:{spec.removeprefix('hf:')}" for name, spec in models.items()}
             if importlib.util.find_spec("vllm") is not None else {})
-    policies = {EMBEDDED: None, "arithmetic policy B (out of distribution for its PRM)": str(WORLD_POLICY_B),
-                **models, **vllm, **policy_servers(servers)}
+    policies = {EMBEDDED: None, POLICY_B: str(WORLD_POLICY_B), **models, **vllm, **policy_servers(servers)}
     prms = {EMBEDDED: None, **models}
     files = [f for d in datasets_dirs for f in sorted(_checked_dir(d, "datasets-dir").glob("*.jsonl")) if f.is_file()]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}

@@ -141,11 +141,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     from uats_core.interrupts import sigterm_as_interrupt
     from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from .views.export import stop_kaleido
+    from storage.batches import mark_dead_batch_jobs
     from storage.shadow import mark_dead_shadow_jobs
 
     from .jobs.worker import PoolLimits, WorkerPool, default_pair_request
 
-    dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store)  # a server or worker gone (kill -9)
+    # a server or worker gone (kill -9)
+    dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store) + mark_dead_batch_jobs(store)
     if dead:
         log.warning("marked %d job(s) failed whose server or worker had died: %s", len(dead),
                     ", ".join(d[:8] for d in dead))

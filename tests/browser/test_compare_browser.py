@@ -65,7 +65,8 @@ def _open_pair(page: Any, a: str, b: str) -> None:
 def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any, served: dict[str, Any],
                                                                       arith_pair: tuple[str, str]) -> None:
     from ui.views.treedata import RunData
-    from ui.views.uncertainty import changed_table, counterpart
+    from ui.views.divergence import counterpart
+    from ui.views.uncertainty import changed_table
 
     a_id, b_id = arith_pair
     a, b = RunData.load(served["store"], a_id), RunData.load(served["store"], b_id)
@@ -78,7 +79,7 @@ def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any,
     assert shared > 0
     _open_pair(page, a_id, b_id)
     summary = page.locator("#cmp-summary").inner_text()
-    assert f"uncertainty changed {len(rows)} decision(s) of A" in summary and "diverg" in summary
+    assert f"uncertainty changed {len(rows)} decision(s) of A" in summary and "Where they first differ" in summary
     header = page.locator("#cmp-changed th").filter(has_text="R̄ alone").first
     assert "first K0 passes" in (header.get_attribute("title") or "")  # the column's tooltip
     page.locator(f'#cmp-changed [data-testid="cell-{row}-3"]').click()

@@ -39,7 +39,8 @@ class Slot:
 
 class PoolState:
     """The base of WorkerPool, which supplies the lock, the outbox, the queue and the limits; every method
-    here runs under the lock. Jobs are ui.jobs.worker.RunRequest or ui.jobs.shadow_job.ShadowRequest."""
+    here runs under the lock. Jobs are ui.jobs.worker.RunRequest, ui.jobs.shadow_job.ShadowRequest,
+    ui.jobs.import_job.ImportRequest or ui.jobs.case_batch.CaseBatchRequest."""
 
     _lock: threading.Lock
     _outbox: Any

@@ -19,6 +19,7 @@ from uats_core.config import ConfigError
 from uats_core.limits import check_shadow
 
 from .warm import ModelCache, Unrecorded, end_or_report
+from .worker import QUEUED_PRM
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ def submit_shadow(store: RunStore, pool: Any, run_id: str, k: Any, prm: str | No
     kind = None if prm_kind in (None, "", "detect") else prm_kind
     req = ShadowRequest(job_id=uuid.uuid4().hex, run_id=run_id, k=k, prm=prm, prm_kind=kind)
     pool.submit(req, session=session,
-                register=lambda: create_shadow_job(store, req.job_id, run_id, k, prm or "embedded arith PRM", total))
+                register=lambda: create_shadow_job(store, req.job_id, run_id, k, prm or QUEUED_PRM, total))
     log.info("shadow job %s queued: run %s, K=%d, %d candidates", req.job_id, run_id, k, total)
     return req.job_id
 

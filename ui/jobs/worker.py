@@ -27,6 +27,8 @@ from .warm import STOP, Warm, execute, load_pair, model_key
 log = logging.getLogger(__name__)
 
 PAIR_WORKERS = 2  # the Compare tab's H-UATS vs REBASE pair runs side by side: pre-warm that many workers
+# what a queued run's row names the embedded arithmetic models by (RunStarted then writes the loaded model's name)
+QUEUED_POLICY, QUEUED_PRM = "embedded arith policy", "embedded arith PRM"
 
 
 class RunRowJob:
@@ -66,6 +68,15 @@ class RunRequest(RunRowJob):
     policy_opts: dict[str, Any] = field(default_factory=dict)  # --policy-opt's KEY=VALUE, parsed
     prm_opts: dict[str, Any] = field(default_factory=dict)
     world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
+
+    def register(self, store: RunStore, label: str | None = None, paused: bool = False,
+                 owner: str | None = None) -> None:
+        """Write the run's 'queued' row (store.register_run) from what the request holds."""
+        cfg, prob = self.config, self.problem
+        store.register_run(self.run_id, method=cfg["method"], problem_id=prob["id"], question=prob["question"],
+                           gold_answer=prob.get("answer"), seed=cfg.get("seed"), config=cfg,
+                           policy=self.policy or QUEUED_POLICY, prm=self.prm or QUEUED_PRM,
+                           label=label, paused=paused, owner=owner)
 
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
     def models_key(self) -> str:

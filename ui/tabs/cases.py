@@ -52,7 +52,9 @@ def _layout() -> _Parts:
     c: dict[str, Any] = {"case_state": gr.State({"rows": [], "pools": None})}  # rows: (run id, node id) per row
     gr.Markdown("The four cases of the paper's appendix, mined from stored runs: score (R̄ ≥ split) × "
                 "variance (σ² > τ), each with whether the step is right — exact in the arithmetic world, "
-                "otherwise whether any answer below it is right. Disagreements first.")
+                "otherwise whether any answer below it is right. Disagreements first. Whole problems where H-UATS "
+                "and REBASE answer differently because uncertainty changed a decision: the case finder, in the "
+                "Compare tab.", elem_id="cases-intro")
     with gr.Row():
         c["c_scope"] = gr.Radio(["open run", "all runs"], value="all runs", label="mine", elem_id="c-scope")
         c["c_split"] = gr.Slider(0.05, 0.95, value=0.5, step=0.05, label="score split", elem_id="c-split")

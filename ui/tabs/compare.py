@@ -1,5 +1,7 @@
 """The Compare tab: two runs side by side, stepped in lockstep on one colour scale, with the table of
-their differences; it can start an H-UATS vs REBASE pair from the Search tab's form."""
+their differences; it can start an H-UATS vs REBASE pair from the Search tab's form, or the same pair with the
+policy its PRM finds out of distribution, and holds the case finder (ui/tabs/case_finder.py). Opening the tab
+draws the pair already picked."""
 
 from __future__ import annotations
 
@@ -26,13 +28,15 @@ from ..views.safe_text import md_inline, md_text
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
 from ..views.treedata import RunData
-from ..views.uncertainty import (CHANGED_COLUMNS, Divergence, changed_table, changes_summary, counterpart,
-                           decision_divergence, divergence_text)
+from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
+from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary, uncertainty_changes
 from ..jobs.worker import session_of
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
 from .exports import export_controls, export_ready, export_stale
 from .search_layout import SearchTab
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, submit_run
+from .case_finder import build_case_finder, case_finder_layout
+from .ood_pair import ood_pair_form, offers_ood_pair
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, submit_run
 
 
 @dataclass
@@ -44,6 +48,9 @@ class CompareTab:
     on_tab_compare: Callable[[dict[str, Any], dict[str, Any]], tuple[Any, Any]]
 
 
+VIEW = 7  # what compare_view returns: both trees, summary, table, slider, changed list, OOD pair button
+
+
 @dataclass
 class _Parts:
     cmp_a: gr.Dropdown
@@ -51,6 +58,7 @@ class _Parts:
     cmp_load: gr.Button
     cmp_pair: gr.Button
     cmp_summary: gr.Markdown
+    cmp_ood: gr.Button
     cmp_table: gr.Dataframe
     cmp_changed: gr.Dataframe
     cmp_prev: gr.Button
@@ -67,6 +75,7 @@ class _Parts:
     cmp_shadow_key: gr.Textbox
     cmp_why: gr.HTML
     cmp_inspector: gr.HTML
+    finder: Any  # the case finder's parts (ui/tabs/case_finder.py)
 
 
 def _layout() -> _Parts:
@@ -78,7 +87,10 @@ def _layout() -> _Parts:
         c["cmp_b"] = gr.Dropdown([], label="Run B", elem_id="cmp-b", allow_custom_value=True, scale=3)
         c["cmp_load"] = gr.Button("Compare", variant="primary", elem_id="cmp-load", scale=1)
         c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE (form settings)", elem_id="cmp-pair", scale=2)
+    c["finder"] = case_finder_layout()
     c["cmp_summary"] = gr.Markdown("", elem_id="cmp-summary")
+    c["cmp_ood"] = gr.Button("Run the OOD pair: policy B with this pair's PRM, problem, seed and budget",
+                             elem_id="cmp-ood", size="sm", visible=False)
     c["cmp_table"] = gr.Dataframe(headers=COMPARE_COLUMNS, interactive=False, elem_id="cmp-table", wrap=True)
     gr.Markdown("**Decisions uncertainty changed**: the UATS candidates the OOD gate and the δ test sent to "
                 "re-evaluation, those whose R̄ rank moved after the extra passes, and those whose children differ "
@@ -113,17 +125,17 @@ def _layout() -> _Parts:
 
 
 def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float]) -> str:
-    """One line: both runs' outcome, answer and cost, where their decisions diverge, what uncertainty changed,
-    and the shared colour scale."""
+    """Three lines: both runs' outcome, answer and cost; where their decisions first differ; what uncertainty
+    changed (or why it changed nothing)."""
     same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
             and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
     return (f"**{md_text(a.run.get('method'))}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
             f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(b.run.get('method'))}** "
             f"({outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
-            f"{float(b.run.get('cost') or 0):,.0f}) · "
-            + f"{divergence_text(div)} · {changes_summary(a, b)}"
-            + f" · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
-            + ("" if same else " · ⚠ different problem, seed or budget"))
+            f"{float(b.run.get('cost') or 0):,.0f}) · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
+            + ("" if same else " · ⚠ different problem, seed or budget")
+            + f"\n\n**Where they first differ:** {md_text(divergence_text(div))}"
+            + f"\n\n**Uncertainty:** {md_text(changes_summary(a, b))}")
 
 
 class _Compare:
@@ -148,18 +160,23 @@ class _Compare:
         changed, cs["changed"] = changed_table(a, b)
         mx = max(1, a.max_iteration, b.max_iteration)
         return (fig_json(fa), fig_json(fb), _summary(a, b, decision_divergence(a, b), crange), gr.update(value=rows),
-                gr.update(maximum=mx, value=mx if t is None else t), gr.update(value=changed))
+                gr.update(maximum=mx, value=mx if t is None else t), gr.update(value=changed),
+                gr.update(visible=offers_ood_pair(self.ctx.choices, a, b)))
+
+    def pair_state(self, a_id: str, b_id: str) -> dict[str, Any]:
+        """The compared pair's state, drawn live (t None) from the runs' current versions."""
+        store = self.ctx.store
+        return {"a": a_id, "b": b_id, "t": None, "versions": [store.run_version(a_id), store.run_version(b_id)]}
 
     def on_compare(self, cs, a_id, b_id):
         store = self.ctx.store
         try:
             ra, rb = store.find_run(a_id or ""), store.find_run(b_id or "")
         except StorageError as exc:
-            return (cs, notice(str(exc)), *skips(6))
+            return (cs, notice(str(exc)), *skips(VIEW))
         if ra["run_id"] == rb["run_id"]:
-            return (cs, notice("pick two different runs to compare"), *skips(6))
-        cs = {"a": ra["run_id"], "b": rb["run_id"], "t": None,
-              "versions": [store.run_version(ra["run_id"]), store.run_version(rb["run_id"])]}
+            return (cs, notice("pick two different runs to compare"), *skips(VIEW))
+        cs = self.pair_state(ra["run_id"], rb["run_id"])
         return (cs, notice(""), *self.compare_view(cs, None))
 
     def on_compare_export(self, cs, name):
@@ -176,26 +193,44 @@ class _Compare:
 
     def cmp_step(self, cs, t):
         if not cs.get("a"):
-            return tuple(skips(7))
+            return tuple(skips(VIEW + 1))
         cs["t"] = max(0, int(t or 0))
         return (cs, *self.compare_view(cs, cs["t"]))
 
     def on_pair(self, cs, request: gr.Request, **form):
+        return self._start_pair(cs, request, form, "compare", "")
+
+    def on_ood_pair(self, cs, request: gr.Request):
+        """H-UATS and REBASE again with policy B (which this pair's PRM finds out of distribution), the pair's
+        PRM, problem, seed, budget and knobs: the pair where uncertainty has something to change."""
+        if not cs.get("a") or not cs.get("b"):
+            return (cs, notice("compare two runs first"), *skips(VIEW + 1))
+        data = [self.ctx.cache.get(cs[x]) for x in ("a", "b")]
+        uats = next((d for d in data if d.run.get("method") in UATS_METHODS), data[0])
+        try:
+            form = ood_pair_form(self.ctx.choices, uats.run)
+        except FORM_ERRORS as exc:
+            return (cs, notice(form_error(exc)), *skips(VIEW + 1))
+        return self._start_pair(cs, request, form, "compare OOD", " with policy B (out of distribution for the PRM)")
+
+    def _start_pair(self, cs, request: gr.Request, form: dict[str, Any], label: str, said: str) -> tuple[Any, ...]:
+        """Queue H-UATS and REBASE from `form` and follow them live."""
         ids = []
         try:
             for m in ("h-uats", "rebase"):
-                ids.append(submit_run(self.ctx, form, method=m, label="compare", owner=requester(request),
+                ids.append(submit_run(self.ctx, form, method=m, label=label, owner=requester(request),
                                       session=session_of(request)))
-        except FORM_ERRORS as exc:
-            return (cs, notice(str(exc)), *skips(7))
+        except FORM_ERRORS as exc:  # named as the form names the field (τ, budget N)
+            return (cs, notice(form_error(exc)), *skips(VIEW + 1))
         except DB_ERRORS as exc:
-            return (cs, notice(db_failure(exc)), *skips(7))
+            return (cs, notice(db_failure(exc)), *skips(VIEW + 1))
         cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
         choices = self.run_choices()
         view = self.compare_view(cs, None)
-        return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}; both trees follow live", ok=True),
+        return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}{said}; both trees follow live",
+                           ok=True),
                 gr.update(choices=choices, value=ids[0]), gr.update(choices=choices, value=ids[1]),
-                *view[:4], view[5])
+                *view[:4], *view[5:])
 
     def on_cmp_tick(self, cs):
         """Redraw a live pair when it changed; follow a shadow job's progress and, once it ended, redraw with
@@ -207,7 +242,7 @@ class _Compare:
             versions = [self.ctx.store.run_version(cs["a"]), self.ctx.store.run_version(cs["b"])]
             if versions != cs.get("versions"):
                 cs["versions"], touched, redraw = versions, True, True
-        view = self.compare_view(cs, cs.get("t")) if redraw and cs.get("a") and cs.get("b") else skips(6)
+        view = self.compare_view(cs, cs.get("t")) if redraw and cs.get("a") and cs.get("b") else skips(VIEW)
         return (cs if touched else gr.skip(), note, *view, key)
 
     def _shadow_progress(self, cs: dict[str, Any]) -> tuple[Any, Any, bool]:
@@ -266,8 +301,12 @@ class _Compare:
         row = row_of(evt)
         targets = cs.get("changed") or []
         if row is None or not 0 <= row < len(targets) or not cs.get("a") or not cs.get("b"):
-            return tuple(skips(9))
-        side, node_id, t = targets[row]
+            return tuple(skips(VIEW + 3))
+        return self.show_changed(cs, *targets[row])
+
+    def show_changed(self, cs: dict[str, Any], side: str, node_id: int, t: int) -> tuple[Any, ...]:
+        """(cs, *view, why, inspector): node `node_id` of run `side` selected at iteration t, and its
+        counterpart in the other run."""
         other = "b" if side == "a" else "a"
         data = self.ctx.cache.get(cs[side])
         key = data.state_at(None).prefix_key(node_id)
@@ -277,6 +316,18 @@ class _Compare:
                 f"the first {shared} of its {len(key)} steps" if shared else "none of its steps: its root")
         note = (f" · in run {other.upper()}: node {match}, which shares {said}")
         return (cs, *self.compare_view(cs, t), *self.explain(cs, side, node_id, html.escape(note)))
+
+    def open_case(self, uats_id: str, rebase_id: str) -> tuple[Any, ...]:
+        """A case of the case finder: the pair drawn (H-UATS as A) at its first changed decision, that node
+        ringed in both trees and explained. (cs, notice, picker A, picker B, *view, why, inspector)."""
+        cs = self.pair_state(uats_id, rebase_id)
+        first = next((c for c in uncertainty_changes(self.ctx.cache.get(uats_id))), None)
+        choices = self.run_choices()
+        pickers = (gr.update(choices=choices, value=uats_id), gr.update(choices=choices, value=rebase_id))
+        if first is None:  # the run was rewritten since the list was made
+            return (cs, notice(""), *pickers, *self.compare_view(cs, None), gr.skip(), gr.skip())
+        cs, *rest = self.show_changed(cs, "a", first.node_id, first.iteration)
+        return (cs, notice(""), *pickers, *rest)
 
     def on_shadow(self, cs, k, prm, prm_kind, request: gr.Request):
         """Queue shadow scoring of the pair's baseline (the run that is not UATS; B when both or neither are)
@@ -312,33 +363,53 @@ class _Compare:
             b = find_partner(self.ctx.store, self.ctx.store.get_run(a))
         return gr.update(choices=choices, value=a), gr.update(choices=choices, value=b)
 
+    def on_tab_open(self, s, cs):
+        """The tab opened: the pickers (on_tab_compare) and, when they name a pair not drawn yet (the open run
+        and its stored partner), that pair drawn, with no click on Compare."""
+        pick_a, pick_b = self.on_tab_compare(s, cs)
+        a, b = pick_a["value"], pick_b["value"]
+        if cs.get("a") or not a:  # a pair is drawn already (and followed by the tick), or nothing is picked
+            return (cs, gr.skip(), pick_a, pick_b, *skips(VIEW))
+        if not b:
+            return (cs, notice(f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on "
+                               "the same problem, seed and budget): pick run B, or start the pair"),
+                    pick_a, pick_b, *skips(VIEW))
+        cs = self.pair_state(a, b)
+        return (cs, notice(""), pick_a, pick_b, *self.compare_view(cs, None))
 
-def build_compare_tab(ctx: AppContext, search: SearchTab) -> CompareTab:
-    """The tab's components and events; call inside its `gr.Tab`."""
+
+SCROLL_TO_TREES = "() => document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"
+
+
+def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> CompareTab:
+    """The tab's components and events; call inside `tab`, its `gr.Tab`."""
     p, h, cst = _layout(), _Compare(ctx), ctx.cst
-    cmp_outputs = [cst, ctx.notice, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider,
-                   p.cmp_changed]
+    view = [p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed, p.cmp_ood]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
     # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
-    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], cmp_outputs).then(export_stale, None, [p.cmp_export_btn])
+    p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], [cst, ctx.notice, *view]).then(
+        export_stale, None, [p.cmp_export_btn])
+    tab.select(h.on_tab_open, [ctx.st, cst], [cst, ctx.notice, p.cmp_a, p.cmp_b, *view]).then(
+        export_stale, None, [p.cmp_export_btn])
     p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)
 
-    step_outputs = [cst, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed]
+    step_outputs = [cst, *view]
     p.cmp_slider.input(h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last",
                        show_progress="hidden")
     p.cmp_prev.click(lambda cs, t: h.cmp_step(cs, (t or 0) - 1), [cst, p.cmp_slider], step_outputs)
     p.cmp_next.click(lambda cs, t: h.cmp_step(cs, (t or 0) + 1), [cst, p.cmp_slider], step_outputs)
-    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table,
-                    p.cmp_changed]
+    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, *view[:4], *view[5:]]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
-    ctx.poll.add(h.on_cmp_tick, [cst], [cst, ctx.notice, *step_outputs[1:], p.cmp_shadow_key])
+    p.cmp_ood.click(h.on_ood_pair, [cst], pair_outputs)
+    ctx.poll.add(h.on_cmp_tick, [cst], [cst, ctx.notice, *view, p.cmp_shadow_key])
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
     # then bring the trees into view (on a laptop screen they sit below the list): the rings are what was asked for
-    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector]).then(
-        None, js="() => document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})")
+    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector]).then(None, js=SCROLL_TO_TREES)
+    build_case_finder(ctx, p.finder, h.open_case, [cst, ctx.notice, p.cmp_a, p.cmp_b, *view, p.cmp_why, p.cmp_inspector],
+                      search.run_inputs(with_paused=False), then_js=SCROLL_TO_TREES, stale=p.cmp_export_btn)
     p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
                        [cst, ctx.notice])
     p.cmp_shadow_cancel.click(h.on_shadow_cancel, [cst], [ctx.notice])

@@ -72,12 +72,10 @@ def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
     return question_md(p), notice("")
 
 
-def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
-               paused: bool = False, owner: str | None = None, session: str | None = None) -> str:
-    """Register a run from the form's values (by field name) and queue it for a worker; its id.
-    `method` overrides the form's (Compare starts one run per method from the same form); `owner`: who
-    started it (ui/access.py). The pool's queue limits (per server, per client `session`) may refuse it:
-    QueueFull, nothing written."""
+def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = None) -> RunRequest:
+    """A run from the form's values (by field name), checked against the server's lists and the limits and
+    not registered yet; `method` overrides the form's (Compare starts one run per method from the same form).
+    Raises one of FORM_ERRORS naming the field."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
@@ -92,17 +90,20 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
     prob = typed or pick_problem(dataset_problems(ds, ctx.choices), form["problem"])
     world = ds == ARITH and typed is None
     check_model_choice(policy, prm, world)
-    run_id = uuid.uuid4().hex
-    ctx.pool.submit(RunRequest(run_id=run_id, db=ctx.store.location, problem=request_dict(prob),
-                               config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields),
-                    session=session, paused=paused,
-                    register=lambda: ctx.store.register_run(
-                        run_id, method=config.method, problem_id=prob.id, question=prob.question,
-                        gold_answer=prob.answer, seed=config.seed, config=config.to_dict(),
-                        policy=policy or "embedded arith policy", prm=prm or "embedded arith PRM", label=label,
-                        paused=paused, owner=owner))
-    log.info("run %s submitted (%s on %s)", run_id, config.method, prob.id)
-    return run_id
+    return RunRequest(run_id=uuid.uuid4().hex, db=ctx.store.location, problem=request_dict(prob),
+                      config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields)
+
+
+def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
+               paused: bool = False, owner: str | None = None, session: str | None = None) -> str:
+    """Register a run from the form's values (run_request) and queue it for a worker; its id. `owner`: who
+    started it (ui/access.py). The pool's queue limits (per server, per client `session`) may refuse it:
+    QueueFull, nothing written."""
+    req = run_request(ctx, form, method)
+    ctx.pool.submit(req, session=session, paused=paused,
+                    register=lambda: req.register(ctx.store, label=label, paused=paused, owner=owner))
+    log.info("run %s submitted (%s on %s)", req.run_id, req.config["method"], req.problem["id"])
+    return req.run_id
 
 
 def _wire_problems(ctx: AppContext, t: SearchTab) -> None:

@@ -8,14 +8,15 @@ from typing import Any, Mapping, Sequence
 
 from .cases import QUADRANTS, Case, StepJudge
 from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, side_by_side
-from .export import ExportBundle
+from .export import ExportBundle, ExportTable
 from .decisions import gate_record, gate_records, step_of
 from .figstyle import fmt_mean, fmt_var
 from .figure1 import step_figure
 from .run_status import outcome
 from .treedata import RunData
 from .treefig import tree_figure
-from .uncertainty import changes_summary, decision_divergence, divergence_text, uncertainty_changes
+from .divergence import decision_divergence, divergence_text
+from .uncertainty import CHANGED_COLUMNS, changed_table, changes_summary, uncertainty_changes
 
 
 def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +93,24 @@ def compare_bundle(a: RunData, b: RunData, name: str | None = None,
                                      ("iterations", [d.iterations[i] for i in sorted(d.iterations)]),
                                      ("shadow", [sh[i] for i in sorted(sh or {})]))}},
         figures=[("Side by side", side_by_side(fa, fb)), ("A", fa), ("B", fb)],
-        table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption)
+        table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption, more_tables=[changed_export(a, b)])
+
+
+# the uncertainty-changed table in a paper's column: its text columns wrap (shares of the line), in a smaller font, columns closer
+CHANGED_WRAP = {"step": 0.15, "gate": 0.075, "extra passes": 0.06, "R̄: K0 → after": 0.09, "R̄ rank": 0.065,
+                "changed": 0.11}
+
+
+def changed_export(a: RunData, b: RunData) -> ExportTable:
+    """The Compare tab's list of the decisions uncertainty changed, as the comparison's second table (the same
+    rows and columns as the page, the step texts whole)."""
+    rows, _ = changed_table(a, b, step_chars=10_000)
+    return ExportTable(CHANGED_COLUMNS, rows, caption=(
+        f"Decisions uncertainty changed: {a.run.get('method')} (A) vs {b.run.get('method')} (B) on "
+        f"{a.run.get('problem_id')}. Gate: the OOD test on the first K0 passes (σ² > τ) and the δ test; R̄ alone: "
+        "the children R̄ of the first K0 passes alone would have given, with the same C."
+        + ("" if rows else " Uncertainty changed no decision of either run.")),
+        suffix="-changed", wrap=CHANGED_WRAP, font=r"\scriptsize", colsep_pt=3)
 
 
 def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str | None = None,

@@ -9,18 +9,23 @@ from .figstyle import shared_colour_range
 from .run_status import outcome
 from .treedata import RunData, shared_prefixes
 from .treefig import ViewOptions, tree_figure
-from .uncertainty import first_divergence
+from .divergence import first_divergence
+
+
+def pair_key(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What the two runs of a fair pair share: problem, seed, budget, policy and PRM."""
+    return (run.get("problem_id"), run.get("seed"), (run.get("config") or {}).get("budget"), run.get("policy"),
+            run.get("prm"))
 
 
 def find_partner(store: Any, run: dict[str, Any], methods: Sequence[str] = ("h-uats", "rebase")) -> str | None:
-    """A stored run on the same problem, seed and budget with the other method of the default pair."""
+    """The newest stored run with the other method of the default pair and the same pair key (problem, seed,
+    budget, policy and PRM)."""
     method = run.get("method")
     other = [m for m in methods if m != method]
-    budget = (run.get("config") or {}).get("budget")
     for m in other:
         for r in store.list_runs(method=m, problem_id=run.get("problem_id"), limit=50):
-            if r["run_id"] != run["run_id"] and r.get("seed") == run.get("seed") and \
-                    (r.get("config") or {}).get("budget") == budget and r.get("status") != "queued":
+            if r["run_id"] != run["run_id"] and r.get("status") != "queued" and pair_key(r) == pair_key(run):
                 return r["run_id"]
     return None
 

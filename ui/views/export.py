@@ -51,6 +51,21 @@ class ExportBundle:
     table_rows: list[list[Any]] = field(default_factory=list)
     caption: str = ""
     text_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, plain text)
+    more_tables: list["ExportTable"] = field(default_factory=list)  # after the main one, in the .tex and the page
+
+
+@dataclass
+class ExportTable:
+    """A further table of a bundle: its own caption and LaTeX label (the bundle's name plus `suffix`); `wrap`,
+    `font` and `colsep_pt` fit a wide one into a paper's column (ui.views.latex.latex_table)."""
+
+    header: list[str]
+    rows: list[list[Any]]
+    caption: str
+    suffix: str
+    wrap: dict[str, float] | None = None
+    font: str = r"\small"
+    colsep_pt: int | None = None
 
 
 def safe_name(name: str) -> str:
@@ -87,8 +102,12 @@ def _json_default(o: Any) -> Any:
 
 
 def to_latex(bundle: ExportBundle) -> str:
-    """A booktabs table snippet that compiles as it is (ui.views.latex: the packages it needs, math, symbols)."""
-    return latex_table(bundle.table_header, bundle.table_rows, bundle.caption or bundle.name, bundle.name, _cell)
+    """Booktabs table snippets that compile as they are (ui.views.latex: the packages they need, math, symbols):
+    the bundle's table, then each of its further tables."""
+    parts = [latex_table(bundle.table_header, bundle.table_rows, bundle.caption or bundle.name, bundle.name, _cell)]
+    parts += [latex_table(t.header, t.rows, t.caption, bundle.name + t.suffix, _cell, wrap=t.wrap, font=t.font,
+                          colsep_pt=t.colsep_pt) for t in bundle.more_tables]
+    return "\n".join(parts)
 
 
 def _cell(v: Any, header: str = "") -> str:
@@ -119,9 +138,14 @@ def to_html(bundle: ExportBundle) -> str:
              f"<h1>{html.escape(bundle.name)}</h1><p>{html.escape(bundle.caption)}</p>"]
     for i, (caption, fig) in enumerate(bundle.figures):
         parts.append(f"<h2>{html.escape(caption)}</h2><div class='fig' id='fig{i}'></div>")
-    if bundle.table_rows:
-        parts.append("<h2>Table</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in bundle.table_header) + "</tr>")
-        for row in bundle.table_rows:
+    tables = [("Table", bundle.table_header, bundle.table_rows)] + [(t.caption, t.header, t.rows)
+                                                                    for t in bundle.more_tables]
+    for heading, header, rows in tables:
+        if not rows:
+            continue
+        parts.append(f"<h2>{html.escape(heading)}</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+                     + "</tr>")
+        for row in rows:
             parts.append("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>")
         parts.append("</table>")
     for heading, text in bundle.text_sections:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 PREAMBLE = ("booktabs", "amsmath")
 
@@ -160,14 +160,18 @@ def _numeric(values: Sequence[Any]) -> bool:
 
 
 def latex_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str, label: str,
-                cell: Callable[[Any, str], str] = lambda v, h: str(v)) -> str:
+                cell: Callable[[Any, str], str] = lambda v, h: str(v), wrap: Mapping[str, float] | None = None,
+                font: str = r"\small", colsep_pt: int | None = None) -> str:
     """A booktabs table snippet; `cell(value, header)` formats a value. Numbers are right-aligned and a long
     text column wraps (a paper's column is narrow). A table with many columns and few rows (a comparison of
-    two runs) is written one field per row, so it fits a column too."""
+    two runs) is written one field per row, so it fits a column too. `wrap` names the columns that wrap, each
+    with its share of the line's width (then no table is written one field per row); `font` and `colsep_pt`
+    (the space between columns) fit a wide table into a column."""
     header, rows = list(header), [list(r) for r in rows]
     texts = [[cell(v, h) for v, h in zip(r, header)] for r in rows]
     numeric = [_numeric([r[j] for r in rows if j < len(r)]) for j in range(len(header))]
-    if len(header) > 8 and len(rows) <= 4:  # transposed: field | first run | second run
+    widths_of = [None if wrap is None else wrap.get(h) for h in header]
+    if wrap is None and len(header) > 8 and len(rows) <= 4:  # transposed: field | first run | second run
         fields = [[h, *[t[j] if j < len(t) else "" for t in texts]] for j, h in enumerate(header)]
         header, texts = fields[0], fields[1:]
         numeric = [False] * len(header)
@@ -175,10 +179,15 @@ def latex_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: s
     head = [latex_text(h, missing) for h in header]
     body = [[latex_text(c, missing) for c in t] for t in texts]
     widths = [max((len(r[j]) for r in body if j < len(r)), default=0) for j in range(len(head))]
-    spec = "".join("r" if num else (r"p{0.42\linewidth}" if w > 28 else "l") for num, w in zip(numeric, widths))
+    if wrap is None:
+        widths_of = [0.42 if not num and w > 28 else None for num, w in zip(numeric, widths)]
+    spec = "".join(r"p{%g\linewidth}" % share if share else ("r" if num else "l")
+                   for num, share in zip(numeric, widths_of))
     packages = " ".join(r"\usepackage{%s}" % p for p in PREAMBLE)
-    lines = [f"% needs {packages} in the preamble", r"\begin{table}[t]", r"\centering", r"\small",
-             r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    lines = [f"% needs {packages} in the preamble", r"\begin{table}[t]", r"\centering", font]
+    if colsep_pt is not None:
+        lines.append(r"\setlength{\tabcolsep}{%dpt}" % colsep_pt)  # inside the float: this table only
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     lines += [" & ".join(r) + r" \\" for r in body]
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_text(caption, missing) + "}",
               r"\label{tab:" + re.sub(r"[^A-Za-z0-9:-]", "-", label) + "}", r"\end{table}"]

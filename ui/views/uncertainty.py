@@ -1,5 +1,5 @@
-"""Where uncertainty changed a decision, and where two runs first decided differently, read from what the
-runs stored.
+"""Where uncertainty changed a decision of a UATS run, read from what the run stored, and why it changed
+none when it did not.
 
 A UATS step t decides over its candidates with their first K0 passes: the OOD gate and the δ test send some
 to re-evaluation (extra passes, B), then children are shared out over the R̄ that results (C). Against that
@@ -8,11 +8,7 @@ stands what R̄ of the first K0 passes alone would have done with the same C: th
 when the gate sent it to re-evaluation, when its R̄ rank among the step's candidates moved after the extra
 passes, or when its children differ from R̄ alone. The statistics come from ui.views.decisions.step_candidates
 (the stored "before" statistics, else the first K − extra passes), never from a formula of this module.
-
-Divergence of two runs is by decisions, not by trees: two methods start with different widths, so their
-trees differ from iteration 1 whatever uncertainty does. Two runs diverge at the first iteration where a
-step both of them had (the same step texts from the question down) was expanded by one and left without
-children by the other."""
+Where two runs first decided differently: ui.views.divergence."""
 
 from __future__ import annotations
 
@@ -22,9 +18,10 @@ from typing import Any, Sequence
 
 from uats_core.allocation import softmax_shares
 from uats_core.config import UATS_METHODS
+from uats_core.estimation import OODGate
 
 from .decisions import Candidate, after_mean, step_candidates
-from .treedata import RunData, TreeState
+from .treedata import RunData
 
 # what a listed row says changed, in the order a row names them
 SENT, RANK, CHILDREN = "re-evaluated", "rank moved", "children changed"
@@ -105,78 +102,6 @@ def uncertainty_changes(data: RunData) -> list[ChangedDecision]:
     return _MEMO[data]
 
 
-# ------------------------------------------------------------------------------------------ divergence
-@dataclass(frozen=True)
-class Divergence:
-    """The first iteration where the two runs decided differently about a step both had (None: never),
-    that step's node in each run and the children each gave it, and how many such shared decisions there were
-    up to then (all of them when the runs never diverged)."""
-
-    iteration: int | None
-    node_a: int | None = None
-    node_b: int | None = None
-    children_a: int = 0
-    children_b: int = 0
-    shared: int = 0
-
-
-def _decided(data: RunData, t: int, keys: dict[int, tuple[str, ...]]) -> dict[tuple[str, ...], tuple[int, int]]:
-    """Step prefix → (node id, children) of the candidates decided at t; a prefix sampled twice under one
-    parent keeps its most generous decision (the run did expand that step)."""
-    out: dict[tuple[str, ...], tuple[int, int]] = {}
-    for d in data.step(t)[0]:
-        key = keys.get(d.node_id)
-        if key is not None and (key not in out or d.children > out[key][1]):
-            out[key] = (d.node_id, int(d.children or 0))
-    return out
-
-
-_DIV_MEMO: "weakref.WeakKeyDictionary[RunData, weakref.WeakKeyDictionary[RunData, Divergence]]" = \
-    weakref.WeakKeyDictionary()
-
-
-def decision_divergence(a: RunData, b: RunData) -> Divergence:
-    """Where the two runs first expanded a shared step differently (one gave it children, the other none);
-    once per pair of loaded runs (the compare view asks on every redraw)."""
-    memo = _DIV_MEMO.setdefault(a, weakref.WeakKeyDictionary())
-    if b not in memo:
-        memo[b] = _divergence(a, b)
-    return memo[b]
-
-
-def _divergence(a: RunData, b: RunData) -> Divergence:
-    sa, sb = a.state_at(None), b.state_at(None)
-    keys_a = {i: sa.prefix_key(i) for i in sa.nodes if i != 0}
-    keys_b = {i: sb.prefix_key(i) for i in sb.nodes if i != 0}
-    shared = 0
-    for t in range(1, max(a.max_iteration, b.max_iteration) + 1):
-        da, db = _decided(a, t, keys_a), _decided(b, t, keys_b)
-        for key in sorted(set(da) & set(db)):
-            shared += 1
-            (na, ca), (nb, cb) = da[key], db[key]
-            if (ca > 0) != (cb > 0):
-                return Divergence(t, na, nb, ca, cb, shared)
-    return Divergence(None, shared=shared)
-
-
-def first_divergence(a: RunData, b: RunData) -> int | None:
-    """The iteration of decision_divergence (None: no step both runs had was decided differently)."""
-    return decision_divergence(a, b).iteration
-
-
-def counterpart(other: TreeState, key: tuple[str, ...]) -> tuple[int, int]:
-    """The node of `other` that shares the longest step prefix with `key`: (node id, steps shared); the root
-    (0, 0) when not even the first step matches."""
-    index: dict[tuple[str, ...], int] = {}
-    for nid in sorted(other.nodes):
-        if nid != 0:
-            index.setdefault(other.prefix_key(nid), nid)
-    for j in range(len(key), 0, -1):
-        if key[:j] in index:
-            return index[key[:j]], j
-    return 0, 0
-
-
 # ------------------------------------------------------------------------------------------ the compare view
 CHANGED_COLUMNS = ["run", "t", "node", "step", "gate", "extra passes", "R̄: K0 → after", "R̄ rank", "children",
                    "R̄ alone", "changed"]
@@ -209,7 +134,7 @@ def changes_summary(a: RunData, b: RunData) -> str:
             continue
         rows = uncertainty_changes(data)
         if not rows:
-            parts.append(f"uncertainty changed no decision of {side}")
+            parts.append(f"uncertainty changed no decision of {side}: {unchanged_reason(data)}")
             continue
         sent = sum(r.sent for r in rows)
         kids = sum(CHILDREN in r.reasons for r in rows)
@@ -218,14 +143,44 @@ def changes_summary(a: RunData, b: RunData) -> str:
     return " · ".join(parts) if parts else "neither run is UATS: no decision of theirs reads uncertainty"
 
 
-def divergence_text(div: Divergence) -> str:
-    """The summary's words for decision_divergence (Markdown-free: the caller styles it)."""
-    if div.iteration is None:
-        if not div.shared:
-            return "decisions: no step was decided by both runs (their samples differ), so none diverged"
-        return f"decisions never diverged: the {div.shared} steps both runs decided got children in both or in neither"
-    def got(k: int, side: str, node: int | None) -> str:
-        return f"{k} children in {side} (node {node})" if k else f"none in {side} (node {node})"
+def _values(values: Sequence[float], name: str) -> str:
+    """'τ = 0.003', or the range when the steps used several (A-UATS's controller sets them per step)."""
+    lo, hi = min(values), max(values)
+    return f"{name} = {lo:g}" if lo == hi else f"{name} = {lo:g}–{hi:g} (set per step)"
 
-    return (f"decisions diverge at iteration {div.iteration}: a step both runs had got "
-            f"{got(div.children_a, 'A', div.node_a)} and {got(div.children_b, 'B', div.node_b)}")
+
+_REASON_MEMO: "weakref.WeakKeyDictionary[RunData, str]" = weakref.WeakKeyDictionary()
+
+
+def unchanged_reason(data: RunData) -> str:
+    """Why uncertainty changed no decision of a UATS run, in one phrase computed from its stored steps: the
+    gate found every candidate in distribution (the largest statistic it read, against τ), or the OOD ones
+    all failed the δ test, so none was re-evaluated. Meant for a run whose uncertainty_changes is empty. Once
+    per loaded run, as uncertainty_changes (the compare view asks on every redraw)."""
+    if data not in _REASON_MEMO:
+        _REASON_MEMO[data] = _unchanged_reason(data)
+    return _REASON_MEMO[data]
+
+
+def _unchanged_reason(data: RunData) -> str:
+    config = data.run.get("config") or {}
+    steps = [(t, step_candidates(data, t)[0]) for t in sorted(data.iterations)]
+    steps = [(t, cands) for t, cands in steps if cands]
+    if not steps:
+        return "it decided no step over scored candidates"
+    gate = OODGate.from_config(config)
+    read = [(t, c) for t, cands in steps for c in cands if c.stat is not None]
+    if not read:
+        return f"no candidate had two passes or more, so the gate read no {gate.label}"
+    taus = [OODGate.from_config(config, tau=_knob(data, t, "tau")).tau for t, _ in steps]
+    ood = [(t, c) for t, c in read if c.ood]
+    if not ood:
+        t, top = max(read, key=lambda tc: (float(tc[1].stat or 0.0), -tc[0]))
+        return (f"no {gate.label} passed {_values(taus, 'τ')} (the largest of the {len(read)} the gate read was "
+                f"{float(top.stat or 0.0):.2g}, node {top.node_id} at iteration {t}): the PRM is in distribution "
+                "here, so every step was decided as R̄ alone would have")
+    deltas = [float(d) for d in (_knob(data, t, "delta") for t, _ in steps) if d is not None]
+    within = f"within {_values(deltas, 'δ')} of" if deltas else "close enough to"
+    return (f"{len(ood)} of the {len(read)} {gate.label} the gate read passed {_values(taus, 'τ')}, but none of "
+            f"those candidates came {within} its step's best in-distribution R̄ (the δ test), so none was "
+            "re-evaluated and R̄ alone gave the same children")

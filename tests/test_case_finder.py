@@ -1,0 +1,276 @@
+"""The case finder: its ranking over stored H-UATS / REBASE pairs (answers that differ, uncertainty that changed a
+decision, the children it moved first), what it reads (bounded), and the batch that makes pairs, a job of the
+worker pool: bounded before anything is written, queued within the pool's limits, run in a worker, cancellable
+whether queued or running, each search a run of its own that stays in the run log."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from storage import RunStore
+from storage.batches import create_batch_job, get_batch_job
+from tests.doubles import CallbackPRMDouble, HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
+from tests.polling import until
+from tests.test_uncertainty_changed import _hand_made
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.paths import WORLD_POLICY_B
+from uats_core.problems import Problem
+from uats_core.runner import DEFAULT_PRM, run_search
+from ui.choices import ARITH, EMBEDDED, server_choices
+from ui.jobs.case_batch import (MAX_BATCH_PROBLEMS, MAX_BATCH_RUNS, CaseBatchRequest, batch_label, cancel_batch,
+                                execute_batch, queue_case_batch)
+from ui.jobs.warm import ModelCache
+from ui.jobs.worker import PoolLimits, QueueFull, WorkerPool
+from ui.tabs.case_finder import batch_requests
+from ui.tabs.search_layout import CONFIG_FIELDS
+from ui.views.casefinder import Changes, find_cases, found_rows, found_summary, run_changes
+from ui.views.treedata import RunData
+from ui.views.uncertainty import uncertainty_changes
+
+needs_models = pytest.mark.skipif(not (DEFAULT_PRM / "config.json").is_file(), reason="embedded models missing")
+
+
+# ------------------------------------------------------------------------------------------------ ranking
+class _Log:
+    """The run log's list_runs as the finder calls it (method, status, limit; newest first)."""
+
+    def __init__(self, runs: list[dict[str, Any]]) -> None:
+        self.runs = runs
+        self.limits: list[int] = []
+
+    def list_runs(self, method: str, status: str, limit: int) -> list[dict[str, Any]]:
+        self.limits.append(limit)
+        rows = [r for r in self.runs if r["method"] == method and r["status"] == status]
+        return sorted(rows, key=lambda r: -r["started_at"])[:limit]
+
+
+def _pair(problem: str, answers: tuple[str, str], started: float, nodes: int = 50) -> list[dict[str, Any]]:
+    base = {"problem_id": problem, "seed": 0, "config": {"budget": 16}, "policy": "pol", "prm": "prm",
+            "status": "finished", "n_nodes": nodes}
+    return [{**base, "run_id": f"u-{problem}-{started}", "method": "h-uats", "answer": answers[0], "started_at": started},
+            {**base, "run_id": f"r-{problem}-{started}", "method": "rebase", "answer": answers[1],
+             "started_at": started + 0.5}]
+
+
+def test_cases_are_the_differing_pairs_uncertainty_changed_ranked_by_children_moved() -> None:
+    runs = (_pair("p1", ("5", "6"), 1) + _pair("p2", ("5", "6"), 2) + _pair("p3", ("5", " 6 "), 3)
+            + _pair("p4", ("7", "7"), 4) + _pair("p5", ("5", "6"), 5) + _pair("p6", ("5", None), 6)
+            + _pair("p1", ("5", "5"), 0))  # an older pair on p1's key: the newest replaces it
+    memo = {"u-p1-1": Changes(3, 2, 2, (2, 4)), "u-p2-2": Changes(5, 5, 0, (3, 9)), "u-p3-3": Changes(1, 1, 2, (2, 7)),
+            "u-p4-4": Changes(9, 9, 9, (2, 1)), "u-p5-5": Changes(0, 0, 0, None), "u-p6-6": Changes(1, 0, 1, (4, 2))}
+    log = _Log(runs)
+    found = find_cases(log, memo=dict(memo), load=lambda rid: pytest.fail(f"{rid} is in the memo"), runs_scanned=77)
+    # moved first (p1 and p3: 2; p6: 1; p2: 0), then decisions changed (p1: 3 before p3: 1)
+    assert [c.uats["problem_id"] for c in found.cases] == ["p1", "p3", "p6", "p2"]
+    assert (found.pairs, found.differ, found.read, found.unread) == (6, 5, 5, 0)
+    assert log.limits == [77, 77]
+    rows = found_rows(found)
+    assert rows[0] == [1, "p1", "pol · prm", "16 · 0", "5", "6", 2, 3, 2, "t = 2, node 4"]  # ungraded: no right/wrong
+    assert rows[2][5] == "–"  # p6's REBASE run gave no answer
+    assert found_summary(found) == ("4 pair(s) on 4 problem(s) where H-UATS and REBASE answer differently and "
+                                    "uncertainty changed a decision, of 5 pair(s) answering differently among 6 "
+                                    "finished pair(s)")
+
+
+def test_what_the_finder_reads_is_bounded_by_nodes() -> None:
+    """H-UATS runs are read newest pair first until NODES_READ; a pair over what is left stays unread, counted."""
+    runs = _pair("big", ("5", "6"), 3, nodes=900) + _pair("mid", ("5", "6"), 2, nodes=600) + _pair("new", ("5", "6"), 4)
+    loaded: list[str] = []
+
+    def load(rid: str) -> RunData:
+        loaded.append(rid)
+        return _hand_made([1.0] * 4)
+
+    found = find_cases(_Log(runs), load=load, nodes_read=1000)
+    assert loaded == ["u-new-4", "u-big-3"] and (found.read, found.unread) == (2, 1)
+
+
+def test_run_changes_counts_the_children_uncertainty_moved() -> None:
+    """The hand-made step of test_uncertainty_changed: extra passes lift candidate 2, which gets 2 children where
+    R̄ alone gives it 1, and candidate 1 gets 1 where R̄ alone gives 2: two children moved."""
+    data = _hand_made([1.0] * 4)
+    assert run_changes(data) == Changes(changed=2, reevaluated=1, moved=2, first=(2, 1))
+    assert run_changes(_hand_made([0.60, 0.60])) == Changes(1, 1, 0, (2, 2))
+
+
+def test_real_pairs_are_listed_when_answers_differ_and_uncertainty_changed() -> None:
+    """Searches of the test doubles written to a run log: the finder lists exactly the pairs whose answers differ
+    and whose H-UATS run uncertainty changed, ranked."""
+    policy, prm = ScriptedPolicyDouble(depth=4, answers=("7", "8", "9", "10")), HashedPRMDouble(0)
+    store = RunStore("sqlite://")
+    expected = []
+    for seed in range(8):
+        problem = Problem(id=f"double-{seed}", question=f"question {seed}", answer="7")
+        ids = [run_search(problem, SearchConfig(method=m, budget=8, seed=seed, tau=0.002).validate(), policy, prm,
+                          subscribers=[store.subscriber()]).run_id for m in ("h-uats", "rebase")]
+        a, b = (RunData.load(store, i) for i in ids)
+        if a.run["answer"] != b.run["answer"] and uncertainty_changes(a):
+            expected.append((-run_changes(a).moved, -run_changes(a).changed, problem.id))
+    found = find_cases(store)
+    assert len(expected) >= 2 and [c.uats["problem_id"] for c in found.cases] == [e[2] for e in sorted(expected)]
+    assert found.pairs == 8
+
+
+# ------------------------------------------------------------------------------------------------ the batch
+def _form(**changes: Any) -> dict[str, Any]:
+    config = SearchConfig().to_dict()
+    return {**{k: config[k] for k in CONFIG_FIELDS}, "budget": 4, "max_iterations": 6, "policy": EMBEDDED,
+            "prm": EMBEDDED, "prm_kind": "detect", "policy_opts": "", "prm_opts": "", "dataset": ARITH,
+            "problem": "arith-test-0", "free_question": "", "free_answer": "", **changes}
+
+
+def _ctx(store: RunStore, pool: Any = None) -> SimpleNamespace:
+    return SimpleNamespace(store=store, pool=pool or WorkerPoolDouble(), choices=server_choices())
+
+
+def _batch_rows(store: RunStore) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.exec_driver_sql("SELECT count(*) FROM batch_jobs").scalar())
+
+
+def test_a_batch_is_problems_times_both_policies_times_both_methods() -> None:
+    store = RunStore("sqlite://")
+    runs = batch_requests(_ctx(store), _form(budget=8), 3.0)  # gr.Number's float
+    assert len(runs) == 12
+    assert [(r.policy, r.problem["id"], r.config["method"]) for r in runs[:4]] == [
+        (None, "arith-test-0", "h-uats"), (None, "arith-test-0", "rebase"), (None, "arith-test-1", "h-uats"),
+        (None, "arith-test-1", "rebase")]
+    assert {r.policy for r in runs[6:]} == {str(WORLD_POLICY_B)} and {r.config["budget"] for r in runs} == {8}
+
+
+@pytest.mark.parametrize("problems", [0, MAX_BATCH_PROBLEMS + 1, 2.5, True, "ten"])
+def test_a_bad_number_of_problems_is_one_line_and_queues_nothing(problems: Any) -> None:
+    store = RunStore("sqlite://")
+    ctx = _ctx(store)
+    with pytest.raises(ConfigError, match=r"^problems in a batch: give a whole number of problems from 1 to 50"):
+        batch_requests(ctx, _form(), problems)
+    assert ctx.pool.submitted == [] and _batch_rows(store) == 0
+
+
+def test_a_bad_form_value_names_its_field_before_anything_is_queued() -> None:
+    store = RunStore("sqlite://")
+    with pytest.raises(ConfigError, match=r"^budget: "):
+        batch_requests(_ctx(store), _form(budget=10 ** 9), 2)
+    assert _batch_rows(store) == 0
+
+
+def test_queueing_is_bounded_one_batch_at_a_time(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, drive=False, limits=PoolLimits(max_queued_per_session=1))
+    try:
+        runs = batch_requests(_ctx(store), _form(), 1)
+        with pytest.raises(ConfigError, match=r"^problems in a batch: the batch holds no search"):
+            queue_case_batch(store, pool, [], {})
+        with pytest.raises(ConfigError, match=rf"^problems in a batch: {MAX_BATCH_RUNS + 4} searches is above the maximum"):
+            queue_case_batch(store, pool, runs * (MAX_BATCH_RUNS // 4 + 1), {})
+        assert _batch_rows(store) == 0 and pool.queued() == []
+        job = queue_case_batch(store, pool, runs, {"problems": 1}, session="s")
+        assert pool.queued() == [job] and get_batch_job(store, job)["status"] == "queued"
+        with pytest.raises(ConfigError, match=rf"^batch: case batch {job[:8]} is still going on this server"):
+            queue_case_batch(store, pool, runs, {}, session="t")
+        assert _batch_rows(store) == 1 and store.list_runs() == []  # a batch's runs are registered as they start
+    finally:
+        pool.shutdown(timeout_s=5)
+
+
+def test_a_batch_over_the_pools_queue_limit_writes_nothing(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, drive=False, limits=PoolLimits(max_queued=1))
+    try:
+        store.register_run("q" * 32, method="rebase", problem_id="p", question="q")
+        pool.submit(SimpleNamespace(job_id="q" * 32))  # one job waiting already: the queue is full
+        with pytest.raises(QueueFull, match=r"^queue: 1 jobs are already queued"):
+            queue_case_batch(store, pool, batch_requests(_ctx(store), _form(), 1), {})
+        assert _batch_rows(store) == 0
+    finally:
+        pool._pending.clear()
+        pool.shutdown(timeout_s=5)
+
+
+def test_a_batch_cancelled_while_queued_ends_without_a_search(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, drive=False)
+    try:
+        job = queue_case_batch(store, pool, batch_requests(_ctx(store), _form(), 1), {})
+        assert cancel_batch(store, job)
+        pool.pump()  # the pool's tick: a queued job whose cancel was asked ends there, whether or not a worker is free
+        row = get_batch_job(store, job)
+        assert (row["status"], row["error"]) == ("cancelled", "cancelled while queued") and pool.queued() == []
+        assert store.list_runs() == [] and not cancel_batch(store, job)
+    finally:
+        pool.shutdown(timeout_s=5)
+
+
+def test_a_cancel_stops_the_search_going_and_starts_no_other(tmp_path: Path) -> None:
+    """The worker's own code with a PRM double that cancels the batch during its first search: that search ends
+    cancelled, kept with its nodes, and no further search is registered."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    runs = batch_requests(_ctx(store), _form(), 1)
+    req = CaseBatchRequest(job_id="b" * 32, runs=tuple(runs))
+    create_batch_job(store, req.job_id, len(runs), {})
+    prm = CallbackPRMDouble(lambda n: n == 2 and cancel_batch(store, req.job_id))
+    cache = ModelCache(lambda _: (ScriptedPolicyDouble(depth=6), prm))
+    assert execute_batch(req, cache, store) is None
+    row = get_batch_job(store, req.job_id)
+    assert (row["status"], row["error"], row["done"]) == ("cancelled", "cancelled after 1 of 4 searches", 1)
+    [run] = store.list_runs()
+    assert run["run_id"] == runs[0].run_id and run["status"] == "cancelled" and run["label"] == batch_label(req.job_id)
+    assert run["n_nodes"] > 0 and len(store.get_nodes(run["run_id"])) > 1
+
+
+def test_a_batch_whose_worker_died_ends_its_search_too(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    runs = batch_requests(_ctx(store), _form(), 1)
+    req = CaseBatchRequest(job_id="d" * 32, runs=tuple(runs))
+    create_batch_job(store, req.job_id, len(runs), {})
+    runs[0].register(store, label=batch_label(req.job_id))
+    from storage.batches import batch_job_progress, start_batch_job
+
+    assert start_batch_job(store, req.job_id) and batch_job_progress(store, req.job_id, 0, 0, runs[0].run_id)
+    assert req.end(store, "worker process exited (code -9) before the job ended")
+    assert get_batch_job(store, req.job_id)["status"] == "failed" and store.get_run(runs[0].run_id)["status"] == "failed"
+
+
+@needs_models
+def test_a_batch_runs_in_a_worker_and_its_pairs_are_stored_runs(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.2)
+    try:
+        job = queue_case_batch(store, pool, batch_requests(_ctx(store), _form(), 1), {"problems": 1}, owner="ann")
+        assert until(lambda: get_batch_job(store, job)["status"] not in ("queued", "running"), 600)
+        row = get_batch_job(store, job)
+        assert (row["status"], row["done"], row["total"], row["failed"]) == ("finished", 4, 4, 0)
+        assert row["worker_pid"] not in (None, os.getpid())  # run in a worker, not in the app
+        runs = store.list_runs()
+        assert len(runs) == 4 and {r["label"] for r in runs} == {batch_label(job)} and {r["owner"] for r in runs} == {"ann"}
+        assert {(r["method"], r["policy"].endswith("arith-policy-b")) for r in runs} == {
+            ("h-uats", False), ("rebase", False), ("h-uats", True), ("rebase", True)}
+        assert all(r["status"] == "finished" for r in runs)
+        assert find_cases(store).pairs == 2  # both pairs are the finder's to read
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)
+
+
+def test_a_restart_ends_the_batches_of_a_server_that_died(tmp_path: Path) -> None:
+    import socket
+
+    import sqlalchemy as sa
+
+    from storage import schema as S
+    from storage.batches import mark_dead_batch_jobs
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    create_batch_job(store, "g" * 32, 4, {})
+    create_batch_job(store, "h" * 32, 4, {})
+    gone = f"{socket.gethostname()}|{2 ** 22 + 7}|"  # a pid no process of this machine holds
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(S.batch_jobs).where(S.batch_jobs.c.job_id == "g" * 32).values(server=gone))
+    assert mark_dead_batch_jobs(store) == ["g" * 32]
+    row = get_batch_job(store, "g" * 32)
+    assert row["status"] == "failed" and f"the server that ran it ({gone}) stopped" == row["error"]
+    assert get_batch_job(store, "h" * 32)["status"] == "queued"  # this process's batch lives on

@@ -1,0 +1,192 @@
+"""The case finder, in the Compare tab: the problems where H-UATS and REBASE answer differently and uncertainty
+changed a decision (ui.views.casefinder), over the finished pairs of the run log, ranked; a click opens the
+pair in Compare at its first changed decision, whence the comparison export takes it. A batch makes pairs: the
+first N problems of the arithmetic world's test split with policy A (its PRM in distribution) and policy B
+(out of distribution), H-UATS and REBASE each, with the Search form's PRM, budget, seed and knobs, as one job
+of the worker pool (ui.jobs.case_batch); the list follows it as its pairs finish."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import gradio as gr
+
+from storage import StorageError
+from storage.batches import get_batch_job
+from uats_core.config import ConfigError
+
+from ..access import requester
+from ..choices import ARITH, EMBEDDED, POLICY_B
+from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_batch, queue_case_batch
+from ..jobs.worker import RunRequest, session_of
+from ..views.casefinder import (BASELINE, FOUND_COLUMNS, RANKING_RULE, UATS, Changes, find_cases, found_rows,
+                                found_summary)
+from ..views.safe_text import md_text
+from .common import AppContext, notice, row_of, skips
+from .exports import export_stale
+from .run_form import dataset_problems
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request
+
+log = logging.getLogger(__name__)
+
+MEMO_SIZE = 20_000  # finished H-UATS runs whose changes the finder remembers (a few numbers each)
+INTRO = ("The problems where H-UATS and REBASE answer differently and uncertainty changed a decision of the H-UATS "
+         "run, over the finished pairs in the run log (the same problem, seed, budget, policy and PRM). "
+         f"{RANKING_RULE} Click a row: the pair opens below at its first changed decision, ringed in both trees; "
+         "the comparison export at the bottom of the tab takes it from there. No pairs yet? Run a batch: the first "
+         "N problems of the arithmetic world's test split, each with policy A (its PRM in distribution) and policy "
+         "B (out of distribution), H-UATS and REBASE each, with the Search form's PRM, budget, seed and knobs: one "
+         "job of the worker pool, cancellable; the list fills as its pairs finish.")
+# the finder's columns (FOUND_COLUMNS) in a table the width of the page: short numbers narrow, no header broken
+COLUMN_WIDTHS = ["5%", "11%", "14%", "8%", "10%", "10%", "9%", "9%", "10%", "14%"]
+
+
+@dataclass
+class FinderParts:
+    state: gr.State  # rows: (H-UATS run, REBASE run) per table row; job: the batch followed; said: its last report
+    find: gr.Button
+    problems: gr.Number
+    batch: gr.Button
+    cancel: gr.Button
+    progress: gr.Markdown
+    summary: gr.Markdown
+    table: gr.Dataframe
+
+
+def case_finder_layout() -> FinderParts:
+    """The finder's components (an accordion), where the Compare tab's layout calls it."""
+    with gr.Accordion("Case finder: problems where H-UATS and REBASE answer differently and uncertainty changed "
+                      "a decision", open=False, elem_id="cf"):
+        gr.Markdown(INTRO, elem_id="cf-intro")
+        with gr.Row(equal_height=False):
+            find = gr.Button("Find cases in the run log", variant="primary", elem_id="cf-find", scale=2)
+            problems = gr.Number(20, label=BATCH_FIELD, precision=0, minimum=1, maximum=MAX_BATCH_PROBLEMS,
+                                 elem_id="cf-n", scale=1, min_width=160)
+            batch = gr.Button("Run a batch (form settings)", elem_id="cf-batch", scale=2)
+            cancel = gr.Button("Cancel the batch", elem_id="cf-cancel", scale=1)
+        progress = gr.Markdown("", elem_id="cf-progress")
+        summary = gr.Markdown("", elem_id="cf-summary")
+        table = gr.Dataframe(headers=FOUND_COLUMNS, interactive=False, elem_id="cf-table", wrap=True, max_height=300,
+                             column_widths=COLUMN_WIDTHS)
+    return FinderParts(gr.State({"rows": [], "job": None, "said": None}), find, problems, batch, cancel, progress,
+                       summary, table)
+
+
+def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> list[RunRequest]:
+    """The batch's searches, each checked like the Run button's: policy A's pairs first, then policy B's, so the
+    worker loads each pair once. ConfigError (or another of FORM_ERRORS) names the field to fix."""
+    if isinstance(problems, float) and problems.is_integer():
+        problems = int(problems)  # gr.Number hands whole numbers over as floats
+    if isinstance(problems, bool) or not isinstance(problems, int) or not 1 <= problems <= MAX_BATCH_PROBLEMS:
+        raise ConfigError(BATCH_FIELD, f"give a whole number of problems from 1 to {MAX_BATCH_PROBLEMS}; got "
+                                            f"{problems!r}")
+    if POLICY_B not in ctx.choices.policies:
+        raise ConfigError("policy", "this server does not offer the arithmetic world's policy B")
+    chosen = dataset_problems(ARITH, ctx.choices)[:problems]
+    return [run_request(ctx, {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "",
+                              "free_answer": ""}, method=method)
+            for policy in (EMBEDDED, POLICY_B) for p in chosen for method in (UATS, BASELINE)]
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+class _Finder:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.memo: OrderedDict[str, Changes] = OrderedDict()  # H-UATS run id -> what uncertainty changed in it
+
+    def listed(self, fs: dict[str, Any]) -> tuple[Any, Any]:
+        """Find the cases now: (table, summary line), the rows kept in fs."""
+        t0 = time.perf_counter()
+        found = find_cases(self.ctx.store, memo=self.memo)
+        while len(self.memo) > MEMO_SIZE:
+            self.memo.popitem(last=False)
+        took = time.perf_counter() - t0
+        fs["rows"] = [(c.uats["run_id"], c.rebase["run_id"]) for c in found.cases]
+        log.info("case finder: %d cases of %d pairs in %.2f s", len(found.cases), found.pairs, took)
+        said = f"{took * 1000:.0f} ms" if took < 1 else f"{took:.1f} s"  # a search of remembered runs takes a few ms
+        return gr.update(value=found_rows(found)), md_text(f"{found_summary(found)} · read in {said}")
+
+    def on_find(self, fs):
+        return (fs, *self.listed(fs))
+
+    def on_batch(self, fs, problems, request: gr.Request, **form):
+        try:
+            runs = batch_requests(self.ctx, form, problems)
+            spec = {"problems": len(runs) // 4, "budget": runs[0].config["budget"], "seed": runs[0].config["seed"]}
+            job = queue_case_batch(self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request),
+                                   session=session_of(request))
+        except FORM_ERRORS as exc:
+            return fs, notice(form_error(exc)), gr.skip(), gr.skip()
+        except DB_ERRORS as exc:
+            return fs, notice(db_failure(exc)), gr.skip(), gr.skip()
+        fs = {**fs, "job": job, "said": None}
+        return (fs, notice(f"case batch {job[:8]} queued: {len(runs)} searches", ok=True),
+                md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"), gr.Timer(active=True))
+
+    def on_cancel(self, fs):
+        if not fs.get("job"):
+            return notice("no case batch of this page is going")
+        ok = cancel_batch(self.ctx.store, fs["job"])
+        return notice("cancel requested: the search going stops within about a second (it stays in the run log, "
+                      "cancelled) and no further search starts" if ok else "the case batch had already ended", ok=ok)
+
+    def on_tick(self, fs):
+        """Follow the batch: its progress line, and the list again each time a pair finished and at its end."""
+        job = fs.get("job")
+        if not job:
+            return tuple(skips(4))
+        try:
+            row = get_batch_job(self.ctx.store, job)
+        except StorageError as exc:
+            return ({**fs, "job": None}, md_text(str(exc)), gr.skip(), gr.skip())
+        said = f"{row['status']}:{row['done']}"
+        if said == fs.get("said"):
+            return tuple(skips(4))
+        pair_done = row["done"] // 2 != int((fs.get("said") or ":0").split(":")[1]) // 2
+        fs = {**fs, "said": said}
+        head = f"case batch {job[:8]}: "
+        if row["status"] in ("queued", "running"):
+            line = head + ("queued: it starts when a worker is free" if row["status"] == "queued" else
+                           f"{row['done']} of {row['total']} searches done" +
+                           (f" ({row['failed']} failed)" if row["failed"] else ""))
+            table, summary = self.listed(fs) if pair_done else (gr.skip(), gr.skip())
+            return fs, md_text(line), table, summary
+        took = float(row.get("ended_at") or time.time()) - float(row.get("created_at") or time.time())
+        line = head + (f"{row['status']}, {row['done']} of {row['total']} searches in {_minutes(took)}"
+                       + (f": {row['error']}" if row.get("error") else ""))
+        fs["job"] = None
+        return (fs, md_text(line), *self.listed(fs))
+
+    def opener(self, open_case: Callable[[str, str], tuple[Any, ...]], n_outputs: int) -> Callable[..., tuple[Any, ...]]:
+        def on_select(fs, evt: gr.SelectData):
+            row = row_of(evt)
+            rows = fs.get("rows") or []
+            if row is None or not 0 <= row < len(rows):
+                return (gr.skip(), notice("find the cases again; the list changed"), *skips(n_outputs - 2))
+            try:
+                return open_case(*rows[row])
+            except StorageError as exc:
+                return (gr.skip(), notice(str(exc)), *skips(n_outputs - 2))
+        return on_select
+
+
+def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str, str], tuple[Any, ...]],
+                      open_outputs: list[Any], form_inputs: dict[str, Any], then_js: str, stale: Any) -> None:
+    """The finder's events. `open_case(uats id, rebase id)` draws a pair into `open_outputs` (the compared
+    pair's state first, the notice second); `stale` is the comparison export's button, hidden by a new pair."""
+    h = _Finder(ctx)
+    p.find.click(h.on_find, [p.state], [p.state, p.table, p.summary])
+    # the page's timer may have stopped (nothing live): a queued batch starts it, and the tick follows the batch
+    p.batch.click(h.on_batch, [p.state, p.problems], [p.state, ctx.notice, p.progress, ctx.timer],
+                  inputs_kwargs=form_inputs)
+    p.cancel.click(h.on_cancel, [p.state], [ctx.notice])
+    ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary])
+    p.table.select(h.opener(open_case, len(open_outputs)), [p.state], open_outputs).then(
+        None, js=then_js).then(export_stale, None, [stale])
