@@ -144,7 +144,7 @@ class _Cases:
         cstate = {**cstate, "current": (run_id, nid)}
         return (cstate, *self.case_view(run_id, nid, cstate))
 
-    def on_case_export(self, cstate, name):
+    def on_case_export(self, cstate, name, request: gr.Request):
         """The selected case's zip, built now (named `name` when given)."""
         if not cstate.get("current"):
             return export_stale(), notice("select a case first, then build its export")
@@ -153,8 +153,8 @@ class _Cases:
             bundle = case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
                                      name=safe_name(name) if (name or "").strip() else None,
                                      star=self.ctx.store.get_star(run_id, nid))
-            path = write_bundle(bundle, self.ctx.export_dir)
-        except ExportError as exc:
+            path = write_bundle(bundle, self.ctx.export_target(request))
+        except (ExportError, AccessDenied) as exc:
             return export_stale(), notice(str(exc))
         return export_ready(path), notice("")
 

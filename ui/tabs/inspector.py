@@ -13,21 +13,23 @@ from storage import StorageError
 
 from ..views.bundles import run_bundle
 from ..access import AccessDenied, require_owner
-from ..views.export import ExportError, export_path, render_image, safe_name, write_bundle
+from ..views.export import ExportError, render_image, safe_name, store_export, write_bundle
 from ..views.figure1 import export_size
 from .common import AppContext, fig_json, notice
 from .search_layout import SearchTab
 from .viewer import RunViewer
 
 
-def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None) -> tuple[Any, str]:
-    """The open run's export zip (rebuilt: a DownloadButton downloads its current value) and a message."""
+def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None,
+                   request: gr.Request | None = None) -> tuple[Any, str]:
+    """The open run's export zip (rebuilt: a DownloadButton downloads its current value) in the requester's
+    export folder, and a message."""
     if not run_id:
         return gr.update(value=None), ""
     data = ctx.cache.get(run_id)
     bundle = run_bundle(data, name=safe_name(name) if (name or "").strip() else None,
                             stars=ctx.store.list_stars(run_id))
-    path = write_bundle(bundle, ctx.export_dir)
+    path = write_bundle(bundle, ctx.export_target(request))
     return gr.update(value=str(path), label=f"Download {path.name}"), f"export ready: {path.name}"
 
 
@@ -75,12 +77,12 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
 
     t.save_note.click(on_save_note, [ctx.st, t.star_box, t.note_box], [ctx.notice])
 
-    def on_export_key(s, name, is_open=True):
+    def on_export_key(s, name, is_open=True, request: gr.Request = None):
         if not is_open:  # built when the export is opened, not while the user works on the tree
             return gr.update(value=None, label="Download run export (zip)"), gr.skip()
         try:
-            btn, _ = export_run_zip(ctx, s.get("run_id"), name)
-        except (ExportError, StorageError) as exc:
+            btn, _ = export_run_zip(ctx, s.get("run_id"), name, request)
+        except (ExportError, StorageError, AccessDenied) as exc:
             return gr.update(value=None), notice(str(exc))
         return btn, gr.skip()
 
@@ -110,17 +112,14 @@ def figure1_of(ctx: AppContext, viewer: RunViewer, s: dict[str, Any]) -> tuple[d
     return viewer.step_view(data, state, nid, height=FIG1_HEIGHT), ""
 
 
-def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any]) -> list[str]:
-    """Figure 1 as PNG and SVG under the export folder, at a size that fits every candidate: the paths."""
+def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any],
+                   request: gr.Request | None = None) -> list[str]:
+    """Figure 1 as PNG and SVG in the requester's export folder, at a size that fits every candidate: the paths."""
     name = f"figure1-{s['run_id'][:8]}-node{s['selected']}" + (f"-t{s['t']}" if s.get("t") is not None else "")
-    Path(ctx.export_dir).mkdir(parents=True, exist_ok=True)
     width, height = export_size(fig)
-    paths = []
-    for fmt in ("png", "svg"):
-        path = export_path(ctx.export_dir, name, f".{fmt}")
-        path.write_bytes(render_image(fig, fmt, width=width, height=height))
-        paths.append(str(path))
-    return paths
+    target = ctx.export_target(request)
+    return [str(store_export(target, name, f".{fmt}", render_image(fig, fmt, width=width, height=height)))
+            for fmt in ("png", "svg")]
 
 
 def _wire_figure1(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
@@ -132,13 +131,13 @@ def _wire_figure1(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     t.fig1_btn.click(on_open, [ctx.st], [ctx.notice, t.fig1_panel, t.fig1_plot, t.fig1_files], scroll_to_output=True)
 
-    def on_export(s):
+    def on_export(s, request: gr.Request):
         fig, why = figure1_of(ctx, viewer, s)
         if fig is None:
             return notice(why), gr.skip()
         try:
-            paths = export_figure1(ctx, fig, s)
-        except ExportError as exc:
+            paths = export_figure1(ctx, fig, s, request)
+        except (ExportError, AccessDenied) as exc:
             return notice(str(exc)), gr.skip()
         except Exception as exc:  # no Chromium, a crashed renderer: say so, the page keeps working
             return notice(f"export: the images could not be drawn ({type(exc).__name__}: {exc})"), gr.skip()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from .safe_text import md_inline, md_text
+from .safe_text import hide_server_paths, md_inline, md_text
 from .treedata import TreeState
 
 
@@ -55,7 +55,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
         parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; gold {md_inline(gold, 200)}) · "
                      f"naive argmax {md_inline(run.get('naive_answer'), 200)} ({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
     if run.get("error"):
-        parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
+        parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
     if state is not None and state.iteration < state.max_iteration:
         parts.append(f"showing the tree after iteration **{state.iteration}** of {state.max_iteration}")
     return "  \n".join(parts)
