@@ -266,3 +266,30 @@ def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> 
         assert store.get_run(req.run_id)["policy"] == req.policy
     choices = server_choices([models], [data])
     assert "no-config" not in choices.prms and choices.model("prm", EMBEDDED) is None
+
+
+def test_links_out_of_a_folder_flag_are_not_offered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42, item 9: a symbolic link in --models-dir or --datasets-dir that leads out of the folder is not
+    offered (a warning names it); a link to another entry of the same folder is."""
+    import logging
+
+    from ui.choices import server_choices
+
+    models, data, elsewhere = tmp_path / "models", tmp_path / "data", tmp_path / "elsewhere"
+    for folder in (models / "real", elsewhere / "model", data, elsewhere):
+        folder.mkdir(parents=True, exist_ok=True)
+    for folder in (models / "real", elsewhere / "model"):
+        (folder / "config.json").write_text("{}")
+    (models / "alias").symlink_to(models / "real")
+    (models / "escape").symlink_to(elsewhere / "model")
+    (data / "set.jsonl").write_text(json.dumps({"problem": "What is 1 + 1?", "answer": "2"}) + "\n")
+    (elsewhere / "secret.jsonl").write_text(json.dumps({"problem": SECRET, "answer": "1"}) + "\n")
+    (data / "alias.jsonl").symlink_to(data / "set.jsonl")
+    (data / "escape.jsonl").symlink_to(elsewhere / "secret.jsonl")
+    with caplog.at_level(logging.WARNING, logger="ui.choices"):
+        choices = server_choices([models], [data])
+    assert {"real", "alias"} <= set(choices.prms) and "escape" not in choices.prms and "escape" not in choices.policies
+    assert {"set.jsonl", "alias.jsonl"} <= set(choices.datasets) and "escape.jsonl" not in choices.datasets
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("models-dir: escape is a link out of" in m for m in warned), warned
+    assert any("datasets-dir: escape.jsonl is a link out of" in m for m in warned), warned

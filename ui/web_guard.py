@@ -64,7 +64,7 @@ def split_host(value: str) -> tuple[str, int | None]:
         name, port = text.split(":")
     else:  # a bare name, or an IPv6 address without brackets (a --host value)
         name, port = text, None
-    if not name or any(c in name for c in "/@ \\?#") or (port is not None and not (port.isdigit() and len(port) <= 5)):
+    if not name or any(c in name for c in "/@ \\?#") or (port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5)):
         raise ValueError(value)
     return name.rstrip("."), int(port) if port is not None else None
 
@@ -269,7 +269,7 @@ class WebGuard:
                        origin: str | None, client: str) -> None:
         limit = self.policy.body_limit(scope["path"])
         declared = headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        if declared is not None and (not (declared.isascii() and declared.isdigit()) or int(declared) > limit):
             await _answer(send, 413, f"the request body is over this route's limit of {limit:,} bytes")
             return
         body = None

@@ -165,8 +165,8 @@ class _Cases:
         case = _case_of(cstate, run_id, nid)
         try:
             require_owner(self.ctx.store, run_id, request, "star or annotate", annotate=True)
-            self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
-            self.ctx.store.set_note(run_id, nid, note or "")
+            self.ctx.store.save_case(run_id, nid, starred=bool(starred), note=note or "",
+                                     case_kind=case.quadrant if case else None)
         except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
         return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)

@@ -69,8 +69,7 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
             return notice("select a node to star or annotate")
         try:
             require_owner(ctx.store, s["run_id"], request, "star or annotate", annotate=True)
-            ctx.store.star_case(s["run_id"], s["selected"], starred=bool(starred))
-            ctx.store.set_note(s["run_id"], s["selected"], note or "")
+            ctx.store.save_case(s["run_id"], s["selected"], starred=bool(starred), note=note or "")
         except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
         return notice(f"saved star and note for node {s['selected']}", ok=True)
