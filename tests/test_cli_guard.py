@@ -199,14 +199,9 @@ from uats_core.entrypoints.cli import main
 db = os.path.join(d, "runs.db")
 args = ["search", "--budget", "2", "--max-iterations", "1", "--quiet", "--db", db]
 first = main(args)
-fd = os.open(os.path.join(d, "filler"), os.O_WRONLY | os.O_CREAT)
-try:  # fill the disk to the last byte
-    while os.write(fd, b"x" * 4096):
-        pass
-except OSError:
-    pass
-finally:
-    os.close(fd)
+with open(os.path.join(d, "filler"), "wb", buffering=0) as fh, contextlib.suppress(OSError):
+    while True:  # to the last byte: the write that finds no room raises
+        fh.write(b"x" * 4096)
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
     second = main(args)

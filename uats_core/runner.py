@@ -85,8 +85,8 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
                         embedder, controller, on_iteration=(lambda t: bar.update(1)) if bar else None)
     bus.emit(RunStarted(run_id=run_id, method=config.method, problem_id=problem.id, question=problem.question,
                         gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
-                        policy=getattr(policy, "name", type(policy).__name__), prm=getattr(prm, "name", type(prm).__name__),
-                        model_options=model_options))
+                        policy=getattr(policy, "name", type(policy).__name__),
+                        prm=getattr(prm, "name", type(prm).__name__), model_options=model_options))
     seed_everything(config.seed)
     status, error = "finished", None
     answer = naive = None

@@ -52,8 +52,9 @@ def owner_label(owner: str | None) -> str:
 
 def require_owner(store: RunStore, run_id: str, request: gr.Request | None, verb: str, *,
                   annotate: bool = False) -> None:
-    """AccessDenied unless the requester may `verb` the run: its owner; for `annotate` (stars, notes, shadow scores) also
-    anyone on an app without a login when the run has no owner. StorageError when there is no such run."""
+    """AccessDenied unless the requester may `verb` the run: its owner; for `annotate` (stars, notes, shadow
+    scores) also anyone on an app without a login when the run has no owner. StorageError when there is no such
+    run."""
     owner = store.get_run(run_id).get("owner")
     if owner is not None and owner == requester(request):
         return

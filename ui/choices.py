@@ -156,8 +156,8 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     policies = {EMBEDDED: None, "arithmetic policy B (out of distribution for its PRM)": str(WORLD_POLICY_B),
                 **models, **vllm}
     prms = {EMBEDDED: None, **models}
-    files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")] for f in sorted(root.glob("*.jsonl"))
-             if f.is_file() and _inside(f, root, "datasets-dir")]
+    files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")]
+             for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
     log.info("the app offers %d policies, %d PRMs and %d problem sets", len(policies), len(prms), len(datasets))
     return ServerChoices(policies, prms, datasets)

@@ -11,8 +11,8 @@ other origins the app answers besides its own (ui/web_guard.py). What a client m
 (ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
 --allow-hub-cache the hub models in the local cache, to the embedded and shipped ones. What one client can make
 the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
-worker), --pause-timeout-s, --export-quota-mb and --export-session-quota-mb. The default folders are the project's in a checkout and the current directory's
-when installed."""
+worker), --pause-timeout-s, --export-quota-mb and --export-session-quota-mb. The default folders are the
+project's in a checkout and the current directory's when installed."""
 
 from __future__ import annotations
 

@@ -64,7 +64,8 @@ def split_host(value: str) -> tuple[str, int | None]:
         name, port = text.split(":")
     else:  # a bare name, or an IPv6 address without brackets (a --host value)
         name, port = text, None
-    if not name or any(c in name for c in "/@ \\?#") or (port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5)):
+    bad_port = port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5)
+    if not name or any(c in name for c in "/@ \\?#") or bad_port:
         raise ValueError(value)
     return name.rstrip("."), int(port) if port is not None else None
 
