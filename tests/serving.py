@@ -18,7 +18,8 @@ def served_app(store: Any, pool: Any, folder: Path, export_quota: Any = None, **
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
-    demo = build_demo(store, pool, folder / "exports", folder / "reports", export_quota=export_quota)
+    quota = {} if export_quota is None else {"export_quota": export_quota}
+    demo = build_demo(store, pool, folder / "exports", folder / "reports", **quota)
     port = free_port()
     demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                                       **{**launch_kwargs(folder / "exports"), **launch})

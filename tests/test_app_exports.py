@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 from storage import RunStore
-from ui.views.export import ExportQuota
 
 from .doubles import WorkerPoolDouble, record_synthetic
 from .serving import app_client, served_app
@@ -49,6 +48,8 @@ def test_two_sessions_exporting_one_name_at_once_get_whole_zips_of_their_own(tmp
 def test_the_export_folder_keeps_to_its_quota(tmp_path: Path) -> None:
     """Issue 42's trial wrote 41 exports (66 MB); here one session's quota holds about two of them: after six the
     folder holds its newest two, within the quota."""
+    from ui.views.export import ExportQuota
+
     store = _store(tmp_path)
     try:
         with served_app(store, WorkerPoolDouble(store), tmp_path, export_quota=ExportQuota(owner_bytes=4 << 20,

@@ -157,12 +157,15 @@ def test_tree_lines_order_and_a_damaged_cycle() -> None:
     (["search", "--policy-opt", "temperature=NaN"], "policy-opt"),
     (["search", "--prm-opt", "max_batch_tokens=Infinity"], "prm-opt"),
     (["search", "--policy-opt", 'llm_kwargs={"gpu_memory_utilization": -Infinity}'], "policy-opt"),
-    (["search", "--problem", "²"], "problem"),  # a digit to str.isdigit, not to int()
+    (["search", "--dataset", "DATA", "--problem", "²"], "problem"),  # a digit to str.isdigit, not to int()
 ])
 def test_non_finite_options_and_odd_digits_are_refused_by_field(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                                 argv: list[str], field: str) -> None:
     """Issue 42, items 8 and 9: temperature=NaN used to run (exit 0) and problem ² to end in int()'s message."""
+    data = tmp_path / "set.jsonl"
+    data.write_text('{"problem": "What is 2 + 2?", "answer": "4"}\n')
     db = tmp_path / "out" / "runs.db"
+    argv = [str(data) if a == "DATA" else a for a in argv]
     rc = main([*argv, "--db", str(db), "--budget", "2", "--max-iterations", "1", "--quiet"])
     line = _one_line_error(capsys, rc, field)
     assert ("not a finite number" in line) == (field != "problem") and "invalid literal" not in line, line
@@ -192,20 +195,17 @@ def test_a_search_records_the_model_options_it_ran_with(tmp_path: Path, capsys: 
 
 
 _FULL_DISK = """
-import contextlib, io, json, os, subprocess, sys
+import contextlib, json, os, subprocess, sys
 d = sys.argv[1]
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", d], check=True)
-from uats_core.entrypoints.cli import main
-db = os.path.join(d, "runs.db")
-args = ["search", "--budget", "2", "--max-iterations", "1", "--quiet", "--db", db]
-first = main(args)
+search = [sys.executable, "-m", "uats_core", "search", "--budget", "2", "--max-iterations", "1", "--quiet", "--db",
+          os.path.join(d, "runs.db")]
+first = subprocess.run(search, capture_output=True, text=True)  # each search its own process, as a user runs them
 with open(os.path.join(d, "filler"), "wb", buffering=0) as fh, contextlib.suppress(OSError):
     while True:  # to the last byte: the write that finds no room raises
         fh.write(b"x" * 4096)
-err = io.StringIO()
-with contextlib.redirect_stderr(err):
-    second = main(args)
-print(json.dumps({"first": first, "second": second, "err": err.getvalue()}))
+second = subprocess.run(search, capture_output=True, text=True)
+print(json.dumps({"first": first.returncode, "second": second.returncode, "err": second.stderr}))
 """
 
 
