@@ -17,7 +17,7 @@ from uats_core.tree import Node
 
 metadata = sa.MetaData()
 # Bounds of the Text and JSON columns a client or a dataset fills (info["max_chars"], read by storage/bounds.py):
-# the database would take gigabytes, and a typed 10 MB gold answer once grew the run log by 20 MB.
+# the databases themselves would take text of any size, a client's included.
 MAX_NOTE_CHARS = 10_000
 MAX_MODEL_OPTIONS_CHARS = 20_000  # a system prompt among them
 
