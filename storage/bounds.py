@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 import sqlalchemy as sa
 
+from uats_core.problems import lone_surrogate
+
 from . import schema as S
 from .connection import StorageError
 
@@ -47,10 +49,10 @@ def check_value(column: sa.Column, value: Any) -> None:
     elif isinstance(kind, sa.Float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     elif isinstance(kind, sa.String):  # Text too
-        _check_text(value, field, getattr(kind, "length", None), where)
+        _check_text(value, field, max_chars(column), where)
         return
     elif isinstance(kind, sa.JSON):
-        _check_json(value, field, where)
+        _check_json(value, field, where, max_chars(column))
         return
     else:  # a column type this module does not know: the schema grew; teach it here
         raise TypeError(f"no bounds for {column.table.name}.{column.name} ({kind!r})")
@@ -58,18 +60,23 @@ def check_value(column: sa.Column, value: Any) -> None:
         raise StorageError(f"{where} takes a {kind.python_type.__name__}; got {_short(value)}", field=field)
 
 
+def max_chars(column: sa.Column) -> int | None:
+    """The most characters `column` takes: a String's length, or the bound schema.py gives a Text or JSON column
+    in its info (`max_chars`: what a client types there, or a JSON value's text, is bounded too)."""
+    return getattr(column.type, "length", None) or column.info.get("max_chars")
+
+
 def _check_text(value: Any, field: str, length: int | None, where: str) -> None:
     if not isinstance(value, str):
         raise StorageError(f"{where} takes text; got {type(value).__name__}", field=field)
     if "\x00" in value:
         raise StorageError(f"contains a NUL character (\\x00), which {where} cannot store; remove it", field=field)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise StorageError(f"is not valid Unicode text (character {exc.start + 1} is a lone surrogate "
-                           f"{value[exc.start]!r}); give UTF-8 text", field=field) from None
+    at = lone_surrogate(value)
+    if at is not None:
+        raise StorageError(f"is not valid Unicode text (character {at + 1} is a lone surrogate "
+                           f"{value[at]!r}); give UTF-8 text", field=field)
     if length is not None and len(value) > length:
-        raise StorageError(f"is {len(value):,} characters long; {where} holds at most {length}; shorten it",
+        raise StorageError(f"is {len(value):,} characters long; {where} holds at most {length:,}; shorten it",
                            field=field)
 
 
@@ -86,12 +93,15 @@ def storable_text(value: str) -> str:
     return value
 
 
-def _check_json(value: Any, field: str, where: str) -> None:
+def _check_json(value: Any, field: str, where: str, length: int | None = None) -> None:
     try:
-        json.dumps(value, allow_nan=False)
+        text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:  # an object JSON cannot hold, NaN or infinity, a cycle
         raise StorageError(f"{where} holds JSON, and this value is not ({exc}); give numbers, text, lists and "
                            "objects only", field=field) from None
+    if length is not None and len(text) > length:
+        raise StorageError(f"is {len(text):,} characters long as JSON; {where} holds at most {length:,}; shorten it",
+                           field=field)
 
 
 def check_row(table: sa.Table, values: Mapping[str, Any]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import socket
 import sqlite3
 import time
@@ -163,21 +164,36 @@ def _add_missing_columns(conn: Connection) -> None:
 DISK_FULL = ("database or disk is full", "no space left on device", "could not extend file")
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    """SQLite's SQLITE_FULL, ENOSPC, or PostgreSQL's disk_full (SQLSTATE 53100)."""
+FULL_BELOW_BYTES = 1 << 20  # a disk with less room than this is full to SQLite: it cannot grow its WAL and -shm
+
+
+def is_disk_full(exc: BaseException, sqlite_path: Path | None = None) -> bool:
+    """SQLite's SQLITE_FULL, ENOSPC, or PostgreSQL's disk_full (SQLSTATE 53100); and SQLite's "disk I/O error" on a
+    disk that has no room left (an existing run log whose WAL or shared-memory file cannot grow says only that)."""
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return True
     text = str(exc).lower()
-    return any(d in text for d in DISK_FULL) or getattr(exc, "sqlstate", None) == "53100"
+    if any(d in text for d in DISK_FULL) or getattr(exc, "sqlstate", None) == "53100":
+        return True
+    if "disk i/o error" in text and sqlite_path is not None:
+        try:
+            return shutil.disk_usage(sqlite_path.parent).free < FULL_BELOW_BYTES
+        except OSError:
+            return False
+    return False
 
 
-def disk_full_errors(engine: Engine, where: str) -> None:
+def disk_full_message(where: str, exc: BaseException) -> str:
+    return (f"the run log at {where} is full ({exc}); free space on its disk and try again (runs keep what was "
+            "written before)")
+
+
+def disk_full_errors(engine: Engine, where: str, sqlite_path: Path | None = None) -> None:
     """Turn a write that found the disk full into one StorageError(field='db') that says what to do, so the
     CLI prints one line and the app's pool can end the run with that reason; what was committed stays."""
     def handle(ctx: Any) -> None:
-        if is_disk_full(ctx.original_exception):
-            raise StorageError(f"the run log at {where} is full ({ctx.original_exception}); free space on its disk "
-                               "and try again (runs keep what was written before)") from None
+        if is_disk_full(ctx.original_exception, sqlite_path):
+            raise StorageError(disk_full_message(where, ctx.original_exception)) from None
 
     sa.event.listen(engine, "handle_error", handle)
 
@@ -233,12 +249,17 @@ def open_engine(url: URL) -> Engine:
                            "check the dialect name and that its driver is installed") from None
     if url.get_backend_name() == "sqlite":
         sa.event.listen(engine, "connect", sqlite_pragmas)
-    disk_full_errors(engine, repr(str(sqlite_path)) if sqlite_path else repr(display(url)))
+    where = repr(str(sqlite_path)) if sqlite_path else repr(display(url))
+    disk_full_errors(engine, where, sqlite_path)
     try:
         create_schema(engine)
     except Exception as exc:
         engine.dispose()
         _remove(created)
+        if isinstance(exc, StorageError):  # the disk is full (disk_full_errors said so)
+            raise
+        if is_disk_full(getattr(exc, "orig", exc), sqlite_path):
+            raise StorageError(disk_full_message(where, getattr(exc, "orig", exc))) from None
         msg = str(getattr(exc, "orig", exc)) or exc.__class__.__name__
         where = f"file {str(sqlite_path)!r}" if sqlite_path else f"URL {display(url)!r}"
         raise StorageError(f"cannot open or create the run log at {where}: {msg}; give a writable path to a "

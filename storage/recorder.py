@@ -220,7 +220,8 @@ class RunRecorder:
     def _start_run(self, ev: RunStarted) -> None:
         now = time.time()
         values = dict(method=ev.method, problem_id=ev.problem_id, question=ev.question, gold_answer=ev.gold_answer,
-                      seed=ev.seed, config=ev.config, policy=ev.policy, prm=ev.prm, status="running",
+                      seed=ev.seed, config=ev.config, policy=ev.policy, prm=ev.prm, model_options=ev.model_options,
+                      status="running",
                       updated_at=now, worker_pid=os.getpid(), worker_host=socket.gethostname())
         check_row(S.runs, dict(values, run_id=ev.run_id))  # nothing written when a value does not fit
         with self.engine.begin() as conn:

@@ -12,9 +12,14 @@ from dataclasses import fields
 
 import sqlalchemy as sa
 
+from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from uats_core.tree import Node
 
 metadata = sa.MetaData()
+# Bounds of the Text and JSON columns a client or a dataset fills (info["max_chars"], read by storage/bounds.py):
+# the databases themselves would take text of any size, a client's included.
+MAX_NOTE_CHARS = 10_000
+MAX_MODEL_OPTIONS_CHARS = 20_000  # a system prompt among them
 
 RUN_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 ENDED_STATUSES = ("finished", "failed", "cancelled")
@@ -25,12 +30,14 @@ runs = sa.Table(
     sa.Column("run_id", sa.String(64), primary_key=True),
     sa.Column("method", sa.String(32), nullable=False),
     sa.Column("problem_id", sa.String(200), nullable=False),
-    sa.Column("question", sa.Text, nullable=False),
-    sa.Column("gold_answer", sa.Text),
+    sa.Column("question", sa.Text, nullable=False, info={"max_chars": MAX_QUESTION_CHARS}),
+    sa.Column("gold_answer", sa.Text, info={"max_chars": MAX_ANSWER_CHARS}),
     sa.Column("seed", sa.Integer),
     sa.Column("config", sa.JSON),
     sa.Column("policy", sa.String(200)),
     sa.Column("prm", sa.String(200)),
+    # how the models were loaded: {"policy_opts": {...}, "prm_opts": {...}, "prm_kind": ...} (NULL before it was kept)
+    sa.Column("model_options", sa.JSON, info={"max_chars": MAX_MODEL_OPTIONS_CHARS}),
     # queued: registered by a front end before its worker emitted RunStarted
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("answer", sa.Text),
@@ -67,7 +74,8 @@ runs = sa.Table(
 # Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
 # COLUMN, with the server default for NOT NULL ones; nullable ones start NULL), so a database written by an
 # earlier version keeps working. Its old nodes simply have no logit statistics.
-ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server"), "nodes": ("logit_mean", "logit_var", "voted"),
+ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server", "model_options"),
+                 "nodes": ("logit_mean", "logit_var", "voted"),
                  "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
@@ -149,7 +157,7 @@ stars = sa.Table(
     # -1 = the run as a whole (primary keys cannot hold NULL on PostgreSQL)
     sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("starred", sa.Boolean, nullable=False, default=False),
-    sa.Column("note", sa.Text, nullable=False, default=""),
+    sa.Column("note", sa.Text, nullable=False, default="", info={"max_chars": MAX_NOTE_CHARS}),
     sa.Column("case_kind", sa.String(64)),  # e.g. "high score / high variance"
     sa.Column("updated_at", sa.Float),
 )

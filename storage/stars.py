@@ -24,6 +24,11 @@ class StarsAndNotes:
     def set_note(self, run_id: str, node_id: int = S.RUN_LEVEL, note: str = "") -> None:
         self._set_star(run_id, node_id, note=str(note))
 
+    def save_case(self, run_id: str, node_id: int, starred: bool, note: str, case_kind: str | None = None) -> None:
+        """The star and the note of a case in one checked write: a note past its bound changes neither."""
+        self._set_star(run_id, node_id, starred=bool(starred), note=str(note),
+                       **({"case_kind": case_kind} if case_kind else {}))
+
     def _set_star(self, run_id: str, node_id: int, **values: Any) -> None:
         node_id = int(node_id)
         check_row(S.stars, dict(values, node_id=node_id))

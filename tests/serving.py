@@ -11,13 +11,15 @@ from benchmarks.serving import free_port
 
 
 @contextmanager
-def served_app(store: Any, pool: Any, folder: Path, **launch: Any) -> Iterator[str]:
+def served_app(store: Any, pool: Any, folder: Path, export_quota: Any = None, **launch: Any) -> Iterator[str]:
     """The page over `store` and `pool`, served on a free loopback port with the launcher's settings (plus
-    `launch`, e.g. auth=[...]): its URL while the block runs."""
+    `launch`, e.g. auth=[...]; `export_quota`: the export folder's, default ExportQuota()): its URL while the block
+    runs."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
-    demo = build_demo(store, pool, folder / "exports", folder / "reports")
+    quota = {} if export_quota is None else {"export_quota": export_quota}
+    demo = build_demo(store, pool, folder / "exports", folder / "reports", **quota)
     port = free_port()
     demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                                       **{**launch_kwargs(folder / "exports"), **launch})

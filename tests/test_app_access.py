@@ -171,3 +171,49 @@ def test_runs_from_outside_the_app_cannot_be_controlled_there(tmp_path: Path) ->
         assert not store.cancel_requested("e" * 32) and store.get_star("e" * 32, 2)["note"] == "noted"
     finally:
         store.close()
+
+
+def _owned_run(store: RunStore, run_id: str, method: str, owner: str) -> None:
+    """A finished run started in the app by `owner` (registered first, as the app registers it)."""
+    events = synthetic_events(run_id, n_nodes=48, seed=7, method=method, problem_id="synthetic-7")
+    start = events[0]
+    store.register_run(run_id, method=start.method, problem_id=start.problem_id, question=start.question,
+                       gold_answer=start.gold_answer, seed=start.seed, config=start.config, policy=start.policy,
+                       prm=start.prm, owner=owner)
+    record(store, events)
+
+
+def test_only_the_runs_owner_shadow_scores_it(tmp_path: Path) -> None:
+    """Issue 42, item 3: bob compares alice's pair and asks for shadow scores of her REBASE run: refused, and her
+    scores (K = 7 on every candidate) stay as they were; alice may queue a new job."""
+    from storage.shadow import read_shadow, write_shadow
+    from ui.choices import EMBEDDED
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    uats, rebase = "a1" * 16, "b1" * 16
+    _owned_run(store, uats, "h-uats", "user:alice")
+    _owned_run(store, rebase, "rebase", "user:alice")
+    nodes = [n["id"] for n in store.get_nodes(rebase)]
+    write_shadow(store, rebase, [{"node_id": n, "mc_scores": [0.5] * 7, "mean": 0.5, "var": 0.0, "prm": "p"}
+                                 for n in nodes])
+    before = read_shadow(store, rebase)
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, auth=[("alice", "a-pass"), ("bob", "b-pass")]) as url:
+            said = {}
+            for user in ("bob", "alice"):
+                client = app_client(url, auth=(user, f"{user[0]}-pass"))
+                client.predict(uats, rebase, api_name="/on_compare")
+                said[user] = _text(client.predict(2, EMBEDDED, "detect", api_name="/on_shadow"))
+            assert "started by alice" in said["bob"] and "only they may shadow-score it" in said["bob"], said
+            # the Search tab's own shadow scoring of the open run (issue 44's panel) answers bob the same
+            bob = app_client(url, auth=("bob", "b-pass"))
+            bob.predict(**form_args(bob, "/open_run", run_ref=rebase), api_name="/open_run")
+            said["bob, search tab"] = _text(bob.predict(2, EMBEDDED, "detect", api_name="/on_shadow_open_run"))
+            assert "only they may shadow-score it" in said["bob, search tab"], said
+            assert "shadow scoring of run B" in said["alice"] and "queued" in said["alice"], said
+            with store.engine.connect() as conn:
+                jobs = conn.exec_driver_sql("SELECT run_id, k FROM shadow_jobs").all()
+            assert [tuple(j) for j in jobs] == [(rebase, 2)]  # alice's only
+            assert read_shadow(store, rebase) == before and len(before) == len(nodes)
+    finally:
+        store.close()

@@ -12,18 +12,22 @@ import contextlib
 import html
 import json
 import os
+import re
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from storage import RunStore
+from storage import schema as S
 from uats_core.paths import ASSETS
-from tests.doubles import WorkerPoolDouble
-from tests.serving import app_client, free_port
+from tests.doubles import WorkerPoolDouble, record_synthetic
+from tests.serving import app_client, form_args, free_port
 from tests.test_app_api_guard import _call, _result
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
@@ -266,3 +270,128 @@ def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> 
         assert store.get_run(req.run_id)["policy"] == req.policy
     choices = server_choices([models], [data])
     assert "no-config" not in choices.prms and choices.model("prm", EMBEDDED) is None
+
+
+def test_links_out_of_a_folder_flag_are_not_offered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42, item 9: a symbolic link in --models-dir or --datasets-dir that leads out of the folder is not
+    offered (a warning names it); a link to another entry of the same folder is."""
+    import logging
+
+    from ui.choices import server_choices
+
+    models, data, elsewhere = tmp_path / "models", tmp_path / "data", tmp_path / "elsewhere"
+    for folder in (models / "real", elsewhere / "model", data, elsewhere):
+        folder.mkdir(parents=True, exist_ok=True)
+    for folder in (models / "real", elsewhere / "model"):
+        (folder / "config.json").write_text("{}")
+    (models / "alias").symlink_to(models / "real")
+    (models / "escape").symlink_to(elsewhere / "model")
+    (data / "set.jsonl").write_text(json.dumps({"problem": "What is 1 + 1?", "answer": "2"}) + "\n")
+    (elsewhere / "secret.jsonl").write_text(json.dumps({"problem": SECRET, "answer": "1"}) + "\n")
+    (data / "alias.jsonl").symlink_to(data / "set.jsonl")
+    (data / "escape.jsonl").symlink_to(elsewhere / "secret.jsonl")
+    with caplog.at_level(logging.WARNING, logger="ui.choices"):
+        choices = server_choices([models], [data])
+    assert {"real", "alias"} <= set(choices.prms) and "escape" not in choices.prms and "escape" not in choices.policies
+    assert {"set.jsonl", "alias.jsonl"} <= set(choices.datasets) and "escape.jsonl" not in choices.datasets
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("models-dir: escape is a link out of" in m for m in warned), warned
+    assert any("datasets-dir: escape.jsonl is a link out of" in m for m in warned), warned
+
+
+# An absolute path of two or more parts, as a response may carry one (after HTML entities are decoded)
+_ABS = re.compile(r"(?<![\w:/.~-])(/[\w.@+~=-]+){2,}")
+
+
+def _server_paths(text: str, sent: list[str], allowed: tuple[str, ...]) -> list[str]:
+    """The absolute paths in `text` that are not the client's own (echoed) or one of `allowed`'s prefixes."""
+    for value in sorted(sent, key=len, reverse=True):
+        text = text.replace(value, "<SENT>")
+    return [m.group(0) for m in _ABS.finditer(text) if not m.group(0).startswith(allowed)]
+
+
+def _zip_paths(value: Any, roots: list[str]) -> list[str]:
+    """Every export zip a response offers (a download button's file), searched for the server's folders."""
+    found = []
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        path = item.get("value") if isinstance(item, dict) else None
+        if isinstance(path, str) and path.endswith(".zip") and Path(path).is_file():
+            with zipfile.ZipFile(path) as zf:
+                for name in zf.namelist():
+                    if name.endswith((".json", ".tex", ".txt")):
+                        text = zf.read(name).decode("utf-8", "replace")
+                        found += [f"{name}: {r}" for r in roots if r in text]
+    return found
+
+
+def test_no_response_names_a_server_path(tmp_path: Path) -> None:
+    """Issue 42, item 7 and the sweep extended: with runs whose models are --models-dir folders, a failed run whose
+    error names the folder, the problem set and the calibration file, shadow scores, a tau=auto refusal and a
+    disk-full message, every endpoint is called (the interesting ones in order, then all of them with defaults and
+    hostile paths); no answer, and no export zip, names a path of the server's (the client's own echoed values
+    aside, and Gradio's download cache, which holds only a content hash and the file's name)."""
+    from gradio.utils import get_upload_folder
+
+    from storage.shadow import write_shadow
+    from ui.choices import server_choices
+
+    models, data = tmp_path / "models", tmp_path / "data"
+    (models / "mine").mkdir(parents=True)
+    (models / "mine" / "config.json").write_text("{}")
+    data.mkdir()
+    (data / "set.jsonl").write_text(json.dumps({"problem": "What is two and two?", "answer": "4"}) + "\n")
+    pool = WorkerPoolDouble()
+    roots = sorted({str(tmp_path), str(tmp_path.resolve()), str(Path.cwd()), str(Path(sys.prefix).resolve()),
+                    str(ASSETS.parent), os.path.expanduser("~")}, key=len, reverse=True)
+    routes = ("/gradio_api/", "/uats-static/", "/static/", "/assets/", "/svelte/")  # the app's own web addresses
+    allowed = (str(Path(get_upload_folder()).resolve()), get_upload_folder(), *routes)
+    with serve(tmp_path, pool, server_choices([models], [data])) as app:
+        client, store = app["client"], app["store"]
+        folder = str((models / "mine").resolve())
+        said: list[tuple[str, list[str], Any]] = []
+
+        def call(api: str, *args: Any, **kw: Any) -> None:
+            out = _result(client.submit(*args, **kw, api_name=api))
+            said.append((api, [str(a) for a in [*args, *kw.values()] if isinstance(a, str) and a], out))
+
+        call("/on_run", **_run_args(client, policy="mine", prm="mine", tau="auto", budget=2))  # no calibration
+        call("/on_run", **_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine", budget=2))
+        [run] = store.list_runs()
+        rid = run["run_id"]
+        assert run["policy"] == folder  # the server's own record holds the spec; the client is shown its name
+        store.mark_failed(rid, f"OSError: cannot load {folder}: no weights; problems from {data / 'set.jsonl'}; "
+                               f"db: the run log at 'sqlite:///{tmp_path}/app/runs.db' is full")
+        record_synthetic(store, "d3" * 16, n_nodes=30, seed=4, method="rebase", problem_id="synthetic-4")
+        record_synthetic(store, "e3" * 16, n_nodes=30, seed=5, method="h-uats", problem_id="synthetic-4")
+        write_shadow(store, "d3" * 16, [{"node_id": 1, "mc_scores": [0.5, 0.6], "mean": 0.55, "var": 0.005,
+                                         "prm": folder}])
+        with store.engine.begin() as conn:  # the pair's baseline ran with the folder's model and met an error
+            conn.execute(sa.update(S.runs).where(S.runs.c.run_id == "d3" * 16).values(
+                policy=folder, prm=folder, error=f"cancelled; calibration in {models / 'mine' / 'calibration.json'}"))
+        for ref in (rid, "d3" * 16):
+            call("/open_run", **form_args(client, "/open_run", run_ref=ref))
+            call("/inspect_node", **form_args(client, "/inspect_node", n=1))
+        call("/list_runs", "(any)", "(any)", "(any)")
+        call("/on_compare", "e3" * 16, "d3" * 16)
+        call("/on_compare_export", "sweep")
+        call("/on_dataset", "set.jsonl")
+        for route in ("/config", "/gradio_api/info", "/"):  # the page and its API description
+            said.append((route, [], httpx.get(f"{app['url']}{route}", timeout=60).text))
+        endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+        hostile = [str(tmp_path / "outside" / "x.jsonl"), "../outside/model", rid, "set.jsonl", "mine"]
+        for name, spec in endpoints.items():
+            args = [p["parameter_default"] if p["parameter_has_default"] and r == 0
+                    else (2 if str(p["python_type"]["type"]) in ("float", "int") else
+                          True if str(p["python_type"]["type"]) == "bool" else hostile[(r + i) % len(hostile)])
+                    for r in range(2) for i, p in enumerate(spec["parameters"])][:len(spec["parameters"])]
+            call(name, *args)
+    assert len(said) > len(endpoints)
+    leaks = {}
+    for api, sent, out in said:
+        text = _text(out)
+        found = _server_paths(text, sent, allowed) + [r for r in roots if r in text.replace(folder, "")
+                                                      and r not in " ".join(sent)]
+        found += _zip_paths(out, roots)
+        if found:
+            leaks[api] = found[:5]
+    assert not leaks, leaks

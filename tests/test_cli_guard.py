@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -150,3 +151,78 @@ def test_tree_lines_order_and_a_damaged_cycle() -> None:
     assert [ln.split(" [")[0] for ln in tree_lines(nodes)] == ["#1", "  #3", "    #4", "#2", "  #5"]
     cyc = nodes + [{"id": 1, "parent_id": 4, "step": "again", "status": "active", "children_granted": 0}]
     assert len(list(tree_lines(cyc))) <= 7  # ends, whatever a damaged log holds
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["search", "--policy-opt", "temperature=NaN"], "policy-opt"),
+    (["search", "--prm-opt", "max_batch_tokens=Infinity"], "prm-opt"),
+    (["search", "--policy-opt", 'llm_kwargs={"gpu_memory_utilization": -Infinity}'], "policy-opt"),
+    (["search", "--dataset", "DATA", "--problem", "²"], "problem"),  # a digit to str.isdigit, not to int()
+])
+def test_non_finite_options_and_odd_digits_are_refused_by_field(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                argv: list[str], field: str) -> None:
+    """Issue 42, items 8 and 9: temperature=NaN used to run (exit 0) and problem ² to end in int()'s message."""
+    data = tmp_path / "set.jsonl"
+    data.write_text('{"problem": "What is 2 + 2?", "answer": "4"}\n')
+    db = tmp_path / "out" / "runs.db"
+    argv = [str(data) if a == "DATA" else a for a in argv]
+    rc = main([*argv, "--db", str(db), "--budget", "2", "--max-iterations", "1", "--quiet"])
+    line = _one_line_error(capsys, rc, field)
+    assert ("not a finite number" in line) == (field != "problem") and "invalid literal" not in line, line
+    assert not db.parent.exists()
+
+
+def test_eval_refuses_non_finite_options(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from uats_core.entrypoints.eval.cli import main as eval_main
+
+    rc = eval_main(["--policy-opt", "top_p=NaN", "--methods", "rebase", "--budgets", "2", "--problems", "1",
+                    "--seeds", "1", "--db", str(tmp_path / "eval.db"), "--dry-run", "--quiet"])
+    assert "not a finite number" in _one_line_error(capsys, rc, "policy-opt")
+    assert not (tmp_path / "eval.db").exists()
+
+
+def test_a_search_records_the_model_options_it_ran_with(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Issue 42, item 8: the policy and PRM options are part of the run's record (runs.model_options)."""
+    db = tmp_path / "runs.db"
+    assert main(["search", "--policy-opt", "temperature=0.5", "--budget", "2", "--max-iterations", "1", "--quiet",
+                 "--db", str(db)]) == 0
+    store = RunStore(str(db))
+    try:
+        [run] = store.list_runs()
+        assert run["model_options"] == {"policy_opts": {"temperature": 0.5}, "prm_opts": {}, "prm_kind": None}
+    finally:
+        store.close()
+
+
+_FULL_DISK = """
+import contextlib, json, os, subprocess, sys
+d = sys.argv[1]
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", d], check=True)
+search = [sys.executable, "-m", "uats_core", "search", "--budget", "2", "--max-iterations", "1", "--quiet", "--db",
+          os.path.join(d, "runs.db")]
+first = subprocess.run(search, capture_output=True, text=True)  # each search its own process, as a user runs them
+with open(os.path.join(d, "filler"), "wb", buffering=0) as fh, contextlib.suppress(OSError):
+    while True:  # to the last byte: the write that finds no room raises
+        fh.write(b"x" * 4096)
+second = subprocess.run(search, capture_output=True, text=True)
+print(json.dumps({"first": first.returncode, "second": second.returncode, "err": second.stderr}))
+"""
+
+
+def test_a_full_disk_under_an_existing_run_log_says_so(tmp_path: Path) -> None:
+    """Issue 42, item 9: on a real 5 MB filesystem holding a run log, filled to the last byte, the next search's
+    SQLite error is "disk I/O error" (its WAL cannot grow); the CLI says the disk is full, in one line."""
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no user and mount namespaces here ({probe.stderr.decode().strip()})")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK,
+                           str(mnt)], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = [line for line in out["err"].splitlines() if line.startswith("error:")]
+    assert out["first"] == 0 and out["second"] == 2 and len(lines) == 1, out
+    assert lines[0].startswith("error: db: the run log at ") and " is full (" in lines[0], lines
+    assert "free space on its disk" in lines[0]

@@ -19,7 +19,7 @@ from storage.bounds import storable_text
 from uats_core.entrypoints.cli import main
 from uats_core.config import SearchConfig
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
-from uats_core.problems import Problem
+from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, Problem
 from uats_core.protocols import StepOutput, Trace
 from uats_core.runner import run_search
 
@@ -38,6 +38,8 @@ OUT_OF_BOUNDS = [
     ("question", {"question": "What is 1 + 1?\x00"}),
     ("gold_answer", {"gold_answer": "caf\udce9"}),  # a lone surrogate: what undecodable bytes in argv become
     ("config", {"config": {"tau": float("nan")}}),
+    ("question", {"question": "q" * (MAX_QUESTION_CHARS + 1)}),  # the Text columns' bounds: schema.py's info
+    ("gold_answer", {"gold_answer": "7" * (MAX_ANSWER_CHARS + 1)}),
 ]
 
 
@@ -81,16 +83,20 @@ def test_a_run_row_the_schema_cannot_hold_is_refused_by_field(run_log: str, fiel
 def test_values_at_the_bounds_are_stored_exactly(run_log: str) -> None:
     store = RunStore(run_log)
     try:
-        kept = dict(method="h-uats", problem_id="p" * ID_MAX, question="é" * 50_000, seed=SEED_HI,
-                    policy="q" * S.runs.c.policy.type.length, config={"note": "a\x00b", "big": 2**80})
+        kept = dict(method="h-uats", problem_id="p" * ID_MAX, question="é" * MAX_QUESTION_CHARS, seed=SEED_HI,
+                    gold_answer="ü" * MAX_ANSWER_CHARS, policy="q" * S.runs.c.policy.type.length,
+                    config={"note": "a\x00b", "big": 2**80})
         store.register_run("r1", **kept)
         store.register_run("r2", method="rebase", problem_id="p", question="?", seed=SEED_LO)
         run = store.get_run("r1")
         assert {k: run[k] for k in kept} == kept and store.get_run("r2")["seed"] == SEED_LO
         with pytest.raises(StorageError, match="^note: contains a NUL"):
             store.set_note("r1", note="a\x00b")
-        store.set_note("r1", note="ok")
-        assert store.get_star("r1")["note"] == "ok"
+        with pytest.raises(StorageError, match=f"^note: is {S.MAX_NOTE_CHARS + 1:,} characters long; "):
+            store.set_note("r1", note="n" * (S.MAX_NOTE_CHARS + 1))
+        assert store.get_star("r1") is None
+        store.set_note("r1", note="ö" * S.MAX_NOTE_CHARS)
+        assert store.get_star("r1")["note"] == "ö" * S.MAX_NOTE_CHARS
     finally:
         store.close()
 
@@ -202,11 +208,17 @@ def _text(value: Any) -> str:
     return html.unescape(str(value.get("value") if isinstance(value, dict) else value))
 
 
+SMOLLM2 = {"policy": "smollm2 (SmolLM2-135M-Instruct)", "prm": "smollm2 (SmolLM2-135M-Instruct)"}
+
+
 @pytest.mark.parametrize("field,form", [
     ("seed", {"seed": 3e9}),
-    ("question", {"free_question": "What is 3 + 4?\x00", "policy": "smollm2 (SmolLM2-135M-Instruct)",
-                  "prm": "smollm2 (SmolLM2-135M-Instruct)"}),
-], ids=["seed-3e9", "nul-question"])
+    ("question", {"free_question": "What is 3 + 4?\x00", **SMOLLM2}),
+    # issue 42: a typed gold answer of 200,000 characters (a 10 MB one is refused with the request, by its size)
+    ("gold_answer", {"free_question": "What is 3 + 4?", "free_answer": "7" * 200_000, **SMOLLM2}),
+    ("policy_opts", {"policy_opts": "temperature=NaN", **SMOLLM2}),
+    ("prm_opts", {"prm_opts": "step_tag=1\ndtype=-Infinity", **SMOLLM2}),
+], ids=["seed-3e9", "nul-question", "long-gold-answer", "nan-option", "inf-option"])
 def test_the_app_names_the_field_and_records_nothing(run_log: str, tmp_path: Path, field: str, form: dict) -> None:
     store = RunStore(run_log)
     try:
@@ -254,3 +266,37 @@ def test_the_app_never_shows_the_databases_error(tmp_path: Path, monkeypatch: py
         assert sql in caplog.text
     finally:
         store.close()
+
+
+def test_a_note_past_its_bound_is_refused_in_the_app(run_log: str, tmp_path: Path) -> None:
+    """Issue 42, item 4: a 200,000-character star note (a 20 MB one is refused with the request) is refused by
+    field and nothing is stored."""
+    from tests.doubles import record_synthetic
+    from tests.test_app_access import _save_note
+
+    store = RunStore(run_log)
+    try:
+        with served_app(store, WorkerPoolDouble(), tmp_path) as url:
+            client = app_client(url)
+            client.predict(**form_args(client), api_name="/on_run")  # a queued run of this session's
+            rid = store.list_runs()[0]["run_id"]
+            record_synthetic(store, rid, n_nodes=10, seed=1)
+            said = _save_note(client, rid, 2, "n" * 200_000)
+            assert said.startswith(f"note: is 200,000 characters long; the run log's stars.note column holds at most "
+                                   f"{S.MAX_NOTE_CHARS:,}"), said
+            assert store.get_star(rid, 2) is None
+    finally:
+        store.close()
+
+
+def test_a_typed_question_that_is_not_unicode_names_its_field() -> None:
+    """Issue 42, item 9: a lone surrogate (a client's JSON can carry "\\udce9") in a typed question is refused
+    naming the field, not as the UTF-8 codec's own message; the page's typed-problem box and Run both use this."""
+    from ui.tabs.run_form import typed_problem
+    from uats_core.errors import ProblemError
+
+    with pytest.raises(ProblemError) as exc:
+        typed_problem("What is caf\udce9 + 4?", "7")
+    assert exc.value.field == "free_question"
+    assert str(exc.value) == ("free_question: is not valid Unicode text (character 12 is a lone surrogate '\\udce9'); "
+                              "give UTF-8 text")

@@ -113,3 +113,61 @@ def test_run_image_names_the_chosen_paths_numbers(runs) -> None:
     assert len({a["y"] for a in notes}) == len(notes)  # one per row of the tree
     for note, row in zip(notes, bundle.table_rows):
         assert note["text"] == f"R̄ {fmt_mean(row[2])} σ² {fmt_var(row[3])}"
+
+
+def test_the_same_name_written_at_once_gives_whole_zips(runs, tmp_path: Path) -> None:
+    """Issue 42, item 6: six writers of one export name at once (two sessions of the trial, three times): each
+    writes its own temporary file and renames it into place, so every zip there is whole (the shared
+    '<name>.zip.part' gave a BadZipFile in 1 of 10 rounds), and no temporary file is left."""
+    import threading
+
+    a, b = runs
+    bundles = [run_bundle(a, name="same"), compare_bundle(a, b, name="same")] * 3
+    paths, errors = [], []
+
+    def write(bundle: object) -> None:
+        try:
+            paths.append(write_bundle(bundle, tmp_path, images=False))
+        except Exception as exc:  # noqa: BLE001 - what a writer met is the test's finding
+            errors.append(exc)
+
+    for _ in range(3):
+        threads = [threading.Thread(target=write, args=(bd,)) for bd in bundles]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with zipfile.ZipFile(tmp_path / "same.zip") as zf:
+            assert zf.testzip() is None and json.loads(zf.read("same.json"))["kind"] in ("run", "compare")
+    assert not errors and len(paths) == 18 and set(paths) == {(tmp_path / "same.zip").resolve()}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.zip"]
+
+
+def test_exports_keep_to_their_quota_oldest_first(tmp_path: Path) -> None:
+    """Issue 42, item 4: each requester writes into a folder of its own, held to its quota; the whole export
+    folder to the total; the oldest files make room; an export larger than the quota is refused."""
+    import os
+
+    from ui.views.export import ExportQuota, ExportTarget, store_export
+
+    quota = ExportQuota(owner_bytes=3_000, total_bytes=5_000)
+    alice, bob = ExportTarget(tmp_path, "user:alice", quota), ExportTarget(tmp_path, "user:bob", quota)
+    assert alice.folder != bob.folder and alice.folder.parent == bob.folder.parent == tmp_path
+    made = []
+    for i in range(4):  # alice: 4 x 1,000 bytes against her 3,000
+        made.append(store_export(alice, f"a{i}", ".zip", b"a" * 1_000))
+        os.utime(made[-1], (1_000 + i, 1_000 + i))  # mtimes a second apart: the oldest is a0
+    assert sorted(p.name for p in alice.folder.iterdir()) == ["a1.zip", "a2.zip", "a3.zip"]
+    for i in range(3):  # bob: 3 x 1,000; his third passes the total (5,000): the oldest of all, alice's a1, goes
+        path = store_export(bob, f"b{i}", ".zip", b"b" * 1_000)
+        os.utime(path, (2_000 + i, 2_000 + i))
+    assert sorted(p.name for p in alice.folder.iterdir()) == ["a2.zip", "a3.zip"]
+    assert sorted(p.name for p in bob.folder.iterdir()) == ["b0.zip", "b1.zip", "b2.zip"]
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) == quota.total_bytes
+    # replacing b2 (its own bytes not counted) with 1,500: bob's quota makes his oldest, b0, go; the total then fits
+    same = store_export(bob, "b2", ".zip", b"c" * 1_500)
+    assert same.read_bytes() == b"c" * 1_500 and sorted(p.name for p in bob.folder.iterdir()) == ["b1.zip", "b2.zip"]
+    assert sorted(p.name for p in alice.folder.iterdir()) == ["a2.zip", "a3.zip"]
+    with pytest.raises(ExportError, match=r"^export: this export is 0\.0 MB, more than the export quota"):
+        store_export(alice, "huge", ".zip", b"x" * 3_001)
+    assert not (alice.folder / "huge.zip").exists() and not [p for p in tmp_path.rglob(".*")]

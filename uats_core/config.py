@@ -223,7 +223,21 @@ def parse_options(items: Sequence[str], flag: str) -> dict[str, Any]:
                 raise ConfigError(flag, f"{key}: {raw!r} looks like JSON but does not parse; write it as JSON, e.g. "
                                         f"{key}='{{\"max_model_len\": 1024}}'") from None
             out[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
+        if not _all_finite(out[key]):  # Python's JSON reads NaN, Infinity and -Infinity as numbers
+            raise ConfigError(flag, f"{key}: {raw!r} is not a finite number (NaN and infinity are refused); give a "
+                                    "number such as 0.7")
     return out
+
+
+def _all_finite(value: Any) -> bool:
+    """No NaN or infinity in `value`, however deep in lists and objects."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_all_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_all_finite(v) for v in value)
+    return True
 
 
 # Model options that make transformers (or vLLM) import Python code that comes with a model. The app accepts

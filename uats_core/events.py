@@ -25,6 +25,8 @@ class RunStarted:
     config: dict[str, Any]
     policy: str
     prm: str
+    # how the models were loaded (policy_opts, prm_opts, prm_kind), recorded with the run; None: not known
+    model_options: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

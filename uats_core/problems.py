@@ -67,13 +67,28 @@ def load_jsonl(path: str | Path, source: str | None = None) -> list[Problem]:
 # The longest question a search takes, in characters. MATH-500's longest is under 2,000; a longer text is no
 # competition problem, and refusing it here costs nothing, where the models' context check needs them loaded.
 MAX_QUESTION_CHARS = 20_000
+MAX_ANSWER_CHARS = 2_000  # a gold answer; MATH-500's longest is 53 characters
+
+
+def lone_surrogate(text: str) -> int | None:
+    """Where (0-based) `text` holds a lone surrogate, a character no UTF-8 encoder, driver or database takes (a
+    client can send one as a JSON escape); None when it holds none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
 
 
 def check_question(question: str, field: str = "problem") -> None:
-    """ProblemError(field) for a question longer than MAX_QUESTION_CHARS."""
+    """ProblemError(field) for a question longer than MAX_QUESTION_CHARS or that is not valid Unicode."""
     if len(question) > MAX_QUESTION_CHARS:
         raise ProblemError(field, f"the question has {len(question):,} characters; keep it under "
                                   f"{MAX_QUESTION_CHARS:,} (no problem of MATH-500 or AIME comes near)")
+    at = lone_surrogate(question)
+    if at is not None:
+        raise ProblemError(field, f"is not valid Unicode text (character {at + 1} is a lone surrogate "
+                                  f"{question[at]!r}); give UTF-8 text")
 
 
 def find_problem(problems: Sequence[Problem], key: str, source: str) -> Problem:
@@ -82,7 +97,7 @@ def find_problem(problems: Sequence[Problem], key: str, source: str) -> Problem:
     for p in problems:
         if p.id == key:
             return p
-    if key.isdigit() and int(key) < len(problems):
+    if key.isascii() and key.isdigit() and int(key) < len(problems):  # "²".isdigit() too, and int() refuses it
         return problems[int(key)]
     raise ProblemError("problem", f"unknown problem {key!r}: neither an id nor an index (0..{len(problems) - 1}) of {source}")
 

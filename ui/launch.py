@@ -6,14 +6,15 @@ absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --expo
 --reports-dir (a folder of evaluation run logs the Reports tab may open, read-only; default reports/),
 --ledgers-dir (a folder of results ledgers the Reports tab offers, the first by default; default results/),
 --workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
-listen on an address other machines reach (ui/auth.py). What a client may load is the server's choice
+listen on an address other machines reach (ui/auth.py); --allowed-host and --allowed-origin, the host names and
+other origins the app answers besides its own (ui/web_guard.py). What a client may load is the server's choice
 (ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
 --allow-hub-cache the hub models in the local cache, --policy-server NAME=URL (repeatable) the policy an
 OpenAI-compatible server serves (vllm serve, SGLang, llama.cpp), to the embedded and shipped ones. What one client can make
 the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
-worker) and --pause-timeout-s. --imports-dir (repeatable) lists the files of other tools' runs the Runs tab may
-import. The default folders are the project's in a checkout and the current directory's
-when installed."""
+worker), --pause-timeout-s, --export-quota-mb and --export-session-quota-mb. --imports-dir (repeatable) lists
+the files of other tools' runs the Runs tab may import. The default folders are the project's in a checkout and the
+current directory's when installed."""
 
 from __future__ import annotations
 
@@ -34,9 +35,14 @@ DEFAULT_REPORTS = PROJECT / "reports"
 DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/arith-grid) opens out of the box
 
 log = logging.getLogger("uats_studio")
+# The login page's note: Gradio's form says only "Incorrect Credentials", and nothing when the limit answers 429
+LOGIN_NOTE = ("After {limits.per_client} failed logins from one address (or {limits.per_user} for one user) within "
+              "{limits.window_s:g} s, logins are refused for a while.")
 
 
 def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> argparse.Namespace:
+    from .views.export import ExportQuota
+
     p = argparse.ArgumentParser(prog=prog, description="UATS Studio: watch PRM-guided tree search and its uncertainty")
     p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                    help="address to listen on (default 127.0.0.1, or $GRADIO_SERVER_NAME)")
@@ -65,6 +71,16 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                         "to the Runs tab's import (repeatable)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a host name clients reach the app by besides loopback and --host, e.g. the reverse proxy's "
+                        "public name (repeatable); requests for any other Host get 400")
+    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="another origin (scheme://host[:port]) whose pages may call the app (repeatable); by default "
+                        "only the app's own pages may")
+    p.add_argument("--export-quota-mb", type=float, default=ExportQuota().total_bytes / 2**20,
+                   help="exports kept at most, in MB; the oldest are deleted to make room (default %(default)g)")
+    p.add_argument("--export-session-quota-mb", type=float, default=ExportQuota().owner_bytes / 2**20,
+                   help="of them, per user (or browser session without a login) (default %(default)g)")
     from .jobs.worker import PoolLimits  # here: --help needs no database layer
 
     d = PoolLimits()
@@ -100,11 +116,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         from uats_core.limits import set_max_budget
 
         set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
-    from .auth import AuthError, check_exposure, load_credentials
+    for name in ("export_quota_mb", "export_session_quota_mb"):
+        if not getattr(args, name) > 0 or getattr(args, name) == float("inf"):  # also refuses nan
+            print(f"error: {name.replace('_', '-')}: must be a number of megabytes > 0", file=sys.stderr)
+            return 2
+    from .auth import AuthError, LoginLimiter, check_exposure, load_credentials
+    from .web_guard import web_policy
 
     try:
         credentials = load_credentials(args.auth_file)
         check_exposure(args.host, credentials)
+        policy = web_policy(args.host, args.allowed_host, args.allowed_origin)
     except AuthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -140,7 +162,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     from uats_core.interrupts import sigterm_as_interrupt
     from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-    from .views.export import stop_kaleido
+    from .views.export import ExportQuota, stop_kaleido
     from storage.batches import mark_dead_batch_jobs
     from storage.shadow import mark_dead_shadow_jobs
 
@@ -154,12 +176,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     limits = PoolLimits(max_workers=args.workers, max_paused=args.max_paused, max_queued=args.max_queued,
                         max_queued_per_session=args.max_queued_per_session, pause_timeout_s=args.pause_timeout_s)
     pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request(), limits=limits)
-    demo = build_demo(store, pool, export_dir, reports_dir, choices, Path(args.ledgers_dir))
+    quota = ExportQuota(owner_bytes=int(args.export_session_quota_mb * 2**20),
+                        total_bytes=int(args.export_quota_mb * 2**20))
+    demo = build_demo(store, pool, export_dir, reports_dir, choices, Path(args.ledgers_dir), export_quota=quota)
+    logins = LoginLimiter()
+    login_note = {"auth_message": LOGIN_NOTE.format(limits=logins.limits)} if credentials else {}
 
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
             demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
-                                              **launch_kwargs(export_dir))
+                                              **login_note, **launch_kwargs(export_dir, policy, logins))
     except KeyboardInterrupt:
         pass
     finally:

@@ -277,7 +277,7 @@ def test_figure1_shows_the_step_and_exports_it(page: Any, served: dict[str, Any]
     files.get_by_text(".svg").first.wait_for(timeout=180_000)  # Chromium for kaleido starts once: a minute when busy
     names = files.inner_text()
     assert f"node{reeval}" in names and ".png" in names and ".svg" in names, names  # both offered for download
-    out = sorted(served["export_dir"].glob(f"figure1-{N64[:8]}-node{reeval}.*"))
+    out = sorted(served["export_dir"].rglob(f"figure1-{N64[:8]}-node{reeval}.*"))  # in the session's folder
     assert [p.suffix for p in out] == [".png", ".svg"] and out[0].read_bytes()[:4] == b"\x89PNG"
     svg = out[1].read_text()
     assert "<svg" in svg[:400] and "decision" in svg and f"#{reeval}" in svg

@@ -136,7 +136,7 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
     wait_plot(page, "#cmp-inspector", "Number(e.dataset.nodes) > 0")
     # shadow scoring: MC passes on REBASE's candidates, stored apart, drawn in their own traces
     cost_before = served["store"].get_run(PAIR["rebase"])["cost"]
-    zips_before = {p: p.stat().st_mtime_ns for p in served["export_dir"].glob("*.zip")}
+    zips_before = {p: p.stat().st_mtime_ns for p in served["export_dir"].rglob("*.zip")}
     fill(page, "cmp-shadow-k", "4")
     page.click("#cmp-shadow")
     # a job of the worker pool: its worker starts (a fresh interpreter) and loads the PRM first
@@ -151,7 +151,7 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
     wait_idle(page)
     shot(page, "compare-shadow")
     # no zip was built behind the clicks (kaleido's Chromium would slow them): exports are built when asked
-    assert {p: p.stat().st_mtime_ns for p in served["export_dir"].glob("*.zip")} == zips_before
+    assert {p: p.stat().st_mtime_ns for p in served["export_dir"].rglob("*.zip")} == zips_before
     # the comparison export holds both trees and the shadow scores; its LaTeX prints whole costs
     page.click("#cmp-export-build")
     button = page.locator("#cmp-export")

@@ -91,7 +91,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     check_run_fields(method=config.method, problem_id=problem.id, question=problem.question, gold_answer=problem.answer,
                      seed=config.seed, config=config.to_dict(),
                      policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
-                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM))
+                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM),
+                     model_options={"policy_opts": policy_opts, "prm_opts": prm_opts, "prm_kind": args.prm_kind})
     check_location(args.db)  # a typo or a wrong password should not cost a model load; the file is made later
     search = prepare_search(config, policy=args.policy, prm=args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts,
                             prm_opts=prm_opts, world_problem=args.dataset is None)

@@ -117,7 +117,8 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
             store.mark_failed(req.run_id, "cancelled before the search started", status="cancelled")
             return None
         # fields and limits were checked where the run was submitted: a request comes from this app's server
-        search = prepare_search(config, prm=req.prm, models=cache.get(req), limits_checked=True)
+        search = prepare_search(config, prm=req.prm, models=cache.get(req), limits_checked=True,
+                                prm_kind=req.prm_kind, policy_opts=req.policy_opts, prm_opts=req.prm_opts)
         search.run(problem, subscribers=[store.subscriber()], run_id=req.run_id,
                    should_cancel=lambda: store.wait_turn(req.run_id, pause_timeout_s=pause_timeout_s),
                    cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too

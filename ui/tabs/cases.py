@@ -148,7 +148,7 @@ class _Cases:
         cstate = {**cstate, "current": (run_id, nid)}
         return (cstate, *self.case_view(run_id, nid, cstate))
 
-    def on_case_export(self, cstate, name):
+    def on_case_export(self, cstate, name, request: gr.Request):
         """The selected case's zip, built now (named `name` when given)."""
         if not cstate.get("current"):
             return export_stale(), notice("select a case first, then build its export")
@@ -157,8 +157,8 @@ class _Cases:
             bundle = case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
                                      name=safe_name(name) if (name or "").strip() else None,
                                      star=self.ctx.store.get_star(run_id, nid))
-            path = write_bundle(bundle, self.ctx.export_dir)
-        except ExportError as exc:
+            path = write_bundle(bundle, self.ctx.export_target(request))
+        except (ExportError, AccessDenied) as exc:
             return export_stale(), notice(str(exc))
         return export_ready(path), notice("")
 
@@ -169,8 +169,8 @@ class _Cases:
         case = _case_of(cstate, run_id, nid)
         try:
             require_owner(self.ctx.store, run_id, request, "star or annotate", annotate=True)
-            self.ctx.store.star_case(run_id, nid, starred=bool(starred), case_kind=case.quadrant if case else None)
-            self.ctx.store.set_note(run_id, nid, note or "")
+            self.ctx.store.save_case(run_id, nid, starred=bool(starred), note=note or "",
+                                     case_kind=case.quadrant if case else None)
         except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
         return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)

@@ -11,20 +11,21 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import gradio as gr
-import plotly
 
 from storage import RunStore
 from uats_core.config import SearchConfig
 
 from ..choices import ServerChoices
 from ..views.treefig import ViewOptions
-from ..views.safe_text import md_text
+from ..views.safe_text import hide_server_paths, md_text
 from ..views.treedata import RunData
+from ..views.export import ExportQuota, ExportTarget
+from ..access import requester
 from ..jobs.worker import WorkerPool
 from .treelod import LOD_JS
+from ..web_guard import PLOTLY_URL
 
-PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
-PLOTLY_HEAD = f'<script src="/gradio_api/file={PLOTLY_DIR / "plotly.min.js"}"></script>'
+PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path
 TICK_S = 0.5  # poll period while a run is live: new nodes drawn within 2 s of being written (none once all ended)
 LIVE = ("queued", "running")
 DEFAULTS = SearchConfig()
@@ -182,8 +183,9 @@ def notice(msg: str = "", ok: bool = False) -> Any:
     """The message line under the title: problems in orange, confirmations in green, hidden when empty."""
     if not msg:
         return gr.update(value="", visible=False)
-    # messages quote what the user typed or a dataset holds: shown literally, never as HTML
-    return gr.update(value=md_text(msg), visible=True, elem_classes=["ok"] if ok else ["bad"])
+    # messages quote what the user typed or a dataset holds: shown literally, never as HTML; where the server
+    # keeps a file (a model folder, a dataset, the run log) is no client's business: its name only
+    return gr.update(value=md_text(hide_server_paths(msg)), visible=True, elem_classes=["ok"] if ok else ["bad"])
 
 
 def skips(n: int) -> list[Any]:
@@ -280,3 +282,9 @@ class AppContext:
     cst: gr.State
     choices: ServerChoices
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
+    export_quota: ExportQuota = field(default_factory=ExportQuota)
+
+    def export_target(self, request: gr.Request | None) -> ExportTarget:
+        """Where the requester's exports go (their own folder under export_dir) and the quota they count against;
+        AccessDenied for a request without a session."""
+        return ExportTarget(self.export_dir, requester(request), self.export_quota)

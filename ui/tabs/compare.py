@@ -20,7 +20,7 @@ from ..views.bundles import compare_bundle
 from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
 
 from ..views.run_status import outcome, run_label
-from ..access import requester
+from ..access import AccessDenied, require_owner, requester
 from ..views.decisions import explain_node, explain_step, step_of
 from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
@@ -179,15 +179,15 @@ class _Compare:
         cs = self.pair_state(ra["run_id"], rb["run_id"])
         return (cs, notice(""), *self.compare_view(cs, None))
 
-    def on_compare_export(self, cs, name):
+    def on_compare_export(self, cs, name, request: gr.Request):
         if not cs.get("a") or not cs.get("b"):
             return export_stale(), notice("compare two runs first, then build their export")
         try:
             bundle = compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
                                         name=safe_name(name) if (name or "").strip() else None,
                                         shadows=self.shadows(cs))
-            path = write_bundle(bundle, self.ctx.export_dir)
-        except (ExportError, StorageError) as exc:
+            path = write_bundle(bundle, self.ctx.export_target(request))
+        except (ExportError, StorageError, AccessDenied) as exc:
             return export_stale(), notice(str(exc))
         return export_ready(path), notice("")
 
@@ -338,9 +338,12 @@ class _Compare:
             return cs, notice("a shadow scoring job of this pair is still going; wait for it or cancel it")
         side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
         try:
+            # the scores are stored with the run, one set per node: only who owns the run writes them, so no one
+            # replaces another's (as stars and notes)
+            require_owner(self.ctx.store, cs[side], request, "shadow-score", annotate=True)
             job = submit_shadow(self.ctx.store, self.ctx.pool, cs[side], k,
                                self.ctx.choices.model("prm", prm), prm_kind, session_of(request))  # only a PRM the server offers
-        except FORM_ERRORS as exc:
+        except (*FORM_ERRORS, AccessDenied) as exc:
             return cs, notice(str(exc))
         cs = {**cs, "shadow": {"id": job, "side": side, "run": cs[side]}}
         return cs, notice(f"shadow scoring of run {side.upper()} ({cs[side][:8]}) queued", ok=True)

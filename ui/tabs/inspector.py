@@ -18,14 +18,16 @@ from .search_layout import SearchTab
 from .viewer import RunViewer
 
 
-def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None) -> tuple[Any, str]:
-    """The open run's export zip (rebuilt: a DownloadButton downloads its current value) and a message."""
+def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None,
+                   request: gr.Request | None = None) -> tuple[Any, str]:
+    """The open run's export zip (rebuilt: a DownloadButton downloads its current value) in the requester's
+    export folder, and a message."""
     if not run_id:
         return gr.update(value=None), ""
     data = ctx.cache.get(run_id)
     bundle = run_bundle(data, name=safe_name(name) if (name or "").strip() else None,
                             stars=ctx.store.list_stars(run_id))
-    path = write_bundle(bundle, ctx.export_dir)
+    path = write_bundle(bundle, ctx.export_target(request))
     return gr.update(value=str(path), label=f"Download {path.name}"), f"export ready: {path.name}"
 
 
@@ -71,20 +73,19 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
             return notice("select a node to star or annotate")
         try:
             require_owner(ctx.store, s["run_id"], request, "star or annotate", annotate=True)
-            ctx.store.star_case(s["run_id"], s["selected"], starred=bool(starred))
-            ctx.store.set_note(s["run_id"], s["selected"], note or "")
+            ctx.store.save_case(s["run_id"], s["selected"], starred=bool(starred), note=note or "")
         except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
         return notice(f"saved star and note for node {s['selected']}", ok=True)
 
     t.save_note.click(on_save_note, [ctx.st, t.star_box, t.note_box], [ctx.notice])
 
-    def on_export_key(s, name, is_open=True):
+    def on_export_key(s, name, is_open=True, request: gr.Request = None):
         if not is_open:  # built when the export is opened, not while the user works on the tree
             return gr.update(value=None, label="Download run export (zip)"), gr.skip()
         try:
-            btn, _ = export_run_zip(ctx, s.get("run_id"), name)
-        except (ExportError, StorageError) as exc:
+            btn, _ = export_run_zip(ctx, s.get("run_id"), name, request)
+        except (ExportError, StorageError, AccessDenied) as exc:
             return gr.update(value=None), notice(str(exc))
         return btn, gr.skip()
 

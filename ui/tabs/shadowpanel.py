@@ -10,6 +10,7 @@ import gradio as gr
 from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 
+from ..access import AccessDenied, require_owner
 from ..jobs.shadow_job import submit_shadow
 from ..jobs.worker import session_of
 from ..views.run_status import run_status_md
@@ -22,15 +23,18 @@ from .viewer import RunViewer
 def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
     """The job lives in the open run's state (`ctx.st["shadow"]`: {"id", "run"}), so the page's poll runs while it
     goes (ui/tabs/idle.py) and a run opened since leaves it behind."""
-    def on_shadow(s, k, prm, prm_kind, request: gr.Request):
+    # named apart from the Compare tab's handler: Gradio names an endpoint after its function, and this one
+    # registered first took "/on_shadow" from Compare's
+    def on_shadow_open_run(s, k, prm, prm_kind, request: gr.Request):
         if not s.get("run_id"):
             return s, notice("open a run first (Runs tab, or Open run id)")
         if s.get("shadow"):
             return s, notice("a shadow scoring job of this run is still going; wait for it or cancel it")
-        try:  # only a PRM the server offers
+        try:  # the scores are stored with the run: only its owner writes them; only a PRM the server offers
+            require_owner(ctx.store, s["run_id"], request, "shadow-score", annotate=True)
             job_id = submit_shadow(ctx.store, ctx.pool, s["run_id"], k, ctx.choices.model("prm", prm), prm_kind,
                                    session_of(request))
-        except FORM_ERRORS as exc:
+        except (*FORM_ERRORS, AccessDenied) as exc:
             return s, notice(str(exc))
         return ({**s, "shadow": {"id": job_id, "run": s["run_id"]}},
                 notice(f"shadow scoring of run {s['run_id'][:8]} queued (PRM: {prm})", ok=True))
@@ -77,7 +81,7 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
         fig, data, state = viewer.draw_tree(s, view)
         return s, note, fig, run_status_md(data.run, state)
 
-    tab.shadow_btn.click(on_shadow, [ctx.st, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
+    tab.shadow_btn.click(on_shadow_open_run, [ctx.st, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
                          [ctx.st, ctx.notice])
     tab.shadow_cancel.click(on_cancel, [ctx.st], [ctx.notice])
     ctx.poll.add(on_tick, [ctx.st], [ctx.st, ctx.notice, tab.tree, tab.status_md], inputs_kwargs=tab.filters)

@@ -14,7 +14,8 @@ import gradio as gr
 from storage import StorageError
 
 from ..views.decisions import decision_iteration, explain_node, explain_step
-from ..views.export import ExportError, export_path, render_image
+from ..access import AccessDenied
+from ..views.export import ExportError, render_image, store_export
 from ..views.figure1 import PER_PAGE, export_size
 from ..views.frontier import SORT_KEYS
 from .common import LIVE, AppContext, fig_json, notice
@@ -46,17 +47,14 @@ def why_html(ctx: AppContext, s: dict[str, Any], node_id: Any, t: Any) -> str:
     return why or EMPTY_WHY
 
 
-def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any]) -> list[str]:
-    """Figure 1 as PNG and SVG under the export folder, at a size that fits every row: the paths."""
+def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any],
+                   request: gr.Request | None = None) -> list[str]:
+    """Figure 1 as PNG and SVG in the requester's export folder, at a size that fits every row: the paths."""
     name = f"figure1-{s['run_id'][:8]}-node{s['selected']}" + (f"-t{s['t']}" if s.get("t") is not None else "")
-    Path(ctx.export_dir).mkdir(parents=True, exist_ok=True)
     width, height = export_size(fig)
-    paths = []
-    for fmt in ("png", "svg"):
-        path = export_path(ctx.export_dir, name, f".{fmt}")
-        path.write_bytes(render_image(fig, fmt, width=width, height=height))
-        paths.append(str(path))
-    return paths
+    target = ctx.export_target(request)
+    return [str(store_export(target, name, f".{fmt}", render_image(fig, fmt, width=width, height=height)))
+            for fmt in ("png", "svg")]
 
 
 def _selected_figure(ctx: AppContext, viewer: RunViewer, s: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
@@ -101,13 +99,13 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
     tab.fig1_prev.click(paged(-1), [ctx.st], outs, **quiet)
     tab.fig1_next.click(paged(1), [ctx.st], outs, **quiet)
 
-    def on_export(s: dict[str, Any]) -> tuple[Any, Any]:
+    def on_export(s: dict[str, Any], request: gr.Request) -> tuple[Any, Any]:
         fig, why = _selected_figure(ctx, viewer, s)
         if fig is None:
             return notice(why), gr.skip()
         try:
-            paths = export_figure1(ctx, fig, s)
-        except ExportError as exc:
+            paths = export_figure1(ctx, fig, s, request)
+        except (ExportError, AccessDenied) as exc:
             return notice(str(exc)), gr.skip()
         except Exception as exc:  # no Chromium, a crashed renderer: say so, the page keeps working
             return notice(f"export: the images could not be drawn ({type(exc).__name__})"), gr.skip()

@@ -13,6 +13,7 @@ from .decisions import gate_record, gate_records, step_of
 from .figstyle import fmt_mean, fmt_var
 from .figure1 import step_figure
 from .run_status import outcome
+from .safe_text import hide_server_paths, model_name
 from .treedata import RunData
 from .treefig import tree_figure
 from .divergence import decision_divergence, divergence_text
@@ -20,10 +21,19 @@ from .uncertainty import CHANGED_COLUMNS, changed_table, changes_summary, uncert
 
 
 def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
-    keep = ("run_id", "method", "problem_id", "question", "gold_answer", "seed", "config", "policy", "prm", "status",
-            "answer", "naive_answer", "correct", "naive_correct", "cost", "iterations", "n_nodes", "error",
-            "started_at", "ended_at")
-    return {k: run.get(k) for k in keep}
+    """The run's row as an export holds it: models by the names the page shows, errors without server paths."""
+    keep = ("run_id", "method", "problem_id", "question", "gold_answer", "seed", "config", "policy", "prm",
+            "model_options", "status", "answer", "naive_answer", "correct", "naive_correct", "cost", "iterations",
+            "n_nodes", "error", "started_at", "ended_at")
+    out = {k: run.get(k) for k in keep}
+    out["policy"], out["prm"] = model_name(run.get("policy")), model_name(run.get("prm"))
+    if out["error"] is not None:
+        out["error"] = hide_server_paths(out["error"])
+    return out
+
+
+def _shadow_rows(shadow: Mapping[int, Any] | None) -> list[dict[str, Any]]:
+    return [{**shadow[i], "prm": model_name(shadow[i].get("prm"))} for i in sorted(shadow or {})]
 
 
 VERDICT = {True: "right", False: "wrong", None: "?"}  # a step's truth in an export table
@@ -91,7 +101,7 @@ def compare_bundle(a: RunData, b: RunData, name: str | None = None,
               **{f"{side}_{what}": rows_ for side, d, sh in (("a", a, shadows[0]), ("b", b, shadows[1]))
                  for what, rows_ in (("nodes", [d.nodes[i] for i in sorted(d.nodes)]),
                                      ("iterations", [d.iterations[i] for i in sorted(d.iterations)]),
-                                     ("shadow", [sh[i] for i in sorted(sh or {})]))}},
+                                     ("shadow", _shadow_rows(sh)))}},
         figures=[("Side by side", side_by_side(fa, fb)), ("A", fa), ("B", fb)],
         table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption, more_tables=[changed_export(a, b)])
 

@@ -2,17 +2,24 @@
 figures (kaleido driving Debian's Chromium), and a LaTeX table snippet.
 
 Every file is written under the export folder and nowhere else: user-given names are checked, not
-silently rewritten, so a name like ../../etc is refused with a message."""
+silently rewritten, so a name like ../../etc is refused with a message. Each requester (a signed-in user, or a
+browser session without a login) writes into a folder of its own, named by a hash, so two sessions exporting the
+same name never touch one file; a file is written under a unique temporary name and renamed into place, so a
+download never sees half of it; and the folder is held to a quota per requester and in all (ExportQuota), the
+oldest exports deleted to make room."""
 
 from __future__ import annotations
 
+import hashlib
 import html
+import io
 import json
 import logging
 import math
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 import zipfile
@@ -25,6 +32,7 @@ import plotly
 from uats_core.errors import FieldError
 
 from .latex import latex_escape, latex_table
+from .safe_text import hide_server_paths
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +91,87 @@ def export_path(export_dir: str | os.PathLike[str], name: str, suffix: str) -> P
     root = Path(export_dir).resolve()
     path = (root / f"{safe_name(name)}{suffix}").resolve()
     if root not in path.parents:  # belt and braces after safe_name: symlinked folders, odd platforms
-        raise ExportError(f"{name!r} would write outside the export folder {root}")
+        raise ExportError(f"{name!r} would write outside the export folder")
     return path
+
+
+@dataclass(frozen=True)
+class ExportQuota:
+    """Bytes the export folder keeps per requester and in all; a new export deletes the oldest files (the
+    requester's own first, then anyone's) until it fits. The launcher's --export-session-quota-mb and
+    --export-quota-mb."""
+
+    owner_bytes: int = 64 << 20
+    total_bytes: int = 512 << 20
+
+
+@dataclass(frozen=True)
+class ExportTarget:
+    """Where one requester's exports go: `root` (the export folder), a sub-folder named by a hash of `owner`
+    (ui.access.requester; None: the folder itself, for callers outside the app), and the quota they count against."""
+
+    root: Path
+    owner: str | None = None
+    quota: ExportQuota = ExportQuota()
+
+    @property
+    def folder(self) -> Path:
+        if self.owner is None:
+            return Path(self.root)
+        return Path(self.root) / ("s-" + hashlib.sha256(self.owner.encode("utf-8")).hexdigest()[:16])
+
+
+_store_lock = threading.Lock()  # making room and renaming into place: one export at a time
+
+
+def _as_target(where: ExportTarget | str | os.PathLike[str]) -> ExportTarget:
+    return where if isinstance(where, ExportTarget) else ExportTarget(Path(where))
+
+
+def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix: str, payload: bytes) -> Path:
+    """Write `payload` as `<name><suffix>` in the requester's folder, within the quota: to a unique temporary file,
+    then, once the oldest exports made room, renamed into place. The file's path."""
+    target = _as_target(where)
+    folder = target.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    final = export_path(folder, name, suffix)
+    limit = min(target.quota.owner_bytes, target.quota.total_bytes)
+    if len(payload) > limit:
+        raise ExportError(f"this export is {len(payload) / 2**20:.1f} MB, more than the export quota of "
+                          f"{limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the server's "
+                          "operator for a larger --export-session-quota-mb")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        with _store_lock:
+            _make_room(target, len(payload), final)
+            os.replace(tmp, final)  # a half-written file is never offered for download
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return final
+
+
+def _make_room(target: ExportTarget, incoming: int, replacing: Path) -> None:
+    """Delete the oldest exports until `incoming` more bytes fit the quota (the file being replaced not counted)."""
+    root, folder = Path(target.root).resolve(), target.folder.resolve()
+    files = []
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink() and not p.name.startswith(".") and p != replacing:
+            st = p.stat()
+            files.append((st.st_mtime, st.st_size, p))
+    files.sort(key=lambda f: f[0])
+    for limit, pool in ((target.quota.owner_bytes, [f for f in files if f[2].parent == folder]),
+                        (target.quota.total_bytes, files)):
+        used = sum(size for _, size, p in pool if p.exists())
+        for _, size, p in pool:
+            if used + incoming <= limit:
+                break
+            if p.exists():
+                p.unlink()
+                used -= size
+                log.info("export %s deleted to keep the export folder within its quota", p.relative_to(root))
 
 
 # ------------------------------------------------------------------------------ writers
@@ -193,12 +280,10 @@ def stop_kaleido() -> None:
             _kaleido_state["started"] = False
 
 
-def write_bundle(bundle: ExportBundle, export_dir: str | os.PathLike[str], images: bool = True) -> Path:
-    """Write `<name>.zip` under export_dir with <name>.json/.html/.tex and, when Chromium works,
-    <name>.png/.svg. A README.txt inside lists the contents and why anything is missing."""
-    root = Path(export_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    target = export_path(root, bundle.name, ".zip")
+def write_bundle(bundle: ExportBundle, where: ExportTarget | str | os.PathLike[str], images: bool = True) -> Path:
+    """Write `<name>.zip` (store_export: the requester's folder, within the quota) with <name>.json/.html/.tex and,
+    when Chromium works, <name>.png/.svg. A README.txt inside lists the contents and why anything is missing."""
+    safe_name(bundle.name)
     files: dict[str, bytes] = {
         f"{bundle.name}.json": to_json(bundle).encode("utf-8"),
         f"{bundle.name}.html": to_html(bundle).encode("utf-8"),
@@ -212,16 +297,16 @@ def write_bundle(bundle: ExportBundle, export_dir: str | os.PathLike[str], image
             files[f"{bundle.name}.svg"] = render_image(fig, "svg")
         except Exception as exc:  # no Chromium, a crashed renderer: the rest of the bundle is still useful
             log.warning("static images for %s failed: %s", bundle.name, exc)
-            notes.append(f"PNG/SVG not included: {type(exc).__name__}: {exc}")
+            notes.append(f"PNG/SVG not included: {type(exc).__name__}: {hide_server_paths(str(exc))}")
     elif not images:
         notes.append("PNG/SVG not requested")
     readme = [f"UATS Studio export: {bundle.kind} '{bundle.name}'", bundle.caption, "", "Files:"]
     readme += [f"  {n}" for n in files] + ([""] + notes if notes else [])
     files["README.txt"] = "\n".join(readme).encode("utf-8")
-    tmp = target.with_suffix(".zip.part")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name, payload in files.items():
             zf.writestr(name, payload)
-    tmp.replace(target)  # a half-written zip is never offered for download
-    log.info("export written: %s", target)
-    return target
+    path = store_export(where, bundle.name, ".zip", buffer.getvalue())
+    log.info("export written: %s", path)
+    return path

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from .safe_text import md_inline, md_text
+from .safe_text import hide_server_paths, md_inline, md_text
 from .treedata import TreeState
 
 
@@ -70,7 +70,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
                  + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
     parts = [head, shown]
     if run.get("error"):
-        parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
+        parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
     if source:
         parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
                      f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")

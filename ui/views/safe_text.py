@@ -8,6 +8,7 @@ puts them back with entities intact, and KaTeX then reads the decoded text (`&#9
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -35,3 +36,15 @@ def model_name(spec: Any) -> str:
     the page's business), a hub id or any other name as it is."""
     text = "" if spec is None else str(spec)
     return PurePath(text).name if PurePath(text).is_absolute() else text
+
+
+# An absolute POSIX path of two or more parts, alone or in a file URL (sqlite:////srv/runs.db): not the path of a
+# web address (https://host/a/b), whose '/' follows a word character.
+_ABS_PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*:///?|(?<![\w:/.~-]))(/[\w.@+~=-]+){2,}/?")
+
+
+def hide_server_paths(text: Any) -> str:
+    """`text` with every absolute path cut to its last part (`/srv/models/qwen` -> `qwen`, `sqlite:////srv/runs.db`
+    -> `runs.db`): a message or an export a client receives names what the server offers, never where it keeps
+    it. For text the server wrote (errors, notices); what a model or a user wrote is left alone elsewhere."""
+    return _ABS_PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], "" if text is None else str(text))

@@ -173,7 +173,9 @@ class EvalWorker:
         t0 = time.perf_counter()
         try:
             search = prepare_search(config, prm=cell.prm, models=(policy, prm), controller=self.cache.controller,
-                                    embedder=(lambda: embedder) if embedder is not None else self.cache.embedder)
+                                    embedder=(lambda: embedder) if embedder is not None else self.cache.embedder,
+                                    policy_opts=getattr(self.cache, "policy_opts", None),  # recorded with the run
+                                    prm_opts=getattr(self.cache, "prm_opts", None))
             self.store.register_run(run_id, method=config.method, problem_id=problem.id, question=problem.question,
                                     gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
                                     policy=getattr(policy, "name", None), prm=getattr(prm, "name", None),

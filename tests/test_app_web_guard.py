@@ -1,0 +1,260 @@
+"""The app's front door over raw HTTP (ui/web_guard.py), as another web page, a DNS-rebinding page or a client
+on the network would call it: which Host names and origins are answered, the login cookie, request bodies limited
+before they are parsed, and failed logins limited. The app is served in-process with the launcher's own settings
+(ui.launch.main's recorded call) on loopback; the Host and Origin a browser would send are set by hand."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import gradio as gr
+import httpx
+import pytest
+
+from storage import RunStore
+from ui import launch
+
+from .doubles import WorkerPoolDouble
+from .serving import free_port, served_app
+
+TEAM = "uats.team.example"  # the reverse proxy's public name, given with --allowed-host
+PORTAL = "https://portal.team.example"  # another origin the operator lists with --allowed-origin
+
+
+def _launched(tmp: Path, argv: list[str]) -> Iterator[str]:
+    """ui.launch.main(argv) with a double for the pool, its server then run on a free loopback port: its URL."""
+    calls: list[dict[str, Any]] = []
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
+            mp.delenv(name, raising=False)
+        mp.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
+        mp.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+        mp.setattr(gr.Blocks, "launch", lambda self, **kw: calls.append({"demo": self, **kw}))
+        assert launch.main([*argv, "--db", str(tmp / "runs.db"), "--export-dir", str(tmp / "exports")]) == 0
+    [call] = calls
+    demo, port = call.pop("demo"), free_port()
+    demo.launch(**{**call, "server_name": "127.0.0.1", "server_port": port, "prevent_thread_lock": True, "quiet": True})
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A team server as docs/app.md's recipe runs it behind a proxy: a login, the proxy's name, a listed origin."""
+    tmp = tmp_path_factory.mktemp("team")
+    (tmp / "users").write_text("alice:a-pass\nbob:b-pass\n")
+    yield from _launched(tmp, ["--auth-file", str(tmp / "users"), "--allowed-host", TEAM, "--allowed-origin", PORTAL])
+
+
+def _login(url: str, user: str, password: str, **headers: str) -> httpx.Response:
+    return httpx.post(f"{url}/login", data={"username": user, "password": password}, headers=headers, timeout=30)
+
+
+def _join(url: str, cookies: Any, fn_index: int, **headers: str) -> httpx.Response:
+    """Gradio's queue/join of event `fn_index` (no inputs), with a login cookie and the headers a page would send."""
+    body = {"data": [], "fn_index": fn_index, "session_hash": "attackr1", "event_data": None, "trigger_id": None}
+    return httpx.post(f"{url}/gradio_api/queue/join", json=body, cookies=cookies, headers=headers, timeout=30)
+
+
+def _fn_index(url: str, cookies: Any, api_name: str) -> int:
+    config = httpx.get(f"{url}/config", cookies=cookies, timeout=30).json()
+    return next(i for i, d in enumerate(config["dependencies"]) if d.get("api_name") == api_name)
+
+
+def _refused_everywhere(url: str, cookies: Any, fn: int, origin: str, host: str) -> None:
+    """`origin`'s preflight and its POST with the login cookie: 403, no CORS permission, no event started."""
+    pre = httpx.options(f"{url}/gradio_api/queue/join", timeout=30, headers={
+        "Host": host, "Origin": origin, "Access-Control-Request-Method": "POST"})
+    assert pre.status_code == 403 and "access-control-allow-origin" not in pre.headers, (origin, pre.headers)
+    call = _join(url, cookies, fn, Host=host, Origin=origin)
+    assert call.status_code == 403 and "event_id" not in call.text, (origin, call.text)
+    assert "access-control-allow-origin" not in call.headers
+
+
+def test_a_page_of_another_port_cannot_ride_a_login(tmp_path: Path) -> None:
+    """Issue 42, item 1 on a loopback app with a login: the cookie is SameSite=Lax, and a page of another port of
+    this machine (same site: the cookie goes along) or of another site gets no answer; the app's own page does."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, auth=[("bob", "b-pass")]) as url:
+            bob = _login(url, "bob", "b-pass")
+            cookies = [c for c in bob.headers.get_list("set-cookie") if c.startswith("access-token")]
+            assert len(cookies) == 2 and all("samesite=lax" in c.lower() for c in cookies), cookies
+            assert not any("samesite=none" in c.lower() for c in cookies), cookies
+            fn, host = _fn_index(url, bob.cookies, "list_runs"), url.split("//")[1]
+            for origin in ("http://127.0.0.1:9", "http://localhost:9", "https://evil.example", "null"):
+                _refused_everywhere(url, bob.cookies, fn, origin, host)
+            own = _join(url, bob.cookies, fn, Host=host, Origin=url)
+            assert own.status_code == 200 and "event_id" in own.json()
+    finally:
+        store.close()
+
+
+def test_no_other_origin_rides_a_logged_in_user_behind_the_proxy(team: str) -> None:
+    """Issue 42, item 1 as the issue met it: behind the proxy (Host: the team name), another site's preflight and
+    its POST with bob's cookie are refused; the app's own origin and the listed one work."""
+    bob = _login(team, "bob", "b-pass", Host=TEAM)
+    assert bob.status_code == 200
+    fn = _fn_index(team, bob.cookies, "list_runs")
+    for evil in ("https://evil.example", f"https://{TEAM}.evil.example", f"https://{TEAM}:8443", "null"):
+        _refused_everywhere(team, bob.cookies, fn, evil, TEAM)
+    # a form posted from another site carries no Origin in old browsers, but Sec-Fetch-Site in every current one
+    assert _join(team, bob.cookies, fn, Host=TEAM, **{"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    own = _join(team, bob.cookies, fn, Host=TEAM, Origin=f"https://{TEAM}")
+    assert own.status_code == 200 and "event_id" in own.json()
+    listed = _join(team, bob.cookies, fn, Host=TEAM, Origin=PORTAL)
+    assert listed.status_code == 200 and listed.headers["access-control-allow-origin"] == PORTAL
+    assert listed.headers["access-control-allow-credentials"] == "true"
+    pre = httpx.options(f"{team}/gradio_api/queue/join", timeout=30, headers={
+        "Host": TEAM, "Origin": PORTAL, "Access-Control-Request-Method": "POST"})
+    assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == PORTAL
+
+
+def test_a_loopback_app_answers_no_other_host_name(tmp_path: Path) -> None:
+    """Issue 42, item 2 as the issue met it: a loopback app without a login, `Host: rebind.attacker.example:PORT`
+    (what a DNS-rebinding page sends) gets 400 and no CORS permission; its own address is answered."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path) as url:
+            port = url.rsplit(":", 1)[1]
+            fn = _fn_index(url, None, "list_runs")
+            rebind = f"rebind.attacker.example:{port}"
+            r = _join(url, None, fn, Host=rebind, Origin=f"http://{rebind}")
+            assert r.status_code == 400 and "access-control-allow-origin" not in r.headers, r.headers
+            assert httpx.get(f"{url}/config", headers={"Host": rebind}, timeout=30).status_code == 400
+            assert _join(url, None, fn, Origin=url).status_code == 200
+    finally:
+        store.close()
+
+
+def test_only_the_servers_host_names_are_answered(tmp_path: Path) -> None:
+    """Issue 42, item 2 with the flag: loopback names, a started-for name with --allowed-host, nothing else."""
+    gen = _launched(tmp_path, ["--allowed-host", TEAM])
+    url = next(gen)
+    try:
+        port = url.rsplit(":", 1)[1]
+        fn = _fn_index(url, None, "list_runs")
+        for host in (f"rebind.attacker.example:{port}", "rebind.attacker.example", f"{TEAM}.attacker.example",
+                     "", "a b"):
+            origin = f"http://{host}"
+            for r in (httpx.get(f"{url}/config", headers={"Host": host}, timeout=30),
+                      httpx.get(f"{url}/", headers={"Host": host}, timeout=30),
+                      _join(url, None, fn, Host=host, Origin=origin)):
+                assert r.status_code == 400 and "access-control-allow-origin" not in r.headers, (host, r.status_code)
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{TEAM}:{port}", TEAM):
+            assert httpx.get(f"{url}/config", headers={"Host": host}, timeout=30).status_code == 200, host
+            assert _join(url, None, fn, Host=host, Origin=f"http://{host}").status_code == 200, host
+    finally:
+        gen.close()
+
+
+def _answer_to(url: str, head: str, body_start: bytes = b"") -> int:
+    """Send a request's head and the start of its body by hand, then wait: the status the server answers with
+    before the rest of the body (a server that reads the whole body first never answers, and this times out)."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=120) as sock:
+        sock.sendall(head.encode() + body_start)
+        return int(sock.recv(200).split(b" ")[1])
+
+
+def test_bodies_are_limited_before_they_are_parsed(tmp_path: Path) -> None:
+    """Issue 42, item 4: a 100 MB queue/join body and 50 MB bodies to the routes that answer without a login
+    (cancel, reset) get 413 before the server reads more than its limit: from the declared length alone, and from
+    a chunked body without one as soon as it passes the limit. A normal call still works."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, auth=[("alice", "a-pass")]) as url:
+            host = url.split("//")[1]
+            routes = {"/gradio_api/queue/join": 100 << 20, "/gradio_api/cancel": 50 << 20, "/reset": 50 << 20}
+            for path, size in routes.items():
+                head = f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                assert _answer_to(url, head + f"Content-Length: {size}\r\n\r\n") == 413, path
+            from ui.web_guard import MAX_BODY_BYTES, MAX_SMALL_BODY_BYTES
+
+            for path, limit in zip(routes, (MAX_BODY_BYTES, MAX_SMALL_BODY_BYTES, MAX_SMALL_BODY_BYTES)):
+                head = f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                chunk = 1 << 14
+                chunks = b"".join(b"%x\r\n%s\r\n" % (chunk, b"x" * chunk) for _ in range(limit // chunk + 2))
+                assert _answer_to(url, head + "Transfer-Encoding: chunked\r\n\r\n", chunks) == 413, path
+            alice = _login(url, "alice", "a-pass")
+            assert _join(url, alice.cookies, _fn_index(url, alice.cookies, "list_runs")).status_code == 200
+    finally:
+        store.close()
+
+
+def test_failed_logins_are_limited_per_client_and_user(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42, item 5: wrong passwords are answered 400 up to the per-client limit, then 429 with Retry-After
+    (the right password too, until the wait is over), and each failure is logged with the user and the client."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    caplog.set_level(logging.WARNING, logger="ui.web_guard")
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, auth=[("alice", "a-pass"), ("bob", "b-pass")]) as url:
+            codes = [_login(url, "bob", f"guess-{i}").status_code for i in range(30)]
+            assert 429 in codes, codes  # 200 wrong passwords were all answered 400
+            from ui.auth import LoginLimiter
+
+            limits = LoginLimiter().limits
+            assert codes == [400] * limits.per_client + [429] * (30 - limits.per_client), codes
+            late = _login(url, "bob", "b-pass")
+            wait = int(late.headers["retry-after"])
+            assert late.status_code == 429 and 0 < wait <= limits.window_s and f"retry in {wait} s" in late.text
+            failed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("failed login")]
+            assert len(failed) == limits.per_client and all("'bob'" in m and "127.0.0.1" in m for m in failed)
+            assert any(r.getMessage().startswith("login refused for user 'bob'") for r in caplog.records)
+    finally:
+        store.close()
+
+
+def test_the_login_limits_window_per_client_and_per_user() -> None:
+    """The limiter's rules on a clock the test moves: per client, per user across clients, the wait it names,
+    a success forgiving the user's failures but not the client's."""
+    from ui.auth import LoginLimiter, LoginLimits
+
+    now = [0.0]
+    lim = LoginLimiter(LoginLimits(per_client=3, per_user=5, window_s=100), clock=lambda: now[0])
+    for i in range(3):
+        assert lim.retry_after("10.0.0.1", "bob") is None
+        lim.failed("10.0.0.1", "bob")
+        now[0] += 10
+    assert lim.retry_after("10.0.0.1", "bob") == pytest.approx(70)  # the first failure, at 0, leaves at 100
+    assert lim.retry_after("10.0.0.1", "carol") == pytest.approx(70)  # the client is at its limit
+    lim.failed("10.0.0.2", "bob")
+    lim.failed("10.0.0.3", "bob")
+    assert lim.retry_after("10.0.0.4", "bob") == pytest.approx(70)  # five for bob from anywhere
+    assert lim.retry_after("10.0.0.4", "carol") is None
+    lim.succeeded("bob")
+    assert lim.retry_after("10.0.0.4", "bob") is None and lim.retry_after("10.0.0.1", "alice") is not None
+    now[0] = 125.0
+    assert lim.retry_after("10.0.0.1", "bob") is None  # all three left the window
+
+
+def test_flags_that_name_no_host_or_origin_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for flag, value in (("--allowed-host", "https://x.example"), ("--allowed-host", "x.example:80"),
+                        ("--allowed-origin", "x.example"), ("--allowed-origin", "https://x.example/path"),
+                        ("--allowed-origin", "ftp://x.example"), ("--export-quota-mb", "nan"),
+                        ("--export-session-quota-mb", "0")):
+        rc = launch.main([flag, value, "--db", str(tmp_path / "r.db")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {flag.lstrip('-')}: "), (flag, err)
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_the_page_names_no_server_path_for_plotly(tmp_path: Path) -> None:
+    """The page loads plotly.js from a fixed address, not Gradio's file route with the package's absolute path."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path) as url:
+            config = httpx.get(f"{url}/config", timeout=30).text
+            assert "plotly.min.js" in config and "file=/" not in config and str(Path.cwd()) not in config
+            from ui.web_guard import PLOTLY_URL
+
+            js = httpx.get(f"{url}{PLOTLY_URL}", timeout=30)
+            assert js.status_code == 200 and js.text.lstrip().startswith("/**") and len(js.content) > 1_000_000
+    finally:
+        store.close()
