@@ -42,10 +42,12 @@ def shown_tables(page: str, report: Report) -> list[str]:
 
 
 def prose_of(page: str, report: Report) -> str:
-    """The page without its tables, code blocks and inline code: its sentences."""
+    """The page without its tables, code blocks, inline code and the names of the paper's tables and figures: its
+    sentences."""
     for text in sorted(shown_tables(page, report), key=len, reverse=True):
         page = page.replace(text, "")
     page = re.sub(r"```.*?```", "", page, flags=re.S)
+    page = re.sub(r"\b(?:Figure|Table) \d+", "", page)  # the paper's figures and tables by name
     return re.sub(r"`[^`\n]*`", "", page)
 
 

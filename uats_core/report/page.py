@@ -63,12 +63,12 @@ def header() -> list[str]:
 
 def answer_section(rep: Report, main: str) -> list[str]:
     """The first screen: does UATS beat REBASE here, and why."""
-    out = ["## Does UATS beat REBASE here, and why", "", *section(rep, "Does UATS beat REBASE")]
+    out = ["## Does UATS beat REBASE here, and why", ""]
     pdiff = rep.tables["paired_differences"]
     pdiff = pdiff[(pdiff["dataset"] == main) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")]
     for pair, g in pdiff.groupby("pair", sort=True):
         said = [f"{name(m)} − REBASE {clearing(g[g['x'] == m])}" for m in UATS_METHODS if (g["x"] == m).any()]
-        out.append(f"- **{pair_name(pair, rep.roles)}**: {'; '.join(said)}.")
+        out.append(f"- **{pair_name(pair, rep.roles)}**: {'; '.join(said)} (the table below).")
     ladder = rep.tables.get("ladder", pd.DataFrame())
     ladder = ladder[ladder["dataset"] == main] if len(ladder) else ladder
     if len(ladder):
@@ -89,8 +89,8 @@ def answer_section(rep: Report, main: str) -> list[str]:
     if len(answer):
         spends = {m: ranged(answer[f"{m}_spend"].dropna(), ".3f") for m in UATS_METHODS}
         out.append(f"- **At the same compute**: H-UATS spent {spends['h-uats']} and A-UATS {spends['a-uats']} of "
-                   "REBASE's on the same cells (\"Compute matching\" below).")
-    return out + [""]
+                   "REBASE's on the same cells (the table; \"Compute matching\" below).")
+    return out + ["", *section(rep, "Does UATS beat REBASE")]
 
 
 def ledgers_section(rep: Report, command: str) -> list[str]:
@@ -113,9 +113,9 @@ def ledgers_section(rep: Report, command: str) -> list[str]:
         out += ["", "The rerun runs the test split's base cells again, one search at a time (`--batch 1`, so every "
                 "cell is reproducible alone), keeping each cell's final solutions, from a clean checkout:", "",
                 "```bash",
-                "OMP_NUM_THREADS=1 python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all "
-                "--budgets 4,16,64 --problems 200 --seeds 3 --torch-threads 1 --batch 1 --ledger results/arith-rerun "
-                "--db runs/rerun.db", "```"]
+                "python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 "
+                "--problems 200 --seeds 3 --db runs/rerun.db --torch-threads 1 --batch 1 --ledger results/arith-rerun",
+                "```"]
     out += ["", "± is a 95% Student-t interval: over the seeds unless a table says otherwise, over problems for paired "
             "differences and verdicts. Compute is in PRM-pass units per search (a generated step costs c passes; "
             "docs/engine.md).", ""]
@@ -216,10 +216,11 @@ def ladder_section(rep: Report, main: str) -> list[str]:
                f"{listing(clear_steps(single_steps(ladder), rep.roles))}; every other single change is within noise.")
     whole = step_rows(ladder, "H-UATS", "REBASE")
     for r in whole.itertuples():
-        out.append(f"- **H-UATS − REBASE on {pair_name(r.pair, rep.roles)} at N = {r.budget}** "
-                   f"({diff_text(r.diff, r.half_problems)}): score first, "
-                   f"{path_text(ladder, r.pair, r.budget, SCORE_FIRST)}; rounding first, "
-                   f"{path_text(ladder, r.pair, r.budget, ROUNDING_FIRST)}.")
+        paths = [path_text(ladder, r.pair, r.budget, path) for path in (SCORE_FIRST, ROUNDING_FIRST)]
+        if any(paths):
+            out.append(f"- **H-UATS − REBASE on {pair_name(r.pair, rep.roles)} at N = {r.budget}** "
+                       f"({diff_text(r.diff, r.half_problems)}): score first, {paths[0] or 'not run'}; rounding first, "
+                       f"{paths[1] or 'not run'}.")
     for upper, lower, what in [("H-UATS", "H-UATS w/o Uncert.", "the paper's own uncertainty ablation, H-UATS − H-UATS "
                                                               "w/o Uncert.,"),
                                ("H-UATS w/o Uncert.", "REBASE", "UATS's rounding alone, H-UATS w/o Uncert. − REBASE,"),

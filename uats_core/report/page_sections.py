@@ -78,21 +78,15 @@ def aggregation_section(rep: Report, main: str) -> list[str]:
            *_section(rep, "Rerun coverage"), *_section(rep, "Rerun against the original")]
     rec = rep.tables.get("rerun_recordings", pd.DataFrame())
     if len(rec):
-        said = [f"under the {RULE_NAMES[n]} it {_count([side(d, h) for d, h in zip(rec[f'{n}_diff'], rec[f'{n}_half'])])}"
-                for n in ("weighted", "best")]
-        out += [f"- **Rerun − original** on the same cells: {'; '.join(said)} of the rows. The two recordings agree "
-                "cell by cell only as often as the coverage table says: a cell's answer is one draw of its search, so "
-                "the tables compare accuracies over cells, never single cells.", ""]
+        said = [f"under the {RULE_NAMES[n]} it {_where(rec, f'{n}_diff', f'{n}_half')}" for n in ("weighted", "best")]
+        out += [f"- **Rerun − original** on the same cells: {'; '.join(said)}. The two recordings agree cell by cell "
+                "only as often as the coverage table says: a cell's answer is one draw of its search, so the tables "
+                "compare accuracies over cells, never single cells.", ""]
     out += [*_section(rep, "Every answer rule")]
     rules = rep.tables.get("rerun_rules", pd.DataFrame())
     if len(rules):
-        for a, b in RULE_DIFFS:
-            col = f"{a}_minus_{b}"
-            sides = [side(d, h) for d, h in zip(rules[col], rules[f"{col}_half"])]
-            where = [f"{name(r.method)} on {r.pair} at N = {r.budget} ({diff_text(getattr(r, col), getattr(r, col + '_half'))})"
-                     for r, s in zip(rules.itertuples(), sides) if s != NOISE]
-            out.append(f"- **{RULE_NAMES[a]} − {RULE_NAMES[b]}**: {_count(sides)} of the rows"
-                       + (f"; it clears zero for {listing(where)}" if where else "") + ".")
+        out += [f"- **{RULE_NAMES[a]} − {RULE_NAMES[b]}** {_where(rules, f'{a}_minus_{b}', f'{a}_minus_{b}_half')}."
+                for a, b in RULE_DIFFS]
         out.append("")
     out += [*_section(rep, "Which rule orders the methods"), *_ordering_lines(rep),
             "", "The other cells that keep their final solutions (the ladder's new rungs, the retrained controllers and "
@@ -101,10 +95,17 @@ def aggregation_section(rep: Report, main: str) -> list[str]:
     return out
 
 
-def _count(sides: list[int]) -> str:
-    up, down = sides.count(UP), sides.count(DOWN)
-    return (f"clears zero upward in {up}, downward in {down} and is within noise in {len(sides) - up - down}"
-            if up or down else f"within noise in all {len(sides)}")
+def _where(table: pd.DataFrame, diff: str, half: str) -> str:
+    """Where a column of paired differences clears zero, row by row (method, pair, N), in words and the table's numbers."""
+    clear = {UP: [], DOWN: []}
+    for r in table.itertuples():
+        d, h = getattr(r, diff), getattr(r, half)
+        if (s := side(d, h)) != NOISE:
+            clear[s].append(f"{name(r.method)} on {r.pair} at N = {r.budget} ({diff_text(d, h)})")
+    if not clear[UP] and not clear[DOWN]:
+        return "is within noise in every row"
+    said = [f"clears zero {word} for {listing(clear[s])}" for s, word in ((UP, "upward"), (DOWN, "downward")) if clear[s]]
+    return f"{' and '.join(said)}, and is within noise in every other row"
 
 
 def _ordering_lines(rep: Report) -> list[str]:
@@ -176,9 +177,11 @@ def figure2_section(rep: Report, main: str) -> list[str]:
     sigma = rep.tables.get("sigma_beside_rbar", pd.DataFrame())
     for r in sigma.itertuples():
         below = sum(v < 0.5 for v in r.auroc_sigma_within)
+        share = ("every" if below == len(r.auroc_sigma_within) else "most" if 2 * below > len(r.auroc_sigma_within)
+                 else "no" if below == 0 else "some")
         out.append(f"- **{pair_name(r.pair, rep.roles)}, `{r.dataset}`**: a fit of R̄ alone {r.auroc_rbar_fit:.3f}, of R̄ "
-                   f"and σ² {r.auroc_both_fit:.3f}; within the fifths of R̄, σ²'s AUROC for a wrong step is below 0.5 "
-                   f"(the right steps have the higher σ²) in {below} of {len(r.auroc_sigma_within)}.")
+                   f"and σ² {r.auroc_both_fit:.3f}; σ²'s AUROC for a wrong step is below 0.5 (the right steps have the "
+                   f"higher σ²) in {share} {'fifth' if share in ('every', 'no') else 'fifths'} of R̄.")
     return out + [""]
 
 

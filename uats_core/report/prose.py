@@ -71,7 +71,7 @@ def path_text(ladder: pd.DataFrame, pair: str, budget: int, path: list[tuple[str
             r = hit.iloc[0]
             word = "clears zero" if side(r["diff"], r["half_problems"]) != NOISE else "within noise"
             parts.append(f"\"{r['change']}\" {diff_text(r['diff'], r['half_problems'])} ({word})")
-    return listing(parts)
+    return listing(parts, empty="")
 
 
 def growth_lines(rep: Report, dataset: str) -> list[str]:

@@ -33,7 +33,9 @@ def side(diff: float, half: float) -> int:
 
 
 def diff_text(diff: float, half: float) -> str:
-    """'+3.2 ± 2.4' in points, as the paired tables print a difference and its interval over problems."""
+    """'+3.2 ± 2.4' in points, as the paired tables print a difference and its interval over problems; '–' for none."""
+    if diff is None or math.isnan(diff):
+        return "–"
     return f"{100 * diff:+.1f}" + ("" if half is None or math.isnan(half) else f" ± {100 * half:.1f}")
 
 
@@ -47,8 +49,9 @@ def with_word(diff: float, half: float) -> str:
 
 
 def claim(diffs: Iterable[tuple[float, float]]) -> str:
-    """A claim that X is above each of several others, from the differences X − other and their intervals."""
-    pairs = list(diffs)
+    """A claim that X is above each of several others, from the differences X − other and their intervals (a missing
+    difference, nan, names no other: that method did not run)."""
+    pairs = [(d, h) for d, h in diffs if d is not None and not math.isnan(d)]
     sides = [side(d, h) for d, h in pairs]
     if not pairs:
         return NOT_REPRODUCED
