@@ -70,11 +70,11 @@ def test_node_state_follows_the_iteration() -> None:
     assert at[3].nodes[1]["mean"] == 0.6 and at[3].nodes[1].get("reeval_iter") is None
     assert at[1].nodes[1].get("expanded_iter") is None and at[3].nodes[1]["expanded_iter"] == 2
     assert at[1].children[1] == [] and at[3].children[1] == [2]
-    md3, md4 = node_details_md(at[3], 1), node_details_md(at[4], 1)
+    md3, md4 = node_details_md(data, at[3], 1), node_details_md(data, at[4], 1)
     assert "**K** 7 " in md3 and "re-evaluated" not in md3 and "children granted **1**" in md3
     assert "**K** 9 " in md4 and "re-evaluated t=4" in md4
-    assert "children granted **0**" in node_details_md(at[1], 1)
-    assert "not in the tree" in node_details_md(at[1], 2)
+    assert "children granted **0**" in node_details_md(data, at[1], 1)
+    assert "not in the tree" in node_details_md(data, at[1], 2)
 
 
 def test_status_counts_the_nodes_drawn() -> None:

@@ -9,8 +9,10 @@ import pytest
 
 from storage import RunStore
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
-from ui.views.decisions import decision_iteration, explain_node, explain_step, step_candidates, step_budgets
-from ui.views.frontier import frontier_figure, frontier_rows, page_of
+from ui.views.decisions import (decision_iteration, explain_node, explain_step, step_at, step_budgets,
+                                step_candidates, step_of)
+from ui.views.figure1 import step_figure
+from ui.views.frontier import ordered_rows, page_of
 from ui.views.treedata import RunData
 from uats_core.config import SearchConfig
 from uats_core.estimation import ucb
@@ -101,30 +103,53 @@ def test_explanations_hold_no_markup_from_stored_text() -> None:
     assert set(re.findall(r"</?([a-z]+)", html_out)) <= {"div", "p", "b", "ul", "li"}
 
 
-def test_frontier_holds_every_candidate_sorted_and_paged(synthetic: RunData) -> None:
+def test_frontier_holds_every_candidate_sorted_grouped_and_paged(synthetic: RunData) -> None:
     t = 4
+    step = step_at(synthetic, t)
     n_dec = len(synthetic.iterations[t]["decisions"])
-    for key in ("mean", "var", "ucb"):
-        rows, _ = frontier_rows(synthetic, t, key)
+    for key in ("mean", "stat", "ucb"):
+        rows = ordered_rows(step, key)
         assert len(rows) == n_dec
         values = [getattr(r, key) for r in rows]
         assert values == sorted(values, reverse=True)
-    rows, _ = frontier_rows(synthetic, t)
-    pages = [page_of(rows, p, 7)[0] for p in range(page_of(rows, 0, 7)[2])]
-    assert [r.node_id for page in pages for r in page] == [r.node_id for r in rows]
-    assert page_of(rows, 999, 7)[1] == len(pages) - 1  # clamped
+    grouped = ordered_rows(step, "parent")
+    parents = [r.parent_id for r in grouped]
+    assert parents == sorted(parents)  # each parent's candidates together, the parents in the tree's order
+    for p in set(parents):
+        means = [r.mean for r in grouped if r.parent_id == p]
+        assert means == sorted(means, reverse=True)
+    pages = [page_of(grouped, p, 7)[0] for p in range(page_of(grouped, 0, 7)[2])]
+    assert [r.node_id for page in pages for r in page] == [r.node_id for r in grouped]
+    assert page_of(grouped, 999, 7)[1] == len(pages) - 1  # clamped
 
 
-def test_frontier_sibling_filter_and_readable_rows(synthetic: RunData) -> None:
+def test_figure1_shows_the_whole_step_one_row_and_label_each(synthetic: RunData) -> None:
+    """The step's whole frontier, grouped by parent, not the node's siblings: every candidate decided at the
+    iteration, one row and one label each, the inspected one marked; the page that holds it comes first."""
     t = 4
-    rows, state = frontier_rows(synthetic, t)
+    step = step_at(synthetic, t)
+    rows = ordered_rows(step, "parent")
     nid = rows[len(rows) // 2].node_id
-    sibs, _ = frontier_rows(synthetic, t, siblings_of=nid)
-    parent = state.nodes[nid]["parent_id"]
-    assert nid in [r.node_id for r in sibs]
-    assert all(state.nodes[r.node_id]["parent_id"] == parent for r in sibs)
-    fig = frontier_figure(synthetic, t, per_page=200, selected=nid)
-    labels = fig["layout"]["yaxis"]["categoryarray"]
-    assert len(labels) == len(set(labels)) == min(200, len(rows))  # one row per candidate, no shared label
-    assert fig["layout"]["height"] >= 22 * len(labels)  # a row's height per candidate, whatever their number
-    assert any("◀" in lab for lab in labels)
+    before = step_of(synthetic, nid, t - 1)
+    assert step_of(synthetic, nid).iteration == t and (before is None or not before.decided)
+    fig = step_figure(step_of(synthetic, nid), selected=nid, per_page=200)
+    labels = fig["layout"]["yaxis"]["ticktext"]
+    assert fig["meta"]["rows"] == [r.node_id for r in rows] and len(labels) == len(rows)
+    assert len(set(labels)) == len(labels) and sum("◀" in lab for lab in labels) == 1
+    assert sum("▸" in lab for lab in labels) == len({r.parent_id for r in rows})  # one group label per parent
+    assert fig["layout"]["height"] >= 24 * len(labels)  # a row's height per candidate, whatever their number
+    paged = step_figure(step_of(synthetic, nid), selected=nid, per_page=7)
+    assert nid in paged["meta"]["rows"] and len(paged["meta"]["rows"]) <= 7
+    sibs = step_figure(step_of(synthetic, nid), selected=nid, siblings_only=True)
+    parent = synthetic.nodes[nid]["parent_id"]
+    assert set(sibs["meta"]["rows"]) == {r.node_id for r in rows if r.parent_id == parent}
+
+
+def test_figure1_title_counts_in_words(synthetic: RunData) -> None:
+    from ui.views.figure1 import step_title
+
+    step = step_at(synthetic, 4)
+    one = type(step)(step.iteration, True, step.candidates[:1], step.budget, step.state)
+    title = step_title(one, 1, 0, 1, 64, 1, False)
+    assert "1 candidate of" in title and "1 parent" in title and "candidates" not in title
+    assert "parents" in step_title(step, len(step.candidates), 0, 1, 64, len(step.candidates), False)

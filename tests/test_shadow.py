@@ -11,7 +11,8 @@ from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_syntheti
 from ui.views.bundles import compare_bundle
 from ui.views.comparison import compare_figures
 from ui.views.export import to_latex
-from ui.views.frontier import frontier_figure
+from ui.views.decisions import step_at
+from ui.views.figure1 import step_figure
 from ui.jobs.shadow import explain_shadow, run_shadow
 from ui.views.treedata import RunData
 from uats_core.config import SearchConfig
@@ -48,7 +49,7 @@ def test_shadow_rows_are_stored_apart_and_leave_the_run_alone() -> None:
     local = {i: {**r, "prm": "/srv/private/models/arith-prm"} for i, r in rows.items()}  # a server-side folder
     text = explain_shadow(data, nid, local)
     assert "arith-prm" in text and "/srv" not in text and "private" not in text
-    fig = frontier_figure(data, 2, shadow=rows)
+    fig = step_figure(step_at(data, 2), shadow=rows)
     assert any(t.get("name") == "shadow" for t in fig["data"])
     tree = compare_figures(RunData.load(store, _pair(store)[0]), data, None, shadows=(None, rows))[1]
     assert tree["meta"]["shadow"] == len(rows)

@@ -60,6 +60,8 @@ def test_an_older_run_log_without_logit_columns_still_opens(tmp_path: Path) -> N
 
 
 def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) -> None:
+    from ui.views.decisions import step_of
+    from ui.views.figstyle import fmt_var
     from ui.views.figure1 import step_figure
     from ui.views.node_details import node_details_md
     from ui.views.treedata import RunData
@@ -70,17 +72,19 @@ def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) ->
     state = data.state_at(None)
     assert state.gate.space == "logit" and state.gate.tau == 0.05
     nid = next(i for i, n in state.nodes.items() if i and n.get("logit_var") is not None)
-    text = node_details_md(state, nid)
-    assert "logits" in text and "σ² (logit)" in text and f"{state.nodes[nid]['logit_var']:.4f}" in text
-    fig = step_figure(state, nid)
+    text = node_details_md(data, state, nid)
+    assert "logits" in text and "σ² (logit)" in text and fmt_var(state.nodes[nid]["logit_var"]) in text
+    step = step_of(data, nid)
+    fig = step_figure(step, selected=nid, per_page=len(step.candidates))
     bars = next(t for t in fig["data"] if t["type"] == "bar")
-    sibs = fig["meta"]["siblings"]
+    rows = fig["meta"]["rows"]
     # the gate's statistic, not the score σ²: the bar is what the ID/OOD test read (before any extra passes),
     # the ◇ what the extra passes made of it
-    after = next((t["y"] for t in fig["data"] if t.get("name") == "after re-evaluation"), [None] * len(sibs))
-    for s, bar, then in zip(sibs, bars["y"], after):
-        assert (then if state.nodes[s]["extra_passes"] else bar) == state.nodes[s]["logit_var"]
-    assert fig["layout"]["yaxis2"]["title"]["text"] == "σ² (logit)"
+    after = next((t for t in fig["data"] if t.get("name") == "σ² (logit) after"), {"y": [], "x": []})
+    then = dict(zip(after["y"], after["x"]))
+    for i, (s, bar) in enumerate(zip(rows, bars["x"])):
+        assert (then[i] if step.candidate(s).extra else bar) == state.nodes[s]["logit_var"]
+    assert fig["layout"]["xaxis3"]["title"]["text"] == "σ² (logit) read"
     # every iteration replays the logit statistics of the passes it had then (node_history), not the latest ones
     reevaluated = [i for i, n in state.nodes.items() if i and n.get("extra_passes")]
     assert reevaluated  # so an iteration before the extra passes differs from the latest snapshot

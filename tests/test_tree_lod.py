@@ -11,7 +11,8 @@ from storage import RunStore
 from tests.doubles import record_synthetic
 from ui.views.bigtree import focus_nodes
 from ui.views.figstyle import COLORSCALE, DETAIL_LIMIT, MIN_X_SPAN, N_COLOUR_BINS, bin_colours, box_stats, colour_bin, colour_for
-from ui.views.figure1 import MAX_CANDIDATES, candidates_of, decision_words, score_floor, step_figure
+from ui.views.decisions import step_of
+from ui.views.figure1 import Z_RANGE, score_floor, step_figure
 from ui.views.treefig import ViewOptions, tree_figure
 from ui.views.treedata import RunData
 from ui.views.treeglyphs import COMPACT_NAMES
@@ -20,10 +21,15 @@ RID = "lod" * 10 + "aa"
 
 
 @pytest.fixture(scope="module")
-def state():
+def data():
     store = RunStore("sqlite://")
     record_synthetic(store, RID, n_nodes=600, budget=64, seed=3)
-    return RunData.load(store, RID).state_at(None)
+    return RunData.load(store, RID)
+
+
+@pytest.fixture(scope="module")
+def state(data):
+    return data.state_at(None)
 
 
 def _trace(fig, name):
@@ -116,73 +122,52 @@ def test_focus_on_the_selected_step(state) -> None:
     assert sum(hidden.values()) == len(state.nodes) - len(kept)
 
 
-def test_figure1_shows_the_step_its_numbers_and_decisions(state) -> None:
-    sel = next(i for i, n in state.nodes.items() if n.get("extra_passes") and 2 < len(state.siblings(i)) <= 24)
-    fig = step_figure(state, sel)
-    cands = fig["meta"]["siblings"]
-    assert set(cands) == set(state.siblings(sel)) and sel in cands
-    means = [state.nodes[s]["mean"] for s in cands]
-    assert means == sorted(means, reverse=True)  # best R̄ first
-    boxes = [t for t in fig["data"] if t["type"] == "box"]
-    assert [b["y"] for b in boxes] == [pytest.approx(state.nodes[s]["mc_scores"], abs=1e-5) for s in cands]
-    decided = fig["layout"]["xaxis2"]["ticktext"]
-    for s, words in zip(cands, decided):
-        n = state.nodes[s]
-        assert words == decision_words(n)
-        assert (f"re-eval +{n['extra_passes']}p" in words) == bool(n["extra_passes"])
-        assert ("pruned" in words) == (n["status"] == "pruned")
-    extra = _trace(fig, "extra passes")
-    assert len(extra["y"]) == sum(state.nodes[s]["extra_passes"] for s in cands)
-    after = _trace(fig, "after re-evaluation")["y"]
-    bars = next(t for t in fig["data"] if t["type"] == "bar")["y"]
-    k = cands.index(sel)
-    assert after[k] == pytest.approx(state.nodes[sel]["var"]) and bars[k] != pytest.approx(after[k])
+def test_figure1_shows_the_step_its_numbers_and_decisions(data, state) -> None:
+    sel = next(i for i, n in state.nodes.items() if n.get("extra_passes") and 2 < len(state.siblings(i)))
+    step = step_of(data, sel)
+    whole = step_figure(step, selected=sel, per_page=len(step.candidates))
+    assert set(whole["meta"]["rows"]) == {c.node_id for c in step.candidates}  # the whole step, not the siblings
+    fig = step_figure(step, selected=sel, per_page=16)  # few enough rows for the single passes as dots
+    rows = fig["meta"]["rows"]
+    assert sel in rows and len(rows) <= 16
+    boxes = [t for t in fig["data"] if t["type"] == "box" and t["xaxis"] == "x"]
+    assert [b["x"] for b in boxes] == [pytest.approx(state.nodes[r]["mc_scores"], abs=1e-5) for r in rows]
+    extra = [t for t in fig["data"] if t.get("name") == "extra passes" and t["xaxis"] == "x"]
+    assert sum(len(t["x"]) for t in extra) == sum(state.nodes[r]["extra_passes"] for r in rows)
+    c = step.candidate(sel)
+    k = rows.index(sel)
+    bars = next(t for t in fig["data"] if t["type"] == "bar")["x"]
+    after = next(t for t in fig["data"] if t.get("name", "").endswith(" after"))
+    assert c.stat_after in after["x"] and bars[k] == pytest.approx(c.stat) and c.stat != pytest.approx(c.stat_after)
     first = state.nodes[sel]["mc_scores"][:len(state.nodes[sel]["mc_scores"]) - state.nodes[sel]["extra_passes"]]
     m = sum(first) / len(first)
     assert bars[k] == pytest.approx(sum((v - m) ** 2 for v in first) / (len(first) - 1))  # what the OOD test read
-    assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(state.tau)
+    assert fig["layout"]["shapes"][0]["x0"] == pytest.approx(step.state.tau)
+    for r, line in zip(rows, fig["layout"]["annotations"]):  # the table: one line per row, on its row
+        cells = fig["meta"]["numbers"][r]
+        assert line["y"] == rows.index(r) and cells["decision"] in line["text"].replace("\u00a0", " ")
+        assert bool(cells["after"]) == bool(step.candidate(r).extra)
 
 
-def test_figure1_of_a_wide_step_keeps_the_selected_and_the_best(state) -> None:
-    wide = max(state.children, key=lambda p: len(state.children[p]))
-    assert len(state.children[wide]) > MAX_CANDIDATES
-    worst = min(state.children[wide], key=lambda s: state.nodes[s]["mean"])
-    cands, total = candidates_of(state, worst)
-    assert total == len(state.children[wide]) and len(cands) == MAX_CANDIDATES and worst in cands
-    best = sorted(state.children[wide], key=lambda s: -state.nodes[s]["mean"])[:MAX_CANDIDATES - 1]
-    assert set(cands) == {worst, *best}
-    fig = step_figure(state, worst)
-    assert f"{MAX_CANDIDATES} of {total} candidates" in fig["layout"]["title"]["text"]
-    # ~32 px a column at 1280 px: every other column's numbers one tier up, the decisions in short marks
-    printed = [a for a in fig["layout"]["annotations"] if a.get("xref") == "x"]
-    assert [a["yshift"] > 0 for a in printed] == [i % 2 == 1 for i in range(MAX_CANDIDATES)]
-    narrow = next(i for i in state.nodes if i and 1 < len(state.siblings(i)) <= 12)
-    assert fig["layout"]["margin"]["t"] > step_figure(state, narrow)["layout"]["margin"]["t"]  # room for the tier
-    ids = fig["layout"]["xaxis"]["ticktext"]  # id over its marks, never tilted
-    assert all(t.startswith(f"#{c}<br>") for t, c in zip(ids, cands)) and ids[cands.index(worst)].endswith("◀")
-    assert fig["layout"]["xaxis"]["tickangle"] == 0
-    words = fig["layout"]["xaxis2"]["ticktext"]
-    assert all(max(len(line) for line in w.split("<br>")) <= 6 for w in words), words
-    assert words == [decision_words(state.nodes[s], short=True) for s in cands]
+def test_figure1_shape_panel_draws_every_spread_visible(data, state) -> None:
+    """The shape panel puts each row's passes in units of its own σ: a σ² of 1e-6 spans as much of it as one of
+    1e-2 (the score panel keeps the true sizes, the σ² column the numbers)."""
+    sel = next(i for i in state.nodes if i and len(state.siblings(i)) > 3)
+    fig = step_figure(step_of(data, sel), selected=sel)
+    shapes = [t for t in fig["data"] if t["type"] == "box" and t["xaxis"] == "x2"]
+    assert shapes and fig["layout"]["xaxis2"]["range"] == [-Z_RANGE, Z_RANGE]
+    for t in shapes:
+        xs = sorted(t["x"])
+        if len(set(xs)) > 1:
+            assert xs[-1] - xs[0] >= 1.0 and all(abs(x) <= Z_RANGE for x in xs)
 
 
-def test_figure1_score_axis_starts_below_the_lowest_pass(state) -> None:
-    """A step whose passes all sit high gets an axis from just below them (the boxes fill the plot); a step
-    with a low pass keeps the axis from 0; every pass and the printed numbers stay inside the plot."""
-    seen = set()
-    for sel in (i for i in state.nodes if i and len(state.siblings(i)) > 1):
-        fig = step_figure(state, sel)
-        cands = fig["meta"]["siblings"]
-        lo, hi = fig["layout"]["yaxis"]["range"]
-        passes = [v for s in cands for v in state.nodes[s]["mc_scores"]]
-        assert lo < min(passes) and hi > 1.0 and fig["layout"]["yaxis"]["tickvals"][0] == pytest.approx(lo, abs=0.03)
-        floor = score_floor(state, cands)
-        assert (floor > 0) == (min(passes) >= 0.32) and 1.0 - floor >= 0.2 - 1e-9
-        assert all(lo < a["y"] < hi for a in fig["layout"]["annotations"] if a.get("xref") == "x")
-        seen.add(floor > 0)
-        if seen == {True, False}:
-            break
-    assert seen == {True, False}, "the synthetic run has no step of each kind"
+def test_figure1_score_axis_starts_below_the_lowest_pass() -> None:
+    """Passes that all sit high get an axis from just below them (the boxes fill the panel); a low pass keeps
+    the axis from 0."""
+    assert score_floor([0.91, 0.97, 0.88]) == pytest.approx(0.8)
+    assert score_floor([0.5, 0.97]) == pytest.approx(0.4) and score_floor([0.2, 0.9]) == 0.0
+    assert score_floor([0.999]) == pytest.approx(0.8)  # at most 0.8: the axis spans 0.2 or more
 
 
 def test_glyph_colours_are_the_colour_bar_s_scale() -> None:

@@ -11,6 +11,7 @@ from storage import RunStore
 from tests.synthetic import final_records, synthetic_events
 from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
 from ui.views.figstyle import box_stats, shared_colour_range
+from ui.views.decisions import step_of
 from ui.views.figure1 import step_figure
 from ui.views.layout import tidy_layout
 from ui.views.treedata import RunData
@@ -167,10 +168,11 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     a, b = RunData.load(store, "r200"), RunData.load(store, "other")
     sa = a.state_at(None)
     nid = next(i for i in sa.nodes if i != 0 and len(sa.siblings(i)) > 1)
-    fig = step_figure(sa, nid)
-    boxes = [t for t in fig["data"] if t["type"] == "box"]
-    assert len(boxes) == len(sa.siblings(nid))
-    assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(sa.tau)  # the τ line
+    step = step_of(a, nid)
+    fig = step_figure(step, selected=nid, per_page=len(step.candidates))
+    boxes = [t for t in fig["data"] if t["type"] == "box" and t["xaxis"] == "x"]
+    assert len(boxes) == len(step.candidates) >= len(sa.siblings(nid))
+    assert fig["layout"]["shapes"][0]["x0"] == pytest.approx(step.state.tau)  # the τ line
     lo, hi = shared_colour_range(sa, b.state_at(None))
     assert 0.0 <= lo < hi <= 1.0
     same = decision_divergence(a, a)

@@ -16,6 +16,7 @@ from ..views.node_details import node_details_md
 from ..access import AccessDenied, require_owner
 from ..views.cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
 from ..views.export import ExportError, safe_name, write_bundle
+from ..views.decisions import step_of
 from ..views.figure1 import step_figure
 from ..views.safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of, skips
@@ -126,13 +127,14 @@ class _Cases:
         data = self.ctx.cache.get(run_id)
         state = data.state_at(None)
         judge = StepJudge(state)
-        sibs = [x for x in state.siblings(nid) if x != 0]
-        fig = step_figure(state, nid, step_truth={x: judge(x) for x in sibs})
+        step = step_of(data, nid)
+        fig = None if step is None else step_figure(step, selected=nid,
+                                                    truth={c.node_id: judge(c.node_id) for c in step.candidates})
         star = self.ctx.store.get_star(run_id, nid)
         case = _case_of(cstate, run_id, nid)
         md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
               f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
-              if case else "") + node_details_md(state, nid, judge)
+              if case else "") + node_details_md(data, state, nid, judge)
         return (fig_json(fig), md, bool(star and star["starred"]), (star or {}).get("note", ""), export_stale(),
                 notice(""))
 

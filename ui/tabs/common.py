@@ -64,6 +64,10 @@ async function show(spec) {
   host.dataset.lodPending = '1';
   lodInject(host, spec);
   host._uatsMeta = spec.meta || {};
+  // a figure that needs a least width (Figure 1's labels, panels and table) scrolls sideways below it
+  const minW = (spec.meta || {}).min_width;
+  host.style.minWidth = minW ? minW + 'px' : '';
+  element.style.overflowX = minW ? 'auto' : '';
   await Plotly.react(host, spec.data, spec.layout, spec.config || {});
   const m = spec.meta || {};
   host._uatsRev = (spec.layout || {}).uirevision;

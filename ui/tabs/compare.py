@@ -19,9 +19,9 @@ from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, f
 
 from ..views.run_status import outcome, run_label
 from ..access import requester
-from ..views.decisions import decision_iteration, explain_node, explain_step
+from ..views.decisions import explain_node, explain_step, step_of
 from ..views.export import ExportError, safe_name, write_bundle
-from ..views.frontier import frontier_figure
+from ..views.figure1 import step_figure
 from ..views.safe_text import md_inline, md_text
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
@@ -242,10 +242,13 @@ class _Compare:
         """The why panel (the node's decision in words, its shadow reading, its step) and its step's figure."""
         data = self.ctx.cache.get(cs[side])
         shadow = read_shadow(self.ctx.store, cs[side])
-        step = decision_iteration(data, node_id) or int(data.nodes.get(node_id, {}).get("created_iter") or 1)
+        step = step_of(data, node_id)
         head = f"<p><b>Run {side.upper()}</b> ({html.escape(str(data.run.get('method')))}){note}</p>"
-        why = head + explain_node(data, node_id) + explain_shadow(data, node_id, shadow) + explain_step(data, step)
-        return why, fig_json(frontier_figure(data, step, selected=node_id, shadow=shadow, per_page=200))
+        why = head + explain_node(data, node_id) + explain_shadow(data, node_id, shadow)
+        if step is None:
+            return why, ""
+        why += explain_step(data, step.iteration)
+        return why, fig_json(step_figure(step, selected=node_id, shadow=shadow, per_page=200))
 
     def on_node(self, side: str) -> Callable[..., tuple[Any, Any, Any]]:
         """A click in tree `side`: the node's decision in words (with its shadow reading) and its step."""

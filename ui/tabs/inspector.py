@@ -1,10 +1,9 @@
 """The Search tab's node inspector events: selecting a node (a click in the tree or its id), collapsing
-subtrees, starring and annotating a node, the Figure 1 view of its step and its images, and keeping the
-open run's export zip current."""
+subtrees and the big-tree view options, starring and annotating a node, and keeping the open run's export zip
+current (Figure 1's own controls: step_panel.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -13,8 +12,7 @@ from storage import StorageError
 
 from ..views.bundles import run_bundle
 from ..access import AccessDenied, require_owner
-from ..views.export import ExportError, export_path, render_image, safe_name, write_bundle
-from ..views.figure1 import export_size
+from ..views.export import ExportError, safe_name, write_bundle
 from .common import AppContext, fig_json, notice
 from .search_layout import SearchTab
 from .viewer import RunViewer
@@ -60,6 +58,12 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     t.expand_all.click(on_expand_all, [ctx.st], [ctx.st, t.tree], inputs_kwargs=t.filters)
 
+    def redraw(s, **view):  # the big-tree view options (focus, collapsed dead branches)
+        return viewer.draw_tree(s, view)[0] if s.get("run_id") else gr.skip()
+
+    for name in ("collapse_pruned", "focus"):
+        t.filters[name].input(redraw, [ctx.st], [t.tree], inputs_kwargs=t.filters)
+
 
 def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
     def on_save_note(s, starred, note, request: gr.Request):
@@ -93,64 +97,7 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
     t.run_export_name.blur(on_export_key, ins, outs)
 
 
-FIG1_HEIGHT = 620
-
-
-def figure1_of(ctx: AppContext, viewer: RunViewer, s: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """(Figure 1 of the selected node's step at the iteration shown, or None and why not)."""
-    if not s.get("run_id"):
-        return None, "open a run first, then select a node: Figure 1 shows its step"
-    if s.get("selected") in (None, 0):
-        return None, "select a node (not the question): Figure 1 shows the candidates of its step"
-    data = ctx.cache.get(s["run_id"])
-    state = data.state_at(s.get("t"))
-    nid = int(s["selected"])
-    if nid not in state.nodes:
-        return None, f"node: run {s['run_id'][:8]} has no node {nid} at iteration {state.iteration}"
-    return viewer.step_view(data, state, nid, height=FIG1_HEIGHT), ""
-
-
-def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any]) -> list[str]:
-    """Figure 1 as PNG and SVG under the export folder, at a size that fits every candidate: the paths."""
-    name = f"figure1-{s['run_id'][:8]}-node{s['selected']}" + (f"-t{s['t']}" if s.get("t") is not None else "")
-    Path(ctx.export_dir).mkdir(parents=True, exist_ok=True)
-    width, height = export_size(fig)
-    paths = []
-    for fmt in ("png", "svg"):
-        path = export_path(ctx.export_dir, name, f".{fmt}")
-        path.write_bytes(render_image(fig, fmt, width=width, height=height))
-        paths.append(str(path))
-    return paths
-
-
-def _wire_figure1(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
-    def on_open(s):
-        fig, why = figure1_of(ctx, viewer, s)
-        if fig is None:
-            return notice(why), gr.skip(), gr.skip(), gr.skip()
-        return notice(""), gr.update(visible=True), fig_json(fig), gr.update(value=None, visible=False)
-
-    t.fig1_btn.click(on_open, [ctx.st], [ctx.notice, t.fig1_panel, t.fig1_plot, t.fig1_files], scroll_to_output=True)
-
-    def on_export(s):
-        fig, why = figure1_of(ctx, viewer, s)
-        if fig is None:
-            return notice(why), gr.skip()
-        try:
-            paths = export_figure1(ctx, fig, s)
-        except ExportError as exc:
-            return notice(str(exc)), gr.skip()
-        except Exception as exc:  # no Chromium, a crashed renderer: say so, the page keeps working
-            return notice(f"export: the images could not be drawn ({type(exc).__name__}: {exc})"), gr.skip()
-        return notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True), \
-            gr.update(value=paths, visible=True)
-
-    t.fig1_export.click(on_export, [ctx.st], [ctx.notice, t.fig1_files])
-    t.fig1_close.click(lambda: gr.update(visible=False), None, [t.fig1_panel])
-
-
 def wire_inspector(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     """Wire the inspector's, star and note, Figure 1, and export events of the Search tab."""
     _wire_selection(ctx, t, viewer)
-    _wire_figure1(ctx, t, viewer)
     _wire_notes_and_export(ctx, t)

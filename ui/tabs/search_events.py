@@ -224,7 +224,7 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     ctx.poll.add(on_tick, [ctx.st, t.follow],
                  [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot,
-                  t.inspector, t.node_md], inputs_kwargs=t.filters)
+                  t.figure1, t.node_md], inputs_kwargs=t.filters)
 
 
 def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:
@@ -255,7 +255,7 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
                 fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
                 *viewer.selected_view(s, data, state))
 
-    step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.inspector,
+    step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.figure1,
                     tab.node_md]
     # input covers dragging and typing in the slider's box; always_last drops the stale steps of a drag
     tab.t_slider.input(goto_t, [ctx.st, tab.t_slider], step_outputs, trigger_mode="always_last",
@@ -297,7 +297,7 @@ def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         fig, data, state = viewer.draw_tree(s, view)
         return s, fig, viewer.slider_update(data, None), *viewer.selected_view(s, data, state)
 
-    t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider, t.inspector, t.node_md],
+    t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider, t.figure1, t.node_md],
                    inputs_kwargs=t.filters, show_progress="hidden")
 
     def redraw(s, **view):

@@ -19,7 +19,8 @@ from .run_form import method_choices
 from ..choices import EMBEDDED, ServerChoices
 from ..views.bigtree import FOCUS_CHOICES
 from .common import DEFAULTS, LATEX, AppContext, plot_html
-from .frontier import FrontierPanel, build_frontier_panel
+from ..views.figure1 import PER_PAGE
+from ..views.frontier import SORT_KEYS
 from .runbar import build_run_bar
 
 Component = gr.components.Component
@@ -63,12 +64,13 @@ class SearchTab:
     go_node: gr.Button
     collapse_btn: gr.Button
     expand_all: gr.Button
-    inspector: gr.HTML
-    fig1_btn: gr.Button
-    fig1_panel: gr.Column
-    fig1_plot: gr.HTML
+    figure1: gr.HTML
+    fig1_sort: gr.Dropdown
+    fig1_per_page: gr.Dropdown
+    fig1_siblings: gr.Checkbox
+    fig1_prev: gr.Button
+    fig1_next: gr.Button
     fig1_export: gr.Button
-    fig1_close: gr.Button
     fig1_files: gr.File
     node_md: gr.Markdown
     star_box: gr.Checkbox
@@ -188,38 +190,58 @@ def _tree_column(c: dict[str, Any]) -> None:
                                 "depth, coloured by the step's max σ (A-UATS: the controller's choices).", 40)
 
 
+PER_PAGE_CHOICES = (16, 32, PER_PAGE, 128)
+EMPTY_WHY = "<p class='uats-why-empty'>Select a node: its decision at its step is explained here.</p>"
+
+
+def build_why_panel() -> gr.HTML:
+    """The Why accordion's panel (ui/tabs/step_panel.py fills it); below the inspector."""
+    with gr.Accordion("Why: the decision and where the step's budgets went", open=True):
+        return gr.HTML(EMPTY_WHY, elem_id="why-panel")
+
+
 def _figure1_panel(c: dict[str, Any]) -> None:
-    """The selected step as the paper's Figure 1, large, with its PNG/SVG export; hidden until asked for."""
-    with gr.Column(visible=False, elem_id="fig1-panel") as c["fig1_panel"]:
-        gr.Markdown("#### Figure 1: the selected node's step\nEach candidate's MC-dropout passes, R̄ and σ²; σ² "
-                    "against τ and what the step decided. The image export is drawn from the figure as shown.")
-        c["fig1_plot"] = plot_html("fig1", "The selected node's step.", 200)
-        with gr.Row():
-            c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm")
-            c["fig1_close"] = gr.Button("Close", elem_id="fig1-close", size="sm")
-        c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False,
-                                  elem_id="fig1-files", interactive=False)
+    """The inspected node's step as the paper's Figure 1 (every candidate of the step, one row each), the full
+    width of the column, with its order, pages and PNG/SVG export."""
+    gr.Markdown("#### Figure 1: every candidate of the inspected node's step\nEach row: the candidate's MC-dropout "
+                "passes, their spread around its own R̄, the σ² the ID/OOD test read against τ, and its numbers and "
+                "decision. The image export is drawn from the figure as shown.", elem_id="fig1-intro")
+    with gr.Row(elem_id="fig1-controls"):
+        c["fig1_sort"] = gr.Dropdown(list(SORT_KEYS), value=next(iter(SORT_KEYS)), label="rows", elem_id="fig1-sort",
+                                     scale=2)
+        c["fig1_per_page"] = gr.Dropdown([str(v) for v in PER_PAGE_CHOICES], value=str(PER_PAGE),
+                                         label="rows per page", elem_id="fig1-per-page", scale=1)
+        c["fig1_siblings"] = gr.Checkbox(False, label="siblings of the inspected node only", elem_id="fig1-siblings",
+                                         scale=2)
+        c["fig1_prev"] = gr.Button("◀ page", elem_id="fig1-prev", size="sm", scale=1, interactive=False)
+        c["fig1_next"] = gr.Button("page ▶", elem_id="fig1-next", size="sm", scale=1, interactive=False)
+        c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm", scale=1,
+                                     interactive=False)
+    c["figure1"] = plot_html("figure1", "Click a node in the tree: every candidate of its step appears here.", 120)
+    c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False, elem_id="fig1-files",
+                              interactive=False)
 
 
 def _inspector_column(c: dict[str, Any]) -> None:
-    """The right column's lower half: the node inspector, star and note, and the run's export."""
+    """The right column's lower half: the node inspector (Figure 1 of its step, its text, star and note), the
+    Why panel, and the run's export."""
     gr.Markdown("### Node inspector\nClick a node in the tree (or type its id).")
     with gr.Row():
         c["node_box"] = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1)
         c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False)
         c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
         c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False)
-        c["fig1_btn"] = gr.Button("Figure 1 view", elem_id="fig1-btn", scale=1, variant="secondary", interactive=False)
     _figure1_panel(c)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
-            c["inspector"] = plot_html("inspector", "The node's and its siblings' MC-dropout boxplots.", 120)
-        with gr.Column(scale=2):
             c["node_md"] = gr.Markdown("", elem_id="node-details", max_height=560, latex_delimiters=LATEX)
-            with gr.Row():
-                c["star_box"] = gr.Checkbox(False, label="★ star this node", elem_id="star")
+        with gr.Column(scale=2):
+            c["star_box"] = gr.Checkbox(False, label="★ star this node", elem_id="star")
             c["note_box"] = gr.Textbox(label="note", lines=2, elem_id="note")
             c["save_note"] = gr.Button("Save star and note", elem_id="save-note", size="sm")
+
+
+def _export_box(c: dict[str, Any]) -> None:
     with gr.Accordion("Export this run", open=False) as c["export_box"]:
         with gr.Row():
             c["run_export_name"] = gr.Textbox(label="export name (optional)", elem_id="run-export-name")
@@ -230,7 +252,7 @@ def _inspector_column(c: dict[str, Any]) -> None:
     c["export_open"] = gr.State(False)
 
 
-def lay_out_search_tab(ctx: AppContext) -> tuple[SearchTab, FrontierPanel]:
+def lay_out_search_tab(ctx: AppContext) -> tuple[SearchTab, gr.HTML]:
     """The tab's components, unwired; call inside its `gr.Tab` (search.build_search_tab wires them)."""
     c: dict[str, Any] = {}
     with gr.Row(equal_height=False):
@@ -239,6 +261,7 @@ def lay_out_search_tab(ctx: AppContext) -> tuple[SearchTab, FrontierPanel]:
         with gr.Column(scale=3):
             _tree_column(c)
             _inspector_column(c)
-            frontier = build_frontier_panel()
+            why = build_why_panel()
+            _export_box(c)
     c["form"]["start_paused"] = c.pop("start_paused")
-    return SearchTab(**c), frontier
+    return SearchTab(**c), why

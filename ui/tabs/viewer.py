@@ -10,14 +10,14 @@ import gradio as gr
 
 from storage import StorageError
 
-from ..views.node_details import node_details_md
-
-from ..views.run_status import run_status_md
 from ..views.cases import StepJudge
-from ..views.treefig import ViewOptions, tree_figure
 from ..views.charts import cost_figure, knobs_figure
-from ..views.figure1 import step_figure
+from ..views.decisions import step_of
+from ..views.figure1 import PER_PAGE, step_figure
+from ..views.node_details import node_details_md
+from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
+from ..views.treefig import ViewOptions, tree_figure
 from .common import AppContext, fig_json, frames_json, notice, skips, view_of, with_meta
 from .search_layout import SearchTab
 
@@ -26,10 +26,20 @@ from .search_layout import SearchTab
 FRAMES_BUILD_S = 0.6
 
 
+FIGURE1_DEFAULTS = {"sort": "parent", "per_page": PER_PAGE, "siblings": False, "page": None}
+
+
 def fresh_run_state() -> dict[str, Any]:
     """The Search tab's state for a run just opened or started: latest iteration, nothing selected, no
-    iteration drawn yet (drawn_t: the last iteration sent to the page while following live)."""
+    iteration drawn yet (drawn_t: the last iteration sent to the page while following live); Figure 1's row
+    order, page size and filter (fig1: ui/tabs/step_panel.py) carry over from the run before."""
     return {"run_id": None, "version": None, "t": None, "selected": None, "collapsed": [], "drawn_t": -1}
+
+
+def figure1_options(s: dict[str, Any]) -> dict[str, Any]:
+    """Figure 1's options in the page state: row order, rows per page, siblings only, page (None: the page
+    holding the inspected node)."""
+    return {**FIGURE1_DEFAULTS, **(s.get("fig1") or {})}
 
 
 class RunViewer:
@@ -41,8 +51,8 @@ class RunViewer:
         self.tab = tab
         # what open_run and inspect return, in order
         self.open_outputs = [ctx.st, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
-                             tab.inspector, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
-        self.inspect_outputs = [ctx.st, ctx.notice, tab.inspector, tab.node_md, tab.node_box, tab.star_box,
+                             tab.figure1, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
+        self.inspect_outputs = [ctx.st, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
                                 tab.note_box, tab.tree]
 
     def written_at(self, data: RunData, t: int) -> float | None:
@@ -101,7 +111,7 @@ class RunViewer:
             run = self.ctx.store.find_run(str(run_ref or ""))
         except StorageError as exc:
             return (s, notice(str(exc)), *skips(9))
-        s = {**fresh_run_state(), "run_id": run["run_id"]}
+        s = {**fresh_run_state(), "run_id": run["run_id"], "fig1": {**figure1_options(s), "page": None}}
         fig, data, state = self.draw_tree(s, view)
         return (s, notice(""), fig, run_status_md(data.run, state), self.slider_update(data, None),
                 fig_json(cost_figure(list(data.iterations.values()))), "", "",
@@ -120,8 +130,10 @@ class RunViewer:
             return (s, notice(f"node: {node_id!r} is not a node id"), *skips(6))
         if (missing := self.missing_node(s["run_id"], state, nid)) is not None:
             return (s, notice(missing), *skips(6))
+        if nid != s.get("selected"):
+            s["fig1"] = {**figure1_options(s), "page": None}  # the page that holds the new node
         s["selected"] = nid
-        fig, md = self.node_view(data, state, nid)
+        fig, md = self.node_view(data, state, nid, figure1_options(s))
         star = self.ctx.store.get_star(s["run_id"], nid) if nid != 0 else None
         tree_val = self.draw_tree(s, view)[0] if redraw_tree else gr.skip()
         return (s, notice(""), fig, md, gr.update(value=nid), bool(star and star["starred"]),
@@ -135,26 +147,31 @@ class RunViewer:
         return f"node: run {run_id[:8]} has no node {nid} at iteration {state.iteration}; click one in the tree"
 
     @staticmethod
-    def node_view(data: RunData, state: TreeState, nid: int) -> tuple[str, str]:
-        """The inspector's figure JSON and details of node `nid` as it was at `state`'s iteration (its K,
-        scores, marks and decisions then); the step's truth is the run's final verdict."""
+    def node_view(data: RunData, state: TreeState, nid: int, options: dict[str, Any] | None = None) -> tuple[str, str]:
+        """Figure 1 of node `nid`'s step (figure JSON, `options` as figure1_options gives them) and the
+        inspector's text, as they were at `state`'s iteration (its K, scores, marks and decisions then); each
+        step marked right or wrong by the run's final verdict."""
         judge = StepJudge(data.state_at(None))
         if nid not in state.nodes:
-            return "", node_details_md(state, nid, judge)
-        fig = RunViewer.step_view(data, state, nid, judge=judge) if nid != 0 else None
-        return fig_json(fig), node_details_md(state, nid, judge)
+            return "", node_details_md(data, state, nid, judge)
+        fig = RunViewer.step_view(data, state, nid, options, judge) if nid != 0 else None
+        return fig_json(fig), node_details_md(data, state, nid, judge)
 
     @staticmethod
-    def step_view(data: RunData, state: TreeState, nid: int, height: int = 460,
-                  judge: StepJudge | None = None) -> dict[str, Any]:
-        """Figure 1 for node `nid`'s step at `state`'s iteration, each step marked right or wrong by the
-        run's final verdict."""
+    def step_view(data: RunData, state: TreeState, nid: int, options: dict[str, Any] | None = None,
+                  judge: StepJudge | None = None) -> dict[str, Any] | None:
+        """Figure 1 of node `nid`'s step as the iteration shown knows it (None: the node has no scored step)."""
+        step = step_of(data, nid, state.iteration)
+        if step is None:
+            return None
         judge = judge or StepJudge(data.state_at(None))
-        sibs = [x for x in state.siblings(nid) if x != 0]
-        return step_figure(state, nid, step_truth={x: judge(x) for x in sibs}, height=height)
+        opts = {**FIGURE1_DEFAULTS, **(options or {})}
+        return step_figure(step, selected=nid, truth={c.node_id: judge(c.node_id) for c in step.candidates},
+                           sort_by=opts["sort"], per_page=int(opts["per_page"]), page=opts["page"],
+                           siblings_only=bool(opts["siblings"]))
 
     def selected_view(self, s: dict[str, Any], data: RunData, state: TreeState) -> tuple[Any, Any]:
         """The inspector redrawn for the selected node at the iteration shown; left alone when none is."""
         if s.get("selected") is None:
             return gr.skip(), gr.skip()
-        return self.node_view(data, state, int(s["selected"]))
+        return self.node_view(data, state, int(s["selected"]), figure1_options(s))

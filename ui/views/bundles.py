@@ -9,8 +9,9 @@ from typing import Any, Mapping, Sequence
 from .cases import QUADRANTS, Case, StepJudge
 from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, side_by_side
 from .export import ExportBundle
+from .decisions import gate_record, gate_records, step_of
+from .figstyle import fmt_mean, fmt_var
 from .figure1 import step_figure
-from .node_details import step_truths
 from .run_status import outcome
 from .treedata import RunData
 from .treefig import tree_figure
@@ -43,11 +44,13 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
     return ExportBundle(
         name=name or f"run-{run['run_id'][:8]}", kind="run",
         data={"run": _run_summary(run), "nodes": [data.nodes[i] for i in sorted(data.nodes)],
-              "iterations": [data.iterations[i] for i in sorted(data.iterations)], "stars": list(stars)},
+              "iterations": [data.iterations[i] for i in sorted(data.iterations)], "stars": list(stars),
+              "gate": gate_records(data)},
         figures=[("Search tree", fig)],
         table_header=["depth", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
         caption=(f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {run.get('answer')} "
-                 f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path."),
+                 f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path; R̄ and σ² over "
+                 "each step's K passes (the σ² its gate read, before any extra passes: the export's gate records)."),
         text_sections=[("Question", run.get("question", "")),
                        ("Chosen path", "\n\n".join(state.nodes[i].get("step", "") for i in path))])
 
@@ -76,29 +79,35 @@ def case_bundle(data: RunData, node_id: int, case: Case | None = None, name: str
                 others: dict[str, Sequence[Case]] | None = None, star: dict[str, Any] | None = None) -> ExportBundle:
     state = data.state_at(None)
     judge = StepJudge(state)
-    sibs = [s for s in state.siblings(node_id) if s != 0]
-    truths = step_truths(state, sibs, judge)
-    fig = step_figure(state, node_id, step_truth=truths, height=520)
+    step = step_of(data, node_id)
+    cands = step.candidates if step is not None else []
+    truths = {c.node_id: judge(c.node_id) for c in cands}
+    fig = step_figure(step, selected=node_id, truth=truths) if step is not None else None
     rows = []
     if others:
         for q in QUADRANTS:
             for c in list(others.get(q, ()))[:3]:
                 rows.append([q, " ".join(c.step.split())[:60], c.mean, c.var, c.k,
                              VERDICT[c.step_correct]])
+        header = ["case", "step", "R̄", "σ²", "K", "verdict"]
     else:
-        for s in sibs:
-            n = state.nodes[s]
-            rows.append([f"node {s}" + (" (case)" if s == node_id else ""), " ".join(n.get("step", "").split())[:60],
-                         n.get("mean"), n.get("var"), len(n.get("mc_scores") or []),
-                         VERDICT[truths.get(s)]])
+        for c in cands:
+            rows.append([f"{c.node_id}" + ("*" if c.node_id == node_id else ""),
+                         " ".join(state.nodes[c.node_id].get("step", "").split())[:20], fmt_mean(c.mean),
+                         fmt_var(c.stat), c.decision, fmt_var(c.stat_after) if c.extra else "",
+                         VERDICT[truths.get(c.node_id)]])
+        gate = step.state.gate.label if step is not None else "σ²"
+        header = ["node", "step", "R̄", f"{gate} read", "decision", f"{gate} after", "verdict"]
     n = state.nodes[node_id]
     return ExportBundle(
         name=name or f"case-{data.run['run_id'][:8]}-n{node_id}", kind="case",
         data={"run": _run_summary(data.run), "case": case.to_dict() if case else None, "node": n,
-              "siblings": [state.nodes[s] for s in sibs], "step_truth": {str(k): v for k, v in truths.items()},
+              "step": [gate_record(c, step.iteration) for c in cands] if step is not None else [],
+              "step_truth": {str(k): v for k, v in truths.items()},
               "trace": state.trace_text(node_id), "star": star},
-        figures=[("Node and siblings: MC-dropout scores", fig)],
-        table_header=["case" if others else "node", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
+        figures=[("The node's step: every candidate's MC-dropout scores", fig)] if fig is not None else [],
+        table_header=header, table_rows=rows,
         caption=(f"{case.quadrant if case else 'Node'}: node {node_id} of run {data.run['run_id'][:8]} "
-                 f"({data.run.get('method')} on {data.run.get('problem_id')})"),
+                 f"({data.run.get('method')} on {data.run.get('problem_id')})"
+                 + ("" if others else f"; the table: every candidate of its step, * marks node {node_id}")),
         text_sections=[("Question", data.run.get("question", "")), ("Trace", "\n\n".join(state.trace_text(node_id)))])

@@ -11,18 +11,23 @@ Everything here is HTML for a gr.HTML panel: every stored or user text is escape
 from __future__ import annotations
 
 import html
+import weakref
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from uats_core.estimation import OODGate, logits, mean_var, ucb as engine_ucb
 from uats_core.records import Decision, StepInfo
 
+from .figstyle import fmt_mean, fmt_var
 from .treedata import RunData, TreeState
 
 
 @dataclass
 class Candidate:
-    """One candidate of a step as the decision rule saw it (before that step's extra passes)."""
+    """One candidate of a step as the decision rule saw it (before that step's extra passes), and after them.
+
+    Every panel (inspector, Why, Figure 1, frontier, exports) reads a candidate's gate σ², R̄ and decision from
+    here, so they state one value per fact; the statistics after re-evaluation are fields of their own."""
 
     node_id: int
     mean: float | None
@@ -35,6 +40,19 @@ class Candidate:
     children: int
     status: str
     selected: bool  # passed the δ test (an OOD candidate close enough to the best ID R̄)
+    parent_id: int | None = None
+    decided: bool = True  # False: the step that decides it comes after the iteration shown
+    mean_after: float | None = None  # after the step's extra passes (= the values read when it got none)
+    var_after: float | None = None
+    stat_after: float | None = None
+    k_after: int = 0
+
+    @property
+    def decision(self) -> str:
+        """What the step decided, in the tree's shorthand ('+8p ×3', '✂', '×0'); '·' while undecided."""
+        if not self.decided:
+            return "·"
+        return Decision(self.node_id, self.children, self.extra, self.status).label or "×0"
 
 
 def _before(node: Mapping[str, Any], d: Decision, gate: OODGate, alpha: float, t: int) -> tuple:
@@ -82,9 +100,68 @@ def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, T
             sel = bool(d.reeval_candidate)
         else:
             sel = ood and ucb is not None and ref is not None and delta is not None and ucb >= ref - float(delta)
-        out.append(Candidate(nid, mean, var, ucb, k, stat, ood, int(d.extra_passes or 0), int(d.children or 0),
-                             str(d.status or ""), sel))
+        after = state.nodes.get(nid) or data.nodes[nid]
+        extra = int(d.extra_passes or 0)
+        out.append(Candidate(nid, mean, var, ucb, k, stat, ood, extra, int(d.children or 0), str(d.status or ""),
+                             sel, parent_id=after.get("parent_id"),
+                             mean_after=after.get("mean") if extra else mean,
+                             var_after=after.get("var") if extra else var,
+                             stat_after=gate.statistic(after) if extra else stat,
+                             k_after=len(after.get("mc_scores") or []) if extra else k))
     return out, budget, state
+
+
+@dataclass
+class Step:
+    """The candidates one step decides over, as one panel or another shows them: decided at `iteration`
+    (`decided`), or, when that step comes after the iteration shown, the frontier waiting for it."""
+
+    iteration: int
+    decided: bool
+    candidates: list[Candidate]
+    budget: StepInfo
+    state: TreeState  # the tree after `iteration`: τ (A-UATS moves it per step), the nodes' texts and marks
+
+    def candidate(self, node_id: int) -> Candidate | None:
+        return next((c for c in self.candidates if c.node_id == node_id), None)
+
+
+def _waiting(state: TreeState, created: int) -> list[Candidate]:
+    """The scored nodes created at iteration `created` that no step has decided yet, as they stand now."""
+    gate, out = state.gate, []
+    for i, n in sorted(state.nodes.items()):
+        if i == 0 or n.get("mean") is None or int(n.get("created_iter") or 0) != created:
+            continue
+        k, stat = len(n.get("mc_scores") or []), gate.statistic(n)
+        out.append(Candidate(i, n.get("mean"), n.get("var"), n.get("ucb"), k, stat, gate.shown(n), 0, 0,
+                             str(n.get("status") or ""), False, parent_id=n.get("parent_id"), decided=False,
+                             mean_after=n.get("mean"), var_after=n.get("var"), stat_after=stat, k_after=k))
+    return out
+
+
+def step_at(data: RunData, t: int) -> Step | None:
+    """Iteration t's step: the candidates it decided, else (the first iteration decides nothing, a live run's
+    last) the scored nodes it created. None when it holds no scored candidate."""
+    cands, budget, state = step_candidates(data, t)
+    if cands:
+        return Step(t, True, cands, budget, state)
+    waiting = _waiting(state, t)
+    return Step(t, False, waiting, budget, state) if waiting else None
+
+
+def step_of(data: RunData, node_id: int, t: int | None = None) -> Step | None:
+    """The step of node_id as the iteration shown (t; None: the latest) knows it: the one that decided it when
+    that came at or before t, else the frontier it waits in with its siblings of the same iteration. None for
+    the question, a node not yet created or not scored."""
+    shown = data.max_iteration if t is None else max(0, min(int(t), data.max_iteration))
+    dt = decision_iteration(data, node_id)
+    if dt is not None and dt <= shown:
+        return Step(dt, True, *step_candidates(data, dt))
+    state = data.state_at(shown)
+    node = state.nodes.get(node_id)
+    if node_id == 0 or node is None or node.get("mean") is None:
+        return None
+    return Step(shown, False, _waiting(state, int(node.get("created_iter") or 0)), state.budget, state)
 
 
 def reference_mean(means_ood: Sequence[tuple[float | None, bool]], budget: StepInfo) -> float | None:
@@ -107,37 +184,63 @@ def step_budgets(budget: StepInfo, cands: Sequence[Candidate]) -> tuple[int, int
             int(budget.width) if budget.width else sum(x.children for x in cands))
 
 
+_DECIDED_AT: "weakref.WeakKeyDictionary[RunData, dict[int, int]]" = weakref.WeakKeyDictionary()
+
+
 def decision_iteration(data: RunData, node_id: int) -> int | None:
-    """The iteration whose decisions name node_id (each candidate is decided once)."""
-    for t in sorted(data.iterations):
-        if any(d.node_id == node_id for d in data.step(t)[0]):
-            return t
-    return None
+    """The iteration whose decisions name node_id (each candidate is decided once); one index per loaded run."""
+    if data not in _DECIDED_AT:
+        index: dict[int, int] = {}
+        for t in sorted(data.iterations, reverse=True):  # the earliest iteration naming a node wins
+            index.update((d.node_id, t) for d in data.step(t)[0])
+        _DECIDED_AT[data] = index
+    return _DECIDED_AT[data].get(node_id)
 
 
-def _n(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "n/a"
-    v = float(v)
-    if v != 0 and abs(v) < 10 ** -digits:
-        return f"{v:.2e}"
-    return f"{v:.{digits + 1}f}" if abs(v) < 1 else f"{v:.{digits}g}"
+def gate_record(c: Candidate, iteration: int) -> dict[str, Any]:
+    """A decided candidate as an export states it: what the gate read, the decision, and after the extra
+    passes (the same fields every panel prints)."""
+    return {"node_id": c.node_id, "iteration": iteration, "parent_id": c.parent_id, "gate_stat_read": c.stat,
+            "mean_read": c.mean, "var_read": c.var, "ucb_read": c.ucb, "k_read": c.k, "ood": c.ood,
+            "reeval_candidate": c.selected, "extra_passes": c.extra, "children": c.children, "status": c.status,
+            "decision": c.decision, "gate_stat_after": c.stat_after if c.extra else None,
+            "mean_after": c.mean_after if c.extra else None, "k_after": c.k_after if c.extra else None}
+
+
+def gate_records(data: RunData) -> list[dict[str, Any]]:
+    """Every decided candidate of the run, iteration by iteration (gate_record)."""
+    return [gate_record(c, t) for t in sorted(data.iterations) for c in step_candidates(data, t)[0]]
 
 
 def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.0f}%" if whole else "n/a"
 
 
+def gate_sentence(c: Candidate, label: str, tau: float) -> str:
+    """The ID/OOD test as it was read, in the words every panel uses: the gated statistic of the first passes
+    against τ (with K and R̄ then), never the values after re-evaluation."""
+    word, cmp = ("OOD", ">") if c.ood else ("ID", "≤")
+    return f"{word}: the gate read {label} = {fmt_var(c.stat)} {cmp} τ = {tau:g} (K = {c.k}, R̄ = {fmt_mean(c.mean)})"
+
+
+def after_sentence(c: Candidate, label: str) -> str:
+    """The statistics after the step's extra passes, labelled apart from what the gate read ('' without them)."""
+    if not c.extra:
+        return ""
+    return (f"after re-evaluation (+{c.extra} passes, K = {c.k_after}): R̄ = {fmt_mean(c.mean_after)}, "
+            f"{label} = {fmt_var(c.stat_after)}")
+
+
 def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
     """One node's decision in words (HTML): ID/OOD, δ test and R̂ rank, extra passes, children."""
-    dt = decision_iteration(data, node_id)
-    if dt is None or (t is not None and dt > t):
+    step = step_of(data, node_id, t)
+    me = step.candidate(node_id) if step is not None and step.decided else None
+    if step is None or me is None:
+        dt = decision_iteration(data, node_id)
         when = "" if dt is None else f" (it is decided at iteration {dt}, after the one shown)"
         return f"<p><b>node {node_id}</b>: no decision about it yet{html.escape(when)}.</p>"
-    cands, budget, state = step_candidates(data, dt)
-    me = next(c for c in cands if c.node_id == node_id)
+    cands, budget, state, dt = step.candidates, step.budget, step.state, step.iteration
     gate = state.gate
-    tau = gate.tau
     delta = _knob(budget, "delta", (data.run.get("config") or {}).get("delta"))
     b_total, c_total = step_budgets(budget, cands)
     ref = reference_mean([(c.mean, c.ood) for c in cands], budget)
@@ -145,29 +248,24 @@ def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
     rank = by_ucb.index(me) + 1
     ood_rank = [c for c in by_ucb if c.ood]
     items = [f"<b>node {node_id}</b>, decided at iteration {dt} among {len(cands)} candidate(s):"]
-    word = "OOD" if me.ood else "ID"
-    cmp = ">" if me.ood else "≤"
-    items.append(f"<li><b>{word}</b>: {html.escape(gate.label)} = {_n(me.stat, 4)} {cmp} τ = {_n(tau, 4)} "
-                 f"(K = {me.k} passes, R̄ = {_n(me.mean)})</li>")
+    word, rest = gate_sentence(me, gate.label, gate.tau).split(": ", 1)
+    items.append(f"<li><b>{word}</b>: {html.escape(rest)}</li>")
     if me.ood:
         bar = None if ref is None or delta is None else ref - float(delta)
         verdict = "passes" if me.selected else "fails"
-        items.append(f"<li><b>δ test {verdict}</b>: R̂ = {_n(me.ucb)} vs best ID R̄ − δ = {_n(ref)} − {_n(delta)} = "
-                     f"{_n(bar)}; R̂ rank {rank} of {len(cands)} (OOD rank "
+        items.append(f"<li><b>δ test {verdict}</b>: R̂ = {fmt_mean(me.ucb)} vs best ID R̄ − δ = {fmt_mean(ref)} − "
+                     f"{delta:g} = {fmt_mean(bar)}; R̂ rank {rank} of {len(cands)} (OOD rank "
                      f"{ood_rank.index(me) + 1} of {len(ood_rank)})</li>")
     else:
-        items.append(f"<li>no δ test (ID candidates are trusted as scored); R̂ = {_n(me.ucb)}, rank {rank} of "
-                     f"{len(cands)}</li>")
+        items.append(f"<li>no δ test (ID candidates are trusted as scored); R̂ = {fmt_mean(me.ucb)}, rank {rank} "
+                     f"of {len(cands)}</li>")
     if me.extra:
         items.append(f"<li><b>+{me.extra} extra passes</b> = {_pct(me.extra, b_total)} of B = {b_total} "
                      f"(softmax of R̂/ν1 over the {sum(c.selected for c in cands)} selected)</li>")
+        items.append(f"<li>{html.escape(after_sentence(me, gate.label))}</li>")
     elif me.selected:
         items.append(f"<li>selected, but its softmax share of B = {b_total} rounded to 0 passes</li>")
-    after = state.nodes.get(node_id, {})
-    if me.extra:
-        items.append(f"<li>after them: R̄ {_n(me.mean)} → {_n(after.get('mean'))}, {html.escape(gate.label)} "
-                     f"{_n(me.stat, 4)} → {_n(gate.statistic(after), 4)}</li>")
-    by_mean = sorted(cands, key=lambda c: -(float(after_mean(state, c)) if after_mean(state, c) is not None else -1))
+    by_mean = sorted(cands, key=lambda c: -(float(c.mean_after) if c.mean_after is not None else -1))
     mrank = by_mean.index(me) + 1
     if me.children:
         items.append(f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of C = {c_total} "

@@ -112,6 +112,17 @@ def shared_colour_range(*states: TreeState) -> tuple[float, float]:
 
 
 
+def fmt_mean(v: Any) -> str:
+    """An R̄ or R̂ as every panel and export prints it: three decimals ("–" when missing)."""
+    return "–" if v is None else f"{float(v):.3f}"
+
+
+def fmt_var(v: Any) -> str:
+    """A σ², σ or logit σ² as every panel and export prints it: three significant digits, trailing zeros kept
+    (0.000200, 0.00577, 9.80e-07: each says how precise it is); "–" when missing."""
+    return "–" if v is None else f"{float(v):#.3g}"
+
+
 def fmt_number(v: Any, digits: int = 3) -> str:
     """A statistic for display: "–" when missing, tiny floats in scientific notation."""
     if v is None:

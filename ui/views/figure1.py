@@ -1,207 +1,296 @@
-"""The paper's Figure 1 for one step: the candidates of the selected node's step (its parent's children)
-side by side, each a boxplot of its MC-dropout passes with R̄ and σ² written above it; below, the gated
-statistic the ID/OOD test read against τ, and the decision each candidate got (re-evaluated with extra
-passes, children allocated, pruned, finished). The inspector shows it at panel size; the "Figure 1 view"
-shows it large and exports it (PNG/SVG) as it is drawn."""
+"""The paper's Figure 1 for one step: every candidate the step decides over (its whole frontier, not only one
+node's siblings: the children's softmax shares C across all of them), one row each, grouped by parent.
+
+A row shows four things, each in its own pixel column, so no two labels ever share a place at any count:
+- left margin: the candidate's id (the first row of a parent's group names the parent: `#26 ▸ #27`), ✓/✗
+  for a right or wrong step, ◀ for the inspected one (its row is banded in yellow);
+- its MC-dropout passes on the score scale (box, dots, red R̄ tick; fill = R̄ on the tree's colour scale):
+  where the candidate stands;
+- the same passes around its own R̄, in units of its own σ: the shape of every candidate's passes, visible
+  whatever its σ² (a σ² of 1e-4 is a 1-3 px sliver on the score scale);
+- the σ² the ID/OOD test read as a bar against τ on a log scale (magenta = OOD), ◇ = σ² after the extra
+  passes: 0.032 beside 0.001 is a decade and a half apart at a glance, and 1e-6 still has a bar;
+- right margin, a table in monospace: R̄ and σ² as the gate read them, K, the decision, σ² after
+  re-evaluation. The numbers come from ui.views.decisions.Candidate, as in every other panel.
+
+The inspector draws it at panel width; its PNG/SVG export is the same figure at a fixed size."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from .decisions import gated_before
-from .figstyle import OOD_COLOUR, WRONG_COLOUR, colour_for, fmt_number
-from .treedata import TERMINAL, TreeState
+from .decisions import Candidate, Step
+from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, colour_for, fmt_mean, fmt_var
+from .frontier import ordered_rows, page_of
 
-MAX_CANDIDATES = 24  # above this many siblings the selected node and the best by R̄ are drawn (the title says so)
-STAGGER_ABOVE = 12  # more candidates than this: every other column's R̄/σ²/K is printed one tier higher
-TIER_PX = 44  # one tier: three lines of 11-12 px text
+ROW_PX = 24  # one row: a 12 px box and 11 px text with room above and below
+PER_PAGE = 64  # rows on one page of the figure (the page holding the inspected node is shown)
+DOTS_UP_TO = 32  # rows with their single passes drawn as dots; more, and the boxes alone read better
 EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
-CAPTION = ("box: quartiles of the MC-dropout passes · whiskers: 1.5 IQR · ●: one pass (orange: added by "
-           "re-evaluation) · red bar: R̄<br>bars: the σ² the ID/OOD test read (magenta: over τ, so OOD) · ◇: σ² after "
-           "the extra passes<br>below them: what the step decided (re-eval +Kp: K extra passes, ×N: N children, "
-           "✂: pruned, ·: not yet)")
+MIN_PANELS_PX = 420  # the three panels' least width: below it the figure scrolls sideways instead
+CHAR_PX = 7.0  # an 11 px monospace character (DejaVu Sans Mono 6.6 px, rounded up): the margins' widths
+LABEL_CHAR_PX = 7.2  # the left labels' 12 px sans-serif, per character, rounded up
+SELECTED_BAND = "rgba(255, 200, 0, 0.30)"
+GROUP_BAND = "rgba(0, 0, 0, 0.045)"
+Z_RANGE = 3.2  # the shape panel spans ±3.2 σ: K passes lie within (K−1)/√K σ of their mean (2.3 σ at K = 7)
+CAPTION_LINES = (
+    "rows: the step's candidates, grouped by parent (#p ▸ #c starts the group under node p)",
+    "✓/✗: the step is right/wrong · ◀ and yellow band: the inspected node",
+    "passes: box = quartiles, whiskers = 1.5 IQR, ● = one MC-dropout pass (orange: re-evaluation's)",
+    "red tick = R̄ · fill = R̄ (the tree's colours) · magenta outline = OOD",
+    "shape: the same passes around their R̄ in units of their own σ (the sizes: the σ² column)",
+    "σ² read: what the ID/OOD test read, log scale (magenta: over τ, OOD) · ◇ = σ² after re-evaluation",
+    "decision: +Kp extra passes, ×N children, ✂ pruned, · not decided yet",
+)
 
 
-def candidates_of(state: TreeState, node_id: int, limit: int = MAX_CANDIDATES) -> tuple[list[int], int]:
-    """(the scored candidates drawn, best R̄ first, and how many the step had): the node and its siblings;
-    above `limit`, the node and the best others."""
-    sibs = [s for s in state.siblings(node_id) if s != 0 and state.nodes[s].get("mean") is not None]
-    if node_id not in sibs and node_id in state.nodes and state.nodes[node_id].get("mean") is not None:
-        sibs.append(node_id)
-    ranked = sorted(sibs, key=lambda s: (-float(state.nodes[s]["mean"]), s))
-    if len(ranked) > limit:
-        ranked = sorted(([node_id] if node_id in ranked else []) + [s for s in ranked if s != node_id][:limit - 1],
-                        key=lambda s: (-float(state.nodes[s]["mean"]), s))
-    return ranked, len(sibs)
-
-
-def decision_words(n: Mapping[str, Any], short: bool = False) -> str:
-    """What the search decided about a candidate, in words (two short lines at most); `short`: in marks the
-    caption explains (+Kp, ×N, ✂), for a wide step whose columns are ~30 px on a laptop."""
-    extra, kids, status = int(n.get("extra_passes") or 0), int(n.get("children_granted") or 0), n.get("status")
-    lines = [(f"+{extra}p" if short else f"re-eval +{extra}p")] if extra else []  # a column is ~70 px at 12 candidates
-    mark = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
-    if status in TERMINAL:
-        lines.append(f"{n.get('answer')}{mark}" if short else f"{status}: {n.get('answer')}{mark}")
-    elif status == "pruned":
-        lines.append("✂" if short else "pruned")
-    elif kids:
-        lines.append(f"×{kids}" if short else f"×{kids} child" + ("ren" if kids > 1 else ""))
-    else:
-        words = ("·", "not decided yet") if status == "active" else ("×0", "no children")
-        lines.append(words[0] if short else words[1])
-    return "<br>".join(lines)
-
-
-def score_floor(state: TreeState, cands: list[int]) -> float:
-    """Where the score axis starts: at 0, unless every pass of the step sits high (a common case: all
-    candidates between 0.7 and 1), then at the tenth below the lowest pass, so the boxes fill the plot
-    instead of a sliver at its top (the axis's ticks say where it starts); it always spans 0.2 or more."""
-    low = min((float(v) for s in cands for v in state.nodes[s].get("mc_scores") or ()), default=0.0)
+def score_floor(passes: Sequence[float]) -> float:
+    """Where the score axis starts: at 0, unless every pass of the rows sits high (a common case: all between
+    0.7 and 1), then at the tenth below the lowest, so the boxes fill the panel (the title says where it starts)."""
+    low = min(passes, default=0.0)
     floor = math.floor((low - 0.02) * 10) / 10
     return 0.0 if floor < 0.3 else min(floor, 0.8)
 
 
-def _jitter(k: int) -> float:
-    """A fixed spread of a candidate's k-th pass across its box (the same figure every time)."""
-    return ((k * 0.618034) % 1.0 - 0.5) * 0.36
+def _passes(state_nodes: Mapping[int, Mapping[str, Any]], c: Candidate) -> list[float]:
+    return [float(v) for v in state_nodes.get(c.node_id, {}).get("mc_scores") or ()]
 
 
-def _dots(state: TreeState, cands: list[int]) -> list[dict[str, Any]]:
-    """The passes as dots over each box: those of the first scoring dark, those re-evaluation added orange."""
-    xs: dict[bool, list[float]] = {False: [], True: []}
-    ys: dict[bool, list[float]] = {False: [], True: []}
-    for i, s in enumerate(cands):
-        n = state.nodes[s]
-        scores = list(n.get("mc_scores") or [])
-        first = len(scores) - int(n.get("extra_passes") or 0)
-        for k, v in enumerate(scores):
-            xs[k >= first].append(round(i + _jitter(k), 3))
-            ys[k >= first].append(round(float(v), 4))
-    out = []
-    for extra, name, colour in ((False, "passes", "rgba(30,30,30,0.75)"), (True, "extra passes", EXTRA_COLOUR)):
-        if xs[extra]:
-            out.append({"type": "scatter", "mode": "markers", "x": xs[extra], "y": ys[extra], "name": name,
-                        "marker": {"size": 5, "color": colour}, "xaxis": "x", "yaxis": "y", "showlegend": False,
-                        "hovertemplate": f"{name[:-2]} %{{y:.4f}}<extra></extra>"})
+def _labels(rows: Sequence[Candidate], grouped: bool, selected: int | None,
+            truth: Mapping[int, bool | None]) -> list[str]:
+    out, last_parent = [], object()
+    for c in rows:
+        mark = {True: " ✓", False: " ✗"}.get(truth.get(c.node_id), "")
+        head = ""
+        if grouped and c.parent_id != last_parent:
+            head = ("Q ▸ " if c.parent_id == 0 else f"#{c.parent_id} ▸ ")
+        last_parent = c.parent_id
+        out.append(f"{head}#{c.node_id}{mark}" + (" ◀" if c.node_id == selected else ""))
     return out
 
 
-def step_figure(state: TreeState, node_id: int, *, colour_range: tuple[float, float] = (0.0, 1.0),
-                step_truth: Mapping[int, bool | None] | None = None, height: int = 460,
-                width: int | None = None, title: str | None = None) -> dict[str, Any]:
-    """The Figure 1 dict for node_id's step at `state`'s iteration; `step_truth`: each step right or wrong
-    (✓/✗ beside its id); `width` fixes the size for an exported image (None: the page's width)."""
+NUMBER_HEADS = ("R̄", "read", "K", "decision", "after")
+NUMBER_WIDTHS = (5, 8, 3, 8, 8)
+
+
+def number_cells(c: Candidate) -> tuple[str, ...]:
+    """A row's numbers, in the order of NUMBER_HEADS: R̄ and the gated σ² as the test read them, K then, the
+    decision, the gated σ² after the extra passes ('' when it got none)."""
+    return (fmt_mean(c.mean), fmt_var(c.stat), str(c.k), c.decision, fmt_var(c.stat_after) if c.extra else "")
+
+
+def _table_line(cells: Sequence[str], shadow: str = "") -> str:
+    return "  ".join(cell.rjust(w) for cell, w in zip(cells, NUMBER_WIDTHS)) + shadow
+
+
+def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, bool | None] | None = None,
+                sort_by: str = "parent", page: int | None = None, per_page: int = PER_PAGE,
+                siblings_only: bool = False, shadow: Mapping[int, Mapping[str, Any]] | None = None,
+                colour_range: tuple[float, float] = (0.0, 1.0), width: int | None = None,
+                title: str | None = None) -> dict[str, Any]:
+    """The figure dict of `step` (ui.views.decisions.step_of / step_at); `selected` is marked, `truth` puts ✓/✗
+    beside each id, `sort_by` is "parent" (grouped, best R̄ first within a group) or mean / var / ucb (best first);
+    page None: the page holding `selected`. `shadow` rows (ui.jobs.shadow) add a purple box of the shadow passes
+    under each candidate's own. `width` fixes the size for an exported image (None: the page's width)."""
+    rows_all = ordered_rows(step, sort_by, step.state.nodes[selected].get("parent_id")
+                            if siblings_only and selected in step.state.nodes else None)
+    rank = {c.node_id: i for i, c in enumerate(rows_all)}
+    if page is None:
+        page = rank[selected] // max(1, int(per_page)) if selected in rank else 0
+    rows, page, pages = page_of(rows_all, page, per_page)
+    grouped = sort_by == "parent"
+    nodes, gate = step.state.nodes, step.state.gate
+    n = len(rows)
+    labels = _labels(rows, grouped, selected, truth or {})
+    passes = {c.node_id: _passes(nodes, c) for c in rows}
+    floor = score_floor([v for ps in passes.values() for v in ps])
     cmin, cmax = colour_range
-    cands, total = candidates_of(state, node_id)
-    gate = state.gate
-    tau = gate.tau
-    truth = step_truth or {}
     data: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
-    labels, decisions, before, after = [], [], [], []
-    # ~62 px per column at 1280 px for 12 candidates: more would print their numbers over each other
-    staggered = len(cands) > STAGGER_ABOVE
-    floor = score_floor(state, cands)
-    for i, s in enumerate(cands):
-        n = state.nodes[s]
-        scores = [round(float(v), 5) for v in n.get("mc_scores") or ()]
-        data.append({"type": "box", "y": scores, "x": [i] * len(scores), "name": f"#{s}", "boxpoints": False,
-                     "width": 0.56, "fillcolor": colour_for(n.get("mean"), cmin, cmax), "xaxis": "x", "yaxis": "y",
-                     "line": {"color": "#555", "width": 1.2}, "showlegend": False, "hoverinfo": "y"})
-        ood = gate.shown(n)
-        logit = f"<br>σ²ℓ={fmt_number(n.get('logit_var'), 3)}" if gate.space == "logit" else ""
-        notes.append({"x": i, "y": 1.0 + 0.01 * (1.0 - floor), "xref": "x", "yref": "y", "yanchor": "bottom",
-                      "showarrow": False,
-                      "text": f"R̄={fmt_number(n.get('mean'))}<br>σ²={fmt_number(n.get('var'), 4)}{logit}<br>K={len(scores)}",
-                      "yshift": TIER_PX if staggered and i % 2 else 0,
-                      "font": {"size": 11 if staggered else 12, "color": OOD_COLOUR if ood else "#222"}})
-        right = {True: "✓", False: "✗"}.get(truth.get(s), "")
-        mark = " ".join(m for m in (right, "◀" if s == node_id else "") if m)
-        # on two lines in a wide step: one line would be tilted by Plotly and pull ◀ away from its id
-        labels.append(f"#{s}" + (f"<br>{mark}" if staggered else f" {mark}" if mark else ""))
-        decisions.append(decision_words(n, short=staggered))
-        stat = gate.statistic(n)
-        first = gated_before(n, gate) if int(n.get("extra_passes") or 0) else stat
-        before.append(first if first is not None else 0.0)
-        after.append(stat if int(n.get("extra_passes") or 0) else None)
-    data += _dots(state, cands)
-    data.append({"type": "scatter", "mode": "markers", "x": list(range(len(cands))), "name": "R̄",
-                 "y": [round(float(state.nodes[s]["mean"]), 5) for s in cands], "xaxis": "x", "yaxis": "y",
-                 # an open symbol is stroked in marker.color
-                 "marker": {"symbol": "line-ew-open", "size": 16 if staggered else 30, "color": "#d62728",
-                            "line": {"width": 3}},
-                 "showlegend": False, "hovertemplate": "R̄ %{y:.4f}<extra></extra>"})
-    data.append({"type": "bar", "x": list(range(len(cands))), "y": before, "xaxis": "x2", "yaxis": "y2",
-                 "marker": {"color": [OOD_COLOUR if b is not None and b > tau else "#9e9e9e" for b in before]},
-                 "width": 0.5, "showlegend": False, "name": gate.label,
-                 "hovertemplate": f"{gate.label} the test read: %{{y:.5f}}<extra></extra>"})
-    if any(a is not None for a in after):
-        data.append({"type": "scatter", "mode": "markers", "x": list(range(len(cands))), "y": after, "xaxis": "x2",
-                     "yaxis": "y2", "name": "after re-evaluation", "showlegend": False,
-                     "marker": {"symbol": "diamond-open", "size": 11, "color": "#222", "line": {"width": 2}},
-                     "hovertemplate": f"{gate.label} after the extra passes: %{{y:.5f}}<extra></extra>"})
-    return {"data": data, "layout": _layout(state, node_id, cands, total, labels, decisions, notes, before, after,
-                                            height, width, title, floor),
-            "config": {"displaylogo": False, "responsive": True,
-                       "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{node_id}"}},
-            "meta": {"node_id": node_id, "siblings": cands, "candidates": total}}
-
-
-def _layout(state: TreeState, node_id: int, cands: list[int], total: int, labels: list[str], decisions: list[str],
-            notes: list[dict[str, Any]], before: list[float], after: list[float | None], height: int,
-            width: int | None, title: str | None, floor: float) -> dict[str, Any]:
-    gate, tau, n = state.gate, state.gate.tau, len(cands)
-    span = 1.0 - floor
-    step = 0.2 if span > 0.5 else 0.1 if span > 0.25 else 0.05
-    ticks = [round(floor + k * step, 2) for k in range(int(round(span / step)) + 1)]
-    head = 0.42 if gate.space == "logit" else 0.3  # room above 1 for the printed R̄ / σ² (/ σ²ℓ) / K
-    parent = state.nodes[node_id].get("parent_id") if node_id in state.nodes else None
+    for i, c in enumerate(rows):
+        data += _row_traces(i, c, passes[c.node_id], n <= DOTS_UP_TO, colour_for(c.mean_after, cmin, cmax))
+        if shadow and c.node_id in shadow:
+            data.append(_shadow_box(i, c.node_id, shadow[c.node_id]))
+    data += _gate_traces(rows, gate.label)
+    shadow_cells = {c.node_id: _shadow_text(shadow.get(c.node_id)) for c in rows} if shadow else {}
+    lines = [_table_line(number_cells(c), shadow_cells.get(c.node_id, "")) for c in rows]
+    head = _table_line([h if h not in ("read", "after") else f"{gate.label} {h}" for h in NUMBER_HEADS],
+                       "  shadow" if shadow else "")
+    right = int(CHAR_PX * max(len(x) for x in [head, *lines]) + 24)
+    left = int(LABEL_CHAR_PX * max(len(x) for x in labels) + 16)
     if title is None:
-        whose = "the question" if parent == 0 else f"node {parent}"
-        shown = f"{n} candidates" if n == total else f"{n} of {total} candidates (the best by R̄)"
-        title = f"Step {state.nodes[node_id].get('depth')}: {shown} after {whose}, iteration {state.iteration}"
-    top = max([tau * 1.7] + [b * 1.18 for b in before] + [a * 1.18 for a in after if a is not None])
-    sel = cands.index(node_id) if node_id in cands else None
-    tier = TIER_PX if n > STAGGER_ABOVE else 0  # the top margin and the height grow by the second tier
-    axis = {"range": [-0.5, n - 0.5], "tickmode": "array", "tickvals": list(range(n)), "zeroline": False,
-            "showgrid": False, "fixedrange": True}
+        title = step_title(step, len(rows_all), page, pages, per_page, n, siblings_only)
+    layout = _layout(rows, labels, lines, head, left, right, floor, gate.tau, gate.label, title, width, selected,
+                     grouped)
+    return {"data": data, "layout": layout,
+            "config": {"displaylogo": False, "responsive": True,
+                       "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{selected}"}},
+            "meta": {"iteration": step.iteration, "decided": step.decided, "candidates": len(rows_all),
+                     "rows": [c.node_id for c in rows], "page": page, "pages": pages, "sort_by": sort_by,
+                     "n_nodes": n, "selected": selected, "run_id": step.state.run.get("run_id"),
+                     "numbers": {c.node_id: dict(zip(NUMBER_HEADS, number_cells(c))) for c in rows},
+                     "floor": floor, "min_width": left + right + MIN_PANELS_PX}}
+
+
+def step_title(step: Step, total: int, page: int, pages: int, per_page: int, shown: int, siblings_only: bool) -> str:
+    """'Iteration 2 decided 21 candidates of step 2 under 3 parents' (one candidate, one parent: singular)."""
+    depths = sorted({int(step.state.nodes[c.node_id].get("depth") or 0) for c in step.candidates})
+    where = f"step {depths[0]}" if len(depths) == 1 else f"steps {depths[0]}–{depths[-1]}"
+    parents = len({c.parent_id for c in step.candidates})
+    what = (f"{total} candidate{'s' if total != 1 else ''} of {where} under {parents} "
+            f"parent{'s' if parents != 1 else ''}")
+    if siblings_only:
+        what = f"{total} sibling{'s' if total != 1 else ''} of the inspected node ({where})"
+    verb = f"Iteration {step.iteration} decided" if step.decided else f"After iteration {step.iteration}:"
+    tail = "" if step.decided else ", waiting for their step"
+    rows = f" · rows {page * per_page + 1}–{page * per_page + shown}, page {page + 1} of {pages}" if pages > 1 else ""
+    return f"{verb} {what}{tail}{rows}"
+
+
+def _row_traces(i: int, c: Candidate, passes: list[float], dots: bool, fill: str) -> list[dict[str, Any]]:
+    """The row's box on the score axis and on the spread axis, its passes as dots (orange: re-evaluation's)."""
+    if not passes:
+        return []
+    mean = sum(passes) / len(passes)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in passes) / (len(passes) - 1)) if len(passes) > 1 else 0.0
+    dev = [round(max(-Z_RANGE, min(Z_RANGE, (v - mean) / sd)), 4) if sd > 0 else 0.0 for v in passes]
+    line = {"color": OOD_COLOUR if c.ood else "#555", "width": 2 if c.ood else 1}
+    common = {"type": "box", "orientation": "h", "y": [i] * len(passes), "width": 0.56, "boxpoints": False,
+              "fillcolor": fill, "line": line, "showlegend": False, "customdata": [[c.node_id]] * len(passes),
+              "yaxis": "y"}
+    out = [{**common, "x": [round(v, 5) for v in passes], "xaxis": "x", "name": f"#{c.node_id}",
+            "hovertemplate": f"node {c.node_id}: pass %{{x:.4f}}<extra></extra>"},
+           {**common, "x": dev, "xaxis": "x2", "name": f"#{c.node_id} shape",
+            "hovertemplate": f"node {c.node_id}: (pass − R̄)/σ = %{{x:.2f}}<extra></extra>"}]
+    out.append({"type": "scatter", "mode": "markers", "x": [round(mean, 5)], "y": [i], "xaxis": "x", "yaxis": "y",
+                "marker": {"symbol": "line-ns-open", "size": 16, "color": "#d62728", "line": {"width": 3}},
+                "showlegend": False, "customdata": [[c.node_id]], "name": "R̄",
+                "hovertemplate": f"node {c.node_id}: R̄ %{{x:.4f}}<extra></extra>"})
+    if dots:
+        first = len(passes) - c.extra if c.decided else len(passes)
+        jitter = [((k * 0.618034) % 1.0 - 0.5) * 0.34 for k in range(len(passes))]
+        for extra, colour in ((False, "rgba(30,30,30,0.75)"), (True, EXTRA_COLOUR)):
+            ks = [k for k in range(len(passes)) if (k >= first) == extra]
+            if not ks:
+                continue
+            for axis, xs in (("x", passes), ("x2", dev)):
+                out.append({"type": "scatter", "mode": "markers", "x": [round(xs[k], 6) for k in ks],
+                            "y": [round(i + jitter[k], 3) for k in ks], "xaxis": axis, "yaxis": "y",
+                            "marker": {"size": 4, "color": colour}, "showlegend": False, "hoverinfo": "skip",
+                            "name": "extra passes" if extra else "passes"})
+    return out
+
+
+def _gate_traces(rows: Sequence[Candidate], label: str) -> list[dict[str, Any]]:
+    ys = list(range(len(rows)))
+    out = [{"type": "bar", "orientation": "h", "y": ys, "x": [c.stat if c.stat else None for c in rows], "xaxis": "x3",
+            "yaxis": "y", "width": 0.56, "name": f"{label} read", "showlegend": False,
+            "marker": {"color": [OOD_COLOUR if c.ood else "#9e9e9e" for c in rows]},
+            "customdata": [[c.node_id] for c in rows],
+            "hovertemplate": f"node %{{customdata[0]}}: {label} the test read %{{x:.3g}}<extra></extra>"}]
+    after = [(i, c) for i, c in enumerate(rows) if c.extra and c.stat_after is not None]
+    if after:
+        out.append({"type": "scatter", "mode": "markers", "y": [i for i, _ in after],
+                    "x": [c.stat_after for _, c in after], "xaxis": "x3", "yaxis": "y", "showlegend": False,
+                    "name": f"{label} after", "customdata": [[c.node_id] for _, c in after],
+                    "marker": {"symbol": "diamond-open", "size": 10, "color": "#222", "line": {"width": 2}},
+                    "hovertemplate": f"node %{{customdata[0]}}: {label} after the extra passes %{{x:.3g}}<extra></extra>"})
+    return out
+
+
+def _shadow_box(i: int, nid: int, row: Mapping[str, Any]) -> dict[str, Any]:
+    scores = [round(float(v), 5) for v in row.get("mc_scores") or []]
+    return {"type": "box", "orientation": "h", "x": scores, "y": [i + 0.3] * len(scores), "width": 0.3,
+            "name": "shadow", "boxpoints": False, "fillcolor": "rgba(123, 50, 148, 0.18)",
+            "line": {"color": SHADOW_COLOUR, "width": 1.5}, "xaxis": "x", "yaxis": "y", "showlegend": False,
+            "customdata": [[nid]] * len(scores),
+            "hovertemplate": f"node {nid}: shadow pass %{{x:.4f}} (not spent)<extra></extra>"}
+
+
+def _shadow_text(row: Mapping[str, Any] | None) -> str:
+    if not row:
+        return ""
+    return f"  {fmt_var(row.get('var'))} {'OOD' if row.get('ood') else 'ID'}"
+
+
+def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
+    """A log axis for the gated statistics and τ: whole decades around them, at most four ticks, labelled 1e-6."""
+    pos = [v for v in values if v is not None and v > 0] + [tau]
+    lo, hi = math.floor(math.log10(min(pos) / 2)), math.ceil(math.log10(max(pos) * 2))
+    step = max(1, math.ceil((hi - lo) / 3))
+    ticks = list(range(hi, lo - 1, -step))[::-1]
+    return {"type": "log", "range": [lo, hi], "tickvals": [10.0 ** e for e in ticks],
+            "ticktext": [f"1e{e}" if e else "1" for e in ticks]}
+
+
+def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head: str, left: int, right: int,
+            floor: float, tau: float, label: str, title: str, width: int | None,
+            selected: int | None, grouped: bool) -> dict[str, Any]:
+    n = len(rows)
+    top, bottom = 96, 26 + 15 * len(CAPTION_LINES)
+    stats = [c.stat for c in rows] + [c.stat_after for c in rows if c.extra]
+    y = {"range": [n - 0.5, -0.5], "tickmode": "array", "tickvals": list(range(n)), "ticktext": labels,
+         "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1]}
+    axis = {"side": "top", "fixedrange": True, "gridcolor": "#eee", "zeroline": False, "tickfont": {"size": 11},
+            "title": {"font": {"size": 12}, "standoff": 4}}
     layout: dict[str, Any] = {
-        "height": height + tier, "margin": {"l": 64, "r": 70, "t": 44 + tier, "b": 98},
-        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1.0,
-                  "yanchor": "top", "pad": {"t": 12}},
-        "xaxis": {**axis, "domain": [0, 1], "anchor": "y", "ticktext": labels, "tickfont": {"size": 11 if tier else 12},
-                  "tickangle": 0},
-        # the range runs past 1 so the printed R̄ / σ² / K above each box stay inside the plot
-        "yaxis": {"domain": [0.42, 1.0], "range": [floor - 0.02 * span, 1.0 + head * span],
-                  "title": {"text": "MC-dropout score" + (f" (from {floor:g})" if floor else "")},
-                  "tickvals": ticks, "gridcolor": "#eee", "fixedrange": True},
-        "xaxis2": {**axis, "domain": [0, 1], "anchor": "y2", "ticktext": decisions, "tickfont": {"size": 10},
-                   "tickangle": 0},
-        "yaxis2": {"domain": [0.02, 0.28], "title": {"text": gate.label}, "range": [0, top], "nticks": 4,
-                   "tickformat": ".2g", "gridcolor": "#eee", "fixedrange": True},
-        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y2", "y0": tau, "y1": tau,
+        "height": top + bottom + ROW_PX * n, "margin": {"l": left, "r": right, "t": top, "b": bottom},
+        "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
+                  "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
+        "xaxis": {**axis, "domain": [0.0, 0.42], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 5,
+                  "title": {**axis["title"], "text": "MC-dropout passes" + (f" (from {floor:g})" if floor else "")}},
+        "xaxis2": {**axis, "domain": [0.48, 0.70], "range": [-Z_RANGE, Z_RANGE], "tickvals": [-2, 0, 2],
+                   "ticktext": ["−2σ", "R̄", "+2σ"], "title": {**axis["title"], "text": "shape (own σ)"}},
+        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.76, 1.0],
+                   "title": {**axis["title"], "text": f"{label} read"}},
+        "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
+        "hovermode": "closest", "boxmode": "overlay",
+        # on a log axis a shape takes the value, an annotation its log10
+        "shapes": [{"type": "line", "xref": "x3", "x0": tau, "x1": tau, "yref": "paper", "y0": 0, "y1": 1,
                     "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}}],
-        "annotations": notes + [
-            {"xref": "paper", "x": 1.0, "xshift": 4, "yref": "y2", "y": tau, "xanchor": "left", "yanchor": "middle",
-             "showarrow": False, "text": f"τ = {tau:g}", "font": {"color": OOD_COLOUR, "size": 12}},
-            {"xref": "paper", "x": 0.0, "yref": "paper", "y": 0.0, "yshift": -46, "xanchor": "left",
-             "yanchor": "top", "showarrow": False, "align": "left", "text": CAPTION,
-             "font": {"size": 10, "color": "#555"}}],
-        "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
+        "annotations": _annotations(lines, head, tau),
     }
     if width is not None:
-        layout["width"] = width
-    if sel is not None:  # a band behind the inspected node's box, bar and decision
-        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": sel - 0.5, "x1": sel + 0.5,
-                                 "y0": 0, "y1": 1, "layer": "below", "line": {"width": 0},
-                                 "fillcolor": "rgba(255, 200, 0, 0.18)"})
+        layout["width"] = max(width, left + right + MIN_PANELS_PX)
+    layout["shapes"] += _bands(rows, selected, grouped)
     return layout
 
 
-def export_size(fig: dict[str, Any]) -> tuple[int, int]:
-    """(width, height) for the figure as an image: wide enough for every candidate's printed numbers."""
-    n = len(fig.get("meta", {}).get("siblings") or [])
-    return int(max(720, min(2400, 96 * n + 120))), int(fig["layout"].get("height") or 560)
+def _annotations(lines: list[str], head: str, tau: float) -> list[dict[str, Any]]:
+    mono = {"family": "DejaVu Sans Mono, monospace", "size": 11}
+    out: list[dict[str, Any]] = [
+        {"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "y", "y": i, "yanchor": "middle",
+         "showarrow": False, "text": line.replace(" ", "\u00a0"), "font": {**mono, "color": "#222"}, "align": "left"}
+        for i, line in enumerate(lines)]
+    out.append({"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "paper", "y": 1.0,
+                "yshift": 8, "yanchor": "bottom", "showarrow": False, "text": head.replace(" ", "\u00a0"),
+                "font": {**mono, "color": "#555"}, "align": "left"})
+    out.append({"xref": "x3", "x": math.log10(tau), "yref": "paper", "y": 0.0, "yshift": -2, "yanchor": "top",
+                "showarrow": False, "text": f"τ = {tau:g}", "font": {"size": 11, "color": OOD_COLOUR}})
+    out.append({"xref": "paper", "x": 0.0, "yref": "paper", "y": 0.0, "yshift": -18, "xanchor": "left",
+                "yanchor": "top", "showarrow": False, "align": "left", "text": "<br>".join(CAPTION_LINES),
+                "font": {"size": 10, "color": "#555"}})
+    return out
 
+
+def _bands(rows: Sequence[Candidate], selected: int | None, grouped: bool) -> list[dict[str, Any]]:
+    """Every other parent group shaded (grouped rows) and the inspected node's row banded in yellow, across
+    the three panels."""
+    shapes, start, shade = [], 0, False
+    if grouped:
+        for i in range(1, len(rows) + 1):
+            if i == len(rows) or rows[i].parent_id != rows[start].parent_id:
+                if shade:
+                    shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": start - 0.5,
+                                   "y1": i - 0.5, "layer": "below", "line": {"width": 0}, "fillcolor": GROUP_BAND})
+                shade, start = not shade, i
+    for i, c in enumerate(rows):
+        if c.node_id == selected:
+            shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": i - 0.5,
+                           "y1": i + 0.5, "layer": "below", "line": {"width": 0}, "fillcolor": SELECTED_BAND})
+    return shapes
+
+
+def export_size(fig: dict[str, Any]) -> tuple[int, int]:
+    """(width, height) for the figure as an image: wide enough for its labels, panels and table."""
+    return int(max(1100, fig.get("meta", {}).get("min_width", 0) + 400)), int(fig["layout"].get("height") or 560)

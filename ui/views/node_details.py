@@ -2,47 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
 
 from .cases import StepJudge
+from .decisions import after_sentence, gate_sentence, step_of
+from .figstyle import fmt_mean, fmt_var
 from .safe_text import md_inline, md_text
-from .treedata import TERMINAL, TreeState
+from .treedata import TERMINAL, RunData, TreeState
 
 TRACE_SHOWN = 24  # steps of a trace listed in the inspector
 
 
-def _num(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float) and v != 0 and abs(v) < 10 ** -digits:
-        return f"{v:.2e}"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
-def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = None) -> str:
-    """The inspector's text: step (math renders), statistics, decisions, the trace up to the node."""
+def node_details_md(data: RunData, state: TreeState, node_id: int, judge: StepJudge | None = None) -> str:
+    """The inspector's text: step (math renders), statistics, the gate as its step read it and the decision,
+    the trace up to the node."""
     if node_id not in state.nodes:
         return f"Node {node_id} is not in the tree at iteration {state.iteration}."
     n = state.nodes[node_id]
     if node_id == 0:
         return (f"### The question\n\n{md_text(state.run.get('question', ''))}\n\n"
                 f"Gold answer: **{md_inline(state.run.get('gold_answer'))}**")
-    gate = state.gate
-    tau = gate.tau
+    step = step_of(data, node_id, state.iteration)
+    me = step.candidate(node_id) if step is not None else None
+    gate = step.state.gate if step is not None else state.gate
     k = len(n.get("mc_scores") or [])
-    ood = gate.shown(n)
+    ood = me.ood if me is not None else gate.shown(n)
     title = f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
     lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
-    lines.append(f"**R̄** {_num(n.get('mean'))} · **σ²** {_num(n.get('var'), 5)} · **K** {k} "
-                 f"({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · **R̂** {_num(n.get('ucb'))}")
-    lines.append(f"logits log(p/(1−p)) of the passes: mean {_num(n.get('logit_mean'))} · **σ²** {_num(n.get('logit_var'), 4)} · "
-                 f"OOD gate: {gate.label} = {_num(gate.statistic(n), 5)} vs τ = {tau:g}")
+    lines.append(f"**R̄** {fmt_mean(n.get('mean'))} · **σ²** {fmt_var(n.get('var'))} over all **K** {k} passes "
+                 f"({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · "
+                 f"**R̂** {fmt_mean(n.get('ucb'))}")
+    if gate.space == "logit":
+        lines.append(f"logits log(p/(1−p)) of the passes: mean {fmt_mean(n.get('logit_mean'))} · "
+                     f"σ² {fmt_var(n.get('logit_var'))}")
+    if me is not None and me.decided:
+        # the engine's own numbers and labels (no stored text): no escaping needed, and none that would garble them
+        lines.append(f"**Gate** at iteration {step.iteration}: {gate_sentence(me, gate.label, gate.tau)} "
+                     f"→ **{me.decision}**")
+        if me.extra:
+            lines.append(after_sentence(me, gate.label))
+    elif me is not None:
+        lines.append(f"**Gate** not read yet (its step comes after iteration {state.iteration}): "
+                     f"{gate.label} = {fmt_var(me.stat)} vs τ = {gate.tau:g} now")
     when = [f"created t={n.get('created_iter')}"]
     for key, word in (("reeval_iter", "re-evaluated"), ("expanded_iter", "expanded")):
         if n.get(key) is not None:
             when.append(f"{word} t={n[key]}")
     lines.append(f"children granted **{n.get('children_granted', 0)}** · " + " · ".join(when)
-                 + (f" · uniqueness γ {_num(n.get('uniqueness'))}" if n.get("uniqueness") is not None else ""))
+                 + (f" · uniqueness γ {fmt_mean(n.get('uniqueness'))}" if n.get("uniqueness") is not None else ""))
     if n.get("status") in TERMINAL:
         lines.append(f"final answer **{md_inline(n.get('answer'))}** — "
                      + {True: "right ✓", False: "wrong ✗"}.get(n.get("correct"), "ungraded"))
@@ -51,11 +57,6 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
         if truth is not None:
             how = "exact step checker" if judge.source == "exact" else "an answer below it is right" if truth else "no answer below it is right"
             lines.append(f"step is **{'right' if truth else 'wrong'}** ({how})")
-    d = state.decisions.get(node_id)
-    if d:
-        lines.append(f"at iteration {state.iteration}: {d.children} children, +{d.extra_passes} passes, "
-                     f"{d.status}" + (f" (R̄ {_num(d.mean_before)} → {_num(d.mean)})"
-                                      if d.mean_before is not None and d.extra_passes else ""))
     path = state.path(node_id)
     lines += ["", "**Trace up to here**", ""]
     lines.append(f"> {md_inline(state.run.get('question', ''))}")
@@ -70,9 +71,5 @@ def node_details_md(state: TreeState, node_id: int, judge: StepJudge | None = No
             continue
         step = md_inline(state.nodes[pid].get("step"))
         mark = "**" if pid == node_id else ""
-        lines.append(f"`{depth:>2}` {mark}{step}{mark} _(R̄ {_num(state.nodes[pid].get('mean'))})_  ")
+        lines.append(f"`{depth:>2}` {mark}{step}{mark} _(R̄ {fmt_mean(state.nodes[pid].get('mean'))})_  ")
     return "\n".join(lines)
-
-
-def step_truths(state: TreeState, node_ids: Sequence[int], judge: StepJudge) -> dict[int, bool | None]:
-    return {i: judge(i) for i in node_ids}

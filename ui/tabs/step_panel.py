@@ -1,0 +1,155 @@
+"""The inspected node's step: Figure 1's controls (row order, rows per page, siblings only, pages, PNG/SVG export)
+and the Why panel (the node's decision and where the step's budgets went, in words).
+
+The figure itself is drawn by RunViewer.node_view with the options the page state keeps (`s["fig1"]`), so a
+click in the tree, a replay step and these controls all draw it the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from storage import StorageError
+
+from ..views.decisions import decision_iteration, explain_node, explain_step
+from ..views.export import ExportError, export_path, render_image
+from ..views.figure1 import PER_PAGE, export_size
+from ..views.frontier import SORT_KEYS
+from .common import LIVE, AppContext, fig_json, notice
+from .search_layout import EMPTY_WHY
+from .viewer import RunViewer, figure1_options
+
+def why_html(ctx: AppContext, s: dict[str, Any], node_id: Any, t: Any) -> str:
+    """The selected node's decision at the iteration shown, then where its step's budgets went."""
+    if not s.get("run_id"):
+        return EMPTY_WHY
+    try:
+        data = ctx.cache.get(s["run_id"])
+    except StorageError:
+        return EMPTY_WHY
+    shown_t = data.max_iteration if t in (None, "") else max(0, min(int(t), data.max_iteration))
+    try:
+        nid = int(node_id) if node_id not in (None, "") else None
+    except (TypeError, ValueError):
+        nid = None
+    if nid is not None and nid not in data.nodes:
+        nid = None
+    step_t = shown_t
+    if nid not in (None, 0):
+        dt = decision_iteration(data, nid)
+        if dt is not None and dt <= shown_t:
+            step_t = dt
+    why = explain_node(data, nid, shown_t) if nid not in (None, 0) else ""
+    why += explain_step(data, step_t) if step_t >= 1 else ""
+    return why or EMPTY_WHY
+
+
+def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """Figure 1 as PNG and SVG under the export folder, at a size that fits every row: the paths."""
+    name = f"figure1-{s['run_id'][:8]}-node{s['selected']}" + (f"-t{s['t']}" if s.get("t") is not None else "")
+    Path(ctx.export_dir).mkdir(parents=True, exist_ok=True)
+    width, height = export_size(fig)
+    paths = []
+    for fmt in ("png", "svg"):
+        path = export_path(ctx.export_dir, name, f".{fmt}")
+        path.write_bytes(render_image(fig, fmt, width=width, height=height))
+        paths.append(str(path))
+    return paths
+
+
+def _selected_figure(ctx: AppContext, viewer: RunViewer, s: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """(Figure 1 of the selected node's step at the iteration shown, or None and why not)."""
+    if not s.get("run_id"):
+        return None, "open a run first, then select a node: Figure 1 shows its step"
+    if s.get("selected") in (None, 0):
+        return None, "select a node (not the question): Figure 1 shows the candidates of its step"
+    data = ctx.cache.get(s["run_id"])
+    state = data.state_at(s.get("t"))
+    nid = int(s["selected"])
+    if nid not in state.nodes:
+        return None, f"node: run {s['run_id'][:8]} has no node {nid} at iteration {state.iteration}"
+    return viewer.step_view(data, state, nid, figure1_options(s)), ""
+
+
+def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
+    def redraw(s: dict[str, Any], **change: Any) -> tuple[Any, Any]:
+        s["fig1"] = {**figure1_options(s), **change}
+        fig, _ = _selected_figure(ctx, viewer, s)
+        if fig is not None and s["fig1"].get("page") is not None:
+            s["fig1"]["page"] = fig["meta"]["page"]  # clamped: ◀ at the first page stays there
+        return s, (fig_json(fig) if fig is not None else gr.skip())
+
+    quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
+    outs = [ctx.st, tab.figure1]
+    tab.fig1_sort.input(lambda s, v: redraw(s, sort=SORT_KEYS.get(v, "parent"), page=None), [ctx.st, tab.fig1_sort],
+                        outs, **quiet)
+    tab.fig1_per_page.input(lambda s, v: redraw(s, per_page=int(v or PER_PAGE), page=None),
+                            [ctx.st, tab.fig1_per_page], outs, **quiet)
+    tab.fig1_siblings.input(lambda s, v: redraw(s, siblings=bool(v), page=None), [ctx.st, tab.fig1_siblings], outs,
+                            **quiet)
+
+    def paged(step: int) -> Any:
+        def handler(s: dict[str, Any]) -> tuple[Any, Any]:
+            fig, _ = _selected_figure(ctx, viewer, s)
+            if fig is None:
+                return gr.skip(), gr.skip()
+            return redraw(s, page=max(0, int(fig["meta"]["page"]) + step))
+        return handler
+
+    tab.fig1_prev.click(paged(-1), [ctx.st], outs, **quiet)
+    tab.fig1_next.click(paged(1), [ctx.st], outs, **quiet)
+
+    def on_export(s: dict[str, Any]) -> tuple[Any, Any]:
+        fig, why = _selected_figure(ctx, viewer, s)
+        if fig is None:
+            return notice(why), gr.skip()
+        try:
+            paths = export_figure1(ctx, fig, s)
+        except ExportError as exc:
+            return notice(str(exc)), gr.skip()
+        except Exception as exc:  # no Chromium, a crashed renderer: say so, the page keeps working
+            return notice(f"export: the images could not be drawn ({type(exc).__name__})"), gr.skip()
+        return notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True), \
+            gr.update(value=paths, visible=True)
+
+    tab.fig1_export.click(on_export, [ctx.st], [ctx.notice, tab.fig1_files])
+
+    # a click on a row inspects that candidate, as a click in the tree does (Gradio finds the event argument by
+    # its annotation)
+    def on_row(s: dict[str, Any], evt: gr.EventData, **view: Any) -> tuple[Any, ...]:
+        return viewer.inspect(s, (getattr(evt, "_data", None) or {}).get("node_id"), redraw_tree=True, **view)
+
+    tab.figure1.select(on_row, [ctx.st], viewer.inspect_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
+
+
+def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
+    """Figure 1's controls, and the Why panel following every selection, iteration change and run end."""
+    viewer = tab.viewer
+    _wire_controls(ctx, tab, viewer)
+    quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
+    # after the inspector: a tree click, the Inspect button or a typed id all end with the inspector writing
+    # the node's id into node_box (listening to the click itself drew this before the inspector's request)
+    tab.node_box.change(lambda s, node, t: why_html(ctx, s, node, t), [ctx.st, tab.node_box, tab.t_slider], [why],
+                        **quiet)
+    shown = gr.State(None)  # [run, iteration, version] the panel shows
+
+    def from_run(s: dict[str, Any], last: Any) -> tuple[Any, Any]:
+        # the open run, its iteration or its version changed (the user opened, stepped or replayed, or the poll
+        # saw a run end); following a live run the panel waits for it to stop rather than compete with the tree
+        rid, key = s.get("run_id"), None
+        if rid:
+            try:
+                version = ctx.store.run_version(rid)
+            except StorageError:
+                return gr.skip(), gr.skip()
+            if s.get("t") is None and version[0] in LIVE:
+                return gr.skip(), gr.skip()
+            key = [rid, s.get("t"), list(version)]
+        if key == last:
+            return gr.skip(), gr.skip()
+        return why_html(ctx, s, s.get("selected"), s.get("t")), key
+
+    ctx.st.change(from_run, [ctx.st, shown], [why, shown], **quiet)
+    ctx.poll.add(from_run, [ctx.st, shown], [why, shown])
