@@ -1,5 +1,5 @@
-"""The results page's first answer: does UATS beat REBASE here, at the same compute, and which single change of the
-ablation ladder carries the difference (ladder.py)."""
+"""The results page's first table: does UATS beat REBASE here, and at what compute (page.py says why, from the
+ablation ladder)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..config import UATS_METHODS
 from .tables import markdown_table, pair_name
-from .verdicts import diff_text, zero_word
+from .verdicts import diff_text, masked, zero_word
 
 
 def answer_table(pdiff: pd.DataFrame, spend: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -16,7 +16,7 @@ def answer_table(pdiff: pd.DataFrame, spend: pd.DataFrame, dataset: str) -> pd.D
     if pdiff.empty:
         return pd.DataFrame()
     rows = []
-    d = pdiff[(pdiff["dataset"] == dataset) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")]
+    d = masked(pdiff[(pdiff["dataset"] == dataset) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")])
     s = spend[(spend["dataset"] == dataset) & (spend["variant"] == "base")] if len(spend) else spend
     for (pair, budget), g in d.groupby(["pair", "budget"], sort=True):
         rec = {"pair": pair, "budget": budget}

@@ -11,7 +11,7 @@ from .rerun import RULE_NAMES
 from .sigma_features import checkpoint_of
 from .stats import CELL, paired_summary
 from .tables import markdown_table, pair_name
-from .verdicts import claim, diff_text, listing
+from .verdicts import claim, diff_text, listing, masked
 
 # the paper's claims, as the paper states them (its tables and figures by number)
 PAPER = {
@@ -37,7 +37,7 @@ def controller_name(variant: str) -> str:
 def per_n(rows: pd.DataFrame, roles: dict[str, str], sign: float = 1.0) -> tuple[list[str], list[str]]:
     """Per pair: 'A:prm (ID) +1.0 ± 2.0, ... at N = 4 / 16 / 64' (rows: diff, half_problems, budget) and its claim."""
     here, verdict = [], []
-    for pair, g in rows.groupby("pair", sort=True):
+    for pair, g in masked(rows).groupby("pair", sort=True):
         g = g.sort_values("budget")
         values = [(sign * d, h) for d, h in zip(g["diff"], g["half_problems"])]
         budgets = " / ".join(str(b) for b in g["budget"])
@@ -84,7 +84,7 @@ def ladder_row(ladder: pd.DataFrame, upper: str, lower: str, key: str, roles: di
     return [PAPER[key], f"{upper} − {lower}: " + "; ".join(here), "; ".join(verdict)]
 
 
-def variants_paired(results: pd.DataFrame, x: str, y: str, confidence: float) -> dict[str, Any] | None:
+def variants_paired(results: pd.DataFrame, x: str, y: str, confidence: float) -> pd.DataFrame | None:
     """Variant x − variant y of A-UATS on the (problem, seed) cells both ran, per (pair, budget)."""
     a = results[(results["method"] == "a-uats") & (results["variant"] == x)][[*CELL, "correct"]]
     b = results[(results["method"] == "a-uats") & (results["variant"] == y)][[*CELL, "correct"]]
@@ -127,7 +127,7 @@ def a_uncertainty_row(vdiff: pd.DataFrame, results: pd.DataFrame, controller: pd
 
 def harder_row(contrasts: pd.DataFrame, harder: list[str], roles: dict[str, str]) -> list[str]:
     """Each tree search − Best-of-N on the harder datasets, paired on the mean over N."""
-    here, verdict = [], []
+    here, verdict, contrasts = [], [], masked(contrasts)
     for dataset in harder:
         g = contrasts[(contrasts["dataset"] == dataset) & (contrasts["y"] == "best-of-n")]
         g = pd.concat([g, contrasts[(contrasts["dataset"] == dataset) & (contrasts["x"] == "best-of-n")]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .stats import method_key, paired_summary, sort_by_method
 from .tables import half_text, markdown_table, mean_pm, pair_name
-from .verdicts import order, trend, zero_word
+from .verdicts import masked, order, trend, zero_word
 
 CELL_AXES = ["problem_id", "seed"]
 
@@ -69,7 +69,7 @@ def contrast_markdown(table: pd.DataFrame, roles: dict[str, str]) -> dict[str, s
     out: dict[str, str] = {}
     if table.empty:
         return out
-    for dataset, g in table.groupby("dataset", sort=False):
+    for dataset, g in masked(table).groupby("dataset", sort=False):
         rows = [[pair_name(r.pair, roles), f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
                  half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
                  zero_word(r.diff, r.half_problems)] for r in g.itertuples()]
@@ -100,7 +100,7 @@ def growth_markdown(table: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
     out: dict[str, str] = {}
     if table.empty:
         return out
-    for dataset, g in table.groupby("dataset", sort=False):
+    for dataset, g in masked(table).groupby("dataset", sort=False):
         rows = [[pair_name(r.pair, roles), r.method, f"{r.lo} → {r.hi}", f"{100 * r.acc_lo:.1f}", f"{100 * r.acc_hi:.1f}",
                  f"{100 * r.diff:+.1f}", half_text(r.half_problems, r.n_problems, "problems"),
                  trend(r.diff, r.half_problems)] for r in g.itertuples()]

@@ -11,7 +11,7 @@ from .build import Report, main_and_harder
 from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
 from .prose import at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged, step_rows
 from .tables import pair_name
-from .verdicts import NOISE, diff_text, listing, rule_text, side
+from .verdicts import NOISE, diff_text, listing, masked, rule_text, side
 
 TITLE = "# Results: the arithmetic world, ID and OOD"
 # the paths up the ablation ladder from REBASE to H-UATS (ladder.STEPS): score first, then rounding first
@@ -70,7 +70,7 @@ def answer_section(rep: Report, main: str) -> list[str]:
         said = [f"{name(m)} − REBASE {clearing(g[g['x'] == m])}" for m in UATS_METHODS if (g["x"] == m).any()]
         out.append(f"- **{pair_name(pair, rep.roles)}**: {'; '.join(said)} (the table below).")
     ladder = rep.tables.get("ladder", pd.DataFrame())
-    ladder = ladder[ladder["dataset"] == main] if len(ladder) else ladder
+    ladder = masked(ladder[ladder["dataset"] == main]) if len(ladder) else ladder
     if len(ladder):
         whole = step_rows(ladder, "H-UATS", "REBASE")
         said = []
@@ -151,7 +151,7 @@ def methods_section(rep: Report, main: str) -> list[str]:
            *section(rep, f"Methods paired over N: {main}"), *section(rep, f"Accuracy across N: {main}")]
     contrasts = rep.tables.get("contrasts", pd.DataFrame())
     for pair, g in (contrasts[contrasts["dataset"] == main].groupby("pair", sort=True) if len(contrasts) else []):
-        first = g[g["first"]]
+        first = masked(g[g["first"]])
         if first.empty:
             continue
         noise = [f"{name(r.y)} ({diff_text(r.diff, r.half_problems)})" for r in first.itertuples()
@@ -201,17 +201,17 @@ def ladder_section(rep: Report, main: str) -> list[str]:
     out = ["## The ablation ladder: where H-UATS's gain comes from", ""]
     if ladder.empty:
         return out
-    spends = "; ".join(f"{ranged(g['spend_ratio'], '.2f')} on `{dataset}`" for dataset, g in
-                       ladder.groupby("dataset", sort=False))
+    datasets = sorted(ladder["dataset"].unique(), key=lambda d: d != main)  # the full grid's first
+    spends = "; ".join(f"{ranged(ladder.loc[ladder['dataset'] == d, 'spend_ratio'], '.2f')} on `{d}`" for d in datasets)
     out += ["H-UATS differs from REBASE in three ways at once: it scores a candidate with the mean R̄ of K0 MC-dropout "
             "passes (paid for out of its width), it rounds the children's softmax by largest remainder where REBASE walks "
             "the candidates best first and gives each the ceiling of its share, and it re-evaluates OOD candidates that "
             "pass the δ rule. Each rung below changes one of these at REBASE's compute (the last column: "
-            f"{spends} of the lower rung's spend); `tests/test_ablation_ladder.py` checks that neighbouring rungs become "
+            f"the upper rung spent {spends} of the lower rung's compute); `tests/test_ablation_ladder.py` checks that neighbouring rungs become "
             "identical node for node once the one rule they differ in is swapped. Two paths lead from REBASE to H-UATS: "
             "the score first (REBASE, MC mean; then H-UATS without re-evaluation), or the rounding first (H-UATS w/o "
             "Uncert., which is REBASE with UATS's rounding; then the MC score).", "", *section(rep, "Ablation ladder")]
-    ladder = ladder[ladder["dataset"] == main]
+    ladder = masked(ladder[ladder["dataset"] == main])
     out.append(f"- **The single changes that clear zero** (the steps of both paths): "
                f"{listing(clear_steps(single_steps(ladder), rep.roles))}; every other single change is within noise.")
     whole = step_rows(ladder, "H-UATS", "REBASE")

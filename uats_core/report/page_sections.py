@@ -11,7 +11,7 @@ from .sigma_features import checkpoint_of
 from .prose import growth_lines, name, pass_line, ranged
 from .rerun import RULE_DIFFS, RULE_NAMES
 from .tables import pair_name
-from .verdicts import DOWN, NOISE, UP, diff_text, listing, side, trend
+from .verdicts import DOWN, NOISE, UP, diff_text, listing, masked, side, trend
 
 if TYPE_CHECKING:
     from .build import Report
@@ -34,7 +34,7 @@ def duplicates_section(rep: Report, main: str) -> list[str]:
                if _share_falls(dup) else "- The distinct share does not fall with N in every row")
     out[-1] += " (cells without counts are left out; the cells column says how many each row reads)."
     growth = rep.tables.get("growth", pd.DataFrame())
-    dora = growth[(growth["dataset"] == main) & (growth["method"] == "dora")] if len(growth) else growth
+    dora = masked(growth[(growth["dataset"] == main) & (growth["method"] == "dora")]) if len(growth) else growth
     if len(dora):
         said = listing([f"{trend(r.diff, r.half_problems)} on {r.pair} ({diff_text(r.diff, r.half_problems)} from N = "
                         f"{r.lo} to {r.hi})" for r in dora.itertuples()])
@@ -146,7 +146,7 @@ def harder_section(rep: Report, main: str, harder: list[str]) -> list[str]:
 def _harder_lines(rep: Report, main: str, dataset: str) -> list[str]:
     out = []
     pdiff = rep.tables["paired_differences"]
-    pdiff = pdiff[pdiff["dataset"] == dataset]
+    pdiff = masked(pdiff[pdiff["dataset"] == dataset])
     if len(pdiff):
         clear = [f"{name(r.x)} − {name(r.y)} on {r.pair} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
                  for r in pdiff.itertuples() if side(r.diff, r.half_problems) != NOISE]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable
 import pandas as pd
 
 from .tables import pair_name
-from .verdicts import NOISE, diff_text, listing, side, trend
+from .verdicts import NOISE, diff_text, listing, masked, side, trend
 
 if TYPE_CHECKING:
     from .build import Report
@@ -25,14 +25,14 @@ def name(method: str) -> str:
 
 def at_n(rows: pd.DataFrame) -> str:
     """'+5.0 ± 4.7, +5.3 ± 3.9 and +3.2 ± 3.0 at N = 4, 16 and 64' (rows: budget, diff, half_problems)."""
-    rows = rows.sort_values("budget")
+    rows = masked(rows).sort_values("budget")
     return (f"{listing([diff_text(d, h) for d, h in zip(rows['diff'], rows['half_problems'])])} at N = "
             f"{listing([str(b) for b in rows['budget']])}")
 
 
 def clearing(rows: pd.DataFrame) -> str:
     """Where the differences clear zero: 'clears zero at N = 64 only', '... at every N', 'is within noise at every N'."""
-    rows = rows.sort_values("budget")
+    rows = masked(rows).sort_values("budget")
     clear = [str(b) for b, d, h in zip(rows["budget"], rows["diff"], rows["half_problems"]) if side(d, h) != NOISE]
     if not clear:
         return "is within noise at every N"
@@ -54,7 +54,7 @@ def ranged(values: Iterable[float], fmt: str) -> str:
 def clear_steps(ladder: pd.DataFrame, roles: dict[str, str]) -> list[str]:
     """The ladder steps (rows of `ladder`) that clear zero: 'REBASE, MC mean − REBASE on A:prm (ID) at N = 64 (+3.2 ± 2.4)'."""
     return [f"{r.upper} − {r.lower} on {pair_name(r.pair, roles)} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
-            for r in ladder.itertuples() if side(r.diff, r.half_problems) != NOISE]
+            for r in masked(ladder).itertuples() if side(r.diff, r.half_problems) != NOISE]
 
 
 def step_rows(ladder: pd.DataFrame, upper: str, lower: str) -> pd.DataFrame:
@@ -63,7 +63,7 @@ def step_rows(ladder: pd.DataFrame, upper: str, lower: str) -> pd.DataFrame:
 
 def path_text(ladder: pd.DataFrame, pair: str, budget: int, path: list[tuple[str, str]]) -> str:
     """The steps of one path up the ladder at (pair, N), each with its verdict."""
-    parts = []
+    parts, ladder = [], masked(ladder)
     for upper, lower in path:
         hit = ladder[(ladder["pair"] == pair) & (ladder["budget"] == budget) & (ladder["upper"] == upper)
                      & (ladder["lower"] == lower)]
@@ -78,7 +78,7 @@ def growth_lines(rep: Report, dataset: str) -> list[str]:
     """Per pair: the methods whose accuracy grows, falls or stays flat from the smallest to the largest N."""
     growth = rep.tables.get("growth", pd.DataFrame())
     out = []
-    for pair, g in (growth[growth["dataset"] == dataset].groupby("pair", sort=True) if len(growth) else []):
+    for pair, g in (masked(growth[growth["dataset"] == dataset]).groupby("pair", sort=True) if len(growth) else []):
         words = {w: [name(r.method) for r in g.itertuples() if trend(r.diff, r.half_problems) == w]
                  for w in ("grows with N", "falls with N", "flat within noise")}
         said = [f"{verb} for {listing(words[w])}" for w, verb in (("grows with N", "grows"), ("falls with N", "falls"),

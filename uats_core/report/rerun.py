@@ -95,8 +95,9 @@ def recordings(original: pd.DataFrame, done: pd.DataFrame, confidence: float = 0
             new, old = g[col].astype(float), g[f"{col}_orig"].astype(float)
             rec[f"{name}_orig"] = float(old.groupby(g["seed"]).mean().mean())
             rec[f"{name}_rerun"] = float(new.groupby(g["seed"]).mean().mean())
-            s = paired_summary((new - old).set_axis(index), confidence)
-            rec[f"{name}_diff"], rec[f"{name}_half"], rec["n_problems"] = s["diff"], s["half_problems"], s["n_problems"]
+            s = paired_summary((new - old).set_axis(index), confidence)  # an interval only as the table prints it
+            rec[f"{name}_diff"], rec[f"{name}_half"] = s["diff"], shown_half(s["half_problems"], s["n_problems"])
+            rec["n_problems"] = s["n_problems"]
             rec[f"{name}_agree"] = float((new == old).mean())
         rows.append(rec)
     return sort_by_method(pd.DataFrame(rows), ["pair", "method", "budget"]) if rows else pd.DataFrame()
@@ -146,7 +147,8 @@ def rule_table(votes: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
         rec = dict(zip(KEYS, key))
         for a, b in RULE_DIFFS:
             s = paired_summary((g[f"{a}_re"] - g[f"{b}_re"]).set_axis(index).dropna(), confidence)
-            rec[f"{a}_minus_{b}"], rec[f"{a}_minus_{b}_half"], rec["n_problems"] = s["diff"], s["half_problems"], s["n_problems"]
+            rec[f"{a}_minus_{b}"], rec["n_problems"] = s["diff"], s["n_problems"]
+            rec[f"{a}_minus_{b}_half"] = shown_half(s["half_problems"], s["n_problems"])  # as the table prints it
         diffs.append(rec)
     return table.merge(pd.DataFrame(diffs), on=KEYS) if diffs else table
 

@@ -10,12 +10,22 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-from .stats import method_key
+import pandas as pd
+
+from .stats import method_key, shown_half
 
 UP, NOISE, DOWN = 1, 0, -1
 REPRODUCED, POINT_ONLY, NOT_REPRODUCED, REVERSED = ("reproduced", "on point estimates only", "not reproduced",
                                                     "reversed")
 CLEARS, WITHIN = "clears zero", "within noise"
+
+
+def masked(rows: pd.DataFrame) -> pd.DataFrame:
+    """Paired-difference rows (diff, half_problems, n_problems) as the tables print them: no interval over fewer than
+    MIN_REPLICATES problems, so a verdict never rests on an interval the table does not show."""
+    if rows.empty or "n_problems" not in rows:
+        return rows
+    return rows.assign(half_problems=shown_half(rows["half_problems"], rows["n_problems"]))
 
 
 def points(share: float) -> float:
