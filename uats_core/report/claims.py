@@ -3,11 +3,9 @@ verdict is computed by the rule (verdicts.py), so the table says only what those
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
-from .rerun import RULE_NAMES
+from .rerun import claim_groups
 from .sigma_features import checkpoint_of
 from .stats import CELL, paired_summary
 from .tables import markdown_table, pair_name
@@ -56,12 +54,10 @@ def order_row(ordering: pd.DataFrame, roles: dict[str, str]) -> list[str]:
         here.append(f"{pair_name(row['pair'], roles)}: H-UATS − each baseline from {diff_text(lo, lo_half)} "
                     f"({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})")
         verdict.append(f"{pair_name(row['pair'], roles)}, weighted vote: {row['h_claim']}")
-    others: dict[str, list[str]] = {}
-    for _, row in ordering.iterrows():
-        if (row["recording"], row["rule"]) != ("original", "weighted"):
-            others.setdefault(row["h_claim"], []).append(f"{row['recording']} {RULE_NAMES[row['rule']]} ({row['pair']})")
+    others = claim_groups(ordering, "h_claim", skip=("original", "weighted"))
     here.append("every rule: \"Which rule orders the methods\" (\"Answer aggregation\")")
-    verdict += [f"{word} under: {listing(others.get(word, []))}" for word in ("reproduced", "on point estimates only")]
+    verdict += [f"{word} under: {listing(others.get(word, []), empty='no rule')}"
+                for word in ("reproduced", "on point estimates only")]
     return [PAPER["order"], "; ".join(here), "; ".join(verdict)]
 
 

@@ -9,9 +9,10 @@ import pandas as pd
 
 from .sigma_features import checkpoint_of
 from .prose import growth_lines, name, pass_line, ranged
-from .rerun import RULE_DIFFS, RULE_NAMES
+from .rerun import RULE_DIFFS, RULE_NAMES, claim_groups
 from .tables import pair_name
-from .verdicts import DOWN, NOISE, UP, diff_text, listing, masked, side, trend
+from .verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, diff_text, listing, masked,
+                       side, trend)
 
 if TYPE_CHECKING:
     from .build import Report
@@ -114,10 +115,10 @@ def _ordering_lines(rep: Report) -> list[str]:
         return []
     out = []
     for col, what in (("h_claim", "H-UATS above every baseline"), ("a_claim", "A-UATS above H-UATS")):
-        by: dict[str, list[str]] = {}
-        for _, r in ordering.iterrows():
-            by.setdefault(r[col], []).append(f"{r['recording']} {RULE_NAMES[r['rule']]} ({r['pair']})")
-        out.append(f"- **{what}**: " + "; ".join(f"{word} under {listing(v)}" for word, v in by.items()) + ".")
+        by = claim_groups(ordering, col)
+        said = [f"{word} under {listing(by[word])}" for word in (REPRODUCED, POINT_ONLY, REVERSED) if word in by]
+        out.append(f"- **{what}**: " + "; ".join(said or [f"{REPRODUCED} under no rule"])
+                   + ("; not reproduced under the others" if NOT_REPRODUCED in by else "") + ".")
     weighted = ordering[(ordering["recording"] == "original") & (ordering["rule"] == "weighted")]
     if len(weighted) and (weighted["h_claim"] != "reproduced").any():
         out.append("- The paper states the weighted vote, this grid's rule, and under it H-UATS is not above every "

@@ -196,6 +196,17 @@ def ordering_table(original: pd.DataFrame, votes: pd.DataFrame, confidence: floa
     return pd.DataFrame(rows)
 
 
+def claim_groups(ordering: pd.DataFrame, column: str, skip: tuple[str, str] | None = None) -> dict[str, list[str]]:
+    """Per verdict in `column` (h_claim, a_claim): the rules it holds under, as 'original best final score (A:prm,
+    B:prm)', in the table's order; `skip`: a (recording, rule) left out."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for _, r in ordering.iterrows():
+        if (r["recording"], r["rule"]) != skip:
+            rule = f"{r['recording']} {RULE_NAMES[r['rule']]}"
+            found.setdefault(r[column], {}).setdefault(rule, []).append(r["pair"])
+    return {word: [f"{rule} ({', '.join(pairs)})" for rule, pairs in rules.items()] for word, rules in found.items()}
+
+
 def ordering_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""

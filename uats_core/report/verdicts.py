@@ -108,4 +108,6 @@ def rule_text(confidence: float) -> str:
             "to every other method clears zero; otherwise it is *first on point estimates*. Accuracy *grows with N* "
             "(*falls with N*) when the paired difference from the smallest to the largest N clears zero upward "
             "(downward); otherwise it is *flat within noise*. *The order* of methods is by point estimate. Comparisons "
-            "without an interval (AUROC, shares of steps) are of point estimates and say so.")
+            "without an interval (AUROC, shares of steps) are of point estimates and say so. Where a table has many "
+            f"rows, {'about one in twenty' if confidence == 0.95 else 'a share'} of those with no true difference "
+            "clear zero by chance alone, so a single row that clears zero is a lead to follow, not a finding.")
