@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .ladder import SCORE_FIRST, UNCERTAINTY_ABLATION
 from .rerun import claim_groups
 from .sigma_features import checkpoint_of
 from .stats import CELL, paired_summary
@@ -22,7 +23,7 @@ PAPER = {
     "reeval": "Re-evaluating uncertain candidates is where the gain comes from (the method's design)",
     "scope": "Results on many policy/PRM pairs, math benchmarks, LLM PRMs, GPU compute",
 }
-UNCERTAINTY_ABLATION = "controller_uncertainty_features=False"
+NO_SIGMA_VARIANT = "controller_uncertainty_features=False"  # A-UATS with the controller trained without σ
 SCORE_KINDS = ("deterministic (baselines)", "MC mean of K0 passes (UATS)")  # steps.prm_summary's score kinds
 
 
@@ -66,7 +67,7 @@ def a_over_h_row(pdiff: pd.DataFrame, vdiff: pd.DataFrame, roles: dict[str, str]
     if vdiff.empty:
         return [PAPER["a_over_h"], "; ".join(here), "; ".join(verdict)]
     retrained = vdiff[(vdiff["method"] == "a-uats") & (vdiff["reference"] == "h-uats (base)")
-                      & vdiff["variant"].map(controller_name).ne("") & ~vdiff["variant"].str.contains(UNCERTAINTY_ABLATION)]
+                      & vdiff["variant"].map(controller_name).ne("") & ~vdiff["variant"].str.contains(NO_SIGMA_VARIANT)]
     for variant, g in retrained.groupby("variant", sort=True):
         h, v = per_n(g, roles)
         here.append(f"the retrained `{controller_name(variant)}`: {listing(h)}")
@@ -97,13 +98,13 @@ def a_uncertainty_row(vdiff: pd.DataFrame, results: pd.DataFrame, controller: pd
                       roles: dict[str, str], confidence: float) -> list[str]:
     """With σ − without σ: the shipped controllers (the ablation's variant against A-UATS's base, negated) and the
     retrained ones paired directly; and what the controller table says about the controllers behind them."""
-    shipped = vdiff[(vdiff["method"] == "a-uats") & (vdiff["variant"] == UNCERTAINTY_ABLATION)
+    shipped = vdiff[(vdiff["method"] == "a-uats") & (vdiff["variant"] == NO_SIGMA_VARIANT)
                     & (vdiff["reference"] == "a-uats (base)")]
     here, verdict = per_n(shipped, roles, sign=-1.0)
     here, verdict = [f"with σ − without σ, shipped controllers: {listing(here)}"], [f"shipped: {listing(verdict)}"]
     retrained = sorted({v for v in results.loc[results["method"] == "a-uats", "variant"] if controller_name(v)})
-    with_sigma = [v for v in retrained if UNCERTAINTY_ABLATION not in v]
-    without = [v for v in retrained if UNCERTAINTY_ABLATION in v]
+    with_sigma = [v for v in retrained if NO_SIGMA_VARIANT not in v]
+    without = [v for v in retrained if NO_SIGMA_VARIANT in v]
     if with_sigma and without and (paired := variants_paired(results, with_sigma[0], without[0], confidence)) is not None:
         h, v = per_n(paired, roles)
         here.append(f"retrained (`{controller_name(with_sigma[0])}` − `{controller_name(without[0])}`): {listing(h)}")
@@ -175,7 +176,7 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
     if len(pdiff) and ((pdiff["x"] == "a-uats") & (pdiff["y"] == "h-uats")).any():
         rows.append(a_over_h_row(pdiff, vdiff, roles))
     if len(ladder):
-        rows.append(ladder_row(ladder, "H-UATS", "H-UATS w/o Uncert.", "h_uncertainty", roles))
+        rows.append(ladder_row(ladder, *UNCERTAINTY_ABLATION, "h_uncertainty", roles))
     if len(vdiff):
         rows.append(a_uncertainty_row(vdiff, t["results"][t["results"]["dataset"] == main], t.get("controller"), roles,
                                       confidence))
@@ -184,7 +185,7 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
     if "prm_summary" in t and len(t["prm_summary"]):
         rows.append(figure2_row(t["prm_summary"], main, roles))
     if len(ladder):
-        rows.append(ladder_row(ladder, "H-UATS", "H-UATS w/o re-evaluation", "reeval", roles))
+        rows.append(ladder_row(ladder, *SCORE_FIRST[-1], "reeval", roles))
     rows.append([PAPER["scope"], "two tiny pairs, arithmetic problems, CPU", "not testable here"])
     return ("The paper's claims against this grid: what the report's tables give for each (differences in points, "
             f"paired on the same (problem, seed) cells, ± {100 * confidence:g}% t over problems) and the verdict by the "

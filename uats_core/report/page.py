@@ -8,19 +8,17 @@ import pandas as pd
 
 from ..config import UATS_METHODS
 from .build import Report, main_and_harder
+from .claims import NO_SIGMA_VARIANT
+from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
 from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
 from .prose import at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged, step_rows
+from .provenance import DIRTY
 from .tables import pair_name
 from .verdicts import NOISE, diff_text, listing, masked, rule_text, side
 
 TITLE = "# Results: the arithmetic world, ID and OOD"
-# the paths up the ablation ladder from REBASE to H-UATS (ladder.STEPS): score first, then rounding first
-SCORE_FIRST = [("REBASE, MC mean", "REBASE"), ("H-UATS w/o re-evaluation", "REBASE, MC mean"),
-               ("H-UATS", "H-UATS w/o re-evaluation")]
-ROUNDING_FIRST = [("H-UATS w/o Uncert.", "REBASE"), ("H-UATS w/o re-evaluation", "H-UATS w/o Uncert."),
-                  ("H-UATS", "H-UATS w/o re-evaluation")]
 VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without a re-evaluation budget",
-                 "controller_uncertainty_features=False": "A-UATS with the controller trained without σ features",
+                 NO_SIGMA_VARIANT: "A-UATS with the controller trained without σ features",
                  "dropout_mode=last:2,tau=auto,uncertainty_space=logit":
                      "H-UATS with the uncertainty settings docs/backends.md recommends",
                  "spend_rule=paper": "H-UATS under the paper's per-step spending rule",
@@ -72,7 +70,7 @@ def answer_section(rep: Report, main: str) -> list[str]:
     ladder = rep.tables.get("ladder", pd.DataFrame())
     ladder = masked(ladder[ladder["dataset"] == main]) if len(ladder) else ladder
     if len(ladder):
-        whole = step_rows(ladder, "H-UATS", "REBASE")
+        whole = step_rows(ladder, *WHOLE)
         said = []
         for r in whole.itertuples():
             if side(r.diff, r.half_problems) == NOISE:
@@ -100,7 +98,7 @@ def ledgers_section(rep: Report, command: str) -> list[str]:
            "that command writes today, and that every number in its sentences is one of its tables' numbers.", "",
            *section(rep, "Sources")]
     if "ledger" in results:
-        dirty = int(results["code_version"].fillna("").astype(str).str.endswith("+dirty").sum())
+        dirty = int(results["code_version"].fillna("").astype(str).str.endswith(DIRTY).sum())
         out.append(f"{dirty:,} of the ledgers' {len(results):,} rows ({100 * dirty / len(results):.1f}%) ran "
                    "uncommitted code: the line under each table names the commits of the rows it reads. Rows are now "
                    "written only from a clean tree: the eval command refuses `--ledger` otherwise, and "
@@ -116,7 +114,7 @@ def ledgers_section(rep: Report, command: str) -> list[str]:
                 "python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 "
                 "--problems 200 --seeds 3 --db runs/rerun.db --torch-threads 1 --batch 1 --ledger results/arith-rerun",
                 "```"]
-    out += ["", "± is a 95% Student-t interval: over the seeds unless a table says otherwise, over problems for paired "
+    out += ["", f"± is a {100 * rep.confidence:g}% Student-t interval: over the seeds unless a table says otherwise, over problems for paired "
             "differences and verdicts. Compute is in PRM-pass units per search (a generated step costs c passes; "
             "docs/engine.md).", ""]
     return out
@@ -214,18 +212,14 @@ def ladder_section(rep: Report, main: str) -> list[str]:
     ladder = masked(ladder[ladder["dataset"] == main])
     out.append(f"- **The single changes that clear zero** (the steps of both paths): "
                f"{listing(clear_steps(single_steps(ladder), rep.roles))}; every other single change is within noise.")
-    whole = step_rows(ladder, "H-UATS", "REBASE")
-    for r in whole.itertuples():
+    for r in step_rows(ladder, *WHOLE).itertuples():
         paths = [path_text(ladder, r.pair, r.budget, path) for path in (SCORE_FIRST, ROUNDING_FIRST)]
         if any(paths):
             out.append(f"- **H-UATS − REBASE on {pair_name(r.pair, rep.roles)} at N = {r.budget}** "
                        f"({diff_text(r.diff, r.half_problems)}): score first, {paths[0] or 'not run'}; rounding first, "
                        f"{paths[1] or 'not run'}.")
-    for upper, lower, what in [("H-UATS", "H-UATS w/o Uncert.", "the paper's own uncertainty ablation, H-UATS − H-UATS "
-                                                              "w/o Uncert.,"),
-                               ("H-UATS w/o Uncert.", "REBASE", "UATS's rounding alone, H-UATS w/o Uncert. − REBASE,"),
-                               ("REBASE, MC mean", "REBASE", "the MC score alone, REBASE, MC mean − REBASE,"),
-                               ("H-UATS", "H-UATS w/o re-evaluation", "the gate with re-evaluation, H-UATS − H-UATS "
-                                                                     "w/o re-evaluation,")]:
-        out += [f"- {line}" for line in by_pair(step_rows(ladder, upper, lower), rep.roles, what)]
+    for (upper, lower), what in [(UNCERTAINTY_ABLATION, "the paper's own uncertainty ablation"),
+                                 (ROUNDING_FIRST[0], "UATS's rounding alone"), (SCORE_FIRST[0], "the MC score alone"),
+                                 (SCORE_FIRST[-1], "the gate with re-evaluation")]:
+        out += [f"- {line}" for line in by_pair(step_rows(ladder, upper, lower), rep.roles, f"{what}, {upper} − {lower},")]
     return out + [""]

@@ -67,7 +67,8 @@ def rerun_sections(df: pd.DataFrame, rerun: Rerun, roles: dict[str, str],
 
 def finished_rerun(original: pd.DataFrame, rerun: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The rerun's rows of the problems it has finished (every (pair, method, budget, seed) the original ran for them;
-    `original`: the first recording's rows of the groups the rerun runs again) and its coverage: cells, cells of the original, problems finished and their cells."""
+    `original`: the first recording's rows of the groups the rerun runs again) and its coverage: cells, cells of the
+    original, problems finished and their cells."""
     same = rerun[rerun["cell_key"].isin(set(original["cell_key"]))]
     keep = []
     for (dataset, variant), g in same.groupby(["dataset", "variant"], sort=False):
