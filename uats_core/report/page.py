@@ -11,7 +11,8 @@ from .build import Report, main_and_harder
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
 from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
-from .prose import at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged, step_rows
+from .prose import (at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged, section,
+                    step_rows)
 from .provenance import DIRTY
 from .tables import pair_name
 from .verdicts import NOISE, diff_text, listing, masked, rule_text, side
@@ -29,11 +30,6 @@ def single_steps(ladder: pd.DataFrame) -> pd.DataFrame:
     """The ladder's steps that change one thing: those of the two paths from REBASE to H-UATS."""
     steps = pd.MultiIndex.from_tuples(SCORE_FIRST + ROUNDING_FIRST)
     return ladder[pd.MultiIndex.from_frame(ladder[["upper", "lower"]]).isin(steps)]
-
-
-def section(rep: Report, key: str) -> list[str]:
-    """A report table as the page shows it ([] when the report has none)."""
-    return [rep.markdown[key], ""] if key in rep.markdown else []
 
 
 def results_page(rep: Report, command: str) -> str:

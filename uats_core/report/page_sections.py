@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .sigma_features import checkpoint_of
-from .prose import growth_lines, name, pass_line, ranged
+from .prose import growth_lines, name, pass_line, ranged, section
 from .rerun import RULE_DIFFS, RULE_NAMES, claim_groups
 from .tables import pair_name
 from .verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, diff_text, listing, masked,
@@ -18,12 +18,8 @@ if TYPE_CHECKING:
     from .build import Report
 
 
-def _section(rep: Report, key: str) -> list[str]:
-    return [rep.markdown[key], ""] if key in rep.markdown else []
-
-
 def duplicates_section(rep: Report, main: str) -> list[str]:
-    out = ["## Duplicate candidates", "", *_section(rep, "Duplicate candidates")]
+    out = ["## Duplicate candidates", "", *section(rep, "Duplicate candidates")]
     dup = rep.tables.get("duplicates", pd.DataFrame())
     if dup.empty:
         return out
@@ -76,23 +72,23 @@ def aggregation_section(rep: Report, main: str) -> list[str]:
               if rerun else "A rerun that keeps them (`--rerun`, the ledger `results/arith-rerun`) gives every rule for "
               "those cells once the repository holds it; until then only the original recording's two rules are shown "
               "for them."), "",
-           *_section(rep, "Rerun coverage"), *_section(rep, "Rerun against the original")]
+           *section(rep, "Rerun coverage"), *section(rep, "Rerun against the original")]
     rec = rep.tables.get("rerun_recordings", pd.DataFrame())
     if len(rec):
         said = [f"under the {RULE_NAMES[n]} it {_where(rec, f'{n}_diff', f'{n}_half')}" for n in ("weighted", "best")]
         out += [f"- **Rerun − original** on the same cells: {'; '.join(said)}. The two recordings agree cell by cell "
                 "only as often as the coverage table says: a cell's answer is one draw of its search, so the tables "
                 "compare accuracies over cells, never single cells.", ""]
-    out += [*_section(rep, "Every answer rule")]
+    out += [*section(rep, "Every answer rule")]
     rules = rep.tables.get("rerun_rules", pd.DataFrame())
     if len(rules):
         out += [f"- **{RULE_NAMES[a]} − {RULE_NAMES[b]}** {_where(rules, f'{a}_minus_{b}', f'{a}_minus_{b}_half')}."
                 for a, b in RULE_DIFFS]
         out.append("")
-    out += [*_section(rep, "Which rule orders the methods"), *_ordering_lines(rep),
+    out += [*section(rep, "Which rule orders the methods"), *_ordering_lines(rep),
             "", "The other cells that keep their final solutions (the ladder's new rungs, the retrained controllers and "
             "the harder split), and the recorded two rules of the cells that do not:", "",
-            *_section(rep, "Answer aggregation")]
+            *section(rep, "Answer aggregation")]
     return out
 
 
@@ -129,18 +125,17 @@ def _ordering_lines(rep: Report) -> list[str]:
 
 def harder_section(rep: Report, main: str, harder: list[str]) -> list[str]:
     out = ["## A harder split: where search should matter", "",
-           "On the test split the policies' first steps are nearly fixed, so search has little to add over Best-of-N. "
-           "The grid also ran on harder splits of the same world (docs/arith_world.md, `--difficulty`): "
+           "Search should matter more where problems are harder. The grid also ran on harder splits of the same world (docs/arith_world.md, `--difficulty`): "
            "`o4-6v40a9f5` (more operations, larger values) with Best-of-N, REBASE, H-UATS and A-UATS, and the world's own "
            "`hard` with Best-of-N alone, each into `results/arith-hard`. With two seeds an interval over seeds means "
            "nothing; the paired differences give theirs over problems.", "",
-           *_section(rep, "Accuracy against difficulty"), *_section(rep, "Order on every dataset")]
+           *section(rep, "Accuracy against difficulty"), *section(rep, "Order on every dataset")]
     for dataset in harder:
         key = f"{dataset}|base"
-        out += [f"### `{dataset}`", "", *_section(rep, f"Table 4 layout: {key}"),
-                *_section(rep, f"Accuracy by budget (%): {key}"), *_section(rep, f"Pass@N by budget (%, oracle): {key}"),
-                *_section(rep, f"Paired accuracy differences: {key}"), *_section(rep, f"Methods paired over N: {dataset}"),
-                *_section(rep, f"Accuracy across N: {dataset}"), *_harder_lines(rep, main, dataset)]
+        out += [f"### `{dataset}`", "", *section(rep, f"Table 4 layout: {key}"),
+                *section(rep, f"Accuracy by budget (%): {key}"), *section(rep, f"Pass@N by budget (%, oracle): {key}"),
+                *section(rep, f"Paired accuracy differences: {key}"), *section(rep, f"Methods paired over N: {dataset}"),
+                *section(rep, f"Accuracy across N: {dataset}"), *_harder_lines(rep, main, dataset)]
     return out
 
 
@@ -167,14 +162,14 @@ def _harder_lines(rep: Report, main: str, dataset: str) -> list[str]:
 
 
 def figure2_section(rep: Report, main: str) -> list[str]:
-    out = ["## Figure 2: the PRM on each pair's steps", "", *_section(rep, "Figure 2 analysis: PRM on each pair's steps"),
+    out = ["## Figure 2: the PRM on each pair's steps", "", *section(rep, "Figure 2 analysis: PRM on each pair's steps"),
            "The grid's steps are the ones its searches generated, a population the PRM itself selected: the searches "
            "expand the prefixes it scored high, so they generate many more steps below its confident mistakes than "
            "independent sampling does (the world's own measurement scores independent samples: docs/log.md). "
            "The claims table reads the test split's rows.", "",
            "### What σ² says that R̄ does not", "",
            "A-UATS's σ features can only help if σ² tells something about a step that R̄ does not. On the steps UATS "
-           "scored (the ledger's one-in-eight sample of cells):", "", *_section(rep, "σ² beside R̄")]
+           "scored (the ledger's one-in-eight sample of cells):", "", *section(rep, "σ² beside R̄")]
     sigma = rep.tables.get("sigma_beside_rbar", pd.DataFrame())
     for r in sigma.itertuples():
         below = sum(v < 0.5 for v in r.auroc_sigma_within)
@@ -195,13 +190,13 @@ def controller_section(rep: Report) -> list[str]:
            "controller steps the ledgers recorded"
            + (" (the rerun's A-UATS cells ran the shipped `auats-controller`):" if "Rerun coverage" in rep.markdown
               else ":"), "",
-           *_section(rep, "A-UATS's controller")]
+           *section(rep, "A-UATS's controller")]
     table = rep.tables.get("controller", pd.DataFrame())
     if table.empty:
         return out
-    for name, g in table.groupby("controller", sort=True):
+    for checkpoint, g in table.groupby("controller", sort=True):
         sigma = g["sigma_moves"].dropna()
-        out.append(f"- **`{name}`**: its knobs move at most {100 * g['spread'].max():.2f}% of a knob's range over the "
+        out.append(f"- **`{checkpoint}`**: its knobs move at most {100 * g['spread'].max():.2f}% of a knob's range over the "
                    f"states its searches met; moving the R̄ features moves them {ranged(100 * g['rbar_moves'], '.2f')}%"
                    + (f", the σ features {ranged(100 * sigma, '.2f')}%" if len(sigma) else "")
                    + f"; the log standard deviation of its actions is {ranged(g['log_std'], '.2f')}.")
