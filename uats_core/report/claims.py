@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 
 from .ladder import SCORE_FIRST, UNCERTAINTY_ABLATION
-from .rerun import claim_groups
+from .rerun import RULE_NAMES, claim_groups
 from .sigma_features import checkpoint_of
 from .stats import CELL, paired_summary
 from .tables import markdown_table, pair_name
-from .verdicts import claim, diff_text, listing, masked
+from .verdicts import NOISE, POINT_ONLY, REPRODUCED, claim, diff_text, listing, masked, side
 
 # the paper's claims, as the paper states them (its tables and figures by number)
 PAPER = {
@@ -50,15 +50,19 @@ def order_row(ordering: pd.DataFrame, roles: dict[str, str]) -> list[str]:
     here, verdict = [], []
     baselines = [c[2:] for c in ordering.columns if c.startswith("h-") and not c.endswith("_half")]
     for _, row in ordering[(ordering["recording"] == "original") & (ordering["rule"] == "weighted")].iterrows():
-        values = sorted(((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines), key=lambda t: t[0])
+        values = sorted(((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines if pd.notna(row[f"h-{y}"])),
+                        key=lambda t: t[0])
         (lo, lo_half, lo_name), (hi, hi_half, hi_name) = values[0], values[-1]
         here.append(f"{pair_name(row['pair'], roles)}: H-UATS − each baseline from {diff_text(lo, lo_half)} "
                     f"({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})")
         verdict.append(f"{pair_name(row['pair'], roles)}, weighted vote: {row['h_claim']}")
     others = claim_groups(ordering, "h_claim", skip=("original", "weighted"))
     here.append("every rule: \"Which rule orders the methods\" (\"Answer aggregation\")")
-    verdict += [f"{word} under: {listing(others.get(word, []), empty='no rule')}"
-                for word in ("reproduced", "on point estimates only")]
+    verdict += [f"{word} under: {listing(others.get(word, []), empty='no rule')}" for word in (REPRODUCED, POINT_ONLY)]
+    for _, row in ordering[ordering["h_claim"] == POINT_ONLY].iterrows():
+        noise = [f"{y} {diff_text(row[f'h-{y}'], row[f'h-{y}_half'])}" for y in baselines
+                 if pd.notna(row[f"h-{y}"]) and side(row[f"h-{y}"], row[f"h-{y}_half"]) == NOISE]
+        verdict.append(f"{row['recording']} {RULE_NAMES[row['rule']]} on {row['pair']}: within noise of {listing(noise)}")
     return [PAPER["order"], "; ".join(here), "; ".join(verdict)]
 
 
