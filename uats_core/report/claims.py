@@ -45,17 +45,22 @@ def per_n(rows: pd.DataFrame, roles: dict[str, str], sign: float = 1.0) -> tuple
     return here, verdict
 
 
-def order_row(ordering: pd.DataFrame, roles: dict[str, str]) -> list[str]:
-    """H-UATS above every baseline: the original weighted vote's differences, and under which rules it holds."""
+def order_row(ordering: pd.DataFrame, roles: dict[str, str]) -> list[str] | None:
+    """H-UATS above every baseline: the original weighted vote's differences, and under which rules it holds; None
+    without H-UATS and a baseline beside it."""
     here, verdict = [], []
     baselines = [c[2:] for c in ordering.columns if c.startswith("h-") and not c.endswith("_half")]
     for _, row in ordering[(ordering["recording"] == "original") & (ordering["rule"] == "weighted")].iterrows():
         values = sorted(((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines if pd.notna(row[f"h-{y}"])),
                         key=lambda t: t[0])
+        if not values:  # no H-UATS, or no baseline beside it
+            continue
         (lo, lo_half, lo_name), (hi, hi_half, hi_name) = values[0], values[-1]
         here.append(f"{pair_name(row['pair'], roles)}: H-UATS − each baseline from {diff_text(lo, lo_half)} "
                     f"({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})")
         verdict.append(f"{pair_name(row['pair'], roles)}, weighted vote: {row['h_claim']}")
+    if not here:
+        return None
     others = claim_groups(ordering, "h_claim", skip=("original", "weighted"))
     here.append("every rule: \"Which rule orders the methods\" (\"Answer aggregation\")")
     verdict += [f"{word} under: {listing(others.get(word, []), empty='no rule')}" for word in (REPRODUCED, POINT_ONLY)]
@@ -176,7 +181,8 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
     vdiff = vdiff[vdiff["dataset"] == main] if len(vdiff) else vdiff
     ladder = t.get("ladder", pd.DataFrame())
     ladder = ladder[ladder["dataset"] == main] if len(ladder) else ladder
-    rows = [order_row(t["rule_ordering"], roles)] if len(t.get("rule_ordering", [])) else []
+    first = order_row(t["rule_ordering"], roles) if len(t.get("rule_ordering", [])) else None
+    rows = [first] if first else []
     if len(pdiff) and ((pdiff["x"] == "a-uats") & (pdiff["y"] == "h-uats")).any():
         rows.append(a_over_h_row(pdiff, vdiff, roles))
     if len(ladder):
