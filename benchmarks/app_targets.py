@@ -19,15 +19,15 @@ from typing import Any
 
 CLICK_JS = """([id]) => {
   const gd = document.querySelector('#tree .uats-plot');
-  const ins = document.querySelector('#inspector .uats-plot');
+  const ins = document.querySelector('#figure1 .uats-plot');
   window.__benchDraws = Number(ins.dataset.draws || 0);
   window.__benchT0 = performance.now();
   gd.emit('plotly_click', {points: [{customdata: [id]}]});
 }"""
-CLICK_DONE_JS = """() => { const ins = document.querySelector('#inspector .uats-plot');
+CLICK_DONE_JS = """() => { const ins = document.querySelector('#figure1 .uats-plot');
   return Number(ins.dataset.draws || 0) > window.__benchDraws ? performance.now() - window.__benchT0 : null; }"""
 # The page is quiet: no task of 50 ms or more (a "long task") for the last QUIET_MS. After a click the page goes
-# on redrawing the frontier panel for the clicked node's step for up to a second; the next click waits for that,
+# on redrawing the Why panel for the clicked node's step for up to a second; the next click waits for that,
 # as a user reading the inspector would, instead of queueing behind it (that made the clicks 0.45 s or 1.1 s
 # by turns). Installed once per page: a PerformanceObserver keeps the end of the last long task.
 QUIET_MS = 500

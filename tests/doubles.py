@@ -154,3 +154,15 @@ def record_synthetic(store: Any, run_id: str, **options: Any) -> str:
 
     record(store, synthetic_events(run_id, **options))
     return run_id
+
+
+def stored_nodes(db: Any) -> list[dict[str, Any]]:
+    """The nodes below the root a search wrote into the SQLite run log at `db`, as rows of its `nodes` table."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute("select * from nodes where node_id > 0 order by node_id")]
+    finally:
+        con.close()

@@ -171,3 +171,15 @@ def test_app_refuses_bad_reports_dir_and_max_budget_before_creating_anything(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
     args = app.parse_args(["--reports-dir", "evals", "--max-budget", "64"])
     assert (args.reports_dir, args.max_budget) == ("evals", 64) and app.parse_args([]).reports_dir.endswith("reports")
+
+
+def test_a_refused_form_names_the_field_as_the_form_does() -> None:
+    """The page says "τ: …" where the form writes τ (it said "tau: …"), "budget N: …" where it writes Budget N."""
+    from ui.tabs.search_events import form_error
+
+    for field, value, said in (("tau", -0.1, "τ: must be a finite number >= 0"),
+                               ("budget", 0.0, "budget N: must be an integer >= 1"),
+                               ("nu2", -1.0, "ν2: "), ("seed", None, "seed: is empty")):
+        with pytest.raises(ConfigError) as exc:
+            build_config(_form(**{field: value}))
+        assert form_error(exc.value).startswith(said), form_error(exc.value)

@@ -12,7 +12,7 @@ from ui.views.bigtree import dead_branches, focus_nodes
 from ui.views.treefig import ViewOptions, tree_figure
 from ui.tabs.idle import is_idle
 from ui.views.treedata import RunData
-from ui.views.treefig import LABEL_GAP, MARKER_MAX, MAX_DECISION_LABELS, marker_size
+from ui.views.treefig import MARKER_MAX, MAX_DECISION_LABELS, marker_size
 from tests.doubles import record_synthetic
 
 
@@ -32,17 +32,23 @@ def test_marker_size_grows_then_caps() -> None:
     assert marker_size(500) == MARKER_MAX
 
 
-def test_decision_labels_do_not_overlap(store_and_data) -> None:
+def test_decision_labels_come_largest_first(store_and_data) -> None:
+    """The server sends the decisions' labels largest first (the page keeps, at each zoom, those that overlap no
+    label before them: tests/browser/test_tree_glyphs_browser.py measures it), at most MAX_DECISION_LABELS."""
     _, data = store_and_data
     for t in (3, 6, 9):
-        fig = tree_figure(data.state_at(t))
+        state = data.state_at(t)
+        fig = tree_figure(state)
         marks = [tr for tr in fig["data"] if tr.get("name") == "marks"]
         if not marks:
             continue
-        pts = [(x, y) for x, y, text in zip(marks[0]["x"], marks[0]["y"], marks[0]["text"]) if "hidden" not in text]
-        assert len(pts) <= MAX_DECISION_LABELS
-        for i, (x, y) in enumerate(pts):
-            assert all(abs(x - x2) >= LABEL_GAP - 1e-6 for x2, y2 in pts[i + 1:] if y2 == y)
+        texts = [x for x in marks[0]["text"] if "hidden" not in x]
+        assert 0 < len(texts) <= MAX_DECISION_LABELS
+        sizes = [int(d.extra_passes or 0) * 100 + int(d.children or 0) for d in state.decisions.values() if d.label]
+        assert len(texts) == min(len(sizes), MAX_DECISION_LABELS)
+        shown = [int(p[1:-1]) * 100 if p.startswith("+") else int(p[1:]) if p.startswith("×") else 0
+                 for x in texts for p in [x.split()[0]]]
+        assert shown[0] // 100 == max(sizes) // 100  # the most extra passes first
         assert max(_nodes_trace(fig)["marker"]["size"]) <= MARKER_MAX
 
 

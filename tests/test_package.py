@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "ui", "assets", "benchmarks")
+SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "ui", "uats_studio", "assets", "benchmarks")
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +55,8 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     assert {"assets/__init__.py", "assets/models/arith-prm/model.safetensors", "assets/models/arith-prm/uats_prm.json",
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
             "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
-            "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py"} <= names
+            "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py",
+            "uats_studio/__init__.py", "uats_core/imports/treequest.py"} <= names
     assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/")) for n in names)
 
     venv = tmp_path / "venv"
@@ -77,6 +78,10 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     assert re.search(r"^run [0-9a-f]{32}\s+finished\s+answer=", out, re.M), out
     listed = _run([str(py), "-m", "uats_core", "runs", "--db", str(db)], cwd=tmp_path, env=env).stdout
     assert "h-uats" in listed and "finished" in listed, listed
+    api = _run([str(py), "-c", f"from uats_studio import open_run; r = open_run({str(db)!r}); "
+                "print(r.info['method'], len(r.nodes) == len(r.state().nodes), type(r.tree()).__name__)"],
+               cwd=tmp_path, env=env).stdout  # the notebook API, installed: the run it just wrote, drawn
+    assert api.split() == ["h-uats", "True", "Figure"], api
     shipped = _run([str(py), "-c", "from uats_core.problems import load_problems; "
                     "print(len(load_problems('math500')), len(load_problems('aime24')))"], cwd=tmp_path, env=env).stdout
     assert shipped.split() == ["500", "30"], shipped

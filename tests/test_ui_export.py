@@ -99,3 +99,17 @@ def test_cases_table_in_a_case_export(runs) -> None:
     nid = next(c.node_id for cs in pools.values() for c in cs)
     bundle = case_bundle(RunData.load(store, "cc"), nid, others=pools)
     assert bundle.table_rows and all(r[0] in pools for r in bundle.table_rows)
+
+
+def test_run_image_names_the_chosen_paths_numbers(runs) -> None:
+    """A static image has only the compact glyphs: the exported tree writes R̄ and σ² beside each node of the
+    chosen path (one a row), the numbers of the export's table."""
+    from ui.views.figstyle import fmt_mean, fmt_var
+
+    data = runs[0]
+    bundle = run_bundle(data)
+    notes = [a for a in bundle.figures[0][1]["layout"]["annotations"] if a.get("name") == "path numbers"]
+    assert notes and len(notes) == len(bundle.table_rows)
+    assert len({a["y"] for a in notes}) == len(notes)  # one per row of the tree
+    for note, row in zip(notes, bundle.table_rows):
+        assert note["text"] == f"R̄ {fmt_mean(row[2])} σ² {fmt_var(row[3])}"

@@ -84,4 +84,4 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
 
 def _describe(src: Any) -> str:
     return {"folder": "local folder", "gguf": f"GGUF file {src.gguf_file} in {src.location}", "hub": "hub model",
-            "vllm": "vLLM"}.get(src.kind, src.kind)
+            "vllm": "vLLM", "openai": "OpenAI-compatible server"}.get(src.kind, src.kind)

@@ -21,7 +21,7 @@ class RunStarted:
     problem_id: str
     question: str
     gold_answer: str | None
-    seed: int
+    seed: int | None  # None: a run imported from another tool (uats_core.imports), which says no seed
     config: dict[str, Any]
     policy: str
     prm: str

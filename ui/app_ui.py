@@ -48,6 +48,8 @@ CSS = """
 .uats-plot { width: 100%; }
 #brand h1 { margin-bottom: 0; font-size: 1.6em; }
 #brand p { margin-top: 2px; color: #555; }
+/* a dropdown's chosen text ends before its arrow (a long problem's text ran under it) */
+.secondary-wrap input { padding-right: 22px !important; text-overflow: ellipsis; }
 """ + LINKS_CSS + RUN_BAR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "runs-table": RUN_COLUMNS,

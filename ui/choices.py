@@ -30,6 +30,7 @@ MATH500 = "MATH-500"
 AIME24 = "AIME 2024"
 MODEL_REFUSED = "not one of the models this server offers; pick one from the list"
 DATASET_REFUSED = "not one of the problem sets this server offers; pick one from the list"
+IMPORT_REFUSED = "not one of the files this server offers to import (--imports-dir); pick one from the list"
 
 # The model options a client may set: sampling, placement, the PRM's input format. None of them loads or runs
 # code or names a file: not trust_remote_code or code_revision (CODE_OPTIONS), not attn_implementation (it may
@@ -37,7 +38,7 @@ DATASET_REFUSED = "not one of the problem sets this server offers; pick one from
 # download_dir, revision or llm_kwargs. The command line takes every option.
 APP_POLICY_OPTIONS = ("temperature", "top_p", "step_token_cap", "solution_token_cap", "system_prompt", "seed",
                       "use_chat_template", "dtype", "device", "max_model_len", "gpu_memory_utilization",
-                      "enforce_eager")
+                      "enforce_eager", "model")  # model: which of a --policy-server's models (checked against its list)
 APP_PRM_OPTIONS = ("dtype", "device", "padding_side", "system_prompt", "step_tag", "step_token", "good_token",
                    "bad_token", "yes", "no", "positive_label", "question_suffix", "step_suffix")
 
@@ -71,6 +72,7 @@ class ServerChoices:
     policies: Mapping[str, str | None]
     prms: Mapping[str, str | None]
     datasets: Mapping[str, Path | None] = field(default_factory=dict)
+    imports: Mapping[str, Path] = field(default_factory=dict)  # files other tools wrote (--imports-dir), by name
 
     def model(self, field_name: str, name: Any) -> str | None:
         """The spec of a submitted Models choice (None: the embedded model); ConfigError outside the list."""
@@ -78,6 +80,12 @@ class ServerChoices:
         if not isinstance(name, str) or name not in offered:
             raise ConfigError(field_name, MODEL_REFUSED)
         return offered[name]
+
+    def import_file(self, name: Any) -> Path:
+        """The server's file behind a submitted import choice; ConfigError outside the list."""
+        if not isinstance(name, str) or name not in self.imports:
+            raise ConfigError("file", IMPORT_REFUSED)
+        return self.imports[name]
 
     def dataset_file(self, name: Any) -> Path | None:
         """The file of a submitted problem set (None: the embedded world); ProblemError outside the list."""
@@ -126,10 +134,29 @@ def _checked_dir(d: str | Path, flag: str) -> Path:
     return root
 
 
+def policy_servers(specs: Sequence[str]) -> dict[str, str]:
+    """--policy-server NAME=URL flags as {"NAME (server)": "openai:URL"}; ConfigError names a malformed one. The
+    server is not asked anything here: a policy from it is loaded (and its answer checked) when a search needs it."""
+    from uats_core.backends.openai_policy import PREFIX, normalise_url
+    from uats_core.errors import BackendError
+
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, url = str(spec).partition("=")
+        if not sep or not name.strip() or not url.strip():
+            raise ConfigError("policy-server", f"{spec!r}: write NAME=URL, e.g. qwen=http://gpu-box:8000")
+        try:
+            out[f"{name.strip()} (server)"] = PREFIX + normalise_url(url, "policy-server")
+        except BackendError as exc:
+            raise ConfigError("policy-server", f"{name.strip()}: {str(exc).partition(': ')[2]}") from None
+    return out
+
+
 def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequence[str | Path] = (),
-                   allow_hub_cache: bool = False) -> ServerChoices:
+                   allow_hub_cache: bool = False, servers: Sequence[str] = (),
+                   imports_dirs: Sequence[str | Path] = ()) -> ServerChoices:
     """The lists from the launcher's flags (with none: the embedded models, smollm2 when installed, and the
-    embedded and shipped problem sets). ConfigError names a bad folder flag."""
+    embedded and shipped problem sets). ConfigError names a bad folder or server flag."""
     from uats_core.backends.named import SMOLLM2, smollm2_gguf
 
     models: dict[str, str] = {}
@@ -142,9 +169,12 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     vllm = ({f"vllm:{name}": f"vllm:{spec.removeprefix('hf:')}" for name, spec in models.items()}
             if importlib.util.find_spec("vllm") is not None else {})
     policies = {EMBEDDED: None, "arithmetic policy B (out of distribution for its PRM)": str(WORLD_POLICY_B),
-                **models, **vllm}
+                **models, **vllm, **policy_servers(servers)}
     prms = {EMBEDDED: None, **models}
     files = [f for d in datasets_dirs for f in sorted(_checked_dir(d, "datasets-dir").glob("*.jsonl")) if f.is_file()]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
-    log.info("the app offers %d policies, %d PRMs and %d problem sets", len(policies), len(prms), len(datasets))
-    return ServerChoices(policies, prms, datasets)
+    imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
+                if f.is_file() and f.suffix in (".json", ".jsonl")]
+    log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
+             len(datasets), len(imported))
+    return ServerChoices(policies, prms, datasets, _by_name(imported))

@@ -42,12 +42,22 @@ GLOSSARY: dict[str, str] = {
     "naive answer": "the answer of the single best-scored finished solution, with no vote.",
     "cost": "the compute spent, in PRM passes: c per generated step plus one per pass.",
     "diverging decision": "the first iteration at which a step both runs had got children in one and none in the other.",
-    "shadow scoring": "MC passes run afterwards on a baseline's steps, stored apart and not counted in its cost.",
+    "shadow scoring": "MC passes run afterwards on a run's steps (a baseline's, an imported run's), stored apart and "
+                      "not counted in its cost.",
 }
 
 # Knobs whose label is a glossary term: their help is that term's definition.
 FIELD_TERMS = {"budget": "N", "k0": "K0", "alpha": "α", "tau": "τ", "delta": "δ", "nu1": "ν1", "nu2": "ν2",
                "cost-ratio": "c", "reeval-share": "ρ", "t-slider": "t", "cmp-slider": "t"}
+
+
+
+def form_name(field: str) -> str:
+    """A config field as the form names it (tau → τ, budget → budget N), for messages about it."""
+    if field == "budget":
+        return "budget N"
+    return FIELD_TERMS.get(field.replace("_", "-"), field)
+
 
 # Every other knob, by elem_id: one line each.
 FIELD_HELP = {
@@ -83,6 +93,10 @@ FIELD_HELP = {
     "fig1-per-page": "how many candidates one page of the figure shows.",
     "fig1-siblings": "show only the inspected node and its siblings.",
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
+    "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
+    "import-file": "a file of another tool's runs in the server's import folders.",
+    "import-tool": "the tool that wrote the file: its format.",
+    "import-row": "which row of a search-and-learn file (one problem per row), from 0.",
     "c-scope": "mine cases from the open run or from every stored run.",
     "c-split": "the R̄ that separates high from low scores.",
     "c-per": "how many cases each quadrant lists.",

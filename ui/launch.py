@@ -8,9 +8,11 @@ absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --expo
 --workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
 listen on an address other machines reach (ui/auth.py). What a client may load is the server's choice
 (ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
---allow-hub-cache the hub models in the local cache, to the embedded and shipped ones. What one client can make
+--allow-hub-cache the hub models in the local cache, --policy-server NAME=URL (repeatable) the policy an
+OpenAI-compatible server serves (vllm serve, SGLang, llama.cpp), to the embedded and shipped ones. What one client can make
 the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
-worker) and --pause-timeout-s. The default folders are the project's in a checkout and the current directory's
+worker) and --pause-timeout-s. --imports-dir (repeatable) lists the files of other tools' runs the Runs tab may
+import. The default folders are the project's in a checkout and the current directory's
 when installed."""
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="offer each .jsonl file of DIR as a problem set (repeatable)")
     p.add_argument("--allow-hub-cache", action="store_true",
                    help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
+    p.add_argument("--policy-server", action="append", default=[], metavar="NAME=URL",
+                   help="offer the policy an OpenAI-compatible server at URL serves (vllm serve, SGLang, llama.cpp) as "
+                        "'NAME (server)'; clients pick the name, never a URL (repeatable)")
+    p.add_argument("--imports-dir", action="append", default=[], metavar="DIR",
+                   help="offer the .json and .jsonl files of DIR (runs of llm-reasoners, search-and-learn, TreeQuest) "
+                        "to the Runs tab's import (repeatable)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
     from .jobs.worker import PoolLimits  # here: --help needs no database layer
@@ -110,7 +118,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     from .choices import server_choices
 
     try:  # the lists a client picks from, fixed now: a folder added later needs a restart
-        choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache)
+        choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server,
+                                 args.imports_dir)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

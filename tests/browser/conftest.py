@@ -165,3 +165,13 @@ def wide_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, An
               request: pytest.FixtureRequest) -> Iterator[Any]:
     """The app on a desktop screen: a 1920 × 1080 viewport."""
     yield from _page(context_for, served, request, WIDE)
+
+
+SCREENS = {"1280x800": LAPTOP, "1920x1080": WIDE}
+
+
+@pytest.fixture()
+def screen_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
+                request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The app at the screen the test names (parametrize indirect: one of SCREENS' keys)."""
+    yield from _page(context_for, served, request, SCREENS[request.param])

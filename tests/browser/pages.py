@@ -157,3 +157,38 @@ def shot(pg: Any, name: str, selector: str | None = None, full_page: bool = True
     path = ARTIFACTS / f"{name}.png"
     photo(pg, path, selector, full_page)
     return path
+
+
+# Every piece of text a plot draws (tick labels, annotations, the title, text marks), as the page lays it out:
+# the boxes of those a person can see, and which pairs overlap or leave the figure (a label cut off at its edge).
+TEXT_BOXES_JS = r"""(sel) => {
+  const host = document.querySelector(sel + ' .uats-plot');
+  const fig = host.querySelector('.main-svg').getBoundingClientRect();
+  const out = [];
+  for (const t of host.querySelectorAll('svg text')) {
+    if (!t.textContent.trim() || t.closest('.modebar') || t.closest('.hoverlayer')) continue;
+    const st = getComputedStyle(t);
+    if (st.display === 'none' || st.visibility === 'hidden' || Number(st.opacity) === 0 ||
+        t.closest('[style*="display: none"]')) continue;
+    const r = t.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    out.push({text: t.textContent.slice(0, 40), left: r.left, right: r.right, top: r.top, bottom: r.bottom});
+  }
+  const overlaps = [], clipped = [];
+  for (let i = 0; i < out.length; i++) {
+    const a = out[i];
+    if (a.left < fig.left - 0.5 || a.right > fig.right + 0.5 || a.top < fig.top - 0.5 || a.bottom > fig.bottom + 0.5)
+      clipped.push(a.text);
+    for (let j = i + 1; j < out.length; j++) {
+      const b = out[j];
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) overlaps.push([a.text, b.text]);
+    }
+  }
+  return {count: out.length, overlaps, clipped};
+}"""
+
+
+def text_layout(pg: Any, sel: str) -> dict[str, Any]:
+    """TEXT_BOXES_JS of the plot in `sel`: how many texts it shows, the pairs that overlap, the clipped ones."""
+    return pg.evaluate(TEXT_BOXES_JS, sel)

@@ -76,15 +76,15 @@ def test_open_a_node_and_see_its_boxplot(page: Any) -> None:
     target = page.evaluate(NODE_PIXEL_JS, ["#tree", None])
     assert target, "no node visible in the tree"
     page.mouse.click(target["x"], target["y"])
-    page.wait_for_function("() => document.querySelectorAll('#inspector .uats-plot .boxlayer .trace').length > 0",
+    page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .boxlayer .trace').length > 0",
                            timeout=20_000)
     details = wait_text(page, "#node-details", "Trace up to here")
     assert f"Node {target['id']}" in details and "R̄" in details and "Trace up to here" in details
     assert page.locator("#node-id input").input_value() == str(target["id"])
-    # the τ line and the printed R̄/σ² of each sibling
-    inspector_text = page.locator("#inspector").inner_text()
-    assert "τ = 0.003" in inspector_text and "σ²=" in inspector_text
-    shot(page, "node-inspector", "#inspector")
+    # the τ line and the table of every candidate's R̄ and the σ² its gate read
+    inspector_text = page.locator("#figure1").inner_text()
+    assert "τ = 0.003" in inspector_text and "σ² read" in inspector_text
+    shot(page, "node-inspector", "#figure1")
     shot(page, "node-selected")
 
 
@@ -104,7 +104,7 @@ def test_step_back_through_iterations(page: Any, served: dict[str, Any]) -> None
     assert nodes_then < final_nodes
     data = served["store"].get_nodes(PAIR["h-uats"])
     assert nodes_then == len({0} | {n["id"] for n in data if n["created_iter"] <= final_t - 3})
-    assert "after iteration" in page.locator("#run-status").inner_text()
+    assert f"replaying iteration {final_t - 3} of {final_t}" in page.locator("#run-status").inner_text()
     shot(page, "step-back")
     page.click("#next-btn")
     wait_plot(page, "#tree", f"Number(e.dataset.iteration) === {final_t - 2}")
@@ -155,7 +155,7 @@ def test_download_an_export(page: Any) -> None:
 def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
     fill(page, "budget", "0")
     page.click("#run-btn")
-    assert "budget" in wait_notice(page, "budget: must be an integer >= 1")
+    assert "budget" in wait_notice(page, "budget N: must be an integer >= 1")
     fill(page, "budget", "8")
     tau_box = page.locator("#tau input, #tau textarea").first
     if not tau_box.is_visible():  # the accordion may already be open
@@ -163,7 +163,7 @@ def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
     tau_box.wait_for(state="visible")
     fill(page, "tau", "-1")
     page.click("#run-btn")
-    wait_notice(page, "tau: must be a finite number >= 0")
+    wait_notice(page, "τ: must be a finite number >= 0")  # named as the form names it
     fill(page, "tau", "0.003")
     fill(page, "open-id", "feedfacecafe")
     page.click("#open-btn")

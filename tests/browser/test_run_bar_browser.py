@@ -57,7 +57,7 @@ def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest
     pg.evaluate("() => window.scrollBy(0, 300)")
     pg.wait_for_function("() => window.scrollY > 0", timeout=10_000)
     _click(pg, "#run-btn")
-    wait_notice(pg, "budget: must be an integer >= 1")
+    wait_notice(pg, "budget N: must be an integer >= 1")
     # the bar sticks under the message, not behind it (its offset follows the message's height)
     pg.wait_for_function("() => document.getElementById('run-bar').getBoundingClientRect().top >= "
                          "document.getElementById('notice').getBoundingClientRect().bottom - 1", timeout=10_000)

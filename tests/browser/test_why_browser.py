@@ -1,6 +1,6 @@
-"""The "why" of a search in Chromium: a node's decision in words, the whole frontier of its step (sorted,
-paged, siblings as a filter, rows clickable), and a comparison whose trees are clickable and whose REBASE
-run is shadow-scored. Screenshots land in artifacts/ (docs/img holds copies)."""
+"""The "why" of a search in Chromium: a node's decision in words, Figure 1 over the whole frontier of its step
+(grouped or sorted, paged, siblings as a filter, rows clickable), and a comparison whose trees are clickable and
+whose REBASE run is shadow-scored. Screenshots land in artifacts/ (docs/img holds copies)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .pages import NODE_PIXEL_JS, PAIR, fill, open_run, shot, wait_idle, wait_notice, wait_plot, wait_text
+from .pages import NODE_PIXEL_JS, PAIR, choose, fill, open_run, shot, text_layout, wait_idle, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -42,8 +42,8 @@ def _click_node(page: Any, sel: str, node_id: int) -> None:
     page.mouse.click(target["x"], target["y"])
 
 
-def _frontier_labels(page: Any) -> list[str]:
-    return page.evaluate("() => document.querySelector('#frontier .uats-plot').layout.yaxis.categoryarray")
+def _figure1_rows(page: Any) -> list[int]:
+    return page.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.rows")
 
 
 def test_why_panel_explains_the_clicked_node(page: Any, served: dict[str, Any]) -> None:
@@ -59,78 +59,68 @@ def test_why_panel_explains_the_clicked_node(page: Any, served: dict[str, Any]) 
     shot(page, "why-panel", "#why-panel")
 
 
-def test_frontier_sorts_pages_filters_and_inspects(page: Any, served: dict[str, Any], wide_run: str) -> None:
-    from ui.views.frontier import frontier_figure
+def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, Any], wide_run: str) -> None:
+    from ui.views.decisions import step_of
+    from ui.views.figure1 import step_figure
     from ui.views.treedata import RunData
 
     data = RunData.load(served["store"], wide_run)
     t = max(data.iterations, key=lambda i: len(data.iterations[i].get("decisions") or []))
     nid = _decided_node(served["store"], wide_run, t)
 
-    def expected(sort_by: str, per_page: int, page_: int | None = None) -> list[int]:
-        fig = frontier_figure(data, t, sort_by=sort_by, per_page=per_page, page=page_, selected=nid)
+    def expected(sort_by: str, per_page: int, page_: int | None = None, siblings: bool = False) -> list[int]:
+        fig = step_figure(step_of(data, nid), selected=nid, sort_by=sort_by, per_page=per_page, page=page_,
+                          siblings_only=siblings)
         return fig["meta"]["rows"]
-
-    def shown() -> list[int]:
-        return [int(lab.split()[1][1:]) for lab in _frontier_labels(page)]
 
     open_run(page, wide_run)
     fill(page, "node-id", str(nid), submit=True)
-    wait_plot(page, "#frontier", f"e.dataset.iteration === '{t}' && Number(e.dataset.nodes) === 50")
-    assert shown() == expected("mean", 50, None)  # the page holding the selected node, best R̄ first
+    rows = expected("parent", 64, None)  # the page holding the node, grouped by parent
+    wait_plot(page, "#figure1", f"e.dataset.iteration === '{t}' && Number(e.dataset.nodes) === {len(rows)}")
+    assert _figure1_rows(page) == rows and nid in rows
     # sort by σ²: the order the stored statistics give
-    page.locator("#frontier-sort input").first.click()
-    page.get_by_role("option", name="σ² (variance)").click()
-    page.wait_for_function(f"() => document.querySelector('#frontier .uats-plot').layout.title.text.includes('var')",
+    choose(page, "fig1-sort", "σ² (gate)")
+    page.wait_for_function("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.sort_by === 'stat'",
                            timeout=20_000)
-    assert shown() == expected("var", 50, None)
-    # 25 rows a page, then the next page
-    page.locator("#frontier-per-page input").first.click()
-    page.get_by_role("option", name="25", exact=True).click()
-    wait_plot(page, "#frontier", "Number(e.dataset.nodes) <= 25")
-    first = page.evaluate("() => document.querySelector('#frontier .uats-plot').layout.yaxis.categoryarray[0]")
-    start = int(first.split(".")[0])
-    step, button = (-25, "#frontier-prev") if start > 25 else (25, "#frontier-next")
+    assert _figure1_rows(page) == expected("stat", 64, None)
+    # 16 rows a page, then the next page
+    choose(page, "fig1-per-page", "16")
+    wait_plot(page, "#figure1", "Number(e.dataset.nodes) <= 16")
+    first = page.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page")
+    step, button = (-1, "#fig1-prev") if first > 0 else (1, "#fig1-next")
     page.click(button)
-    page.wait_for_function("() => document.querySelector('#frontier .uats-plot').layout.yaxis.categoryarray[0]"
-                           f".startsWith('{start + step}.')", timeout=20_000)
-    assert shown() == expected("var", 25, (start + step - 1) // 25)
+    page.wait_for_function(f"() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page === {first + step}",
+                           timeout=20_000)
+    assert _figure1_rows(page) == expected("stat", 16, first + step)
     # a click on a row inspects that candidate
-    row = int(_frontier_labels(page)[0].split()[1][1:])
-    page.evaluate("([id]) => document.querySelector('#frontier .uats-plot').emit('plotly_click', "
+    row = _figure1_rows(page)[0]
+    page.evaluate("([id]) => document.querySelector('#figure1 .uats-plot').emit('plotly_click', "
                   "{points: [{customdata: [id]}]})", [row])
     page.wait_for_function(f"() => document.querySelector('#node-id input').value === '{row}'", timeout=20_000)
     wait_text(page, "#why-panel", f"node {row}")
-    # siblings only: a filter of the same view
-    page.locator("#frontier-siblings input").check()  # the box itself: its help text fills the block
-    page.wait_for_function("() => document.querySelector('#frontier .uats-plot').layout.title.text.includes('siblings')",
+    # siblings only: a filter of the same figure
+    page.locator("#fig1-siblings input").check()
+    page.wait_for_function("() => document.querySelector('#figure1 .uats-plot').layout.title.text.includes('sibling')",
                            timeout=20_000)
     parent = data.nodes[row]["parent_id"]
-    ids = [int(lab.split()[1][1:]) for lab in _frontier_labels(page)]
+    ids = _figure1_rows(page)
     assert row in ids and all(data.nodes[i]["parent_id"] == parent for i in ids)
 
 
-def test_frontier_reads_at_200_candidates(page: Any, served: dict[str, Any], wide_run: str) -> None:
+def test_figure1_reads_at_128_candidates(page: Any, served: dict[str, Any], wide_run: str) -> None:
     from ui.views.treedata import RunData
 
     data = RunData.load(served["store"], wide_run)
     t = max(data.iterations, key=lambda i: len(data.iterations[i].get("decisions") or []))
     open_run(page, wide_run)
     fill(page, "node-id", str(_decided_node(served["store"], wide_run, t)), submit=True)
-    page.locator("#frontier-per-page input").first.click()
-    page.get_by_role("option", name="200").click()
+    choose(page, "fig1-per-page", "128")
     n = len(data.iterations[t]["decisions"])
-    wait_plot(page, "#frontier", f"Number(e.dataset.nodes) === {min(200, n)}")
-    # one row per candidate: no two y tick labels overlap
-    overlaps = page.evaluate("""() => {
-      const ticks = [...document.querySelectorAll('#frontier .uats-plot .ytick text')].map(e => e.getBoundingClientRect())
-        .sort((a, b) => a.top - b.top);
-      let bad = 0;
-      for (let i = 1; i < ticks.length; i++) if (ticks[i].top < ticks[i - 1].bottom - 1) bad++;
-      return [ticks.length, bad]; }""")
-    assert overlaps[0] == min(200, n) and overlaps[1] == 0, overlaps
-    page.locator("#frontier").scroll_into_view_if_needed()
-    shot(page, "frontier", "#frontier")
+    wait_plot(page, "#figure1", f"Number(e.dataset.nodes) === {min(128, n)}")
+    seen = text_layout(page, "#figure1")  # one row per candidate: no two texts overlap, none cut off
+    assert not seen["overlaps"] and not seen["clipped"], (seen["overlaps"][:5], seen["clipped"][:5])
+    page.locator("#figure1").scroll_into_view_if_needed()
+    shot(page, "figure1-128", "#figure1")
 
 
 def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> None:

@@ -3,7 +3,7 @@
 `python -m tests.browser.tour docs/img` runs three H-UATS searches with the embedded arithmetic models
 (ui.jobs.warm.execute, what a worker runs; dropout p 0.3, so the PRM is unsure somewhere), serves the app over
 them, and photographs in Debian's Chromium at 1280×800 and 1920×1080: a step's candidates in the tree
-(focus "selected step"), the Figure 1 view of a step and of the N = 64 run's widest step, and focus on a
+(focus "selected step"), Figure 1 of a step and of the N = 64 run's widest step, and focus on a
 subtree of the N = 64 run. It takes a few minutes (the searches run on the CPU)."""
 
 from __future__ import annotations
@@ -97,11 +97,10 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
             _photo(page, "#tree", written[-1])
             for run, node, name in ((RUNS[0][0], nodes["fig1"], "figure1"), (RUNS[2][0], nodes["wide"], "figure1-wide")):
                 _open(page, url, run, node)
-                page.click("#fig1-btn")
-                page.wait_for_function("() => document.querySelectorAll('#fig1 .uats-plot .boxlayer .trace').length"
+                page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .boxlayer .trace').length"
                                        " > 1", timeout=60_000)
                 written.append(out / f"{name}-{w}.png")
-                _photo(page, "#fig1-panel", written[-1])
+                _photo(page, "#figure1", written[-1])
             _open(page, url, RUNS[2][0], nodes["subtree"])
             _focus(page, "selected subtree")
             written.append(out / f"tree-subtree-n64-{w}.png")

@@ -1,6 +1,7 @@
 """Model backends: policies (transformers, vLLM) and PRMs (PyTorch, with MC dropout) behind the core protocols.
 
-Specs: a local model folder, a .gguf file, `hf:<hub id>` or `vllm:<hub id>` (policies only).
+Specs: a local model folder, a .gguf file, `hf:<hub id>`, and for policies only `vllm:<hub id>` (vLLM in this process)
+or `openai:<URL>` (an OpenAI-compatible server: vllm serve, SGLang, llama.cpp).
 Everything that can be checked is checked at load, raising BackendError(field="policy" | "prm").
 """
 
@@ -18,18 +19,24 @@ from uats_core.protocols import PRM, Policy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec"]
+__all__ = ["PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec", "check_prm_source"]
 
 
 def load_policy(spec: str, **opts: Any) -> Policy:
-    """A policy from a folder, a .gguf file, 'hf:<id>' (transformers), 'vllm:<id>' (vLLM) or a short name ('smollm2').
+    """A policy from a folder, a .gguf file, 'hf:<id>' (transformers), 'vllm:<id>' (vLLM), 'openai:<URL>' (a server's
+    /v1/completions) or a short name ('smollm2').
 
     opts go to the policy: temperature, top_p, step_token_cap, solution_token_cap, system_prompt, seed,
-    and for transformers dtype, device, trust_remote_code; for vLLM any LLM(...) argument via llm_kwargs."""
+    and for transformers dtype, device, trust_remote_code; for vLLM any LLM(...) argument via llm_kwargs; for a
+    server model, tokenizer, timeout_s, retries, max_n, concurrency (openai_policy.OpenAIPolicy)."""
     from uats_core.backends.options import check_policy_opts
 
     src = resolve_spec(spec, "policy")
     opts = check_policy_opts(src.kind, opts)
+    if src.kind == "openai":
+        from uats_core.backends.openai_policy import OpenAIPolicy
+
+        return OpenAIPolicy(src.location, **opts)
     if src.kind == "vllm":
         from uats_core.backends.named import NAMED, smollm2_folder
         from uats_core.backends.vllm_policy import VLLMPolicy
@@ -69,13 +76,21 @@ def detect_prm_kind(src: ModelSource, trust_remote_code: bool = False) -> str:
                               f"pass kind= one of {', '.join(PRM_KINDS)}")
 
 
+def check_prm_source(src: ModelSource) -> None:
+    """A PRM runs here, in PyTorch: MC dropout needs dropout at inference, which serving engines strip."""
+    if src.kind == "openai":
+        raise BackendError("prm", f"{src.spec!r}: a PRM runs in this process because MC dropout needs dropout at inference, "
+                                  "which serving engines strip; give a local folder, a .gguf file or hf:<id>")
+    if src.kind == "vllm":
+        raise BackendError("prm", f"{src.spec!r}: PRMs run in PyTorch because MC dropout needs it (vLLM drops dropout "
+                                  f"layers); write hf:{src.location} instead")
+
+
 def load_prm(spec: str, kind: str | None = None, dropout_p: float = 0.1, dropout_mode: str = "full", **opts: Any) -> PRM:
     """A PyTorch PRM with MC dropout. opts: dtype, device, trust_remote_code, cache_bytes, max_batch_tokens,
     padding_side, plus kind-specific ones (step_tag, ..., for token-classification; system_prompt for judge)."""
     src = resolve_spec(spec, "prm")
-    if src.kind == "vllm":
-        raise BackendError("prm", f"{spec!r}: PRMs run in PyTorch because MC dropout needs it (vLLM drops dropout layers); "
-                                  f"write hf:{src.location} instead")
+    check_prm_source(src)
     if kind is None:
         kind = detect_prm_kind(src, bool(opts.get("trust_remote_code", False)))
         log.info("%s: PRM kind %r detected", spec, kind)

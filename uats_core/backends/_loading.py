@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,8 @@ class ModelSource:
     """Where a model lives: a local folder, a GGUF file, a hub id, or a vLLM hub id."""
 
     spec: str  # what the user wrote
-    kind: str  # "folder" | "gguf" | "hub" | "vllm"
-    location: str  # folder path, folder holding the gguf file, or hub id
+    kind: str  # "folder" | "gguf" | "hub" | "vllm" | "openai"
+    location: str  # folder path, folder holding the gguf file, hub id, or (openai) the server's /v1 URL
     gguf_file: str | None = None
 
     @property
@@ -55,7 +56,8 @@ def pretrained_location(src: ModelSource, field: str) -> str:
 
 
 def resolve_spec(spec: str, field: str) -> ModelSource:
-    """Turn 'path/to/folder', 'x.gguf', 'hf:org/name', 'vllm:org/name' or a short name ('smollm2') into a ModelSource.
+    """Turn 'path/to/folder', 'x.gguf', 'hf:org/name', 'vllm:org/name', 'openai:http://host:port' (a policy served by an
+    OpenAI-compatible server) or a short name ('smollm2') into a ModelSource.
 
     A local path that does not exist fails here, so a typo never turns into a hub download attempt.
     """
@@ -67,6 +69,8 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
     if spec in NAMED:
         path = named_gguf(spec, field)
         return ModelSource(spec, "gguf", str(path.parent), gguf_file=path.name)
+    if spec.startswith("openai:"):
+        return ModelSource(spec, "openai", normalise_url(spec[len("openai:"):], field))
     for prefix, kind in (("hf:", "hub"), ("vllm:", "vllm")):
         if spec.startswith(prefix):
             hub_id = spec[len(prefix):]
@@ -89,6 +93,21 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
         raise BackendError(field, f"{spec!r} is a file but not a .gguf model; give a model folder, a .gguf file or hf:<hub id>")
     hint = f" (for the hub model write hf:{spec})" if spec.count("/") == 1 and not spec.startswith((".", "/", "~")) else ""
     raise BackendError(field, f"no such model folder {spec!r}{hint}; give a local folder, a .gguf file, 'hf:<hub id>' or 'vllm:<hub id>'")
+
+
+def normalise_url(url: str, field: str = "policy") -> str:
+    """The server's API root ending in /v1: `http://host:8000`, `http://host:8000/` and `http://host:8000/v1` all
+    name the same server. BackendError for anything that is not an http(s) URL with a host."""
+    parsed = urllib.parse.urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise BackendError(field, f"{url!r} is not a server URL; write openai:http://HOST:PORT (the /v1 root of an "
+                                  "OpenAI-compatible server such as vllm serve)")
+    if parsed.query or parsed.fragment:
+        raise BackendError(field, f"{url!r}: give the server's root without ?query or #fragment")
+    path = parsed.path.rstrip("/")
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

@@ -36,8 +36,11 @@ def _params(*fns: Any, drop: Sequence[str] = ()) -> set[str]:
 
 
 def check_policy_opts(kind: str, opts: Mapping[str, Any], flag: str = "policy-opt") -> dict[str, Any]:
-    """Options for a policy of source kind `kind` ('vllm' or a transformers kind), normalised; one-line errors."""
+    """Options for a policy of source kind `kind` ('vllm', 'openai' or a transformers kind), normalised; one-line
+    errors."""
     opts = dict(opts)
+    if kind == "openai":
+        return _check_server_opts(opts, flag)
     if kind == "vllm":
         from uats_core.backends.vllm_policy import VLLMPolicy
 
@@ -73,6 +76,22 @@ def check_policy_opts(kind: str, opts: Mapping[str, Any], flag: str = "policy-op
     _refuse_unknown(opts, accepted, flag, "a transformers policy")
     _check_types(opts, flag, HFPolicy.__init__, HFPolicy.from_pretrained)
     _check_sampling_opts(opts, HFPolicy.__init__)
+    return opts
+
+
+def _check_server_opts(opts: dict[str, Any], flag: str) -> dict[str, Any]:
+    """A policy behind an OpenAI-compatible server: sampling, the model's name, its local tokenizer, the client's
+    timeout, retries and batching; placement and engine options belong to the server."""
+    from uats_core.backends.openai_policy import OpenAIPolicy
+
+    for key in ("device", "dtype", "llm_kwargs", *VLLM_ENGINE_ARGS):
+        if key in opts and key != "tokenizer":  # here: where the served model's tokenizer is read locally
+            raise BackendError(flag, f"{key}: the server places and runs the model; set it where the server starts "
+                                     "(e.g. vllm serve MODEL --dtype ...), not as a policy option")
+    accepted = _params(OpenAIPolicy.__init__, drop=("base_url", "transport", "tokenizer_object"))
+    _refuse_unknown(opts, accepted, flag, "a server policy (openai:URL)")
+    _check_types(opts, flag, OpenAIPolicy.__init__)
+    _check_sampling_opts(opts, OpenAIPolicy.__init__)
     return opts
 
 

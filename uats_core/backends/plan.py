@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from uats_core.backends import PRM_KINDS, detect_prm_kind
+from uats_core.backends import PRM_KINDS, check_prm_source, detect_prm_kind
 from uats_core.backends._loading import ModelSource, load_config, resolve_device, resolve_spec
 from uats_core.backends.named import NAMED
 from uats_core.backends.options import check_policy_opts, check_prm_opts
@@ -53,9 +53,7 @@ def plan_models(policy: str | None, prm: str | None, *, prm_kind: str | None = N
                                      "`python -m uats_core.worlds.arith.train`")
     pol_src = resolve_spec(policy or str(WORLD_POLICY), "policy")
     prm_src = resolve_spec(prm or str(WORLD_PRM), "prm")
-    if prm_src.kind == "vllm":
-        raise BackendError("prm", f"{prm_src.spec!r}: PRMs run in PyTorch because MC dropout needs it (vLLM drops dropout "
-                                  f"layers); write hf:{prm_src.location} instead")
+    check_prm_source(prm_src)
     for flag, src in (("policy", pol_src), ("prm", prm_src)):
         _check_cached(src, flag)
     p_opts = check_policy_opts(pol_src.kind, policy_opts or {})

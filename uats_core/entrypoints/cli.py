@@ -1,4 +1,4 @@
-"""Command line: `uats search|runs|show|doctor|ledger|calibrate` (installed), or `python -m uats_core` with the same commands.
+"""Command line: `uats search|runs|show|import|doctor|ledger|calibrate` (installed), or `python -m uats_core` with the same commands.
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -16,6 +16,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from uats_core.entrypoints import calibrate
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
+from uats_core.imports import TOOLS as TOOLS_READ
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
 from uats_core.problems import Problem, check_question, find_problem, load_problems
@@ -157,6 +158,35 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Another tool's runs into the run log: the whole file is read and checked, and every run's row, before the
+    run log is opened; a malformed file leaves no run and no database behind."""
+    from storage import check_location
+    from storage.imports import write_imported
+    from uats_core.imports import read_runs
+
+    rows = _rows(args.rows) if args.rows is not None else None
+    runs = read_runs(args.tool, args.file, question=args.question, gold=args.answer, rows=rows)
+    check_location(args.db)
+    ids = write_imported(_open_store(args.db), runs)
+    for run_id, run in zip(ids, runs):
+        scored = sum(1 for n in run.nodes if n.score is not None)
+        print(f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
+              f"{max(n.created_iter for n in run.nodes)} iterations; no MC passes: shadow scoring in the app adds R̄ "
+              "and σ² to every node")
+    return 0
+
+
+def _rows(text: str) -> list[int]:
+    try:
+        rows = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError("rows", f"{text!r}: give 0-based row numbers separated by commas, e.g. 0,3") from None
+    if not rows or min(rows) < 0:
+        raise ConfigError("rows", f"{text!r}: give 0-based row numbers separated by commas, e.g. 0,3")
+    return rows
+
+
 def model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """--policy-opt and --prm-opt parsed; options that run a model's own code only with --trust-remote-code."""
     from uats_core.config import check_code_options, parse_options
@@ -293,6 +323,16 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--db", default=DEFAULT_DB)
     w.add_argument("--width", type=_at_least_one, default=80, help="characters of step text per node")
     w.set_defaults(fn=cmd_show)
+    i = sub.add_parser("import", help="write another tool's search runs into the run log (the app opens them)")
+    i.add_argument("file", help="the file the tool wrote")
+    i.add_argument("--from", dest="tool", required=True, choices=TOOLS_READ,
+                   help="llm-reasoners (its tree log JSON), search-and-learn (its {approach}_completions.jsonl) or "
+                        "treequest (its tree's nodes as JSON; docs/app.md)")
+    i.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
+    i.add_argument("--question", help="the problem, where the file does not hold it (llm-reasoners, TreeQuest)")
+    i.add_argument("--answer", help="the gold answer, to grade the imported answers")
+    i.add_argument("--rows", help="search-and-learn: 0-based rows to import, e.g. 0,3 (default: every row)")
+    i.set_defaults(fn=cmd_import)
     d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
     _add_model_flags(d)
     d.add_argument("--dataset", help="the dataset the pair will search (the arith models serve arith problems only)")

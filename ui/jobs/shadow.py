@@ -40,6 +40,11 @@ def shadow_candidates(data: RunData) -> list[int]:
 
 
 def _trace(data: RunData, node_id: int) -> Trace:
+    """The node's solution as the PRM reads it: its path's steps, or its own text alone where each node of the run
+    is a whole solution (TreeQuest's refinements, uats_core.imports.treequest)."""
+    imported = (data.run.get("config") or {}).get("imported") or {}
+    if isinstance(imported, dict) and imported.get("each_node_is_a_solution"):
+        return Trace(data.run.get("question") or "", (data.nodes[node_id].get("step") or "",))
     steps = []
     cur: int | None = node_id
     while cur not in (None, 0) and cur in data.nodes:

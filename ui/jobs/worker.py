@@ -29,8 +29,31 @@ log = logging.getLogger(__name__)
 PAIR_WORKERS = 2  # the Compare tab's H-UATS vs REBASE pair runs side by side: pre-warm that many workers
 
 
+class RunRowJob:
+    """The part of the job interface a run's row answers (its status, cancel flag and end): a search
+    (RunRequest) and an import (ui.jobs.import_job.ImportRequest) are jobs whose row is a run's."""
+
+    run_id: str
+
+    @property
+    def job_id(self) -> str:
+        return self.run_id
+
+    def status(self, store: RunStore) -> str:
+        return str(store.get_run(self.run_id)["status"])
+
+    def cancel_requested(self, store: RunStore) -> bool:
+        return store.cancel_requested(self.run_id)
+
+    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
+        return store.mark_failed(self.run_id, reason, status=status)
+
+    def request_cancel(self, store: RunStore) -> bool:
+        return store.request_cancel(self.run_id)
+
+
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(RunRowJob):
     """Everything a worker needs, picklable (spawn sends it to a fresh interpreter)."""
 
     run_id: str
@@ -45,10 +68,6 @@ class RunRequest:
     world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
 
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
-    @property
-    def job_id(self) -> str:
-        return self.run_id
-
     def models_key(self) -> str:
         return model_key(self)
 
@@ -57,18 +76,6 @@ class RunRequest:
 
     def run(self, cache: Any, store: RunStore, pause_timeout_s: float | None = None) -> Unrecorded | None:
         return execute(self, cache, store, pause_timeout_s)
-
-    def status(self, store: RunStore) -> str:
-        return str(store.get_run(self.run_id)["status"])
-
-    def cancel_requested(self, store: RunStore) -> bool:
-        return store.cancel_requested(self.run_id)
-
-    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
-        return store.mark_failed(self.run_id, reason, status=status)
-
-    def request_cancel(self, store: RunStore) -> bool:
-        return store.request_cancel(self.run_id)
 
     def paused(self, store: RunStore) -> bool:
         return store.is_paused(self.run_id)

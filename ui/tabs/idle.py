@@ -27,7 +27,7 @@ def _ended_and_drawn(ctx: AppContext, run_id: str | None, drawn: Any) -> bool:
 
 def is_idle(ctx: AppContext, s: dict[str, Any], cs: dict[str, Any]) -> bool:
     """True when no tick could draw anything new."""
-    if ctx.pool.active() or ctx.pool.queued() or cs.get("shadow"):  # a shadow job's end not yet drawn
+    if ctx.pool.active() or ctx.pool.queued() or cs.get("shadow") or s.get("shadow"):  # a shadow end not yet drawn
         return False
     if not _ended_and_drawn(ctx, s.get("run_id"), s.get("version")):
         return False

@@ -10,7 +10,7 @@ the timer fired every ~1.1 s instead of every TICK_S, and a live run's frames we
 So tabs register parts (`ctx.poll.add`, common.PollParts) and `wire_poll` makes one tick listener that runs them in order.
 The poll writes the page states (`ctx.st`, `ctx.cst`) in place and never lists them as outputs: an output
 state with change listeners fires them after every tick. What those listeners do for a tick's changes (the
-run bar's buttons, the frontier panel at a run's end) is a part of the poll instead."""
+run bar's buttons, the Why panel at a run's end) is a part of the poll instead."""
 
 from __future__ import annotations
 

@@ -25,22 +25,34 @@ from .common import LIVE, AppContext
 RUN_BAR_CSS = """
 .gradio-container { overflow: clip !important; }  /* hidden makes a scroll container: nothing would stick */
 #notice { position: sticky; top: 0; z-index: 1003; box-shadow: 0 2px 6px rgba(0,0,0,0.12); }
-#run-bar { position: sticky; top: var(--uats-notice-h, 0px); z-index: 1002; padding: 6px 8px 4px;
+#run-bar { position: sticky; top: var(--uats-notice-h, 0px); z-index: 1002; padding: 4px 8px 3px;
            background: var(--background-fill-primary, #fff); border: 1px solid var(--border-color-primary, #e5e5e5);
            border-radius: 8px; box-shadow: 0 2px 6px rgba(0,0,0,0.08); gap: 2px; }
-#run-bar .uats-run-buttons { gap: 6px; flex-wrap: nowrap !important; align-items: center; }
-#run-bar .uats-run-buttons button { min-width: 0; white-space: nowrap; }
-#run-bar #start-paused { flex: 0 0 auto !important; width: auto !important; padding: 0 4px; border: none;
-                         background: transparent; box-shadow: none; }
-#run-bar #start-paused label { border: 1px solid var(--border-color-primary, #ddd) !important; box-shadow: none; }
+#run-bar .uats-run-buttons { gap: 4px 16px; flex-wrap: wrap !important; align-items: center; }
+#run-bar .uats-group { display: flex; flex-wrap: nowrap !important; gap: 6px; align-items: center;
+                       flex: 0 0 auto !important; min-width: 0 !important; width: auto !important; }
+#run-bar .uats-group > * { flex: 0 0 auto !important; min-width: 0 !important; margin: 0 !important; }
+#run-bar .uats-replay { flex: 1 1 420px !important; }
+#run-bar .uats-replay > #t-slider { flex: 1 1 150px !important; min-width: 120px !important; }
+#run-bar button { min-width: 0; white-space: nowrap; padding: 4px 10px; }
+/* the bar's checkboxes and slider are bare controls: no block frame (it read as a focus ring), no help line
+   (each control's help is its tooltip, RUN_BAR_JS) */
+#run-bar .block { border: none !important; box-shadow: none !important; background: transparent !important;
+                  padding: 0 2px !important; }
+#run-bar .info-text { display: none !important; }
+#run-bar #start-paused, #run-bar #follow { width: max-content !important; }
+#run-bar #start-paused label, #run-bar #follow label { border: none !important; box-shadow: none !important;
+                                                       background: transparent !important; padding: 0 !important; }
+#run-bar #t-slider .head { display: none !important; }  /* the status line says which iteration is shown */
+#run-bar #t-slider .slider_input_container { margin: 0; }
 #run-status { font-size: 13px; line-height: 1.35; }
-#run-status p { margin: 2px 0; }
-#run-hint { font-size: 12px; color: var(--body-text-color-subdued, #666); }
-#run-hint p { margin: 0; }
+#run-status p { margin: 1px 0; }
+#run-hint { font-size: 12px; color: var(--body-text-color-subdued, #666); white-space: nowrap; overflow: hidden;
+            text-overflow: ellipsis; }
+#run-hint p { margin: 0; overflow: hidden; text-overflow: ellipsis; }
 button[disabled] { cursor: not-allowed; }
 #run-bar-js { display: none; }
 """
-
 # The controls whose disabled state the hint explains; their tooltips are the hint's text.
 EXPLAINED = ("cancel-btn", "pause-btn", "step-btn", "resume-btn", "prev-btn", "play-btn", "next-btn", "inspect-btn",
              "collapse-btn", "expand-all")
@@ -49,6 +61,7 @@ RUN_BAR_JS = r"""
 if (!window.__uatsRunBar) {
   window.__uatsRunBar = true;
   const ids = %s;
+  const TREE_MOVERS = '#run-btn, #step-btn, #resume-btn, #prev-btn, #play-btn, #next-btn';
   const fitBar = () => {  // the bar sticks just under the notice, whatever the notice's height
     const notice = document.getElementById('notice');
     const h = notice && notice.offsetParent !== null ? notice.getBoundingClientRect().height : 0;
@@ -68,6 +81,10 @@ if (!window.__uatsRunBar) {
     fitBar();
     const hint = document.getElementById('run-hint');
     const why = hint ? hint.innerText.trim() : '';
+    if (hint && hint.title !== why) hint.title = why;  // the line may be cut short: its tooltip is whole
+    for (const el of document.querySelectorAll('#run-bar .info-text')) {  // a control's help, as its tooltip
+      const box = el.closest('.block'); if (box && box.title !== el.textContent.trim()) box.title = el.textContent.trim();
+    }
     for (const id of ids) {
       const el = document.getElementById(id);
       const b = el && (el.tagName === 'BUTTON' ? el : el.querySelector('button'));
@@ -77,9 +94,9 @@ if (!window.__uatsRunBar) {
     }
   };
   setInterval(tick, 200);
-  // Run, Step and Resume grow the tree: bring it under the bar if the page was scrolled away from it
+  // Run, Step and Resume grow the tree, replay moves it: bring it under the bar if the page was scrolled away
   document.addEventListener('click', (ev) => {
-    if (!ev.target.closest || !ev.target.closest('#run-btn, #step-btn, #resume-btn')) return;
+    if (!ev.target.closest || !ev.target.closest(TREE_MOVERS)) return;
     const tree = document.getElementById('tree'), bar = document.getElementById('run-bar');
     if (!tree || !bar || tree.offsetParent === null) return;
     const top = tree.getBoundingClientRect().top, below = bar.getBoundingClientRect().bottom + 6;
@@ -93,18 +110,29 @@ NO_RUN_HINT = ("No run is open: Run search starts one, or open one from the Runs
 
 
 def build_run_bar(c: dict[str, Any]) -> None:
-    """The bar's components into `c` (run_btn, start_paused, cancel_btn, pause_btn, step_btn, resume_btn,
-    status_md, run_hint); call inside the column above the tree."""
+    """The bar's components into `c`: the run controls (run_btn, start_paused, cancel_btn, pause_btn, step_btn,
+    resume_btn), the replay controls (prev_btn, play_btn, next_btn, t_slider, follow), status_md and run_hint;
+    call inside the column above the tree. One row of buttons on a wide screen, two on a laptop."""
     with gr.Column(elem_id="run-bar"):
         with gr.Row(elem_classes=["uats-run-buttons"]):
-            c["run_btn"] = gr.Button("▶ Run search", variant="primary", elem_id="run-btn", size="md", scale=2)
-            # step mode: the run waits before each iteration for a Step (or a Resume)
-            c["start_paused"] = gr.Checkbox(False, label="start paused", elem_id="start-paused", container=False,
-                                            min_width=120, scale=0)
-            c["cancel_btn"] = gr.Button("■ Cancel", variant="stop", elem_id="cancel-btn", size="md", interactive=False)
-            c["pause_btn"] = gr.Button("❚❚ Pause", elem_id="pause-btn", size="md", interactive=False)
-            c["step_btn"] = gr.Button("▶❚ Step", elem_id="step-btn", size="md", interactive=False)
-            c["resume_btn"] = gr.Button("▶ Resume", elem_id="resume-btn", size="md", interactive=False)
+            with gr.Row(elem_classes=["uats-group"]):
+                c["run_btn"] = gr.Button("▶ Run search", variant="primary", elem_id="run-btn", size="sm", scale=0)
+                # step mode: the run waits before each iteration for a Step (or a Resume)
+                c["start_paused"] = gr.Checkbox(False, label="start paused", elem_id="start-paused",
+                                                container=False, min_width=100, scale=0)
+                c["cancel_btn"] = gr.Button("■ Cancel", variant="stop", elem_id="cancel-btn", size="sm", scale=0,
+                                            interactive=False)
+                c["pause_btn"] = gr.Button("❚❚ Pause", elem_id="pause-btn", size="sm", scale=0, interactive=False)
+                c["step_btn"] = gr.Button("▶❚ Step", elem_id="step-btn", size="sm", scale=0, interactive=False)
+                c["resume_btn"] = gr.Button("▶ Resume", elem_id="resume-btn", size="sm", scale=0, interactive=False)
+            with gr.Row(elem_classes=["uats-group", "uats-replay"]):
+                c["prev_btn"] = gr.Button("◀ prev", elem_id="prev-btn", size="sm", scale=0, interactive=False)
+                c["play_btn"] = gr.Button("▶ play", elem_id="play-btn", size="sm", scale=0, interactive=False)
+                c["next_btn"] = gr.Button("next ▶", elem_id="next-btn", size="sm", scale=0, interactive=False)
+                c["t_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t", elem_id="t-slider",
+                                          show_label=False, container=False, interactive=False, scale=1)
+                c["follow"] = gr.Checkbox(True, label="follow live", elem_id="follow", container=False, scale=0,
+                                          min_width=90)
         c["status_md"] = gr.Markdown("**No run open.**", elem_id="run-status")
         c["run_hint"] = gr.Markdown(NO_RUN_HINT, elem_id="run-hint")
         gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False)

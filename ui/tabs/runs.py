@@ -1,5 +1,6 @@
 """The Runs tab: every stored run, filtered by method, problem and outcome; selecting a row opens the run
-in the Search tab."""
+in the Search tab. Below, importing another tool's run (llm-reasoners, search-and-learn, TreeQuest) from the files
+the server lists (--imports-dir): a job of the worker pool (ui.jobs.import_job)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from uats_core.imports import TOOLS
+
+from ..access import requester
+from ..jobs.import_job import submit_import
+from ..jobs.worker import session_of
 from .run_form import method_choices
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure
 
 from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of, skips
@@ -64,4 +71,34 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
         return viewer.open_run(s, ids[row], **view)
 
     runs_table.select(on_runs_select, [ctx.st, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
+    _import_section(ctx, [r_method, r_problem, r_outcome], outputs, list_runs)
     return RunsTab(r_method=r_method, r_problem=r_problem, r_outcome=r_outcome, outputs=outputs, list_runs=list_runs)
+
+
+def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], list_runs: Callable[..., Any]) -> None:
+    """Import a run another tool wrote, from a file the server lists; the list refreshes with the queued run."""
+    files = list(ctx.choices.imports)
+    with gr.Accordion("Import a run from another tool", open=bool(files), elem_id="import-box"):
+        gr.Markdown("Files of llm-reasoners (tree log JSON), search-and-learn (`*_completions.jsonl`, one row per "
+                    "problem) and TreeQuest (its tree's nodes as JSON) in the server's import folders. An imported "
+                    "run holds the tool's own score per node and no MC passes: open it, then **Shadow-score this "
+                    "run** (Search tab) adds R̄ and σ² to every node." if files else
+                    "This server lists no files to import (start it with `--imports-dir DIR`).")
+        with gr.Row():
+            i_file = gr.Dropdown(files, value=files[0] if files else None, label="file", elem_id="import-file", scale=3)
+            i_tool = gr.Dropdown(list(TOOLS), value=TOOLS[0], label="written by", elem_id="import-tool", scale=2)
+            i_row = gr.Number(0, label="row (search-and-learn)", precision=0, minimum=0, elem_id="import-row", scale=1)
+            i_btn = gr.Button("Import", variant="primary", elem_id="import-btn", scale=1, interactive=bool(files))
+
+    def on_import(tool, name, row, m, p, o, request: gr.Request):
+        try:
+            run_id = submit_import(ctx.store, ctx.pool, ctx.choices, tool, name, row, owner=requester(request),
+                                   session=session_of(request))
+        except FORM_ERRORS as exc:
+            return (notice(str(exc)), *skips(len(outputs)))
+        except DB_ERRORS as exc:
+            return (notice(db_failure(exc)), *skips(len(outputs)))
+        return (notice(f"import of {name} queued as run {run_id[:8]}; select it in the list to open it", ok=True),
+                *list_runs(m, p, o))
+
+    i_btn.click(on_import, [i_tool, i_file, i_row, *filters], [ctx.notice, *outputs])

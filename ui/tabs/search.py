@@ -11,6 +11,7 @@ from .inspector import wire_inspector
 from .runbar import wire_run_bar
 from .search_events import wire_search
 from .search_layout import SearchTab, lay_out_search_tab
+from .shadowpanel import wire_shadow_panel
 from .step_panel import wire_step_panel
 from .viewer import RunViewer
 
@@ -32,4 +33,5 @@ def build_search_tab(ctx: AppContext) -> SearchPage:
                                   tab.expand_all, tab.fig1_prev, tab.fig1_next, tab.fig1_export]}, tab.run_hint)
     wire_inspector(ctx, tab, page.viewer)
     wire_step_panel(ctx, page, why)
+    wire_shadow_panel(ctx, tab, page.viewer)
     return page

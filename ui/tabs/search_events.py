@@ -13,9 +13,11 @@ import sqlalchemy as sa
 
 from storage import StorageError
 from uats_core.config import ConfigError, check_model_choice
+from uats_core.errors import FieldError
 from uats_core.problems import Problem, ProblemError
 
 from ..choices import ARITH
+from ..glossary import form_name
 
 from .run_form import dataset_problems, pick_problem, problem_choices, search_config, typed_problem
 
@@ -32,6 +34,13 @@ from .viewer import RunViewer, fresh_run_state
 log = logging.getLogger(__name__)
 FORM_ERRORS = (ConfigError, ProblemError, StorageError, ValueError, TypeError)
 DB_ERRORS = (sa.exc.SQLAlchemyError,)  # what the bounds check missed: logged here, never shown (it quotes the SQL)
+
+
+def form_error(exc: Exception) -> str:
+    """A refused form as one line that names the field as the form does ("τ: …", not "tau: …")."""
+    if isinstance(exc, FieldError) and str(exc).startswith(f"{exc.field}: "):
+        return f"{form_name(exc.field)}: {str(exc)[len(exc.field) + 2:]}"
+    return str(exc)
 
 
 def db_failure(exc: Exception) -> str:
@@ -130,7 +139,7 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request),
                                 session=session_of(request))
         except FORM_ERRORS as exc:
-            return s, notice(str(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return s, notice(form_error(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         except DB_ERRORS as exc:
             return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}

@@ -59,6 +59,10 @@ class SearchTab:
     next_btn: gr.Button
     t_slider: gr.Slider
     cost_plot: gr.HTML
+    shadow_box: gr.Accordion
+    shadow_k: gr.Number
+    shadow_btn: gr.Button
+    shadow_cancel: gr.Button
     knobs_plot: gr.HTML
     node_box: gr.Number
     go_node: gr.Button
@@ -174,16 +178,15 @@ def _filters() -> dict[str, Component]:
 
 
 def _tree_column(c: dict[str, Any]) -> None:
-    """The right column's upper half: the run bar (sticky), tree, step-through, filters, cost and knob charts."""
-    build_run_bar(c)
+    """The right column's upper half: the run bar (sticky, with replay), tree, filters, cost and knob charts."""
+    build_run_bar(c)  # with the replay controls: the tree stays in view while a run is stepped or replayed
     c["tree"] = plot_html("tree", "The tree appears here as the search writes it.", 440)
-    with gr.Row():
-        c["follow"] = gr.Checkbox(True, label="follow live", elem_id="follow", scale=1)
-        c["prev_btn"] = gr.Button("◀ prev", elem_id="prev-btn", scale=1, size="sm", interactive=False)
-        c["play_btn"] = gr.Button("▶ play", elem_id="play-btn", scale=1, size="sm", interactive=False)
-        c["next_btn"] = gr.Button("next ▶", elem_id="next-btn", scale=1, size="sm", interactive=False)
-        c["t_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t", elem_id="t-slider", scale=6,
-                                  interactive=False)
+    with gr.Accordion("Shadow scoring: R̄ and σ² for every node from MC passes this run never made", open=False,
+                      elem_id="shadow-box") as c["shadow_box"]:
+        with gr.Row():
+            c["shadow_k"] = gr.Number(7, label="MC passes K", precision=0, minimum=2, elem_id="shadow-k", scale=1)
+            c["shadow_btn"] = gr.Button("Shadow-score this run (PRM: the form's)", elem_id="shadow-btn", scale=3)
+            c["shadow_cancel"] = gr.Button("Cancel", elem_id="shadow-cancel", size="sm", scale=1)
     c["filters"] = _filters()
     c["cost_plot"] = plot_html("cost-plot", "Cost per iteration appears here.", 60)
     c["knobs_plot"] = plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each step against "

@@ -13,7 +13,12 @@ Rules (LOD below): detailed while at most meta.glyphs.limit nodes are in view an
 minColPx apart and rows minRowPx tall; the box's 0–1 scale is 85 % of a row high (minBoxPx..maxBoxPx), the
 box gapPx right of its node (clear of its halo) and boxW wide, narrower where columns are close; R̄ and σ²
 are written beside it where the next node on its row is labelGapPx away or more. While detailed, the
-compact glyphs (layout shapes named in meta.glyphs.compact) are hidden (a relayout: shapes only)."""
+compact glyphs (layout shapes named in meta.glyphs.compact) are hidden (a relayout: shapes only).
+
+Text marks (the decisions' `+Kp ×N ✂` and `+k hidden`, the trace named "marks") are measured where the browser drew
+them: after every draw, zoom or pan, a label whose box overlaps one drawn before it (the server sends the largest
+decisions first) or leaves the plot area (the colour bar and the legend sit outside it) is hidden at that zoom;
+zooming in brings it back, and the node's hover always says it. No Plotly redraw: the SVG text is shown or hidden."""
 
 from __future__ import annotations
 
@@ -55,10 +60,13 @@ function lodPlan(data, g, ax) {
   }
   for (const r of rows.values()) r.sort((a, b) => a - b);
   const labels = new Set();
+  const width = (ax.x1 - ax.x0) * ax.colPx;
   if (ax.rowPx >= LOD.labelRowPx) for (const i of ids) {
     const r = rows.get(tr.y[i]), x = tr.x[i];
     const next = r.find(v => v > x);
-    if (next === undefined || (next - x) * ax.colPx >= LOD.labelGapPx) labels.add(i);
+    // ... and the plot's right edge leaves it room: past it lie the colour bar and the legend
+    const fits = (x - ax.x0) * ax.colPx + LOD.gapPx + boxW + LOD.labelGapPx - 20 <= width;
+    if (fits && (next === undefined || (next - x) * ax.colPx >= LOD.labelGapPx)) labels.add(i);
   }
   return {detail: true, ids, boxPx, boxW, labels, inView: inView.length,
           key: `d${boxPx}w${boxW}:${ids.map(i => labels.has(i) ? i + 'L' : i).join(',')}`};
@@ -107,6 +115,34 @@ function lodDecor(data, g, plan, layout) {
   if (plan.detail) for (const i of plan.ids) lodGlyph(g, i, tr.x[i], tr.y[i], plan, shapes, notes);
   return {shapes, annotations: notes};
 }
+// the text marks at this zoom: hide those that would overlap an earlier one or leave the plot area (measured boxes)
+function labelCull(gd) {
+  const i = (gd.data || []).findIndex(t => t && t.name === 'marks');
+  const fd = gd._fullData && gd._fullData[i], fl = gd._fullLayout;
+  const g = fd && gd.querySelector('.trace' + fd.uid);
+  if (!g || !fl || !fl.xaxis) { gd.dataset.labelsHidden = '0'; return; }
+  const box = gd.getBoundingClientRect();
+  const left = box.left + fl.xaxis._offset, right = left + fl.xaxis._length;
+  const top = box.top + fl.yaxis._offset, bottom = top + fl.yaxis._length;
+  const texts = [...g.querySelectorAll('.textpoint text, text.textpoint')];
+  for (const t of texts) t.style.display = '';
+  const boxes = texts.map(t => t.getBoundingClientRect());  // one layout for all of them
+  const kept = [];
+  let hidden = 0;
+  texts.forEach((t, k) => {
+    const r = boxes[k];
+    if (!r.width) return;
+    const out = r.left < left || r.right > right || r.top < top || r.bottom > bottom;
+    const hit = kept.some(q => r.left < q.right + 3 && r.right > q.left - 3 && r.top < q.bottom && r.bottom > q.top);
+    if (out || hit) { t.style.display = 'none'; hidden++; } else kept.push(r);
+  });
+  gd.dataset.labelsHidden = String(hidden);
+  gd.dataset.labelView = labelView(gd);  // the view these labels were measured in (tests wait for it)
+}
+function labelView(gd) {
+  const fl = gd._fullLayout;
+  return fl && fl.xaxis ? [...fl.xaxis.range, ...fl.yaxis.range].map(v => Number(v).toFixed(3)).join(',') : '';
+}
 function lodMark(gd, plan) {
   gd.dataset.lod = plan.detail ? 'detail' : 'compact';
   gd.dataset.lodNodes = String(plan.detail ? plan.ids.length : 0);
@@ -141,6 +177,7 @@ function lodInject(gd, spec) {
 // (dataset.lodPending: '1' from a draw's start until its level of detail is drawn, for tests and benches)
 function lodRefresh(gd) {
   const g = gd._uatsMeta && gd._uatsMeta.glyphs;
+  if (gd.data) labelCull(gd);
   if (!g || !gd.data) { delete gd.dataset.lod; gd.dataset.lodPending = '0'; return; }
   const plan = lodPlan(gd.data, g, lodAxes(gd));
   gd.dataset.inView = String(plan.inView || 0);
@@ -149,6 +186,7 @@ function lodRefresh(gd) {
   lodMark(gd, plan);
   gd.dataset.lodPending = '1';
   Plotly.relayout(gd, {shapes: dec.shapes, annotations: dec.annotations}).then(() => {
+    labelCull(gd);
     if (gd._uatsLod === plan.key) gd.dataset.lodPending = '0';  // not if a later plan is on its way
     gd.dataset.lodDraws = String(Number(gd.dataset.lodDraws || 0) + 1);
   });

@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from storage import StorageError
+from storage.shadow import read_shadow
 
 from ..views.cases import StepJudge
 from ..views.charts import cost_figure, knobs_figure
@@ -42,6 +43,15 @@ def figure1_options(s: dict[str, Any]) -> dict[str, Any]:
     return {**FIGURE1_DEFAULTS, **(s.get("fig1") or {})}
 
 
+def tree_revision(s: dict[str, Any], opts: ViewOptions) -> str:
+    """The tree's uirevision: a user's zoom survives live updates and replay of one view, but a focus (on the
+    chosen path, a subtree or a step) is another view of other nodes: it starts framed on them (autorange), not
+    at the zoom of the view before, which left a focused subtree at the plot's edge."""
+    focus = opts.focus if opts.focus == "whole tree" or opts.focus == "chosen path" else \
+        f"{opts.focus}:{s.get('selected')}"
+    return f"tree-{s['run_id']}-{focus}"
+
+
 class RunViewer:
     """The open run (`ctx.st`: run id, version drawn, iteration t or None for live, selected node,
     collapsed nodes) drawn into the Search tab's components."""
@@ -60,8 +70,10 @@ class RunViewer:
         return row.get("written_at") if row else data.run.get("updated_at")
 
     def _figure(self, s: dict[str, Any], data: RunData, state: TreeState, opts: ViewOptions,
-                version: Any) -> dict[str, Any]:
-        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=f"tree-{s['run_id']}", title="")
+                version: Any, shadow: dict[int, Any] | None = None) -> dict[str, Any]:
+        """The tree figure; `shadow`: the run's shadow scores (storage.shadow), drawn apart from its own."""
+        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=tree_revision(s, opts), title="",
+                          shadow=shadow or None)
         # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
         return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
                          pinned=s.get("t") is not None)
@@ -73,7 +85,8 @@ class RunViewer:
         version = store.run_version(s["run_id"])
         data = self.ctx.cache.get(s["run_id"], version)
         state = data.state_at(s.get("t"))
-        fig = self._figure(s, data, state, view_of(**view, collapsed=s.get("collapsed")), version)
+        fig = self._figure(s, data, state, view_of(**view, collapsed=s.get("collapsed")), version,
+                           read_shadow(store, s["run_id"]))
         s["version"] = version
         if s.get("t") is None:
             s["drawn_t"] = state.iteration
@@ -92,9 +105,10 @@ class RunViewer:
         figs: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         state = data.state_at(start)
+        shadow = read_shadow(self.ctx.store, s["run_id"])
         for t in range(start, last + 1):
             state = data.state_at(t) if t != start else state
-            figs.append(self._figure(s, data, state, opts, version))
+            figs.append(self._figure(s, data, state, opts, version, shadow))
             if time.perf_counter() - t0 > FRAMES_BUILD_S:
                 break
         s["drawn_t"] = state.iteration

@@ -28,6 +28,25 @@ def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
 VERDICT = {True: "right", False: "wrong", None: "?"}  # a step's truth in an export table
 
 
+def path_numbers(fig: dict[str, Any], state: Any, path: Sequence[int]) -> list[dict[str, Any]]:
+    """R̄ and σ² beside each node of the chosen path, for the exported image: the page draws numbers on a zoom
+    (ui/tabs/treelod.py), a static image has only its compact glyphs, and a paper needs the path's numbers.
+    One node a row, so the labels never meet; to the node's left, clear of its glyph on the right."""
+    where = {}
+    for tr in fig["data"]:
+        if str(tr.get("name", "")).startswith("nodes"):
+            where.update({c[0]: (x, y) for c, x, y in zip(tr["customdata"], tr["x"], tr["y"])})
+    out = []
+    for nid in path:
+        if nid in where and state.nodes[nid].get("mean") is not None:
+            x, y = where[nid]
+            n = state.nodes[nid]
+            out.append({"x": x, "y": y, "xref": "x", "yref": "y", "xanchor": "right", "yanchor": "middle",
+                        "xshift": -12, "showarrow": False, "name": "path numbers", "bgcolor": "rgba(255,255,255,0.85)",
+                        "text": f"R̄ {fmt_mean(n['mean'])} σ² {fmt_var(n.get('var'))}", "font": {"size": 11}})
+    return out
+
+
 def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str, Any]] = ()) -> ExportBundle:
     state = data.state_at(None)
     run = state.run
@@ -41,6 +60,7 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
                      len(n.get("mc_scores") or []), VERDICT[judge(nid)]])
     fig = tree_figure(state, title=f"{run.get('method')} on {run.get('problem_id')} (run {run['run_id'][:8]})",
                       height=800)
+    fig["layout"]["annotations"] = list(fig["layout"].get("annotations") or []) + path_numbers(fig, state, path)
     return ExportBundle(
         name=name or f"run-{run['run_id'][:8]}", kind="run",
         data={"run": _run_summary(run), "nodes": [data.nodes[i] for i in sorted(data.nodes)],

@@ -38,6 +38,9 @@ RUN_COLUMNS = ["run", "method", "problem", "seed", "N", "status", "outcome", "an
 
 
 def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
+    """Two lines above the tree: the run and its outcome; then what the tree shows. Replaying an iteration t
+    before the last, the second line gives t's own figures (its nodes and the cost spent by then), not the
+    run's final ones."""
     cfg = run.get("config") or {}
     status = run.get("status")
     colour = {"running": "#1b9e77", "queued": "#999999", "finished": "#2c7fb8", "failed": "#d95f02",
@@ -45,19 +48,36 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in ("queued", "running") and run.get("paused"):
         badge += " · ❚❚ paused"  # what Step and Resume do: the run bar's hint (ui/tabs/runbar.py)
-    parts = [f"**{badge}** · run {md_text(run['run_id'][:12])} · **{md_text(run.get('method'))}** on "
-             f"{md_inline(run.get('problem_id'), 80)} · "
-             f"seed {run.get('seed')} · N={cfg.get('budget', '?')}",
-             f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)} · cost spent "
-             f"{float(run.get('cost') or 0):,.0f}"]
+    source = cfg.get("imported") if isinstance(cfg.get("imported"), dict) else None
+    searched = "" if source else f" · seed {run.get('seed')} · N={cfg.get('budget', '?')}"
+    head = (f"**{badge}** · run {md_text(run['run_id'][:8])} · **{md_text(run.get('method'))}** on "
+            f"{md_inline(run.get('problem_id'), 80)}{searched}")
     if status == "finished":
         gold = run.get("gold_answer")
-        parts.append(f"answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; gold {md_inline(gold, 200)}) · "
-                     f"naive argmax {md_inline(run.get('naive_answer'), 200)} ({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
+        said = f"gold {md_inline(gold, 200)}" if gold is not None else "no gold answer"
+        naive = "" if source else (
+            f" · naive argmax {md_inline(run.get('naive_answer'), 200)} "
+            f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
+        head += (f" · answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; {said})"
+                 + (" · the tool's choice" if source else naive))
+    spent = "" if source else " · cost spent"  # another tool's cost is not ours
+    replay = state is not None and state.iteration < state.max_iteration
+    if replay:
+        shown = (f"**replaying iteration {state.iteration} of {state.max_iteration}** · nodes {_tree_size(run, state)}"
+                 + (f"{spent} by then {state.cost_total:,.0f}" if spent else ""))
+    else:
+        shown = (f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}"
+                 + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
+    parts = [head, shown]
     if run.get("error"):
         parts.append(f"⚠ {md_inline(str(run['error']), 400)}")
-    if state is not None and state.iteration < state.max_iteration:
-        parts.append(f"showing the tree after iteration **{state.iteration}** of {state.max_iteration}")
+    if source:
+        parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
+                     f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")
+    if state is not None and status not in ("queued", "running") and len(state.nodes) > 1 and not any(
+            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
+        parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
+                     "adds R̄ and σ² to every node from passes this run never made")
     return "  \n".join(parts)
 
 

@@ -260,30 +260,21 @@ def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Map
              "showlegend": False, "name": "marks"}]
 
 
-MAX_DECISION_LABELS = 30
-LABEL_GAP = 2.5  # layout units between two labels on one row (siblings are 1 apart; a label spans ~2)
+MAX_DECISION_LABELS = 200  # SVG texts per draw; the page hides those that collide at the zoom shown (treelod.py)
 
 
 def decision_labels(state: TreeState, pos: Pos) -> list[tuple[int, str]]:
-    """This iteration's decision labels (+Kp extra passes, ×N children, ✂ pruned) that do not overlap: the
-    largest decisions first, each kept only if no kept label on its row is nearer than LABEL_GAP, at most
-    MAX_DECISION_LABELS (every decided node still gets its halo; the frontier view lists them all)."""
+    """This iteration's decision labels (+Kp extra passes, ×N children, ✂ pruned), the largest decisions first:
+    the page keeps a label only where it overlaps no label before it and stays inside the plot (measured in
+    pixels at the zoom shown, ui/tabs/treelod.py), so zooming in brings the others back; at most
+    MAX_DECISION_LABELS (every decided node still gets its halo; Figure 1 lists every decision of a step)."""
     found = []
     for i, d in state.decisions.items():
         if i not in pos:
             continue
         if d.label:
             found.append((-(int(d.extra_passes or 0) * 100 + int(d.children or 0)), i, d.label))
-    kept: list[tuple[int, str]] = []
-    rows: dict[float, list[float]] = {}
-    for _, i, text in sorted(found):
-        x, y = pos[i]
-        row = rows.setdefault(y, [])
-        if len(kept) >= MAX_DECISION_LABELS or any(abs(x - other) < LABEL_GAP for other in row):
-            continue
-        row.append(x)
-        kept.append((i, text))
-    return kept
+    return [(i, text) for _, i, text in sorted(found)[:MAX_DECISION_LABELS]]
 
 
 def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height: int | None) -> dict[str, Any]:

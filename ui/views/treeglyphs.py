@@ -114,8 +114,11 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
     if "chosen path" in present:
         # first in the legend, where its trace used to put it (before the halos' and answers' traces)
         keys.append(_key("chosen path", {}, mode="lines", line={"color": CHOSEN_COLOUR, "width": 5}, legendrank=1))
-    keys += [_key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
-             _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}})]
+    keys += [_key("question", {"symbol": "square", "size": 12, "color": "#999999", "line": {"color": "#333", "width": 1}}),
+             _key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
+             _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}}),
+             # the selection ring is a layout shape drawn in the page (PLOT_JS ringAt): named here, as a key
+             _key("inspected node", {"size": 14, "symbol": "circle-open", "color": "#111", "line": {"width": 2.5}})]
     if glyphs:
         # the detailed boxplot's marks (ui/tabs/treelod.py) and the compact one's, named once
         keys += [_key("box: MC passes", {"symbol": "square", "size": 10, "color": "#5ec962",

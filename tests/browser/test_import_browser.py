@@ -1,0 +1,142 @@
+"""Runs of other tools in Chromium, at 1280×800: the Runs tab imports a file of llm-reasoners, search-and-learn and
+TreeQuest (tests/tool_files.py) from the server's --imports-dir through the worker pool, the Search tab opens each
+import, steps back through its iterations, says it stored no MC passes, and shadow-scores it with the embedded PRM
+of the server's list until every node carries a shadow R̄ and σ². With UATS_SCREENSHOTS=1 each leaves
+artifacts/import-<tool>-1280x800.png (docs/img holds copies)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from benchmarks.serving import free_port
+
+from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo, wait_idle, wait_notice, wait_plot, \
+    wait_text
+
+pytestmark = pytest.mark.browser
+
+EXPECTED = {  # nodes after iteration 1, iterations, the run's answer
+    "llm-reasoners": (2, 3, "24"), "search-and-learn": (2, 3, "24"), "treequest": (1, 5, "24")}
+
+
+@pytest.fixture(scope="module")
+def import_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The app with a real worker pool and an import folder holding one file of each tool."""
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+    from storage import RunStore
+    from tests.tool_files import write_tool_files
+    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
+    from ui.choices import server_choices
+    from ui.jobs.worker import WorkerPool
+
+    base = tmp_path_factory.mktemp("import-app")
+    files = write_tool_files(base / "imports")
+    store = RunStore(str(base / "runs.db"))
+    pool = WorkerPool(store, max_workers=1, poll_s=0.5)
+    (base / "reports").mkdir()
+    demo = build_demo(store, pool, base / "exports", base / "reports", server_choices(imports_dirs=[base / "imports"]))
+    port = free_port()
+    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                                      **launch_kwargs(base / "exports"))
+    try:
+        yield {"url": f"http://127.0.0.1:{port}", "store": store, "files": files}
+    finally:
+        pool.shutdown(cancel=True, timeout_s=30)
+        demo.close()
+
+
+@pytest.fixture()
+def laptop(context_for: Callable[[dict[str, int]], Any], import_app: dict[str, Any]) -> Iterator[Any]:
+    ctx = context_for(LAPTOP)
+    ctx.set_storage_state({"cookies": [], "origins": []})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(import_app["url"])
+    pg.wait_for_selector("#run-btn", timeout=180_000)
+    wait_idle(pg)
+    try:
+        yield pg
+    finally:
+        pg.close()
+    assert not errors, errors
+
+
+def _tree_meta(pg: Any, key: str) -> Any:
+    return pg.evaluate(f"() => (document.querySelector('#tree .uats-plot')._uatsMeta || {{}})['{key}']")
+
+
+def _finished(store: Any, tool: str, timeout_s: float = 180) -> dict[str, Any]:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        runs = store.list_runs(method=tool)
+        if runs and runs[0]["status"] not in ("queued", "running"):
+            return runs[0]
+        time.sleep(0.3)
+    raise AssertionError(f"the {tool} import did not end within {timeout_s:.0f} s")
+
+
+@pytest.mark.parametrize("tool", list(EXPECTED))
+def test_an_imported_run_is_stepped_through_and_shadow_scored(tool: str, laptop: Any, import_app: dict[str, Any]) -> None:
+    pg, store = laptop, import_app["store"]
+    first, iterations, answer = EXPECTED[tool]
+    pg.get_by_role("tab", name="Runs").click()
+    choose(pg, "import-tool", tool)
+    choose(pg, "import-file", import_app["files"][tool].name)
+    pg.click("#import-btn")
+    wait_notice(pg, "queued as run")
+    run = _finished(store, tool)
+    assert run["status"] == "finished", run["error"]
+    assert run["answer"] == answer and run["iterations"] == iterations
+    pg.get_by_role("tab", name="Search").click()
+    open_run(pg, run["run_id"])
+    wait_text(pg, "#run-status", "no MC passes stored")
+    for t in range(iterations - 1, 0, -1):  # step back to the first iteration, one at a time
+        pg.click("#prev-btn")
+        wait_plot(pg, "#tree", f"e.dataset.iteration === '{t}'")
+    assert int(_tree_meta(pg, "n_nodes")) == first + 1  # the question and the nodes of iteration 1
+    pg.click("#next-btn")
+    wait_plot(pg, "#tree", "e.dataset.iteration === '2'")
+    pg.locator("#shadow-box").get_by_text("Shadow scoring").click()  # open the accordion
+    fill(pg, "shadow-k", "7")
+    pg.click("#shadow-btn")
+    wait_notice(pg, "shadow-scored run", timeout_s=240)
+    wait_plot(pg, "#tree", "(e._uatsMeta || {}).shadow > 0")
+    shadow = store_shadow(store, run["run_id"])
+    nodes = [n for n in store.get_nodes(run["run_id"]) if n["id"]]
+    assert sorted(shadow) == sorted(n["id"] for n in nodes)
+    assert all(len(r["mc_scores"]) == 7 and r["var"] is not None for r in shadow.values())
+    assert int(_tree_meta(pg, "shadow")) == int(_tree_meta(pg, "n_nodes")) - 1  # every drawn step at iteration 2
+    text = wait_text(pg, "#run-status", "showing the tree after iteration 2")
+    assert f"imported from {tool}" in text
+    if SCREENSHOTS:
+        ARTIFACTS.mkdir(exist_ok=True)
+        # the tree's top just under the sticky run bar (the run's status): as much of both as the window holds
+        pg.evaluate("""() => { window.scrollTo(0, 0);
+          for (let i = 0; i < 4; i++) {  // the bar sticks once scrolled past: measure again after each move
+            const gap = document.getElementById('tree').getBoundingClientRect().top
+                        - document.getElementById('run-bar').getBoundingClientRect().bottom - 8;
+            if (Math.abs(gap) < 2) break;
+            window.scrollBy(0, gap);
+          } }""")
+        pg.mouse.move(5, 5)
+        photo(pg, ARTIFACTS / f"import-{tool}-1280x800.png", full_page=False)
+
+
+def store_shadow(store: Any, run_id: str) -> dict[int, dict[str, Any]]:
+    from storage.shadow import read_shadow
+
+    return read_shadow(store, run_id)
+
+
+def test_the_screenshots_are_where_the_docs_say() -> None:
+    """docs/app.md shows the three imports' screenshots from docs/img."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
+    for tool in EXPECTED:
+        assert f"img/import-{tool}-1280x800.png" in doc
+        assert (Path(__file__).resolve().parents[2] / "docs" / "img" / f"import-{tool}-1280x800.png").is_file()

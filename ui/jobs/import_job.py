@@ -1,0 +1,101 @@
+"""Importing another tool's run as a job of the app's worker pool, like a search: the file is one the server lists
+(--imports-dir, by name), checked in the handler before anything is queued (a malformed file is one line and
+writes nothing), bounded (file size and nodes: APP_MAX_IMPORT_BYTES, APP_MAX_IMPORT_NODES), registered as a
+'queued' run, and built and written in a worker (grading its answers may take seconds), cancellable until it
+writes. Its status is its run's."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from storage import RunStore
+from uats_core.config import ConfigError
+from uats_core.imports import TOOLS, ImportFormatError, read_runs
+
+from .warm import Unrecorded, end_or_report
+from .worker import RunRowJob
+
+log = logging.getLogger(__name__)
+
+APP_MAX_IMPORT_BYTES = 32 * 2**20
+APP_MAX_IMPORT_NODES = 20_000
+
+
+@dataclass(frozen=True)
+class ImportRequest(RunRowJob):
+    """One imported run, picklable for the worker; the job interface of ui.jobs.worker.RunRequest (its row is a
+    run's, registered queued before the worker starts)."""
+
+    run_id: str
+    tool: str
+    path: str  # the server's own file, from its list
+    name: str  # how the file is named to clients: its name in the listed folder
+    row: int | None = None  # search-and-learn's row
+
+    def models_key(self) -> str:
+        return "import"  # no models: any worker will do
+
+    def load_models(self) -> tuple[Any, Any]:
+        return None, None
+
+    def read(self) -> Any:
+        """The one run this job imports (ImportFormatError when the file is not what its tool writes)."""
+        runs = read_runs(self.tool, self.path, rows=None if self.row is None else [self.row], display_name=self.name)
+        if len(runs) != 1:
+            raise ImportFormatError(self.name, f"{len(runs)} runs; the app imports one at a time (pick a row)")
+        nodes = len(runs[0].nodes)
+        if nodes > APP_MAX_IMPORT_NODES:
+            raise ImportFormatError(self.name, f"{nodes:,} nodes, more than the {APP_MAX_IMPORT_NODES:,} the app "
+                                               "imports; use `uats import` on the server")
+        return runs[0]
+
+    def run(self, cache: Any, store: RunStore, pause_timeout_s: float | None = None) -> Unrecorded | None:
+        try:
+            if store.cancel_requested(self.run_id):
+                store.mark_failed(self.run_id, "cancelled before the import started", status="cancelled")
+                return None
+            recorder = store.subscriber()
+            for event in self.read().events(self.run_id):
+                recorder(event)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'
+            return end_or_report(f"import {self.run_id}", lambda why, st: store.mark_failed(self.run_id, why, status=st),
+                                 "failed", f"{type(exc).__name__}: {exc}")
+
+    def paused(self, store: RunStore) -> bool:
+        return False
+
+    def waiting_paused(self, store: RunStore) -> bool:
+        return False
+
+
+def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name: Any, row: Any,
+                  owner: str | None = None, session: str | None = None) -> str:
+    """Check the import (a file on the server's list, a tool we read, the file within the app's bounds and what its
+    tool writes), then queue it on the pool, its run registered queued once the pool admits it. The run's id.
+    ConfigError / ImportFormatError (or QueueFull) name what to fix; nothing is written then."""
+    path = choices.import_file(file_name)
+    if tool not in TOOLS:
+        raise ConfigError("tool", f"{tool!r} is not a tool we read; pick one of {', '.join(TOOLS)}")
+    if tool == "search-and-learn":
+        if isinstance(row, float) and row.is_integer():
+            row = int(row)  # gr.Number hands whole numbers over as floats
+        if isinstance(row, bool) or not isinstance(row, int) or row < 0:
+            raise ConfigError("row", f"give the 0-based row of the search-and-learn file; got {row!r}")
+    else:
+        row = None
+    size = path.stat().st_size
+    if size > APP_MAX_IMPORT_BYTES:
+        raise ImportFormatError(file_name, f"{size / 2**20:.0f} MiB, more than the {APP_MAX_IMPORT_BYTES // 2**20} MiB "
+                                           "the app imports; use `uats import` on the server")
+    req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row)
+    run = req.read()  # here, not only in the worker: a malformed file is refused before anything is queued
+    pool.submit(req, session=session, register=lambda: store.register_run(
+        req.run_id, method=tool, problem_id=run.problem_id, question=run.question, gold_answer=run.gold, seed=None,
+        config={"imported": {"tool": tool, "from": run.label, **run.info}}, policy=f"{tool} (imported)",
+        prm=f"{tool} (imported)", owner=owner))
+    log.info("import %s queued: %s %s (%s)", req.run_id, tool, file_name, run.label)
+    return req.run_id
