@@ -2,7 +2,7 @@
 
 Each Gradio event costs the page a snapshot of every component's value; with one tick listener per tab and
 the change listeners of the states the ticks wrote, one tick made seven events and a live tree was drawn
-seconds late (`python -m benchmarks app`, docs/results.md)."""
+seconds late (`python -m benchmarks app`, docs/log.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""docs/results.md is what the committed results ledgers say: every table the page shows is rebuilt here, from
-`results/arith-grid/` and `results/arith-hard/` alone, and must appear on the page as the report prints it."""
+"""docs/results.md is what the committed results ledgers say: the report generates the whole page from
+`results/arith-grid/`, `results/arith-hard/` and the rerun `results/arith-rerun/` (when the repository has it) alone,
+the committed page must be exactly that text, and every number in its sentences must be a number of its tables."""
 
 from __future__ import annotations
 
@@ -8,47 +9,76 @@ from pathlib import Path
 
 import pytest
 
-from uats_core.entrypoints.report import report_from_ledger
+from uats_core.entrypoints.report import page_command, report_from_ledger
 from uats_core.report import Report
+from uats_core.report.page import results_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results.md"
 LEDGERS = [ROOT / "results" / "arith-grid", ROOT / "results" / "arith-hard"]
-HARD = "arith-o4-6v40a9f5-test|base"
-# The report's sections the page shows, in its order: all from one report over both ledgers.
-SECTIONS = ["Compute spent against REBASE", "Table 4 layout: arith-test|base", "Accuracy by budget (%): arith-test|base",
-            "Pass@N by budget (%, oracle): arith-test|base",
-            "Mean compute spent per search (PRM-pass units, ± 95% t over seeds): arith-test|base",
-            "Paired accuracy differences: arith-test|base", "Variants, paired", "Ablations", "Ablation ladder",
-            "Duplicate candidates", "Answer aggregation", "Table 4 layout, best final score: arith-test|base",
-            "Accuracy against difficulty", f"Table 4 layout: {HARD}", f"Accuracy by budget (%): {HARD}",
-            f"Pass@N by budget (%, oracle): {HARD}", f"Paired accuracy differences: {HARD}",
-            "Table 4 layout: arith-hard-test|base", "Figure 2 analysis: PRM on each pair's steps", "σ² beside R̄",
-            "A-UATS's controller"]
+RERUN = ROOT / "results" / "arith-rerun"
+# A number as prose or a table prints it: not part of a name (A:prm, arith-o4-6v40a9f5-test, K0), with its sign,
+# thousands separators, decimals and exponent; compared without sign or separators.
+NUMBER = re.compile(r"(?<![\w.])[+\-−]?\d[\d,]*(?:\.\d+)?(?:e[+-]\d+)?(?![\w])")
 
 
 @pytest.fixture(scope="module")
 def report() -> Report:
-    return report_from_ledger(*LEDGERS)  # about 25 s: built once for the module
+    # tables only, as the page's command builds them; about 15 s, built once for the module
+    return report_from_ledger(*LEDGERS, rerun=RERUN if RERUN.exists() else None, figures=False)
 
 
-def test_every_table_of_the_results_page_is_the_ledgers(report: Report) -> None:
-    page = PAGE.read_text(encoding="utf-8")
-    positions = []
-    for name in SECTIONS:
-        text = report.markdown[name].strip()
-        assert text in page, f"docs/results.md: the section {name!r} is not the ledger's; rebuild the page from " \
-                             f"python -m uats_core.report --ledger results/arith-grid --ledger results/arith-hard"
-        positions.append(page.index(text))
-    assert positions == sorted(positions)
-    count = re.search(r"The ledgers hold ([\d,]+) finished searches", page)
-    assert count and int(count.group(1).replace(",", "")) == len(report.tables["results"])
+def command() -> str:
+    return page_command(LEDGERS, RERUN if RERUN.exists() else None, PAGE)
+
+
+def numbers(text: str) -> set[str]:
+    return {n.lstrip("+-−").replace(",", "") for n in NUMBER.findall(text)}
+
+
+def shown_tables(page: str, report: Report) -> list[str]:
+    """The report's tables (each section as the report printed it, caption and provenance line) the page shows."""
+    return [text.strip() for text in report.markdown.values() if text.strip() and text.strip() in page]
+
+
+def prose_of(page: str, report: Report) -> str:
+    """The page without its tables, code blocks, inline code and the names of the paper's tables and figures: its
+    sentences."""
+    for text in sorted(shown_tables(page, report), key=len, reverse=True):
+        page = page.replace(text, "")
+    page = re.sub(r"```.*?```", "", page, flags=re.S)
+    page = re.sub(r"\b(?:Figure|Table) \d+", "", page)  # the paper's figures and tables by name
+    return re.sub(r"`[^`\n]*`", "", page)
+
+
+def unfound_prose_numbers(page: str, report: Report) -> set[str]:
+    """Numbers in the page's sentences that none of the report's tables on the page prints."""
+    tables = set().union(set(), *(numbers(text) for text in shown_tables(page, report)))
+    return numbers(prose_of(page, report)) - tables
+
+
+def test_the_results_page_is_what_the_report_writes_today(report: Report) -> None:
+    expected = results_page(report, command())
+    assert PAGE.read_text(encoding="utf-8") == expected, (
+        f"docs/results.md is not what the report writes from today's ledgers; regenerate it: {command()}")
+
+
+def test_every_number_in_the_pages_sentences_is_a_number_of_its_tables(report: Report) -> None:
+    """No hand-typed number: a sentence may only repeat what a table of the report prints."""
+    assert unfound_prose_numbers(PAGE.read_text(encoding="utf-8"), report) == set()
+
+
+def test_a_hand_typed_number_in_a_sentence_is_found(report: Report) -> None:
+    page = results_page(report, command())
+    assert unfound_prose_numbers(page, report) == set()
+    typed = page.replace("## The ledgers\n", "## The ledgers\n\nThe ledgers hold 45,116 finished searches.\n", 1)
+    assert unfound_prose_numbers(typed, report) == {"45116"}
 
 
 def test_every_table_names_the_code_versions_of_its_rows(report: Report) -> None:
     """Under each table: the commits of the rows it reads and how many ran uncommitted code."""
-    for name in SECTIONS:
-        assert "Code versions of the " in report.markdown[name], name
+    for name, text in report.markdown.items():
+        assert "Code versions of the " in text or name == "Sources", name
     rows = report.tables["results"]
     base = rows[(rows["dataset"] == "arith-test") & (rows["variant"] == "base")]
     line = report.markdown["Table 4 layout: arith-test|base"].splitlines()[-1]

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from storage.eval_results import report_inputs
 from uats_core.report import Report, assemble_report, write_report
 
-__all__ = ["build_report", "report_from_ledger", "write_report", "main"]
+__all__ = ["build_report", "report_from_ledger", "page_command", "write_report", "main"]
 
 
 def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
@@ -41,26 +41,58 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
                            tau=tau, methods=methods, pairs=pairs, budgets=budgets)
 
 
-def report_from_ledger(folder: str | Path, *more: str | Path, **kw: Any) -> Report:
-    """Every figure and table from a results ledger (storage.results_ledger) alone, no run log needed; with `more`
-    ledgers (another dataset's, e.g. results/arith-hard), from their rows together."""
-    import pandas as pd
-
+def _read_ledger(folder: str | Path) -> dict[str, Any]:
+    """A ledger's frames (results with a `ledger` column naming its folder, steps, traces with the final solutions,
+    controller steps); one clear line where the folder holds no ledger."""
     from storage.results_ledger import RESULTS_FILE, ResultsLedger
 
-    parts: dict[str, list[pd.DataFrame]] = {"results": [], "steps": [], "traces": [], "controller": []}
-    for f in (folder, *more):
-        ledger = ResultsLedger(f)
-        if not ledger.results_path.exists():
-            raise ValueError(f"ledger: no {RESULTS_FILE} in {str(f)!r}; run python -m uats_core.eval --ledger {f} first")
-        parts["results"].append(ledger.results())
-        parts["steps"].append(ledger.steps())
-        parts["traces"].append(ledger.traces().merge(ledger.candidates(), on="cell_key", how="left"))
-        parts["controller"].append(ledger.controller())
-    joined = {name: pd.concat([p for p in frames if len(p)] or frames[:1], ignore_index=True)
-              for name, frames in parts.items()}
+    ledger = ResultsLedger(folder)
+    if not ledger.results_path.exists():
+        raise ValueError(f"ledger: no {RESULTS_FILE} in {str(folder)!r}; run python -m uats_core.eval --ledger {folder} first")
+    candidates = ledger.candidates()
+    return {"results": ledger.results().assign(ledger=Path(folder).name), "steps": ledger.steps(),
+            "traces": ledger.traces().merge(candidates, on="cell_key", how="left"), "candidates": candidates,
+            "controller": ledger.controller()}
+
+
+def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path | None = None, **kw: Any) -> Report:
+    """Every figure and table from a results ledger (storage.results_ledger) alone, no run log needed; with `more`
+    ledgers (another dataset's, e.g. results/arith-hard), from their rows together. `rerun`: a ledger of cells of
+    these run again keeping their final solutions (e.g. results/arith-rerun): every answer rule on them, beside the
+    first recording (uats_core.report.rerun)."""
+    import pandas as pd
+
+    from uats_core.report.rerun import Rerun
+
+    read = [_read_ledger(f) for f in (folder, *more)]
+    joined = {name: pd.concat([r[name] for r in read if len(r[name])] or [read[0][name]], ignore_index=True)
+              for name in ("results", "steps", "traces", "controller")}
+    again = None
+    if rerun is not None:
+        r = _read_ledger(rerun)
+        if not r["results"]["cell_key"].isin(set(joined["results"]["cell_key"])).any():
+            raise ValueError(f"rerun: none of the {len(r['results']):,} cells in {str(rerun)!r} is a cell of the --ledger "
+                             "ledgers; a rerun runs their cells again under the same cell keys")
+        again = Rerun(Path(rerun).name, r["results"].merge(r["candidates"], on="cell_key", how="left"), r["controller"])
     return assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
-                           controller=joined["controller"], **kw)
+                           controller=joined["controller"], rerun=again, **kw)
+
+
+def _shown(path: str | Path) -> str:
+    """A folder or file as the page's command names it: relative to the repository when inside it."""
+    from uats_core.paths import ASSETS
+
+    try:
+        return str(Path(path).resolve().relative_to(ASSETS.parents[1]))
+    except ValueError:
+        return str(path)
+
+
+def page_command(ledgers: Sequence[str | Path], rerun: str | Path | None, page: str | Path) -> str:
+    """The command line that writes the results page, as the page prints it."""
+    parts = ["python -m uats_core.report", *[f"--ledger {_shown(f)}" for f in ledgers]]
+    parts += [f"--rerun {_shown(rerun)}"] if rerun is not None else []
+    return " ".join([*parts, f"--page {_shown(page)}"])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", metavar="DIR", action="append",
                    help="build from a results ledger folder alone (e.g. results/arith-grid) instead of a run log; "
                         "repeat it to report several ledgers together (e.g. --ledger results/arith-hard)")
-    p.add_argument("--out", default="runs/reports", help="folder for report.html, PNGs, tables.md and CSVs")
+    p.add_argument("--rerun", metavar="DIR",
+                   help="a ledger of cells of the --ledger ledgers run again keeping their final solutions (e.g. "
+                        "results/arith-rerun): every answer rule for those cells, beside the first recording")
+    p.add_argument("--page", metavar="FILE",
+                   help="write the results page generated from --ledger (and --rerun), e.g. docs/results.md; "
+                        "with it, the report folder is written only when --out is given")
+    p.add_argument("--out", help="folder for report.html, PNGs, tables.md and CSVs (default runs/reports)")
     p.add_argument("--all-problems", action="store_true",
                    help="use every finished cell, even where a problem is not finished for all methods/budgets/seeds")
     p.add_argument("--no-png", action="store_true", help="skip the PNG export")
@@ -96,9 +134,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:
         print(f"error: --budgets: {args.budgets!r} is not a comma list of integers (e.g. --budgets 4,16)", file=sys.stderr)
         return 2
+    if (args.page or args.rerun) and not args.ledger:
+        print(f"error: --{'page' if args.page else 'rerun'}: needs --ledger DIR (the page is built from results "
+              "ledgers alone), e.g. --ledger results/arith-grid", file=sys.stderr)
+        return 2
+    if args.page and not Path(args.page).resolve().parent.is_dir():
+        print(f"error: --page: no folder {str(Path(args.page).parent)!r} to write {args.page!r} in", file=sys.stderr)
+        return 2
+    if args.page and args.out is None:
+        kw["figures"] = False  # the page reads tables alone
     try:
         if args.ledger:
-            rep = report_from_ledger(*args.ledger, **kw)
+            rep = report_from_ledger(*args.ledger, rerun=args.rerun, **kw)
         else:
             from storage import RunStore
 
@@ -108,8 +155,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    files = write_report(rep, args.out, png=not args.no_png)
-    print(rep.summary_markdown())
+    files = []
+    if args.page:
+        from uats_core.report.page import results_page
+
+        text = results_page(rep, page_command(args.ledger, args.rerun, args.page))
+        Path(args.page).write_text(text, encoding="utf-8")
+        files.append(Path(args.page))
+    if args.out is not None or not args.page:
+        files += write_report(rep, args.out or "runs/reports", png=not args.no_png)
+        print(rep.summary_markdown())
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 

@@ -1,5 +1,7 @@
 """Reports of an evaluation: statistics (stats), Markdown tables (tables), plotly figures (figures), the
-Figure 2 PRM analysis (steps), assembling them (build) and writing them to a folder (export).
+Figure 2 PRM analysis (steps), assembling them (build) and writing them to a folder (export); from results ledgers,
+the results page (page, page_sections, prose), its verdicts by one rule (verdicts), the comparisons and claims they
+read (compare, claims, answer) and a rerun of the same cells beside the first recording (rerun).
 
 No SQL here: the entry point uats_core.entrypoints.report reads the run log through storage.eval_results
 and hands the rows in (`python -m uats_core.report --db runs/eval.db --out runs/reports`).

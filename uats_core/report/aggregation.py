@@ -60,7 +60,11 @@ def aggregation_table(results: pd.DataFrame, candidates: pd.DataFrame | None, co
     every cell, and under all four rules over the cells with final solutions, each the mean over seeds of the
     per-seed accuracy ± the t half-width; `agree` is the share of those cells where the recomputed weighted vote is
     right exactly when the recorded one is."""
-    rows = vote_rows(results, candidates)
+    return aggregation_from_votes(vote_rows(results, candidates), confidence)
+
+
+def aggregation_from_votes(rows: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """aggregation_table from vote_rows' rows (one per cell), for a caller that has them already."""
     out = []
     for key, g in rows.groupby(KEYS, sort=False):
         rec: dict[str, Any] = dict(zip(KEYS, key))

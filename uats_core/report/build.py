@@ -15,10 +15,14 @@ import pandas as pd
 
 from ..config import UATS_METHODS, SearchConfig
 from .aggregation import aggregation_markdown, aggregation_table
-from .difficulty import difficulty_markdown
+from .compare import contrast_markdown, contrast_table, growth_markdown, growth_table, order_markdown, order_table
+from .difficulty import difficulty_markdown, difficulty_order
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .ladder import RUNGS, ladder_markdown, ladder_table
-from .provenance import with_provenance
+from .provenance import sources_markdown, with_provenance
+from .answer import answer_markdown, answer_table
+from .claims import claims_markdown
+from .rerun import Rerun, ordering_markdown, ordering_table, rerun_sections
 from .sigma_features import controller_markdown, controller_response, sigma_beside_rbar, sigma_markdown
 from .figures import fig_ablation, fig_curves, fig_prm
 from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
@@ -34,6 +38,8 @@ class Report:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     markdown: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)  # pair -> 'ID' / 'OOD'
+    confidence: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
         """{"figures": {name: go.Figure}, "tables": {name: DataFrame}, "markdown": {name: str}, "notes": [...]}."""
@@ -64,7 +70,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
                     pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
                     steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
-                    controller: pd.DataFrame | None = None) -> Report:
+                    controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -74,6 +80,9 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     it); or steps and traces: the step records and duplicate counts already read (a results ledger keeps them),
     traces with a `solutions` column where final solutions are known (the answer aggregation table).
     controller: A-UATS's controller steps by cell (a ledger keeps them), for what its knobs follow.
+    rerun: a ledger of the same cells run again keeping their final solutions (rerun.Rerun): every answer rule for
+    them, compared with the first recording on the same cells, and its controller steps.
+    figures: False leaves the plotly figures out (the results page needs the tables alone).
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -88,21 +97,24 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         rep.notes.append("no finished evaluation cells in this database")
         return rep
     roles = default_roles(raw) if roles is None else roles
+    rep.roles, rep.confidence = roles, confidence
     tau = SearchConfig().tau if tau is None else tau
     df = restrict_common(raw) if common_problems else raw
     _add_notes(rep, raw, df)
     cur = curves(df, confidence)
     rep.tables["curves"] = cur
     _add_tables(rep, df, cur, roles, confidence, raw)
+    _add_comparisons(rep, df, roles, confidence)
     if text := difficulty_markdown(cur, roles):
         rep.markdown["Accuracy against difficulty"] = with_provenance(text, df[df["variant"] == "base"])
-    _add_figures(rep, df, cur, roles, confidence)
+    if figures:  # the results page reads tables only
+        _add_figures(rep, df, cur, roles, confidence)
     if fig2 and (load_nodes is not None or steps is not None):
         if steps is None:
             steps = step_records(load_nodes, df, max_fig2_runs_per_pair)
         elif len(steps) and "cell_key" in steps:
             steps = steps[steps["cell_key"].isin(set(df["cell_key"]))]
-        _add_prm_analysis(rep, steps, roles, tau, df)
+        _add_prm_analysis(rep, steps, roles, tau, df, figures)
     if traces is None and load_nodes is not None and fig2:
         sample = select_runs(df, max_fig2_runs_per_pair)
         counts = trace_counts(load_nodes(list(sample["run_id"])))
@@ -114,16 +126,87 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
             counted = df[(df["variant"] == "base") & df["cell_key"].isin(set(traces["cell_key"]))]
             rep.markdown["Duplicate candidates"] = with_provenance(text, counted)
     has_finals = traces is not None and "solutions" in traces
-    agg = aggregation_table(df, traces[traces["solutions"].notna()] if has_finals else None, confidence)
+    # cells a rerun covers get every rule from the rerun (its own section), the others stay here
+    others = df if rerun is None else df[~rerun.covers(df)]
+    agg = aggregation_table(others, traces[traces["solutions"].notna()] if has_finals else None, confidence)
     rep.tables["aggregation"] = agg
     if text := aggregation_markdown(agg, roles):
-        rep.markdown["Answer aggregation"] = with_provenance(text, df)
-    if controller is not None and len(controller):
-        response = controller_response(raw, controller)
-        rep.tables["controller"] = response
-        if text := controller_markdown(response, roles):
-            rep.markdown["A-UATS's controller"] = with_provenance(text, raw[raw["cell_key"].isin(set(controller["cell_key"]))])
+        rep.markdown["Answer aggregation"] = with_provenance(text, others)
+    if rerun is not None:
+        tables, markdown = rerun_sections(df, rerun, roles, confidence)
+        rep.tables.update(tables)
+        rep.markdown.update(markdown)
+    _add_controller(rep, raw, controller, rerun, roles)
+    if text := sources_markdown(raw, None if rerun is None else rerun.results):
+        rep.markdown["Sources"] = text
+    _add_verdict_tables(rep, df, roles, confidence)
     return rep
+
+
+def main_and_harder(df: pd.DataFrame) -> tuple[str, list[str]]:
+    """The dataset of the full grid (most base cells) and the others, hardest last (by mean accuracy)."""
+    base = df[df["variant"] == "base"]
+    main = str(base["dataset"].value_counts().idxmax())
+    harder = [d for d in base.groupby("dataset")["correct"].mean().sort_values(ascending=False).index if d != main]
+    return main, harder
+
+
+def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
+    """The tables the page's first answer and its claims read (answer.py, claims.py)."""
+    if df[df["variant"] == "base"].empty:
+        return
+    main, harder = main_and_harder(df)
+    if "rule_ordering" not in rep.tables:  # no rerun: the original recording's two rules alone
+        original = df[(df["dataset"] == main) & (df["variant"] == "base")]
+        rep.tables["rule_ordering"] = ordering_table(original, pd.DataFrame(), confidence)
+        if text := ordering_markdown(rep.tables["rule_ordering"], roles):
+            rep.markdown["Which rule orders the methods"] = with_provenance(text, original)
+    answer = answer_table(rep.tables["paired_differences"], rep.tables["spend"], main)
+    rep.tables["answer"] = answer
+    if text := answer_markdown(answer, roles):
+        rep.markdown["Does UATS beat REBASE"] = with_provenance(text, df[(df["dataset"] == main) & (df["variant"] == "base")
+                                                                         & df["method"].isin(["rebase", *UATS_METHODS])])
+    rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), df)
+
+
+def _add_controller(rep: Report, raw: pd.DataFrame, controller: pd.DataFrame | None, rerun: Rerun | None,
+                    roles: dict[str, str]) -> None:
+    """The controller table over every A-UATS cell with recorded controller steps: the ledgers' and a rerun's (whose
+    cells ran the shipped controllers the first recording kept no steps for)."""
+    parts = [(raw, controller)] + ([(rerun.results, rerun.controller)] if rerun is not None else [])
+    parts = [(rows, steps) for rows, steps in parts if steps is not None and len(steps)]
+    if not parts:
+        return
+    steps = pd.concat([s for _, s in parts], ignore_index=True)
+    rows = pd.concat([r[r["cell_key"].isin(set(s["cell_key"]))] for r, s in parts], ignore_index=True)
+    response = controller_response(rows, steps)
+    rep.tables["controller"] = response
+    if text := controller_markdown(response, roles):
+        rep.markdown["A-UATS's controller"] = with_provenance(text, rows)
+
+
+def _add_comparisons(rep: Report, df: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:
+    """The comparisons the page states in words (compare.py): methods paired over N, accuracy across N, and the
+    order of the methods on every dataset that ran two or more of them."""
+    base = df[df["variant"] == "base"]
+    contrast = contrast_table(df, confidence)
+    rep.tables["contrasts"] = contrast
+    for dataset, text in contrast_markdown(contrast, roles).items():
+        rep.markdown[f"Methods paired over N: {dataset}"] = with_provenance(text, base[base["dataset"] == dataset])
+    growth = growth_table(df, confidence)
+    rep.tables["growth"] = growth
+    for dataset, text in growth_markdown(growth, roles).items():
+        rep.markdown[f"Accuracy across N: {dataset}"] = with_provenance(text, base[base["dataset"] == dataset])
+    several = [d for d, g in base.groupby("dataset", sort=False) if g["method"].nunique() > 1]
+    if len(several) > 1:
+        cur = rep.tables["curves"]
+        datasets = [d for d in difficulty_order(cur[cur["variant"] == "base"]) if d in several]
+        places = order_table(df, datasets)
+        rep.tables["order"] = places
+        if text := order_markdown(places, datasets, roles):
+            rows = base[base["dataset"].isin(datasets) & base["method"].isin(set(places["method"]))
+                        & base["budget"].isin({int(b) for b in places["budgets"].iloc[0].split(",")})]
+            rep.markdown["Order on every dataset"] = with_provenance(text, rows)
 
 
 def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
@@ -215,12 +298,14 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
         rep.figures["ablations"] = abl_fig
 
 
-def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float, df: pd.DataFrame) -> None:
+def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float, df: pd.DataFrame,
+                      figures: bool = True) -> None:
     summ = prm_summary(steps, tau)
     rep.tables["prm_steps"] = steps
     rep.tables["prm_summary"] = summ
     if len(summ):
-        rep.figures["prm_analysis"] = fig_prm(steps, summ, roles, tau)
+        if figures:
+            rep.figures["prm_analysis"] = fig_prm(steps, summ, roles, tau)
         key = "cell_key" if "cell_key" in steps else "run_id"
         rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = with_provenance(
             prm_markdown(summ, roles, tau), df[df[key].isin(set(steps[key]))])

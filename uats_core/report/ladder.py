@@ -28,6 +28,11 @@ STEPS: list[tuple[str, str, str]] = [
     ("H-UATS", "H-UATS w/o Uncert.", "uncertainty: K0 passes, gate, re-evaluation (the paper's ablation)"),
     ("H-UATS", "REBASE", "all of it"),
 ]
+# (upper, lower) of the steps the results page reads: the two paths up from REBASE, each step one change, and the two
+# steps that change several things at once
+SCORE_FIRST = [step[:2] for step in STEPS[0:3]]  # the MC score, then the rounding, then the gate
+ROUNDING_FIRST = [step[:2] for step in (STEPS[3], STEPS[4], STEPS[2])]  # the rounding, then the MC score, then the gate
+UNCERTAINTY_ABLATION, WHOLE = STEPS[5][:2], STEPS[6][:2]  # the paper's "w/o Uncert." ablation; REBASE to H-UATS
 
 
 def ladder_table(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:

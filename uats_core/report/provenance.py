@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .tables import markdown_table
+
 DIRTY = "+dirty"
 
 
@@ -31,3 +33,27 @@ def with_provenance(text: str, rows: pd.DataFrame) -> str:
     """A table's Markdown with its provenance line under it."""
     line = provenance_line(rows)
     return f"{text}\n\n{line}" if text and line else text
+
+
+def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None) -> str:
+    """Per ledger (the `ledger` column: its folder's name), the rows the report reads: how many, of which base
+    settings, run under cross-problem batching, and from uncommitted code; a rerun's rows apart, after the total."""
+    if "ledger" not in results:
+        return ""
+    groups = [(f"`{name}`", g) for name, g in results.groupby("ledger", sort=False)]
+    groups.append(("all of them" if len(groups) > 1 else "", results))
+    if rerun is not None and len(rerun) and "ledger" in rerun:
+        groups += [(f"`{name}` (rerun)", g) for name, g in rerun.groupby("ledger", sort=False)]
+    rows = []
+    for name, g in groups:
+        if not name:
+            continue
+        dirty = int(g["code_version"].fillna("").astype(str).str.endswith(DIRTY).sum())
+        rows.append([name, f"{len(g):,}", ", ".join(f"`{d}`" for d in sorted(g["dataset"].unique())),
+                     f"{int((g['variant'] == 'base').sum()):,}", f"{int(g['batched'].sum()):,}",
+                     f"{dirty:,} ({100 * dirty / len(g):.1f}%)"])
+    return ("The ledgers the report reads: finished searches (rows), their datasets, how many ran the base settings, "
+            "how many ran under cross-problem batching (valid samples, not reproducible one by one) and how many ran "
+            "uncommitted code, which no commit reproduces\n\n"
+            + markdown_table(["ledger", "rows", "datasets", "base settings", "batched", f"uncommitted code (`{DIRTY}`)"],
+                             rows))

@@ -11,6 +11,7 @@ unfinished grid never compares methods on different problems.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Iterable, Sequence
 
@@ -91,6 +92,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=None)  # a report asks for the same few (q, df) thousands of times
 def t_quantile(q: float, df: float) -> float:
     """Student-t quantile by bisection on the exact CDF (no scipy needed): t_quantile(0.975, 2) = 4.303."""
     if not 0.0 < q < 1.0 or df <= 0:
@@ -133,16 +135,18 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
 
 
 def complete_problems(df: pd.DataFrame, groups: list[str], axes: list[str]) -> pd.DataFrame:
-    """Per group, keep the problems that have every combination of `axes` seen in that group."""
+    """Per group, keep the problems that have every combination of `axes` seen in that group (rows grouped in the
+    order their group first appears, each group's rows in their order)."""
     if df.empty:
         return df
-    keep = []
-    for _, g in df.groupby(groups, sort=False):
-        combos = g.groupby(axes).ngroups
-        per_problem = g.groupby("problem_id")[axes].apply(lambda x: len(x.drop_duplicates()))
-        full = set(per_problem[per_problem == combos].index)
-        keep.append(g[g["problem_id"].isin(full)])
-    return pd.concat(keep, ignore_index=True)
+    combos = df[groups + axes].drop_duplicates().groupby(groups).size().rename("_wanted")
+    per_problem = df[groups + ["problem_id"] + axes].drop_duplicates().groupby(groups + ["problem_id"]).size()
+    have = per_problem.rename("_have").reset_index().merge(combos.reset_index(), on=groups)
+    full = have.loc[have["_have"] == have["_wanted"], groups + ["problem_id"]]
+    keep = pd.MultiIndex.from_frame(df[groups + ["problem_id"]]).isin(pd.MultiIndex.from_frame(full))
+    order = df.groupby(groups, sort=False).ngroup()
+    return df[keep].assign(_group=order[keep]).sort_values("_group", kind="stable").drop(columns="_group") \
+        .reset_index(drop=True)
 
 
 def restrict_common(df: pd.DataFrame) -> pd.DataFrame:

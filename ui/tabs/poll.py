@@ -5,7 +5,7 @@ and ends (Gradio's loading status). With the Search tab's live tree, the Compare
 and the idle check each on their own tick listener, and the run bar and idle check listening to changes of
 the states the ticks wrote, one tick made seven events; the page's main thread was busy most of the time,
 the timer fired every ~1.1 s instead of every TICK_S, and a live run's frames were drawn ever later
-(`python -m benchmarks app`, docs/results.md).
+(`python -m benchmarks app`, docs/log.md).
 
 So tabs register parts (`ctx.poll.add`, common.PollParts) and `wire_poll` makes one tick listener that runs them in order.
 The poll writes the page states (`ctx.st`, `ctx.cst`) in place and never lists them as outputs: an output
