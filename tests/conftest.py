@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.hand_log import build_hand_db
+from tests.run_pairs import real_pair as _real_pair, synthetic_runs as _synthetic_runs
 
 BROWSER = Path(__file__).parent / "browser"
 
@@ -36,3 +37,15 @@ def problems_file(tmp_path: Path) -> Path:
 def hand_db(tmp_path: Path) -> Path:
     """The hand-counted evaluation run log of tests/hand_log.py."""
     return build_hand_db(tmp_path / "hand.db")
+
+
+@pytest.fixture(scope="module")
+def real_pair():
+    """H-UATS and REBASE searched for real on one arithmetic problem (tests/run_pairs.py), once per module."""
+    return _real_pair()
+
+
+@pytest.fixture(scope="module")
+def synthetic_runs():
+    """Two synthetic runs, H-UATS- and REBASE-shaped (tests/run_pairs.py), once per module."""
+    return _synthetic_runs()

@@ -12,7 +12,11 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from uats_core.events import Event
+from uats_core.problems import Problem
 from uats_core.protocols import FinishReason, StepOutput, Trace
+
+# The problem the engine tests search with the doubles (ScriptedPolicyDouble answers 7, 8 or 9; 8 is right).
+DOUBLES_PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
 
 
 def unit(*parts: object) -> float:

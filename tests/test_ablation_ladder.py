@@ -13,7 +13,7 @@ from uats_core.eval.grid import GridSpec, build_cells, parse_pairs
 from uats_core.events import IterationEnded
 from uats_core.runner import run_search
 from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
-from tests.test_engine_logic import PROBLEM
+from tests.doubles import DOUBLES_PROBLEM as PROBLEM
 
 C, K0 = 18.0, 7
 

@@ -4,7 +4,6 @@ by who started it; everyone else may view it. The app is served in-process and c
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,11 +16,7 @@ from tests.synthetic import synthetic_events
 from ui import launch
 
 from .doubles import WorkerPoolDouble, record
-from .serving import app_client, form_args, free_port, served_app
-
-
-def _text(value: Any) -> str:
-    return html.unescape(str(value.get("value") if isinstance(value, dict) else value))
+from .serving import app_client, form_args, free_port, notice_text, save_note, served_app
 
 
 @pytest.fixture()
@@ -113,13 +108,7 @@ def _live_run(store: RunStore, run_id: str) -> None:
 
 
 def _controls(client: Any) -> dict[str, str]:
-    return {verb: _text(client.predict(api_name=f"/{verb}_run")) for verb in ("pause", "step", "resume", "cancel")}
-
-
-def _save_note(client: Any, run_id: str, node: int, note: str) -> str:
-    client.predict(**form_args(client, "/open_run", run_ref=run_id), api_name="/open_run")
-    client.predict(**form_args(client, "/inspect_node", n=node), api_name="/inspect_node")
-    return _text(client.predict(True, note, api_name="/on_save_note"))
+    return {verb: notice_text(client.predict(api_name=f"/{verb}_run")) for verb in ("pause", "step", "resume", "cancel")}
 
 
 @pytest.mark.parametrize("login", [True, False], ids=["users", "sessions"])
@@ -130,7 +119,7 @@ def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path
         with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
             alice = app_client(url, auth=("alice", "a-pass") if login else None)
             bob = app_client(url, auth=("bob", "b-pass") if login else None)
-            said = _text(alice.predict(**form_args(alice), api_name="/on_run")[0])
+            said = notice_text(alice.predict(**form_args(alice), api_name="/on_run")[0])
             [run] = store.list_runs()
             rid = run["run_id"]
             assert said.startswith(f"run {rid[:8]} queued")
@@ -138,19 +127,19 @@ def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path
             _live_run(store, rid)
             # bob sees the run, and may change nothing about it
             seen = bob.predict(**form_args(bob, "/open_run", run_ref=rid), api_name="/open_run")
-            assert '"n_nodes":30' in _text(seen[1])  # the tree, drawn
+            assert '"n_nodes":30' in notice_text(seen[1])  # the tree, drawn
             for verb, text in _controls(bob).items():
                 assert f"only they may {verb} it" in text, text
                 assert ("started by alice" in text) == login
             assert not store.is_paused(rid) and not store.cancel_requested(rid)
-            assert "only they may star or annotate it" in _save_note(bob, rid, 3, "bob was here")
+            assert "only they may star or annotate it" in save_note(bob, rid, 3, "bob was here")
             assert store.get_star(rid, 3) is None
             # alice may
             alice.predict(**form_args(alice, "/open_run", run_ref=rid), api_name="/open_run")
-            assert "pauses after" in _text(alice.predict(api_name="/pause_run")) and store.is_paused(rid)
-            assert "saved star and note" in _save_note(alice, rid, 3, "mine")
+            assert "pauses after" in notice_text(alice.predict(api_name="/pause_run")) and store.is_paused(rid)
+            assert "saved star and note" in save_note(alice, rid, 3, "mine")
             assert store.get_star(rid, 3)["note"] == "mine"
-            assert "cancel requested" in _text(alice.predict(api_name="/cancel_run")) and store.cancel_requested(rid)
+            assert "cancel requested" in notice_text(alice.predict(api_name="/cancel_run")) and store.cancel_requested(rid)
     finally:
         store.close()
 
@@ -165,8 +154,8 @@ def test_runs_from_outside_the_app_cannot_be_controlled_there(tmp_path: Path) ->
             with served_app(store, WorkerPoolDouble(store), tmp_path, **auth) as url:
                 client = app_client(url, auth=("alice", "a-pass") if auth else None)
                 client.predict(**form_args(client, "/open_run", run_ref="e" * 32), api_name="/open_run")
-                assert "cancel it where it runs" in _text(client.predict(api_name="/cancel_run"))
-                said = _save_note(client, "e" * 32, 2, "noted")
+                assert "cancel it where it runs" in notice_text(client.predict(api_name="/cancel_run"))
+                said = save_note(client, "e" * 32, 2, "noted")
                 assert ("saved star and note" in said) == (not auth), said
         assert not store.cancel_requested("e" * 32) and store.get_star("e" * 32, 2)["note"] == "noted"
     finally:
@@ -203,12 +192,12 @@ def test_only_the_runs_owner_shadow_scores_it(tmp_path: Path) -> None:
             for user in ("bob", "alice"):
                 client = app_client(url, auth=(user, f"{user[0]}-pass"))
                 client.predict(uats, rebase, api_name="/on_compare")
-                said[user] = _text(client.predict(2, EMBEDDED, "detect", api_name="/on_shadow"))
+                said[user] = notice_text(client.predict(2, EMBEDDED, "detect", api_name="/on_shadow"))
             assert "started by alice" in said["bob"] and "only they may shadow-score it" in said["bob"], said
             # the Search tab's own shadow scoring of the open run (issue 44's panel) answers bob the same
             bob = app_client(url, auth=("bob", "b-pass"))
             bob.predict(**form_args(bob, "/open_run", run_ref=rebase), api_name="/open_run")
-            said["bob, search tab"] = _text(bob.predict(2, EMBEDDED, "detect", api_name="/on_shadow_open_run"))
+            said["bob, search tab"] = notice_text(bob.predict(2, EMBEDDED, "detect", api_name="/on_shadow_open_run"))
             assert "only they may shadow-score it" in said["bob, search tab"], said
             assert "shadow scoring of run B" in said["alice"] and "queued" in said["alice"], said
             with store.engine.connect() as conn:

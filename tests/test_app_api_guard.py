@@ -19,7 +19,7 @@ from storage import RunStore
 from ui.views.safe_text import md_text
 
 from .doubles import WorkerPoolDouble
-from .serving import app_client, free_port
+from .serving import app_client, call_api, free_port, job_result
 from tests.doubles import record_synthetic
 
 
@@ -75,23 +75,6 @@ def _hostile(tmp: Path, victim: Path) -> list[str]:
             "postgresql+psycopg://u:p@127.0.0.1:1/x", "../victim.sqlite", str(tmp / "app" / "other.db")]
 
 
-def _call(client: Any, api_name: str, args: list[Any]) -> Any:
-    try:
-        return client.predict(*args, api_name=api_name)
-    except Exception as exc:  # an endpoint refusing the value is fine; only what it opens matters here
-        return exc
-
-
-def _result(job: Any) -> Any:
-    """A submitted call's outcome: its outputs, or the exception it raised when the endpoint refused."""
-    try:
-        return job.result(timeout=600)
-    except TimeoutError:
-        raise  # still running: the checks after it would not see what it does
-    except Exception as exc:  # a refusal: its text is what the client reads
-        return exc
-
-
 def _assert_nothing_opened(app: dict[str, Any], victim_bytes: bytes) -> None:
     tmp = app["tmp"]
     assert not (tmp / "evil").exists() and not (tmp / "evil2").exists()
@@ -106,9 +89,9 @@ def test_the_issue_trial_report_of_another_database(app: dict[str, Any]) -> None
     victim_bytes = app["victim"].read_bytes()
     other = app["tmp"] / "any" / "other.sqlite"
     for value in (str(other), str(app["victim"]), f"sqlite:///{other}"):
-        _call(app["client"], "/on_report", [value, True])
-        _call(app["client"], "/on_curve_list", [value, None])
-        _call(app["client"], "/on_curve", [value, "x"])
+        call_api(app["client"], "/on_report", [value, True])
+        call_api(app["client"], "/on_curve_list", [value, None])
+        call_api(app["client"], "/on_curve", [value, "x"])
     assert not other.exists() and not other.parent.exists()
     _assert_nothing_opened(app, victim_bytes)
     # the reports folder's file is listed and opened (read-only): the recording sees real opens
@@ -139,6 +122,6 @@ def test_no_endpoint_opens_another_database(app: dict[str, Any]) -> None:
                 else:  # text boxes and dropdowns: a database location
                     args.append(hostile[(r + i) % len(hostile)])
             jobs.append(client.submit(*args, api_name=name))  # in parallel, as test_app_models_guard's sweep
-    outcomes = [_result(job) for job in jobs]  # every call ended (answered or refused) before the checks
+    outcomes = [job_result(job) for job in jobs]  # every call ended (answered or refused) before the checks
     assert len(outcomes) >= len(endpoints)
     _assert_nothing_opened(app, victim_bytes)

@@ -8,8 +8,6 @@ in its refusal whether a path it was given exists."""
 
 from __future__ import annotations
 
-import contextlib
-import html
 import json
 import os
 import re
@@ -27,76 +25,16 @@ from storage import RunStore
 from storage import schema as S
 from uats_core.paths import ASSETS
 from tests.doubles import WorkerPoolDouble, record_synthetic
-from tests.serving import app_client, form_args, free_port
-from tests.test_app_api_guard import _call, _result
+from tests.remote_code import code_config, write_code_module
+from tests.serving import call_api, call_named, form_args, job_result, on_run_args, outcome_text, served_fresh_app
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
-
-
-def write_code_module(folder: Path, marker: Path) -> Path:
-    """evil.py: importing it writes `marker` (what a model's remote code could do), then defines a config."""
-    folder.mkdir(parents=True, exist_ok=True)
-    module = folder / "evil.py"
-    module.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
-                      "from transformers import PretrainedConfig\n\n\n"
-                      "class EvilConfig(PretrainedConfig):\n    model_type = 'evil'\n", encoding="utf-8")
-    return module
-
-
-def code_config(class_ref: str) -> bytes:
-    """A config.json whose auto_map sends AutoConfig to `class_ref` ('module.Class' or 'folder--module.Class')."""
-    return json.dumps({"model_type": "evil", "architectures": ["EvilModel"],
-                       "auto_map": {"AutoConfig": class_ref}}).encode()
-
-
-@contextlib.contextmanager
-def serve(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict[str, Any]]:
-    """The app over a fresh run log, launched as ui/launch.py launches it (launch_kwargs, errors shown)."""
-    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-
-    store = RunStore(str(tmp / "app" / "runs.db"))
-    (tmp / "reports").mkdir(exist_ok=True)
-    extra = {} if choices is None else {"choices": choices}
-    demo = build_demo(store, pool, tmp / "exports", tmp / "reports", **extra)
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(tmp / "exports"))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        yield {"url": url, "client": app_client(url), "store": store}
-    finally:
-        demo.close()
-        store.close()
 
 
 def _upload(url: str, name: str, content: bytes) -> Path | None:
     """POST a file to Gradio's upload route; the server path it answers with, None when refused."""
     r = httpx.post(f"{url}/gradio_api/upload", files=[("files", (name, content))], timeout=60)
     return Path(r.json()[0]) if r.status_code == 200 else None
-
-
-def _run_args(client: Any, **values: Any) -> dict[str, Any]:
-    """/on_run's parameters by name: the form's defaults (the world's first problem picked, as the page does
-    when it loads), with `values` over them."""
-    params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/on_run"]["parameters"]
-    args = {p["parameter_name"]: p.get("parameter_default") for p in params}
-    args["problem"] = "arith-test-0"
-    args.update({k: v for k, v in values.items() if k in args})
-    return args
-
-
-def _call_named(client: Any, api_name: str, args: dict[str, Any]) -> Any:
-    """An endpoint called with its arguments by name; the exception it raised when it refused."""
-    try:
-        return client.predict(**args, api_name=api_name)
-    except Exception as exc:  # a refusal: its text is what the client reads
-        return exc
-
-
-def _text(outcome: Any) -> str:
-    """What a client reads back from a call: its outputs or the error it raised, as text (HTML entities of the
-    escaped notices decoded)."""
-    return html.unescape(str(outcome) if isinstance(outcome, Exception) else json.dumps(outcome, default=str))
 
 
 def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +51,7 @@ def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch
     store = RunStore(str(tmp_path / "app" / "runs.db"))
     pool = WorkerPool(store, max_workers=1, poll_s=0.5)
     try:
-        with serve(tmp_path, pool) as app:
+        with served_fresh_app(tmp_path, pool) as app:
             url, client = app["url"], app["client"]
             mod_at = _upload(url, "evil.py", module.read_bytes())
             planted = tmp_path / "server-disk"  # where the files land when the upload route is off
@@ -124,10 +62,10 @@ def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch
                 (planted / "cfg").mkdir(parents=True)
                 (planted / "cfg" / "config.json").write_bytes(config)
             prm_dir = cfg_at.parent if cfg_at else planted / "cfg"
-            outcomes = [_call_named(client, "/on_run", _run_args(client, prm=str(prm_dir), budget=2, max_iterations=1,
+            outcomes = [call_named(client, "/on_run", on_run_args(client, prm=str(prm_dir), budget=2, max_iterations=1,
                                                                  prm_opts="trust_remote_code=true")),
-                        _call_named(client, "/on_run", _run_args(client, prm_opts="trust_remote_code=true", budget=2)),
-                        _call_named(client, "/on_run", _run_args(client, policy_opts="trust_remote_code=true", budget=2))]
+                        call_named(client, "/on_run", on_run_args(client, prm_opts="trust_remote_code=true", budget=2)),
+                        call_named(client, "/on_run", on_run_args(client, policy_opts="trust_remote_code=true", budget=2))]
             # a worker loads the models before its run's first iteration: wait for any started run to end
             deadline = time.time() + 300
             while time.time() < deadline and any(r["status"] in ("queued", "running") for r in store.list_runs()):
@@ -135,7 +73,7 @@ def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch
             assert not marker.exists(), "the module's code ran on the server"
             assert mod_at is None and cfg_at is None, "the upload route accepted a file"
             assert store.list_runs() == [] and pool.queued() == [] and pool.active() == []
-            texts = [_text(o) for o in outcomes]
+            texts = [outcome_text(o) for o in outcomes]
             assert "not in the list of choices" in texts[0] or "prm: not one of the models this server" in texts[0]
             assert "prm_opts: trust_remote_code: the app never runs code that comes with a model" in texts[1]
             assert "policy_opts: trust_remote_code: the app never runs code that comes with a model" in texts[2]
@@ -191,7 +129,7 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
     up = f"{os.path.relpath(outside, Path.cwd())}/../outside"
     hostile = [str(outside / "model"), str(outside / "secret.jsonl"), f"{up}/model", f"{up}/passwd.jsonl",
                str(uploaded / "model"), str(uploaded / "secret.jsonl")]
-    with serve(tmp_path, pool) as app:
+    with served_fresh_app(tmp_path, pool) as app:
         client = app["client"]
         endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
         jobs = []
@@ -209,7 +147,7 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
                     else:
                         args.append(hostile[(r + i) % len(hostile)])
                 jobs.append(client.submit(*args, api_name=name))  # in parallel: some 90 endpoints, 500 calls
-        answers = [_text(_result(job)) for job in jobs]
+        answers = [outcome_text(job_result(job)) for job in jobs]
     assert len(answers) > 300
     assert not _OPENED, f"the server opened {sorted(set(_OPENED))}"
     assert not [a for a in answers if SECRET in a or "root:x:0" in a]
@@ -223,16 +161,16 @@ def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict
     path itself, echoed, aside)."""
     outside = watched["outside"]
     pool = WorkerPoolDouble()  # records a submitted run, never starts it
-    with serve(tmp_path, pool) as app:
+    with served_fresh_app(tmp_path, pool) as app:
         client = app["client"]
         params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/on_dataset"]["parameters"]
 
         def refusal(call: str, path: Path, **form: Any) -> str:
             if call == "/on_dataset":  # the problem-set field, and a path field where the endpoint has one
                 args = [str(path) if p["parameter_name"] != "ds" else form["ds"] for p in params]
-                text = _text(_call(client, call, args))
+                text = outcome_text(call_api(client, call, args))
             else:
-                text = _text(_call_named(client, call, _run_args(client, **{k: str(path) for k in form}, budget=2)))
+                text = outcome_text(call_named(client, call, on_run_args(client, **{k: str(path) for k in form}, budget=2)))
             return text.replace(str(path), "<PATH>")
 
         for ds in ("JSONL file or hub name", "MATH-500"):
@@ -256,15 +194,15 @@ def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> 
     data.mkdir()
     (data / "set.jsonl").write_text(json.dumps({"problem": "What is two and two?", "answer": "4"}) + "\n")
     pool = WorkerPoolDouble()  # records a submitted run, never starts it
-    with serve(tmp_path, pool, server_choices([models], [data])) as app:
+    with served_fresh_app(tmp_path, pool, server_choices([models], [data])) as app:
         client, store = app["client"], app["store"]
         problems, question, _ = client.predict("set.jsonl", api_name="/on_dataset")
         assert "What is two and two?" in question
         config = httpx.get(f"{app['url']}/config", timeout=30).text
         assert str(models) not in config and str(data) not in config
-        notice = client.predict(**_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine",
+        notice = client.predict(**on_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine",
                                             budget=2), api_name="/on_run")
-        assert "queued" in _text(notice), notice
+        assert "queued" in outcome_text(notice), notice
         (req,) = pool.submitted
         assert req.policy == req.prm == str((models / "mine").resolve()) and not req.world_problem
         assert store.get_run(req.run_id)["policy"] == req.policy
@@ -345,17 +283,17 @@ def test_no_response_names_a_server_path(tmp_path: Path) -> None:
                     str(ASSETS.parent), os.path.expanduser("~")}, key=len, reverse=True)
     routes = ("/gradio_api/", "/uats-static/", "/static/", "/assets/", "/svelte/")  # the app's own web addresses
     allowed = (str(Path(get_upload_folder()).resolve()), get_upload_folder(), *routes)
-    with serve(tmp_path, pool, server_choices([models], [data])) as app:
+    with served_fresh_app(tmp_path, pool, server_choices([models], [data])) as app:
         client, store = app["client"], app["store"]
         folder = str((models / "mine").resolve())
         said: list[tuple[str, list[str], Any]] = []
 
         def call(api: str, *args: Any, **kw: Any) -> None:
-            out = _result(client.submit(*args, **kw, api_name=api))
+            out = job_result(client.submit(*args, **kw, api_name=api))
             said.append((api, [str(a) for a in [*args, *kw.values()] if isinstance(a, str) and a], out))
 
-        call("/on_run", **_run_args(client, policy="mine", prm="mine", tau="auto", budget=2))  # no calibration
-        call("/on_run", **_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine", budget=2))
+        call("/on_run", **on_run_args(client, policy="mine", prm="mine", tau="auto", budget=2))  # no calibration
+        call("/on_run", **on_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine", budget=2))
         [run] = store.list_runs()
         rid = run["run_id"]
         assert run["policy"] == folder  # the server's own record holds the spec; the client is shown its name
@@ -388,7 +326,7 @@ def test_no_response_names_a_server_path(tmp_path: Path) -> None:
     assert len(said) > len(endpoints)
     leaks = {}
     for api, sent, out in said:
-        text = _text(out)
+        text = outcome_text(out)
         found = _server_paths(text, sent, allowed) + [r for r in roots if r in text.replace(folder, "")
                                                       and r not in " ".join(sent)]
         found += _zip_paths(out, roots)

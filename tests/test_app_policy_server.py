@@ -11,7 +11,7 @@ import pytest
 
 from tests.doubles import WorkerPoolDouble
 from tests.openai_server import OpenAICompletionsServerDouble
-from tests.test_app_models_guard import _call_named, _run_args, _text, serve
+from tests.serving import call_named, on_run_args, outcome_text, served_fresh_app
 from uats_core.backends._loading import load_tokenizer, resolve_spec
 from uats_core.config import ConfigError
 from uats_core.paths import WORLD_POLICY
@@ -28,16 +28,16 @@ def test_a_policy_server_is_offered_by_name_and_a_run_reaches_it(tmp_path: Path)
         assert choices.policies["box (server)"] == f"openai:{server.url}/v1"
         assert "box (server)" not in choices.prms  # the PRM stays local: MC dropout needs dropout at inference
         pool = WorkerPoolDouble()
-        with serve(tmp_path, pool, choices) as app:
+        with served_fresh_app(tmp_path, pool, choices) as app:
             client, store = app["client"], app["store"]
             assert server.url not in httpx.get(f"{app['url']}/config", timeout=30).text
-            typed = _call_named(client, "/on_run", _run_args(client, policy=f"openai:{server.url}", prm=EMBEDDED,
+            typed = call_named(client, "/on_run", on_run_args(client, policy=f"openai:{server.url}", prm=EMBEDDED,
                                                                 budget=4))
             # refused (by the dropdown's own list, before our handler's) and nothing queued
-            assert "not in the list of choices" in _text(typed) and not pool.submitted
-            notice = client.predict(**_run_args(client, policy="box (server)", prm=EMBEDDED, budget=4,
+            assert "not in the list of choices" in outcome_text(typed) and not pool.submitted
+            notice = client.predict(**on_run_args(client, policy="box (server)", prm=EMBEDDED, budget=4,
                                                 policy_opts="seed=1"), api_name="/on_run")
-            assert "queued" in _text(notice), notice
+            assert "queued" in outcome_text(notice), notice
             (req,) = pool.submitted
             execute(req, ModelCache(), store)
             run = store.get_run(req.run_id)

@@ -16,7 +16,7 @@ from storage import RunStore
 from storage.batches import create_batch_job, get_batch_job
 from tests.doubles import CallbackPRMDouble, HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
 from tests.polling import until
-from tests.test_uncertainty_changed import _hand_made
+from tests.run_pairs import hand_made_step
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.paths import WORLD_POLICY_B
 from uats_core.problems import Problem
@@ -84,7 +84,7 @@ def test_what_the_finder_reads_is_bounded_by_nodes() -> None:
 
     def load(rid: str) -> RunData:
         loaded.append(rid)
-        return _hand_made([1.0] * 4)
+        return hand_made_step([1.0] * 4)
 
     found = find_cases(_Log(runs), load=load, nodes_read=1000)
     assert loaded == ["u-new-4", "u-big-3"] and (found.read, found.unread) == (2, 1)
@@ -93,9 +93,9 @@ def test_what_the_finder_reads_is_bounded_by_nodes() -> None:
 def test_run_changes_counts_the_children_uncertainty_moved() -> None:
     """The hand-made step of test_uncertainty_changed: extra passes lift candidate 2, which gets 2 children where
     R̄ alone gives it 1, and candidate 1 gets 1 where R̄ alone gives 2: two children moved."""
-    data = _hand_made([1.0] * 4)
+    data = hand_made_step([1.0] * 4)
     assert run_changes(data) == Changes(changed=2, reevaluated=1, moved=2, first=(2, 1))
-    assert run_changes(_hand_made([0.60, 0.60])) == Changes(1, 1, 0, (2, 2))
+    assert run_changes(hand_made_step([0.60, 0.60])) == Changes(1, 1, 0, (2, 2))
 
 
 def test_real_pairs_are_listed_when_answers_differ_and_uncertainty_changed() -> None:

@@ -17,16 +17,8 @@ from storage import schema as S
 from uats_core.entrypoints.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
+from tests.cli_errors import one_line_error
 from tests.doubles import record
-
-
-def _one_line_error(capsys: pytest.CaptureFixture, rc: int, field: str) -> str:
-    out, err = capsys.readouterr()
-    assert rc == 2, (rc, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), err
-    assert "Traceback" not in err + out
-    return lines[0]
 
 
 def _files(folder: Path) -> list[str]:
@@ -45,7 +37,7 @@ def test_bad_dataset_lines(tmp_path: Path, capsys: pytest.CaptureFixture, conten
     data.write_bytes(content)
     db = tmp_path / "out" / "x.db"
     rc = main(["search", "--dataset", str(data), "--problem", "0", "--db", str(db), "--quiet"])
-    assert needle in _one_line_error(capsys, rc, "dataset")
+    assert needle in one_line_error(capsys, rc, "dataset")
     assert _files(tmp_path) == ["d.jsonl"]
 
 
@@ -53,7 +45,7 @@ def test_db_under_a_regular_file(tmp_path: Path, capsys: pytest.CaptureFixture) 
     (tmp_path / "afile").write_text("x")
     for db in ("afile/x.db", "afile/sub/x.db"):
         rc = main(["search", "--db", str(tmp_path / db), "--budget", "2", "--max-iterations", "1", "--quiet"])
-        _one_line_error(capsys, rc, "db")
+        one_line_error(capsys, rc, "db")
     assert _files(tmp_path) == ["afile"] and (tmp_path / "afile").read_text() == "x"
 
 
@@ -66,7 +58,7 @@ def test_db_in_a_folder_that_cannot_be_written(tmp_path: Path, capsys: pytest.Ca
     monkeypatch.setattr(Path, "mkdir", refuse)
     monkeypatch.setattr("os.access", lambda path, mode: False)
     rc = main(["search", "--db", str(tmp_path / "locked" / "x.db"), "--budget", "2", "--max-iterations", "1"])
-    assert "not writable" in _one_line_error(capsys, rc, "db")
+    assert "not writable" in one_line_error(capsys, rc, "db")
     assert _files(tmp_path) == []
 
 
@@ -78,7 +70,7 @@ def test_truncated_safetensors(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     capsys.readouterr()  # the save's progress bar
     rc = main(["search", "--policy", str(pol), "--db", str(tmp_path / "runs" / "x.db"), "--quiet"])
-    assert "cannot load" in _one_line_error(capsys, rc, "policy")
+    assert "cannot load" in one_line_error(capsys, rc, "policy")
 
 
 @pytest.mark.parametrize("command", [["runs"], ["show", "abc"]])
@@ -86,7 +78,7 @@ def test_read_commands_never_create_a_database(tmp_path: Path, capsys: pytest.Ca
                                                command: list[str]) -> None:
     for db in (str(tmp_path / "typo" / "x.db"), f"sqlite:///{tmp_path}/typo/y.db"):
         rc = main([*command, "--db", db])
-        assert "no run log at" in _one_line_error(capsys, rc, "db")
+        assert "no run log at" in one_line_error(capsys, rc, "db")
     assert _files(tmp_path) == []
 
 
@@ -97,7 +89,7 @@ def test_read_commands_never_create_a_database(tmp_path: Path, capsys: pytest.Ca
 def test_bad_flags_are_one_line(capsys: pytest.CaptureFixture, argv: list[str], field: str) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
-    _one_line_error(capsys, int(exc.value.code), field)
+    one_line_error(capsys, int(exc.value.code), field)
 
 
 def _dead_pid() -> int:
@@ -167,7 +159,7 @@ def test_non_finite_options_and_odd_digits_are_refused_by_field(tmp_path: Path, 
     db = tmp_path / "out" / "runs.db"
     argv = [str(data) if a == "DATA" else a for a in argv]
     rc = main([*argv, "--db", str(db), "--budget", "2", "--max-iterations", "1", "--quiet"])
-    line = _one_line_error(capsys, rc, field)
+    line = one_line_error(capsys, rc, field)
     assert ("not a finite number" in line) == (field != "problem") and "invalid literal" not in line, line
     assert not db.parent.exists()
 
@@ -177,7 +169,7 @@ def test_eval_refuses_non_finite_options(tmp_path: Path, capsys: pytest.CaptureF
 
     rc = eval_main(["--policy-opt", "top_p=NaN", "--methods", "rebase", "--budgets", "2", "--problems", "1",
                     "--seeds", "1", "--db", str(tmp_path / "eval.db"), "--dry-run", "--quiet"])
-    assert "not a finite number" in _one_line_error(capsys, rc, "policy-opt")
+    assert "not a finite number" in one_line_error(capsys, rc, "policy-opt")
     assert not (tmp_path / "eval.db").exists()
 
 

@@ -13,12 +13,11 @@ from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
-from uats_core.problems import Problem
 from uats_core.runner import run_search
 from uats_core.spending import CarryRule
-from tests.doubles import GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
+from tests.doubles import DOUBLES_PROBLEM, GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
 
-PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
+PROBLEM = DOUBLES_PROBLEM
 NO_EMBED_METHODS = ["best-of-n", "beam", "dvts", "rebase", "h-uats", "a-uats"]
 
 

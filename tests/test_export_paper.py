@@ -20,8 +20,7 @@ from ui.views.comparison import compare_figures
 from ui.views.export import ExportBundle, render_image, to_latex
 from ui.views.latex import PREAMBLE, latex_text
 
-from .test_ui_export import runs  # noqa: F401 - the two synthetic runs (a fixture)
-from .test_uncertainty_changed import needs_models, pair  # noqa: F401 - a real H-UATS vs REBASE pair (a fixture)
+from .run_pairs import needs_models
 
 
 def pdflatex() -> str:
@@ -54,8 +53,8 @@ def overfull_pt(log: str) -> float:
     return max((float(x) for x in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)), default=0.0)
 
 
-def test_every_bundle_compiles_with_its_math_and_symbols(runs, tmp_path: Path) -> None:
-    a, b = runs
+def test_every_bundle_compiles_with_its_math_and_symbols(synthetic_runs, tmp_path: Path) -> None:
+    a, b = synthetic_runs
     nid = next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None)
     bundles = [run_bundle(a), compare_bundle(a, b), case_bundle(a, nid)]
     for bundle in bundles:
@@ -74,12 +73,12 @@ def test_every_bundle_compiles_with_its_math_and_symbols(runs, tmp_path: Path) -
 
 
 @needs_models
-def test_the_comparison_tex_holds_the_decisions_uncertainty_changed(pair, tmp_path: Path) -> None:
+def test_the_comparison_tex_holds_the_decisions_uncertainty_changed(real_pair, tmp_path: Path) -> None:
     """The comparison's .tex: the summary, then the Compare tab's list of the decisions uncertainty changed, one
     row per listed decision with the page's values; it compiles and fits a column."""
     from ui.views.uncertainty import changed_table
 
-    a, b = pair
+    a, b = real_pair
     rows, _ = changed_table(a, b, step_chars=10_000)
     assert len(rows) > 4  # the low τ of the fixture re-evaluated many candidates: a long table to fit
     bundle = compare_bundle(a, b)
@@ -130,8 +129,8 @@ def _legend_names(fig: dict) -> set[str]:
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install -y chromium)")
-def test_image_legends_name_every_kind_of_mark(runs) -> None:
-    a, b = runs
+def test_image_legends_name_every_kind_of_mark(synthetic_runs) -> None:
+    a, b = synthetic_runs
     # the baseline (B) alone shadow-scored, as the Compare tab does: its marks exist only in tree B
     shadow_b = {i: {"mean": 0.5, "var": 0.02 if i % 2 else 0.0001, "mc_scores": [0.4, 0.6, 0.5], "ood": bool(i % 2),
                     "tau": 0.003} for i in b.nodes if i != 0}

@@ -347,6 +347,38 @@ def test_only_the_benchmarks_import_test_support_and_only_the_synthetic_runs(tmp
     assert sorted(reaching_into_tests(tmp_path)) == ["benchmarks.b: tests.doubles", "storage.s: tests.synthetic.x"]
 
 
+# Test modules (tests/**/test_*.py) import no other test module (tests/conftest.py says so): what two of them share
+# lives in a support module under tests/ (doubles, serving, run_pairs, ...) or, for fixtures, in conftest.py, so that
+# running one test file never depends on another's contents or collection.
+def tests_importing_tests(root: Path = ROOT) -> list[str]:
+    """'path:line -> module' for each import of a test module by a module under tests/."""
+    bad = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        module = ".".join(_module_name_under(path, root))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = _absolute(module, node, path.name == "__init__.py")
+            else:
+                continue
+            bad += [f"{path.relative_to(root)}:{node.lineno} -> {n}" for n in names
+                    if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+    return bad
+
+
+def test_no_test_module_imports_another(tmp_path: Path) -> None:
+    assert tests_importing_tests() == []
+    files = {"tests/__init__.py": "", "tests/support.py": "X = 1\n", "tests/test_a.py": "from tests.support import X\n",
+             "tests/test_b.py": "from tests.test_a import X\ndef f():\n    from . import test_a\n",
+             "tests/browser/__init__.py": "", "tests/browser/test_c.py": "from .test_d import Y\nfrom ..support import X\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert tests_importing_tests(tmp_path) == ["tests/browser/test_c.py:1 -> tests.browser.test_d",
+                                               "tests/test_b.py:1 -> tests.test_a", "tests/test_b.py:3 -> tests.test_a"]
+
+
 if __name__ == "__main__":  # the counts for a checkout: python tests/test_import_map.py [ROOT]
     import sys
 
@@ -363,4 +395,8 @@ if __name__ == "__main__":  # the counts for a checkout: python tests/test_impor
     views = view_rule_breaks(where)
     print(f"views that reach outside the views or gradio: {len(views)}")
     for line in views:
+        print("  " + line)
+    inside = tests_importing_tests(where)
+    print(f"test modules imported by tests: {len(inside)}")
+    for line in inside:
         print("  " + line)

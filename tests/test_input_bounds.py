@@ -4,7 +4,6 @@ exit 2, before any model loads and without creating a database; the app shows a 
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 from pathlib import Path
@@ -25,7 +24,7 @@ from uats_core.runner import run_search
 
 from .doubles import HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
 from .postgres import fresh_database
-from .serving import app_client, form_args, served_app
+from .serving import app_client, form_args, notice_text, save_note, served_app
 
 ID_MAX = S.runs.c.problem_id.type.length  # the bounds come from the schema: so do the values at and past them
 SEED_LO, SEED_HI = -(2**31), 2**31 - 1  # an INTEGER column on PostgreSQL (SQLite's hold 64 bits)
@@ -203,11 +202,6 @@ def test_cli_reports_a_wrong_postgresql_password_before_loading(capsys: pytest.C
 
 
 # ------------------------------------------------------------------ the app
-def _text(value: Any) -> str:
-    """A notice as the page reads it (the app escapes Markdown syntax as character references)."""
-    return html.unescape(str(value.get("value") if isinstance(value, dict) else value))
-
-
 SMOLLM2 = {"policy": "smollm2 (SmolLM2-135M-Instruct)", "prm": "smollm2 (SmolLM2-135M-Instruct)"}
 
 
@@ -225,7 +219,7 @@ def test_the_app_names_the_field_and_records_nothing(run_log: str, tmp_path: Pat
         with served_app(store, WorkerPoolDouble(), tmp_path) as url:
             client = app_client(url)
             out = client.predict(**form_args(client, **form), api_name="/on_run")
-        said = _text(out[0])
+        said = notice_text(out[0])
         assert said.startswith(f"{field}: ") and "INSERT" not in said and "\n" not in said.strip(), said
         assert store.list_runs() == []
     finally:
@@ -259,8 +253,8 @@ def test_the_app_never_shows_the_databases_error(tmp_path: Path, monkeypatch: py
     try:
         with served_app(store, WorkerPoolDouble(), tmp_path) as url, caplog.at_level(logging.ERROR):
             client = app_client(url)
-            said = _text(client.predict(**form_args(client), api_name="/on_run")[0])
-            paired = _text(client.predict(**form_args(client, "/on_pair"), api_name="/on_pair")[0])
+            said = notice_text(client.predict(**form_args(client), api_name="/on_run")[0])
+            paired = notice_text(client.predict(**form_args(client, "/on_pair"), api_name="/on_pair")[0])
         for text in (said, paired):
             assert "could not record this run" in text and "INSERT" not in text and "secret" not in text
         assert sql in caplog.text
@@ -272,7 +266,6 @@ def test_a_note_past_its_bound_is_refused_in_the_app(run_log: str, tmp_path: Pat
     """Issue 42, item 4: a 200,000-character star note (a 20 MB one is refused with the request) is refused by
     field and nothing is stored."""
     from tests.doubles import record_synthetic
-    from tests.test_app_access import _save_note
 
     store = RunStore(run_log)
     try:
@@ -281,7 +274,7 @@ def test_a_note_past_its_bound_is_refused_in_the_app(run_log: str, tmp_path: Pat
             client.predict(**form_args(client), api_name="/on_run")  # a queued run of this session's
             rid = store.list_runs()[0]["run_id"]
             record_synthetic(store, rid, n_nodes=10, seed=1)
-            said = _save_note(client, rid, 2, "n" * 200_000)
+            said = save_note(client, rid, 2, "n" * 200_000)
             assert said.startswith(f"note: is 200,000 characters long; the run log's stars.note column holds at most "
                                    f"{S.MAX_NOTE_CHARS:,}"), said
             assert store.get_star(rid, 2) is None

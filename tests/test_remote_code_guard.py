@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_app_models_guard import code_config, write_code_module
-from tests.test_cli_guard import _one_line_error
+from tests.cli_errors import one_line_error
+from tests.remote_code import code_config, write_code_module
 from uats_core.config import ConfigError
 from uats_core.entrypoints.cli import main
 
@@ -43,7 +43,7 @@ def test_cli_refuses_code_options_without_the_flag(tmp_path: Path, capsys: pytes
     db = tmp_path / "out" / "runs.db"
     extra = ["--db", str(db), "--budget", "2", "--max-iterations", "1", "--quiet"] if argv[0] == "search" else []
     rc = main([*argv, "--prm", str(folder), "--prm-kind", "token-classification", *extra])
-    line = _one_line_error(capsys, rc, field)
+    line = one_line_error(capsys, rc, field)
     assert "--trust-remote-code" in line
     assert not marker.exists() and not db.parent.exists()
 
@@ -54,7 +54,7 @@ def test_eval_refuses_code_options_without_the_flag(tmp_path: Path, capsys: pyte
     db = tmp_path / "eval.db"
     rc = eval_main(["--prm-opt", "trust_remote_code=true", "--methods", "rebase", "--budgets", "2", "--problems", "1",
                     "--seeds", "1", "--db", str(db), "--dry-run", "--quiet"])
-    assert "--trust-remote-code" in _one_line_error(capsys, rc, "prm_opts")
+    assert "--trust-remote-code" in one_line_error(capsys, rc, "prm_opts")
     assert not db.exists()
 
 
@@ -115,5 +115,5 @@ def test_launcher_folder_flags_are_checked(tmp_path: Path, capsys: pytest.Captur
     for flag, value in (("--models-dir", tmp_path / "missing"), ("--datasets-dir", tmp_path / "missing"),
                         ("--models-dir", uploads), ("--datasets-dir", uploads / "abc"), ("--models-dir", tmp_path)):
         rc = launch_main([flag, str(value), "--db", str(db)])
-        _one_line_error(capsys, rc, flag.lstrip("-"))
+        one_line_error(capsys, rc, flag.lstrip("-"))
     assert not db.exists()

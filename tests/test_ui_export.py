@@ -18,14 +18,6 @@ from ui.views.uncertainty import uncertainty_changes
 from tests.doubles import record_synthetic
 
 
-@pytest.fixture(scope="module")
-def runs() -> tuple[RunData, RunData]:
-    store = RunStore("sqlite://")
-    for rid, method, seed in (("aaaa1111", "h-uats", 1), ("bbbb2222", "rebase", 2)):
-        record_synthetic(store, rid, n_nodes=120, seed=seed, method=method)
-    return RunData.load(store, "aaaa1111"), RunData.load(store, "bbbb2222")
-
-
 @pytest.mark.parametrize("bad", ["../x", "..", "a/b", "a\\b", "/etc/passwd", "", " ", ".hidden", "x" * 200, "a b"])
 def test_unsafe_names_are_refused(bad: str, tmp_path: Path) -> None:
     with pytest.raises(ExportError) as exc:
@@ -39,8 +31,8 @@ def test_safe_names_stay_inside(tmp_path: Path) -> None:
     assert p.parent == tmp_path.resolve()
 
 
-def test_latex_is_escaped_and_html_is_standalone(runs) -> None:
-    a, _ = runs
+def test_latex_is_escaped_and_html_is_standalone(synthetic_runs) -> None:
+    a, _ = synthetic_runs
     bundle = run_bundle(a, name="t1")
     tex = to_latex(bundle)
     assert tex.startswith("% needs \\usepackage{booktabs}") and "\n\\begin{table}" in tex
@@ -51,8 +43,8 @@ def test_latex_is_escaped_and_html_is_standalone(runs) -> None:
     assert "Plotly.newPlot" in page and len(page) > 3_000_000  # plotly.js inlined: opens offline from disk
 
 
-def test_run_bundle_zip_round_trip(runs, tmp_path: Path) -> None:
-    a, _ = runs
+def test_run_bundle_zip_round_trip(synthetic_runs, tmp_path: Path) -> None:
+    a, _ = synthetic_runs
     path = write_bundle(run_bundle(a), tmp_path, images=False)
     assert path.parent == tmp_path.resolve() and path.name == "run-aaaa1111.zip"
     with zipfile.ZipFile(path) as zf:
@@ -64,8 +56,8 @@ def test_run_bundle_zip_round_trip(runs, tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.part"))
 
 
-def test_compare_and_case_bundles(runs, tmp_path: Path) -> None:
-    a, b = runs
+def test_compare_and_case_bundles(synthetic_runs, tmp_path: Path) -> None:
+    a, b = synthetic_runs
     cmp = compare_bundle(a, b)
     assert cmp.data["first_divergence"] is None and len(cmp.table_rows) == 2
     assert [r["node_id"] for r in cmp.data["uncertainty_changed"]["a"]] == [c.node_id for c in uncertainty_changes(a)]
@@ -80,8 +72,8 @@ def test_compare_and_case_bundles(runs, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install -y chromium)")
-def test_png_and_svg_through_kaleido(runs, tmp_path: Path) -> None:
-    a, _ = runs
+def test_png_and_svg_through_kaleido(synthetic_runs, tmp_path: Path) -> None:
+    a, _ = synthetic_runs
     store_cases = case_bundle(a, next(i for i in a.nodes if i != 0 and a.nodes[i]["var"] is not None))
     path = write_bundle(store_cases, tmp_path, images=True)
     with zipfile.ZipFile(path) as zf:
@@ -91,8 +83,8 @@ def test_png_and_svg_through_kaleido(runs, tmp_path: Path) -> None:
     assert b"<svg" in svg[:500]
 
 
-def test_cases_table_in_a_case_export(runs) -> None:
-    a, _ = runs
+def test_cases_table_in_a_case_export(synthetic_runs) -> None:
+    a, _ = synthetic_runs
     store = RunStore("sqlite://")
     record_synthetic(store, "cc", n_nodes=80, seed=2)
     pools = mine_cases(store, per_quadrant=2)
@@ -101,12 +93,12 @@ def test_cases_table_in_a_case_export(runs) -> None:
     assert bundle.table_rows and all(r[0] in pools for r in bundle.table_rows)
 
 
-def test_run_image_names_the_chosen_paths_numbers(runs) -> None:
+def test_run_image_names_the_chosen_paths_numbers(synthetic_runs) -> None:
     """A static image has only the compact glyphs: the exported tree writes R̄ and σ² beside each node of the
     chosen path (one a row), the numbers of the export's table."""
     from ui.views.figstyle import fmt_mean, fmt_var
 
-    data = runs[0]
+    data = synthetic_runs[0]
     bundle = run_bundle(data)
     notes = [a for a in bundle.figures[0][1]["layout"]["annotations"] if a.get("name") == "path numbers"]
     assert notes and len(notes) == len(bundle.table_rows)
@@ -115,13 +107,13 @@ def test_run_image_names_the_chosen_paths_numbers(runs) -> None:
         assert note["text"] == f"R̄ {fmt_mean(row[2])} σ² {fmt_var(row[3])}"
 
 
-def test_the_same_name_written_at_once_gives_whole_zips(runs, tmp_path: Path) -> None:
+def test_the_same_name_written_at_once_gives_whole_zips(synthetic_runs, tmp_path: Path) -> None:
     """Issue 42, item 6: six writers of one export name at once (two sessions of the trial, three times): each
     writes its own temporary file and renames it into place, so every zip there is whole (the shared
     '<name>.zip.part' gave a BadZipFile in 1 of 10 rounds), and no temporary file is left."""
     import threading
 
-    a, b = runs
+    a, b = synthetic_runs
     bundles = [run_bundle(a, name="same"), compare_bundle(a, b, name="same")] * 3
     paths, errors = [], []
 

@@ -9,40 +9,16 @@ import math
 
 import pytest
 
-from storage import RunStore
 from uats_core.allocation import softmax_shares
-from uats_core.config import SearchConfig
-from uats_core.runner import DEFAULT_PRM, build_backends, run_search
-from uats_core.worlds.arith import world
-from ui.views.treedata import RunData
 from ui.views.divergence import counterpart, decision_divergence, divergence_text
 from ui.views.uncertainty import CHILDREN, RANK, SENT, changed_table, competition_ranks, uncertainty_changes
-
-# τ low enough that the embedded PRM's spread sends candidates to re-evaluation (as in test_ood_survival)
-TAU = 0.0005
-needs_models = pytest.mark.skipif(not (DEFAULT_PRM / "config.json").is_file(), reason="embedded models missing")
-
-
-@pytest.fixture(scope="module")
-def pair() -> tuple[RunData, RunData]:
-    """H-UATS and REBASE on one arithmetic problem, seed and budget, as the Compare tab's pair runs them."""
-    store = RunStore("sqlite://")
-    ids = []
-    policy = prm = None
-    for method in ("h-uats", "rebase"):
-        cfg = SearchConfig(method=method, budget=8, seed=0, tau=TAU, max_iterations=8).validate()
-        if policy is None:
-            policy, prm = build_backends(None, None, cfg)
-        ids.append(run_search(world.get_problem("arith-test-0"), cfg, policy, prm,
-                              subscribers=[store.subscriber()]).run_id)
-    return RunData.load(store, ids[0]), RunData.load(store, ids[1])
-
+from tests.run_pairs import hand_made_step, needs_models
 
 @needs_models
-def test_the_list_holds_exactly_the_candidates_whose_decision_uncertainty_changed(pair) -> None:
+def test_the_list_holds_exactly_the_candidates_whose_decision_uncertainty_changed(real_pair) -> None:
     """Worked out here from the stored decisions alone: sent = in S; R̄ ranks before (first K0 passes) and
     after the extra passes; children from R̄ before with the step's C and ν2."""
-    uats, _ = pair
+    uats, _ = real_pair
     listed = {(c.iteration, c.node_id): c for c in uncertainty_changes(uats)}
     nu2 = uats.run["config"]["nu2"]
     expected = set()
@@ -70,9 +46,9 @@ def test_the_list_holds_exactly_the_candidates_whose_decision_uncertainty_change
 
 
 @needs_models
-def test_r_bar_before_and_after_are_the_stored_passes(pair) -> None:
+def test_r_bar_before_and_after_are_the_stored_passes(real_pair) -> None:
     """R̄ before = mean of the first K0 passes, after = mean of all the passes the step left."""
-    uats, _ = pair
+    uats, _ = real_pair
     k0 = uats.run["config"]["k0"]
     checked = 0
     for c in uncertainty_changes(uats):
@@ -86,10 +62,10 @@ def test_r_bar_before_and_after_are_the_stored_passes(pair) -> None:
 
 
 @needs_models
-def test_the_r_bar_alone_allocation_is_the_engines_rule(pair) -> None:
+def test_the_r_bar_alone_allocation_is_the_engines_rule(real_pair) -> None:
     """The what-if uses softmax_shares: fed the child scores the search stored, it gives the children the
     search gave, step by step."""
-    uats, _ = pair
+    uats, _ = real_pair
     nu2 = uats.run["config"]["nu2"]
     steps = 0
     for row in uats.iterations.values():
@@ -102,8 +78,8 @@ def test_the_r_bar_alone_allocation_is_the_engines_rule(pair) -> None:
 
 
 @needs_models
-def test_rebase_has_no_uncertainty_decisions_and_the_table_says_which_run(pair) -> None:
-    uats, rebase = pair
+def test_rebase_has_no_uncertainty_decisions_and_the_table_says_which_run(real_pair) -> None:
+    uats, rebase = real_pair
     assert uncertainty_changes(rebase) == []
     rows, targets = changed_table(rebase, uats)
     assert rows and all(r[0] == "B" for r in rows) and all(t[0] == "b" for t in targets)
@@ -111,20 +87,20 @@ def test_rebase_has_no_uncertainty_decisions_and_the_table_says_which_run(pair) 
 
 
 @needs_models
-def test_different_widths_alone_are_no_divergence(pair) -> None:
+def test_different_widths_alone_are_no_divergence(real_pair) -> None:
     """The old "first diverging iteration" read 1 for every H-UATS/REBASE pair: their widths differ at the
     root. By decisions, iteration 1 decides nothing (the root is expanded by both), so it is never 1."""
-    uats, rebase = pair
+    uats, rebase = real_pair
     div = decision_divergence(uats, rebase)
     assert div.iteration != 1 and div.shared > 0
     assert decision_divergence(uats, uats).iteration is None
 
 
 @needs_models
-def test_a_flipped_decision_is_where_two_runs_diverge(pair) -> None:
+def test_a_flipped_decision_is_where_two_runs_diverge(real_pair) -> None:
     """A twin of the run whose first expanding step grants nothing: they diverge there, on a step both have
     (a step sampled twice under one parent counts as expanded when either copy was, so every grant is taken)."""
-    uats, _ = pair
+    uats, _ = real_pair
     twin = copy.deepcopy(uats)
     t = min(t for t, row in twin.iterations.items() if any(d["children"] for d in row.get("decisions") or []))
     for d in twin.iterations[t]["decisions"]:
@@ -138,8 +114,8 @@ def test_a_flipped_decision_is_where_two_runs_diverge(pair) -> None:
 
 
 @needs_models
-def test_a_row_finds_its_node_in_the_other_tree(pair) -> None:
-    uats, rebase = pair
+def test_a_row_finds_its_node_in_the_other_tree(real_pair) -> None:
+    uats, rebase = real_pair
     su, sr = uats.state_at(None), rebase.state_at(None)
     first = next(i for i in sorted(sr.nodes) if i != 0)
     assert counterpart(sr, sr.prefix_key(first)) == (first, 1)
@@ -149,33 +125,12 @@ def test_a_row_finds_its_node_in_the_other_tree(pair) -> None:
     assert counterpart(sr, ("no such step",)) == (0, 0)
 
 
-def _hand_made(extra_scores: list[float]) -> RunData:
-    """One H-UATS step over three candidates: K0 = 2 passes each, ν2 = 0.2, C = 3; candidate 2 gets extra passes."""
-    run = {"run_id": "h" * 32, "method": "h-uats", "question": "q", "status": "finished", "iterations": 2,
-           "config": {"method": "h-uats", "k0": 2, "nu2": 0.2, "nu1": 0.5, "tau": 0.003, "delta": 0.1, "alpha": 0.0}}
-    passes = {1: [0.78, 0.82], 2: [0.58, 0.62], 3: [0.20, 0.20]}
-    passes[2] = passes[2] + extra_scores
-    nodes = [{"id": i, "parent_id": 0, "depth": 1, "step": f"step {i}", "created_iter": 1, "mc_scores": p,
-              "mean": sum(p) / len(p), "status": "kept"} for i, p in passes.items()]
-    after2 = sum(passes[2]) / len(passes[2])
-    children = softmax_shares([0.80, after2, 0.20], 3, 0.2)
-    decisions = [{"node_id": i, "children": children[i - 1], "extra_passes": len(extra_scores) if i == 2 else 0,
-                  "ood": i == 2, "reeval_candidate": i == 2, "mean_before": sum(passes[i][:2]) / 2, "var_before": 0.0,
-                  "ucb_before": sum(passes[i][:2]) / 2, "k_before": 2, "mean": sum(passes[i]) / len(passes[i])}
-                 for i in (1, 2, 3)]
-    data = RunData(run, nodes, iterations=[{"iteration": 1, "decisions": []},
-                                           {"iteration": 2, "decisions": decisions,
-                                            "budget": {"width": 3, "reeval_budget": 4, "knobs": {"nu2": 0.2}}}])
-    data.history_skipped = True  # no per-iteration snapshots: the nodes as written
-    return data
-
-
 def test_extra_passes_that_lift_a_candidate_change_its_children_and_ranks() -> None:
     """R̄ before: 0.80, 0.60, 0.20 → C = 3 over softmax(R̄/0.2) = 3·(0.705, 0.259, 0.035) → [2, 1, 0]. Four
     extra passes at 1.0 lift candidate 2 to R̄ = 0.8667 > 0.80: 3·(0.409, 0.571, 0.020) → the search gives
     [1, 2, 0] where R̄ alone would have given [2, 1, 0]."""
     assert softmax_shares([0.80, 0.60, 0.20], 3, 0.2) == [2, 1, 0]
-    rows = {c.node_id: c for c in uncertainty_changes(_hand_made([1.0] * 4))}
+    rows = {c.node_id: c for c in uncertainty_changes(hand_made_step([1.0] * 4))}
     assert set(rows) == {1, 2}
     assert rows[2].reasons == (SENT, RANK, CHILDREN) and (rows[2].children, rows[2].children_naive) == (2, 1)
     assert (rows[2].rank_before, rows[2].rank_after) == (2, 1)
@@ -184,7 +139,7 @@ def test_extra_passes_that_lift_a_candidate_change_its_children_and_ranks() -> N
 
 
 def test_extra_passes_that_confirm_a_candidate_only_list_it_as_re_evaluated() -> None:
-    rows = uncertainty_changes(_hand_made([0.60, 0.60]))
+    rows = uncertainty_changes(hand_made_step([0.60, 0.60]))
     assert [(c.node_id, c.reasons) for c in rows] == [(2, (SENT,))]
 
 

@@ -21,6 +21,23 @@ PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
 LAPTOP = {"width": 1280, "height": 800}
 WIDE = {"width": 1920, "height": 1080}
 
+# true once the plot in `sel` draws its selection ring on node `id` (the ring is a layout shape at the node)
+RING_ON_JS = """([sel, id]) => {
+  const gd = document.querySelector(sel + ' .uats-plot');
+  if (!gd || !gd.data || !gd.layout) return false;
+  const ring = (gd.layout.shapes || []).find(s => s.name === 'selected');
+  if (!ring) return false;
+  for (const tr of gd.data) {
+    if (!tr.customdata || tr.mode !== 'markers') continue;
+    for (let i = 0; i < tr.customdata.length; i++) {
+      const c = tr.customdata[i];
+      if ((Array.isArray(c) ? c[0] : c) === id)
+        return Math.abs(tr.x[i] - ring.xanchor) < 1e-6 && Math.abs(tr.y[i] - ring.yanchor) < 1e-6;
+    }
+  }
+  return false;
+}"""
+
 NODE_PIXEL_JS = """([sel, wanted]) => {
   const gd = document.querySelector(sel + ' .uats-plot');
   gd.scrollIntoView({block: 'center'});  // not under the sticky run bar at the window's top

@@ -8,26 +8,9 @@ from typing import Any
 
 import pytest
 
-from .pages import ARTIFACTS, SCREENSHOTS, fill, wait_idle, wait_plot, wait_text
+from .pages import ARTIFACTS, RING_ON_JS, SCREENSHOTS, fill, wait_idle, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
-
-# true once the plot in `sel` draws its selection ring on node `id` (the ring is a layout shape at the node)
-RING_ON_JS = """([sel, id]) => {
-  const gd = document.querySelector(sel + ' .uats-plot');
-  if (!gd || !gd.data || !gd.layout) return false;
-  const ring = (gd.layout.shapes || []).find(s => s.name === 'selected');
-  if (!ring) return false;
-  for (const tr of gd.data) {
-    if (!tr.customdata || tr.mode !== 'markers') continue;
-    for (let i = 0; i < tr.customdata.length; i++) {
-      const c = tr.customdata[i];
-      if ((Array.isArray(c) ? c[0] : c) === id)
-        return Math.abs(tr.x[i] - ring.xanchor) < 1e-6 && Math.abs(tr.y[i] - ring.yanchor) < 1e-6;
-    }
-  }
-  return false;
-}"""
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from .pages import ARTIFACTS, SCREENSHOTS, open_run, wait_idle, wait_plot, wait_text
-from .test_compare_browser import RING_ON_JS
+from .pages import ARTIFACTS, RING_ON_JS, SCREENSHOTS, open_run, wait_idle, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 SIZES = ["laptop_page", "wide_page"]  # 1280×800 and 1920×1080 (conftest.py)
