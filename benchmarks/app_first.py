@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from storage import ENDED_STATUSES
+from uats_core.status import ENDED, LIVE
+
 
 # Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}, ENDED]
 DRAWN_END = """([sels, want, ended]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
@@ -39,7 +40,7 @@ def _click_run(page: Any, store: Any, timeout_s: float) -> float:
     if first is None:
         raise RuntimeError(f"no scored node drawn within {timeout_s:.0f} s of Run")
     new = [r for r in store.list_runs(limit=50) if r["run_id"] not in before]
-    while new and time.time() < deadline and store.get_run(new[0]["run_id"])["status"] in ("queued", "running"):
+    while new and time.time() < deadline and store.get_run(new[0]["run_id"])["status"] in LIVE:
         time.sleep(0.1)  # the next Run then finds the worker idle, as a user would
     if new:  # ... and a page that has drawn this run to its end (it replays a fast run's iterations after it)
         wait_drawn_end(page, store, ["#tree"], [new[0]["run_id"]], max(1.0, deadline - time.time()))
@@ -49,7 +50,7 @@ def _click_run(page: Any, store: Any, timeout_s: float) -> float:
 def wait_drawn_end(page: Any, store: Any, plots: list[str], run_ids: list[str], timeout_s: float) -> None:
     """Until every plot in `plots` shows one of these ended runs at its last stored iteration (DRAWN_END)."""
     want = {rid: int(store.get_run(rid)["iterations"]) for rid in run_ids}
-    page.wait_for_function(DRAWN_END, arg=[plots, want, list(ENDED_STATUSES)], timeout=timeout_s * 1000)
+    page.wait_for_function(DRAWN_END, arg=[plots, want, list(map(str, ENDED))], timeout=timeout_s * 1000)
 
 
 def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float) -> tuple[Any, Any]:

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from storage import ENDED_STATUSES
+
+from uats_core.status import ENDED, RunStatus
 
 from .app_first import open_form, wait_drawn_end
 
@@ -42,11 +43,11 @@ def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], run
     new: list[dict[str, Any]] = []
     while time.time() < deadline:
         new = [r for r in store.list_runs(limit=100) if r["run_id"] not in before]
-        if len(new) == runs and all(r["status"] in ENDED_STATUSES for r in new):
+        if len(new) == runs and all(r["status"] in ENDED for r in new):
             break
         time.sleep(0.05)
     ended = time.perf_counter() - t0
-    if len(new) != runs or any(r["status"] != "finished" for r in new):
+    if len(new) != runs or any(r["status"] != RunStatus.FINISHED for r in new):
         raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
                            f"{[(r['run_id'][:8], r['status']) for r in new]}")
     wait_drawn_end(page, store, plots, [r["run_id"] for r in new], timeout_s)

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from uats_core.status import LIVE, RunStatus
+
 
 def _form(budget: int, seed: int) -> dict[str, Any]:
     """The Search form's defaults, as the page sends them, with the budget and seed asked for."""
@@ -53,7 +55,7 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
             if row["done"] != said:
                 said = row["done"]
                 print(f"  {time.perf_counter() - t0:7.1f} s  {row['done']} of {row['total']} searches", flush=True)
-            if row["status"] not in ("queued", "running"):
+            if row["status"] not in LIVE:
                 break
             time.sleep(1.0)
         batch_s = time.perf_counter() - t0
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         with tempfile.TemporaryDirectory() as tmp:
             out = bench_cases(args.problems, args.budget, args.seed, Path(tmp) / "cases.db", args.timeout_s)
-    return 0 if out["status"] == "finished" else 1
+    return 0 if out["status"] == RunStatus.FINISHED else 1
 
 
 def add_parser(sub: Any) -> None:

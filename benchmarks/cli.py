@@ -1,5 +1,5 @@
-"""Benchmarks: `python -m benchmarks <subcommand>` (or `python -m uats_core.bench <subcommand>`, its launcher in
-the package), run from a checkout: the wheel leaves benchmarks/ out.
+"""Benchmarks: `python -m benchmarks <subcommand>`, run from a checkout: the wheel leaves benchmarks/ out, and no
+command of the package launches them (a launcher inside would import upward, into the layer above every other).
 
   prm        cost of MC-dropout scoring per mode, cost per node vs depth with/without the prefix cache,
              and uncertainty quality (AUROC of sigma^2 for wrong steps) on the arithmetic world's PRM

@@ -1,4 +1,4 @@
-"""`python -m uats_core.bench engine`: search wall time per method and what logging to the database costs.
+"""`python -m benchmarks engine`: search wall time per method and what logging to the database costs.
 
 Each configuration runs `--repeats` times, alternating with and without the SQLite subscriber so both
 see the same machine load; we report the minimum (two shared cores are noisy) and the spread, plus the

@@ -1,7 +1,7 @@
 """Throughput of the evaluation harness: searches per minute at N=16 for REBASE and H-UATS, with and without
 cross-problem batching, measured side by side on the same problems, models loaded once beforehand.
 
-    python -m uats_core.entrypoints.eval.bench [--problems 8] [--lanes 4] [--repeats 2] [--pair A:prm]
+    python -m benchmarks eval [--problems 8] [--lanes 4] [--repeats 2] [--pair A:prm]
 
 Each repeat runs the serial and the batched pass back to back (alternating which goes first), each into a
 fresh temporary run log (so it includes the logging cost, as a real evaluation does); the reported rate
@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
-from uats_core.entrypoints.eval.worker import BackendCache, EvalWorker
+from uats_core.status import RunStatus
+from uats.eval.worker import BackendCache, EvalWorker
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def _timed_pass(items: Sequence[WorkItem], cache: BackendCache, lanes: int, torc
             wall = time.perf_counter() - t0
         finally:
             worker.close()
-    bad = [o for o in out if o.status != "finished"]
+    bad = [o for o in out if o.status != RunStatus.FINISHED]
     if bad:
         raise RuntimeError(f"{len(bad)} bench searches did not finish, e.g. {bad[0].key}: {bad[0].error}")
     return wall

@@ -1,4 +1,4 @@
-"""`python -m uats_core.bench gpu`: a PRM's memory and MC-dropout cost on the device, against the memory plan.
+"""`python -m benchmarks gpu`: a PRM's memory and MC-dropout cost on the device, against the memory plan.
 
 Builds a Qwen2.5-Math-PRM of a published shape with random weights on the device (memory and time depend on the
 shape, not on the weights' values, so no download is needed), then scores a search-like workload: a frontier of

@@ -1,4 +1,4 @@
-"""`python -m uats_core.bench uncertainty`: what MC-dropout uncertainty costs and what it tells, per dropout mode
+"""`python -m benchmarks uncertainty`: what MC-dropout uncertainty costs and what it tells, per dropout mode
 and per space (σ² of the passes' scores, or of their logits log(p/(1−p))).
 
 On the embedded arithmetic world: written solutions with slips of the test problems in style A (the PRM's own,
@@ -7,7 +7,7 @@ prints the cost against one deterministic pass (timed side by side, interleaved)
 B/A, the AUROC of σ² for "this step is B" and for "this step is wrong", and the share of A and B steps over τ,
 with τ calibrated as `--tau auto[:q]` does: the q-quantile of σ² on style-A steps of the validation split.
 
-The steps, passes and τ come from the calibrate command's functions (uats_core.entrypoints.calibrate).
+The steps, passes and τ come from the calibrate command's functions (uats.calibrate).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from uats_core.calibration import tau_from_variances
 from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES
-from uats_core.entrypoints.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
+from uats.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc, logits
 

@@ -2,7 +2,7 @@
 
 from .bounds import check_run_fields
 from .connection import check_location
-from .schema import ENDED_STATUSES, RUN_LEVEL, RUN_STATUSES
+from .schema import RUN_LEVEL
 from .store import RunRecorder, RunStore, StorageError, open_read_only, pid_alive
 
-__all__ = ["check_location", "check_run_fields", "RunStore", "RunRecorder", "open_read_only", "StorageError", "RUN_STATUSES", "ENDED_STATUSES", "RUN_LEVEL", "pid_alive"]
+__all__ = ["check_location", "check_run_fields", "RunStore", "RunRecorder", "open_read_only", "StorageError", "RUN_LEVEL", "pid_alive"]

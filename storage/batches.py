@@ -8,6 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from uats_core.status import RunStatus
+
 from . import schema as S
 from .connection import this_process
 from .jobrows import LIVE, cancel_flag, dead_jobs, end_job, get_job, start_job, update_live
@@ -17,7 +19,7 @@ def create_batch_job(store: Any, job_id: str, total: int, spec: dict[str, Any], 
     """A queued batch row (the app's pool then hands the job to a worker), recorded as this process's."""
     now = time.time()
     with store.engine.begin() as conn:
-        conn.execute(sa.insert(S.batch_jobs), [dict(job_id=job_id, spec=spec, status="queued", done=0, total=int(total),
+        conn.execute(sa.insert(S.batch_jobs), [dict(job_id=job_id, spec=spec, status=RunStatus.QUEUED, done=0, total=int(total),
                                                     failed=0, cancel_requested=False, owner=owner,
                                                     server=this_process(), created_at=now, updated_at=now)])
 
@@ -62,4 +64,4 @@ def mark_dead_batch_jobs(store: Any) -> list[str]:
     """Fail the unfinished batches whose server is gone (the app's start-up). Their ids; their runs are ended
     by RunStore.mark_dead_workers like any other."""
     return [job for job, server in dead_jobs(store, S.batch_jobs)
-            if end_batch_job(store, job, "failed", f"the server that ran it ({server}) stopped")]
+            if end_batch_job(store, job, RunStatus.FAILED, f"the server that ran it ({server}) stopped")]

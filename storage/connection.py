@@ -344,7 +344,7 @@ def open_read_only_engine(url: URL) -> Engine:
     if missing:
         engine.dispose()
         raise StorageError(f"{str(path)!r} is not a run log (no table {missing[0]!r}); give a database written by "
-                           "python -m uats_core.eval ... --db PATH")
+                           "uats eval ... --db PATH")
     log.info("read-only run log at %s", path)
     return engine
 

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from uats_core.cancel import SearchCancelled
+from uats_core.status import ENDED, LIVE, RunStatus
 
 from . import schema as S
 from .connection import StorageError, pid_alive, process_gone
@@ -41,7 +42,7 @@ class RunControl:
             status = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
             if status is None:
                 raise StorageError(f"no run {run_id}", field="run")
-            if status in S.ENDED_STATUSES:
+            if status in ENDED:
                 return False
             conn.execute(sa.update(S.runs).where(S.runs.c.run_id == run_id).values(**values))
         return True
@@ -101,16 +102,16 @@ class RunControl:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(S.runs.c.status, S.runs.c.paused, S.runs.c.step_credits)
                                .where(S.runs.c.run_id == run_id)).first()
-        return row is not None and row.status == "running" and bool(row.paused) and not row.step_credits
+        return row is not None and row.status == RunStatus.RUNNING and bool(row.paused) and not row.step_credits
 
-    def mark_failed(self, run_id: str, error: str, status: str = "failed") -> bool:
+    def mark_failed(self, run_id: str, error: str, status: str = RunStatus.FAILED) -> bool:
         """End a run whose worker died (or never started) without RunEnded; status 'cancelled' when the
         user stopped it before its search began. Leaves ended runs alone (returns False then)."""
-        if status not in ("failed", "cancelled"):
+        if status not in (RunStatus.FAILED, RunStatus.CANCELLED):
             raise StorageError(f"mark_failed takes status 'failed' or 'cancelled', not {status!r}", field="status")
         with self.engine.begin() as conn:
             res = conn.execute(sa.update(S.runs)
-                               .where(S.runs.c.run_id == run_id, S.runs.c.status.in_(("queued", "running")))
+                               .where(S.runs.c.run_id == run_id, S.runs.c.status.in_(LIVE))
                                .values(status=status, error=error, ended_at=time.time()))
         if res.rowcount:
             log.warning("run %s marked %s: %s", run_id, status, error)
@@ -126,13 +127,13 @@ class RunControl:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(S.runs.c.run_id, S.runs.c.status, S.runs.c.worker_pid, S.runs.c.worker_host,
                                           S.runs.c.updated_at, S.runs.c.server)
-                                .where(S.runs.c.status.in_(("queued", "running")))).all()
+                                .where(S.runs.c.status.in_(LIVE))).all()
         for r in rows:
             if process_gone(r.server):  # an orphaned worker may live on; the run is over all the same
                 why = f"the server that ran it ({r.server}) stopped before the run ended"
             elif r.worker_pid is not None and r.worker_host == host and not pid_alive(r.worker_pid):
                 why = f"worker process {r.worker_pid} died before the run ended"
-            elif r.status == "queued" and r.worker_pid is None and now - (r.updated_at or 0) > queued_grace_s:
+            elif r.status == RunStatus.QUEUED and r.worker_pid is None and now - (r.updated_at or 0) > queued_grace_s:
                 why = f"no worker started the run within {queued_grace_s:.0f} s"
             else:
                 continue

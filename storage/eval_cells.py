@@ -1,5 +1,5 @@
 """The evaluation's own table, `eval_cells`, next to the run log's tables in the same database, and the
-ledger (CellLedger) through which the harness (uats_core.entrypoints.eval) claims, finishes and resumes cells.
+ledger (CellLedger) through which the harness (uats.eval) claims, finishes and resumes cells.
 
 Why a table of our own rather than a tag inside each run's config: `runs.config` is
 `SearchConfig.to_dict()` and the app rebuilds a SearchConfig from it (unknown keys are rejected), so a cell
@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+
+from uats_core.status import RunStatus
 
 from . import schema as S
 from .connection import pid_alive  # one liveness check for the app and the eval harness
@@ -115,8 +117,8 @@ class CellLedger:
             with self.engine.connect() as conn:
                 for row in conn.execute(q):
                     status = row.status
-                    if status == "finished" and row.run_status != "finished":
-                        status = "failed"  # the run row was deleted or never ended: not a result
+                    if status == RunStatus.FINISHED and row.run_status != RunStatus.FINISHED:
+                        status = RunStatus.FAILED  # the run row was deleted or never ended: not a result
                     out[row.cell_key] = CellState(row.cell_key, status, row.run_id, int(row.attempts or 0),
                                                   row.worker_pid, row.worker_host,
                                                   row.updated_at if row.updated_at is not None else row.started_at,
@@ -149,21 +151,21 @@ class CellLedger:
                 raise ConfigError("pairs", f"pair {it.cell.pair} was run in this database with policy {st.policy} and "
                                            f"PRM {st.prm}; now it names {it.cell.policy} and {it.cell.prm}. Use another "
                                            "pair name or another --db")
-            if st.status == "finished":
+            if st.status == RunStatus.FINISHED:
                 done += 1
-            elif st.status == "running" and self.worker_alive(st, stale_after_s):
+            elif st.status == RunStatus.RUNNING and self.worker_alive(st, stale_after_s):
                 busy += 1
                 if busy == 1:
                     log.warning("cell %s is being run by pid %s on %s; leaving it (and any other live worker's cells) "
                                 "alone", st.key, st.worker_pid, st.worker_host)
             else:
-                if st.status == "running" and write:
+                if st.status == RunStatus.RUNNING and write:
                     why = (f"eval worker pid {st.worker_pid} on {st.worker_host} died (or went silent) "
                            "before the run ended")
                     if st.run_id:
                         self.store.mark_failed(st.run_id, why)
-                    self._set(st.key, status="failed", error=why, ended_at=time.time(), expect="running")
-                if st.status == "running":
+                    self._set(st.key, status=RunStatus.FAILED, error=why, ended_at=time.time(), expect=RunStatus.RUNNING)
+                if st.status == RunStatus.RUNNING:
                     orphans.append(st.key)
                 if st.attempts >= max_attempts:
                     given_up += 1
@@ -179,12 +181,12 @@ class CellLedger:
         """Mark the cell running under `run_id` for this process. False when another worker holds it or it
         is already finished (two evaluations on one database never run the same cell twice at once)."""
         now = time.time()
-        values = dict(status="running", run_id=run_id, batched=batched, worker_pid=os.getpid(), worker_host=self.host,
+        values = dict(status=RunStatus.RUNNING, run_id=run_id, batched=batched, worker_pid=os.getpid(), worker_host=self.host,
                       started_at=now, ended_at=None, wall_s=None, error=None)
         c = eval_cells.c
         with self.engine.begin() as conn:
             res = conn.execute(sa.update(eval_cells)
-                               .where(c.cell_key == cell.key, c.status == "failed")
+                               .where(c.cell_key == cell.key, c.status == RunStatus.FAILED)
                                .values(attempts=c.attempts + 1, **values))
             if res.rowcount:
                 return True
@@ -221,7 +223,7 @@ class CellLedger:
         c = eval_cells.c
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(c.cell_key, c.run_id, c.worker_host, c.worker_pid)
-                                .where(c.status == "running", c.worker_pid.in_(sorted({p for _, p in workers})))).all()
+                                .where(c.status == RunStatus.RUNNING, c.worker_pid.in_(sorted({p for _, p in workers})))).all()
         closed = []
         for row in rows:
             if (row.worker_host, row.worker_pid) not in workers:
@@ -229,7 +231,7 @@ class CellLedger:
             msg = f"eval worker pid {row.worker_pid} on {row.worker_host} died or was stopped before the run ended: {why}"
             if row.run_id:
                 self.store.mark_failed(row.run_id, msg)
-            self._set(row.cell_key, status="failed", error=msg, ended_at=time.time(), expect="running",
+            self._set(row.cell_key, status=RunStatus.FAILED, error=msg, ended_at=time.time(), expect=RunStatus.RUNNING,
                       run_id_is=row.run_id)
             closed.append(row.cell_key)
         return closed

@@ -11,6 +11,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from uats_core.methods.uats import KNOBS, STATE_FEATURES
+from uats_core.status import RunStatus
 from uats_core.tree import TERMINAL
 
 from . import schema as S
@@ -45,7 +46,7 @@ def load_results(source: Any) -> pd.DataFrame:
     q = (sa.select(c.cell_key, c.pair, c.policy, c.prm, c.dataset, c.problem_id, c.method, c.budget, c.seed, c.variant,
                    c.run_id, c.batched, c.wall_s, r.correct, r.naive_correct, r.cost, r.iterations, r.n_nodes, r.answer)
          .select_from(eval_cells.join(S.runs, r.run_id == c.run_id))
-         .where(c.status == "finished", r.status == "finished"))
+         .where(c.status == RunStatus.FINISHED, r.status == RunStatus.FINISHED))
     # The final candidates: those the answer was chosen from (Node.voted); a run log from before that was kept
     # has every ended solution (uats_core.report.duplicates.voted_mask reads the same rule from loaded nodes).
     final = sa.or_(n.voted.is_(True), sa.and_(n.voted.is_(None), n.status.in_(TERMINAL)))
@@ -53,7 +54,7 @@ def load_results(source: Any) -> pd.DataFrame:
                         sa.func.sum(sa.case((final, 1), else_=0)).label("n_final"),
                         sa.func.max(sa.case((n.voted.is_not(None), 1), else_=0)).label("finals_marked"))
               .select_from(S.nodes.join(eval_cells, c.run_id == n.run_id))
-              .where(c.status == "finished", sa.or_(final, n.voted.is_not(None)))
+              .where(c.status == RunStatus.FINISHED, sa.or_(final, n.voted.is_not(None)))
               .group_by(n.run_id))
     with engine.connect() as conn:
         df = pd.DataFrame(conn.execute(q).mappings().all())

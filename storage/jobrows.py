@@ -10,10 +10,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from . import schema as S
-from .connection import StorageError, process_gone
+from uats_core.status import ENDED, LIVE, RunStatus
 
-LIVE = ("queued", "running")
+from .connection import StorageError, process_gone
 
 
 def get_job(store: Any, table: sa.Table, job_id: str, what: str) -> dict[str, Any]:
@@ -35,7 +34,7 @@ def update_live(store: Any, table: sa.Table, job_id: str, **values: Any) -> bool
 
 def start_job(store: Any, table: sa.Table, job_id: str) -> bool:
     """A worker took the job: running, with its pid. False when it had ended (cancelled while queued)."""
-    return update_live(store, table, job_id, status="running", worker_pid=os.getpid())
+    return update_live(store, table, job_id, status=RunStatus.RUNNING, worker_pid=os.getpid())
 
 
 def cancel_flag(store: Any, table: sa.Table, job_id: str) -> bool:
@@ -46,7 +45,7 @@ def cancel_flag(store: Any, table: sa.Table, job_id: str) -> bool:
 
 def end_job(store: Any, table: sa.Table, job_id: str, status: str, error: str | None = None) -> bool:
     """End a job (finished, failed or cancelled); leaves an ended one alone (returns False then)."""
-    if status not in S.ENDED_STATUSES:
+    if status not in ENDED:
         raise StorageError(f"a job ends finished, failed or cancelled, not {status!r}", field="status")
     return update_live(store, table, job_id, status=status, error=error, ended_at=time.time())
 

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
+from uats_core.status import ENDED, RunStatus
 from uats_core.tree import Node
 
 from . import schema as S
@@ -221,7 +222,7 @@ class RunRecorder:
         now = time.time()
         values = dict(method=ev.method, problem_id=ev.problem_id, question=ev.question, gold_answer=ev.gold_answer,
                       seed=ev.seed, config=ev.config, policy=ev.policy, prm=ev.prm, model_options=ev.model_options,
-                      status="running",
+                      status=RunStatus.RUNNING,
                       updated_at=now, worker_pid=os.getpid(), worker_host=socket.gethostname())
         check_row(S.runs, dict(values, run_id=ev.run_id))  # nothing written when a value does not fit
         with self.engine.begin() as conn:
@@ -229,7 +230,7 @@ class RunRecorder:
             if prev is None:
                 conn.execute(sa.insert(S.runs), [dict(values, run_id=ev.run_id, started_at=now, cost=0.0,
                                                       iterations=0, n_nodes=0, cancel_requested=False)])
-            elif prev == "queued":
+            elif prev == RunStatus.QUEUED:
                 conn.execute(sa.update(S.runs).where(S.runs.c.run_id == ev.run_id).values(**values))
             else:
                 raise StorageError(f"run {ev.run_id} already exists with status {prev}; use a new run id", field="run")
@@ -249,7 +250,7 @@ class RunRecorder:
                     n_nodes_updated=len(node_rows), written_at=now)], ("run_id", "iteration"))
                 run_values.update(cost=float(it.cost_total), iterations=it.iteration)
             if end is not None:
-                status = end.status if end.status in S.ENDED_STATUSES else "failed"
+                status = end.status if end.status in ENDED else RunStatus.FAILED
                 error = storable_text(end.error) if end.error else end.error
                 if status != end.status:
                     error = f"unknown final status {end.status!r}" + (f"; {error}" if error else "")

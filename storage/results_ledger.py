@@ -16,8 +16,8 @@ A run log lives in `runs/`, which no fresh machine has; the ledger is what survi
   for beam search and DVTS includes some they did not vote on (uats_core.report.stats.pass_lower).
 
 Rows are appended as gzip members (a gzip file of several members is one valid gzip stream), so a growing grid
-rewrites nothing; `python -m uats_core.eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
-and `python -m uats_core.report --ledger DIR` builds every table and figure from it alone."""
+rewrites nothing; `uats eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
+and `uats report --ledger DIR` builds every table and figure from it alone."""
 
 from __future__ import annotations
 

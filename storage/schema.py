@@ -21,8 +21,6 @@ metadata = sa.MetaData()
 MAX_NOTE_CHARS = 10_000
 MAX_MODEL_OPTIONS_CHARS = 20_000  # a system prompt among them
 
-RUN_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
-ENDED_STATUSES = ("finished", "failed", "cancelled")
 
 runs = sa.Table(
     "runs",

@@ -9,6 +9,8 @@ from typing import Any, Sequence
 
 import sqlalchemy as sa
 
+from uats_core.status import RunStatus
+
 from . import schema as S
 from .connection import this_process
 from .jobrows import cancel_flag, dead_jobs, end_job, get_job, start_job, update_live
@@ -46,7 +48,7 @@ def create_shadow_job(store: Any, job_id: str, run_id: str, k: int, prm: str | N
     store.get_run(run_id)
     now = time.time()
     with store.engine.begin() as conn:
-        conn.execute(sa.insert(S.shadow_jobs), [dict(job_id=job_id, run_id=run_id, k=int(k), prm=prm, status="queued",
+        conn.execute(sa.insert(S.shadow_jobs), [dict(job_id=job_id, run_id=run_id, k=int(k), prm=prm, status=RunStatus.QUEUED,
                                                      done=0, total=int(total), cancel_requested=False,
                                                      server=this_process(), created_at=now, updated_at=now)])
 
@@ -82,4 +84,4 @@ def mark_dead_shadow_jobs(store: Any) -> list[str]:
     """Fail the unfinished jobs whose server is gone (the app's start-up; a live server's pool notices its own
     dead workers). Their ids."""
     return [job for job, server in dead_jobs(store, S.shadow_jobs)
-            if end_shadow_job(store, job, "failed", f"the server that ran it ({server}) stopped")]
+            if end_shadow_job(store, job, RunStatus.FAILED, f"the server that ran it ({server}) stopped")]

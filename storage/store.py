@@ -16,6 +16,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 
 from uats_core.events import Event
+from uats_core.status import RunStatus
 
 from . import schema as S
 from .bounds import check_row
@@ -79,7 +80,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         mark_dead_workers ends the run. StorageError naming the field when a value does not fit the run log."""
         now = time.time()
         row = dict(run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
-                   seed=seed, config=config, policy=policy, prm=prm, status="queued", cost=0.0, iterations=0,
+                   seed=seed, config=config, policy=policy, prm=prm, status=RunStatus.QUEUED, cost=0.0, iterations=0,
                    n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
                    paused=bool(paused), step_credits=0, owner=owner, server=this_process())
         check_row(S.runs, row)

@@ -122,7 +122,7 @@ def test_ladder_table_pairs_each_step_on_shared_cells_by_hand():
 
 
 def test_a_ladder_over_two_datasets_names_each_row_s_dataset():
-    """A report over several ledgers (uats_core.entrypoints.report.report_from_ledger) puts rows of two datasets
+    """A report over several ledgers (uats.report.report_from_ledger) puts rows of two datasets
     in one table: each row says which dataset it is; one dataset keeps the plain pair."""
     import pandas as pd
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import cli as bench
-from uats_core.entrypoints import calibrate, cli
+from uats import calibrate, cli
 from uats_core.backends.tiny import save_token_cls_prm
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uats_core.entrypoints.cli import main as cli_main
+from uats.cli import main as cli_main
 from benchmarks.cli import main as bench_main
-from uats_core.entrypoints.cli import main as cli_main
+from uats.cli import main as cli_main
 from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
                                    spread_entry, tau_from_variances, write_calibration)
 from uats_core.config import SearchConfig

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from storage import RunStore
 from storage import schema as S
-from uats_core.entrypoints.cli import main, tree_lines
+from uats.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
 from tests.cli_errors import one_line_error
@@ -165,7 +165,7 @@ def test_non_finite_options_and_odd_digits_are_refused_by_field(tmp_path: Path, 
 
 
 def test_eval_refuses_non_finite_options(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from uats_core.entrypoints.eval.cli import main as eval_main
+    from uats.eval.cli import main as eval_main
 
     rc = eval_main(["--policy-opt", "top_p=NaN", "--methods", "rebase", "--budgets", "2", "--problems", "1",
                     "--seeds", "1", "--db", str(tmp_path / "eval.db"), "--dry-run", "--quiet"])
@@ -190,7 +190,7 @@ _FULL_DISK = """
 import contextlib, json, os, subprocess, sys
 d = sys.argv[1]
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", d], check=True)
-search = [sys.executable, "-m", "uats_core", "search", "--budget", "2", "--max-iterations", "1", "--quiet", "--db",
+search = [sys.executable, "-m", "uats", "search", "--budget", "2", "--max-iterations", "1", "--quiet", "--db",
           os.path.join(d, "runs.db")]
 first = subprocess.run(search, capture_output=True, text=True)  # each search its own process, as a user runs them
 with open(os.path.join(d, "filler"), "wb", buffering=0) as fh, contextlib.suppress(OSError):

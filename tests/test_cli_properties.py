@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from uats_core.entrypoints.cli import main
+from uats.cli import main
 from uats_core.config import SearchConfig
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from storage import RunStore
 from storage.eval_cells import CellLedger, eval_cells
-from uats_core.entrypoints.eval import EvalOptions, run_eval
+from uats.eval import EvalOptions, run_eval
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 
@@ -79,7 +79,7 @@ def _outcomes(cells: dict[str, dict]) -> dict[str, tuple]:
 
 
 def _start(problems_file: Path, url: str, err: Path) -> subprocess.Popen:
-    args = [sys.executable, "-m", "uats_core.eval", "--dataset", str(problems_file), *GRID, "--db", url,
+    args = [sys.executable, "-m", "uats", "eval", "--dataset", str(problems_file), *GRID, "--db", url,
             "--ray", "local", "--workers", "2", "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(err, "w") as f:  # a file, not a pipe: nobody reads while it runs

@@ -13,7 +13,7 @@ from uats_core.config import SearchConfig
 from uats_core.controller import (ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT, ControllerNet, LearnedController,
                                   load_checkpoint, load_controller, save_checkpoint, squash, unsquash)
 from uats_core.controller.policy import Step, feature_names
-from uats_core.entrypoints.train_controller import behaviour_clone, hats_knobs, reinforce_update
+from uats.train_controller import behaviour_clone, hats_knobs, reinforce_update
 from uats_core.errors import ControllerError
 from uats_core.problems import Problem
 from uats_core.runner import run_search
@@ -87,7 +87,7 @@ def test_corrupt_or_mismatched_checkpoint_names_the_file(tmp_path):
 
 
 def test_interrupted_training_leaves_a_loadable_checkpoint_with_the_rounds_done(tmp_path):
-    from uats_core.entrypoints.train_controller import train
+    from uats.train_controller import train
     from uats_core.runner import ASSETS
 
     def stop_after_two(row: dict) -> None:
@@ -123,7 +123,7 @@ def test_shipped_checkpoints_load_with_their_feature_sets(uncertainty):
 
 def test_training_is_reproducible_from_its_seed(tmp_path):
     """The same seed writes the same checkpoint, byte for byte: how the shipped ones can be reproduced."""
-    from uats_core.entrypoints.train_controller import train
+    from uats.train_controller import train
     from uats_core.runner import ASSETS
 
     pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
@@ -137,7 +137,7 @@ def test_training_is_reproducible_from_its_seed(tmp_path):
 def test_resumed_training_equals_an_uninterrupted_one(tmp_path):
     """Training stopped after 2 rounds and resumed (another process, another machine: only the checkpoint
     folder carries over) writes the same controller as one run of all 4 rounds."""
-    from uats_core.entrypoints.train_controller import train
+    from uats.train_controller import train
     from uats_core.runner import ASSETS
 
     pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]

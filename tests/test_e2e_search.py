@@ -20,7 +20,7 @@ from storage import RunStore
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.config import METHODS, SearchConfig
-from uats_core.entrypoints.cli import main
+from uats.cli import main
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 
@@ -47,7 +47,7 @@ def _bc_controller(cfg):
 
     from uats_core.controller import ControllerNet, LearnedController
     from uats_core.controller.policy import feature_names
-    from uats_core.entrypoints.train_controller import behaviour_clone
+    from uats.train_controller import behaviour_clone
 
     torch.manual_seed(0)
     net = ControllerNet(len(feature_names(True)), hidden=32)
@@ -175,10 +175,10 @@ def test_cli_bad_input_is_one_line_naming_the_field(tmp_path, capsys, args, fiel
 
 
 def test_the_real_process_refuses_bad_input_with_code_2_one_line_and_no_file(tmp_path):
-    """`python -m uats_core` itself, not main() in this process: its exit code, a stderr of exactly one line
+    """`python -m uats` itself, not main() in this process: its exit code, a stderr of exactly one line
     (no warning or traceback from start-up), and no database file or runs/ folder where it ran."""
     db = tmp_path / "runs.db"
-    out = subprocess.run([sys.executable, "-m", "uats_core", "search", "--db", str(db), "--quiet", "--budget", "0"],
+    out = subprocess.run([sys.executable, "-m", "uats", "search", "--db", str(db), "--quiet", "--budget", "0"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 2, out.stderr

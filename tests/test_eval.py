@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from storage import RunStore, StorageError
 from storage.eval_cells import eval_cells
 from tests.eval_doubles import MODELS, TorchRngPolicyDouble, TorchRngPRMDouble
-from uats_core.entrypoints.eval import EvalOptions, run_eval
-from uats_core.entrypoints.eval.cli import main as eval_main
+from uats.eval import EvalOptions, run_eval
+from uats.eval.cli import main as eval_main
 from uats_core.errors import ConfigError
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
@@ -119,7 +119,7 @@ def test_rerun_skips_finished_cells_and_redoes_failed(problems_file: Path, tmp_p
 
 def _start_slow_grid(problems_file: Path, db: Path, *extra: str) -> subprocess.Popen:
     """The eval CLI in its own process on a grid slow enough to interrupt mid-search."""
-    args = [sys.executable, "-m", "uats_core.eval", "--dataset", str(problems_file), "--model", f"slow={MODELS['slow']}",
+    args = [sys.executable, "-m", "uats", "eval", "--dataset", str(problems_file), "--model", f"slow={MODELS['slow']}",
             "--model", f"rm={MODELS['rm']}", "--pairs", "slow:rm", "--methods", "rebase,h-uats", "--budgets", "4",
             "--seeds", "2", "--db", str(db), "--quiet", *extra]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -234,7 +234,7 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
     import signal
     import threading
 
-    from uats_core.entrypoints.eval.worker import EvalWorker
+    from uats.eval.worker import EvalWorker
 
     worker = EvalWorker(str(tmp_path / "eval.db"), lanes=2)
     closed: list[int] = []
@@ -274,7 +274,7 @@ def test_serial_equals_shards(problems_file: Path, tmp_path: Path) -> None:
     serial, sharded = _outcomes(tmp_path / "serial.db"), _outcomes(tmp_path / "sharded.db")
     assert len(serial) == 3 * 3 * 2 * 2
     assert serial == sharded
-    from uats_core.entrypoints.report import build_report
+    from uats.report import build_report
 
     a = build_report(str(tmp_path / "serial.db"), fig2=False).tables["curves"]
     b = build_report(str(tmp_path / "sharded.db"), fig2=False).tables["curves"]
@@ -363,7 +363,7 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
 
 def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
     from uats_core.errors import ConfigError
-    from uats_core.entrypoints.eval.ray_runner import check_resources
+    from uats.eval.ray_runner import check_resources
 
     check_resources({"CPU": 2.0}, 1.0, 0.0)
     with pytest.raises(ConfigError, match="^gpus-per-worker: each worker asks for 1 GPU.* the Ray cluster has 0"):
@@ -376,7 +376,7 @@ def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path:
     from dataclasses import replace as dc_replace
 
     from uats_core.eval.grid import Cell, WorkItem
-    from uats_core.entrypoints.eval.ray_runner import relocate
+    from uats.eval.ray_runner import relocate
     from uats_core.problems import Problem
 
     driver = "/home/me/uats-studio"
@@ -391,10 +391,10 @@ def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path:
 
 
 def test_ray_ships_a_checkout_and_nothing_from_an_installed_package(tmp_path: Path) -> None:
-    from uats_core.entrypoints.eval.ray_runner import REPO_ROOT, ship_env
+    from uats.eval.ray_runner import REPO_ROOT, ship_env
 
     assert ship_env(REPO_ROOT)["working_dir"] == str(REPO_ROOT) and ".venv" in ship_env(REPO_ROOT)["excludes"]
-    site = tmp_path / "lib" / "python3.12"  # what three levels above an installed uats_core/entrypoints/eval is
+    site = tmp_path / "lib" / "python3.12"  # what three levels above an installed uats/eval is
     (site / "site-packages" / "uats_core").mkdir(parents=True)
     assert ship_env(site) == {}
 

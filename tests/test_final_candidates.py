@@ -14,9 +14,9 @@ from storage.eval_results import load_nodes, load_results
 from storage.results_ledger import ResultsLedger
 from tests.eval_doubles import MODELS, RaggedPolicyDouble, TorchRngPRMDouble
 from uats_core.config import SearchConfig
-from uats_core.entrypoints.eval import EvalOptions, run_eval
-from uats_core.entrypoints.eval.run import sync_run_log
-from uats_core.entrypoints.report import report_from_ledger
+from uats.eval import EvalOptions, run_eval
+from uats.eval.run import sync_run_log
+from uats.report import report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 from uats_core.problems import Problem

@@ -1,12 +1,12 @@
-"""The import map. The engine (uats_core outside uats_core/entrypoints/) imports no storage, ui, gradio or
-sqlalchemy, not even inside a function, and loads no module by an import string: it must stay usable without the
-run log or the app, and a string import would hide such a dependency from readers and from this check. The
-`__main__` modules are launchers: they may import only uats_core.entrypoints (and sys). Over the whole project:
-no import circle, every layer imports only downward (see PROJECT below), and the ui's views (ui/views/) reach
-no gradio, so that a notebook can use them (see VIEWS below).
+"""The import map. The engine (uats_core/, all of it) imports no storage, ui, gradio, sqlalchemy, the `uats` command
+or the benchmarks, not even inside a function, and loads no module by an import string: it must stay usable without
+the run log or the app, and a string import would hide such a dependency from readers and from this check. Over the
+whole project: no import circle, every layer imports only downward (see PROJECT below), module by module and folder
+by folder (see FOLDERS below), and the ui's views (ui/views/) reach no gradio, so that a notebook can use them (see
+VIEWS below). Test modules import no other test module (see imports_of_test_modules).
 
-`python tests/test_import_map.py [ROOT]` prints the circles, the imports against the layers and
-the views' breaks of a checkout."""
+`python tests/test_import_map.py [ROOT]` prints the circles, the imports against the layers, the folders' arrows
+(and those back up), the views' breaks and the tests importing tests of a checkout."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "uats_core"
-FORBIDDEN = ("storage", "ui", "gradio", "sqlalchemy", "uats_core.entrypoints")
+FORBIDDEN = ("storage", "ui", "gradio", "sqlalchemy", "uats", "benchmarks")
 DYNAMIC_IMPORTERS = {"import_module", "__import__"}  # importlib.import_module(...), __import__(...)
 # A dotted path such as "ui.bench" held for a later import (a bare "gradio" may be a distribution name, as in
 # the doctor's version list, and loading it would still need an import_module call, which is caught).
-MODULE_STRING = re.compile(r"^(storage|ui|gradio|sqlalchemy)(\.[A-Za-z_]\w*)+(:\w+)?$")
+MODULE_STRING = re.compile(r"^(storage|ui|gradio|sqlalchemy|uats|benchmarks)(\.[A-Za-z_]\w*)+(:\w+)?$")
 
 
 def _module_name(path: Path) -> str:
@@ -68,8 +68,7 @@ def _forbidden(what: str) -> bool:
 
 
 def engine_files() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py")
-                  if "entrypoints" not in p.relative_to(PACKAGE).parts and p.name != "__main__.py")
+    return sorted(PACKAGE.rglob("*.py"))
 
 
 def test_engine_imports_no_storage_ui_gradio_sqlalchemy() -> None:
@@ -81,12 +80,11 @@ def test_engine_imports_no_storage_ui_gradio_sqlalchemy() -> None:
     assert not bad, f"{len(bad)} forbidden import(s) in the engine:\n" + "\n".join(bad)
 
 
-def test_main_modules_only_launch_entry_points() -> None:
-    launchers = sorted(PACKAGE.rglob("__main__.py"))
-    assert launchers, "no __main__ launchers found"
-    bad = [f"{p.relative_to(ROOT)}:{line}: {what}" for p in launchers for line, what in imports_of(p)
-           if what != "sys" and not what.startswith("uats_core.entrypoints.") and what != "benchmarks.cli"]
-    assert not bad, "a __main__ launcher does more than call an entry point:\n" + "\n".join(bad)
+def test_the_engines_folder_holds_no_launcher() -> None:
+    """`python -m uats_core...` launchers were entry points inside the engine's folder (one reached up to the
+    benchmarks): the `uats` command (uats/) runs every program now, and `python -m uats` is its launcher."""
+    launchers = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("__main__.py"))
+    assert launchers == [], f"launchers inside the engine's folder: {launchers}; make them subcommands of uats/cli.py"
 
 
 def test_the_checker_sees_function_level_relative_and_string_imports(tmp_path: Path) -> None:
@@ -94,28 +92,28 @@ def test_the_checker_sees_function_level_relative_and_string_imports(tmp_path: P
     src = tmp_path / "probe.py"
     src.write_text("import importlib\n"
                    "def f():\n    from storage import RunStore\n"
-                   "def g():\n    from .entrypoints import cli\n"
-                   "SUBS = {'app': 'ui.bench'}\n"
+                   "def g():\n    from uats import cli\n"
+                   "SUBS = {'app': 'ui.bench', 'eval': 'uats.eval.cli'}\n"
                    "def h(name):\n    return importlib.import_module(name)\n", encoding="utf-8")
     found = {what for _, what in imports_of(src, module="uats_core.probe")}
-    assert found == {"importlib", "storage", "uats_core.entrypoints", "module named by string 'ui.bench'",
-                     "import string <computed>"}
+    assert found == {"importlib", "storage", "uats", "module named by string 'ui.bench'",
+                     "module named by string 'uats.eval.cli'", "import string <computed>"}
     assert {w for w in found if _forbidden(w)} == found - {"importlib"}
 
 
 # ------------------------------------------------------------------------------------------ the whole project
-# Import circles and layers over every module of the project (uats_core/, storage/, ui/, benchmarks/, app.py), counting
-# every import statement: function-level and TYPE_CHECKING ones too, since a reader follows them all.
-# Layers, lowest first: the engine (uats_core outside entrypoints/ and the __main__ launchers) < storage < the
-# entry points (uats_core/entrypoints/, the __main__ launchers, app.py) and the ui. A layer imports only its own
-# and lower ones; entry points and the ui do not import each other (app.py, the checkout's launcher of the ui,
-# aside); storage feeds the report (uats_core.report) its rows and never imports it. The benchmarks sit above
-# them all and nothing imports them (but `python -m uats_core.bench`, their launcher).
-PROJECT = ("uats_core", "storage", "ui", "uats_studio", "benchmarks")
+# Import circles and layers over every module of the project (uats_core/, storage/, uats/, ui/, uats_studio/,
+# benchmarks/, app.py), counting every import statement: function-level and TYPE_CHECKING ones too, since a reader
+# follows them all. Layers, lowest first: the engine (uats_core/) < storage (storage/) < the entry points (uats/,
+# the `uats` command and its programs; app.py) and the ui (ui/, uats_studio/). A layer imports only its own and lower
+# ones; entry points and the ui do not import each other (app.py, the checkout's launcher of the ui, aside); storage
+# feeds the report (uats_core.report) its rows and never imports it. The benchmarks sit above them all and nothing
+# imports them.
+PROJECT = ("uats_core", "storage", "uats", "ui", "uats_studio", "benchmarks")
 CAN_IMPORT = {"engine": {"engine"}, "storage": {"engine", "storage"}, "ui": {"engine", "storage", "ui"},
               "entry": {"engine", "storage", "entry"}, "bench": {"engine", "storage", "entry", "ui", "bench"}}
-# module -> the layer it launches, which it may import (`python -m uats_core.bench` runs a checkout's benchmarks)
-LAUNCHERS = {"app": "ui", "uats_core.bench.__main__": "bench"}
+# module -> the layer it launches, which it may import
+LAUNCHERS = {"app": "ui"}
 NEVER = (("storage", "uats_core.report"),)  # (importer's layer, module prefix) on top of CAN_IMPORT
 # Known circles and arrows: none left. The tests below fail when a new one appears and when a listed one is
 # gone: add one here only with the issue that removes it.
@@ -193,7 +191,7 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "benchmarks":
         return "bench"
-    if module in LAUNCHERS or parts[-1] == "__main__" or parts[:2] == ["uats_core", "entrypoints"]:
+    if module in LAUNCHERS or parts[0] == "uats":
         return "entry"
     # uats_studio, the notebook API, is a part of the ui held to the views' rule (below)
     return {"uats_core": "engine", "storage": "storage", "ui": "ui", "uats_studio": "ui"}[parts[0]]
@@ -240,9 +238,9 @@ def test_the_map_sees_a_circle_through_a_function_and_a_layer_broken(tmp_path: P
     files = {"uats_core/__init__.py": "", "uats_core/a.py": "def f():\n    from uats_core import b\n",
              "uats_core/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
              "uats_core/report/__init__.py": "", "uats_core/report/stats.py": "X = 1\n",
-             "uats_core/entrypoints/__init__.py": "", "uats_core/entrypoints/cli.py": "from uats_core.a import f\n",
+             "uats/__init__.py": "", "uats/cli.py": "from uats_core.a import f\n",
              "storage/__init__.py": "", "ui/__init__.py": "",
-             "storage/s.py": "from uats_core.report.stats import X\nimport ui.v\nfrom uats_core.entrypoints import cli\n",
+             "storage/s.py": "from uats_core.report.stats import X\nimport ui.v\nfrom uats import cli\n",
              "ui/v.py": "from storage import s\nfrom uats_core.a import f\n", "app.py": "import ui.v\n"}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -251,8 +249,54 @@ def test_the_map_sees_a_circle_through_a_function_and_a_layer_broken(tmp_path: P
     assert graph["uats_core.a"] == {"uats_core.b"} and graph["uats_core.b"] == {"uats_core.a"}
     assert circles(graph) == {frozenset({"uats_core.a", "uats_core.b"}), frozenset({"storage.s", "ui.v"})}
     assert upward_arrows(graph) == {("storage.s", "uats_core.report.stats"), ("storage.s", "ui.v"),
-                                    ("storage.s", "uats_core.entrypoints.cli")}
+                                    ("storage.s", "uats.cli")}
 
+
+
+# The same rule drawn as a house, folder by folder: a folder (a top-level package, or app.py) imports only folders
+# on floors below its own, so a drawing of the folders and their arrows has none pointing back up. FOLDERS: each
+# folder's floor, lowest first; folders on one floor (the command and the app) do not import each other.
+FOLDERS = {"uats_core": 0, "storage": 1, "uats": 2, "ui": 2, "uats_studio": 3, "app": 3, "benchmarks": 4}
+
+
+def folder_arrows(graph: dict[str, set[str]]) -> dict[tuple[str, str], int]:
+    """(importing folder, imported folder) -> how many module imports draw that arrow."""
+    arrows: dict[tuple[str, str], int] = {}
+    for a, targets in graph.items():
+        for b in targets:
+            fa, fb = a.split(".")[0], b.split(".")[0]
+            if fa != fb:
+                arrows[(fa, fb)] = arrows.get((fa, fb), 0) + 1
+    return arrows
+
+
+def arrows_back_up(arrows: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """The folder arrows that do not point down a floor."""
+    return {(a, b): n for (a, b), n in arrows.items() if FOLDERS[b] >= FOLDERS[a]}
+
+
+def test_no_folder_arrow_points_back_up() -> None:
+    arrows = folder_arrows(import_graph())
+    assert {f for pair in arrows for f in pair} <= set(FOLDERS), f"a folder missing from FOLDERS: {sorted(arrows)}"
+    assert ("uats", "storage") in arrows and ("storage", "uats_core") in arrows  # the house stands on its floors
+    back = arrows_back_up(arrows)
+    assert not back, "folder arrows back up:\n" + "\n".join(f"{a} -> {b}: {n} import(s)" for (a, b), n in back.items())
+
+
+def test_the_folder_drawing_sees_an_arrow_back_up(tmp_path: Path) -> None:
+    """On a made-up project: the engine reaching the run log (as uats_core/entrypoints/ did) and the command
+    reaching the app are arrows back up; storage reading the engine is not."""
+    files = {"uats_core/__init__.py": "", "uats_core/e.py": "def f():\n    from storage import s\n",
+             "storage/__init__.py": "", "storage/s.py": "from uats_core import e\n",
+             "uats/__init__.py": "", "uats/cli.py": "import ui.v\nfrom storage import s\n",
+             "ui/__init__.py": "", "ui/v.py": "X = 1\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    arrows = folder_arrows(import_graph(tmp_path))
+    assert arrows == {("uats_core", "storage"): 1, ("storage", "uats_core"): 1, ("uats", "ui"): 1,
+                      ("uats", "storage"): 1}
+    assert arrows_back_up(arrows) == {("uats_core", "storage"): 1, ("uats", "ui"): 1}
 
 
 # The ui's views (ui/views/: figures, tables, texts) work without Gradio, so that a notebook or a script can draw a
@@ -350,7 +394,7 @@ def test_only_the_benchmarks_import_test_support_and_only_the_synthetic_runs(tmp
 # Test modules (tests/**/test_*.py) import no other test module (tests/conftest.py says so): what two of them share
 # lives in a support module under tests/ (doubles, serving, run_pairs, ...) or, for fixtures, in conftest.py, so that
 # running one test file never depends on another's contents or collection.
-def tests_importing_tests(root: Path = ROOT) -> list[str]:
+def imports_of_test_modules(root: Path = ROOT) -> list[str]:
     """'path:line -> module' for each import of a test module by a module under tests/."""
     bad = []
     for path in sorted((root / "tests").rglob("*.py")):
@@ -368,14 +412,14 @@ def tests_importing_tests(root: Path = ROOT) -> list[str]:
 
 
 def test_no_test_module_imports_another(tmp_path: Path) -> None:
-    assert tests_importing_tests() == []
+    assert imports_of_test_modules() == []
     files = {"tests/__init__.py": "", "tests/support.py": "X = 1\n", "tests/test_a.py": "from tests.support import X\n",
              "tests/test_b.py": "from tests.test_a import X\ndef f():\n    from . import test_a\n",
              "tests/browser/__init__.py": "", "tests/browser/test_c.py": "from .test_d import Y\nfrom ..support import X\n"}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
-    assert tests_importing_tests(tmp_path) == ["tests/browser/test_c.py:1 -> tests.browser.test_d",
+    assert imports_of_test_modules(tmp_path) == ["tests/browser/test_c.py:1 -> tests.browser.test_d",
                                                "tests/test_b.py:1 -> tests.test_a", "tests/test_b.py:3 -> tests.test_a"]
 
 
@@ -392,11 +436,18 @@ if __name__ == "__main__":  # the counts for a checkout: python tests/test_impor
     print(f"upward arrows: {len(arrows)}")
     for a, b in sorted(arrows):
         print(f"  {a} -> {b}")
+    folders = folder_arrows(g)
+    known = set(f for pair in folders for f in pair) <= set(FOLDERS)
+    back = arrows_back_up(folders) if known else folders
+    print(f"folder arrows: {len(folders)} ({sum(folders.values())} imports), back up: {len(back)} "
+          f"({sum(back.values())} imports)")
+    for (a, b), n in sorted(folders.items(), key=lambda kv: (FOLDERS.get(kv[0][0], 9), kv[0])):
+        print(f"  {a} -> {b}: {n}" + ("  BACK UP" if (a, b) in back else ""))
     views = view_rule_breaks(where)
     print(f"views that reach outside the views or gradio: {len(views)}")
     for line in views:
         print("  " + line)
-    inside = tests_importing_tests(where)
+    inside = imports_of_test_modules(where)
     print(f"test modules imported by tests: {len(inside)}")
     for line in inside:
         print("  " + line)

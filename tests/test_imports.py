@@ -16,7 +16,7 @@ import pytest
 from storage import RunStore
 from tests.doubles import HashedPRMDouble, WorkerPoolDouble
 from tests.tool_files import GOLD, QUESTION, llm_reasoners_log, search_and_learn_rows, treequest_tree, write_tool_files
-from uats_core.entrypoints.cli import main as cli
+from uats.cli import main as cli
 from uats_core.protocols import Trace
 
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from storage import RunStore, StorageError
 from storage import schema as S
 from storage.bounds import storable_text
-from uats_core.entrypoints.cli import main
+from uats.cli import main
 from uats_core.config import SearchConfig
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
 from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, Problem

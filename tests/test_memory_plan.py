@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from uats_core.entrypoints.cli import main
+from uats.cli import main
 from uats_core.backends.memory import GIB, PUBLISHED_SHAPES, count_params, plan_gpu, prm_memory
 from uats_core.backends.plan import load_models, plan_models
 from uats_core.backends.prm_published import Qwen2ProcessRewardModel

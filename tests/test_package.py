@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "ui", "uats_studio", "assets", "benchmarks")
+SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "uats", "ui", "uats_studio", "assets", "benchmarks")
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
             "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
             "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py",
-            "uats_studio/__init__.py", "uats_core/imports/treequest.py"} <= names
+            "uats_studio/__init__.py", "uats_core/imports/treequest.py", "uats/cli.py", "uats/eval/worker.py"} <= names
     assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/")) for n in names)
 
     venv = tmp_path / "venv"
@@ -67,8 +67,9 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     (purelib / "_uats_test_parent_env.pth").write_text("\n".join(_site_dirs()) + "\n")
     _run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], cwd=tmp_path, env=env)
 
-    where = _run([str(py), "-c", "import uats_core, assets, ui, storage; from uats_core.paths import ASSETS; "
-                  "print(uats_core.__file__); print(ASSETS); print(ui.__file__)"], cwd=tmp_path, env=env).stdout.split()
+    where = _run([str(py), "-c", "import uats_core, assets, ui, storage, uats; from uats_core.paths import ASSETS; "
+                  "print(uats_core.__file__); print(ASSETS); print(ui.__file__); print(uats.__file__)"],
+                 cwd=tmp_path, env=env).stdout.split()
     assert all(Path(p).resolve().is_relative_to(purelib.resolve()) for p in where), where
     assert Path(where[1]).name == "models" and (Path(where[1]) / "arith-prm" / "config.json").is_file()
 
@@ -76,7 +77,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     out = _run([str(venv / "bin" / "uats"), "search", "--method", "h-uats", "--budget", "4", "--db", str(db),
                 "--quiet"], cwd=tmp_path, env=env).stdout
     assert re.search(r"^run [0-9a-f]{32}\s+finished\s+answer=", out, re.M), out
-    listed = _run([str(py), "-m", "uats_core", "runs", "--db", str(db)], cwd=tmp_path, env=env).stdout
+    listed = _run([str(py), "-m", "uats", "runs", "--db", str(db)], cwd=tmp_path, env=env).stdout
     assert "h-uats" in listed and "finished" in listed, listed
     api = _run([str(py), "-c", f"from uats_studio import open_run; r = open_run({str(db)!r}); "
                 "print(r.info['method'], len(r.nodes) == len(r.state().nodes), type(r.tree()).__name__)"],
@@ -89,7 +90,8 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     usage = _run([str(venv / "bin" / "uats-studio"), "--help"], cwd=tmp_path, env=env).stdout
     assert usage.startswith("usage: uats-studio") and "--reports-dir" in usage and "--models-dir" in usage
     assert not (tmp_path / "runs").exists()  # --help creates nothing
-    # the benchmarks stay in the checkout: their launcher says so in one line
-    bench = subprocess.run([str(py), "-m", "uats_core.bench", "prm"], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=120)
-    assert bench.returncode == 1 and bench.stderr.strip().startswith("error: benchmarks: "), bench.stderr
+    # one command: every program is a subcommand of `uats` with its own flags
+    helped = _run([str(venv / "bin" / "uats"), "--help"], cwd=tmp_path, env=env).stdout
+    assert all(c in helped for c in ("search", "calibrate", "eval", "report", "train", "theory", "ood-survival"))
+    report_usage = _run([str(venv / "bin" / "uats"), "report", "--help"], cwd=tmp_path, env=env).stdout
+    assert report_usage.startswith("usage: uats report") and "--ledger" in report_usage

@@ -17,7 +17,7 @@ import pytest
 from tests.cli_errors import one_line_error
 from tests.remote_code import code_config, write_code_module
 from uats_core.config import ConfigError
-from uats_core.entrypoints.cli import main
+from uats.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,7 +49,7 @@ def test_cli_refuses_code_options_without_the_flag(tmp_path: Path, capsys: pytes
 
 
 def test_eval_refuses_code_options_without_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from uats_core.entrypoints.eval.cli import main as eval_main
+    from uats.eval.cli import main as eval_main
 
     db = tmp_path / "eval.db"
     rc = eval_main(["--prm-opt", "trust_remote_code=true", "--methods", "rebase", "--budgets", "2", "--problems", "1",
@@ -64,7 +64,7 @@ def test_the_flag_is_what_lets_a_models_code_run(tmp_path: Path) -> None:
     appears), so the flag, and only the flag, stands between an option and a model's code running."""
     folder, marker = _code_model(tmp_path)
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "hf-modules"), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "uats_core", "doctor", "--prm", str(folder), "--prm-opt",
+    done = subprocess.run([sys.executable, "-m", "uats", "doctor", "--prm", str(folder), "--prm-opt",
                            "trust_remote_code=true", "--trust-remote-code"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert marker.exists(), (done.returncode, done.stdout[-2000:], done.stderr[-2000:])

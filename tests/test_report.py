@@ -10,7 +10,7 @@ import pytest
 
 from storage import RunStore
 from tests.hand_log import CORRECT, HandLogWriter
-from uats_core.entrypoints.report import build_report
+from uats.report import build_report
 from uats_core.report import t_interval, t_quantile, write_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
@@ -167,7 +167,7 @@ def test_a_budget_filter_keeps_the_problems_other_budgets_leave_unfinished(hand_
     assert set(only4["budget"]) == {4} and set(only4["n_problems"]) == {3}
     h4 = only4.set_index("method").loc["h-uats", "acc"]
     assert h4 == pytest.approx(((0 + 0 + 0) + (1 + 0 + 0) + (1 + 0 + 0)) / 9)  # p0,p1 per seed from CORRECT, p3 wrong
-    from uats_core.entrypoints.report import main as report_main
+    from uats.report import main as report_main
 
     assert report_main(["--db", str(hand_db), "--budgets", "4,x", "--out", str(tmp_path / "r")]) == 2
     assert not (tmp_path / "r").exists()

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger
-from uats_core.entrypoints.report import main as report_main
-from uats_core.entrypoints.report import report_from_ledger
+from uats.report import main as report_main
+from uats.report import report_from_ledger
 from uats_core.report.aggregation import recomputed_votes
 
 METHODS = ("best-of-n", "rebase", "h-uats", "a-uats")

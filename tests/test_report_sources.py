@@ -13,7 +13,7 @@ from storage import RunStore, StorageError
 from storage import open_read_only
 from storage.connection import display_location
 from ui.views.report_sources import RUN_LOG, ReportSources
-from uats_core.entrypoints.report import build_report
+from uats.report import build_report
 from uats_core.errors import ConfigError
 
 

@@ -11,8 +11,8 @@ import pytest
 
 import storage.results_ledger as results_ledger
 from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger, in_step_sample
-from uats_core.entrypoints.eval import EvalOptions, run_eval
-from uats_core.entrypoints.report import build_report, main as report_main, report_from_ledger
+from uats.eval import EvalOptions, run_eval
+from uats.report import build_report, main as report_main, report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 from tests.eval_doubles import MODELS
@@ -142,7 +142,7 @@ def test_ledger_command_fills_the_duplicate_counts_finals_and_controller_steps_o
     """A ledger recorded before it kept duplicate counts, final solutions and A-UATS's controller steps gets them
     from the run log that holds the same searches; a cell whose ledger row is another search (here: another compute)
     gets none."""
-    from uats_core.entrypoints.cli import main as cli_main
+    from uats.cli import main as cli_main
 
     db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
     dataset, probs = load_eval_problems("arith", None, 2)
@@ -189,7 +189,7 @@ def test_ledger_command_fills_the_duplicate_counts_finals_and_controller_steps_o
 
 def test_ledger_rows_come_only_from_committed_code(tmp_path, monkeypatch, capsys):
     """A ledger row names the commit that ran it: uncommitted code is refused before anything runs."""
-    from uats_core.entrypoints.eval import cli
+    from uats.eval import cli
 
     monkeypatch.setattr(cli, "code_version", lambda: "0123456789ab+dirty")
     db = tmp_path / "grid.db"
@@ -205,7 +205,7 @@ def test_code_version_is_dirty_for_any_code_the_commit_lacks(tmp_path):
     ledger under results/ or an untracked note is no change to the code."""
     import subprocess
 
-    from uats_core.entrypoints.eval.run import code_version
+    from uats.eval.run import code_version
 
     git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
                                     check=True, capture_output=True, text=True).stdout.strip()
@@ -230,7 +230,7 @@ def test_code_version_is_dirty_for_any_code_the_commit_lacks(tmp_path):
 def test_the_ledger_command_adds_cells_only_for_a_named_commit(tmp_path, capsys):
     """Without --code-version the command fills what the ledger holds and leaves out the cells it lacks; a version
     no commit reproduces is refused before anything is written."""
-    from uats_core.entrypoints.cli import main as cli_main
+    from uats.cli import main as cli_main
 
     db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
     dataset, probs = load_eval_problems("arith", None, 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from uats_core.entrypoints.report import page_command, report_from_ledger
+from uats.report import page_command, report_from_ledger
 from uats_core.report import Report
 from uats_core.report.page import results_page
 

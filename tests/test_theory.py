@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uats_core.entrypoints.theory import TheoryConfig, fit, loglog_slope, run
+from uats.theory import TheoryConfig, fit, loglog_slope, run
 
 
 def test_greedy_linear_ucb_sublinear() -> None:

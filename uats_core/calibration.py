@@ -1,6 +1,6 @@
 """Calibration beside the PRM: the cost ratio c and the in-distribution spread of its MC-dropout scores.
 
-`python -m uats_core calibrate` writes one JSON per PRM (uats_calibration.json in the model's folder,
+`uats calibrate` writes one JSON per PRM (uats_calibration.json in the model's folder,
 or assets/calibration/<name>.json for a hub model) holding c and, per (dropout mode, p, space), the sample
 variances of K passes on in-distribution steps. `--tau auto[:q]` then sets τ to the q-quantile of the gated
 statistic (σ² or σ, of scores or of logits) over those steps. The raw variances are kept rather than a few
@@ -52,7 +52,7 @@ def load_calibration(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError("tau", f"cannot read the calibration file {path} ({exc}); rerun "
-                                 "`python -m uats_core calibrate`") from None
+                                 "`uats calibrate`") from None
 
 
 def write_calibration(path: Path, *, prm: str, cost: Mapping[str, Any] | None = None,
@@ -85,7 +85,7 @@ def tau_from_variances(variances: Sequence[float], q: float, uncertainty: str = 
         raise ConfigError("tau", f"the quantile must be in (0, 1); got {q}")
     stats = [gate_statistic(v, v, uncertainty, "prob") for v in variances]
     if not stats:
-        raise ConfigError("tau", "the calibration entry holds no steps; rerun `python -m uats_core calibrate`")
+        raise ConfigError("tau", "the calibration entry holds no steps; rerun `uats calibrate`")
     return float(np.quantile(np.asarray(stats, dtype=np.float64), q))
 
 

@@ -1,4 +1,4 @@
-"""`python -m uats_core doctor --policy ... --prm ...`: what a run with these models would meet, before a long run.
+"""`uats doctor --policy ... --prm ...`: what a run with these models would meet, before a long run.
 
 Prints versions, devices, the resolved models and the PRM kind, the options as the backends will receive
 them, the GPU memory plan (a vLLM policy beside a PyTorch PRM), and every problem found, each with its fix.

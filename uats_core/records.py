@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from .status import NodeStatus
+
 
 class _Record:
     def to_dict(self) -> dict[str, Any]:
@@ -29,7 +31,7 @@ class Decision(_Record):
     node_id: int
     children: int
     extra_passes: int = 0
-    status: str = "kept"  # kept | pruned
+    status: str = NodeStatus.KEPT  # kept | pruned
     ood: bool | None = None
     reeval_candidate: bool | None = None  # passed the δ rule (in S)
     mean_before: float | None = None
@@ -48,7 +50,7 @@ class Decision(_Record):
         bits = [f"+{self.extra_passes}p"] if self.extra_passes else []
         if self.children:
             bits.append(f"×{self.children}")
-        elif self.status == "pruned":
+        elif self.status == NodeStatus.PRUNED:
             bits.append("✂")
         return " ".join(bits)
 

@@ -22,6 +22,7 @@ from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .problems import Problem
 from .protocols import PRM, Embedder, Policy
+from .status import RunStatus
 from .tree import SearchTree
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
                         policy=getattr(policy, "name", type(policy).__name__),
                         prm=getattr(prm, "name", type(prm).__name__), model_options=model_options))
     seed_everything(config.seed)
-    status, error = "finished", None
+    status, error = RunStatus.FINISHED, None
     answer = naive = None
     correct = naive_correct = None
     try:
@@ -102,9 +103,9 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
             correct = grader.equivalent(problem.answer, answer)
             naive_correct = grader.equivalent(problem.answer, naive)
     except (SearchCancelled, KeyboardInterrupt) as exc:
-        status, error = "cancelled", str(exc) or type(exc).__name__
+        status, error = RunStatus.CANCELLED, str(exc) or type(exc).__name__
     except Exception as exc:
-        status, error = "failed", f"{type(exc).__name__}: {exc}"
+        status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
         # An error that names its field (a full run log, a bad input) says everything in its one line, which
         # the caller reports; a traceback is for the unexpected.
         log.log(logging.DEBUG if hasattr(exc, "field") else logging.ERROR, "search %s failed", run_id, exc_info=True)
@@ -126,7 +127,7 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
 
 def _close(ctx: SearchContext, bus: EventBus, status: str, error: str | None, answer: str | None,
            naive: str | None, correct: bool | None, naive_correct: bool | None) -> None:
-    ctx.flush_nodes(ctx.iterations_done + (status != "finished"))  # nodes of an interrupted step still land
+    ctx.flush_nodes(ctx.iterations_done + (status != RunStatus.FINISHED))  # nodes of an interrupted step still land
     bus.emit(RunEnded(status=status, answer=answer, naive_answer=naive, correct=correct, naive_correct=naive_correct,
                       cost=ctx.cost_total, iterations=ctx.iterations_done, error=error,
                       extra={"generated_steps": ctx.generated_steps, "prm_passes": ctx.prm_passes}))

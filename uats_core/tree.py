@@ -7,14 +7,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Iterator
 
 from .protocols import FinishReason, StepOutput, Trace
+from .status import TERMINAL, NodeStatus
 
-# Node.status values
-ACTIVE = "active"  # scored, waiting for a decision
-KEPT = "kept"  # granted at least one child
-PRUNED = "pruned"  # granted no child
-FINISHED = "finished"  # the solution ended (end of sequence, or a boxed answer)
-TRUNCATED = "truncated"  # cut by the solution token cap or the iteration cap, no clean end
-TERMINAL = (FINISHED, TRUNCATED)  # the statuses that end a candidate solution
+# Node.status values (uats_core.status.NodeStatus), by the short names the methods use
+ACTIVE, KEPT, PRUNED = NodeStatus.ACTIVE, NodeStatus.KEPT, NodeStatus.PRUNED
+FINISHED, TRUNCATED = NodeStatus.FINISHED, NodeStatus.TRUNCATED
 
 
 @dataclass

@@ -33,7 +33,7 @@ BOXES = {
     "ui": (800, 225, 330, 115, "the rest of ui/", ["tabs/: compare, runs, cases, reports;",
                                                    "views/: figures, texts (no Gradio);",
                                                    "launch.py (app.py, uats-studio)"]),
-    "entry": (1180, 70, 380, 270, "uats_core/entrypoints/", ["cli.py: uats search|runs|show|", "  doctor|ledger|calibrate",
+    "entry": (1180, 70, 380, 270, "uats/", ["cli.py: uats search|runs|show|", "  doctor|ledger|calibrate",
                                                              "eval/: the evaluation grid", "report.py: tables, figures",
                                                              "calibrate.py, theory.py,", "train_controller.py",
                                                              "(python -m ... via __main__)"]),

@@ -5,7 +5,7 @@ the rest parsing the file's metadata three times over (config, weights, tokenize
 GGUF policy or PRM paid that on every start; the copy loads in about 3 s. vLLM cannot read every GGUF
 quantisation, so it reads a copy too. The copies live under $UATS_CACHE (default ~/.cache/uats-studio), named by
 the file's content hash and the transformers version, so an edited or replaced file gets a new copy, never a stale
-one. `./setup.sh` writes the shipped SmolLM2's copy (through `python -m uats_core doctor`, whose config read is
+one. `./setup.sh` writes the shipped SmolLM2's copy (through `python -m uats doctor`, whose config read is
 the first read).
 """
 

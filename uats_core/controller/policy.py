@@ -138,7 +138,7 @@ def load_checkpoint(folder: str | Path) -> tuple[ControllerNet, dict]:
     meta_path, weights_path = folder / "controller.json", folder / "controller.safetensors"
     for p in (meta_path, weights_path):
         if not p.is_file():
-            raise ControllerError(p, "missing; train one with `python -m uats_core.entrypoints.train_controller` or pass --controller DIR")
+            raise ControllerError(p, "missing; train one with `uats train` or pass --controller DIR")
     try:
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -17,6 +17,7 @@ from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunS
 from uats_core.grading import Grader, extract_boxed
 from uats_core.limits import DEFAULT_MAX_NODES
 from uats_core.records import Decision, StepInfo
+from uats_core.status import RunStatus
 from uats_core.tree import ACTIVE, FINISHED, KEPT, PRUNED, Node
 
 TOOLS = ("llm-reasoners", "search-and-learn", "treequest")
@@ -136,7 +137,7 @@ class ImportedRun:
             events.append(NodesUpdated(iteration=last, nodes=[record(n.id) for n in unexpanded]))
         correct = grader.equivalent(self.gold, answer) if self.gold is not None and answer is not None else (
             False if self.gold is not None else None)
-        events.append(RunEnded(status="finished", answer=answer, correct=correct, iterations=last,
+        events.append(RunEnded(status=RunStatus.FINISHED, answer=answer, correct=correct, iterations=last,
                                extra={"imported": self.tool, "nodes": len(nodes)}))
         return events
 

@@ -2,7 +2,7 @@
 
 The rows (one per finished evaluation cell, from storage.eval_results.load_results) and the node loader of
 the Figure 2 analysis are handed in, so building a report needs no database here; the entry point
-uats_core.entrypoints.report.build_report(store_or_url) opens the run log and calls assemble_report.
+uats.report.build_report(store_or_url) opens the run log and calls assemble_report.
 """
 
 from __future__ import annotations

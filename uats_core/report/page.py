@@ -1,5 +1,5 @@
 """docs/results.md, generated: the report's tables with the sentences that read them (prose.py), every verdict by the
-rule printed once on the page (verdicts.py). `python -m uats_core.report --ledger ... --page docs/results.md` writes
+rule printed once on the page (verdicts.py). `uats report --ledger ... --page docs/results.md` writes
 it; tests/test_results_page.py checks the committed page is what the report writes today."""
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def ledgers_section(rep: Report, command: str) -> list[str]:
         out.append(f"{dirty:,} of the ledgers' {len(results):,} rows ({100 * dirty / len(results):.1f}%) ran "
                    "uncommitted code: the line under each table names the commits of the rows it reads. Rows are now "
                    "written only from a clean tree: the eval command refuses `--ledger` otherwise, and "
-                   "`python -m uats_core ledger` adds cells only for a commit named with `--code-version` "
+                   "`uats ledger` adds cells only for a commit named with `--code-version` "
                    "(docs/eval.md). "
                    + ("Every cell of these ledgers ran under cross-problem batching: valid samples, not reproducible one "
                       "by one. " if results["batched"].all() else "")
@@ -107,7 +107,7 @@ def ledgers_section(rep: Report, command: str) -> list[str]:
         out += ["", "The rerun runs the test split's base cells again, one search at a time (`--batch 1`, so every "
                 "cell is reproducible alone), keeping each cell's final solutions, from a clean checkout:", "",
                 "```bash",
-                "python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 "
+                "uats eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 "
                 "--problems 200 --seeds 3 --db runs/rerun.db --torch-threads 1 --batch 1 --ledger results/arith-rerun",
                 "```"]
     out += ["", f"± is a {100 * rep.confidence:g}% Student-t interval: over the seeds unless a table says otherwise, over problems for paired "

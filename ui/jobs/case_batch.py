@@ -16,6 +16,7 @@ from storage import RunStore
 from storage.batches import (batch_cancel_requested, batch_job_progress, create_batch_job, end_batch_job,
                              get_batch_job, live_batch_jobs, request_batch_cancel, start_batch_job)
 from uats_core.config import ConfigError
+from uats_core.status import RunStatus
 
 from .warm import ModelCache, Unrecorded, end_or_report, execute
 from .worker import RunRequest
@@ -59,7 +60,7 @@ class CaseBatchRequest:
     def request_cancel(self, store: RunStore) -> bool:
         return cancel_batch(store, self.job_id)
 
-    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
+    def end(self, store: RunStore, reason: str, status: str = RunStatus.FAILED) -> bool:
         """End the batch and the search it was on (a worker that died leaves that run 'running' otherwise)."""
         current = get_batch_job(store, self.job_id).get("current_run")
         if current:
@@ -96,7 +97,7 @@ def execute_batch(req: CaseBatchRequest, cache: ModelCache, store: RunStore) -> 
             return None  # ended while queued (cancelled)
         for i, run in enumerate(req.runs):
             if batch_cancel_requested(store, req.job_id):
-                return end_or_report(f"case batch {req.job_id}", end, "cancelled",
+                return end_or_report(f"case batch {req.job_id}", end, RunStatus.CANCELLED,
                                      f"cancelled after {i} of {total} searches")
             run.register(store, label=batch_label(req.job_id), owner=req.owner)
             batch_job_progress(store, req.job_id, i, failed, run.run_id)
@@ -106,15 +107,15 @@ def execute_batch(req: CaseBatchRequest, cache: ModelCache, store: RunStore) -> 
             if unrecorded is not None:  # the run log refused the search's end: the batch cannot go on either
                 return unrecorded
             row = store.get_run(run.run_id)
-            if row["status"] == "failed":
+            if row["status"] == RunStatus.FAILED:
                 failed += 1
                 first_error = first_error or f"run {run.run_id[:8]}: {row.get('error')}"
             batch_job_progress(store, req.job_id, i + 1, failed, None)
         note = None if not failed else f"{failed} of {total} searches failed (first: {first_error})"
-        end_batch_job(store, req.job_id, "finished", note)
+        end_batch_job(store, req.job_id, RunStatus.FINISHED, note)
         return None
     except Exception as exc:  # noqa: BLE001 - the job must not stay 'running'
-        return end_or_report(f"case batch {req.job_id}", end, "failed", f"{type(exc).__name__}: {exc}")
+        return end_or_report(f"case batch {req.job_id}", end, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
 
 
 def queue_case_batch(store: RunStore, pool: Any, runs: Sequence[RunRequest], spec: dict[str, Any],

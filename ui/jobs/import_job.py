@@ -14,6 +14,7 @@ from typing import Any
 from storage import RunStore
 from uats_core.config import ConfigError
 from uats_core.imports import TOOLS, ImportFormatError, read_runs
+from uats_core.status import RunStatus
 
 from .warm import Unrecorded, end_or_report
 from .worker import RunRowJob
@@ -55,7 +56,7 @@ class ImportRequest(RunRowJob):
     def run(self, cache: Any, store: RunStore, pause_timeout_s: float | None = None) -> Unrecorded | None:
         try:
             if store.cancel_requested(self.run_id):
-                store.mark_failed(self.run_id, "cancelled before the import started", status="cancelled")
+                store.mark_failed(self.run_id, "cancelled before the import started", status=RunStatus.CANCELLED)
                 return None
             recorder = store.subscriber()
             for event in self.read().events(self.run_id):
@@ -63,7 +64,7 @@ class ImportRequest(RunRowJob):
             return None
         except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'
             return end_or_report(f"import {self.run_id}", lambda why, st: store.mark_failed(self.run_id, why, status=st),
-                                 "failed", f"{type(exc).__name__}: {exc}")
+                                 RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
 
     def paused(self, store: RunStore) -> bool:
         return False

@@ -17,12 +17,13 @@ from typing import Any, Callable, TypeVar
 
 from storage import RunStore
 
+from uats_core.status import LIVE, RunStatus
+
 from .warm import STOP, Unrecorded
 
 log = logging.getLogger("ui.jobs.worker")
 
 T = TypeVar("T")
-LIVE = ("queued", "running")
 
 
 @dataclass
@@ -63,7 +64,7 @@ class PoolState:
         self._said.pop(job.job_id, None)
         return value
 
-    def _end(self, job: Any, reason: str, status: str = "failed") -> bool:
+    def _end(self, job: Any, reason: str, status: str = RunStatus.FAILED) -> bool:
         """End a job now, or keep the end for a later tick when the run log refuses the write."""
         try:
             ended = job.end(self.store, reason, status)
@@ -101,7 +102,7 @@ class PoolState:
                 job, slot.job = slot.job, None
                 if msg[3] is not None:  # the worker could not write the end: this pool writes it
                     self._end(job, msg[3][1], msg[3][0])
-                elif self._read(job, lambda j: j.status(self.store), default="finished") in LIVE:
+                elif self._read(job, lambda j: j.status(self.store), default=RunStatus.FINISHED) in LIVE:
                     self._end(job, "the worker finished without recording the end")
             elif kind == "loaded":
                 slot.key, slot.loads = msg[2], msg[3]
@@ -126,7 +127,7 @@ class PoolState:
         for s in self._slots.values():
             if not s.proc.is_alive() or s.retiring:
                 continue
-            if s.job is None or self._read(s.job, lambda j: j.status(self.store), default="running") not in LIVE:
+            if s.job is None or self._read(s.job, lambda j: j.status(self.store), default=RunStatus.RUNNING) not in LIVE:
                 idle.append(s)
             elif self._read(s.job, lambda j: j.waiting_paused(self.store), default=False):
                 paused.append(s)

@@ -17,6 +17,7 @@ from storage.shadow import (create_shadow_job, end_shadow_job, get_shadow_job, r
 from uats_core.cancel import SearchCancelled, cancellable
 from uats_core.config import ConfigError
 from uats_core.limits import check_shadow
+from uats_core.status import RunStatus
 
 from .warm import ModelCache, Unrecorded, end_or_report
 from .worker import QUEUED_PRM
@@ -54,7 +55,7 @@ class ShadowRequest:
     def request_cancel(self, store: RunStore) -> bool:
         return request_shadow_cancel(store, self.job_id)
 
-    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
+    def end(self, store: RunStore, reason: str, status: str = RunStatus.FAILED) -> bool:
         return end_shadow_job(store, self.job_id, status, reason)
 
     def paused(self, store: RunStore) -> bool:
@@ -88,12 +89,12 @@ def execute_shadow(req: ShadowRequest, cache: ModelCache, store: RunStore) -> Un
 
         with cancellable(lambda: shadow_cancel_requested(store, req.job_id)):  # inside a batch: the PRM polls
             run_shadow(store, req.run_id, prm, req.k, progress=progress)
-        end_shadow_job(store, req.job_id, "finished")
+        end_shadow_job(store, req.job_id, RunStatus.FINISHED)
         return None
     except SearchCancelled as exc:
-        return end_or_report(f"shadow job {req.job_id}", end, "cancelled", str(exc))
+        return end_or_report(f"shadow job {req.job_id}", end, RunStatus.CANCELLED, str(exc))
     except Exception as exc:  # noqa: BLE001 - the job must not stay 'running'
-        return end_or_report(f"shadow job {req.job_id}", end, "failed", f"{type(exc).__name__}: {exc}")
+        return end_or_report(f"shadow job {req.job_id}", end, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
 
 
 def submit_shadow(store: RunStore, pool: Any, run_id: str, k: Any, prm: str | None, prm_kind: str | None,

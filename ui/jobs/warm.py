@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from uats_core.status import RunStatus
+
 log = logging.getLogger(__name__)
 
 STOP = None  # the message that ends a worker's loop
@@ -98,7 +100,7 @@ def end_or_report(what: str, end: Callable[[str, str], Any], status: str, reason
         why = "" if str(exc) in reason else f": {exc}"
         log.error("%s ended %s: %s (not recorded yet%s; the app's pool retries)", what, status, reason, why)
         return status, reason
-    log.log(logging.ERROR if status == "failed" else logging.WARNING, "%s ended %s: %s", what, status, reason)
+    log.log(logging.ERROR if status == RunStatus.FAILED else logging.WARNING, "%s ended %s: %s", what, status, reason)
     return None
 
 
@@ -114,7 +116,7 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
         config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.tabs.run_form.build_config)
         problem = Problem(**req.problem)
         if store.cancel_requested(req.run_id):
-            store.mark_failed(req.run_id, "cancelled before the search started", status="cancelled")
+            store.mark_failed(req.run_id, "cancelled before the search started", status=RunStatus.CANCELLED)
             return None
         # fields and limits were checked where the run was submitted: a request comes from this app's server
         search = prepare_search(config, prm=req.prm, models=cache.get(req), limits_checked=True,
@@ -128,10 +130,10 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
         # mark_failed only touches runs that never got that far (model loading, a bad spec) or whose end
         # could not be written then.
         reason = f"{type(exc).__name__}: {exc}"
-        status = "failed"
+        status = RunStatus.FAILED
         try:
-            if store.cancel_requested(req.run_id) and store.get_run(req.run_id)["status"] == "queued":
-                status, reason = "cancelled", f"cancelled before the search started ({reason})"
+            if store.cancel_requested(req.run_id) and store.get_run(req.run_id)["status"] == RunStatus.QUEUED:
+                status, reason = RunStatus.CANCELLED, f"cancelled before the search started ({reason})"
         except Exception:  # noqa: BLE001 - unreadable too: end it failed with the first reason
             pass
         return end_or_report(f"run {req.run_id}", lambda why, st: store.mark_failed(req.run_id, why, status=st),

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from storage import RunStore
 from uats_core.config import ConfigError
+from uats_core.status import RunStatus
 
 from .pool_state import PoolState, Slot, Unrecorded
 from .warm import STOP, Warm, execute, load_pair, model_key
@@ -47,7 +48,7 @@ class RunRowJob:
     def cancel_requested(self, store: RunStore) -> bool:
         return store.cancel_requested(self.run_id)
 
-    def end(self, store: RunStore, reason: str, status: str = "failed") -> bool:
+    def end(self, store: RunStore, reason: str, status: str = RunStatus.FAILED) -> bool:
         return store.mark_failed(self.run_id, reason, status=status)
 
     def request_cancel(self, store: RunStore) -> bool:
@@ -276,12 +277,12 @@ class WorkerPool(PoolState):
         """Drop queued jobs that ended meanwhile; end those cancelled while queued, whether or not a worker is free."""
         waiting: deque[Any] = deque()
         for req in self._pending:
-            status = self._read(req, lambda r: r.status(self.store), default="queued")
-            if status != "queued":
+            status = self._read(req, lambda r: r.status(self.store), default=RunStatus.QUEUED)
+            if status != RunStatus.QUEUED:
                 self._sessions.pop(req.job_id, None)
                 continue
             if self._read(req, lambda r: r.cancel_requested(self.store), default=False):
-                self._end(req, "cancelled while queued", "cancelled")
+                self._end(req, "cancelled while queued", RunStatus.CANCELLED)
                 self._sessions.pop(req.job_id, None)
                 continue
             waiting.append(req)

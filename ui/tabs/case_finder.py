@@ -18,6 +18,7 @@ import gradio as gr
 from storage import StorageError
 from storage.batches import get_batch_job
 from uats_core.config import ConfigError
+from uats_core.status import LIVE, RunStatus
 
 from ..access import requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
@@ -152,8 +153,8 @@ class _Finder:
         pair_done = row["done"] // 2 != int((fs.get("said") or ":0").split(":")[1]) // 2
         fs = {**fs, "said": said}
         head = f"case batch {job[:8]}: "
-        if row["status"] in ("queued", "running"):
-            line = head + ("queued: it starts when a worker is free" if row["status"] == "queued" else
+        if row["status"] in LIVE:
+            line = head + ("queued: it starts when a worker is free" if row["status"] == RunStatus.QUEUED else
                            f"{row['done']} of {row['total']} searches done" +
                            (f" ({row['failed']} failed)" if row["failed"] else ""))
             table, summary = self.listed(fs) if pair_done else (gr.skip(), gr.skip())

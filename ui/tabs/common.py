@@ -14,6 +14,7 @@ import gradio as gr
 
 from storage import RunStore
 from uats_core.config import SearchConfig
+from uats_core.status import LIVE
 
 from ..choices import ServerChoices
 from ..views.treefig import ViewOptions
@@ -27,7 +28,6 @@ from ..web_guard import PLOTLY_URL
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path
 TICK_S = 0.5  # poll period while a run is live: new nodes drawn within 2 s of being written (none once all ended)
-LIVE = ("queued", "running")
 DEFAULTS = SearchConfig()
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
          {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]

@@ -14,6 +14,7 @@ import gradio as gr
 from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 from uats_core.config import UATS_METHODS
+from uats_core.status import LIVE, RunStatus
 
 from ..views.bundles import compare_bundle
 
@@ -254,17 +255,17 @@ class _Compare:
             cs["shadow"] = None
             return notice(str(exc)), gr.skip(), False
         side, rid = job["side"].upper(), job["run"][:8]
-        if row["status"] in ("queued", "running"):
+        if row["status"] in LIVE:
             said = f"{row['status']}:{row['done']}"
             if said == job.get("said"):
                 return gr.skip(), gr.skip(), False
             job["said"] = said
             return (notice(f"shadow scoring of run {side} ({rid}) queued: it starts when a worker is free"
-                           if row["status"] == "queued" else
+                           if row["status"] == RunStatus.QUEUED else
                            f"shadow passes on run {side} ({rid}): {row['done']} of {row['total']} nodes", ok=True),
                     gr.skip(), False)
         cs["shadow"] = None
-        if row["status"] == "finished":
+        if row["status"] == RunStatus.FINISHED:
             n_ood = sum(1 for r in read_shadow(self.ctx.store, job["run"]).values() if r.get("ood"))
             note = notice(f"shadow-scored run {side} ({rid}): {row['total']} nodes × {row['k']} passes, {n_ood} OOD; "
                           "stored apart, its cost unchanged", ok=True)

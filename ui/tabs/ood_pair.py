@@ -10,6 +10,7 @@ from typing import Any
 
 from uats_core.config import ConfigError, SearchConfig, UATS_METHODS
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
+from uats_core.status import RunStatus
 
 from ..choices import ARITH, EMBEDDED, POLICY_B, ServerChoices
 from ..jobs.worker import QUEUED_POLICY, QUEUED_PRM
@@ -50,7 +51,7 @@ def offers_ood_pair(choices: ServerChoices, a: RunData, b: RunData) -> bool:
     """Whether the Compare tab offers the OOD pair for this pair: its UATS run finished with no decision changed
     by uncertainty, ran policy A on a world problem, and this server offers policy B and the run's PRM."""
     uats = next((d for d in (a, b) if d.run.get("method") in UATS_METHODS), None)
-    if uats is None or uats.run.get("status") != "finished" or uncertainty_changes(uats):
+    if uats is None or uats.run.get("status") != RunStatus.FINISHED or uncertainty_changes(uats):
         return False
     run = uats.run
     return (POLICY_B in choices.policies and choice_of(choices, "policy", run.get("policy")) == EMBEDDED

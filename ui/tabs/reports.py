@@ -34,8 +34,8 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
     gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
                 "layout and its Figure 2 analysis, built from the committed results ledger (the arithmetic "
                 "grid in `results/`, picked by default) or from an evaluation run log "
-                "(`python -m uats_core.eval ... --db PATH`, copied into the folder given as `app.py --reports-dir`; "
-                "`python -m uats_core.report` writes the same as offline HTML and PNG). Below: the A-UATS "
+                "(`uats eval ... --db PATH`, copied into the folder given as `app.py --reports-dir`; "
+                "`uats report` writes the same as offline HTML and PNG). Below: the A-UATS "
                 "controller's training curves.")
     with gr.Row():
         source = gr.Dropdown(sources.choices(), value=sources.default_key(),

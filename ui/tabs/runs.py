@@ -10,6 +10,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from uats_core.imports import TOOLS
+from uats_core.status import RunStatus
 
 from ..access import requester
 from ..jobs.import_job import submit_import
@@ -21,7 +22,8 @@ from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of, skips
 from .search import SearchPage
 
-OUTCOMES = ["(any)", "right", "wrong", "running", "queued", "failed", "cancelled", "finished"]
+OUTCOMES = ["(any)", "right", "wrong", *(str(s) for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED,
+                                                            RunStatus.CANCELLED, RunStatus.FINISHED))]
 
 
 @dataclass
@@ -48,11 +50,11 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
     gr.Markdown("Select a row to open the run in **Search**.")
 
     def list_runs(m, p, o):
-        status = o if o in ("running", "queued", "failed", "cancelled", "finished") else None
+        status = o if o in tuple(RunStatus) else None
         correct = {"right": True, "wrong": False}.get(o)
         runs = ctx.store.list_runs(method=None if m in (None, "(any)") else m,
                                    problem_id=None if p in (None, "(any)", "") else p,
-                                   status="finished" if correct is not None else status, correct=correct, limit=500)
+                                   status=RunStatus.FINISHED if correct is not None else status, correct=correct, limit=500)
         problems = ["(any)"] + ctx.store.distinct_values("problem_id")
         return (gr.update(value=run_rows(runs)), [r["run_id"] for r in runs], gr.update(choices=problems))
 

@@ -15,6 +15,7 @@ from storage import StorageError
 from uats_core.config import ConfigError, check_model_choice
 from uats_core.errors import FieldError
 from uats_core.problems import Problem, ProblemError
+from uats_core.status import RunStatus
 
 from ..choices import ARITH
 from ..glossary import form_name
@@ -143,7 +144,7 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             return s, notice(form_error(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         except DB_ERRORS as exc:
             return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        s = {**fresh_run_state(), "run_id": run_id, "announced": "queued"}
+        s = {**fresh_run_state(), "run_id": run_id, "announced": RunStatus.QUEUED}
         run = store.get_run(run_id)
         # the poll timer starts here, with the answer: left to the state's change (ui/tabs/idle.py), a stopped
         # timer started one round trip later, and the first scored node was drawn ~0.5 s later
@@ -245,9 +246,9 @@ def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:
         return gr.skip()
     s["announced"] = None if run["status"] not in LIVE else run["status"]
     rid, status = run["run_id"][:8], run["status"]
-    if status == "running":
+    if status == RunStatus.RUNNING:
         return notice(f"run {rid} running: {run.get('method')} on {run.get('problem_id')}", ok=True)
-    if status == "finished":
+    if status == RunStatus.FINISHED:
         return notice(f"run {rid} finished: answer {run.get('answer')} ({outcome(run)})", ok=True)
     return notice(f"run {rid} {status}" + (f": {run['error']}" if run.get("error") else ""))
 

@@ -10,6 +10,8 @@ import gradio as gr
 from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 
+from uats_core.status import LIVE, RunStatus
+
 from ..access import AccessDenied, require_owner
 from ..jobs.shadow_job import submit_shadow
 from ..jobs.worker import session_of
@@ -58,17 +60,17 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
             s["shadow"] = None
             return s, notice(str(exc)), gr.skip(), gr.skip()
         rid = job["run"][:8]
-        if row["status"] in ("queued", "running"):
+        if row["status"] in LIVE:
             said = f"{row['status']}:{row['done']}"
             if said == job.get("said"):
                 return gr.skip(), gr.skip(), gr.skip(), gr.skip()
             job["said"] = said
             return (s, notice(f"shadow scoring of run {rid} queued: it starts when a worker is free"
-                              if row["status"] == "queued" else
+                              if row["status"] == RunStatus.QUEUED else
                               f"shadow passes on run {rid}: {row['done']} of {row['total']} nodes", ok=True),
                     gr.skip(), gr.skip())
         s["shadow"] = None
-        if row["status"] == "finished":
+        if row["status"] == RunStatus.FINISHED:
             n_ood = sum(1 for r in read_shadow(ctx.store, job["run"]).values() if r.get("ood"))
             note = notice(f"shadow-scored run {rid}: {row['total']} nodes × {row['k']} passes, {n_ood} OOD (σ² > τ); "
                           "stored apart, the run's own scores and cost unchanged: hover a node for its shadow R̄ and σ²",

@@ -11,6 +11,8 @@ import gc
 from collections import Counter, deque
 from typing import Any, Iterable, Iterator
 
+from uats_core.status import NodeStatus
+
 MAX_DRAWN = 3000
 MAX_DRAWN_HUGE = 2000
 MAX_LABELS = 200  # "+k hidden" marks are SVG text: only the largest cuts get one
@@ -65,7 +67,7 @@ def dead_branches(state: Any, shown: set[int], keep: Iterable[int] = ()) -> tupl
         elif kids:
             dead[nid] = all(dead.get(c, False) for c in kids)
         else:
-            dead[nid] = state.nodes[nid].get("status") == "pruned"
+            dead[nid] = state.nodes[nid].get("status") == NodeStatus.PRUNED
     out = set(shown)
     hidden: dict[int, int] = {}
     for nid in shown:

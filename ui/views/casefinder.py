@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, MutableMapping
 
+from uats_core.status import RunStatus
+
 from .comparison import pair_key
 from .run_status import outcome
 from .safe_text import model_name
@@ -81,7 +83,7 @@ def stored_pairs(store: Any, runs_scanned: int = RUNS_SCANNED) -> list[tuple[dic
     newest: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
     for method in (UATS, BASELINE):
         runs = newest.setdefault(method, {})
-        for r in store.list_runs(method=method, status="finished", limit=runs_scanned):
+        for r in store.list_runs(method=method, status=RunStatus.FINISHED, limit=runs_scanned):
             runs.setdefault(pair_key(r), r)  # list_runs is newest first
     pairs = [(u, newest[BASELINE][k]) for k, u in newest[UATS].items() if k in newest[BASELINE]]
     return sorted(pairs, key=lambda p: -max(float(p[0].get("started_at") or 0), float(p[1].get("started_at") or 0)))

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from uats_core.config import PAPER_TAU
 from uats_core.estimation import OODGate, over_tau
+from uats_core.status import RunStatus
 
 from .treedata import TERMINAL, RunData, TreeState
 
@@ -188,7 +189,7 @@ def mine(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 1
     `keep` filters before ranking (a starred low-ranked node still shows); a node of an identical rerun is
     shown once. Ranked by strength, surprising ones (PRM vs truth disagree) first if asked."""
     if run_ids is None:
-        run_ids = [r["run_id"] for r in store.list_runs(limit=runs_limit) if r["status"] != "queued"]
+        run_ids = [r["run_id"] for r in store.list_runs(limit=runs_limit) if r["status"] != RunStatus.QUEUED]
     pools: dict[str, list[Case]] = {q: [] for q in QUADRANTS}
     seen: set[tuple[Any, ...]] = set()
     scored = kept = merged = 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from uats_core.status import RunStatus
+
 from .figstyle import shared_colour_range
 from .run_status import outcome
 from .treedata import RunData, shared_prefixes
@@ -25,7 +27,7 @@ def find_partner(store: Any, run: dict[str, Any], methods: Sequence[str] = ("h-u
     other = [m for m in methods if m != method]
     for m in other:
         for r in store.list_runs(method=m, problem_id=run.get("problem_id"), limit=50):
-            if r["run_id"] != run["run_id"] and r.get("status") != "queued" and pair_key(r) == pair_key(run):
+            if r["run_id"] != run["run_id"] and r.get("status") != RunStatus.QUEUED and pair_key(r) == pair_key(run):
                 return r["run_id"]
     return None
 

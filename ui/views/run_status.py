@@ -6,12 +6,14 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
+from uats_core.status import LIVE, RunStatus
+
 from .safe_text import hide_server_paths, md_inline, md_text
 from .treedata import TreeState
 
 
 def outcome(run: dict[str, Any]) -> str:
-    if run.get("status") != "finished":
+    if run.get("status") != RunStatus.FINISHED:
         return run.get("status", "?")
     return {True: "right", False: "wrong"}.get(run.get("correct"), "ungraded")
 
@@ -43,16 +45,16 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     run's final ones."""
     cfg = run.get("config") or {}
     status = run.get("status")
-    colour = {"running": "#1b9e77", "queued": "#999999", "finished": "#2c7fb8", "failed": "#d95f02",
-              "cancelled": "#7570b3"}.get(status, "#555555")
+    colour = {RunStatus.RUNNING: "#1b9e77", RunStatus.QUEUED: "#999999", RunStatus.FINISHED: "#2c7fb8",
+              RunStatus.FAILED: "#d95f02", RunStatus.CANCELLED: "#7570b3"}.get(status, "#555555")
     badge = f"<span style='color:{colour}'>●</span> {status}"
-    if status in ("queued", "running") and run.get("paused"):
+    if status in LIVE and run.get("paused"):
         badge += " · ❚❚ paused"  # what Step and Resume do: the run bar's hint (ui/tabs/runbar.py)
     source = cfg.get("imported") if isinstance(cfg.get("imported"), dict) else None
     searched = "" if source else f" · seed {run.get('seed')} · N={cfg.get('budget', '?')}"
     head = (f"**{badge}** · run {md_text(run['run_id'][:8])} · **{md_text(run.get('method'))}** on "
             f"{md_inline(run.get('problem_id'), 80)}{searched}")
-    if status == "finished":
+    if status == RunStatus.FINISHED:
         gold = run.get("gold_answer")
         said = f"gold {md_inline(gold, 200)}" if gold is not None else "no gold answer"
         naive = "" if source else (
@@ -74,7 +76,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     if source:
         parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
                      f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")
-    if state is not None and status not in ("queued", "running") and len(state.nodes) > 1 and not any(
+    if state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
             len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
         parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
                      "adds R̄ and σ² to every node from passes this run never made")

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from uats_core.status import NodeStatus
+
 from .bigtree import cap_shown, dead_branches, focus_nodes
 from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, DETAIL_LIMIT, DETAIL_ROW_PX, MATCH_COLOUR,
                        MIN_X_SPAN, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RIGHT_COLOUR, SHARED_COLOUR, WRONG_COLOUR,
@@ -55,7 +57,8 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
             hidden_below[c] = len(below)
             blocked.update(below)
     if view.hide_pruned:  # pruned nodes are leaves: hiding them removes clutter, never disconnects the tree
-        blocked.update(i for i, n in state.nodes.items() if n.get("status") == "pruned" and i not in view.collapsed)
+        blocked.update(i for i, n in state.nodes.items()
+                       if n.get("status") == NodeStatus.PRUNED and i not in view.collapsed)
     candidates = [n for n in state.nodes if n not in blocked]
     if not view.filtering:
         return set(candidates), set(), hidden_below
@@ -130,7 +133,7 @@ def _edge_shapes(state: TreeState, pos: Pos, parent_of: Mapping[int, Any], chose
             out.append(((px, py), (px, mid), (cx, mid), (cx, cy)))
         return out
 
-    live = [n for n in pos if state.nodes[n].get("status") != "pruned" and n not in faded]
+    live = [n for n in pos if state.nodes[n].get("status") != NodeStatus.PRUNED and n not in faded]
     live_set = set(live)
     dead = [n for n in pos if n not in live_set]
     shapes = []
@@ -157,7 +160,7 @@ def _halo_traces(state: TreeState, pos: Pos, view: ViewOptions, matching: set[in
     if shared_keys:
         halo([i for i in pos if i != 0 and state.prefix_key(i) in shared_keys], SHARED_COLOUR, 30, "shared prefix")
     if view.show_decisions and state.iteration:
-        halo([i for i, d in state.decisions.items() if d.children or d.extra_passes or d.status == "pruned"],
+        halo([i for i, d in state.decisions.items() if d.children or d.extra_passes or d.status == NodeStatus.PRUNED],
              DECIDED_COLOUR, 34, f"decided at t={state.iteration}")
         halo([i for i in pos if state.nodes[i].get("created_iter") == state.iteration and i != 0], NEW_COLOUR, 24,
              f"new at t={state.iteration}")
@@ -174,8 +177,8 @@ def marker_size(k: int) -> float:
     return round(min(MARKER_MAX, 6.0 + 1.6 * math.sqrt(max(1, k))), 1)
 
 
-NODE_SYMBOLS = {"finished": "diamond", "truncated": "triangle-down", "pruned": "circle", "kept": "circle",
-                "active": "circle"}
+NODE_SYMBOLS = {NodeStatus.FINISHED: "diamond", NodeStatus.TRUNCATED: "triangle-down", NodeStatus.PRUNED: "circle",
+                NodeStatus.KEPT: "circle", NodeStatus.ACTIVE: "circle"}
 
 
 def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax: float,
@@ -202,7 +205,8 @@ def _node_traces(state: TreeState, pos: Pos, faded: set[int], cmin: float, cmax:
                 "size": [s + 5 if i in chosen else s for i, s in zip(scored, sizes)],
                 "symbol": ["star" if i in chosen else NODE_SYMBOLS.get(n.get("status"), "circle")
                            for i, n in zip(scored, nodes)],
-                "opacity": [0.35 if (n.get("status") == "pruned" or i in faded) else 1.0 for i, n in zip(scored, nodes)],
+                "opacity": [0.35 if (n.get("status") == NodeStatus.PRUNED or i in faded) else 1.0
+                            for i, n in zip(scored, nodes)],
                 "line": {"color": [OOD_COLOUR if n.get("ood") else CHOSEN_COLOUR if i in chosen else "#333333"
                                    for i, n in zip(scored, nodes)],
                          "width": [3 if n.get("ood") else 2 if i in chosen else 0.8 for i, n in zip(scored, nodes)]},
@@ -380,7 +384,7 @@ def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]],
                    shapes: list[dict[str, Any]]) -> set[str]:
     """Which optional legend entries the figure needs (legend_keys)."""
     statuses = {state.nodes[i].get("status") for i in pos}
-    out = {s for s in ("finished", "truncated", "pruned") if s in statuses}
+    out = {s for s in (NodeStatus.FINISHED, NodeStatus.TRUNCATED, NodeStatus.PRUNED) if s in statuses}
     out |= {"chosen path" for sh in shapes if sh["name"] == "chosen path"}
     if state.chosen_nodes() & set(pos):
         out.add("chosen")

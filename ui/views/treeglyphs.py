@@ -15,6 +15,8 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping
 
+from uats_core.status import NodeStatus
+
 from .figstyle import (CHOSEN_COLOUR, DETAIL_LIMIT, GLYPH_DX, GLYPH_HALF_HEIGHT, OOD_COLOUR, RAIL_LIMIT,
                        SHADOW_COLOUR, Polyline, bin_colours, box_stats, colour_bin, fmt_mean, fmt_var, path_shape)
 from .treedata import TreeState
@@ -128,9 +130,9 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
                  _key("grey: scale 0–1", {"symbol": "square", "size": 10, "color": "#ececec"})]
     text = {"mode": "text", "textfont": {"color": "#8a5a00"}}
     optional = (
-        ("finished", _key("finished", {"size": 10, "symbol": "diamond", "color": "#888"})),
-        ("truncated", _key("truncated", {"size": 10, "symbol": "triangle-down", "color": "#888"})),
-        ("pruned", _key("pruned (faded)", {"size": 10, "color": "#888", "opacity": 0.35})),
+        (NodeStatus.FINISHED, _key(str(NodeStatus.FINISHED), {"size": 10, "symbol": "diamond", "color": "#888"})),
+        (NodeStatus.TRUNCATED, _key(str(NodeStatus.TRUNCATED), {"size": 10, "symbol": "triangle-down", "color": "#888"})),
+        (NodeStatus.PRUNED, _key("pruned (faded)", {"size": 10, "color": "#888", "opacity": 0.35})),
         ("chosen", _key("chosen answer", {"size": 13, "symbol": "star", "color": "#b5de2b",
                                           "line": {"color": CHOSEN_COLOUR, "width": 2}})),
         ("passes", _key("+Kp extra passes", {}, **text)),

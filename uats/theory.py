@@ -2,7 +2,7 @@
 number of search steps T when the PRM is out of distribution (OOD) with probability ε; UCB selection on
 MC-dropout statistics accumulates it sublinearly.
 
-    python -m uats_core.entrypoints.theory [--horizon 4000] [--reps 200] [--eps 0.05,0.1,0.2] [--out runs/theory]
+    uats theory [--horizon 4000] [--reps 200] [--eps 0.05,0.1,0.2] [--out runs/theory]
 
 The model (the assumptions the two propositions rest on, made explicit):
 - A search step picks one of M candidate continuations to expand; candidate i has true value μ_i (the
@@ -205,7 +205,7 @@ def write(fig: Any, out_dir: str | Path, name: str = "theory") -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.theory", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="uats theory", description=__doc__.split("\n\n")[0])
     p.add_argument("--horizon", type=int, default=TheoryConfig.horizon, help="T, search steps")
     p.add_argument("--reps", type=int, default=TheoryConfig.reps, help="replications averaged")
     p.add_argument("--eps", default=",".join(map(str, TheoryConfig.eps)), help="OOD probabilities ε")

@@ -1,4 +1,4 @@
-"""Reports from an evaluation's run log: `python -m uats_core.report --db runs/eval.db --out runs/reports`.
+"""Reports from an evaluation's run log: `uats report --db runs/eval.db --out runs/reports`.
 
 Reads the `eval_cells` table joined to the run log's `runs` and `nodes` (storage.eval_results) and hands the
 rows to uats_core.report, which builds:
@@ -48,7 +48,7 @@ def _read_ledger(folder: str | Path) -> dict[str, Any]:
 
     ledger = ResultsLedger(folder)
     if not ledger.results_path.exists():
-        raise ValueError(f"ledger: no {RESULTS_FILE} in {str(folder)!r}; run python -m uats_core.eval --ledger {folder} first")
+        raise ValueError(f"ledger: no {RESULTS_FILE} in {str(folder)!r}; run uats eval --ledger {folder} first")
     candidates = ledger.candidates()
     return {"results": ledger.results().assign(ledger=Path(folder).name), "steps": ledger.steps(),
             "traces": ledger.traces().merge(candidates, on="cell_key", how="left"), "candidates": candidates,
@@ -90,13 +90,13 @@ def _shown(path: str | Path) -> str:
 
 def page_command(ledgers: Sequence[str | Path], rerun: str | Path | None, page: str | Path) -> str:
     """The command line that writes the results page, as the page prints it."""
-    parts = ["python -m uats_core.report", *[f"--ledger {_shown(f)}" for f in ledgers]]
+    parts = ["uats report", *[f"--ledger {_shown(f)}" for f in ledgers]]
     parts += [f"--rerun {_shown(rerun)}"] if rerun is not None else []
     return " ".join([*parts, f"--page {_shown(page)}"])
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m uats_core.report", description="figures and tables of an evaluation run log")
+    p = argparse.ArgumentParser(prog="uats report", description="figures and tables of an evaluation run log")
     p.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL")
     p.add_argument("--ledger", metavar="DIR", action="append",
                    help="build from a results ledger folder alone (e.g. results/arith-grid) instead of a run log; "
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from storage import RunStore
 
             if "://" not in args.db and not Path(args.db).exists():
-                raise ValueError(f"db: no database at {args.db!r}; run python -m uats_core.eval first")
+                raise ValueError(f"db: no database at {args.db!r}; run uats eval first")
             rep = build_report(RunStore(args.db), max_fig2_runs_per_pair=args.fig2_runs, **kw)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Train A-UATS's controller: behaviour cloning of H-UATS, then REINFORCE with a batch-mean baseline.
 
-    python -m uats_core.entrypoints.train_controller --seed 0 --rounds 500 --out assets/models/auats-controller
+    uats train --seed 0 --rounds 500 --out assets/models/auats-controller
 
 Reward = 1[answer correct] − λ·cost_used/cost_total (λ = 0.05), cost_total being what the matched
 budget allowed over the iterations the search ran (N·(c+1) per step). Each round samples a training
@@ -29,6 +29,7 @@ from uats_core.methods.uats import Knobs
 from uats_core.paths import portable_path
 from uats_core.runner import ASSETS, run_search
 from uats_core.controller.policy import KNOBS, ControllerNet, LearnedController, Step, feature_names, save_checkpoint, squash, unsquash
+from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
             ctrl.reset()
             cfg = replace(base, budget=budget, seed=rng.randrange(2**31))
             res = run_search(problem, cfg, policy, prm, controller=ctrl)
-            if res.status == "cancelled":  # Ctrl-C or `kill` landed inside the search: stop training, keep the rounds
+            if res.status == RunStatus.CANCELLED:  # Ctrl-C or `kill` landed inside the search: stop training, keep the rounds
                 raise KeyboardInterrupt
             episodes.append(list(ctrl.episode))
             rewards.append(reward_of(res.correct, res.cost, budget, cfg.cost_ratio, res.iterations))
@@ -221,7 +222,7 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.train_controller", description=__doc__,
+    p = argparse.ArgumentParser(prog="uats train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=500)
     p.add_argument("--searches", type=int, default=10, help="searches per round")

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from storage.eval_cells import CellLedger, Plan
 from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, shard, validate_cells
+from uats_core.status import RunStatus
 from .worker import FACTORY_PREFIX, CellOutcome, EvalWorker
 
 log = logging.getLogger(__name__)
@@ -152,8 +153,8 @@ def _run_todo(plan: Plan, db_url: str, opts: EvalOptions, summary: EvalSummary) 
     summary.wall_s = time.perf_counter() - t0
     summary.outcomes = outcomes
     summary.ran = len(outcomes)
-    summary.finished = sum(o.status == "finished" for o in outcomes)
-    summary.failed = sum(o.status == "failed" for o in outcomes)
+    summary.finished = sum(o.status == RunStatus.FINISHED for o in outcomes)
+    summary.failed = sum(o.status == RunStatus.FAILED for o in outcomes)
     summary.skipped = sum(o.status == "skipped" for o in outcomes)
 
 

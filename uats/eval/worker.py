@@ -25,6 +25,7 @@ from uats_core.runner import prepare_search
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from storage.eval_cells import CellLedger
 from uats_core.eval.grid import Cell, WorkItem
+from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -188,17 +189,17 @@ class EvalWorker:
             wall = time.perf_counter() - t0
             err = f"{type(exc).__name__}: {exc}"
             self.store.mark_failed(run_id, err)
-            self.ledger.finish(cell.key, run_id, "failed", wall, err)
+            self.ledger.finish(cell.key, run_id, RunStatus.FAILED, wall, err)
             log.warning("cell %s failed: %s", cell.key, err)
-            return CellOutcome(cell.key, "failed", run_id, wall_s=wall, error=err)
+            return CellOutcome(cell.key, RunStatus.FAILED, run_id, wall_s=wall, error=err)
         wall = time.perf_counter() - t0
-        if result.status != "finished":
-            self.ledger.finish(cell.key, run_id, "failed", wall, result.error or result.status)
-            if result.status == "cancelled":
+        if result.status != RunStatus.FINISHED:
+            self.ledger.finish(cell.key, run_id, RunStatus.FAILED, wall, result.error or result.status)
+            if result.status == RunStatus.CANCELLED:
                 raise KeyboardInterrupt(f"cell {cell.key} cancelled")
-            return CellOutcome(cell.key, "failed", run_id, wall_s=wall, error=result.error)
-        self.ledger.finish(cell.key, run_id, "finished", wall)
-        return CellOutcome(cell.key, "finished", run_id, result.correct, result.cost, wall)
+            return CellOutcome(cell.key, RunStatus.FAILED, run_id, wall_s=wall, error=result.error)
+        self.ledger.finish(cell.key, run_id, RunStatus.FINISHED, wall)
+        return CellOutcome(cell.key, RunStatus.FINISHED, run_id, result.correct, result.cost, wall)
 
     # ------------------------------------------------------------------ many cells
     def run(self, items: Sequence[WorkItem], *, progress: bool = True, desc: str = "cells") -> list[CellOutcome]:

@@ -1,4 +1,8 @@
-"""Command line: `uats search|runs|show|import|doctor|ledger|calibrate` (installed), or `python -m uats_core` with the same commands.
+"""The `uats` command (installed by `pip install .`; `python -m uats` in a checkout): one command, its subcommands
+search, runs, show, import, doctor, ledger and calibrate here, and the programs with their own flags, each in its
+module: eval (uats/eval/cli.py), ood-survival (uats/eval/ood_survival.py), report (uats/report.py), train
+(uats/train_controller.py) and theory (uats/theory.py). The benchmarks are no subcommand: they live outside the
+package (`python -m benchmarks`, from a checkout).
 
 Bad input ends with one line `error: <field>: <what and how to fix>` and exit code 2, before anything is
 written to the database."""
@@ -13,19 +17,19 @@ import re
 import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
-from uats_core.entrypoints import calibrate
+from uats import calibrate
+from uats.model_flags import add_model_flags, model_options
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.imports import TOOLS as TOOLS_READ
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
 from uats_core.problems import Problem, check_question, find_problem, load_problems
+from uats_core.status import RunStatus
 
 log = logging.getLogger("uats_core")
 
 DEFAULT_DB = "runs/uats.db"
-TRUST_HELP = ("allow trust_remote_code=true in --policy-opt/--prm-opt: transformers then runs the Python code that comes "
-              "with the model (only for models whose code you trust)")
 DEFAULT_PROBLEM = "arith-test-0"
 _CONFIG_HELP = {
     "budget": "N: REBASE's width; the matched-compute budget of every method",
@@ -107,7 +111,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
     print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
           f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")
-    return 130 if result.status == "cancelled" else 0
+    return 130 if result.status == RunStatus.CANCELLED else 0
 
 
 def _open_store(db: str) -> Any:
@@ -188,16 +192,6 @@ def _rows(text: str) -> list[int]:
     return rows
 
 
-def model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """--policy-opt and --prm-opt parsed; options that run a model's own code only with --trust-remote-code."""
-    from uats_core.config import check_code_options, parse_options
-
-    policy_opts, prm_opts = parse_options(args.policy_opt, "policy-opt"), parse_options(args.prm_opt, "prm-opt")
-    check_code_options(policy_opts, "policy_opts", args.trust_remote_code)
-    check_code_options(prm_opts, "prm_opts", args.trust_remote_code)
-    return policy_opts, prm_opts
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     from uats_core.doctor import run_doctor
 
@@ -213,7 +207,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     holds without them (recorded before the ledger kept them)."""
     from storage.eval_results import load_results
     from storage.results_ledger import ResultsLedger
-    from uats_core.entrypoints.eval.run import sync_run_log
+    from uats.eval.run import sync_run_log
     from uats_core.report.provenance import DIRTY
 
     version = args.code_version
@@ -237,21 +231,6 @@ def cmd_ledger(args: argparse.Namespace) -> int:
           f"{after[1]} with final solutions ({after[1] - before[1]} more), {after[2]} A-UATS cells with controller "
           f"steps ({after[2] - before[2]} more)")
     return 0
-
-
-def _add_model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2 or vllm:smollm2 "
-                                    "(default: arith policy A, for arith problems only)")
-    p.add_argument("--prm", help="PRM model: folder, .gguf file, hf:<id> or smollm2 (default: the arith PRM, for arith "
-                                 "problems only)")
-    p.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
-                                      "(default: detected from the model)")
-    p.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, "
-                        "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')")
-    p.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")
-    p.add_argument("--trust-remote-code", action="store_true", help=TRUST_HELP)
 
 
 def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str]:
@@ -298,15 +277,56 @@ def _at_least_one(value: str) -> int:
     return n
 
 
+def _eval(argv: Sequence[str]) -> int:
+    from .eval.cli import main as program
+
+    return program(argv)
+
+
+def _ood_survival(argv: Sequence[str]) -> int:
+    from .eval.ood_survival import main as program
+
+    return program(argv)
+
+
+def _report(argv: Sequence[str]) -> int:
+    from .report import main as program
+
+    return program(argv)
+
+
+def _train(argv: Sequence[str]) -> int:
+    from .train_controller import main as program
+
+    program(argv)
+    return 0
+
+
+def _theory(argv: Sequence[str]) -> int:
+    from .theory import main as program
+
+    return program(argv)
+
+
+# The programs with flags of their own: `uats NAME ...` hands everything after NAME to the module's main.
+PROGRAMS: dict[str, tuple[Any, str]] = {
+    "eval": (_eval, "run an evaluation grid into a run log (resumable; --shard, --ray, batching)"),
+    "ood-survival": (_ood_survival, "do right OOD steps stay alive? (an evaluation's H-UATS runs)"),
+    "report": (_report, "figures and tables of an evaluation (a run log or results ledgers); the results page"),
+    "train": (_train, "train A-UATS's controller (policy-gradient, on the arithmetic world)"),
+    "theory": (_theory, "the Proposition 4.1/4.2 simulation"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    prog = "uats" if os.path.basename(sys.argv[0]) == "uats" else "python -m uats_core"  # the console script or -m
-    p = _OneLineParser(prog=prog, description="UATS Studio: PRM-guided tree search")
+    p = _OneLineParser(prog="uats", description="UATS Studio: PRM-guided tree search "
+                                                "(`uats COMMAND --help` for a command's flags)")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("search", help="search one problem and log it")
     s.add_argument("--problem", help=f"problem id (default {DEFAULT_PROBLEM}), or an index into --dataset")
     s.add_argument("--dataset", help="a shipped problem set (math500, aime24) or a .jsonl file")
-    _add_model_flags(s)
+    add_model_flags(s)
     s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--max-budget", type=_at_least_one, help="refuse budgets above this (default 1024, or $UATS_MAX_BUDGET)")
@@ -335,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--rows", help="search-and-learn: 0-based rows to import, e.g. 0,3 (default: every row)")
     i.set_defaults(fn=cmd_import)
     d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
-    _add_model_flags(d)
+    add_model_flags(d)
     d.add_argument("--dataset", help="the dataset the pair will search (the arith models serve arith problems only)")
     d.add_argument("--gpu-gib", type=float, help="plan GPU memory for a device of this size (GiB) even if none is visible")
     d.set_defaults(fn=cmd_doctor)
@@ -347,10 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "lacks are left out and only the counts and final solutions of cells it holds are filled")
     g.set_defaults(fn=cmd_ledger)
     calibrate.add_parser(sub)
+    for name, (_, what) in PROGRAMS.items():
+        sub.add_parser(name, help=what, add_help=False)  # listed here; its own parser reads its flags
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PROGRAMS:
+        return PROGRAMS[argv[0]][0](argv[1:])
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

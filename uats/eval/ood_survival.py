@@ -1,4 +1,4 @@
-"""Do right OOD steps stay alive? `python -m uats_core.entrypoints.eval.ood_survival --db RUNLOG`
+"""Do right OOD steps stay alive? `uats ood-survival --db RUNLOG`
 
 For the H-UATS runs of a run log on the arithmetic world, every decision about a candidate the gate called OOD,
 with its step judged by the exact checker: the share granted at least one child, split by whether the step was
@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from uats_core.errors import ConfigError
+from uats_core.status import RunStatus
 
 GROUP_FIELDS = ("child_score", "reeval_share", "dropout_mode", "uncertainty_space", "uncertainty", "tau", "budget")
 KINDS = ("right_reevaluated", "right_not", "wrong_reevaluated", "wrong_not")
@@ -32,7 +33,7 @@ def _trace(nodes: dict[int, dict[str, Any]], node_id: int) -> list[str]:
 def _finished_runs(store: Any, page: int = 1000) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     while True:
-        rows = store.list_runs(status="finished", limit=page, offset=len(out))
+        rows = store.list_runs(status=RunStatus.FINISHED, limit=page, offset=len(out))
         out.extend(rows)
         if len(rows) < page:
             return out
@@ -80,7 +81,7 @@ def format_table(groups: dict[tuple, dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m uats_core.entrypoints.eval.ood_survival", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="uats ood-survival", description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", required=True, help="the run log (SQLite path or SQLAlchemy URL)")
     ap.add_argument("--methods", default="h-uats", help="comma list (default h-uats)")
     args = ap.parse_args(argv)

@@ -1,10 +1,10 @@
-"""`python -m uats_core calibrate` (`uats calibrate`): measure c, the time of one generated step over one PRM
+"""`uats calibrate`: measure c, the time of one generated step over one PRM
 pass, for a policy and a PRM, and the in-distribution MC-dropout spreads that `--tau auto[:q]` reads; both are
 written beside the PRM (uats_core.calibration reads them). A command, not a benchmark: searches read what it
 writes.
 
-    python -m uats_core calibrate --policy assets/models/arith-policy-a --prm assets/models/arith-prm
-    python -m uats_core calibrate --prm PRM --skip-cost --tau-traces id_solutions.jsonl   # another domain
+    uats calibrate --policy assets/models/arith-policy-a --prm assets/models/arith-prm
+    uats calibrate --prm PRM --skip-cost --tau-traces id_solutions.jsonl   # another domain
 """
 
 from __future__ import annotations

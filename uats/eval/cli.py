@@ -1,8 +1,8 @@
-"""`python -m uats_core.eval`: run an evaluation grid into a run log (resumable; --shard, --ray, batching).
+"""`uats eval`: run an evaluation grid into a run log (resumable; --shard, --ray, batching).
 
-    python -m uats_core.eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 \\
+    uats eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 \\
         --problems 200 --seeds 3 --db runs/eval.db
-    python -m uats_core.eval --dataset math500 --problems 500 --seeds 1 \\
+    uats eval --dataset math500 --problems 500 --seeds 1 \\
         --model qwen=vllm:Qwen/Qwen2.5-1.5B-Instruct --model qprm=hf:Qwen/Qwen2.5-Math-PRM-7B --pairs qwen:qprm \\
         --methods rebase,h-uats --budgets 16,64 --ray local --gpus-per-worker 1 --policy-opt dtype=bfloat16
 
@@ -20,7 +20,8 @@ from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
-from uats_core.entrypoints.cli import TRUST_HELP
+from uats_core.status import RunStatus
+from uats.model_flags import TRUST_HELP, model_options
 
 from .run import EvalOptions, code_version, run_eval
 
@@ -31,7 +32,7 @@ ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m uats_core.eval", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="uats eval", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_argument_group("problems")
     g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
@@ -117,7 +118,6 @@ def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[s
     """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
     (custom py: factories take the options as they are)."""
     from uats_core.backends.plan import plan_models
-    from uats_core.entrypoints.cli import model_options
 
     policy_opts, prm_opts = model_options(args)
     for pair in spec.pairs:
@@ -178,11 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(summary.line())
     if summary.failed:
-        bad = [o for o in summary.outcomes if o.status == "failed"][:3]
+        bad = [o for o in summary.outcomes if o.status == RunStatus.FAILED][:3]
         for o in bad:
             print(f"  failed {o.key}: {o.error}", file=sys.stderr)
     source = f"--ledger {args.ledger}" if args.ledger else f"--db {args.db}"
-    print(f"report: python -m uats_core.report {source} --out runs/reports")
+    print(f"report: uats report {source} --out runs/reports")
     return 1 if summary.failed else 0
 
 

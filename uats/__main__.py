@@ -1,0 +1,6 @@
+"""`python -m uats`: the `uats` command from a checkout (uats/cli.py)."""
+import sys
+
+from uats.cli import main
+
+sys.exit(main())
