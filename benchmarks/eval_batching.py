@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from uats_core.errors import ConfigError
-from uats_core.eval.grid import GridSpec, WorkItem, build_cells, load_eval_problems, parse_models, parse_pairs
+from uats_core.eval.grid import (GridSpec, WorkItem, build_cells, check_cells, load_eval_problems, parse_models,
+                                 parse_pairs)
 from uats_core.status import RunStatus
 from uats.eval.worker import BackendCache, EvalWorker
 
@@ -67,10 +68,11 @@ def bench_eval(*, pair: str = "A:prm", methods: Sequence[str] = ("rebase", "h-ua
     try:
         for method in methods:
             spec = GridSpec(pairs=pairs, problems=probs, dataset=label, methods=[method], budgets=[budget], seeds=[seed])
-            items = build_cells(spec)
+            items = check_cells(build_cells(spec), policy_opts, prm_opts)
             # Warm-up (not timed): loads the models and pays torch's first-call costs.
-            _timed_pass(build_cells(GridSpec(pairs=pairs, problems=[warm], dataset=label, methods=[method],
-                                             budgets=[budget], seeds=[seed])), cache, 1, torch_threads)
+            _timed_pass(check_cells(build_cells(GridSpec(pairs=pairs, problems=[warm], dataset=label, methods=[method],
+                                                         budgets=[budget], seeds=[seed])), policy_opts, prm_opts),
+                        cache, 1, torch_threads)
             serial, batched = [], []
             for r in range(repeats):
                 order = ("serial", "batched") if r % 2 == 0 else ("batched", "serial")

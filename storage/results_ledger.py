@@ -36,6 +36,8 @@ except ImportError:  # Windows: one appending process per ledger
 
 import pandas as pd
 
+from uats_core.methods import REGISTRY
+
 from .eval_results import CONTROLLER_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -243,12 +245,17 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
     return added
 
 
+def controlled_methods() -> list[str]:
+    """The methods whose steps a learned controller sets (their cells' controller steps are kept)."""
+    return [name for name, cls in REGISTRY.items() if cls.needs_controller]
+
+
 def _controller_of(engine: Any, rows: pd.DataFrame) -> pd.DataFrame:
     """The controller steps of the A-UATS cells among `rows` (ledger rows with the run log's run_id), by cell."""
     from .eval_results import load_controller_steps
 
     cell_of = dict(zip(rows["run_id"], rows["cell_key"]))
-    steps = load_controller_steps(engine, list(rows.loc[rows["method"] == "a-uats", "run_id"]))
+    steps = load_controller_steps(engine, list(rows.loc[rows["method"].isin(controlled_methods()), "run_id"]))
     return steps.assign(cell_key=steps["run_id"].map(cell_of))
 
 
@@ -296,7 +303,8 @@ def fill_controller(ledger: ResultsLedger, source: Any) -> int:
     from .eval_results import engine_of
 
     mine = ledger.results()
-    mine = mine[(mine["method"] == "a-uats") & ~mine["cell_key"].isin(set(ledger.controller()["cell_key"]))]
+    mine = mine[mine["method"].isin(controlled_methods())
+                & ~mine["cell_key"].isin(set(ledger.controller()["cell_key"]))]
     if mine.empty:
         return 0
     engine = engine_of(source)

@@ -1,12 +1,24 @@
-"""Registering a worker-pool request's run row as the app's Run button does, for the pool tests."""
+"""Pool jobs for the pool tests: a search checked as the app's Run button checks one (validate_request), and its run
+row registered as the Run button registers it."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from storage.store import RunStore
+from uats_core.config import SearchConfig
+from uats_core.problems import Problem
+from uats_core.request import SearchRequest, validate_request
 from ui.jobs.worker import RunRequest
 
 
+def search_job(run_id: str, db: str, problem: Problem, config: SearchConfig | Mapping[str, Any],
+               **request: Any) -> RunRequest:
+    """A RunRequest for `problem` under `config` (a SearchConfig or its dict); `request`: SearchRequest's model
+    fields (policy, prm, prm_kind, policy_opts, prm_opts, world_problem)."""
+    cfg = config if isinstance(config, SearchConfig) else SearchConfig.from_dict(dict(config))
+    return RunRequest(run_id=run_id, db=db, search=validate_request(SearchRequest(problem, cfg, **request)))
+
+
 def register_request(store: RunStore, req: RunRequest, paused: bool = False) -> None:
-    cfg = req.config
-    store.register_run(req.run_id, method=cfg["method"], problem_id=req.problem["id"], question=req.problem["question"],
-                       gold_answer=req.problem["answer"], seed=cfg["seed"], config=cfg, paused=paused)
+    req.register(store, paused=paused)

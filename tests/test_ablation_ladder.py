@@ -9,6 +9,7 @@ import pytest
 
 from uats_core.allocation import largest_remainder, sequential_ceil, softmax
 from uats_core.config import ConfigError, SearchConfig
+from uats_core.request import check_config
 from uats_core.eval.grid import GridSpec, build_cells, parse_pairs
 from uats_core.events import IterationEnded
 from uats_core.runner import run_search
@@ -83,11 +84,11 @@ def test_single_pass_h_uats_with_rebases_rounding_is_rebase(budget, seed, monkey
 
 
 def test_rebase_scoring_is_a_rebase_setting():
-    SearchConfig(method="rebase", rebase_scoring="mc").validate()
+    check_config(SearchConfig(method="rebase", rebase_scoring="mc"))
     with pytest.raises(ConfigError, match="rebase_scoring"):
-        SearchConfig(method="h-uats", rebase_scoring="mc").validate()
+        check_config(SearchConfig(method="h-uats", rebase_scoring="mc"))
     with pytest.raises(ConfigError, match="rebase_scoring"):
-        SearchConfig(method="rebase", rebase_scoring="dropout").validate()
+        check_config(SearchConfig(method="rebase", rebase_scoring="dropout"))
 
 
 def test_rebase_mc_cells_name_the_mc_settings_and_plain_rebase_ignores_them():

@@ -11,14 +11,16 @@ import pytest
 import app
 from storage import RunStore, StorageError
 from ui.choices import AIME24, ARITH, MATH500
-from ui.tabs.run_form import ARITH_PROBLEMS_SHOWN, build_config, dataset_problems, pick_problem, problem_choices
+from uats_core.request import check_config
+from ui.tabs.run_form import ARITH_PROBLEMS_SHOWN, dataset_problems, form_config, pick_problem, problem_choices
 from ui.views.comparison import compare_rows, find_partner
 from ui.views.run_status import run_status_md
 from ui.views.treedata import RunData
-from ui.jobs.worker import RunRequest, WorkerPool, request_dict
+from ui.jobs.worker import WorkerPool
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from tests.doubles import record_synthetic
+from tests.pool_requests import search_job
 
 
 
@@ -28,6 +30,11 @@ def _form(**over) -> dict:
             "max_iterations": 40.0, "reeval_share": 0.1}
     base.update(over)
     return base
+
+
+def build_config(values: dict) -> SearchConfig:
+    """The form's values as the Run button reads them (form_config) and checks their fields (check_config)."""
+    return check_config(form_config(values))
 
 
 def test_form_defaults_are_the_papers() -> None:
@@ -104,7 +111,7 @@ def test_worker_that_fails_marks_its_run_failed(tmp_path: Path) -> None:
                        seed=0, config=cfg.to_dict())
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
     try:
-        pool.submit(RunRequest(run_id=run_id, db=store.location, problem=request_dict(prob), config=cfg.to_dict(),
+        pool.submit(search_job(run_id, store.location, prob, cfg.to_dict(),
                                policy=str(tmp_path / "no-such-policy"), prm=str(tmp_path / "no-such-prm")))
         deadline = time.time() + 120
         while time.time() < deadline and store.get_run(run_id)["status"] in ("queued", "running"):
@@ -128,7 +135,7 @@ def test_cancel_while_queued(tmp_path: Path) -> None:
             store.register_run(rid, method=cfg.method, problem_id=prob.id, question=prob.question, config=cfg.to_dict())
             ids.append(rid)
         store.request_cancel(ids[1])
-        pool._pending.extend(RunRequest(run_id=r, db=store.location, problem=request_dict(prob), config=cfg.to_dict(),
+        pool._pending.extend(search_job(r, store.location, prob, cfg.to_dict(),
                                         policy=str(tmp_path / "x"), prm=str(tmp_path / "y")) for r in ids)
         pool.pump()
         assert store.get_run(ids[1])["status"] == "cancelled"

@@ -13,8 +13,8 @@ from storage import RunStore
 from uats_core.config import ConfigError, SearchConfig
 from ui.choices import APP_POLICY_OPTIONS, ARITH, app_options
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import RunRequest, request_dict
 from ui.tabs.run_form import dataset_problems
+from tests.pool_requests import search_job
 
 
 def test_the_apps_worker_records_the_options_of_its_run(tmp_path: Path) -> None:
@@ -22,8 +22,7 @@ def test_the_apps_worker_records_the_options_of_its_run(tmp_path: Path) -> None:
     try:
         prob = dataset_problems(ARITH)[0]
         config = SearchConfig(budget=4, max_iterations=1).to_dict()
-        req = RunRequest(run_id=uuid.uuid4().hex, db=store.location, problem=request_dict(prob), config=config,
-                         policy_opts={"temperature": 0.5, "top_p": 0.9})
+        req = search_job(uuid.uuid4().hex, store.location, prob, config, policy_opts={"temperature": 0.5, "top_p": 0.9})
         store.register_run(req.run_id, method=config["method"], problem_id=prob.id, question=prob.question,
                            config=config)
         assert execute(req, ModelCache(), store) is None

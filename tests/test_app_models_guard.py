@@ -153,7 +153,7 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
     assert not [a for a in answers if SECRET in a or "root:x:0" in a]
     assert not watched["marker"].exists()
     offered = {None, str(ASSETS / "arith-policy-b"), "smollm2"}
-    assert all(req.policy in offered and req.prm in offered for req in pool.submitted), pool.submitted
+    assert all(req.request.policy in offered and req.request.prm in offered for req in pool.submitted), pool.submitted
 
 
 def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict[str, Any]) -> None:
@@ -204,8 +204,8 @@ def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> 
                                             budget=2), api_name="/on_run")
         assert "queued" in outcome_text(notice), notice
         (req,) = pool.submitted
-        assert req.policy == req.prm == str((models / "mine").resolve()) and not req.world_problem
-        assert store.get_run(req.run_id)["policy"] == req.policy
+        assert req.request.policy == req.request.prm == str((models / "mine").resolve()) and not req.request.world_problem
+        assert store.get_run(req.run_id)["policy"] == req.request.policy
     choices = server_choices([models], [data])
     assert "no-config" not in choices.prms and choices.model("prm", EMBEDDED) is None
 

@@ -66,7 +66,7 @@ def test_resolve_tau_without_a_calibration_names_tau_and_the_command(tmp_path: P
     for cfg in (SearchConfig(tau="auto", dropout_mode="head"), SearchConfig(tau="auto", dropout_p=0.2)):
         with pytest.raises(ConfigError) as err:
             resolve_tau(cfg.validate(), None, path=_calibrated(tmp_path))
-        assert err.value.field == "tau" and "uats_core calibrate" in str(err.value)
+        assert err.value.field == "tau" and "uats calibrate" in str(err.value)
     with pytest.raises(ConfigError):
         resolve_tau(SearchConfig(tau="auto").validate(), None, path=tmp_path / "missing.json")
 
@@ -134,7 +134,12 @@ def test_small_calibrate_and_uncertainty_runs(tmp_path: Path, capsys):
 
 @pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
 def test_app_form_accepts_tau_auto_and_logs_a_number():
-    from ui.tabs.run_form import search_config
+    from uats_core.request import SearchRequest, validate_request
+    from uats_core.worlds.arith.world import get_problem
+    from ui.tabs.run_form import form_config
+
+    def search_config(values: dict) -> SearchConfig:  # the config a Run of the form searches with
+        return validate_request(SearchRequest(get_problem("arith-test-0"), form_config(values))).config
 
     form = {"method": "h-uats", "budget": 16.0, "seed": 0.0, "k0": 7.0, "dropout_p": 0.1, "dropout_mode": "last:2",
             "alpha": 0.3, "tau": "auto:0.8", "delta": 0.04, "nu1": 0.5, "nu2": 0.2, "cost_ratio": 18.0,
@@ -150,10 +155,12 @@ def test_app_form_accepts_tau_auto_and_logs_a_number():
 
 @pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
 def test_eval_cells_resolve_tau_auto_and_keep_it_in_their_key():
-    from uats_core.eval.grid import Cell
+    from uats_core.eval.grid import Cell, WorkItem, check_cells
+    from uats_core.worlds.arith.world import get_problem
 
     cell = Cell(pair="A:prm", policy="x", prm=str(PRM_DIR), dataset="arith-test", problem_id="arith-test-0",
                 method="h-uats", budget=4, seed=0, overrides=(("tau", "auto"), ("uncertainty_space", "logit")))
     entry = load_calibration(PRM_DIR / CALIBRATION_NAME)["uncertainty"]["full|p=0.1|logit"]
-    assert cell.config().tau == pytest.approx(float(np.quantile(entry["variances"], 0.9)))
-    assert cell.key.endswith("tau=auto,uncertainty_space=logit")
+    (item,) = check_cells([WorkItem(cell, get_problem("arith-test-0"))])
+    assert item.checked.config.tau == pytest.approx(float(np.quantile(entry["variances"], 0.9)))
+    assert cell.config().tau == "auto" and cell.key.endswith("tau=auto,uncertainty_space=logit")

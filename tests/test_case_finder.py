@@ -137,10 +137,10 @@ def test_a_batch_is_problems_times_both_policies_times_both_methods() -> None:
     store = RunStore("sqlite://")
     runs = batch_requests(_ctx(store), _form(budget=8), 3.0)  # gr.Number's float
     assert len(runs) == 12
-    assert [(r.policy, r.problem["id"], r.config["method"]) for r in runs[:4]] == [
+    assert [(r.request.policy, r.search.problem.id, r.search.config.method) for r in runs[:4]] == [
         (None, "arith-test-0", "h-uats"), (None, "arith-test-0", "rebase"), (None, "arith-test-1", "h-uats"),
         (None, "arith-test-1", "rebase")]
-    assert {r.policy for r in runs[6:]} == {str(WORLD_POLICY_B)} and {r.config["budget"] for r in runs} == {8}
+    assert {r.request.policy for r in runs[6:]} == {str(WORLD_POLICY_B)} and {r.search.config.budget for r in runs} == {8}
 
 
 @pytest.mark.parametrize("problems", [0, MAX_BATCH_PROBLEMS + 1, 2.5, True, "ten"])

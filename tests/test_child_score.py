@@ -9,6 +9,7 @@ import pytest
 
 from uats_core.allocation import child_scores, largest_remainder, softmax
 from uats_core.config import SearchConfig
+from uats_core.request import check_config
 from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded
 from uats_core.problems import Problem
@@ -69,5 +70,5 @@ def test_search_children_follow_the_recorded_child_scores(rule):
 ])
 def test_bad_child_score_options_name_the_field(bad, field):
     with pytest.raises(ConfigError) as err:
-        SearchConfig(**bad).validate()
+        check_config(SearchConfig(**bad))
     assert err.value.field == field

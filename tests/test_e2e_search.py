@@ -19,7 +19,8 @@ import pytest
 from storage import RunStore
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
-from uats_core.config import METHODS, SearchConfig
+from uats_core.config import SearchConfig
+from uats_core.methods import method_names
 from uats.cli import main
 from uats_core.problems import Problem
 from uats_core.runner import run_search
@@ -63,7 +64,7 @@ def logged_runs(backends, tmp_path_factory):
     store = RunStore(str(tmp_path_factory.mktemp("e2e") / "runs.db"))
     problem = PROBLEM
     ids = {}
-    for method in METHODS:
+    for method in method_names():
         cfg = SearchConfig(method=method, budget=BUDGET, seed=11, max_iterations=6, tau=TAU)
         controller = _bc_controller(cfg) if method == "a-uats" else None
         res = run_search(problem, cfg, policy, prm, subscribers=[store.subscriber()], controller=controller,

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from uats_core.config import SearchConfig
+from uats_core.request import check_config
 from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
@@ -208,7 +209,7 @@ def test_failure_is_recorded_then_raised():
 ])
 def test_bad_config_names_the_field(bad, field):
     with pytest.raises(ConfigError) as err:
-        SearchConfig(**bad).validate()
+        check_config(SearchConfig(**bad))
     assert err.value.field == field and field in str(err.value)
 
 
@@ -246,9 +247,9 @@ def test_single_pass_h_uats_is_rebases_search_with_uats_rounding(seed):
 
 def test_single_pass_scoring_is_an_h_uats_setting():
     with pytest.raises(ConfigError, match="prm_scoring"):
-        SearchConfig(method="rebase", prm_scoring="single").validate()
+        check_config(SearchConfig(method="rebase", prm_scoring="single"))
     with pytest.raises(ConfigError, match="prm_scoring"):
-        SearchConfig(method="h-uats", prm_scoring="dropout").validate()
+        check_config(SearchConfig(method="h-uats", prm_scoring="dropout"))
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -21,6 +21,7 @@ from uats.eval import EvalOptions, run_eval
 from uats.eval.cli import main as eval_main
 from uats_core.errors import ConfigError
 from uats_core.eval import GridSpec, build_cells
+from uats_core.eval.grid import check_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 from uats_core.protocols import Trace
@@ -251,7 +252,7 @@ def test_ctrl_c_waits_for_every_lane_to_close_its_cell(problems_file: Path, tmp_
         raise KeyboardInterrupt(f"lane {lane} cancelled")
 
     monkeypatch.setattr(worker, "_run_cell", run_cell_double)
-    items = build_cells(_spec(problems_file, methods=("rebase",), n=1))
+    items = check_cells(build_cells(_spec(problems_file, methods=("rebase",), n=1)))
     assert len(items) == 2
     # A background job (`cmd &` in a script, as CI may run) starts with SIGINT ignored, and then
     # interrupt_main() does nothing; Ctrl-C at a terminal gets Python's handler, so the test installs it.

@@ -13,6 +13,7 @@ import pytest
 from storage import RunStore
 from uats_core.config import SearchConfig
 from uats_core.worlds.arith.world import get_problem
+from uats_core.request import SearchRequest, validate_request
 from uats_core.runner import prepare_search
 from uats_core.worlds.arith.modeling import POLICY_DIRS, PRM_DIR
 from ui.views.bundles import case_bundle, run_bundle
@@ -28,8 +29,8 @@ def run(request: pytest.FixtureRequest) -> RunData:
     store = RunStore("sqlite://")
     # policy B puts the PRM out of distribution: the gate sends candidates to re-evaluation
     cfg = SearchConfig(method=request.param, budget=16, seed=0, dropout_p=0.3)
-    prepared = prepare_search(cfg, policy=str(POLICY_DIRS["B"]), prm=str(PRM_DIR))
-    result = prepared.run(get_problem("arith-test-3"), subscribers=[store.subscriber()])
+    request = SearchRequest(get_problem("arith-test-3"), cfg, policy=str(POLICY_DIRS["B"]), prm=str(PRM_DIR))
+    result = prepare_search(validate_request(request)).run(subscribers=[store.subscriber()])
     assert result.status == "finished"
     return RunData.load(store, result.run_id)
 

@@ -25,7 +25,8 @@ from uats_core.config import SearchConfig
 from ui.choices import ARITH
 from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import RunRequest, WorkerPool, request_dict
+from ui.jobs.worker import RunRequest, WorkerPool
+from tests.pool_requests import search_job
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,8 @@ _SERVER = textwrap.dedent("""
     from uats_core.config import SearchConfig
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from ui.jobs.worker import RunRequest, WorkerPool, request_dict
+    from ui.jobs.worker import WorkerPool
+    from tests.pool_requests import search_job
 
     store = RunStore(sys.argv[1])
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
@@ -44,7 +46,7 @@ _SERVER = textwrap.dedent("""
     cfg = SearchConfig(budget=4, max_iterations=5).to_dict()
     run_id = uuid.uuid4().hex
     store.register_run(run_id, method=cfg["method"], problem_id=prob.id, question=prob.question, config=cfg, paused=True)
-    pool.submit(RunRequest(run_id=run_id, db=store.location, problem=request_dict(prob), config=cfg))
+    pool.submit(search_job(run_id, store.location, prob, cfg))
     deadline = time.time() + 240
     while not store.waiting_paused(run_id) and time.time() < deadline:
         time.sleep(0.1)
@@ -101,7 +103,7 @@ def test_a_restart_ends_the_runs_of_a_dead_server_even_with_a_live_worker(tmp_pa
 def _req(store: RunStore, **cfg: Any) -> RunRequest:
     prob = dataset_problems(ARITH)[0]
     config = SearchConfig(**{"budget": 4, "max_iterations": 2, **cfg}).to_dict()
-    req = RunRequest(run_id=uuid.uuid4().hex, db=store.location, problem=request_dict(prob), config=config)
+    req = search_job(uuid.uuid4().hex, store.location, prob, config)
     store.register_run(req.run_id, method=config["method"], problem_id=prob.id, question=prob.question, config=config)
     return req
 
@@ -166,7 +168,8 @@ _FULL_DISK = textwrap.dedent("""
     from uats_core.config import SearchConfig
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from ui.jobs.worker import RunRequest, WorkerPool, request_dict
+    from ui.jobs.worker import WorkerPool
+    from tests.pool_requests import search_job
 
     store = RunStore(os.path.join(d, "runs.db"))
     prob = dataset_problems(ARITH)[0]
@@ -175,7 +178,7 @@ _FULL_DISK = textwrap.dedent("""
     for _ in range(2):
         rid = uuid.uuid4().hex
         store.register_run(rid, method=cfg["method"], problem_id=prob.id, question=prob.question, config=cfg)
-        reqs.append(RunRequest(run_id=rid, db=store.location, problem=request_dict(prob), config=cfg))
+        reqs.append(search_job(rid, store.location, prob, cfg))
     filler = os.path.join(d, "filler")
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
     try:  # fill the disk to the last byte

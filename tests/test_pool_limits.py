@@ -12,19 +12,19 @@ import pytest
 
 from storage import RunStore
 from tests.polling import until
-from tests.pool_requests import register_request
+from tests.pool_requests import register_request, search_job
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
 from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, request_dict
+from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool
 
 
 def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: Any) -> RunRequest:
     prob = dataset_problems(ARITH)[0]
     config = SearchConfig(**{"budget": 4, "max_iterations": 3, **cfg})
-    req = RunRequest(run_id=uuid.uuid4().hex, db=store.location, problem=request_dict(prob), config=config.to_dict())
+    req = search_job(uuid.uuid4().hex, store.location, prob, config.to_dict())
     if register:
         register_request(store, req, paused)
     return req

@@ -94,14 +94,17 @@ def test_app_options_are_an_allow_list() -> None:
 
 def test_a_worker_refuses_a_request_with_a_code_option() -> None:
     """ui.jobs.warm.load_pair checks the options again where they would take effect, before anything loads."""
-    from uats_core.config import SearchConfig
-    from ui.jobs.warm import load_pair
-    from ui.jobs.worker import RunRequest
+    import dataclasses
 
-    req = RunRequest(run_id="r", db="sqlite://", problem={}, config=SearchConfig().to_dict(),
-                     prm_opts={"trust_remote_code": True})
+    from tests.pool_requests import search_job
+    from uats_core.worlds.arith.world import get_problem
+    from ui.jobs.warm import load_pair
+
+    job = search_job("r", "sqlite://", get_problem("arith-test-0"), {})
+    # a request no validation passed (validate_request refuses the option): forged, as a bug could make one
+    request = dataclasses.replace(job.search.request, prm_opts={"trust_remote_code": True})
     with pytest.raises(ConfigError, match="^prm_opts: trust_remote_code"):
-        load_pair(req)
+        load_pair(dataclasses.replace(job, search=dataclasses.replace(job.search, request=request)))
 
 
 def test_launcher_folder_flags_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture,

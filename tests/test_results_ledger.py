@@ -227,6 +227,21 @@ def test_code_version_is_dirty_for_any_code_the_commit_lacks(tmp_path):
     assert code_version(tmp_path) == head + "+dirty"
 
 
+def test_code_version_names_this_checkouts_commit_by_default():
+    """What the eval command writes into a ledger row when run from a checkout: its own commit (the package's
+    folder depth is counted right: a wrong one read a folder above the checkout, with no commit)."""
+    import subprocess
+
+    from uats.eval.run import code_version
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    assert code_version().removesuffix("+dirty") == head
+
+
 def test_the_ledger_command_adds_cells_only_for_a_named_commit(tmp_path, capsys):
     """Without --code-version the command fills what the ledger holds and leaves out the cells it lacks; a version
     no commit reproduces is refused before anything is written."""

@@ -3,29 +3,24 @@ loaded in its place, and a worker that dies mid-run leaves its run failed with t
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
-
-import pytest
 
 from storage import RunStore
 from uats_core.config import SearchConfig
-from tests.doubles import WorkerPoolDouble
-from tests.pool_requests import register_request
+from tests.pool_requests import register_request, search_job
 from ui.choices import ARITH
 from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute, model_key
-from ui.jobs.worker import RunRequest, WorkerPool, request_dict
+from ui.jobs.worker import RunRequest, WorkerPool
 
 
 def _req(run_id: str = "r", **kw: Any) -> RunRequest:
     prob = dataset_problems(ARITH)[0]
     cfg = kw.pop("config", SearchConfig(budget=4, max_iterations=3))
-    return RunRequest(run_id=run_id, db="sqlite://", problem=request_dict(prob), config=cfg.to_dict(), **kw)
+    return search_job(run_id, "sqlite://", prob, cfg.to_dict(), **kw)
 
 
 class _Loader:
@@ -73,44 +68,6 @@ def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path
     assert [r["status"] for r in runs] == ["finished", "finished"]
     trees = [[(n["id"], n["parent_id"], n["step"], n["mean"]) for n in store.get_nodes(r)] for r in ids]
     assert trees[0] == trees[1] and trees[0]
-
-
-def test_an_app_run_validates_its_config_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Run button's path (form -> registered run -> warm worker -> search) checks the config once, fields
-    (SearchConfig.validate) and limits (check_limits), where the form is read; the worker trusts what its own
-    server handed it (the fields used to be validated five times per run, the limits twice)."""
-    from ui.tabs.search_layout import CONFIG_FIELDS
-    from ui.choices import EMBEDDED, server_choices
-    from ui.tabs.search_events import submit_run
-    import uats_core.limits
-
-    validated: list[str] = []
-    limits_checked: list[int] = []
-    real_validate, real_check_limits = SearchConfig.validate, uats_core.limits.check_limits
-
-    def spy(self: SearchConfig) -> SearchConfig:
-        validated.append(self.method)
-        return real_validate(self)
-
-    def limits_spy(config: Any, *args: Any, **kw: Any) -> Any:
-        limits_checked.append(config.budget)
-        return real_check_limits(config, *args, **kw)
-
-    monkeypatch.setattr(SearchConfig, "validate", spy)
-    for module in [m for m in list(sys.modules.values()) if getattr(m, "check_limits", None) is real_check_limits]:
-        monkeypatch.setattr(module, "check_limits", limits_spy)  # every module that imported it by name
-    defaults = SearchConfig(budget=4, max_iterations=3).to_dict()
-    form = {**{k: defaults[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": "", "dataset": ARITH, "dataset_path": "", "problem": "arith-test-0",
-            "free_question": "", "free_answer": ""}
-    store = RunStore(str(tmp_path / "runs.db"))
-    pool = WorkerPoolDouble()
-    run_id = submit_run(SimpleNamespace(store=store, pool=pool, choices=server_choices()), form)
-    [req] = pool.submitted
-    execute(req, ModelCache(), store)
-    assert store.get_run(run_id)["status"] == "finished"
-    assert validated == ["h-uats"]
-    assert limits_checked == [4]
 
 
 def _until(done: Callable[[], bool], timeout_s: float, tick_s: float = 0.05, then: Callable[[], Any] = lambda: None) -> None:

@@ -18,13 +18,14 @@ import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
 from uats import calibrate
-from uats.model_flags import add_model_flags, model_options
+from uats.model_flags import add_model_flags, model_options, parse_model_options
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.imports import TOOLS as TOOLS_READ
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
-from uats_core.problems import Problem, check_question, find_problem, load_problems
+from uats_core.methods import method_names
+from uats_core.problems import Problem, find_problem, load_problems
 from uats_core.status import RunStatus
 
 log = logging.getLogger("uats_core")
@@ -53,7 +54,7 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
     for f in dataclasses.fields(SearchConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.name == "method":
-            p.add_argument(flag, default=f.default, help="best-of-n | beam | dvts | rebase | dora | h-uats | a-uats")
+            p.add_argument(flag, default=f.default, help=" | ".join(method_names()))
         elif f.type in ("bool", bool):
             p.add_argument(flag, default=f.default, action=argparse.BooleanOptionalAction, help=_CONFIG_HELP.get(f.name))
         else:
@@ -78,40 +79,53 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """Everything the user gave is checked before a model loads, and the run log is opened only after the
-    problem is known to fit the models: a refused search leaves no file and no run behind."""
+    """Everything the user gave is checked (validate_request) before a model loads, and the run log is opened at
+    the run's first event, after run_search found the question fits the loaded models: a refused search leaves no
+    file and no run behind."""
     from storage import check_location, check_run_fields
 
-    from uats_core.limits import check_prompt_fits
     from uats_core.paths import WORLD_POLICY, WORLD_PRM
+    from uats_core.request import SearchRequest, validate_request
     from uats_core.runner import prepare_search
 
-    cfg_fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}
-    config = SearchConfig(**cfg_fields).validate()
     problem = resolve_problem(args.problem, args.dataset)
-    check_question(problem.question)
-    policy_opts, prm_opts = model_options(args)
+    policy_opts, prm_opts = parse_model_options(args)
+    checked = validate_request(SearchRequest(
+        problem, SearchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}),
+        policy=args.policy, prm=args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
+        world_problem=args.dataset is None, trust_remote_code=args.trust_remote_code))
+    config = checked.config
     # the run's row as the run log will hold it (the models record their name, by default their spec)
     check_run_fields(method=config.method, problem_id=problem.id, question=problem.question, gold_answer=problem.answer,
                      seed=config.seed, config=config.to_dict(),
                      policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
-                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM),
-                     model_options={"policy_opts": policy_opts, "prm_opts": prm_opts, "prm_kind": args.prm_kind})
+                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM), model_options=checked.model_options())
     check_location(args.db)  # a typo or a wrong password should not cost a model load; the file is made later
-    search = prepare_search(config, policy=args.policy, prm=args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts,
-                            prm_opts=prm_opts, world_problem=args.dataset is None)
-    check_prompt_fits(problem.question, search.policy, search.prm)
-    note = search.tau_note  # τ is resolved before any model loads, so a bad --tau costs no load
+    note = checked.tau_note  # τ is resolved before any model loads, so a bad --tau costs no load
     if note:
-        print(f"τ = {search.config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
+        print(f"τ = {config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
               f"in-distribution steps ({note['key']}, {note['file']})")
-    store = _open_store(args.db)
+    search = prepare_search(checked)
     with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
-        result = search.run(problem, subscribers=[store.subscriber()], progress=not args.quiet)
+        result = search.run(subscribers=[_RecordOnFirstEvent(args.db)], progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
     print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
           f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")
     return 130 if result.status == RunStatus.CANCELLED else 0
+
+
+class _RecordOnFirstEvent:
+    """The run log's recorder, with the run log opened at the run's first event (RunStarted), which run_search emits
+    only once the question is known to fit the loaded models' context."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.recorder: Any = None
+
+    def __call__(self, event: Any) -> None:
+        if self.recorder is None:
+            self.recorder = _open_store(self.db).subscriber()
+        self.recorder(event)
 
 
 def _open_store(db: str) -> Any:

@@ -10,11 +10,19 @@ TRUST_HELP = ("allow trust_remote_code=true in --policy-opt/--prm-opt: transform
               "with the model (only for models whose code you trust)")
 
 
-def model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """--policy-opt and --prm-opt parsed; options that run a model's own code only with --trust-remote-code."""
-    from uats_core.config import check_code_options, parse_options
+def parse_model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """--policy-opt and --prm-opt parsed (a search's request carries them to its validation)."""
+    from uats_core.config import parse_options
 
-    policy_opts, prm_opts = parse_options(args.policy_opt, "policy-opt"), parse_options(args.prm_opt, "prm-opt")
+    return parse_options(args.policy_opt, "policy-opt"), parse_options(args.prm_opt, "prm-opt")
+
+
+def model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """--policy-opt and --prm-opt parsed; options that run a model's own code only with --trust-remote-code (checked
+    here, before a program reads a model's config with them: `uats doctor`, the evaluation's pairs)."""
+    from uats_core.config import check_code_options
+
+    policy_opts, prm_opts = parse_model_options(args)
     check_code_options(policy_opts, "policy_opts", args.trust_remote_code)
     check_code_options(prm_opts, "prm_opts", args.trust_remote_code)
     return policy_opts, prm_opts

@@ -101,8 +101,8 @@ def resolve_tau(config: SearchConfig, prm_spec: str | None,
     entry = (load_calibration(path).get("uncertainty") or {}).get(key)
     if not entry:
         raise ConfigError("tau", f"{config.tau!r} needs a calibration for dropout mode {config.dropout_mode}, "
-                                 f"p={config.dropout_p:g}, space {config.uncertainty_space} in {path}; run `python -m "
-                                 f"uats_core calibrate --prm {prm_spec or DEFAULT_PRM} --tau-modes "
+                                 f"p={config.dropout_p:g}, space {config.uncertainty_space} in {path}; run `uats "
+                                 f"calibrate --prm {prm_spec or DEFAULT_PRM} --tau-modes "
                                  f"{config.dropout_mode} --p {config.dropout_p:g}` or give τ as a number")
     tau = tau_from_variances(entry["variances"], q, config.uncertainty)
     if int(entry.get("k", config.k0)) != config.k0:

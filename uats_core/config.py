@@ -27,14 +27,11 @@ PRM_SCORINGS = ("mc", "single")
 AGGREGATIONS = ("weighted", "best", "majority", "distinct")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
-# The search methods, in the order tables list them; uats_core.methods.REGISTRY maps each to its class.
-METHODS: tuple[str, ...] = ("best-of-n", "beam", "dvts", "rebase", "dora", "h-uats", "a-uats")
-UATS_METHODS: tuple[str, ...] = ("h-uats", "a-uats")  # the methods with UATS's knobs (k0, τ, δ, ν1, ν2, ...)
 
 
 @dataclass
 class SearchConfig:
-    method: str = "h-uats"
+    method: str = "h-uats"  # a name in uats_core.methods.REGISTRY
     budget: int = 16  # N: REBASE's width; the matched-compute budget for everyone else
     seed: int = 0
     cost_ratio: float = 18.0  # c: one generated step costs as much as c PRM passes
@@ -90,18 +87,13 @@ class SearchConfig:
                 pass
 
     def validate(self) -> "SearchConfig":
-        """Check every field (ConfigError naming the first bad one); changes nothing. The run's limits (budget cap,
-        tree size) are prepare_search's: uats_core.limits.check_limits."""
-        if self.method not in METHODS:
-            raise ConfigError("method", f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        """Check every field's own value (ConfigError naming the first bad one); changes nothing. What the method
+        asks of the fields (uats_core.methods.check_method_settings) and the run's limits are the run's validation:
+        uats_core.request.validate_request, or check_config for a config alone."""
         _int_at_least("budget", self.budget, 1)
         _int_at_least("max_iterations", self.max_iterations, 1)
         _int_at_least("k0", self.k0, 2, why="the sample variance needs at least 2 passes")
         _int_at_least("beam_width", self.beam_width, 1)
-        if self.method in ("beam", "dvts") and self.budget % self.beam_width:
-            raise ConfigError("budget", f"beam search and DVTS need a budget divisible by beam_width={self.beam_width}; got {self.budget}")
-        if self.method in ("beam", "dvts") and self.budget < self.beam_width:
-            raise ConfigError("budget", f"must be at least beam_width={self.beam_width} for {self.method}")
         _positive("cost_ratio", self.cost_ratio, allow_zero=True)
         if tau_auto_quantile(self.tau) is None:
             _positive("tau", self.tau, allow_zero=True)
@@ -109,20 +101,12 @@ class SearchConfig:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
         if self.uncertainty_space not in UNCERTAINTY_SPACES:
             raise ConfigError("uncertainty_space", f"got {self.uncertainty_space!r}; use prob (the default) or logit")
-        if self.method == "a-uats" and (self.uncertainty, self.uncertainty_space) != ("var", "prob"):
-            # the controller outputs τ on the scale it was trained on: σ² of the scores
-            raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
-                                                   "use --uncertainty var --uncertainty-space prob, or h-uats")
         if self.prm_scoring not in PRM_SCORINGS:
             raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
-        if self.prm_scoring != "mc" and self.method != "h-uats":
-            raise ConfigError("prm_scoring", "single-pass scoring is an H-UATS ablation; use --method h-uats")
         if self.aggregation not in AGGREGATIONS:
             raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
         if self.rebase_scoring not in PRM_SCORINGS:
             raise ConfigError("rebase_scoring", f"got {self.rebase_scoring!r}; use single (one pass) or mc (K0 passes)")
-        if self.rebase_scoring != "single" and self.method != "rebase":
-            raise ConfigError("rebase_scoring", "MC-mean scoring of REBASE is a REBASE setting; use --method rebase")
         if self.child_score not in CHILD_SCORES:
             raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
         _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)

@@ -19,10 +19,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .config import UATS_METHODS
 from .errors import ConfigError, ProblemError
 from .protocols import Trace
-from .spending import check_affordable, config_spending
+from .spending import config_spending
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +90,17 @@ def estimate_run(config: Any) -> RunEstimate:
     children (UATS: N(c+1) cost units, c per child, so N(1 + 1/c) children), for at most max_iterations
     iterations. Passes: every method spends at most N(c+1) a step (a pass costs 1, a step c), so the run's
     passes are at most max_iterations·N(c+1). Per node: 1, or for UATS K0 plus one step's re-evaluation
-    budget, β·(ρ·N(c+1) + c + K0) at most (β ≤ 1 for H-UATS, A-UATS's controller's ceiling for A-UATS),
-    never more than N(c+1)."""
-    from .methods.uats import BETA_MAX
+    budget, β·(ρ·N(c+1) + c + K0) at most (β: the method's reeval_scale, 1 for H-UATS, A-UATS's controller's
+    ceiling for A-UATS), never more than N(c+1)."""
+    from .methods import method_class
 
     per_step = config.budget * (1.0 + 1.0 / max(float(config.cost_ratio), 1.0))
     nodes = 1 + math.ceil(per_step) * int(config.max_iterations)
     rule = config_spending(config)
     passes = math.ceil(rule.step_cap * int(config.max_iterations))
     node_passes = 1
-    if config.method in UATS_METHODS:
-        beta = 1.0 if config.method == "h-uats" else BETA_MAX
+    beta = method_class(config.method).reeval_scale
+    if beta is not None:
         reeval = min(rule.step_cap, beta * (float(config.reeval_share) * rule.step_cap + rule.per_child))
         node_passes = int(config.k0) + math.floor(reeval)
     memory = nodes * BYTES_PER_NODE + min(passes, nodes * node_passes) * BYTES_PER_PASS
@@ -110,6 +109,8 @@ def estimate_run(config: Any) -> RunEstimate:
 
 def check_limits(config: Any, limits: Limits | None = None) -> RunEstimate:
     """Raise ConfigError naming the field to lower when the run would exceed a limit; else the estimate."""
+    from .methods import method_class
+
     limits = limits or current_limits()
     if config.budget > limits.max_budget:
         raise ConfigError("budget", f"{config.budget} is above the maximum budget {limits.max_budget}; lower it, or "
@@ -117,8 +118,7 @@ def check_limits(config: Any, limits: Limits | None = None) -> RunEstimate:
     if config.k0 > limits.max_node_passes:
         raise ConfigError("k0", f"{config.k0:,} is above the maximum of {limits.max_node_passes:,} passes per node; "
                                 f"lower it (or raise ${ENV_MAX_NODE_PASSES})")
-    if config.method in UATS_METHODS:
-        check_affordable(config)
+    method_class(config.method).check_affordable(config)  # what its first step costs (UATS: c+K0 a child)
     est = estimate_run(config)
     log.debug("run estimate: at most %d nodes, %d passes, %.0f MB", est.nodes, est.passes, est.memory_mb)
     if est.nodes > limits.max_nodes or est.memory_mb > limits.max_memory_mb:

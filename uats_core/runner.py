@@ -17,11 +17,12 @@ from .cancel import cancellable
 from .config import SearchConfig
 from .events import EventBus, RunEnded, RunStarted, Subscriber
 from .grading import Grader, vote
-from .limits import check_limits, check_prompt_fits
+from .limits import check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .problems import Problem
 from .protocols import PRM, Embedder, Policy
+from .request import CheckedSearch
 from .status import RunStatus
 from .tree import SearchTree
 
@@ -65,15 +66,16 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
     should_cancel is asked before each iteration and may block (step mode); cancel_requested must answer at
     once: the backends poll it between batches, so a cancel lands inside a long iteration too.
 
-    `config` is validated (SearchConfig.validate) where it was built from input, once per run. `model_options`:
-    how the policy and PRM were loaded, recorded with the run (RunStarted)."""
+    `config` is checked where the run was asked for (uats_core.request.validate_request, once per run); here,
+    once the models are loaded, only that the question fits their context. `model_options`: how the policy and PRM
+    were loaded, recorded with the run (RunStarted)."""
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
     bus = EventBus(*subscribers)
     own_grader = grader is None
     grader = grader or Grader()
-    if config.method == "dora" and embedder is None:
+    if method.needs_embedder and embedder is None:
         from .embedders import default_embedder
 
         embedder = default_embedder()
@@ -97,8 +99,7 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
             finals = method.search(ctx)
         ctx.mark_voted(finals)
         candidates = [(n.answer, float(n.mean if n.mean is not None else 0.0), ctx.tree.trace(n.id).text) for n in finals]
-        rule = "best" if not config.weighted and config.method == "best-of-n" else config.aggregation
-        answer, naive = vote(candidates, grader, rule), vote(candidates, grader, "best")
+        answer, naive = vote(candidates, grader, method.vote_rule()), vote(candidates, grader, "best")
         if problem.answer is not None:
             correct = grader.equivalent(problem.answer, answer)
             naive_correct = grader.equivalent(problem.answer, naive)
@@ -147,47 +148,49 @@ def build_backends(policy_spec: str | None, prm_spec: str | None, config: Search
 
 @dataclass
 class PreparedSearch:
-    """A search ready to run on any problem: the config (τ resolved), the policy and PRM, A-UATS's controller and
-    DORA's embedder. Every entry point (the CLI, the app's workers, the evaluation workers) builds it with
-    `prepare_search`, so they cannot differ in how a search is put together."""
+    """A search ready to run on its problem: the checked request's config (τ resolved), the policy and PRM, A-UATS's
+    controller and DORA's embedder. Every entry point (the CLI, the app's workers, the evaluation workers) builds it
+    with `prepare_search` from a CheckedSearch, so they cannot differ in how a search is put together."""
 
-    config: SearchConfig
+    checked: CheckedSearch
     policy: Policy
     prm: PRM
     controller: Any = None
     embedder: Embedder | None = None
-    tau_note: dict[str, Any] | None = None  # where an auto τ came from (None for a number)
-    model_options: dict[str, Any] | None = None  # how the models were loaded: recorded with each run
 
-    def run(self, problem: Problem, **kw: Any) -> RunResult:
-        """run_search with this search's parts; kw: subscribers, run_id, grader, cancellation, progress."""
-        return run_search(problem, self.config, self.policy, self.prm, controller=self.controller,
-                          embedder=self.embedder, model_options=self.model_options, **kw)
+    @property
+    def config(self) -> SearchConfig:
+        return self.checked.config
+
+    @property
+    def tau_note(self) -> dict[str, Any] | None:
+        return self.checked.tau_note  # where an auto τ came from (None for a number)
+
+    def run(self, problem: Problem | None = None, **kw: Any) -> RunResult:
+        """run_search on the request's problem (or `problem`: the same search on another one) with this search's
+        parts; kw: subscribers, run_id, grader, cancellation, progress."""
+        return run_search(problem or self.checked.problem, self.config, self.policy, self.prm,
+                          controller=self.controller, embedder=self.embedder,
+                          model_options=self.checked.model_options(), **kw)
 
 
-def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str | None = None,
-                   prm_kind: str | None = None, policy_opts: dict[str, Any] | None = None,
-                   prm_opts: dict[str, Any] | None = None, world_problem: bool = True,
-                   models: tuple[Policy, PRM] | None = None, controller: Callable[[SearchConfig], Any] | None = None,
-                   embedder: Callable[[], Embedder] | None = None, limits_checked: bool = False) -> PreparedSearch:
-    """config + model specs -> a PreparedSearch. `models`: a pair already loaded (a warm or evaluation worker's
-    cache) instead of loading the specs; `controller` / `embedder`: cached providers instead of loading A-UATS's
-    controller (config.controller) and DORA's default embedder anew. `prm` still names the PRM an auto τ is
-    calibrated for. `config` is validated where it was built (SearchConfig.validate); this checks the run against
-    the limits (uats_core.limits) before any model loads, unless `limits_checked`: the caller built the config and
-    checked it already (the app's worker runs only what its own server checked when the run was submitted).
-    `prm_kind`, `policy_opts` and `prm_opts` are recorded with each run: with `models`, pass those they were
-    loaded with."""
-    from .calibration import resolve_tau
+def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None = None,
+                   controller: Callable[[SearchConfig], Any] | None = None,
+                   embedder: Callable[[], Embedder] | None = None) -> PreparedSearch:
+    """A checked search (uats_core.request.validate_request) -> a PreparedSearch, loading what its method needs.
+    `models`: a pair already loaded (a warm or evaluation worker's cache) instead of loading the request's specs
+    (then loaded with the request's kind and options); `controller` / `embedder`: cached providers instead of
+    loading A-UATS's controller (config.controller) and DORA's default embedder anew."""
+    from .methods import method_class
 
-    if not limits_checked:
-        check_limits(config)
-    config, tau_note = resolve_tau(config, prm)
+    config, request = checked.config, checked.request
     if models is None:
-        models = build_backends(policy, prm, config, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
-                                world_problem=world_problem)
+        models = build_backends(request.policy, request.prm, config, prm_kind=request.prm_kind,
+                                policy_opts=dict(request.policy_opts), prm_opts=dict(request.prm_opts),
+                                world_problem=request.world_problem)
+    needs = method_class(config.method)
     ctrl = None
-    if config.method == "a-uats":
+    if needs.needs_controller:
         if controller is None:
             from .controller import load_controller
 
@@ -195,12 +198,11 @@ def prepare_search(config: SearchConfig, *, policy: str | None = None, prm: str 
         else:
             ctrl = controller(config)
     emb = None
-    if config.method == "dora":
+    if needs.needs_embedder:
         if embedder is None:
             from .embedders import default_embedder
 
             emb = default_embedder()
         else:
             emb = embedder()
-    options = {"policy_opts": dict(policy_opts or {}), "prm_opts": dict(prm_opts or {}), "prm_kind": prm_kind}
-    return PreparedSearch(config, models[0], models[1], ctrl, emb, tau_note, options)
+    return PreparedSearch(checked, models[0], models[1], ctrl, emb)

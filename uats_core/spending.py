@@ -166,6 +166,10 @@ class PaperRule(_Rule):
 
 
 SpendingRule = CarryRule | PaperRule
+# The StepInfo fields each rule's info() fills (a method that spends by them declares them among its step_fields).
+RULE_STEP_FIELDS = {"carry": frozenset({"spend_rule", "available", "allowance", "carry", "spent_total", "reeval_asked",
+                                         "width_asked"}),
+                    "paper": frozenset({"spend_rule", "base_width", "base_reeval_budget", "width_left", "spent_total"})}
 
 
 def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float) -> SpendingRule:

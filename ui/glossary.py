@@ -11,6 +11,8 @@ import json
 
 import gradio as gr
 
+from uats_core.status import NodeStatus
+
 from .views.safe_text import md_text
 
 # Symbols first, in the order a UATS step uses them, then the words the tables and panels use.
@@ -37,7 +39,7 @@ GLOSSARY: dict[str, str] = {
     "t": "the iteration: decide over the last step's candidates, then generate and score their children.",
     "extra passes": "the passes a re-evaluated step got after its first K0 (its share of B).",
     "R̄ alone": "the children a step would have got from R̄ of its first K0 passes alone, with the same C.",
-    "pruned": "a candidate given no children: its branch ends there.",
+    str(NodeStatus.PRUNED): "a candidate given no children: its branch ends there.",
     "answer": "the run's answer: the weighted vote (each answer's finished solutions' scores, summed).",
     "naive answer": "the answer of the single best-scored finished solution, with no vote.",
     "cost": "the compute spent, in PRM passes: c per generated step plus one per pass.",

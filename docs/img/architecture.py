@@ -13,30 +13,33 @@ W, H = 1600, 1050
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 INK, GREY, RUN = (30, 30, 30), (110, 110, 110), (200, 60, 30)
 LAYERS = [  # (title, top, bottom, fill); titles sit above the rightmost column, where no arrow crosses
-    ("entry points and ui", 20, 360, (232, 240, 252)),
-    ("storage", 380, 560, (236, 246, 234)),
-    ("engine", 580, 980, (252, 244, 228)),
+    ("uats/ and ui/", 20, 360, (232, 240, 252)),
+    ("storage/", 380, 560, (236, 246, 234)),
+    ("uats_core/: the engine", 580, 980, (252, 244, 228)),
 ]
 COLUMNS = (40, 420, 800, 1180)
 # name -> (x, y, w, h, title, lines)
 BOXES = {
     "tab": (40, 70, 330, 130, "ui/tabs/search_events.py", ["the Search tab: on_run ->", "submit_run; on_tick polls",
                                                              "run_version, redraws on change"]),
-    "service": (40, 225, 330, 115, "ui/tabs/run_form.py", ["build_config: SearchConfig",
-                                                            "validate() + check_limits:", "the run's one validation"]),
+    "service": (40, 225, 330, 115, "search_events.run_request", ["the form's values ->",
+                                                                 "SearchRequest -> validate_request",
+                                                                 "(the run's one validation)"]),
     "pool": (420, 70, 330, 130, "ui/jobs/worker.py: WorkerPool", ["its own thread starts queued jobs",
                                                                "and reaps dead workers; jobs run", "in spawned processes"]),
-    "warm": (420, 225, 330, 115, "ui/jobs/warm.py (in a worker)", ["execute: from_dict; keeps the",
-                                                               "(policy, PRM) pair loaded;", "prepare_search(...).run"]),
+    "warm": (420, 225, 330, 115, "ui/jobs/warm.py (in a worker)", ["execute: keeps the (policy, PRM)",
+                                                               "pair loaded; prepare_search(", "req.search).run"]),
     "view": (800, 70, 330, 130, "ui/tabs/viewer.py", ["RunData.load (ui/views/treedata.py),", "cached per run version;",
                                                       "treefig -> Plotly.react"]),
     "ui": (800, 225, 330, 115, "the rest of ui/", ["tabs/: compare, runs, cases, reports;",
                                                    "views/: figures, texts (no Gradio);",
                                                    "launch.py (app.py, uats-studio)"]),
-    "entry": (1180, 70, 380, 270, "uats/", ["cli.py: uats search|runs|show|", "  doctor|ledger|calibrate",
-                                                             "eval/: the evaluation grid", "report.py: tables, figures",
-                                                             "calibrate.py, theory.py,", "train_controller.py",
-                                                             "(python -m ... via __main__)"]),
+    "entry": (1180, 70, 380, 270, "uats/: the uats command", ["cli.py: search|runs|show|import|",
+                                                              "  doctor|ledger|calibrate",
+                                                              "eval/: the evaluation (uats eval)",
+                                                              "report.py: tables, figures",
+                                                              "calibrate, theory, train", "each builds a SearchRequest",
+                                                              "-> validate_request"]),
     "store": (40, 420, 330, 125, "storage/store.py: RunStore", ["register_run (a queued row),",
                                                                  "run control, reads: get_nodes", "(nodes keyed by id), run_version"]),
     "db": (420, 420, 330, 125, "the run log (SQLAlchemy)", ["SQLite WAL by default: runs, nodes,",
@@ -47,15 +50,17 @@ BOXES = {
     "ledger": (1180, 420, 380, 125, "eval_cells, results_ledger", ["the eval grid's cells; the",
                                                                   "committed results/ (CSV.gz);",
                                                                   "eval_results: the report's rows"]),
-    "config": (40, 630, 330, 120, "config.py: SearchConfig", ["every method's knobs; validate()",
-                                                              "checks fields (errors.py: one", "error naming the field)"]),
-    "runner": (40, 790, 330, 170, "runner.py", ["prepare_search: limits.py, tau", "auto, models, controller",
-                                                "run_search: seeds, EventBus,", "method.search, vote, grade,",
-                                                "always RunEnded"]),
-    "methods": (420, 630, 330, 330, "methods/", ["base.py: SearchMethod.search(ctx)", "SearchContext: the tree,",
-                                                 "  cost ledger, batched calls,", "  events", "best_of_n, beam, dvts,",
-                                                 "rebase, dora, uats (H-UATS,", "A-UATS)", "allocation.py, spending.py,",
-                                                 "estimation.py (R̄, σ², R̂),", "grading.py, tree.py"]),
+    "config": (40, 630, 330, 120, "request.py, config.py", ["validate_request: fields, method,",
+                                                            "limits.py, τ auto -> CheckedSearch",
+                                                            "(errors.py: one error, its field)"]),
+    "runner": (40, 790, 330, 170, "runner.py", ["prepare_search(CheckedSearch):", "models, controller, embedder",
+                                                "run_search: fits the context?,", "seeds, EventBus, method.search,",
+                                                "vote, grade, always RunEnded"]),
+    "methods": (420, 630, 330, 330, "methods/", ["base.py: SearchMethod.search(ctx)", "  and what a method needs",
+                                                 "SearchContext: the tree, cost,", "  batched calls, events",
+                                                 "__init__.py: REGISTRY", "best_of_n, beam, dvts, rebase,",
+                                                 "dora, uats (H-UATS, A-UATS)", "allocation.py, spending.py,",
+                                                 "estimation.py (R̄, σ², R̂),", "grading.py, tree.py, status.py"]),
     "events": (800, 630, 330, 150, "events.py + records.py", ["RunStarted, NodesUpdated,", "IterationEnded, RunEnded;",
                                                               "Decision, StepInfo"]),
     "protocols": (800, 810, 330, 150, "protocols.py", ["Policy.generate_steps(traces)", "PRM.score(traces)",
@@ -127,8 +132,8 @@ def main() -> None:
     arrow(d, [(1180, 935), (1130, 935)], GREY, dashed=True)
     # The rule of the picture.
     for i, line in enumerate(["Arrows 1-6: one run started in the app, numbered as in docs/architecture.md.",
-                              "A module imports only from its own band or a lower one (entry points and ui not from "
-                              "each other); the engine imports no storage, ui, gradio or SQL."]):
+                              "A folder imports only from its own band or a lower one (uats/ and ui/ not from each "
+                              "other); the engine imports no storage, ui, gradio or SQL."]):
         d.text((30, 995 + 24 * i), line, fill=GREY, font=font(16))
     img.save(OUT, optimize=True)
 

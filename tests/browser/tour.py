@@ -31,14 +31,13 @@ def search(store: Any, run_id: str, problem: int, budget: int) -> None:
     """One real H-UATS search, written to `store` as a worker writes it."""
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
+    from tests.pool_requests import search_job
     from ui.jobs.warm import ModelCache, execute
-    from ui.jobs.worker import RunRequest, request_dict
     from uats_core.config import SearchConfig
 
     prob = dataset_problems(ARITH)[problem]
     cfg = SearchConfig(method="h-uats", budget=budget, seed=0, dropout_p=0.3)
-    execute(RunRequest(run_id=run_id, db=store.location, problem=request_dict(prob), config=cfg.to_dict()),
-            ModelCache(), store)
+    execute(search_job(run_id, store.location, prob, cfg), ModelCache(), store)
 
 
 def pick(store: Any) -> dict[str, int]:

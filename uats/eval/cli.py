@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
+from uats_core.methods import method_names
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from uats_core.status import RunStatus
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pairs", default="A:prm", help="POLICY:PRM name pairs, comma-separated (built in: A, B, prm)")
     g.add_argument("--model", action="append", default=[], metavar="NAME=SPEC",
                    help="name a model for --pairs: folder, hf:<id>, vllm:<id> (policy), or py:module:function")
-    g.add_argument("--methods", default="all", help="all, or a comma list of best-of-n,beam,dvts,rebase,dora,h-uats,a-uats")
+    g.add_argument("--methods", default="all", help="all, or a comma list of " + ",".join(method_names()))
     g.add_argument("--budgets", default="4,16,64", help="N values, comma-separated")
     g.add_argument("--seeds", default="3", help="a count (3 = seeds 0,1,2) or a comma list")
     g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a SearchConfig field for every cell")
@@ -156,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker, lanes=args.batch,
                            merge_prm=args.batch_prm == "on",
                            torch_threads=args.torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
+                           trust_remote_code=args.trust_remote_code,
                            max_attempts=args.max_attempts,
                            stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,
                            dry_run=args.dry_run, ledger=args.ledger)

@@ -24,7 +24,7 @@ from .worker import CellOutcome, EvalWorker
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # Left out of the working_dir Ray ships to the nodes: environments, history and outputs, none of which a search reads.
 _SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", ".cache", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal",
                   "*.db-shm", "__pycache__", ".pytest_cache", ".hypothesis"]
@@ -48,7 +48,14 @@ def relocate(items: Sequence[WorkItem], driver_root: str, here: Path = REPO_ROOT
     def move(spec: str) -> str:
         return str(here) + spec[len(driver_root):] if spec.startswith(driver_root + os.sep) else spec
 
-    return [replace(it, cell=replace(it.cell, policy=move(it.cell.policy), prm=move(it.cell.prm))) for it in items]
+    def moved(it: WorkItem) -> WorkItem:
+        cell = replace(it.cell, policy=move(it.cell.policy), prm=move(it.cell.prm))
+        if it.search is None:
+            return replace(it, cell=cell)
+        request = replace(it.search.request, policy=cell.policy, prm=cell.prm)
+        return replace(it, cell=cell, search=replace(it.search, request=request))
+
+    return [moved(it) for it in items]
 
 
 class EvalActor:

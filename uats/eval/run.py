@@ -11,7 +11,8 @@ from typing import Any, Sequence
 
 from storage.eval_cells import CellLedger, Plan
 from uats_core.errors import ConfigError
-from uats_core.eval.grid import GridSpec, WorkItem, build_cells, shard, validate_cells
+from uats_core.eval.grid import GridSpec, WorkItem, build_cells, check_cells, shard
+from uats_core.methods import method_class
 from uats_core.status import RunStatus
 from .worker import FACTORY_PREFIX, CellOutcome, EvalWorker
 
@@ -31,6 +32,7 @@ class EvalOptions:
     torch_threads: int | None = None
     policy_opts: dict[str, Any] = field(default_factory=dict)
     prm_opts: dict[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False  # the options may run a model's own code (--trust-remote-code)
     max_attempts: int = 3
     stale_after_s: float = 900.0
     chunk: int | None = None
@@ -66,9 +68,9 @@ class EvalSummary:
                 f"{self.searches_per_minute:.1f} searches/min")
 
 
-def preflight(items: Sequence[WorkItem]) -> None:
-    """Fail with one line naming the field before anything is written."""
-    validate_cells(items)
+def preflight(items: Sequence[WorkItem], opts: EvalOptions) -> list[WorkItem]:
+    """Fail with one line naming the field before anything is written; the items with their checked searches."""
+    items = check_cells(items, opts.policy_opts, opts.prm_opts, opts.trust_remote_code)
     specs = {(it.cell.pair, "policy", it.cell.policy) for it in items} | {(it.cell.pair, "prm", it.cell.prm) for it in items}
     for pair, role, spec in sorted(specs):
         if spec.startswith(FACTORY_PREFIX) or spec.startswith(("hf:", "vllm:")):
@@ -77,18 +79,20 @@ def preflight(items: Sequence[WorkItem]) -> None:
             hint = (" (the arithmetic world's models: python -m uats_core.worlds.arith.train)"
                     if "assets/models/arith" in spec else "")
             raise ConfigError("pairs", f"pair {pair}: the {role} {spec} does not exist{hint}")
-    auats = {(it.cell.config().controller, it.cell.config().controller_uncertainty_features)
-             for it in items if it.cell.method == "a-uats"}
-    if auats:
+    controllers = {}  # each controller the cells need, loaded once here: a missing one fails before any cell runs
+    for it in items:
+        cfg = it.checked.config
+        if method_class(cfg.method).needs_controller:
+            controllers.setdefault((cfg.controller, cfg.controller_uncertainty_features), (cfg.method, cfg))
+    if controllers:
         from uats_core.controller import load_controller
 
-        for path, unc in sorted(auats, key=str):
-            cfg = next(it.cell.config() for it in items if it.cell.method == "a-uats"
-                       and (it.cell.config().controller, it.cell.config().controller_uncertainty_features) == (path, unc))
+        for method, cfg in controllers.values():
             try:
-                load_controller(path, cfg)
+                load_controller(cfg.controller, cfg)
             except ValueError as exc:
-                raise ConfigError("methods", f"a-uats needs its controller: {exc}") from None
+                raise ConfigError("methods", f"{method} needs its controller: {exc}") from None
+    return items
 
 
 def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
@@ -106,7 +110,7 @@ def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
         kept = [it for it in items if it.cell.key not in done]
         in_ledger, items = len(items) - len(kept), kept
         log.info("results ledger %s: %d of the grid's cells are in it", opts.ledger, in_ledger)
-    preflight(items)
+    items = preflight(items, opts)
     local = "://" not in opts.db
     if opts.dry_run and local and not Path(opts.db).expanduser().exists():
         log.info("%d cells; no database yet: all to run (dry run, nothing written)", len(items))
@@ -167,7 +171,7 @@ def code_version(root: Path | None = None) -> str:
 
     from uats_core.report.provenance import DIRTY
 
-    root = Path(__file__).resolve().parents[3] if root is None else root
+    root = Path(__file__).resolve().parents[2] if root is None else root
     if (root / ".git").exists():  # a checkout; installed, site-packages is none (nor the repo it may sit in)
         try:
             head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,

@@ -24,7 +24,8 @@ from uats_core.grading import Grader
 from uats_core.runner import prepare_search
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from storage.eval_cells import CellLedger
-from uats_core.eval.grid import Cell, WorkItem
+from uats_core.eval.grid import WorkItem
+from uats_core.methods import method_class
 from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,8 @@ class BackendCache:
                 log.info("PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0)
             return self._prms[key]
 
-    def backends(self, cell: Cell) -> tuple[Any, Any]:
-        cfg = cell.config()
+    def backends(self, item: WorkItem) -> tuple[Any, Any]:
+        cell, cfg = item.cell, item.checked.config
         return self.policy(cell.policy, cell.prm), self.prm(cell.prm, cfg.dropout_p, cfg.dropout_mode)
 
     def embedder(self) -> Any:
@@ -166,24 +167,22 @@ class EvalWorker:
     # ------------------------------------------------------------------ one cell
     def _run_cell(self, item: WorkItem, policy: Any, prm: Any, batched: bool,
                   embedder: Any = None) -> CellOutcome:
-        cell, problem = item.cell, item.problem
-        config = cell.config()
+        cell, problem, checked = item.cell, item.problem, item.checked
+        config = checked.config
         run_id = uuid.uuid4().hex
         if not self.ledger.claim(cell, run_id, batched):
             return CellOutcome(cell.key, "skipped", None)
         t0 = time.perf_counter()
         try:
-            search = prepare_search(config, prm=cell.prm, models=(policy, prm), controller=self.cache.controller,
-                                    embedder=(lambda: embedder) if embedder is not None else self.cache.embedder,
-                                    policy_opts=getattr(self.cache, "policy_opts", None),  # recorded with the run
-                                    prm_opts=getattr(self.cache, "prm_opts", None))
+            search = prepare_search(checked, models=(policy, prm), controller=self.cache.controller,
+                                    embedder=(lambda: embedder) if embedder is not None else self.cache.embedder)
             self.store.register_run(run_id, method=config.method, problem_id=problem.id, question=problem.question,
                                     gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
                                     policy=getattr(policy, "name", None), prm=getattr(prm, "name", None),
                                     label=f"eval {cell.key}")
             if not batched and hasattr(prm, "clear_cache"):
                 prm.clear_cache()
-            result = search.run(problem, subscribers=[self.store.subscriber()], run_id=run_id, grader=self.grader,
+            result = search.run(subscribers=[self.store.subscriber()], run_id=run_id, grader=self.grader,
                                 should_cancel=self._stop.is_set, cancel_requested=self._stop.is_set)
         except Exception as exc:  # run_search has already closed the run as failed (or never opened it)
             wall = time.perf_counter() - t0
@@ -214,7 +213,7 @@ class EvalWorker:
                 return self._run_batched(items, bar)
             out: list[CellOutcome] = []
             for it in items:
-                policy, prm = self.cache.backends(it.cell)
+                policy, prm = self.cache.backends(it)
                 out.append(self._run_cell(it, policy, prm, batched=False))
                 if bar is not None:
                     bar.update(1)
@@ -229,7 +228,8 @@ class EvalWorker:
         with the same lane count reproduce."""
         lanes = min(self.lanes, len(items))
         hub = BatchingHub(lanes, group_seed=mix_seed(*(it.cell.key for it in items), lanes))
-        embedder = LockedEmbedder(self.cache.embedder()) if any(it.cell.method == "dora" for it in items) else None
+        needs_embedder = any(method_class(it.cell.method).needs_embedder for it in items)
+        embedder = LockedEmbedder(self.cache.embedder()) if needs_embedder else None
         results: list[list[CellOutcome]] = [[] for _ in range(lanes)]
         errors: list[BaseException] = []
         bar_lock = threading.Lock()
@@ -239,8 +239,8 @@ class EvalWorker:
                 for it in items[lane::lanes]:
                     if errors:
                         break  # another lane was interrupted: stop starting new searches
-                    policy, prm = self.cache.backends(it.cell)
-                    cfg = it.cell.config()
+                    policy, prm = self.cache.backends(it)
+                    cfg = it.checked.config
                     lp = LanePolicy(hub, lane, policy, it.cell.policy)
                     lr = LanePRM(hub, lane, prm, f"{it.cell.prm}|{cfg.dropout_mode}|{cfg.dropout_p!r}", self.merge_prm)
                     results[lane].append(self._run_cell(it, lp, lr, batched=True, embedder=embedder))

@@ -5,8 +5,9 @@ so a rerun with the same flags finds the same keys and skips the cells already f
 
     A:prm|arith-test|arith-test-17|h-uats|16|2|k0=3
 
-Variants: the config fields that differ from `SearchConfig`'s defaults *and matter to that method*
-(e.g. `tau` matters to H-UATS but not to REBASE), sorted and joined; "base" when none. So an ablation
+Variants: the config fields that differ from `SearchConfig`'s defaults *and matter to that method* (its
+config_fields, SearchMethod.variant_fields: e.g. `tau` matters to H-UATS but not to REBASE; and every field no method
+lists), sorted and joined; "base" when none. So an ablation
 axis such as `--k0 3,7` gives H-UATS cells "k0=3" and "base" (7 is the default), and the baselines keep
 their single "base" cell instead of being run once per ablation value for nothing.
 """
@@ -20,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import METHODS, UATS_METHODS, SearchConfig
+from ..config import SearchConfig
 from ..errors import ConfigError, ProblemError
-from ..limits import check_limits
+from ..methods import method_class, method_names, varies_by_method
 from ..paths import ASSETS
 from ..problems import Problem, load_problems
+from ..request import CheckedSearch, SearchRequest, validate_request
 
 log = logging.getLogger(__name__)
 
@@ -38,33 +40,15 @@ BUILTIN_MODELS: dict[str, str] = {
 # policy B's (other words, result first) are not. Reports label the pairs with this.
 BUILTIN_ROLES: dict[str, str] = {"A:prm": "ID", "B:prm": "OOD"}
 
-_UATS_FIELDS = {"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode", "uncertainty",
-                "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"}
-# Which config fields can change which method's result. A field missing here changes every method.
-FIELD_METHODS: dict[str, tuple[str, ...]] = {
-    **{f: UATS_METHODS for f in _UATS_FIELDS},
-    "controller": ("a-uats",),
-    "controller_uncertainty_features": ("a-uats",),
-    "rebase_temperature": ("rebase", "dora"),
-    "rebase_scoring": ("rebase",),
-    "dora_similarity_temperature": ("dora",),
-    "beam_width": ("beam", "dvts"),
-    "weighted": ("best-of-n",),
-}
 # Fields a cell never carries in its config (they are cell axes of their own).
 _AXIS_FIELDS = {"method", "budget", "seed"}
 _DEFAULTS = SearchConfig()
 
 
-# The MC-dropout fields that matter to REBASE too once it scores with the MC mean (rebase_scoring=mc).
-REBASE_MC_FIELDS = ("k0", "dropout_p", "dropout_mode")
-
-
 def relevant(field_name: str, method: str, values: Mapping[str, Any] | None = None) -> bool:
-    """Whether a config field can change this method's result, given the cell's other settings `values`."""
-    if method == "rebase" and field_name in REBASE_MC_FIELDS and (values or {}).get("rebase_scoring") == "mc":
-        return True
-    return method in FIELD_METHODS.get(field_name, METHODS)
+    """Whether a config field can change this method's result, given the cell's other settings `values`: a field
+    no method lists among its config_fields changes every method's."""
+    return not varies_by_method(field_name) or field_name in method_class(method).variant_fields(values or {})
 
 
 def _fmt(value: Any) -> str:
@@ -99,19 +83,32 @@ class Cell:
         return f"{self.pair}|{self.dataset}|{self.problem_id}|{self.method}|{self.budget}|{self.seed}|{self.variant}"
 
     def config(self) -> SearchConfig:
-        """The cell's config; τ = auto[:q] is resolved from its PRM's calibration (the key keeps 'auto')."""
-        from ..calibration import resolve_tau
-
-        cfg = SearchConfig(method=self.method, budget=self.budget, seed=self.seed, **dict(self.overrides))
-        return resolve_tau(cfg, self.prm)[0] if self.method in UATS_METHODS else cfg
+        """The cell's config as asked for (τ = auto[:q] stays text: validate_request resolves it; the key keeps it)."""
+        return SearchConfig(method=self.method, budget=self.budget, seed=self.seed, **dict(self.overrides))
 
 
 @dataclass(frozen=True)
 class WorkItem:
-    """A cell plus its problem: workers get the problem itself, so they never need the dataset file."""
+    """A cell plus its problem (workers get the problem itself, so they never need the dataset file) and, once
+    check_cells has validated it, its checked search: what a worker prepares and runs."""
 
     cell: Cell
     problem: Problem
+    search: CheckedSearch | None = None
+
+    def request(self, policy_opts: Mapping[str, Any] | None = None, prm_opts: Mapping[str, Any] | None = None,
+                trust_remote_code: bool = False) -> SearchRequest:
+        """The cell as a search request: its pair's models (loaded with the run's options) on its problem."""
+        c = self.cell
+        # world_problem=False: a pair names both its models, so no embedded default stands in for one
+        return SearchRequest(self.problem, c.config(), policy=c.policy, prm=c.prm, policy_opts=dict(policy_opts or {}),
+                             prm_opts=dict(prm_opts or {}), world_problem=False, trust_remote_code=trust_remote_code)
+
+    @property
+    def checked(self) -> CheckedSearch:
+        if self.search is None:
+            raise RuntimeError(f"cell {self.cell.key} was not validated: run the grid's items through check_cells")
+        return self.search
 
 
 @dataclass
@@ -161,12 +158,13 @@ def parse_models(items: Sequence[str]) -> dict[str, str]:
 
 
 def parse_methods(text: str) -> list[str]:
+    names = method_names()
     if text.strip() == "all":
-        return list(METHODS)
+        return list(names)
     methods = [m.strip() for m in text.split(",") if m.strip()]
     for m in methods:
-        if m not in METHODS:
-            raise ConfigError("methods", f"unknown method {m!r}; choose from {', '.join(METHODS)} or 'all'")
+        if m not in names:
+            raise ConfigError("methods", f"unknown method {m!r}; choose from {', '.join(names)} or 'all'")
     if not methods:
         raise ConfigError("methods", "no method given; e.g. --methods all or --methods rebase,h-uats")
     return list(dict.fromkeys(methods))
@@ -287,13 +285,8 @@ def _variants(method: str, spec: GridSpec) -> list[tuple[tuple[str, Any], ...]]:
         for with_unc in uncertainty:
             values = dict(spec.settings)
             values.update(zip(axis_names, combo))
-            if not with_unc:
-                # Without uncertainty: A-UATS reads no σ features (the paper's ablation, its own checkpoint);
-                # H-UATS gets no re-evaluation budget, so σ² and R̂ never steer it and all of N(c+1) buys width.
-                if method == "a-uats":
-                    values["controller_uncertainty_features"] = False
-                elif method == "h-uats":
-                    values["reeval_share"] = 0.0
+            if not with_unc:  # the method's own settings without uncertainty (none for the baselines)
+                values.update(method_class(method).without_uncertainty())
             canon = tuple(sorted((k, v) for k, v in values.items()
                                  if relevant(k, method, values) and getattr(_DEFAULTS, k) != v))
             if canon not in out:
@@ -318,29 +311,21 @@ def build_cells(spec: GridSpec) -> list[WorkItem]:
     return items
 
 
-def validate_cells(items: Sequence[WorkItem]) -> None:
-    """Every cell's config must be valid and affordable before anything is written."""
-    from ..allocation import uats_budget_split
-
-    seen: set[tuple[Any, ...]] = set()
+def check_cells(items: Sequence[WorkItem], policy_opts: Mapping[str, Any] | None = None,
+                prm_opts: Mapping[str, Any] | None = None, trust_remote_code: bool = False) -> list[WorkItem]:
+    """Every cell validated (uats_core.request.validate_request, once a cell) before anything is written: the items
+    with their checked searches, which the workers prepare and run. `policy_opts` / `prm_opts`: the options the
+    run's models load with (recorded with each run)."""
+    out = []
     for item in items:
-        c = item.cell
-        sig = (c.method, c.budget, c.overrides)
-        if sig in seen:
-            continue
-        seen.add(sig)
-        cfg = c.config()
         try:
-            check_limits(cfg.validate())  # UATS's affordability too
+            checked = validate_request(item.request(policy_opts, prm_opts, trust_remote_code))
         except ConfigError as exc:  # the grid's flag for the budget is --budgets
             if exc.field != "budget":
                 raise
-            raise ConfigError("budgets", f"{c.method}: {str(exc).partition(': ')[2]}") from None
-        if cfg.rebase_scoring == "mc":  # REBASE on K0 MC passes: a child costs c+K0 passes, as a UATS child does
-            width, _ = uats_budget_split(cfg.budget, cfg.cost_ratio, cfg.k0, 0.0)
-            if width < 1:
-                raise ConfigError("budgets", f"N={cfg.budget} cannot pay for one {c.method} child at K0={cfg.k0} "
-                                             f"(c+K0={cfg.cost_ratio + cfg.k0:g} > N(c+1)={cfg.budget * (cfg.cost_ratio + 1):g})")
+            raise ConfigError("budgets", f"{item.cell.method}: {str(exc).partition(': ')[2]}") from None
+        out.append(dataclasses.replace(item, search=checked))
+    return out
 
 
 def shard(items: Sequence[WorkItem], spec: str) -> list[WorkItem]:

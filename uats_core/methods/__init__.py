@@ -1,4 +1,8 @@
-"""One module per search method, all behind `SearchMethod`."""
+"""One module per search method, all behind `SearchMethod`, and the one registry of them: REGISTRY.
+
+Adding a method is its module and a line in REGISTRY: the command line (`--method`), the app's method list, the
+evaluation grid (`--methods all`), the validator and the report all read the names and the capabilities
+(SearchMethod's class attributes: needs_embedder, needs_controller, uses_uncertainty, config_fields, ...) from here."""
 
 from __future__ import annotations
 
@@ -14,18 +18,50 @@ from .dvts import DVTS
 from .rebase import Rebase
 from .uats import AUATS, UATS, Knobs
 
-# By each class's name, in config.METHODS' order (tests/test_engine_logic.py checks the two agree).
+# By each class's name, in the order tables, lists and menus show them.
 REGISTRY: dict[str, type[SearchMethod]] = {cls.name: cls for cls in (BestOfN, BeamSearch, DVTS, Rebase, Dora, UATS, AUATS)}
 
 
-def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
+def method_names() -> tuple[str, ...]:
+    """Every method's name, in REGISTRY's order."""
+    return tuple(REGISTRY)
+
+
+def uncertainty_methods() -> tuple[str, ...]:
+    """The methods whose steps MC-dropout uncertainty decides (uses_uncertainty), in REGISTRY's order."""
+    return tuple(name for name, cls in REGISTRY.items() if cls.uses_uncertainty)
+
+
+def method_class(name: str) -> type[SearchMethod]:
+    """The class registered as `name`; ConfigError(field='method') for a name that is not."""
     try:
-        cls = REGISTRY[config.method]
-    except KeyError:
-        raise ConfigError("method", f"unknown method {config.method!r}; choose one of {', '.join(REGISTRY)}") from None
-    if issubclass(cls, AUATS):
-        return cls(config, controller)  # H-UATS keeps the config's knobs: a controller is A-UATS's
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ConfigError("method", f"unknown method {name!r}; choose one of {', '.join(REGISTRY)}") from None
+
+
+def check_method_settings(config: SearchConfig) -> None:
+    """What the config's method asks of the config: a known method, no ablation switch another method owns (each
+    switch names its method), then the method's own check_config. ConfigError naming the field."""
+    cls = method_class(config.method)
+    for owner in REGISTRY.values():
+        for field, (kept, what) in owner.switches.items():
+            if field not in cls.switches and getattr(config, field) != kept:
+                raise ConfigError(field, f"{what}; use --method {owner.name}")
+    cls.check_config(config)
+
+
+def varies_by_method(field: str) -> bool:
+    """Whether some method lists `field` among its config_fields (a field none lists changes every method's result)."""
+    return any(field in cls.config_fields for cls in REGISTRY.values())
+
+
+def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
+    cls = method_class(config.method)
+    if cls.needs_controller:
+        return cls(config, controller)  # type: ignore[call-arg]
     return cls(config)
 
 
-__all__ = ["REGISTRY", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]
+__all__ = ["REGISTRY", "method_names", "uncertainty_methods", "method_class", "check_method_settings",
+           "varies_by_method", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]

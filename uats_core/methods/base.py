@@ -8,12 +8,13 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..cancel import SearchCancelled, checkpoint
 from ..config import SearchConfig
+from ..errors import ConfigError
 from ..estimation import mc_stats, ucb
 from ..events import EventBus, IterationEnded, NodesUpdated
 from ..records import Decision, StepInfo
@@ -212,15 +213,69 @@ class SearchContext:
 
 class SearchMethod(ABC):
     """One search algorithm. `search` grows ctx.tree and returns the final candidate nodes (the ones the
-    answer is voted from)."""
+    answer is voted from).
+
+    The class also says what the method needs from the rest of the system, so that the runner, the limits, the
+    validator, the evaluation grid, the run log's readers and the app ask the method instead of checking its name
+    (docs/architecture.md, Add a method)."""
 
     name: str = ""
+    # What the runner hands the method besides the policy and the PRM.
+    needs_embedder: bool = False  # an Embedder (uats_core.embedders): DORA
+    needs_controller: bool = False  # a learned controller (uats_core.controller), loaded from config.controller
+    # MC-dropout passes, σ² and the OOD gate decide its steps: the app's uncertainty panels and the report's
+    # analyses of the uncertainty-aware methods read such runs.
+    uses_uncertainty: bool = False
+    # The most its re-evaluation budget B may be scaled by (None: it re-evaluates nothing): the limits' estimate of
+    # the passes one node can hold.
+    reeval_scale: float | None = None
+    # Its knobs: the SearchConfig fields that change its result besides those every method reads (budget, seed,
+    # cost_ratio, max_iterations, aggregation, spend_rule); an evaluation cell's variant names these.
+    config_fields: frozenset[str] = frozenset()
+    # Ablation switches this method owns: field -> (the value every other method keeps, what the switch is).
+    switches: Mapping[str, tuple[Any, str]] = {}
+    # The StepInfo fields its steps fill, besides width, generated_steps and prm_passes (every step has those).
+    step_fields: frozenset[str] = frozenset()
 
     def __init__(self, config: SearchConfig) -> None:
         self.config = config
 
     @abstractmethod
     def search(self, ctx: SearchContext) -> list[Node]: ...
+
+    @classmethod
+    def check_config(cls, config: SearchConfig) -> None:
+        """Refuse, with a ConfigError naming the field, settings this method cannot search with (each field's own
+        range is SearchConfig.validate's)."""
+
+    @classmethod
+    def check_affordable(cls, config: SearchConfig) -> None:
+        """Refuse a budget that cannot pay for this method's first step (uats_core.limits asks before a model
+        loads)."""
+
+    @classmethod
+    def variant_fields(cls, values: Mapping[str, Any]) -> frozenset[str]:
+        """The config fields that change its result given a cell's other settings `values` (the evaluation grid's
+        keys)."""
+        return cls.config_fields
+
+    @classmethod
+    def without_uncertainty(cls) -> dict[str, Any]:
+        """The settings of this method without uncertainty (the evaluation grid's `--uncertainty off`)."""
+        return {}
+
+    def vote_rule(self) -> str:
+        """How its final candidates give the answer (uats_core.grading.vote): the config's aggregation."""
+        return self.config.aggregation
+
+
+def check_width_divides(config: SearchConfig, what: str) -> None:
+    """Beam search's and DVTS's budget: N/M beams or subtrees of M children each."""
+    if config.budget % config.beam_width:
+        raise ConfigError("budget", f"{what} need a budget divisible by beam_width={config.beam_width}; "
+                                    f"got {config.budget}")
+    if config.budget < config.beam_width:
+        raise ConfigError("budget", f"must be at least beam_width={config.beam_width} for {config.method}")
 
 
 def active(nodes: Sequence[Node]) -> list[Node]:

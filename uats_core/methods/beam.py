@@ -3,13 +3,20 @@ kept and each is expanded M times. Finished beams are set aside; the search ends
 
 from __future__ import annotations
 
+from ..config import SearchConfig
 from ..records import StepInfo
 from ..tree import Node
-from .base import SearchContext, SearchMethod, active, terminal
+from .base import SearchContext, SearchMethod, active, check_width_divides, terminal
 
 
 class BeamSearch(SearchMethod):
     name = "beam"
+    config_fields = frozenset({"beam_width"})
+    step_fields = frozenset({"keep", "beam_width", "finished"})
+
+    @classmethod
+    def check_config(cls, config: SearchConfig) -> None:
+        check_width_divides(config, "beam search and DVTS")
 
     def search(self, ctx: SearchContext) -> list[Node]:
         cfg = self.config

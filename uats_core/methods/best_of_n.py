@@ -10,6 +10,12 @@ from .base import SearchContext, SearchMethod, active, terminal
 
 class BestOfN(SearchMethod):
     name = "best-of-n"
+    config_fields = frozenset({"weighted"})
+    step_fields = frozenset({"finished", "weighted"})
+
+    def vote_rule(self) -> str:
+        """weighted=False: the single best-scored solution, whatever the aggregation."""
+        return self.config.aggregation if self.config.weighted else "best"
 
     def search(self, ctx: SearchContext) -> list[Node]:
         cfg = self.config

@@ -13,6 +13,9 @@ from .rebase import WidthSearch
 
 class Dora(WidthSearch):
     name = "dora"
+    needs_embedder = True
+    config_fields = frozenset({"rebase_temperature", "dora_similarity_temperature"})
+    step_fields = frozenset({"cap", "temperature", "similarity_temperature", "width_left"})
 
     def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
         scores = [float(n.mean) for n in candidates]

@@ -6,13 +6,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..config import SearchConfig
 from ..records import StepInfo
 from ..tree import Node
-from .base import SearchContext, SearchMethod
+from .base import SearchContext, SearchMethod, check_width_divides
 
 
 class DVTS(SearchMethod):
     name = "dvts"
+    config_fields = frozenset({"beam_width"})
+    step_fields = frozenset({"subtrees_open", "beam_width"})
+
+    @classmethod
+    def check_config(cls, config: SearchConfig) -> None:
+        check_width_divides(config, "beam search and DVTS")
 
     def search(self, ctx: SearchContext) -> list[Node]:
         cfg = self.config

@@ -11,12 +11,12 @@ ceil), so against H-UATS without re-evaluation only the rounding of the children
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..allocation import rebase_children
-from ..config import ConfigError
+from ..config import ConfigError, SearchConfig
 from ..records import Decision, StepInfo
-from ..spending import SpendingRule, spending_rule
+from ..spending import RULE_STEP_FIELDS, SpendingRule, spending_rule
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -52,16 +52,25 @@ class WidthSearch(SearchMethod):
     def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
         raise NotImplementedError
 
-    def _accounting(self) -> WidthSlots | SpendingRule:
-        cfg = self.config
+    @classmethod
+    def check_affordable(cls, config: SearchConfig) -> None:
+        cls._mc_spending(config)
+
+    @staticmethod
+    def _mc_spending(cfg: SearchConfig) -> SpendingRule | None:
+        """Under rebase_scoring='mc', the carry rule without re-evaluation (ConfigError when N(c+1) cannot buy one
+        child at c+K0); None otherwise."""
         if cfg.rebase_scoring != "mc":
-            return WidthSlots(cfg.budget)
+            return None
         spending = spending_rule("carry", cfg.budget, cfg.cost_ratio, cfg.k0, 0.0)
         if not spending.can_start():
             raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
                                         f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the "
                                         "budget or lower k0")
         return spending
+
+    def _accounting(self) -> WidthSlots | SpendingRule:
+        return self._mc_spending(self.config) or WidthSlots(self.config.budget)
 
     def search(self, ctx: SearchContext) -> list[Node]:
         cfg = self.config
@@ -98,8 +107,19 @@ class WidthSearch(SearchMethod):
         return finals
 
 
+# The MC-dropout fields that change REBASE's result once it scores with the MC mean (rebase_scoring='mc').
+MC_FIELDS = frozenset({"k0", "dropout_p", "dropout_mode"})
+
+
 class Rebase(WidthSearch):
     name = "rebase"
+    config_fields = frozenset({"rebase_temperature", "rebase_scoring"})
+    switches = {"rebase_scoring": ("single", "MC-mean scoring of REBASE is a REBASE setting")}
+    step_fields = frozenset({"cap", "temperature", "width_left"}) | RULE_STEP_FIELDS["carry"]  # 'mc' spends by it
+
+    @classmethod
+    def variant_fields(cls, values: Mapping[str, Any]) -> frozenset[str]:
+        return cls.config_fields | MC_FIELDS if values.get("rebase_scoring") == "mc" else cls.config_fields
 
     def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
         scores = [float(n.mean) for n in candidates]

@@ -32,7 +32,8 @@ from ..config import SearchConfig, tau_auto_quantile
 from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
-from ..spending import SpendingRule, check_affordable, config_spending
+from ..spending import RULE_STEP_FIELDS, SpendingRule, config_spending
+from ..spending import check_affordable as check_uats_affordable
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, terminal
 
@@ -74,8 +75,28 @@ def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, m
     }
 
 
+# The fields UATS reads (both H-UATS and A-UATS; A-UATS's controller sets τ, δ, ν1, ν2 step by step from them).
+UATS_FIELDS = frozenset({"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode",
+                        "uncertainty", "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"})
+
+
 class UATS(SearchMethod):
     name = "h-uats"
+    uses_uncertainty = True
+    reeval_scale = 1.0  # β = 1: the re-evaluation budget as the config shares it
+    config_fields = UATS_FIELDS
+    switches = {"prm_scoring": ("mc", "single-pass scoring is an H-UATS ablation")}
+    step_fields = frozenset({"cap", "state", "knobs", "reeval_budget", "reeval_used", "reference_mean"}).union(
+        *RULE_STEP_FIELDS.values())
+
+    @classmethod
+    def check_affordable(cls, config: SearchConfig) -> None:
+        check_uats_affordable(config)
+
+    @classmethod
+    def without_uncertainty(cls) -> dict[str, Any]:
+        """No re-evaluation budget: σ² and R̂ never steer it, and all of N(c+1) buys width."""
+        return {"reeval_share": 0.0}
 
     def __init__(self, config: SearchConfig, controller: Controller | None = None) -> None:
         super().__init__(config)
@@ -91,7 +112,7 @@ class UATS(SearchMethod):
         if tau_auto_quantile(cfg.tau) is not None:
             raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
                                      "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
-        check_affordable(cfg)  # check_limits did too; here for a search started without run_search
+        check_uats_affordable(cfg)  # check_limits did too; here for a search started without run_search
         single = cfg.prm_scoring == "single"  # one deterministic pass a child: no σ², no gate, nothing to re-evaluate
         spending = config_spending(cfg)
         total = spending.step_cap * cfg.max_iterations
@@ -167,6 +188,22 @@ class UATS(SearchMethod):
 
 class AUATS(UATS):
     name = "a-uats"
+    needs_controller = True
+    reeval_scale = BETA_MAX
+    config_fields = UATS_FIELDS | {"controller", "controller_uncertainty_features"}
+    switches: Mapping[str, tuple[Any, str]] = {}  # single-pass scoring is H-UATS's ablation, not A-UATS's
+
+    @classmethod
+    def check_config(cls, config: SearchConfig) -> None:
+        if (config.uncertainty, config.uncertainty_space) != ("var", "prob"):
+            # the controller outputs τ on the scale it was trained on: σ² of the scores
+            raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
+                                                   "use --uncertainty var --uncertainty-space prob, or h-uats")
+
+    @classmethod
+    def without_uncertainty(cls) -> dict[str, Any]:
+        """Its controller reads no σ features (the paper's ablation, its own checkpoint)."""
+        return {"controller_uncertainty_features": False}
 
     def __init__(self, config: SearchConfig, controller: Controller | None = None) -> None:
         if controller is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..config import UATS_METHODS
+from ..methods import uncertainty_methods
 from .tables import markdown_table, pair_name
 from .verdicts import diff_text, masked, zero_word
 
@@ -20,7 +20,7 @@ def answer_table(pdiff: pd.DataFrame, spend: pd.DataFrame, dataset: str) -> pd.D
     s = spend[(spend["dataset"] == dataset) & (spend["variant"] == "base")] if len(spend) else spend
     for (pair, budget), g in d.groupby(["pair", "budget"], sort=True):
         rec = {"pair": pair, "budget": budget}
-        for method in UATS_METHODS:
+        for method in uncertainty_methods():
             hit = g[g["x"] == method]
             ratio = s[(s["method"] == method) & (s["pair"] == pair) & (s["budget"] == budget)] if len(s) else s
             rec[method] = (float(hit["diff"].iloc[0]), float(hit["half_problems"].iloc[0])) if len(hit) else None
@@ -35,9 +35,9 @@ def answer_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     rows = []
     for _, r in table.iterrows():
         row = [pair_name(r["pair"], roles), r["budget"]]
-        for method in UATS_METHODS:
+        for method in uncertainty_methods():
             row += ["–", "–"] if r[method] is None else [diff_text(*r[method]), zero_word(*r[method])]
-        row += [f"{r[f'{m}_spend']:.3f}" for m in UATS_METHODS]
+        row += [f"{r[f'{m}_spend']:.3f}" for m in uncertainty_methods()]
         rows.append(row)
     return ("H-UATS and A-UATS against REBASE on the same (problem, seed) cells of the test split (the weighted vote, "
             "base settings): accuracy difference in points ± 95% t over problems, its verdict, and the compute each "

@@ -13,7 +13,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..config import UATS_METHODS, SearchConfig
+from ..config import SearchConfig
+from ..methods import uncertainty_methods
 from .aggregation import aggregation_markdown, aggregation_table
 from .compare import contrast_markdown, contrast_table, growth_markdown, growth_table, order_markdown, order_table
 from .difficulty import difficulty_markdown, difficulty_order
@@ -164,8 +165,8 @@ def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], co
     answer = answer_table(rep.tables["paired_differences"], rep.tables["spend"], main)
     rep.tables["answer"] = answer
     if text := answer_markdown(answer, roles):
-        rep.markdown["Does UATS beat REBASE"] = with_provenance(text, df[(df["dataset"] == main) & (df["variant"] == "base")
-                                                                         & df["method"].isin(["rebase", *UATS_METHODS])])
+        read = df[(df["dataset"] == main) & (df["variant"] == "base") & df["method"].isin(["rebase", *uncertainty_methods()])]
+        rep.markdown["Does UATS beat REBASE"] = with_provenance(text, read)
     rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), df)
 
 
@@ -252,7 +253,7 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
         for key, text in texts.items():
             rep.markdown[f"{title}: {key}"] = with_provenance(text, _of_key(df, key))
     rebase_base = (df["method"] == "rebase") & (df["variant"] == "base")
-    uats = df["method"].isin(UATS_METHODS)
+    uats = df["method"].isin(uncertainty_methods())
     spend = spend_against_rebase(df, SearchConfig().max_iterations)
     rep.tables["spend"] = spend
     if text := spend_markdown(spend, roles):

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import UATS_METHODS
+from ..methods import uncertainty_methods
 from .stats import method_key, shown_half
 from .tables import pair_name
 
@@ -109,7 +109,7 @@ def fig_prm(steps: pd.DataFrame, summary: pd.DataFrame, roles: dict[str, str], t
 def fig_ablation(cur: pd.DataFrame, roles: dict[str, str]) -> Any | None:
     from plotly.subplots import make_subplots
 
-    g = cur[cur["method"].isin(UATS_METHODS)]
+    g = cur[cur["method"].isin(uncertainty_methods())]
     if g.empty or set(g["variant"]) == {"base"}:
         return None
     go = _go()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..config import UATS_METHODS
+from ..methods import uncertainty_methods
 from .build import Report, main_and_harder
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
@@ -61,7 +61,8 @@ def answer_section(rep: Report, main: str) -> list[str]:
     pdiff = rep.tables["paired_differences"]
     pdiff = pdiff[(pdiff["dataset"] == main) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")]
     for pair, g in pdiff.groupby("pair", sort=True):
-        said = [f"{name(m)} − REBASE {clearing(g[g['x'] == m])}" for m in UATS_METHODS if (g["x"] == m).any()]
+        said = [f"{name(m)} − REBASE {clearing(g[g['x'] == m])}" for m in uncertainty_methods()
+                if (g["x"] == m).any()]
         out.append(f"- **{pair_name(pair, rep.roles)}**: {'; '.join(said)} (the table below).")
     ladder = rep.tables.get("ladder", pd.DataFrame())
     ladder = masked(ladder[ladder["dataset"] == main]) if len(ladder) else ladder
@@ -81,7 +82,7 @@ def answer_section(rep: Report, main: str) -> list[str]:
                    f"compute, by either path), where H-UATS − REBASE clears zero: {'; '.join(said)}.")
     answer = rep.tables.get("answer", pd.DataFrame())
     if len(answer):
-        spends = {m: ranged(answer[f"{m}_spend"].dropna(), ".3f") for m in UATS_METHODS}
+        spends = {m: ranged(answer[f"{m}_spend"].dropna(), ".3f") for m in uncertainty_methods()}
         out.append(f"- **At the same compute**: H-UATS spent {spends['h-uats']} and A-UATS {spends['a-uats']} of "
                    "REBASE's on the same cells (the table; \"Compute matching\" below).")
     return out + ["", *section(rep, "Does UATS beat REBASE")]

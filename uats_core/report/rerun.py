@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import AGGREGATIONS, METHODS
+from ..config import AGGREGATIONS
+from ..methods import method_names, uncertainty_methods
 from .aggregation import KEYS, aggregation_from_votes, vote_rows
 from .compare import paired_mean_over_n
 from .stats import paired_summary, shown_half, sort_by_method
@@ -26,7 +27,7 @@ RULE_NAMES = {"weighted": "weighted vote", "best": "best final score", "majority
               "distinct": "distinct solutions"}
 # (rule a, rule b): the differences the aggregation table shows, a − b on the same cells
 RULE_DIFFS = [("best", "weighted"), ("majority", "weighted"), ("distinct", "best")]
-BASELINES = [m for m in METHODS if m not in ("h-uats", "a-uats")]
+BASELINES = [m for m in method_names() if m not in uncertainty_methods()]  # what H-UATS is held against
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..config import METHODS, UATS_METHODS
+from ..methods import method_names, uncertainty_methods
 
 # Fewer values give an interval that says nothing: from 2 seeds the 95% t-interval is 12.7 standard errors wide
 # on each side (t(0.975, 1)), e.g. "37.5 ± 476.5" points of accuracy. Such a cell shows its mean and why no ±.
@@ -39,7 +39,8 @@ def shown_half(half: Any, n: Any) -> Any:
 
 def method_key(m: str) -> int:
     """Sort key: the paper's method order, unknown methods last."""
-    return METHODS.index(m) if m in METHODS else len(METHODS)
+    names = method_names()
+    return names.index(m) if m in names else len(names)
 
 
 def sort_by_method(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -157,7 +158,7 @@ def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
 def same_problems_across_variants(df: pd.DataFrame) -> pd.DataFrame:
     """UATS rows only; per (dataset, pair, method), the problems finished in every variant of it, so an
     ablation compares like with like (the base grid usually covers more problems than an ablation run)."""
-    return complete_problems(df[df["method"].isin(UATS_METHODS)], ["dataset", "pair", "method"], ["variant"])
+    return complete_problems(df[df["method"].isin(uncertainty_methods())], ["dataset", "pair", "method"], ["variant"])
 
 
 def pass_lower(df: pd.DataFrame) -> pd.Series:
@@ -202,7 +203,7 @@ def base_on_variant_cells(df: pd.DataFrame, confidence: float = 0.95) -> pd.Data
     on exactly the variant's (problem, budget, seed) cells (mean_over_budgets rows, labelled with the variant), so
     a narrower ablation is set beside its base like for like."""
     rows = []
-    uats = df[df["method"].isin(UATS_METHODS)]
+    uats = df[df["method"].isin(uncertainty_methods())]
     for (dataset, pair, method), g in uats.groupby(["dataset", "pair", "method"], sort=False):
         base = g[g["variant"] == "base"]
         base_axes = set(zip(base["budget"], base["seed"]))
@@ -233,7 +234,7 @@ def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: flo
 def comparisons(methods: Iterable[str]) -> list[tuple[str, str]]:
     """The UATS methods against REBASE (the allocation they extend), and A-UATS against H-UATS."""
     present = set(methods)
-    out = [(m, "rebase") for m in UATS_METHODS if m in present and "rebase" in present]
+    out = [(m, "rebase") for m in uncertainty_methods() if m in present and "rebase" in present]
     if {"a-uats", "h-uats"} <= present:
         out.append(("a-uats", "h-uats"))
     return out
@@ -274,7 +275,7 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     reference's."""
     base = df[df["variant"] == "base"]
     rows = []
-    variants = df[df["method"].isin(UATS_METHODS) & (df["variant"] != "base")]
+    variants = df[df["method"].isin(uncertainty_methods()) & (df["variant"] != "base")]
     for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
         for ref_name in (method, *(("h-uats",) if method == "a-uats" else ()), "rebase"):
             ref = base[base["method"] == ref_name][[*CELL, "correct", "cost"]]
@@ -297,8 +298,8 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
     paying for it to the cap, while UATS may have finished every chain long before)."""
     ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*CELL, "cost", "iterations"]]
     rows = []
-    for (dataset, method, variant), g in df[df["method"].isin(UATS_METHODS)].groupby(["dataset", "method", "variant"],
-                                                                             sort=False):
+    uats = df[df["method"].isin(uncertainty_methods())]
+    for (dataset, method, variant), g in uats.groupby(["dataset", "method", "variant"], sort=False):
         both = g[[*CELL, "cost", "iterations"]].merge(ref, on=CELL, suffixes=("", "_ref"))
         for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
             capped = (m["iterations"] >= max_iterations) | (m["iterations_ref"] >= max_iterations)

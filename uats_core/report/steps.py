@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..config import UATS_METHODS
+from ..methods import uncertainty_methods
 from ..estimation import auroc, is_ood, mean_var
 from ..tree import TERMINAL
 from .stats import wilson
@@ -86,7 +86,7 @@ def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str)
             continue
         passes = list(r.mc_scores or [])
         k0 = int(r.initial_passes or 0)
-        uats = meta["method"] in UATS_METHODS and k0 >= 2
+        uats = meta["method"] in uncertainty_methods() and k0 >= 2
         if uats:  # the first K0 passes: what the search's OOD gate read
             score, var0 = mean_var(passes[:k0])
         else:

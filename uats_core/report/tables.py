@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from ..config import UATS_METHODS
+from ..methods import uncertainty_methods
 from .stats import MIN_REPLICATES, method_key, shown_half
 
 
@@ -163,7 +163,7 @@ def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[st
     REBASE's, since UATS stops spending when no candidate is uncertain and matched compute is a ceiling."""
     out: dict[str, str] = {}
     for (dataset, variant), g in cur.groupby(["dataset", "variant"], sort=False):
-        g = g[g["method"].isin(("rebase", *UATS_METHODS))]
+        g = g[g["method"].isin(("rebase", *uncertainty_methods()))]
         if "rebase" not in set(g["method"]) or len(set(g["method"])) < 2:
             continue  # nothing to set beside REBASE
         rows = []
@@ -185,7 +185,7 @@ def ablation_table(mob: pd.DataFrame, roles: dict[str, str], base_same: pd.DataF
     """UATS methods, every variant (base first): mean accuracy over budgets ± 95% t-interval, by pair. A variant
     run at other budgets or seeds than its base says which: its mean is over those, and `base_same`
     (stats.base_on_variant_cells) gives the base's mean on the very same cells beside it."""
-    g = mob[mob["method"].isin(UATS_METHODS)]
+    g = mob[mob["method"].isin(uncertainty_methods())]
     if g.empty or set(g["variant"]) == {"base"}:
         return ""
     pairs = list(dict.fromkeys(g["pair"]))

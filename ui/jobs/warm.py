@@ -26,28 +26,27 @@ log = logging.getLogger(__name__)
 STOP = None  # the message that ends a worker's loop
 
 
-def model_key(req: Any) -> str:
+def model_key(job: Any) -> str:
     """What identifies a loaded pair: two runs with the same key can share the models."""
-    cfg = req.config or {}
+    req, cfg = job.search.request, job.search.config
     return json.dumps({"policy": req.policy, "prm": req.prm, "prm_kind": req.prm_kind,
                        "policy_opts": req.policy_opts, "prm_opts": req.prm_opts, "world": bool(req.world_problem),
-                       "dropout_p": cfg.get("dropout_p"), "dropout_mode": cfg.get("dropout_mode")},
-                      sort_keys=True, default=str)
+                       "dropout_p": cfg.dropout_p, "dropout_mode": cfg.dropout_mode}, sort_keys=True, default=str)
 
 
-def load_pair(req: Any) -> tuple[Any, Any]:
-    """Load the request's policy and PRM (the real loader; tests hand ModelCache a counting one). The options are
+def load_pair(job: Any) -> tuple[Any, Any]:
+    """Load the search's policy and PRM (the real loader; tests hand ModelCache a counting one). The options are
     checked again here, where they would take effect: no request makes a worker run a model's own code."""
-    from uats_core.config import SearchConfig
     from uats_core.runner import build_backends
 
     from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, check_app_options
 
+    req = job.search.request
     check_app_options(req.policy_opts, "policy_opts", APP_POLICY_OPTIONS)
     check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
-    config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.tabs.run_form.build_config)
-    return build_backends(req.policy, req.prm, config, prm_kind=req.prm_kind, policy_opts=req.policy_opts,
-                          prm_opts=req.prm_opts, world_problem=req.world_problem)
+    return build_backends(req.policy, req.prm, job.search.config, prm_kind=req.prm_kind,
+                          policy_opts=dict(req.policy_opts), prm_opts=dict(req.prm_opts),
+                          world_problem=req.world_problem)
 
 
 def load_models(req: Any) -> tuple[Any, Any]:
@@ -109,19 +108,14 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
     cancelled when it was stopped before its search began) instead of leaving it queued or running. A run
     left paused `pause_timeout_s` without a step ends cancelled. Returns the end it could not write, if any."""
     try:
-        from uats_core.config import SearchConfig
-        from uats_core.problems import Problem
         from uats_core.runner import prepare_search
 
-        config = SearchConfig.from_dict(req.config)  # validated where the run was submitted (ui.tabs.run_form.build_config)
-        problem = Problem(**req.problem)
         if store.cancel_requested(req.run_id):
             store.mark_failed(req.run_id, "cancelled before the search started", status=RunStatus.CANCELLED)
             return None
-        # fields and limits were checked where the run was submitted: a request comes from this app's server
-        search = prepare_search(config, prm=req.prm, models=cache.get(req), limits_checked=True,
-                                prm_kind=req.prm_kind, policy_opts=req.policy_opts, prm_opts=req.prm_opts)
-        search.run(problem, subscribers=[store.subscriber()], run_id=req.run_id,
+        # req.search was checked where the run was submitted (validate_request): a request comes from this server
+        search = prepare_search(req.search, models=cache.get(req))
+        search.run(subscribers=[store.subscriber()], run_id=req.run_id,
                    should_cancel=lambda: store.wait_turn(req.run_id, pause_timeout_s=pause_timeout_s),
                    cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too
         return None

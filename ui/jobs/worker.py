@@ -15,11 +15,12 @@ import multiprocessing as mp
 import os
 import threading
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from storage import RunStore
 from uats_core.config import ConfigError
+from uats_core.request import CheckedSearch, SearchRequest
 from uats_core.status import RunStatus
 
 from .pool_state import PoolState, Slot, Unrecorded
@@ -57,26 +58,25 @@ class RunRowJob:
 
 @dataclass(frozen=True)
 class RunRequest(RunRowJob):
-    """Everything a worker needs, picklable (spawn sends it to a fresh interpreter)."""
+    """A search as a job of the pool: the checked search (uats_core.request.validate_request ran once, where the
+    run was submitted) and where its run goes. Picklable: spawn sends it to a fresh interpreter."""
 
     run_id: str
     db: str  # SQLAlchemy URL of the run log
-    problem: dict[str, Any]  # uats_core.problems.Problem fields
-    config: dict[str, Any]  # SearchConfig.to_dict()
-    policy: str | None = None  # None: the embedded arithmetic world's policy
-    prm: str | None = None
-    prm_kind: str | None = None  # None: detected from the PRM
-    policy_opts: dict[str, Any] = field(default_factory=dict)  # --policy-opt's KEY=VALUE, parsed
-    prm_opts: dict[str, Any] = field(default_factory=dict)
-    world_problem: bool = True  # the problem comes from the embedded world (its models serve only those)
+    search: CheckedSearch
+
+    @property
+    def request(self) -> SearchRequest:
+        """The search as asked for: its problem, models and their options."""
+        return self.search.request
 
     def register(self, store: RunStore, label: str | None = None, paused: bool = False,
                  owner: str | None = None) -> None:
         """Write the run's 'queued' row (store.register_run) from what the request holds."""
-        cfg, prob = self.config, self.problem
-        store.register_run(self.run_id, method=cfg["method"], problem_id=prob["id"], question=prob["question"],
-                           gold_answer=prob.get("answer"), seed=cfg.get("seed"), config=cfg,
-                           policy=self.policy or QUEUED_POLICY, prm=self.prm or QUEUED_PRM,
+        cfg, prob, req = self.search.config, self.search.problem, self.request
+        store.register_run(self.run_id, method=cfg.method, problem_id=prob.id, question=prob.question,
+                           gold_answer=prob.answer, seed=cfg.seed, config=cfg.to_dict(),
+                           policy=req.policy or QUEUED_POLICY, prm=req.prm or QUEUED_PRM,
                            label=label, paused=paused, owner=owner)
 
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
@@ -338,15 +338,14 @@ class WorkerPool(PoolState):
 
 
 def default_pair_request() -> RunRequest:
-    """The form's default models (the embedded world's pair, default dropout) for WorkerPool(prewarm=...)."""
+    """The form's default search (the embedded world's pair, default dropout) for WorkerPool(prewarm=...): only its
+    models are loaded ahead."""
     from uats_core.config import SearchConfig
+    from uats_core.request import validate_request
+    from uats_core.worlds.arith.world import get_problem
 
-    return RunRequest(run_id="prewarm", db="", problem={}, config=SearchConfig().to_dict())
-
-
-def request_dict(problem: Any) -> dict[str, Any]:
-    """A Problem as plain fields for RunRequest."""
-    return asdict(problem)
+    return RunRequest(run_id="prewarm", db="", search=validate_request(SearchRequest(get_problem("arith-test-0"),
+                                                                                     SearchConfig())))
 
 
 def session_of(request: Any) -> str | None:

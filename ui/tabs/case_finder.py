@@ -120,7 +120,8 @@ class _Finder:
     def on_batch(self, fs, problems, request: gr.Request, **form):
         try:
             runs = batch_requests(self.ctx, form, problems)
-            spec = {"problems": len(runs) // 4, "budget": runs[0].config["budget"], "seed": runs[0].config["seed"]}
+            first = runs[0].search.config
+            spec = {"problems": len(runs) // 4, "budget": first.budget, "seed": first.seed}
             job = queue_case_batch(self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request),
                                    session=session_of(request))
         except FORM_ERRORS as exc:

@@ -13,7 +13,7 @@ import gradio as gr
 
 from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
-from uats_core.config import UATS_METHODS
+from uats_core.methods import uncertainty_methods
 from uats_core.status import LIVE, RunStatus
 
 from ..views.bundles import compare_bundle
@@ -207,7 +207,7 @@ class _Compare:
         if not cs.get("a") or not cs.get("b"):
             return (cs, notice("compare two runs first"), *skips(VIEW + 1))
         data = [self.ctx.cache.get(cs[x]) for x in ("a", "b")]
-        uats = next((d for d in data if d.run.get("method") in UATS_METHODS), data[0])
+        uats = next((d for d in data if d.run.get("method") in uncertainty_methods()), data[0])
         try:
             form = ood_pair_form(self.ctx.choices, uats.run)
         except FORM_ERRORS as exc:
@@ -337,7 +337,8 @@ class _Compare:
             return cs, notice("compare two runs first")
         if cs.get("shadow"):
             return cs, notice("a shadow scoring job of this pair is still going; wait for it or cancel it")
-        side = next((x for x in ("b", "a") if self.ctx.store.get_run(cs[x])["method"] not in UATS_METHODS), "b")
+        side = next((x for x in ("b", "a")
+                     if self.ctx.store.get_run(cs[x])["method"] not in uncertainty_methods()), "b")
         try:
             # the scores are stored with the run, one set per node: only who owns the run writes them, so no one
             # replaces another's (as stars and notes)

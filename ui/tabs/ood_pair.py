@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from uats_core.config import ConfigError, SearchConfig, UATS_METHODS
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.methods import uncertainty_methods
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
 from uats_core.status import RunStatus
 
@@ -50,7 +51,7 @@ def _world_problem(choices: ServerChoices, run: dict[str, Any]) -> bool:
 def offers_ood_pair(choices: ServerChoices, a: RunData, b: RunData) -> bool:
     """Whether the Compare tab offers the OOD pair for this pair: its UATS run finished with no decision changed
     by uncertainty, ran policy A on a world problem, and this server offers policy B and the run's PRM."""
-    uats = next((d for d in (a, b) if d.run.get("method") in UATS_METHODS), None)
+    uats = next((d for d in (a, b) if d.run.get("method") in uncertainty_methods()), None)
     if uats is None or uats.run.get("status") != RunStatus.FINISHED or uncertainty_changes(uats):
         return False
     run = uats.run

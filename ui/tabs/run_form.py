@@ -1,6 +1,7 @@
 """The Search form's values as a run: the problem (picked from one of the server's sets, or typed) and the
-SearchConfig. build_config is the run's one validation (fields and limits), before the run is registered;
-the worker trusts what it is handed. Called by the Search tab's events (search_events.submit_run)."""
+SearchConfig (form_config reads the boxes and sliders). The Search tab's events (search_events.run_request) hand
+them to uats_core.request.validate_request, the run's one validation, before the run is registered; the worker
+trusts what it is handed."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from uats_core.config import METHODS, ConfigError, SearchConfig
-from uats_core.limits import check_limits
+from uats_core.config import ConfigError, SearchConfig
+from uats_core.methods import method_names
 from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
 from ..choices import ServerChoices, server_choices
@@ -62,9 +63,9 @@ def typed_problem(question: str | None, answer: str | None = None) -> Problem | 
     return Problem(id=f"typed-{digest}", question=q, answer=gold, source="typed")
 
 
-def build_config(values: dict[str, Any]) -> SearchConfig:
-    """A validated SearchConfig within the limits, from form values (numbers arrive as floats from sliders and
-    boxes): the run's one validation, before it is registered; the worker trusts what it is handed."""
+def form_config(values: dict[str, Any]) -> SearchConfig:
+    """The form's values as a SearchConfig (numbers arrive as floats from sliders and boxes, text from boxes): an
+    empty box or a fraction in an integer field is refused here, naming the field; the rest is the validator's."""
     ints = {"budget", "seed", "max_iterations", "k0", "beam_width"}
     clean: dict[str, Any] = {}
     for name, v in values.items():
@@ -81,19 +82,9 @@ def build_config(values: dict[str, Any]) -> SearchConfig:
                     raise ConfigError(name, f"must be an integer; got {v!r}")
                 v = int(v)
         clean[name] = v
-    config = SearchConfig(**clean).validate()
-    check_limits(config)
-    return config
-
-
-def search_config(values: dict[str, Any], prm_spec: str | None = None) -> SearchConfig:
-    """build_config, with τ = auto[:q] resolved from the PRM's calibration file: the logged config then holds
-    the τ the search used."""
-    from uats_core.calibration import resolve_tau
-
-    config, _ = resolve_tau(build_config(values), prm_spec or None)
-    return config
+    return SearchConfig(**clean)
 
 
 def method_choices() -> list[str]:
-    return list(METHODS)
+    """Every registered method (uats_core.methods.REGISTRY), for the form's menu."""
+    return list(method_names())

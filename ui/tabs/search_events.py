@@ -12,22 +12,23 @@ import gradio as gr
 import sqlalchemy as sa
 
 from storage import StorageError
-from uats_core.config import ConfigError, check_model_choice
+from uats_core.config import ConfigError
 from uats_core.errors import FieldError
 from uats_core.problems import Problem, ProblemError
+from uats_core.request import SearchRequest, validate_request
 from uats_core.status import RunStatus
 
 from ..choices import ARITH
 from ..glossary import form_name
 
-from .run_form import dataset_problems, pick_problem, problem_choices, search_config, typed_problem
+from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
 
 from ..views.run_status import outcome, run_status_md
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
 from ..access import AccessDenied, require_owner, requester
 from ..views.charts import cost_figure, knobs_figure
 from ..views.safe_text import md_inline, md_text
-from ..jobs.worker import QueueFull, RunRequest, request_dict, session_of
+from ..jobs.worker import QueueFull, RunRequest, session_of
 from .common import LIVE, AppContext, fig_json, lines, notice, skips
 from .search_layout import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer, fresh_run_state
@@ -74,9 +75,9 @@ def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
 
 
 def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = None) -> RunRequest:
-    """A run from the form's values (by field name), checked against the server's lists and the limits and
-    not registered yet; `method` overrides the form's (Compare starts one run per method from the same form).
-    Raises one of FORM_ERRORS naming the field."""
+    """A run from the form's values (by field name), checked (the server's lists, then validate_request: the
+    run's one validation) and not registered yet; `method` overrides the form's (Compare starts one run per method
+    from the same form). Raises one of FORM_ERRORS naming the field."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
@@ -86,13 +87,12 @@ def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = N
                     "policy_opts": app_options(lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS),
                     "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS)}
     ds = form["dataset"]
-    config = search_config(values, prm)
+    config = form_config(values)
     typed = typed_problem(form.get("free_question"), form.get("free_answer"))
     prob = typed or pick_problem(dataset_problems(ds, ctx.choices), form["problem"])
-    world = ds == ARITH and typed is None
-    check_model_choice(policy, prm, world)
-    return RunRequest(run_id=uuid.uuid4().hex, db=ctx.store.location, problem=request_dict(prob),
-                      config=config.to_dict(), policy=policy, prm=prm, world_problem=world, **model_fields)
+    checked = validate_request(SearchRequest(prob, config, policy=policy, prm=prm,
+                                             world_problem=ds == ARITH and typed is None, **model_fields))
+    return RunRequest(run_id=uuid.uuid4().hex, db=ctx.store.location, search=checked)
 
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
@@ -103,7 +103,7 @@ def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = No
     req = run_request(ctx, form, method)
     ctx.pool.submit(req, session=session, paused=paused,
                     register=lambda: req.register(ctx.store, label=label, paused=paused, owner=owner))
-    log.info("run %s submitted (%s on %s)", req.run_id, req.config["method"], req.problem["id"])
+    log.info("run %s submitted (%s on %s)", req.run_id, req.search.config.method, req.search.problem.id)
     return req.run_id
 
 

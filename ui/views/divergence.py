@@ -19,10 +19,12 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, replace
 
+from uats_core.status import NodeStatus
+
 from .treedata import RunData, TreeState
 
 # what kind of difference a Divergence is
-DECISION, UNSAMPLED, PRUNED, VOTE = "decision", "unsampled", "pruned", "vote"
+DECISION, UNSAMPLED, PRUNED, VOTE = "decision", "unsampled", str(NodeStatus.PRUNED), "vote"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from uats_core.allocation import softmax_shares
-from uats_core.config import UATS_METHODS
+from uats_core.methods import uncertainty_methods
 from uats_core.estimation import OODGate
 
 from .decisions import Candidate, after_mean, step_candidates
@@ -95,7 +95,7 @@ _MEMO: "weakref.WeakKeyDictionary[RunData, list[ChangedDecision]]" = weakref.Wea
 def uncertainty_changes(data: RunData) -> list[ChangedDecision]:
     """Every decision of a UATS run that uncertainty changed, by iteration ([] for other methods). Computed
     once per loaded run (a RunData is one version of a run: a live run's next version is a new object)."""
-    if data.run.get("method") not in UATS_METHODS:
+    if data.run.get("method") not in uncertainty_methods():
         return []
     if data not in _MEMO:
         _MEMO[data] = [row for t in sorted(data.iterations) for row in step_changes(data, t)]
@@ -130,7 +130,7 @@ def changes_summary(a: RunData, b: RunData) -> str:
     """One phrase per UATS run of the pair: how many decisions uncertainty changed, and the first."""
     parts = []
     for side, data in (("A", a), ("B", b)):
-        if data.run.get("method") not in UATS_METHODS:
+        if data.run.get("method") not in uncertainty_methods():
             continue
         rows = uncertainty_changes(data)
         if not rows:
