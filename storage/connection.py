@@ -25,12 +25,12 @@ from typing import Any
 from urllib.parse import quote
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
 from uats_core.errors import FieldError
 
-from . import schema as S
+from .migrations import migrate
 
 log = logging.getLogger("storage.store")
 
@@ -52,15 +52,28 @@ def display_location(url: URL) -> str:
     return display(url)
 
 
+# The databases a run log lives in: the recorder's and the fast reader's statements are written for these two.
+DIALECTS = ("sqlite", "postgresql")
+POSTGRES_DRIVER = "psycopg"  # the `postgres` extra's (pip install 'uats-studio[postgres]'): a plain postgresql:// uses it
+
+
 def parse_location(spec: str) -> URL:
-    """A --db value as an SQLAlchemy URL (a bare path becomes an absolute sqlite:/// URL)."""
+    """A --db value as an SQLAlchemy URL: a bare path becomes an absolute sqlite:/// URL, a postgresql:// URL that
+    names no driver gets psycopg's; a database other than SQLite and PostgreSQL is refused."""
     if "://" not in spec:
         return URL.create("sqlite", database=str(Path(spec).expanduser().absolute()))
     try:
-        return make_url(spec)
+        url = make_url(spec)
     except Exception as exc:  # sqlalchemy.exc.ArgumentError, ValueError for bad ports
         raise StorageError(f"cannot parse database URL {spec!r} ({exc}); use a file path or a URL like "
-                           "sqlite:///runs/uats.db or postgresql+psycopg://user@host/dbname") from None
+                           "sqlite:///runs/uats.db or postgresql://user@host/dbname") from None
+    backend = url.get_backend_name()
+    if backend not in DIALECTS:
+        raise StorageError(f"{display(url)!r}: the run log lives in SQLite (a file path) or PostgreSQL "
+                           f"(postgresql://user@host/dbname), not {backend}")
+    if backend == "postgresql" and "+" not in url.drivername:
+        url = url.set(drivername=f"postgresql+{POSTGRES_DRIVER}")
+    return url
 
 
 def sqlite_file(spec: str) -> Path | None:
@@ -125,40 +138,6 @@ def _check_reachable(url: URL) -> None:
 
 # ---------------------------------------------------------------- opening
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # several workers share one file; a writer waits its turn, never fails
-
-
-def create_schema(engine: Engine) -> None:
-    """Create the tables and add the columns an earlier version lacked, as one write transaction.
-
-    On SQLite the check-then-create runs under BEGIN IMMEDIATE: two processes opening a new run log at once
-    (eval shards, the app beside a worker) otherwise both see no tables, and one fails mid-DDL with
-    'database is locked' or 'table already exists'. IMMEDIATE takes the write lock up front, so the second
-    waits (busy timeout) and then finds the schema in place."""
-    with engine.connect() as conn:
-        if engine.dialect.name == "sqlite":
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        S.metadata.create_all(conn)
-        _add_missing_columns(conn)
-        conn.commit()
-
-
-def _add_missing_columns(conn: Connection) -> None:
-    """Bring a run log written by an earlier version up to date: add the columns it lacks."""
-    insp = sa.inspect(conn)
-    for table_name, names in S.ADDED_COLUMNS.items():
-        have = {c["name"] for c in insp.get_columns(table_name)}
-        table = S.metadata.tables[table_name]
-        for name in names:
-            if name in have:
-                continue
-            col = table.c[name]
-            ddl = f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=conn.dialect)}"
-            if not col.nullable:  # a NOT NULL column needs a value for the rows already there
-                default = col.server_default.arg  # type: ignore[union-attr]
-                default_sql = default if isinstance(default, str) else str(default.compile(dialect=conn.dialect))
-                ddl += f" NOT NULL DEFAULT {default_sql}"
-            conn.execute(sa.text(ddl))
-            log.info("run log upgraded: added %s.%s", table_name, name)
 
 
 DISK_FULL = ("database or disk is full", "no space left on device", "could not extend file")
@@ -252,7 +231,7 @@ def open_engine(url: URL) -> Engine:
     where = repr(str(sqlite_path)) if sqlite_path else repr(display(url))
     disk_full_errors(engine, where, sqlite_path)
     try:
-        create_schema(engine)
+        migrate(engine)
     except Exception as exc:
         engine.dispose()
         _remove(created)

@@ -1,5 +1,6 @@
-"""The evaluation's own table, `eval_cells`, next to the run log's tables in the same database, and the
-ledger (CellLedger) through which the harness (uats.eval) claims, finishes and resumes cells.
+"""The ledger (CellLedger) through which the evaluation harness (uats.eval) claims, finishes and resumes cells, in the
+evaluation's own table, `eval_cells`: defined with the run log's other tables (schema.py) and made, or brought up to
+date, with them when the run log is opened (migrations.py).
 
 Why a table of our own rather than a tag inside each run's config: `runs.config` is
 `SearchConfig.to_dict()` and the app rebuilds a SearchConfig from it (unknown keys are rejected), so a cell
@@ -28,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from uats_core.status import RunStatus
 
 from . import schema as S
+from .schema import eval_cells  # noqa: F401 - its home is schema.py; the ledger's readers import it from here
 from .connection import pid_alive  # one liveness check for the app and the eval harness
 
 if TYPE_CHECKING:
@@ -37,41 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-metadata = sa.MetaData()
-
-eval_cells = sa.Table(
-    "eval_cells",
-    metadata,
-    sa.Column("cell_key", sa.String(600), primary_key=True),
-    sa.Column("pair", sa.String(200), nullable=False),
-    sa.Column("policy", sa.String(400), nullable=False),
-    sa.Column("prm", sa.String(400), nullable=False),
-    sa.Column("dataset", sa.String(200), nullable=False),
-    sa.Column("problem_id", sa.String(200), nullable=False),
-    sa.Column("method", sa.String(32), nullable=False),
-    sa.Column("budget", sa.Integer, nullable=False),
-    sa.Column("seed", sa.Integer, nullable=False),
-    sa.Column("variant", sa.String(400), nullable=False),
-    sa.Column("overrides", sa.JSON),
-    sa.Column("status", sa.String(16), nullable=False),  # running | finished | failed
-    sa.Column("run_id", sa.String(64)),  # the latest attempt (earlier attempts stay in `runs`, failed)
-    sa.Column("attempts", sa.Integer, nullable=False, default=0),
-    sa.Column("batched", sa.Boolean, nullable=False, default=False),  # ran under cross-problem batching
-    sa.Column("worker_pid", sa.Integer),
-    sa.Column("worker_host", sa.String(200)),
-    sa.Column("started_at", sa.Float),
-    sa.Column("ended_at", sa.Float),
-    sa.Column("wall_s", sa.Float),
-    sa.Column("error", sa.Text),
-    sa.Index("ix_eval_cells_group", "pair", "dataset", "method", "budget"),
-    sa.Index("ix_eval_cells_status", "status"),
-)
-
 _CHUNK = 500  # keys per IN (...) query: SQLite's bound-parameter limit is 32766, PostgreSQL's 65535
-
-
-def ensure_tables(engine: sa.Engine) -> None:
-    metadata.create_all(engine)
 
 
 @dataclass(frozen=True)
@@ -100,7 +68,6 @@ class CellLedger:
     def __init__(self, store: RunStore) -> None:
         self.store = store
         self.engine = store.engine
-        ensure_tables(self.engine)
         self.host = socket.gethostname()
 
     # -------------------------------------------------------------------------------- reading

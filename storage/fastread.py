@@ -3,9 +3,10 @@
 
 Bulk reads of a whole run's nodes, fast enough to open a 100,000-node run in the app within seconds.
 
-On SQLite the rows come straight from the driver and are converted here as SQLAlchemy would (JSON text to
-values, 0/1 to booleans); SQLAlchemy's per-row result processing was half the time of loading a big run.
-tests/test_bigtree.py checks the result equals RunStore.get_nodes. Other databases use get_nodes."""
+On both databases the run log lives in (SQLite, PostgreSQL) the rows come straight from the driver and are converted
+here as SQLAlchemy would (JSON text to values, 0/1 to booleans; PostgreSQL hands its JSON columns over as text, cast
+in the query, and its booleans as booleans); SQLAlchemy's per-row result processing was half the time of loading a
+big run. tests/test_bigtree.py checks the result equals RunStore.get_nodes on each."""
 
 from __future__ import annotations
 
@@ -54,18 +55,26 @@ _JSON = [i for i, c in enumerate(_TABLE_COLUMNS) if isinstance(c.type, sa.JSON)]
 _BOOL = [i for i, c in enumerate(_TABLE_COLUMNS) if isinstance(c.type, sa.Boolean)]
 _EXTRA = _COLUMNS.index("extra")
 _SCORES = _COLUMNS.index("mc_scores")
-_SQL = f'SELECT {", ".join(chr(34) + c + chr(34) for c in _COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY node_id'
+
+
+def _select(dialect: str) -> str:
+    """The nodes of one run, in node order, with the JSON columns as text on either database."""
+    cols = [f'CAST("{c}" AS TEXT)' if i in _JSON and dialect == "postgresql" else f'"{c}"'
+            for i, c in enumerate(_COLUMNS)]
+    mark = "?" if dialect == "sqlite" else "%s"
+    return f"SELECT {', '.join(cols)} FROM nodes WHERE run_id = {mark} ORDER BY node_id"
+
+
+_SQL = {dialect: _select(dialect) for dialect in ("sqlite", "postgresql")}
 
 
 def read_nodes(store: Any, run_id: str) -> list[dict[str, Any]]:
-    """store.get_nodes(run_id), faster on SQLite."""
-    engine = getattr(store, "engine", None)
-    if engine is None or engine.dialect.name != "sqlite":
-        return store.get_nodes(run_id)
+    """store.get_nodes(run_id), read by the driver."""
     with store.engine.connect() as conn:
         cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
-            rows = cur.execute(_SQL, (run_id,)).fetchall()
+            cur.execute(_SQL[conn.dialect.name], (run_id,))
+            rows = cur.fetchall()
         finally:
             cur.close()
     columns = [list(col) for col in zip(*rows)] if rows else [[] for _ in _COLUMNS]

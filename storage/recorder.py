@@ -2,10 +2,11 @@
 iteration per transaction (RunStore.subscriber hands one out; the store registers, controls and reads runs).
 
 Fast path (docs/engine.md measures what logging costs): a NodesUpdated record becomes a `nodes` row and a
-`node_history` row here, written with executemany upserts, one transaction per search iteration, SQLite in WAL
-mode with synchronous=NORMAL (connection.py) so a reader (the app) sees a run while a worker writes it. On SQLite
-the upserts are prepared statements with our own converters (every node of every iteration); elsewhere the
-dialect's ON CONFLICT, or delete+insert inside the same transaction where there is none."""
+`node_history` row here, written with executemany upserts, one transaction per search iteration (SQLite in WAL
+mode with synchronous=NORMAL, connection.py, so a reader, the app, sees a run while a worker writes it). On both
+databases the run log lives in, SQLite and PostgreSQL, the upserts and the run's UPDATE are prepared statements
+run by the driver with our own converters (every node of every iteration); SQLAlchemy's own statements are what
+they are tested against."""
 
 from __future__ import annotations
 
@@ -65,13 +66,13 @@ def history_row(row: dict[str, Any], iteration: int) -> dict[str, Any]:
             **{f: row[f] for f in S.HISTORY_FIELDS}}
 
 
-_FAST_SQLITE = True  # tests switch it off to compare with SQLAlchemy's own statement
+_FAST = True  # tests switch it off to compare with SQLAlchemy's own statements
 _UPSERTS: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
 
 def _upsert_statement(dialect: str, table: sa.Table, keys: tuple[str, ...]) -> Any:
-    """INSERT ... ON CONFLICT DO UPDATE, built once per (dialect, table, keys): building the SET clause
-    from `excluded` cost more than executing it on a small tree (profiled: a third of the run log's time)."""
+    """SQLAlchemy's INSERT ... ON CONFLICT DO UPDATE, built once per (dialect, table, keys): what the fast path
+    must store the same as (tests/test_storage.py compares them on both databases)."""
     key = (dialect, table.name, keys)
     stmt = _UPSERTS.get(key)
     if stmt is None:
@@ -86,38 +87,42 @@ def _upsert_statement(dialect: str, table: sa.Table, keys: tuple[str, ...]) -> A
     return stmt
 
 
-def _bind_converter(col: sa.Column) -> Callable[[Any], Any]:
-    """What SQLAlchemy's bind processing does for this column on SQLite, without its per-row overhead:
-    JSON as json.dumps text (None as 'null', as sa.JSON stores it), booleans as 0/1."""
+def _bind(dialect: str, col: sa.Column) -> tuple[str, Callable[[Any], Any]]:
+    """(the column's placeholder, its value converter) in the driver's own terms: what SQLAlchemy's bind processing
+    does for this column, without its per-row overhead. JSON as json.dumps text (None as 'null', as sa.JSON stores
+    it; PostgreSQL casts the text to json), booleans as 0/1 on SQLite and as booleans on PostgreSQL."""
+    mark = "?" if dialect == "sqlite" else "%s"
     if isinstance(col.type, sa.JSON):
-        return json.dumps
+        return (mark if dialect == "sqlite" else f"CAST({mark} AS JSON)"), json.dumps
     if isinstance(col.type, sa.Boolean):
-        return lambda v: None if v is None else int(bool(v))
+        return mark, ((lambda v: None if v is None else int(bool(v))) if dialect == "sqlite"
+                      else (lambda v: None if v is None else bool(v)))
     if isinstance(col.type, sa.Integer):
-        return lambda v: None if v is None else int(v)
+        return mark, lambda v: None if v is None else int(v)
     if isinstance(col.type, sa.Float):
-        return lambda v: None if v is None else float(v)
-    return lambda v: v
+        return mark, lambda v: None if v is None else float(v)
+    return mark, lambda v: v
 
 
-_SQLITE_UPSERTS: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[str, list[Callable[[Any], Any]]]] = {}
+_PREPARED: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], tuple[str, list[Callable[[Any], Any]]]] = {}
 
 
-def _sqlite_upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], keys: tuple[str, ...]) -> None:
-    """The run log's hot path (every node of every iteration): one prepared INSERT ... ON CONFLICT with
-    plain tuples. SQLAlchemy's per-row parameter processing was over half the log's cost on a fast search;
-    tests/test_storage.py checks this stores byte for byte what the SQLAlchemy statement stores."""
-    cols = tuple(rows[0])
-    key = (table.name, cols, keys)
-    prepared = _SQLITE_UPSERTS.get(key)
+def _driver_upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], keys: tuple[str, ...]) -> None:
+    """The run log's hot path (every node of every iteration): one prepared INSERT ... ON CONFLICT with plain
+    tuples, run by the driver (sqlite3 or psycopg). SQLAlchemy's per-row parameter processing was over half the
+    log's cost on a fast search; tests/test_storage.py checks this stores what the SQLAlchemy statement stores."""
+    dialect, cols = conn.dialect.name, tuple(rows[0])
+    key = (dialect, table.name, cols, keys)
+    prepared = _PREPARED.get(key)
     if prepared is None:
+        binds = [_bind(dialect, table.c[c]) for c in cols]
         names = ", ".join(f'"{c}"' for c in cols)
         sets = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in keys)
         conflict = ", ".join(f'"{k}"' for k in keys)
-        sql = (f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join("?" * len(cols))}) '
+        sql = (f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join(m for m, _ in binds)}) '
                f"ON CONFLICT ({conflict}) DO " + (f"UPDATE SET {sets}" if sets else "NOTHING"))
-        prepared = (sql, [_bind_converter(table.c[c]) for c in cols])
-        _SQLITE_UPSERTS[key] = prepared
+        prepared = (sql, [f for _, f in binds])
+        _PREPARED[key] = prepared
     sql, convert = prepared
     get = operator.itemgetter(*cols)
     params = ([(convert[0](get(r)),) for r in rows] if len(cols) == 1
@@ -126,9 +131,8 @@ def _sqlite_upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, A
 
 
 def _driver_execute(conn: Connection, sql: str, params: Any, many: bool = False) -> None:
-    """Run one statement on the connection's own sqlite3 connection, inside its transaction: the run log
-    writes a few statements per iteration, and SQLAlchemy's execution context around each cost as much as
-    SQLite did."""
+    """Run one statement on the connection's own driver connection, inside its transaction: the run log writes a
+    few statements per iteration, and SQLAlchemy's execution context around each cost as much as the database did."""
     cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
         (cur.executemany if many else cur.execute)(sql, params)
@@ -136,41 +140,37 @@ def _driver_execute(conn: Connection, sql: str, params: Any, many: bool = False)
         cur.close()
 
 
-_SQLITE_RUN_UPDATES: dict[tuple[str, ...], tuple[str, list[Callable[[Any], Any]]]] = {}
+_RUN_UPDATES: dict[tuple[str, tuple[str, ...]], tuple[str, list[Callable[[Any], Any]]]] = {}
 
 
 def update_run(conn: Connection, run_id: str, values: dict[str, Any]) -> None:
-    """UPDATE runs SET ... for one run: each iteration's progress and the final outcome. On SQLite a prepared
-    statement with our own converters, as for the node upserts (SQLAlchemy's statement coercion was a fifth
-    of the log's time on a fast search); elsewhere SQLAlchemy's statement."""
-    if conn.dialect.name != "sqlite" or not _FAST_SQLITE:
+    """UPDATE runs SET ... for one run: each iteration's progress and the final outcome, a prepared statement with
+    our own converters, as for the node upserts (SQLAlchemy's statement coercion was a fifth of the log's time on a
+    fast search)."""
+    if not _FAST:
         conn.execute(sa.update(S.runs).where(S.runs.c.run_id == run_id).values(**values))
         return
-    cols = tuple(values)
-    prepared = _SQLITE_RUN_UPDATES.get(cols)
+    dialect, cols = conn.dialect.name, tuple(values)
+    prepared = _RUN_UPDATES.get((dialect, cols))
     if prepared is None:
-        sets = ", ".join(f'"{c}" = ?' for c in cols)
-        prepared = (f'UPDATE runs SET {sets} WHERE run_id = ?', [_bind_converter(S.runs.c[c]) for c in cols])
-        _SQLITE_RUN_UPDATES[cols] = prepared
+        binds = [_bind(dialect, S.runs.c[c]) for c in cols]
+        sets = ", ".join(f'"{c}" = {m}' for c, (m, _) in zip(cols, binds))
+        mark = _bind(dialect, S.runs.c.run_id)[0]
+        prepared = (f"UPDATE runs SET {sets} WHERE run_id = {mark}", [f for _, f in binds])
+        _RUN_UPDATES[(dialect, cols)] = prepared
     sql, convert = prepared
     _driver_execute(conn, sql, tuple(f(values[c]) for f, c in zip(convert, cols)) + (run_id,))
 
 
 def upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> None:
+    """Insert or replace `rows` by their `keys` (the run log is SQLite or PostgreSQL: connection.DIALECTS)."""
     if not rows:
         return
     keys = tuple(keys)
-    name = conn.dialect.name
-    if name == "sqlite" and _FAST_SQLITE:
-        _sqlite_upsert(conn, table, rows, keys)
-        return
-    if name in ("sqlite", "postgresql"):
-        conn.execute(_upsert_statement(name, table, keys), list(rows))
-        return
-    # Portable fallback: same transaction, so readers never see the gap between delete and insert.
-    cond = sa.and_(*[table.c[k] == sa.bindparam(f"k_{k}") for k in keys])
-    conn.execute(sa.delete(table).where(cond), [{f"k_{k}": r[k] for k in keys} for r in rows])
-    conn.execute(sa.insert(table), list(rows))
+    if _FAST:
+        _driver_upsert(conn, table, rows, keys)
+    else:
+        conn.execute(_upsert_statement(conn.dialect.name, table, keys), list(rows))
 
 
 class RunRecorder:

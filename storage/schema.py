@@ -1,9 +1,10 @@
-"""Tables of the run log (SQLAlchemy 2 Core, portable types only so SQLite and PostgreSQL both work).
+"""Tables of the run log (SQLAlchemy 2 Core, portable types only so SQLite and PostgreSQL both work), as they are
+now: storage/migrations.py brings a run log written by an earlier version up to them.
 
 One row per run, one per node (its latest snapshot), one per (iteration, node) in node_history (what the
 node looked like after that iteration: replay needs the statistics *before* a later re-evaluation and
-the status decided at each step), one per iteration (the step's decisions and budget), and one per
-starred/annotated case.
+the status decided at each step), one per iteration (the step's decisions and budget), one per
+starred/annotated case, the app's pool jobs that are not runs, and the evaluation's cells.
 """
 
 from __future__ import annotations
@@ -68,13 +69,6 @@ runs = sa.Table(
     sa.Index("ix_runs_status", "status"),
     sa.Index("ix_runs_started", "started_at"),
 )
-
-# Columns added after the first release: RunStore adds them to an older run log it opens (ALTER TABLE ADD
-# COLUMN, with the server default for NOT NULL ones; nullable ones start NULL), so a database written by an
-# earlier version keeps working. Its old nodes simply have no logit statistics.
-ADDED_COLUMNS = {"runs": ("paused", "step_credits", "owner", "server", "model_options"),
-                 "nodes": ("logit_mean", "logit_var", "voted"),
-                 "node_history": ("logit_mean", "logit_var")}
 
 # Columns of `nodes` that mirror uats_core.tree.Node fields one to one (Node.id is stored as node_id).
 NODE_FIELDS = tuple(f.name for f in fields(Node) if f.name != "id")
@@ -232,4 +226,33 @@ batch_jobs = sa.Table(
     sa.Column("created_at", sa.Float),
     sa.Column("updated_at", sa.Float),
     sa.Column("ended_at", sa.Float),
+)
+
+# The evaluation's cells (storage/eval_cells.py's CellLedger): one row per grid cell, its latest attempt's run.
+eval_cells = sa.Table(
+    "eval_cells",
+    metadata,
+    sa.Column("cell_key", sa.String(600), primary_key=True),
+    sa.Column("pair", sa.String(200), nullable=False),
+    sa.Column("policy", sa.String(400), nullable=False),
+    sa.Column("prm", sa.String(400), nullable=False),
+    sa.Column("dataset", sa.String(200), nullable=False),
+    sa.Column("problem_id", sa.String(200), nullable=False),
+    sa.Column("method", sa.String(32), nullable=False),
+    sa.Column("budget", sa.Integer, nullable=False),
+    sa.Column("seed", sa.Integer, nullable=False),
+    sa.Column("variant", sa.String(400), nullable=False),
+    sa.Column("overrides", sa.JSON),
+    sa.Column("status", sa.String(16), nullable=False),  # running | finished | failed
+    sa.Column("run_id", sa.String(64)),  # the latest attempt (earlier attempts stay in `runs`, failed)
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("batched", sa.Boolean, nullable=False, default=False),  # ran under cross-problem batching
+    sa.Column("worker_pid", sa.Integer),
+    sa.Column("worker_host", sa.String(200)),
+    sa.Column("started_at", sa.Float),
+    sa.Column("ended_at", sa.Float),
+    sa.Column("wall_s", sa.Float),
+    sa.Column("error", sa.Text),
+    sa.Index("ix_eval_cells_group", "pair", "dataset", "method", "budget"),
+    sa.Index("ix_eval_cells_status", "status"),
 )

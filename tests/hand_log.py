@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from storage import RunStore
 from storage import schema as S
-from storage.eval_cells import ensure_tables, eval_cells
+from storage.eval_cells import eval_cells
 
 # (method, budget, seed) -> (correct on p0, correct on p1)
 CORRECT = {
@@ -25,8 +25,7 @@ class HandLogWriter:
     """Writes evaluation cells and their runs (and nodes) straight into a run log's tables."""
 
     def __init__(self, store: RunStore) -> None:
-        self.engine = store.engine
-        ensure_tables(self.engine)
+        self.engine = store.engine  # opening the store made every table, eval_cells too
         self.n = 0
 
     def run(self, *, problem: str, method: str, budget: int, seed: int, correct: bool | None, cost: float,

@@ -18,9 +18,11 @@ from uats_core.errors import ConfigError
 
 
 def _rollback_journal_run_log(path: Path) -> Path:
-    """A run log written with the rollback journal, as an older tool or a copy might have it."""
+    """A run log written with the rollback journal, as an older tool or a copy might have it, and without the
+    eval_cells table (a run log no evaluation wrote, from before every run log had it)."""
     RunStore(str(path)).close()
     con = sqlite3.connect(path)
+    con.execute("DROP TABLE eval_cells")
     con.execute("PRAGMA journal_mode=DELETE")
     con.close()
     for suffix in ("-wal", "-shm"):

@@ -112,7 +112,7 @@ def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypa
     events = synthetic_events("same", n_nodes=150, seed=4, method="h-uats")
     dumps = []
     for fast in (True, False):
-        monkeypatch.setattr(store_mod, "_FAST_SQLITE", fast)
+        monkeypatch.setattr(store_mod, "_FAST", fast)
         path = tmp_path / f"fast-{fast}.db"
         store = RunStore(str(path))
         record(store, events)
@@ -280,32 +280,6 @@ def test_upsert_compiles_for_postgresql() -> None:
     assert "ON CONFLICT (run_id, node_id) DO UPDATE" in sql
     for table in S.metadata.sorted_tables:
         str(sa.schema.CreateTable(table).compile(dialect=postgresql.dialect()))
-
-
-def test_portable_upsert_fallback(tmp_path: Path) -> None:
-    """Dialects without ON CONFLICT get delete+insert in the same transaction."""
-    from storage import schema as S
-    from storage.recorder import upsert as _upsert
-
-    store = RunStore(str(tmp_path / "runs.db"))
-    record(store, _hand_events("f"))
-
-    class OtherDialect:  # a connection that reports another dialect name, delegating everything else
-        def __init__(self, conn):
-            self._conn = conn
-            self.dialect = type("D", (), {"name": "mysql"})()
-
-        def execute(self, *a, **k):
-            return self._conn.execute(*a, **k)
-
-    with store.engine.begin() as conn:
-        _upsert(OtherDialect(conn), S.iterations,
-                [dict(run_id="f", iteration=1, decisions=[], budget={"C": 9}, cost_step=1.0, cost_total=1.0,
-                      n_nodes_updated=0, written_at=0.0),
-                 dict(run_id="f", iteration=3, decisions=[], budget={}, cost_step=2.0, cost_total=3.0,
-                      n_nodes_updated=0, written_at=0.0)], ("run_id", "iteration"))
-    its = store.get_iterations("f")
-    assert [i["iteration"] for i in its] == [1, 2, 3] and its[0]["budget"] == {"C": 9}
 
 
 def test_training_curves_round_trip(tmp_path):
