@@ -25,6 +25,7 @@ from ..views.decisions import explain_node, explain_step, step_of
 from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
 from ..views.safe_text import md_inline, md_text
+from ..views.scripts import page_script
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
 from ..views.treedata import RunData
@@ -381,7 +382,7 @@ class _Compare:
         return (cs, notice(""), pick_a, pick_b, *self.compare_view(cs, None))
 
 
-SCROLL_TO_TREES = "() => document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"
+SCROLL_TO_TREES = page_script("scroll_to_trees.js")  # the pair's trees brought into view
 
 
 def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> CompareTab:
