@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import gradio as gr
 
-from storage import RunStore
+from storage import RunStore, RunVersion, StorageError, run_version_of
 from uats_core.config import SearchConfig
 
 from ..choices import ServerChoices
@@ -77,9 +77,10 @@ def notice(msg: str = "", ok: bool = False) -> Any:
     return gr.update(value=md_text(hide_server_paths(msg)), visible=True, elem_classes=["ok"] if ok else ["bad"])
 
 
-def skips(n: int) -> list[Any]:
-    """`n` outputs left as they are."""
-    return [gr.skip()] * n
+def keyed(out: Mapping[Any, Any]) -> Any:
+    """What a handler returns: the outputs it changes, by component (Gradio leaves the others of its outputs as they
+    are); nothing changed is one gr.skip() (Gradio would take an empty dict for one output's value)."""
+    return dict(out) if out else gr.skip()
 
 
 def row_of(evt: gr.SelectData) -> int | None:
@@ -113,7 +114,9 @@ class RunCache:
         self._lock = threading.Lock()
         self.loads = {"full": 0, "grown": 0}  # how each miss was served (the benchmark and tests read it)
 
-    def get(self, run_id: str, version: Any = None) -> RunData:
+    def get(self, run_id: str, version: RunVersion | None = None, run: dict[str, Any] | None = None) -> RunData:
+        """The run's data at `version` (read when not given); `run`: its row read at that version, which a load
+        then need not read again (RunReads)."""
         version = version if version is not None else self.store.run_version(run_id)
         with self._lock:
             held = self._items.get(run_id)
@@ -122,9 +125,9 @@ class RunCache:
                 if held[0] == version:
                     return held[1]
         if held is not None and held[1].run.get("status") in LIVE:
-            data, how = held[1].grown(self.store), "grown"
+            data, how = held[1].grown(self.store, run), "grown"
         else:  # a run that had ended changes only by a rewrite: read it again whole
-            data, how = RunData.load(self.store, run_id), "full"
+            data, how = RunData.load(self.store, run_id, run), "full"
         with self._lock:
             self.loads[how] += 1
             self._items[run_id] = (version, data)
@@ -134,31 +137,68 @@ class RunCache:
         return data
 
 
+class RunReads:
+    """The runs' rows as one poll tick (or one event) reads them: each run's row at most once, whichever parts ask
+    (the live tree, the run bar, the Why panel, the idle check, the Compare pair and its pickers), where each
+    part read the open run again (six reads a tick). A run's data (RunCache) at the version read is grown from
+    that row, not from a second read of it."""
+
+    def __init__(self, store: RunStore, cache: RunCache) -> None:
+        self.store = store
+        self.cache = cache
+        self._rows: dict[str, dict[str, Any] | StorageError] = {}
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """The run's row (StorageError when there is no such run, every time it is asked)."""
+        got = self._rows.get(run_id)
+        if got is None:
+            try:
+                got = self.store.get_run(run_id)
+            except StorageError as exc:
+                got = exc
+            self._rows[run_id] = got
+        if isinstance(got, StorageError):
+            raise StorageError(str(got), field=got.field)
+        return got
+
+    def version(self, run_id: str) -> RunVersion:
+        return run_version_of(self.run(run_id))
+
+    def data(self, run_id: str) -> RunData:
+        """The run's data as of the row read."""
+        return self.cache.get(run_id, self.version(run_id), self.run(run_id))
+
+
 @dataclass
 class PollPart:
-    fn: Callable[..., Sequence[Any]]
+    fn: Callable[..., Any]
     inputs: list[Any]
     outputs: list[Any]
     kwargs: dict[str, Any]
     with_request: bool  # fn takes the tick's gr.Request as `request`
+    with_reads: bool  # fn takes the tick's RunReads as `reads`
 
 
 @dataclass
 class PollParts:
-    """What runs on each tick, in registration order (a later part sees what an earlier one wrote in place)."""
+    """What runs on each tick, in registration order (a later part sees what an earlier one wrote in place). Each
+    part returns its outputs by component (keyed), never a page state: it writes those in place."""
 
     parts: list[PollPart] = field(default_factory=list)
 
-    def add(self, fn: Callable[..., Sequence[Any]], inputs: Sequence[Any], outputs: Sequence[Any],
-            inputs_kwargs: Mapping[str, Any] | None = None, with_request: bool = False) -> None:
-        self.parts.append(PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request))
+    def add(self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any],
+            inputs_kwargs: Mapping[str, Any] | None = None, with_request: bool = False,
+            with_reads: bool = False) -> None:
+        self.parts.append(PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request,
+                                   with_reads))
 
 
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair; `choices`
-    the models and problem sets this server offers (nothing else is loaded for a client)."""
+    need no long positional argument lists. `st` holds the open run (Search, page_state.OpenRun), `cst` the
+    compared pair (page_state.ComparedPair); `choices` the models and problem sets this server offers (nothing
+    else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -172,6 +212,10 @@ class AppContext:
     choices: ServerChoices
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
     export_quota: ExportQuota = field(default_factory=ExportQuota)
+
+    def reads(self) -> RunReads:
+        """Fresh reads of the run log for one event (a poll tick shares one among its parts)."""
+        return RunReads(self.store, self.cache)
 
     def export_target(self, request: gr.Request | None) -> ExportTarget:
         """Where the requester's exports go (their own folder under export_dir) and the quota they count against;

@@ -12,7 +12,8 @@ import gradio as gr
 from ..views.run_status import outcome, run_label, run_status_md
 from ..views.charts import cost_figure
 from ..views.scripts import page_script
-from .common import LIVE, AppContext, fig_json, notice, skips
+from .common import LIVE, AppContext, RunReads, fig_json, notice
+from .page_state import ComparedPair, OpenRun
 from .search import SearchPage
 
 LINKS_JS = page_script("links.js")  # the address bar follows the view; ←/→ step iterations
@@ -36,37 +37,37 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     viewer = search.viewer
     assert viewer is not None
 
-    def open_from_url(s: dict[str, Any], request: gr.Request, **view: Any) -> tuple[Any, ...]:
+    def open_from_url(s: OpenRun, request: gr.Request, **view: Any) -> Any:
         params = request.query_params if request is not None else {}
         run_ref = (params.get("run") or "").strip()
         if not run_ref:
-            return (s, *skips(len(viewer.open_outputs) - 1))
+            return gr.skip()
         try:
             t, node = _int_param(params, "t"), _int_param(params, "node")
         except ValueError as exc:
-            return (s, notice(str(exc)), *skips(len(viewer.open_outputs) - 2))
-        out = list(viewer.open_run(s, run_ref, **view))
-        s = out[0]
-        if not isinstance(out[2], str):  # the run was not found: open_run's message says why
-            return tuple(out)
-        data = ctx.cache.get(s["run_id"])
+            return {ctx.notice: notice(str(exc))}
+        out = viewer.open_run(s, run_ref, **view)
+        if ctx.st not in out:  # the run was not found: open_run's message says why
+            return out
+        s = out[ctx.st]
+        data = ctx.cache.get(s.run_id)
         if t is not None:
             t = max(0, min(t, data.max_iteration))
-            s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
-        missing = None if node is None else viewer.missing_node(s["run_id"], data.state_at(s.get("t")), node)
-        s["selected"] = None if missing else node
-        out[1] = notice(missing or "")
-        fig, data, state = viewer.draw_tree(s, view)
-        out[2], out[3] = fig, run_status_md(data.run, state)
-        out[4] = viewer.slider_update(data, s.get("t"))
-        if s.get("t") is not None:
-            out[5] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
-        return tuple(out)
+            s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        missing = None if node is None else viewer.missing_node(s.run_id, data.state_at(s.t), node)
+        s.selected = None if missing else node
+        out[ctx.notice] = notice(missing or "")
+        out[search.tree], data, state = viewer.draw_tree(s, view)
+        out[search.status_md] = run_status_md(data.run, state)
+        out[search.t_slider] = viewer.slider_update(data, s.t)
+        if s.t is not None:
+            out[search.cost_plot] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
+        return out
 
-    def inspect_from_url(s: dict[str, Any], **view: Any) -> tuple[Any, ...]:
-        if not s.get("run_id") or s.get("selected") is None:
-            return tuple(skips(len(viewer.inspect_outputs)))
-        return viewer.inspect(s, s["selected"], redraw_tree=True, **view)
+    def inspect_from_url(s: OpenRun, **view: Any) -> Any:
+        if not s.run_id or s.selected is None:
+            return gr.skip()
+        return viewer.inspect(s, s.selected, redraw_tree=True, **view)
 
     demo.load(open_from_url, [ctx.st], viewer.open_outputs, inputs_kwargs=search.filters).then(
         inspect_from_url, [ctx.st], viewer.inspect_outputs, inputs_kwargs=search.filters)
@@ -76,17 +77,17 @@ def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown)
     """Refresh the Compare pickers' labels when a picked run's outcome changes (queued → running → …)."""
     seen = gr.State({})
 
-    def on_tick(cs: dict[str, Any], last: dict[str, Any]) -> tuple[Any, ...]:
-        ids = [r for r in (cs.get("a"), cs.get("b")) if r]
+    def on_tick(cs: ComparedPair, last: dict[str, Any], reads: RunReads) -> Any:
+        ids = [r for r in (cs.a, cs.b) if r]
         if not ids:
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         try:
-            now = {r: outcome(ctx.store.get_run(r)) for r in ids}
+            now = {r: outcome(reads.run(r)) for r in ids}
         except Exception:  # noqa: BLE001 - a run deleted meanwhile: leave the pickers as they are
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         if now == last:
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         choices = [(run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
-        return now, gr.update(choices=choices), gr.update(choices=choices)
+        return {seen: now, cmp_a: gr.update(choices=choices), cmp_b: gr.update(choices=choices)}
 
-    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b])
+    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], with_reads=True)

@@ -18,7 +18,8 @@ from storage import RunStore, StorageError
 
 from ..access import AccessDenied, require_owner
 from ..views.scripts import page_script
-from .common import LIVE, AppContext
+from .common import LIVE, AppContext, RunReads
+from .page_state import OpenRun
 
 # The run bar and the message line stay in view while the page scrolls; the bar sits just under the
 # message line (its height, which changes with the message, comes from RUN_BAR_JS). Above Plotly's
@@ -118,16 +119,18 @@ def control_state(run: dict[str, Any] | None, denied: str | None = None) -> tupl
             f"Run {rid} is {status}: Pause holds it after this iteration; Step pauses it after the next.")
 
 
-def bar_state(store: RunStore, s: dict[str, Any] | None, request: gr.Request | None) -> tuple[dict[str, bool], str]:
+def bar_state(store: RunStore, s: OpenRun | None, request: gr.Request | None,
+              reads: RunReads | None = None) -> tuple[dict[str, bool], str]:
     """control_state of the run open in `s` as the requester sees it: a live run someone else started
-    (or the command line) has its controls disabled, with require_owner's reason as the hint."""
+    (or the command line) has its controls disabled, with require_owner's reason as the hint. `reads`: the
+    event's reads of the run log (one row: status, pause and owner)."""
     run, denied = None, None
-    if (s or {}).get("run_id"):
+    if s is not None and s.run_id:
         try:
-            status, _, _, _, paused = store.run_version(s["run_id"])
-            run = {"run_id": s["run_id"], "status": status, "paused": paused}
-            if status in LIVE:
-                require_owner(store, s["run_id"], request, CONTROL_VERBS)
+            row = reads.run(s.run_id) if reads is not None else store.get_run(s.run_id)
+            run = {"run_id": s.run_id, "status": row["status"], "paused": bool(row["paused"])}
+            if row["status"] in LIVE:
+                require_owner(store, s.run_id, request, CONTROL_VERBS, run=row)
         except AccessDenied as exc:
             why = str(exc).removeprefix("run: ")
             denied = why[:1].upper() + why[1:]
@@ -145,14 +148,14 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
 
     shown = gr.State(None)  # the (controls, hint) this page shows: the poll asks on every tick
 
-    def on_state(s: dict[str, Any], last: Any, request: gr.Request) -> tuple[Any, ...]:
-        can, why = bar_state(ctx.store, s, request)
+    def on_state(s: OpenRun, last: Any, request: gr.Request, reads: RunReads | None = None) -> Any:
+        can, why = bar_state(ctx.store, s, request, reads)
         now = [[can[k] for k in keys], why]
         if now == last:  # unchanged: nothing for the page to re-render while it draws a live run
-            return (*[gr.skip() for _ in outputs], gr.skip(), gr.skip())
-        return (*[gr.update(interactive=can[k]) for k in keys for _ in controls[k]], why, now)
+            return gr.skip()
+        return {**{b: gr.update(interactive=can[k]) for k in keys for b in controls[k]}, hint: why, shown: now}
 
     # the user's own changes (open, run, select) fire ctx.st's change; a tick's (a run ending) come with the poll
     ctx.st.change(on_state, [ctx.st, shown], [*outputs, hint, shown], show_progress="hidden",
                   trigger_mode="always_last")
-    ctx.poll.add(on_state, [ctx.st, shown], [*outputs, hint, shown], with_request=True)
+    ctx.poll.add(on_state, [ctx.st, shown], [*outputs, hint, shown], with_request=True, with_reads=True)
