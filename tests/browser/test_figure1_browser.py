@@ -69,7 +69,7 @@ def test_figure1_texts_never_overlap_or_clip(screen_page: Any, served: dict[str,
         shot(pg, f"figure1-{n}-{size['width']}x{size['height']}", "#figure1")
 
 
-# the view shown now, as labelCull (ui/tabs/treelod.py) records the view it measured the labels in
+# the view shown now, as labelCull (ui/js/treelod.js) records the view it measured the labels in
 LABEL_VIEW = ("[...e._fullLayout.xaxis.range, ...e._fullLayout.yaxis.range].map(v => Number(v).toFixed(3))"
               ".join(',')")
 TREE_MARKS_JS = r"""() => {
