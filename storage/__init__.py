@@ -3,6 +3,7 @@
 from .bounds import check_run_fields
 from .connection import check_location
 from .schema import RUN_LEVEL
-from .store import RunRecorder, RunStore, StorageError, open_read_only, pid_alive
+from .store import RunRecorder, RunStore, RunVersion, StorageError, open_read_only, pid_alive, run_version_of
 
-__all__ = ["check_location", "check_run_fields", "RunStore", "RunRecorder", "open_read_only", "StorageError", "RUN_LEVEL", "pid_alive"]
+__all__ = ["check_location", "check_run_fields", "RunStore", "RunRecorder", "open_read_only", "StorageError", "RUN_LEVEL",
+           "pid_alive", "RunVersion", "run_version_of"]

@@ -11,7 +11,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import sqlalchemy as sa
 
@@ -28,7 +28,16 @@ from .fastread import node_dict
 from .recorder import RunRecorder
 from .stars import StarsAndNotes
 
-__all__ = ["RunStore", "open_read_only", "RunRecorder", "StorageError", "pid_alive", "SQLITE_BUSY_TIMEOUT_MS"]
+__all__ = ["RunStore", "RunVersion", "open_read_only", "RunRecorder", "StorageError", "pid_alive",
+           "SQLITE_BUSY_TIMEOUT_MS", "run_version_of"]
+
+RunVersion = tuple[str, int, int, float, bool]  # (status, iterations, n_nodes, updated_at, paused)
+
+
+def run_version_of(run: Mapping[str, Any]) -> RunVersion:
+    """A runs row's version (RunStore.run_version): what changes whenever the run's tree, status or pause does."""
+    return (run["status"], int(run["iterations"]), int(run["n_nodes"]), float(run["updated_at"] or 0.0),
+            bool(run["paused"]))
 
 log = logging.getLogger(__name__)
 
@@ -154,14 +163,14 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
             rows = conn.execute(q.order_by(S.node_history.c.iteration, S.node_history.c.node_id)).all()
         return [dict(r._mapping) for r in rows]
 
-    def run_version(self, run_id: str) -> tuple[str, int, int, float, bool]:
+    def run_version(self, run_id: str) -> RunVersion:
         """(status, iterations, n_nodes, updated_at, paused): cheap to poll; redraw only when it changes."""
         with self.engine.connect() as conn:
             r = conn.execute(sa.select(S.runs.c.status, S.runs.c.iterations, S.runs.c.n_nodes, S.runs.c.updated_at,
                                        S.runs.c.paused).where(S.runs.c.run_id == run_id)).first()
         if r is None:
             raise StorageError(f"no run {run_id}", field="run")
-        return (r.status, int(r.iterations), int(r.n_nodes), float(r.updated_at or 0.0), bool(r.paused))
+        return run_version_of(r._mapping)
 
     def distinct_values(self, column: str) -> list[str]:
         """Distinct values of runs.method / runs.problem_id / runs.status, for filter dropdowns."""

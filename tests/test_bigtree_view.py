@@ -10,7 +10,9 @@ import pytest
 from storage import RunStore
 from ui.views.bigtree import dead_branches, focus_nodes
 from ui.views.treefig import ViewOptions, tree_figure
+from ui.tabs.common import RunCache, RunReads
 from ui.tabs.idle import is_idle
+from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.views.treedata import RunData
 from ui.views.treefig import MARKER_MAX, MAX_DECISION_LABELS, marker_size
 from tests.doubles import record_synthetic
@@ -96,15 +98,16 @@ class _Pool:
 def test_idle_only_when_everything_ended_and_drawn(store_and_data) -> None:
     store, _ = store_and_data
     rid = "w" * 32
-    version = list(store.run_version(rid))
-    ctx = SimpleNamespace(store=store, pool=_Pool())
-    assert is_idle(ctx, {}, {})
-    assert is_idle(ctx, {"run_id": rid, "version": version}, {})
-    assert not is_idle(ctx, {"run_id": rid, "version": None}, {})  # the last version is not drawn yet
-    assert not is_idle(SimpleNamespace(store=store, pool=_Pool(queued=["q"])), {}, {})
-    cs = {"a": rid, "b": rid, "t": None, "versions": [version, None]}
-    assert not is_idle(ctx, {}, cs)
-    cs["t"] = 3  # stepping a pair by hand: nothing to follow
-    assert is_idle(ctx, {}, cs)
+    version = store.run_version(rid)
+    ctx = SimpleNamespace(store=store, pool=_Pool(), reads=lambda: RunReads(store, RunCache(store)))
+    assert is_idle(ctx, OpenRun(), ComparedPair())
+    assert is_idle(ctx, OpenRun(run_id=rid, version=version), ComparedPair())
+    assert not is_idle(ctx, OpenRun(run_id=rid, version=None), ComparedPair())  # the last version is not drawn yet
+    busy = SimpleNamespace(store=store, pool=_Pool(queued=["q"]), reads=ctx.reads)
+    assert not is_idle(busy, OpenRun(), ComparedPair())
+    cs = ComparedPair(a=rid, b=rid, t=None, versions=(version, None))
+    assert not is_idle(ctx, OpenRun(), cs)
+    cs.t = 3  # stepping a pair by hand: nothing to follow
+    assert is_idle(ctx, OpenRun(), cs)
     store.register_run("l" * 32, method="h-uats", problem_id="p", question="q")
-    assert not is_idle(ctx, {"run_id": "l" * 32, "version": list(store.run_version("l" * 32))}, {})
+    assert not is_idle(ctx, OpenRun(run_id="l" * 32, version=store.run_version("l" * 32)), ComparedPair())

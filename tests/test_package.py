@@ -56,7 +56,8 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
             "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
             "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py",
-            "uats_studio/__init__.py", "uats_core/imports/treequest.py", "uats/cli.py", "uats/eval/worker.py"} <= names
+            "uats_studio/__init__.py", "uats_core/imports/treequest.py", "ui/js/plot.js", "ui/js/treelod.js",
+            "ui/js/runbar.js", "ui/js/links.js", "ui/js/column_tips.js", "uats/cli.py", "uats/eval/worker.py"} <= names
     assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/")) for n in names)
 
     venv = tmp_path / "venv"

@@ -6,15 +6,20 @@ seconds late (`python -m benchmarks app`, docs/log.md)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from types import SimpleNamespace
 
 import gradio as gr
 import pytest
+import sqlalchemy as sa
+from gradio import Request
 
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
+from storage import schema as S
+from tests.doubles import WorkerPoolDouble, record_synthetic
 from ui.app_ui import build_demo
 from ui.tabs.common import TICK_S, PollParts
+from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.tabs.poll import wire_poll
 
 
@@ -44,12 +49,19 @@ def test_one_event_per_tick_and_no_state_change_chain(demo: gr.Blocks) -> None:
 
 def _toy_poll(parts: PollParts) -> tuple[SimpleNamespace, gr.Blocks]:
     with gr.Blocks() as blocks:
-        ctx = SimpleNamespace(st=gr.State({}), cst=gr.State({}), timer=gr.Timer(TICK_S), poll=parts)
+        ctx = SimpleNamespace(st=gr.State({}), cst=gr.State({}), timer=gr.Timer(TICK_S), poll=parts,
+                              reads=lambda: None)
         a, b, c = gr.Textbox(), gr.Textbox(), gr.Textbox()
         ctx.a, ctx.b, ctx.c = a, b, c
-        parts.add(lambda s, x: ({**s, "seen": x}, gr.skip(), "first"), [ctx.st, a], [ctx.st, a, b])
-        parts.add(lambda s: ("from the second", "second"), [ctx.st], [a, b])
-        parts.add(lambda: "third", [], [c])  # one output: its value, not a tuple (as in Gradio)
+
+        def first(s: dict, x: str) -> dict:
+            s["seen"] = x  # a page state is written in place
+            return {b: "first"}
+
+        parts.add(first, [ctx.st, a], [a, b])
+        parts.add(lambda s: {a: "from the second", b: "second"}, [ctx.st], [a, b])
+        parts.add(lambda: gr.skip(), [], [c])
+        parts.add(lambda: {c: "fourth"}, [], [c])
         wire_poll(ctx)  # type: ignore[arg-type]
     return ctx, blocks
 
@@ -60,14 +72,52 @@ def test_parts_run_in_order_first_writer_wins_and_states_stay_in_place() -> None
     assert [o._id for o in fn.outputs] == [ctx.a._id, ctx.b._id, ctx.c._id]  # the state is not an output
     held = {"run_id": "r1"}
     out = fn.fn(None, held, "typed")  # (request, *inputs in the order they were first named)
-    assert out == ("from the second", "first", "third")
+    assert out == {ctx.b: "first", ctx.a: "from the second", ctx.c: "fourth"}  # by component
     assert held == {"run_id": "r1", "seen": "typed"}  # the session's own object, updated
 
 
-def test_a_part_that_writes_a_state_it_does_not_read_is_refused() -> None:
+def test_a_part_that_outputs_a_page_state_is_refused() -> None:
     parts = PollParts()
     with gr.Blocks():
         ctx = SimpleNamespace(st=gr.State({}), cst=gr.State({}), timer=gr.Timer(TICK_S), poll=parts)
-        parts.add(lambda: ({},), [], [ctx.st])
-        with pytest.raises(ValueError, match="does not take as input"):
+        parts.add(lambda s: {}, [ctx.st], [ctx.st])
+        with pytest.raises(ValueError, match="writes page states in place"):
             wire_poll(ctx)  # type: ignore[arg-type]
+
+
+class _CountingStore(RunStore):
+    """A RunStore that counts its reads of each run's row (get_run and run_version, by run id)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.row_reads: Counter[str] = Counter()
+
+    def get_run(self, run_id: str) -> dict:
+        self.row_reads[run_id] += 1
+        return super().get_run(run_id)
+
+    def run_version(self, run_id: str):
+        self.row_reads[run_id] += 1
+        return super().run_version(run_id)
+
+
+def test_one_tick_reads_each_run_once(tmp_path) -> None:
+    """A live run open in Search and a live pair in Compare: the tick's parts (live tree, shadow panel, run bar,
+    Why panel, Compare pair, its pickers' labels, idle check) read each run's row once between them."""
+    store = _CountingStore(str(tmp_path / "runs.db"))
+    opened, a, b = "1a" * 16, "2b" * 16, "3c" * 16
+    for rid, seed in ((opened, 1), (a, 2), (b, 3)):
+        record_synthetic(store, rid, seed=seed, n_nodes=30)
+    with store.engine.begin() as conn:  # still running: every part has something to look at
+        conn.execute(sa.update(S.runs).values(status="running"))
+    demo = build_demo(store, WorkerPoolDouble(), tmp_path / "exports")
+    (poll,) = [f for f in demo.fns.values() if (_live_timer(demo)._id, "tick") in f.targets]
+    state_of = {type(o.value).__name__: o for o in poll.inputs if isinstance(o, gr.State)}
+    s, cs = OpenRun(run_id=opened), ComparedPair(a=a, b=b)
+    values = [s if o is state_of["OpenRun"] else cs if o is state_of["ComparedPair"] else
+              (o.value() if callable(o.value) else o.value) for o in poll.inputs]
+    for tick in range(2):  # the first tick draws what changed, the second finds nothing new
+        store.row_reads.clear()
+        poll.fn(Request(session_hash="page"), *values)
+        assert store.row_reads == {opened: 1, a: 1, b: 1}, (tick, store.row_reads)
+    assert s.version == store.run_version(opened) and cs.versions == (store.run_version(a), store.run_version(b))

@@ -21,7 +21,7 @@ from ui.tabs.common import AppContext, RunCache
 from ui.tabs.runbar import bar_state, control_state
 from ui.tabs.search import build_search_tab
 from ui.tabs.search_events import live_update
-from ui.tabs.viewer import fresh_run_state
+from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.views.treedata import RunData
 from ui.jobs.worker import WorkerPool
 from uats_core.events import IterationEnded, RunEnded, RunStarted
@@ -76,7 +76,7 @@ def _search_tab(store: RunStore, tmp_path: Path) -> tuple[AppContext, Any, Worke
     """The real Search tab (its components and RunViewer) in a page of its own; nothing is served."""
     pool = WorkerPool(store, max_workers=1, drive=False)  # nothing is submitted: no thread of its own
     with gr.Blocks():
-        st, cst = gr.State(fresh_run_state()), gr.State({})
+        st, cst = gr.State(OpenRun()), gr.State(ComparedPair())
         notice, timer = gr.Markdown(), gr.Timer(0.5)
         with gr.Tabs() as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=tmp_path, notice=notice,
@@ -84,7 +84,7 @@ def _search_tab(store: RunStore, tmp_path: Path) -> tuple[AppContext, Any, Worke
                              choices=server_choices())
             with gr.Tab("Search"):
                 tab = build_search_tab(ctx)
-    return ctx, tab.viewer, pool
+    return ctx, tab, pool
 
 
 def _drawn(payload: Any) -> list[int]:
@@ -103,11 +103,12 @@ def test_every_iteration_is_drawn_in_order_however_many_land_between_polls(tmp_p
     if slow_page:
         monkeypatch.setattr(viewer_mod, "FRAMES_BUILD_S", 0.0)
     store = RunStore(str(tmp_path / "runs.db"))
-    ctx, viewer, pool = _search_tab(store, tmp_path)
+    ctx, tab, pool = _search_tab(store, tmp_path)
+    viewer = tab.viewer
     try:
         writer = _writer(store)
         next(writer)
-        s = {**fresh_run_state(), "run_id": RUN}
+        s = OpenRun(run_id=RUN)
         rng = random.Random(11)
         ticks: list[list[int]] = []
         ended = False
@@ -116,10 +117,10 @@ def test_every_iteration_is_drawn_in_order_however_many_land_between_polls(tmp_p
                 if not ended and next(writer, None) in (None, -1):
                     ended = True
             outs = live_update(ctx, viewer, s, True, {})
-            ticks.append(_drawn(outs[2]))
-            if ended and s.get("version") == store.run_version(RUN):
+            ticks.append(_drawn(outs.get(tab.tree)))
+            if ended and s.version == store.run_version(RUN):
                 break
-        assert ended and s.get("version") == store.run_version(RUN), "the polls never caught up"
+        assert ended and s.version == store.run_version(RUN), "the polls never caught up"
         final = store.get_run(RUN)
         drawn = [t for tick in ticks for t in tick]
         assert all(b > a for tick in ticks for a, b in zip(tick, tick[1:])), ticks  # each poll in order
@@ -130,7 +131,7 @@ def test_every_iteration_is_drawn_in_order_however_many_land_between_polls(tmp_p
             assert max(len(t) for t in ticks) == 1
         else:
             assert max(len(t) for t in ticks) > 1  # a burst is drawn as several frames, never skipped
-        last = json.loads(outs[2]) if isinstance(outs[2], str) else None
+        last = json.loads(outs[tab.tree]) if isinstance(outs.get(tab.tree), str) else None
         frames = (last or {}).get("frames") or ([last] if last else [])
         assert frames and frames[-1]["meta"]["status"] == "finished"
         assert frames[-1]["meta"]["n_nodes"] == len(RunData.load(store, RUN).state_at(None).nodes)  # every node
@@ -161,14 +162,14 @@ def test_run_bar_disables_the_controls_of_a_run_the_requester_does_not_own(tmp_p
     mine, theirs = Request(session_hash="page-a"), Request(session_hash="page-b")
     for rid, owner in (("aa" * 16, requester(mine)), ("cc" * 16, None)):
         store.register_run(rid, method="h-uats", problem_id="p", question="q", paused=True, owner=owner)
-    can, why = bar_state(store, {"run_id": "aa" * 16}, mine)
+    can, why = bar_state(store, OpenRun(run_id="aa" * 16), mine)
     assert can == {"cancel": True, "pause": False, "step": True, "resume": True, "replay": True}, why
-    can, why = bar_state(store, {"run_id": "aa" * 16}, theirs)
+    can, why = bar_state(store, OpenRun(run_id="aa" * 16), theirs)
     assert not (can["cancel"] or can["step"] or can["resume"] or can["pause"]) and can["replay"]
     assert why.startswith("Run aaaaaaaa was started by another browser session") and "only they may" in why
-    can, why = bar_state(store, {"run_id": "cc" * 16}, mine)
+    can, why = bar_state(store, OpenRun(run_id="cc" * 16), mine)
     assert not can["step"] and "the command line or an evaluation" in why
-    assert bar_state(store, {"run_id": "ee" * 16}, mine) == control_state(None)  # no such run: as if none open
+    assert bar_state(store, OpenRun(run_id="ee" * 16), mine) == control_state(None)  # no such run: as if none open
 
 
 def test_the_bench_reads_skipped_and_out_of_order_iterations_from_the_draw_log() -> None:

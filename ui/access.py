@@ -13,6 +13,8 @@ which listens on this machine alone and so serves the person whose runs they are
 from __future__ import annotations
 
 import hashlib
+from typing import Any
+
 import gradio as gr
 
 from storage import RunStore
@@ -51,11 +53,11 @@ def owner_label(owner: str | None) -> str:
 
 
 def require_owner(store: RunStore, run_id: str, request: gr.Request | None, verb: str, *,
-                  annotate: bool = False) -> None:
+                  annotate: bool = False, run: dict[str, Any] | None = None) -> None:
     """AccessDenied unless the requester may `verb` the run: its owner; for `annotate` (stars, notes, shadow
     scores) also anyone on an app without a login when the run has no owner. StorageError when there is no such
-    run."""
-    owner = store.get_run(run_id).get("owner")
+    run. `run`: its row, when just read."""
+    owner = (run if run is not None else store.get_run(run_id)).get("owner")
     if owner is not None and owner == requester(request):
         return
     if owner is None and annotate and not signed_in(request):

@@ -29,6 +29,7 @@ from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
+from .tabs.page_state import ComparedPair, OpenRun
 from .tabs.poll import wire_poll
 from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
@@ -61,20 +62,22 @@ TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-tabl
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
-               search_outputs: list[Any]) -> None:
+               problem: gr.Dropdown, question: gr.Markdown) -> None:
     """Events that span tabs: the first load fills the problem list, runs and pickers; switching tabs
     refreshes the runs and the training curves (opening Compare refreshes its pickers and draws the pair picked:
     ui/tabs/compare.py)."""
-    def on_load(s, cs):
-        ds_out = list(dataset_view(ctx.choices, ARITH))
-        if not ds_out[2].get("visible"):  # nothing wrong: leave the message line to a link's message
-            ds_out[2] = gr.skip()
-        listed = runs.list_runs("(any)", "(any)", "(any)")
-        a, b = compare.on_tab_compare(s, cs)
-        return (*ds_out, *listed, a, b)
+    def on_load(s: OpenRun, cs: ComparedPair) -> dict[Any, Any]:
+        problems, first, said = dataset_view(ctx.choices, ARITH)
+        pick_a, pick_b = compare.on_tab_compare(s, cs)
+        out = {problem: problems, question: first, **runs.list_runs("(any)", "(any)", "(any)"),
+               compare.cmp_a: pick_a, compare.cmp_b: pick_b}
+        if said.get("visible"):  # something wrong; else the message line is left to a link's message
+            out[ctx.notice] = said
+        return out
 
-    demo.load(on_load, [ctx.st, ctx.cst], [*search_outputs, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
-    ctx.tabs.change(lambda m, p, o, db, cur: (*runs.list_runs(m, p, o), reports.on_curve_list(db, cur)),
+    demo.load(on_load, [ctx.st, ctx.cst], [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
+    ctx.tabs.change(lambda m, p, o, db, cur: {**runs.list_runs(m, p, o),
+                                              reports.curve_pick: reports.on_curve_list(db, cur)},
                     [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
                     [*runs.outputs, reports.curve_pick])
 
@@ -88,8 +91,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     (default: the embedded and shipped ones)."""
     # Gradio copies each download into its cache: copies older than an hour go, checked every 10 minutes
     with gr.Blocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
-        st = gr.State({"run_id": None, "version": None, "t": None, "selected": None, "collapsed": []})
-        cst = gr.State({"a": None, "b": None, "t": None, "versions": None})
+        st, cst = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair (page_state)
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
                     "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
                     "every knob says what it does.", elem_id="brand")
@@ -112,8 +114,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         with gr.Accordion("Glossary: every symbol and term on this page", open=False, elem_id="glossary"):
             gr.Markdown(glossary_md(), elem_id="glossary-text")
         apply_help(demo)
-        f = search.form
-        _wire_page(demo, ctx, runs, compare, reports, [f["problem"], search.question_md])
+        _wire_page(demo, ctx, runs, compare, reports, search.form["problem"], search.question_md)
         wire_links(demo, ctx, search)
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
         wire_idle_timer(ctx)

@@ -14,6 +14,7 @@ import gradio as gr
 from uats_core.status import NodeStatus
 
 from .views.safe_text import md_text
+from .views.scripts import page_script
 
 # Symbols first, in the order a UATS step uses them, then the words the tables and panels use.
 GLOSSARY: dict[str, str] = {
@@ -183,19 +184,5 @@ def column_tips_head(tables: dict[str, list[str]]) -> str:
             + COLUMN_TIPS_JS + "})();</script>")
 
 
-COLUMN_TIPS_JS = """
-function tip() {
-  for (const [id, byHeader] of Object.entries(tips)) {
-    const table = document.getElementById(id);
-    if (!table) continue;
-    for (const th of table.querySelectorAll('th')) {
-      const text = (th.innerText || '').trim();
-      if (byHeader[text] && th.title !== byHeader[text]) th.title = byHeader[text];
-    }
-  }
-}
-let queued = false;
-new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; tip(); }); } })
-  .observe(document.documentElement, {childList: true, subtree: true});
-"""
+COLUMN_TIPS_JS = page_script("column_tips.js")
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 
 N64 = "e4" * 16
 LAPTOP = {"width": 1280, "height": 800}  # the screen of issue 30: marks measured where a laptop user sees them
-SETTLED = "e.dataset.lodPending === '0'"  # the page's level of detail is drawn (ui/tabs/treelod.py)
+SETTLED = "e.dataset.lodPending === '0'"  # the page's level of detail is drawn (ui/js/treelod.js)
 
 # Everything in screen pixels (CSS px of the page): node centres from their marker elements, the other
 # marks from their own SVG elements (sub-paths of a shape's path mapped through the path's screen matrix).

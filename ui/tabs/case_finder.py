@@ -27,7 +27,8 @@ from ..jobs.worker import RunRequest, session_of
 from ..views.casefinder import (BASELINE, FOUND_COLUMNS, RANKING_RULE, UATS, Changes, find_cases, found_rows,
                                 found_summary)
 from ..views.safe_text import md_text
-from .common import AppContext, notice, row_of, skips
+from .common import AppContext, notice, row_of
+from .page_state import FinderState, replaced
 from .exports import export_stale
 from .run_form import dataset_problems
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request
@@ -48,7 +49,7 @@ COLUMN_WIDTHS = ["5%", "11%", "14%", "8%", "10%", "10%", "9%", "9%", "10%", "14%
 
 @dataclass
 class FinderParts:
-    state: gr.State  # rows: (H-UATS run, REBASE run) per table row; job: the batch followed; said: its last report
+    state: gr.State  # page_state.FinderState: the table's pairs, the batch followed and its last report
     find: gr.Button
     problems: gr.Number
     batch: gr.Button
@@ -73,8 +74,7 @@ def case_finder_layout() -> FinderParts:
         summary = gr.Markdown("", elem_id="cf-summary")
         table = gr.Dataframe(headers=FOUND_COLUMNS, interactive=False, elem_id="cf-table", wrap=True, max_height=300,
                              column_widths=COLUMN_WIDTHS)
-    return FinderParts(gr.State({"rows": [], "job": None, "said": None}), find, problems, batch, cancel, progress,
-                       summary, table)
+    return FinderParts(gr.State(FinderState()), find, problems, batch, cancel, progress, summary, table)
 
 
 def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> list[RunRequest]:
@@ -98,26 +98,28 @@ def _minutes(seconds: float) -> str:
 
 
 class _Finder:
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext, p: FinderParts) -> None:
         self.ctx = ctx
+        self.p = p
         self.memo: OrderedDict[str, Changes] = OrderedDict()  # H-UATS run id -> what uncertainty changed in it
 
-    def listed(self, fs: dict[str, Any]) -> tuple[Any, Any]:
-        """Find the cases now: (table, summary line), the rows kept in fs."""
+    def listed(self, fs: FinderState) -> dict[Any, Any]:
+        """Find the cases now: the table and the summary line by component, the rows kept in fs."""
         t0 = time.perf_counter()
         found = find_cases(self.ctx.store, memo=self.memo)
         while len(self.memo) > MEMO_SIZE:
             self.memo.popitem(last=False)
         took = time.perf_counter() - t0
-        fs["rows"] = [(c.uats["run_id"], c.rebase["run_id"]) for c in found.cases]
+        fs.rows = tuple((c.uats["run_id"], c.rebase["run_id"]) for c in found.cases)
         log.info("case finder: %d cases of %d pairs in %.2f s", len(found.cases), found.pairs, took)
         said = f"{took * 1000:.0f} ms" if took < 1 else f"{took:.1f} s"  # a search of remembered runs takes a few ms
-        return gr.update(value=found_rows(found)), md_text(f"{found_summary(found)} · read in {said}")
+        return {self.p.table: gr.update(value=found_rows(found)),
+                self.p.summary: md_text(f"{found_summary(found)} · read in {said}")}
 
-    def on_find(self, fs):
-        return (fs, *self.listed(fs))
+    def on_find(self, fs: FinderState) -> Any:
+        return {self.p.state: fs, **self.listed(fs)}
 
-    def on_batch(self, fs, problems, request: gr.Request, **form):
+    def on_batch(self, fs: FinderState, problems: Any, request: gr.Request, **form: Any) -> Any:
         try:
             runs = batch_requests(self.ctx, form, problems)
             first = runs[0].search.config
@@ -125,70 +127,69 @@ class _Finder:
             job = queue_case_batch(self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request),
                                    session=session_of(request))
         except FORM_ERRORS as exc:
-            return fs, notice(form_error(exc)), gr.skip(), gr.skip()
+            return {self.ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:
-            return fs, notice(db_failure(exc)), gr.skip(), gr.skip()
-        fs = {**fs, "job": job, "said": None}
-        return (fs, notice(f"case batch {job[:8]} queued: {len(runs)} searches", ok=True),
-                md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"), gr.Timer(active=True))
+            return {self.ctx.notice: notice(db_failure(exc))}
+        return {self.p.state: replaced(fs, job=job, said=None),
+                self.ctx.notice: notice(f"case batch {job[:8]} queued: {len(runs)} searches", ok=True),
+                self.p.progress: md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"),
+                self.ctx.timer: gr.Timer(active=True)}
 
-    def on_cancel(self, fs):
-        if not fs.get("job"):
+    def on_cancel(self, fs: FinderState) -> Any:
+        if not fs.job:
             return notice("no case batch of this page is going")
-        ok = cancel_batch(self.ctx.store, fs["job"])
+        ok = cancel_batch(self.ctx.store, fs.job)
         return notice("cancel requested: the search going stops within about a second (it stays in the run log, "
                       "cancelled) and no further search starts" if ok else "the case batch had already ended", ok=ok)
 
-    def on_tick(self, fs):
+    def on_tick(self, fs: FinderState) -> Any:
         """Follow the batch: its progress line, and the list again each time a pair finished and at its end."""
-        job = fs.get("job")
+        job = fs.job
         if not job:
-            return tuple(skips(4))
+            return gr.skip()
         try:
             row = get_batch_job(self.ctx.store, job)
         except StorageError as exc:
-            return ({**fs, "job": None}, md_text(str(exc)), gr.skip(), gr.skip())
+            return {self.p.state: replaced(fs, job=None), self.p.progress: md_text(str(exc))}
         said = f"{row['status']}:{row['done']}"
-        if said == fs.get("said"):
-            return tuple(skips(4))
-        pair_done = row["done"] // 2 != int((fs.get("said") or ":0").split(":")[1]) // 2
-        fs = {**fs, "said": said}
+        if said == fs.said:
+            return gr.skip()
+        pair_done = row["done"] // 2 != int((fs.said or ":0").split(":")[1]) // 2
+        fs = replaced(fs, said=said)
         head = f"case batch {job[:8]}: "
         if row["status"] in LIVE:
             line = head + ("queued: it starts when a worker is free" if row["status"] == RunStatus.QUEUED else
                            f"{row['done']} of {row['total']} searches done" +
                            (f" ({row['failed']} failed)" if row["failed"] else ""))
-            table, summary = self.listed(fs) if pair_done else (gr.skip(), gr.skip())
-            return fs, md_text(line), table, summary
+            return {self.p.state: fs, self.p.progress: md_text(line), **(self.listed(fs) if pair_done else {})}
         took = float(row.get("ended_at") or time.time()) - float(row.get("created_at") or time.time())
         line = head + (f"{row['status']}, {row['done']} of {row['total']} searches in {_minutes(took)}"
                        + (f": {row['error']}" if row.get("error") else ""))
-        fs["job"] = None
-        return (fs, md_text(line), *self.listed(fs))
+        fs.job = None
+        return {self.p.state: fs, self.p.progress: md_text(line), **self.listed(fs)}
 
-    def opener(self, open_case: Callable[[str, str], tuple[Any, ...]], n_outputs: int) -> Callable[..., tuple[Any, ...]]:
-        def on_select(fs, evt: gr.SelectData):
+    def opener(self, open_case: Callable[[str, str], dict[Any, Any]]) -> Callable[..., Any]:
+        def on_select(fs: FinderState, evt: gr.SelectData) -> Any:
             row = row_of(evt)
-            rows = fs.get("rows") or []
-            if row is None or not 0 <= row < len(rows):
-                return (gr.skip(), notice("find the cases again; the list changed"), *skips(n_outputs - 2))
+            if row is None or not 0 <= row < len(fs.rows):
+                return {self.ctx.notice: notice("find the cases again; the list changed")}
             try:
-                return open_case(*rows[row])
+                return open_case(*fs.rows[row])
             except StorageError as exc:
-                return (gr.skip(), notice(str(exc)), *skips(n_outputs - 2))
+                return {self.ctx.notice: notice(str(exc))}
         return on_select
 
 
-def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str, str], tuple[Any, ...]],
+def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str, str], dict[Any, Any]],
                       open_outputs: list[Any], form_inputs: dict[str, Any], then_js: str, stale: Any) -> None:
-    """The finder's events. `open_case(uats id, rebase id)` draws a pair into `open_outputs` (the compared
-    pair's state first, the notice second); `stale` is the comparison export's button, hidden by a new pair."""
-    h = _Finder(ctx)
+    """The finder's events. `open_case(uats id, rebase id)` draws a pair into `open_outputs` (by component; the
+    notice among them); `stale` is the comparison export's button, hidden by a new pair."""
+    h = _Finder(ctx, p)
     p.find.click(h.on_find, [p.state], [p.state, p.table, p.summary])
     # the page's timer may have stopped (nothing live): a queued batch starts it, and the tick follows the batch
     p.batch.click(h.on_batch, [p.state, p.problems], [p.state, ctx.notice, p.progress, ctx.timer],
                   inputs_kwargs=form_inputs)
     p.cancel.click(h.on_cancel, [p.state], [ctx.notice])
     ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary])
-    p.table.select(h.opener(open_case, len(open_outputs)), [p.state], open_outputs).then(
+    p.table.select(h.opener(open_case), [p.state], open_outputs).then(
         None, js=then_js).then(export_stale, None, [stale])

@@ -19,7 +19,8 @@ from ..views.export import ExportError, safe_name, write_bundle
 from ..views.decisions import step_of
 from ..views.figure1 import step_figure
 from ..views.safe_text import md_inline, md_text
-from .common import AppContext, fig_json, notice, plot_html, row_of, skips
+from .common import AppContext, fig_json, notice, plot_html, row_of
+from .page_state import CasesState, OpenRun, replaced
 from .exports import export_controls, export_ready, export_stale
 from .search import SearchPage
 
@@ -49,7 +50,7 @@ class _Parts:
 
 
 def _layout() -> _Parts:
-    c: dict[str, Any] = {"case_state": gr.State({"rows": [], "pools": None})}  # rows: (run id, node id) per row
+    c: dict[str, Any] = {"case_state": gr.State(CasesState())}
     gr.Markdown("The four cases of the paper's appendix, mined from stored runs: score (R̄ ≥ split) × "
                 "variance (σ² > τ), each with whether the step is right — exact in the arithmetic world, "
                 "otherwise whether any answer below it is right. Disagreements first. Whole problems where H-UATS "
@@ -77,9 +78,9 @@ def _layout() -> _Parts:
     return _Parts(**c)
 
 
-def _case_of(cstate: dict[str, Any], run_id: str, nid: int) -> Case | None:
+def _case_of(cstate: CasesState, run_id: str, nid: int) -> Case | None:
     """The mined case for a node, if it is in the current pools."""
-    return next((c for q in QUADRANTS for c in (cstate.get("pools") or {}).get(q, ())
+    return next((c for q in QUADRANTS for c in (cstate.pools or {}).get(q, ())
                  if c.run_id == run_id and c.node_id == nid), None)
 
 
@@ -98,17 +99,19 @@ def mined_summary(mined: Mined, starred_only: bool) -> str:
 
 
 class _Cases:
-    """The tab's handlers; `cstate` is the mined pools, the table's rows and the current case."""
+    """The tab's handlers over its state (page_state.CasesState: the mined pools, the table's rows and the case
+    shown); each returns its outputs by component."""
 
-    def __init__(self, ctx: AppContext, initial: dict[str, Any]) -> None:
+    def __init__(self, ctx: AppContext, p: _Parts) -> None:
         self.ctx = ctx
-        self.initial = initial
+        self.p = p
 
-    def on_mine(self, s, scope, split, per, starred_only):
-        store = self.ctx.store
-        if scope == "open run" and not s.get("run_id"):
-            return self.initial, gr.update(value=[]), notice("open a run first, or mine all runs"), ""
-        run_ids = [s["run_id"]] if scope == "open run" else None
+    def on_mine(self, s: OpenRun, scope: Any, split: Any, per: Any, starred_only: Any) -> Any:
+        store, p = self.ctx.store, self.p
+        if scope == "open run" and not s.run_id:
+            return {p.case_state: CasesState(), p.cases_df: gr.update(value=[]),
+                    self.ctx.notice: notice("open a run first, or mine all runs"), p.c_summary: ""}
+        run_ids = [s.run_id] if scope == "open run" else None
         keep = None
         if starred_only:  # before ranking: a starred node ranked below the top N must still show
             starred = {(x["run_id"], x["node_id"]) for x in store.list_stars(starred_only=True)}
@@ -121,10 +124,11 @@ class _Cases:
             msg = "no scored nodes with K ≥ 2 passes in these runs (UATS methods record them)"
         elif not flat:
             msg = "no starred cases in these runs; star a node in the inspector or here, or untick “starred only”"
-        cstate = {"rows": [(c.run_id, c.node_id) for c in flat], "pools": mined.pools}
-        return cstate, gr.update(value=rows), notice(msg), mined_summary(mined, bool(starred_only))
+        cstate = CasesState(pools=mined.pools, rows=tuple((c.run_id, c.node_id) for c in flat))
+        return {p.case_state: cstate, p.cases_df: gr.update(value=rows), self.ctx.notice: notice(msg),
+                p.c_summary: mined_summary(mined, bool(starred_only))}
 
-    def case_view(self, run_id: str, nid: int, cstate: dict[str, Any]) -> tuple[Any, ...]:
+    def case_view(self, run_id: str, nid: int, cstate: CasesState) -> dict[Any, Any]:
         """A case's figure, details, star and note; the last case's zip hidden (built when asked)."""
         data = self.ctx.cache.get(run_id)
         state = data.state_at(None)
@@ -137,35 +141,38 @@ class _Cases:
         md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
               f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
               if case else "") + node_details_md(data, state, nid, judge)
-        return (fig_json(fig), md, bool(star and star["starred"]), (star or {}).get("note", ""), export_stale(),
-                notice(""))
+        p = self.p
+        return {p.case_fig: fig_json(fig), p.case_md: md, p.case_star: bool(star and star["starred"]),
+                p.case_note: (star or {}).get("note", ""), p.case_export_btn: export_stale(),
+                self.ctx.notice: notice("")}
 
-    def on_case_select(self, cstate, evt: gr.SelectData):
+    def on_case_select(self, cstate: CasesState, evt: gr.SelectData) -> Any:
         row = row_of(evt)
-        if row is None or row >= len(cstate["rows"]):
-            return cstate, *skips(5), notice("mine cases again; the list changed")
-        run_id, nid = cstate["rows"][row]
-        cstate = {**cstate, "current": (run_id, nid)}
-        return (cstate, *self.case_view(run_id, nid, cstate))
+        if row is None or row >= len(cstate.rows):
+            return {self.ctx.notice: notice("mine cases again; the list changed")}
+        run_id, nid = cstate.rows[row]
+        cstate = replaced(cstate, current=(run_id, nid))
+        return {self.p.case_state: cstate, **self.case_view(run_id, nid, cstate)}
 
-    def on_case_export(self, cstate, name, request: gr.Request):
+    def on_case_export(self, cstate: CasesState, name: Any, request: gr.Request) -> Any:
         """The selected case's zip, built now (named `name` when given)."""
-        if not cstate.get("current"):
-            return export_stale(), notice("select a case first, then build its export")
-        run_id, nid = cstate["current"]
+        out = {self.p.case_export_btn: export_stale()}
+        if not cstate.current:
+            return {**out, self.ctx.notice: notice("select a case first, then build its export")}
+        run_id, nid = cstate.current
         try:
             bundle = case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
-                                     name=safe_name(name) if (name or "").strip() else None,
-                                     star=self.ctx.store.get_star(run_id, nid))
+                                 name=safe_name(name) if (name or "").strip() else None,
+                                 star=self.ctx.store.get_star(run_id, nid))
             path = write_bundle(bundle, self.ctx.export_target(request))
         except (ExportError, AccessDenied) as exc:
-            return export_stale(), notice(str(exc))
-        return export_ready(path), notice("")
+            return {**out, self.ctx.notice: notice(str(exc))}
+        return {self.p.case_export_btn: export_ready(path), self.ctx.notice: notice("")}
 
-    def on_case_save(self, cstate, starred, note, request: gr.Request):
-        if not cstate.get("current"):
+    def on_case_save(self, cstate: CasesState, starred: Any, note: Any, request: gr.Request) -> Any:
+        if not cstate.current:
             return notice("select a case first")
-        run_id, nid = cstate["current"]
+        run_id, nid = cstate.current
         case = _case_of(cstate, run_id, nid)
         try:
             require_owner(self.ctx.store, run_id, request, "star or annotate", annotate=True)
@@ -179,7 +186,7 @@ class _Cases:
 def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
     """The tab's components and events; call inside its `gr.Tab`. Opening a case goes to the Search tab."""
     p = _layout()
-    h = _Cases(ctx, p.case_state.value)
+    h = _Cases(ctx, p)
     viewer = search.viewer
     assert viewer is not None
     p.c_mine.click(h.on_mine, [ctx.st, p.c_scope, p.c_split, p.c_per, p.c_starred],
@@ -190,15 +197,16 @@ def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
         event(h.on_case_export, [p.case_state, p.case_export_name], [p.case_export_btn, ctx.notice])
     p.case_save.click(h.on_case_save, [p.case_state, p.case_star, p.case_note], [ctx.notice])
 
-    def on_case_open(s, cstate, **view):
-        if not cstate.get("current"):
-            return (s, notice("select a case first"), *skips(9))
-        run_id, nid = cstate["current"]
-        out = list(viewer.open_run(s, run_id, **view))
-        out[0]["selected"] = nid
-        out[2] = viewer.draw_tree(out[0], view)[0]
-        return tuple(out)
+    def on_case_open(s: OpenRun, cstate: CasesState, **view: Any) -> Any:
+        if not cstate.current:
+            return {ctx.notice: notice("select a case first")}
+        run_id, nid = cstate.current
+        out = viewer.open_run(s, run_id, **view)
+        if ctx.st in out:  # opened
+            out[ctx.st].selected = nid
+            out[search.tree] = viewer.draw_tree(out[ctx.st], view)[0]
+        return out
 
     p.case_open.click(on_case_open, [ctx.st, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters).then(
-        lambda s, **view: viewer.inspect(s, s.get("selected"), **view), [ctx.st], viewer.inspect_outputs,
+        lambda s, **view: viewer.inspect(s, s.selected, **view), [ctx.st], viewer.inspect_outputs,
         inputs_kwargs=search.filters)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import gradio as gr
 
-from storage import RunStore
+from storage import RunStore, RunVersion, StorageError, run_version_of
 from uats_core.config import SearchConfig
 from uats_core.status import LIVE
 
@@ -20,10 +20,10 @@ from ..choices import ServerChoices
 from ..views.treefig import ViewOptions
 from ..views.safe_text import hide_server_paths, md_text
 from ..views.treedata import RunData
+from ..views.scripts import page_script
 from ..views.export import ExportQuota, ExportTarget
 from ..access import requester
 from ..jobs.worker import WorkerPool
-from .treelod import LOD_JS
 from ..web_guard import PLOTLY_URL
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path
@@ -32,120 +32,9 @@ DEFAULTS = SearchConfig()
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
          {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 
-# Draws a figure JSON (the component's value) with Plotly.react: same div, fixed uirevision, so zoom and
-# pan survive live updates. The template never contains ${value}, so Gradio never re-renders the div.
-# Trees switch between compact glyphs and full boxplots as the view changes (LOD_JS, ui/tabs/treelod.py).
-PLOT_JS = LOD_JS + r"""
-const host = element.querySelector('.uats-plot');
-const empty = element.querySelector('.uats-empty');
-function ringAt(id) {
-  // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
-  if (!host.data) return;
-  for (const tr of host.data) {
-    if (!tr.customdata || tr.mode !== 'markers') continue;
-    for (let i = 0; i < tr.customdata.length; i++) {
-      const c = tr.customdata[i];
-      const cid = Array.isArray(c) ? c[0] : c;
-      if (cid === id) {
-        const shapes = (host.layout && host.layout.shapes) || [];
-        let k = shapes.findIndex(s => s.name === 'selected');
-        if (k < 0) k = shapes.length;
-        // one item of the array: Plotly redraws that shape only (the whole array redraws the plot)
-        Plotly.relayout(host, {[`shapes[${k}]`]: {type: 'circle', name: 'selected', xref: 'x', yref: 'y',
-          xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -15, x1: 15, y0: -15,
-          y1: 15, line: {color: '#111', width: 2.5}}});
-        return;
-      }
-    }
-  }
-}
-async function show(spec) {
-  host.style.display = 'block'; empty.style.display = 'none';
-  const t0 = performance.now();
-  host.dataset.lodPending = '1';
-  lodInject(host, spec);
-  host._uatsMeta = spec.meta || {};
-  // a figure that needs a least width (Figure 1's labels, panels and table) scrolls sideways below it
-  const minW = (spec.meta || {}).min_width;
-  host.style.minWidth = minW ? minW + 'px' : '';
-  element.style.overflowX = minW ? 'auto' : '';
-  await Plotly.react(host, spec.data, spec.layout, spec.config || {});
-  const m = spec.meta || {};
-  host._uatsRev = (spec.layout || {}).uirevision;
-  lodRefresh(host);
-  host.dataset.drawMs = (performance.now() - t0).toFixed(1);
-  host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
-  host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
-  host.dataset.pinned = m.pinned ? '1' : '';  // an iteration the user chose (not "the latest")
-  if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
-  host.dataset.drawnAt = String(Date.now());
-  host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
-  // a short in-page log of draws for benchmarks/app.py and the browser tests (bounded: pages stay open long)
-  const log = (window.__uatsDraws = window.__uatsDraws || []);
-  log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
-            run: m.run_id || '', drawMs: Number(host.dataset.drawMs),
-            latencyMs: m.written_at ? Number(host.dataset.latencyMs) : null, at: Date.now()});
-  if (log.length > 2000) log.splice(0, log.length - 2000);
-  if (!host._uatsBound) {
-    host.on('plotly_click', (ev) => {
-      const p = ev.points && ev.points[0];
-      if (!p || p.customdata == null) return;
-      const id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
-      if (typeof id !== 'number') return;
-      trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
-      setTimeout(() => ringAt(id), 0);
-    });
-    // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)
-    host.on('plotly_relayout', () => requestAnimationFrame(() => lodRefresh(host)));
-    host._uatsBound = true;
-  }
-}
-async function drain() {
-  // one figure at a time, in order; a frame stays on screen a moment before the next replaces it, and
-  // a page that fell behind (several frames waiting) paints each once and goes on, so it catches up;
-  // a plot out of view waits, keeping only the latest frame
-  if (host._uatsBusy) return;
-  host._uatsBusy = true;
-  try {
-    while (host._uatsQueue.length) {
-      if (!element.isConnected) { host._uatsQueue.length = 0; break; }  // the component is gone
-      if (!element.getClientRects().length) {
-        // in a tab not shown (or a closed accordion): nobody watches these frames, and drawing them took the
-        // page's time from the tab in view (a click there waited up to a second); the latest is drawn once shown
-        host._uatsQueue.splice(0, host._uatsQueue.length - 1);
-        await new Promise(r => setTimeout(r, 200));
-        continue;
-      }
-      await show(host._uatsQueue.shift());
-      const behind = host._uatsQueue.length;
-      if (behind) await new Promise(r => requestAnimationFrame(() => setTimeout(r, behind > 1 ? 0 : 80)));
-    }
-  } catch (e) { console.error('uats: draw failed', e); }
-  finally { host._uatsBusy = false; }
-}
-function draw() {
-  const raw = props.value;
-  host._uatsQueue = host._uatsQueue || [];
-  if (!raw) {
-    host._uatsQueue.length = 0; host._uatsRaw = raw;
-    host.style.display = 'none'; empty.style.display = 'flex'; host.dataset.nodes = '0'; return;
-  }
-  if (typeof Plotly === 'undefined') { setTimeout(draw, 50); return; }
-  // the same figure again (an event that lists this plot as an output and skips it): parsing and reacting
-  // to a 2,000-node tree for nothing took a second of the page's time on every node click
-  if (raw === host._uatsRaw && host.data) return;
-  host._uatsRaw = raw;
-  let spec;
-  try { spec = JSON.parse(raw); } catch (e) { console.error('uats: bad figure', e); return; }
-  // a live poll's frames (every new iteration, oldest first) queue behind those still being drawn;
-  // any other figure (a step back, a filter, another run) replaces the frames not drawn yet
-  if (spec.frames) host._uatsQueue.push(...spec.frames);
-  else host._uatsQueue.splice(0, host._uatsQueue.length, spec);
-  drain();
-}
-draw();
-watch('value', draw);
-"""
+# Draws a figure JSON (the component's value) with Plotly.react (ui/js/plot.js); trees switch between compact
+# glyphs and full boxplots as the view changes (ui/js/treelod.js, the functions plot.js calls): one js_on_load.
+PLOT_JS = page_script("treelod.js") + page_script("plot.js")
 
 
 def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:
@@ -188,9 +77,10 @@ def notice(msg: str = "", ok: bool = False) -> Any:
     return gr.update(value=md_text(hide_server_paths(msg)), visible=True, elem_classes=["ok"] if ok else ["bad"])
 
 
-def skips(n: int) -> list[Any]:
-    """`n` outputs left as they are."""
-    return [gr.skip()] * n
+def keyed(out: Mapping[Any, Any]) -> Any:
+    """What a handler returns: the outputs it changes, by component (Gradio leaves the others of its outputs as they
+    are); nothing changed is one gr.skip() (Gradio would take an empty dict for one output's value)."""
+    return dict(out) if out else gr.skip()
 
 
 def row_of(evt: gr.SelectData) -> int | None:
@@ -224,7 +114,9 @@ class RunCache:
         self._lock = threading.Lock()
         self.loads = {"full": 0, "grown": 0}  # how each miss was served (the benchmark and tests read it)
 
-    def get(self, run_id: str, version: Any = None) -> RunData:
+    def get(self, run_id: str, version: RunVersion | None = None, run: dict[str, Any] | None = None) -> RunData:
+        """The run's data at `version` (read when not given); `run`: its row read at that version, which a load
+        then need not read again (RunReads)."""
         version = version if version is not None else self.store.run_version(run_id)
         with self._lock:
             held = self._items.get(run_id)
@@ -233,9 +125,9 @@ class RunCache:
                 if held[0] == version:
                     return held[1]
         if held is not None and held[1].run.get("status") in LIVE:
-            data, how = held[1].grown(self.store), "grown"
+            data, how = held[1].grown(self.store, run), "grown"
         else:  # a run that had ended changes only by a rewrite: read it again whole
-            data, how = RunData.load(self.store, run_id), "full"
+            data, how = RunData.load(self.store, run_id, run), "full"
         with self._lock:
             self.loads[how] += 1
             self._items[run_id] = (version, data)
@@ -245,31 +137,68 @@ class RunCache:
         return data
 
 
+class RunReads:
+    """The runs' rows as one poll tick (or one event) reads them: each run's row at most once, whichever parts ask
+    (the live tree, the run bar, the Why panel, the idle check, the Compare pair and its pickers), where each
+    part read the open run again (six reads a tick). A run's data (RunCache) at the version read is grown from
+    that row, not from a second read of it."""
+
+    def __init__(self, store: RunStore, cache: RunCache) -> None:
+        self.store = store
+        self.cache = cache
+        self._rows: dict[str, dict[str, Any] | StorageError] = {}
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """The run's row (StorageError when there is no such run, every time it is asked)."""
+        got = self._rows.get(run_id)
+        if got is None:
+            try:
+                got = self.store.get_run(run_id)
+            except StorageError as exc:
+                got = exc
+            self._rows[run_id] = got
+        if isinstance(got, StorageError):
+            raise StorageError(str(got), field=got.field)
+        return got
+
+    def version(self, run_id: str) -> RunVersion:
+        return run_version_of(self.run(run_id))
+
+    def data(self, run_id: str) -> RunData:
+        """The run's data as of the row read."""
+        return self.cache.get(run_id, self.version(run_id), self.run(run_id))
+
+
 @dataclass
 class PollPart:
-    fn: Callable[..., Sequence[Any]]
+    fn: Callable[..., Any]
     inputs: list[Any]
     outputs: list[Any]
     kwargs: dict[str, Any]
     with_request: bool  # fn takes the tick's gr.Request as `request`
+    with_reads: bool  # fn takes the tick's RunReads as `reads`
 
 
 @dataclass
 class PollParts:
-    """What runs on each tick, in registration order (a later part sees what an earlier one wrote in place)."""
+    """What runs on each tick, in registration order (a later part sees what an earlier one wrote in place). Each
+    part returns its outputs by component (keyed), never a page state: it writes those in place."""
 
     parts: list[PollPart] = field(default_factory=list)
 
-    def add(self, fn: Callable[..., Sequence[Any]], inputs: Sequence[Any], outputs: Sequence[Any],
-            inputs_kwargs: Mapping[str, Any] | None = None, with_request: bool = False) -> None:
-        self.parts.append(PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request))
+    def add(self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any],
+            inputs_kwargs: Mapping[str, Any] | None = None, with_request: bool = False,
+            with_reads: bool = False) -> None:
+        self.parts.append(PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request,
+                                   with_reads))
 
 
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` is the open run (Search), `cst` the compared pair; `choices`
-    the models and problem sets this server offers (nothing else is loaded for a client)."""
+    need no long positional argument lists. `st` holds the open run (Search, page_state.OpenRun), `cst` the
+    compared pair (page_state.ComparedPair); `choices` the models and problem sets this server offers (nothing
+    else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -283,6 +212,10 @@ class AppContext:
     choices: ServerChoices
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
     export_quota: ExportQuota = field(default_factory=ExportQuota)
+
+    def reads(self) -> RunReads:
+        """Fresh reads of the run log for one event (a poll tick shares one among its parts)."""
+        return RunReads(self.store, self.cache)
 
     def export_target(self, request: gr.Request | None) -> ExportTarget:
         """Where the requester's exports go (their own folder under export_dir) and the quota they count against;

@@ -26,13 +26,15 @@ from ..views.decisions import explain_node, explain_step, step_of
 from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
 from ..views.safe_text import md_inline, md_text
+from ..views.scripts import page_script
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
 from ..views.treedata import RunData
 from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
 from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary, uncertainty_changes
 from ..jobs.worker import session_of
-from .common import AppContext, fig_json, notice, plot_html, row_of, skips
+from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
+from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
 from .exports import export_controls, export_ready, export_stale
 from .search_layout import SearchTab
 from .case_finder import build_case_finder, case_finder_layout
@@ -46,10 +48,7 @@ class CompareTab:
 
     cmp_a: gr.Dropdown
     cmp_b: gr.Dropdown
-    on_tab_compare: Callable[[dict[str, Any], dict[str, Any]], tuple[Any, Any]]
-
-
-VIEW = 7  # what compare_view returns: both trees, summary, table, slider, changed list, OOD pair button
+    on_tab_compare: Callable[[OpenRun, ComparedPair], tuple[Any, Any]]
 
 
 @dataclass
@@ -140,81 +139,90 @@ def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float
 
 
 class _Compare:
-    """The tab's handlers over the compared pair (ctx.cst: run ids a and b, iteration t or None for
-    live, the versions drawn)."""
+    """The tab's handlers over the compared pair (ctx.cst, page_state.ComparedPair); each returns its outputs by
+    component."""
 
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext, p: _Parts) -> None:
         self.ctx = ctx
+        self.p = p
 
     def run_choices(self) -> list[tuple[str, str]]:
         return [(run_label(r), r["run_id"]) for r in self.ctx.store.list_runs(limit=300)]
 
-    def shadows(self, cs: dict[str, Any]) -> tuple[dict[int, Any], dict[int, Any]]:
-        return read_shadow(self.ctx.store, cs["a"]), read_shadow(self.ctx.store, cs["b"])
+    def shadows(self, cs: ComparedPair) -> tuple[dict[int, Any], dict[int, Any]]:
+        return read_shadow(self.ctx.store, str(cs.a)), read_shadow(self.ctx.store, str(cs.b))
 
-    def compare_view(self, cs: dict[str, Any], t: int | None) -> tuple[Any, ...]:
-        a, b = self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"])
-        sel = cs.get("selected") or {}
-        fa, fb, crange = compare_figures(a, b, t, shadows=self.shadows(cs),
-                                             selected=(sel.get("a"), sel.get("b")))
+    def compare_view(self, cs: ComparedPair, t: int | None, reads: RunReads | None = None) -> dict[Any, Any]:
+        """Both trees, the summary, the table, the slider, the changed list (its rows' targets kept in cs) and the
+        OOD pair button, drawn at iteration t (`reads`: the tick's reads of the run log)."""
+        reads = reads or self.ctx.reads()
+        a, b = reads.data(str(cs.a)), reads.data(str(cs.b))
+        fa, fb, crange = compare_figures(a, b, t, shadows=self.shadows(cs), selected=cs.selected)
         rows, _ = compare_rows(a, b)
-        changed, cs["changed"] = changed_table(a, b)
+        changed, targets = changed_table(a, b)
+        cs.changed = tuple(tuple(x) for x in targets)
         mx = max(1, a.max_iteration, b.max_iteration)
-        return (fig_json(fa), fig_json(fb), _summary(a, b, decision_divergence(a, b), crange), gr.update(value=rows),
-                gr.update(maximum=mx, value=mx if t is None else t), gr.update(value=changed),
-                gr.update(visible=offers_ood_pair(self.ctx.choices, a, b)))
+        p = self.p
+        return {p.cmp_tree_a: fig_json(fa), p.cmp_tree_b: fig_json(fb),
+                p.cmp_summary: _summary(a, b, decision_divergence(a, b), crange), p.cmp_table: gr.update(value=rows),
+                p.cmp_slider: gr.update(maximum=mx, value=mx if t is None else t),
+                p.cmp_changed: gr.update(value=changed),
+                p.cmp_ood: gr.update(visible=offers_ood_pair(self.ctx.choices, a, b))}
 
-    def pair_state(self, a_id: str, b_id: str) -> dict[str, Any]:
+    def pair_state(self, a_id: str, b_id: str) -> ComparedPair:
         """The compared pair's state, drawn live (t None) from the runs' current versions."""
         store = self.ctx.store
-        return {"a": a_id, "b": b_id, "t": None, "versions": [store.run_version(a_id), store.run_version(b_id)]}
+        return ComparedPair(a=a_id, b=b_id, versions=(store.run_version(a_id), store.run_version(b_id)))
 
-    def on_compare(self, cs, a_id, b_id):
+    def drawn(self, cs: ComparedPair, t: int | None, said: str = "") -> dict[Any, Any]:
+        """The pair `cs` as the new state, drawn at t, and the notice `said`."""
+        return {self.ctx.cst: cs, self.ctx.notice: notice(said), **self.compare_view(cs, t)}
+
+    def on_compare(self, cs: ComparedPair, a_id: Any, b_id: Any) -> Any:
         store = self.ctx.store
         try:
             ra, rb = store.find_run(a_id or ""), store.find_run(b_id or "")
         except StorageError as exc:
-            return (cs, notice(str(exc)), *skips(VIEW))
+            return {self.ctx.notice: notice(str(exc))}
         if ra["run_id"] == rb["run_id"]:
-            return (cs, notice("pick two different runs to compare"), *skips(VIEW))
-        cs = self.pair_state(ra["run_id"], rb["run_id"])
-        return (cs, notice(""), *self.compare_view(cs, None))
+            return {self.ctx.notice: notice("pick two different runs to compare")}
+        return self.drawn(self.pair_state(ra["run_id"], rb["run_id"]), None)
 
-    def on_compare_export(self, cs, name, request: gr.Request):
-        if not cs.get("a") or not cs.get("b"):
-            return export_stale(), notice("compare two runs first, then build their export")
+    def on_compare_export(self, cs: ComparedPair, name: Any, request: gr.Request) -> Any:
+        out = {self.p.cmp_export_btn: export_stale()}
+        if not cs.both:
+            return {**out, self.ctx.notice: notice("compare two runs first, then build their export")}
         try:
-            bundle = compare_bundle(self.ctx.cache.get(cs["a"]), self.ctx.cache.get(cs["b"]),
-                                        name=safe_name(name) if (name or "").strip() else None,
-                                        shadows=self.shadows(cs))
+            bundle = compare_bundle(self.ctx.cache.get(str(cs.a)), self.ctx.cache.get(str(cs.b)),
+                                    name=safe_name(name) if (name or "").strip() else None, shadows=self.shadows(cs))
             path = write_bundle(bundle, self.ctx.export_target(request))
         except (ExportError, StorageError, AccessDenied) as exc:
-            return export_stale(), notice(str(exc))
-        return export_ready(path), notice("")
+            return {**out, self.ctx.notice: notice(str(exc))}
+        return {self.p.cmp_export_btn: export_ready(path), self.ctx.notice: notice("")}
 
-    def cmp_step(self, cs, t):
-        if not cs.get("a"):
-            return tuple(skips(VIEW + 1))
-        cs["t"] = max(0, int(t or 0))
-        return (cs, *self.compare_view(cs, cs["t"]))
+    def cmp_step(self, cs: ComparedPair, t: Any) -> Any:
+        if not cs.a:
+            return gr.skip()
+        cs.t = max(0, int(t or 0))
+        return {self.ctx.cst: cs, **self.compare_view(cs, cs.t)}
 
-    def on_pair(self, cs, request: gr.Request, **form):
-        return self._start_pair(cs, request, form, "compare", "")
+    def on_pair(self, cs: ComparedPair, request: gr.Request, **form: Any) -> Any:
+        return self._start_pair(request, form, "compare", "")
 
-    def on_ood_pair(self, cs, request: gr.Request):
+    def on_ood_pair(self, cs: ComparedPair, request: gr.Request) -> Any:
         """H-UATS and REBASE again with policy B (which this pair's PRM finds out of distribution), the pair's
         PRM, problem, seed, budget and knobs: the pair where uncertainty has something to change."""
-        if not cs.get("a") or not cs.get("b"):
-            return (cs, notice("compare two runs first"), *skips(VIEW + 1))
-        data = [self.ctx.cache.get(cs[x]) for x in ("a", "b")]
+        if not cs.both:
+            return {self.ctx.notice: notice("compare two runs first")}
+        data = [self.ctx.cache.get(str(cs.run(x))) for x in SIDES]
         uats = next((d for d in data if d.run.get("method") in uncertainty_methods()), data[0])
         try:
             form = ood_pair_form(self.ctx.choices, uats.run)
         except FORM_ERRORS as exc:
-            return (cs, notice(form_error(exc)), *skips(VIEW + 1))
-        return self._start_pair(cs, request, form, "compare OOD", " with policy B (out of distribution for the PRM)")
+            return {self.ctx.notice: notice(form_error(exc))}
+        return self._start_pair(request, form, "compare OOD", " with policy B (out of distribution for the PRM)")
 
-    def _start_pair(self, cs, request: gr.Request, form: dict[str, Any], label: str, said: str) -> tuple[Any, ...]:
+    def _start_pair(self, request: gr.Request, form: dict[str, Any], label: str, said: str) -> Any:
         """Queue H-UATS and REBASE from `form` and follow them live."""
         ids = []
         try:
@@ -222,173 +230,181 @@ class _Compare:
                 ids.append(submit_run(self.ctx, form, method=m, label=label, owner=requester(request),
                                       session=session_of(request)))
         except FORM_ERRORS as exc:  # named as the form names the field (τ, budget N)
-            return (cs, notice(form_error(exc)), *skips(VIEW + 1))
+            return {self.ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:
-            return (cs, notice(db_failure(exc)), *skips(VIEW + 1))
-        cs = {"a": ids[0], "b": ids[1], "t": None, "versions": None}
+            return {self.ctx.notice: notice(db_failure(exc))}
+        cs = ComparedPair(a=ids[0], b=ids[1])
         choices = self.run_choices()
-        view = self.compare_view(cs, None)
-        return (cs, notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}{said}; both trees follow live",
-                           ok=True),
-                gr.update(choices=choices, value=ids[0]), gr.update(choices=choices, value=ids[1]),
-                *view[:4], *view[5:])
+        out = self.drawn(cs, None)
+        del out[self.p.cmp_slider]  # the slider stays as it is until the pair is stepped
+        out[self.ctx.notice] = notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}{said}; both trees "
+                                      "follow live", ok=True)
+        return {**out, self.p.cmp_a: gr.update(choices=choices, value=ids[0]),
+                self.p.cmp_b: gr.update(choices=choices, value=ids[1])}
 
-    def on_cmp_tick(self, cs):
+    def on_cmp_tick(self, cs: ComparedPair, reads: RunReads) -> Any:
         """Redraw a live pair when it changed; follow a shadow job's progress and, once it ended, redraw with
-        its scores and change the shadow key (which rebuilds the export)."""
-        touched, note, key, redraw = bool(cs.get("shadow")), gr.skip(), gr.skip(), False
-        if cs.get("shadow"):
-            note, key, redraw = self._shadow_progress(cs)
-        if cs.get("a") and cs.get("b") and cs.get("t") is None:
-            versions = [self.ctx.store.run_version(cs["a"]), self.ctx.store.run_version(cs["b"])]
-            if versions != cs.get("versions"):
-                cs["versions"], touched, redraw = versions, True, True
-        view = self.compare_view(cs, cs.get("t")) if redraw and cs.get("a") and cs.get("b") else skips(VIEW)
-        return (cs if touched else gr.skip(), note, *view, key)
+        its scores and change the shadow key (which rebuilds the export). Writes `cs` in place."""
+        out: dict[Any, Any] = {}
+        redraw = False
+        if cs.shadow:
+            out, redraw = self._shadow_progress(cs)
+        if cs.both and cs.t is None:
+            versions = (reads.version(str(cs.a)), reads.version(str(cs.b)))
+            if versions != cs.versions:
+                cs.versions, redraw = versions, True
+        if redraw and cs.both:
+            out.update(self.compare_view(cs, cs.t, reads))
+        return keyed(out)
 
-    def _shadow_progress(self, cs: dict[str, Any]) -> tuple[Any, Any, bool]:
-        """(notice, shadow key, redraw) for the pair's shadow job; clears cs['shadow'] once it ended."""
-        job = cs["shadow"]
+    def _shadow_progress(self, cs: ComparedPair) -> tuple[dict[Any, Any], bool]:
+        """(the notice and shadow key by component, redraw) for the pair's shadow job; clears cs.shadow once it
+        ended."""
+        job = cs.shadow
+        assert job is not None
         try:
-            row = get_shadow_job(self.ctx.store, job["id"])
+            row = get_shadow_job(self.ctx.store, job.id)
         except StorageError as exc:
-            cs["shadow"] = None
-            return notice(str(exc)), gr.skip(), False
-        side, rid = job["side"].upper(), job["run"][:8]
+            cs.shadow = None
+            return {self.ctx.notice: notice(str(exc))}, False
+        side, rid = job.side.upper(), job.run[:8]
         if row["status"] in LIVE:
             said = f"{row['status']}:{row['done']}"
-            if said == job.get("said"):
-                return gr.skip(), gr.skip(), False
-            job["said"] = said
-            return (notice(f"shadow scoring of run {side} ({rid}) queued: it starts when a worker is free"
-                           if row["status"] == RunStatus.QUEUED else
-                           f"shadow passes on run {side} ({rid}): {row['done']} of {row['total']} nodes", ok=True),
-                    gr.skip(), False)
-        cs["shadow"] = None
+            if said == job.said:
+                return {}, False
+            cs.shadow = replaced(job, said=said)
+            return {self.ctx.notice: notice(f"shadow scoring of run {side} ({rid}) queued: it starts when a worker is "
+                                            "free" if row["status"] == RunStatus.QUEUED else
+                                            f"shadow passes on run {side} ({rid}): {row['done']} of {row['total']} "
+                                            "nodes", ok=True)}, False
+        cs.shadow = None
         if row["status"] == RunStatus.FINISHED:
-            n_ood = sum(1 for r in read_shadow(self.ctx.store, job["run"]).values() if r.get("ood"))
+            n_ood = sum(1 for r in read_shadow(self.ctx.store, job.run).values() if r.get("ood"))
             note = notice(f"shadow-scored run {side} ({rid}): {row['total']} nodes × {row['k']} passes, {n_ood} OOD; "
                           "stored apart, its cost unchanged", ok=True)
         else:
             note = notice(f"shadow scoring of run {side} ({rid}) {row['status']}: {row['error']}; "
                           f"{row['done']} of {row['total']} nodes kept")
-        return note, f"{job['id']}:{row['status']}", True
+        return {self.ctx.notice: note, self.p.cmp_shadow_key: f"{job.id}:{row['status']}"}, True
 
-    def explain(self, cs: dict[str, Any], side: str, node_id: int, note: str = "") -> tuple[str, str]:
+    def explain(self, cs: ComparedPair, side: str, node_id: int, note: str = "") -> dict[Any, Any]:
         """The why panel (the node's decision in words, its shadow reading, its step) and its step's figure."""
-        data = self.ctx.cache.get(cs[side])
-        shadow = read_shadow(self.ctx.store, cs[side])
+        run_id = str(cs.run(side))
+        data = self.ctx.cache.get(run_id)
+        shadow = read_shadow(self.ctx.store, run_id)
         step = step_of(data, node_id)
         head = f"<p><b>Run {side.upper()}</b> ({html.escape(str(data.run.get('method')))}){note}</p>"
         why = head + explain_node(data, node_id) + explain_shadow(data, node_id, shadow)
         if step is None:
-            return why, ""
+            return {self.p.cmp_why: why, self.p.cmp_inspector: ""}
         why += explain_step(data, step.iteration)
-        return why, fig_json(step_figure(step, selected=node_id, shadow=shadow, per_page=200))
+        return {self.p.cmp_why: why,
+                self.p.cmp_inspector: fig_json(step_figure(step, selected=node_id, shadow=shadow, per_page=200))}
 
-    def on_node(self, side: str) -> Callable[..., tuple[Any, Any, Any]]:
+    def on_node(self, side: str) -> Callable[..., Any]:
         """A click in tree `side`: the node's decision in words (with its shadow reading) and its step."""
-        def handler(cs, evt: gr.EventData):
+        def handler(cs: ComparedPair, evt: gr.EventData) -> Any:
             node_id = (getattr(evt, "_data", None) or {}).get("node_id")
-            if not cs.get(side) or not isinstance(node_id, int):
-                return gr.skip(), gr.skip(), gr.skip()
-            cs["selected"] = {side: node_id}
-            return (cs, *self.explain(cs, side, node_id))
+            if not cs.run(side) or not isinstance(node_id, int):
+                return gr.skip()
+            cs.selected = (node_id, None) if side == "a" else (None, node_id)
+            return {self.ctx.cst: cs, **self.explain(cs, side, node_id)}
         return handler
 
-    def on_changed(self, cs, evt: gr.SelectData):
+    def on_changed(self, cs: ComparedPair, evt: gr.SelectData) -> Any:
         """A row of the uncertainty-changed list: both trees at its iteration with its node selected in its run
         and, in the other run, the node with the same steps (else the one sharing the most of them)."""
         row = row_of(evt)
-        targets = cs.get("changed") or []
-        if row is None or not 0 <= row < len(targets) or not cs.get("a") or not cs.get("b"):
-            return tuple(skips(VIEW + 3))
-        return self.show_changed(cs, *targets[row])
+        if row is None or not 0 <= row < len(cs.changed) or not cs.both:
+            return gr.skip()
+        return self.show_changed(cs, *cs.changed[row])
 
-    def show_changed(self, cs: dict[str, Any], side: str, node_id: int, t: int) -> tuple[Any, ...]:
-        """(cs, *view, why, inspector): node `node_id` of run `side` selected at iteration t, and its
-        counterpart in the other run."""
+    def show_changed(self, cs: ComparedPair, side: str, node_id: int, t: int) -> dict[Any, Any]:
+        """Node `node_id` of run `side` selected at iteration t, and its counterpart in the other run: the state,
+        the view, the why panel and the inspector."""
         other = "b" if side == "a" else "a"
-        data = self.ctx.cache.get(cs[side])
+        data = self.ctx.cache.get(str(cs.run(side)))
         key = data.state_at(None).prefix_key(node_id)
-        match, shared = counterpart(self.ctx.cache.get(cs[other]).state_at(t), key)
-        cs["selected"], cs["t"] = {side: node_id, other: match}, t
+        match, shared = counterpart(self.ctx.cache.get(str(cs.run(other))).state_at(t), key)
+        cs.selected, cs.t = ((node_id, match) if side == "a" else (match, node_id)), t
         said = ("the same steps" if shared == len(key) else
                 f"the first {shared} of its {len(key)} steps" if shared else "none of its steps: its root")
         note = (f" · in run {other.upper()}: node {match}, which shares {said}")
-        return (cs, *self.compare_view(cs, t), *self.explain(cs, side, node_id, html.escape(note)))
+        return {self.ctx.cst: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
 
-    def open_case(self, uats_id: str, rebase_id: str) -> tuple[Any, ...]:
+    def open_case(self, uats_id: str, rebase_id: str) -> dict[Any, Any]:
         """A case of the case finder: the pair drawn (H-UATS as A) at its first changed decision, that node
-        ringed in both trees and explained. (cs, notice, picker A, picker B, *view, why, inspector)."""
+        ringed in both trees and explained; the pickers set to the pair."""
         cs = self.pair_state(uats_id, rebase_id)
         first = next((c for c in uncertainty_changes(self.ctx.cache.get(uats_id))), None)
         choices = self.run_choices()
-        pickers = (gr.update(choices=choices, value=uats_id), gr.update(choices=choices, value=rebase_id))
+        pickers = {self.p.cmp_a: gr.update(choices=choices, value=uats_id),
+                   self.p.cmp_b: gr.update(choices=choices, value=rebase_id)}
         if first is None:  # the run was rewritten since the list was made
-            return (cs, notice(""), *pickers, *self.compare_view(cs, None), gr.skip(), gr.skip())
-        cs, *rest = self.show_changed(cs, "a", first.node_id, first.iteration)
-        return (cs, notice(""), *pickers, *rest)
+            return {**self.drawn(cs, None), **pickers}
+        return {self.ctx.notice: notice(""), **pickers, **self.show_changed(cs, "a", first.node_id, first.iteration)}
 
-    def on_shadow(self, cs, k, prm, prm_kind, request: gr.Request):
+    def on_shadow(self, cs: ComparedPair, k: Any, prm: Any, prm_kind: Any, request: gr.Request) -> Any:
         """Queue shadow scoring of the pair's baseline (the run that is not UATS; B when both or neither are)
         as a job of the worker pool; the tick follows its progress."""
-        if not cs.get("a") or not cs.get("b"):
-            return cs, notice("compare two runs first")
-        if cs.get("shadow"):
-            return cs, notice("a shadow scoring job of this pair is still going; wait for it or cancel it")
+        if not cs.both:
+            return {self.ctx.notice: notice("compare two runs first")}
+        if cs.shadow:
+            return {self.ctx.notice: notice("a shadow scoring job of this pair is still going; wait for it or cancel "
+                                            "it")}
         side = next((x for x in ("b", "a")
-                     if self.ctx.store.get_run(cs[x])["method"] not in uncertainty_methods()), "b")
+                     if self.ctx.store.get_run(str(cs.run(x)))["method"] not in uncertainty_methods()), "b")
+        run_id = str(cs.run(side))
         try:
             # the scores are stored with the run, one set per node: only who owns the run writes them, so no one
             # replaces another's (as stars and notes)
-            require_owner(self.ctx.store, cs[side], request, "shadow-score", annotate=True)
-            job = submit_shadow(self.ctx.store, self.ctx.pool, cs[side], k,
-                               self.ctx.choices.model("prm", prm), prm_kind, session_of(request))  # only a PRM the server offers
+            require_owner(self.ctx.store, run_id, request, "shadow-score", annotate=True)
+            job = submit_shadow(self.ctx.store, self.ctx.pool, run_id, k, self.ctx.choices.model("prm", prm),
+                                prm_kind, session_of(request))  # only a PRM the server offers
         except (*FORM_ERRORS, AccessDenied) as exc:
-            return cs, notice(str(exc))
-        cs = {**cs, "shadow": {"id": job, "side": side, "run": cs[side]}}
-        return cs, notice(f"shadow scoring of run {side.upper()} ({cs[side][:8]}) queued", ok=True)
+            return {self.ctx.notice: notice(str(exc))}
+        return {self.ctx.cst: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
+                self.ctx.notice: notice(f"shadow scoring of run {side.upper()} ({run_id[:8]}) queued", ok=True)}
 
-    def on_shadow_cancel(self, cs):
-        job = cs.get("shadow")
-        if not job:
+    def on_shadow_cancel(self, cs: ComparedPair) -> Any:
+        if not cs.shadow:
             return notice("no shadow scoring job is going")
-        ok = request_shadow_cancel(self.ctx.store, job["id"])
+        ok = request_shadow_cancel(self.ctx.store, cs.shadow.id)
         return notice("cancel requested: shadow scoring stops after its current batch, keeping what it scored"
                       if ok else "the shadow scoring job had already ended", ok=ok)
 
-    def on_tab_compare(self, s, cs):
-        """The pickers' choices; by default the open run and its partner (same problem, seed, budget)."""
+    def on_tab_compare(self, s: OpenRun, cs: ComparedPair) -> tuple[Any, Any]:
+        """The pickers' choices (updates of pickers A and B); by default the open run and its partner (same
+        problem, seed, budget)."""
         choices = self.run_choices()
-        a = cs.get("a")
-        b = cs.get("b")
-        if a is None and s.get("run_id"):
-            a = s["run_id"]
+        a, b = cs.a, cs.b
+        if a is None and s.run_id:
+            a = s.run_id
             b = find_partner(self.ctx.store, self.ctx.store.get_run(a))
         return gr.update(choices=choices, value=a), gr.update(choices=choices, value=b)
 
-    def on_tab_open(self, s, cs):
+    def on_tab_open(self, s: OpenRun, cs: ComparedPair) -> Any:
         """The tab opened: the pickers (on_tab_compare) and, when they name a pair not drawn yet (the open run
         and its stored partner), that pair drawn, with no click on Compare."""
         pick_a, pick_b = self.on_tab_compare(s, cs)
+        pickers = {self.p.cmp_a: pick_a, self.p.cmp_b: pick_b}
         a, b = pick_a["value"], pick_b["value"]
-        if cs.get("a") or not a:  # a pair is drawn already (and followed by the tick), or nothing is picked
-            return (cs, gr.skip(), pick_a, pick_b, *skips(VIEW))
+        if cs.a or not a:  # a pair is drawn already (and followed by the tick), or nothing is picked
+            return pickers
         if not b:
-            return (cs, notice(f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on "
-                               "the same problem, seed and budget): pick run B, or start the pair"),
-                    pick_a, pick_b, *skips(VIEW))
-        cs = self.pair_state(a, b)
-        return (cs, notice(""), pick_a, pick_b, *self.compare_view(cs, None))
+            return {**pickers, self.ctx.notice: notice(
+                f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same problem, "
+                "seed and budget): pick run B, or start the pair")}
+        return {**pickers, **self.drawn(self.pair_state(a, b), None)}
 
 
-SCROLL_TO_TREES = "() => document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"
+SCROLL_TO_TREES = page_script("scroll_to_trees.js")  # the pair's trees brought into view
 
 
 def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> CompareTab:
     """The tab's components and events; call inside `tab`, its `gr.Tab`."""
-    p, h, cst = _layout(), _Compare(ctx), ctx.cst
+    p = _layout()
+    h, cst = _Compare(ctx, p), ctx.cst
     view = [p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed, p.cmp_ood]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
     # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
@@ -404,11 +420,11 @@ def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> Compar
                        show_progress="hidden")
     p.cmp_prev.click(lambda cs, t: h.cmp_step(cs, (t or 0) - 1), [cst, p.cmp_slider], step_outputs)
     p.cmp_next.click(lambda cs, t: h.cmp_step(cs, (t or 0) + 1), [cst, p.cmp_slider], step_outputs)
-    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, *view[:4], *view[5:]]
+    pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, *[c for c in view if c is not p.cmp_slider]]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
     p.cmp_ood.click(h.on_ood_pair, [cst], pair_outputs)
-    ctx.poll.add(h.on_cmp_tick, [cst], [cst, ctx.notice, *view, p.cmp_shadow_key])
+    ctx.poll.add(h.on_cmp_tick, [cst], [ctx.notice, *view, p.cmp_shadow_key], with_reads=True)
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
     # then bring the trees into view (on a laptop screen they sit below the list): the rings are what was asked for

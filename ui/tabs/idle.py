@@ -11,29 +11,30 @@ import gradio as gr
 
 from storage import StorageError
 
-from .common import LIVE, AppContext
+from .common import LIVE, AppContext, RunReads
+from .page_state import SIDES, ComparedPair, OpenRun
 
 
-def _ended_and_drawn(ctx: AppContext, run_id: str | None, drawn: Any) -> bool:
+def _ended_and_drawn(reads: RunReads, run_id: str | None, drawn: Any) -> bool:
     if not run_id:
         return True
     try:
-        version = ctx.store.run_version(run_id)
-        status = ctx.store.get_run(run_id)["status"]
+        version = reads.version(run_id)
     except StorageError:
         return True
-    return status not in LIVE and drawn is not None and list(drawn) == list(version)
+    return version[0] not in LIVE and drawn is not None and list(drawn) == list(version)
 
 
-def is_idle(ctx: AppContext, s: dict[str, Any], cs: dict[str, Any]) -> bool:
-    """True when no tick could draw anything new."""
-    if ctx.pool.active() or ctx.pool.queued() or cs.get("shadow") or s.get("shadow"):  # a shadow end not yet drawn
+def is_idle(ctx: AppContext, s: OpenRun, cs: ComparedPair, reads: RunReads | None = None) -> bool:
+    """True when no tick could draw anything new (`reads`: the tick's reads of the run log)."""
+    if ctx.pool.active() or ctx.pool.queued() or cs.shadow or s.shadow:  # a shadow end not yet drawn
         return False
-    if not _ended_and_drawn(ctx, s.get("run_id"), s.get("version")):
+    reads = reads or ctx.reads()
+    if not _ended_and_drawn(reads, s.run_id, s.version):
         return False
-    if cs.get("a") and cs.get("b") and cs.get("t") is None:
-        versions = cs.get("versions") or [None, None]
-        return all(_ended_and_drawn(ctx, cs[k], v) for k, v in zip(("a", "b"), versions))
+    if cs.both and cs.t is None:
+        versions = cs.versions or (None, None)
+        return all(_ended_and_drawn(reads, cs.run(side), v) for side, v in zip(SIDES, versions))
     return True
 
 
@@ -41,12 +42,13 @@ def wire_idle_timer(ctx: AppContext) -> None:
     """Stop ctx.timer when idle; start it again whenever the open run or the compared pair changes. Only the
     user's own changes fire those states' change (the poll writes them in place, ui/tabs/poll.py): an update
     restarts the page's interval, and one sent on every tick held each next tick back by a full period."""
-    def on_tick(s, cs):
-        return gr.Timer(active=False) if is_idle(ctx, s or {}, cs or {}) else gr.skip()
+    def on_tick(s: OpenRun, cs: ComparedPair, reads: RunReads) -> Any:
+        return {ctx.timer: gr.Timer(active=False)} if is_idle(ctx, s, cs, reads) else gr.skip()
 
-    def on_change(s, cs):  # a selection changes the state too: only a live run or pair starts the timer
-        return gr.skip() if is_idle(ctx, s or {}, cs or {}) else gr.Timer(active=True)
+    def on_change(s: OpenRun, cs: ComparedPair) -> Any:
+        # a selection changes the state too: only a live run or pair starts the timer
+        return gr.skip() if is_idle(ctx, s, cs) else gr.Timer(active=True)
 
-    ctx.poll.add(on_tick, [ctx.st, ctx.cst], [ctx.timer])
+    ctx.poll.add(on_tick, [ctx.st, ctx.cst], [ctx.timer], with_reads=True)
     for state in (ctx.st, ctx.cst):
         state.change(on_change, [ctx.st, ctx.cst], [ctx.timer], show_progress="hidden")

@@ -13,7 +13,8 @@ from storage import StorageError
 from ..views.bundles import run_bundle
 from ..access import AccessDenied, require_owner
 from ..views.export import ExportError, safe_name, write_bundle
-from .common import AppContext, fig_json, notice
+from .common import AppContext, notice
+from .page_state import OpenRun
 from .search_layout import SearchTab
 from .viewer import RunViewer
 
@@ -44,50 +45,48 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box],
                       outs, inputs_kwargs=t.filters)
 
-    def on_collapse(s, **view):
-        if not s.get("run_id") or s.get("selected") is None:
-            return s, notice("select a node first, then collapse or expand its subtree"), gr.skip()
-        collapsed = set(s.get("collapsed") or [])
-        collapsed ^= {s["selected"]}
-        s["collapsed"] = sorted(collapsed)
-        return s, notice(""), viewer.draw_tree(s, view)[0]
+    def on_collapse(s: OpenRun, **view: Any) -> Any:
+        if not s.run_id or s.selected is None:
+            return {ctx.notice: notice("select a node first, then collapse or expand its subtree")}
+        s.collapsed = tuple(sorted(set(s.collapsed) ^ {s.selected}))
+        return {ctx.st: s, ctx.notice: notice(""), t.tree: viewer.draw_tree(s, view)[0]}
 
     t.collapse_btn.click(on_collapse, [ctx.st], [ctx.st, ctx.notice, t.tree], inputs_kwargs=t.filters)
 
-    def on_expand_all(s, **view):
-        s["collapsed"] = []
-        return s, (viewer.draw_tree(s, view)[0] if s.get("run_id") else gr.skip())
+    def on_expand_all(s: OpenRun, **view: Any) -> Any:
+        s.collapsed = ()
+        return {ctx.st: s, **({t.tree: viewer.draw_tree(s, view)[0]} if s.run_id else {})}
 
     t.expand_all.click(on_expand_all, [ctx.st], [ctx.st, t.tree], inputs_kwargs=t.filters)
 
-    def redraw(s, **view):  # the big-tree view options (focus, collapsed dead branches)
-        return viewer.draw_tree(s, view)[0] if s.get("run_id") else gr.skip()
+    def redraw(s: OpenRun, **view: Any) -> Any:  # the big-tree view options (focus, collapsed dead branches)
+        return viewer.draw_tree(s, view)[0] if s.run_id else gr.skip()
 
     for name in ("collapse_pruned", "focus"):
         t.filters[name].input(redraw, [ctx.st], [t.tree], inputs_kwargs=t.filters)
 
 
 def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
-    def on_save_note(s, starred, note, request: gr.Request):
-        if not s.get("run_id") or s.get("selected") in (None, 0):
+    def on_save_note(s: OpenRun, starred: Any, note: Any, request: gr.Request) -> Any:
+        if not s.run_id or s.selected in (None, 0):
             return notice("select a node to star or annotate")
         try:
-            require_owner(ctx.store, s["run_id"], request, "star or annotate", annotate=True)
-            ctx.store.save_case(s["run_id"], s["selected"], starred=bool(starred), note=note or "")
+            require_owner(ctx.store, s.run_id, request, "star or annotate", annotate=True)
+            ctx.store.save_case(s.run_id, s.selected, starred=bool(starred), note=note or "")
         except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
-        return notice(f"saved star and note for node {s['selected']}", ok=True)
+        return notice(f"saved star and note for node {s.selected}", ok=True)
 
     t.save_note.click(on_save_note, [ctx.st, t.star_box, t.note_box], [ctx.notice])
 
-    def on_export_key(s, name, is_open=True, request: gr.Request = None):
+    def on_export_key(s: OpenRun, name: Any, is_open: bool = True, request: gr.Request = None) -> Any:
         if not is_open:  # built when the export is opened, not while the user works on the tree
-            return gr.update(value=None, label="Download run export (zip)"), gr.skip()
+            return {t.run_export_btn: gr.update(value=None, label="Download run export (zip)")}
         try:
-            btn, _ = export_run_zip(ctx, s.get("run_id"), name, request)
+            btn, _ = export_run_zip(ctx, s.run_id, name, request)
         except (ExportError, StorageError, AccessDenied) as exc:
-            return gr.update(value=None), notice(str(exc))
-        return btn, gr.skip()
+            return {t.run_export_btn: gr.update(value=None), ctx.notice: notice(str(exc))}
+        return {t.run_export_btn: btn}
 
     # export_key changes when a run is opened or ends: the zip then holds the finished run
     ins, outs = [ctx.st, t.run_export_name], [t.run_export_btn, ctx.notice]

@@ -11,67 +11,12 @@ import gradio as gr
 
 from ..views.run_status import outcome, run_label, run_status_md
 from ..views.charts import cost_figure
-from .common import LIVE, AppContext, fig_json, notice, skips
+from ..views.scripts import page_script
+from .common import LIVE, AppContext, RunReads, fig_json, notice
+from .page_state import ComparedPair, OpenRun
 from .search import SearchPage
 
-# Mirrors what the page shows into the address bar (replaceState: no history entry per step), and binds
-# ←/→ to the step buttons unless the user is typing. Reads the DOM the tree and inspector already fill,
-# so no handler has to report the view twice.
-LINKS_JS = r"""
-if (!window.__uatsLinks) {
-  window.__uatsLinks = true;
-  const sync = () => {
-    const e = document.querySelector('#tree .uats-plot');
-    if (!e || !e.dataset.run) return;  // nothing opened yet: keep the address the page was opened with
-    const want = new URLSearchParams();
-    want.set('run', e.dataset.run);
-    // a node only once the user picked one: the inspector then describes the node in the id box (the box
-    // alone reads 0 before any pick, and the details block holds Gradio's progress text while loading)
-    const md = document.querySelector('#node-details [data-testid="markdown"]');
-    const box = document.querySelector('#node-id input');
-    if (box && box.value !== '' && md && md.innerText.includes('Node ' + box.value + ' ')) want.set('node', box.value);
-    const it = e.dataset.iteration;
-    if (e.dataset.pinned === '1' && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
-    const q = '?' + want.toString();
-    if (location.search === q) return;
-    history.replaceState(history.state, '', location.pathname + q + location.hash);
-    repoint(location.href.split('#')[0]);
-  };
-  // Under a <base> element (Gradio's page has one) Plotly writes gradient fills and clip paths as
-  // url("<page address>#id"): once the address changes they name another document and paint nothing (a blank
-  // colour bar). Re-point the drawn ones, and the address Plotly uses for what it draws next.
-  const STALE = /url\((["']?)[^"')#]*#/g;
-  const repoint = (href) => {
-    const fresh = (v) => v.replace(STALE, (m, quote) => 'url(' + quote + href + '#');
-    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
-      if (gd._context && gd._context._baseUrl) gd._context._baseUrl = href;
-    });
-    document.querySelectorAll('.js-plotly-plot [style*="url("]').forEach((el) => {
-      const v = el.getAttribute('style');
-      const w = fresh(v);
-      if (w !== v) el.setAttribute('style', w);
-    });
-    for (const name of ['clip-path', 'fill', 'mask', 'filter']) {
-      document.querySelectorAll('.js-plotly-plot [' + name + '*="url("]').forEach((el) => {
-        const v = el.getAttribute(name);
-        const w = fresh(v);
-        if (w !== v) el.setAttribute(name, w);
-      });
-    }
-  };
-  setInterval(sync, 300);
-  document.addEventListener('keydown', (ev) => {
-    if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
-    if (ev.key !== 'ArrowLeft' && ev.key !== 'ArrowRight') return;
-    const a = document.activeElement;
-    if (a && (a.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON'].includes(a.tagName))) return;
-    const btn = document.querySelector(ev.key === 'ArrowLeft' ? '#prev-btn' : '#next-btn');
-    if (!btn || btn.offsetParent === null) return;  // the Search tab is not showing
-    ev.preventDefault();
-    btn.click();
-  });
-}
-"""
+LINKS_JS = page_script("links.js")  # the address bar follows the view; ←/→ step iterations
 
 LINKS_CSS = "#url-sync { display: none; }\n"
 
@@ -92,37 +37,37 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     viewer = search.viewer
     assert viewer is not None
 
-    def open_from_url(s: dict[str, Any], request: gr.Request, **view: Any) -> tuple[Any, ...]:
+    def open_from_url(s: OpenRun, request: gr.Request, **view: Any) -> Any:
         params = request.query_params if request is not None else {}
         run_ref = (params.get("run") or "").strip()
         if not run_ref:
-            return (s, *skips(len(viewer.open_outputs) - 1))
+            return gr.skip()
         try:
             t, node = _int_param(params, "t"), _int_param(params, "node")
         except ValueError as exc:
-            return (s, notice(str(exc)), *skips(len(viewer.open_outputs) - 2))
-        out = list(viewer.open_run(s, run_ref, **view))
-        s = out[0]
-        if not isinstance(out[2], str):  # the run was not found: open_run's message says why
-            return tuple(out)
-        data = ctx.cache.get(s["run_id"])
+            return {ctx.notice: notice(str(exc))}
+        out = viewer.open_run(s, run_ref, **view)
+        if ctx.st not in out:  # the run was not found: open_run's message says why
+            return out
+        s = out[ctx.st]
+        data = ctx.cache.get(s.run_id)
         if t is not None:
             t = max(0, min(t, data.max_iteration))
-            s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
-        missing = None if node is None else viewer.missing_node(s["run_id"], data.state_at(s.get("t")), node)
-        s["selected"] = None if missing else node
-        out[1] = notice(missing or "")
-        fig, data, state = viewer.draw_tree(s, view)
-        out[2], out[3] = fig, run_status_md(data.run, state)
-        out[4] = viewer.slider_update(data, s.get("t"))
-        if s.get("t") is not None:
-            out[5] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
-        return tuple(out)
+            s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        missing = None if node is None else viewer.missing_node(s.run_id, data.state_at(s.t), node)
+        s.selected = None if missing else node
+        out[ctx.notice] = notice(missing or "")
+        out[search.tree], data, state = viewer.draw_tree(s, view)
+        out[search.status_md] = run_status_md(data.run, state)
+        out[search.t_slider] = viewer.slider_update(data, s.t)
+        if s.t is not None:
+            out[search.cost_plot] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
+        return out
 
-    def inspect_from_url(s: dict[str, Any], **view: Any) -> tuple[Any, ...]:
-        if not s.get("run_id") or s.get("selected") is None:
-            return tuple(skips(len(viewer.inspect_outputs)))
-        return viewer.inspect(s, s["selected"], redraw_tree=True, **view)
+    def inspect_from_url(s: OpenRun, **view: Any) -> Any:
+        if not s.run_id or s.selected is None:
+            return gr.skip()
+        return viewer.inspect(s, s.selected, redraw_tree=True, **view)
 
     demo.load(open_from_url, [ctx.st], viewer.open_outputs, inputs_kwargs=search.filters).then(
         inspect_from_url, [ctx.st], viewer.inspect_outputs, inputs_kwargs=search.filters)
@@ -132,17 +77,17 @@ def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown)
     """Refresh the Compare pickers' labels when a picked run's outcome changes (queued → running → …)."""
     seen = gr.State({})
 
-    def on_tick(cs: dict[str, Any], last: dict[str, Any]) -> tuple[Any, ...]:
-        ids = [r for r in (cs.get("a"), cs.get("b")) if r]
+    def on_tick(cs: ComparedPair, last: dict[str, Any], reads: RunReads) -> Any:
+        ids = [r for r in (cs.a, cs.b) if r]
         if not ids:
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         try:
-            now = {r: outcome(ctx.store.get_run(r)) for r in ids}
+            now = {r: outcome(reads.run(r)) for r in ids}
         except Exception:  # noqa: BLE001 - a run deleted meanwhile: leave the pickers as they are
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         if now == last:
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         choices = [(run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
-        return now, gr.update(choices=choices), gr.update(choices=choices)
+        return {seen: now, cmp_a: gr.update(choices=choices), cmp_b: gr.update(choices=choices)}
 
-    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b])
+    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], with_reads=True)

@@ -54,12 +54,15 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
         curve_refresh = gr.Button("Refresh list", elem_id="curve-refresh")
     curve_plot = plot_html("curve-plot", "Pick a training curve.", 100)
 
+    plots = [rep_acc_n, rep_acc_cost, rep_prm]  # in the order of REPORT_FIGURES
+
     def on_report(key, common, progress=gr.Progress()):
         try:
             md, figs = report_view(sources, key, bool(common), progress=lambda f, what: progress(f, desc=what))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
-            return ("", "", "", "", notice(f"report: {exc}"))
-        return (md, *[fig_json(figs.get(n)) for n in REPORT_FIGURES], notice(""))
+            return {rep_md: "", **{plot: "" for plot in plots}, ctx.notice: notice(f"report: {exc}")}
+        return {rep_md: md, **{plot: fig_json(figs.get(n)) for n, plot in zip(REPORT_FIGURES, plots)},
+                ctx.notice: notice("")}
 
     rep_build.click(on_report, [source, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, ctx.notice])
 
@@ -77,12 +80,13 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
 
     def on_curve(key, name):
         if not name:
-            return "", notice("")
+            return {curve_plot: "", ctx.notice: notice("")}
         try:
             fig = training_curve_figure(curve_rows(sources, key, name))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
-            return "", notice(f"training curve: {exc}")
-        return fig_json(fig), notice("" if fig else f"training curve {name!r} has no rounds yet")
+            return {curve_plot: "", ctx.notice: notice(f"training curve: {exc}")}
+        return {curve_plot: fig_json(fig),
+                ctx.notice: notice("" if fig else f"training curve {name!r} has no rounds yet")}
 
     curve_refresh.click(on_curve_list, [source, curve_pick], [curve_pick])
     source.change(on_curve_list, [source, curve_pick], [curve_pick])

@@ -17,7 +17,9 @@ import gradio as gr
 from storage import RunStore, StorageError
 
 from ..access import AccessDenied, require_owner
-from .common import LIVE, AppContext
+from ..views.scripts import page_script
+from .common import LIVE, AppContext, RunReads
+from .page_state import OpenRun
 
 # The run bar and the message line stay in view while the page scrolls; the bar sits just under the
 # message line (its height, which changes with the message, comes from RUN_BAR_JS). Above Plotly's
@@ -57,53 +59,7 @@ button[disabled] { cursor: not-allowed; }
 EXPLAINED = ("cancel-btn", "pause-btn", "step-btn", "resume-btn", "prev-btn", "play-btn", "next-btn", "inspect-btn",
              "collapse-btn", "expand-all")
 
-RUN_BAR_JS = r"""
-if (!window.__uatsRunBar) {
-  window.__uatsRunBar = true;
-  const ids = %s;
-  const TREE_MOVERS = '#run-btn, #step-btn, #resume-btn, #prev-btn, #play-btn, #next-btn';
-  const fitBar = () => {  // the bar sticks just under the notice, whatever the notice's height
-    const notice = document.getElementById('notice');
-    const h = notice && notice.offsetParent !== null ? notice.getBoundingClientRect().height : 0;
-    const px = Math.round(h) + 'px';
-    if (document.documentElement.style.getPropertyValue('--uats-notice-h') !== px)
-      document.documentElement.style.setProperty('--uats-notice-h', px);
-  };
-  let observed = null;
-  const tick = () => {
-    // a ResizeObserver moves the bar in the frame the notice changes size: with the tick alone a new message
-    // covered the bar for up to 200 ms (a screenshot caught it)
-    const notice = document.getElementById('notice');
-    if (notice && notice !== observed && window.ResizeObserver) {
-      new ResizeObserver(fitBar).observe(notice);
-      observed = notice;
-    }
-    fitBar();
-    const hint = document.getElementById('run-hint');
-    const why = hint ? hint.innerText.trim() : '';
-    if (hint && hint.title !== why) hint.title = why;  // the line may be cut short: its tooltip is whole
-    for (const el of document.querySelectorAll('#run-bar .info-text')) {  // a control's help, as its tooltip
-      const box = el.closest('.block'); if (box && box.title !== el.textContent.trim()) box.title = el.textContent.trim();
-    }
-    for (const id of ids) {
-      const el = document.getElementById(id);
-      const b = el && (el.tagName === 'BUTTON' ? el : el.querySelector('button'));
-      if (!b) continue;
-      const want = b.disabled ? (why || 'Not available now') : '';
-      if (b.title !== want) b.title = want;
-    }
-  };
-  setInterval(tick, 200);
-  // Run, Step and Resume grow the tree, replay moves it: bring it under the bar if the page was scrolled away
-  document.addEventListener('click', (ev) => {
-    if (!ev.target.closest || !ev.target.closest(TREE_MOVERS)) return;
-    const tree = document.getElementById('tree'), bar = document.getElementById('run-bar');
-    if (!tree || !bar || tree.offsetParent === null) return;
-    const top = tree.getBoundingClientRect().top, below = bar.getBoundingClientRect().bottom + 6;
-    if (top < below || top > window.innerHeight - 120) window.scrollBy({top: top - below, behavior: 'instant'});
-  }, true);
-}
-""" % list(EXPLAINED)
+RUN_BAR_JS = page_script("runbar.js")  # reads the ids of EXPLAINED from its props
 
 NO_RUN_HINT = ("No run is open: Run search starts one, or open one from the Runs tab. Cancel, Pause, Step, Resume, "
                "replay and the inspector's buttons act on the open run.")
@@ -135,7 +91,8 @@ def build_run_bar(c: dict[str, Any]) -> None:
                                           min_width=90)
         c["status_md"] = gr.Markdown("**No run open.**", elem_id="run-status")
         c["run_hint"] = gr.Markdown(NO_RUN_HINT, elem_id="run-hint")
-        gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False)
+        gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False,
+                explained=list(EXPLAINED))
 
 
 CONTROL_VERBS = "cancel, pause, step or resume"
@@ -162,16 +119,18 @@ def control_state(run: dict[str, Any] | None, denied: str | None = None) -> tupl
             f"Run {rid} is {status}: Pause holds it after this iteration; Step pauses it after the next.")
 
 
-def bar_state(store: RunStore, s: dict[str, Any] | None, request: gr.Request | None) -> tuple[dict[str, bool], str]:
+def bar_state(store: RunStore, s: OpenRun | None, request: gr.Request | None,
+              reads: RunReads | None = None) -> tuple[dict[str, bool], str]:
     """control_state of the run open in `s` as the requester sees it: a live run someone else started
-    (or the command line) has its controls disabled, with require_owner's reason as the hint."""
+    (or the command line) has its controls disabled, with require_owner's reason as the hint. `reads`: the
+    event's reads of the run log (one row: status, pause and owner)."""
     run, denied = None, None
-    if (s or {}).get("run_id"):
+    if s is not None and s.run_id:
         try:
-            status, _, _, _, paused = store.run_version(s["run_id"])
-            run = {"run_id": s["run_id"], "status": status, "paused": paused}
-            if status in LIVE:
-                require_owner(store, s["run_id"], request, CONTROL_VERBS)
+            row = reads.run(s.run_id) if reads is not None else store.get_run(s.run_id)
+            run = {"run_id": s.run_id, "status": row["status"], "paused": bool(row["paused"])}
+            if row["status"] in LIVE:
+                require_owner(store, s.run_id, request, CONTROL_VERBS, run=row)
         except AccessDenied as exc:
             why = str(exc).removeprefix("run: ")
             denied = why[:1].upper() + why[1:]
@@ -189,14 +148,14 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
 
     shown = gr.State(None)  # the (controls, hint) this page shows: the poll asks on every tick
 
-    def on_state(s: dict[str, Any], last: Any, request: gr.Request) -> tuple[Any, ...]:
-        can, why = bar_state(ctx.store, s, request)
+    def on_state(s: OpenRun, last: Any, request: gr.Request, reads: RunReads | None = None) -> Any:
+        can, why = bar_state(ctx.store, s, request, reads)
         now = [[can[k] for k in keys], why]
         if now == last:  # unchanged: nothing for the page to re-render while it draws a live run
-            return (*[gr.skip() for _ in outputs], gr.skip(), gr.skip())
-        return (*[gr.update(interactive=can[k]) for k in keys for _ in controls[k]], why, now)
+            return gr.skip()
+        return {**{b: gr.update(interactive=can[k]) for k in keys for b in controls[k]}, hint: why, shown: now}
 
     # the user's own changes (open, run, select) fire ctx.st's change; a tick's (a run ending) come with the poll
     ctx.st.change(on_state, [ctx.st, shown], [*outputs, hint, shown], show_progress="hidden",
                   trigger_mode="always_last")
-    ctx.poll.add(on_state, [ctx.st, shown], [*outputs, hint, shown], with_request=True)
+    ctx.poll.add(on_state, [ctx.st, shown], [*outputs, hint, shown], with_request=True, with_reads=True)

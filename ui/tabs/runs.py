@@ -19,7 +19,8 @@ from .run_form import method_choices
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure
 
 from ..views.run_status import RUN_COLUMNS, run_rows
-from .common import AppContext, notice, row_of, skips
+from .common import AppContext, notice, row_of
+from .page_state import OpenRun
 from .search import SearchPage
 
 OUTCOMES = ["(any)", "right", "wrong", *(str(s) for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED,
@@ -28,13 +29,14 @@ OUTCOMES = ["(any)", "right", "wrong", *(str(s) for s in (RunStatus.RUNNING, Run
 
 @dataclass
 class RunsTab:
-    """What the page-level events need: the filters, and the outputs of list_runs."""
+    """What the page-level events need: the filters, and the outputs of list_runs (which returns them by
+    component)."""
 
     r_method: gr.Dropdown
     r_problem: gr.Dropdown
     r_outcome: gr.Dropdown
     outputs: list[Any]
-    list_runs: Callable[[str | None, str | None, str | None], tuple[Any, ...]]
+    list_runs: Callable[[str | None, str | None, str | None], dict[Any, Any]]
 
 
 def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
@@ -56,7 +58,8 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
                                    problem_id=None if p in (None, "(any)", "") else p,
                                    status=RunStatus.FINISHED if correct is not None else status, correct=correct, limit=500)
         problems = ["(any)"] + ctx.store.distinct_values("problem_id")
-        return (gr.update(value=run_rows(runs)), [r["run_id"] for r in runs], gr.update(choices=problems))
+        return {runs_table: gr.update(value=run_rows(runs)), run_ids_state: [r["run_id"] for r in runs],
+                r_problem: gr.update(choices=problems)}
 
     outputs = [runs_table, run_ids_state, r_problem]
     for comp in (r_method, r_problem, r_outcome):
@@ -66,10 +69,10 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
     viewer = search.viewer
     assert viewer is not None
 
-    def on_runs_select(s, ids, evt: gr.SelectData, **view):
+    def on_runs_select(s: OpenRun, ids: list[str], evt: gr.SelectData, **view: Any) -> Any:
         row = row_of(evt)
         if row is None or row >= len(ids):
-            return (s, notice("that row is no longer in the list; refresh"), *skips(9))
+            return {ctx.notice: notice("that row is no longer in the list; refresh")}
         return viewer.open_run(s, ids[row], **view)
 
     runs_table.select(on_runs_select, [ctx.st, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
@@ -97,10 +100,10 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
             run_id = submit_import(ctx.store, ctx.pool, ctx.choices, tool, name, row, owner=requester(request),
                                    session=session_of(request))
         except FORM_ERRORS as exc:
-            return (notice(str(exc)), *skips(len(outputs)))
+            return {ctx.notice: notice(str(exc))}
         except DB_ERRORS as exc:
-            return (notice(db_failure(exc)), *skips(len(outputs)))
-        return (notice(f"import of {name} queued as run {run_id[:8]}; select it in the list to open it", ok=True),
-                *list_runs(m, p, o))
+            return {ctx.notice: notice(db_failure(exc))}
+        return {ctx.notice: notice(f"import of {name} queued as run {run_id[:8]}; select it in the list to open it",
+                                   ok=True), **list_runs(m, p, o)}
 
     i_btn.click(on_import, [i_tool, i_file, i_row, *filters], [ctx.notice, *outputs])

@@ -29,9 +29,10 @@ from ..access import AccessDenied, require_owner, requester
 from ..views.charts import cost_figure, knobs_figure
 from ..views.safe_text import md_inline, md_text
 from ..jobs.worker import QueueFull, RunRequest, session_of
-from .common import LIVE, AppContext, fig_json, lines, notice, skips
+from .common import LIVE, AppContext, RunReads, fig_json, keyed, lines, notice
+from .page_state import OpenRun
 from .search_layout import CONFIG_FIELDS, SearchTab
-from .viewer import RunViewer, fresh_run_state
+from .viewer import RunViewer
 
 log = logging.getLogger(__name__)
 FORM_ERRORS = (ConfigError, ProblemError, StorageError, ValueError, TypeError)
@@ -55,8 +56,8 @@ def question_md(p: Problem) -> str:
     return f"**{md_inline(p.id, 120)}** — {md_text(p.question)}\n\n_gold answer: {md_inline(p.answer)}_"
 
 
-def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, ...]:
-    """One of the server's problem sets picked: its problems, the first question."""
+def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, str, Any]:
+    """One of the server's problem sets picked: (the problem list's update, the first question, the notice)."""
     try:
         probs = dataset_problems(ds, offered)
     except (ProblemError, ValueError, OSError) as exc:
@@ -66,7 +67,8 @@ def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, ...]:
     return gr.update(choices=choices, value=first), question_md(probs[0]) if probs else "", notice("")
 
 
-def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[Any, ...]:
+def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[str, Any]:
+    """(The picked problem's question, the notice)."""
     try:
         p = pick_problem(dataset_problems(ds, offered), pid)
     except (ProblemError, ValueError, OSError) as exc:
@@ -111,10 +113,12 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
     f = t.form
 
     def on_dataset(ds):
-        return dataset_view(ctx.choices, ds)
+        problems, question, said = dataset_view(ctx.choices, ds)
+        return {f["problem"]: problems, t.question_md: question, ctx.notice: said}
 
     def on_problem(ds, pid):
-        return problem_view(ctx.choices, ds, pid)
+        question, said = problem_view(ctx.choices, ds, pid)
+        return {t.question_md: question, ctx.notice: said}
 
     f["dataset"].change(on_dataset, [f["dataset"]], [f["problem"], t.question_md, ctx.notice])
     # .input, not .change: a problem list filled by the page (dataset_view sets the question itself) must not
@@ -125,8 +129,8 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
         try:
             typed = typed_problem(q, a)
         except ProblemError as exc:
-            return gr.skip(), notice(str(exc))
-        return (question_md(typed), notice("")) if typed else on_problem(ds, pid)
+            return {ctx.notice: notice(str(exc))}
+        return {t.question_md: question_md(typed), ctx.notice: notice("")} if typed else on_problem(ds, pid)
 
     for box in (f["free_question"], f["free_answer"]):
         box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["problem"]],
@@ -136,20 +140,21 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
 def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     store = ctx.store
 
-    def on_run(s, request: gr.Request, **form):
+    def on_run(s: OpenRun, request: gr.Request, **form):
         try:
             run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request),
                                 session=session_of(request))
         except FORM_ERRORS as exc:
-            return s, notice(form_error(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return {ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:
-            return s, notice(db_failure(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        s = {**fresh_run_state(), "run_id": run_id, "announced": RunStatus.QUEUED}
+            return {ctx.notice: notice(db_failure(exc))}
         run = store.get_run(run_id)
         # the poll timer starts here, with the answer: left to the state's change (ui/tabs/idle.py), a stopped
         # timer started one round trip later, and the first scored node was drawn ~0.5 s later
-        return (s, notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
-                "", run_status_md(run), gr.update(value=True), gr.Timer(active=True))
+        return {ctx.st: OpenRun(run_id=run_id, announced=RunStatus.QUEUED),
+                ctx.notice: notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
+                t.tree: "", t.status_md: run_status_md(run), t.follow: gr.update(value=True),
+                ctx.timer: gr.Timer(active=True)}
 
     # no progress timers on what the poll redraws: they flickered in the status line on every click
     t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow, ctx.timer],
@@ -157,10 +162,10 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
         """A button that sets a control flag of the open run (cancel, pause, step, resume): its owner's only."""
-        def handler(s, request: gr.Request):
-            if not s.get("run_id"):
+        def handler(s: OpenRun, request: gr.Request):
+            if not s.run_id:
                 return notice(f"no run is open to {verb}")
-            rid = s["run_id"]
+            rid = s.run_id
             try:
                 require_owner(store, rid, request, verb)
                 ok = control(rid)
@@ -186,65 +191,63 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
                      show_progress_on=[t.tree])
 
 
-def live_update(ctx: AppContext, viewer: RunViewer, s: dict[str, Any], follow_live: bool,
-                view: dict[str, Any]) -> list[Any]:
-    """One poll of the open run: when its version moved on, the rows written since are read (the cache
-    grows the run's data), and, following live, the page gets the tree after every iteration it has not
-    drawn yet, in order (RunViewer.live_frames). Outputs in the order of the poll's output list."""
-    outs = skips(10)
-    if not s.get("run_id"):
-        return outs
-    store = ctx.store
+def live_update(ctx: AppContext, viewer: RunViewer, s: OpenRun, follow_live: bool, view: dict[str, Any],
+                reads: RunReads | None = None) -> dict[Any, Any]:
+    """One poll of the open run, its outputs by component: when its version moved on (`reads`: the tick's), the
+    rows written since are read (the cache grows the run's data), and, following live, the page gets the tree
+    after every iteration it has not drawn yet, in order (RunViewer.live_frames). Writes `s` in place."""
+    if not s.run_id:
+        return {}
+    t, reads = viewer.tab, reads or ctx.reads()
     try:
-        version = store.run_version(s["run_id"])
+        version = reads.version(s.run_id)
     except StorageError as exc:
-        s["run_id"] = None
-        outs[0], outs[1] = s, notice(str(exc))
-        return outs
-    if version == s.get("version"):
-        return outs
-    data = ctx.cache.get(s["run_id"], version)
+        s.run_id = None
+        return {ctx.notice: notice(str(exc))}
+    if version == s.version:
+        return {}
+    data = reads.data(s.run_id)
     run = data.run
-    if follow_live or s.get("t") is None:
-        s["t"] = None
-        outs[2], state, caught_up = viewer.live_frames(s, view, data, version)
-        rows = [r for t, r in sorted(data.iterations.items()) if t <= state.iteration]
-        outs[5] = fig_json(cost_figure(rows))
-        outs[7] = fig_json(knobs_figure(rows))
-        outs[8], outs[9] = viewer.selected_view(s, data, state)
+    out: dict[Any, Any] = {}
+    if follow_live or s.t is None:
+        s.t = None
+        out[t.tree], state, caught_up = viewer.live_frames(s, view, data, version)
+        rows = [r for it, r in sorted(data.iterations.items()) if it <= state.iteration]
+        out[t.cost_plot] = fig_json(cost_figure(rows))
+        out[t.knobs_plot] = fig_json(knobs_figure(rows))
+        out.update(viewer.selected_view(s, data, state))
         # not caught up: leave the version unrecorded, so the next poll sends the frames still to come
-        s["version"] = version if caught_up else None
+        s.version = version if caught_up else None
         slider_t = state.iteration
     else:
-        state = data.state_at(s.get("t"))
-        s["version"] = version
-        slider_t = s.get("t")
-    outs[0] = s
-    outs[1] = _progress_notice(s, run)
-    outs[3] = run_status_md(run, state)
-    outs[4] = viewer.slider_update(data, slider_t)
-    if run["status"] not in LIVE and s.get("version") is not None:
-        outs[6] = f"{run['run_id']}:{run['status']}"
-    return outs
+        state = data.state_at(s.t)
+        s.version = version
+        slider_t = s.t
+    out[ctx.notice] = _progress_notice(s, run)
+    out[t.status_md] = run_status_md(run, state)
+    out[t.t_slider] = viewer.slider_update(data, slider_t)
+    if run["status"] not in LIVE and s.version is not None:
+        out[t.export_key] = f"{run['run_id']}:{run['status']}"
+    return out
 
 
 def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
-    def on_tick(s, follow_live, **view):
+    def on_tick(s: OpenRun, follow_live: bool, reads: RunReads, **view: Any) -> Any:
         # a tick only reads: the pool's own thread starts and reaps jobs
-        return tuple(live_update(ctx, viewer, s, follow_live, view))
+        return keyed(live_update(ctx, viewer, s, follow_live, view, reads))
 
     ctx.poll.add(on_tick, [ctx.st, t.follow],
-                 [ctx.st, ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot,
-                  t.figure1, t.node_md], inputs_kwargs=t.filters)
+                 [ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot, t.figure1,
+                  t.node_md], inputs_kwargs=t.filters, with_reads=True)
 
 
-def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:
+def _progress_notice(s: OpenRun, run: dict[str, Any]) -> Any:
     """The notice that announced a run (queued) follows it while it starts and ends, instead of still
     saying queued after the run is over; other notices are left alone."""
-    said = s.get("announced")
+    said = s.announced
     if said is None or run["status"] == said:
         return gr.skip()
-    s["announced"] = None if run["status"] not in LIVE else run["status"]
+    s.announced = None if run["status"] not in LIVE else run["status"]
     rid, status = run["run_id"][:8], run["status"]
     if status == RunStatus.RUNNING:
         return notice(f"run {rid} running: {run.get('method')} on {run.get('problem_id')}", ok=True)
@@ -254,17 +257,17 @@ def _progress_notice(s: dict[str, Any], run: dict[str, Any]) -> Any:
 
 
 def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
-    def goto_t(s, t, **view):
-        if not s.get("run_id"):
-            return s, *skips(7)
-        data = ctx.cache.get(s["run_id"])
+    def goto_t(s: OpenRun, t: Any, **view: Any) -> Any:
+        if not s.run_id:
+            return gr.skip()
+        data = ctx.cache.get(s.run_id)
         t = max(0, min(int(t or 0), data.max_iteration))
-        s["t"] = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+        s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         fig, data, state = viewer.draw_tree(s, view)
-        return (s, fig, run_status_md(data.run, state), gr.update(value=t),
-                gr.update(value=s["t"] is None),
-                fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
-                *viewer.selected_view(s, data, state))
+        return {ctx.st: s, tab.tree: fig, tab.status_md: run_status_md(data.run, state),
+                tab.t_slider: gr.update(value=t), tab.follow: gr.update(value=s.t is None),
+                tab.cost_plot: fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
+                **viewer.selected_view(s, data, state)}
 
     step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.figure1,
                     tab.node_md]
@@ -276,43 +279,45 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
     tab.next_btn.click(lambda s, t, **view: goto_t(s, (t or 0) + 1, **view), [ctx.st, tab.t_slider],
                        step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
 
-    def on_play(s, t, active_label):
-        if not s.get("run_id"):
-            return gr.skip(), gr.skip(), gr.skip()
-        data = ctx.cache.get(s["run_id"])
+    def on_play(s: OpenRun, t: Any, active_label: str) -> Any:
+        if not s.run_id:
+            return gr.skip()
+        data = ctx.cache.get(s.run_id)
         if active_label.startswith("❚❚"):  # playing: this click pauses
-            return gr.update(active=False), gr.update(value="▶ play"), gr.skip()
+            return {tab.play_timer: gr.update(active=False), tab.play_btn: gr.update(value="▶ play")}
         start = 0 if (t or 0) >= data.max_iteration else int(t or 0)
-        return gr.update(active=True), gr.update(value="❚❚ pause"), gr.update(value=start)
+        return {tab.play_timer: gr.update(active=True), tab.play_btn: gr.update(value="❚❚ pause"),
+                tab.t_slider: gr.update(value=start)}
 
     tab.play_btn.click(on_play, [ctx.st, tab.t_slider, tab.play_btn], [tab.play_timer, tab.play_btn, tab.t_slider])
 
-    def on_play_tick(s, t, **view):
-        if not s.get("run_id"):
-            return (gr.update(active=False), gr.update(value="▶ play"), *skips(8))
-        data = ctx.cache.get(s["run_id"])
+    def on_play_tick(s: OpenRun, t: Any, **view: Any) -> Any:
+        stop = {tab.play_timer: gr.update(active=False), tab.play_btn: gr.update(value="▶ play")}
+        if not s.run_id:
+            return stop
         nxt = int(t or 0) + 1
-        if nxt > data.max_iteration:
-            return (gr.update(active=False), gr.update(value="▶ play"), *skips(8))
-        return (gr.skip(), gr.skip(), *goto_t(s, nxt, **view))
+        if nxt > ctx.cache.get(s.run_id).max_iteration:
+            return stop
+        return goto_t(s, nxt, **view)
 
     tab.play_timer.tick(on_play_tick, [ctx.st, tab.t_slider], [tab.play_timer, tab.play_btn, *step_outputs],
                       show_progress="hidden", inputs_kwargs=tab.filters)
 
 
 def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
-    def on_follow(s, follow_live, **view):
-        if not follow_live or not s.get("run_id"):
-            return tuple(skips(5))
-        s["t"] = None
+    def on_follow(s: OpenRun, follow_live: bool, **view: Any) -> Any:
+        if not follow_live or not s.run_id:
+            return gr.skip()
+        s.t = None
         fig, data, state = viewer.draw_tree(s, view)
-        return s, fig, viewer.slider_update(data, None), *viewer.selected_view(s, data, state)
+        return {ctx.st: s, t.tree: fig, t.t_slider: viewer.slider_update(data, None),
+                **viewer.selected_view(s, data, state)}
 
     t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider, t.figure1, t.node_md],
                    inputs_kwargs=t.filters, show_progress="hidden")
 
-    def redraw(s, **view):
-        if not s.get("run_id"):
+    def redraw(s: OpenRun, **view: Any) -> Any:
+        if not s.run_id:
             return gr.skip()
         fig, _, _ = viewer.draw_tree(s, view)
         return fig

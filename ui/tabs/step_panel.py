@@ -1,7 +1,7 @@
 """The inspected node's step: Figure 1's controls (row order, rows per page, siblings only, pages, PNG/SVG export)
 and the Why panel (the node's decision and where the step's budgets went, in words).
 
-The figure itself is drawn by RunViewer.node_view with the options the page state keeps (`s["fig1"]`), so a
+The figure itself is drawn by RunViewer.node_view with the options the page state keeps (`OpenRun.fig1`), so a
 click in the tree, a replay step and these controls all draw it the same way."""
 
 from __future__ import annotations
@@ -18,16 +18,18 @@ from ..access import AccessDenied
 from ..views.export import ExportError, render_image, store_export
 from ..views.figure1 import PER_PAGE, export_size
 from ..views.frontier import SORT_KEYS
-from .common import LIVE, AppContext, fig_json, notice
+from .common import LIVE, AppContext, RunReads, fig_json, notice
+from .page_state import OpenRun, replaced
 from .search_layout import EMPTY_WHY
-from .viewer import RunViewer, figure1_options
+from .viewer import RunViewer
 
-def why_html(ctx: AppContext, s: dict[str, Any], node_id: Any, t: Any) -> str:
-    """The selected node's decision at the iteration shown, then where its step's budgets went."""
-    if not s.get("run_id"):
+def why_html(ctx: AppContext, s: OpenRun, node_id: Any, t: Any, reads: RunReads | None = None) -> str:
+    """The selected node's decision at the iteration shown, then where its step's budgets went (`reads`: the
+    event's reads of the run log, when it has some)."""
+    if not s.run_id:
         return EMPTY_WHY
     try:
-        data = ctx.cache.get(s["run_id"])
+        data = (reads or ctx.reads()).data(s.run_id)
     except StorageError:
         return EMPTY_WHY
     shown_t = data.max_iteration if t in (None, "") else max(0, min(int(t), data.max_iteration))
@@ -47,37 +49,37 @@ def why_html(ctx: AppContext, s: dict[str, Any], node_id: Any, t: Any) -> str:
     return why or EMPTY_WHY
 
 
-def export_figure1(ctx: AppContext, fig: dict[str, Any], s: dict[str, Any],
+def export_figure1(ctx: AppContext, fig: dict[str, Any], s: OpenRun,
                    request: gr.Request | None = None) -> list[str]:
     """Figure 1 as PNG and SVG in the requester's export folder, at a size that fits every row: the paths."""
-    name = f"figure1-{s['run_id'][:8]}-node{s['selected']}" + (f"-t{s['t']}" if s.get("t") is not None else "")
+    name = f"figure1-{str(s.run_id)[:8]}-node{s.selected}" + (f"-t{s.t}" if s.t is not None else "")
     width, height = export_size(fig)
     target = ctx.export_target(request)
     return [str(store_export(target, name, f".{fmt}", render_image(fig, fmt, width=width, height=height)))
             for fmt in ("png", "svg")]
 
 
-def _selected_figure(ctx: AppContext, viewer: RunViewer, s: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def _selected_figure(ctx: AppContext, viewer: RunViewer, s: OpenRun) -> tuple[dict[str, Any] | None, str]:
     """(Figure 1 of the selected node's step at the iteration shown, or None and why not)."""
-    if not s.get("run_id"):
+    if not s.run_id:
         return None, "open a run first, then select a node: Figure 1 shows its step"
-    if s.get("selected") in (None, 0):
+    if s.selected in (None, 0):
         return None, "select a node (not the question): Figure 1 shows the candidates of its step"
-    data = ctx.cache.get(s["run_id"])
-    state = data.state_at(s.get("t"))
-    nid = int(s["selected"])
+    data = ctx.cache.get(s.run_id)
+    state = data.state_at(s.t)
+    nid = int(s.selected)
     if nid not in state.nodes:
-        return None, f"node: run {s['run_id'][:8]} has no node {nid} at iteration {state.iteration}"
-    return viewer.step_view(data, state, nid, figure1_options(s)), ""
+        return None, f"node: run {s.run_id[:8]} has no node {nid} at iteration {state.iteration}"
+    return viewer.step_view(data, state, nid, s.fig1), ""
 
 
 def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
-    def redraw(s: dict[str, Any], **change: Any) -> tuple[Any, Any]:
-        s["fig1"] = {**figure1_options(s), **change}
+    def redraw(s: OpenRun, **change: Any) -> dict[Any, Any]:
+        s.fig1 = replaced(s.fig1, **change)
         fig, _ = _selected_figure(ctx, viewer, s)
-        if fig is not None and s["fig1"].get("page") is not None:
-            s["fig1"]["page"] = fig["meta"]["page"]  # clamped: ◀ at the first page stays there
-        return s, (fig_json(fig) if fig is not None else gr.skip())
+        if fig is not None and s.fig1.page is not None:
+            s.fig1 = replaced(s.fig1, page=fig["meta"]["page"])  # clamped: ◀ at the first page stays there
+        return {ctx.st: s, **({tab.figure1: fig_json(fig)} if fig is not None else {})}
 
     quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
     outs = [ctx.st, tab.figure1]
@@ -89,34 +91,34 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
                             **quiet)
 
     def paged(step: int) -> Any:
-        def handler(s: dict[str, Any]) -> tuple[Any, Any]:
+        def handler(s: OpenRun) -> Any:
             fig, _ = _selected_figure(ctx, viewer, s)
             if fig is None:
-                return gr.skip(), gr.skip()
+                return gr.skip()
             return redraw(s, page=max(0, int(fig["meta"]["page"]) + step))
         return handler
 
     tab.fig1_prev.click(paged(-1), [ctx.st], outs, **quiet)
     tab.fig1_next.click(paged(1), [ctx.st], outs, **quiet)
 
-    def on_export(s: dict[str, Any], request: gr.Request) -> tuple[Any, Any]:
+    def on_export(s: OpenRun, request: gr.Request) -> dict[Any, Any]:
         fig, why = _selected_figure(ctx, viewer, s)
         if fig is None:
-            return notice(why), gr.skip()
+            return {ctx.notice: notice(why)}
         try:
             paths = export_figure1(ctx, fig, s, request)
         except (ExportError, AccessDenied) as exc:
-            return notice(str(exc)), gr.skip()
+            return {ctx.notice: notice(str(exc))}
         except Exception as exc:  # no Chromium, a crashed renderer: say so, the page keeps working
-            return notice(f"export: the images could not be drawn ({type(exc).__name__})"), gr.skip()
-        return notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True), \
-            gr.update(value=paths, visible=True)
+            return {ctx.notice: notice(f"export: the images could not be drawn ({type(exc).__name__})")}
+        return {ctx.notice: notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True),
+                tab.fig1_files: gr.update(value=paths, visible=True)}
 
     tab.fig1_export.click(on_export, [ctx.st], [ctx.notice, tab.fig1_files])
 
     # a click on a row inspects that candidate, as a click in the tree does (Gradio finds the event argument by
     # its annotation)
-    def on_row(s: dict[str, Any], evt: gr.EventData, **view: Any) -> tuple[Any, ...]:
+    def on_row(s: OpenRun, evt: gr.EventData, **view: Any) -> dict[Any, Any]:
         return viewer.inspect(s, (getattr(evt, "_data", None) or {}).get("node_id"), redraw_tree=True, **view)
 
     tab.figure1.select(on_row, [ctx.st], viewer.inspect_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
@@ -133,21 +135,21 @@ def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
                         **quiet)
     shown = gr.State(None)  # [run, iteration, version] the panel shows
 
-    def from_run(s: dict[str, Any], last: Any) -> tuple[Any, Any]:
+    def from_run(s: OpenRun, last: Any, reads: RunReads | None = None) -> Any:
         # the open run, its iteration or its version changed (the user opened, stepped or replayed, or the poll
         # saw a run end); following a live run the panel waits for it to stop rather than compete with the tree
-        rid, key = s.get("run_id"), None
+        rid, key, reads = s.run_id, None, reads or ctx.reads()
         if rid:
             try:
-                version = ctx.store.run_version(rid)
+                version = reads.version(rid)
             except StorageError:
-                return gr.skip(), gr.skip()
-            if s.get("t") is None and version[0] in LIVE:
-                return gr.skip(), gr.skip()
-            key = [rid, s.get("t"), list(version)]
+                return gr.skip()
+            if s.t is None and version[0] in LIVE:
+                return gr.skip()
+            key = [rid, s.t, list(version)]
         if key == last:
-            return gr.skip(), gr.skip()
-        return why_html(ctx, s, s.get("selected"), s.get("t")), key
+            return gr.skip()
+        return {why: why_html(ctx, s, s.selected, s.t, reads), shown: key}
 
     ctx.st.change(from_run, [ctx.st, shown], [why, shown], **quiet)
-    ctx.poll.add(from_run, [ctx.st, shown], [why, shown])
+    ctx.poll.add(from_run, [ctx.st, shown], [why, shown], with_reads=True)

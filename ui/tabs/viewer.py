@@ -14,12 +14,15 @@ from storage.shadow import read_shadow
 from ..views.cases import StepJudge
 from ..views.charts import cost_figure, knobs_figure
 from ..views.decisions import step_of
-from ..views.figure1 import PER_PAGE, step_figure
+from ..views.figure1 import step_figure
 from ..views.node_details import node_details_md
 from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
 from ..views.treefig import ViewOptions, tree_figure
-from .common import AppContext, fig_json, frames_json, notice, skips, view_of, with_meta
+from storage import RunVersion
+
+from .common import AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
+from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
 
 
@@ -27,39 +30,22 @@ from .search_layout import SearchTab
 FRAMES_BUILD_S = 0.6
 
 
-FIGURE1_DEFAULTS = {"sort": "parent", "per_page": PER_PAGE, "siblings": False, "page": None}
-
-
-def fresh_run_state() -> dict[str, Any]:
-    """The Search tab's state for a run just opened or started: latest iteration, nothing selected, no
-    iteration drawn yet (drawn_t: the last iteration sent to the page while following live); Figure 1's row
-    order, page size and filter (fig1: ui/tabs/step_panel.py) carry over from the run before."""
-    return {"run_id": None, "version": None, "t": None, "selected": None, "collapsed": [], "drawn_t": -1}
-
-
-def figure1_options(s: dict[str, Any]) -> dict[str, Any]:
-    """Figure 1's options in the page state: row order, rows per page, siblings only, page (None: the page
-    holding the inspected node)."""
-    return {**FIGURE1_DEFAULTS, **(s.get("fig1") or {})}
-
-
-def tree_revision(s: dict[str, Any], opts: ViewOptions) -> str:
+def tree_revision(s: OpenRun, opts: ViewOptions) -> str:
     """The tree's uirevision: a user's zoom survives live updates and replay of one view, but a focus (on the
     chosen path, a subtree or a step) is another view of other nodes: it starts framed on them (autorange), not
     at the zoom of the view before, which left a focused subtree at the plot's edge."""
     focus = opts.focus if opts.focus == "whole tree" or opts.focus == "chosen path" else \
-        f"{opts.focus}:{s.get('selected')}"
-    return f"tree-{s['run_id']}-{focus}"
+        f"{opts.focus}:{s.selected}"
+    return f"tree-{s.run_id}-{focus}"
 
 
 class RunViewer:
-    """The open run (`ctx.st`: run id, version drawn, iteration t or None for live, selected node,
-    collapsed nodes) drawn into the Search tab's components."""
+    """The open run (`ctx.st`, page_state.OpenRun) drawn into the Search tab's components."""
 
     def __init__(self, ctx: AppContext, tab: SearchTab) -> None:
         self.ctx = ctx
         self.tab = tab
-        # what open_run and inspect return, in order
+        # what open_run and inspect may return (by component): the outputs of the events that call them
         self.open_outputs = [ctx.st, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
                              tab.figure1, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
         self.inspect_outputs = [ctx.st, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
@@ -69,49 +55,51 @@ class RunViewer:
         row = data.iterations.get(t)
         return row.get("written_at") if row else data.run.get("updated_at")
 
-    def _figure(self, s: dict[str, Any], data: RunData, state: TreeState, opts: ViewOptions,
+    def _figure(self, s: OpenRun, data: RunData, state: TreeState, opts: ViewOptions,
                 version: Any, shadow: dict[int, Any] | None = None) -> dict[str, Any]:
         """The tree figure; `shadow`: the run's shadow scores (storage.shadow), drawn apart from its own."""
-        fig = tree_figure(state, opts, selected=s.get("selected"), uirevision=tree_revision(s, opts), title="",
+        fig = tree_figure(state, opts, selected=s.selected, uirevision=tree_revision(s, opts), title="",
                           shadow=shadow or None)
         # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
         return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
-                         pinned=s.get("t") is not None)
+                         pinned=s.t is not None)
 
-    def draw_tree(self, s: dict[str, Any], view: dict[str, Any]) -> tuple[str, RunData, TreeState]:
-        """The tree figure JSON of run s at s["t"] under the filters `view`; records the version drawn
-        (and, following live, the iteration: live frames go on from there)."""
-        store = self.ctx.store
-        version = store.run_version(s["run_id"])
-        data = self.ctx.cache.get(s["run_id"], version)
-        state = data.state_at(s.get("t"))
-        fig = self._figure(s, data, state, view_of(**view, collapsed=s.get("collapsed")), version,
-                           read_shadow(store, s["run_id"]))
-        s["version"] = version
-        if s.get("t") is None:
-            s["drawn_t"] = state.iteration
+    def draw_tree(self, s: OpenRun, view: dict[str, Any],
+                  reads: RunReads | None = None) -> tuple[str, RunData, TreeState]:
+        """The tree figure JSON of run s at s.t under the filters `view` (`reads`: the event's reads of the run
+        log, when it has some); records the version drawn (and, following live, the iteration: live frames go on
+        from there)."""
+        assert s.run_id is not None
+        reads = reads or self.ctx.reads()
+        version, data = reads.version(s.run_id), reads.data(s.run_id)
+        state = data.state_at(s.t)
+        fig = self._figure(s, data, state, view_of(**view, collapsed=s.collapsed), version,
+                           read_shadow(self.ctx.store, s.run_id))
+        s.version = version
+        if s.t is None:
+            s.drawn_t = state.iteration
         return fig_json(fig), data, state
 
-    def live_frames(self, s: dict[str, Any], view: dict[str, Any], data: RunData,
-                    version: Any) -> tuple[str, TreeState, bool]:
-        """The tree after each iteration the page has not been sent yet (s["drawn_t"] + 1 on, oldest
+    def live_frames(self, s: OpenRun, view: dict[str, Any], data: RunData,
+                    version: RunVersion) -> tuple[str, TreeState, bool]:
+        """The tree after each iteration the page has not been sent yet (s.drawn_t + 1 on, oldest
         first) as one payload the page draws in order (PLOT_JS): a poll that finds several new iterations
         shows every one, never only the last. Nothing new (the run's status or marks changed): the latest
         again. Building stops after FRAMES_BUILD_S, at least one frame; the rest come with the next poll.
         Returns the payload, the last state sent, and whether it is the latest."""
         last = data.max_iteration
-        start = min(int(s.get("drawn_t", -1)) + 1, last)
-        opts = view_of(**view, collapsed=s.get("collapsed"))
+        start = min(s.drawn_t + 1, last)
+        opts = view_of(**view, collapsed=s.collapsed)
         figs: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         state = data.state_at(start)
-        shadow = read_shadow(self.ctx.store, s["run_id"])
+        shadow = read_shadow(self.ctx.store, s.run_id)
         for t in range(start, last + 1):
             state = data.state_at(t) if t != start else state
             figs.append(self._figure(s, data, state, opts, version, shadow))
             if time.perf_counter() - t0 > FRAMES_BUILD_S:
                 break
-        s["drawn_t"] = state.iteration
+        s.drawn_t = state.iteration
         return frames_json(figs), state, state.iteration >= last
 
     @staticmethod
@@ -119,39 +107,47 @@ class RunViewer:
         mx = max(1, data.max_iteration)
         return gr.update(maximum=mx, value=data.max_iteration if t is None else t, interactive=data.max_iteration > 0)
 
-    def open_run(self, s: dict[str, Any], run_ref: Any, **view: Any) -> tuple[Any, ...]:
-        """Open a run (id or prefix) in the Search tab and switch to it."""
+    def open_run(self, s: OpenRun, run_ref: Any, **view: Any) -> dict[Any, Any]:
+        """Open a run (id or prefix) in the Search tab and switch to it: its outputs by component (of
+        open_outputs); only the notice when there is no such run."""
         try:
             run = self.ctx.store.find_run(str(run_ref or ""))
         except StorageError as exc:
-            return (s, notice(str(exc)), *skips(9))
-        s = {**fresh_run_state(), "run_id": run["run_id"], "fig1": {**figure1_options(s), "page": None}}
+            return {self.ctx.notice: notice(str(exc))}
+        s = s.opened(run["run_id"])
         fig, data, state = self.draw_tree(s, view)
-        return (s, notice(""), fig, run_status_md(data.run, state), self.slider_update(data, None),
-                fig_json(cost_figure(list(data.iterations.values()))), "", "",
-                f"{run['run_id']}:{run['status']}", gr.update(selected="search"),
-                fig_json(knobs_figure(list(data.iterations.values()))))
+        t, rows = self.tab, list(data.iterations.values())
+        return {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig, t.status_md: run_status_md(data.run, state),
+                t.t_slider: self.slider_update(data, None), t.cost_plot: fig_json(cost_figure(rows)), t.figure1: "",
+                t.node_md: "", t.export_key: f"{run['run_id']}:{run['status']}",
+                self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
 
-    def inspect(self, s: dict[str, Any], node_id: Any, redraw_tree: bool = False, **view: Any) -> tuple[Any, ...]:
-        """Select a node: its sibling boxplots, details, star and note; the tree redrawn when asked."""
-        if not s.get("run_id"):
-            return (s, notice("open a run first"), *skips(6))
-        data = self.ctx.cache.get(s["run_id"])
-        state = data.state_at(s.get("t"))
+    def inspect(self, s: OpenRun, node_id: Any, redraw_tree: bool = False, **view: Any) -> dict[Any, Any]:
+        """Select a node: its sibling boxplots, details, star and note; the tree redrawn when asked. Its outputs by
+        component (of inspect_outputs)."""
+        if not s.run_id:
+            return {self.ctx.notice: notice("open a run first")}
+        reads = self.ctx.reads()  # one read of the run for the node and, when asked, the tree
+        data = reads.data(s.run_id)
+        state = data.state_at(s.t)
         try:
             nid = int(node_id)
         except (TypeError, ValueError):
-            return (s, notice(f"node: {node_id!r} is not a node id"), *skips(6))
-        if (missing := self.missing_node(s["run_id"], state, nid)) is not None:
-            return (s, notice(missing), *skips(6))
-        if nid != s.get("selected"):
-            s["fig1"] = {**figure1_options(s), "page": None}  # the page that holds the new node
-        s["selected"] = nid
-        fig, md = self.node_view(data, state, nid, figure1_options(s))
-        star = self.ctx.store.get_star(s["run_id"], nid) if nid != 0 else None
-        tree_val = self.draw_tree(s, view)[0] if redraw_tree else gr.skip()
-        return (s, notice(""), fig, md, gr.update(value=nid), bool(star and star["starred"]),
-                (star or {}).get("note", ""), tree_val)
+            return {self.ctx.notice: notice(f"node: {node_id!r} is not a node id")}
+        if (missing := self.missing_node(s.run_id, state, nid)) is not None:
+            return {self.ctx.notice: notice(missing)}
+        if nid != s.selected:
+            s.fig1 = replaced(s.fig1, page=None)  # the page that holds the new node
+        s.selected = nid
+        fig, md = self.node_view(data, state, nid, s.fig1)
+        star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
+        t = self.tab
+        out = {self.ctx.st: s, self.ctx.notice: notice(""), t.figure1: fig, t.node_md: md,
+               t.node_box: gr.update(value=nid), t.star_box: bool(star and star["starred"]),
+               t.note_box: (star or {}).get("note", "")}
+        if redraw_tree:
+            out[t.tree] = self.draw_tree(s, view, reads)[0]
+        return out
 
     @staticmethod
     def missing_node(run_id: str, state: TreeState, nid: int) -> str | None:
@@ -161,8 +157,8 @@ class RunViewer:
         return f"node: run {run_id[:8]} has no node {nid} at iteration {state.iteration}; click one in the tree"
 
     @staticmethod
-    def node_view(data: RunData, state: TreeState, nid: int, options: dict[str, Any] | None = None) -> tuple[str, str]:
-        """Figure 1 of node `nid`'s step (figure JSON, `options` as figure1_options gives them) and the
+    def node_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None) -> tuple[str, str]:
+        """Figure 1 of node `nid`'s step (figure JSON, drawn with `options`) and the
         inspector's text, as they were at `state`'s iteration (its K, scores, marks and decisions then); each
         step marked right or wrong by the run's final verdict."""
         judge = StepJudge(data.state_at(None))
@@ -172,20 +168,22 @@ class RunViewer:
         return fig_json(fig), node_details_md(data, state, nid, judge)
 
     @staticmethod
-    def step_view(data: RunData, state: TreeState, nid: int, options: dict[str, Any] | None = None,
+    def step_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None,
                   judge: StepJudge | None = None) -> dict[str, Any] | None:
         """Figure 1 of node `nid`'s step as the iteration shown knows it (None: the node has no scored step)."""
         step = step_of(data, nid, state.iteration)
         if step is None:
             return None
         judge = judge or StepJudge(data.state_at(None))
-        opts = {**FIGURE1_DEFAULTS, **(options or {})}
+        opts = options or Figure1Options()
         return step_figure(step, selected=nid, truth={c.node_id: judge(c.node_id) for c in step.candidates},
-                           sort_by=opts["sort"], per_page=int(opts["per_page"]), page=opts["page"],
-                           siblings_only=bool(opts["siblings"]))
+                           sort_by=opts.sort, per_page=int(opts.per_page), page=opts.page,
+                           siblings_only=bool(opts.siblings))
 
-    def selected_view(self, s: dict[str, Any], data: RunData, state: TreeState) -> tuple[Any, Any]:
-        """The inspector redrawn for the selected node at the iteration shown; left alone when none is."""
-        if s.get("selected") is None:
-            return gr.skip(), gr.skip()
-        return self.node_view(data, state, int(s["selected"]), figure1_options(s))
+    def selected_view(self, s: OpenRun, data: RunData, state: TreeState) -> dict[Any, Any]:
+        """The inspector (Figure 1, the node's text) redrawn for the selected node at the iteration shown, by
+        component; nothing when none is selected."""
+        if s.selected is None:
+            return {}
+        fig, md = self.node_view(data, state, int(s.selected), s.fig1)
+        return {self.tab.figure1: fig, self.tab.node_md: md}

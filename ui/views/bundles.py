@@ -41,7 +41,7 @@ VERDICT = {True: "right", False: "wrong", None: "?"}  # a step's truth in an exp
 
 def path_numbers(fig: dict[str, Any], state: Any, path: Sequence[int]) -> list[dict[str, Any]]:
     """R̄ and σ² beside each node of the chosen path, for the exported image: the page draws numbers on a zoom
-    (ui/tabs/treelod.py), a static image has only its compact glyphs, and a paper needs the path's numbers.
+    (ui/js/treelod.js), a static image has only its compact glyphs, and a paper needs the path's numbers.
     One node a row, so the labels never meet; to the node's left, clear of its glyph on the right."""
     where = {}
     for tr in fig["data"]:

@@ -33,6 +33,7 @@ from uats_core.errors import FieldError
 
 from .latex import latex_escape, latex_table
 from .safe_text import hide_server_paths
+from .scripts import page_script
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +242,7 @@ def to_html(bundle: ExportBundle) -> str:
                        for _, f in bundle.figures], default=_json_default, ensure_ascii=False)
     # '</' inside the JSON would end the script element early
     figs = figs.replace("</", "<\\/")
-    parts.append(f"<script>const FIGS={figs};FIGS.forEach((f,i)=>Plotly.newPlot('fig'+i,f.data,f.layout,f.config));</script>")
+    parts.append(f"<script>const FIGS={figs};</script><script>{page_script('export_page.js')}</script>")
     parts.append("</body></html>")
     return "".join(parts)
 

@@ -29,7 +29,7 @@ SHADOW_COLOUR = "#7b3294"  # shadow scores (passes the run never paid for): purp
 GLYPH_DX = (0.16, 0.40)  # glyph x extent right of its node, in layout units (siblings are >= 1 apart)
 GLYPH_HALF_HEIGHT = 0.36  # score 0..1 maps to y-0.36 .. y+0.36 (depth rows are 1 apart)
 RAIL_LIMIT = 600  # above this many shown nodes the grey 0..1 rails behind glyphs cost more than they tell
-# Level of detail: with at most DETAIL_LIMIT nodes in view the page's script (ui/tabs/treelod.py) draws every
+# Level of detail: with at most DETAIL_LIMIT nodes in view the page's script (ui/js/treelod.js) draws every
 # node a full boxplot in screen pixels with R̄ and σ² beside it; with more, the compact glyphs above.
 DETAIL_LIMIT = 60
 DETAIL_ROW_PX = 96  # the row height a tree of at most DETAIL_LIMIT nodes is given (the boxes scale with it)

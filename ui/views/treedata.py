@@ -142,8 +142,9 @@ class RunData:
         self.max_iteration = max([hist_max, *self.iterations, int(self.run.get("iterations") or 0)])
 
     @classmethod
-    def load(cls, store: Any, run_id: str) -> "RunData":
-        run = store.get_run(run_id)
+    def load(cls, store: Any, run_id: str, run: dict[str, Any] | None = None) -> "RunData":
+        """The run as stored now; `run`: its row, when just read."""
+        run = run if run is not None else store.get_run(run_id)
         big = int(run.get("n_nodes") or 0) > HISTORY_LIMIT  # opening a huge run must stay within seconds
         with gc_paused():
             data = cls(run, read_nodes(store, run_id), () if big else store.get_node_history(run_id),
@@ -151,13 +152,14 @@ class RunData:
         data.history_skipped = big
         return data
 
-    def grown(self, store: Any) -> "RunData":
+    def grown(self, store: Any, run: dict[str, Any] | None = None) -> "RunData":
         """This run as stored now, from this copy and the rows written at or after its watermark (one
         transaction per iteration, so those hold every change since; re-reading the watermark's own
         iteration catches the nodes a run's end writes under it). A new RunData: readers of this one
-        (other sessions, other tabs) keep a consistent tree."""
+        (other sessions, other tabs) keep a consistent tree. `run`: the run's row, when just read."""
         run_id = self.run["run_id"]
-        run = store.get_run(run_id)  # first: its iteration count bounds what the reads below may miss
+        # the row first: its iteration count bounds what the reads below may miss
+        run = run if run is not None else store.get_run(run_id)
         since = self.watermark
         with gc_paused():
             iterations = store.get_iterations(run_id, since_iter=since)

@@ -264,13 +264,13 @@ def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Map
              "showlegend": False, "name": "marks"}]
 
 
-MAX_DECISION_LABELS = 200  # SVG texts per draw; the page hides those that collide at the zoom shown (treelod.py)
+MAX_DECISION_LABELS = 200  # SVG texts per draw; the page hides those that collide at the zoom shown (ui/js/treelod.js)
 
 
 def decision_labels(state: TreeState, pos: Pos) -> list[tuple[int, str]]:
     """This iteration's decision labels (+Kp extra passes, ×N children, ✂ pruned), the largest decisions first:
     the page keeps a label only where it overlaps no label before it and stays inside the plot (measured in
-    pixels at the zoom shown, ui/tabs/treelod.py), so zooming in brings the others back; at most
+    pixels at the zoom shown, ui/js/treelod.js), so zooming in brings the others back; at most
     MAX_DECISION_LABELS (every decided node still gets its halo; Figure 1 lists every decision of a step)."""
     found = []
     for i, d in state.decisions.items():

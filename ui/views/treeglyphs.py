@@ -2,7 +2,7 @@
 
 Compact: with many nodes in view, each node's MC passes as a small box in layout units right of it (one
 layout shape, so one SVG path, per kind of mark for the whole tree: 2,000 glyphs draw fast). Detailed: with
-few nodes in view, the page's script (ui/tabs/treelod.py) draws each one a real boxplot in screen pixels
+few nodes in view, the page's script (ui/js/treelod.js) draws each one a real boxplot in screen pixels
 (box, whiskers, median, passes as dots, R̄ tick) with R̄ and σ² written beside it, from `glyph_meta`.
 Both read the same box statistics (figstyle.box_stats) and colour bins.
 
@@ -122,7 +122,7 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
              # the selection ring is a layout shape drawn in the page (PLOT_JS ringAt): named here, as a key
              _key("inspected node", {"size": 14, "symbol": "circle-open", "color": "#111", "line": {"width": 2.5}})]
     if glyphs:
-        # the detailed boxplot's marks (ui/tabs/treelod.py) and the compact one's, named once
+        # the detailed boxplot's marks (ui/js/treelod.js) and the compact one's, named once
         keys += [_key("box: MC passes", {"symbol": "square", "size": 10, "color": "#5ec962",
                                          "line": {"color": "#444", "width": 1}}),
                  _key("one MC pass", {"symbol": "diamond", "size": 6, "color": "rgba(20,20,20,0.75)"}),

@@ -1,28 +1,24 @@
-"""The tree's level of detail, in the page: the script part of PLOT_JS that swaps the compact glyphs for
-full boxplots when few nodes are in view.
-
-Why in the browser: zooming is Plotly's own (relayout in the page); a round trip to the server after each
-wheel step took seconds on a loaded machine, while the swap here redraws the plot once. The figure's
-meta.glyphs (ui/treeglyphs.glyph_meta) carries every scored node's box statistics, passes, colour bin and
-printed R̄|σ²; this script only decides which nodes are in view and lays their boxplots out in screen
-pixels: each one a set of Plotly layout shapes sized in pixels (xsizemode/ysizemode "pixel") anchored at
-its node, and an annotation shifted a fixed number of pixels right of it, so nothing ever drifts from its
-node whatever the zoom or the width of the view.
-
-Rules (LOD below): detailed while at most meta.glyphs.limit nodes are in view and siblings are at least
-minColPx apart and rows minRowPx tall; the box's 0–1 scale is 85 % of a row high (minBoxPx..maxBoxPx), the
-box gapPx right of its node (clear of its halo) and boxW wide, narrower where columns are close; R̄ and σ²
-are written beside it where the next node on its row is labelGapPx away or more. While detailed, the
-compact glyphs (layout shapes named in meta.glyphs.compact) are hidden (a relayout: shapes only).
-
-Text marks (the decisions' `+Kp ×N ✂` and `+k hidden`, the trace named "marks") are measured where the browser drew
-them: after every draw, zoom or pan, a label whose box overlaps one drawn before it (the server sends the largest
-decisions first) or leaves the plot area (the colour bar and the legend sit outside it) is hidden at that zoom;
-zooming in brings it back, and the node's hover always says it. No Plotly redraw: the SVG text is shown or hidden."""
-
-from __future__ import annotations
-
-LOD_JS = r"""
+// The tree's level of detail, in the page: the part of the plot's js_on_load (PLOT_JS, ui/tabs/common.py) that swaps the compact glyphs for
+// full boxplots when few nodes are in view.
+//
+// Why in the browser: zooming is Plotly's own (relayout in the page); a round trip to the server after each
+// wheel step took seconds on a loaded machine, while the swap here redraws the plot once. The figure's
+// meta.glyphs (ui/treeglyphs.glyph_meta) carries every scored node's box statistics, passes, colour bin and
+// printed R̄|σ²; this script only decides which nodes are in view and lays their boxplots out in screen
+// pixels: each one a set of Plotly layout shapes sized in pixels (xsizemode/ysizemode "pixel") anchored at
+// its node, and an annotation shifted a fixed number of pixels right of it, so nothing ever drifts from its
+// node whatever the zoom or the width of the view.
+//
+// Rules (LOD below): detailed while at most meta.glyphs.limit nodes are in view and siblings are at least
+// minColPx apart and rows minRowPx tall; the box's 0–1 scale is 85 % of a row high (minBoxPx..maxBoxPx), the
+// box gapPx right of its node (clear of its halo) and boxW wide, narrower where columns are close; R̄ and σ²
+// are written beside it where the next node on its row is labelGapPx away or more. While detailed, the
+// compact glyphs (layout shapes named in meta.glyphs.compact) are hidden (a relayout: shapes only).
+//
+// Text marks (the decisions' `+Kp ×N ✂` and `+k hidden`, the trace named "marks") are measured where the browser drew
+// them: after every draw, zoom or pan, a label whose box overlaps one drawn before it (the server sends the largest
+// decisions first) or leaves the plot area (the colour bar and the legend sit outside it) is hidden at that zoom;
+// zooming in brings it back, and the node's hover always says it. No Plotly redraw: the SVG text is shown or hidden.
 const LOD = {gapPx: 18, boxW: 24, minBoxW: 12, minColPx: 38, minRowPx: 16, labelGapPx: 110, labelRowPx: 24,
              boxRows: 0.85, minBoxPx: 16, maxBoxPx: 160};
 function lodAxes(gd) {
@@ -44,8 +40,9 @@ function lodPlan(data, g, ax) {
     if (x >= ax.x0 && x <= ax.x1 && y >= ax.y0 && y <= ax.y1) inView.push(i);
     else if (x >= ax.x0 - mx && x <= ax.x1 + mx && y >= ax.y0 - my && y <= ax.y1 + my) near.push(i);
   }
-  if (inView.length > g.limit || ax.colPx < LOD.minColPx || ax.rowPx < LOD.minRowPx)
+  if (inView.length > g.limit || ax.colPx < LOD.minColPx || ax.rowPx < LOD.minRowPx) {
     return {detail: false, key: 'compact', ids: [], inView: inView.length};
+  }
   // the nodes just outside the view too (up to the limit): a short pan shows no bare nodes
   const ids = inView.concat(near.slice(0, g.limit));
   const boxPx = Math.round(Math.min(LOD.maxBoxPx, Math.max(LOD.minBoxPx, LOD.boxRows * ax.rowPx)));
@@ -61,12 +58,14 @@ function lodPlan(data, g, ax) {
   for (const r of rows.values()) r.sort((a, b) => a - b);
   const labels = new Set();
   const width = (ax.x1 - ax.x0) * ax.colPx;
-  if (ax.rowPx >= LOD.labelRowPx) for (const i of ids) {
-    const r = rows.get(tr.y[i]), x = tr.x[i];
-    const next = r.find(v => v > x);
-    // ... and the plot's right edge leaves it room: past it lie the colour bar and the legend
-    const fits = (x - ax.x0) * ax.colPx + LOD.gapPx + boxW + LOD.labelGapPx - 20 <= width;
-    if (fits && (next === undefined || (next - x) * ax.colPx >= LOD.labelGapPx)) labels.add(i);
+  if (ax.rowPx >= LOD.labelRowPx) {
+    for (const i of ids) {
+      const r = rows.get(tr.y[i]), x = tr.x[i];
+      const next = r.find(v => v > x);
+      // ... and the plot's right edge leaves it room: past it lie the colour bar and the legend
+      const fits = (x - ax.x0) * ax.colPx + LOD.gapPx + boxW + LOD.labelGapPx - 20 <= width;
+      if (fits && (next === undefined || (next - x) * ax.colPx >= LOD.labelGapPx)) labels.add(i);
+    }
   }
   return {detail: true, ids, boxPx, boxW, labels, inView: inView.length,
           key: `d${boxPx}w${boxW}:${ids.map(i => labels.has(i) ? i + 'L' : i).join(',')}`};
@@ -191,4 +190,3 @@ function lodRefresh(gd) {
     gd.dataset.lodDraws = String(Number(gd.dataset.lodDraws || 0) + 1);
   });
 }
-"""
