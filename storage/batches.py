@@ -19,8 +19,8 @@ def create_batch_job(store: Any, job_id: str, total: int, spec: dict[str, Any], 
     """A queued batch row (the app's pool then hands the job to a worker), recorded as this process's."""
     now = time.time()
     with store.engine.begin() as conn:
-        conn.execute(sa.insert(S.batch_jobs), [dict(job_id=job_id, spec=spec, status=RunStatus.QUEUED, done=0, total=int(total),
-                                                    failed=0, cancel_requested=False, owner=owner,
+        conn.execute(sa.insert(S.batch_jobs), [dict(job_id=job_id, spec=spec, status=RunStatus.QUEUED, done=0,
+                                                    total=int(total), failed=0, cancel_requested=False, owner=owner,
                                                     server=this_process(), created_at=now, updated_at=now)])
 
 

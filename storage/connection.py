@@ -54,7 +54,7 @@ def display_location(url: URL) -> str:
 
 # The databases a run log lives in: the recorder's and the fast reader's statements are written for these two.
 DIALECTS = ("sqlite", "postgresql")
-POSTGRES_DRIVER = "psycopg"  # the `postgres` extra's (pip install 'uats-studio[postgres]'): a plain postgresql:// uses it
+POSTGRES_DRIVER = "psycopg"  # the `postgres` extra's driver: a plain postgresql:// URL gets it
 
 
 def parse_location(spec: str) -> URL:

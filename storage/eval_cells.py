@@ -148,7 +148,8 @@ class CellLedger:
         """Mark the cell running under `run_id` for this process. False when another worker holds it or it
         is already finished (two evaluations on one database never run the same cell twice at once)."""
         now = time.time()
-        values = dict(status=RunStatus.RUNNING, run_id=run_id, batched=batched, worker_pid=os.getpid(), worker_host=self.host,
+        values = dict(status=RunStatus.RUNNING, run_id=run_id, batched=batched, worker_pid=os.getpid(),
+                      worker_host=self.host,
                       started_at=now, ended_at=None, wall_s=None, error=None)
         c = eval_cells.c
         with self.engine.begin() as conn:
@@ -190,7 +191,8 @@ class CellLedger:
         c = eval_cells.c
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(c.cell_key, c.run_id, c.worker_host, c.worker_pid)
-                                .where(c.status == RunStatus.RUNNING, c.worker_pid.in_(sorted({p for _, p in workers})))).all()
+                                .where(c.status == RunStatus.RUNNING,
+                                       c.worker_pid.in_(sorted({p for _, p in workers})))).all()
         closed = []
         for row in rows:
             if (row.worker_host, row.worker_pid) not in workers:

@@ -48,8 +48,9 @@ def create_shadow_job(store: Any, job_id: str, run_id: str, k: int, prm: str | N
     store.get_run(run_id)
     now = time.time()
     with store.engine.begin() as conn:
-        conn.execute(sa.insert(S.shadow_jobs), [dict(job_id=job_id, run_id=run_id, k=int(k), prm=prm, status=RunStatus.QUEUED,
-                                                     done=0, total=int(total), cancel_requested=False,
+        conn.execute(sa.insert(S.shadow_jobs), [dict(job_id=job_id, run_id=run_id, k=int(k), prm=prm,
+                                                     status=RunStatus.QUEUED, done=0, total=int(total),
+                                                     cancel_requested=False,
                                                      server=this_process(), created_at=now, updated_at=now)])
 
 

@@ -205,7 +205,7 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
             ctrl.reset()
             cfg = replace(base, budget=budget, seed=rng.randrange(2**31))
             res = run_search(problem, cfg, policy, prm, controller=ctrl)
-            if res.status == RunStatus.CANCELLED:  # Ctrl-C or `kill` landed inside the search: stop training, keep the rounds
+            if res.status == RunStatus.CANCELLED:  # Ctrl-C or `kill` inside the search: stop, keep the rounds
                 raise KeyboardInterrupt
             episodes.append(list(ctrl.episode))
             rewards.append(reward_of(res.correct, res.cost, budget, cfg.cost_ratio, res.iterations))

@@ -165,7 +165,8 @@ def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], co
     answer = answer_table(rep.tables["paired_differences"], rep.tables["spend"], main)
     rep.tables["answer"] = answer
     if text := answer_markdown(answer, roles):
-        read = df[(df["dataset"] == main) & (df["variant"] == "base") & df["method"].isin(["rebase", *uncertainty_methods()])]
+        read = df[(df["dataset"] == main) & (df["variant"] == "base")
+                  & df["method"].isin(["rebase", *uncertainty_methods()])]
         rep.markdown["Does UATS beat REBASE"] = with_provenance(text, read)
     rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), df)
 

@@ -56,7 +56,8 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
         correct = {"right": True, "wrong": False}.get(o)
         runs = ctx.store.list_runs(method=None if m in (None, "(any)") else m,
                                    problem_id=None if p in (None, "(any)", "") else p,
-                                   status=RunStatus.FINISHED if correct is not None else status, correct=correct, limit=500)
+                                   status=RunStatus.FINISHED if correct is not None else status, correct=correct,
+                                   limit=500)
         problems = ["(any)"] + ctx.store.distinct_values("problem_id")
         return {runs_table: gr.update(value=run_rows(runs)), run_ids_state: [r["run_id"] for r in runs],
                 r_problem: gr.update(choices=problems)}

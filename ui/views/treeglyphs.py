@@ -131,7 +131,8 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
     text = {"mode": "text", "textfont": {"color": "#8a5a00"}}
     optional = (
         (NodeStatus.FINISHED, _key(str(NodeStatus.FINISHED), {"size": 10, "symbol": "diamond", "color": "#888"})),
-        (NodeStatus.TRUNCATED, _key(str(NodeStatus.TRUNCATED), {"size": 10, "symbol": "triangle-down", "color": "#888"})),
+        (NodeStatus.TRUNCATED,
+         _key(str(NodeStatus.TRUNCATED), {"size": 10, "symbol": "triangle-down", "color": "#888"})),
         (NodeStatus.PRUNED, _key("pruned (faded)", {"size": 10, "color": "#888", "opacity": 0.35})),
         ("chosen", _key("chosen answer", {"size": 13, "symbol": "star", "color": "#b5de2b",
                                           "line": {"color": CHOSEN_COLOUR, "width": 2}})),
