@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 
 from benchmarks import casefinder as bench_cases, engine as bench_engine, gpu as bench_gpu, uncertainty as bench_uncertainty
 from uats_core.timing import measure, summary
@@ -162,9 +161,10 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
             variants = {}
             for mname, spec in specs.items():
                 kk = 1 if spec is None else args.k
-                variants[f"{mname} plain"] = (lambda spec=spec, kk=kk: plain.hidden_at([node], pos, k=kk, spec=spec))
-                variants[f"{mname} cached"] = (lambda spec=spec, kk=kk: cached.hidden_at([node], pos, k=kk, spec=spec,
-                                                                                        prefixes=[[parent]]))
+                variants[f"{mname} plain"] = (lambda spec=spec, kk=kk, node=node, pos=pos:
+                                              plain.hidden_at([node], pos, k=kk, spec=spec))
+                variants[f"{mname} cached"] = (lambda spec=spec, kk=kk, node=node, pos=pos, parent=parent:
+                                               cached.hidden_at([node], pos, k=kk, spec=spec, prefixes=[[parent]]))
 
             def setup(name: str, parent=parent) -> None:
                 # Fresh cache holding only the parent's entry, so the node itself is never a free exact hit.
@@ -269,21 +269,15 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
 
     import torch
 
+    from uats_core.worlds.arith import world
+
     prm_dir = args.models_dir / "arith-prm"
-    try:
-        from uats_core.worlds.arith import world
-        step_correct = world.step_correct
-    except (ImportError, AttributeError) as exc:
-        msg = f"uats_core.worlds.arith.world.step_correct is not available ({exc}); skipping the AUROC part"
-        print("\n" + msg)
-        return {"skipped": msg}
     if not (prm_dir / "config.json").is_file():
         msg = f"no arithmetic PRM at {prm_dir}; train it (python -m uats_core.worlds.arith.train) or pass --models-dir"
         print("\n" + msg)
         return {"skipped": msg}
     from uats_core.backends import load_prm
     from uats_core.backends.mc_dropout import DropoutSpec
-    from uats_core.protocols import Trace
 
     from uats_core.worlds.arith.written import written_steps
 

@@ -60,7 +60,7 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
             best = min(plain)
             rows.append({"method": method, "budget": budget, "nodes": nodes, "search_s": best,
                          "spread_s": max(plain) - best, "with_log_s": min(logged),
-                         "log_share": min(i / l for i, l in zip(inside, logged)),
+                         "log_share": min(i / lg for i, lg in zip(inside, logged)),
                          "wall_ratio": min(logged) / best})
     return rows
 

@@ -142,7 +142,7 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
     for mode in modes:
         prm.clear_cache()
         spec = DropoutSpec.parse(mode, args.p)
-        per_depth = [timer(lambda f=f: prm.mc_scores(f, args.k, spec=spec)) for f in frontiers]
+        per_depth = [timer(lambda f=f, spec=spec: prm.mc_scores(f, args.k, spec=spec)) for f in frontiers]
         search_rows.append({"mode": mode, "seconds": sum(per_depth), "per_depth_s": per_depth})
         print(f"  search workload, {mode:>6s}: {sum(per_depth):7.2f} s over {len(frontiers)} depths")
     out["search"] = search_rows

@@ -24,7 +24,7 @@ from uats_core.calibration import tau_from_variances
 from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES
 from uats.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.errors import ConfigError
-from uats_core.estimation import auroc, logits
+from uats_core.estimation import auroc
 
 # -- bench uncertainty ------------------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
@@ -74,7 +74,10 @@ def space_row(v_a: np.ndarray, v_b: np.ndarray, wrong: np.ndarray, tau: float) -
     """The table's numbers for one mode and space, from the per-step variances of the A and B steps."""
     both = np.concatenate([v_a, v_b])
     is_b = np.concatenate([np.zeros(len(v_a), bool), np.ones(len(v_b), bool)])
-    ratio = (lambda f: float(f(v_b) / f(v_a)) if f(v_a) > 0 else float("nan"))
+
+    def ratio(f: Any) -> float:
+        return float(f(v_b) / f(v_a)) if f(v_a) > 0 else float("nan")
+
     return {"mean_ratio": ratio(np.mean), "median_ratio": ratio(np.median),
             "auroc_ood": auroc(both, is_b), "auroc_wrong": auroc(both, wrong),
             "tau": tau, "share_a": float((v_a > tau).mean()), "share_b": float((v_b > tau).mean()),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -218,7 +217,7 @@ def test_the_login_limits_window_per_client_and_per_user() -> None:
 
     now = [0.0]
     lim = LoginLimiter(LoginLimits(per_client=3, per_user=5, window_s=100), clock=lambda: now[0])
-    for i in range(3):
+    for _ in range(3):
         assert lim.retry_after("10.0.0.1", "bob") is None
         lim.failed("10.0.0.1", "bob")
         now[0] += 10

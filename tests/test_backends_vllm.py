@@ -6,7 +6,7 @@ replays scripted CompletionOutputs shaped like vLLM's (text, token_ids, finish_r
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest

@@ -11,7 +11,6 @@ import pytest
 
 from uats.cli import main as cli_main
 from benchmarks.cli import main as bench_main
-from uats.cli import main as cli_main
 from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
                                    spread_entry, tau_from_variances, write_calibration)
 from uats_core.config import SearchConfig

@@ -160,7 +160,6 @@ def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_f
     proc = _start(problems_file, pg_url, err)
     try:
         victim = _kill_worker_mid_grid(proc, pg_url, err)
-        pid = int(victim["worker_pid"])
         try:
             proc.wait(DEADLINE_S)  # the driver notices the dead actor and ends by itself
         except subprocess.TimeoutExpired:

@@ -51,7 +51,7 @@ def test_tidy_layout_never_overlaps_at_2000_nodes() -> None:
         depth[i] = depth[p] + 1
     pos = tidy_layout(parent)
     assert len(pos) == 2000
-    for i, (x, y) in pos.items():
+    for i, (_, y) in pos.items():
         assert y == -depth[i]
     rows: dict[float, list[float]] = {}
     for x, y in pos.values():
@@ -119,7 +119,6 @@ def test_tree_figure_structure(store: RunStore) -> None:
     state = RunData.load(store, "r200").state_at(None)
     fig = tree_figure(state, selected=5)
     json.dumps(fig)  # serialisable as sent to the page
-    names = [t.get("name") for t in fig["data"]]
     markers = next(t for t in fig["data"] if t.get("name", "").startswith("nodes"))
     assert len(markers["x"]) == len([i for i in state.nodes if i != 0 and state.nodes[i]["mean"] is not None])
     ids = [c[0] for c in markers["customdata"]]

@@ -139,12 +139,12 @@ def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
     gen_times, gen_tokens, pass_times = [], [], []
     for _ in range(args.repeats):
         box: list[Any] = []
-        gen_times.append(timed(lambda: box.append(policy.generate_steps(traces))))
+        gen_times.append(timed(lambda box=box: box.append(policy.generate_steps(traces))))
         outs = box[0]
         gen_tokens.append(sum(o.num_tokens for o in outs))
         scored = [t.extend(o.text or " ") for t, o in zip(traces, outs)]
         # One pass = one deterministic forward reading the last step (for a judge: one prompt, not one per step).
-        pass_times.append(timed(lambda: prm.mc_scores(scored, 1, spec=one_pass)))
+        pass_times.append(timed(lambda scored=scored: prm.mc_scores(scored, 1, spec=one_pass)))
     step_s, pass_s = min(t[0] for t in gen_times) / args.batch, min(t[0] for t in pass_times) / args.batch
     res = {"policy": args.policy, "prm": args.prm, "batch": args.batch, "depth": args.depth,
            "step_s": step_s, "prm_pass_s": pass_s, "c": step_s / pass_s,

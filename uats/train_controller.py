@@ -201,7 +201,7 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
         policy, prm = pairs[pair_idx]
         budget = rng.choice(list(budgets))
         episodes, rewards, correct, costs = [], [], [], []
-        for j in range(searches_per_round):
+        for _ in range(searches_per_round):
             ctrl.reset()
             cfg = replace(base, budget=budget, seed=rng.randrange(2**31))
             res = run_search(problem, cfg, policy, prm, controller=ctrl)

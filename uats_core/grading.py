@@ -13,7 +13,6 @@ import multiprocessing as mp
 import re
 import threading
 from concurrent.futures.process import BrokenProcessPool
-from collections import defaultdict
 from fractions import Fraction
 from typing import Iterable, Sequence
 

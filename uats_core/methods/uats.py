@@ -21,7 +21,6 @@ C and B come from allocation.uats_budget_split; A-UATS's controller scales them 
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 

@@ -204,7 +204,7 @@ def base_on_variant_cells(df: pd.DataFrame, confidence: float = 0.95) -> pd.Data
     a narrower ablation is set beside its base like for like."""
     rows = []
     uats = df[df["method"].isin(uncertainty_methods())]
-    for (dataset, pair, method), g in uats.groupby(["dataset", "pair", "method"], sort=False):
+    for _, g in uats.groupby(["dataset", "pair", "method"], sort=False):
         base = g[g["variant"] == "base"]
         base_axes = set(zip(base["budget"], base["seed"]))
         for variant, v in g[g["variant"] != "base"].groupby("variant", sort=False):

@@ -96,19 +96,6 @@ class RunRequest(RunRowJob):
         return store.waiting_paused(self.run_id)
 
 
-def worker_main(req: RunRequest) -> None:
-    """A one-off worker process: load the models, search, write every event (the pool uses warm workers;
-    this stays for callers that want a fresh interpreter per run)."""
-    from .warm import ModelCache
-
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker {req.run_id[:8]} %(levelname)s %(name)s: %(message)s")
-    store = RunStore(req.db)
-    try:
-        execute(req, ModelCache(), store)
-    finally:
-        store.close()
-
-
 class QueueFull(ConfigError):
     """A submission over one of the pool's limits; the message names the limit and its flag."""
 

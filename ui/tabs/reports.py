@@ -56,7 +56,7 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
 
     plots = [rep_acc_n, rep_acc_cost, rep_prm]  # in the order of REPORT_FIGURES
 
-    def on_report(key, common, progress=gr.Progress()):
+    def on_report(key, common, progress=gr.Progress()):  # noqa: B008  Gradio finds its progress bar this way
         try:
             md, figs = report_view(sources, key, bool(common), progress=lambda f, what: progress(f, desc=what))
         except (ConfigError, StorageError, ValueError, OSError) as exc:

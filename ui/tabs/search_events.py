@@ -18,13 +18,12 @@ from uats_core.problems import Problem, ProblemError
 from uats_core.request import SearchRequest, validate_request
 from uats_core.status import RunStatus
 
-from ..choices import ARITH
 from ..glossary import form_name
 
 from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
 
 from ..views.run_status import outcome, run_status_md
-from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ServerChoices, app_options
+from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices, app_options
 from ..access import AccessDenied, require_owner, requester
 from ..views.charts import cost_figure, knobs_figure
 from ..views.safe_text import md_inline, md_text

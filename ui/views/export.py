@@ -31,7 +31,7 @@ import plotly
 
 from uats_core.errors import FieldError
 
-from .latex import latex_escape, latex_table
+from .latex import latex_table
 from .safe_text import hide_server_paths
 from .scripts import page_script
 
@@ -224,7 +224,7 @@ def to_html(bundle: ExportBundle) -> str:
              "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}.fig{margin:16px 0}</style>",
              f"<script>{plotly_js}</script></head><body>",
              f"<h1>{html.escape(bundle.name)}</h1><p>{html.escape(bundle.caption)}</p>"]
-    for i, (caption, fig) in enumerate(bundle.figures):
+    for i, (caption, _) in enumerate(bundle.figures):
         parts.append(f"<h2>{html.escape(caption)}</h2><div class='fig' id='fig{i}'></div>")
     tables = [("Table", bundle.table_header, bundle.table_rows)] + [(t.caption, t.header, t.rows)
                                                                     for t in bundle.more_tables]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from uats_core.status import NodeStatus
 
@@ -69,7 +69,7 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
         if nid == 0:
             continue
         n = state.nodes[nid]
-        mean, var, depth = n.get("mean"), n.get("var"), int(n.get("depth") or 0)
+        mean, depth = n.get("mean"), int(n.get("depth") or 0)
         if (view.score_min > 0.0 or view.score_max < 1.0) and (mean is None or not view.score_min <= mean <= view.score_max):
             continue
         if view.high_variance_only and not gate.shown(n):
@@ -330,15 +330,17 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     if view.collapse_pruned:
         shown, cut = dead_branches(state, shown, keep)
         cuts.append(cut)
-    shown, cut = cap_shown(state, shown, keep)
-    for cut in (*cuts, cut):
+    shown, capped = cap_shown(state, shown, keep)
+    for cut in (*cuts, capped):
         hidden_below = {i: hidden_below.get(i, 0) + cut.get(i, 0) for i in set(hidden_below) | set(cut)}
     parent_of = {nid: state.nodes[nid].get("parent_id") for nid in shown}
     if shared_keys:
         keys = {nid: state.prefix_key(nid) for nid in shown if nid != 0}
-        order: Callable[[int], Any] = lambda nid: (keys.get(nid) not in shared_keys, keys.get(nid, ()), nid)
+        def order(nid: int) -> Any:  # the prefixes both runs share first
+            return keys.get(nid) not in shared_keys, keys.get(nid, ()), nid
     else:
-        order = lambda nid: nid  # noqa: E731  creation order = left to right
+        def order(nid: int) -> Any:  # creation order = left to right
+            return nid
     pos = tidy_layout(parent_of, root=0, order_key=order)
     faded = (shown - matching - {0}) if view.filtering else set()
     # edges and compact glyphs are layout shapes under every trace: one SVG path per kind of mark

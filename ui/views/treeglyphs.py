@@ -51,7 +51,7 @@ def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[d
         if nid == 0 or st is None:
             continue
 
-        def sy(v: float) -> float:
+        def sy(v: float, y: float = y) -> float:  # this node's row
             return y - h + 2 * h * v
 
         xl, xr, xc = x + x0, x + x1, x + xm

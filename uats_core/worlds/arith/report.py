@@ -108,7 +108,6 @@ def write_figure(a: PolicyResult, b: PolicyResult, out: Path, k: int = 7, p: flo
              f"AUROC A {a.prm_auroc:.3f}, B {b.prm_auroc:.3f}")
     fig = None
     try:
-        import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
         fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3],

@@ -432,7 +432,6 @@ def label_steps(problem: Problem, steps: Sequence[str]) -> list[bool]:
     """The checker's verdict on every step of a solution, in one pass."""
     gold = gold_steps(problem)
     values = [g.value for g in gold]
-    given = set(problem.meta["given"])
     gold_ok: set[int] = set()  # gold steps whose value a correct step has produced so far
     out: list[bool] = []
     for step in steps:
