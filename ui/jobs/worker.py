@@ -123,9 +123,7 @@ class WorkerPool(PoolState):
         super().__init__(store)
         self.max_workers = self.limits.max_workers
         # the cores shared out between the workers, one kept for the app's server (and, on a laptop, its browser):
-        # each worker with torch's default (every core) made a compare pair's two searches fight over the cores,
-        # each 2.5x slower than alone (benchmarks/app_pair.py); one worker with both of 2 cores computed a
-        # search's first iteration in 0.5-0.8 s beside the page drawing it, 0.15-0.2 s with one
+        # workers on every core fought a compare pair's two searches and the page for them (measured: docs/log.md)
         self.torch_threads = max(1, ((os.cpu_count() or 1) - 1) // self.max_workers)
         self._ctx = mp.get_context("spawn")
         self._next_slot = 0
@@ -162,7 +160,7 @@ class WorkerPool(PoolState):
 
     def _prewarm(self, req: RunRequest) -> None:
         """Load `req`'s models in as many workers as a compare pair uses (PAIR_WORKERS, at most max_workers):
-        the pair's second run would otherwise wait for a cold worker (74 s once, of a 109 s pair)."""
+        the pair's second run would otherwise wait for a cold worker (docs/app.md, "Compare", has the measurement)."""
         with self._lock:
             if self._stop.is_set() or self._slots:
                 return
