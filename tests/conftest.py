@@ -13,6 +13,7 @@ from tests.run_pairs import real_pair as _real_pair, synthetic_runs as _syntheti
 BROWSER = Path(__file__).parent / "browser"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """What runs together under `-n 2 --dist loadgroup` (README, .ci/run): each module in one worker, so its
     module fixtures are built once, and every browser test in one group, so one Chromium and one served app draw
