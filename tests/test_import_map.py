@@ -406,8 +406,9 @@ def imports_of_test_modules(root: Path = ROOT) -> list[str]:
                 names = _absolute(module, node, path.name == "__init__.py")
             else:
                 continue
+            # a test module by its package path, or by its bare name after a sys.path insert
             bad += [f"{path.relative_to(root)}:{node.lineno} -> {n}" for n in names
-                    if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+                    if (n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")) or n.startswith("test_")]
     return bad
 
 
@@ -415,12 +416,14 @@ def test_no_test_module_imports_another(tmp_path: Path) -> None:
     assert imports_of_test_modules() == []
     files = {"tests/__init__.py": "", "tests/support.py": "X = 1\n", "tests/test_a.py": "from tests.support import X\n",
              "tests/test_b.py": "from tests.test_a import X\ndef f():\n    from . import test_a\n",
-             "tests/browser/__init__.py": "", "tests/browser/test_c.py": "from .test_d import Y\nfrom ..support import X\n"}
+             "tests/browser/__init__.py": "", "tests/browser/test_c.py": "from .test_d import Y\nfrom ..support import X\n",
+             "tests/test_e.py": "import sys\n\ndef g():\n    from test_a import X\n"}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert imports_of_test_modules(tmp_path) == ["tests/browser/test_c.py:1 -> tests.browser.test_d",
-                                               "tests/test_b.py:1 -> tests.test_a", "tests/test_b.py:3 -> tests.test_a"]
+                                               "tests/test_b.py:1 -> tests.test_a", "tests/test_b.py:3 -> tests.test_a",
+                                               "tests/test_e.py:4 -> test_a"]
 
 
 if __name__ == "__main__":  # the counts for a checkout: python tests/test_import_map.py [ROOT]

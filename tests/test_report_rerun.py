@@ -14,6 +14,8 @@ from uats.report import main as report_main
 from uats.report import report_from_ledger
 from uats_core.report.aggregation import recomputed_votes
 
+from .prose_numbers import unfound_prose_numbers
+
 METHODS = ("best-of-n", "rebase", "h-uats", "a-uats")
 # final solutions [answer, correct, copies, score sum, top score]: the weighted vote picks the wrong "7" (1.2 against
 # 0.9), the best score the right "5" (0.9 against 0.6), majority "7" (2 copies), distinct "5" (0.9 against 0.6)
@@ -105,11 +107,6 @@ def test_every_rule_on_the_reruns_cells_by_hand(ledgers: tuple[Path, Path]) -> N
 
 def test_the_page_from_a_rerun_has_every_table_and_no_number_its_tables_lack(ledgers: tuple[Path, Path],
                                                                            tmp_path: Path) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_results_page import unfound_prose_numbers
-
     page = tmp_path / "results.md"
     assert report_main(["--ledger", str(ledgers[0]), "--rerun", str(ledgers[1]), "--page", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
