@@ -29,15 +29,20 @@ def model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, A
 
 
 def add_model_flags(p: argparse.ArgumentParser) -> None:
-    """--policy, --prm, --prm-kind, --policy-opt, --prm-opt and --trust-remote-code."""
+    """--policy, --prm, and the option flags of add_model_option_flags."""
     p.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2 or vllm:smollm2 "
                                     "(default: arith policy A, for arith problems only)")
     p.add_argument("--prm", help="PRM model: folder, .gguf file, hf:<id> or smollm2 (default: the arith PRM, for arith "
                                  "problems only)")
+    add_model_option_flags(p)
+
+
+def add_model_option_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--prm-kind, --policy-opt, --prm-opt and --trust-remote-code (the evaluation names its models by --pairs)."""
     p.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
                                       "(default: detected from the model)")
     p.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, "
+                   help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, device=cuda, "
                         "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')")
     p.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")

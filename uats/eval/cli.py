@@ -22,7 +22,7 @@ from uats_core.methods import method_names
 from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
                    parse_pairs, parse_seeds, parse_settings)
 from uats_core.status import RunStatus
-from uats.model_flags import TRUST_HELP, model_options
+from uats.model_flags import add_model_option_flags, model_options
 
 from .run import EvalOptions, code_version, run_eval
 
@@ -72,14 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-prm", choices=("on", "off"), default="on",
                    help="merge PRM calls across batched searches too (policy calls always merge)")
     g.add_argument("--torch-threads", type=int, help="torch intra-op threads per worker")
-    g.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="policy option, repeatable, JSON values: dtype=bfloat16, device=cuda (transformers), "
-                        "gpu_memory_utilization=0.5 or llm_kwargs='{...}' (vLLM)")
-    g.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="PRM option, repeatable: dtype=float32, device=cuda:1, max_batch_tokens=8192")
-    g.add_argument("--trust-remote-code", action="store_true", help=TRUST_HELP)
-    g.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
-                                      "(default: detected per PRM)")
+    add_model_option_flags(g)
     g.add_argument("--max-attempts", type=int, default=3, help="give a failing cell up after this many attempts")
     g.add_argument("--stale-after", type=float, default=900.0,
                    help="seconds without a heartbeat after which another host's running cell counts as orphaned")
