@@ -108,9 +108,10 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     cmin, cmax = colour_range
     data: list[dict[str, Any]] = []
     for i, c in enumerate(rows):
-        data += _row_traces(i, c, passes[c.node_id], n <= DOTS_UP_TO, colour_for(c.mean_after, cmin, cmax))
+        data += _row_boxes(i, c, passes[c.node_id], colour_for(c.mean_after, cmin, cmax))
         if shadow and c.node_id in shadow:
             data.append(_shadow_box(i, c.node_id, shadow[c.node_id]))
+    data += _pass_marks(rows, passes, n <= DOTS_UP_TO)
     data += _gate_traces(rows, gate.label)
     shadow_cells = {c.node_id: _shadow_text(shadow.get(c.node_id)) for c in rows} if shadow else {}
     lines = [_table_line(number_cells(c), shadow_cells.get(c.node_id, "")) for c in rows]
@@ -147,37 +148,52 @@ def step_title(step: Step, total: int, page: int, pages: int, per_page: int, sho
     return f"{verb} {what}{tail}{rows}"
 
 
-def _row_traces(i: int, c: Candidate, passes: list[float], dots: bool, fill: str) -> list[dict[str, Any]]:
-    """The row's box on the score axis and on the spread axis, its passes as dots (orange: re-evaluation's)."""
-    if not passes:
-        return []
+def _spread(passes: list[float]) -> list[float]:
+    """The passes in units of their own σ around their R̄, clipped to ±Z_RANGE (all 0 without a spread)."""
     mean = sum(passes) / len(passes)
     sd = math.sqrt(sum((v - mean) ** 2 for v in passes) / (len(passes) - 1)) if len(passes) > 1 else 0.0
-    dev = [round(max(-Z_RANGE, min(Z_RANGE, (v - mean) / sd)), 4) if sd > 0 else 0.0 for v in passes]
+    return [round(max(-Z_RANGE, min(Z_RANGE, (v - mean) / sd)), 4) if sd > 0 else 0.0 for v in passes]
+
+
+def _row_boxes(i: int, c: Candidate, passes: list[float], fill: str) -> list[dict[str, Any]]:
+    """The row's box on the score axis and on the spread axis (a box trace has one fill, so one per row)."""
+    if not passes:
+        return []
     line = {"color": OOD_COLOUR if c.ood else "#555", "width": 2 if c.ood else 1}
     common = {"type": "box", "orientation": "h", "y": [i] * len(passes), "width": 0.56, "boxpoints": False,
               "fillcolor": fill, "line": line, "showlegend": False, "customdata": [[c.node_id]] * len(passes),
               "yaxis": "y"}
-    out = [{**common, "x": [round(v, 5) for v in passes], "xaxis": "x", "name": f"#{c.node_id}",
-            "hovertemplate": f"node {c.node_id}: pass %{{x:.4f}}<extra></extra>"},
-           {**common, "x": dev, "xaxis": "x2", "name": f"#{c.node_id} shape",
-            "hovertemplate": f"node {c.node_id}: (pass − R̄)/σ = %{{x:.2f}}<extra></extra>"}]
-    out.append({"type": "scatter", "mode": "markers", "x": [round(mean, 5)], "y": [i], "xaxis": "x", "yaxis": "y",
-                "marker": {"symbol": "line-ns-open", "size": 16, "color": "#d62728", "line": {"width": 3}},
-                "showlegend": False, "customdata": [[c.node_id]], "name": "R̄",
-                "hovertemplate": f"node {c.node_id}: R̄ %{{x:.4f}}<extra></extra>"})
-    if dots:
-        first = len(passes) - c.extra if c.decided else len(passes)
-        jitter = [((k * 0.618034) % 1.0 - 0.5) * 0.34 for k in range(len(passes))]
-        for extra, colour in ((False, "rgba(30,30,30,0.75)"), (True, EXTRA_COLOUR)):
-            ks = [k for k in range(len(passes)) if (k >= first) == extra]
-            if not ks:
-                continue
-            for axis, xs in (("x", passes), ("x2", dev)):
-                out.append({"type": "scatter", "mode": "markers", "x": [round(xs[k], 6) for k in ks],
-                            "y": [round(i + jitter[k], 3) for k in ks], "xaxis": axis, "yaxis": "y",
-                            "marker": {"size": 4, "color": colour}, "showlegend": False, "hoverinfo": "skip",
-                            "name": "extra passes" if extra else "passes"})
+    return [{**common, "x": [round(v, 5) for v in passes], "xaxis": "x", "name": f"#{c.node_id}",
+             "hovertemplate": f"node {c.node_id}: pass %{{x:.4f}}<extra></extra>"},
+            {**common, "x": _spread(passes), "xaxis": "x2", "name": f"#{c.node_id} shape",
+             "hovertemplate": f"node {c.node_id}: (pass − R̄)/σ = %{{x:.2f}}<extra></extra>"}]
+
+
+def _pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
+    """Every row's R̄ tick, and with `dots` its single passes (orange: re-evaluation's), each kind one trace for
+    all rows: a trace per row made a 64-row step about 200 traces, and drawing them was most of a click's time."""
+    drawn = [(i, c, passes[c.node_id]) for i, c in enumerate(rows) if passes[c.node_id]]
+    out = [{"type": "scatter", "mode": "markers", "x": [round(sum(ps) / len(ps), 5) for _, _, ps in drawn],
+            "y": [i for i, _, _ in drawn], "xaxis": "x", "yaxis": "y",
+            "marker": {"symbol": "line-ns-open", "size": 16, "color": "#d62728", "line": {"width": 3}},
+            "showlegend": False, "customdata": [[c.node_id] for _, c, _ in drawn], "name": "R̄",
+            "hovertemplate": "node %{customdata[0]}: R̄ %{x:.4f}<extra></extra>"}]
+    if not dots:
+        return out
+    marks: dict[tuple[bool, str], tuple[list[float], list[float]]] = {}
+    for i, c, ps in drawn:
+        first = len(ps) - c.extra if c.decided else len(ps)
+        dev = _spread(ps)
+        for k in range(len(ps)):
+            y = round(i + ((k * 0.618034) % 1.0 - 0.5) * 0.34, 3)  # a fixed jitter: passes on one value stay apart
+            for axis, xs in (("x", ps), ("x2", dev)):
+                xy = marks.setdefault((k >= first, axis), ([], []))
+                xy[0].append(round(xs[k], 6))
+                xy[1].append(y)
+    for (extra, axis), (xs, ys) in sorted(marks.items()):
+        out.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
+                    "marker": {"size": 4, "color": EXTRA_COLOUR if extra else "rgba(30,30,30,0.75)"},
+                    "showlegend": False, "hoverinfo": "skip", "name": "extra passes" if extra else "passes"})
     return out
 
 
