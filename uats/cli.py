@@ -191,8 +191,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     for run_id, run in zip(ids, runs):
         scored = sum(1 for n in run.nodes if n.score is not None)
         print(f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
-              f"{max(n.created_iter for n in run.nodes)} iterations; no MC passes: shadow scoring in the app adds R̄ "
-              "and σ² to every node")
+              f"{max([run.iterations, *(n.created_iter for n in run.nodes)])} iterations; no MC passes: shadow "
+              "scoring in the app adds R̄ and σ² to every node")
+        for key, say in (("answer_from", "answer from {}"), ("scores_outside_unit_range", "{} scores outside [0, 1] "
+                         "(validate_reward_range=False): kept in each node's source fields, none drawn as R̄"),
+                         ("unvisited_children", "{} unvisited children kept with their parents, not imported as steps")):
+            if run.info.get(key):
+                print(f"  {say.format(run.info[key])}")
     return 0
 
 
@@ -361,8 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="write another tool's search runs into the run log (the app opens them)")
     i.add_argument("file", help="the file the tool wrote")
     i.add_argument("--from", dest="tool", required=True, choices=TOOLS_READ,
-                   help="llm-reasoners (its tree log JSON), search-and-learn (its {approach}_completions.jsonl) or "
-                        "treequest (its tree's nodes as JSON; docs/app.md)")
+                   help="llm-reasoners (its tree log, written by uats_studio.llm_reasoners.export_llm_reasoners), "
+                        "search-and-learn (its {approach}_completions.jsonl) or treequest (treequest.render's JSON or "
+                        "YAML export; docs/app.md)")
     i.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     i.add_argument("--question", help="the problem, where the file does not hold it (llm-reasoners, TreeQuest)")
     i.add_argument("--answer", help="the gold answer, to grade the imported answers")

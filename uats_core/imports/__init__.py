@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import llm_reasoners, search_and_learn, treequest
-from .tree import MAX_FILE_BYTES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size
+from .tree import MAX_FILE_BYTES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size, refuse_binary
 
 __all__ = ["TOOLS", "ImportedRun", "ImportFormatError", "read_runs", "MAX_FILE_BYTES"]
 
@@ -31,10 +31,13 @@ def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold:
     if not p.is_file():
         raise ImportFormatError(name, "no such file; give the file the tool wrote")
     check_size(name, p.stat().st_size)
+    with p.open("rb") as f:
+        refuse_binary(name, f.read(8))
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ImportFormatError(name, "not UTF-8 text; the tools write JSON") from None
+        raise ImportFormatError(name, "not UTF-8 text (llm-reasoners' and TreeQuest's exports are JSON or YAML, "
+                                      "search-and-learn's JSON lines)") from None
     if tool == "search-and-learn":
         if question is not None or gold is not None:
             raise ConfigError("question", "search-and-learn rows hold their problem and answer; leave --question and "
