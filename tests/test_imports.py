@@ -180,6 +180,8 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     assert len(store.get_nodes(run_id)) == 3
     with pytest.raises(ImportFormatError, match="the export names no question .* give it with --question"):
         submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0)  # a TreeQuest export holds none
+    with pytest.raises(ConfigError, match="^question: a search-and-learn row holds its problem"):
+        submit_import(store, pool, choices, "search-and-learn", "beam_search_completions.jsonl", 0, question="q")
     with pytest.raises(ConfigError, match="^question: 20,001 characters"):
         submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0, question="x" * 20_001)
     run_id = submit_import(store, pool, choices, "llm-reasoners", "mcts_rap.treelog.json", 0,

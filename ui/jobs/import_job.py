@@ -103,7 +103,10 @@ def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name
             row = int(row)  # gr.Number hands whole numbers over as floats
         if isinstance(row, bool) or not isinstance(row, int) or row < 0:
             raise ConfigError("row", f"give the 0-based row of the search-and-learn file; got {row!r}")
-        question = gold = None  # a search-and-learn row holds its problem and answer
+        if _typed("question", question) is not None or _typed("gold answer", gold) is not None:
+            raise ConfigError("question", "a search-and-learn row holds its problem and answer; leave the question "
+                                          "and gold answer empty")
+        question = gold = None
     else:
         row = None
         question, gold = _typed("question", question), _typed("gold answer", gold)
