@@ -189,7 +189,7 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     assert pool.submitted[-1].run(None, store) is None
     run = store.get_run(run_id)
     assert (run["status"], run["question"], run["gold_answer"]) == ("finished", LLM_REASONERS_QUESTION, "10")
-    assert run["answer"] is None and run["correct"] is False  # a bare tree log holds no answer of the tool's
+    assert run["answer"] is None and run["correct"] is None  # a bare tree log holds no answer of the tool's: ungraded
 
 
 TREEQUEST_EXPORTS = sorted(p.name for p in (tool_file("treequest", "x").parent).iterdir()

@@ -100,6 +100,7 @@ def test_an_imported_run_is_stepped_through_and_shadow_scored(tool: str, laptop:
     assert run["status"] == "finished", run["error"]
     assert run["answer"] == answer and run["iterations"] == iterations
     assert tool not in TYPED or (run["question"], run["gold_answer"]) == TYPED[tool]
+    assert (run["correct"] is None) == (answer is None)  # no answer in the file: ungraded, not wrong
     pg.get_by_role("tab", name="Search").click()
     open_run(pg, run["run_id"])
     wait_text(pg, "#run-status", "no MC passes stored")

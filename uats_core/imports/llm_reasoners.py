@@ -195,6 +195,7 @@ def _state_answer(run: ImportedRun, result: dict | None, by_key: dict[str, Impor
     """The tool's own answer, from the export's result; none from a bare tree log."""
     run.answer_stated = True
     if result is None:
+        run.answer_unknown = True
         run.info["answer_from"] = f"none: a tree log holds no answer of the tool's (export with {EXPORTER})"
         return
     end = result.get("terminal_node")

@@ -60,6 +60,7 @@ class ImportedRun:
     iterations: int = 0  # the tool's own count of steps (llm-reasoners' snapshots); 0: as far as nodes were created
     answer: str | None = None  # the tool's own answer, when the file states one (answer_stated)
     answer_stated: bool = False  # True: `answer` is the run's answer (None: the tool gave none); else from `chosen`
+    answer_unknown: bool = False  # the file does not hold the tool's answer: the run is not graded
     extract: Callable[[str | None], str | None] = extract_boxed  # how the tool writes an answer in a step
     def events(self, run_id: str | None = None, grader: Grader | None = None) -> list[Event]:
         """The run as the engine would have told it: RunStarted, per iteration NodesUpdated + IterationEnded,
@@ -140,7 +141,7 @@ class ImportedRun:
         if unexpanded:
             events.append(NodesUpdated(iteration=last, nodes=[record(n.id) for n in unexpanded]))
         correct = grader.equivalent(self.gold, answer) if self.gold is not None and answer is not None else (
-            False if self.gold is not None else None)
+            False if self.gold is not None and not self.answer_unknown else None)
         events.append(RunEnded(status=RunStatus.FINISHED, answer=answer, correct=correct, iterations=last,
                                extra={"imported": self.tool, "nodes": len(nodes)}))
         return events

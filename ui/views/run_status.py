@@ -60,7 +60,8 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
         naive = "" if source else (
             f" · naive argmax {md_inline(run.get('naive_answer'), 200)} "
             f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
-        head += (f" · answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; {said})"
+        shown = f"**{md_inline(run.get('answer'), 200)}**" if run.get("answer") is not None else "none"
+        head += (f" · answer {shown} ({outcome(run)}; {said})"
                  + (" · the tool's choice" if source else naive))
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
     replay = state is not None and state.iteration < state.max_iteration
@@ -92,8 +93,10 @@ def _imported_line(source: dict[str, Any]) -> str:
                  + ", so they stay in each node's source fields and no R̄ is drawn")
     else:
         line += ": R̄ is the tool's own score of each node"
-    if source.get("answer_from"):
-        line += f" · answer from {md_inline(source.get('answer_from'), 200)}"
+    said = str(source.get("answer_from") or "")
+    if said:
+        line += (f" · no answer: {md_inline(said.removeprefix('none: '), 200)}" if said.startswith("none: ")
+                 else f" · answer from {md_inline(said, 200)}")
     if source.get("unvisited_children"):
         line += (f" · {md_inline(source.get('unvisited_children'), 20)} unvisited children kept with their parents, "
                  "not drawn as steps")
