@@ -276,7 +276,7 @@ def test_an_llm_reasoners_log_imports_as_llm_reasoners_holds_its_search(name, tm
         assert events[-1].answer == truth["answer"] and run.chosen == [str(truth["terminal_node"])]
     else:
         assert events[-1].answer is None and run.chosen == [] and "none: a tree log holds no answer" in (
-            run.info["answer_from"])
+            run.info["answer_read_from"])
 
 
 def test_the_last_iterations_path_is_not_the_tools_answer():

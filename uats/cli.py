@@ -193,12 +193,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
               f"{max([run.iterations, *(n.created_iter for n in run.nodes)])} iterations; no MC passes: shadow "
               "scoring in the app adds R̄ and σ² to every node")
-        for key, say in (("answer_from", "answer from {}"), ("scores_outside_unit_range", "{} scores outside [0, 1] "
-                         "(validate_reward_range=False): kept in each node's source fields, none drawn as R̄"),
-                         ("unvisited_children", "{} unvisited children kept with their parents, not imported as steps")):
-            if run.info.get(key):
-                print(f"  {say.format(run.info[key])}")
+        _print_import_notes(run.info)
     return 0
+
+
+def _print_import_notes(info: dict[str, Any]) -> None:
+    """What an import of llm-reasoners or TreeQuest kept aside or read its answer from, one line each."""
+    said = str(info.get("answer_read_from") or "")
+    if said:
+        print(f"  no answer: {said.removeprefix('none: ')}" if said.startswith("none: ") else f"  answer from {said}")
+    if info.get("scores_outside_unit_range"):
+        print(f"  {info['scores_outside_unit_range']} scores outside [0, 1] (validate_reward_range=False): kept in each "
+              "node's source fields, none drawn as R̄")
+    if info.get("unvisited_children"):
+        print(f"  {info['unvisited_children']} unvisited children kept with their parents, not imported as steps")
 
 
 def _rows(text: str) -> list[int]:

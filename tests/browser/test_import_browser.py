@@ -3,7 +3,8 @@ the tools' own code (a bare tree log and a treequest.render export, neither hold
 form, with the gold answer) and a search-and-learn row (tests/tool_files.py) from the server's --imports-dir through
 the worker pool, the Search tab opens each import, steps back through its iterations, says it stored no MC passes, and shadow-scores it with the embedded PRM
 of the server's list until every node carries a shadow R̄ and σ². With UATS_SCREENSHOTS=1 each leaves
-artifacts/import-<tool>-1280x800.png (docs/img holds copies)."""
+artifacts/import-<tool>-1280x800.png and, for the typed question, import-form-<tool>-1280x800.png (docs/img holds
+copies)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,12 @@ def test_an_imported_run_is_stepped_through_and_shadow_scored(tool: str, laptop:
     question, gold = TYPED.get(tool, ("", ""))
     fill(pg, "import-question", question)
     fill(pg, "import-gold", gold)
+    if SCREENSHOTS and tool in TYPED:  # the form as filled: the file, its tool, the typed question and gold answer
+        ARTIFACTS.mkdir(exist_ok=True)
+        pg.locator("#import-box").scroll_into_view_if_needed()
+        pg.evaluate("() => window.scrollBy(0, document.getElementById('import-box').getBoundingClientRect().top - 300)")
+        pg.mouse.move(5, 5)
+        photo(pg, ARTIFACTS / f"import-form-{tool}-1280x800.png", full_page=False)
     pg.click("#import-btn")
     wait_notice(pg, "queued as run")
     run = _finished(store, tool)

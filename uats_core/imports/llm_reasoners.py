@@ -196,7 +196,7 @@ def _state_answer(run: ImportedRun, result: dict | None, by_key: dict[str, Impor
     run.answer_stated = True
     if result is None:
         run.answer_unknown = True
-        run.info["answer_from"] = f"none: a tree log holds no answer of the tool's (export with {EXPORTER})"
+        run.info["answer_read_from"] = f"none: a tree log holds no answer of the tool's (export with {EXPORTER})"
         return
     end = result.get("terminal_node")
     end_node = by_key.get(str(end)) if end is not None else None
@@ -205,7 +205,7 @@ def _state_answer(run: ImportedRun, result: dict | None, by_key: dict[str, Impor
     for value, source in ((result.get("answer"), "the exporter's output_extractor"),
                           (result.get("aggregated_result"), "MCTS's aggregated_result")):
         if value is not None:
-            run.answer, run.info["answer_from"] = str(value), source
+            run.answer, run.info["answer_read_from"] = str(value), source
             return
     if end_node is not None:
         path = []
@@ -214,9 +214,9 @@ def _state_answer(run: ImportedRun, result: dict | None, by_key: dict[str, Impor
             path.append(node.step)
             node = by_key.get(node.parent) if node.parent is not None else None
         run.answer = extract_boxed_or_rap(end_node.step) or extract_boxed_or_rap("".join(reversed(path)))
-        run.info["answer_from"] = f"the search's terminal node {end}"
+        run.info["answer_read_from"] = f"the search's terminal node {end}"
         return
-    run.info["answer_from"] = "none: the search ended at no terminal node"
+    run.info["answer_read_from"] = "none: the search ended at no terminal node"
 
 
 def _check_acyclic(parents: dict[str, str], root: str, name: str) -> None:

@@ -62,7 +62,7 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
             f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
         shown = f"**{md_inline(run.get('answer'), 200)}**" if run.get("answer") is not None else "none"
         head += (f" · answer {shown} ({outcome(run)}; {said})"
-                 + (" · the tool's choice" if source else naive))
+                 + (" · the tool's choice" if source and run.get("answer") is not None else "" if source else naive))
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
     replay = state is not None and state.iteration < state.max_iteration
     if replay:
@@ -93,7 +93,7 @@ def _imported_line(source: dict[str, Any]) -> str:
                  + ", so they stay in each node's source fields and no R̄ is drawn")
     else:
         line += ": R̄ is the tool's own score of each node"
-    said = str(source.get("answer_from") or "")
+    said = str(source.get("answer_read_from") or "")
     if said:
         line += (f" · no answer: {md_inline(said.removeprefix('none: '), 200)}" if said.startswith("none: ")
                  else f" · answer from {md_inline(said, 200)}")
