@@ -150,8 +150,9 @@ def store_shadow(store: Any, run_id: str) -> dict[int, dict[str, Any]]:
 
 
 def test_the_screenshots_are_where_the_docs_say() -> None:
-    """docs/app.md shows the three imports' screenshots from docs/img."""
+    """docs/app.md shows the imports' screenshots (and the filled forms) from docs/img."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
-    for tool in EXPECTED:
-        assert f"img/import-{tool}-1280x800.png" in doc
-        assert (Path(__file__).resolve().parents[2] / "docs" / "img" / f"import-{tool}-1280x800.png").is_file()
+    shots = [f"import-{tool}-1280x800.png" for tool in EXPECTED] + [f"import-form-{t}-1280x800.png" for t in TYPED]
+    for name in shots:
+        assert f"img/{name}" in doc
+        assert (Path(__file__).resolve().parents[2] / "docs" / "img" / name).is_file()
