@@ -127,6 +127,7 @@ def _bad_treequest() -> list[tuple[str, Any, str]]:
             ("score", bad_score, "node 2: score 'high' is not a number"),
             ("duplicate", twice, "node 0 appears twice"),
             ("state", no_state, "nodes[4]: no state_repr"),
+            ("alias", "nodes: &n []\nedges: *n\n", "line 2: a YAML alias (*name), which treequest.render never writes"),
             ("no question", dict(tree, metadata={}), "the export names no question (TreeQuest stores none)")]
 
 
@@ -318,3 +319,18 @@ def test_the_exporter_loads_no_llm_reasoners_until_called():
             "print(m.EXPORT_FORMAT)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+@pytest.mark.parametrize("state_repr, text, fields", [
+    ("'6 × 4 = \\\\boxed{24}'", "6 × 4 = \\boxed{24}", {}),  # repr() of a text state: read back as a literal
+    ('{"llm_answer":"It is 24","round":2}', "It is 24", {"round": 2}),  # a dataclass's JSON
+    ('{"answer":"24","judge_score":0.9}', "24", {"judge_score": 0.9}),  # a pydantic model's JSON
+    ('{"score":0.9}', '{"score":0.9}', {"score": 0.9}),  # JSON with no text field: the JSON is the text
+    ("Attempt(text='24')", "Attempt(text='24')", {}),  # a custom repr: as written, nothing evaluated
+    ("'a' + __import__('os').getcwd()", "'a' + __import__('os').getcwd()", {}),  # no literal: not run
+    ("{not json", "{not json", {}),
+])
+def test_a_treequest_state_repr_gives_its_answer_text(state_repr, text, fields):
+    from uats_core.imports.treequest import state_text
+
+    assert state_text(state_repr) == (text, fields)

@@ -64,7 +64,9 @@ def load(text: str, name: str) -> Any:
     class _NoAliases(yaml.SafeLoader):
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
-                raise yaml.YAMLError("an alias (*name); TreeQuest's export writes none")
+                line = self.peek_event().start_mark.line + 1
+                raise ImportFormatError(name, f"line {line}: a YAML alias (*name), which treequest.render never "
+                                              "writes; give the file it wrote")
             return super().compose_node(parent, index)
 
     try:
