@@ -334,3 +334,20 @@ def test_a_treequest_state_repr_gives_its_answer_text(state_repr, text, fields):
     from uats_core.imports.treequest import state_text
 
     assert state_text(state_repr) == (text, fields)
+
+
+def test_rap_answers_are_read_and_graded_on_every_terminal_node(tmp_path):
+    """llm-reasoners' RAP world writes "The answer is N." (no \\boxed{}): each terminal step's answer is read as RAP's
+    retrieve_answer reads it and graded; the run's answer is the tool's (10), not the last iteration's path's (5)."""
+    from ui.views.treedata import RunData
+
+    path = tool_file("llm-reasoners", "mcts_seed5.export.json")
+    store, [run_id] = _import(tmp_path, "llm-reasoners", path, "--answer", "10")
+    data = RunData.load(store, run_id)
+    finished = {n["answer"]: n["correct"] for i, n in data.state_at(None).nodes.items()
+                if i and n.get("status") == "finished"}
+    assert finished == {"10": True, "12": False, "5": False}
+    assert (data.run["answer"], data.run["correct"]) == ("10", True)
+    log = json.loads(path.read_text(encoding="utf-8"))
+    end = next(n for n in truth_of(path)["nodes"] if str(n["id"]) == _selected_end(log))
+    assert end["step"].endswith("The answer is 5.")  # what the import stated before: the last iteration's path
