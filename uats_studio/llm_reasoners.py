@@ -72,7 +72,8 @@ def _mcts_result(result: Any) -> dict[str, Any]:
                                           for root in snapshots]}
 
 
-def _result_block(result: Any, output_extractor: Callable[[Any], Any] | None) -> dict[str, Any]:
+def _result_block(result: Any, output_extractor: Callable[[Any], Any] | None, returned: Any,
+                  beam: list[Any] | None = None) -> dict[str, Any]:
     from reasoners.algorithm import BeamSearchResult, DFSResult, MCTSResult
 
     block: dict[str, Any] = {"algorithm": type(result).__name__, "terminal_state": _plain(result.terminal_state)}
@@ -82,6 +83,8 @@ def _result_block(result: Any, output_extractor: Callable[[Any], Any] | None) ->
         end = result.terminal_node
         block.update(terminal_node=None if end is None else int(end.id), trace_nodes=_path_to(end) if end else [],
                      terminal_nodes=[] if end is None else [int(end.id)], cum_reward=_plain(result.cum_reward))
+        if beam:  # return_beam=True: every finished beam, best first (BeamSearch sorts them by reward)
+            block["terminal_nodes"] = [int(r.terminal_node.id) for r in beam if r.terminal_node is not None]
     elif isinstance(result, DFSResult):
         ends = result.terminal_nodes or []
         block.update(terminal_node=int(ends[0].id) if ends else None, trace_nodes=_path_to(ends[0]) if ends else [],
@@ -89,7 +92,7 @@ def _result_block(result: Any, output_extractor: Callable[[Any], Any] | None) ->
     else:
         raise TypeError(f"result: a {type(result).__name__}; give the MCTSResult, BeamSearchResult or DFSResult the "
                         "search returned")
-    answer = output_extractor(result) if output_extractor is not None else None
+    answer = output_extractor(returned) if output_extractor is not None else None  # what the search returned
     block["answer"] = None if answer is None else str(answer)  # the user's own extraction of the tool's answer
     return block
 
@@ -98,7 +101,7 @@ def export_llm_reasoners(result: Any, path: str | Path, *, question: str, gold_a
                          output_extractor: Callable[[Any], Any] | None = None,
                          node_data_factory: Callable[[Any], dict] | None = None,
                          edge_data_factory: Callable[[Any], dict] | None = None) -> Path:
-    """Write `result` (what an llm-reasoners search returned) to `path` as its tree log plus its own result and the
+    """Write `result` (what an llm-reasoners search returned; BeamSearch's list under return_beam=True too) to `path` as its tree log plus its own result and the
     question. output_extractor: the function your evaluation reads the answer with (e.g. RAP's
     `utils.retrieve_answer`); without it the import reads MCTS's aggregated answer, else the terminal node's text.
     The factories: those you would pass to `visualize` (llm-reasoners' defaults otherwise). The path written."""
@@ -109,6 +112,9 @@ def export_llm_reasoners(result: Any, path: str | Path, *, question: str, gold_a
         raise ValueError("question: give the problem the search solved (llm-reasoners' results do not hold it)")
     factories = {k: v for k, v in (("node_data_factory", node_data_factory), ("edge_data_factory", edge_data_factory))
                  if v is not None}
+    beam, returned = None, result
+    if isinstance(result, (list, tuple)) and result and all(isinstance(r, BeamSearchResult) for r in result):
+        beam, result = list(result), result[0]  # BeamSearch(return_beam=True); TreeLog draws the first's tree too
     if isinstance(result, MCTSResult):
         log = TreeLog.from_mcts_results(result, **factories)
     elif isinstance(result, BeamSearchResult):
@@ -120,7 +126,7 @@ def export_llm_reasoners(result: Any, path: str | Path, *, question: str, gold_a
                         "search returned")
     tree = json.loads(json.dumps(log, cls=TreeLogEncoder))  # exactly what visualize() would upload
     out = {**tree, "question": question, "gold_answer": gold_answer,
-           "result": _result_block(result, output_extractor),
+           "result": _result_block(result, output_extractor, returned, beam),
            "exported_by": {"format": EXPORT_FORMAT, "llm_reasoners": _version("llm-reasoners"),
                            "uats_studio": _version("uats-studio")}}
     target = Path(path)
