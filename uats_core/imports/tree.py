@@ -62,6 +62,7 @@ class ImportedRun:
     answer_stated: bool = False  # True: `answer` is the run's answer (None: the tool gave none); else from `chosen`
     answer_unknown: bool = False  # the file does not hold the tool's answer: the run is not graded
     extract: Callable[[str | None], str | None] = extract_boxed  # how the tool writes an answer in a step
+
     def events(self, run_id: str | None = None, grader: Grader | None = None) -> list[Event]:
         """The run as the engine would have told it: RunStarted, per iteration NodesUpdated + IterationEnded,
         RunEnded with the chosen answer graded against the gold one."""
@@ -158,7 +159,7 @@ def _answer(nodes: dict[int, Node], texts: dict[int, str], chosen: set[int],
 
 
 # llm-reasoners' RAP examples read "The answer is N." (examples/RAP/gsm8k/utils.py, retrieve_answer)
-_RAP_ANSWER = re.compile(r".*The answer is .*?([ $.0-9,\-=]+).*\..*", re.DOTALL)
+_RAP_ANSWER = re.compile(r".*The answer is .*?([ $.0-9,\-=]+).*\..*")  # re.match, as RAP's: within one line
 
 
 def extract_boxed_or_rap(text: str | None) -> str | None:
