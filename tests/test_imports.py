@@ -53,7 +53,7 @@ def test_search_and_learn_rows_become_runs_rebuilt_from_shared_step_prefixes(tmp
     from ui.views.treedata import RunData
     from uats_core.grading import extract_boxed
 
-    files = write_tool_files(tmp_path / "in")  # beam search under the default PRM (RLHFlow), by the tool's code
+    files = write_tool_files(tmp_path / "in")  # best-of-N under the default PRM (RLHFlow), by the tool's code
     store, ids = _import(tmp_path, "search-and-learn", files["search-and-learn"])
     rows = {r["unique_id"]: r for r in search_and_learn_rows()}
     assert len(ids) == len(rows) == 2
@@ -64,10 +64,13 @@ def test_search_and_learn_rows_become_runs_rebuilt_from_shared_step_prefixes(tmp
         # one node per distinct first step, holding the PRM's score of it
         firsts = {c.split("\n\n")[0]: s[0] for c, s in zip(row["completions"], row["scores"])}
         assert sorted(n["mean"] for n in final.nodes.values() if n.get("depth") == 1) == sorted(firsts.values())
-        assert data.max_iteration == max(len(s) for s in row["scores"])
-        assert data.run["answer"] == extract_boxed(row["pred"]) and data.run["correct"] is True
+        # depth t holds step t; RLHFlow's score of the empty part after a final blank line is no step
+        assert data.max_iteration == max(len([p for p in c.split("\n\n") if p]) for c in row["completions"])
+        assert max(len(s) for s in row["scores"]) == data.max_iteration + 1
+        assert data.run["answer"] == extract_boxed(row["pred"])
+        assert data.run["correct"] is (data.run["answer"] == row["answer"])
         leaves = [n for n in final.nodes.values() if n.get("status") == "finished"]
-        assert sorted(n["answer"] for n in leaves) == sorted({extract_boxed(c) for c in row["completions"]})
+        assert sorted(n["answer"] for n in leaves) == sorted(extract_boxed(c) for c in set(row["completions"]))
 
 
 def test_a_treequest_tree_in_either_shape_keeps_its_order_of_expansion(tmp_path):
@@ -112,9 +115,14 @@ def test_shadow_scoring_adds_mean_and_variance_to_every_imported_node(tool, tmp_
     assert sorted(shadow) == sorted(nodes)
     assert all(len(r["mc_scores"]) == 5 and r["var"] is not None and r["mean"] is not None for r in shadow.values())
     deepest = max(nodes, key=lambda i: data.nodes[i]["depth"])
-    scored = next(t for t in prm.traces if t.steps[-1] == data.nodes[deepest]["step"])
-    # TreeQuest's nodes are whole answers: the PRM reads the node's own text; elsewhere its path's steps
-    assert len(scored.steps) == (1 if tool == "treequest" else data.nodes[deepest]["depth"])
+    # TreeQuest's nodes are whole answers: the PRM reads the node's own text; elsewhere its path's steps (a step's
+    # text may recur at another depth: the trace is the one of this node's path)
+    path, at = [], deepest
+    while at:
+        path.append(data.nodes[at]["step"])
+        at = data.nodes[at]["parent_id"]
+    want = (data.nodes[deepest]["step"],) if tool == "treequest" else tuple(reversed(path))
+    assert any(t.steps == want for t in prm.traces)
     assert data.nodes[deepest]["mc_scores"] == [data.nodes[deepest]["mean"]]  # the run's own score is untouched
 
 
@@ -191,7 +199,7 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     files = write_tool_files(folder)
     (folder / "broken.json").write_text("{\"logs\": []}")
     choices = server_choices(imports_dirs=[folder])
-    assert sorted(choices.imports) == ["abmcts_tree.json", "beam_search_completions.jsonl", "broken.json",
+    assert sorted(choices.imports) == ["abmcts_tree.json", "best_of_n_completions.jsonl", "broken.json",
                                        "mcts_tree_log.json"]
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     with pytest.raises(ConfigError, match=re.escape(IMPORT_REFUSED)):
@@ -199,7 +207,7 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     with pytest.raises(ImportFormatError, match="^file: broken.json: no 'logs' list of snapshots"):
         submit_import(store, pool, choices, "llm-reasoners", "broken.json", 0)
     assert pool.submitted == [] and store.list_runs() == []
-    run_id = submit_import(store, pool, choices, "search-and-learn", "beam_search_completions.jsonl", 1.0,
+    run_id = submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 1.0,
                            owner="user:ann")
     assert store.get_run(run_id)["status"] == "queued"
     (req,) = pool.submitted

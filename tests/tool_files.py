@@ -69,8 +69,8 @@ def sal_expected(approach: str, rule: str) -> dict[str, Any]:
 
 
 def search_and_learn_rows() -> list[dict[str, Any]]:
-    """The rows of search-and-learn's beam search under its default PRM (RLHFlow), as its code wrote them."""
-    return [json.loads(line) for line in sal_file("beam_search", "rlhflow").read_text(encoding="utf-8").splitlines()]
+    """The rows of search-and-learn's best-of-N under its default PRM (RLHFlow), as its code wrote them."""
+    return [json.loads(line) for line in sal_file("best_of_n", "rlhflow").read_text(encoding="utf-8").splitlines()]
 
 
 _TQ = [(-1, None, -1.0, None), (0, -1, 0.45, "Area = 6 + 4 = \\boxed{10}"), (1, -1, 0.62, "Area = 2 × (6 + 4) = \\boxed{20}"),
@@ -91,9 +91,9 @@ def treequest_tree(nested: bool = False) -> dict[str, Any]:
 def write_tool_files(folder: Path) -> dict[str, Path]:
     """One file of each tool in `folder`, by tool name."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"llm-reasoners": folder / "mcts_tree_log.json", "search-and-learn": folder / "beam_search_completions.jsonl",
+    files = {"llm-reasoners": folder / "mcts_tree_log.json", "search-and-learn": folder / "best_of_n_completions.jsonl",
              "treequest": folder / "abmcts_tree.json"}
     files["llm-reasoners"].write_text(json.dumps(llm_reasoners_log()), encoding="utf-8")
-    shutil.copyfile(sal_file("beam_search", "rlhflow"), files["search-and-learn"])  # the tool's bytes as written
+    shutil.copyfile(sal_file("best_of_n", "rlhflow"), files["search-and-learn"])  # the tool's bytes as written
     files["treequest"].write_text(json.dumps(treequest_tree()), encoding="utf-8")
     return files
