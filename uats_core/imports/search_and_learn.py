@@ -39,15 +39,9 @@ class PRMRule:
     sep: str
     scores_end_after_sep: bool  # a text ending in `sep` has its (empty) last part scored
 
-    def parts(self, text: str) -> list[tuple[str, bool]]:
-        """The text's parts, each with its separator (they concatenate back to the text), and whether scored."""
-        pieces = text.split(self.sep)
-        last = len(pieces) - 1
-        scored_last = self.scores_end_after_sep or not text.endswith(self.sep)
-        return [(p + (self.sep if i < last else ""), i < last or scored_last) for i, p in enumerate(pieces)]
-
     def count(self, text: str) -> int:
-        return sum(1 for _, scored in self.parts(text) if scored)
+        """How many scores the class gives the text: one per separator, and one for the end unless it is skipped."""
+        return text.count(self.sep) + (1 if self.scores_end_after_sep or not text.endswith(self.sep) else 0)
 
 
 _BLANK = PRMRule("rlhflow", "RLHFFlow, Qwen_2_5_Math", "\n\n", True)
@@ -260,20 +254,27 @@ def _steps(text: str, per_step: list[Any], rule: PRMRule, where: str) -> list[tu
     """(step text, its score, the scores of the empty or unscored parts folded into it) along one completion."""
     steps: list[list[Any]] = []
     pending_text, pending_scores = "", []  # parts before the first node: they join the first node
-    it = iter(enumerate(per_step))
-    for part, scored in rule.parts(text):
+    pieces = text.split(rule.sep)
+    last = len(pieces) - 1
+    scored_last = rule.scores_end_after_sep or not text.endswith(rule.sep)
+    i = 0
+    for k, piece in enumerate(pieces):
+        part = piece + rule.sep if k < last else piece
         score = None
-        if scored:
-            i, value = next(it)
-            score = score_or_none(value)
-            if score is None:
-                raise _RowError(f"{where}[{i}] = {value!r} is no PRM score in [0, 1]")
-        if scored and part.strip(rule.sep):
+        if k < last or scored_last:
+            score = per_step[i]
+            if score.__class__ is not float or not 0.0 <= score <= 1.0:  # the common case, checked fast
+                score = score_or_none(per_step[i])
+                if score is None:
+                    raise _RowError(f"{where}[{i}] = {per_step[i]!r} is no PRM score in [0, 1]")
+            i += 1
+        if score is not None and piece.strip("\n"):
             steps.append([pending_text + part, score, pending_scores])
             pending_text, pending_scores = "", []
         elif steps:
             steps[-1][0] += part
-            steps[-1][2] = steps[-1][2] + ([score] if score is not None else [])
+            if score is not None:
+                steps[-1][2] = [*steps[-1][2], score]
         else:
             pending_text += part
             pending_scores = pending_scores + ([score] if score is not None else [])
