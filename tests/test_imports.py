@@ -292,7 +292,10 @@ def test_search_and_learn_files_of_every_approach_and_prm_import_with_the_tools_
 
 
 def test_a_search_and_learn_run_shows_pred_graded_and_keeps_the_weighted_and_majority_answers(tmp_path, capsys):
+    from ui.views.run_status import run_status_md
+    from ui.views.safe_text import md_text
     from ui.views.treedata import RunData
+    from uats_core.grading import extract_boxed
 
     path = sal_file("dvts", "rlhflow", "jsonl")
     store, ids = _import(tmp_path, "search-and-learn", path)
@@ -303,11 +306,12 @@ def test_a_search_and_learn_run_shows_pred_graded_and_keeps_the_weighted_and_maj
     for run_id in ids:
         data = RunData.load(store, run_id)
         row = next(r["row"] for r in rows if r["row"]["unique_id"] == data.run["problem_id"])
-        from uats_core.grading import extract_boxed
         assert data.run["answer"] == extract_boxed(row["pred"])
         assert data.run["correct"] is (extract_boxed(row["pred"]) == row["answer"])
         imported = data.run["config"]["imported"]
         assert imported["answer_from"] == "pred" and imported["tool_answers"]["pred_maj@4"] == row["pred_maj@4"]
+        status = run_status_md(data.run, data.state_at(None))
+        assert f"the answer is its pred (kept beside it: {md_text('pred_weighted@4')} " in status
 
 
 def test_a_bad_search_and_learn_row_is_reported_by_number_and_the_others_import(tmp_path, capsys):
