@@ -2,7 +2,8 @@
 on the node cap (the rows are read one at a time, so the refusal comes at the row that passes the cap, not after
 the whole file), and `--rows` of it (read no further than the last row asked for). Wall time and peak RSS of the
 `uats import` process against the targets (refused in <= 5 s and <= 300 MB RSS; `--rows` in <= 10 s), with the
-machine's load beside them.
+machine's load beside them. The targets are an idle machine's wall time; where the load passes the machine's cores,
+the process's CPU time (user + system) is judged instead, and the output says which.
 
 The file is built from search-and-learn's own output (tests/tool_fixtures/search_and_learn: its dvts under the
 default PRM, written by its code) scaled as a real run is: N = 256 completions per row (64 copies of each of the
@@ -67,7 +68,8 @@ def timed(argv: list[str]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the peak of this process's children: _one runs one
     lines = (err or out).strip().splitlines()
-    return {"rc": proc.returncode, "wall_s": round(wall, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    return {"rc": proc.returncode, "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
             "said": lines[-1][:240] if lines else ""}
 
 
@@ -94,12 +96,16 @@ def run(args: argparse.Namespace) -> int:
         rows = _one([str(path), "--from", "search-and-learn", "--db", str(Path(tmp) / "rows.db"), "--rows",
                      f"0,{last}"])
         load_after = os.getloadavg()
+    # the targets are an idle machine's wall time: on a busy one (load over its cores) the process's CPU time
+    # stands for it, and the verdict says which was judged
+    clock = "wall_s" if max(load[0], load_after[0]) <= (os.cpu_count() or 1) else "cpu_s"
     verdict = {"refused": refused["rc"] == 2 and "nodes an import writes" in refused["said"]
-               and refused["wall_s"] <= TARGETS["refused_s"] and refused["peak_rss_mb"] <= TARGETS["refused_rss_mb"],
-               "rows": rows["rc"] == 0 and rows["wall_s"] <= TARGETS["rows_s"]}
+               and refused[clock] <= TARGETS["refused_s"] and refused["peak_rss_mb"] <= TARGETS["refused_rss_mb"],
+               "rows": rows["rc"] == 0 and rows[clock] <= TARGETS["rows_s"]}
     print(json.dumps({"file_mb": round(size_mb), "rows": n_rows, "cpus": os.cpu_count(),
                       "load_1_5_15_before": [round(x, 2) for x in load],
                       "load_1_5_15_after": [round(x, 2) for x in load_after], "targets": TARGETS,
                       "refused_on_node_cap": refused, f"rows_0_and_{last}": rows,
-                      "verdict": {k: "met" if v else "missed" for k, v in verdict.items()}}, indent=1))
+                      "judged_on": clock, "verdict": {k: "met" if v else "missed" for k, v in verdict.items()}},
+                     indent=1))
     return 0 if all(verdict.values()) else 1

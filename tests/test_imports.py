@@ -361,3 +361,16 @@ def test_the_hubs_parquet_without_pyarrow_is_one_line_naming_the_fix(tmp_path, m
     assert cli(["import", "--from", "search-and-learn", str(path), "--db", str(tmp_path / "r.db")]) == 2
     assert capsys.readouterr().err == (f"error: file: {path}: a Parquet file (the Hub's format); reading it needs "
                                        "pyarrow (pip install pyarrow), or import the tool's .jsonl\n")
+
+
+def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tmp_path):
+    from benchmarks.imports import COPIES, FIXTURE, build
+    from uats_core.imports import read_runs
+
+    rows = build(tmp_path / "big.jsonl", 2.0)
+    assert (tmp_path / "big.jsonl").stat().st_size >= 2e6
+    base = read_runs("search-and-learn", FIXTURE)
+    scaled = read_runs("search-and-learn", tmp_path / "big.jsonl", rows=[0, rows - 1])
+    assert len(scaled[0].nodes) == COPIES * len(base[0].nodes)  # each copy's steps are nodes of their own
+    assert scaled[0].info["completions"] == 4 * COPIES
+    assert [r.label for r in scaled] == ["row 0", f"row {rows - 1}"]
