@@ -374,3 +374,25 @@ def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tm
     assert len(scaled[0].nodes) == COPIES * len(base[0].nodes)  # each copy's steps are nodes of their own
     assert scaled[0].info["completions"] == 4 * COPIES
     assert [r.label for r in scaled] == ["row 0", f"row {rows - 1}"]
+
+
+def test_the_runs_tab_lists_and_imports_the_hubs_parquet(tmp_path):
+    import shutil
+
+    from ui.choices import server_choices
+    from ui.jobs.import_job import submit_import
+    from uats_core.grading import extract_boxed
+
+    folder = tmp_path / "imports"
+    folder.mkdir()
+    shutil.copyfile(sal_file("dvts", "skywork", "parquet"), folder / "train-00000-of-00001.parquet")
+    choices = server_choices(imports_dirs=[folder])
+    assert sorted(choices.imports) == ["train-00000-of-00001.parquet"]
+    store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
+    run_id = submit_import(store, pool, choices, "search-and-learn", "train-00000-of-00001.parquet", 1)
+    (req,) = pool.submitted
+    assert req.run(None, store) is None
+    row = sal_expected("dvts", "skywork")["rows"][1]["row"]
+    run = store.get_run(run_id)
+    assert (run["status"], run["problem_id"], run["answer"]) == ("finished", row["unique_id"], extract_boxed(row["pred"]))
+    assert run["config"]["imported"]["prm_rule"] == "skywork"
