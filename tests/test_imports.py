@@ -336,6 +336,10 @@ def test_a_named_prm_rule_that_does_not_fit_is_named_in_the_row_error(tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith(f"error: file: {path}: row 0: scores[0] has ") and "where MathShepherd scores " in err
     assert "--prm-rule" not in err.split("MathShepherd")[1] and not (tmp_path / "r.db").exists()
+    other = write_tool_files(tmp_path / "in")["treequest"]
+    assert cli(["import", "--from", "treequest", str(other), "--db", str(tmp_path / "r.db"), "--prm-rule", "qwen"]) == 2
+    assert capsys.readouterr().err == ("error: prm-rule: a treequest file has no PRM steps to cut; --prm-rule is for "
+                                       "search-and-learn\n")
 
 
 def test_the_node_cap_refuses_a_search_and_learn_file_while_reading_and_rows_read_no_further(tmp_path):
