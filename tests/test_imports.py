@@ -400,3 +400,26 @@ def test_the_runs_tab_lists_and_imports_the_hubs_parquet(tmp_path):
     run = store.get_run(run_id)
     assert (run["status"], run["problem_id"], run["answer"]) == ("finished", row["unique_id"], extract_boxed(row["pred"]))
     assert run["config"]["imported"]["prm_rule"] == "skywork"
+
+
+def test_rows_past_the_end_are_each_named_and_a_damaged_parquet_is_one_line(tmp_path, capsys):
+    from uats_core.imports import read_runs
+
+    skipped: list[str] = []
+    path = sal_file("dvts", "skywork", "jsonl")
+    runs = read_runs("search-and-learn", path, rows=[1, 7, 9], on_skip=skipped.append)
+    assert [r.label for r in runs] == ["row 1"]
+    assert skipped == [f"{path}: row {r}: the file has 2 rows (0 to 1) (row left out; the other rows import)"
+                       for r in (7, 9)]
+    damaged = tmp_path / "train-00000-of-00001.parquet"
+    damaged.write_bytes(sal_file("dvts", "skywork", "parquet").read_bytes()[:600])
+    assert cli(["import", "--from", "search-and-learn", str(damaged), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {damaged}: not a readable Parquet file (") and err.count("\n") == 1
+    data = bytearray(sal_file("dvts", "skywork", "parquet").read_bytes())
+    data[100:500] = b"\xff" * 400  # the first row group's pages, the footer intact
+    damaged.write_bytes(bytes(data))
+    assert cli(["import", "--from", "search-and-learn", str(damaged), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {damaged}: row 0: its Parquet data is unreadable (") and err.count("\n") == 1
+    assert not (tmp_path / "r.db").exists()

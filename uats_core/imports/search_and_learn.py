@@ -74,8 +74,8 @@ def iter_rows(path: Path, name: str, rows: list[int] | None = None) -> Iterator[
             yield r, row
         if last is not None and r >= last:
             return
-    if last is not None and last >= seen:
-        yield last, ImportFormatError(name, f"row {last}: the file has {seen} rows (0 to {seen - 1})")
+    for missing in sorted(r for r in wanted or () if r >= seen):
+        yield missing, ImportFormatError(name, f"row {missing}: the file has {seen} rows (0 to {seen - 1})")
 
 
 def _jsonl_rows(path: Path, name: str, wanted: set[int] | None) -> Iterator[tuple[int, Any]]:
@@ -105,9 +105,17 @@ def _parquet_rows(path: Path, name: str, wanted: set[int] | None) -> Iterator[tu
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
-        raise ImportFormatError(name, f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        raise ImportFormatError(name, f"not a readable Parquet file ({_first_line(exc)})") from None
     r = 0
-    for batch in pf.iter_batches(batch_size=_PARQUET_BATCH):
+    batches = pf.iter_batches(batch_size=_PARQUET_BATCH)
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as exc:  # noqa: BLE001 - a damaged row group, in whichever pyarrow error type
+            raise ImportFormatError(name, f"row {r}: its Parquet data is unreadable ({_first_line(exc)}); download "
+                                          "the file again") from None
+        if batch is None:
+            return
         if wanted is not None and not wanted.intersection(range(r, r + batch.num_rows)):
             for _ in range(batch.num_rows):
                 yield r, None
@@ -116,6 +124,11 @@ def _parquet_rows(path: Path, name: str, wanted: set[int] | None) -> Iterator[tu
         for row in batch.to_pylist():
             yield r, row
             r += 1
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def read(path: Path, name: str, rows: list[int] | None, rule: str | None, max_nodes: int,
