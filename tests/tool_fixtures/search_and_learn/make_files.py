@@ -79,8 +79,9 @@ def byte_tokenizer() -> Any:
 class ScriptedLLM:
     """Test double of vllm.LLM (vllm/entrypoints/llm.py): `generate(prompts, sampling_params, use_tqdm)` returns one
     RequestOutput per prompt, whose CompletionOutput has the text, its token ids, finish_reason "stop" and
-    stop_reason the stop string that ended it (kept in the text when include_stop_str_in_output) or None at the
-    end of the sequence, as vLLM's detokenizer and scheduler set them. The model is a script: it continues one of
+    stop_reason the stop string that ended it (the text cut after it when include_stop_str_in_output, before it
+    otherwise: vllm/v1/engine/detokenizer.py, check_stop_strings) or None at the end of the sequence (an EOS token
+    sets no stop_reason: vllm/v1/core/sched/utils.py, check_stop), as vLLM 0.32 sets them. The model is a script: it continues one of
     the problem's solutions that the text so far begins, chosen by a seeded draw (greedy at temperature 0)."""
 
     def __init__(self, seed: int) -> None:
@@ -101,13 +102,10 @@ class ScriptedLLM:
             going = [p for p in self.paths[problem] if p.startswith(so_far) and len(p) > len(so_far)]
             full = (going[0] if sampling_params.temperature == 0 else self.rng.choice(going)) if going else so_far
             text, stop_reason = full[len(so_far):], None
-            for stop in sampling_params.stop or []:
-                at = text.find(stop)
-                if at >= 0:
-                    cut = at + len(stop)
-                    text = text[:cut] if sampling_params.include_stop_str_in_output else text[:at]
-                    stop_reason = stop
-                    break
+            found = [(at + len(stop), at, stop) for stop in sampling_params.stop or [] if (at := text.find(stop)) >= 0]
+            if found:  # the stop string that completes first (vllm/v1/engine/detokenizer.py, check_stop_strings)
+                end, at, stop_reason = min(found, key=lambda f: f[0])
+                text = text[:end] if sampling_params.include_stop_str_in_output else text[:at]
             ids = self.tokenizer.encode(text, add_special_tokens=False)
             done = CompletionOutput(index=0, text=text, token_ids=ids, cumulative_logprob=None, logprobs=None,
                                     finish_reason="stop", stop_reason=stop_reason)
