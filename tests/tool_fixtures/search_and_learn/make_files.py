@@ -58,7 +58,7 @@ RULES = {"rlhflow": ("RLHFlow/Llama3.1-8B-PRM-Deepseek-Data", "RLHFFlow"),
          "math-shepherd": ("peiyi9979/math-shepherd-mistral-7b-prm", "MathShepherd"),
          "skywork": ("Skywork/Skywork-o1-Open-PRM-Qwen-2.5-1.5B", "SkyworkO1_1_5B")}
 APPROACHES = ("best_of_n", "beam_search", "dvts")
-SETTINGS = {"n": 4, "beam_width": 2, "num_iterations": 3, "temperature": 0.8, "seed": 42}
+SETTINGS = {"n": 4, "beam_width": 2, "num_iterations": 3, "temperature": 0.8, "seed": 0}  # seed: the recipes'
 
 
 def byte_tokenizer() -> Any:
