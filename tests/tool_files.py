@@ -3,8 +3,8 @@
 - llm-reasoners and TreeQuest: files their own code wrote, committed under tests/fixtures/tools/ beside the scripts
   that ran the tools (make_llm_reasoners.py, make_treequest.py) and each file's `.truth.json`, what the tool itself
   held (nodes, parents, scores, its answer);
-- search-and-learn: `{approach}_completions.jsonl` rows as `save_dataset` writes them (MATH-500's fields plus
-  completions, scores, pred, completion_tokens), built here."""
+- search-and-learn: `{approach}_completions.jsonl` written by search-and-learn's own code (tool_fixtures/
+  search_and_learn/make_files.py: its approaches, score() and save_dataset() with vLLM and the PRM scripted)."""
 
 from __future__ import annotations
 
@@ -23,20 +23,25 @@ LLM_REASONERS_QUESTION = "Tom has 3 boxes with 4 apples in each box. He eats 2 a
 TREEQUEST_FILE = "standard_mcts.json"
 
 
+SAL_DIR = Path(__file__).parent / "tool_fixtures" / "search_and_learn"
+SAL_APPROACHES = ("best_of_n", "beam_search", "dvts")
+SAL_RULES = ("rlhflow", "qwen", "math-shepherd", "skywork")
+
+
+def sal_file(approach: str, rule: str, fmt: str = "jsonl") -> Path:
+    """A file search-and-learn's own code wrote (tool_fixtures/search_and_learn/make_files.py): save_dataset's
+    JSON lines, or the same dataset as the Hub's Parquet."""
+    return SAL_DIR / f"{approach}_{rule}_completions.{fmt}"
+
+
+def sal_expected(approach: str, rule: str) -> dict[str, Any]:
+    """The tool's own rows of that file and the scripted PRM's record of the parts it scored."""
+    return json.loads((SAL_DIR / f"{approach}_{rule}.expected.json").read_text(encoding="utf-8"))
+
+
 def search_and_learn_rows() -> list[dict[str, Any]]:
-    base = "The area of a rectangle is its length times its width.\n\n"
-    rows = [{"problem": QUESTION, "solution": "6 × 4 = 24", "answer": GOLD, "subject": "Prealgebra", "level": 1,
-             "unique_id": "test/prealgebra/rect.json",
-             "completions": [base + "6 × 4 = 24.\n\nSo the area is \\boxed{24}.",
-                             base + "6 + 4 = 10.\n\nSo the area is \\boxed{10}.",
-                             base + "6 × 4 = 24.\n\nThe answer is \\boxed{24}.",
-                             "Add the sides: 6 + 4 + 6 + 4 = 20.\n\nSo \\boxed{20}."],
-             "scores": [[0.91, 0.88, 0.86], [0.91, 0.31, 0.22], [0.91, 0.88, 0.83], [0.42, 0.18]],
-             "pred": base + "6 × 4 = 24.\n\nSo the area is \\boxed{24}.", "completion_tokens": [31, 30, 30, 24]},
-            {"problem": "What is 3 + 5?", "solution": "8", "answer": "8", "subject": "Prealgebra", "level": 1,
-             "unique_id": "test/prealgebra/sum.json", "completions": ["3 + 5 = 8.\n\n\\boxed{8}", "\\boxed{9}"],
-             "scores": [[0.9, 0.95], [0.3]], "pred": "3 + 5 = 8.\n\n\\boxed{8}", "completion_tokens": [9, 4]}]
-    return rows
+    """The rows of search-and-learn's best-of-N under its default PRM (RLHFlow), as its code wrote them."""
+    return [json.loads(line) for line in sal_file("best_of_n", "rlhflow").read_text(encoding="utf-8").splitlines()]
 
 
 def tool_file(tool: str, name: str) -> Path:
@@ -53,10 +58,9 @@ def truth_of(path: Path) -> dict[str, Any]:
 def write_tool_files(folder: Path) -> dict[str, Path]:
     """One file of each tool in `folder`, by tool name."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"llm-reasoners": folder / LLM_REASONERS_FILE, "search-and-learn": folder / "beam_search_completions.jsonl",
+    files = {"llm-reasoners": folder / LLM_REASONERS_FILE, "search-and-learn": folder / "best_of_n_completions.jsonl",
              "treequest": folder / TREEQUEST_FILE}
     shutil.copyfile(tool_file("llm-reasoners", LLM_REASONERS_FILE), files["llm-reasoners"])
-    files["search-and-learn"].write_text("".join(json.dumps(r) + "\n" for r in search_and_learn_rows()),
-                                         encoding="utf-8")
+    shutil.copyfile(sal_file("best_of_n", "rlhflow"), files["search-and-learn"])  # the tool's bytes as written
     shutil.copyfile(tool_file("treequest", TREEQUEST_FILE), files["treequest"])
     return files

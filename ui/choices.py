@@ -32,7 +32,8 @@ MATH500 = "MATH-500"
 AIME24 = "AIME 2024"
 MODEL_REFUSED = "not one of the models this server offers; pick one from the list"
 DATASET_REFUSED = "not one of the problem sets this server offers; pick one from the list"
-IMPORT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")  # what the tools write (TreeQuest's render: JSON or YAML)
+IMPORT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".parquet")  # what the tools write (TreeQuest: JSON or YAML;
+# search-and-learn on the Hub: Parquet)
 IMPORT_REFUSED = "not one of the files this server offers to import (--imports-dir); pick one from the list"
 
 # The model options a client may set: sampling, placement, the PRM's input format. None of them loads or runs

@@ -24,7 +24,7 @@ from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo
 pytestmark = pytest.mark.browser
 
 EXPECTED = {  # nodes after iteration 1, iterations, the run's answer (a bare llm-reasoners tree log states none)
-    "llm-reasoners": (4, 10, None), "search-and-learn": (2, 3, "24"), "treequest": (1, 10, "24")}
+    "llm-reasoners": (4, 10, None), "search-and-learn": (3, 4, "24"), "treequest": (1, 10, "24")}
 TYPED = {"llm-reasoners": (LLM_REASONERS_QUESTION, "10"), "treequest": (QUESTION, GOLD)}  # question, gold answer
 
 

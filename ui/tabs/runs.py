@@ -87,11 +87,12 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
     files = list(ctx.choices.imports)
     with gr.Accordion("Import a run from another tool", open=bool(files), elem_id="import-box"):
         gr.Markdown("Files of llm-reasoners (its tree log, written with `uats_studio.llm_reasoners."
-                    "export_llm_reasoners`), search-and-learn (`*_completions.jsonl`, one row per problem) and "
-                    "TreeQuest (`treequest.render(state, name, format=\"json\")` or `\"yaml\"`) in the server's "
-                    "import folders. llm-reasoners' and TreeQuest's files hold no question: type it (and the gold "
-                    "answer, to grade). An imported run holds the tool's own score per node and no MC passes: open "
-                    "it, then **Shadow-score this run** (Search tab) adds R̄ and σ² to every node." if files else
+                    "export_llm_reasoners`), search-and-learn (`*_completions.jsonl` or the Hub's Parquet, one row "
+                    "per problem) and TreeQuest (`treequest.render(state, name, format=\"json\")` or `\"yaml\"`) in "
+                    "the server's import folders. llm-reasoners' and TreeQuest's files hold no question: type it (and "
+                    "the gold answer, to grade). An imported run holds the tool's own score per node and no MC "
+                    "passes: open it, then **Shadow-score this run** (Search tab) adds R̄ and σ² to every node."
+                    if files else
                     "This server lists no files to import (start it with `--imports-dir DIR`).")
         with gr.Row():
             i_file = gr.Dropdown(files, value=files[0] if files else None, label="file", elem_id="import-file", scale=3)
