@@ -32,6 +32,8 @@ MATH500 = "MATH-500"
 AIME24 = "AIME 2024"
 MODEL_REFUSED = "not one of the models this server offers; pick one from the list"
 DATASET_REFUSED = "not one of the problem sets this server offers; pick one from the list"
+IMPORT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".parquet")  # what the tools write (TreeQuest: JSON or YAML;
+# search-and-learn on the Hub: Parquet)
 IMPORT_REFUSED = "not one of the files this server offers to import (--imports-dir); pick one from the list"
 
 # The model options a client may set: sampling, placement, the PRM's input format. None of them loads or runs
@@ -187,7 +189,7 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
              for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
     imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
-                if f.is_file() and f.suffix in (".json", ".jsonl", ".parquet")]  # .parquet: the Hub's search-and-learn
+                if f.is_file() and f.suffix in IMPORT_SUFFIXES]
     log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
              len(datasets), len(imported))
     return ServerChoices(policies, prms, datasets, _by_name(imported))
