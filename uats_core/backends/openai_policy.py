@@ -37,12 +37,13 @@ from uats_core.backends.prompting import (
     prompt_ids,
     resolve_use_chat,
     step_budgets,
+    step_text,
     trim_at_delimiter,
 )
 from uats_core.backends.vllm_policy import request_seed
 from uats_core.cancel import SearchCancelled, cancel_pending, current_check
 from uats_core.errors import BackendError
-from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace, bound_step
+from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)
 
@@ -259,9 +260,7 @@ class OpenAIPolicy:
     def _step(self, cand: Candidate, used: int, budget: int) -> StepOutput:
         """A candidate as a step: bounded, cut after the first delimiter (put back where the server left it out),
         and held to the caps by this process's own count of its tokens."""
-        text, cut = bound_step(cand.text)
-        text, has_delim = trim_at_delimiter(text)
-        cut = cut and not has_delim  # a whole step inside the bound is kept as it is
+        text, has_delim, cut = step_text(cand.text)
         if cand.ended == "delimiter" and not has_delim and not cut:  # the server left the stop string out
             text, has_delim = text + STEP_DELIMITER, True
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
