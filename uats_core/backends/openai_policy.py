@@ -9,7 +9,7 @@ would. A step is bounded where it enters (protocols.MAX_STEP_CHARS) and counted 
 the caps never rest on the server's own count, which is kept when it is larger (the cost a node stores).
 
 The PRM stays local: serving engines strip dropout, which MC dropout needs at inference. Requests use only the
-standard library (http_transport: connect and read timeouts, a cancel honoured within a poll, no redirect
+standard library (http_client: connect and read timeouts, a cancel honoured within a poll, no redirect
 followed, the URL's credentials sent as a header and shown nowhere). A server that is down, a wrong model name or
 a refused request is one line naming the server (by its name in the app) and the fix, after `retries` tries for
 errors that may pass (no connection, 408, 429, 5xx); the server's own words are never relayed (they may hold
@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-from uats_core.backends import http_transport
+from uats_core import http_client
 from uats_core.backends._loading import load_tokenizer, normalise_url, resolve_spec
 from uats_core.backends.openai_servers import SERVER_KINDS, Candidate, completion_body, read_candidates, server_kind
 from uats_core.backends.prompting import (
@@ -47,7 +47,7 @@ from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)
 
-PREFIX = "openai:"
+PREFIX = http_client.PREFIX
 API_KEY_ENV = "OPENAI_API_KEY"  # sent as a bearer token when set (vllm serve --api-key ...)
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _ERROR_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,39}")  # an error type is relayed only when it is a plain word
@@ -105,7 +105,7 @@ class OpenAIPolicy:
         if server is not None and server not in SERVER_KINDS:
             raise BackendError("policy-opt", f"server: {server!r} is none of {', '.join(SERVER_KINDS)}")
         self.base_url = normalise_url(base_url)
-        self._ep = http_transport.endpoint(self.base_url)
+        self._ep = http_client.endpoint(self.base_url)
         self.where = f"the server {name}" if name else f"the server at {self._ep.display}"
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.step_token_cap, self.solution_token_cap = step_token_cap, solution_token_cap
@@ -142,12 +142,12 @@ class OpenAIPolicy:
             if attempt:
                 self._back_off(attempt, cancelled)
             try:
-                status, data = http_transport.call(ep, method, path, body, self._headers,
+                status, data = http_client.call(ep, method, path, body, self._headers,
                                                    connect_timeout_s=self.connect_timeout_s,
                                                    read_timeout_s=self.timeout_s, cancelled=cancelled)
-            except http_transport.Cancelled:
+            except http_client.Cancelled:
                 raise SearchCancelled(f"cancelled while waiting for {self.where}") from None
-            except http_transport.ReadTimeout as exc:  # it accepted and did not answer: asking again waits again
+            except http_client.ReadTimeout as exc:  # it accepted and did not answer: asking again waits again
                 raise BackendError("policy", f"{self.where} did not answer {path} ({exc}); check that it is not "
                                              "stuck, or raise --policy-opt timeout_s") from None
             except OSError as exc:  # refused, unreachable, no connection in time: no answer
@@ -177,7 +177,7 @@ class OpenAIPolicy:
         while (left := until - time.monotonic()) > 0:
             if cancelled():
                 raise SearchCancelled(f"cancelled while waiting for {self.where}")
-            time.sleep(min(left, http_transport.WAIT_SLICE_S))
+            time.sleep(min(left, http_client.WAIT_SLICE_S))
 
     @staticmethod
     def _fix_for(status: int) -> str:

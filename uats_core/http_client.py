@@ -18,10 +18,41 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping
 
+PREFIX = "openai:"  # a policy spec naming a server: openai:URL
 MAX_RESPONSE_BYTES = 64 * 2**20  # a JSON body of more than this is no completion of ours: refused, not read
 WAIT_SLICE_S = 0.1  # how often a waiting caller looks at its cancel check and the deadline
+
+
+# Who hears that this process waits on a server (the app's warm workers tell their pool, which does not count a
+# worker that only waits against its compute limit): called with the time.time() the first request of this
+# process began when none was under way, and with None when the last one ended.
+class _Waiting:
+    """How many requests of this process are under way, and who hears when that becomes some or none."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.listener: Callable[[float | None], None] | None = None
+        self.lock = threading.Lock()
+
+    def changed(self, delta: int) -> None:
+        with self.lock:
+            before, self.count = self.count, self.count + delta
+            if self.listener is not None and (before == 0) != (self.count == 0):
+                try:
+                    self.listener(time.time() if self.count else None)
+                except Exception:  # noqa: BLE001 - a listener that fails must not fail the request
+                    pass
+
+
+_WAITING = _Waiting()
+
+
+def set_wait_listener(listener: Callable[[float | None], None] | None) -> None:
+    """Install the process's listener (None: nobody listens)."""
+    with _WAITING.lock:
+        _WAITING.listener = listener
 
 
 class Cancelled(Exception):
@@ -73,6 +104,16 @@ def redact_url(url: str) -> str:
                                     parts.fragment))
 
 
+def policy_label(spec: str | None, opts: Mapping[str, Any]) -> str | None:
+    """What a run stores and shows for its policy before the policy is loaded: a server's policy by its `name`
+    option, else its URL without credentials; any other spec as it is. (Here, in a module of the standard library
+    only, so the app's process can call it without loading torch.)"""
+    if spec is None or not spec.startswith(PREFIX):
+        return spec
+    name = opts.get("name")
+    return str(name) if name else PREFIX + redact_url(spec.removeprefix(PREFIX))
+
+
 def _exchange(conn: http.client.HTTPConnection, read_timeout_s: float, method: str, target: str, body: bytes | None,
               headers: dict[str, str], out: dict[str, object]) -> None:
     try:
@@ -100,6 +141,7 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
     conn = cls(ep.host, ep.port, timeout=connect_timeout_s, **kwargs)
     out: dict[str, object] = {}
     deadline = time.monotonic() + connect_timeout_s + read_timeout_s
+    _WAITING.changed(+1)
     try:
         if cancelled():
             raise Cancelled()
@@ -118,6 +160,7 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
     finally:
         out["abandoned"] = True
         _close(conn)
+        _WAITING.changed(-1)
     if "error" in out:
         exc = out["error"]
         if isinstance(exc, socket.timeout) and not out.get("connected"):
