@@ -104,8 +104,8 @@ class OpenAIPolicy:
                                              f">= 1; got {connect_timeout_s}, {timeout_s}, {retries}, {max_n}, {concurrency}")
         if server is not None and server not in SERVER_KINDS:
             raise BackendError("policy-opt", f"server: {server!r} is none of {', '.join(SERVER_KINDS)}")
-        self.base_url = normalise_url(base_url)
-        self._ep = http_client.endpoint(self.base_url)
+        self._ep = http_client.endpoint(normalise_url(base_url))  # its headers hold the URL's credentials
+        self.base_url = self._ep.display  # the URL without them: all that is ever shown
         self.where = f"the server {name}" if name else f"the server at {self._ep.display}"
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.step_token_cap, self.solution_token_cap = step_token_cap, solution_token_cap
