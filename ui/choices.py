@@ -43,6 +43,9 @@ IMPORT_REFUSED = "not one of the files this server offers to import (--imports-d
 APP_POLICY_OPTIONS = ("temperature", "top_p", "step_token_cap", "solution_token_cap", "system_prompt", "seed",
                       "use_chat_template", "dtype", "device", "max_model_len", "gpu_memory_utilization",
                       "enforce_eager", "model")  # model: which of a --policy-server's models (checked against its list)
+# The option through which the app names a --policy-server's policy by its NAME (runs store and show that name,
+# never the URL, which may hold credentials); set by the app from its own list, refused from a client.
+SERVER_NAME_OPTION = "name"
 APP_PRM_OPTIONS = ("dtype", "device", "padding_side", "system_prompt", "step_tag", "step_token", "good_token",
                    "bad_token", "yes", "no", "positive_label", "question_suffix", "step_suffix")
 
@@ -147,6 +150,16 @@ def _checked_dir(d: str | Path, flag: str) -> Path:
     if root == uploads or root.is_relative_to(uploads) or uploads.is_relative_to(root):
         raise ConfigError(flag, f"{d} holds Gradio's upload folder {uploads}; give a folder that only you write to")
     return root
+
+
+def server_policy_opts(choice: str, spec: str | None, opts: Mapping[str, Any]) -> dict[str, Any]:
+    """A client's checked policy options, with the server's name added when the chosen policy is a
+    --policy-server's (the policy then calls itself by that name: in the run's row, its errors and the log)."""
+    from uats_core.http_client import PREFIX
+
+    if spec is not None and spec.startswith(PREFIX):
+        return {**opts, SERVER_NAME_OPTION: choice}
+    return dict(opts)
 
 
 def policy_servers(specs: Sequence[str]) -> dict[str, str]:
