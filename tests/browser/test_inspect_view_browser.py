@@ -100,13 +100,20 @@ def _open(pg: Any, url: str, rid: str) -> None:
     wait_idle(pg)
 
 
-def _click(pg: Any, node: dict[str, Any]) -> None:
-    """A mouse click on the node, then until its Figure 1 and its Why are drawn."""
+def _click(pg: Any, node: dict[str, Any]) -> int:
+    """A mouse click on the node, then until Figure 1 and Why of the node inspected are drawn: its id (Plotly gives
+    a click to the point nearest the mouse, a neighbour's where marks crowd)."""
+    before = pg.evaluate("() => { const e = document.querySelector('#figure1 .uats-plot');"
+                         " return e && e._uatsMeta ? e._uatsMeta.selected : null; }")
     pg.mouse.click(node["x"], node["y"])
-    nid = node["id"]
-    wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {nid} && e.dataset.drawnAt", timeout_s=60)
+    pg.wait_for_function("(b) => { const e = document.querySelector('#figure1 .uats-plot'), box = "
+                         "document.querySelector('#node-id input'); return e && e._uatsMeta && e.dataset.drawnAt && "
+                         "e._uatsMeta.selected !== b && String(e._uatsMeta.selected) === box.value; }", arg=before,
+                         timeout=60_000)
+    nid = int(pg.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.selected"))
     pg.wait_for_function(WHY_OF_JS, arg=nid, timeout=60_000)
     wait_idle(pg)
+    return nid
 
 
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
@@ -115,7 +122,7 @@ def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(screen_pa
     pg, size = screen_page, screen_page.viewport_size
     _open(pg, f"{served['url']}/?run={run64}", run64)
     node = pg.evaluate(CLICKABLE_JS, [1, 52])[0]
-    _click(pg, node)
+    node["id"] = _click(pg, node)
     seen = pg.evaluate(IN_VIEW_JS, node["id"])
     assert seen["selected"] == node["id"] and seen["numbers"], seen
     assert seen["labelIn"] and seen["lineIn"], seen  # the node's row: its label and its numbers
@@ -139,9 +146,7 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
     clicked = []
     for _ in range(5):
         options = [n for n in pg.evaluate(CLICKABLE_JS, [12, None]) if n["id"] not in clicked]
-        node = options[len(clicked) % len(options)]
-        _click(pg, node)
-        clicked.append(node["id"])
+        clicked.append(_click(pg, options[len(clicked) % len(options)]))
     rings = pg.evaluate("() => (document.querySelector('#tree .uats-plot').layout.shapes || [])"
                         ".filter(s => s && s.name === 'selected').map(s => [s.xanchor, s.yanchor])")
     assert len(rings) == 1, (clicked, rings)

@@ -167,8 +167,9 @@ function labelCull(gd) {
     const r = boxes[k];
     if (!r.width) return;
     const out = r.left < left || r.right > right || r.top < top || r.bottom > bottom;
+    // a glyph's strokes reach a pixel past the box its statistics give
     const hit = kept.some(q => r.left < q.right + 3 && r.right > q.left - 3 && r.top < q.bottom && r.bottom > q.top) ||
-      glyphs.some(q => r.left < q.right - 0.5 && r.right > q.left + 0.5 && r.top < q.bottom - 0.5 && r.bottom > q.top + 0.5);
+      glyphs.some(q => r.left < q.right + 1 && r.right > q.left - 1 && r.top < q.bottom + 1 && r.bottom > q.top - 1);
     if (out || hit) { t.style.display = 'none'; hidden++; } else kept.push(r);
   });
   gd.dataset.labelsHidden = String(hidden);

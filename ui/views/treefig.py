@@ -242,7 +242,7 @@ def _answer_marks(state: TreeState, pos: Pos) -> list[dict[str, Any]]:
 # an invisible marker this wide under each label: Plotly sets the text that far off its node; clear of the
 # node's halo where rows are DETAIL_ROW_PX tall, close to it in a big tree (26 px rows: 26 put a label on the
 # node of the row above)
-LABEL_STANDOFF = {"detail": 26, "compact": 8}
+LABEL_STANDOFF = {"detail": 26, "compact": 10}
 
 
 def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Mapping[int, int]) -> list[dict[str, Any]]:
