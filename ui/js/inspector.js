@@ -1,9 +1,10 @@
 // The node inspector's js_on_load (ui/tabs/search_layout.py, INSPECTOR_CSS): the inspector sits beside the tree
 // while a node is inspected, sticky under the run bar, so what a click shows (the node's Figure 1 row, its numbers,
 // its why) is on the first screen with the tree. Open: #search-row.uats-inspecting (the tab's row: Gradio scopes the
-// page's CSS under its container, where a class on <body> never matches); the run form folds away meanwhile. A click in the tree opens it at once (plot.js calls window.__uatsOpenInspector); a link, a typed
-// id or the Inspect button open it when the inspector's text names a node; opening another run (the text emptied)
-// closes it, and so does its ✕ (until another node is inspected).
+// page's CSS under its container, where a class on <body> never matches); the run form folds away meanwhile. A
+// click in the tree opens it at once (plot.js calls window.__uatsOpenInspector); a link, a typed id or the Inspect
+// button open it when the inspector's text names a node; opening another run (the text emptied) closes it, and so
+// does its ✕ (until another node is inspected).
 if (!window.__uatsInspector) {
   window.__uatsInspector = true;
   const root = () => document.getElementById('search-row') || document.body;
