@@ -163,7 +163,7 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
       const f = document.getElementById('figure1'), fb = f.getBoundingClientRect();
       const head = f.querySelector('.uats-sticky-head');
       if (!head || f.scrollTop < 200) return {scrolled: f.scrollTop, head: !!head};
-      const texts = [...head.querySelectorAll('text')].filter(t => /MC-dropout passes|spread|read/.test(t.textContent))
+      const texts = [...head.querySelectorAll('text')].filter(t => /passes|spread|read/.test(t.textContent))
         .map(t => { const r = t.getBoundingClientRect(); return {t: t.textContent.slice(0, 30), top: r.top, bottom: r.bottom}; });
       return {scrolled: f.scrollTop, head: true, texts, boxTop: fb.top,
               inside: texts.filter(t => t.top >= fb.top - 1 && t.bottom <= fb.top + head.offsetHeight + 1).length};

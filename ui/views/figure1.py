@@ -249,10 +249,10 @@ def _shadow_text(row: Mapping[str, Any] | None) -> str:
 
 
 def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
-    """A log axis for the gated statistics and τ: whole decades around them, at most four ticks, labelled 1e-6."""
+    """A log axis for the gated statistics and τ: whole decades around them, at most three ticks, labelled 1e-6."""
     pos = [v for v in values if v is not None and v > 0] + [tau]
     lo, hi = math.floor(math.log10(min(pos) / 2)), math.ceil(math.log10(max(pos) * 2))
-    step = max(1, math.ceil((hi - lo) / 3))
+    step = max(1, math.ceil((hi - lo) / 2))  # three ticks at most: the panel is narrow beside the tree
     ticks = list(range(hi, lo - 1, -step))[::-1]
     return {"type": "log", "range": [lo, hi], "tickvals": [10.0 ** e for e in ticks],
             "ticktext": [f"1e{e}" if e else "1" for e in ticks]}
@@ -272,10 +272,10 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "height": top + bottom + ROW_PX * n, "margin": {"l": left, "r": right, "t": top, "b": bottom},
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
                   "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
-        "xaxis": {**axis, "domain": [0.0, 0.42], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 5,
-                  "title": {**axis["title"], "text": "MC-dropout passes" + (f" (from {floor:g})" if floor else "")}},
-        "xaxis2": {**axis, "domain": [0.47, 0.71], **spread, "title": {**axis["title"], "text": "spread: pass − R̄"}},
-        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.76, 1.0],
+        "xaxis": {**axis, "domain": [0.0, 0.38], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 4,
+                  "title": {**axis["title"], "text": "passes" + (f" (from {floor:g})" if floor else "")}},
+        "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
+        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.70, 1.0],
                    "title": {**axis["title"], "text": f"{label} read"}},
         "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
         "hovermode": "closest", "boxmode": "overlay",
