@@ -169,8 +169,8 @@ def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
             tick *= m
             break
     text = f"{tick:.0e}" if tick < 1e-3 else f"{tick:g}"
-    # two ticks and a zero line at R̄: three labels crowded a narrow panel into turning them on their side
-    return {"range": [-half, half], "tickvals": [-tick, tick], "ticktext": [f"−{text}", f"+{text}"],
+    # one tick (the scale is symmetric) and a zero line at R̄: more labels overlapped in the narrow panel at 1280
+    return {"range": [-half, half], "tickvals": [tick], "ticktext": [f"+{text}"],
             "zeroline": True, "zerolinecolor": "#d62728", "zerolinewidth": 1}
 
 
