@@ -27,7 +27,7 @@ export default [
       curly: ["error", "multi-line"],
     },
   },
-  {files: ["ui/js/plot.js", "ui/js/treelod.js", "ui/js/runbar.js", "ui/js/links.js"],
+  {files: ["ui/js/plot.js", "ui/js/treelod.js", "ui/js/runbar.js", "ui/js/links.js", "ui/js/inspector.js"],
    languageOptions: {globals: JS_ON_LOAD}},
   // treelod.js and plot.js are one js_on_load (ui/tabs/common.py PLOT_JS): plot.js calls these two
   {files: ["ui/js/treelod.js"], rules: {"no-unused-vars": ["error", {args: "none", varsIgnorePattern: "^lod(Inject|Refresh)$"}]}},

@@ -4,7 +4,11 @@
   built from the database, sent, and Plotly.react finished), for a run of 100,000 nodes (the first open:
   nothing cached);
 - node click: a click on a node of a 2,000-node run (the tree's plotly_click, as a mouse click fires it),
-  until the inspector's boxplots of that node are drawn; each click once the page is quiet (QUIET_JS).
+  until the inspector's boxplots of that node are drawn; each click once the page is quiet (QUIET_JS);
+- Figure 1 draw: the page's own time to draw each of those Figure 1s (Plotly.react and what follows it, the
+  figure's data-draw-ms), for the steps of 64 candidates;
+- link: a `?run=…&node=…` address opened in a new tab of the same browser (its HTTP cache warm, as a link
+  followed from another page of the app), from the navigation's start until that node's Figure 1 is drawn.
 
 Runs come from tests.synthetic, written to a temporary SQLite file first (not timed)."""
 
@@ -70,13 +74,34 @@ def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
     return time.perf_counter() - t0
 
 
-def _click_times(page: Any, node_ids: list[int]) -> list[float]:
-    out = []
+def _click_times(page: Any, node_ids: list[int]) -> tuple[list[float], list[tuple[int, float]]]:
+    """Seconds from each click to its Figure 1 drawn, and (rows, draw ms) of each of those Figure 1s."""
+    out, draws = [], []
     for nid in node_ids:
         _wait_quiet(page, 60)
         page.evaluate(CLICK_JS, [nid])
         h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
         out.append(float(h.json_value()) / 1000.0)
+        rows, ms = page.evaluate("() => { const e = document.querySelector('#figure1 .uats-plot');"
+                                 " return [Number(e.dataset.nodes), Number(e.dataset.drawMs)]; }")
+        draws.append((int(rows), float(ms)))
+    return out, draws
+
+
+# seconds from the navigation's start to the linked node's Figure 1 drawn (the page's clock: drawnAt is Date.now())
+LINK_DONE_JS = """(nid) => { const e = document.querySelector('#figure1 .uats-plot');
+  return e && e._uatsMeta && e._uatsMeta.selected === nid && e.dataset.drawnAt
+    ? (Number(e.dataset.drawnAt) - performance.timeOrigin) / 1000 : null; }"""
+
+
+def _link_times(browser: Any, port: int, rid: str, node_ids: list[int]) -> list[float]:
+    out = []
+    for nid in node_ids:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"http://127.0.0.1:{port}/?run={rid}&node={nid}", wait_until="commit")
+        h = page.wait_for_function(LINK_DONE_JS, arg=nid, timeout=120_000, polling=20)
+        out.append(float(h.json_value()))
+        page.close()
     return out
 
 
@@ -105,10 +130,15 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
             time.sleep(1.0)
             n = store.get_run(click_id)["n_nodes"]
             ids = [int(n * f) for f in (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)][:clicks]
-            click_s = _click_times(page, ids)
+            click_s, draws = _click_times(page, ids)
+            link_s = _link_times(browser, port, click_id, ids[:3])
             browser.close()
     finally:
         pool.shutdown(cancel=True, timeout_s=5)
         demo.close()
+    full = [ms for rows, ms in draws if rows == 64]
     return {"open_s": round(open_s, 2), "open_nodes": big, "click_s": [round(x, 2) for x in click_s],
-            "click_median_s": round(statistics.median(click_s), 2), "click_nodes": clicked}
+            "click_median_s": round(statistics.median(click_s), 2), "click_nodes": clicked,
+            "figure1_draw_ms": [[rows, round(ms, 1)] for rows, ms in draws],
+            "figure1_64_draw_median_ms": round(statistics.median(full), 1) if full else None,
+            "link_s": [round(x, 2) for x in link_s], "link_median_s": round(statistics.median(link_s), 2)}

@@ -12,7 +12,7 @@ from tests.doubles import record_synthetic
 from ui.views.bigtree import focus_nodes
 from ui.views.figstyle import COLORSCALE, DETAIL_LIMIT, MIN_X_SPAN, N_COLOUR_BINS, bin_colours, box_stats, colour_bin, colour_for
 from ui.views.decisions import step_of
-from ui.views.figure1 import Z_RANGE, score_floor, step_figure
+from ui.views.figure1 import score_floor, spread_axis, step_figure
 from ui.views.treefig import ViewOptions, tree_figure
 from ui.views.treedata import RunData
 from ui.views.treeglyphs import COMPACT_NAMES
@@ -76,7 +76,8 @@ def test_marks_are_anchored_on_their_node_in_pixels(state) -> None:
         assert all((x, y) in placed for x, y in zip(tr["x"], tr["y"]))
     marks = _trace(fig, "marks")
     assert all((x, y) in placed or (x, y) == (0.0, 0.0) for x, y in zip(marks["x"], marks["y"]))
-    assert set(marks["textposition"]) <= {"top center", "bottom center"} and marks["marker"]["opacity"] == 0
+    # left of the node, clear of its own glyph on its right (the page hides a label over a neighbour's glyph)
+    assert set(marks["textposition"]) <= {"top left", "bottom left"} and marks["marker"]["opacity"] == 0
     assert state.decisions and t  # the labels belong to this iteration's decisions
     # the chosen answers are stars now, not a mark beside them: "chosen answer" is a legend entry only
     assert all(tr["x"] == [None] for tr in fig["data"] if tr.get("name") == "chosen answer")
@@ -149,17 +150,29 @@ def test_figure1_shows_the_step_its_numbers_and_decisions(data, state) -> None:
         assert bool(cells["after"]) == bool(step.candidate(r).extra)
 
 
-def test_figure1_shape_panel_draws_every_spread_visible(data, state) -> None:
-    """The shape panel puts each row's passes in units of its own σ: a σ² of 1e-6 spans as much of it as one of
-    1e-2 (the score panel keeps the true sizes, the σ² column the numbers)."""
-    sel = next(i for i in state.nodes if i and len(state.siblings(i)) > 3)
-    fig = step_figure(step_of(data, sel), selected=sel)
-    shapes = [t for t in fig["data"] if t["type"] == "box" and t["xaxis"] == "x2"]
-    assert shapes and fig["layout"]["xaxis2"]["range"] == [-Z_RANGE, Z_RANGE]
-    for t in shapes:
-        xs = sorted(t["x"])
-        if len(set(xs)) > 1:
-            assert xs[-1] - xs[0] >= 1.0 and all(abs(x) <= Z_RANGE for x in xs)
+def test_figure1_spread_panel_is_one_scale_for_the_whole_step(data, state) -> None:
+    """The spread panel draws each row's passes minus its own R̄ on one scale for the whole step (the paper's
+    Figure 1: 0.85 with σ² = 0.032 beside 0.76 with σ² = 0.001), also on a page of a few rows: where one row's σ²
+    is over 7 times another's, its passes span more (K = 7 passes span 1.3 σ to 3.5 σ of their sample σ)."""
+    sel = max((i for i in state.nodes if i), key=lambda i: len(step_of(data, i).candidates) if step_of(data, i) else 0)
+    step = step_of(data, sel)
+    fig = step_figure(step, selected=sel, per_page=16)
+    passes = {c.node_id: list(state.nodes[c.node_id]["mc_scores"]) for c in step.candidates}
+    far = max(abs(v - sum(ps) / len(ps)) for ps in passes.values() for v in ps)
+    lo, hi = fig["layout"]["xaxis2"]["range"]
+    assert lo == -hi and far <= hi <= 1.2 * far  # the whole step's farthest pass, not the page's
+    assert fig["layout"]["xaxis2"] == {**fig["layout"]["xaxis2"], **spread_axis(list(passes.values()))}
+    spans, var = {}, {}
+    for t in fig["data"]:
+        if t["type"] == "box" and t["xaxis"] == "x2":
+            nid = t["customdata"][0][0]
+            mean = sum(passes[nid]) / len(passes[nid])
+            assert t["x"] == pytest.approx([v - mean for v in passes[nid]], abs=1e-5)
+            spans[nid] = max(t["x"]) - min(t["x"])
+            var[nid] = sum((v - mean) ** 2 for v in passes[nid]) / (len(passes[nid]) - 1)
+    assert len(spans) == 16
+    pairs = [(a, b) for a in spans for b in spans if var[a] > 7 * var[b] > 0]
+    assert pairs and all(spans[a] > spans[b] for a, b in pairs)
 
 
 def test_figure1_score_axis_starts_below_the_lowest_pass() -> None:

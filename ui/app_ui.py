@@ -34,6 +34,7 @@ from .tabs.poll import wire_poll
 from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runbar import RUN_BAR_CSS
+from .tabs.search_layout import INSPECTOR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
@@ -55,7 +56,7 @@ CSS = """
 #brand p { margin-top: 2px; color: #555; }
 /* a dropdown's chosen text ends before its arrow (a long problem's text ran under it) */
 .secondary-wrap input { padding-right: 22px !important; text-overflow: ellipsis; }
-""" + LINKS_CSS + RUN_BAR_CSS
+""" + LINKS_CSS + RUN_BAR_CSS + INSPECTOR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-table": FOUND_COLUMNS,
           "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}

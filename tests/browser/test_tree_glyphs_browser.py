@@ -144,10 +144,11 @@ def misplaced(m: dict[str, Any]) -> list[str]:
         for n in nodes:  # on a 26 px row a label set too far off sat on the node of the row above
             if lab["left"] < n["x"] < lab["right"] and lab["top"] < n["y"] < lab["bottom"]:
                 bad.append(f"label {lab['text']!r} covers node {n['id']}")
-        n = _nearest(nodes, lab["cx"], lab["cy"])
-        if abs(lab["cx"] - n["x"]) > 12 or not 4 <= abs(lab["cy"] - n["y"]) <= 30:
-            bad.append(f"label {lab['text']!r} at ({lab['cx']:.0f}, {lab['cy']:.0f}): {lab['cx'] - n['x']:+.0f} px, "
-                       f"{lab['cy'] - n['y']:+.0f} px from node {n['id']}")
+        # set left of its node (its own glyph is on the right): the label's right end just left of the node
+        n = _nearest(nodes, lab["right"], lab["cy"])
+        if not -20 <= lab["right"] - n["x"] <= 2 or not 4 <= abs(lab["cy"] - n["y"]) <= 30:
+            bad.append(f"label {lab['text']!r} ending at ({lab['right']:.0f}, {lab['cy']:.0f}): "
+                       f"{lab['right'] - n['x']:+.0f} px, {lab['cy'] - n['y']:+.0f} px from node {n['id']}")
     return bad
 
 

@@ -13,16 +13,66 @@ function ringAt(id) {
       const cid = Array.isArray(c) ? c[0] : c;
       if (cid === id) {
         const shapes = (host.layout && host.layout.shapes) || [];
-        let k = shapes.findIndex(s => s.name === 'selected');
-        if (k < 0) k = shapes.length;
-        // one item of the array: Plotly redraws that shape only (the whole array redraws the plot)
-        Plotly.relayout(host, {[`shapes[${k}]`]: {type: 'circle', name: 'selected', xref: 'x', yref: 'y',
-          xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -15, x1: 15, y0: -15,
-          y1: 15, line: {color: '#111', width: 2.5}}});
+        const k = shapes.findIndex(s => s && s.name === 'selected');
+        // one item of the array: Plotly redraws that shape only (the whole array redraws the plot). An object
+        // at an index that exists is *inserted* there (Plotly's array edits): each click added a ring, so the
+        // ring there is moved by its anchor instead, and a new one goes at the end only when there is none
+        if (k >= 0) {
+          Plotly.relayout(host, {[`shapes[${k}].xanchor`]: tr.x[i], [`shapes[${k}].yanchor`]: tr.y[i]});
+        } else {
+          Plotly.relayout(host, {[`shapes[${shapes.length}]`]: {type: 'circle', name: 'selected', xref: 'x',
+            yref: 'y', xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -15, x1: 15,
+            y0: -15, y1: 15, line: {color: '#111', width: 2.5}}});
+        }
         return;
       }
     }
   }
+}
+// a figure taller than its box (Figure 1 in the inspector) keeps its top margin (title, axes, column heads) in view:
+// a copy of that strip, without the traces, stuck to the top of the box (meta.sticky_top: its height in px)
+function scrollBox() {  // the box round the plot that scrolls it up and down (a max-height in the page's CSS)
+  for (let e = element.parentElement; e && e !== document.body; e = e.parentElement) {
+    const cs = getComputedStyle(e);
+    if (cs.maxHeight !== 'none' && (cs.overflowY === 'auto' || cs.overflowY === 'scroll')) return e;
+  }
+  return null;
+}
+function stickyHead(px) {
+  let head = element.querySelector(':scope > .uats-sticky-head');
+  const src = host.querySelector('.svg-container');
+  if (!px || !src || !scrollBox()) { if (head) head.remove(); return; }
+  if (!head) {
+    head = document.createElement('div');
+    head.className = 'uats-sticky-head';
+    host.parentNode.insertBefore(head, host);
+  }
+  const copy = src.cloneNode(true);
+  copy.querySelectorAll('.modebar-container, .draglayer, .hoverlayer, .cartesianlayer .plot, .layer-below')
+    .forEach(e => e.remove());
+  // Plotly's own CSS stacks its SVG layers only inside a plot's div: the copy's layers are stacked here
+  copy.querySelectorAll('.main-svg').forEach(e => Object.assign(e.style, {position: 'absolute', top: '0', left: '0'}));
+  head.replaceChildren(copy);
+  Object.assign(head.style, {height: px + 'px', marginBottom: -px + 'px', width: host.offsetWidth + 'px'});
+}
+// the inspected node's row in the middle of the figure's box (meta.focus_row: its index on the y axis)
+function showRow(m) {
+  const ya = host._fullLayout && host._fullLayout.yaxis, box = scrollBox();
+  if (m.focus_row == null || !ya || !box) return;
+  const y = host.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop +
+            ya._offset + ya.l2p(m.focus_row);
+  const head = m.sticky_top || 0;
+  box.scrollTop = Math.max(0, y - head - (box.clientHeight - head) / 2);
+}
+// a tree's legend under it wraps into more rows in a narrow plot (beside the inspector) and took the plot's own
+// height: the figure grows by what the legend needs beyond one screen-wide figure's rows (LEGEND_PX)
+const LEGEND_PX = 100;
+async function fitLegend(base) {
+  const lg = host._fullLayout && host._fullLayout.legend;
+  if (!lg || !base || lg.orientation !== 'h') return;
+  const extra = Math.max(0, Math.round((lg._height || 0) - LEGEND_PX));
+  host._uatsExtra = {w: host.clientWidth, px: extra};
+  if (Math.abs((host._fullLayout.height || 0) - (base + extra)) > 2) await Plotly.relayout(host, {height: base + extra});
 }
 async function show(spec) {
   host.style.display = 'block'; empty.style.display = 'none';
@@ -30,14 +80,24 @@ async function show(spec) {
   host.dataset.lodPending = '1';
   lodInject(host, spec);
   host._uatsMeta = spec.meta || {};
-  // a figure that needs a least width (Figure 1's labels, panels and table) scrolls sideways below it
+  // a figure that needs a least width (Figure 1's labels, panels and table) scrolls sideways below it: in the
+  // box that scrolls it up and down where there is one (its sticky head sticks to that box), else here
   const minW = (spec.meta || {}).min_width;
   host.style.minWidth = minW ? minW + 'px' : '';
-  element.style.overflowX = minW ? 'auto' : '';
+  element.style.overflowX = minW && !scrollBox() ? 'auto' : '';
+  const base = spec.layout && spec.layout.legend ? spec.layout.height : null;
+  host._uatsBaseH = base;
+  const ex = host._uatsExtra;  // the last fit, at this width: drawn at once at its height
+  if (base && ex && ex.w === host.clientWidth) spec.layout.height = base + ex.px;
   await Plotly.react(host, spec.data, spec.layout, spec.config || {});
+  await fitLegend(base);
+  // after the plot's box changed size (the inspector opened or closed: ui/js/inspector.js)
+  host._uatsFit = async () => { await fitLegend(host._uatsBaseH); stickyHead(m.sticky_top); showRow(m); };
   const m = spec.meta || {};
   host._uatsRev = (spec.layout || {}).uirevision;
   lodRefresh(host);
+  stickyHead(m.sticky_top);
+  showRow(m);
   host.dataset.drawMs = (performance.now() - t0).toFixed(1);
   host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
   host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
@@ -58,6 +118,8 @@ async function show(spec) {
       const id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
       if (typeof id !== 'number') return;
       trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
+      // the inspector opens beside the tree at once (ui/js/inspector.js); Compare's trees have none
+      if (host.dataset.owner === 'tree' && window.__uatsOpenInspector) window.__uatsOpenInspector();
       setTimeout(() => ringAt(id), 0);
     });
     // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)

@@ -15,10 +15,12 @@
 // are written beside it where the next node on its row is labelGapPx away or more. While detailed, the
 // compact glyphs (layout shapes named in meta.glyphs.compact) are hidden (a relayout: shapes only).
 //
-// Text marks (the decisions' `+Kp ×N ✂` and `+k hidden`, the trace named "marks") are measured where the browser drew
-// them: after every draw, zoom or pan, a label whose box overlaps one drawn before it (the server sends the largest
-// decisions first) or leaves the plot area (the colour bar and the legend sit outside it) is hidden at that zoom;
-// zooming in brings it back, and the node's hover always says it. No Plotly redraw: the SVG text is shown or hidden.
+// Text marks (the decisions' `+Kp ×N ✂` and `+k hidden`, the trace named "marks", set left of their node: its own
+// glyph is on its right) are measured where the browser drew them: after every draw, zoom or pan, a label whose box
+// overlaps one drawn before it (the server sends the largest decisions first), a boxplot glyph (a neighbour's: a
+// label under it lost its first characters) or leaves the plot area (the colour bar and the legend sit outside it) is
+// hidden at that zoom; zooming in brings it back, and the node's hover always says it. No Plotly redraw: the SVG
+// text is shown or hidden.
 const LOD = {gapPx: 18, boxW: 24, minBoxW: 12, minColPx: 38, minRowPx: 16, labelGapPx: 110, labelRowPx: 24,
              boxRows: 0.85, minBoxPx: 16, maxBoxPx: 160};
 function lodAxes(gd) {
@@ -114,7 +116,39 @@ function lodDecor(data, g, plan, layout) {
   if (plan.detail) for (const i of plan.ids) lodGlyph(g, i, tr.x[i], tr.y[i], plan, shapes, notes);
   return {shapes, annotations: notes};
 }
-// the text marks at this zoom: hide those that would overlap an earlier one or leave the plot area (measured boxes)
+// the boxplot glyphs in view, in page pixels: compact ones from their box statistics and place (meta.glyphs.dx, .h:
+// the whiskers' span and the R̄ tick), detailed ones as lodGlyph lays them out (the 0–1 scale) with their R̄/σ²
+function glyphBoxes(gd, box) {
+  const g = gd._uatsMeta && gd._uatsMeta.glyphs, fl = gd._fullLayout;
+  const tr = g && gd.data[g.trace];
+  if (!tr || !g.dx) return [];
+  const xa = fl.xaxis, ya = fl.yaxis, ox = box.left + xa._offset, oy = box.top + ya._offset;
+  const px = x => ox + xa.l2p(x), py = y => oy + ya.l2p(y);
+  const out = [], plan = gd._uatsPlan;
+  if (plan && plan.detail) {
+    const H = plan.boxPx, X0 = LOD.gapPx - 3, X1 = LOD.gapPx + plan.boxW + 3;
+    for (const i of plan.ids) {
+      const cx = px(tr.x[i]), cy = py(tr.y[i]);
+      out.push({left: cx + X0, right: cx + X1, top: cy - H / 2, bottom: cy + H / 2});
+    }
+    gd.querySelectorAll('.annotation[data-index]').forEach(a => {
+      const an = fl.annotations[Number(a.getAttribute('data-index'))];
+      if (an && an.name === 'glyph') out.push(a.getBoundingClientRect());
+    });
+    return out;
+  }
+  const [d0, d1] = g.dx, h = g.h;
+  for (let i = 0; i < tr.x.length; i++) {
+    const s = 6 * i;
+    // with rails, the grey 0–1 scale is a mark too: the glyph spans the whole scale
+    const lo = g.rails ? 0 : Math.min(g.st[s], g.st[s + 5]), hi = g.rails ? 1 : Math.max(g.st[s + 4], g.st[s + 5]);
+    const ya0 = py(tr.y[i] - h + 2 * h * lo), ya1 = py(tr.y[i] - h + 2 * h * hi);
+    out.push({left: px(tr.x[i] + d0 - 0.05), right: px(tr.x[i] + d1 + 0.05), top: Math.min(ya0, ya1),
+              bottom: Math.max(ya0, ya1) + 1});
+  }
+  return out;
+}
+// the text marks at this zoom: hide those that would overlap an earlier one or a glyph, or leave the plot area
 function labelCull(gd) {
   const i = (gd.data || []).findIndex(t => t && t.name === 'marks');
   const fd = gd._fullData && gd._fullData[i], fl = gd._fullLayout;
@@ -126,13 +160,16 @@ function labelCull(gd) {
   const texts = [...g.querySelectorAll('.textpoint text, text.textpoint')];
   for (const t of texts) t.style.display = '';
   const boxes = texts.map(t => t.getBoundingClientRect());  // one layout for all of them
+  const glyphs = glyphBoxes(gd, box).filter(q => q.right > left && q.left < right && q.bottom > top && q.top < bottom);
   const kept = [];
   let hidden = 0;
   texts.forEach((t, k) => {
     const r = boxes[k];
     if (!r.width) return;
     const out = r.left < left || r.right > right || r.top < top || r.bottom > bottom;
-    const hit = kept.some(q => r.left < q.right + 3 && r.right > q.left - 3 && r.top < q.bottom && r.bottom > q.top);
+    // a glyph's strokes reach a pixel past the box its statistics give
+    const hit = kept.some(q => r.left < q.right + 3 && r.right > q.left - 3 && r.top < q.bottom && r.bottom > q.top) ||
+      glyphs.some(q => r.left < q.right + 1 && r.right > q.left - 1 && r.top < q.bottom + 1 && r.bottom > q.top - 1);
     if (out || hit) { t.style.display = 'none'; hidden++; } else kept.push(r);
   });
   gd.dataset.labelsHidden = String(hidden);
@@ -147,6 +184,7 @@ function lodMark(gd, plan) {
   gd.dataset.lodNodes = String(plan.detail ? plan.ids.length : 0);
   gd.dataset.inView = String(plan.inView || 0);
   gd._uatsLod = plan.key;
+  gd._uatsPlan = plan;  // the glyphs drawn, which labels keep off (labelCull)
 }
 // before Plotly.react: draw the level of detail the view will ask for, so a live update draws once and a
 // few nodes never flash stretched compact glyphs. Exact where the user fixed the view (a zoom or pan, which
@@ -154,6 +192,7 @@ function lodMark(gd, plan) {
 function lodInject(gd, spec) {
   const g = spec.meta && spec.meta.glyphs;
   gd._uatsLod = null;  // what is drawn is decided again after this draw unless decided here
+  gd._uatsPlan = null;
   if (!g) return;
   const fl = gd._fullLayout;
   const known = fl && gd._uatsRev === (spec.layout || {}).uirevision;

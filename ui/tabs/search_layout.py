@@ -22,6 +22,7 @@ from .common import DEFAULTS, LATEX, AppContext, plot_html
 from ..views.figure1 import PER_PAGE
 from ..views.frontier import SORT_KEYS
 from .runbar import build_run_bar
+from ..views.scripts import page_script
 
 Component = gr.components.Component
 
@@ -178,9 +179,14 @@ def _filters() -> dict[str, Component]:
 
 
 def _tree_column(c: dict[str, Any]) -> None:
-    """The right column's upper half: the run bar (sticky, with replay), tree, filters, cost and knob charts."""
-    build_run_bar(c)  # with the replay controls: the tree stays in view while a run is stepped or replayed
+    """Beside the inspector, under the run bar: the tree, the node id box, shadow scoring, filters, cost and knob
+    charts."""
     c["tree"] = plot_html("tree", "The tree appears here as the search writes it.", 440)
+    with gr.Row(elem_id="node-row"):  # a node by its id, also while the inspector is closed
+        c["node_box"] = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1, min_width=90)
+        c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False, min_width=80)
+        c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
+        c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False, min_width=90)
     with gr.Accordion("Shadow scoring: R̄ and σ² for every node from MC passes this run never made", open=False,
                       elem_id="shadow-box") as c["shadow_box"]:
         with gr.Row():
@@ -193,55 +199,77 @@ def _tree_column(c: dict[str, Any]) -> None:
                                 "depth, coloured by the step's max σ (A-UATS: the controller's choices).", 40)
 
 
+# The inspector beside the tree (ui/js/inspector.js opens it: #search-row.uats-inspecting), sticky under the run bar
+# with its own scroll, so a click's answer is on the first screen with the tree; the run form folds away while it
+# is open (✕ brings it back), leaving the tree and the inspector the width of the page. Figure 1 scrolls in its own box, its header stuck on top (ui/js/plot.js stickyHead).
+INSPECTOR_CSS = """
+#inspector-panel { display: none !important; }
+#search-row.uats-inspecting #inspector-panel {
+  display: flex !important; flex-direction: column !important; flex-wrap: nowrap !important; gap: 6px;
+  position: sticky; align-self: flex-start; overflow-y: auto;
+  top: calc(var(--uats-notice-h, 0px) + var(--uats-bar-h, 0px) + 6px);
+  max-height: calc(100vh - var(--uats-notice-h, 0px) - var(--uats-bar-h, 0px) - 12px);
+  flex: 0 0 clamp(520px, 62%, 1000px) !important; min-width: 0 !important; padding: 4px 6px;
+  border: 1px solid var(--border-color-primary, #e5e5e5); border-radius: 8px; }
+#search-row.uats-inspecting #inspector-panel > * { flex-shrink: 0 !important; }
+#search-row.uats-inspecting #tree-col { flex: 1 1 0 !important; min-width: 0 !important; }
+#search-row.uats-inspecting #form-col { display: none !important; }
+#inspector-panel #figure1 { max-height: 46vh; overflow: auto !important; }
+.uats-sticky-head { position: sticky; top: 0; z-index: 3; overflow: hidden; background: #fff; }
+.uats-sticky-head .svg-container { position: relative; }
+.uats-inspector-head { display: flex; align-items: center; gap: 4px; font-size: 14px; padding: 2px 4px; }
+.uats-inspector-head .uats-close { margin-left: auto; padding: 2px 10px; border-radius: 6px; cursor: pointer;
+  border: 1px solid var(--border-color-primary, #ccc); background: var(--background-fill-secondary, #f6f6f6); }
+#fig1-intro { font-size: 12px; color: var(--body-text-color-subdued, #666); }
+"""
 PER_PAGE_CHOICES = (16, 32, PER_PAGE, 128)
 EMPTY_WHY = "<p class='uats-why-empty'>Select a node: its decision at its step is explained here.</p>"
 
 
 def build_why_panel() -> gr.HTML:
-    """The Why accordion's panel (ui/tabs/step_panel.py fills it); below the inspector."""
-    with gr.Accordion("Why: the decision and where the step's budgets went", open=True):
+    """The Why accordion's panel (ui/tabs/step_panel.py fills it); in the inspector, under Figure 1."""
+    with gr.Accordion("Why: the decision and where the step's budgets went", open=True, elem_id="why-box"):
         return gr.HTML(EMPTY_WHY, elem_id="why-panel")
 
 
-def _figure1_panel(c: dict[str, Any]) -> None:
-    """The inspected node's step as the paper's Figure 1 (every candidate of the step, one row each), the full
-    width of the column, with its order, pages and PNG/SVG export."""
-    gr.Markdown("#### Figure 1: every candidate of the inspected node's step\nEach row: the candidate's MC-dropout "
-                "passes, their spread around its own R̄, the σ² the ID/OOD test read against τ, and its numbers and "
-                "decision. The image export is drawn from the figure as shown.", elem_id="fig1-intro")
+def _figure1_controls(c: dict[str, Any]) -> None:
+    """Figure 1's order, pages and PNG/SVG export, under the node's text (the figure itself heads the inspector)."""
     with gr.Row(elem_id="fig1-controls"):
-        c["fig1_sort"] = gr.Dropdown(list(SORT_KEYS), value=next(iter(SORT_KEYS)), label="rows", elem_id="fig1-sort",
-                                     scale=2)
+        c["fig1_sort"] = gr.Dropdown(list(SORT_KEYS), value=next(iter(SORT_KEYS)), label="Figure 1 rows",
+                                     elem_id="fig1-sort", scale=2, min_width=150)
         c["fig1_per_page"] = gr.Dropdown([str(v) for v in PER_PAGE_CHOICES], value=str(PER_PAGE),
-                                         label="rows per page", elem_id="fig1-per-page", scale=1)
+                                         label="rows per page", elem_id="fig1-per-page", scale=1, min_width=90)
         c["fig1_siblings"] = gr.Checkbox(False, label="siblings of the inspected node only", elem_id="fig1-siblings",
-                                         scale=2)
+                                         scale=2, min_width=150)
+    with gr.Row(elem_id="fig1-pages"):
         c["fig1_prev"] = gr.Button("◀ page", elem_id="fig1-prev", size="sm", scale=1, interactive=False)
         c["fig1_next"] = gr.Button("page ▶", elem_id="fig1-next", size="sm", scale=1, interactive=False)
         c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm", scale=1,
                                      interactive=False)
-    c["figure1"] = plot_html("figure1", "Click a node in the tree: every candidate of its step appears here.", 120)
     c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False, elem_id="fig1-files",
                               interactive=False)
+    gr.Markdown("Figure 1: every candidate of the inspected node's step, one row each: its MC-dropout passes, their "
+                "spread around its own R̄ on one scale for the whole step, the σ² the ID/OOD test read against τ, and "
+                "its numbers and decision. The image export is drawn from the figure as shown.", elem_id="fig1-intro")
 
 
-def _inspector_column(c: dict[str, Any]) -> None:
-    """The right column's lower half: the node inspector (Figure 1 of its step, its text, star and note), the
-    Why panel, and the run's export."""
-    gr.Markdown("### Node inspector\nClick a node in the tree (or type its id).")
-    with gr.Row():
-        c["node_box"] = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1)
-        c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False)
-        c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
-        c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False)
-    _figure1_panel(c)
+def _inspector_panel(c: dict[str, Any]) -> gr.HTML:
+    """The inspector beside the tree (INSPECTOR_CSS; ui/js/inspector.js shows it while a node is inspected, sticky
+    under the run bar): Figure 1 scrolled to the node's row, the Why panel, then the node's text, its star and note,
+    and Figure 1's controls. Returns the Why panel."""
+    gr.HTML("", elem_id="inspector-head", js_on_load=page_script("inspector.js"), padding=False,
+            html_template='<div class="uats-inspector-head"><b>Node inspector</b><span class="uats-inspected">'
+                          '</span><button type="button" class="uats-close" title="Close the inspector (the run '
+                          'form comes back)">✕ close</button></div>')
+    c["figure1"] = plot_html("figure1", "Click a node in the tree: every candidate of its step appears here.", 120)
+    why = build_why_panel()
+    c["node_md"] = gr.Markdown("", elem_id="node-details", max_height=560, latex_delimiters=LATEX)
     with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            c["node_md"] = gr.Markdown("", elem_id="node-details", max_height=560, latex_delimiters=LATEX)
-        with gr.Column(scale=2):
-            c["star_box"] = gr.Checkbox(False, label="★ star this node", elem_id="star")
-            c["note_box"] = gr.Textbox(label="note", lines=2, elem_id="note")
-            c["save_note"] = gr.Button("Save star and note", elem_id="save-note", size="sm")
+        c["star_box"] = gr.Checkbox(False, label="★ star this node", elem_id="star", scale=1, min_width=120)
+        c["note_box"] = gr.Textbox(label="note", lines=1, elem_id="note", scale=3)
+        c["save_note"] = gr.Button("Save star and note", elem_id="save-note", size="sm", scale=1, min_width=100)
+    _figure1_controls(c)
+    return why
 
 
 def _export_box(c: dict[str, Any]) -> None:
@@ -258,13 +286,16 @@ def _export_box(c: dict[str, Any]) -> None:
 def lay_out_search_tab(ctx: AppContext) -> tuple[SearchTab, gr.HTML]:
     """The tab's components, unwired; call inside its `gr.Tab` (search.build_search_tab wires them)."""
     c: dict[str, Any] = {}
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=300):
+    with gr.Row(equal_height=False, elem_id="search-row"):
+        with gr.Column(scale=1, min_width=300, elem_id="form-col"):
             _form_column(c, ctx.choices)
-        with gr.Column(scale=3):
-            _tree_column(c)
-            _inspector_column(c)
-            why = build_why_panel()
+        with gr.Column(scale=3, elem_id="main-col"):
+            build_run_bar(c)  # with the replay controls: the tree stays in view while a run is stepped or replayed
+            with gr.Row(equal_height=False, elem_id="tree-row"):
+                with gr.Column(scale=3, min_width=280, elem_id="tree-col"):
+                    _tree_column(c)
+                with gr.Column(scale=2, min_width=280, elem_id="inspector-panel"):
+                    why = _inspector_panel(c)
             _export_box(c)
     c["form"]["start_paused"] = c.pop("start_paused")
     return SearchTab(**c), why

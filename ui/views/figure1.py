@@ -6,8 +6,9 @@ A row shows four things, each in its own pixel column, so no two labels ever sha
   for a right or wrong step, ◀ for the inspected one (its row is banded in yellow);
 - its MC-dropout passes on the score scale (box, dots, red R̄ tick; fill = R̄ on the tree's colour scale):
   where the candidate stands;
-- the same passes around its own R̄, in units of its own σ: the shape of every candidate's passes, visible
-  whatever its σ² (a σ² of 1e-4 is a 1-3 px sliver on the score scale);
+- the same passes as deviations from their own R̄, on one scale shared by the whole step (as in the paper's
+  Figure 1): the most uncertain candidate is the widest box, a confident one a tick (0.85 with σ² = 0.032 beside
+  0.76 with σ² = 0.001);
 - the σ² the ID/OOD test read as a bar against τ on a log scale (magenta = OOD), ◇ = σ² after the extra
   passes: 0.032 beside 0.001 is a decade and a half apart at a glance, and 1e-6 still has a bar;
 - right margin, a table in monospace: R̄ and σ² as the gate read them, K, the decision, σ² after
@@ -28,18 +29,18 @@ ROW_PX = 24  # one row: a 12 px box and 11 px text with room above and below
 PER_PAGE = 64  # rows on one page of the figure (the page holding the inspected node is shown)
 DOTS_UP_TO = 32  # rows with their single passes drawn as dots; more, and the boxes alone read better
 EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
-MIN_PANELS_PX = 420  # the three panels' least width: below it the figure scrolls sideways instead
+MIN_PANELS_PX = 310  # the three panels' least width (the inspector beside the tree at 1280): below it, sideways
 CHAR_PX = 7.0  # an 11 px monospace character (DejaVu Sans Mono 6.6 px, rounded up): the margins' widths
 LABEL_CHAR_PX = 7.2  # the left labels' 12 px sans-serif, per character, rounded up
 SELECTED_BAND = "rgba(255, 200, 0, 0.30)"
 GROUP_BAND = "rgba(0, 0, 0, 0.045)"
-Z_RANGE = 3.2  # the shape panel spans ±3.2 σ: K passes lie within (K−1)/√K σ of their mean (2.3 σ at K = 7)
+TOP_PX = 96  # the figure's top margin: title, axis titles and ticks, the table's heads (kept in view: sticky_top)
 CAPTION_LINES = (
     "rows: the step's candidates, grouped by parent (#p ▸ #c starts the group under node p)",
     "✓/✗: the step is right/wrong · ◀ and yellow band: the inspected node",
     "passes: box = quartiles, whiskers = 1.5 IQR, ● = one MC-dropout pass (orange: re-evaluation's)",
     "red tick = R̄ · fill = R̄ (the tree's colours) · magenta outline = OOD",
-    "shape: the same passes around their R̄ in units of their own σ (the sizes: the σ² column)",
+    "spread: each pass − its own R̄, one scale for the whole step: widest = most uncertain, a tick = confident",
     "σ² read: what the ID/OOD test read, log scale (magenta: over τ, OOD) · ◇ = σ² after re-evaluation",
     "decision: +Kp extra passes, ×N children, ✂ pruned, · not decided yet",
 )
@@ -121,8 +122,10 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     left = int(LABEL_CHAR_PX * max(len(x) for x in labels) + 16)
     if title is None:
         title = step_title(step, len(rows_all), page, pages, per_page, n, siblings_only)
-    layout = _layout(rows, labels, lines, head, left, right, floor, gate.tau, gate.label, title, width, selected,
-                     grouped)
+    # one spread scale for the whole step, whichever page is shown
+    spread = spread_axis([_passes(nodes, c) for c in rows_all])
+    layout = _layout(rows, labels, lines, head, left, right, floor, spread, gate.tau, gate.label, title, width,
+                     selected, grouped)
     return {"data": data, "layout": layout,
             "config": {"displaylogo": False, "responsive": True,
                        "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{selected}"}},
@@ -130,7 +133,8 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
                      "rows": [c.node_id for c in rows], "page": page, "pages": pages, "sort_by": sort_by,
                      "n_nodes": n, "selected": selected, "run_id": step.state.run.get("run_id"),
                      "numbers": {c.node_id: dict(zip(NUMBER_HEADS, number_cells(c))) for c in rows},
-                     "floor": floor, "min_width": left + right + MIN_PANELS_PX}}
+                     "floor": floor, "min_width": left + right + MIN_PANELS_PX, "sticky_top": TOP_PX,
+                     "focus_row": next((i for i, c in enumerate(rows) if c.node_id == selected), None)}}
 
 
 def step_title(step: Step, total: int, page: int, pages: int, per_page: int, shown: int, siblings_only: bool) -> str:
@@ -148,15 +152,30 @@ def step_title(step: Step, total: int, page: int, pages: int, per_page: int, sho
     return f"{verb} {what}{tail}{rows}"
 
 
-def _spread(passes: list[float]) -> list[float]:
-    """The passes in units of their own σ around their R̄, clipped to ±Z_RANGE (all 0 without a spread)."""
-    mean = sum(passes) / len(passes)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in passes) / (len(passes) - 1)) if len(passes) > 1 else 0.0
-    return [round(max(-Z_RANGE, min(Z_RANGE, (v - mean) / sd)), 4) if sd > 0 else 0.0 for v in passes]
+def _deviations(passes: Sequence[float]) -> list[float]:
+    """Each pass minus the passes' own R̄: where it lies around its candidate's mean, in score units."""
+    mean = sum(passes) / len(passes) if passes else 0.0
+    return [round(v - mean, 5) for v in passes]
+
+
+def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """The spread panel's one scale for the whole step: symmetric round the R̄s, as wide as the farthest pass
+    of any candidate (a little more, so its whisker shows), ticked at a round deviation inside it."""
+    far = max((abs(d) for ps in passes if ps for d in _deviations(ps)), default=0.0)
+    half = max(far * 1.12, 1e-4)
+    tick = 10.0 ** math.floor(math.log10(half * 0.8))
+    for m in (5, 2, 1):  # the largest round step (5, 2 or 1 × a power of ten) within the range
+        if m * tick <= half * 0.8:
+            tick *= m
+            break
+    text = f"{tick:.0e}" if tick < 1e-3 else f"{tick:g}"
+    # one tick (the scale is symmetric) and a zero line at R̄: more labels overlapped in the narrow panel at 1280
+    return {"range": [-half, half], "tickvals": [tick], "ticktext": [f"+{text}"],
+            "zeroline": True, "zerolinecolor": "#d62728", "zerolinewidth": 1}
 
 
 def _row_boxes(i: int, c: Candidate, passes: list[float], fill: str) -> list[dict[str, Any]]:
-    """The row's box on the score axis and on the spread axis (a box trace has one fill, so one per row)."""
+    """The row's box on the score axis and on the shared spread axis (a box trace has one fill, so one per row)."""
     if not passes:
         return []
     line = {"color": OOD_COLOUR if c.ood else "#555", "width": 2 if c.ood else 1}
@@ -165,8 +184,8 @@ def _row_boxes(i: int, c: Candidate, passes: list[float], fill: str) -> list[dic
               "yaxis": "y"}
     return [{**common, "x": [round(v, 5) for v in passes], "xaxis": "x", "name": f"#{c.node_id}",
              "hovertemplate": f"node {c.node_id}: pass %{{x:.4f}}<extra></extra>"},
-            {**common, "x": _spread(passes), "xaxis": "x2", "name": f"#{c.node_id} shape",
-             "hovertemplate": f"node {c.node_id}: (pass − R̄)/σ = %{{x:.2f}}<extra></extra>"}]
+            {**common, "x": _deviations(passes), "xaxis": "x2", "name": f"#{c.node_id} spread",
+             "hovertemplate": f"node {c.node_id}: pass − R̄ = %{{x:+.4f}}<extra></extra>"}]
 
 
 def _pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
@@ -183,7 +202,7 @@ def _pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], do
     marks: dict[tuple[bool, str], tuple[list[float], list[float]]] = {}
     for i, c, ps in drawn:
         first = len(ps) - c.extra if c.decided else len(ps)
-        dev = _spread(ps)
+        dev = _deviations(ps)
         for k in range(len(ps)):
             y = round(i + ((k * 0.618034) % 1.0 - 0.5) * 0.34, 3)  # a fixed jitter: passes on one value stay apart
             for axis, xs in (("x", ps), ("x2", dev)):
@@ -230,20 +249,20 @@ def _shadow_text(row: Mapping[str, Any] | None) -> str:
 
 
 def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
-    """A log axis for the gated statistics and τ: whole decades around them, at most four ticks, labelled 1e-6."""
+    """A log axis for the gated statistics and τ: whole decades around them, at most three ticks, labelled 1e-6."""
     pos = [v for v in values if v is not None and v > 0] + [tau]
     lo, hi = math.floor(math.log10(min(pos) / 2)), math.ceil(math.log10(max(pos) * 2))
-    step = max(1, math.ceil((hi - lo) / 3))
+    step = max(1, math.ceil((hi - lo) / 2))  # three ticks at most: the panel is narrow beside the tree
     ticks = list(range(hi, lo - 1, -step))[::-1]
     return {"type": "log", "range": [lo, hi], "tickvals": [10.0 ** e for e in ticks],
             "ticktext": [f"1e{e}" if e else "1" for e in ticks]}
 
 
 def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head: str, left: int, right: int,
-            floor: float, tau: float, label: str, title: str, width: int | None,
+            floor: float, spread: dict[str, Any], tau: float, label: str, title: str, width: int | None,
             selected: int | None, grouped: bool) -> dict[str, Any]:
     n = len(rows)
-    top, bottom = 96, 26 + 15 * len(CAPTION_LINES)
+    top, bottom = TOP_PX, 26 + 15 * len(CAPTION_LINES)
     stats = [c.stat for c in rows] + [c.stat_after for c in rows if c.extra]
     y = {"range": [n - 0.5, -0.5], "tickmode": "array", "tickvals": list(range(n)), "ticktext": labels,
          "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1]}
@@ -253,11 +272,10 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "height": top + bottom + ROW_PX * n, "margin": {"l": left, "r": right, "t": top, "b": bottom},
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
                   "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
-        "xaxis": {**axis, "domain": [0.0, 0.42], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 5,
-                  "title": {**axis["title"], "text": "MC-dropout passes" + (f" (from {floor:g})" if floor else "")}},
-        "xaxis2": {**axis, "domain": [0.48, 0.70], "range": [-Z_RANGE, Z_RANGE], "tickvals": [-2, 0, 2],
-                   "ticktext": ["−2σ", "R̄", "+2σ"], "title": {**axis["title"], "text": "shape (own σ)"}},
-        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.76, 1.0],
+        "xaxis": {**axis, "domain": [0.0, 0.38], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 4,
+                  "title": {**axis["title"], "text": "passes" + (f" (from {floor:g})" if floor else "")}},
+        "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
+        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.70, 1.0],
                    "title": {**axis["title"], "text": f"{label} read"}},
         "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
         "hovermode": "closest", "boxmode": "overlay",

@@ -242,7 +242,7 @@ def _answer_marks(state: TreeState, pos: Pos) -> list[dict[str, Any]]:
 # an invisible marker this wide under each label: Plotly sets the text that far off its node; clear of the
 # node's halo where rows are DETAIL_ROW_PX tall, close to it in a big tree (26 px rows: 26 put a label on the
 # node of the row above)
-LABEL_STANDOFF = {"detail": 26, "compact": 8}
+LABEL_STANDOFF = {"detail": 26, "compact": 10}
 
 
 def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Mapping[int, int]) -> list[dict[str, Any]]:
@@ -251,9 +251,9 @@ def _text_marks(state: TreeState, pos: Pos, view: ViewOptions, hidden_below: Map
     labels: list[tuple[int, str, str, str]] = []  # (node, text, colour, where)
     for i, count in hidden_below.items():
         if count and i in pos:
-            labels.append((i, f"+{count} hidden", "#555555", "bottom center"))
-    if view.show_decisions:
-        labels += [(i, text, "#8a5a00", "top center") for i, text in decision_labels(state, pos)]
+            labels.append((i, f"+{count} hidden", "#555555", "bottom left"))
+    if view.show_decisions:  # left of the node: its own glyph is on its right (the page hides one over another's)
+        labels += [(i, text, "#8a5a00", "top left") for i, text in decision_labels(state, pos)]
     if not labels:
         return []
     standoff = LABEL_STANDOFF["detail" if len(pos) <= DETAIL_LIMIT else "compact"]
@@ -362,7 +362,7 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
             "shadow": sum(1 for i in pos if i in shadow) if shadow else 0}
     scored = [i for i in pos if state.nodes[i].get("mean") is not None and i != 0]  # _node_traces' first trace
     if view.glyphs and scored:
-        meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node)
+        meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node, len(pos))
     layout = _tree_layout(state, pos, title, uirevision, height)
     # the selection ring is a layout shape: the page's script moves it on a click with Plotly.relayout, which
     # redraws shapes only (moving a ring trace with Plotly.restyle recomputed every trace, seconds at 2,000 nodes)

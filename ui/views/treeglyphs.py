@@ -33,6 +33,11 @@ def _stats(n: Mapping[str, Any]) -> dict[str, Any] | None:
     return box_stats(n.get("mc_scores") or ([n["mean"]] if n.get("mean") is not None else []))
 
 
+def draws_rails(n_shown: int) -> bool:
+    """Whether the compact glyphs of a tree of `n_shown` nodes have their grey 0–1 rails."""
+    return n_shown <= RAIL_LIMIT
+
+
 def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[dict[str, Any]]:
     """Compact boxplot glyphs as a handful of layout shapes, one SVG <path> per kind of mark for the whole
     tree (figstyle.path_shape): grey 0–1 rails, whiskers, boxes filled per colour bin, medians, R̄ ticks
@@ -40,7 +45,7 @@ def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[d
     x0, x1 = GLYPH_DX
     xm = (x0 + x1) / 2
     h = GLYPH_HALF_HEIGHT
-    rails = len(pos) <= RAIL_LIMIT
+    rails = draws_rails(len(pos))
     rail: list[Polyline] = []
     whiskers: list[Polyline] = []
     medians: list[Polyline] = []
@@ -73,7 +78,8 @@ def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[d
     return [sh for sh in shapes if sh is not None]
 
 
-def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, trace: int) -> dict[str, Any]:
+def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, trace: int,
+               n_shown: int = 0) -> dict[str, Any]:
     """What the page's script needs to draw the detailed boxplots of any node that comes into view, in the
     order of the scored nodes' marker trace (data[trace]: its x, y and ids): per node the box statistics
     [lo, q1, median, q3, hi, R̄], its passes, its colour bin, whether σ² > τ, and "R̄|σ²" as printed."""
@@ -95,7 +101,9 @@ def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, tr
         labels.append(f"{fmt_mean(n.get('mean'))}|{fmt_var(n.get('var'))}")  # as every panel prints them
     return {"trace": trace, "limit": DETAIL_LIMIT, "st": st_flat, "p": passes, "bin": bins, "ood": ood,
             "lab": labels, "palette": list(bin_colours(cmin, cmax)), "ood_colour": OOD_COLOUR, "tau": gate.tau,
-            "stat": gate.label, "compact": list(COMPACT_NAMES)}
+            "stat": gate.label, "compact": list(COMPACT_NAMES),
+            # where a compact glyph lies round its node (layout units): the page keeps decision labels off them
+            "dx": list(GLYPH_DX), "h": GLYPH_HALF_HEIGHT, "rails": draws_rails(n_shown or len(scored))}
 
 
 def _key(name: str, marker: dict[str, Any], group: str = "", mode: str = "markers", **style: Any) -> dict[str, Any]:

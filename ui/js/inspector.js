@@ -1,0 +1,70 @@
+// The node inspector's js_on_load (ui/tabs/search_layout.py, INSPECTOR_CSS): the inspector sits beside the tree
+// while a node is inspected, sticky under the run bar, so what a click shows (the node's Figure 1 row, its numbers,
+// its why) is on the first screen with the tree. Open: #search-row.uats-inspecting (the tab's row: Gradio scopes the
+// page's CSS under its container, where a class on <body> never matches); the run form folds away meanwhile. A
+// click in the tree opens it at once (plot.js calls window.__uatsOpenInspector); a link, a typed id or the Inspect
+// button open it when the inspector's text names a node; opening another run (the text emptied) closes it, and so
+// does its ✕ (until another node is inspected).
+if (!window.__uatsInspector) {
+  window.__uatsInspector = true;
+  const root = () => document.getElementById('search-row') || document.body;
+  let closedFor = null;  // the node whose inspector the user closed
+  let last = '';  // the node the inspector's text named at the last look
+  const heading = () => {
+    const md = document.querySelector('#node-details [data-testid="markdown"]') ||
+               document.querySelector('#node-details .prose');
+    const t = md ? md.innerText.trim() : '';
+    const m = t.match(/^(Node \d+|The question)/);
+    return m ? m[1] : (t === '' ? '' : null);  // null: something else (Gradio's progress text): no change
+  };
+  const fitBar = () => {  // the panel sticks under the run bar, whatever the bar's height
+    const bar = document.getElementById('run-bar');
+    const px = (bar && bar.offsetParent !== null ? Math.round(bar.getBoundingClientRect().height) : 0) + 'px';
+    if (document.documentElement.style.getPropertyValue('--uats-bar-h') !== px) {
+      document.documentElement.style.setProperty('--uats-bar-h', px);
+    }
+  };
+  const resizePlots = () => requestAnimationFrame(() => {
+    for (const sel of ['#tree', '#figure1', '#cost-plot', '#knobs-plot']) {
+      const gd = document.querySelector(sel + ' .uats-plot');
+      if (gd && gd.data && gd.offsetParent !== null && window.Plotly) {
+        Plotly.Plots.resize(gd).then(() => gd._uatsFit && gd._uatsFit());  // a narrower tree's legend wraps more
+      }
+    }
+  });
+  const underBar = () => {  // the tree and the inspector right under the run bar (the page's title scrolls away)
+    const row = document.getElementById('tree-row'), bar = document.getElementById('run-bar');
+    if (!row || !bar) return;
+    const top = row.getBoundingClientRect().top, below = bar.getBoundingClientRect().bottom + 6;
+    if (top > below + 1) window.scrollBy({top: top - below, behavior: 'instant'});
+  };
+  const label = (h) => {
+    const span = element.querySelector('.uats-inspected');
+    if (span && span.textContent !== (h ? ' · ' + h : '')) span.textContent = h ? ' · ' + h : '';
+  };
+  window.__uatsOpenInspector = () => {
+    const was = root().classList.contains('uats-inspecting');
+    closedFor = null;
+    root().classList.add('uats-inspecting');
+    const panel = document.getElementById('inspector-panel');
+    if (panel) panel.scrollTop = 0;
+    fitBar();
+    if (!was) { resizePlots(); underBar(); }
+  };
+  const close = () => {
+    if (!root().classList.contains('uats-inspecting')) return;
+    root().classList.remove('uats-inspecting');
+    resizePlots();
+  };
+  element.querySelector('.uats-close').addEventListener('click', () => { closedFor = heading() || null; close(); });
+  const sync = () => {
+    fitBar();
+    const h = heading();
+    if (h === null) return;
+    if (h === '' && last !== '') { close(); closedFor = null; }
+    else if (h && h !== last && h !== closedFor) window.__uatsOpenInspector();
+    last = h;
+    label(h);
+  };
+  setInterval(sync, 150);
+}
