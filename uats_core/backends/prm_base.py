@@ -140,7 +140,7 @@ def binary_direction(weight: torch.Tensor, bias: torch.Tensor | None, positive: 
                      ) -> tuple[np.ndarray, float]:
     """A two-label softmax head as sigmoid(w·h + b): softmax(z)[pos] = sigmoid(z_pos − z_neg)."""
     w = (weight[positive] - weight[negative]).detach().double().cpu().numpy()
-    b = float(bias[positive] - bias[negative]) if bias is not None else 0.0
+    b = float((bias[positive] - bias[negative]).detach()) if bias is not None else 0.0
     return w, b
 
 

@@ -63,6 +63,9 @@ def load_ensemble(prm: Any, k0: int) -> Ensemble:
                                        f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
                                        "(python -m uats_core.worlds.arith.train_ensemble for the embedded PRM) or "
                                        "pick another estimator")
+    if not hasattr(prm, "fmt") or not hasattr(prm, "model"):
+        raise ConfigError("estimator", f"the ensemble estimator serves token-classification PRMs (the embedded one); "
+                                       f"{getattr(prm, 'name', prm)!r} is not one: use laplace or mahalanobis")
     meta = json.loads(meta_path.read_text())
     files = list(meta["members"])
     if k0 > len(files):
@@ -72,12 +75,14 @@ def load_ensemble(prm: Any, k0: int) -> Ensemble:
     members = []
     for j, name in enumerate(files):
         model = copy.deepcopy(prm.model)
-        missing = set(load_file(str(where / name)).keys()) - set(model.state_dict())
+        tensors = load_file(str(where / name))
+        missing = set(tensors) - set(model.state_dict())
         if missing:
             raise ConfigError("estimator", f"{where / name} holds tensors the PRM lacks ({sorted(missing)[0]}): it was "
                                            "trained for another PRM")
-        model.load_state_dict(load_file(str(where / name)), strict=False)
-        members.append(type(prm)(model, prm.tokenizer, prm.fmt, name=f"{prm.name}#member{j}",
-                                 dropout_p=prm.dropout.p, dropout_mode=prm.dropout.label))
+        model.load_state_dict(tensors, strict=False)
+        cache = prm.cache.max_bytes if prm.cache is not None else 0  # as the base PRM caches (benchmarks: none)
+        members.append(type(prm)(model, prm.tokenizer, prm.fmt, name=f"{prm.name}#member{j}", dropout_p=prm.dropout.p,
+                                 dropout_mode=prm.dropout.label, cache_bytes=cache))
     log.info("ensemble of %d members loaded from %s", len(members), where)
     return Ensemble(members)

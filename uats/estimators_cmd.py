@@ -1,0 +1,185 @@
+"""`uats estimators`: fit the hidden-state estimators beside a PRM, and measure every estimator step by step.
+
+    uats estimators fit [--prm assets/models/arith-prm] [--traces id_solutions.jsonl]
+    uats estimators measure [--problems 200] [--samples 2] [--k 7] [--json results/estimators/arith.json]
+
+`fit` runs the PRM once over in-distribution steps (the arithmetic world's: style-A written solutions with slips of
+the train split; another PRM's: --traces, one {"question", "steps"} object a line, every prefix a step) and writes the
+Laplace posterior of its head and the Mahalanobis statistics beside it (uats_core/estimators/posterior.py).
+
+`measure` samples policy A's and policy B's solutions to the world's test problems, labels every step with the exact
+checker, and reads every estimator's estimate of every step prefix (K samples each): the AUROC of σ² for "this step
+is wrong", overall and within each fifth of the PRM's deterministic score, and of σ² for "this step is B's"
+(uats_core/estimators/measure.py). Costs are the benchmark's (python -m benchmarks estimators), timed on their own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from uats_core.config import ESTIMATORS, SearchConfig
+from uats_core.errors import ConfigError
+from uats_core.estimators.measure import ood_auroc, pair_row, table, verdict
+
+log = logging.getLogger(__name__)
+
+BATCH = 256  # step prefixes per estimator call
+
+
+def _estimators(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in ESTIMATORS]
+    if bad or not names:
+        raise ConfigError("estimators", f"got {text!r}; give a comma-separated list of {', '.join(ESTIMATORS)}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="uats estimators", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fit", help="fit the Laplace and Mahalanobis estimators beside a PRM")
+    f.add_argument("--prm", default=None, help="PRM folder (default: the embedded arith-prm)")
+    f.add_argument("--prm-kind", default=None)
+    f.add_argument("--traces", type=Path, default=None, help="JSONL of in-distribution solutions (other PRMs)")
+    f.add_argument("--problems", type=int, default=2000, help="train-split problems (the arithmetic world)")
+    f.add_argument("--slip-rate", type=float, default=0.3)
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--out", type=Path, default=None, help="default: beside the PRM")
+    m = sub.add_parser("measure", help="AUROC of each estimator's σ² for wrong steps, per fifth of R, on A and B")
+    m.add_argument("--estimators", type=_estimators, default=list(ESTIMATORS))
+    m.add_argument("--problems", type=int, default=200, help="test problems")
+    m.add_argument("--samples", type=int, default=2, help="sampled solutions per problem and policy")
+    m.add_argument("--k", type=int, default=7, help="samples per estimate (K0)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--threads", type=int, default=1)
+    m.add_argument("--json", type=Path, default=None, help="write the rows here (the results page reads this file)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.cmd == "fit":
+            fit(args)
+        else:
+            measure(args)
+    except ConfigError as exc:
+        print(f"error: {exc}")
+        return 2
+    return 0
+
+
+def hidden_states(prm: Any, traces: Sequence[Any]) -> np.ndarray:
+    return np.concatenate([prm.last_hidden(list(traces[i:i + BATCH])) for i in range(0, len(traces), BATCH)])
+
+
+def fit(args: argparse.Namespace) -> Path:
+    from uats.calibrate import id_calibration_traces, jsonl_traces
+    from uats_core.backends import load_prm
+    from uats_core.calibration import DEFAULT_PRM
+    from uats_core.estimators.posterior import HEAD_FIT_FILE, fit_head
+
+    if args.problems < 2:
+        raise ConfigError("problems", f"need at least 2; got {args.problems}")
+    if args.traces is not None and not args.traces.is_file():
+        raise ConfigError("traces", f"no file at {args.traces}; give a JSONL of {{\"question\", \"steps\"}} objects")
+    spec = str(args.prm or DEFAULT_PRM)
+    prm = load_prm(spec, kind=args.prm_kind, dtype="float32")
+    w, b = prm.head_linear()  # BackendError (a ValueError naming prm) for a head that is not one logit direction
+    traces = (jsonl_traces(args.traces) if args.traces else
+              id_calibration_traces("train", args.problems, args.slip_rate, args.seed))
+    t = time.time()
+    fitted = fit_head(hidden_states(prm, traces), w, b)
+    out = args.out or Path(prm.folder or ".") / HEAD_FIT_FILE
+    fitted.save(out)
+    print(f"fitted on {fitted.n} steps in {time.time() - t:.0f} s -> {out} ({out.stat().st_size / 1024:.0f} KiB)")
+    return out
+
+
+def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) -> tuple[list[Any], list[bool]]:
+    """Every step prefix of `samples` solutions per problem sampled from policy `style` (T = 0.8, as the world's
+    report samples), with the exact checker's verdict on its last step."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from uats_core.protocols import Trace
+    from uats_core.worlds.arith import world
+    from uats_core.worlds.arith.modeling import POLICY_DIRS, sample_solutions
+
+    tok = AutoTokenizer.from_pretrained(POLICY_DIRS[style])
+    policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS[style])
+    gen = torch.Generator().manual_seed(seed)
+    flat = [p for p in problems for _ in range(samples)]
+    sols = sample_solutions(policy, tok, [p.question for p in flat], temperature=0.8, generator=gen, batch_size=256,
+                            max_new_tokens=80)
+    traces, wrong = [], []
+    for prob, steps in zip(flat, sols):
+        for j, ok in enumerate(world.label_steps(prob, steps)):
+            traces.append(Trace(prob.question, tuple(steps[: j + 1])))
+            wrong.append(not ok)
+    return traces, wrong
+
+
+def estimate_all(prm: Any, name: str, k: int, traces: Sequence[Any], seed: int) -> np.ndarray:
+    """σ² of every trace under estimator `name` (K = k samples each; NaN where it has none)."""
+    import torch
+
+    from uats_core.estimators import make_estimator
+
+    torch.manual_seed(seed)  # the dropout masks: a rerun gives the same table
+    est = make_estimator(SearchConfig(estimator=name, k0=k), prm)
+    out = []
+    for i in range(0, len(traces), BATCH):
+        chunk = list(traces[i:i + BATCH])
+        out += [e.var if e.var is not None else float("nan") for e in est.more(chunk, [[] for _ in chunk], k)]
+    return np.asarray(out, dtype=np.float64)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from uats_core.backends import load_prm
+    from uats_core.calibration import DEFAULT_PRM
+    from uats_core.worlds.arith import world
+
+    for flag in ("problems", "samples"):
+        if getattr(args, flag) < 1:
+            raise ConfigError(flag, f"must be at least 1; got {getattr(args, flag)}")
+    if args.k < 2:
+        raise ConfigError("k", f"the sample variance needs K >= 2; got {args.k}")
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    prm = load_prm(str(DEFAULT_PRM), dtype="float32", dropout_p=0.1)
+    problems = world.load_split("test", args.problems)
+    steps = {pair: sampled_steps(style, problems, args.samples, args.seed) for pair, style in (("A:prm", "A"),
+                                                                                             ("B:prm", "B"))}
+    scores = {pair: np.concatenate([[s[-1] for s in prm.score(tr[i:i + BATCH])] for i in range(0, len(tr), BATCH)])
+              for pair, (tr, _) in steps.items()}
+    rows, separation = [], {}
+    for name in args.estimators:
+        t = time.time()
+        var = {pair: estimate_all(prm, name, args.k, tr, args.seed) for pair, (tr, _) in steps.items()}
+        separation[name] = ood_auroc(var["A:prm"], var["B:prm"])
+        for pair, (_, wrong) in steps.items():
+            rows.append(pair_row(name, pair, var[pair], scores[pair], wrong).to_dict())
+        log.info("%s: %.0f s", name, time.time() - t)
+    out = {"problems": args.problems, "samples": args.samples, "k": args.k, "seed": args.seed, "rows": rows,
+           "separation": separation, "verdict": verdict(rows, "B:prm")}
+    print(f"{args.problems} test problems × {args.samples} samples of policies A and B; K = {args.k}; fifths of the "
+          "PRM's deterministic score (lowest first), wrong steps in brackets\n")
+    print(table(rows, separation))
+    print("\n" + out["verdict"])
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return out
