@@ -165,6 +165,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     scores = {pair: np.concatenate([[s[-1] for s in prm.score(tr[i:i + BATCH])] for i in range(0, len(tr), BATCH)])
               for pair, (tr, _) in steps.items()}
     rows, separation = [], {}
+    if args.json and args.json.is_file():  # keep the other estimators' rows of the same setting (measured apart)
+        old = json.loads(args.json.read_text(encoding="utf-8"))
+        if all(old.get(k) == getattr(args, k) for k in ("problems", "samples", "k", "seed")):
+            rows = [r for r in old["rows"] if r["estimator"] not in args.estimators]
+            separation = {k: v for k, v in old["separation"].items() if k not in args.estimators}
     for name in args.estimators:
         t = time.time()
         var = {pair: estimate_all(prm, name, args.k, tr, args.seed) for pair, (tr, _) in steps.items()}
@@ -172,6 +177,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for pair, (_, wrong) in steps.items():
             rows.append(pair_row(name, pair, var[pair], scores[pair], wrong).to_dict())
         log.info("%s: %.0f s", name, time.time() - t)
+    order = {n: i for i, n in enumerate(ESTIMATORS)}
+    rows.sort(key=lambda r: (order[r["estimator"]], r["pair"]))
     out = {"problems": args.problems, "samples": args.samples, "k": args.k, "seed": args.seed, "rows": rows,
            "separation": separation, "verdict": verdict(rows, "B:prm")}
     print(f"{args.problems} test problems × {args.samples} samples of policies A and B; K = {args.k}; fifths of the "

@@ -194,7 +194,7 @@ class SkyworkPRM(TorchPRM):
 
     def head_linear(self) -> tuple[np.ndarray, float]:
         bias = self._value.bias
-        return self._value.weight[0].detach().double().cpu().numpy(), float(bias[0]) if bias is not None else 0.0
+        return self._value.weight[0].detach().double().cpu().numpy(), float(bias[0].detach()) if bias is not None else 0.0
 
 
 JUDGE_TEMPLATE = ("Here is a math problem and a partial solution, one step per paragraph.\n\nProblem:\n{question}\n\n"

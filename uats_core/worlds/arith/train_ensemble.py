@@ -109,16 +109,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     t0 = time.time()
     files = []
     for j in range(args.members):
+        name = f"member-{j}.safetensors"
+        files.append(name)
+        if (args.out / name).is_file():  # resumable: a member already trained (same seed, same recipe) is kept
+            log.info("member %d already trained: kept", j)
+            continue
         t = time.time()
         tensors = train_member(args.base, problems, args.seed + j, args.steps, args.batch_size, args.lr)
-        name = f"member-{j}.safetensors"
         save_file(tensors, str(args.out / name))
-        files.append(name)
         log.info("member %d saved (%.0f s)", j, time.time() - t)
     meta = {"base": args.base.name, "members": files, "seeds": [args.seed + j for j in range(args.members)],
             "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "problems": args.problems,
-            "retrained": list(member_prefixes(12345)[1:]) + ["model.layers.<top>."], "bootstrap": True,
-            "seconds": round(time.time() - t0)}
+            "retrained": ["model.layers.<top>.", "model.norm.", "score."], "bootstrap": True}
     (args.out / ENSEMBLE_FILE).write_text(json.dumps(meta, indent=1) + "\n")
     log.info("ensemble of %d members in %.0f s -> %s", args.members, time.time() - t0, args.out)
 
