@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from uats_core.estimators import ESTIMATOR_CLASSES
+
 from .decisions import Candidate, Step
 from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, colour_for, fmt_mean, fmt_var
 from .frontier import ordered_rows, page_of
@@ -37,7 +39,7 @@ Z_RANGE = 3.2  # the shape panel spans ±3.2 σ: K passes lie within (K−1)/√
 CAPTION_LINES = (
     "rows: the step's candidates, grouped by parent (#p ▸ #c starts the group under node p)",
     "✓/✗: the step is right/wrong · ◀ and yellow band: the inspected node",
-    "passes: box = quartiles, whiskers = 1.5 IQR, ● = one MC-dropout pass (orange: re-evaluation's)",
+    "passes: box = quartiles, whiskers = 1.5 IQR, ● = one {sample} (orange: re-evaluation's)",
     "red tick = R̄ · fill = R̄ (the tree's colours) · magenta outline = OOD",
     "shape: the same passes around their R̄ in units of their own σ (the sizes: the σ² column)",
     "σ² read: what the ID/OOD test read, log scale (magenta: over τ, OOD) · ◇ = σ² after re-evaluation",
@@ -122,7 +124,7 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     if title is None:
         title = step_title(step, len(rows_all), page, pages, per_page, n, siblings_only)
     layout = _layout(rows, labels, lines, head, left, right, floor, gate.tau, gate.label, title, width, selected,
-                     grouped)
+                     grouped, gate.estimator)
     return {"data": data, "layout": layout,
             "config": {"displaylogo": False, "responsive": True,
                        "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{selected}"}},
@@ -241,8 +243,9 @@ def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
 
 def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head: str, left: int, right: int,
             floor: float, tau: float, label: str, title: str, width: int | None,
-            selected: int | None, grouped: bool) -> dict[str, Any]:
+            selected: int | None, grouped: bool, estimator: str = "mc-dropout") -> dict[str, Any]:
     n = len(rows)
+    sample = sample_label(estimator)
     top, bottom = 96, 26 + 15 * len(CAPTION_LINES)
     stats = [c.stat for c in rows] + [c.stat_after for c in rows if c.extra]
     y = {"range": [n - 0.5, -0.5], "tickmode": "array", "tickvals": list(range(n)), "ticktext": labels,
@@ -254,17 +257,17 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
                   "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
         "xaxis": {**axis, "domain": [0.0, 0.42], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 5,
-                  "title": {**axis["title"], "text": "MC-dropout passes" + (f" (from {floor:g})" if floor else "")}},
+                  "title": {**axis["title"], "text": f"{sample}s ({estimator})" + (f" from {floor:g}" if floor else "")}},
         "xaxis2": {**axis, "domain": [0.48, 0.70], "range": [-Z_RANGE, Z_RANGE], "tickvals": [-2, 0, 2],
                    "ticktext": ["−2σ", "R̄", "+2σ"], "title": {**axis["title"], "text": "shape (own σ)"}},
         "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.76, 1.0],
-                   "title": {**axis["title"], "text": f"{label} read"}},
+                   "title": {**axis["title"], "text": f"{label} read ({estimator})"}},
         "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
         "hovermode": "closest", "boxmode": "overlay",
         # on a log axis a shape takes the value, an annotation its log10
         "shapes": [{"type": "line", "xref": "x3", "x0": tau, "x1": tau, "yref": "paper", "y0": 0, "y1": 1,
                     "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}}],
-        "annotations": _annotations(lines, head, tau),
+        "annotations": _annotations(lines, head, tau, sample),
     }
     if width is not None:
         layout["width"] = max(width, left + right + MIN_PANELS_PX)
@@ -272,7 +275,13 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
     return layout
 
 
-def _annotations(lines: list[str], head: str, tau: float) -> list[dict[str, Any]]:
+def sample_label(estimator: str) -> str:
+    """What one dot is under this estimator ("dropout pass", "ensemble member", "posterior draw", ...)."""
+    cls = ESTIMATOR_CLASSES.get(estimator)
+    return cls.sample_label if cls is not None else "sample"
+
+
+def _annotations(lines: list[str], head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
     mono = {"family": "DejaVu Sans Mono, monospace", "size": 11}
     out: list[dict[str, Any]] = [
         {"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "y", "y": i, "yanchor": "middle",
@@ -284,7 +293,7 @@ def _annotations(lines: list[str], head: str, tau: float) -> list[dict[str, Any]
     out.append({"xref": "x3", "x": math.log10(tau), "yref": "paper", "y": 0.0, "yshift": -2, "yanchor": "top",
                 "showarrow": False, "text": f"τ = {tau:g}", "font": {"size": 11, "color": OOD_COLOUR}})
     out.append({"xref": "paper", "x": 0.0, "yref": "paper", "y": 0.0, "yshift": -18, "xanchor": "left",
-                "yanchor": "top", "showarrow": False, "align": "left", "text": "<br>".join(CAPTION_LINES),
+                "yanchor": "top", "showarrow": False, "align": "left", "text": "<br>".join(CAPTION_LINES).format(sample=sample),
                 "font": {"size": 10, "color": "#555"}})
     return out
 
