@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--slip-rate", type=float, default=0.3)
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--out", type=Path, default=None, help="default: beside the PRM")
+    c = sub.add_parser("calibrate", help="σ² of each estimator on in-distribution steps, for --tau auto")
+    c.add_argument("--prm", default=None, help="PRM folder (default: the embedded arith-prm)")
+    c.add_argument("--estimators", type=_estimators, default=[n for n in ESTIMATORS if n != "mc-dropout"],
+                   help="default: all but mc-dropout (`uats calibrate` calibrates MC dropout per dropout mode)")
+    c.add_argument("--k", type=int, default=7)
+    c.add_argument("--problems", type=int, default=100, help="val-split problems (style-A written steps, 30%% slips)")
+    c.add_argument("--traces", type=Path, default=None, help="JSONL of in-distribution solutions (other PRMs)")
     m = sub.add_parser("measure", help="AUROC of each estimator's σ² for wrong steps, per fifth of R, on A and B")
     m.add_argument("--estimators", type=_estimators, default=list(ESTIMATORS))
     m.add_argument("--problems", type=int, default=200, help="test problems")
@@ -70,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.cmd == "fit":
             fit(args)
+        elif args.cmd == "calibrate":
+            calibrate(args)
         else:
             measure(args)
     except ConfigError as exc:
@@ -103,6 +112,33 @@ def fit(args: argparse.Namespace) -> Path:
     fitted.save(out)
     print(f"fitted on {fitted.n} steps in {time.time() - t:.0f} s -> {out} ({out.stat().st_size / 1024:.0f} KiB)")
     return out
+
+
+def calibrate(args: argparse.Namespace) -> None:
+    """Write each estimator's σ² (prob and logit) on in-distribution steps into the PRM's calibration file, where
+    `--tau auto[:q]` reads it (uats_core.calibration.resolve_tau, keyed by estimator and space)."""
+    from uats.calibrate import id_calibration_traces, jsonl_traces
+    from uats_core.backends import load_prm
+    from uats_core.calibration import DEFAULT_PRM, calibration_path, entry_key, spread_entry, tau_from_variances, \
+        write_calibration
+    from uats_core.estimators import make_estimator
+
+    spec = str(args.prm or DEFAULT_PRM)
+    prm = load_prm(spec, dtype="float32")
+    traces = jsonl_traces(args.traces) if args.traces else id_calibration_traces("val", args.problems, 0.3, 0)
+    source = str(args.traces) if args.traces else f"arith val split, {args.problems} problems, style A written, 30% slips"
+    spreads = {}
+    for name in args.estimators:
+        est = make_estimator(SearchConfig(estimator=name, k0=args.k), prm)
+        ests = [e for i in range(0, len(traces), BATCH)
+                for e in est.more(traces[i:i + BATCH], [[] for _ in traces[i:i + BATCH]], args.k)]
+        for space, values in (("prob", [e.var for e in ests]), ("logit", [e.logit_var for e in ests])):
+            v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
+            spreads[entry_key("", 0.0, space, name)] = spread_entry(v, args.k, source)
+            print(f"{name:>12s} {space:>6s} τ = q0.9 of σ²: {tau_from_variances(v, 0.9):.4g}")
+    path = calibration_path(spec)
+    write_calibration(path, prm=str(args.prm or "assets/models/arith-prm"), spreads=spreads)  # the spec as given
+    print(f"wrote {len(spreads)} entries to {path}")
 
 
 def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) -> tuple[list[Any], list[bool]]:

@@ -30,6 +30,7 @@ class PairRow:
     wrong_fifths: tuple[int, ...]
     auroc_score: float  # 1 − R for wrong: what the score alone says
     median_var: float
+    q90_var: float  # on the ID pair: the τ that `--tau auto` (q = 0.9) would set for this estimator
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +53,8 @@ def pair_row(estimator: str, pair: str, var: Sequence[float], score: Sequence[fl
     bins = fifth_of(s)
     aur = tuple(auroc(v[bins == b], y[bins == b]) for b in range(FIFTHS))
     return PairRow(estimator, pair, int(len(y)), int(y.sum()), auroc(v, y), aur,
-                   tuple(int(y[bins == b].sum()) for b in range(FIFTHS)), auroc(1.0 - s, y), float(np.median(v)))
+                   tuple(int(y[bins == b].sum()) for b in range(FIFTHS)), auroc(1.0 - s, y), float(np.median(v)),
+                   float(np.quantile(v, 0.9)))
 
 
 def ood_auroc(var_id: Sequence[float], var_ood: Sequence[float]) -> float:

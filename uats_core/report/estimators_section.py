@@ -1,0 +1,44 @@
+"""The results page's section on uncertainty estimators, generated from what `uats estimators measure` and
+`python -m benchmarks estimators` wrote under results/estimators/ (the measured rows, never typed numbers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..estimators.measure import GOAL_AUROC, table
+
+MEASURED = Path(__file__).resolve().parents[2] / "results" / "estimators"
+STEPS_FILE, COST_FILE = "arith.json", "cost.json"
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def estimators_section(folder: Path = MEASURED) -> list[str]:
+    """The section's lines; none when nothing was measured."""
+    steps = _read(folder / STEPS_FILE)
+    if steps is None:
+        return []
+    cost = _read(folder / COST_FILE)
+    costs = {r["estimator"]: r for r in cost["rows"]} if cost else None
+    out = ["## Uncertainty estimators, step by step", "",
+           f"Each estimator's σ² on every step prefix of {steps['samples']} solutions per problem that policy A and "
+           f"policy B sampled for {steps['problems']} test problems (K = {steps['k']}; wrong = the exact checker "
+           "rejects the step). AUROC of σ² for a wrong step over all steps and within each fifth of the PRM's "
+           "deterministic score R (lowest first; wrong steps in brackets; – where a fifth has one class only), the "
+           "AUROC of 1 − R for comparison, and the AUROC of σ² for \"this step is B's\" (ID/OOD separation). "
+           f"`{'uats estimators measure'} --json results/estimators/{STEPS_FILE}` writes the rows.", "",
+           table(steps["rows"], steps["separation"], costs), "",
+           f"**Rule**: an estimator meets the bar when its σ² reaches AUROC ≥ {GOAL_AUROC:g} for B's wrong steps in "
+           f"every fifth of R that has both right and wrong steps. **Verdict**: {steps['verdict']}", ""]
+    if cost:
+        load = cost["load"]
+        out += [f"Cost: one estimate of K = {cost['k']} samples for each of {cost['traces']} step prefixes, over one "
+                f"deterministic PRM pass on the same prefixes, {cost['threads']} thread(s), min of interleaved rounds, "
+                f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} when measured "
+                f"(`python -m benchmarks estimators --json results/estimators/{COST_FILE}`). The search prices every "
+                "sample at one PRM pass (Estimator.sample_cost), whatever it costs to compute.", ""]
+    return out
