@@ -206,3 +206,33 @@ def test_mc_dropout_reproduces_a_rerun_ledger_cell_exactly():
     res = prepare_search(item.checked).run()
     assert (res.answer, res.cost, res.iterations, len(res.tree.nodes) - 1) == (
         str(row.answer), float(row.cost), int(row.iterations), int(row.n_nodes))
+
+
+def test_tau_auto_reads_the_estimators_own_calibration(tmp_path):
+    from uats_core.calibration import entry_key, resolve_tau, spread_entry, write_calibration
+
+    assert entry_key("full", 0.1, "prob") == "full|p=0.1|prob"  # MC dropout's entries keep their keys
+    path = tmp_path / "uats_calibration.json"
+    write_calibration(path, prm="x", spreads={entry_key("full", 0.1, "prob"): spread_entry([0.1] * 10, 7, "t"),
+                                              entry_key("", 0, "prob", "laplace"): spread_entry([0.002] * 10, 7, "t")})
+    cfg, note = resolve_tau(SearchConfig(tau="auto", estimator="laplace"), None, path)
+    assert cfg.tau == pytest.approx(0.002) and note["key"] == "laplace|prob"
+    assert resolve_tau(SearchConfig(tau="auto"), None, path)[0].tau == pytest.approx(0.1)
+    with pytest.raises(ConfigError) as err:
+        resolve_tau(SearchConfig(tau="auto", estimator="mahalanobis"), None, path)
+    assert err.value.field == "tau" and "uats estimators calibrate" in str(err.value)
+
+
+def test_the_results_pages_section_is_generated_from_the_measured_rows(tmp_path):
+    import json
+
+    from uats_core.report.estimators_section import estimators_section
+
+    assert estimators_section(tmp_path) == []  # nothing measured: no section
+    rows = [pair_row(name, pair, np.linspace(0, 1, 50) * (i + 1), np.linspace(0.01, 0.99, 50), np.arange(50) % 3 == 0
+                     ).to_dict() for i, name in enumerate(("mc-dropout", "laplace")) for pair in ("A:prm", "B:prm")]
+    (tmp_path / "arith.json").write_text(json.dumps({"problems": 7, "samples": 2, "k": 5, "rows": rows,
+                                                     "separation": {"mc-dropout": 0.61}, "verdict": "V."}))
+    text = "\n".join(estimators_section(tmp_path))
+    assert "| laplace | B:prm | 50 (17) |" in text and "| 0.610 |" in text and "**Verdict**: V." in text
+    assert "7 test problems" in text and "K = 5" in text
