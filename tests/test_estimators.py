@@ -234,5 +234,5 @@ def test_the_results_pages_section_is_generated_from_the_measured_rows(tmp_path)
     (tmp_path / "arith.json").write_text(json.dumps({"problems": 7, "samples": 2, "k": 5, "rows": rows,
                                                      "separation": {"mc-dropout": 0.61}, "verdict": "V."}))
     text = "\n".join(estimators_section(tmp_path))
-    assert "| laplace | B:prm | 50 (17) |" in text and "| 0.610 |" in text and "**Verdict**: V." in text
+    assert "| laplace | scores | B:prm | 50 (17) |" in text and "| 0.610 |" in text and "**Verdict**: V." in text
     assert "7 test problems" in text and "K = 5" in text

@@ -26,7 +26,7 @@ import numpy as np
 
 from uats_core.config import ESTIMATORS, SearchConfig
 from uats_core.errors import ConfigError
-from uats_core.estimators.measure import ood_auroc, pair_row, table, verdict
+from uats_core.estimators.measure import key, ood_auroc, pair_row, table, verdict
 
 log = logging.getLogger(__name__)
 
@@ -165,19 +165,32 @@ def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) 
     return traces, wrong
 
 
-def estimate_all(prm: Any, name: str, k: int, traces: Sequence[Any], seed: int) -> np.ndarray:
-    """σ² of every trace under estimator `name` (K = k samples each; NaN where it has none)."""
+def samples_for(prm: Any, name: str, k: int) -> int:
+    """K for this estimator: k, or the ensemble's member count when it has fewer."""
+    from uats_core.estimators import make_estimator
+
+    if name != "ensemble":
+        return k
+    return min(k, make_estimator(SearchConfig(estimator=name, k0=2), prm).capacity(0) or k)
+
+
+def estimate_all(prm: Any, name: str, k: int, traces: Sequence[Any], seed: int) -> dict[str, np.ndarray]:
+    """σ² of every trace's scores and of their logits under estimator `name` (K = k samples each, at most the
+    ensemble's members; NaN where it has none)."""
     import torch
 
     from uats_core.estimators import make_estimator
 
     torch.manual_seed(seed)  # the dropout masks: a rerun gives the same table
+    k = samples_for(prm, name, k)
     est = make_estimator(SearchConfig(estimator=name, k0=k), prm)
-    out = []
+    got = []
     for i in range(0, len(traces), BATCH):
         chunk = list(traces[i:i + BATCH])
-        out += [e.var if e.var is not None else float("nan") for e in est.more(chunk, [[] for _ in chunk], k)]
-    return np.asarray(out, dtype=np.float64)
+        got += est.more(chunk, [[] for _ in chunk], k)
+    nan = float("nan")
+    return {"prob": np.asarray([e.var if e.var is not None else nan for e in got], dtype=np.float64),
+            "logit": np.asarray([e.logit_var if e.logit_var is not None else nan for e in got], dtype=np.float64)}
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -205,17 +218,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         old = json.loads(args.json.read_text(encoding="utf-8"))
         if all(old.get(k) == getattr(args, k) for k in ("problems", "samples", "k", "seed")):
             rows = [r for r in old["rows"] if r["estimator"] not in args.estimators]
-            separation = {k: v for k, v in old["separation"].items() if k not in args.estimators}
+            separation = {k: v for k, v in old["separation"].items() if k.split("|")[0] not in args.estimators}
     for name in args.estimators:
         t = time.time()
         var = {pair: estimate_all(prm, name, args.k, tr, args.seed) for pair, (tr, _) in steps.items()}
-        separation[name] = ood_auroc(var["A:prm"], var["B:prm"])
-        for pair, (_, wrong) in steps.items():
-            rows.append(pair_row(name, pair, var[pair], scores[pair], wrong).to_dict())
+        for space in ("prob", "logit"):
+            separation[key(name, space)] = ood_auroc(var["A:prm"][space], var["B:prm"][space])
+            for pair, (_, wrong) in steps.items():
+                rows.append(pair_row(name, pair, var[pair][space], scores[pair], wrong, space).to_dict())
         log.info("%s: %.0f s", name, time.time() - t)
     order = {n: i for i, n in enumerate(ESTIMATORS)}
-    rows.sort(key=lambda r: (order[r["estimator"]], r["pair"]))
+    rows.sort(key=lambda r: (order[r["estimator"]], r.get("space", "prob") != "prob", r["pair"]))
     out = {"problems": args.problems, "samples": args.samples, "k": args.k, "seed": args.seed, "rows": rows,
+           "k_by_estimator": {n: samples_for(prm, n, args.k) for n in args.estimators},
            "separation": separation, "verdict": verdict(rows, "B:prm")}
     print(f"{args.problems} test problems × {args.samples} samples of policies A and B; K = {args.k}; fifths of the "
           "PRM's deterministic score (lowest first), wrong steps in brackets\n")

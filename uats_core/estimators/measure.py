@@ -31,6 +31,7 @@ class PairRow:
     auroc_score: float  # 1 − R for wrong: what the score alone says
     median_var: float
     q90_var: float  # on the ID pair: the τ that `--tau auto` (q = 0.9) would set for this estimator
+    space: str = "prob"  # σ² of the samples' scores, or of their logits (SearchConfig.uncertainty_space)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -46,7 +47,8 @@ def fifth_of(score: Sequence[float]) -> np.ndarray:
     return np.searchsorted(fifth_edges(score), np.asarray(score, dtype=np.float64), side="right")
 
 
-def pair_row(estimator: str, pair: str, var: Sequence[float], score: Sequence[float], wrong: Sequence[bool]) -> PairRow:
+def pair_row(estimator: str, pair: str, var: Sequence[float], score: Sequence[float], wrong: Sequence[bool],
+             space: str = "prob") -> PairRow:
     v = np.nan_to_num(np.asarray(var, dtype=np.float64), nan=0.0)  # no σ² (one sample) ranks lowest
     s = np.asarray(score, dtype=np.float64)
     y = np.asarray(wrong, dtype=bool)
@@ -54,7 +56,7 @@ def pair_row(estimator: str, pair: str, var: Sequence[float], score: Sequence[fl
     aur = tuple(auroc(v[bins == b], y[bins == b]) for b in range(FIFTHS))
     return PairRow(estimator, pair, int(len(y)), int(y.sum()), auroc(v, y), aur,
                    tuple(int(y[bins == b].sum()) for b in range(FIFTHS)), auroc(1.0 - s, y), float(np.median(v)),
-                   float(np.quantile(v, 0.9)))
+                   float(np.quantile(v, 0.9)), space)
 
 
 def ood_auroc(var_id: Sequence[float], var_ood: Sequence[float]) -> float:
@@ -62,6 +64,11 @@ def ood_auroc(var_id: Sequence[float], var_ood: Sequence[float]) -> float:
     a = np.nan_to_num(np.asarray(var_id, dtype=np.float64), nan=0.0)
     b = np.nan_to_num(np.asarray(var_ood, dtype=np.float64), nan=0.0)
     return auroc(np.concatenate([a, b]), np.concatenate([np.zeros(len(a), bool), np.ones(len(b), bool)]))
+
+
+def key(estimator: str, space: str) -> str:
+    """The separation's key: MC dropout's probability-space σ² under its plain name, as before spaces were measured."""
+    return estimator if space == "prob" else f"{estimator}|{space}"
 
 
 def fmt(x: float) -> str:
@@ -72,7 +79,7 @@ def table(rows: Sequence[dict[str, Any]], separation: dict[str, float], costs: d
           ) -> str:
     """The Markdown table: estimator × pair, AUROC overall and per fifth of R, the ID/OOD AUROC and (when measured)
     the cost of one estimate in PRM passes."""
-    head = ("| estimator | pair | steps (wrong) | AUROC σ² wrong | " + " | ".join(f"fifth {b + 1}" for b in range(FIFTHS))
+    head = ("| estimator | σ² of | pair | steps (wrong) | AUROC σ² wrong | " + " | ".join(f"fifth {b + 1}" for b in range(FIFTHS))
             + " | AUROC 1−R wrong | median σ² | AUROC σ² OOD |" + (" cost / PRM pass |" if costs else ""))
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
@@ -81,9 +88,10 @@ def table(rows: Sequence[dict[str, Any]], separation: dict[str, float], costs: d
         if costs:
             c = costs.get(r["estimator"])
             cost = f" {c['ratio']:.2f}× |" if c else " – |"
-        lines.append(f"| {r['estimator']} | {r['pair']} | {r['steps']} ({r['wrong']}) | {fmt(r['auroc_wrong'])} | "
-                     f"{fifths} | {fmt(r['auroc_score'])} | {r['median_var']:.3g} | "
-                     f"{fmt(separation.get(r['estimator'], float('nan')))} |{cost}")
+        space = r.get("space", "prob")
+        lines.append(f"| {r['estimator']} | {'scores' if space == 'prob' else 'logits'} | {r['pair']} | {r['steps']} "
+                     f"({r['wrong']}) | {fmt(r['auroc_wrong'])} | {fifths} | {fmt(r['auroc_score'])} | "
+                     f"{r['median_var']:.3g} | {fmt(separation.get(key(r['estimator'], space), float('nan')))} |{cost}")
     return "\n".join(lines)
 
 
@@ -96,11 +104,12 @@ def verdict(rows: Sequence[dict[str, Any]], ood_pair: str) -> str:
             continue
         valid = [a for a in r["auroc_fifths"] if a is not None and not math.isnan(a)]
         if valid and min(valid) >= GOAL_AUROC:
-            met.append(r["estimator"])
+            met.append(r["estimator"] + ("" if r.get("space", "prob") == "prob" else " (logits)"))
     if met:
         return f"σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R with: {', '.join(met)}."
     best = max((r for r in rows if r["pair"] == ood_pair),
                key=lambda r: min([a for a in r["auroc_fifths"] if not math.isnan(a)] or [0.0]), default=None)
     worst = min([a for a in best["auroc_fifths"] if not math.isnan(a)] or [float("nan")]) if best else float("nan")
+    where = (best["estimator"] + ("" if best.get("space", "prob") == "prob" else ", logits")) if best else "–"
     return (f"No estimator's σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R; the "
-            f"best worst-fifth AUROC is {fmt(worst)} ({best['estimator'] if best else '–'}).")
+            f"best worst-fifth AUROC is {fmt(worst)} ({where}).")

@@ -23,12 +23,15 @@ def estimators_section(folder: Path = MEASURED) -> list[str]:
     if steps is None:
         return []
     cost = _read(folder / COST_FILE)
+    fewer = {n: k for n, k in (steps.get("k_by_estimator") or {}).items() if k != steps["k"]}
+    k_note = "".join(f"; {n}: K = {k}, all its members" for n, k in fewer.items())
     costs = {r["estimator"]: r for r in cost["rows"]} if cost else None
     out = ["## Uncertainty estimators, step by step", "",
            f"Each estimator's σ² on every step prefix of {steps['samples']} solutions per problem that policy A and "
-           f"policy B sampled for {steps['problems']} test problems (K = {steps['k']}; wrong = the exact checker "
+           f"policy B sampled for {steps['problems']} test problems (K = {steps['k']}{k_note}; wrong = the exact checker "
            "rejects the step). AUROC of σ² for a wrong step over all steps and within each fifth of the PRM's "
-           "deterministic score R (lowest first; wrong steps in brackets; – where a fifth has one class only), the "
+           "deterministic score R (lowest first; wrong steps in brackets; – where a fifth has one class only), σ² of the "
+           "samples' scores and of their logits (SearchConfig.uncertainty_space; Mahalanobis: the stated map), the "
            "AUROC of 1 − R for comparison, and the AUROC of σ² for \"this step is B's\" (ID/OOD separation). "
            f"`{'uats estimators measure'} --json results/estimators/{STEPS_FILE}` writes the rows.", "",
            table(steps["rows"], steps["separation"], costs), "",
