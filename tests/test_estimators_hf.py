@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_backends_published import qwen_dir, shepherd_dir, skywork_dir  # noqa: F401 - fixtures
 from uats_core.backends import load_prm
-from uats_core.backends.tiny import save_token_cls_prm
+from uats_core.backends.prm_published import Qwen2ProcessRewardModel
+from uats_core.backends.tiny import (byte_bpe_tokenizer, qwen2_config, save_math_shepherd_prm, save_skywork_prm,
+                                     save_token_cls_prm)
 from uats_core.config import SearchConfig
 from uats_core.errors import BackendError, ConfigError
 from uats_core.estimators import make_estimator
@@ -27,6 +28,27 @@ TRACES = [Trace("What is 2+3?", ("2+3 = 5\n\n",)), Trace("Compute 12*7 + 4.", ("
 @pytest.fixture(scope="module")
 def token_cls_dir(tmp_path_factory):
     return save_token_cls_prm(tmp_path_factory.mktemp("prm") / "arith-prm", layers=2)
+
+
+@pytest.fixture(scope="module")
+def shepherd_dir(tmp_path_factory):
+    return save_math_shepherd_prm(tmp_path_factory.mktemp("ms") / "math-shepherd-tiny")
+
+
+@pytest.fixture(scope="module")
+def skywork_dir(tmp_path_factory):
+    return save_skywork_prm(tmp_path_factory.mktemp("sky") / "skywork-prm-tiny")
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory):
+    """A Qwen-PRM whose head is Linear -> ReLU -> Linear (no one logit direction); kind given at load."""
+    folder = tmp_path_factory.mktemp("qwen") / "tiny-prm"
+    tok = byte_bpe_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<extra_0>"))
+    torch.manual_seed(2)
+    Qwen2ProcessRewardModel(qwen2_config(tok)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
 
 
 def _jsonl(path, traces):
@@ -56,7 +78,7 @@ def test_the_head_as_one_direction_gives_its_scores_and_a_fit_serves_both_estima
         pytest.approx(p, abs=1e-5)
 
 
-def test_a_prm_without_a_fit_or_with_an_mlp_head_is_refused_in_one_line(token_cls_dir, qwen_dir, tmp_path):  # noqa: F811
+def test_a_prm_without_a_fit_or_with_an_mlp_head_is_refused_in_one_line(qwen_dir, tmp_path):
     fresh = save_token_cls_prm(tmp_path / "no-fit", layers=2)
     with pytest.raises(ConfigError) as err:
         make_estimator(SearchConfig(estimator="laplace"), load_prm(str(fresh), dtype="float32"))
@@ -65,4 +87,4 @@ def test_a_prm_without_a_fit_or_with_an_mlp_head_is_refused_in_one_line(token_cl
         make_estimator(SearchConfig(estimator="ensemble"), load_prm(str(fresh), dtype="float32"))
     assert err.value.field == "estimator" and "no trained ensemble" in str(err.value)
     with pytest.raises(BackendError):
-        load_prm(str(qwen_dir), dtype="float32").head_linear()
+        load_prm(str(qwen_dir), kind="qwen-prm", dtype="float32").head_linear()
