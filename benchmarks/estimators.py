@@ -71,7 +71,10 @@ def run_estimators(args: argparse.Namespace) -> dict[str, Any]:
     print("|---|---|---|---|")
     for r in rows:
         print(f"| {r['estimator']} | {r['samples']} | {r['ratio']:.2f}× / {r['cpu_ratio']:.2f}× | {r['priced']:g} |")
-    out = {"k": args.k, "traces": len(traces), "threads": args.threads, "load": list(load), "rows": rows}
+    from uats.eval.run import code_version
+
+    out = {"k": args.k, "traces": len(traces), "threads": args.threads, "load": list(load), "rows": rows,
+           "code_version": code_version()}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

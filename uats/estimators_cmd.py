@@ -213,12 +213,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                                                                              ("B:prm", "B"))}
     scores = {pair: np.concatenate([[s[-1] for s in prm.score(tr[i:i + BATCH])] for i in range(0, len(tr), BATCH)])
               for pair, (tr, _) in steps.items()}
-    rows, separation = [], {}
+    from uats.eval.run import code_version
+
+    version = code_version()  # the commit whose code measured these rows (+dirty: uncommitted changes)
+    rows, separation, old_versions = [], {}, {}
     if args.json and args.json.is_file():  # keep the other estimators' rows of the same setting (measured apart)
         old = json.loads(args.json.read_text(encoding="utf-8"))
         if all(old.get(k) == getattr(args, k) for k in ("problems", "samples", "k", "seed")):
             rows = [r for r in old["rows"] if r["estimator"] not in args.estimators]
             separation = {k: v for k, v in old["separation"].items() if k.split("|")[0] not in args.estimators}
+            old_versions = {k: v for k, v in (old.get("code_versions") or {}).items() if k not in args.estimators}
     for name in args.estimators:
         t = time.time()
         var = {pair: estimate_all(prm, name, args.k, tr, args.seed) for pair, (tr, _) in steps.items()}
@@ -231,6 +235,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     rows.sort(key=lambda r: (order[r["estimator"]], r.get("space", "prob") != "prob", r["pair"]))
     out = {"problems": args.problems, "samples": args.samples, "k": args.k, "seed": args.seed, "rows": rows,
            "k_by_estimator": {n: samples_for(prm, n, args.k) for n in args.estimators},
+           "code_versions": {**(old_versions if rows else {}), **{n: version for n in args.estimators}},
            "separation": separation, "verdict": verdict(rows, "B:prm")}
     print(f"{args.problems} test problems × {args.samples} samples of policies A and B; K = {args.k}; fifths of the "
           "PRM's deterministic score (lowest first), wrong steps in brackets\n")

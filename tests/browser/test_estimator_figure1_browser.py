@@ -55,7 +55,7 @@ def _busiest_step(served: dict[str, Any], rid: str) -> tuple[int, int]:
     from ui.views.treedata import RunData
 
     data = RunData.load(served["store"], rid)
-    t = max(range(2, data.iterations + 1), key=lambda s: len(data.step(s)[0]))
+    t = max(range(2, data.max_iteration + 1), key=lambda s: len(data.step(s)[0]))
     cands = data.step(t)[0]
     return t, cands[len(cands) // 2].node_id
 
@@ -70,12 +70,12 @@ def test_figure1_names_each_estimators_samples(screen_page: Any, served: dict[st
         pg.goto(f"{served['url']}/?run={rid}&node={nid}&t={t}")
         wait_plot(pg, "#figure1", f"e.dataset.run === '{rid}'", timeout_s=120)
         wait_idle(pg)
-        sample = {"mc-dropout": "dropout pass", "ensemble": "ensemble member"}[estimator]
+        samples = {"mc-dropout": "dropout passes", "ensemble": "ensemble members"}[estimator]
         titles = pg.evaluate("() => { const l = document.querySelector('#figure1 .uats-plot')._fullLayout; "
                              "return [l.xaxis.title.text, l.xaxis3.title.text]; }")
-        assert titles[0].startswith(f"{sample}s ({estimator})") and titles[1].endswith(f"read ({estimator})"), titles
+        assert titles[0].startswith(f"{samples} ({estimator})") and titles[1].endswith(f"read ({estimator})"), titles
         details = pg.inner_text("#node-details")
-        assert f"σ² ({estimator})" in details and f"{sample}s" in details, details[:300]
+        assert f"σ² ({estimator})" in details and samples in details, details[:300]
         seen = text_layout(pg, "#figure1")
         assert not seen["overlaps"] and not seen["clipped"], (seen["overlaps"][:5], seen["clipped"][:5])
         shot(pg, f"figure1-{estimator}-1280x800", "#figure1")

@@ -257,7 +257,7 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
                   "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
         "xaxis": {**axis, "domain": [0.0, 0.42], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 5,
-                  "title": {**axis["title"], "text": f"{sample}s ({estimator})" + (f" from {floor:g}" if floor else "")}},
+                  "title": {**axis["title"], "text": f"{sample_label(estimator, True)} ({estimator})" + (f" from {floor:g}" if floor else "")}},
         "xaxis2": {**axis, "domain": [0.48, 0.70], "range": [-Z_RANGE, Z_RANGE], "tickvals": [-2, 0, 2],
                    "ticktext": ["−2σ", "R̄", "+2σ"], "title": {**axis["title"], "text": "shape (own σ)"}},
         "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.76, 1.0],
@@ -275,10 +275,11 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
     return layout
 
 
-def sample_label(estimator: str) -> str:
+def sample_label(estimator: str, plural: bool = False) -> str:
     """What one dot is under this estimator ("dropout pass", "ensemble member", "posterior draw", ...)."""
     cls = ESTIMATOR_CLASSES.get(estimator)
-    return cls.sample_label if cls is not None else "sample"
+    one = cls.sample_label if cls is not None else "sample"
+    return one + ("es" if one.endswith("s") else "s") if plural else one
 
 
 def _annotations(lines: list[str], head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:

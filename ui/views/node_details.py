@@ -31,7 +31,7 @@ def node_details_md(data: RunData, state: TreeState, node_id: int, judge: StepJu
     lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
     est = gate.estimator
     lines.append(f"**R̄** {fmt_mean(n.get('mean'))} · **σ²** ({est}) {fmt_var(n.get('var'))} over all **K** {k} "
-                 f"{sample_label(est)}s ({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · "
+                 f"{sample_label(est, True)} ({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · "
                  f"**R̂** {fmt_mean(n.get('ucb'))}")
     if gate.space == "logit":
         lines.append(f"logits log(p/(1−p)) of the passes: mean {fmt_mean(n.get('logit_mean'))} · "
