@@ -14,6 +14,8 @@ command of the package launches them (a launcher inside would import upward, int
              PRM pass (benchmarks/estimators.py)
   cases      the case finder on the embedded world: a case batch through the worker pool, then the ranked cases
              (benchmarks/casefinder.py)
+  import     `uats import` of a 200 MB search-and-learn file: refused on the node cap, and --rows of it
+             (benchmarks/imports.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -30,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 
 from benchmarks import casefinder as bench_cases, engine as bench_engine, estimators as bench_estimators, gpu as bench_gpu, \
-    uncertainty as bench_uncertainty
+    imports as bench_imports, uncertainty as bench_uncertainty
 from uats_core.timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
@@ -47,6 +49,7 @@ EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine
                                                           "gpu": bench_gpu.add_parser,
                                                           "uncertainty": bench_uncertainty.add_parser,
                                                           "cases": bench_cases.add_parser,
+                                                          "import": bench_imports.add_parser,
                                                           "estimators": bench_estimators.add_parser}
 
 

@@ -2,13 +2,14 @@
 names the source of each): the importer tests, the app's browser test and the notebook's example read them.
 
 - llm-reasoners: `json.dumps(TreeLog, cls=TreeLogEncoder)` of an MCTS search, one TreeSnapshot per iteration;
-- search-and-learn: `{approach}_completions.jsonl` rows as `save_dataset` writes them (MATH-500's fields plus
-  completions, scores, pred, completion_tokens);
+- search-and-learn: `{approach}_completions.jsonl` written by search-and-learn's own code (tool_fixtures/
+  search_and_learn/make_files.py: its approaches, score() and save_dataset() with vLLM and the PRM scripted);
 - TreeQuest: a tree's nodes (expand_idx, parent, score, state) as JSON, flat or nested from the root."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +52,25 @@ def llm_reasoners_log(question: str | None = QUESTION) -> dict[str, Any]:
     return {"logs": logs}
 
 
+SAL_DIR = Path(__file__).parent / "tool_fixtures" / "search_and_learn"
+SAL_APPROACHES = ("best_of_n", "beam_search", "dvts")
+SAL_RULES = ("rlhflow", "qwen", "math-shepherd", "skywork")
+
+
+def sal_file(approach: str, rule: str, fmt: str = "jsonl") -> Path:
+    """A file search-and-learn's own code wrote (tool_fixtures/search_and_learn/make_files.py): save_dataset's
+    JSON lines, or the same dataset as the Hub's Parquet."""
+    return SAL_DIR / f"{approach}_{rule}_completions.{fmt}"
+
+
+def sal_expected(approach: str, rule: str) -> dict[str, Any]:
+    """The tool's own rows of that file and the scripted PRM's record of the parts it scored."""
+    return json.loads((SAL_DIR / f"{approach}_{rule}.expected.json").read_text(encoding="utf-8"))
+
+
 def search_and_learn_rows() -> list[dict[str, Any]]:
-    base = "The area of a rectangle is its length times its width.\n\n"
-    rows = [{"problem": QUESTION, "solution": "6 × 4 = 24", "answer": GOLD, "subject": "Prealgebra", "level": 1,
-             "unique_id": "test/prealgebra/rect.json",
-             "completions": [base + "6 × 4 = 24.\n\nSo the area is \\boxed{24}.",
-                             base + "6 + 4 = 10.\n\nSo the area is \\boxed{10}.",
-                             base + "6 × 4 = 24.\n\nThe answer is \\boxed{24}.",
-                             "Add the sides: 6 + 4 + 6 + 4 = 20.\n\nSo \\boxed{20}."],
-             "scores": [[0.91, 0.88, 0.86], [0.91, 0.31, 0.22], [0.91, 0.88, 0.83], [0.42, 0.18]],
-             "pred": base + "6 × 4 = 24.\n\nSo the area is \\boxed{24}.", "completion_tokens": [31, 30, 30, 24]},
-            {"problem": "What is 3 + 5?", "solution": "8", "answer": "8", "subject": "Prealgebra", "level": 1,
-             "unique_id": "test/prealgebra/sum.json", "completions": ["3 + 5 = 8.\n\n\\boxed{8}", "\\boxed{9}"],
-             "scores": [[0.9, 0.95], [0.3]], "pred": "3 + 5 = 8.\n\n\\boxed{8}", "completion_tokens": [9, 4]}]
-    return rows
+    """The rows of search-and-learn's best-of-N under its default PRM (RLHFlow), as its code wrote them."""
+    return [json.loads(line) for line in sal_file("best_of_n", "rlhflow").read_text(encoding="utf-8").splitlines()]
 
 
 _TQ = [(-1, None, -1.0, None), (0, -1, 0.45, "Area = 6 + 4 = \\boxed{10}"), (1, -1, 0.62, "Area = 2 × (6 + 4) = \\boxed{20}"),
@@ -85,10 +91,9 @@ def treequest_tree(nested: bool = False) -> dict[str, Any]:
 def write_tool_files(folder: Path) -> dict[str, Path]:
     """One file of each tool in `folder`, by tool name."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"llm-reasoners": folder / "mcts_tree_log.json", "search-and-learn": folder / "beam_search_completions.jsonl",
+    files = {"llm-reasoners": folder / "mcts_tree_log.json", "search-and-learn": folder / "best_of_n_completions.jsonl",
              "treequest": folder / "abmcts_tree.json"}
     files["llm-reasoners"].write_text(json.dumps(llm_reasoners_log()), encoding="utf-8")
-    files["search-and-learn"].write_text("".join(json.dumps(r) + "\n" for r in search_and_learn_rows()),
-                                         encoding="utf-8")
+    shutil.copyfile(sal_file("best_of_n", "rlhflow"), files["search-and-learn"])  # the tool's bytes as written
     files["treequest"].write_text(json.dumps(treequest_tree()), encoding="utf-8")
     return files

@@ -187,7 +187,7 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
              for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
     imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
-                if f.is_file() and f.suffix in (".json", ".jsonl")]
+                if f.is_file() and f.suffix in (".json", ".jsonl", ".parquet")]  # .parquet: the Hub's search-and-learn
     log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
              len(datasets), len(imported))
     return ServerChoices(policies, prms, datasets, _by_name(imported))

@@ -157,10 +157,10 @@ def check_size(name: str, size: int) -> None:
                                       "reads; split the file")
 
 
-def check_nodes(name: str, runs: list[ImportedRun]) -> None:
+def check_nodes(name: str, runs: list[ImportedRun], max_nodes: int = MAX_IMPORT_NODES) -> None:
     total = sum(len(r.nodes) for r in runs)
-    if total > MAX_IMPORT_NODES:
-        raise ImportFormatError(name, f"{total:,} nodes, more than the {MAX_IMPORT_NODES:,} an import writes; "
+    if total > max_nodes:
+        raise ImportFormatError(name, f"{total:,} nodes, more than the {max_nodes:,} an import writes; "
                                       "import fewer rows or a smaller tree")
     for r in runs:
         if not r.nodes:

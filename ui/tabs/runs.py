@@ -85,8 +85,8 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
     """Import a run another tool wrote, from a file the server lists; the list refreshes with the queued run."""
     files = list(ctx.choices.imports)
     with gr.Accordion("Import a run from another tool", open=bool(files), elem_id="import-box"):
-        gr.Markdown("Files of llm-reasoners (tree log JSON), search-and-learn (`*_completions.jsonl`, one row per "
-                    "problem) and TreeQuest (its tree's nodes as JSON) in the server's import folders. An imported "
+        gr.Markdown("Files of llm-reasoners (tree log JSON), search-and-learn (`*_completions.jsonl` or the Hub's "
+                    "Parquet, one row per problem) and TreeQuest (its tree's nodes as JSON) in the server's import folders. An imported "
                     "run holds the tool's own score per node and no MC passes: open it, then **Shadow-score this "
                     "run** (Search tab) adds R̄ and σ² to every node." if files else
                     "This server lists no files to import (start it with `--imports-dir DIR`).")

@@ -75,12 +75,23 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
         parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
     if source:
         parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
-                     f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")
+                     f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node"
+                     + _answer_source(source))
     if state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
             len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
         parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
                      "adds R̄ and σ² to every node from passes this run never made")
     return "  \n".join(parts)
+
+
+def _answer_source(source: dict[str, Any]) -> str:
+    """search-and-learn: which of its answers the run shows, and those it keeps beside it (at the row's full N)."""
+    if "answer_from" not in source:
+        return ""
+    answers = source.get("tool_answers") or {}
+    most = max((int(k.rsplit("@", 1)[1]) for k in answers), default=None)
+    kept = ", ".join(f"{md_text(k)} {md_inline(v, 60)}" for k, v in answers.items() if k.endswith(f"@{most}"))
+    return f"; the answer is its {md_text(source['answer_from'])}" + (f" (kept beside it: {kept})" if kept else "")
 
 
 def _tree_size(run: dict[str, Any], state: TreeState | None) -> str:
