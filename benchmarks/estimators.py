@@ -52,19 +52,22 @@ def run_estimators(args: argparse.Namespace) -> dict[str, Any]:
     load = os.getloadavg()
     rows = []
     for name in names:
+        from uats.estimators_cmd import samples_for
+
         try:
-            est = make_estimator(SearchConfig(estimator=name, k0=args.k), prm)
+            k = samples_for(prm, name, args.k)  # the ensemble: at most its members
+            est = make_estimator(SearchConfig(estimator=name, k0=k), prm)
         except ConfigError as exc:
             print(f"{name}: skipped ({exc})")
             continue
         variants = {"one pass": lambda: prm.score(traces, use_cache=False),
-                    name: lambda est=est: est.more(traces, [[] for _ in traces], args.k)}
+                    name: lambda est=est, k=k: est.more(traces, [[] for _ in traces], k)}
         times = measure(variants, args.repeats, warmup=True)
         one, it = summary(times["one pass"]), summary(times[name])
         cls = estimator_class(name)
         rows.append({"estimator": name, "ratio": it["min_s"] / one["min_s"], "cpu_ratio": it["cpu_min_s"] / one["cpu_min_s"],
                      "one_pass_s": one["min_s"], "estimate_s": it["min_s"], "spread": max(one["spread"], it["spread"]),
-                     "samples": cls.first_samples(args.k), "priced": cls.first_samples(args.k) * cls.sample_cost})
+                     "samples": cls.first_samples(k), "priced": cls.first_samples(k) * cls.sample_cost})
     print(f"{len(traces)} step prefixes a call, K = {args.k}, {args.threads} thread(s), min of {args.repeats} "
           f"interleaved rounds; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)\n")
     print("| estimator | samples | cost of one estimate / one PRM pass (wall / CPU) | priced in the search (passes) |")
