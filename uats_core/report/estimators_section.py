@@ -46,7 +46,10 @@ def estimators_markdown(folder: Path = MEASURED) -> str | None:
                   f"deterministic PRM pass on the same prefixes, {cost['threads']} thread(s), min of interleaved rounds, "
                   f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} when measured "
                   f"(`python -m benchmarks estimators --json results/estimators/{COST_FILE}`). The search prices every "
-                  "sample at one PRM pass (Estimator.sample_cost), whatever it costs to compute.", ""]
+                  "sample at one PRM pass (Estimator.sample_cost), whatever it costs to compute."
+                  + (f" The ensemble's row: K = {ens['k']} (its members), a run of its own at load average "
+                     f"{ens['load'][0]:.2f}, code `{ens['code_version']}`." if (ens := cost.get("ensemble_run")) else ""),
+                  ""]
     by_commit: dict[str, list[str]] = {}
     for name, commit in (steps.get("code_versions") or {}).items():
         by_commit.setdefault(commit, []).append(name)
