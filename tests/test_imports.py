@@ -1,7 +1,8 @@
-"""`uats import` and the Runs tab's import: files of llm-reasoners, search-and-learn and TreeQuest (written by
-tests/tool_files.py from each tool's documented schema) become runs the app reads back like its own: iterations to
-step through, the tool's score per node, its chosen answer graded; no MC passes, which shadow scoring then adds.
-A malformed file is one line naming the file, the place and what is wrong, and nothing is written."""
+"""`uats import` and the Runs tab's import: files of llm-reasoners and TreeQuest written by the tools' own code
+(tests/fixtures/tools/, checked against what each tool itself held: its `.truth.json`) and search-and-learn rows
+(tests/tool_files.py) become runs the app reads back like its own: iterations to step through, the tool's score per
+node, the tool's own answer (or none) graded; no MC passes, which shadow scoring then adds. A malformed file is one
+line naming the file, the place and what is wrong, and nothing is written."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import pytest
 
 from storage import RunStore
 from tests.doubles import HashedPRMDouble, WorkerPoolDouble
-from tests.tool_files import (GOLD, QUESTION, SAL_APPROACHES, SAL_RULES, llm_reasoners_log, sal_expected, sal_file,
-                              search_and_learn_rows, treequest_tree, write_tool_files)
+from tests.tool_files import (GOLD, LLM_REASONERS_QUESTION, QUESTION, SAL_APPROACHES, SAL_RULES, sal_expected,
+                              sal_file, search_and_learn_rows, tool_file, truth_of, write_tool_files)
 from uats.cli import main as cli
 from uats_core.protocols import Trace
 
@@ -26,27 +27,6 @@ def _import(tmp_path: Path, tool: str, path: Path, *extra: str) -> tuple[RunStor
     assert cli(["import", "--from", tool, str(path), "--db", str(db), *extra]) == 0
     store = RunStore(str(db))
     return store, [r["run_id"] for r in sorted(store.list_runs(), key=lambda r: r["problem_id"])]
-
-
-def test_an_llm_reasoners_log_becomes_a_run_whose_snapshots_are_its_iterations(tmp_path, capsys):
-    from ui.views.run_status import run_status_md
-    from ui.views.treedata import RunData
-
-    files = write_tool_files(tmp_path / "in")
-    store, [run_id] = _import(tmp_path, "llm-reasoners", files["llm-reasoners"], "--answer", GOLD)
-    assert "5 nodes, 5 with the tool's score, 3 iterations; no MC passes" in capsys.readouterr().out
-    data = RunData.load(store, run_id)
-    assert data.run["method"] == "llm-reasoners" and data.run["question"] == QUESTION and data.max_iteration == 3
-    assert [len(data.state_at(t).nodes) - 1 for t in (1, 2, 3)] == [2, 3, 5]  # the snapshots' trees
-    final = data.state_at(None)
-    scores = sorted(n["mean"] for i, n in final.nodes.items() if i)
-    assert scores == [0.10, 0.15, 0.20, 0.70, 0.88]  # each edge's reward, as one deterministic score
-    assert all(len(n["mc_scores"]) == 1 for i, n in final.nodes.items() if i)
-    assert data.run["answer"] == "24" and data.run["correct"] is True  # the selected edges' path, graded
-    status = run_status_md(data.run, final)
-    assert "imported from **llm&#45;reasoners** (3 snapshots of mcts&#95;tree&#95;log&#46;json)" in status
-    assert "cost spent" not in status and "seed" not in status  # another tool's: not ours to say
-    assert "no MC passes stored" in status
 
 
 def test_search_and_learn_rows_become_runs_rebuilt_from_shared_step_prefixes(tmp_path):
@@ -72,20 +52,8 @@ def test_search_and_learn_rows_become_runs_rebuilt_from_shared_step_prefixes(tmp
         assert sorted(n["answer"] for n in leaves) == sorted(extract_boxed(c) for c in set(row["completions"]))
 
 
-def test_a_treequest_tree_in_either_shape_keeps_its_order_of_expansion(tmp_path):
-    from ui.views.treedata import RunData
-
-    (tmp_path / "nested.json").write_text(json.dumps(treequest_tree(nested=True)))
-    files = write_tool_files(tmp_path / "in")
-    for path in (files["treequest"], tmp_path / "nested.json"):
-        store, [run_id] = _import(tmp_path / path.stem, "treequest", path)
-        data = RunData.load(store, run_id)
-        final = data.state_at(None)
-        assert data.max_iteration == 5  # one expansion per iteration
-        assert [n["created_iter"] for _, n in sorted(final.nodes.items()) if _] == [1, 2, 3, 4, 5]
-        assert [n["mean"] for _, n in sorted(final.nodes.items()) if _] == [0.45, 0.62, 0.93, 0.58, 0.95]
-        assert data.run["answer"] == "24" and data.run["correct"] is True  # the best-scored node's
-        store.close()
+ASKED = {"llm-reasoners": ("--question", LLM_REASONERS_QUESTION), "treequest": ("--question", QUESTION),
+         "search-and-learn": ()}
 
 
 class _RecordingPRM(HashedPRMDouble):
@@ -106,7 +74,7 @@ def test_shadow_scoring_adds_mean_and_variance_to_every_imported_node(tool, tmp_
     from ui.views.treedata import RunData
 
     files = write_tool_files(tmp_path / "in")
-    store, ids = _import(tmp_path, tool, files[tool])
+    store, ids = _import(tmp_path, tool, files[tool], *ASKED[tool])
     prm = _RecordingPRM()
     shadow = run_shadow(store, ids[0], prm, k=5)
     data = RunData.load(store, ids[0])
@@ -126,16 +94,18 @@ def test_shadow_scoring_adds_mean_and_variance_to_every_imported_node(tool, tmp_
 
 
 def _bad_llm_reasoners() -> list[tuple[str, Any, str]]:
-    log = llm_reasoners_log()
+    log = json.loads(tool_file("llm-reasoners", "mcts_rap.export.json").read_text(encoding="utf-8"))
     dangling = json.loads(json.dumps(log))
     dangling["logs"][1]["edges"]["2"]["target"] = 99
     two_roots = json.loads(json.dumps(log))
     del two_roots["logs"][0]["edges"]["1"]
+    no_question = {k: v for k, v in log.items() if k != "question"}
     return [("not JSON", "{logs: [", "not JSON (Expecting property name enclosed in double quotes at line 1)"),
             ("no logs", {"nodes": {}}, "no 'logs' list of snapshots"),
             ("dangling edge", dangling, "logs[1].edges[2]: its target 99 is no node of that snapshot"),
             ("two roots", two_roots, "logs[0]: 2 nodes without a parent edge; a tree has one root"),
-            ("no question", llm_reasoners_log(question=None), "the log names no question")]
+            ("no question", no_question, "the log names no question (llm-reasoners stores none); give it with "
+                                         "--question")]
 
 
 def _bad_search_and_learn() -> list[tuple[str, Any, str]]:
@@ -152,19 +122,24 @@ def _bad_search_and_learn() -> list[tuple[str, Any, str]]:
 
 
 def _bad_treequest() -> list[tuple[str, Any, str]]:
-    tree = treequest_tree()
+    tree = json.loads(tool_file("treequest", "ab_mcts_a.json").read_text(encoding="utf-8"))
     no_root = dict(tree, nodes=tree["nodes"][1:])
     late_parent = json.loads(json.dumps(tree))
-    late_parent["nodes"][2]["parent"] = 3
+    late_parent["nodes"][2]["parent_id"] = 3
     bad_score = json.loads(json.dumps(tree))
-    bad_score["nodes"][3]["score"] = 4.5
+    bad_score["nodes"][3]["score"] = "high"
     twice = dict(tree, nodes=tree["nodes"] + [tree["nodes"][1]])
-    return [("shape", {"tree": []}, "neither {\"nodes\": [...]} nor {\"root\": {...}}"),
-            ("no root", no_root, "no root (expand_idx -1)"),
-            ("parent", late_parent, "node 1: parent 3 is no node expanded before it"),
-            ("score", bad_score, "node 2: score 4.5 is not in [0, 1]"),
-            ("duplicate", twice, "expand_idx 0 appears twice"),
-            ("no question", {k: v for k, v in tree.items() if k != "question"}, "the file names no question")]
+    no_state = json.loads(json.dumps(tree))
+    del no_state["nodes"][4]["state_repr"]
+    return [("shape", {"tree": []}, "no 'nodes' list; a TreeQuest export is what treequest.render"),
+            ("yaml", "nodes: [\n  - id: 1\n  bad", "neither JSON nor YAML at line 2"),
+            ("no root", no_root, "no root (the node with id -1)"),
+            ("parent", late_parent, "node 1: parent_id 3 is no node expanded before it"),
+            ("score", bad_score, "node 2: score 'high' is not a number"),
+            ("duplicate", twice, "node 0 appears twice"),
+            ("state", no_state, "nodes[4]: no state_repr"),
+            ("alias", "nodes: &n []\nedges: *n\n", "line 2: a YAML alias (*name), which treequest.render never writes"),
+            ("no question", dict(tree, metadata={}), "the export names no question (TreeQuest stores none)")]
 
 
 BAD = [(tool, *case) for tool, cases in (("llm-reasoners", _bad_llm_reasoners()),
@@ -199,8 +174,8 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     files = write_tool_files(folder)
     (folder / "broken.json").write_text("{\"logs\": []}")
     choices = server_choices(imports_dirs=[folder])
-    assert sorted(choices.imports) == ["abmcts_tree.json", "best_of_n_completions.jsonl", "broken.json",
-                                       "mcts_tree_log.json"]
+    assert sorted(choices.imports) == ["best_of_n_completions.jsonl", "broken.json", "mcts_rap.treelog.json",
+                                       "standard_mcts.json"]
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     with pytest.raises(ConfigError, match=re.escape(IMPORT_REFUSED)):
         submit_import(store, pool, choices, "treequest", str(files["treequest"]), 0)  # a path is no choice
@@ -217,6 +192,178 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     assert (run["status"], run["problem_id"], run["answer"], run["owner"]) == ("finished", "test/prealgebra/order.json",
                                                                                pred, "user:ann")
     assert len(store.get_nodes(run_id)) == len(read_runs("search-and-learn", files["search-and-learn"], rows=[1])[0].nodes)
+    with pytest.raises(ImportFormatError, match="the export names no question .* give it with --question"):
+        submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0)  # a TreeQuest export holds none
+    with pytest.raises(ConfigError, match="^question: a search-and-learn row holds its problem"):
+        submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 0, question="q")
+    with pytest.raises(ConfigError, match="^question: 20,001 characters"):
+        submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0, question="x" * 20_001)
+    run_id = submit_import(store, pool, choices, "llm-reasoners", "mcts_rap.treelog.json", 0,
+                           question=f"  {LLM_REASONERS_QUESTION}\n", gold="10")
+    assert pool.submitted[-1].run(None, store) is None
+    run = store.get_run(run_id)
+    assert (run["status"], run["question"], run["gold_answer"]) == ("finished", LLM_REASONERS_QUESTION, "10")
+    assert run["answer"] is None and run["correct"] is None  # a bare tree log holds no answer of the tool's: ungraded
+
+
+TREEQUEST_EXPORTS = sorted(p.name for p in (tool_file("treequest", "x").parent).iterdir()
+                           if p.suffix in (".json", ".yaml") and ".truth." not in p.name)
+LLM_REASONERS_FILES = sorted(p.name for p in (tool_file("llm-reasoners", "x").parent).iterdir()
+                             if p.name.endswith((".export.json", ".treelog.json")))
+
+
+@pytest.mark.parametrize("name", TREEQUEST_EXPORTS)
+def test_a_treequest_export_imports_as_treequest_holds_its_tree(name, tmp_path):
+    """treequest.render's JSON and YAML of five algorithms: every node with its parent, score and answer text as
+    TreeQuest held them, every node graded, the run's answer top_k's; scores outside [0, 1] kept and said."""
+    from uats_core.grading import extract_boxed
+    from uats_core.imports import read_runs
+
+    path = tool_file("treequest", name)
+    truth = truth_of(path)
+    (run,) = read_runs("treequest", path, question=QUESTION)
+    held = [n for n in truth["nodes"] if n["expand_idx"] != -1]
+    assert [n.key for n in run.nodes] == [n["expand_idx"] for n in held]
+    assert [-1 if n.parent is None else n.parent for n in run.nodes] == [n["parent"] for n in held]
+    assert [n.step for n in run.nodes] == [n["text"] for n in held]  # the state's own text, out of state_repr
+    assert [n.extra["score"] for n in run.nodes] == [n["score"] for n in held]
+    outside = sum(1 for n in held if not 0 <= n["score"] <= 1)
+    assert run.info["scores_outside_unit_range"] == outside
+    assert [n.score for n in run.nodes] == ([None] * len(held) if outside else [n["score"] for n in held])
+    assert all(n.finished for n in run.nodes)  # every node is an answer TreeQuest ranks
+    (best,) = [n for n in run.nodes if n.key in run.chosen]
+    assert (best.step, best.extra["score"]) == (truth["top_k_1"]["text"], truth["top_k_1"]["score"])
+    events = run.events("r")
+    assert events[-1].answer == extract_boxed(truth["top_k_1"]["text"])
+    graded = [r for e in events if hasattr(e, "nodes") for r in e.nodes if r.get("status") == "finished"]
+    assert {r["id"] for r in graded} == set(range(1, len(held) + 1))
+
+
+def test_scores_outside_the_unit_range_are_said_so_by_the_command_and_the_app(tmp_path, capsys):
+    from ui.views.run_status import run_status_md
+    from ui.views.treedata import RunData
+
+    store, [run_id] = _import(tmp_path, "treequest", tool_file("treequest", "ab_mcts_m_unbounded.json"),
+                              "--question", QUESTION, "--answer", GOLD)
+    out = capsys.readouterr().out
+    assert "6 scores outside [0, 1] (validate_reward_range=False): kept in each node's source fields" in out
+    data = RunData.load(store, run_id)
+    assert all(n.get("mean") is None for i, n in data.state_at(None).nodes.items() if i)
+    assert "the tool's scores are not in [0, 1] (6 outside)" in run_status_md(data.run, data.state_at(None))
+
+
+def _selected_end(log: dict[str, Any]) -> str:
+    """Where the last snapshot's selected_edge path ends: what the import stated as the answer before."""
+    nodes, edges = log["logs"][-1]["nodes"], {str(e["id"]): e for e in log["logs"][-1]["edges"].values()}
+    cur = next(k for k in nodes if all(str(e["target"]) != k for e in edges.values()))
+    while nodes[cur].get("selected_edge") is not None:
+        cur = str(edges[str(nodes[cur]["selected_edge"])]["target"])
+    return cur
+
+
+@pytest.mark.parametrize("name", LLM_REASONERS_FILES)
+def test_an_llm_reasoners_log_imports_as_llm_reasoners_holds_its_search(name, tmp_path):
+    """MCTS (8 runs, RAP's and the default node data), beam search and DFS: the visited nodes with their parents,
+    per-step text and rewards as llm-reasoners held them, unvisited children kept apart, one iteration per
+    snapshot, and the answer the tool gave (the export) or none (a bare tree log)."""
+    from uats_core.imports import read_runs
+    from uats_core.protocols import STEP_DELIMITER
+
+    path = tool_file("llm-reasoners", name)
+    truth, log = truth_of(path), json.loads(path.read_text(encoding="utf-8"))
+    (run,) = read_runs("llm-reasoners", path, question=LLM_REASONERS_QUESTION)
+    root = next(n["id"] for n in truth["nodes"] if n["parent"] is None)
+    visited = {str(n["id"]): n for n in truth["nodes"] if n["visited"] and n["parent"] is not None}
+    assert sorted(n.key for n in run.nodes) == sorted(visited)
+    for n in run.nodes:
+        held = visited[n.key]
+        assert (int(n.parent) if n.parent is not None else root) == held["parent"]
+        assert n.step.removesuffix(STEP_DELIMITER) == held["step"]  # one step, not every earlier one again
+        assert n.score == pytest.approx(held["reward"])
+    unvisited = [n for n in truth["nodes"] if not n["visited"]]
+    assert run.info["unvisited_children"] == len(unvisited)
+    assert sorted(c["id"] for n in run.nodes for c in n.extra.get("unvisited_children", [])) == sorted(
+        n["id"] for n in unvisited)
+    events = run.events("r")
+    assert events[-1].iterations == len(log["logs"])  # every snapshot an iteration, also those adding no node
+    if name.endswith(".export.json"):
+        assert events[-1].answer == truth["answer"] and run.chosen == [str(truth["terminal_node"])]
+    else:
+        assert events[-1].answer is None and run.chosen == [] and "none: a tree log holds no answer" in (
+            run.info["answer_read_from"])
+
+
+def test_the_last_iterations_path_is_not_the_tools_answer():
+    """The runs where llm-reasoners' selected_edge path ends elsewhere than its answer: the import states the tool's."""
+    differs = []
+    for name in LLM_REASONERS_FILES:
+        path = tool_file("llm-reasoners", name)
+        if not name.endswith(".export.json"):
+            continue
+        truth, log = truth_of(path), json.loads(path.read_text(encoding="utf-8"))
+        if _selected_end(log) != str(truth["terminal_node"]):
+            differs.append(name)
+    assert "mcts_seed3.export.json" in differs and "mcts_seed5.export.json" in differs
+
+
+def test_the_pickle_llm_reasoners_writes_is_refused_naming_the_exporter(tmp_path, capsys):
+    import gzip
+
+    pkl = tool_file("llm-reasoners", "evaluate/algo_output/1.pkl")
+    db = tmp_path / "runs.db"
+    assert cli(["import", "--from", "llm-reasoners", str(pkl), "--db", str(db), "--question", "q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {pkl}: a Python pickle (llm-reasoners' algo_output/N.pkl), not read: "
+                          "unpickling runs code") and "uats_studio.llm_reasoners.export_llm_reasoners(" in err
+    assert err.count("\n") == 1 and not db.exists()
+    packed = tmp_path / "log.json.gz"
+    packed.write_bytes(gzip.compress(tool_file("llm-reasoners", LLM_REASONERS_FILES[0]).read_bytes()))
+    assert cli(["import", "--from", "llm-reasoners", str(packed), "--db", str(db), "--question", "q"]) == 2
+    assert "gzip-compressed; decompress it (gunzip)" in capsys.readouterr().err
+    sources = Path(__file__).resolve().parents[1] / "uats_core" / "imports"
+    assert not any("tools write JSON" in p.read_text(encoding="utf-8") for p in sources.glob("*.py"))
+
+
+def test_the_exporter_loads_no_llm_reasoners_until_called():
+    import subprocess
+    import sys
+
+    code = ("import sys, uats_studio.llm_reasoners as m; assert 'reasoners' not in sys.modules; "
+            "print(m.EXPORT_FORMAT)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+@pytest.mark.parametrize("state_repr, text, fields", [
+    ("'6 × 4 = \\\\boxed{24}'", "6 × 4 = \\boxed{24}", {}),  # repr() of a text state: read back as a literal
+    ('{"llm_answer":"It is 24","round":2}', "It is 24", {"round": 2}),  # a dataclass's JSON
+    ('{"answer":"24","judge_score":0.9}', "24", {"judge_score": 0.9}),  # a pydantic model's JSON
+    ('{"score":0.9}', '{"score":0.9}', {"score": 0.9}),  # JSON with no text field: the JSON is the text
+    ("Attempt(text='24')", "Attempt(text='24')", {}),  # a custom repr: as written, nothing evaluated
+    ("'a' + __import__('os').getcwd()", "'a' + __import__('os').getcwd()", {}),  # no literal: not run
+    ("{not json", "{not json", {}),
+])
+def test_a_treequest_state_repr_gives_its_answer_text(state_repr, text, fields):
+    from uats_core.imports.treequest import state_text
+
+    assert state_text(state_repr) == (text, fields)
+
+
+def test_rap_answers_are_read_and_graded_on_every_terminal_node(tmp_path):
+    """llm-reasoners' RAP world writes "The answer is N." (no \\boxed{}): each terminal step's answer is read as RAP's
+    retrieve_answer reads it and graded; the run's answer is the tool's (10), not the last iteration's path's (5)."""
+    from ui.views.treedata import RunData
+
+    path = tool_file("llm-reasoners", "mcts_seed5.export.json")
+    store, [run_id] = _import(tmp_path, "llm-reasoners", path, "--answer", "10")
+    data = RunData.load(store, run_id)
+    finished = {n["answer"]: n["correct"] for i, n in data.state_at(None).nodes.items()
+                if i and n.get("status") == "finished"}
+    assert finished == {"10": True, "12": False, "5": False}
+    assert (data.run["answer"], data.run["correct"]) == ("10", True)
+    log = json.loads(path.read_text(encoding="utf-8"))
+    end = next(n for n in truth_of(path)["nodes"] if str(n["id"]) == _selected_end(log))
+    assert end["step"].endswith("The answer is 5.")  # what the import stated before: the last iteration's path
 
 
 # search-and-learn's own files (tests/tool_fixtures/search_and_learn/make_files.py ran its best_of_n, beam_search and

@@ -196,9 +196,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     for run_id, run in zip(ids, runs):
         scored = sum(1 for n in run.nodes if n.score is not None)
         print(f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
-              f"{max(n.created_iter for n in run.nodes)} iterations; no MC passes: shadow scoring in the app adds R̄ "
-              "and σ² to every node" + _sal_answer_line(run.info))
+              f"{max([run.iterations, *(n.created_iter for n in run.nodes)])} iterations; no MC passes: shadow "
+              "scoring in the app adds R̄ and σ² to every node" + _sal_answer_line(run.info))
+        _print_import_notes(run.info)
     return 0
+
+
+def _print_import_notes(info: dict[str, Any]) -> None:
+    """What an import of llm-reasoners or TreeQuest kept aside or read its answer from, one line each."""
+    said = str(info.get("answer_read_from") or "")
+    if said:
+        print(f"  no answer: {said.removeprefix('none: ')}" if said.startswith("none: ") else f"  answer from {said}")
+    if info.get("scores_outside_unit_range"):
+        print(f"  {info['scores_outside_unit_range']} scores outside [0, 1] (validate_reward_range=False): kept in each "
+              "node's source fields, none drawn as R̄")
+    if info.get("unvisited_children"):
+        print(f"  {info['unvisited_children']} unvisited children kept with their parents, not imported as steps")
 
 
 def _sal_answer_line(info: dict[str, Any]) -> str:
@@ -385,9 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="write another tool's search runs into the run log (the app opens them)")
     i.add_argument("file", help="the file the tool wrote")
     i.add_argument("--from", dest="tool", required=True, choices=TOOLS_READ,
-                   help="llm-reasoners (its tree log JSON), search-and-learn (its {approach}_completions.jsonl or the "
-                        "Hub's Parquet) or "
-                        "treequest (its tree's nodes as JSON; docs/app.md)")
+                   help="llm-reasoners (its tree log, written by uats_studio.llm_reasoners.export_llm_reasoners), "
+                        "search-and-learn (its {approach}_completions.jsonl or the Hub's Parquet) or treequest "
+                        "(treequest.render's JSON or YAML export; docs/app.md)")
     i.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     i.add_argument("--question", help="the problem, where the file does not hold it (llm-reasoners, TreeQuest)")
     i.add_argument("--answer", help="the gold answer, to grade the imported answers")

@@ -13,7 +13,8 @@ from typing import Callable
 
 from . import llm_reasoners, search_and_learn, treequest
 from .search_and_learn import PRM_RULES
-from .tree import MAX_FILE_BYTES, MAX_IMPORT_NODES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size
+from .tree import MAX_FILE_BYTES, MAX_IMPORT_NODES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size, \
+    refuse_binary
 
 __all__ = ["TOOLS", "ImportedRun", "ImportFormatError", "read_runs", "MAX_FILE_BYTES", "PRM_RULES"]
 
@@ -46,10 +47,12 @@ def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold:
         return runs
     if prm_rule is not None:
         raise ConfigError("prm-rule", f"a {tool} file has no PRM steps to cut; --prm-rule is for search-and-learn")
+    with p.open("rb") as f:
+        refuse_binary(name, f.read(8))
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ImportFormatError(name, "not UTF-8 text; the tools write JSON") from None
+        raise ImportFormatError(name, "not UTF-8 text (llm-reasoners' and TreeQuest's exports are JSON or YAML)") from None
     if rows is not None:
         raise ConfigError("rows", f"a {tool} file holds one search; --rows is for search-and-learn's rows")
     parse: Callable[..., list[ImportedRun]] = llm_reasoners.parse if tool == "llm-reasoners" else treequest.parse
