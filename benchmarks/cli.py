@@ -10,6 +10,8 @@ command of the package launches them (a launcher inside would import upward, int
              (benchmarks/gpu.py)
   app        the app's update latency (node written -> node drawn) and tree redraw times (benchmarks/app.py)
   eval       searches per minute with and without cross-problem batching (benchmarks/eval_batching.py)
+  estimators  cost of one estimate per uncertainty estimator (MC dropout, ensemble, Laplace, Mahalanobis) vs one
+             PRM pass (benchmarks/estimators.py)
   cases      the case finder on the embedded world: a case batch through the worker pool, then the ranked cases
              (benchmarks/casefinder.py)
   import     `uats import` of a 200 MB search-and-learn file: refused on the node cap, and --rows of it
@@ -29,8 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
-from benchmarks import casefinder as bench_cases, engine as bench_engine, gpu as bench_gpu, imports as bench_imports, \
-    uncertainty as bench_uncertainty
+from benchmarks import casefinder as bench_cases, engine as bench_engine, estimators as bench_estimators, gpu as bench_gpu, \
+    imports as bench_imports, uncertainty as bench_uncertainty
 from uats_core.timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
@@ -47,7 +49,8 @@ EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine
                                                           "gpu": bench_gpu.add_parser,
                                                           "uncertainty": bench_uncertainty.add_parser,
                                                           "cases": bench_cases.add_parser,
-                                                          "import": bench_imports.add_parser}
+                                                          "import": bench_imports.add_parser,
+                                                          "estimators": bench_estimators.add_parser}
 
 
 def _app_main(argv: Sequence[str]) -> int | None:

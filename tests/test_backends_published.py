@@ -14,9 +14,10 @@ import torch
 
 from uats_core.backends import load_prm
 from uats_core.backends.mc_dropout import DropoutSpec
-from uats_core.backends.prm_published import JudgePRM, MathShepherdPRM, QwenPRM, Qwen2ProcessRewardModel, SkyworkPRM, SkyworkPRMModel
+from uats_core.backends.prm_published import JudgePRM, MathShepherdPRM, QwenPRM, Qwen2ProcessRewardModel, SkyworkPRM
 from uats_core.backends.prompting import DEFAULT_SYSTEM_PROMPT
-from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, byte_bpe_tokenizer, char_tokenizer, llama_config, qwen2_config
+from uats_core.backends.tiny import (QWEN_CHAT_TEMPLATE, byte_bpe_tokenizer, char_tokenizer, llama_config, qwen2_config,
+                                     save_math_shepherd_prm, save_skywork_prm)
 from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 
@@ -46,18 +47,7 @@ def check_batching(folder, kind: str, expected: list[list[float]]) -> None:
 # -- Math-Shepherd -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def shepherd_dir(tmp_path_factory):
-    from transformers import MistralConfig, MistralForCausalLM
-
-    folder = tmp_path_factory.mktemp("ms") / "math-shepherd-tiny"
-    tok = char_tokenizer(words=("ки",))
-    base = llama_config(tok)
-    cfg = MistralConfig(**{k: getattr(base, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                                                         "num_attention_heads", "num_key_value_heads", "bos_token_id",
-                                                         "eos_token_id", "pad_token_id")}, sliding_window=4096)
-    torch.manual_seed(1)
-    MistralForCausalLM(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return save_math_shepherd_prm(tmp_path_factory.mktemp("ms") / "math-shepherd-tiny")
 
 
 def test_math_shepherd(shepherd_dir):
@@ -125,13 +115,7 @@ def test_qwen_kinds_refuse_a_llama(shepherd_dir):
 # -- Skywork ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def skywork_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("sky") / "skywork-prm-tiny"
-    # Qwen2 folders reload their tokenizer as Qwen2Tokenizer: use a byte-level BPE one (see tiny.byte_bpe_tokenizer)
-    tok = byte_bpe_tokenizer(specials=("<|endoftext|>",), bos="<|endoftext|>", eos="<|endoftext|>")
-    torch.manual_seed(3)
-    SkyworkPRMModel(qwen2_config(tok)).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return save_skywork_prm(tmp_path_factory.mktemp("sky") / "skywork-prm-tiny")
 
 
 def test_skywork(skywork_dir):

@@ -47,6 +47,9 @@ _CONFIG_HELP = {
     "spend_rule": "how UATS spends N(c+1) per step: carry (re-evaluate first, width gets the rest, leftovers carried: "
                   "REBASE's spend) | paper (the paper's per-step split)",
     "dropout_mode": "full | head | last:L",
+    "estimator": "where R̄ and σ² come from: mc-dropout (K dropout passes, the default) | ensemble (K members of a "
+                 "deep ensemble) | laplace (K draws of a Laplace posterior of the PRM's head) | mahalanobis (the "
+                 "hidden state's distance to the PRM's training steps; K = 1)",
 }
 
 
@@ -342,6 +345,12 @@ def _train(argv: Sequence[str]) -> int:
     return 0
 
 
+def _estimators(argv: Sequence[str]) -> int:
+    from .estimators_cmd import main as program
+
+    return program(argv)
+
+
 def _theory(argv: Sequence[str]) -> int:
     from .theory import main as program
 
@@ -355,6 +364,8 @@ PROGRAMS: dict[str, tuple[Any, str]] = {
     "report": (_report, "figures and tables of an evaluation (a run log or results ledgers); the results page"),
     "train": (_train, "train A-UATS's controller (policy-gradient, on the arithmetic world)"),
     "theory": (_theory, "the Proposition 4.1/4.2 simulation"),
+    "estimators": (_estimators, "fit the hidden-state uncertainty estimators beside a PRM; measure every estimator's "
+                                "σ² step by step (AUROC for wrong steps per fifth of R, A and B)"),
 }
 
 

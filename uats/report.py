@@ -74,8 +74,13 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
             raise ValueError(f"rerun: none of the {len(r['results']):,} cells in {str(rerun)!r} is a cell of the --ledger "
                              "ledgers; a rerun runs their cells again under the same cell keys")
         again = Rerun(Path(rerun).name, r["results"].merge(r["candidates"], on="cell_key", how="left"), r["controller"])
-    return assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
-                           controller=joined["controller"], rerun=again, **kw)
+    rep = assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
+                          controller=joined["controller"], rerun=again, **kw)
+    from uats_core.report.estimators_section import TABLE_NAME, estimators_markdown
+
+    if text := estimators_markdown():  # the estimators' step measurements (results/estimators/), beside the ledgers'
+        rep.markdown[TABLE_NAME] = text
+    return rep
 
 
 def _shown(path: str | Path) -> str:

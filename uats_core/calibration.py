@@ -41,8 +41,9 @@ def calibration_path(prm_spec: str | None) -> Path:
     return HUB_CALIBRATION_DIR / f"{slug}.json"
 
 
-def entry_key(dropout_mode: str, dropout_p: float, space: str) -> str:
-    return f"{dropout_mode}|p={float(dropout_p):g}|{space}"
+def entry_key(dropout_mode: str, dropout_p: float, space: str, estimator: str = "mc-dropout") -> str:
+    """MC dropout's entries are per (mode, p, space), as they always were; another estimator's per space."""
+    return f"{dropout_mode}|p={float(dropout_p):g}|{space}" if estimator == "mc-dropout" else f"{estimator}|{space}"
 
 
 def load_calibration(path: Path) -> dict[str, Any]:
@@ -97,8 +98,12 @@ def resolve_tau(config: SearchConfig, prm_spec: str | None,
     if q is None:
         return config, None
     path = path or calibration_path(prm_spec)
-    key = entry_key(config.dropout_mode, config.dropout_p, config.uncertainty_space)
+    key = entry_key(config.dropout_mode, config.dropout_p, config.uncertainty_space, config.estimator)
     entry = (load_calibration(path).get("uncertainty") or {}).get(key)
+    if not entry and config.estimator != "mc-dropout":
+        raise ConfigError("tau", f"{config.tau!r} needs the {config.estimator} estimator's calibration ({key}) in "
+                                 f"{path}; run `uats estimators calibrate --prm {prm_spec or DEFAULT_PRM}` or give τ "
+                                 "as a number")
     if not entry:
         raise ConfigError("tau", f"{config.tau!r} needs a calibration for dropout mode {config.dropout_mode}, "
                                  f"p={config.dropout_p:g}, space {config.uncertainty_space} in {path}; run `uats "

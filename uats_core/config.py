@@ -22,6 +22,10 @@ SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 # REBASE takes the same two (rebase_scoring, default 'single'): 'mc' scores its children with the MC mean of K0
 # passes, paid for out of its width (the ablation ladder's rung between REBASE and H-UATS, methods/rebase.py).
 PRM_SCORINGS = ("mc", "single")
+# Where a candidate's R̄ and σ² come from (uats_core/estimators): K MC-dropout passes of the PRM (the paper), the
+# members of a deep ensemble of PRMs, draws from a last-layer Laplace posterior of the PRM's head, or the Mahalanobis
+# distance of the PRM's final hidden state to its training steps. Named here so front ends can list them without torch.
+ESTIMATORS = ("mc-dropout", "ensemble", "laplace", "mahalanobis")
 # How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (the paper's), the best
 # final score, plain majority, or the weighted vote counting each distinct final solution once.
 AGGREGATIONS = ("weighted", "best", "majority", "distinct")
@@ -75,6 +79,7 @@ class SearchConfig:
     spend_rule: str = "carry"
     dropout_p: float = 0.1
     dropout_mode: str = "full"
+    estimator: str = "mc-dropout"  # ESTIMATORS: what the K samples of a candidate are
     # A-UATS
     controller: str | None = None  # checkpoint path; None = the shipped one
     controller_uncertainty_features: bool = True
@@ -121,6 +126,8 @@ class SearchConfig:
         if not 0.0 <= self.dropout_p < 1.0:
             raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
         parse_dropout_mode(self.dropout_mode)
+        if self.estimator not in ESTIMATORS:
+            raise ConfigError("estimator", f"got {self.estimator!r}; use one of {', '.join(ESTIMATORS)}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ConfigError("seed", f"must be an integer; got {self.seed!r}")
         return self

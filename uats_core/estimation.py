@@ -87,6 +87,7 @@ class OODGate:
     tau: float
     uncertainty: str = "var"
     space: str = "prob"
+    estimator: str = "mc-dropout"  # where σ² came from (config.estimator): views name it beside every σ²
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | Any, tau: float | None = None) -> "OODGate":
@@ -98,7 +99,8 @@ class OODGate:
             t = float(t)
         except (TypeError, ValueError):  # an unresolved 'auto' in a stored config: the paper's value
             t = PAPER_TAU
-        return cls(t, str(get("uncertainty", "var") or "var"), str(get("uncertainty_space", "prob") or "prob"))
+        return cls(t, str(get("uncertainty", "var") or "var"), str(get("uncertainty_space", "prob") or "prob"),
+                   str(get("estimator", "mc-dropout") or "mc-dropout"))
 
     def statistic(self, node: Mapping[str, Any] | Any) -> float | None:
         """The gated statistic of a Node or a stored node dict."""

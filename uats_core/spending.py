@@ -36,6 +36,7 @@ from typing import Any
 from .allocation import scaled_step_budget, uats_budget_split
 from .config import SPEND_RULES
 from .errors import ConfigError
+from .estimators import estimator_class
 
 EPS = 1e-9
 
@@ -46,6 +47,7 @@ class _Rule:
     cost_ratio: float  # c
     k0: int
     reeval_share: float  # ρ
+    sample_cost: float = 1.0  # s: what one estimator sample costs, in PRM passes (uats_core/estimators)
     finished: int = 0
     spent: float = 0.0
 
@@ -53,7 +55,7 @@ class _Rule:
 
     @property
     def per_child(self) -> float:
-        return self.cost_ratio + self.k0
+        return self.cost_ratio + self.k0 * self.sample_cost
 
     @property
     def step_cap(self) -> float:
@@ -98,19 +100,20 @@ class CarryRule(_Rule):
         if t <= 1:
             self._reeval_asked = self._reeval_budget = 0
             return 0
-        self._reeval_asked = int(math.floor(max(beta, 0.0) * self.reeval_share * self.allowance + EPS))
+        # in samples: B_t's passes over what a sample costs (s = 1 for MC dropout, where they are the same)
+        self._reeval_asked = int(math.floor(max(beta, 0.0) * self.reeval_share * self.allowance / self.sample_cost + EPS))
         room = max(0.0, self._available - self.per_child)  # one child's price stays for the width
-        self._reeval_budget = max(0, min(self._reeval_asked, int(math.floor(room + EPS))))
+        self._reeval_budget = max(0, min(self._reeval_asked, int(math.floor(room / self.sample_cost + EPS))))
         return self._reeval_budget
 
     def width(self, reeval_used: int) -> int:
         """C_t: children this step, from what re-evaluation left."""
         if reeval_used > self._reeval_budget:
             raise ValueError(f"re-evaluation used {reeval_used} passes of a budget of {self._reeval_budget}")
-        left = self._available - reeval_used
+        left = self._available - reeval_used * self.sample_cost
         affordable = int(math.floor(left / self.per_child + EPS))
         # Round the last fraction of a child up when the cumulative cap t·N(c+1) has room for it.
-        cap_room = self._t * self.step_cap - self.spent - reeval_used
+        cap_room = self._t * self.step_cap - self.spent - reeval_used * self.sample_cost
         if left / self.per_child - affordable >= 0.5 - EPS and (affordable + 1) * self.per_child <= cap_room + EPS:
             affordable += 1
         self._width_asked = int(math.floor(max(self._gamma, 0.0) * left / self.per_child + 0.5 + EPS))
@@ -172,19 +175,25 @@ RULE_STEP_FIELDS = {"carry": frozenset({"spend_rule", "available", "allowance", 
                     "paper": frozenset({"spend_rule", "base_width", "base_reeval_budget", "width_left", "spent_total"})}
 
 
-def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float) -> SpendingRule:
+def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float,
+                  sample_cost: float = 1.0) -> SpendingRule:
     if rule == "carry":
-        return CarryRule(budget, cost_ratio, k0, reeval_share)
+        return CarryRule(budget, cost_ratio, k0, reeval_share, sample_cost)
     if rule == "paper":
+        if sample_cost != 1.0:
+            raise ConfigError("spend_rule", "the paper's rule prices a pass at 1; use carry with this estimator")
         return PaperRule(budget, cost_ratio, k0, reeval_share)
     raise ValueError(f"unknown spend rule {rule!r}; use one of {', '.join(SPEND_RULES)}")
 
 
 def config_spending(cfg: Any) -> SpendingRule:
-    """A SearchConfig's rule: a child costs c+K0, or c+1 with single-pass scoring (which re-evaluates nothing)."""
-    single = cfg.prm_scoring == "single"
-    return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1 if single else cfg.k0,
-                         0.0 if single else cfg.reeval_share)
+    """A SearchConfig's rule: a child costs c + (the estimator's first samples)·s, or c+1 with single-pass scoring
+    (which re-evaluates nothing, as an estimator that cannot add samples does not)."""
+    if cfg.prm_scoring == "single":
+        return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1, 0.0)
+    est = estimator_class(getattr(cfg, "estimator", "mc-dropout"))
+    return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, est.first_samples(cfg.k0),
+                         cfg.reeval_share if est.adds_samples else 0.0, est.sample_cost)
 
 
 def check_affordable(cfg: Any) -> None:

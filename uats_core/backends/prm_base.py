@@ -49,6 +49,7 @@ class TorchPRM:
         self._encodings: OrderedDict[Trace, Encoded] = OrderedDict()
         # One call at a time: the prefix cache and the encoding memo are shared state (eval lanes are threads).
         self._lock = threading.RLock()
+        self.folder: str | None = None  # the folder it was loaded from (estimators' files lie beside it)
 
     # -- adapter interface -----------------------------------------------------------------------------
     def encode(self, trace: Trace) -> Encoded:
@@ -92,6 +93,22 @@ class TorchPRM:
                                            prefixes=[self._prefixes(t) for t in traces])
             return np.stack([self.head(h[:, 0]).float().cpu().numpy() for h in hidden]).astype(np.float64)
 
+    @torch.inference_mode()
+    def last_hidden(self, traces: Sequence[Trace], *, use_cache: bool = True) -> np.ndarray:
+        """(len(traces), hidden) float64 final normalised hidden states at each trace's last step, dropout off: what
+        the hidden-state estimators (uats_core/estimators/posterior.py) read, from one deterministic pass."""
+        if not traces:
+            return np.zeros((0, 0))
+        with self._lock:
+            encs = [self._encode(t) for t in traces]
+            hidden = self.engine.hidden_at([e.ids for e in encs], [e.positions[-1:] for e in encs], k=1, spec=None,
+                                           use_cache=use_cache, prefixes=[self._prefixes(t) for t in traces])
+            return np.stack([h[0, 0].float().cpu().numpy() for h in hidden]).astype(np.float64)
+
+    def head_linear(self) -> tuple[np.ndarray, float]:
+        """(w, b) with head(h) = sigmoid(w·h + b): the head as one logit direction, for a Laplace posterior over it."""
+        raise BackendError("prm", f"{self.name}: the {self.kind} head is not one logit direction; use mc-dropout")
+
     # -- helpers ---------------------------------------------------------------------------------------
     def _encode(self, trace: Trace) -> Encoded:
         enc = self._encodings.get(trace)
@@ -117,6 +134,14 @@ class TorchPRM:
         if self.cache is not None:
             with self._lock:
                 self.cache.clear()
+
+
+def binary_direction(weight: torch.Tensor, bias: torch.Tensor | None, positive: int, negative: int
+                     ) -> tuple[np.ndarray, float]:
+    """A two-label softmax head as sigmoid(w·h + b): softmax(z)[pos] = sigmoid(z_pos − z_neg)."""
+    w = (weight[positive] - weight[negative]).detach().double().cpu().numpy()
+    b = float((bias[positive] - bias[negative]).detach()) if bias is not None else 0.0
+    return w, b
 
 
 def float32_head(module: torch.nn.Module) -> torch.nn.Module:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import Qwen2Config, Qwen2Model, Qwen2PreTrainedModel
 
 from uats_core.backends._loading import ModelSource, load_config, load_tokenizer, load_weights, resolve_device
-from uats_core.backends.prm_base import Encoded, TorchPRM, float32_head, single_token_id
+from uats_core.backends.prm_base import Encoded, TorchPRM, binary_direction, float32_head, single_token_id
 from uats_core.backends.prompting import DEFAULT_SYSTEM_PROMPT, chat_prefix, has_chat_template
 from uats_core.errors import BackendError
 from uats_core.protocols import Trace
@@ -82,6 +83,9 @@ class MathShepherdPRM(TorchPRM):
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.softmax(F.linear(hidden.float(), self._w, self._b), dim=-1)[..., 0]
+
+    def head_linear(self) -> tuple[np.ndarray, float]:
+        return binary_direction(self._w, self._b, 0, 1)
 
 
 class Qwen2ProcessRewardModel(Qwen2PreTrainedModel):
@@ -188,6 +192,10 @@ class SkyworkPRM(TorchPRM):
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self._value(hidden.float())).squeeze(-1)
 
+    def head_linear(self) -> tuple[np.ndarray, float]:
+        bias = self._value.bias
+        return self._value.weight[0].detach().double().cpu().numpy(), float(bias[0].detach()) if bias is not None else 0.0
+
 
 JUDGE_TEMPLATE = ("Here is a math problem and a partial solution, one step per paragraph.\n\nProblem:\n{question}\n\n"
                   "Solution so far:\n{solution}\n\nIs the last step correct? Answer Yes or No.")
@@ -247,6 +255,9 @@ class JudgePRM(TorchPRM):
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.softmax(F.linear(hidden.float(), self._w, self._b), dim=-1)[..., 0]
 
+    def head_linear(self) -> tuple[np.ndarray, float]:
+        return binary_direction(self._w, self._b, 0, 1)
+
 
 _QWEN2_KINDS = {"qwen-prm": (Qwen2ProcessRewardModel, ("score.",)), "skywork": (SkyworkPRMModel, ("v_head.",))}
 _ADAPTERS = {"math-shepherd": MathShepherdPRM, "qwen-prm": QwenPRM, "skywork": SkyworkPRM, "judge": JudgePRM}
@@ -274,4 +285,6 @@ def load(kind: str, src: ModelSource, *, dtype: Any = "auto", device: str | None
     else:
         model = load_weights(AutoModelForCausalLM, src, "prm", dtype=dtype, device=dev, trust_remote_code=trust_remote_code,
                              attn_implementation=attn_implementation)
-    return _ADAPTERS[kind](model, tokenizer, **opts)
+    prm = _ADAPTERS[kind](model, tokenizer, **opts)
+    prm.folder = src.location if src.kind == "folder" else None
+    return prm

@@ -15,10 +15,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from uats_core.backends._loading import ModelSource, load_tokenizer, load_weights, resolve_device
-from uats_core.backends.prm_base import Encoded, TorchPRM, float32_head, single_token_id
+from uats_core.backends.prm_base import Encoded, TorchPRM, binary_direction, float32_head, single_token_id
 from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 
@@ -91,7 +92,9 @@ class TokenClassificationPRM(TorchPRM):
                              trust_remote_code=trust_remote_code, required_prefixes=("score.",),
                              attn_implementation=attn_implementation)
         kw.setdefault("name", src.spec)
-        return cls(model, tokenizer, fmt, **kw)
+        prm = cls(model, tokenizer, fmt, **kw)
+        prm.folder = src.location if src.kind == "folder" else None
+        return prm
 
     def encode(self, trace: Trace) -> Encoded:
         tag = self.fmt.step_tag
@@ -109,3 +112,9 @@ class TokenClassificationPRM(TorchPRM):
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.softmax(self._score(hidden.float()), dim=-1)[..., self.fmt.positive_label]
+
+    def head_linear(self) -> tuple[np.ndarray, float]:
+        if self._score.out_features != 2:
+            return super().head_linear()  # over two labels the head is not one logit direction
+        pos = self.fmt.positive_label
+        return binary_direction(self._score.weight, self._score.bias, pos, 1 - pos)

@@ -147,6 +147,35 @@ def save_token_cls_prm(folder: str | Path, *, seed: int = 0, sidecar: Mapping[st
     return folder
 
 
+def save_math_shepherd_prm(folder: str | Path, *, seed: int = 1) -> Path:
+    """A tiny Mistral causal LM with the Math-Shepherd step tag ки in its vocabulary (kind math-shepherd)."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    folder = Path(folder)
+    tok = char_tokenizer(words=("ки",))
+    base = llama_config(tok)
+    cfg = MistralConfig(**{k: getattr(base, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                                         "num_attention_heads", "num_key_value_heads", "bos_token_id",
+                                                         "eos_token_id", "pad_token_id")}, sliding_window=4096)
+    torch.manual_seed(seed)
+    MistralForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def save_skywork_prm(folder: str | Path, *, seed: int = 3) -> Path:
+    """A tiny Skywork PRM: a Qwen2 backbone and its value head, with a byte-level BPE tokenizer (Qwen2 folders reload
+    their tokenizer as Qwen2Tokenizer)."""
+    from uats_core.backends.prm_published import SkyworkPRMModel
+
+    folder = Path(folder)
+    tok = byte_bpe_tokenizer(specials=("<|endoftext|>",), bos="<|endoftext|>", eos="<|endoftext|>")
+    torch.manual_seed(seed)
+    SkyworkPRMModel(qwen2_config(tok)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
 def save_causal_lm(folder: str | Path, *, seed: int = 0, tokenizer: Any = None, **cfg: Any) -> Path:
     """A tiny plain LlamaForCausalLM policy (no chat template) like the arithmetic world's."""
     from transformers import LlamaForCausalLM

@@ -15,7 +15,8 @@ import numpy as np
 from ..cancel import SearchCancelled, checkpoint
 from ..config import SearchConfig
 from ..errors import ConfigError
-from ..estimation import mc_stats, ucb
+from ..estimation import ucb
+from ..estimators import Estimator, cost_of, make_estimator
 from ..events import EventBus, IterationEnded, NodesUpdated
 from ..records import Decision, StepInfo
 from ..grading import Grader, extract_boxed
@@ -47,10 +48,19 @@ class SearchContext:
         self.prm_passes = 0
         self.iterations_done = 0
         self._dirty: set[int] = set()
+        self._estimator: Estimator | None = None
+
+    @property
+    def estimator(self) -> Estimator:
+        """The run's uncertainty estimator (config.estimator over this PRM), built at first use."""
+        if self._estimator is None:
+            self._estimator = make_estimator(self.config, self.prm)
+        return self._estimator
 
     # -- compute ------------------------------------------------------------------------------------
-    def _charge(self, generated: int = 0, passes: int = 0) -> None:
-        cost = generated * self.config.cost_ratio + passes
+    def _charge(self, generated: int = 0, passes: int = 0, units: float | None = None) -> None:
+        """`passes` PRM evaluations costing `units` PRM passes (the estimator's price; default one each)."""
+        cost = generated * self.config.cost_ratio + (passes if units is None else units)
         self.generated_steps += generated
         self.prm_passes += passes
         self.cost_step += cost
@@ -138,25 +148,27 @@ class SearchContext:
             self._dirty.add(node.id)
 
     def mc_score(self, nodes: Sequence[Node], k: int, iteration: int, alpha: float) -> None:
-        """k MC-dropout passes for each node, all in one batched PRM call."""
+        """Up to k samples of the run's estimator for each node (MC-dropout passes by default), in batched calls;
+        each sample read is charged at the estimator's price."""
         if not nodes or k <= 0:
             return
-        passes = np.asarray(self.prm.mc_scores(self.tree.traces(n.id for n in nodes), k), dtype=np.float64)
-        if passes.shape != (len(nodes), k):
-            raise RuntimeError(f"PRM {self.prm.name!r} returned MC scores of shape {passes.shape}, expected {(len(nodes), k)}")
-        self._charge(passes=len(nodes) * k)
-        for node, row in zip(nodes, passes):
+        est = self.estimator
+        estimates = est.more(self.tree.traces(n.id for n in nodes), [n.mc_scores for n in nodes], k)
+        read, units = cost_of(estimates, est.sample_cost)
+        self._charge(passes=read, units=units)
+        for node, e in zip(nodes, estimates):
+            if not e.new:  # nothing read (an ensemble out of members, a Mahalanobis node): the node stays as it was
+                continue
             first = not node.mc_scores
-            node.mc_scores.extend(float(x) for x in row)
+            node.mc_scores = list(e.samples)
             if first:
                 node.initial_passes = len(node.mc_scores)
                 node.scored_iter = iteration
             else:
-                node.extra_passes += k
+                node.extra_passes += e.new
                 node.reeval_iter = iteration
-            stats = mc_stats(node.mc_scores, iteration, alpha)
-            node.mean, node.var, node.ucb = stats.mean, stats.var, stats.ucb
-            node.logit_mean, node.logit_var = stats.logit_mean, stats.logit_var
+            node.mean, node.var, node.ucb = e.mean, e.var, ucb(e.mean, e.k, iteration, alpha)
+            node.logit_mean, node.logit_var = e.logit_mean, e.logit_var
             self._dirty.add(node.id)
 
     def mc_score_varied(self, counts: dict[int, int], iteration: int, alpha: float) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from ..allocation import rebase_children
 from ..config import ConfigError, SearchConfig
+from ..estimators import estimator_class
 from ..records import Decision, StepInfo
 from ..spending import RULE_STEP_FIELDS, SpendingRule, spending_rule
 from ..tree import Node
@@ -62,7 +63,8 @@ class WidthSearch(SearchMethod):
         child at c+K0); None otherwise."""
         if cfg.rebase_scoring != "mc":
             return None
-        spending = spending_rule("carry", cfg.budget, cfg.cost_ratio, cfg.k0, 0.0)
+        est = estimator_class(cfg.estimator)
+        spending = spending_rule("carry", cfg.budget, cfg.cost_ratio, est.first_samples(cfg.k0), 0.0, est.sample_cost)
         if not spending.can_start():
             raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
                                         f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the "
@@ -108,7 +110,7 @@ class WidthSearch(SearchMethod):
 
 
 # The MC-dropout fields that change REBASE's result once it scores with the MC mean (rebase_scoring='mc').
-MC_FIELDS = frozenset({"k0", "dropout_p", "dropout_mode"})
+MC_FIELDS = frozenset({"k0", "dropout_p", "dropout_mode", "estimator"})
 
 
 class Rebase(WidthSearch):

@@ -75,8 +75,8 @@ def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, m
 
 
 # The fields UATS reads (both H-UATS and A-UATS; A-UATS's controller sets τ, δ, ν1, ν2 step by step from them).
-UATS_FIELDS = frozenset({"k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p", "dropout_mode",
-                        "uncertainty", "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"})
+UATS_FIELDS = frozenset({"estimator", "k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p",
+                         "dropout_mode", "uncertainty", "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"})
 
 
 class UATS(SearchMethod):

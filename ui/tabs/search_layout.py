@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from uats_core.config import DROPOUT_MODES_HELP, PRM_KINDS
+from uats_core.config import DROPOUT_MODES_HELP, ESTIMATORS, PRM_KINDS
 
 from ..choices import ARITH
 
@@ -28,7 +28,7 @@ Component = gr.components.Component
 
 # The SearchConfig fields the form sets, in the order the form's events list them.
 CONFIG_FIELDS = ("method", "budget", "seed", "k0", "dropout_p", "dropout_mode", "alpha", "tau", "delta", "nu1",
-                 "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space")
+                 "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space", "estimator")
 MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
 PROBLEM_FIELDS = ("dataset", "problem", "free_question", "free_answer")
 # The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
@@ -95,8 +95,11 @@ class SearchTab:
 
 def _knobs(f: dict[str, Component]) -> None:
     with gr.Accordion("UATS knobs (paper defaults)", open=False):
+        f["estimator"] = gr.Dropdown(list(ESTIMATORS), value=DEFAULTS.estimator, elem_id="estimator",
+                                     label="uncertainty estimator: what a candidate's K samples are (dropout passes, "
+                                           "ensemble members, Laplace posterior draws; mahalanobis: a distance, K = 1)")
         with gr.Row():
-            f["k0"] = gr.Number(DEFAULTS.k0, label="K0 passes", min_width=80, elem_id="k0")
+            f["k0"] = gr.Number(DEFAULTS.k0, label="K0 samples", min_width=80, elem_id="k0")
             f["dropout_p"] = gr.Number(DEFAULTS.dropout_p, label="dropout p", min_width=80, elem_id="dropout-p")
         f["dropout_mode"] = gr.Textbox(DEFAULTS.dropout_mode, label=f"dropout mode ({DROPOUT_MODES_HELP})",
                                        elem_id="dropout-mode")
@@ -248,9 +251,10 @@ def _figure1_controls(c: dict[str, Any]) -> None:
                                      interactive=False)
     c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False, elem_id="fig1-files",
                               interactive=False)
-    gr.Markdown("Figure 1: every candidate of the inspected node's step, one row each: its MC-dropout passes, their "
-                "spread around its own R̄ on one scale for the whole step, the σ² the ID/OOD test read against τ, and "
-                "its numbers and decision. The image export is drawn from the figure as shown.", elem_id="fig1-intro")
+    gr.Markdown("Figure 1: every candidate of the inspected node's step, one row each: its samples (MC-dropout "
+                "passes, ensemble members or posterior draws: the run's estimator names them), their spread around its "
+                "own R̄ on one scale for the whole step, the σ² the ID/OOD test read against τ, and its numbers and "
+                "decision. The image export is drawn from the figure as shown.", elem_id="fig1-intro")
 
 
 def _inspector_panel(c: dict[str, Any]) -> gr.HTML:

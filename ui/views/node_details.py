@@ -6,6 +6,7 @@ from __future__ import annotations
 from .cases import StepJudge
 from .decisions import after_sentence, gate_sentence, step_of
 from .figstyle import fmt_mean, fmt_var
+from .figure1 import sample_label
 from .safe_text import md_inline, md_text
 from .treedata import TERMINAL, RunData, TreeState
 
@@ -28,21 +29,22 @@ def node_details_md(data: RunData, state: TreeState, node_id: int, judge: StepJu
     ood = me.ood if me is not None else gate.shown(n)
     title = f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
     lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
-    lines.append(f"**R̄** {fmt_mean(n.get('mean'))} · **σ²** {fmt_var(n.get('var'))} over all **K** {k} passes "
-                 f"({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · "
+    est = gate.estimator
+    lines.append(f"**R̄** {fmt_mean(n.get('mean'))} · **σ²** ({est}) {fmt_var(n.get('var'))} over all **K** {k} "
+                 f"{sample_label(est, True)} ({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · "
                  f"**R̂** {fmt_mean(n.get('ucb'))}")
     if gate.space == "logit":
         lines.append(f"logits log(p/(1−p)) of the passes: mean {fmt_mean(n.get('logit_mean'))} · "
-                     f"σ² {fmt_var(n.get('logit_var'))}")
+                     f"σ² ({est}) {fmt_var(n.get('logit_var'))}")
     if me is not None and me.decided:
         # the engine's own numbers and labels (no stored text): no escaping needed, and none that would garble them
-        lines.append(f"**Gate** at iteration {step.iteration}: {gate_sentence(me, gate.label, gate.tau)} "
+        lines.append(f"**Gate** ({est}) at iteration {step.iteration}: {gate_sentence(me, gate.label, gate.tau)} "
                      f"→ **{me.decision}**")
         if me.extra:
             lines.append(after_sentence(me, gate.label))
     elif me is not None:
         lines.append(f"**Gate** not read yet (its step comes after iteration {state.iteration}): "
-                     f"{gate.label} = {fmt_var(me.stat)} vs τ = {gate.tau:g} now")
+                     f"{gate.label} ({est}) = {fmt_var(me.stat)} vs τ = {gate.tau:g} now")
     when = [f"created t={n.get('created_iter')}"]
     for key, word in (("reeval_iter", "re-evaluated"), ("expanded_iter", "expanded")):
         if n.get(key) is not None:
