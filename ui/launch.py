@@ -87,7 +87,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--max-queued", type=int, default=d.max_queued,
                    help=f"jobs (searches, shadow scoring) that may wait on this server (default {d.max_queued})")
     p.add_argument("--max-queued-per-session", type=int, default=d.max_queued_per_session,
-                   help=f"of them, per client session (default {d.max_queued_per_session})")
+                   help=f"of them, per user: all of a signed-in user's tabs together; per browser session "
+                        f"without a login (default {d.max_queued_per_session})")
     p.add_argument("--max-paused", type=int, default=d.max_paused,
                    help=f"paused runs that may hold a worker, besides --workers (default {d.max_paused})")
     p.add_argument("--pause-timeout-s", type=float, default=d.pause_timeout_s,
