@@ -17,6 +17,9 @@ request is in is ui/access.py's.
   Gradio reads them.
 - **Logins.** Failed ones are limited per client and per user (ui.auth.LoginLimiter): 429 with Retry-After,
   logged with the client and the user name.
+- **Downloads.** Exports are served from copies under one folder of Gradio's cache (DownloadGuard): with a login,
+  a copy is answered only to the user whose export it is (404 to anyone else); the export folder itself is never
+  served (ui.app_ui.launch_kwargs blocks it).
 - **Plotly.** The page's plotly.js is served at PLOTLY_URL, so the page names no server path (Gradio's static
   route takes a file's absolute path)."""
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,11 +206,45 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
+@dataclass(frozen=True)
+class DownloadGuard:
+    """Who may read the exports served from `folder` (<folder>/<owner's folder>/<random>/<name>, written by
+    ui.views.export.store_export): with a login on (`login_on()`), only the signed-in user (`user_of(cookies)`) whose
+    folder it is (`folder_of(user)`); without one, whoever holds the address, whose random part only its owner's
+    page was given."""
+
+    folder: Path
+    folder_of: Callable[[str], str]
+    user_of: Callable[[dict[str, str]], str | None]
+    login_on: Callable[[], bool]
+
+    def refusal(self, path: str, headers: dict[str, str]) -> str | None:
+        """Why a file request may not read what it names; None when it may (or names no export)."""
+        _, sep, target = path.partition("/file=")
+        if not sep:
+            return None
+        root = os.path.realpath(self.folder)
+        wanted = os.path.realpath(target)
+        if os.path.commonpath([root, wanted]) != root:
+            return None  # not an export: Gradio's own rules apply
+        if not self.login_on():
+            return None
+        from starlette.requests import cookie_parser
+
+        user = self.user_of(cookie_parser(headers.get("cookie", "")))
+        owner = os.path.relpath(wanted, root).split(os.sep)[0]
+        if user is None or owner != self.folder_of(user):
+            return f"no export for {user or 'a client without a login'} at that address"
+        return None
+
+
 class WebGuard:
     """The ASGI layer (see the module's doc) around `app`, Gradio's whole app."""
 
-    def __init__(self, app: ASGIApp, policy: WebPolicy, logins: LoginLimiter, plotly_js: Path) -> None:
+    def __init__(self, app: ASGIApp, policy: WebPolicy, logins: LoginLimiter, plotly_js: Path,
+                 downloads: DownloadGuard | None = None) -> None:
         self.app, self.policy, self.logins, self.plotly_js = app, policy, logins, plotly_js
+        self.downloads = downloads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):  # lifespan
@@ -231,6 +269,11 @@ class WebGuard:
         origin = headers.get("origin")
         if scope["method"] == "OPTIONS" and "access-control-request-method" in headers and origin is not None:
             await self._preflight(send, origin, headers)
+            return
+        denied = self.downloads.refusal(scope["path"], headers) if self.downloads is not None else None
+        if denied is not None:
+            log.warning("refused %s %s from %s: %s", scope["method"], scope["path"][:200], client, denied)
+            await _answer(send, 404, "not found")
             return
         if scope["method"] in ("GET", "HEAD") and scope["path"] == PLOTLY_URL:
             from starlette.responses import FileResponse
