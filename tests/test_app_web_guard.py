@@ -187,6 +187,28 @@ def test_bodies_are_limited_before_they_are_parsed(tmp_path: Path) -> None:
         store.close()
 
 
+def test_nan_and_deep_json_in_an_events_inputs_are_one_line_before_gradio_parses_them(tmp_path: Path) -> None:
+    """Issue 50, item 10: NaN in a number field (a rounding gr.Number raised on it) and JSON nested past Python's
+    recursion limit each ended as {'error': None} with a traceback in the log. Now 400, one line naming the input."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path) as url:
+            fn = _fn_index(url, None, "inspect_node")
+            for constant in ("NaN", "Infinity", "-Infinity"):
+                body = '{"data": [null, %s], "fn_index": %d, "session_hash": "nan00001"}' % (constant, fn)
+                said = httpx.post(f"{url}/gradio_api/queue/join", content=body, timeout=60,
+                                  headers={"content-type": "application/json"})
+                assert said.status_code == 400 and said.json()["detail"] == (
+                    f"data[1]: {constant} is not a number this app takes; give a finite number")
+            deep = '{"data": [%s], "fn_index": %d, "session_hash": "deep0001"}' % ("[" * 50_000 + "]" * 50_000, fn)
+            said = httpx.post(f"{url}/gradio_api/queue/join", content=deep, timeout=60,
+                              headers={"content-type": "application/json"})
+            assert said.status_code == 400 and "nests its JSON too deep" in said.json()["detail"]
+            assert _join(url, None, fn).status_code == 200  # the same event with ordinary values goes through
+    finally:
+        store.close()
+
+
 def test_failed_logins_are_limited_per_client_and_user(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Issue 42, item 5: wrong passwords are answered 400 up to the per-client limit, then 429 with Retry-After
     (the right password too, until the wait is over), and each failure is logged with the user and the client."""

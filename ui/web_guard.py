@@ -238,6 +238,37 @@ class DownloadGuard:
         return None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _bad_event_body(data: bytes) -> str | None:
+    """Why an event's JSON body is refused before Gradio parses it, in one line naming the input; None when it is
+    fine (or not JSON: Gradio answers that). NaN and infinity, which Python's JSON reads as numbers, reached number
+    fields (a rounding gr.Number raised on them); JSON nested past Python's recursion limit raised too; both
+    became a bare {'error': None}."""
+    try:
+        json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        return "the request body nests its JSON too deep; send the values the page sends"
+    except ValueError as exc:
+        if str(exc) in ("NaN", "Infinity", "-Infinity"):
+            where = next((f"data[{i}]" for i, v in enumerate(_event_inputs(data)) if v == str(exc)), "an input")
+            return f"{where}: {exc} is not a number this app takes; give a finite number"
+        return None
+    return None
+
+
+def _event_inputs(data: bytes) -> list[Any]:
+    """An event body's inputs with NaN and infinity kept as text, to name the one that holds them."""
+    try:
+        body = json.loads(data, parse_constant=str)
+    except (ValueError, RecursionError):
+        return []
+    inputs = body.get("data") if isinstance(body, dict) else None
+    return inputs if isinstance(inputs, list) else []
+
+
 class WebGuard:
     """The ASGI layer (see the module's doc) around `app`, Gradio's whole app."""
 
@@ -323,6 +354,11 @@ class WebGuard:
                 await _answer(send, 413, f"the request body is over this route's limit of {limit:,} bytes")
                 return
             body = _Body(data, receive)
+            bad = _bad_event_body(data) if scope["path"].startswith(EVENT_ROUTES) else None
+            if bad is not None:
+                log.warning("refused %s %s from %s: %s", scope["method"], scope["path"][:200], client, bad)
+                await _answer(send, 400, bad)
+                return
         out = _rewriting_send(send, origin)
         if scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/login"):
             await self._login(scope, body or _Body(b"", receive), out, client)

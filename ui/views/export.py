@@ -16,6 +16,7 @@ and goes with its export (replaced, or deleted to make room)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import html
 import io
@@ -175,8 +176,9 @@ def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix
         raise ExportError(f"this export holds {held / 2**20:.1f} MB (with the copy it is served from), more than the "
                           f"export quota of {limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the "
                           "server's operator for a larger --export-session-quota-mb")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
         with _store_lock:
@@ -184,9 +186,15 @@ def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix
             _delete_copies(target, final)  # a replaced export's served copies go with it
             os.replace(tmp, final)  # a half-written file is never offered for download
             return _serve_copy(target, final)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:  # a full disk, a quota of the file system, a folder made read-only: one line, no trace
+        log.error("export %s could not be written: %s", final.name, exc)
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        raise ExportError(f"{final.name} could not be written: the export folder is "
+                          + ("full; delete older exports or ask the server's operator for space" if full else
+                             f"not writable ({exc.strerror}); ask the server's operator")) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _serve_copy(target: ExportTarget, final: Path) -> Path:
