@@ -210,8 +210,8 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")]
              for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
-    imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
-                if f.is_file() and f.suffix in (".json", ".jsonl")]
+    imported = [f for d in imports_dirs for root in [_checked_dir(d, "imports-dir")] for f in sorted(root.iterdir())
+                if f.is_file() and f.suffix in (".json", ".jsonl") and _inside(f, root, "imports-dir")]
     log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
              len(datasets), len(imported))
     return ServerChoices(policies, prms, datasets, _by_name(imported))
