@@ -166,7 +166,9 @@ def launch_kwargs(export_dir: str | Path, policy: WebPolicy | None = None,
     WebGuard (`policy`: default loopback names only; `logins`: the failed-login limiter, a fresh one by default): no
     uploads (max_file_size caps them should the route ever be reached), no other origin, no oversized body. No
     error text to the page: an exception's message can quote the run log's SQL; Gradio logs it on the server
-    instead."""
+    instead. The start-up check is the launcher's (ui.launch.wait_until_answering), patient on a loaded machine."""
     return {"css": CSS, "head": column_tips_head(TABLES), "blocked_paths": [str(Path(export_dir).resolve())],
             "run_history": False, "max_file_size": "1kb", "show_error": False,
+            # no Gradio self-check (one HEAD, 3 s): ui.launch.wait_until_answering waits for the server instead
+            "_frontend": False,
             "_app": guarded_app(policy, logins, downloads_folder(export_dir))}
