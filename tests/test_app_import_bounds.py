@@ -55,6 +55,7 @@ def test_the_apps_process_parses_no_import(tmp_path: Path, monkeypatch: pytest.M
         raise AssertionError("an import was parsed in the app's process")
 
     monkeypatch.setattr("uats_core.imports.read_runs", parsed_here)
+    monkeypatch.setattr("ui.jobs.import_job.read_runs", parsed_here, raising=False)  # where it was bound by name
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     run = _imported(store, pool, choices, "treequest", "abmcts_tree.json")
     assert run["status"] == "finished" and run["n_nodes"] > 1

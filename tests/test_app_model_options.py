@@ -41,6 +41,17 @@ def test_the_app_refuses_non_finite_options_by_field(line: str) -> None:
     assert exc.value.field == "policy_opts" and "not a finite number" in str(exc.value)
 
 
+def _form(**changes: object) -> dict:
+    """The Search form's values by field name (the search_layout fields), as the page sends them."""
+    from ui.choices import ARITH, EMBEDDED
+    from ui.tabs.search_layout import CONFIG_FIELDS
+
+    config = SearchConfig().to_dict()
+    return {**{k: config[k] for k in CONFIG_FIELDS}, "budget": 4, "max_iterations": 6, "policy": EMBEDDED,
+            "prm": EMBEDDED, "prm_kind": "detect", "policy_opts": "", "prm_opts": "", "dataset": ARITH,
+            "problem": "arith-test-0", "free_question": "", "free_answer": "", **changes}
+
+
 @pytest.mark.parametrize("box, value, said", [
     ("policy_opts", "temperature=nan", "temperature: 'nan' is not a finite number"),
     ("policy_opts", "top_p=inf", "top_p: 'inf' is not a finite number"),
@@ -55,7 +66,6 @@ def test_the_app_refuses_bad_options_before_a_run_row_is_written(box: str, value
     from types import SimpleNamespace
 
     from tests.doubles import WorkerPoolDouble
-    from tests.test_case_finder import _form
     from ui.choices import server_choices
     from ui.tabs.search_events import submit_run
 
@@ -71,7 +81,6 @@ def test_both_option_boxes_together_stay_within_what_a_run_holds() -> None:
     from types import SimpleNamespace
 
     from tests.doubles import WorkerPoolDouble
-    from tests.test_case_finder import _form
     from ui.choices import server_choices
     from ui.tabs.search_events import submit_run
 

@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-# the parsing child's address space: its interpreter and parsers take ~150 MB, a 32 MiB file of text a few tens more;
-# a 32 MiB file of `{}` objects wants ~800 MB and is refused
+# what the parse may add to the child's address space: a 32 MiB file of text takes a few tens of MB; a 32 MiB file of
+# `{}` objects wants ~800 MB and is refused
 APP_IMPORT_MEMORY_BYTES = 512 << 20
 PARSE_STACK_BYTES = 64 << 20  # the parsing thread's stack (within the cap): a 3,000-deep nested tree raised RecursionError
 PARSE_RECURSION = 200_000
@@ -30,12 +30,24 @@ def outside_folder(path: str | Path, folder: str | Path) -> bool:
     return not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
 
 
+def _mapped_bytes() -> int:
+    """This process's address space now (Linux's VmSize); 0 where /proc does not say."""
+    try:
+        with open(f"/proc/{os.getpid()}/status") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
 def _child(tool: str, path: str, rows: list[int] | None, name: str, out: Any) -> None:
     """In the spawned child: cap the address space, parse in a thread with a deep stack, send back the runs or one
     line."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (APP_IMPORT_MEMORY_BYTES, APP_IMPORT_MEMORY_BYTES))
+    # the cap is the parse's own: what this interpreter already maps (spawn re-imports the parent's main module, a
+    # few hundred MB under some launchers) plus the budget and the parsing thread's stack
+    cap = _mapped_bytes() + APP_IMPORT_MEMORY_BYTES + PARSE_STACK_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     result: list[Any] = []
 
     def parse() -> None:
