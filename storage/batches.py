@@ -42,14 +42,6 @@ def live_batch_jobs(store: Any, owner: str | None = ANY_OWNER) -> list[str]:
         return list(conn.execute(query.order_by(t.c.created_at)).scalars())
 
 
-def owner_batch_jobs(store: Any, owner: str, limit: int = 5) -> list[dict[str, Any]]:
-    """An owner's batches, the newest `limit` first: what the case finder lists to them on any page."""
-    t = S.batch_jobs
-    with store.engine.connect() as conn:
-        rows = conn.execute(sa.select(t).where(t.c.owner == owner).order_by(t.c.created_at.desc()).limit(limit))
-        return [dict(r) for r in rows.mappings()]
-
-
 def start_batch_job(store: Any, job_id: str) -> bool:
     """The worker took the batch. False when it had ended (cancelled while queued)."""
     return start_job(store, S.batch_jobs, job_id)
