@@ -173,9 +173,10 @@ def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix
     limit = min(target.quota.owner_bytes, target.quota.total_bytes)
     held = len(payload) * target.copy_factor()
     if held > limit:
-        raise ExportError(f"this export holds {held / 2**20:.1f} MB (with the copy it is served from), more than the "
-                          f"export quota of {limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the "
-                          "server's operator for a larger --export-session-quota-mb")
+        copy = " with the copy it is served from" if held > len(payload) else ""
+        raise ExportError(f"this export is {held / 2**20:.1f} MB{copy}, more than the export quota of "
+                          f"{limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the server's "
+                          "operator for a larger --export-session-quota-mb")
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
