@@ -39,8 +39,9 @@ def test_no_link_out_of_the_imports_folder_is_offered_or_read(tmp_path: Path) ->
     files["treequest"].unlink()  # a listed file made a link out after start-up: refused when picked
     files["treequest"].symlink_to(outside)
     store, pool = RunStore("sqlite://"), WorkerPoolDouble()
-    with pytest.raises(ImportFormatError, match="^file: abmcts_tree.json: is a link out of the imports folder"):
-        submit_import(store, pool, choices, "treequest", "abmcts_tree.json", 0)
+    name = files["treequest"].name
+    with pytest.raises(ImportFormatError, match=f"^file: {name}: is a link out of the imports folder"):
+        submit_import(store, pool, choices, "treequest", name, 0)
     assert store.list_runs() == [] and pool.submitted == []
 
 
@@ -57,7 +58,7 @@ def test_the_apps_process_parses_no_import(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr("uats_core.imports.read_runs", parsed_here)
     monkeypatch.setattr("ui.jobs.import_job.read_runs", parsed_here, raising=False)  # where it was bound by name
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
-    run = _imported(store, pool, choices, "treequest", "abmcts_tree.json")
+    run = _imported(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl")
     assert run["status"] == "finished" and run["n_nodes"] > 1
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from storage import RunStore
 from uats_core.config import ConfigError
 from uats_core.imports import TOOLS, ImportFormatError
+from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from uats_core.status import RunStatus
 
 from .import_parse import ImportRefused, outside_folder, parse_bounded
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 APP_MAX_IMPORT_BYTES = 32 * 2**20
 APP_MAX_IMPORT_NODES = 20_000
+MAX_TYPED = {"question": MAX_QUESTION_CHARS, "gold answer": MAX_ANSWER_CHARS}  # what the run log holds
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class ImportRequest(RunRowJob):
     path: str  # the server's own file, from its list
     name: str  # how the file is named to clients: its name in the listed folder
     row: int | None = None  # search-and-learn's row
+    question: str | None = None  # typed in the form: llm-reasoners' and TreeQuest's files hold none
+    gold: str | None = None
 
     def models_key(self) -> str:
         return "import"  # no models: any worker will do
@@ -52,7 +56,8 @@ class ImportRequest(RunRowJob):
         if outside_folder(self.path, Path(self.path).parent):
             raise ImportFormatError(self.name, "is now a link out of the imports folder; it is not read")
         try:
-            runs = parse_bounded(self.tool, self.path, None if self.row is None else [self.row], self.name)
+            runs = parse_bounded(self.tool, self.path, None if self.row is None else [self.row], self.name,
+                                 self.question, self.gold)
         except ImportRefused as exc:
             raise ImportFormatError(self.name, str(exc).removeprefix(f"file: {self.name}: ")
                                     .removeprefix(f"{self.name}: ")) from None
@@ -85,11 +90,24 @@ class ImportRequest(RunRowJob):
         return False
 
 
+def _typed(field: str, value: Any) -> str | None:
+    """A typed question or gold answer: text within the run log's bounds, or None when left empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(field, f"give text; got {type(value).__name__}")
+    if len(value) > MAX_TYPED[field]:
+        raise ConfigError(field, f"{len(value):,} characters, more than the {MAX_TYPED[field]:,} the app takes")
+    return value.strip()
+
+
 def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name: Any, row: Any,
-                  owner: str | None = None, session: str | None = None) -> str:
-    """Check the import (a file on the server's list, a tool we read, the file within the app's bounds and what its
-    tool writes), then queue it on the pool, its run registered queued once the pool admits it. The run's id.
-    ConfigError / ImportFormatError (or QueueFull) name what to fix; nothing is written then."""
+                  owner: str | None = None, session: str | None = None, question: Any = None,
+                  gold: Any = None) -> str:
+    """Check the import without parsing it (a file on the server's list and inside its folder, a tool we read, the
+    row, the typed question and answer, the file's size), then queue it on the pool, its run registered queued once
+    the pool admits it; the worker parses it (ImportRequest.read). The run's id. ConfigError / ImportFormatError (or
+    QueueFull) name what to fix; nothing is written then."""
     path = choices.import_file(file_name)
     if tool not in TOOLS:
         raise ConfigError("tool", f"{tool!r} is not a tool we read; pick one of {', '.join(TOOLS)}")
@@ -98,19 +116,25 @@ def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name
             row = int(row)  # gr.Number hands whole numbers over as floats
         if isinstance(row, bool) or not isinstance(row, int) or row < 0:
             raise ConfigError("row", f"give the 0-based row of the search-and-learn file; got {row!r}")
+        if _typed("question", question) is not None or _typed("gold answer", gold) is not None:
+            raise ConfigError("question", "a search-and-learn row holds its problem and answer; leave the question "
+                                          "and gold answer empty")
+        question = gold = None
     else:
         row = None
+        question, gold = _typed("question", question), _typed("gold answer", gold)
     if outside_folder(path, path.parent):  # listed at start-up, made a link since
         raise ImportFormatError(file_name, "is a link out of the imports folder; it is not read")
     size = path.stat().st_size
     if size > APP_MAX_IMPORT_BYTES:
         raise ImportFormatError(file_name, f"{size / 2**20:.0f} MiB, more than the {APP_MAX_IMPORT_BYTES // 2**20} MiB "
                                            "the app imports; use `uats import` on the server")
-    req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row)
+    req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row, question=question,
+                        gold=gold)
     # the row until the worker's parse fills it in (the recorder's RunStarted rewrites a queued run's row)
     pool.submit(req, session=session, register=lambda: store.register_run(
-        req.run_id, method=tool, problem_id=file_name[:200], question=f"(an import of {file_name}, read by a worker)",
-        gold_answer=None, seed=None, config={"imported": {"tool": tool, "file": file_name, "row": row}},
-        policy=f"{tool} (imported)", prm=f"{tool} (imported)", owner=owner))
+        req.run_id, method=tool, problem_id=file_name[:200],
+        question=question or f"(an import of {file_name}, read by a worker)", gold_answer=gold, seed=None,
+        config={"imported": {"tool": tool, "file": file_name, "row": row}}, policy=f"{tool} (imported)", prm=f"{tool} (imported)", owner=owner))
     log.info("import %s queued: %s %s", req.run_id, tool, file_name)
     return req.run_id

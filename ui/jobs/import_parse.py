@@ -39,7 +39,8 @@ def _mapped_bytes() -> int:
         return 0
 
 
-def _child(tool: str, path: str, rows: list[int] | None, name: str, out: Any) -> None:
+def _child(tool: str, path: str, rows: list[int] | None, name: str, question: str | None, gold: str | None,
+           out: Any) -> None:
     """In the spawned child: cap the address space, parse in a thread with a deep stack, send back the runs or one
     line."""
     import resource
@@ -54,7 +55,7 @@ def _child(tool: str, path: str, rows: list[int] | None, name: str, out: Any) ->
         from uats_core.imports import read_runs
 
         try:
-            result.append(("ok", read_runs(tool, path, rows=rows, display_name=name)))
+            result.append(("ok", read_runs(tool, path, rows=rows, display_name=name, question=question, gold=gold)))
         except MemoryError:
             result.append(("refused", f"{name}: the file needs more memory than an import may use "
                                       f"({APP_IMPORT_MEMORY_BYTES >> 20:,} MiB); use `uats import` on the server"))
@@ -75,11 +76,13 @@ def _child(tool: str, path: str, rows: list[int] | None, name: str, out: Any) ->
         out.send(("refused", f"{name}: the file's runs need more memory than an import may use"))
 
 
-def parse_bounded(tool: str, path: str, rows: list[int] | None, name: str) -> list[Any]:
-    """read_runs(tool, path, rows) in a bounded child process: its runs, or ImportRefused with one line."""
+def parse_bounded(tool: str, path: str, rows: list[int] | None, name: str, question: str | None = None,
+                  gold: str | None = None) -> list[Any]:
+    """read_runs(tool, path, rows, question, gold) in a bounded child process: its runs, or ImportRefused with one
+    line."""
     ctx = mp.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(tool, path, rows, name, send), name="uats-import-parse", daemon=True)
+    child = ctx.Process(target=_child, args=(tool, path, rows, name, question, gold, send), name="uats-import-parse", daemon=True)
     child.start()
     send.close()
     try:
