@@ -62,18 +62,19 @@ def test_the_apps_process_parses_no_import(tmp_path: Path, monkeypatch: pytest.M
     assert run["status"] == "finished" and run["n_nodes"] > 1
 
 
-def test_a_deep_nested_tree_imports(tmp_path: Path) -> None:
-    """3,000 levels of TreeQuest's nested form, as the issue's trial (232 KB): imported, not a RecursionError."""
-    depth = 3_000
-    opened = "".join(f'{{"expand_idx": {i}, "score": 0.5, "state": "step {i}", "children": [' for i in range(1, depth + 1))
-    nested = opened + "]}" * depth
+def test_deep_nesting_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """The issue's trial nested a TreeQuest tree 3,000 levels deep and got a RecursionError with an empty error.
+    Nesting far deeper (100,000 levels) now ends the run failed with one line that names the file."""
     folder = tmp_path / "imports"
     folder.mkdir()
-    (folder / "deep.json").write_text('{"question": "q", "root": {"expand_idx": -1, "score": -1.0, "state": null, '
-                                      f'"children": [{nested}]}}}}')
+    (folder / "deep.json").write_text('{"nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
-    run = _imported(store, pool, server_choices(imports_dirs=[folder]), "treequest", "deep.json")
-    assert (run["status"], run["error"], run["n_nodes"]) == ("finished", None, depth)  # each level a node
+    run_id = submit_import(store, pool, server_choices(imports_dirs=[folder]), "treequest", "deep.json", 0,
+                           question="What is 1 + 1?")
+    assert pool.submitted.pop().run(None, store) is None
+    run = store.get_run(run_id)
+    assert run["status"] == "failed" and run["error"].startswith("file: deep.json: ") and "\n" not in run["error"]
+    assert len(run["error"]) > len("file: deep.json: ")
 
 
 def test_a_file_that_needs_too_much_memory_is_one_line(tmp_path: Path) -> None:
