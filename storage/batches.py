@@ -28,12 +28,18 @@ def get_batch_job(store: Any, job_id: str) -> dict[str, Any]:
     return get_job(store, S.batch_jobs, job_id, "case batch")
 
 
-def live_batch_jobs(store: Any) -> list[str]:
-    """The batches of this server that are queued or running."""
+ANY_OWNER = "*"  # live_batch_jobs: every owner's (not an owner value: requesters are user:... or session:...)
+
+
+def live_batch_jobs(store: Any, owner: str | None = ANY_OWNER) -> list[str]:
+    """The batches of this server that are queued or running, oldest first: `owner`'s (None: those without one,
+    queued outside a page), or everyone's."""
     t = S.batch_jobs
+    query = sa.select(t.c.job_id).where(t.c.status.in_(LIVE), t.c.server == this_process())
+    if owner != ANY_OWNER:
+        query = query.where(t.c.owner.is_(None) if owner is None else t.c.owner == owner)
     with store.engine.connect() as conn:
-        return list(conn.execute(sa.select(t.c.job_id).where(t.c.status.in_(LIVE), t.c.server == this_process()))
-                    .scalars())
+        return list(conn.execute(query.order_by(t.c.created_at)).scalars())
 
 
 def start_batch_job(store: Any, job_id: str) -> bool:

@@ -39,3 +39,53 @@ def test_the_app_refuses_non_finite_options_by_field(line: str) -> None:
     with pytest.raises(ConfigError) as exc:
         app_options([line], "policy_opts", APP_POLICY_OPTIONS)
     assert exc.value.field == "policy_opts" and "not a finite number" in str(exc.value)
+
+
+def _form(**changes: object) -> dict:
+    """The Search form's values by field name (the search_layout fields), as the page sends them."""
+    from ui.choices import ARITH, EMBEDDED
+    from ui.tabs.search_layout import CONFIG_FIELDS
+
+    config = SearchConfig().to_dict()
+    return {**{k: config[k] for k in CONFIG_FIELDS}, "budget": 4, "max_iterations": 6, "policy": EMBEDDED,
+            "prm": EMBEDDED, "prm_kind": "detect", "policy_opts": "", "prm_opts": "", "dataset": ARITH,
+            "problem": "arith-test-0", "free_question": "", "free_answer": "", **changes}
+
+
+@pytest.mark.parametrize("box, value, said", [
+    ("policy_opts", "temperature=nan", "temperature: 'nan' is not a finite number"),
+    ("policy_opts", "top_p=inf", "top_p: 'inf' is not a finite number"),
+    ("prm_opts", "system_prompt=-Infinity", "system_prompt: '-Infinity' is not a finite number"),
+    ("policy_opts", "system_prompt=" + "x" * 20_001, "is 20,015 characters long; a run's model options hold at most 20,000"),
+    ("policy_opts", "system_prompt=" + "[" * 5_000 + "]" * 5_000, "system_prompt: give a plain value"),
+], ids=["nan", "inf", "-Infinity", "long", "deep"])
+def test_the_app_refuses_bad_options_before_a_run_row_is_written(box: str, value: str, said: str) -> None:
+    """Issue 50, item 10: lower-case nan/inf and options over 20,000 characters were refused only by the worker,
+    after the run's row was written (it became failed); 5,000 nested brackets raised a RecursionError. Now the
+    Run button's own path (search_events.submit_run) refuses them, naming the box, and writes nothing."""
+    from types import SimpleNamespace
+
+    from tests.doubles import WorkerPoolDouble
+    from ui.choices import server_choices
+    from ui.tabs.search_events import submit_run
+
+    store = RunStore("sqlite://")
+    pool = WorkerPoolDouble()
+    with pytest.raises(ConfigError) as exc:
+        submit_run(SimpleNamespace(store=store, pool=pool, choices=server_choices()), _form(**{box: value}))
+    assert exc.value.field == box and said in str(exc.value)
+    assert store.list_runs() == [] and pool.submitted == []
+
+
+def test_both_option_boxes_together_stay_within_what_a_run_holds() -> None:
+    from types import SimpleNamespace
+
+    from tests.doubles import WorkerPoolDouble
+    from ui.choices import server_choices
+    from ui.tabs.search_events import submit_run
+
+    store = RunStore("sqlite://")
+    form = _form(policy_opts="system_prompt=" + "p" * 12_000, prm_opts="system_prompt=" + "q" * 12_000)
+    with pytest.raises(ConfigError, match=r"^policy_opts: with prm_opts, is 24,\d+ characters long as JSON"):
+        submit_run(SimpleNamespace(store=store, pool=WorkerPoolDouble(), choices=server_choices()), form)
+    assert store.list_runs() == []

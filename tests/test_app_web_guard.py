@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,6 +21,7 @@ from ui import launch
 from .doubles import WorkerPoolDouble
 from .serving import free_port, served_app
 
+PLOTLY_PATH = "/uats-static/plotly.min.js"
 TEAM = "uats.team.example"  # the reverse proxy's public name, given with --allowed-host
 PORTAL = "https://portal.team.example"  # another origin the operator lists with --allowed-origin
 
@@ -33,6 +35,7 @@ def _launched(tmp: Path, argv: list[str]) -> Iterator[str]:
         mp.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
         mp.setattr("ui.jobs.worker.default_pair_request", lambda: None)
         mp.setattr(gr.Blocks, "launch", lambda self, **kw: calls.append({"demo": self, **kw}))
+        mp.setattr("ui.launch.wait_until_answering", lambda url: None)  # nothing was served to wait for
         assert launch.main([*argv, "--db", str(tmp / "runs.db"), "--export-dir", str(tmp / "exports")]) == 0
     [call] = calls
     demo, port = call.pop("demo"), free_port()
@@ -185,6 +188,105 @@ def test_bodies_are_limited_before_they_are_parsed(tmp_path: Path) -> None:
             assert _join(url, alice.cookies, _fn_index(url, alice.cookies, "list_runs")).status_code == 200
     finally:
         store.close()
+
+
+def test_nan_and_deep_json_in_an_events_inputs_are_one_line_before_gradio_parses_them(tmp_path: Path) -> None:
+    """Issue 50, item 10: NaN in a number field (a rounding gr.Number raised on it) and JSON nested past Python's
+    recursion limit each ended as {'error': None} with a traceback in the log. Now 400, one line naming the input."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path) as url:
+            fn = _fn_index(url, None, "inspect_node")
+            for constant in ("NaN", "Infinity", "-Infinity"):
+                body = '{"data": [null, %s], "fn_index": %d, "session_hash": "nan00001"}' % (constant, fn)
+                said = httpx.post(f"{url}/gradio_api/queue/join", content=body, timeout=60,
+                                  headers={"content-type": "application/json"})
+                assert said.status_code == 400 and said.json()["detail"] == (
+                    f"data[1]: {constant} is not a number this app takes; give a finite number")
+            deep = '{"data": [%s], "fn_index": %d, "session_hash": "deep0001"}' % ("[" * 50_000 + "]" * 50_000, fn)
+            said = httpx.post(f"{url}/gradio_api/queue/join", content=deep, timeout=60,
+                              headers={"content-type": "application/json"})
+            assert said.status_code == 400 and "nests its JSON too deep" in said.json()["detail"]
+            assert _join(url, None, fn).status_code == 200  # the same event with ordinary values goes through
+    finally:
+        store.close()
+
+
+def test_logout_is_a_post_of_the_apps_own_page(tmp_path: Path) -> None:
+    """Issue 50, item 9: a top-level GET /logout from another site (a link, an <img>) signed the user out
+    everywhere. Only a POST carrying the app's own Origin logs out."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path, auth=[("alice", "a-pass")]) as url:
+            alice = _login(url, "alice", "a-pass").cookies
+            fn = _fn_index(url, alice, "list_runs")
+            for how in ({"headers": {"Sec-Fetch-Site": "cross-site"}}, {}):
+                said = httpx.get(f"{url}/logout", cookies=alice, timeout=30, **how)
+                assert said.status_code == 405 and "POST from the app's own page" in said.json()["detail"]
+            assert httpx.post(f"{url}/logout", cookies=alice, timeout=30, headers={
+                "Origin": "https://evil.example"}).status_code == 403
+            assert _join(url, alice, fn).status_code == 200  # still signed in
+            out = httpx.post(f"{url}/logout", cookies=alice, timeout=30, headers={"Origin": url})
+            assert out.status_code == 302
+            assert _join(url, alice, fn).status_code == 401  # signed out
+    finally:
+        store.close()
+
+
+def test_forwarded_headers_count_only_from_a_named_proxy(tmp_path: Path) -> None:
+    """Issue 50, item 9: after the Host check Gradio took X-Forwarded-Host as the site (its /config root became
+    another site). Without --trusted-proxy the app ignores X-Forwarded-*; with one, a forwarded host must still be
+    one of the server's names."""
+    for argv, root_of in (([], "http://127.0.0.1"), (["--trusted-proxy", "127.0.0.1", "--allowed-host", TEAM],
+                                                    f"https://{TEAM}")):
+        (tmp_path / str(len(argv))).mkdir()
+        with contextmanager(_launched)(tmp_path / str(len(argv)), argv) as url:
+            evil = httpx.get(f"{url}/config", timeout=30, headers={"X-Forwarded-Host": "evil.example",
+                                                                   "X-Forwarded-Proto": "https"}).json()
+            assert "evil.example" not in evil["root"]
+            team = httpx.get(f"{url}/config", timeout=30, headers={"X-Forwarded-Host": TEAM,
+                                                                   "X-Forwarded-Proto": "https"}).json()
+            assert team["root"].startswith(root_of), team["root"]
+
+
+def test_no_other_site_frames_the_page(tmp_path: Path) -> None:
+    """Issue 50, item 9: no frame protection. Every answer says only the app's own pages may frame it."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        with served_app(store, WorkerPoolDouble(store), tmp_path) as url:
+            for path in ("/", "/config", PLOTLY_PATH):
+                said = httpx.get(f"{url}{path}", timeout=30)
+                assert said.headers["x-frame-options"] == "SAMEORIGIN", path
+                assert "frame-ancestors 'self'" in said.headers["content-security-policy"], path
+    finally:
+        store.close()
+
+
+def test_a_slow_body_is_not_held_for_good(tmp_path: Path) -> None:
+    """Issue 50, item 9: a client that sends a body slowly held its connection forever. Its body must be whole
+    within the guard's timeout: 408 then (a policy with a short timeout, the launcher's layer otherwise as served)."""
+    import asyncio
+
+    from ui.auth import LoginLimiter
+    from ui.web_guard import WebGuard, WebPolicy
+
+    async def never_called(scope, receive, send):  # noqa: ANN001 - an ASGI app
+        raise AssertionError("the app was reached")
+
+    sent: list[dict] = []
+
+    async def trickle() -> dict:
+        await asyncio.sleep(3600)  # the rest of the body never comes
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    guard = WebGuard(never_called, WebPolicy(body_timeout_s=0.2), LoginLimiter(), Path("/dev/null"))
+    scope = {"type": "http", "method": "POST", "path": "/gradio_api/queue/join", "client": ("127.0.0.1", 1),
+             "headers": [(b"host", b"127.0.0.1:7860"), (b"content-type", b"application/json")]}
+    asyncio.run(asyncio.wait_for(guard(scope, trickle, send), 30))
+    assert sent[0]["status"] == 408
 
 
 def test_failed_logins_are_limited_per_client_and_user(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

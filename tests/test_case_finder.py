@@ -159,7 +159,9 @@ def test_a_bad_form_value_names_its_field_before_anything_is_queued() -> None:
     assert _batch_rows(store) == 0
 
 
-def test_queueing_is_bounded_one_batch_at_a_time(tmp_path: Path) -> None:
+def test_queueing_is_bounded_one_batch_at_a_time_per_user(tmp_path: Path) -> None:
+    """The report: a batch blocked every other batch on the server until a restart. Now one going per owner, and
+    another owner's batch is queued beside it."""
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, drive=False, limits=PoolLimits(max_queued_per_session=1))
     try:
@@ -169,11 +171,46 @@ def test_queueing_is_bounded_one_batch_at_a_time(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=rf"^problems in a batch: {MAX_BATCH_RUNS + 4} searches is above the maximum"):
             queue_case_batch(store, pool, runs * (MAX_BATCH_RUNS // 4 + 1), {})
         assert _batch_rows(store) == 0 and pool.queued() == []
-        job = queue_case_batch(store, pool, runs, {"problems": 1}, session="s")
+        job = queue_case_batch(store, pool, runs, {"problems": 1}, owner="user:ann", session="user:ann")
         assert pool.queued() == [job] and get_batch_job(store, job)["status"] == "queued"
-        with pytest.raises(ConfigError, match=rf"^batch: case batch {job[:8]} is still going on this server"):
-            queue_case_batch(store, pool, runs, {}, session="t")
-        assert _batch_rows(store) == 1 and store.list_runs() == []  # a batch's runs are registered as they start
+        with pytest.raises(ConfigError, match=rf"^batch: your case batch {job[:8]} is still going \(at most 1 a user\)"):
+            queue_case_batch(store, pool, runs, {}, owner="user:ann", session="user:ann")
+        other = queue_case_batch(store, pool, runs, {}, owner="user:bob", session="user:bob")
+        assert pool.queued() == [job, other] and _batch_rows(store) == 2
+        assert store.list_runs() == []  # a batch's runs are registered as they start
+    finally:
+        pool.shutdown(timeout_s=5)
+
+
+def _finder(store: RunStore) -> Any:
+    """The case finder's handlers over the run log, with stand-ins for its components (they are only dict keys)."""
+    from ui.tabs.case_finder import FinderParts, _Finder
+
+    return _Finder(SimpleNamespace(store=store, notice="notice"),
+                   FinderParts(*("state", "find", "problems", "batch", "cancel", "progress", "summary", "table")))
+
+
+def test_a_batch_is_its_owners_from_any_page_and_no_one_elses(tmp_path: Path) -> None:
+    """The report: the batch's id lived in the page that queued it; after a reload not even its owner could
+    cancel it. A page is a gr.Request's `username` and `session_hash` (what ui.access.requester reads)."""
+    from ui.tabs.page_state import FinderState
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, drive=False)
+    try:
+        job = queue_case_batch(store, pool, batch_requests(_ctx(store), _form(), 1), {}, owner="user:ann")
+        finder = _finder(store)
+        reloaded = SimpleNamespace(username="ann", session_hash="a-page-loaded-later")
+        followed = finder.on_tick(FinderState(), request=reloaded)  # a fresh page of the owner follows it
+        assert followed["state"].job == job and f"case batch {job[:8]}&#58; queued" in followed["progress"]
+        bob = SimpleNamespace(username="bob", session_hash="bob-page")
+        said = finder.on_cancel(FinderState(), bob)
+        assert "no case batch of yours is going" in said["value"] and not get_batch_job(store, job)["cancel_requested"]
+        said = finder.on_cancel(FinderState(), reloaded)
+        assert f"cancel requested for case batch {job[:8]}" in said["value"]
+        assert get_batch_job(store, job)["cancel_requested"]
+        pool.pump()
+        assert get_batch_job(store, job)["status"] == "cancelled"
     finally:
         pool.shutdown(timeout_s=5)
 

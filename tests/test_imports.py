@@ -168,7 +168,7 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     from ui.jobs.import_job import submit_import
     from uats_core.config import ConfigError
     from uats_core.grading import extract_boxed
-    from uats_core.imports import ImportFormatError, read_runs
+    from uats_core.imports import read_runs
 
     folder = tmp_path / "imports"
     files = write_tool_files(folder)
@@ -179,9 +179,11 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     with pytest.raises(ConfigError, match=re.escape(IMPORT_REFUSED)):
         submit_import(store, pool, choices, "treequest", str(files["treequest"]), 0)  # a path is no choice
-    with pytest.raises(ImportFormatError, match="^file: broken.json: no 'logs' list of snapshots"):
-        submit_import(store, pool, choices, "llm-reasoners", "broken.json", 0)
     assert pool.submitted == [] and store.list_runs() == []
+    broken = submit_import(store, pool, choices, "llm-reasoners", "broken.json", 0)  # parsed by the worker, not here
+    assert pool.submitted.pop().run(None, store) is None
+    assert store.get_run(broken)["status"] == "failed"
+    assert store.get_run(broken)["error"].startswith("file: broken.json: no 'logs' list of snapshots")
     run_id = submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 1.0,
                            owner="user:ann")
     assert store.get_run(run_id)["status"] == "queued"
@@ -192,8 +194,9 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     assert (run["status"], run["problem_id"], run["answer"], run["owner"]) == ("finished", "test/prealgebra/order.json",
                                                                                pred, "user:ann")
     assert len(store.get_nodes(run_id)) == len(read_runs("search-and-learn", files["search-and-learn"], rows=[1])[0].nodes)
-    with pytest.raises(ImportFormatError, match="the export names no question .* give it with --question"):
-        submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0)  # a TreeQuest export holds none
+    no_question = submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0)  # an export holds none
+    assert pool.submitted.pop().run(None, store) is None  # the worker's parse says so, as one line on the run
+    assert re.search("the export names no question .* give it with --question", store.get_run(no_question)["error"])
     with pytest.raises(ConfigError, match="^question: a search-and-learn row holds its problem"):
         submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 0, question="q")
     with pytest.raises(ConfigError, match="^question: 20,001 characters"):

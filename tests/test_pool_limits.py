@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from uats_core.config import SearchConfig
 from ui.choices import ARITH
 from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool
+from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, session_of
 
 
 def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: Any) -> RunRequest:
@@ -74,7 +75,7 @@ def test_the_queue_is_limited_per_server_and_per_session(tmp_path: Path) -> None
             return req.run_id
 
         a = [submit("A"), submit("A")]
-        with pytest.raises(QueueFull, match=r"^queue: you already have 2 jobs queued \(the limit per session, "
+        with pytest.raises(QueueFull, match=r"^queue: you already have 2 jobs queued \(the limit per user, in all your tabs, "
                                             r"--max-queued-per-session, is 2\)"):
             submit("A")
         submit("B")
@@ -86,6 +87,32 @@ def test_the_queue_is_limited_per_server_and_per_session(tmp_path: Path) -> None
         pool.pump()  # a cancelled queued run leaves the queue: its session may queue again
         assert store.get_run(a[0])["status"] == "cancelled"
         submit("A")
+    finally:
+        pool.shutdown(cancel=True, timeout_s=5)
+
+
+def test_the_queue_limit_counts_all_tabs_of_a_user_together(tmp_path: Path) -> None:
+    """The report: one signed-in user from 5 tabs filled the whole queue (18 accepted, 16 queued) and the next
+    user was refused. The key is the pool's, from each tab's request (a gr.Request's `username` and
+    `session_hash`, the two attributes ui.jobs.worker.session_of reads)."""
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, limits=PoolLimits(max_queued=16, max_queued_per_session=4), drive=False)
+    try:
+        def submit(request: Any) -> bool:
+            req = _req(store, register=False)
+            try:
+                pool.submit(req, session=session_of(request), register=lambda: register_request(store, req))
+            except QueueFull:
+                return False
+            return True
+
+        alice_tabs = [SimpleNamespace(username="alice", session_hash=f"alice-tab-{i}") for i in range(5)]
+        assert sum(submit(alice_tabs[i % 5]) for i in range(18)) == 4
+        assert submit(SimpleNamespace(username="bob", session_hash="bob-tab"))  # the next user is not refused
+        # without a login a page load is all there is to tell clients apart: each counts on its own
+        pages = [SimpleNamespace(username=None, session_hash=f"page-{i}") for i in range(2)]
+        assert [submit(pages[0]) for _ in range(5)] == [True] * 4 + [False] and submit(pages[1])
+        assert len(pool.queued()) == 10 == len(store.list_runs())
     finally:
         pool.shutdown(cancel=True, timeout_s=5)
 

@@ -6,6 +6,7 @@ import json
 import shutil
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,28 @@ def test_exports_keep_to_their_quota_oldest_first(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match=r"^export: this export is 0\.0 MB, more than the export quota"):
         store_export(alice, "huge", ".zip", b"x" * 3_001)
     assert not (alice.folder / "huge.zip").exists() and not [p for p in tmp_path.rglob(".*")]
+
+
+def test_a_full_export_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50, item 10: a full export disk came back as {'error': None} with a traceback. The file system's own
+    error (ENOSPC, as write(2) raises it) is now an ExportError naming the file, and nothing is left behind."""
+    import errno
+    import os
+
+    from ui.views.export import ExportError, ExportTarget, store_export
+
+    real_fdopen = os.fdopen
+
+    def full(fd: int, *args: Any, **kwargs: Any) -> Any:
+        handle = real_fdopen(fd, *args, **kwargs)
+
+        def write(_: bytes) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        handle.write = write
+        return handle
+
+    monkeypatch.setattr("ui.views.export.os.fdopen", full)
+    with pytest.raises(ExportError, match=r"^export: run\.zip could not be written: the export folder is full; "):
+        store_export(ExportTarget(tmp_path, "user:ann"), "run", ".zip", b"x" * 1000)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []

@@ -139,19 +139,18 @@ def _open_store(db: str) -> Any:
 
 
 def _open_existing_store(db: str) -> Any:
-    """The run log of `runs` and `show`: reading never creates a database or its folders. Runs whose worker
-    died (kill -9) are marked failed first, as the app does at start-up."""
-    from storage import RunStore, StorageError
+    """The run log of `runs` and `show`, for reading only: a SQLite file is opened read-only, so reading never
+    creates a database, a schema or a folder, and never marks a run (a run whose worker died still reads
+    'running' here; the app, or the next search, ends it)."""
+    from storage import RunStore, StorageError, open_read_only
     from storage.connection import sqlite_file
 
     path = sqlite_file(db)
-    if path is not None and not path.is_file():
+    if path is None:
+        return RunStore(db)  # a database server: its schema is the operator's
+    if not path.is_file():
         raise StorageError(f"no run log at {db!r}; give the --db of a search (default {DEFAULT_DB})")
-    store = RunStore(db)
-    dead = store.mark_dead_workers()
-    if dead:
-        log.warning("marked %d run(s) failed whose worker had died: %s", len(dead), ", ".join(d[:8] for d in dead))
-    return store
+    return open_read_only(path)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -170,9 +169,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from storage import StorageError
+    from storage.damage import READ_ERRORS, damaged, find_damage, raw_run_ids
+
     store = _open_existing_store(args.db)
-    run = store.find_run(args.run)  # a unique prefix of the id is enough
-    nodes = store.get_nodes(run["run_id"])
+    ids = raw_run_ids(store, (args.run or "").strip())
+    said = find_damage(store, ids[:1]) if len(ids) == 1 else None
+    if said is not None:
+        raise StorageError(said, field="db")
+    try:
+        run = store.find_run(args.run)  # a unique prefix of the id is enough
+        nodes = store.get_nodes(run["run_id"])
+    except READ_ERRORS as exc:
+        raise damaged(store, ids[:1], exc) from None
     print(f"run {run['run_id']}  {run['method']}  problem {run['problem_id']}  status {run['status']}  "
           f"answer {run.get('answer')}  correct {run.get('correct')}  cost {run.get('cost')}")
     print(f"Q: {run['question']}")

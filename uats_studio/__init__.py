@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from storage import RunStore, StorageError, open_read_only
+from storage.damage import READ_ERRORS, damaged, find_damage, raw_run_ids
 from storage.shadow import read_shadow
 from ui.views.cases import StepJudge
 from ui.views.decisions import step_of
@@ -143,17 +144,27 @@ def _figure(spec: dict[str, Any]) -> "go.Figure":
 
 def open_run(db: str | Path, run_id: str | None = None) -> Run:
     """The run `run_id` (an id or a unique prefix; None: the newest) of the run log `db` (a SQLite path, opened
-    read-only, or an SQLAlchemy URL). storage.StorageError names the fix when the log or the run is missing."""
+    read-only, or an SQLAlchemy URL). storage.StorageError names the fix when the log or the run is missing, and
+    the table, row and column when a row of the run is damaged (checked before anything is built from it, so the
+    run's tables and figures never meet one)."""
     store = _store(db)
     try:
-        if run_id:
-            rid = store.find_run(run_id)["run_id"]
+        ids = raw_run_ids(store, (run_id or "").strip() or None)
+        if run_id and len(ids) == 1:
+            rid = ids[0]
+        elif run_id:
+            rid = store.find_run(run_id)["run_id"]  # its one-line error: no such run, or an ambiguous prefix
+        elif not ids:
+            raise StorageError(f"the run log {db} holds no run yet; run `uats search` or `uats import` first",
+                               field="run")
         else:
-            newest = store.list_runs(limit=1)
-            if not newest:
-                raise StorageError(f"the run log {db} holds no run yet; run `uats search` or `uats import` first",
-                                   field="run")
-            rid = newest[0]["run_id"]
-        return Run(RunData.load(store, rid), read_shadow(store, rid))
+            rid = ids[0]
+        said = find_damage(store, [rid])
+        if said is not None:
+            raise StorageError(said, field="db")
+        try:
+            return Run(RunData.load(store, rid), read_shadow(store, rid))
+        except READ_ERRORS as exc:
+            raise damaged(store, [rid], exc) from None
     finally:
         store.close()

@@ -41,8 +41,9 @@ from .tabs.search_events import dataset_view
 from .views.uncertainty import CHANGED_COLUMNS
 from .jobs.worker import WorkerPool
 from .auth import LoginLimiter
-from .web_guard import WebGuard, WebPolicy
-from .views.export import ExportQuota
+from .web_guard import DownloadGuard, WebGuard, WebPolicy
+from .views.export import ExportQuota, owner_folder
+from .tabs.exports import clear_downloads, downloads_folder
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 
@@ -90,7 +91,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     The Reports tab reads the results ledgers in `ledgers_dir`, the run log and the SQLite files in
     `reports_dir`, nothing a browser names; a search loads only the models and problem sets of `choices`
     (default: the embedded and shipped ones)."""
-    # Gradio copies each download into its cache: copies older than an hour go, checked every 10 minutes
+    # Exports are served from Gradio's cache without a copy of Gradio's (ui.tabs.exports.downloads_folder); anything
+    # else Gradio caches goes after an hour, checked every 10 minutes
     with gr.Blocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
         st, cst = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair (page_state)
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
@@ -101,7 +103,8 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         with gr.Tabs(selected="search") as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=Path(export_dir).resolve(),
                              notice=notice, timer=timer, tabs=tabs, st=st, cst=cst,
-                             choices=choices or server_choices(), export_quota=export_quota or ExportQuota())
+                             choices=choices or server_choices(), export_quota=export_quota or ExportQuota(),
+                             downloads=clear_downloads(export_dir))
             with gr.Tab("Search", id="search"):
                 search = build_search_tab(ctx)
             with gr.Tab("Compare", id="compare") as compare_tab:
@@ -123,10 +126,12 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     return demo
 
 
-def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = None) -> Any:
+def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = None,
+                downloads: Path | None = None) -> Any:
     """Gradio's app class with ui/web_guard.py's WebGuard around its whole middleware stack, outside Gradio's own
     CORS handling (a middleware given to Gradio sits inside it, where a preflight never reaches). Blocks.launch
-    takes it as `_app`, the way Gradio's own Server mode hands its app over; Gradio adds its routes to it."""
+    takes it as `_app`, the way Gradio's own Server mode hands its app over; Gradio adds its routes to it.
+    `downloads`: the folder exports are served from, each owner's to them alone (DownloadGuard)."""
     from gradio.routes import App, ORJSONResponse
 
     from .views.export import PLOTLY_JS
@@ -134,8 +139,15 @@ def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = N
     chosen, limiter = policy or WebPolicy(), logins or LoginLimiter()
 
     class GuardedApp(App):
+        def signed_in_user(self, cookies: dict[str, str]) -> str | None:
+            """Who Gradio's login cookie names (routes.py's get_current_user reads the same two cookies)."""
+            token = cookies.get(f"access-token-{self.cookie_id}") or cookies.get(f"access-token-unsecure-{self.cookie_id}")
+            return self.tokens.get(token) if token else None
+
         def build_middleware_stack(self) -> Any:
-            return WebGuard(super().build_middleware_stack(), chosen, limiter, PLOTLY_JS)
+            guard = None if downloads is None else DownloadGuard(
+                downloads, lambda user: owner_folder(f"user:{user}"), self.signed_in_user, lambda: self.auth is not None)
+            return WebGuard(super().build_middleware_stack(), chosen, limiter, PLOTLY_JS, guard)
 
     return GuardedApp(default_response_class=ORJSONResponse)  # what Gradio's create_app gives its own app
 
@@ -147,12 +159,17 @@ QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
 
 def launch_kwargs(export_dir: str | Path, policy: WebPolicy | None = None,
                   logins: LoginLimiter | None = None) -> dict[str, Any]:
-    """Gradio 6 takes css/head at launch(); exports must be downloadable from their folder. No run history:
+    """Gradio 6 takes css/head at launch(); exports are served from their copies in Gradio's cache
+    (ui.tabs.exports.downloads_folder), never from the export folder itself, which Gradio's file route refuses
+    (blocked: any user could read another's export by its folder's name). No run history:
     Gradio would copy every event's inputs and outputs (trees of a megabyte) into localStorage, which took
     most of a node click's time on a 2,000-node tree and kept an idle page's main thread busy. The app behind
     WebGuard (`policy`: default loopback names only; `logins`: the failed-login limiter, a fresh one by default): no
     uploads (max_file_size caps them should the route ever be reached), no other origin, no oversized body. No
     error text to the page: an exception's message can quote the run log's SQL; Gradio logs it on the server
-    instead."""
-    return {"css": CSS, "head": column_tips_head(TABLES), "allowed_paths": [str(Path(export_dir).resolve())],
-            "run_history": False, "max_file_size": "1kb", "_app": guarded_app(policy, logins), "show_error": False}
+    instead. The start-up check is the launcher's (ui.launch.wait_until_answering), patient on a loaded machine."""
+    return {"css": CSS, "head": column_tips_head(TABLES), "blocked_paths": [str(Path(export_dir).resolve())],
+            "run_history": False, "max_file_size": "1kb", "show_error": False,
+            # no Gradio self-check (one HEAD, 3 s): ui.launch.wait_until_answering waits for the server instead
+            "_frontend": False,
+            "_app": guarded_app(policy, logins, downloads_folder(export_dir))}

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from storage.schema import MAX_MODEL_OPTIONS_CHARS
 from uats_core.config import CODE_OPTIONS, ConfigError, parse_options
 from uats_core.paths import WORLD_POLICY_B
 from uats_core.problems import SHIPPED_DATASETS, ProblemError
@@ -61,11 +63,33 @@ def check_app_options(opts: Mapping[str, Any], field_name: str, accepted: Sequen
         if value is not None and not isinstance(value, (str, int, float, bool)):
             raise ConfigError(field_name, f"{key}: give a plain value (text, a number, true or false), not a JSON "
                                           f"{type(value).__name__}")
+        if isinstance(value, str) and _non_finite(value):  # a backend would read 'nan' or 'inf' as a float
+            raise ConfigError(field_name, f"{key}: {value!r} is not a finite number (NaN and infinity are refused, in "
+                                          "any spelling); give a number such as 0.7")
+
+
+def _non_finite(text: str) -> bool:
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def app_options(lines: Iterable[str], field_name: str, accepted: Sequence[str]) -> dict[str, Any]:
-    """A client's KEY=VALUE lines parsed and checked against `accepted` (APP_POLICY_OPTIONS or APP_PRM_OPTIONS)."""
-    opts = parse_options(list(lines), field_name)
+    """A client's KEY=VALUE lines parsed and checked against `accepted` (APP_POLICY_OPTIONS or APP_PRM_OPTIONS),
+    within what runs.model_options holds (MAX_MODEL_OPTIONS_CHARS): a longer box never fits it. A JSON list or object is refused before it is parsed: the app takes plain
+    values only, and 5,000 nested brackets once raised a RecursionError instead of a line."""
+    items = list(lines)
+    size = sum(len(str(item)) for item in items)
+    if size > MAX_MODEL_OPTIONS_CHARS:
+        raise ConfigError(field_name, f"is {size:,} characters long; a run's model options hold at most "
+                                      f"{MAX_MODEL_OPTIONS_CHARS:,}; shorten it")
+    for item in items:
+        key, _, raw = str(item).partition("=")
+        if raw.strip()[:1] in ("[", "{"):
+            raise ConfigError(field_name, f"{key.strip()}: give a plain value (text, a number, true or false), not "
+                                          "a JSON list or object")
+    opts = parse_options(items, field_name)
     check_app_options(opts, field_name, accepted)
     return opts
 
@@ -201,8 +225,8 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")]
              for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
-    imported = [f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
-                if f.is_file() and f.suffix in IMPORT_SUFFIXES]
+    imported = [f for d in imports_dirs for root in [_checked_dir(d, "imports-dir")] for f in sorted(root.iterdir())
+                if f.is_file() and f.suffix in IMPORT_SUFFIXES and _inside(f, root, "imports-dir")]
     log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
              len(datasets), len(imported))
     return ServerChoices(policies, prms, datasets, _by_name(imported))

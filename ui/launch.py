@@ -7,7 +7,8 @@ absent), --db (a SQLite path or an SQLAlchemy URL; default runs/uats.db), --expo
 --ledgers-dir (a folder of results ledgers the Reports tab offers, the first by default; default results/),
 --workers (searches running at once), --auth-file (user:password lines; or $UATS_AUTH): a login, required to
 listen on an address other machines reach (ui/auth.py); --allowed-host and --allowed-origin, the host names and
-other origins the app answers besides its own (ui/web_guard.py). What a client may load is the server's choice
+other origins the app answers besides its own, --trusted-proxy the reverse proxy whose X-Forwarded-* headers count
+(ui/web_guard.py). What a client may load is the server's choice
 (ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
 --allow-hub-cache the hub models in the local cache, --policy-server NAME=URL (repeatable) the policy an
 OpenAI-compatible server serves (vllm serve, SGLang, llama.cpp), to the embedded and shipped ones. What one client can make
@@ -77,6 +78,9 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
                    help="another origin (scheme://host[:port]) whose pages may call the app (repeatable); by default "
                         "only the app's own pages may")
+    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR",
+                   help="the IP address a reverse proxy connects from (repeatable): only its X-Forwarded-* headers "
+                        "count; without one, the app ignores them all")
     p.add_argument("--export-quota-mb", type=float, default=ExportQuota().total_bytes / 2**20,
                    help="exports kept at most, in MB; the oldest are deleted to make room (default %(default)g)")
     p.add_argument("--export-session-quota-mb", type=float, default=ExportQuota().owner_bytes / 2**20,
@@ -87,7 +91,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     p.add_argument("--max-queued", type=int, default=d.max_queued,
                    help=f"jobs (searches, shadow scoring) that may wait on this server (default {d.max_queued})")
     p.add_argument("--max-queued-per-session", type=int, default=d.max_queued_per_session,
-                   help=f"of them, per client session (default {d.max_queued_per_session})")
+                   help=f"of them, per user: all of a signed-in user's tabs together; per browser session "
+                        f"without a login (default {d.max_queued_per_session})")
     p.add_argument("--max-paused", type=int, default=d.max_paused,
                    help=f"paused runs that may hold a worker, besides --workers (default {d.max_paused})")
     p.add_argument("--pause-timeout-s", type=float, default=d.pause_timeout_s,
@@ -101,6 +106,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
+    # uvicorn takes X-Forwarded-For and -Proto from these addresses only (its default trusts 127.0.0.1: any local
+    # process could then pose as any client to the login limit)
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(args.trusted_proxy)
 
     for name in ("workers", "max_queued", "max_queued_per_session", "max_paused"):
         if getattr(args, name) < 1:
@@ -126,7 +134,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     try:
         credentials = load_credentials(args.auth_file)
         check_exposure(args.host, credentials)
-        policy = web_policy(args.host, args.allowed_host, args.allowed_origin)
+        policy = web_policy(args.host, args.allowed_host, args.allowed_origin, args.trusted_proxy)
     except AuthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -182,18 +190,54 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     logins = LoginLimiter()
     login_note = {"auth_message": LOGIN_NOTE.format(limits=logins.limits)} if credentials else {}
 
+    code = 0
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
             demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
-                                              **login_note, **launch_kwargs(export_dir, policy, logins))
+                                              prevent_thread_lock=True, **login_note,
+                                              **launch_kwargs(export_dir, policy, logins))
+            wait_until_answering(demo.local_url or f"http://127.0.0.1:{args.port}/")
+            demo.block_thread()
     except KeyboardInterrupt:
         pass
+    except (StartupError, OSError, ValueError) as exc:  # the port taken, a server that never answered: fail whole
+        print(f"error: start: {exc}", file=sys.stderr)
+        code = 1
     finally:
+        if getattr(demo, "server", None) is not None:
+            demo.close()  # the server stops answering before the pool it hands work to goes
         log.info("shutting down: cancelling running searches so their runs end 'cancelled' with all nodes written")
         pool.shutdown(cancel=True)
         stop_kaleido()
         store.close()
-    return 0
+    return code
+
+
+class StartupError(RuntimeError):
+    """The server was started but never answered: the launcher stops it and the pool, and exits 1."""
+
+
+START_TIMEOUT_S = 180.0  # a loaded machine (warm workers loading their models on every core) answers late, not never
+START_PROBE_S = 15.0
+
+
+def wait_until_answering(url: str, timeout_s: float = START_TIMEOUT_S) -> None:
+    """Return once the server at `url` answers any HTTP status; StartupError after `timeout_s`. Replaces Gradio's
+    own check (one HEAD with a 3 s timeout: 3 of 33 starts died in it while the warm workers loaded)."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            httpx.head(url, timeout=min(START_PROBE_S, max(0.1, deadline - time.monotonic())))
+            return
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}"
+            time.sleep(0.5)
+    raise StartupError(f"the server at {url} did not answer within {timeout_s:g} s ({last}); nothing was started")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ request is in is ui/access.py's.
   Gradio reads them.
 - **Logins.** Failed ones are limited per client and per user (ui.auth.LoginLimiter): 429 with Retry-After,
   logged with the client and the user name.
+- **Downloads.** Exports are served from copies under one folder of Gradio's cache (DownloadGuard): with a login,
+  a copy is answered only to the user whose export it is (404 to anyone else); the export folder itself is never
+  served (ui.app_ui.launch_kwargs blocks it).
 - **Plotly.** The page's plotly.js is served at PLOTLY_URL, so the page names no server path (Gradio's static
   route takes a file's absolute path)."""
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +53,12 @@ WILDCARDS = ("0.0.0.0", "::", "")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 PLOTLY_URL = "/uats-static/plotly.min.js"
+BODY_TIMEOUT_S = 30.0  # a request body not whole by then gets 408: a slow client holds no connection for good
+# what a proxy tells the app about the browser's address; from anyone else, a lie Gradio would believe (its /config
+# root and /logout's redirect took X-Forwarded-Host as the site)
+FORWARDED_HEADERS = (b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port", b"forwarded")
+FRAME_HEADERS = [(b"x-frame-options", b"SAMEORIGIN")]
+FRAME_POLICY = b"frame-ancestors 'self'"
 
 
 def split_host(value: str) -> tuple[str, int | None]:
@@ -100,6 +110,8 @@ class WebPolicy:
     origins: frozenset[tuple[str, str, int]] = frozenset()  # --allowed-origin, as split_origin gives them
     max_body_bytes: int = MAX_BODY_BYTES
     max_small_body_bytes: int = MAX_SMALL_BODY_BYTES
+    trusted_proxies: frozenset[str] = frozenset()  # --trusted-proxy: whose X-Forwarded-* headers count at all
+    body_timeout_s: float = BODY_TIMEOUT_S
 
     def host_allowed(self, host: str) -> bool:
         try:
@@ -127,9 +139,15 @@ class WebPolicy:
 
 
 def web_policy(listen: str = "127.0.0.1", allowed_hosts: Iterable[str] = (),
-               allowed_origins: Iterable[str] = ()) -> WebPolicy:
-    """The policy for a server listening on `listen` with the launcher's --allowed-host and --allowed-origin
-    values; AuthError names a malformed flag."""
+               allowed_origins: Iterable[str] = (), trusted_proxies: Iterable[str] = ()) -> WebPolicy:
+    """The policy for a server listening on `listen` with the launcher's --allowed-host, --allowed-origin and
+    --trusted-proxy values; AuthError names a malformed flag."""
+    proxies = set()
+    for value in trusted_proxies:
+        if not _is_ip(value.strip()):
+            raise AuthError("trusted-proxy", f"{value!r} is not an IP address; give the address your reverse proxy "
+                                             "connects from (e.g. 127.0.0.1), one flag per address")
+        proxies.add(value.strip())
     hosts = set(LOOPBACK_NAMES)
     bind = listen.strip().strip("[]").lower()
     any_ip = bind in WILDCARDS
@@ -153,7 +171,8 @@ def web_policy(listen: str = "127.0.0.1", allowed_hosts: Iterable[str] = (),
             raise AuthError("allowed-origin", f"{value!r} is not an origin; give scheme://host[:port] with http or "
                                               "https and no path (e.g. https://portal.team.example)")
         origins.add(parsed)
-    return WebPolicy(hosts=frozenset(hosts), any_ip=any_ip, origins=frozenset(origins))
+    return WebPolicy(hosts=frozenset(hosts), any_ip=any_ip, origins=frozenset(origins),
+                     trusted_proxies=frozenset(proxies))
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -186,11 +205,23 @@ class _Body:
         return _Body(self.data, self.receive)
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The body, or None once it passes `limit` bytes (or the client left)."""
+class _SlowBody(Exception):
+    """The body did not arrive within the policy's body_timeout_s."""
+
+
+async def _read_body(receive: Receive, limit: int, timeout_s: float = BODY_TIMEOUT_S) -> bytes | None:
+    """The body, or None once it passes `limit` bytes (or the client left); _SlowBody when it is not whole within
+    `timeout_s`."""
+    import asyncio
+
     chunks, size = [], 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
     while True:
-        message = await receive()
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            raise _SlowBody from None
         if message["type"] == "http.disconnect":
             return None
         chunk = message.get("body", b"")
@@ -202,11 +233,76 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
+@dataclass(frozen=True)
+class DownloadGuard:
+    """Who may read the exports served from `folder` (<folder>/<owner's folder>/<random>/<name>, written by
+    ui.views.export.store_export): with a login on (`login_on()`), only the signed-in user (`user_of(cookies)`) whose
+    folder it is (`folder_of(user)`); without one, whoever holds the address, whose random part only its owner's
+    page was given."""
+
+    folder: Path
+    folder_of: Callable[[str], str]
+    user_of: Callable[[dict[str, str]], str | None]
+    login_on: Callable[[], bool]
+
+    def refusal(self, path: str, headers: dict[str, str]) -> str | None:
+        """Why a file request may not read what it names; None when it may (or names no export)."""
+        _, sep, target = path.partition("/file=")
+        if not sep:
+            return None
+        root = os.path.realpath(self.folder)
+        wanted = os.path.realpath(target)
+        if os.path.commonpath([root, wanted]) != root:
+            return None  # not an export: Gradio's own rules apply
+        if not self.login_on():
+            return None
+        from starlette.requests import cookie_parser
+
+        user = self.user_of(cookie_parser(headers.get("cookie", "")))
+        owner = os.path.relpath(wanted, root).split(os.sep)[0]
+        if user is None or owner != self.folder_of(user):
+            return f"no export for {user or 'a client without a login'} at that address"
+        return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _bad_event_body(data: bytes) -> str | None:
+    """Why an event's JSON body is refused before Gradio parses it, in one line naming the input; None when it is
+    fine (or not JSON: Gradio answers that). NaN and infinity, which Python's JSON reads as numbers, reached number
+    fields (a rounding gr.Number raised on them); JSON nested past Python's recursion limit raised too; both
+    became a bare {'error': None}."""
+    try:
+        json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        return "the request body nests its JSON too deep; send the values the page sends"
+    except ValueError as exc:
+        if str(exc) in ("NaN", "Infinity", "-Infinity"):
+            where = next((f"data[{i}]" for i, v in enumerate(_event_inputs(data)) if v == str(exc)), "an input")
+            return f"{where}: {exc} is not a number this app takes; give a finite number"
+        return None
+    return None
+
+
+def _event_inputs(data: bytes) -> list[Any]:
+    """An event body's inputs with NaN and infinity kept as text, to name the one that holds them."""
+    try:
+        body = json.loads(data, parse_constant=str)
+    except (ValueError, RecursionError):
+        return []
+    inputs = body.get("data") if isinstance(body, dict) else None
+    return inputs if isinstance(inputs, list) else []
+
+
 class WebGuard:
     """The ASGI layer (see the module's doc) around `app`, Gradio's whole app."""
 
-    def __init__(self, app: ASGIApp, policy: WebPolicy, logins: LoginLimiter, plotly_js: Path) -> None:
+    def __init__(self, app: ASGIApp, policy: WebPolicy, logins: LoginLimiter, plotly_js: Path,
+                 downloads: DownloadGuard | None = None) -> None:
         self.app, self.policy, self.logins, self.plotly_js = app, policy, logins, plotly_js
+        self.downloads = downloads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):  # lifespan
@@ -232,13 +328,39 @@ class WebGuard:
         if scope["method"] == "OPTIONS" and "access-control-request-method" in headers and origin is not None:
             await self._preflight(send, origin, headers)
             return
+        if scope["path"].rstrip("/") == "/logout":
+            if scope["method"] != "POST" or origin is None:
+                log.warning("refused %s /logout from %s: log out by POST from the app's own page", scope["method"],
+                            client)
+                await _answer(send, 405, "log out with a POST from the app's own page; a link cannot sign you out",
+                              [(b"allow", b"POST")])
+                return
+            scope = {**scope, "method": "GET"}  # Gradio's logout route is a GET; it is reached only this way
+        scope = self._forwarded(scope, headers)
+        denied = self.downloads.refusal(scope["path"], headers) if self.downloads is not None else None
+        if denied is not None:
+            log.warning("refused %s %s from %s: %s", scope["method"], scope["path"][:200], client, denied)
+            await _answer(send, 404, "not found")
+            return
         if scope["method"] in ("GET", "HEAD") and scope["path"] == PLOTLY_URL:
             from starlette.responses import FileResponse
 
             await FileResponse(self.plotly_js, media_type="text/javascript",
-                               headers={"cache-control": "public, max-age=86400"})(scope, receive, send)
+                               headers={"cache-control": "public, max-age=86400"})(scope, receive,
+                                                                                   _rewriting_send(send, origin))
             return
         await self._forward(scope, receive, send, headers, origin, client)
+
+    def _forwarded(self, scope: Scope, headers: dict[str, str]) -> Scope:
+        """The scope without X-Forwarded-Host/Proto/Port and Forwarded unless a --trusted-proxy is named, and then
+        without a forwarded host that is not one of the server's own names (uvicorn takes X-Forwarded-For and
+        -Proto only from the named proxies: ui.launch sets FORWARDED_ALLOW_IPS)."""
+        forwarded_host = headers.get("x-forwarded-host")
+        keep = bool(self.policy.trusted_proxies) and (
+            forwarded_host is None or all(self.policy.host_allowed(h.strip()) for h in forwarded_host.split(",")))
+        if keep or not any(k.lower() in FORWARDED_HEADERS for k, _ in scope.get("headers", [])):
+            return scope
+        return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() not in FORWARDED_HEADERS]}
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         if not self.policy.host_allowed(headers.get("host", "")):
@@ -275,11 +397,22 @@ class WebGuard:
             return
         body = None
         if scope["method"] not in SAFE_METHODS or declared not in (None, "0"):
-            data = await _read_body(receive, limit)
+            try:
+                data = await _read_body(receive, limit, self.policy.body_timeout_s)
+            except _SlowBody:
+                log.warning("refused %s %s from %s: the body was not whole within %g s", scope["method"],
+                            scope["path"][:200], client, self.policy.body_timeout_s)
+                await _answer(send, 408, f"the request body did not arrive within {self.policy.body_timeout_s:g} s")
+                return
             if data is None:
                 await _answer(send, 413, f"the request body is over this route's limit of {limit:,} bytes")
                 return
             body = _Body(data, receive)
+            bad = _bad_event_body(data) if scope["path"].startswith(EVENT_ROUTES) else None
+            if bad is not None:
+                log.warning("refused %s %s from %s: %s", scope["method"], scope["path"][:200], client, bad)
+                await _answer(send, 400, bad)
+                return
         out = _rewriting_send(send, origin)
         if scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/login"):
             await self._login(scope, body or _Body(b"", receive), out, client)
@@ -318,18 +451,24 @@ class WebGuard:
 
 
 def _rewriting_send(send: Send, origin: str | None) -> Send:
-    """The app's response with this layer's CORS headers instead of Gradio's, and its login cookie SameSite=Lax.
+    """The app's response with this layer's CORS headers instead of Gradio's, its login cookie SameSite=Lax, and
+    frame protection (X-Frame-Options, CSP frame-ancestors 'self': no other site's page frames it to steer clicks).
     Only allowed origins get this far."""
     async def rewritten(message: Message) -> None:
         if message["type"] == "http.response.start":
-            kept = []
+            kept, framed = [], False
             for name, value in message.get("headers", []):
                 lower = name.lower()
-                if lower.startswith(b"access-control-"):
+                if lower.startswith(b"access-control-") or lower == b"x-frame-options":
                     continue
                 if lower == b"set-cookie":
                     value = _lax(value)
+                if lower == b"content-security-policy" and b"frame-ancestors" not in value:
+                    value, framed = value + b"; " + FRAME_POLICY, True
+                elif lower == b"content-security-policy":
+                    framed = True
                 kept.append((name, value))
+            kept += FRAME_HEADERS + ([] if framed else [(b"content-security-policy", FRAME_POLICY)])
             if origin is not None:
                 kept += [(b"access-control-allow-origin", origin.encode("latin-1")),
                          (b"access-control-allow-credentials", b"true"), (b"vary", b"Origin")]

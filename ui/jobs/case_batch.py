@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH_PROBLEMS = 50  # the case finder's problems field
 BATCH_FIELD = "problems in a batch"  # that field as the page names it, in messages about it
 MAX_BATCH_RUNS = 4 * MAX_BATCH_PROBLEMS  # two policies × two methods a problem
+MAX_BATCHES_PER_OWNER = 1  # a batch holds one worker for its whole length: one each, so workers stay for others
 
 
 def batch_label(job_id: str) -> str:
@@ -118,19 +119,26 @@ def execute_batch(req: CaseBatchRequest, cache: ModelCache, store: RunStore) -> 
         return end_or_report(f"case batch {req.job_id}", end, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
 
 
+def cancel_owned_batches(store: RunStore, owner: str) -> list[str]:
+    """Cancel every batch of `owner` still going on this server (the case finder's Cancel, from any page of
+    theirs): the ids it stopped."""
+    return [job for job in live_batch_jobs(store, owner) if cancel_batch(store, job)]
+
+
 def queue_case_batch(store: RunStore, pool: Any, runs: Sequence[RunRequest], spec: dict[str, Any],
                      owner: str | None = None, session: str | None = None) -> str:
-    """Queue checked searches as one batch (its row written only once the pool's queue limits admit it). Its
-    id. ConfigError (or QueueFull) names what to change: no search, too many, or a batch already going."""
+    """Queue checked searches as one batch of `owner` (ui.access.requester; its row written only once the pool's
+    queue limits admit it). Its id. ConfigError (or QueueFull) names what to change: no search, too many, or
+    MAX_BATCHES_PER_OWNER of the owner's already going (another owner's batches do not count)."""
     if not runs:
         raise ConfigError(BATCH_FIELD, "the batch holds no search; give at least one problem")
     if len(runs) > MAX_BATCH_RUNS:
         raise ConfigError(BATCH_FIELD, f"{len(runs)} searches is above the maximum of {MAX_BATCH_RUNS} a "
                                             "batch; give fewer problems")
-    going = live_batch_jobs(store)
-    if going:
-        raise ConfigError("batch", f"case batch {going[0][:8]} is still going on this server; wait for it or "
-                                   "cancel it first")
+    going = live_batch_jobs(store, owner)
+    if len(going) >= MAX_BATCHES_PER_OWNER:
+        raise ConfigError("batch", f"your case batch {going[0][:8]} is still going (at most "
+                                   f"{MAX_BATCHES_PER_OWNER} a user); wait for it or cancel it first")
     req = CaseBatchRequest(job_id=uuid.uuid4().hex, runs=tuple(runs), owner=owner)
     pool.submit(req, session=session, register=lambda: create_batch_job(store, req.job_id, len(runs), spec, owner))
     log.info("case batch %s queued: %d searches", req.job_id, len(runs))

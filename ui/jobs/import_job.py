@@ -1,22 +1,26 @@
 """Importing another tool's run as a job of the app's worker pool, like a search: the file is one the server lists
-(--imports-dir, by name), checked in the handler before anything is queued (a malformed file is one line and
-writes nothing), bounded (file size and nodes: APP_MAX_IMPORT_BYTES, APP_MAX_IMPORT_NODES), registered as a
-'queued' run, and built and written in a worker (grading its answers may take seconds), cancellable until it
-writes. Its status is its run's."""
+(--imports-dir, by name, never through a link out of that folder), checked in the handler for what needs no parsing
+(the tool, the row, the file's size: APP_MAX_IMPORT_BYTES), registered as a 'queued' run, then parsed in the worker
+in a bounded child process (ui.jobs.import_parse: a memory cap and a deep stack; the app's process never parses a
+client's pick), held to APP_MAX_IMPORT_NODES, built and written there (grading its answers may take seconds),
+cancellable until it writes. A malformed file ends its run failed with the parser's one line. Its status is its
+run's."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from storage import RunStore
 from uats_core.config import ConfigError
-from uats_core.imports import TOOLS, ImportFormatError, read_runs
+from uats_core.imports import TOOLS, ImportFormatError
 from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from uats_core.status import RunStatus
 
+from .import_parse import ImportRefused, outside_folder, parse_bounded
 from .warm import Unrecorded, end_or_report
 from .worker import RunRowJob
 
@@ -47,9 +51,16 @@ class ImportRequest(RunRowJob):
         return None, None
 
     def read(self) -> Any:
-        """The one run this job imports (ImportFormatError when the file is not what its tool writes)."""
-        runs = read_runs(self.tool, self.path, rows=None if self.row is None else [self.row], display_name=self.name,
-                         question=self.question, gold=self.gold)
+        """The one run this job imports, parsed in a bounded child process (ImportFormatError when the file is not
+        what its tool writes, or needs more than an import may use; never through a link out of its folder)."""
+        if outside_folder(self.path, Path(self.path).parent):
+            raise ImportFormatError(self.name, "is now a link out of the imports folder; it is not read")
+        try:
+            runs = parse_bounded(self.tool, self.path, None if self.row is None else [self.row], self.name,
+                                 self.question, self.gold)
+        except ImportRefused as exc:
+            raise ImportFormatError(self.name, str(exc).removeprefix(f"file: {self.name}: ")
+                                    .removeprefix(f"{self.name}: ")) from None
         if len(runs) != 1:
             raise ImportFormatError(self.name, f"{len(runs)} runs; the app imports one at a time (pick a row)")
         nodes = len(runs[0].nodes)
@@ -68,8 +79,9 @@ class ImportRequest(RunRowJob):
                 recorder(event)
             return None
         except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'
+            said = str(exc) if isinstance(exc, ImportFormatError) else f"{type(exc).__name__}: {exc}"
             return end_or_report(f"import {self.run_id}", lambda why, st: store.mark_failed(self.run_id, why, status=st),
-                                 RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
+                                 RunStatus.FAILED, said)
 
     def paused(self, store: RunStore) -> bool:
         return False
@@ -92,9 +104,10 @@ def _typed(field: str, value: Any) -> str | None:
 def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name: Any, row: Any,
                   owner: str | None = None, session: str | None = None, question: Any = None,
                   gold: Any = None) -> str:
-    """Check the import (a file on the server's list, a tool we read, the file within the app's bounds and what its
-    tool writes), then queue it on the pool, its run registered queued once the pool admits it. The run's id.
-    ConfigError / ImportFormatError (or QueueFull) name what to fix; nothing is written then."""
+    """Check the import without parsing it (a file on the server's list and inside its folder, a tool we read, the
+    row, the typed question and answer, the file's size), then queue it on the pool, its run registered queued once
+    the pool admits it; the worker parses it (ImportRequest.read). The run's id. ConfigError / ImportFormatError (or
+    QueueFull) name what to fix; nothing is written then."""
     path = choices.import_file(file_name)
     if tool not in TOOLS:
         raise ConfigError("tool", f"{tool!r} is not a tool we read; pick one of {', '.join(TOOLS)}")
@@ -110,16 +123,18 @@ def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name
     else:
         row = None
         question, gold = _typed("question", question), _typed("gold answer", gold)
+    if outside_folder(path, path.parent):  # listed at start-up, made a link since
+        raise ImportFormatError(file_name, "is a link out of the imports folder; it is not read")
     size = path.stat().st_size
     if size > APP_MAX_IMPORT_BYTES:
         raise ImportFormatError(file_name, f"{size / 2**20:.0f} MiB, more than the {APP_MAX_IMPORT_BYTES // 2**20} MiB "
                                            "the app imports; use `uats import` on the server")
     req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row, question=question,
                         gold=gold)
-    run = req.read()  # here, not only in the worker: a malformed file is refused before anything is queued
+    # the row until the worker's parse fills it in (the recorder's RunStarted rewrites a queued run's row)
     pool.submit(req, session=session, register=lambda: store.register_run(
-        req.run_id, method=tool, problem_id=run.problem_id, question=run.question, gold_answer=run.gold, seed=None,
-        config={"imported": {"tool": tool, "from": run.label, **run.info}}, policy=f"{tool} (imported)",
-        prm=f"{tool} (imported)", owner=owner))
-    log.info("import %s queued: %s %s (%s)", req.run_id, tool, file_name, run.label)
+        req.run_id, method=tool, problem_id=file_name[:200],
+        question=question or f"(an import of {file_name}, read by a worker)", gold_answer=gold, seed=None,
+        config={"imported": {"tool": tool, "file": file_name, "row": row}}, policy=f"{tool} (imported)", prm=f"{tool} (imported)", owner=owner))
+    log.info("import %s queued: %s %s", req.run_id, tool, file_name)
     return req.run_id

@@ -5,8 +5,8 @@ and a worker that dies is noticed (its process is gone) and its job marked faile
 What a client can make the pool do is bounded: at most `max_workers` jobs compute at once, at most
 `max_paused` paused runs hold a worker besides them (a paused run does not count against `max_workers`, so
 it never blocks queued runs, and ends after the workers' pause timeout), and at most `max_queued` jobs wait,
-`max_queued_per_session` of them per client session. One thread owns the pool: it starts workers and jobs;
-the page only submits and reads."""
+`max_queued_per_session` of them per user (per browser session without a login: session_of). One thread owns
+the pool: it starts workers and jobs; the page only submits and reads."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class PoolLimits:
     max_workers: int = 2  # jobs computing at once (--workers)
     max_paused: int = 2  # paused runs holding a worker besides those (--max-paused)
     max_queued: int = 16  # jobs waiting on this server (--max-queued)
-    max_queued_per_session: int = 4  # of them, per client session (--max-queued-per-session)
+    max_queued_per_session: int = 4  # of them, per user or login-less session (--max-queued-per-session)
     pause_timeout_s: float | None = 600.0  # a run paused this long without a step ends (--pause-timeout-s)
 
 
@@ -130,7 +130,7 @@ class WorkerPool(PoolState):
         self._next_slot = 0
         self._outbox = self._ctx.Queue()
         self._pending: deque[Any] = deque()
-        self._sessions: dict[str, str] = {}  # job id -> the client session that queued it
+        self._sessions: dict[str, str] = {}  # job id -> who queued it (session_of: a user, or a login-less session)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -213,7 +213,7 @@ class WorkerPool(PoolState):
                                      f"--max-queued, is {lim.max_queued}); wait for one to start or cancel one")
         mine = sum(1 for r in self._pending if self._sessions.get(r.job_id) == session) if session else 0
         if session and mine >= lim.max_queued_per_session:
-            raise QueueFull("queue", f"you already have {mine} jobs queued (the limit per session, "
+            raise QueueFull("queue", f"you already have {mine} jobs queued (the limit per user, in all your tabs, "
                                      f"--max-queued-per-session, is {lim.max_queued_per_session}); wait for one to "
                                      "start or cancel one")
         if paused:
@@ -352,7 +352,13 @@ def default_pair_request() -> RunRequest:
 
 
 def session_of(request: Any) -> str | None:
-    """The Gradio client session a handler's gr.Request belongs to (None outside a page, e.g. tests)."""
-    return getattr(request, "session_hash", None) or None
+    """Whom the pool's per-client limits count a handler's job against: the signed-in user ('user:<name>', every
+    tab and browser of theirs together: one user's five tabs once held 18 of 16+2 places), else the page's Gradio
+    session (without a login: a page load). None outside a page (tests, the command line)."""
+    user = getattr(request, "username", None)
+    if user:
+        return f"user:{user}"
+    session = getattr(request, "session_hash", None)
+    return f"session:{session}" if session else None
 
 

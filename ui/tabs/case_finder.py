@@ -3,7 +3,9 @@ changed a decision (ui.views.casefinder), over the finished pairs of the run log
 pair in Compare at its first changed decision, whence the comparison export takes it. A batch makes pairs: the
 first N problems of the arithmetic world's test split with policy A (its PRM in distribution) and policy B
 (out of distribution), H-UATS and REBASE each, with the Search form's PRM, budget, seed and knobs, as one job
-of the worker pool (ui.jobs.case_batch); the list follows it as its pairs finish."""
+of the worker pool (ui.jobs.case_batch); the list follows it as its pairs finish. A batch is its owner's (the
+signed-in user, or the browser session without a login), not the page's: any page of theirs, a reloaded one too,
+follows it and cancels it."""
 
 from __future__ import annotations
 
@@ -16,13 +18,13 @@ from typing import Any, Callable, Mapping
 import gradio as gr
 
 from storage import StorageError
-from storage.batches import get_batch_job
+from storage.batches import get_batch_job, live_batch_jobs
 from uats_core.config import ConfigError
 from uats_core.status import LIVE, RunStatus
 
-from ..access import requester
+from ..access import AccessDenied, requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
-from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_batch, queue_case_batch
+from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_owned_batches, queue_case_batch
 from ..jobs.worker import RunRequest, session_of
 from ..views.casefinder import (BASELINE, FOUND_COLUMNS, RANKING_RULE, UATS, Changes, find_cases, found_rows,
                                 found_summary)
@@ -135,18 +137,36 @@ class _Finder:
                 self.p.progress: md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"),
                 self.ctx.timer: gr.Timer(active=True)}
 
-    def on_cancel(self, fs: FinderState) -> Any:
-        if not fs.job:
-            return notice("no case batch of this page is going")
-        ok = cancel_batch(self.ctx.store, fs.job)
-        return notice("cancel requested: the search going stops within about a second (it stays in the run log, "
-                      "cancelled) and no further search starts" if ok else "the case batch had already ended", ok=ok)
+    def on_cancel(self, fs: FinderState, request: gr.Request) -> Any:
+        """Cancel the requester's batches going on this server, whichever page queued them."""
+        try:
+            stopped = cancel_owned_batches(self.ctx.store, requester(request))
+        except AccessDenied as exc:
+            return notice(str(exc))
+        except DB_ERRORS as exc:
+            return notice(db_failure(exc))
+        if not stopped:
+            return notice("no case batch of yours is going on this server")
+        return notice(f"cancel requested for case batch {', '.join(j[:8] for j in stopped)}: the search going stops "
+                      "within about a second (it stays in the run log, cancelled) and no further search starts",
+                      ok=True)
 
-    def on_tick(self, fs: FinderState) -> Any:
-        """Follow the batch: its progress line, and the list again each time a pair finished and at its end."""
-        job = fs.job
+    def _owned_live(self, request: gr.Request | None) -> str | None:
+        """The requester's oldest batch going on this server (a page reloaded, or another tab of theirs, follows it)."""
+        try:
+            going = live_batch_jobs(self.ctx.store, requester(request))
+        except (AccessDenied, *DB_ERRORS):
+            return None
+        return going[0] if going else None
+
+    def on_tick(self, fs: FinderState, request: gr.Request | None = None) -> Any:
+        """Follow the batch (this page's, else the requester's going one): its progress line, and the list again each
+        time a pair finished and at its end."""
+        job = fs.job or self._owned_live(request)
         if not job:
             return gr.skip()
+        if job != fs.job:
+            fs = replaced(fs, job=job, said=None)
         try:
             row = get_batch_job(self.ctx.store, job)
         except StorageError as exc:
@@ -190,6 +210,6 @@ def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str,
     p.batch.click(h.on_batch, [p.state, p.problems], [p.state, ctx.notice, p.progress, ctx.timer],
                   inputs_kwargs=form_inputs)
     p.cancel.click(h.on_cancel, [p.state], [ctx.notice])
-    ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary])
+    ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary], with_request=True)
     p.table.select(h.opener(open_case), [p.state], open_outputs).then(
         None, js=then_js).then(export_stale, None, [stale])

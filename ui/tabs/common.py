@@ -212,6 +212,7 @@ class AppContext:
     choices: ServerChoices
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
     export_quota: ExportQuota = field(default_factory=ExportQuota)
+    downloads: Path | None = None  # where exports are served from (ui.tabs.exports.downloads_folder); None: in place
 
     def reads(self) -> RunReads:
         """Fresh reads of the run log for one event (a poll tick shares one among its parts)."""
@@ -220,4 +221,4 @@ class AppContext:
     def export_target(self, request: gr.Request | None) -> ExportTarget:
         """Where the requester's exports go (their own folder under export_dir) and the quota they count against;
         AccessDenied for a request without a session."""
-        return ExportTarget(self.export_dir, requester(request), self.export_quota)
+        return ExportTarget(self.export_dir, requester(request), self.export_quota, self.downloads)

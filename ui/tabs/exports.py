@@ -6,11 +6,30 @@ hides the previous zip, which no longer matches what is shown."""
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder
+
+
+def downloads_folder(export_dir: str | Path) -> Path:
+    """The folder of Gradio's cache this server serves `export_dir`'s exports from (ui.views.export.ExportTarget's
+    `downloads`): Gradio copies a file it hands out into its cache unless it lies there already. Named by the export
+    folder, so two servers of one machine keep theirs apart."""
+    key = hashlib.sha256(str(Path(export_dir).resolve()).encode("utf-8")).hexdigest()[:12]
+    return Path(get_upload_folder()) / f"uats-exports-{key}"
+
+
+def clear_downloads(export_dir: str | Path) -> Path:
+    """Start-up: the served copies a previous server left (their pages are gone; the exports stay). The folder."""
+    folder = downloads_folder(export_dir)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @dataclass

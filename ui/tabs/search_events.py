@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 import gradio as gr
 import sqlalchemy as sa
 
-from storage import StorageError
+from storage import StorageError, check_run_fields
 from uats_core.config import ConfigError
 from uats_core.errors import FieldError
 from uats_core.problems import Problem, ProblemError
@@ -94,6 +94,10 @@ def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = N
     prob = typed or pick_problem(dataset_problems(ds, ctx.choices), form["problem"])
     checked = validate_request(SearchRequest(prob, config, policy=policy, prm=prm,
                                              world_problem=ds == ARITH and typed is None, **model_fields))
+    try:  # both boxes together as the worker's RunStarted will write them: refused now, not as a failed run
+        check_run_fields(model_options=checked.model_options())
+    except StorageError as exc:
+        raise ConfigError("policy_opts", f"with prm_opts, {str(exc).removeprefix(f'{exc.field}: ')}") from None
     return RunRequest(run_id=uuid.uuid4().hex, db=ctx.store.location, search=checked)
 
 

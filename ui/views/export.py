@@ -6,10 +6,17 @@ silently rewritten, so a name like ../../etc is refused with a message. Each req
 browser session without a login) writes into a folder of its own, named by a hash, so two sessions exporting the
 same name never touch one file; a file is written under a unique temporary name and renamed into place, so a
 download never sees half of it; and the folder is held to a quota per requester and in all (ExportQuota), the
-oldest exports deleted to make room."""
+oldest exports deleted to make room.
+
+The app serves each export from a folder of Gradio's download cache (ExportTarget.downloads): a hard link of the
+export under a random name (a copy where the two folders lie on different file systems), so Gradio, which copies
+only files outside its cache, copies nothing (it used to keep a copy of every export for an hour: 25 exports grew
+its cache 38 MB while the export folder kept its quota). That served copy counts in the quota when it is a copy,
+and goes with its export (replaced, or deleted to make room)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import html
 import io
@@ -18,6 +25,7 @@ import logging
 import math
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import threading
@@ -106,20 +114,45 @@ class ExportQuota:
     total_bytes: int = 512 << 20
 
 
+def owner_folder(owner: str) -> str:
+    """The name of a requester's folder (ui.access.requester's value), in the export folder and among the downloads."""
+    return "s-" + hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
+
+
+ROOT_FOLDER = "_"  # the downloads' folder for exports written to the export folder itself (owner None)
+
+
 @dataclass(frozen=True)
 class ExportTarget:
     """Where one requester's exports go: `root` (the export folder), a sub-folder named by a hash of `owner`
-    (ui.access.requester; None: the folder itself, for callers outside the app), and the quota they count against."""
+    (ui.access.requester; None: the folder itself, for callers outside the app), and the quota they count against.
+    `downloads`: the folder the app serves them from (in Gradio's cache; None: the export itself is handed out)."""
 
     root: Path
     owner: str | None = None
     quota: ExportQuota = ExportQuota()
+    downloads: Path | None = None
 
     @property
     def folder(self) -> Path:
         if self.owner is None:
             return Path(self.root)
-        return Path(self.root) / ("s-" + hashlib.sha256(self.owner.encode("utf-8")).hexdigest()[:16])
+        return Path(self.root) / owner_folder(self.owner)
+
+    def copies_of(self, export: Path) -> list[Path]:
+        """The served copies of one export of the folder (each under downloads/<owner folder>/<random>/)."""
+        if self.downloads is None:
+            return []
+        rel = export.parent.relative_to(Path(self.root).resolve())
+        where = Path(self.downloads) / (rel.parts[0] if rel.parts else ROOT_FOLDER)
+        return [p for p in where.glob(f"*/{export.name}") if p.is_file() and not p.is_symlink()]
+
+    def copy_factor(self) -> int:
+        """Bytes held per byte exported: 2 when the served copy cannot be a hard link (another file system)."""
+        if self.downloads is None:
+            return 1
+        Path(self.downloads).mkdir(parents=True, exist_ok=True)
+        return 1 if os.stat(self.downloads).st_dev == os.stat(self.root).st_dev else 2
 
 
 _store_lock = threading.Lock()  # making room and renaming into place: one export at a time
@@ -131,37 +164,80 @@ def _as_target(where: ExportTarget | str | os.PathLike[str]) -> ExportTarget:
 
 def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix: str, payload: bytes) -> Path:
     """Write `payload` as `<name><suffix>` in the requester's folder, within the quota: to a unique temporary file,
-    then, once the oldest exports made room, renamed into place. The file's path."""
+    then, once the oldest exports made room, renamed into place. The path to hand out: its served copy when the
+    target has `downloads`, else the file itself."""
     target = _as_target(where)
     folder = target.folder
     folder.mkdir(parents=True, exist_ok=True)
     final = export_path(folder, name, suffix)
     limit = min(target.quota.owner_bytes, target.quota.total_bytes)
-    if len(payload) > limit:
-        raise ExportError(f"this export is {len(payload) / 2**20:.1f} MB, more than the export quota of "
+    held = len(payload) * target.copy_factor()
+    if held > limit:
+        copy = " with the copy it is served from" if held > len(payload) else ""
+        raise ExportError(f"this export is {held / 2**20:.1f} MB{copy}, more than the export quota of "
                           f"{limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the server's "
                           "operator for a larger --export-session-quota-mb")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
         with _store_lock:
-            _make_room(target, len(payload), final)
+            _make_room(target, held, final)
+            _delete_copies(target, final)  # a replaced export's served copies go with it
             os.replace(tmp, final)  # a half-written file is never offered for download
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return final
+            return _serve_copy(target, final)
+    except OSError as exc:  # a full disk, a quota of the file system, a folder made read-only: one line, no trace
+        log.error("export %s could not be written: %s", final.name, exc)
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        raise ExportError(f"{final.name} could not be written: the export folder is "
+                          + ("full; delete older exports or ask the server's operator for space" if full else
+                             f"not writable ({exc.strerror}); ask the server's operator")) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _serve_copy(target: ExportTarget, final: Path) -> Path:
+    """The copy of `final` the app serves (a hard link where it can), under a random folder name: nobody reaches
+    it by guessing an owner's folder and a name."""
+    if target.downloads is None:
+        return final
+    rel = final.parent.relative_to(Path(target.root).resolve())
+    where = Path(target.downloads) / (rel.parts[0] if rel.parts else ROOT_FOLDER) / secrets.token_hex(16)
+    where.mkdir(parents=True)
+    served = where / final.name
+    try:
+        os.link(final, served)
+    except OSError:  # another file system (copy_factor counted it), or links refused
+        shutil.copyfile(final, served)
+    return served
+
+
+def _delete_copies(target: ExportTarget, export: Path) -> None:
+    for copy in target.copies_of(export):
+        copy.unlink(missing_ok=True)
+        try:
+            copy.parent.rmdir()
+        except OSError:
+            pass
+
+
+def held_bytes(target: ExportTarget, export: Path) -> int:
+    """What one export holds on disk: the file and each served copy that is not a hard link of it."""
+    st = export.stat()
+    copies = [c.stat() for c in target.copies_of(export)]
+    return st.st_size + sum(c.st_size for c in copies if not os.path.samestat(c, st))
 
 
 def _make_room(target: ExportTarget, incoming: int, replacing: Path) -> None:
-    """Delete the oldest exports until `incoming` more bytes fit the quota (the file being replaced not counted)."""
+    """Delete the oldest exports, with their served copies, until `incoming` more bytes fit the quota (the file
+    being replaced not counted)."""
     root, folder = Path(target.root).resolve(), target.folder.resolve()
     files = []
     for p in root.rglob("*"):
         if p.is_file() and not p.is_symlink() and not p.name.startswith(".") and p != replacing:
-            st = p.stat()
-            files.append((st.st_mtime, st.st_size, p))
+            files.append((p.stat().st_mtime, held_bytes(target, p), p))
     files.sort(key=lambda f: f[0])
     for limit, pool in ((target.quota.owner_bytes, [f for f in files if f[2].parent == folder]),
                         (target.quota.total_bytes, files)):
@@ -170,6 +246,7 @@ def _make_room(target: ExportTarget, incoming: int, replacing: Path) -> None:
             if used + incoming <= limit:
                 break
             if p.exists():
+                _delete_copies(target, p)
                 p.unlink()
                 used -= size
                 log.info("export %s deleted to keep the export folder within its quota", p.relative_to(root))
