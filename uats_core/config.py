@@ -22,8 +22,9 @@ SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 # REBASE takes the same two (rebase_scoring, default 'single'): 'mc' scores its children with the MC mean of K0
 # passes, paid for out of its width (the ablation ladder's rung between REBASE and H-UATS, methods/rebase.py).
 PRM_SCORINGS = ("mc", "single")
-# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (the paper's), the best
-# final score, plain majority, or the weighted vote counting each distinct final solution once.
+# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (this grid's choice: the
+# paper returns one selected trace and names no vote), the best final score, plain majority, or the weighted vote
+# counting each distinct final solution once.
 AGGREGATIONS = ("weighted", "best", "majority", "distinct")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"

@@ -162,11 +162,15 @@ def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], co
         rep.tables["rule_ordering"] = ordering_table(original, pd.DataFrame(), confidence)
         if text := ordering_markdown(rep.tables["rule_ordering"], roles):
             rep.markdown["Which rule orders the methods"] = with_provenance(text, original)
-    answer = answer_table(rep.tables["paired_differences"], rep.tables["spend"], main)
+    again = rep.tables.get("rerun_rows")
+    answer = answer_table(df, again, rep.tables["paired_differences"], main, confidence)
     rep.tables["answer"] = answer
     if text := answer_markdown(answer, roles):
-        read = df[(df["dataset"] == main) & (df["variant"] == "base")
-                  & df["method"].isin(["rebase", *uncertainty_methods()])]
+        compared = ["rebase", *uncertainty_methods()]
+        read = df[(df["dataset"] == main) & (df["variant"] == "base") & df["method"].isin(compared)]
+        if again is not None and len(again):  # the rerun's rows of the same cells
+            again = again[again["cell_key"].isin(set(read["cell_key"]))]
+            read = pd.concat([read[read["cell_key"].isin(set(again["cell_key"]))], again], ignore_index=True)
         rep.markdown["Does UATS beat REBASE"] = with_provenance(text, read)
     rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), df)
 

@@ -11,9 +11,10 @@ from .build import Report, main_and_harder
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
 from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
-from .prose import (at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged, section,
-                    step_rows)
+from .prose import (at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged,
+                    replication_said, section, step_rows)
 from .provenance import DIRTY
+from .replication import RECORDINGS, REPLICATES
 from .tables import pair_name
 from .verdicts import NOISE, diff_text, listing, masked, rule_text, side
 
@@ -56,36 +57,55 @@ def header() -> list[str]:
 
 
 def answer_section(rep: Report, main: str) -> list[str]:
-    """The first screen: does UATS beat REBASE here, and why."""
+    """The first screen: does UATS beat REBASE here, in both recordings and pooled, and why."""
     out = ["## Does UATS beat REBASE here, and why", ""]
-    pdiff = rep.tables["paired_differences"]
-    pdiff = pdiff[(pdiff["dataset"] == main) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")]
-    for pair, g in pdiff.groupby("pair", sort=True):
-        said = [f"{name(m)} − REBASE {clearing(g[g['x'] == m])}" for m in uncertainty_methods()
+    answer = rep.tables.get("answer", pd.DataFrame())
+    for pair, g in (answer.groupby("pair", sort=True) if len(answer) else []):
+        said = [f"{name(m)} − REBASE {replication_said(g[g['x'] == m])}" for m in uncertainty_methods()
                 if (g["x"] == m).any()]
         out.append(f"- **{pair_name(pair, rep.roles)}**: {'; '.join(said)} (the table below).")
+    if len(answer):
+        out.append(why_line(rep, main, answer))
+        out.append(compute_line(rep, main, answer))
+    return out + ["", *section(rep, "Does UATS beat REBASE")]
+
+
+def why_line(rep: Report, main: str, answer: pd.DataFrame) -> str:
+    """The ablation ladder's reading of the rows where H-UATS − REBASE replicates; the ladder's rungs were recorded
+    once (the original recording), so each single change it names is a lead."""
     ladder = rep.tables.get("ladder", pd.DataFrame())
     ladder = masked(ladder[ladder["dataset"] == main]) if len(ladder) else ladder
-    if len(ladder):
-        whole = step_rows(ladder, *WHOLE)
-        said = []
-        for r in whole.itertuples():
-            if side(r.diff, r.half_problems) == NOISE:
-                continue
-            here = single_steps(ladder[(ladder["pair"] == r.pair) & (ladder["budget"] == r.budget)])
-            clear = [f"\"{c.change}\" ({diff_text(c.diff, c.half_problems)})" for c in here.itertuples()
-                     if side(c.diff, c.half_problems) != NOISE]
-            said.append(f"on {r.pair} at N = {r.budget} " + (f"the single changes clearing zero: {listing(clear)}"
-                                                            if clear else "no single change clears zero: the "
-                                                            "difference is the sum of changes each within noise"))
-        out.append("- **Why**, from the ablation ladder below (REBASE to H-UATS one change at a time, at REBASE's "
-                   f"compute, by either path), where H-UATS − REBASE clears zero: {'; '.join(said)}.")
-    answer = rep.tables.get("answer", pd.DataFrame())
-    if len(answer):
-        spends = {m: ranged(answer[f"{m}_spend"].dropna(), ".3f") for m in uncertainty_methods()}
-        out.append(f"- **At the same compute**: H-UATS spent {spends['h-uats']} and A-UATS {spends['a-uats']} of "
-                   "REBASE's on the same cells (the table; \"Compute matching\" below).")
-    return out + ["", *section(rep, "Does UATS beat REBASE")]
+    rows = answer[(answer["x"] == "h-uats") & (answer["verdict"] == REPLICATES)]
+    said = []
+    for r in rows.itertuples():
+        here = single_steps(ladder[(ladder["pair"] == r.pair) & (ladder["budget"] == r.budget)]) if len(ladder) \
+            else ladder
+        clear = [f"\"{c.change}\" ({diff_text(c.diff, c.half_problems)})" for c in here.itertuples()
+                 if side(c.diff, c.half_problems) != NOISE]
+        said.append(f"on {r.pair} at N = {r.budget} " + (f"the single changes clearing zero: {listing(clear)}"
+                                                        if clear else "no single change clears zero: the difference "
+                                                        "is the sum of changes each within noise"))
+    where = "; ".join(said) if said else "it replicates nowhere, so the ladder explains no finding here"
+    return ("- **Why**, from the ablation ladder below (REBASE to H-UATS one change at a time, at REBASE's compute, by "
+            "either path; its rungs were recorded once, in the original recording, so every single change it names "
+            f"is a lead), where H-UATS − REBASE replicates: {where}.")
+
+
+def compute_line(rep: Report, main: str, answer: pd.DataFrame) -> str:
+    """What the UATS methods spent against REBASE: on this table's cells in each recording, and on the harder
+    split (the compute table)."""
+    recordings = [n for n in RECORDINGS if f"{n}_spend" in answer]
+    labels = {"original": "the original recording", "rerun": "the rerun"}
+    said = [f"{name(m)} spent " + listing([f"{ranged(answer.loc[answer['x'] == m, f'{n}_spend'].dropna(), '.3f')} in "
+                                           f"{labels[n]}" for n in recordings])
+            for m in uncertainty_methods() if (answer["x"] == m).any()]
+    spend = rep.tables.get("spend", pd.DataFrame())
+    other = spend[(spend["dataset"] != main) & (spend["variant"] == "base")] if len(spend) else spend
+    harder = [f"on `{d}` (the original recording; \"Compute matching\" below) "
+              + listing([f"{name(m)} {ranged(x['spend_ratio'], '.3f')}" for m, x in g.groupby("method", sort=False)])
+              for d, g in other.groupby("dataset", sort=True)]
+    return (f"- **At REBASE's compute, within the range each rests on**: on `{main}`, {'; '.join(said)} of REBASE's "
+            "on the same cells (the table)" + (f"; {'; '.join(harder)}" if harder else "") + ".")
 
 
 def ledgers_section(rep: Report, command: str) -> list[str]:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Iterable
 import pandas as pd
 
 from .tables import pair_name
-from .verdicts import NOISE, diff_text, listing, masked, side, trend
+from .replication import REPLICATES
+from .verdicts import NOISE, UP, diff_text, listing, masked, side, trend
 
 if TYPE_CHECKING:
     from .build import Report
@@ -42,6 +43,26 @@ def clearing(rows: pd.DataFrame) -> str:
     if not clear:
         return "is within noise at every N"
     return "clears zero at every N" if len(clear) == len(rows) else f"clears zero at N = {listing(clear)} only"
+
+
+def replication_said(rows: pd.DataFrame) -> str:
+    """Where differences of both recordings replicate (replication.py's rows of one comparison, one per N): 'replicates
+    upward at N = 64; is a lead (original only) at N = 4 and 16'; and where the pooled difference clears zero."""
+    rows = rows.sort_values("budget")
+    groups: dict[str, list[str]] = {}
+    for r in rows.itertuples():
+        word = r.verdict
+        if word == REPLICATES:
+            word += " upward" if side(r.original_diff, r.original_half) == UP else " downward"
+        groups.setdefault(word, []).append(str(r.budget))
+    said = [f"{'' if word.startswith(REPLICATES) else 'is '}{word} "
+            + ("at every N" if len(budgets) == len(rows) else f"at N = {listing(budgets)}")
+            for word, budgets in sorted(groups.items(), key=lambda kv: not kv[0].startswith(REPLICATES))]
+    if "pooled_diff" in rows:
+        pooled = rows.rename(columns={"pooled_diff": "diff", "pooled_half": "half_problems"})[["budget", "diff",
+                                                                                               "half_problems"]]
+        said.append(f"pooled, it {clearing(pooled)}")
+    return "; ".join(said)
 
 
 def by_pair(rows: pd.DataFrame, roles: dict[str, str], what: str) -> list[str]:
