@@ -26,7 +26,7 @@ from .claims import claims_markdown
 from .rerun import Rerun, ordering_markdown, ordering_table, rerun_sections
 from .sigma_features import controller_markdown, controller_response, sigma_beside_rbar, sigma_markdown
 from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
+from .stats import (CELL, MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
                     restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
 from .steps import MC_SCORED, NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
@@ -172,7 +172,9 @@ def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], co
             again = again[again["cell_key"].isin(set(read["cell_key"]))]
             read = pd.concat([read[read["cell_key"].isin(set(again["cell_key"]))], again], ignore_index=True)
         rep.markdown["Does UATS beat REBASE"] = with_provenance(text, read)
-    rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), df)
+    # the claims read the original rows and, where there is one, every finished row of the rerun (its rule ordering)
+    claimed = df if again is None else pd.concat([df, rep.tables["rerun_rows"]], ignore_index=True)
+    rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), claimed)
 
 
 def _add_controller(rep: Report, raw: pd.DataFrame, controller: pd.DataFrame | None, rerun: Rerun | None,
@@ -266,8 +268,7 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     vdiff = variant_differences(df, confidence)
     rep.tables["variant_differences"] = vdiff
     if text := variant_markdown(vdiff, roles):
-        varied = set(df.loc[uats & (df["variant"] != "base"), "method"])
-        rep.markdown["Variants, paired"] = with_provenance(text, df[(uats & df["method"].isin(varied)) | rebase_base])
+        rep.markdown["Variants, paired"] = with_provenance(text, variant_rows_read(df))
     abl_df = same_problems_across_variants(df)
     abl = (ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles,
                           base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
@@ -281,6 +282,18 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
         for method, variant in RUNGS.values():
             rungs |= (raw["method"] == method) & (raw["variant"] == variant)
         rep.markdown["Ablation ladder"] = with_provenance(text, raw[rungs])
+
+
+def variant_rows_read(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows the variants table reads: every UATS variant's, and the base rows it is paired with (its method's,
+    H-UATS's for an A-UATS variant, and REBASE's) on the cells the variants ran."""
+    read = df["method"].isin(uncertainty_methods()) & (df["variant"] != "base")
+    cells = pd.MultiIndex.from_frame(df[CELL])
+    for method, g in df[read].groupby("method", sort=False):
+        ran = pd.MultiIndex.from_frame(g[CELL].drop_duplicates())
+        refs = [method, *(("h-uats",) if method == "a-uats" else ()), "rebase"]
+        read |= (df["variant"] == "base") & df["method"].isin(refs) & cells.isin(ran)
+    return df[read]
 
 
 def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:

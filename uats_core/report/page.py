@@ -11,7 +11,7 @@ from .build import Report, main_and_harder
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
 from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
-from .prose import (at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged,
+from .prose import (ONE_RECORDING_LEAD, at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged,
                     replication_said, section, step_rows)
 from .provenance import DIRTY
 from .replication import RECORDINGS, REPLICATES
@@ -19,6 +19,14 @@ from .tables import pair_name
 from .verdicts import NOISE, diff_text, listing, masked, rule_text, side
 
 TITLE = "# Results: the arithmetic world, ID and OOD"
+# What the paper says about the answer, and which rule this grid chose (docs/engine.md, "Answers")
+ANSWER_RULE = ("The paper names no vote over final candidates: its search returns a selected reasoning trace and takes "
+               "the answer from it. This grid chose the weighted vote over the final candidates (the sum of their final "
+               "scores per answer; docs/engine.md, \"Answers\") for every method, before the results were in: one rule "
+               "for every method, so that a difference between methods is one of search, not of answering, and a rule "
+               "that reads the PRM's final scores as the searches do. The best final score is the nearest to a single "
+               "selected trace; it and the other rules in the claims table were looked at after the results were in, so "
+               "an order that holds only under one of them is a lead about this grid, not a reproduction of the paper.")
 VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without a re-evaluation budget",
                  NO_SIGMA_VARIANT: "A-UATS with the controller trained without σ features",
                  "dropout_mode=last:2,tau=auto,uncertainty_space=logit":
@@ -36,11 +44,9 @@ def single_steps(ladder: pd.DataFrame) -> pd.DataFrame:
 def results_page(rep: Report, command: str) -> str:
     """The whole page from one report over the ledgers; `command`: the command line that writes it."""
     main, harder = main_and_harder(rep.tables["results"])
-    parts = [*header(), *answer_section(rep, main), rule_text(rep.confidence), "",
+    parts = [*header(), *answer_section(rep, main), rule_text(rep.confidence, "rerun_rows" in rep.tables), "",
              "## The paper against this grid, claim by claim", "", *section(rep, "Claims"),
-             "The paper states the weighted vote. The other rules in the claims table were looked at after the "
-             "results were in, so an order that holds only under one of them is a finding about this grid, not "
-             "a reproduction of the paper's rule.", "",
+             ANSWER_RULE, "",
              *ledgers_section(rep, command), *compute_section(rep, main), *methods_section(rep, main),
              *paired_section(rep, main), *ablations_section(rep, main), *ladder_section(rep, main),
              *duplicates_section(rep, main), *aggregation_section(rep, main), *harder_section(rep, main, harder),
@@ -142,16 +148,20 @@ def compute_section(rep: Report, main: str) -> list[str]:
     spend = rep.tables.get("spend", pd.DataFrame())
     if spend.empty:
         return out
-    base = spend[(spend["dataset"] == main) & (spend["variant"] == "base")]
-    for pair, g in base.groupby("pair", sort=True):
-        out.append(f"- **{pair_name(pair, rep.roles)}**, base settings: the UATS methods spend "
-                   f"{ranged(g['spend_ratio'], '.3f')} of REBASE's compute on the same cells (the ratio of the totals), "
-                   f"the median search {ranged(g['median_ratio'], '.3f')} of its REBASE twin's; without the cells where "
-                   f"either search ran to the iteration cap, {ranged(g['spend_ratio_uncapped'].dropna(), '.3f')}.")
+    base = spend[spend["variant"] == "base"]
+    datasets = sorted(base["dataset"].unique(), key=lambda d: d != main)  # the full grid's first
+    for dataset in datasets:
+        for pair, g in base[base["dataset"] == dataset].groupby("pair", sort=True):
+            out.append(f"- **{pair_name(pair, rep.roles)}**, `{dataset}`, base settings: the UATS methods spend "
+                       f"{ranged(g['spend_ratio'], '.3f')} of REBASE's compute on the same cells (the ratio of the "
+                       f"totals), the median search {ranged(g['median_ratio'], '.3f')} of its REBASE twin's; without "
+                       f"the cells where either search ran to the iteration cap, "
+                       f"{ranged(g['spend_ratio_uncapped'].dropna(), '.3f')}{uncommitted_said(g)}.")
     paper = spend[(spend["dataset"] == main) & (spend["variant"] == "spend_rule=paper")]
     if len(paper):
         out.append(f"- **The paper's per-step rule** (`--set spend_rule=paper`) spends {ranged(paper['spend_ratio'], '.3f')} "
-                   "of REBASE's: what it cannot spend in a step is lost, where the carry rule moves it to the next.")
+                   "of REBASE's: what it cannot spend in a step is lost, where the carry rule moves it to the next"
+                   f"{uncommitted_said(paper)}.")
     out += ["- A search that runs to the iteration cap keeps spending on a chain that never finishes (policy B sometimes "
             "loops), while a search whose chains all ended stops: the cells at the cap, counted in the table, are "
             "where the totals drift apart.", ""]
@@ -207,8 +217,18 @@ def ablations_section(rep: Report, main: str) -> list[str]:
         lines = [f"{pair_name(pair, rep.roles)} {at_n(p)}: {clearing(p)}" for pair, p in own.groupby("pair", sort=True)]
         vs_rebase = g[g["reference"] == "rebase (base)"]
         out.append(f"- **`{variant}`** ({what}) − {name(method)}: {'; '.join(lines)}; against REBASE "
-                   f"{'; '.join(f'{pair_name(pair, rep.roles)} {clearing(p)}' for pair, p in vs_rebase.groupby('pair', sort=True))}.")
+                   f"{'; '.join(f'{pair_name(pair, rep.roles)} {clearing(p)}' for pair, p in vs_rebase.groupby('pair', sort=True))}"
+                   f"{uncommitted_said(g)}.")
     return out + [""]
+
+
+def uncommitted_said(rows: pd.DataFrame) -> str:
+    """'; uncommitted code ran 50.0–100.0% of these searches' from a paired table's `uncommitted` column, where any
+    did (the share stands beside every number that reads such rows)."""
+    shares = rows["uncommitted"].dropna() if "uncommitted" in rows else pd.Series(dtype=float)
+    if not (shares > 0).any():
+        return ""
+    return f" (uncommitted code ran {ranged(100 * shares, '.1f')}% of these searches, which no commit reproduces)"
 
 
 def ladder_section(rep: Report, main: str) -> list[str]:
@@ -227,7 +247,7 @@ def ladder_section(rep: Report, main: str) -> list[str]:
             "the score first (REBASE, MC mean; then H-UATS without re-evaluation), or the rounding first (H-UATS w/o "
             "Uncert., which is REBASE with UATS's rounding; then the MC score).", "", *section(rep, "Ablation ladder")]
     ladder = masked(ladder[ladder["dataset"] == main])
-    out.append(f"- **The single changes that clear zero** (the steps of both paths): "
+    out.append(f"- **The single changes that clear zero** (the steps of both paths; {ONE_RECORDING_LEAD}): "
                f"{listing(clear_steps(single_steps(ladder), rep.roles))}; every other single change is within noise.")
     for r in step_rows(ladder, *WHOLE).itertuples():
         paths = [path_text(ladder, r.pair, r.budget, path) for path in (SCORE_FIRST, ROUNDING_FIRST)]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .sigma_features import checkpoint_of
-from .prose import growth_lines, name, pass_line, ranged, section
+from .prose import ONE_RECORDING_LEAD, growth_lines, name, pass_line, ranged, section
 from .rerun import RULE_DIFFS, RULE_NAMES, claim_groups
 from .tables import pair_name
 from .verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, diff_text, listing, masked,
@@ -117,9 +117,10 @@ def _ordering_lines(rep: Report) -> list[str]:
                    + ("; not reproduced under the others" if NOT_REPRODUCED in by else "") + ".")
     weighted = ordering[(ordering["recording"] == "original") & (ordering["rule"] == "weighted")]
     if len(weighted) and (weighted["h_claim"] != "reproduced").any():
-        out.append("- The paper states the weighted vote, this grid's rule, and under it H-UATS is not above every "
-                   "baseline here; an order that appears under another rule may mean its PRMs make the vote behave like "
-                   "that rule, or that its numbers come from another rule. This ledger cannot tell which.")
+        out.append("- Under the weighted vote, this grid's rule (the paper takes the answer from one selected trace "
+                   "and names no vote), H-UATS is not above every baseline here; an order that appears under another "
+                   "rule may mean its PRMs make the search behave like that rule, or that its numbers come from another "
+                   "rule. This ledger cannot tell which.")
     return out
 
 
@@ -146,7 +147,7 @@ def _harder_lines(rep: Report, main: str, dataset: str) -> list[str]:
     if len(pdiff):
         clear = [f"{name(r.x)} − {name(r.y)} on {r.pair} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
                  for r in pdiff.itertuples() if side(r.diff, r.half_problems) != NOISE]
-        out.append(f"- **Paired differences that clear zero**: {listing(clear)}.")
+        out.append(f"- **Paired differences that clear zero** ({ONE_RECORDING_LEAD}): {listing(clear)}.")
     order = rep.tables.get("order", pd.DataFrame())
     if len(order) and f"{dataset}_place" in order:
         for pair, g in order.groupby("pair", sort=True):

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Iterable
 import pandas as pd
 
 from .tables import pair_name
-from .replication import REPLICATES
+from .replication import LEAD, REPLICATES
 from .verdicts import NOISE, UP, diff_text, listing, masked, side, trend
 
 if TYPE_CHECKING:
     from .build import Report
 
 
+ONE_RECORDING_LEAD = f"the original recording alone: {LEAD}"
 NAMES = {"best-of-n": "Best-of-N", "beam": "beam search", "dvts": "DVTS", "rebase": "REBASE", "dora": "DORA",
          "h-uats": "H-UATS", "a-uats": "A-UATS"}
 
@@ -36,13 +37,15 @@ def at_n(rows: pd.DataFrame) -> str:
             f"{listing([str(b) for b in rows['budget']])}")
 
 
-def clearing(rows: pd.DataFrame) -> str:
-    """Where the differences clear zero: 'clears zero at N = 64 only', '... at every N', 'is within noise at every N'."""
+def clearing(rows: pd.DataFrame, one_recording: bool = True) -> str:
+    """Where the differences clear zero: 'clears zero at N = 64 only', '... at every N', 'is within noise at every N';
+    one_recording: the rows are of the original recording alone, so what clears zero is named a lead."""
     rows = masked(rows).sort_values("budget")
     clear = [str(b) for b, d, h in zip(rows["budget"], rows["diff"], rows["half_problems"]) if side(d, h) != NOISE]
     if not clear:
         return "is within noise at every N"
-    return "clears zero at every N" if len(clear) == len(rows) else f"clears zero at N = {listing(clear)} only"
+    said = "clears zero at every N" if len(clear) == len(rows) else f"clears zero at N = {listing(clear)} only"
+    return said + (f" ({ONE_RECORDING_LEAD})" if one_recording else "")
 
 
 def replication_said(rows: pd.DataFrame) -> str:
@@ -61,7 +64,7 @@ def replication_said(rows: pd.DataFrame) -> str:
     if "pooled_diff" in rows:
         pooled = rows.rename(columns={"pooled_diff": "diff", "pooled_half": "half_problems"})[["budget", "diff",
                                                                                                "half_problems"]]
-        said.append(f"pooled, it {clearing(pooled)}")
+        said.append(f"pooled, it {clearing(pooled, one_recording=False)}")
     return "; ".join(said)
 
 

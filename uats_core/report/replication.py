@@ -18,7 +18,6 @@ RECORDINGS = ("original", "rerun")
 REPLICATES, CONFLICTS, WITHIN_BOTH = ("replicates", "the recordings conflict",
                                         "within noise in both recordings")
 LEAD = "a lead"  # clears zero in one recording only
-ONE_RECORDING = "one recording"  # what a verdict resting on the original recording alone says beside it
 
 
 def lead_word(recording: str) -> str:
@@ -105,5 +104,5 @@ def sides(rec: Any) -> dict[str, int]:
     return {n: side(get(f"{n}_diff"), get(f"{n}_half")) for n in (*RECORDINGS, "pooled")}
 
 
-__all__ = ["RECORDINGS", "REPLICATES", "CONFLICTS", "WITHIN_BOTH", "LEAD", "ONE_RECORDING", "UP", "DOWN", "NOISE",
+__all__ = ["RECORDINGS", "REPLICATES", "CONFLICTS", "WITHIN_BOTH", "LEAD", "UP", "DOWN", "NOISE",
            "lead_word", "replication_word", "compare_recordings", "replication_table", "over_n_table", "sides"]
