@@ -40,6 +40,8 @@ def answer_table(original: pd.DataFrame, rerun: pd.DataFrame | None, pdiff: pd.D
         table = replication_table(base, again, [(m, "rebase") for m in uncertainty_methods()], confidence)
         spends = {"original": _spend(base, dataset), "rerun": _spend(again, dataset)}
     else:
+        if pdiff.empty:
+            return pd.DataFrame()
         d = masked(pdiff[(pdiff["dataset"] == dataset) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")])
         if d.empty:
             return pd.DataFrame()

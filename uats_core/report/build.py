@@ -20,6 +20,7 @@ from .compare import contrast_markdown, contrast_table, growth_markdown, growth_
 from .difficulty import difficulty_markdown, difficulty_order
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .ladder import RUNGS, ladder_markdown, ladder_table
+from .protocol_variants import protocol_markdown, protocol_table
 from .provenance import sources_markdown, with_provenance
 from .answer import answer_markdown, answer_table
 from .claims import claims_markdown
@@ -71,7 +72,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
                     pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
                     steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
-                    controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True) -> Report:
+                    controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True,
+                    rerun_variants: tuple[str, pd.DataFrame] | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -84,6 +86,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     rerun: a ledger of the same cells run again keeping their final solutions (rerun.Rerun): every answer rule for
     them, compared with the first recording on the same cells, and its controller steps.
     figures: False leaves the plotly figures out (the results page needs the tables alone).
+    rerun_variants: (name, rows) of a ledger of variants run under the rerun's protocol (e.g. the gate's literal
+    reading, results/arith-gate), set beside the rerun's base cells (protocol_variants.py); needs `rerun`.
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -137,6 +141,16 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         tables, markdown = rerun_sections(df, rerun, roles, confidence)
         rep.tables.update(tables)
         rep.markdown.update(markdown)
+    if rerun is not None and rerun_variants is not None:
+        name, rows = rerun_variants
+        table = protocol_table(rerun.results, rows, confidence)
+        rep.tables["rerun_variants"] = table
+        if text := protocol_markdown(table, roles, name, rerun.name):
+            read = rerun.results[(rerun.results["variant"] == "base")
+                                 & rerun.results["method"].isin({*rows["method"], "rebase"})]
+            read = read[pd.MultiIndex.from_frame(read[CELL]).isin(pd.MultiIndex.from_frame(rows[CELL]))]
+            rep.markdown["Variants under the rerun's protocol"] = with_provenance(
+                text, pd.concat([rows, read], ignore_index=True))
     _add_controller(rep, raw, controller, rerun, roles)
     if text := sources_markdown(raw, None if rerun is None else rerun.results):
         rep.markdown["Sources"] = text

@@ -10,7 +10,8 @@ from ..methods import uncertainty_methods
 from .build import Report, main_and_harder
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
-from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
+from .page_sections import (aggregation_section, controller_section, duplicates_section, figure2_section, gate_section,
+                            harder_section)
 from .prose import (ONE_RECORDING_LEAD, at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged,
                     replication_said, section, step_rows)
 from .provenance import DIRTY
@@ -219,7 +220,7 @@ def ablations_section(rep: Report, main: str) -> list[str]:
         out.append(f"- **`{variant}`** ({what}) − {name(method)}: {'; '.join(lines)}; against REBASE "
                    f"{'; '.join(f'{pair_name(pair, rep.roles)} {clearing(p)}' for pair, p in vs_rebase.groupby('pair', sort=True))}"
                    f"{uncommitted_said(g)}.")
-    return out + [""]
+    return out + ["", *gate_section(rep)]
 
 
 def uncommitted_said(rows: pd.DataFrame) -> str:

@@ -12,7 +12,7 @@ from .prose import ONE_RECORDING_LEAD, growth_lines, name, pass_line, ranged, se
 from .rerun import RULE_DIFFS, RULE_NAMES, claim_groups
 from .tables import pair_name
 from .verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, diff_text, listing, masked,
-                       side, trend)
+                       side, trend, zero_word)
 
 if TYPE_CHECKING:
     from .build import Report
@@ -209,4 +209,47 @@ def controller_section(rep: Report) -> list[str]:
         out.append(f"- No controller steps are recorded for {listing([f'`{m}`' for m in missing])}, which "
                    f"ran A-UATS cells of the tables above; what {'its' if one else 'their'} knobs "
                    "follow is not measured here.")
+    return out + [""]
+
+
+GATE_BUDGETS = (16, 64)  # the N the literal gate's cells run at, one command each (results/arith-gate)
+
+
+def gate_command(budget: int) -> str:
+    """The command that records the literal gate's cells at one N, under the rerun's protocol."""
+    return (f"uats eval --world arith --pairs A:prm,B:prm --methods h-uats --budgets {budget} --problems 200 --seeds 3 "
+            "--set uncertainty=std --torch-threads 1 --batch 1 --db runs/gate.db --ledger results/arith-gate")
+
+
+def gate_section(rep: Report) -> list[str]:
+    """The OOD gate's two readings: the paper's rule as written (σ > τ) and this grid's default (σ² > τ), with the
+    evidence for the default, and the literal reading's cells beside the rerun's (protocol_variants.py)."""
+    summary = rep.tables.get("prm_summary", pd.DataFrame())
+    scored = summary[summary["share_var_over_tau"].notna()] if len(summary) else summary
+    out = ["### The OOD gate: σ² > τ (this grid's default) or σ > τ (the paper's rule as written)", "",
+           "The paper defines σ_R²(h) as the sample variance of a candidate's K passes and partitions the candidates "
+           "on σ_R(h) ≤ τ: as written, τ thresholds the standard deviation. This grid's default gate thresholds the "
+           "variance, σ² > τ (`--set uncertainty=var`), with the paper's τ: a reading, chosen because the spreads the "
+           "paper's Figure 1 prints are of the size of variances"
+           + (f", and because σ > τ holds for {ranged(100 * scored['share_std_over_tau'], '.1f')}% of the steps UATS "
+              f"scored here against {ranged(100 * scored['share_var_over_tau'], '.1f')}% for σ² > τ (the Figure 2 "
+              "table), so read as written the gate would call most candidates out of distribution"
+              if len(scored) else "")
+           + ". The literal reading is `--set uncertainty=std`.", ""]
+    table = rep.tables.get("rerun_variants", pd.DataFrame())
+    if table.empty:
+        return out + ["No cells of the literal reading are in the ledgers this page reads.", ""]
+    out += ["Its cells are recorded from a clean commit, one search at a time, as the rerun's were, by", "", "```bash",
+            *[gate_command(b) for b in GATE_BUDGETS], "```", "", *section(rep, "Variants under the rerun's protocol")]
+    own = table[table["reference"] != "rebase (base)"]
+    cells, of = int(own["cells"].sum()), int(own["of_cells"].sum())
+    missing = [f"`--budgets {b}`" for b in GATE_BUDGETS if b not in set(own["budget"])]
+    out.append(f"- **Cells read**: {cells:,} of the {of:,} cells of the rerun's that these rows are set beside"
+               + ("; the ledger is not complete, so each row reads the cells it has" if cells < of else "")
+               + (f"; no cell yet from the command with {listing(missing)}" if missing else "") + ".")
+    for (variant, reference), g in table[table["cells"] > 0].groupby(["variant", "reference"], sort=False):
+        said = [f"{r.pair} at N = {r.budget} {diff_text(r.diff, r.half_problems)} ({zero_word(r.diff, r.half_problems)})"
+                for r in g.itertuples()]
+        out.append(f"- **`{variant}` − {reference}**: {listing(said)}; one recording of the variant, so a difference "
+                   "that clears zero is a lead.")
     return out + [""]
