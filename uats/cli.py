@@ -38,7 +38,8 @@ _CONFIG_HELP = {
     "k0": "MC-dropout passes per new candidate (UATS)",
     "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
            "statistic on in-distribution calibration steps (`uats calibrate` writes them beside the PRM)",
-    "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
+    "uncertainty": "what τ thresholds: var (σ² > τ, the default: τ = 0.003 read on the variance scale, a choice; "
+                   "docs/backends.md) | std (σ > τ: the paper's rule σ_R(h) ≤ τ as written, σ_R the standard deviation)",
     "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
     "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
     "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",

@@ -12,7 +12,7 @@ from .errors import ConfigError
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
 PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
-PAPER_TAU = 0.003  # the paper's τ, on the scale of the probability-space sample variance
+PAPER_TAU = 0.003  # the paper's τ; the default gate reads it on the variance scale (SearchConfig.uncertainty)
 UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
@@ -53,9 +53,9 @@ class SearchConfig:
     # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
     # (uats_core.calibration resolves it to a number before a search starts)
     tau: float | str = PAPER_TAU
-    # What τ thresholds. 'var' (default) is the sample variance σ² of the K passes: the paper defines σ_R as
-    # the sample variance and its τ = 0.003 is on that scale (read as a standard deviation, 0.003 would flag
-    # nearly every candidate). 'std' thresholds σ = sqrt(σ²) instead.
+    # What τ thresholds. The paper defines σ_R² as the sample variance of the K passes and gates on σ_R(h) ≤ τ, σ_R
+    # the standard deviation: that is 'std'. 'var' (default) thresholds σ² instead, a reading of τ = 0.003 on the
+    # variance scale (docs/backends.md, "The gate": why, and the literal reading's cells in docs/results.md).
     uncertainty: str = "var"
     # Where the gate reads the spread: 'prob' = the passes' scores (the paper), 'logit' = their logits
     # log(p/(1-p)), which keeps low-scored steps from hiding their spread under the sigmoid. R̂ and δ stay on

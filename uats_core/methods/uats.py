@@ -9,10 +9,10 @@ Round is the largest-remainder method (allocation.largest_remainder): it conserv
 SearchConfig.prm_scoring='single' is the paper's "w/o Uncert." ablation: one deterministic pass a candidate
 (R̄ = R̂ = its score), no gate and no B, so every unit of N(c+1) buys children at c+1 each.
 
-u is the gated statistic (estimation.OODGate). The default, σ² of the passes' scores, is the paper's reading:
-it defines σ_R as the sample variance and its τ = 0.003 is on that scale, although its rule is written
-σ_R ≤ τ; SearchConfig.uncertainty='std' thresholds σ instead, and uncertainty_space='logit' reads the spread of
-the passes' logits. R̄, R̂ and the δ rule stay on the probability scale in every case.
+u is the gated statistic (estimation.OODGate). The paper defines σ_R² as the sample variance and writes the rule
+σ_R(h) ≤ τ, σ_R the standard deviation: SearchConfig.uncertainty='std'. The default, σ² of the passes' scores, reads
+τ = 0.003 on the variance scale instead, a choice (docs/backends.md, "The gate"); uncertainty_space='logit' reads the
+spread of the passes' logits. R̄, R̂ and the δ rule stay on the probability scale in every case.
 
 Iteration t here = decide (steps 2–4 on the candidates of t−1) then generate and K0-score the children
 (step 1 for the candidates of t), so each iteration spends B_used + C·(c+K0) ≤ N·(c+1), REBASE's spend.
