@@ -17,7 +17,7 @@ from uats_core.report.replication import (CONFLICTS, REPLICATES, WITHIN_BOTH, co
 from uats_core.report.verdicts import DOWN, NOISE, NOT_REPRODUCED, REPRODUCED, REVERSED, UP
 
 from .prose_numbers import unfound_prose_numbers
-from .test_report_rerun import _ledger, _rows, ledgers  # noqa: F401 - the tiny ledgers fixture
+from .rerun_ledgers import ledger as _ledger, rows as _rows
 
 
 def test_the_replication_verdict() -> None:
@@ -67,6 +67,13 @@ def test_a_claim_is_a_finding_only_when_both_recordings_make_it() -> None:
     assert said.endswith(f"{REPRODUCED} in the original recording only: {lead_word('original')}")
 
 
+@pytest.fixture(scope="module")
+def ledgers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("ledgers")
+    return _ledger(root / "grid", _rows(6, rerun=False), finals=False), _ledger(root / "again", _rows(6, rerun=True),
+                                                                                 finals=True)
+
+
 def _variant_ledger(folder: Path) -> Path:
     """H-UATS with the literal gate on the rerun's N = 4 cells of 4 problems (a ledger still filling): right exactly
     where the rerun's H-UATS base cells are wrong."""
@@ -79,7 +86,7 @@ def _variant_ledger(folder: Path) -> Path:
 
 
 def test_variants_under_the_reruns_protocol_are_set_beside_its_base_cells_and_say_what_they_hold(
-        ledgers: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811 - the fixture
+        ledgers: tuple[Path, Path], tmp_path: Path) -> None:
     gate = _variant_ledger(tmp_path / "gate")
     rep = report_from_ledger(ledgers[0], rerun=ledgers[1], rerun_variants=gate, figures=False)
     table = rep.tables["rerun_variants"].set_index("reference")
@@ -100,8 +107,7 @@ def test_variants_under_the_reruns_protocol_are_set_beside_its_base_cells_and_sa
     assert unfound_prose_numbers(text, rep) == set()
 
 
-def test_rerun_variants_without_a_rerun_are_refused(ledgers: tuple[Path, Path], tmp_path: Path,  # noqa: F811
-                                                    capsys) -> None:
+def test_rerun_variants_without_a_rerun_are_refused(ledgers: tuple[Path, Path], tmp_path: Path, capsys) -> None:
     assert report_main(["--ledger", str(ledgers[0]), "--rerun-variants", str(tmp_path), "--page",
                         str(tmp_path / "p.md")]) == 2
     assert capsys.readouterr().err.startswith("error: --rerun-variants: needs --rerun DIR")
