@@ -22,6 +22,10 @@ SPEND_RULES = ("carry", "paper")  # uats_core/spending.py
 # REBASE takes the same two (rebase_scoring, default 'single'): 'mc' scores its children with the MC mean of K0
 # passes, paid for out of its width (the ablation ladder's rung between REBASE and H-UATS, methods/rebase.py).
 PRM_SCORINGS = ("mc", "single")
+# H-UATS also takes 'off', uncertainty switched off as the case finder's counterfactual (ui/views/counterfactual.py):
+# one deterministic pass a candidate, the gate never opens, nothing is re-evaluated, and the children are bought as
+# 'mc' buys them (c+K0 each), so with step_streams the two searches part only where uncertainty decided otherwise.
+UATS_SCORINGS = (*PRM_SCORINGS, "off")
 # How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (this grid's choice: the
 # paper returns one selected trace and names no vote), the best final score, plain majority, or the weighted vote
 # counting each distinct final solution once.
@@ -79,6 +83,10 @@ class SearchConfig:
     # A-UATS
     controller: str | None = None  # checkpoint path; None = the shipped one
     controller_uncertainty_features: bool = True
+    # Draw each iteration's policy samples from a stream of its own, seeded by (seed, iteration), apart from the
+    # PRM's dropout draws: two UATS searches of one problem and seed then draw the same steps for the same prompts
+    # (the case finder's pairs). Off by default: the ledgers' cells were recorded with one shared stream.
+    step_streams: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
@@ -102,8 +110,9 @@ class SearchConfig:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
         if self.uncertainty_space not in UNCERTAINTY_SPACES:
             raise ConfigError("uncertainty_space", f"got {self.uncertainty_space!r}; use prob (the default) or logit")
-        if self.prm_scoring not in PRM_SCORINGS:
-            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
+        if self.prm_scoring not in UATS_SCORINGS:
+            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes), single or off "
+                                             "(the counterfactual without uncertainty)")
         if self.aggregation not in AGGREGATIONS:
             raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
         if self.rebase_scoring not in PRM_SCORINGS:

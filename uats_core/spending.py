@@ -181,7 +181,8 @@ def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_sha
 
 
 def config_spending(cfg: Any) -> SpendingRule:
-    """A SearchConfig's rule: a child costs c+K0, or c+1 with single-pass scoring (which re-evaluates nothing)."""
+    """A SearchConfig's rule: a child costs c+K0, or c+1 with single-pass scoring (which re-evaluates nothing);
+    the counterfactual 'off' buys its children as 'mc' does (config.UATS_SCORINGS)."""
     single = cfg.prm_scoring == "single"
     return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1 if single else cfg.k0,
                          0.0 if single else cfg.reeval_share)
