@@ -47,6 +47,11 @@ _CONFIG_HELP = {
     "spend_rule": "how UATS spends N(c+1) per step: carry (re-evaluate first, width gets the rest, leftovers carried: "
                   "REBASE's spend) | paper (the paper's per-step split)",
     "dropout_mode": "full | head | last:L",
+    "prm_scoring": "how H-UATS scores a candidate: mc (K0 MC-dropout passes) | single (one pass, width from the "
+                   "saved passes: the paper's w/o Uncert.) | off (one pass, no gate, width as mc: the case finder's "
+                   "counterfactual)",
+    "step_streams": "draw each iteration's policy samples from a stream of their own, seeded by (seed, iteration): "
+                    "a run and its counterfactual then draw the same steps for the same prompts",
 }
 
 

@@ -16,7 +16,7 @@ from uats_core.config import SearchConfig
 from uats_core.status import RunStatus
 
 from .comparison import pair_key
-from .divergence import _decided, _keys
+from .divergence import _keys
 from .run_status import outcome
 from .safe_text import model_name
 from .treedata import RunData
@@ -65,18 +65,30 @@ class Parting:
     children_b: int | None
 
 
+def _decisions(data: RunData, t: int, keys: dict[int, tuple[str, ...]]) -> dict[tuple[str, ...], list[tuple[int, int]]]:
+    """Step prefix → [(node id, children)] of the candidates decided at t, every copy of a step sampled twice kept
+    (the children the copies got make the frontier, so both runs must give them alike)."""
+    out: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for d in data.step(t)[0]:
+        key = keys.get(d.node_id)
+        if key is not None:
+            out.setdefault(key, []).append((d.node_id, int(d.children or 0)))
+    return out
+
+
 def parting(a: RunData, b: RunData) -> Parting | None:
-    """Where the run and its counterfactual first part: the first iteration whose decisions (step prefix → children)
-    differ; the shallowest such step. None when every decision agrees."""
+    """Where the run and its counterfactual first part: the first iteration whose decisions (step prefix → the
+    children each copy of it got) differ; the shallowest such step. None when every decision agrees."""
     keys_a, keys_b = _keys(a.state_at(None)), _keys(b.state_at(None))
     for t in range(1, max(a.max_iteration, b.max_iteration) + 1):
-        da, db = _decided(a, t, keys_a), _decided(b, t, keys_b)
-        differ = sorted((k for k in set(da) | set(db) if da.get(k, (None, None))[1] != db.get(k, (None, None))[1]),
-                        key=lambda k: (len(k), k))
+        da, db = _decisions(a, t, keys_a), _decisions(b, t, keys_b)
+        counts = {k: (sorted(c for _, c in da.get(k, [])), sorted(c for _, c in db.get(k, []))) for k in {*da, *db}}
+        differ = sorted((k for k, (x, y) in counts.items() if x != y), key=lambda k: (len(k), k))
         if differ:
             k = differ[0]
-            (na, ca), (nb, cb) = da.get(k, (None, None)), db.get(k, (None, None))
-            return Parting(t, na, nb, ca, cb)
+            na, ca = max(da.get(k, [(None, None)]), key=lambda d: d[1] or 0)
+            nb, cb = max(db.get(k, [(None, None)]), key=lambda d: d[1] or 0)
+            return Parting(t, na, nb, ca if k in da else None, cb if k in db else None)
     return None
 
 
