@@ -11,6 +11,7 @@ import pytest
 
 from uats.report import main as report_main
 from uats.report import report_from_ledger
+from uats_core.report.page import results_page
 from uats_core.report.claims import both_recordings, replicated
 from uats_core.report.replication import (CONFLICTS, REPLICATES, WITHIN_BOTH, compare_recordings, lead_word,
                                           replication_word)
@@ -102,9 +103,21 @@ def test_variants_under_the_reruns_protocol_are_set_beside_its_base_cells_and_sa
     text = page.read_text(encoding="utf-8")
     assert rep.markdown["Variants under the rerun's protocol"] in text
     assert f"- **Cells read**: 12 of the {len(base)} cells" in text and "the ledger is not complete" in text
-    # the planned N the ledger has not reached
-    assert "no cell yet from the command with `--budgets 16` and `--budgets 64`" in text
     assert unfound_prose_numbers(text, rep) == set()
+    assert "```bash\nuats eval --spec" not in text  # no recipe plans this ledger: no command is named
+    rep.rerun_plan = {"command": "uats eval --spec recipes/x.toml", "budgets": [4, 16]}  # a recipe planning N 4, 16
+    planned = results_page(rep, "uats report ...")
+    assert "```bash\nuats eval --spec recipes/x.toml\n```" in planned
+    assert "none yet at the N the recipe also plans (`16`)." in planned
+
+
+def test_the_gate_ledger_is_planned_by_its_recipe() -> None:
+    from uats.report import ledger_plan
+
+    root = Path(__file__).resolve().parents[1]
+    assert ledger_plan(root / "results" / "arith-gate") == {"command": "uats eval --spec recipes/arith-gate-std.toml",
+                                                      "budgets": [16, 64]}
+    assert ledger_plan(root / "results" / "no-such-ledger") is None
 
 
 def test_rerun_variants_without_a_rerun_are_refused(ledgers: tuple[Path, Path], tmp_path: Path, capsys) -> None:

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from storage.eval_results import report_inputs
 from uats_core.report import Report, assemble_report, write_report
 
-__all__ = ["build_report", "report_from_ledger", "page_command", "write_report", "main"]
+__all__ = ["build_report", "report_from_ledger", "ledger_plan", "page_command", "write_report", "main"]
 
 
 def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
@@ -85,9 +85,26 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
                 {k.rsplit("|", 1)[0] for k in again.results["cell_key"]}).any():
             raise ValueError(f"rerun-variants: none of the {len(rows):,} cells in {str(rerun_variants)!r} is a "
                              "(problem, seed, method, N) the rerun recorded; run the rerun's cells with --set")
-        beside = (Path(rerun_variants).name, rows)
+        beside = (Path(rerun_variants).name, rows, ledger_plan(rerun_variants))
     return assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
                            controller=joined["controller"], rerun=again, rerun_variants=beside, **kw)
+
+
+def ledger_plan(ledger: str | Path) -> dict[str, Any] | None:
+    """The checked-in recipe (recipes/*.toml) whose --ledger is `ledger`: the command that plans its cells and the N
+    it plans; None without one."""
+    from uats.eval.cli import build_parser
+    from uats.eval.recipe import load_recipe, recipe_files
+    from uats_core.paths import ASSETS
+
+    root = ASSETS.parents[1]
+    for path in recipe_files(root):
+        argv = load_recipe(path, build_parser()).argv
+        if "--ledger" in argv and (root / argv[argv.index("--ledger") + 1]).resolve() == Path(ledger).resolve():
+            budgets = argv[argv.index("--budgets") + 1] if "--budgets" in argv else ""
+            return {"command": f"uats eval --spec {path.relative_to(root)}",
+                    "budgets": [int(b) for b in budgets.split(",") if b.strip()]}
+    return None
 
 
 def _shown(path: str | Path) -> str:

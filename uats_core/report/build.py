@@ -42,6 +42,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     roles: dict[str, str] = field(default_factory=dict)  # pair -> 'ID' / 'OOD'
     confidence: float = 0.95
+    rerun_plan: dict[str, Any] | None = None  # the recipe planning the rerun-protocol variants' cells
 
     def to_dict(self) -> dict[str, Any]:
         """{"figures": {name: go.Figure}, "tables": {name: DataFrame}, "markdown": {name: str}, "notes": [...]}."""
@@ -73,7 +74,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
                     pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
                     steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
                     controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True,
-                    rerun_variants: tuple[str, pd.DataFrame] | None = None) -> Report:
+                    rerun_variants: tuple[str, pd.DataFrame, dict[str, Any] | None] | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -86,8 +87,9 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     rerun: a ledger of the same cells run again keeping their final solutions (rerun.Rerun): every answer rule for
     them, compared with the first recording on the same cells, and its controller steps.
     figures: False leaves the plotly figures out (the results page needs the tables alone).
-    rerun_variants: (name, rows) of a ledger of variants run under the rerun's protocol (e.g. the gate's literal
-    reading, results/arith-gate), set beside the rerun's base cells (protocol_variants.py); needs `rerun`.
+    rerun_variants: (name, rows, plan) of a ledger of variants run under the rerun's protocol (e.g. the gate's
+    literal reading, results/arith-gate), set beside the rerun's base cells (protocol_variants.py); needs `rerun`.
+    plan: the recipe that plans its cells ({"command", "budgets"}), or None.
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -142,7 +144,7 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         rep.tables.update(tables)
         rep.markdown.update(markdown)
     if rerun is not None and rerun_variants is not None:
-        name, rows = rerun_variants
+        name, rows, rep.rerun_plan = rerun_variants
         table = protocol_table(rerun.results, rows, confidence)
         rep.tables["rerun_variants"] = table
         if text := protocol_markdown(table, roles, name, rerun.name):

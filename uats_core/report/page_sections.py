@@ -212,15 +212,6 @@ def controller_section(rep: Report) -> list[str]:
     return out + [""]
 
 
-GATE_BUDGETS = (16, 64)  # the N the literal gate's cells run at, one command each (results/arith-gate)
-
-
-def gate_command(budget: int) -> str:
-    """The command that records the literal gate's cells at one N, under the rerun's protocol."""
-    return (f"uats eval --world arith --pairs A:prm,B:prm --methods h-uats --budgets {budget} --problems 200 --seeds 3 "
-            "--set uncertainty=std --torch-threads 1 --batch 1 --db runs/gate.db --ledger results/arith-gate")
-
-
 def gate_section(rep: Report) -> list[str]:
     """The OOD gate's two readings: the paper's rule as written (σ > τ) and this grid's default (σ² > τ), with the
     evidence for the default, and the literal reading's cells beside the rerun's (protocol_variants.py)."""
@@ -239,14 +230,18 @@ def gate_section(rep: Report) -> list[str]:
     table = rep.tables.get("rerun_variants", pd.DataFrame())
     if table.empty:
         return out + ["No cells of the literal reading are in the ledgers this page reads.", ""]
-    out += ["Its cells are recorded from a clean commit, one search at a time, as the rerun's were, by", "", "```bash",
-            *[gate_command(b) for b in GATE_BUDGETS], "```", "", *section(rep, "Variants under the rerun's protocol")]
+    plan = rep.rerun_plan or {}
+    if plan:
+        out += ["Its cells are recorded from a clean commit, one search at a time, as the rerun's were, by", "",
+                "```bash", plan["command"], "```", ""]
+    out += [*section(rep, "Variants under the rerun's protocol")]
     own = table[table["reference"] != "rebase (base)"]
     cells, of = int(own["cells"].sum()), int(own["of_cells"].sum())
-    missing = [f"`--budgets {b}`" for b in GATE_BUDGETS if b not in set(own["budget"])]
+    missing = [b for b in plan.get("budgets", []) if b not in set(own["budget"])]
     out.append(f"- **Cells read**: {cells:,} of the {of:,} cells of the rerun's that these rows are set beside"
                + ("; the ledger is not complete, so each row reads the cells it has" if cells < of else "")
-               + (f"; no cell yet from the command with {listing(missing)}" if missing else "") + ".")
+               + (f"; none yet at the N the recipe also plans ({', '.join(f'`{b}`' for b in missing)})" if missing else "")
+               + ".")
     for (variant, reference), g in table[table["cells"] > 0].groupby(["variant", "reference"], sort=False):
         said = [f"{r.pair} at N = {r.budget} {diff_text(r.diff, r.half_problems)} ({zero_word(r.diff, r.half_problems)})"
                 for r in g.itertuples()]
