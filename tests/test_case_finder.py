@@ -70,15 +70,16 @@ def test_cases_are_pairs_whose_answer_uncertainty_changed_ranked_by_direction() 
              "run_id": "plain", "answer": "3", "started_at": 9, "config": {"budget": 16}}  # not the finder's
     log = _Log([*runs, plain])
     found = find_cases(log, load=_no_tree, runs_scanned=77)
-    # wrong → right first (p2, p5), then right → wrong (p1), then another answer (p4); p3's answers agree
-    assert [c.run["problem_id"] for c in found.cases] == ["p2", "p5", "p1", "p4"]
+    # wrong → right first (p2), then right → wrong (p1), then another answer (p4: both wrong; p5: the counterfactual
+    # answered nothing, ungraded); p3's answers agree
+    assert [c.run["problem_id"] for c in found.cases] == ["p2", "p1", "p4", "p5"]
     assert (found.pairs, found.problems) == (5, 5) and log.limits == [77]
-    assert found.by_direction == {WRONG_TO_RIGHT: 2, RIGHT_TO_WRONG: 1, OTHER: 1}
+    assert found.by_direction == {WRONG_TO_RIGHT: 1, RIGHT_TO_WRONG: 1, OTHER: 2}
     rows = found_rows(found)
     assert rows[0] == [1, "p2", "pol · prm", "16 · 0", "5 (right)", "6 (wrong)", WRONG_TO_RIGHT, "–"]
-    assert rows[1][5] == "–"  # p5's counterfactual gave no answer
-    assert found_summary(found) == ("uncertainty changed the answer in 4 of 5 pair(s) on 5 problem(s): 2 wrong → "
-                                    "right, 1 right → wrong, 1 to another answer")
+    assert rows[3][5] == "–"  # p5's counterfactual gave no answer
+    assert found_summary(found) == ("uncertainty changed the answer in 4 of 5 pair(s) on 5 problem(s): 1 wrong → "
+                                    "right, 1 right → wrong, 2 to another answer")
 
 
 def test_what_the_finder_reads_is_bounded_by_nodes() -> None:

@@ -154,7 +154,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
             rep.markdown["Variants under the rerun's protocol"] = with_provenance(
                 text, pd.concat([rows, read], ignore_index=True))
     _add_controller(rep, raw, controller, rerun, roles)
-    if text := sources_markdown(raw, None if rerun is None else rerun.results):
+    beside = rerun_variants[1] if rerun is not None and rerun_variants is not None else None
+    if text := sources_markdown(raw, None if rerun is None else rerun.results, beside):
         rep.markdown["Sources"] = text
     _add_verdict_tables(rep, df, roles, confidence)
     return rep

@@ -50,7 +50,7 @@ def clearing(rows: pd.DataFrame, one_recording: bool = True) -> str:
 
 def replication_said(rows: pd.DataFrame) -> str:
     """Where differences of both recordings replicate (replication.py's rows of one comparison, one per N): 'replicates
-    upward at N = 64; is a lead (original only) at N = 4 and 16'; and where the pooled difference clears zero."""
+    upward at N = 64, is a lead (original only) at N = 4 and 16'; and where the pooled difference clears zero."""
     rows = rows.sort_values("budget")
     groups: dict[str, list[str]] = {}
     for r in rows.itertuples():
@@ -61,11 +61,12 @@ def replication_said(rows: pd.DataFrame) -> str:
     said = [f"{'' if word.startswith(REPLICATES) else 'is '}{word} "
             + ("at every N" if len(budgets) == len(rows) else f"at N = {listing(budgets)}")
             for word, budgets in sorted(groups.items(), key=lambda kv: not kv[0].startswith(REPLICATES))]
+    text = ", ".join(said)
     if "pooled_diff" in rows:
         pooled = rows.rename(columns={"pooled_diff": "diff", "pooled_half": "half_problems"})[["budget", "diff",
                                                                                                "half_problems"]]
-        said.append(f"pooled, it {clearing(pooled, one_recording=False)}")
-    return "; ".join(said)
+        text += f" (pooled, it {clearing(pooled, one_recording=False)})"
+    return text
 
 
 def by_pair(rows: pd.DataFrame, roles: dict[str, str], what: str) -> list[str]:

@@ -50,15 +50,19 @@ def with_provenance(text: str, rows: pd.DataFrame) -> str:
     return f"{text}\n\n{line}" if text and line else text
 
 
-def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None) -> str:
+def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None,
+                     beside: pd.DataFrame | None = None) -> str:
     """Per ledger (the `ledger` column: its folder's name), the rows the report reads: how many, of which base
-    settings, run under cross-problem batching, and from uncommitted code; a rerun's rows apart, after the total."""
+    settings, run under cross-problem batching, and from uncommitted code; a rerun's rows apart, after the total, and
+    `beside`'s (variants run under the rerun's protocol) after them."""
     if "ledger" not in results:
         return ""
     groups = [(f"`{name}`", g) for name, g in results.groupby("ledger", sort=False)]
     groups.append(("all of them" if len(groups) > 1 else "", results))
     if rerun is not None and len(rerun) and "ledger" in rerun:
         groups += [(f"`{name}` (rerun)", g) for name, g in rerun.groupby("ledger", sort=False)]
+    if beside is not None and len(beside) and "ledger" in beside:  # variants under the rerun's protocol
+        groups += [(f"`{name}` (rerun's protocol)", g) for name, g in beside.groupby("ledger", sort=False)]
     rows = []
     for name, g in groups:
         if not name:
