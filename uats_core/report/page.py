@@ -255,7 +255,8 @@ def ladder_section(rep: Report, main: str) -> list[str]:
         if any(paths):
             out.append(f"- **H-UATS − REBASE on {pair_name(r.pair, rep.roles)} at N = {r.budget}** "
                        f"({diff_text(r.diff, r.half_problems)}): score first, {paths[0] or 'not run'}; rounding first, "
-                       f"{paths[1] or 'not run'}.")
+                       f"{paths[1] or 'not run'}"
+                       f"{uncommitted_said(ladder[(ladder['pair'] == r.pair) & (ladder['budget'] == r.budget)])}.")
     for (upper, lower), what in [(UNCERTAINTY_ABLATION, "the paper's own uncertainty ablation"),
                                  (ROUNDING_FIRST[0], "UATS's rounding alone"), (SCORE_FIRST[0], "the MC score alone"),
                                  (SCORE_FIRST[-1], "the gate with re-evaluation")]:
