@@ -36,7 +36,10 @@ def protocol_table(rerun: pd.DataFrame, variants: pd.DataFrame, confidence: floa
                     d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
                         pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
                     s = paired_summary(d, confidence)
-                    rec.update(acc=float(m["correct"].mean()), acc_ref=float(m["correct_ref"].mean()), diff=s["diff"],
+                    # a ledger still filling has unequal seeds: every number here is over its cells, as the
+                    # accuracies are (paired_summary's mean of per-seed means would weigh a short seed up)
+                    rec.update(acc=float(m["correct"].mean()), acc_ref=float(m["correct_ref"].mean()),
+                               diff=float(d.mean()),
                                half_problems=shown_half(s["half_problems"], s["n_problems"]),
                                n_problems=s["n_problems"], spend_ratio=float(m["cost"].sum() / m["cost_ref"].sum()),
                                uncommitted=uncommitted_share(m))
