@@ -2,10 +2,11 @@
 
 A case batch is queued as the tab's "Run a batch" button queues it (ui.tabs.case_finder.batch_requests with the
 Search form's defaults and --budget, then ui.jobs.case_batch.queue_case_batch) on a worker pool built as the app
-builds it (two warm workers); the batch's wall time is from queueing to its end. Then the finder runs over the
-run log as "Find cases in the run log" does, timed, and the ranked list is printed: the problems where H-UATS
-and REBASE answer differently and uncertainty changed a decision. The machine's load average is printed before
-and after (two shared cores here: the times are this machine's at that load, not targets)."""
+builds it (two warm workers): per problem and policy, an H-UATS search and its counterfactual with uncertainty
+switched off (ui.views.counterfactual); the batch's wall time is from queueing to its end. Then the finder runs over
+the run log as "Find cases in the run log" does, timed, and prints over the batch's pairs how many answers
+uncertainty changed and in which direction, and the ranked cases. The machine's load average is printed before and
+after (two shared cores here: the times are this machine's at that load, not targets)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
     from ui.jobs.case_batch import queue_case_batch
     from ui.jobs.worker import WorkerPool, default_pair_request
     from ui.tabs.case_finder import batch_requests
-    from ui.views.casefinder import RANKING_RULE, find_cases, found_rows, found_summary
+    from ui.views.counterfactual import DIRECTIONS, RANKING_RULE, find_cases, found_rows, found_summary
 
     store = RunStore(str(db))
     pool = WorkerPool(store, max_workers=2, prewarm=default_pair_request())
@@ -48,7 +49,8 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
         ctx = SimpleNamespace(store=store, pool=pool, choices=server_choices())
         runs = batch_requests(ctx, _form(budget, seed), problems)
         t0 = time.perf_counter()
-        job = queue_case_batch(store, pool, runs, {"problems": problems, "budget": budget, "seed": seed})
+        job = queue_case_batch(store, pool, runs, {"problems": problems, "budget": budget, "seed": seed,
+                                                   "counterfactual": True})
         said = -1
         while time.perf_counter() - t0 < timeout_s:
             row = get_batch_job(store, job)
@@ -69,13 +71,17 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
     print(f"\ncase batch: {row['status']}, {row['done']} of {row['total']} searches ({row['failed']} failed) in "
           f"{batch_s:.0f} s" + (f": {row['error']}" if row.get("error") else ""))
     print(f"case finder: {found_summary(found)}; found in {find_s:.2f} s")
+    for pair in sorted({c.run.get("pair") or c.run.get("policy") for c in found.cases}):
+        ways = [sum(1 for c in found.cases if (c.run.get("pair") or c.run.get("policy")) == pair and c.direction == w)
+                for w in DIRECTIONS]
+        print(f"  policy {pair}: " + ", ".join(f"{n} {w}" for n, w in zip(ways, DIRECTIONS)))
     print(RANKING_RULE)
     for r in found_rows(found):
         print("  " + " | ".join(str(v) for v in r))
     print(f"load average (1, 5, 15 min) before {tuple(round(x, 2) for x in load_before)}, after "
           f"{tuple(round(x, 2) for x in load_after)} on {os.cpu_count()} cores")
     return {"status": row["status"], "searches": row["done"], "batch_s": batch_s, "find_s": find_s,
-            "cases": len(found.cases), "pairs": found.pairs, "differ": found.differ}
+            "cases": len(found.cases), "pairs": found.pairs, **found.by_direction}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("cases", help="the case finder on the embedded world: a batch through the worker pool, then "
-                                     "the ranked cases (benchmarks/casefinder.py)")
+    p = sub.add_parser("cases", help="the case finder on the embedded world: a batch of H-UATS searches and their "
+                                     "counterfactuals through the worker pool, then the answers uncertainty changed "
+                                     "(benchmarks/casefinder.py)")
     p.add_argument("--problems", type=int, default=20, help="arithmetic test problems in the batch (default 20)")
     p.add_argument("--budget", type=int, default=16, help="the budget N of every search (default 16, the form's)")
     p.add_argument("--seed", type=int, default=0)

@@ -1,6 +1,6 @@
-"""The case finder: its ranking over stored H-UATS / REBASE pairs (answers that differ, uncertainty that changed a
-decision, the children it moved first), what it reads (bounded), and the batch that makes pairs, a job of the
-worker pool: bounded before anything is written, queued within the pool's limits, run in a worker, cancellable
+"""The case finder: its ranking over stored H-UATS runs and their counterfactuals without uncertainty (answers that
+differ, by direction; ui/views/counterfactual.py), what it reads (bounded), and the batch that makes pairs, a job of
+the worker pool: bounded before anything is written, queued within the pool's limits, run in a worker, cancellable
 whether queued or running, each search a run of its own that stays in the run log."""
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import pytest
 
 from storage import RunStore
 from storage.batches import create_batch_job, get_batch_job
-from tests.doubles import CallbackPRMDouble, HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
+from tests.doubles import CallbackPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
 from tests.polling import until
-from tests.run_pairs import hand_made_step
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.paths import WORLD_POLICY_B
-from uats_core.problems import Problem
-from uats_core.runner import DEFAULT_PRM, run_search
+from uats_core.runner import DEFAULT_PRM
 from ui.choices import ARITH, EMBEDDED, server_choices
 from ui.jobs.case_batch import (MAX_BATCH_PROBLEMS, MAX_BATCH_RUNS, CaseBatchRequest, batch_label, cancel_batch,
                                 execute_batch, queue_case_batch)
@@ -28,9 +26,8 @@ from ui.jobs.warm import ModelCache
 from ui.jobs.worker import PoolLimits, QueueFull, WorkerPool
 from ui.tabs.case_finder import batch_requests
 from ui.tabs.search_layout import CONFIG_FIELDS
-from ui.views.casefinder import Changes, find_cases, found_rows, found_summary, run_changes
+from ui.views.counterfactual import OTHER, RIGHT_TO_WRONG, WRONG_TO_RIGHT, find_cases, found_rows, found_summary
 from ui.views.treedata import RunData
-from ui.views.uncertainty import uncertainty_changes
 
 needs_models = pytest.mark.skipif(not (DEFAULT_PRM / "config.json").is_file(), reason="embedded models missing")
 
@@ -49,71 +46,57 @@ class _Log:
         return sorted(rows, key=lambda r: -r["started_at"])[:limit]
 
 
-def _pair(problem: str, answers: tuple[str, str], started: float, nodes: int = 50) -> list[dict[str, Any]]:
-    base = {"problem_id": problem, "seed": 0, "config": {"budget": 16}, "policy": "pol", "prm": "prm",
-            "status": "finished", "n_nodes": nodes}
-    return [{**base, "run_id": f"u-{problem}-{started}", "method": "h-uats", "answer": answers[0], "started_at": started},
-            {**base, "run_id": f"r-{problem}-{started}", "method": "rebase", "answer": answers[1],
-             "started_at": started + 0.5}]
+def _pair(problem: str, answers: tuple[str | None, str | None], correct: tuple[bool | None, bool | None],
+          started: float, nodes: int = 50) -> list[dict[str, Any]]:
+    """An H-UATS run of the finder's (step_streams) and its counterfactual (prm_scoring='off')."""
+    base = {"problem_id": problem, "seed": 0, "policy": "pol", "prm": "prm", "status": "finished", "n_nodes": nodes,
+            "method": "h-uats"}
+    return [{**base, "run_id": f"u-{problem}-{started}", "answer": answers[0], "correct": correct[0],
+             "started_at": started, "config": {"budget": 16, "step_streams": True, "prm_scoring": "mc"}},
+            {**base, "run_id": f"c-{problem}-{started}", "answer": answers[1], "correct": correct[1],
+             "started_at": started + 0.5, "config": {"budget": 16, "step_streams": True, "prm_scoring": "off"}}]
 
 
-def test_cases_are_the_differing_pairs_uncertainty_changed_ranked_by_children_moved() -> None:
-    runs = (_pair("p1", ("5", "6"), 1) + _pair("p2", ("5", "6"), 2) + _pair("p3", ("5", " 6 "), 3)
-            + _pair("p4", ("7", "7"), 4) + _pair("p5", ("5", "6"), 5) + _pair("p6", ("5", None), 6)
-            + _pair("p1", ("5", "5"), 0))  # an older pair on p1's key: the newest replaces it
-    memo = {"u-p1-1": Changes(3, 2, 2, (2, 4)), "u-p2-2": Changes(5, 5, 0, (3, 9)), "u-p3-3": Changes(1, 1, 2, (2, 7)),
-            "u-p4-4": Changes(9, 9, 9, (2, 1)), "u-p5-5": Changes(0, 0, 0, None), "u-p6-6": Changes(1, 0, 1, (4, 2))}
-    log = _Log(runs)
-    found = find_cases(log, memo=dict(memo), load=lambda rid: pytest.fail(f"{rid} is in the memo"), runs_scanned=77)
-    # moved first (p1 and p3: 2; p6: 1; p2: 0), then decisions changed (p1: 3 before p3: 1)
-    assert [c.uats["problem_id"] for c in found.cases] == ["p1", "p3", "p6", "p2"]
-    assert (found.pairs, found.differ, found.read, found.unread) == (6, 5, 5, 0)
-    assert log.limits == [77, 77]
+def _no_tree(rid: str) -> RunData:
+    return RunData({"run_id": rid}, [])
+
+
+def test_cases_are_pairs_whose_answer_uncertainty_changed_ranked_by_direction() -> None:
+    runs = (_pair("p1", ("5", "6"), (False, True), 1) + _pair("p2", ("5", "6"), (True, False), 2)
+            + _pair("p3", ("5", " 5 "), (True, True), 3) + _pair("p4", ("7", "8"), (False, False), 4)
+            + _pair("p5", ("5", None), (True, None), 5)
+            + _pair("p1", ("5", "5"), (True, True), 0))  # an older pair on p1's key: the newest replaces it
+    plain = {"problem_id": "p9", "seed": 0, "policy": "pol", "prm": "prm", "status": "finished", "method": "h-uats",
+             "run_id": "plain", "answer": "3", "started_at": 9, "config": {"budget": 16}}  # not the finder's
+    log = _Log([*runs, plain])
+    found = find_cases(log, load=_no_tree, runs_scanned=77)
+    # wrong → right first (p2), then right → wrong (p1), then another answer (p4: both wrong; p5: the counterfactual
+    # answered nothing, ungraded); p3's answers agree
+    assert [c.run["problem_id"] for c in found.cases] == ["p2", "p1", "p4", "p5"]
+    assert (found.pairs, found.problems) == (5, 5) and log.limits == [77]
+    assert found.by_direction == {WRONG_TO_RIGHT: 1, RIGHT_TO_WRONG: 1, OTHER: 2}
     rows = found_rows(found)
-    assert rows[0] == [1, "p1", "pol · prm", "16 · 0", "5", "6", 2, 3, 2, "t = 2, node 4"]  # ungraded: no right/wrong
-    assert rows[2][5] == "–"  # p6's REBASE run gave no answer
-    assert found_summary(found) == ("4 pair(s) on 4 problem(s) where H-UATS and REBASE answer differently and "
-                                    "uncertainty changed a decision, of 5 pair(s) answering differently among 6 "
-                                    "finished pair(s)")
+    assert rows[0] == [1, "p2", "pol · prm", "16 · 0", "5 (right)", "6 (wrong)", WRONG_TO_RIGHT, "–"]
+    assert rows[3][5] == "–"  # p5's counterfactual gave no answer
+    assert found_summary(found) == ("uncertainty changed the answer in 4 of 5 pair(s) on 5 problem(s): 1 wrong → "
+                                    "right, 1 right → wrong, 2 to another answer")
 
 
 def test_what_the_finder_reads_is_bounded_by_nodes() -> None:
-    """H-UATS runs are read newest pair first until NODES_READ; a pair over what is left stays unread, counted."""
-    runs = _pair("big", ("5", "6"), 3, nodes=900) + _pair("mid", ("5", "6"), 2, nodes=600) + _pair("new", ("5", "6"), 4)
+    """The trees of differing pairs are read newest first until NODES_READ; a pair over what is left is still a case,
+    where it parts not given, and counted."""
+    runs = (_pair("big", ("5", "6"), (True, False), 3, nodes=450) + _pair("mid", ("5", "6"), (True, False), 2, nodes=300)
+            + _pair("new", ("5", "6"), (True, False), 4))
     loaded: list[str] = []
 
     def load(rid: str) -> RunData:
         loaded.append(rid)
-        return hand_made_step([1.0] * 4)
+        return _no_tree(rid)
 
     found = find_cases(_Log(runs), load=load, nodes_read=1000)
-    assert loaded == ["u-new-4", "u-big-3"] and (found.read, found.unread) == (2, 1)
-
-
-def test_run_changes_counts_the_children_uncertainty_moved() -> None:
-    """The hand-made step of test_uncertainty_changed: extra passes lift candidate 2, which gets 2 children where
-    R̄ alone gives it 1, and candidate 1 gets 1 where R̄ alone gives 2: two children moved."""
-    data = hand_made_step([1.0] * 4)
-    assert run_changes(data) == Changes(changed=2, reevaluated=1, moved=2, first=(2, 1))
-    assert run_changes(hand_made_step([0.60, 0.60])) == Changes(1, 1, 0, (2, 2))
-
-
-def test_real_pairs_are_listed_when_answers_differ_and_uncertainty_changed() -> None:
-    """Searches of the test doubles written to a run log: the finder lists exactly the pairs whose answers differ
-    and whose H-UATS run uncertainty changed, ranked."""
-    policy, prm = ScriptedPolicyDouble(depth=4, answers=("7", "8", "9", "10")), HashedPRMDouble(0)
-    store = RunStore("sqlite://")
-    expected = []
-    for seed in range(8):
-        problem = Problem(id=f"double-{seed}", question=f"question {seed}", answer="7")
-        ids = [run_search(problem, SearchConfig(method=m, budget=8, seed=seed, tau=0.002).validate(), policy, prm,
-                          subscribers=[store.subscriber()]).run_id for m in ("h-uats", "rebase")]
-        a, b = (RunData.load(store, i) for i in ids)
-        if a.run["answer"] != b.run["answer"] and uncertainty_changes(a):
-            expected.append((-run_changes(a).moved, -run_changes(a).changed, problem.id))
-    found = find_cases(store)
-    assert len(expected) >= 2 and [c.uats["problem_id"] for c in found.cases] == [e[2] for e in sorted(expected)]
-    assert found.pairs == 8
+    assert loaded == ["u-new-4", "c-new-4", "u-big-3", "c-big-3"] and found.unread == 1 and len(found.cases) == 3
+    assert found_summary(found).endswith("where 1 of them part is not given (their trees are over 400,000 nodes a "
+                                         "search: the newest are read first)")
 
 
 # ------------------------------------------------------------------------------------------------ the batch
@@ -133,13 +116,14 @@ def _batch_rows(store: RunStore) -> int:
         return int(conn.exec_driver_sql("SELECT count(*) FROM batch_jobs").scalar())
 
 
-def test_a_batch_is_problems_times_both_policies_times_both_methods() -> None:
+def test_a_batch_is_problems_times_both_policies_times_a_run_and_its_counterfactual() -> None:
     store = RunStore("sqlite://")
     runs = batch_requests(_ctx(store), _form(budget=8), 3.0)  # gr.Number's float
-    assert len(runs) == 12
-    assert [(r.request.policy, r.search.problem.id, r.search.config.method) for r in runs[:4]] == [
-        (None, "arith-test-0", "h-uats"), (None, "arith-test-0", "rebase"), (None, "arith-test-1", "h-uats"),
-        (None, "arith-test-1", "rebase")]
+    assert len(runs) == 12 and len({r.run_id for r in runs}) == 12
+    assert [(r.request.policy, r.search.problem.id, r.search.config.method, r.search.config.prm_scoring)
+            for r in runs[:4]] == [(None, "arith-test-0", "h-uats", "mc"), (None, "arith-test-0", "h-uats", "off"),
+                                   (None, "arith-test-1", "h-uats", "mc"), (None, "arith-test-1", "h-uats", "off")]
+    assert all(r.search.config.step_streams for r in runs)
     assert {r.request.policy for r in runs[6:]} == {str(WORLD_POLICY_B)} and {r.search.config.budget for r in runs} == {8}
 
 
@@ -285,8 +269,8 @@ def test_a_batch_runs_in_a_worker_and_its_pairs_are_stored_runs(tmp_path: Path) 
         assert row["worker_pid"] not in (None, os.getpid())  # run in a worker, not in the app
         runs = store.list_runs()
         assert len(runs) == 4 and {r["label"] for r in runs} == {batch_label(job)} and {r["owner"] for r in runs} == {"ann"}
-        assert {(r["method"], r["policy"].endswith("arith-policy-b")) for r in runs} == {
-            ("h-uats", False), ("rebase", False), ("h-uats", True), ("rebase", True)}
+        assert {(r["config"]["prm_scoring"], r["policy"].endswith("arith-policy-b")) for r in runs} == {
+            ("mc", False), ("off", False), ("mc", True), ("off", True)}
         assert all(r["status"] == "finished" for r in runs)
         assert find_cases(store).pairs == 2  # both pairs are the finder's to read
     finally:

@@ -39,7 +39,8 @@ _CONFIG_HELP = {
     "k0": "MC-dropout passes per new candidate (UATS)",
     "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
            "statistic on in-distribution calibration steps (`uats calibrate` writes them beside the PRM)",
-    "uncertainty": "what τ thresholds: var (σ², the default: the paper's σ_R is the sample variance) | std (σ)",
+    "uncertainty": "what τ thresholds: var (σ² > τ, the default: τ = 0.003 read on the variance scale, a choice; "
+                   "docs/backends.md) | std (σ > τ: the paper's rule σ_R(h) ≤ τ as written, σ_R the standard deviation)",
     "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
     "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
     "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",
@@ -50,6 +51,11 @@ _CONFIG_HELP = {
     "estimator": "where R̄ and σ² come from: mc-dropout (K dropout passes, the default) | ensemble (K members of a "
                  "deep ensemble) | laplace (K draws of a Laplace posterior of the PRM's head) | mahalanobis (the "
                  "hidden state's distance to the PRM's training steps; K = 1)",
+    "prm_scoring": "how H-UATS scores a candidate: mc (K0 MC-dropout passes) | single (one pass, width from the "
+                   "saved passes: the paper's w/o Uncert.) | off (one pass, no gate, width as mc: the case finder's "
+                   "counterfactual)",
+    "step_streams": "draw each iteration's policy samples from a stream of their own, seeded by (seed, iteration): "
+                    "a run and its counterfactual then draw the same steps for the same prompts",
 }
 
 

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from storage.eval_results import report_inputs
 from uats_core.report import Report, assemble_report, write_report
 
-__all__ = ["build_report", "report_from_ledger", "page_command", "write_report", "main"]
+__all__ = ["build_report", "report_from_ledger", "ledger_plan", "page_command", "write_report", "main"]
 
 
 def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
@@ -55,11 +55,13 @@ def _read_ledger(folder: str | Path) -> dict[str, Any]:
             "controller": ledger.controller()}
 
 
-def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path | None = None, **kw: Any) -> Report:
+def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path | None = None,
+                       rerun_variants: str | Path | None = None, **kw: Any) -> Report:
     """Every figure and table from a results ledger (storage.results_ledger) alone, no run log needed; with `more`
     ledgers (another dataset's, e.g. results/arith-hard), from their rows together. `rerun`: a ledger of cells of
     these run again keeping their final solutions (e.g. results/arith-rerun): every answer rule on them, beside the
-    first recording (uats_core.report.rerun)."""
+    first recording (uats_core.report.rerun). `rerun_variants`: a ledger of variants run under the rerun's protocol
+    (e.g. results/arith-gate), each set beside the rerun's base cells (uats_core.report.protocol_variants)."""
     import pandas as pd
 
     from uats_core.report.rerun import Rerun
@@ -74,13 +76,40 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
             raise ValueError(f"rerun: none of the {len(r['results']):,} cells in {str(rerun)!r} is a cell of the --ledger "
                              "ledgers; a rerun runs their cells again under the same cell keys")
         again = Rerun(Path(rerun).name, r["results"].merge(r["candidates"], on="cell_key", how="left"), r["controller"])
+    beside = None
+    if rerun_variants is not None:
+        if again is None:
+            raise ValueError("rerun-variants: needs --rerun DIR, the rerun whose base cells the variants are set beside")
+        rows = _read_ledger(rerun_variants)["results"]
+        if not rows["cell_key"].map(lambda k: k.rsplit("|", 1)[0]).isin(
+                {k.rsplit("|", 1)[0] for k in again.results["cell_key"]}).any():
+            raise ValueError(f"rerun-variants: none of the {len(rows):,} cells in {str(rerun_variants)!r} is a "
+                             "(problem, seed, method, N) the rerun recorded; run the rerun's cells with --set")
+        beside = (Path(rerun_variants).name, rows, ledger_plan(rerun_variants))
     rep = assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
-                          controller=joined["controller"], rerun=again, **kw)
+                          controller=joined["controller"], rerun=again, rerun_variants=beside, **kw)
     from uats_core.report.estimators_section import TABLE_NAME, estimators_markdown
 
     if text := estimators_markdown():  # the estimators' step measurements (results/estimators/), beside the ledgers'
         rep.markdown[TABLE_NAME] = text
     return rep
+
+
+def ledger_plan(ledger: str | Path) -> dict[str, Any] | None:
+    """The checked-in recipe (recipes/*.toml) whose --ledger is `ledger`: the command that plans its cells and the N
+    it plans; None without one."""
+    from uats.eval.cli import build_parser
+    from uats.eval.recipe import load_recipe, recipe_files
+    from uats_core.paths import ASSETS
+
+    root = ASSETS.parents[1]
+    for path in recipe_files(root):
+        argv = load_recipe(path, build_parser()).argv
+        if "--ledger" in argv and (root / argv[argv.index("--ledger") + 1]).resolve() == Path(ledger).resolve():
+            budgets = argv[argv.index("--budgets") + 1] if "--budgets" in argv else ""
+            return {"command": f"uats eval --spec {path.relative_to(root)}",
+                    "budgets": [int(b) for b in budgets.split(",") if b.strip()]}
+    return None
 
 
 def _shown(path: str | Path) -> str:
@@ -93,10 +122,12 @@ def _shown(path: str | Path) -> str:
         return str(path)
 
 
-def page_command(ledgers: Sequence[str | Path], rerun: str | Path | None, page: str | Path) -> str:
+def page_command(ledgers: Sequence[str | Path], rerun: str | Path | None, page: str | Path,
+                 rerun_variants: str | Path | None = None) -> str:
     """The command line that writes the results page, as the page prints it."""
     parts = ["uats report", *[f"--ledger {_shown(f)}" for f in ledgers]]
     parts += [f"--rerun {_shown(rerun)}"] if rerun is not None else []
+    parts += [f"--rerun-variants {_shown(rerun_variants)}"] if rerun_variants is not None else []
     return " ".join([*parts, f"--page {_shown(page)}"])
 
 
@@ -109,6 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rerun", metavar="DIR",
                    help="a ledger of cells of the --ledger ledgers run again keeping their final solutions (e.g. "
                         "results/arith-rerun): every answer rule for those cells, beside the first recording")
+    p.add_argument("--rerun-variants", metavar="DIR",
+                   help="a ledger of variants run under the rerun's protocol (one search at a time, one clean commit; "
+                        "e.g. results/arith-gate, H-UATS with --set uncertainty=std): each beside the rerun's base "
+                        "cells of its method and of REBASE")
     p.add_argument("--page", metavar="FILE",
                    help="write the results page generated from --ledger (and --rerun), e.g. docs/results.md; "
                         "with it, the report folder is written only when --out is given")
@@ -139,6 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:
         print(f"error: --budgets: {args.budgets!r} is not a comma list of integers (e.g. --budgets 4,16)", file=sys.stderr)
         return 2
+    if args.rerun_variants and not args.rerun:
+        print("error: --rerun-variants: needs --rerun DIR (the rerun whose base cells the variants are set beside), "
+              "e.g. --rerun results/arith-rerun", file=sys.stderr)
+        return 2
     if (args.page or args.rerun) and not args.ledger:
         print(f"error: --{'page' if args.page else 'rerun'}: needs --ledger DIR (the page is built from results "
               "ledgers alone), e.g. --ledger results/arith-grid", file=sys.stderr)
@@ -150,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kw["figures"] = False  # the page reads tables alone
     try:
         if args.ledger:
-            rep = report_from_ledger(*args.ledger, rerun=args.rerun, **kw)
+            rep = report_from_ledger(*args.ledger, rerun=args.rerun, rerun_variants=args.rerun_variants, **kw)
         else:
             from storage import RunStore
 
@@ -164,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.page:
         from uats_core.report.page import results_page
 
-        text = results_page(rep, page_command(args.ledger, args.rerun, args.page))
+        text = results_page(rep, page_command(args.ledger, args.rerun, args.page, args.rerun_variants))
         Path(args.page).write_text(text, encoding="utf-8")
         files.append(Path(args.page))
     if args.out is not None or not args.page:

@@ -12,7 +12,7 @@ from .errors import ConfigError
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
 PRM_KINDS = ("math-shepherd", "qwen-prm", "skywork", "token-classification", "judge")
-PAPER_TAU = 0.003  # the paper's τ, on the scale of the probability-space sample variance
+PAPER_TAU = 0.003  # the paper's τ; the default gate reads it on the variance scale (SearchConfig.uncertainty)
 UNCERTAINTIES = ("var", "std")
 UNCERTAINTY_SPACES = ("prob", "logit")
 CHILD_SCORES = ("mean", "ucb-ood", "sigma-ood")
@@ -26,8 +26,13 @@ PRM_SCORINGS = ("mc", "single")
 # members of a deep ensemble of PRMs, draws from a last-layer Laplace posterior of the PRM's head, or the Mahalanobis
 # distance of the PRM's final hidden state to its training steps. Named here so front ends can list them without torch.
 ESTIMATORS = ("mc-dropout", "ensemble", "laplace", "mahalanobis")
-# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (the paper's), the best
-# final score, plain majority, or the weighted vote counting each distinct final solution once.
+# H-UATS also takes 'off', uncertainty switched off as the case finder's counterfactual (ui/views/counterfactual.py):
+# one deterministic pass a candidate, the gate never opens, nothing is re-evaluated, and the children are bought as
+# 'mc' buys them (c+K0 each), so with step_streams the two searches part only where uncertainty decided otherwise.
+UATS_SCORINGS = (*PRM_SCORINGS, "off")
+# How the final candidates give the answer (uats_core/grading.py: vote): the weighted vote (this grid's choice: the
+# paper returns one selected trace and names no vote), the best final score, plain majority, or the weighted vote
+# counting each distinct final solution once.
 AGGREGATIONS = ("weighted", "best", "majority", "distinct")
 DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
@@ -56,9 +61,9 @@ class SearchConfig:
     # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
     # (uats_core.calibration resolves it to a number before a search starts)
     tau: float | str = PAPER_TAU
-    # What τ thresholds. 'var' (default) is the sample variance σ² of the K passes: the paper defines σ_R as
-    # the sample variance and its τ = 0.003 is on that scale (read as a standard deviation, 0.003 would flag
-    # nearly every candidate). 'std' thresholds σ = sqrt(σ²) instead.
+    # What τ thresholds. The paper defines σ_R² as the sample variance of the K passes and gates on σ_R(h) ≤ τ, σ_R
+    # the standard deviation: that is 'std'. 'var' (default) thresholds σ² instead, a reading of τ = 0.003 on the
+    # variance scale (docs/backends.md, "The gate": why, and the literal reading's cells in docs/results.md).
     uncertainty: str = "var"
     # Where the gate reads the spread: 'prob' = the passes' scores (the paper), 'logit' = their logits
     # log(p/(1-p)), which keeps low-scored steps from hiding their spread under the sigmoid. R̂ and δ stay on
@@ -83,6 +88,10 @@ class SearchConfig:
     # A-UATS
     controller: str | None = None  # checkpoint path; None = the shipped one
     controller_uncertainty_features: bool = True
+    # Draw each iteration's policy samples from a stream of its own, seeded by (seed, iteration), apart from the
+    # PRM's dropout draws: two UATS searches of one problem and seed then draw the same steps for the same prompts
+    # (the case finder's pairs). Off by default: the ledgers' cells were recorded with one shared stream.
+    step_streams: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
@@ -106,8 +115,9 @@ class SearchConfig:
             raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
         if self.uncertainty_space not in UNCERTAINTY_SPACES:
             raise ConfigError("uncertainty_space", f"got {self.uncertainty_space!r}; use prob (the default) or logit")
-        if self.prm_scoring not in PRM_SCORINGS:
-            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes) or single")
+        if self.prm_scoring not in UATS_SCORINGS:
+            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes), single or off "
+                                             "(the counterfactual without uncertainty)")
         if self.aggregation not in AGGREGATIONS:
             raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
         if self.rebase_scoring not in PRM_SCORINGS:

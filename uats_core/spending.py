@@ -188,7 +188,8 @@ def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_sha
 
 def config_spending(cfg: Any) -> SpendingRule:
     """A SearchConfig's rule: a child costs c + (the estimator's first samples)·s, or c+1 with single-pass scoring
-    (which re-evaluates nothing, as an estimator that cannot add samples does not)."""
+    (which re-evaluates nothing, as an estimator that cannot add samples does not); the counterfactual 'off' buys its
+    children as 'mc' does (config.UATS_SCORINGS)."""
     if cfg.prm_scoring == "single":
         return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1, 0.0)
     est = estimator_class(getattr(cfg, "estimator", "mc-dropout"))

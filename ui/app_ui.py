@@ -18,7 +18,7 @@ from storage import RunStore
 
 from .choices import ARITH
 
-from .views.casefinder import FOUND_COLUMNS
+from .views.counterfactual import COLUMNS as FOUND_COLUMNS
 from .views.comparison import COMPARE_COLUMNS
 
 from .views.run_status import RUN_COLUMNS

@@ -100,7 +100,8 @@ FIELD_HELP = {
     "import-file": "a file of another tool's runs in the server's import folders.",
     "import-tool": "the tool that wrote the file: its format.",
     "import-row": "which row of a search-and-learn file (one problem per row), from 0.",
-    "cf-n": "the arithmetic world's test problems a batch runs, each with policies A and B, H-UATS and REBASE.",
+    "cf-n": "the arithmetic world's test problems a batch runs, each with policies A and B, an H-UATS search and "
+            "the same search without uncertainty.",
     "c-scope": "mine cases from the open run or from every stored run.",
     "c-split": "the R̄ that separates high from low scores.",
     "c-per": "how many cases each quadrant lists.",
@@ -137,15 +138,18 @@ COLUMN_HELP = {
     "quadrant": "the case: high or low R̄ (against the split) × high or low σ² (against τ).",
     "step is": "whether the step is right: by the exact checker, else by whether an answer below it is right.",
     "step text": "the step's text.",
-    "rank": "the case's place in the list: by the children uncertainty moved, then the decisions it changed.",
+    "rank": "the case's place in the list: wrong → right first, then right → wrong, then another answer; within "
+            "each, the earlier the run and its counterfactual part, the higher.",
     "policy · PRM": "the model that wrote the steps (policy B: out of distribution for the arithmetic PRM) and the "
                     "process reward model that scored them.",
     "N · seed": "the pair's budget N and random seed.",
     "H-UATS answer": "the H-UATS run's answer, and whether it is right against the gold answer.",
-    "REBASE answer": "the REBASE run's answer, and whether it is right against the gold answer.",
-    "children moved": "over the H-UATS run's decisions, the sum of |children given − children R̄ alone would give|.",
-    "decisions changed": "the H-UATS run's decisions uncertainty changed (its rows in the list under the pair).",
-    "first change": "the first decision uncertainty changed: its iteration t and node; a click opens the pair there.",
+    "without uncertainty": "the answer of the same search with uncertainty switched off (one pass a node, the gate "
+                           "never open, the same random streams), and whether it is right.",
+    "direction": "what uncertainty did to the answer: wrong → right (without it wrong, with it right), right → wrong, "
+                 "or another answer (neither right, or ungraded).",
+    "they part at": "the first decision where the run and its counterfactual decided differently: its iteration t and "
+                    "node; a click opens the two there.",
 }
 COLUMN_TERMS = {"N": "N", "R̄": "R̄", "σ²": "σ²", "K": "K", "t": "t", "answer": "answer", "naive answer": "naive answer",
                 "cost": "cost", "extra passes": "extra passes", "R̄ alone": "R̄ alone"}

@@ -5,10 +5,12 @@ events; a method only decides who is re-evaluated, who gets how many children an
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import random
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -221,6 +223,28 @@ class SearchContext:
             records = [self.tree.nodes[i].record() for i in sorted(self._dirty)]
             self._dirty.clear()
             self.bus.emit(NodesUpdated(iteration=iteration, nodes=records))
+
+
+@contextlib.contextmanager
+def step_stream(seed: int, iteration: int) -> Iterator[None]:
+    """Run the block on random streams of its own, seeded by (seed, iteration), and give the caller's back after
+    (SearchConfig.step_streams): what the block draws does not depend on what was drawn before it."""
+    state = random.getstate(), np.random.get_state()
+    try:
+        import torch
+    except ImportError:  # the core runs without torch (test doubles)
+        torch = None  # type: ignore[assignment]
+    mixed = seed * 1_000_003 + iteration
+    with (torch.random.fork_rng(devices=[]) if torch is not None else contextlib.nullcontext()):
+        if torch is not None:
+            torch.manual_seed(mixed)
+        random.seed(mixed)
+        np.random.seed(mixed % 2**32)
+        try:
+            yield
+        finally:
+            random.setstate(state[0])
+            np.random.set_state(state[1])
 
 
 class SearchMethod(ABC):

@@ -7,12 +7,14 @@
    candidates compete with R̂ or R̄ + κσ instead: not in the paper, off by default).
 Round is the largest-remainder method (allocation.largest_remainder): it conserves B and C exactly.
 SearchConfig.prm_scoring='single' is the paper's "w/o Uncert." ablation: one deterministic pass a candidate
-(R̄ = R̂ = its score), no gate and no B, so every unit of N(c+1) buys children at c+1 each.
+(R̄ = R̂ = its score), no gate and no B, so every unit of N(c+1) buys children at c+1 each. 'off' is the case
+finder's counterfactual: one pass and no gate as 'single', but the children bought at c+K0 as H-UATS buys them, so
+with step_streams it and H-UATS part only where uncertainty decided otherwise.
 
-u is the gated statistic (estimation.OODGate). The default, σ² of the passes' scores, is the paper's reading:
-it defines σ_R as the sample variance and its τ = 0.003 is on that scale, although its rule is written
-σ_R ≤ τ; SearchConfig.uncertainty='std' thresholds σ instead, and uncertainty_space='logit' reads the spread of
-the passes' logits. R̄, R̂ and the δ rule stay on the probability scale in every case.
+u is the gated statistic (estimation.OODGate). The paper defines σ_R² as the sample variance and writes the rule
+σ_R(h) ≤ τ, σ_R the standard deviation: SearchConfig.uncertainty='std'. The default, σ² of the passes' scores, reads
+τ = 0.003 on the variance scale instead, a choice (docs/backends.md, "The gate"); uncertainty_space='logit' reads the
+spread of the passes' logits. R̄, R̂ and the δ rule stay on the probability scale in every case.
 
 Iteration t here = decide (steps 2–4 on the candidates of t−1) then generate and K0-score the children
 (step 1 for the candidates of t), so each iteration spends B_used + C·(c+K0) ≤ N·(c+1), REBASE's spend.
@@ -21,6 +23,7 @@ C and B come from allocation.uats_budget_split; A-UATS's controller scales them 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
@@ -34,7 +37,7 @@ from ..records import Decision, StepInfo
 from ..spending import RULE_STEP_FIELDS, SpendingRule, config_spending
 from ..spending import check_affordable as check_uats_affordable
 from ..tree import Node
-from .base import SearchContext, SearchMethod, active, terminal
+from .base import SearchContext, SearchMethod, active, step_stream, terminal
 
 BETA_MAX = 3.0  # the most A-UATS's controller may scale the re-evaluation budget B by (H-UATS: β = 1)
 
@@ -76,7 +79,8 @@ def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, m
 
 # The fields UATS reads (both H-UATS and A-UATS; A-UATS's controller sets τ, δ, ν1, ν2 step by step from them).
 UATS_FIELDS = frozenset({"estimator", "k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p",
-                         "dropout_mode", "uncertainty", "uncertainty_space", "child_score", "child_sigma_weight", "prm_scoring"})
+                         "dropout_mode", "uncertainty", "uncertainty_space", "child_score", "child_sigma_weight",
+                         "prm_scoring", "step_streams"})
 
 
 class UATS(SearchMethod):
@@ -112,7 +116,10 @@ class UATS(SearchMethod):
             raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
                                      "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
         check_uats_affordable(cfg)  # check_limits did too; here for a search started without run_search
-        single = cfg.prm_scoring == "single"  # one deterministic pass a child: no σ², no gate, nothing to re-evaluate
+        # one deterministic pass a child: no σ², no gate, nothing to re-evaluate ('off': the counterfactual)
+        single = cfg.prm_scoring in ("single", "off")
+        # what the counterfactual's children would have cost under K0 passes: it buys its width as H-UATS does
+        unpaid = cfg.k0 - 1 if cfg.prm_scoring == "off" else 0
         spending = config_spending(cfg)
         total = spending.step_cap * cfg.max_iterations
         finals: list[Node] = []
@@ -130,7 +137,8 @@ class UATS(SearchMethod):
                 info: dict[str, Any] = {"reeval_budget": 0, "reeval_used": 0}
             else:
                 decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_budget, spending)
-            new = ctx.expand(frontier, t)
+            with step_stream(cfg.seed, t) if cfg.step_streams else contextlib.nullcontext():
+                new = ctx.expand(frontier, t)
             if single:
                 ctx.score(new, t)
             else:
@@ -140,7 +148,7 @@ class UATS(SearchMethod):
                     node.ood = gate.is_ood(node)
             done = terminal(new)
             finals.extend(done)
-            spending.settle(ctx.cost_step, len(done))
+            spending.settle(ctx.cost_step + unpaid * len(new), len(done))
             ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier), cap=spending.step_cap,
                                                      state=state, knobs=asdict(knobs), **info, **spending.info()))
             if not spending.live or not active(new):
@@ -153,7 +161,7 @@ class UATS(SearchMethod):
         """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
         cfg = self.config
         means = [float(n.mean) for n in candidates]
-        if cfg.prm_scoring == "single":  # one pass: no spread to gate on, R̂ is R̄
+        if cfg.prm_scoring in ("single", "off"):  # one pass: no spread to gate on, R̂ is R̄
             ood, chosen, reference = [False] * len(candidates), [], None
         else:
             gate = OODGate.from_config(cfg, tau=knobs.tau)

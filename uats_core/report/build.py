@@ -20,13 +20,14 @@ from .compare import contrast_markdown, contrast_table, growth_markdown, growth_
 from .difficulty import difficulty_markdown, difficulty_order
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
 from .ladder import RUNGS, ladder_markdown, ladder_table
+from .protocol_variants import protocol_markdown, protocol_table
 from .provenance import sources_markdown, with_provenance
 from .answer import answer_markdown, answer_table
 from .claims import claims_markdown
 from .rerun import Rerun, ordering_markdown, ordering_table, rerun_sections
 from .sigma_features import controller_markdown, controller_response, sigma_beside_rbar, sigma_markdown
 from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import (MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
+from .stats import (CELL, MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
                     restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
 from .steps import MC_SCORED, NodeLoader, prm_summary, select_runs, step_records
 from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
@@ -41,6 +42,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     roles: dict[str, str] = field(default_factory=dict)  # pair -> 'ID' / 'OOD'
     confidence: float = 0.95
+    rerun_plan: dict[str, Any] | None = None  # the recipe planning the rerun-protocol variants' cells
 
     def to_dict(self) -> dict[str, Any]:
         """{"figures": {name: go.Figure}, "tables": {name: DataFrame}, "markdown": {name: str}, "notes": [...]}."""
@@ -71,7 +73,8 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
                     max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
                     pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
                     steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
-                    controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True) -> Report:
+                    controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True,
+                    rerun_variants: tuple[str, pd.DataFrame, dict[str, Any] | None] | None = None) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -84,6 +87,9 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
     rerun: a ledger of the same cells run again keeping their final solutions (rerun.Rerun): every answer rule for
     them, compared with the first recording on the same cells, and its controller steps.
     figures: False leaves the plotly figures out (the results page needs the tables alone).
+    rerun_variants: (name, rows, plan) of a ledger of variants run under the rerun's protocol (e.g. the gate's
+    literal reading, results/arith-gate), set beside the rerun's base cells (protocol_variants.py); needs `rerun`.
+    plan: the recipe that plans its cells ({"command", "budgets"}), or None.
     methods / pairs / budgets: report only these (e.g. leave out a method or a budget still running, whose
     unfinished problems would otherwise shrink the common problem set of every method)."""
     rep = Report()
@@ -137,8 +143,19 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         tables, markdown = rerun_sections(df, rerun, roles, confidence)
         rep.tables.update(tables)
         rep.markdown.update(markdown)
+    if rerun is not None and rerun_variants is not None:
+        name, rows, rep.rerun_plan = rerun_variants
+        table = protocol_table(rerun.results, rows, confidence)
+        rep.tables["rerun_variants"] = table
+        if text := protocol_markdown(table, roles, name, rerun.name):
+            read = rerun.results[(rerun.results["variant"] == "base")
+                                 & rerun.results["method"].isin({*rows["method"], "rebase"})]
+            read = read[pd.MultiIndex.from_frame(read[CELL]).isin(pd.MultiIndex.from_frame(rows[CELL]))]
+            rep.markdown["Variants under the rerun's protocol"] = with_provenance(
+                text, pd.concat([rows, read], ignore_index=True))
     _add_controller(rep, raw, controller, rerun, roles)
-    if text := sources_markdown(raw, None if rerun is None else rerun.results):
+    beside = rerun_variants[1] if rerun is not None and rerun_variants is not None else None
+    if text := sources_markdown(raw, None if rerun is None else rerun.results, beside):
         rep.markdown["Sources"] = text
     _add_verdict_tables(rep, df, roles, confidence)
     return rep
@@ -162,13 +179,19 @@ def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], co
         rep.tables["rule_ordering"] = ordering_table(original, pd.DataFrame(), confidence)
         if text := ordering_markdown(rep.tables["rule_ordering"], roles):
             rep.markdown["Which rule orders the methods"] = with_provenance(text, original)
-    answer = answer_table(rep.tables["paired_differences"], rep.tables["spend"], main)
+    again = rep.tables.get("rerun_rows")
+    answer = answer_table(df, again, rep.tables["paired_differences"], main, confidence)
     rep.tables["answer"] = answer
     if text := answer_markdown(answer, roles):
-        read = df[(df["dataset"] == main) & (df["variant"] == "base")
-                  & df["method"].isin(["rebase", *uncertainty_methods()])]
+        compared = ["rebase", *uncertainty_methods()]
+        read = df[(df["dataset"] == main) & (df["variant"] == "base") & df["method"].isin(compared)]
+        if again is not None and len(again):  # the rerun's rows of the same cells
+            again = again[again["cell_key"].isin(set(read["cell_key"]))]
+            read = pd.concat([read[read["cell_key"].isin(set(again["cell_key"]))], again], ignore_index=True)
         rep.markdown["Does UATS beat REBASE"] = with_provenance(text, read)
-    rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), df)
+    # the claims read the original rows and, where there is one, every finished row of the rerun (its rule ordering)
+    claimed = df if again is None else pd.concat([df, rep.tables["rerun_rows"]], ignore_index=True)
+    rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), claimed)
 
 
 def _add_controller(rep: Report, raw: pd.DataFrame, controller: pd.DataFrame | None, rerun: Rerun | None,
@@ -262,8 +285,7 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     vdiff = variant_differences(df, confidence)
     rep.tables["variant_differences"] = vdiff
     if text := variant_markdown(vdiff, roles):
-        varied = set(df.loc[uats & (df["variant"] != "base"), "method"])
-        rep.markdown["Variants, paired"] = with_provenance(text, df[(uats & df["method"].isin(varied)) | rebase_base])
+        rep.markdown["Variants, paired"] = with_provenance(text, variant_rows_read(df))
     abl_df = same_problems_across_variants(df)
     abl = (ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles,
                           base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
@@ -277,6 +299,18 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
         for method, variant in RUNGS.values():
             rungs |= (raw["method"] == method) & (raw["variant"] == variant)
         rep.markdown["Ablation ladder"] = with_provenance(text, raw[rungs])
+
+
+def variant_rows_read(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows the variants table reads: every UATS variant's, and the base rows it is paired with (its method's,
+    H-UATS's for an A-UATS variant, and REBASE's) on the cells the variants ran."""
+    read = df["method"].isin(uncertainty_methods()) & (df["variant"] != "base")
+    cells = pd.MultiIndex.from_frame(df[CELL])
+    for method, g in df[read].groupby("method", sort=False):
+        ran = pd.MultiIndex.from_frame(g[CELL].drop_duplicates())
+        refs = [method, *(("h-uats",) if method == "a-uats" else ()), "rebase"]
+        read |= (df["variant"] == "base") & df["method"].isin(refs) & cells.isin(ran)
+    return df[read]
 
 
 def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float) -> None:

@@ -6,16 +6,17 @@ from __future__ import annotations
 import pandas as pd
 
 from .ladder import SCORE_FIRST, UNCERTAINTY_ABLATION
-from .rerun import RULE_NAMES, claim_groups
+from .replication import CONFLICTS, RECORDINGS, REPLICATES, lead_word, over_n_table
+from .rerun import BASELINES, RULE_NAMES, claim_groups
 from .sigma_features import checkpoint_of
 from .stats import CELL, paired_summary
 from .tables import markdown_table, pair_name
-from .verdicts import NOISE, POINT_ONLY, REPRODUCED, claim, diff_text, listing, masked, side
+from .verdicts import NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, claim, diff_text, listing, masked, side
 
 # the paper's claims, as the paper states them (its tables and figures by number)
 PAPER = {
-    "order": "H-UATS is above every baseline on every pair (Table 4, mean over N, weighted vote)",
-    "a_over_h": "A-UATS is above H-UATS on every pair (Table 4)",
+    "order": "H-UATS is above every baseline on every pair (Table 4, mean over N)",
+    "a_over_h": "A-UATS is above H-UATS on every pair (Table 4, mean over N)",
     "h_uncertainty": "Uncertainty adds accuracy to H-UATS (Table 5, \"w/o Uncert.\": one deterministic pass)",
     "a_uncertainty": "Uncertainty adds accuracy to A-UATS (Table 5, the controller without σ features)",
     "harder": "Search beats sampling where problems are harder (the paper's premise)",
@@ -34,52 +35,105 @@ def controller_name(variant: str) -> str:
 
 
 def per_n(rows: pd.DataFrame, roles: dict[str, str], sign: float = 1.0) -> tuple[list[str], list[str]]:
-    """Per pair: 'A:prm (ID) +1.0 ± 2.0, ... at N = 4 / 16 / 64' (rows: diff, half_problems, budget) and its claim."""
+    """Per pair: 'A:prm (ID) +1.0 ± 2.0, ... at N = 4 / 16 / 64' (rows: diff, half_problems, budget) and its claim,
+    which rests on one recording (the original): a claim it reproduces or reverses is a lead, not a finding."""
     here, verdict = [], []
     for pair, g in masked(rows).groupby("pair", sort=True):
         g = g.sort_values("budget")
         values = [(sign * d, h) for d, h in zip(g["diff"], g["half_problems"])]
         budgets = " / ".join(str(b) for b in g["budget"])
         here.append(f"{pair_name(pair, roles)} {', '.join(diff_text(d, h) for d, h in values)} at N = {budgets}")
-        verdict.append(f"{pair_name(pair, roles)}: {claim(values)}")
+        verdict.append(f"{pair_name(pair, roles)}: {one_recording(claim(values))}")
     return here, verdict
 
 
-def order_row(ordering: pd.DataFrame, roles: dict[str, str]) -> list[str] | None:
-    """H-UATS above every baseline: the original weighted vote's differences, and under which rules it holds; None
-    without H-UATS and a baseline beside it."""
+def one_recording(word: str, recording: str = "original") -> str:
+    """A claim's verdict from one recording: reproduced or reversed there is a lead (replication.py)."""
+    return f"{word}, {lead_word(recording)}" if word in (REPRODUCED, REVERSED) else word
+
+
+def replicated(claims: dict[str, str]) -> str:
+    """A claim's verdicts in both recordings ({recording: verdict}) as one replication verdict: a finding only when
+    both reproduce it (or both reverse it)."""
+    found = {n: c for n, c in claims.items() if c in (REPRODUCED, REVERSED)}
+    if not found:
+        return "no finding in either recording"
+    if len(found) == len(RECORDINGS) and len(set(found.values())) == 1:
+        return f"{REPLICATES} ({next(iter(found.values()))} in both recordings)"
+    if len(found) == len(RECORDINGS):
+        return CONFLICTS
+    (recording, word), = found.items()
+    return f"{word} in the {recording} recording only: {lead_word(recording)}"
+
+
+def both_recordings(values: dict[str, list[tuple[float, float]]]) -> str:
+    """'original: reversed; rerun: not reproduced; pooled: ...; <replication verdict>' from each recording's
+    differences (and the pooled ones), or the original's claim alone as a lead where there is no rerun."""
+    claims = {n: claim(v) for n, v in values.items() if v}
+    if set(RECORDINGS) - set(claims):
+        return one_recording(claims.get("original", NOT_REPRODUCED))
+    parts = [f"{n}: {claims[n]}" for n in (*RECORDINGS, "pooled") if n in claims]
+    return "; ".join(parts) + f"; {replicated({n: claims[n] for n in RECORDINGS})}"
+
+
+def order_row(ordering: pd.DataFrame, over: pd.DataFrame, roles: dict[str, str]) -> list[str] | None:
+    """H-UATS above every baseline under the weighted vote: each recording's differences (and pooled, `over`:
+    replication.over_n_table's rows) and the replication verdict, and under which other rules it holds; None without
+    H-UATS and a baseline beside it."""
     here, verdict = [], []
     baselines = [c[2:] for c in ordering.columns if c.startswith("h-") and not c.endswith("_half")]
-    for _, row in ordering[(ordering["recording"] == "original") & (ordering["rule"] == "weighted")].iterrows():
-        values = sorted(((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines if pd.notna(row[f"h-{y}"])),
-                        key=lambda t: t[0])
-        if not values:  # no H-UATS, or no baseline beside it
-            continue
-        (lo, lo_half, lo_name), (hi, hi_half, hi_name) = values[0], values[-1]
-        here.append(f"{pair_name(row['pair'], roles)}: H-UATS − each baseline from {diff_text(lo, lo_half)} "
-                    f"({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})")
-        verdict.append(f"{pair_name(row['pair'], roles)}, weighted vote: {row['h_claim']}")
+    weighted = ordering[ordering["rule"] == "weighted"]
+    for pair, g in weighted.groupby("pair", sort=True):
+        values: dict[str, list[tuple[float, float]]] = {}
+        for _, row in g.iterrows():
+            values[row["recording"]] = [(row[f"h-{y}"], row[f"h-{y}_half"]) for y in baselines
+                                        if pd.notna(row[f"h-{y}"])]
+            found = sorted(((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines if pd.notna(row[f"h-{y}"])),
+                           key=lambda t: t[0])
+            if found:
+                (lo, lo_half, lo_name), (hi, hi_half, hi_name) = found[0], found[-1]
+                here.append(f"{pair_name(pair, roles)}, {row['recording']}: H-UATS − each baseline from "
+                            f"{diff_text(lo, lo_half)} ({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})")
+        pooled = over[(over["pair"] == pair) & (over["x"] == "h-uats")] if len(over) else over
+        values["pooled"] = [(r.pooled_diff, r.pooled_half) for r in pooled.itertuples()]
+        if any(values.values()):
+            verdict.append(f"{pair_name(pair, roles)}, weighted vote: {both_recordings(values)}")
     if not here:
         return None
-    others = claim_groups(ordering, "h_claim", skip=("original", "weighted"))
+    others = claim_groups(ordering[ordering["rule"] != "weighted"], "h_claim")
     here.append("every rule: \"Which rule orders the methods\" (\"Answer aggregation\")")
-    verdict += [f"{word} under: {listing(others.get(word, []), empty='no rule')}" for word in (REPRODUCED, POINT_ONLY)]
-    for _, row in ordering[ordering["h_claim"] == POINT_ONLY].iterrows():
+    verdict += [f"{word} under another rule (looked at after the results: a lead): "
+                f"{listing(others.get(word, []), empty='no rule')}" for word in (REPRODUCED, POINT_ONLY)]
+    for _, row in ordering[(ordering["h_claim"] == POINT_ONLY) & (ordering["rule"] != "weighted")].iterrows():
         noise = [f"{y} {diff_text(row[f'h-{y}'], row[f'h-{y}_half'])}" for y in baselines
                  if pd.notna(row[f"h-{y}"]) and side(row[f"h-{y}"], row[f"h-{y}_half"]) == NOISE]
         verdict.append(f"{row['recording']} {RULE_NAMES[row['rule']]} on {row['pair']}: within noise of {listing(noise)}")
     return [PAPER["order"], "; ".join(here), "; ".join(verdict)]
 
 
-def a_over_h_row(pdiff: pd.DataFrame, vdiff: pd.DataFrame, roles: dict[str, str]) -> list[str]:
-    here, verdict = per_n(pdiff[(pdiff["x"] == "a-uats") & (pdiff["y"] == "h-uats")], roles)
+def a_over_h_row(contrasts: pd.DataFrame, over: pd.DataFrame, vdiff: pd.DataFrame, roles: dict[str, str]) -> list[str]:
+    """A-UATS above H-UATS by the paper's definition, on the mean over N: each recording (contrasts: the original's;
+    over: both and pooled, replication.over_n_table) and the replication verdict; the retrained controllers per N,
+    from the original recording."""
+    here, verdict = [], []
+    ah = masked(contrasts[(contrasts["x"] == "a-uats") & (contrasts["y"] == "h-uats")]) if len(contrasts) else contrasts
+    for pair, g in ah.groupby("pair", sort=True):
+        o = over[(over["pair"] == pair) & (over["x"] == "a-uats")] if len(over) else over
+        if len(o):
+            r = o.iloc[0]
+            values = {n: [(r[f"{n}_diff"], r[f"{n}_half"])] for n in (*RECORDINGS, "pooled")}
+        else:
+            values = {"original": [(g["diff"].iloc[0], g["half_problems"].iloc[0])]}
+        here.append(f"{pair_name(pair, roles)}, mean over N: "
+                    + ", ".join(f"{n} {diff_text(*v[0])}" for n, v in values.items()))
+        verdict.append(f"{pair_name(pair, roles)}: {both_recordings(values)}")
     if vdiff.empty:
         return [PAPER["a_over_h"], "; ".join(here), "; ".join(verdict)]
     retrained = vdiff[(vdiff["method"] == "a-uats") & (vdiff["reference"] == "h-uats (base)")
                       & vdiff["variant"].map(controller_name).ne("") & ~vdiff["variant"].str.contains(NO_SIGMA_VARIANT)]
     for variant, g in retrained.groupby("variant", sort=True):
         h, v = per_n(g, roles)
-        here.append(f"the retrained `{controller_name(variant)}`: {listing(h)}")
+        here.append(f"the retrained `{controller_name(variant)}` (the original recording, N = 16 alone): {listing(h)}")
         verdict.append(f"`{controller_name(variant)}`: {listing(v)}")
     return [PAPER["a_over_h"], "; ".join(here), "; ".join(verdict)]
 
@@ -175,16 +229,23 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
                     confidence: float) -> str:
     """The claims table from the report's tables (main: the dataset of the full grid; harder: the harder ones)."""
     t = rep_tables
-    pdiff = t["paired_differences"]
-    pdiff = pdiff[(pdiff["dataset"] == main) & (pdiff["variant"] == "base")] if len(pdiff) else pdiff
     vdiff = t.get("variant_differences", pd.DataFrame())
     vdiff = vdiff[vdiff["dataset"] == main] if len(vdiff) else vdiff
     ladder = t.get("ladder", pd.DataFrame())
     ladder = ladder[ladder["dataset"] == main] if len(ladder) else ladder
-    first = order_row(t["rule_ordering"], roles) if len(t.get("rule_ordering", [])) else None
+    over = pd.DataFrame()
+    again = t.get("rerun_rows")
+    if again is not None and len(again):
+        results = t["results"]
+        original = results[(results["dataset"] == main) & (results["variant"] == "base")]
+        again = again[(again["dataset"] == main) & (again["variant"] == "base")]
+        over = over_n_table(original, again, [*[("h-uats", y) for y in BASELINES], ("a-uats", "h-uats")], confidence)
+    first = order_row(t["rule_ordering"], over, roles) if len(t.get("rule_ordering", [])) else None
     rows = [first] if first else []
-    if len(pdiff) and ((pdiff["x"] == "a-uats") & (pdiff["y"] == "h-uats")).any():
-        rows.append(a_over_h_row(pdiff, vdiff, roles))
+    contrasts = t.get("contrasts", pd.DataFrame())
+    contrasts = contrasts[contrasts["dataset"] == main] if len(contrasts) else contrasts
+    if len(contrasts) and ((contrasts["x"] == "a-uats") & (contrasts["y"] == "h-uats")).any():
+        rows.append(a_over_h_row(contrasts, over, vdiff, roles))
     if len(ladder):
         rows.append(ladder_row(ladder, *UNCERTAINTY_ABLATION, "h_uncertainty", roles))
     if len(vdiff):
@@ -198,5 +259,6 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
         rows.append(ladder_row(ladder, *SCORE_FIRST[-1], "reeval", roles))
     rows.append([PAPER["scope"], "two tiny pairs, arithmetic problems, CPU", "not testable here"])
     return ("The paper's claims against this grid: what the report's tables give for each (differences in points, "
-            f"paired on the same (problem, seed) cells, ± {100 * confidence:g}% t over problems) and the verdict by the "
-            "rule\n\n" + markdown_table(["the paper's claim", "here", "verdict"], rows))
+            f"paired on the same (problem, seed) cells, ± {100 * confidence:g}% t over problems), in each recording that "
+            "holds the cells (the rerun holds the test split's base cells alone; every other row rests on the original "
+            "recording) and pooled, and the verdict by the rule, with the replication verdict\n\n" + markdown_table(["the paper's claim", "here", "verdict"], rows))

@@ -11,14 +11,24 @@ from .build import Report, main_and_harder
 from .estimators_section import estimators_section
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
-from .page_sections import aggregation_section, controller_section, duplicates_section, figure2_section, harder_section
-from .prose import (at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged, section,
-                    step_rows)
+from .page_sections import (aggregation_section, controller_section, duplicates_section, figure2_section, gate_section,
+                            harder_section)
+from .prose import (ONE_RECORDING_LEAD, at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged,
+                    replication_said, section, step_rows)
 from .provenance import DIRTY
+from .replication import RECORDINGS, REPLICATES
 from .tables import pair_name
 from .verdicts import NOISE, diff_text, listing, masked, rule_text, side
 
 TITLE = "# Results: the arithmetic world, ID and OOD"
+# What the paper says about the answer, and which rule this grid chose (docs/engine.md, "Answers")
+ANSWER_RULE = ("The paper names no vote over final candidates: its search returns a selected reasoning trace and takes "
+               "the answer from it. This grid chose the weighted vote over the final candidates (the sum of their final "
+               "scores per answer; docs/engine.md, \"Answers\") for every method, before the results were in: one rule "
+               "for every method, so that a difference between methods is one of search, not of answering, and a rule "
+               "that reads the PRM's final scores as the searches do. The best final score is the nearest to a single "
+               "selected trace; it and the other rules in the claims table were looked at after the results were in, so "
+               "an order that holds only under one of them is a lead about this grid, not a reproduction of the paper.")
 VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without a re-evaluation budget",
                  NO_SIGMA_VARIANT: "A-UATS with the controller trained without σ features",
                  "dropout_mode=last:2,tau=auto,uncertainty_space=logit":
@@ -36,11 +46,9 @@ def single_steps(ladder: pd.DataFrame) -> pd.DataFrame:
 def results_page(rep: Report, command: str) -> str:
     """The whole page from one report over the ledgers; `command`: the command line that writes it."""
     main, harder = main_and_harder(rep.tables["results"])
-    parts = [*header(), *answer_section(rep, main), rule_text(rep.confidence), "",
+    parts = [*header(), *answer_section(rep, main), rule_text(rep.confidence, "rerun_rows" in rep.tables), "",
              "## The paper against this grid, claim by claim", "", *section(rep, "Claims"),
-             "The paper states the weighted vote. The other rules in the claims table were looked at after the "
-             "results were in, so an order that holds only under one of them is a finding about this grid, not "
-             "a reproduction of the paper's rule.", "",
+             ANSWER_RULE, "",
              *ledgers_section(rep, command), *compute_section(rep, main), *methods_section(rep, main),
              *paired_section(rep, main), *ablations_section(rep, main), *ladder_section(rep, main),
              *duplicates_section(rep, main), *aggregation_section(rep, main), *harder_section(rep, main, harder),
@@ -57,36 +65,55 @@ def header() -> list[str]:
 
 
 def answer_section(rep: Report, main: str) -> list[str]:
-    """The first screen: does UATS beat REBASE here, and why."""
+    """The first screen: does UATS beat REBASE here, in both recordings and pooled, and why."""
     out = ["## Does UATS beat REBASE here, and why", ""]
-    pdiff = rep.tables["paired_differences"]
-    pdiff = pdiff[(pdiff["dataset"] == main) & (pdiff["variant"] == "base") & (pdiff["y"] == "rebase")]
-    for pair, g in pdiff.groupby("pair", sort=True):
-        said = [f"{name(m)} − REBASE {clearing(g[g['x'] == m])}" for m in uncertainty_methods()
+    answer = rep.tables.get("answer", pd.DataFrame())
+    for pair, g in (answer.groupby("pair", sort=True) if len(answer) else []):
+        said = [f"{name(m)} − REBASE {replication_said(g[g['x'] == m])}" for m in uncertainty_methods()
                 if (g["x"] == m).any()]
         out.append(f"- **{pair_name(pair, rep.roles)}**: {'; '.join(said)} (the table below).")
+    if len(answer):
+        out.append(why_line(rep, main, answer))
+        out.append(compute_line(rep, main, answer))
+    return out + ["", *section(rep, "Does UATS beat REBASE")]
+
+
+def why_line(rep: Report, main: str, answer: pd.DataFrame) -> str:
+    """The ablation ladder's reading of the rows where H-UATS − REBASE replicates; the ladder's rungs were recorded
+    once (the original recording), so each single change it names is a lead."""
     ladder = rep.tables.get("ladder", pd.DataFrame())
     ladder = masked(ladder[ladder["dataset"] == main]) if len(ladder) else ladder
-    if len(ladder):
-        whole = step_rows(ladder, *WHOLE)
-        said = []
-        for r in whole.itertuples():
-            if side(r.diff, r.half_problems) == NOISE:
-                continue
-            here = single_steps(ladder[(ladder["pair"] == r.pair) & (ladder["budget"] == r.budget)])
-            clear = [f"\"{c.change}\" ({diff_text(c.diff, c.half_problems)})" for c in here.itertuples()
-                     if side(c.diff, c.half_problems) != NOISE]
-            said.append(f"on {r.pair} at N = {r.budget} " + (f"the single changes clearing zero: {listing(clear)}"
-                                                            if clear else "no single change clears zero: the "
-                                                            "difference is the sum of changes each within noise"))
-        out.append("- **Why**, from the ablation ladder below (REBASE to H-UATS one change at a time, at REBASE's "
-                   f"compute, by either path), where H-UATS − REBASE clears zero: {'; '.join(said)}.")
-    answer = rep.tables.get("answer", pd.DataFrame())
-    if len(answer):
-        spends = {m: ranged(answer[f"{m}_spend"].dropna(), ".3f") for m in uncertainty_methods()}
-        out.append(f"- **At the same compute**: H-UATS spent {spends['h-uats']} and A-UATS {spends['a-uats']} of "
-                   "REBASE's on the same cells (the table; \"Compute matching\" below).")
-    return out + ["", *section(rep, "Does UATS beat REBASE")]
+    rows = answer[(answer["x"] == "h-uats") & (answer["verdict"] == REPLICATES)]
+    said = []
+    for r in rows.itertuples():
+        here = single_steps(ladder[(ladder["pair"] == r.pair) & (ladder["budget"] == r.budget)]) if len(ladder) \
+            else ladder
+        clear = [f"\"{c.change}\" ({diff_text(c.diff, c.half_problems)})" for c in here.itertuples()
+                 if side(c.diff, c.half_problems) != NOISE]
+        said.append(f"on {r.pair} at N = {r.budget} " + (f"the single changes clearing zero: {listing(clear)}"
+                                                        if clear else "no single change clears zero: the difference "
+                                                        "is the sum of changes each within noise"))
+    where = "; ".join(said) if said else "it replicates nowhere, so the ladder explains no finding here"
+    return ("- **Why**, from the ablation ladder below (REBASE to H-UATS one change at a time, at REBASE's compute, by "
+            "either path; its rungs were recorded once, in the original recording, so every single change it names "
+            f"is a lead), where H-UATS − REBASE replicates: {where}.")
+
+
+def compute_line(rep: Report, main: str, answer: pd.DataFrame) -> str:
+    """What the UATS methods spent against REBASE: on this table's cells in each recording, and on the harder
+    split (the compute table)."""
+    recordings = [n for n in RECORDINGS if f"{n}_spend" in answer]
+    labels = {"original": "the original recording", "rerun": "the rerun"}
+    said = [f"{name(m)} spent " + listing([f"{ranged(answer.loc[answer['x'] == m, f'{n}_spend'].dropna(), '.3f')} in "
+                                           f"{labels[n]}" for n in recordings])
+            for m in uncertainty_methods() if (answer["x"] == m).any()]
+    spend = rep.tables.get("spend", pd.DataFrame())
+    other = spend[(spend["dataset"] != main) & (spend["variant"] == "base")] if len(spend) else spend
+    harder = [f"on `{d}` (the original recording; \"Compute matching\" below) "
+              + listing([f"{name(m)} {ranged(x['spend_ratio'], '.3f')}" for m, x in g.groupby("method", sort=False)])
+              for d, g in other.groupby("dataset", sort=True)]
+    return (f"- **At REBASE's compute, within the range each rests on**: on `{main}`, {'; '.join(said)} of REBASE's "
+            "on the same cells (the table)" + (f"; {'; '.join(harder)}" if harder else "") + ".")
 
 
 def ledgers_section(rep: Report, command: str) -> list[str]:
@@ -123,16 +150,20 @@ def compute_section(rep: Report, main: str) -> list[str]:
     spend = rep.tables.get("spend", pd.DataFrame())
     if spend.empty:
         return out
-    base = spend[(spend["dataset"] == main) & (spend["variant"] == "base")]
-    for pair, g in base.groupby("pair", sort=True):
-        out.append(f"- **{pair_name(pair, rep.roles)}**, base settings: the UATS methods spend "
-                   f"{ranged(g['spend_ratio'], '.3f')} of REBASE's compute on the same cells (the ratio of the totals), "
-                   f"the median search {ranged(g['median_ratio'], '.3f')} of its REBASE twin's; without the cells where "
-                   f"either search ran to the iteration cap, {ranged(g['spend_ratio_uncapped'].dropna(), '.3f')}.")
+    base = spend[spend["variant"] == "base"]
+    datasets = sorted(base["dataset"].unique(), key=lambda d: d != main)  # the full grid's first
+    for dataset in datasets:
+        for pair, g in base[base["dataset"] == dataset].groupby("pair", sort=True):
+            out.append(f"- **{pair_name(pair, rep.roles)}**, `{dataset}`, base settings: the UATS methods spend "
+                       f"{ranged(g['spend_ratio'], '.3f')} of REBASE's compute on the same cells (the ratio of the "
+                       f"totals), the median search {ranged(g['median_ratio'], '.3f')} of its REBASE twin's; without "
+                       f"the cells where either search ran to the iteration cap, "
+                       f"{ranged(g['spend_ratio_uncapped'].dropna(), '.3f')}{uncommitted_said(g)}.")
     paper = spend[(spend["dataset"] == main) & (spend["variant"] == "spend_rule=paper")]
     if len(paper):
         out.append(f"- **The paper's per-step rule** (`--set spend_rule=paper`) spends {ranged(paper['spend_ratio'], '.3f')} "
-                   "of REBASE's: what it cannot spend in a step is lost, where the carry rule moves it to the next.")
+                   "of REBASE's: what it cannot spend in a step is lost, where the carry rule moves it to the next"
+                   f"{uncommitted_said(paper)}.")
     out += ["- A search that runs to the iteration cap keeps spending on a chain that never finishes (policy B sometimes "
             "loops), while a search whose chains all ended stops: the cells at the cap, counted in the table, are "
             "where the totals drift apart.", ""]
@@ -188,8 +219,18 @@ def ablations_section(rep: Report, main: str) -> list[str]:
         lines = [f"{pair_name(pair, rep.roles)} {at_n(p)}: {clearing(p)}" for pair, p in own.groupby("pair", sort=True)]
         vs_rebase = g[g["reference"] == "rebase (base)"]
         out.append(f"- **`{variant}`** ({what}) − {name(method)}: {'; '.join(lines)}; against REBASE "
-                   f"{'; '.join(f'{pair_name(pair, rep.roles)} {clearing(p)}' for pair, p in vs_rebase.groupby('pair', sort=True))}.")
-    return out + [""]
+                   f"{'; '.join(f'{pair_name(pair, rep.roles)} {clearing(p)}' for pair, p in vs_rebase.groupby('pair', sort=True))}"
+                   f"{uncommitted_said(g)}.")
+    return out + ["", *gate_section(rep)]
+
+
+def uncommitted_said(rows: pd.DataFrame) -> str:
+    """'; uncommitted code ran 50.0–100.0% of these searches' from a paired table's `uncommitted` column, where any
+    did (the share stands beside every number that reads such rows)."""
+    shares = rows["uncommitted"].dropna() if "uncommitted" in rows else pd.Series(dtype=float)
+    if not (shares > 0).any():
+        return ""
+    return f" (uncommitted code ran {ranged(100 * shares, '.1f')}% of these searches, which no commit reproduces)"
 
 
 def ladder_section(rep: Report, main: str) -> list[str]:
@@ -208,14 +249,15 @@ def ladder_section(rep: Report, main: str) -> list[str]:
             "the score first (REBASE, MC mean; then H-UATS without re-evaluation), or the rounding first (H-UATS w/o "
             "Uncert., which is REBASE with UATS's rounding; then the MC score).", "", *section(rep, "Ablation ladder")]
     ladder = masked(ladder[ladder["dataset"] == main])
-    out.append(f"- **The single changes that clear zero** (the steps of both paths): "
+    out.append(f"- **The single changes that clear zero** (the steps of both paths; {ONE_RECORDING_LEAD}): "
                f"{listing(clear_steps(single_steps(ladder), rep.roles))}; every other single change is within noise.")
     for r in step_rows(ladder, *WHOLE).itertuples():
         paths = [path_text(ladder, r.pair, r.budget, path) for path in (SCORE_FIRST, ROUNDING_FIRST)]
         if any(paths):
             out.append(f"- **H-UATS − REBASE on {pair_name(r.pair, rep.roles)} at N = {r.budget}** "
                        f"({diff_text(r.diff, r.half_problems)}): score first, {paths[0] or 'not run'}; rounding first, "
-                       f"{paths[1] or 'not run'}.")
+                       f"{paths[1] or 'not run'}"
+                       f"{uncommitted_said(ladder[(ladder['pair'] == r.pair) & (ladder['budget'] == r.budget)])}.")
     for (upper, lower), what in [(UNCERTAINTY_ABLATION, "the paper's own uncertainty ablation"),
                                  (ROUNDING_FIRST[0], "UATS's rounding alone"), (SCORE_FIRST[0], "the MC score alone"),
                                  (SCORE_FIRST[-1], "the gate with re-evaluation")]:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .sigma_features import checkpoint_of
-from .prose import growth_lines, name, pass_line, ranged, section
+from .prose import ONE_RECORDING_LEAD, growth_lines, name, pass_line, ranged, section
 from .rerun import RULE_DIFFS, RULE_NAMES, claim_groups
 from .tables import pair_name
 from .verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, diff_text, listing, masked,
-                       side, trend)
+                       side, trend, zero_word)
 
 if TYPE_CHECKING:
     from .build import Report
@@ -117,9 +117,10 @@ def _ordering_lines(rep: Report) -> list[str]:
                    + ("; not reproduced under the others" if NOT_REPRODUCED in by else "") + ".")
     weighted = ordering[(ordering["recording"] == "original") & (ordering["rule"] == "weighted")]
     if len(weighted) and (weighted["h_claim"] != "reproduced").any():
-        out.append("- The paper states the weighted vote, this grid's rule, and under it H-UATS is not above every "
-                   "baseline here; an order that appears under another rule may mean its PRMs make the vote behave like "
-                   "that rule, or that its numbers come from another rule. This ledger cannot tell which.")
+        out.append("- Under the weighted vote, this grid's rule (the paper takes the answer from one selected trace "
+                   "and names no vote), H-UATS is not above every baseline here; an order that appears under another "
+                   "rule may mean its PRMs make the search behave like that rule, or that its numbers come from another "
+                   "rule. This ledger cannot tell which.")
     return out
 
 
@@ -146,7 +147,7 @@ def _harder_lines(rep: Report, main: str, dataset: str) -> list[str]:
     if len(pdiff):
         clear = [f"{name(r.x)} − {name(r.y)} on {r.pair} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
                  for r in pdiff.itertuples() if side(r.diff, r.half_problems) != NOISE]
-        out.append(f"- **Paired differences that clear zero**: {listing(clear)}.")
+        out.append(f"- **Paired differences that clear zero** ({ONE_RECORDING_LEAD}): {listing(clear)}.")
     order = rep.tables.get("order", pd.DataFrame())
     if len(order) and f"{dataset}_place" in order:
         for pair, g in order.groupby("pair", sort=True):
@@ -208,4 +209,42 @@ def controller_section(rep: Report) -> list[str]:
         out.append(f"- No controller steps are recorded for {listing([f'`{m}`' for m in missing])}, which "
                    f"ran A-UATS cells of the tables above; what {'its' if one else 'their'} knobs "
                    "follow is not measured here.")
+    return out + [""]
+
+
+def gate_section(rep: Report) -> list[str]:
+    """The OOD gate's two readings: the paper's rule as written (σ > τ) and this grid's default (σ² > τ), with the
+    evidence for the default, and the literal reading's cells beside the rerun's (protocol_variants.py)."""
+    summary = rep.tables.get("prm_summary", pd.DataFrame())
+    scored = summary[summary["share_var_over_tau"].notna()] if len(summary) else summary
+    out = ["### The OOD gate: σ² > τ (this grid's default) or σ > τ (the paper's rule as written)", "",
+           "The paper defines σ_R²(h) as the sample variance of a candidate's K passes and partitions the candidates "
+           "on σ_R(h) ≤ τ: as written, τ thresholds the standard deviation. This grid's default gate thresholds the "
+           "variance, σ² > τ (`--set uncertainty=var`), with the paper's τ: a reading, chosen because the spreads the "
+           "paper's Figure 1 prints are of the size of variances"
+           + (f", and because σ > τ holds for {ranged(100 * scored['share_std_over_tau'], '.1f')}% of the steps UATS "
+              f"scored here against {ranged(100 * scored['share_var_over_tau'], '.1f')}% for σ² > τ (the Figure 2 "
+              "table), so read as written the gate would call most candidates out of distribution"
+              if len(scored) else "")
+           + ". The literal reading is `--set uncertainty=std`.", ""]
+    table = rep.tables.get("rerun_variants", pd.DataFrame())
+    if table.empty:
+        return out + ["No cells of the literal reading are in the ledgers this page reads.", ""]
+    plan = rep.rerun_plan or {}
+    if plan:
+        out += ["Its cells are recorded from a clean commit, one search at a time, as the rerun's were, by", "",
+                "```bash", plan["command"], "```", ""]
+    out += [*section(rep, "Variants under the rerun's protocol")]
+    own = table[table["reference"] != "rebase (base)"]
+    cells, of = int(own["cells"].sum()), int(own["of_cells"].sum())
+    missing = [b for b in plan.get("budgets", []) if b not in set(own["budget"])]
+    out.append(f"- **Cells read**: {cells:,} of the {of:,} cells of the rerun's that these rows are set beside"
+               + ("; the ledger is not complete, so each row reads the cells it has" if cells < of else "")
+               + (f"; none yet at the N the recipe also plans ({', '.join(f'`{b}`' for b in missing)})" if missing else "")
+               + ".")
+    for (variant, reference), g in table[table["cells"] > 0].groupby(["variant", "reference"], sort=False):
+        said = [f"{r.pair} at N = {r.budget} {diff_text(r.diff, r.half_problems)} ({zero_word(r.diff, r.half_problems)})"
+                for r in g.itertuples()]
+        out.append(f"- **`{variant}` − {reference}**: {listing(said)}; one recording of the variant, so a difference "
+                   "that clears zero is a lead.")
     return out + [""]

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Iterable
 import pandas as pd
 
 from .tables import pair_name
-from .verdicts import NOISE, diff_text, listing, masked, side, trend
+from .replication import LEAD, REPLICATES
+from .verdicts import NOISE, UP, diff_text, listing, masked, side, trend
 
 if TYPE_CHECKING:
     from .build import Report
 
 
+ONE_RECORDING_LEAD = f"the original recording alone: {LEAD}"
 NAMES = {"best-of-n": "Best-of-N", "beam": "beam search", "dvts": "DVTS", "rebase": "REBASE", "dora": "DORA",
          "h-uats": "H-UATS", "a-uats": "A-UATS"}
 
@@ -35,13 +37,36 @@ def at_n(rows: pd.DataFrame) -> str:
             f"{listing([str(b) for b in rows['budget']])}")
 
 
-def clearing(rows: pd.DataFrame) -> str:
-    """Where the differences clear zero: 'clears zero at N = 64 only', '... at every N', 'is within noise at every N'."""
+def clearing(rows: pd.DataFrame, one_recording: bool = True) -> str:
+    """Where the differences clear zero: 'clears zero at N = 64 only', '... at every N', 'is within noise at every N';
+    one_recording: the rows are of the original recording alone, so what clears zero is named a lead."""
     rows = masked(rows).sort_values("budget")
     clear = [str(b) for b, d, h in zip(rows["budget"], rows["diff"], rows["half_problems"]) if side(d, h) != NOISE]
     if not clear:
         return "is within noise at every N"
-    return "clears zero at every N" if len(clear) == len(rows) else f"clears zero at N = {listing(clear)} only"
+    said = "clears zero at every N" if len(clear) == len(rows) else f"clears zero at N = {listing(clear)} only"
+    return said + (f" ({ONE_RECORDING_LEAD})" if one_recording else "")
+
+
+def replication_said(rows: pd.DataFrame) -> str:
+    """Where differences of both recordings replicate (replication.py's rows of one comparison, one per N): 'replicates
+    upward at N = 64, is a lead (original only) at N = 4 and 16'; and where the pooled difference clears zero."""
+    rows = rows.sort_values("budget")
+    groups: dict[str, list[str]] = {}
+    for r in rows.itertuples():
+        word = r.verdict
+        if word == REPLICATES:
+            word += " upward" if side(r.original_diff, r.original_half) == UP else " downward"
+        groups.setdefault(word, []).append(str(r.budget))
+    said = [f"{'' if word.startswith(REPLICATES) else 'is '}{word} "
+            + ("at every N" if len(budgets) == len(rows) else f"at N = {listing(budgets)}")
+            for word, budgets in sorted(groups.items(), key=lambda kv: not kv[0].startswith(REPLICATES))]
+    text = ", ".join(said)
+    if "pooled_diff" in rows:
+        pooled = rows.rename(columns={"pooled_diff": "diff", "pooled_half": "half_problems"})[["budget", "diff",
+                                                                                               "half_problems"]]
+        text += f" (pooled, it {clearing(pooled, one_recording=False)})"
+    return text
 
 
 def by_pair(rows: pd.DataFrame, roles: dict[str, str], what: str) -> list[str]:

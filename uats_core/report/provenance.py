@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .stats import DIRTY, dirty
 from .tables import markdown_table
 
-DIRTY = "+dirty"
 
 
 def provenance_line(rows: pd.DataFrame) -> str:
@@ -23,10 +23,25 @@ def provenance_line(rows: pd.DataFrame) -> str:
     text = f"Code versions of the {len(rows):,} rows behind this table: {names}"
     if dirty:
         text += (f"; {dirty:,} of them ({100 * dirty / len(rows):.1f}%) ran uncommitted code (`{DIRTY}`), which no "
-                 "commit reproduces")
+                 f"commit reproduces{where_dirty(rows)}")
     else:
         text += "; none ran uncommitted code"
     return text + "."
+
+
+def where_dirty(rows: pd.DataFrame) -> str:
+    """Where a table's uncommitted rows lie, by method, variant and N: ': h-uats base at N = 64 (316), ...'."""
+    keys = [k for k in ("method", "variant", "budget") if k in rows]
+    if not keys:
+        return ""
+    bad = rows[dirty(rows["code_version"])]
+    counts = bad.groupby(keys, sort=True).size()
+    said = []
+    for key, n in counts.items():
+        key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        said.append(" ".join(str(key[k]) for k in ("method", "variant") if k in key)
+                    + (f" at N = {key['budget']}" if "budget" in key else "") + f" ({n:,})")
+    return ": " + ", ".join(said)
 
 
 def with_provenance(text: str, rows: pd.DataFrame) -> str:
@@ -35,15 +50,19 @@ def with_provenance(text: str, rows: pd.DataFrame) -> str:
     return f"{text}\n\n{line}" if text and line else text
 
 
-def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None) -> str:
+def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None,
+                     beside: pd.DataFrame | None = None) -> str:
     """Per ledger (the `ledger` column: its folder's name), the rows the report reads: how many, of which base
-    settings, run under cross-problem batching, and from uncommitted code; a rerun's rows apart, after the total."""
+    settings, run under cross-problem batching, and from uncommitted code; a rerun's rows apart, after the total, and
+    `beside`'s (variants run under the rerun's protocol) after them."""
     if "ledger" not in results:
         return ""
     groups = [(f"`{name}`", g) for name, g in results.groupby("ledger", sort=False)]
     groups.append(("all of them" if len(groups) > 1 else "", results))
     if rerun is not None and len(rerun) and "ledger" in rerun:
         groups += [(f"`{name}` (rerun)", g) for name, g in rerun.groupby("ledger", sort=False)]
+    if beside is not None and len(beside) and "ledger" in beside:  # variants under the rerun's protocol
+        groups += [(f"`{name}` (rerun's protocol)", g) for name, g in beside.groupby("ledger", sort=False)]
     rows = []
     for name, g in groups:
         if not name:

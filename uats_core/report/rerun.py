@@ -54,7 +54,7 @@ def rerun_sections(df: pd.DataFrame, rerun: Rerun, roles: dict[str, str],
     rules = rule_table(votes, confidence) if len(done) else pd.DataFrame()
     ordering = ordering_table(original, votes, confidence)
     tables = {"rerun_coverage": pd.DataFrame([cov]), "rerun_recordings": rec, "rerun_rules": rules,
-              "rule_ordering": ordering}
+              "rule_ordering": ordering, "rerun_rows": done}
     markdown = {"Rerun coverage": with_provenance(coverage_markdown(cov, rec, rerun.name), rerun.results)}
     if text := recordings_markdown(rec, roles):
         both = pd.concat([done, original[original["cell_key"].isin(set(done["cell_key"]))]], ignore_index=True)

@@ -257,6 +257,25 @@ def paired_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
 
 
 CELL = ["dataset", "pair", "budget", "problem_id", "seed"]  # one search of a method, across its variants
+DIRTY = "+dirty"  # a code version run from a checkout with uncommitted changes, which no commit reproduces
+
+
+def dirty(versions: pd.Series) -> pd.Series:
+    """Which of the code versions ran uncommitted code."""
+    return versions.fillna("").astype(str).str.endswith(DIRTY)
+
+
+def uncommitted_share(merged: pd.DataFrame) -> float:
+    """The share of a paired row's searches (both arms: code_version and code_version_ref) that ran uncommitted
+    code; nan where the rows name no code version (a run log)."""
+    if "code_version" not in merged or "code_version_ref" not in merged or merged.empty:
+        return math.nan
+    return float((dirty(merged["code_version"]).sum() + dirty(merged["code_version_ref"]).sum()) / (2 * len(merged)))
+
+
+def versioned(df: pd.DataFrame, columns: list[str]) -> list[str]:
+    """`columns` with code_version where the rows carry it."""
+    return [*columns, "code_version"] if "code_version" in df else columns
 
 
 def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
@@ -278,14 +297,16 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     variants = df[df["method"].isin(uncertainty_methods()) & (df["variant"] != "base")]
     for (dataset, method, variant), g in variants.groupby(["dataset", "method", "variant"], sort=False):
         for ref_name in (method, *(("h-uats",) if method == "a-uats" else ()), "rebase"):
-            ref = base[base["method"] == ref_name][[*CELL, "correct", "cost"]]
-            both = g[[*CELL, "correct", "cost"]].merge(ref, on=CELL, suffixes=("", "_ref"))
+            cols = versioned(df, [*CELL, "correct", "cost"])
+            ref = base[base["method"] == ref_name][cols]
+            both = g[cols].merge(ref, on=CELL, suffixes=("", "_ref"))
             for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
                 d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
                     pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
                 rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair,
                              "budget": budget, "reference": f"{ref_name} (base)", **paired_summary(d, confidence),
-                             "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum())})
+                             "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
+                             "uncommitted": uncommitted_share(m)})
     out = pd.DataFrame(rows)
     return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)
             if len(out) else out)
@@ -296,11 +317,12 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
     (dataset, pair, budget): the ratio of the totals, the median ratio per search, and the ratio of the totals
     without the cells where either search ran to the iteration cap (a chain that never finishes: REBASE keeps
     paying for it to the cap, while UATS may have finished every chain long before)."""
-    ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][[*CELL, "cost", "iterations"]]
+    cols = versioned(df, [*CELL, "cost", "iterations"])
+    ref = df[(df["method"] == "rebase") & (df["variant"] == "base")][cols]
     rows = []
     uats = df[df["method"].isin(uncertainty_methods())]
     for (dataset, method, variant), g in uats.groupby(["dataset", "method", "variant"], sort=False):
-        both = g[[*CELL, "cost", "iterations"]].merge(ref, on=CELL, suffixes=("", "_ref"))
+        both = g[cols].merge(ref, on=CELL, suffixes=("", "_ref"))
         for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
             capped = (m["iterations"] >= max_iterations) | (m["iterations_ref"] >= max_iterations)
             rest = m[~capped]
@@ -308,7 +330,7 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
                          "cells": int(len(m)), "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
                          "median_ratio": float((m["cost"] / m["cost_ref"]).median()), "capped": int(capped.sum()),
                          "spend_ratio_uncapped": float(rest["cost"].sum() / rest["cost_ref"].sum()) if len(rest)
-                         else math.nan})
+                         else math.nan, "uncommitted": uncommitted_share(m)})
     out = pd.DataFrame(rows)
     if out.empty:
         return out

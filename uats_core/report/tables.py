@@ -35,6 +35,14 @@ def span(values: pd.Series) -> str:
     return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
+UNCOMMITTED = "uncommitted code"  # the column of a paired table: the share of its row's searches that ran it
+
+
+def share_text(share: float) -> str:
+    """A share of searches that ran uncommitted code, as the paired tables print it ('–': no code versions)."""
+    return "–" if math.isnan(share) else f"{100 * share:.1f}%"
+
+
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
@@ -135,13 +143,13 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
         return ""
     rows = [[pair_name(r.pair, roles), r.budget, r.method, r.variant, r.reference, f"{100 * r.diff:+.1f}",
              half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
-             r.n_cells,
-             f"{r.spend_ratio:.2f}"] for r in vdiff.itertuples()]
+             r.n_cells, f"{r.spend_ratio:.2f}", share_text(r.uncommitted)] for r in vdiff.itertuples()]
     return ("Each UATS variant against its method's base settings, against REBASE and (A-UATS) against H-UATS on the "
-            "same (problem, seed) cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, and "
-            "compute spent as a share of the reference's\n\n"
+            "same (problem, seed) cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, "
+            "compute spent as a share of the reference's, and the share of the row's searches that ran uncommitted "
+            "code\n\n"
             + markdown_table(["pair", "N", "method", "variant", "against", "difference", "± over seeds",
-                              "± over problems", "cells", "spent / reference's"], rows))
+                              "± over problems", "cells", "spent / reference's", UNCOMMITTED], rows))
 
 
 def spend_markdown(spend: pd.DataFrame, roles: dict[str, str]) -> str:
@@ -149,13 +157,13 @@ def spend_markdown(spend: pd.DataFrame, roles: dict[str, str]) -> str:
         return ""
     several = spend["dataset"].nunique() > 1
     rows = [[pair_cell(r.pair, r.dataset, roles, several), r.budget, r.method, r.variant, r.cells, f"{r.spend_ratio:.3f}",
-             f"{r.median_ratio:.3f}", r.capped, "–" if math.isnan(r.spend_ratio_uncapped) else f"{r.spend_ratio_uncapped:.3f}"]
-            for r in spend.itertuples()]
+             f"{r.median_ratio:.3f}", r.capped, "–" if math.isnan(r.spend_ratio_uncapped) else f"{r.spend_ratio_uncapped:.3f}",
+             share_text(r.uncommitted)] for r in spend.itertuples()]
     return ("Compute spent against REBASE's on the same (problem, seed) cells: the ratio of the totals, the median "
             "ratio per search, and the ratio of the totals without the cells where either search ran to the "
-            "iteration cap\n\n"
+            "iteration cap, and the share of the row's searches that ran uncommitted code\n\n"
             + markdown_table(["pair", "N", "method", "variant", "cells", "spent / REBASE's", "median per search",
-                              "cells at the cap", "without them"], rows))
+                              "cells at the cap", "without them", UNCOMMITTED], rows))
 
 
 def against_rebase_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:

@@ -96,8 +96,8 @@ def listing(items: Sequence[str], empty: str = "none") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def rule_text(confidence: float) -> str:
-    """The rule, printed once on the page."""
+def rule_text(confidence: float, two_recordings: bool = False) -> str:
+    """The rule, printed once on the page; two_recordings: the test split's base cells were recorded twice (a rerun)."""
     return (f"**The verdict rule.** Every verdict on this page is computed by the report from the numbers it stands "
             f"beside (`uats_core/report/verdicts.py`), on the printed values. A paired difference *clears zero* when "
             f"its {100 * confidence:g}% t-interval over problems lies on one side of zero; otherwise it is *within "
@@ -110,4 +110,13 @@ def rule_text(confidence: float) -> str:
             "(downward); otherwise it is *flat within noise*. *The order* of methods is by point estimate. Comparisons "
             "without an interval (AUROC, shares of steps) are of point estimates and say so. Where a table has many "
             f"rows, {'about one in twenty' if confidence == 0.95 else 'a share'} of those with no true difference "
-            "clear zero by chance alone, so a single row that clears zero is a lead to follow, not a finding.")
+            "clear zero by chance alone, so a single row that clears zero is a lead to follow, not a finding. "
+            + ("**Replication.** The test split's base cells were recorded twice, by different searches (the original "
+               "recording and the rerun). A difference *replicates* only when it clears zero the same way in both "
+               "recordings; one that clears zero in one recording only is *a lead*, and so is every difference, or "
+               "claim reproduced or reversed, that rests on one recording (every section below the claims reads the "
+               "original recording alone, except the rerun's own tables in \"Answer aggregation\"). *Pooled* puts both "
+               "recordings' cells together (each recording's seeds apart); it is shown, not voted on." if two_recordings
+               else "**Replication.** With one recording of the cells, every difference that clears zero, and every "
+               "claim reproduced or reversed, is *a lead*: a difference *replicates* only when a second recording of "
+               "the same cells clears zero the same way."))

@@ -1,17 +1,18 @@
-"""The case finder, in the Compare tab: the problems where H-UATS and REBASE answer differently and uncertainty
-changed a decision (ui.views.casefinder), over the finished pairs of the run log, ranked; a click opens the
-pair in Compare at its first changed decision, whence the comparison export takes it. A batch makes pairs: the
-first N problems of the arithmetic world's test split with policy A (its PRM in distribution) and policy B
-(out of distribution), H-UATS and REBASE each, with the Search form's PRM, budget, seed and knobs, as one job
-of the worker pool (ui.jobs.case_batch); the list follows it as its pairs finish. A batch is its owner's (the
-signed-in user, or the browser session without a login), not the page's: any page of theirs, a reloaded one too,
-follows it and cancels it."""
+"""The case finder, in the Compare tab: the H-UATS searches whose answer uncertainty changed, by counterfactual
+(ui.views.counterfactual: the same search with uncertainty switched off answers otherwise), over the finished pairs
+of the run log, ranked; a click opens the run beside its counterfactual in Compare at the first decision where they
+part, whence the comparison export takes it. A batch makes pairs: the first N problems of the arithmetic world's test
+split with policy A (its PRM in distribution) and policy B (out of distribution), H-UATS and its counterfactual each,
+with the Search form's PRM, budget, seed and knobs, as one job of the worker pool (ui.jobs.case_batch); the list
+follows it as its pairs finish. A batch is its owner's (the signed-in user, or the browser
+session without a login), not the page's: any page of theirs, a reloaded one too, follows it and cancels it."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections import OrderedDict
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -20,14 +21,15 @@ import gradio as gr
 from storage import StorageError
 from storage.batches import get_batch_job, live_batch_jobs
 from uats_core.config import ConfigError
+from uats_core.request import validate_request
 from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
 from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_owned_batches, queue_case_batch
 from ..jobs.worker import RunRequest, session_of
-from ..views.casefinder import (BASELINE, FOUND_COLUMNS, RANKING_RULE, UATS, Changes, find_cases, found_rows,
-                                found_summary)
+from ..views.counterfactual import (COLUMNS, RANKING_RULE, UATS, counterfactual_config, factual_config, find_cases,
+                                    found_rows, found_summary)
 from ..views.safe_text import md_text
 from .common import AppContext, notice, row_of
 from .page_state import FinderState, replaced
@@ -37,16 +39,16 @@ from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_r
 
 log = logging.getLogger(__name__)
 
-MEMO_SIZE = 20_000  # finished H-UATS runs whose changes the finder remembers (a few numbers each)
-INTRO = ("The problems where H-UATS and REBASE answer differently and uncertainty changed a decision of the H-UATS "
-         "run, over the finished pairs in the run log (the same problem, seed, budget, policy and PRM). "
-         f"{RANKING_RULE} Click a row: the pair opens below at its first changed decision, ringed in both trees; "
-         "the comparison export at the bottom of the tab takes it from there. No pairs yet? Run a batch: the first "
-         "N problems of the arithmetic world's test split, each with policy A (its PRM in distribution) and policy "
-         "B (out of distribution), H-UATS and REBASE each, with the Search form's PRM, budget, seed and knobs: one "
-         "job of the worker pool, cancellable; the list fills as its pairs finish.")
-# the finder's columns (FOUND_COLUMNS) in a table the width of the page: short numbers narrow, no header broken
-COLUMN_WIDTHS = ["5%", "11%", "14%", "8%", "10%", "10%", "9%", "9%", "10%", "14%"]
+INTRO = ("The H-UATS searches whose answer uncertainty changed: each run of a batch beside the same search with "
+         "uncertainty switched off, over the finished pairs in the run log (the same problem, seed, budget, policy and "
+         f"PRM). {RANKING_RULE} Click a row: the run (A) opens below beside its counterfactual (B) at the first "
+         "decision where they part, ringed in both trees; the comparison export at the bottom of the tab takes it from "
+         "there. No pairs yet? Run a batch: the first N problems of the arithmetic world's test split, each with policy "
+         "A (its PRM in distribution) and policy B (out of distribution), H-UATS and its counterfactual each, with the "
+         "Search form's PRM, budget, seed and knobs: one job of the worker pool, cancellable; the list fills as its "
+         "pairs finish.")
+# the finder's columns (COLUMNS) in a table the width of the page: short numbers narrow, no header broken
+COLUMN_WIDTHS = ["6%", "13%", "16%", "9%", "13%", "13%", "14%", "16%"]
 
 
 @dataclass
@@ -63,8 +65,8 @@ class FinderParts:
 
 def case_finder_layout() -> FinderParts:
     """The finder's components (an accordion), where the Compare tab's layout calls it."""
-    with gr.Accordion("Case finder: problems where H-UATS and REBASE answer differently and uncertainty changed "
-                      "a decision", open=False, elem_id="cf"):
+    with gr.Accordion("Case finder: H-UATS searches whose answer uncertainty changed (beside the same search "
+                      "without it)", open=False, elem_id="cf"):
         gr.Markdown(INTRO, elem_id="cf-intro")
         with gr.Row(equal_height=False):
             find = gr.Button("Find cases in the run log", variant="primary", elem_id="cf-find", scale=2)
@@ -74,7 +76,7 @@ def case_finder_layout() -> FinderParts:
             cancel = gr.Button("Cancel the batch", elem_id="cf-cancel", scale=1)
         progress = gr.Markdown("", elem_id="cf-progress")
         summary = gr.Markdown("", elem_id="cf-summary")
-        table = gr.Dataframe(headers=FOUND_COLUMNS, interactive=False, elem_id="cf-table", wrap=True, max_height=300,
+        table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="cf-table", wrap=True, max_height=300,
                              column_widths=COLUMN_WIDTHS)
     return FinderParts(gr.State(FinderState()), find, problems, batch, cancel, progress, summary, table)
 
@@ -90,9 +92,20 @@ def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> l
     if POLICY_B not in ctx.choices.policies:
         raise ConfigError("policy", "this server does not offer the arithmetic world's policy B")
     chosen = dataset_problems(ARITH, ctx.choices)[:problems]
-    return [run_request(ctx, {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "",
-                              "free_answer": ""}, method=method)
-            for policy in (EMBEDDED, POLICY_B) for p in chosen for method in (UATS, BASELINE)]
+    runs = []
+    for policy in (EMBEDDED, POLICY_B):
+        for p in chosen:
+            req = run_request(ctx, {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "",
+                                    "free_answer": ""}, method=UATS)
+            runs += [_with_config(req, make(req.search.config)) for make in (factual_config, counterfactual_config)]
+    return runs
+
+
+def _with_config(req: RunRequest, config: Any) -> RunRequest:
+    """The checked request with the pair's config (the run and its counterfactual), checked again, under a run id
+    of its own."""
+    search = validate_request(dataclasses.replace(req.search.request, config=config))
+    return dataclasses.replace(req, run_id=uuid.uuid4().hex, search=search)
 
 
 def _minutes(seconds: float) -> str:
@@ -103,18 +116,15 @@ class _Finder:
     def __init__(self, ctx: AppContext, p: FinderParts) -> None:
         self.ctx = ctx
         self.p = p
-        self.memo: OrderedDict[str, Changes] = OrderedDict()  # H-UATS run id -> what uncertainty changed in it
 
     def listed(self, fs: FinderState) -> dict[Any, Any]:
         """Find the cases now: the table and the summary line by component, the rows kept in fs."""
         t0 = time.perf_counter()
-        found = find_cases(self.ctx.store, memo=self.memo)
-        while len(self.memo) > MEMO_SIZE:
-            self.memo.popitem(last=False)
+        found = find_cases(self.ctx.store, load=self.ctx.cache.get)
         took = time.perf_counter() - t0
-        fs.rows = tuple((c.uats["run_id"], c.rebase["run_id"]) for c in found.cases)
+        fs.rows = tuple((c.run["run_id"], c.counter["run_id"]) for c in found.cases)
         log.info("case finder: %d cases of %d pairs in %.2f s", len(found.cases), found.pairs, took)
-        said = f"{took * 1000:.0f} ms" if took < 1 else f"{took:.1f} s"  # a search of remembered runs takes a few ms
+        said = f"{took * 1000:.0f} ms" if took < 1 else f"{took:.1f} s"
         return {self.p.table: gr.update(value=found_rows(found)),
                 self.p.summary: md_text(f"{found_summary(found)} · read in {said}")}
 
@@ -125,7 +135,7 @@ class _Finder:
         try:
             runs = batch_requests(self.ctx, form, problems)
             first = runs[0].search.config
-            spec = {"problems": len(runs) // 4, "budget": first.budget, "seed": first.seed}
+            spec = {"problems": len(runs) // 4, "budget": first.budget, "seed": first.seed, "counterfactual": True}
             job = queue_case_batch(self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request),
                                    session=session_of(request))
         except FORM_ERRORS as exc:
@@ -202,7 +212,7 @@ class _Finder:
 
 def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str, str], dict[Any, Any]],
                       open_outputs: list[Any], form_inputs: dict[str, Any], then_js: str, stale: Any) -> None:
-    """The finder's events. `open_case(uats id, rebase id)` draws a pair into `open_outputs` (by component; the
+    """The finder's events. `open_case(run id, counterfactual id)` draws a pair into `open_outputs` (by component; the
     notice among them); `stale` is the comparison export's button, hidden by a new pair."""
     h = _Finder(ctx, p)
     p.find.click(h.on_find, [p.state], [p.state, p.table, p.summary])

@@ -53,8 +53,8 @@ def _layout() -> _Parts:
     c: dict[str, Any] = {"case_state": gr.State(CasesState())}
     gr.Markdown("The four cases of the paper's appendix, mined from stored runs: score (R̄ ≥ split) × "
                 "variance (σ² > τ), each with whether the step is right — exact in the arithmetic world, "
-                "otherwise whether any answer below it is right. Disagreements first. Whole problems where H-UATS "
-                "and REBASE answer differently because uncertainty changed a decision: the case finder, in the "
+                "otherwise whether any answer below it is right. Disagreements first. Whole searches whose answer "
+                "uncertainty changed (the same search without it answers otherwise): the case finder, in the "
                 "Compare tab.", elem_id="cases-intro")
     with gr.Row():
         c["c_scope"] = gr.Radio(["open run", "all runs"], value="all runs", label="mine", elem_id="c-scope")

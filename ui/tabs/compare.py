@@ -19,6 +19,7 @@ from uats_core.status import LIVE, RunStatus
 from ..views.bundles import compare_bundle
 
 from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
+from ..views.counterfactual import parting
 
 from ..views.run_status import outcome, run_label
 from ..access import AccessDenied, require_owner, requester
@@ -31,7 +32,7 @@ from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
 from ..views.treedata import RunData
 from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
-from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary, uncertainty_changes
+from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary
 from ..jobs.worker import session_of
 from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
 from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
@@ -332,17 +333,18 @@ class _Compare:
         note = (f" · in run {other.upper()}: node {match}, which shares {said}")
         return {self.ctx.cst: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
 
-    def open_case(self, uats_id: str, rebase_id: str) -> dict[Any, Any]:
-        """A case of the case finder: the pair drawn (H-UATS as A) at its first changed decision, that node
-        ringed in both trees and explained; the pickers set to the pair."""
-        cs = self.pair_state(uats_id, rebase_id)
-        first = next((c for c in uncertainty_changes(self.ctx.cache.get(uats_id))), None)
+    def open_case(self, run_id: str, counter_id: str) -> dict[Any, Any]:
+        """A case of the case finder: the H-UATS run (A) beside its counterfactual without uncertainty (B), drawn at
+        the first decision where they part, that step ringed in both trees and explained; the pickers set to them."""
+        cs = self.pair_state(run_id, counter_id)
+        first = parting(self.ctx.cache.get(run_id), self.ctx.cache.get(counter_id))
         choices = self.run_choices()
-        pickers = {self.p.cmp_a: gr.update(choices=choices, value=uats_id),
-                   self.p.cmp_b: gr.update(choices=choices, value=rebase_id)}
-        if first is None:  # the run was rewritten since the list was made
+        pickers = {self.p.cmp_a: gr.update(choices=choices, value=run_id),
+                   self.p.cmp_b: gr.update(choices=choices, value=counter_id)}
+        if first is None:  # the two decided alike throughout (the run log was rewritten since the list was made)
             return {**self.drawn(cs, None), **pickers}
-        return {self.ctx.notice: notice(""), **pickers, **self.show_changed(cs, "a", first.node_id, first.iteration)}
+        side, node = ("a", first.node_a) if first.node_a is not None else ("b", first.node_b)
+        return {self.ctx.notice: notice(""), **pickers, **self.show_changed(cs, side, int(node), first.iteration)}
 
     def on_shadow(self, cs: ComparedPair, k: Any, prm: Any, prm_kind: Any, request: gr.Request) -> Any:
         """Queue shadow scoring of the pair's baseline (the run that is not UATS; B when both or neither are)

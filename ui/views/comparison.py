@@ -48,6 +48,12 @@ COMPARE_COLUMNS = ["run", "method", "status", "answer", "outcome", "naive answer
                    "OOD nodes", "re-evaluated", "extra passes"]
 
 
+def method_label(run: Mapping[str, Any]) -> str:
+    """A run's method as a tree's title names it; the case finder's counterfactual says so."""
+    off = (run.get("config") or {}).get("prm_scoring") == "off"
+    return f"{run.get('method')} without uncertainty" if off else str(run.get("method"))
+
+
 def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | None = None,
                     height: int = 560, shadows: Sequence[Mapping[int, Any] | None] = (None, None),
                     selected: Sequence[int | None] = (None, None)) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
@@ -58,7 +64,7 @@ def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | N
     figs = []
     for d, st, side, sh, sel in ((a, sa_, "A", shadows[0], selected[0]), (b, sb_, "B", shadows[1], selected[1])):
         figs.append(tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
-                                title=f"{side}: {d.run.get('method')} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
+                                title=f"{side}: {method_label(d.run)} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
                                 uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B"))
     return figs[0], figs[1], crange
 
