@@ -97,9 +97,15 @@ FIELD_HELP = {
     "fig1-siblings": "show only the inspected node and its siblings.",
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
     "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
+    "estimator": "where each candidate's R̄ and σ² come from: mc-dropout (K dropout passes of the PRM), ensemble (K "
+                 "members of a deep ensemble of PRMs), laplace (K draws from a Laplace posterior of the PRM's head), "
+                 "mahalanobis (the PRM's hidden state's distance to its training steps, mapped to σ²; K = 1).",
     "import-file": "a file of another tool's runs in the server's import folders.",
     "import-tool": "the tool that wrote the file: its format.",
     "import-row": "which row of a search-and-learn file (one problem per row), from 0.",
+    "import-question": "the problem the imported search solved: llm-reasoners' and TreeQuest's files do not hold it "
+                       "(a search-and-learn row does, so leave it empty there).",
+    "import-gold": "the right answer, if you know it: the imported answers are graded against it (empty: ungraded).",
     "cf-n": "the arithmetic world's test problems a batch runs, each with policies A and B, an H-UATS search and "
             "the same search without uncertainty.",
     "c-scope": "mine cases from the open run or from every stored run.",
