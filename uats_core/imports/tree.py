@@ -17,6 +17,7 @@ from uats_core.errors import FieldError
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.grading import Grader, extract_boxed
 from uats_core.limits import DEFAULT_MAX_NODES
+from uats_core.protocols import MAX_STEP_CHARS, bound_step
 from uats_core.records import Decision, StepInfo
 from uats_core.status import RunStatus
 from uats_core.tree import ACTIVE, FINISHED, KEPT, PRUNED, Node
@@ -69,15 +70,20 @@ class ImportedRun:
         run_id = run_id or uuid.uuid4().hex
         ids = {n.key: i + 1 for i, n in enumerate(self.nodes)}
         nodes: dict[int, Node] = {}
+        cut = 0
         for n in self.nodes:
             nid, pid = ids[n.key], 0 if n.parent is None else ids[n.parent]
             parent_depth = nodes[pid].depth if pid else 0
-            node = Node(id=nid, parent_id=pid, depth=parent_depth + 1, step=n.step, created_iter=n.created_iter,
+            step, was_cut = bound_step(n.step)  # a step enters the run log bounded, as every backend's does
+            cut += was_cut
+            node = Node(id=nid, parent_id=pid, depth=parent_depth + 1, step=step, created_iter=n.created_iter,
                         status=FINISHED if n.finished else ACTIVE)
             if n.score is not None:
                 node.mc_scores, node.initial_passes, node.mean = [float(n.score)], 1, float(n.score)
                 node.scored_iter = n.created_iter
             nodes[nid] = node
+        if cut:
+            self.info["steps_cut"] = f"{cut} step(s) over {MAX_STEP_CHARS:,} characters, cut there"
         own = grader is None  # a grader made here is closed here (its math-verify process with it)
         grader = grader or Grader()
         try:
