@@ -209,12 +209,6 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
                          if d.get("run") == run_id]}
 
 
-def run_all(sizes: Sequence[int] = (200, 2000), repeats: int = 5, latency_nodes: int = 400) -> dict[str, Any]:
-    return {"build": build_times(sizes, repeats), "redraw": redraw_times(sizes, repeats),
-            "latency": update_latency(latency_nodes), "cpu_count": os.cpu_count(),
-            "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None}
-
-
 def target_line(name: str, value: float | None, limit: float, unit: str = "s") -> str:
     """One line of the targets block: the measured value against its limit, ending in OK or FALLS SHORT."""
     if value is None:

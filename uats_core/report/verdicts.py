@@ -53,11 +53,6 @@ def zero_word(diff: float, half: float) -> str:
     return CLEARS if side(diff, half) != NOISE else WITHIN
 
 
-def with_word(diff: float, half: float) -> str:
-    """'+3.2 ± 2.4, clears zero'."""
-    return f"{diff_text(diff, half)}, {zero_word(diff, half)}"
-
-
 def claim(diffs: Iterable[tuple[float, float]]) -> str:
     """A claim that X is above each of several others, from the differences X − other and their intervals (a missing
     difference, nan, names no other: that method did not run)."""

@@ -71,12 +71,6 @@ def _before(node: Mapping[str, Any], d: Decision, gate: OODGate, alpha: float, t
     return mean, var, ucb, k, gate.statistic(probe)
 
 
-def gated_before(node: Mapping[str, Any], gate: OODGate) -> float | None:
-    """The gated statistic the ID/OOD test read for a node: over its passes before its extra ones."""
-    d = Decision(int(node.get("id") or 0), int(node.get("children_granted") or 0), int(node.get("extra_passes") or 0))
-    return _before(node, d, gate, 0.0, 1)[4]
-
-
 def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, TreeState]:
     """The candidates decided at iteration t, the step's numbers, and the tree after t."""
     state = data.state_at(t)
