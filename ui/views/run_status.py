@@ -4,11 +4,11 @@ above its tree."""
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from uats_core.status import LIVE, RunStatus
 
-from .safe_text import hide_server_paths, md_inline, md_text
+from .safe_text import hide_server_paths, md_inline, md_text, model_name
 from .treedata import TreeState
 
 
@@ -39,10 +39,13 @@ RUN_COLUMNS = ["run", "method", "problem", "seed", "N", "status", "outcome", "an
                "started"]
 
 
-def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
-    """Two lines above the tree: the run and its outcome; then what the tree shows. Replaying an iteration t
-    before the last, the second line gives t's own figures (its nodes and the cost spent by then), not the
-    run's final ones."""
+def run_status_md(run: dict[str, Any], state: TreeState | None = None,
+                  shadow: Mapping[int, Mapping[str, Any]] | None = None) -> str:
+    """At most three short lines above the tree, each a paragraph the run bar keeps to one line (RUN_BAR_CSS; the
+    whole text is its tooltip): the run and its outcome; what the tree shows and where the run came from; then
+    the error, or what the shadow passes added, or that the run stored none. Replaying an iteration t before the
+    last, the second line gives t's own figures (its nodes and the cost spent by then), not the run's final ones.
+    `shadow`: the run's shadow rows (storage.shadow), by node id."""
     cfg = run.get("config") or {}
     status = run.get("status")
     colour = {RunStatus.RUNNING: "#1b9e77", RunStatus.QUEUED: "#999999", RunStatus.FINISHED: "#2c7fb8",
@@ -56,11 +59,11 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
             f"{md_inline(run.get('problem_id'), 80)}{searched}")
     if status == RunStatus.FINISHED:
         gold = run.get("gold_answer")
-        said = f"gold {md_inline(gold, 200)}" if gold is not None else "no gold answer"
+        said = f"gold {md_inline(gold, 60)}" if gold is not None else "no gold answer"
         naive = "" if source else (
-            f" · naive argmax {md_inline(run.get('naive_answer'), 200)} "
+            f" · naive argmax {md_inline(run.get('naive_answer'), 60)} "
             f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
-        head += (f" · answer **{md_inline(run.get('answer'), 200)}** ({outcome(run)}; {said})"
+        head += (f" · answer **{md_inline(run.get('answer'), 60)}** ({outcome(run)}; {said})"
                  + (" · the tool's choice" if source else naive))
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
     replay = state is not None and state.iteration < state.max_iteration
@@ -70,17 +73,32 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     else:
         shown = (f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}"
                  + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
+    if source:
+        shown += (f" · imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 40)} of "
+                  f"{md_inline(source.get('file'), 60)}): R̄ is the tool's own score")
     parts = [head, shown]
     if run.get("error"):
         parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
-    if source:
-        parts.append(f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
-                     f"{md_inline(source.get('file'), 120)}): R̄ is the tool's own score of each node")
-    if state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
+    elif shadow:
+        parts.append(shadow_line(shadow))
+    elif state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
             len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
         parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
-                     "adds R̄ and σ² to every node from passes this run never made")
-    return "  \n".join(parts)
+                     "adds R̄ and σ² to every node")
+    return "\n\n".join(parts)
+
+
+def shadow_line(shadow: Mapping[int, Mapping[str, Any]]) -> str:
+    """What shadow scoring added to a run, in one line: nodes, passes, the PRM, how many it finds OOD."""
+    rows = list(shadow.values())
+    ks = sorted({len(r.get("mc_scores") or []) for r in rows})
+    prms = sorted({model_name(r.get("prm")) for r in rows})
+    n_ood = sum(1 for r in rows if r.get("ood"))
+    taus = sorted({float(r["tau"]) for r in rows if r.get("tau") is not None})
+    tau = f" = {'/'.join(f'{t:g}' for t in taus)}" if taus else ""
+    return (f"**shadow-scored**: {len(rows)} nodes × K = {'/'.join(map(str, ks))} passes of "
+            f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau}): every panel "
+            "labels their R̄ and σ² *shadow*")
 
 
 def _tree_size(run: dict[str, Any], state: TreeState | None) -> str:
