@@ -22,6 +22,8 @@ import argparse
 import logging
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -33,6 +35,10 @@ DEFAULT_DB = PROJECT / "runs" / "uats.db"
 DEFAULT_EXPORTS = PROJECT / "exports"
 DEFAULT_REPORTS = PROJECT / "reports"
 DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/arith-grid) opens out of the box
+
+# SIGTERM or Ctrl-C: how long a running search gets to end 'cancelled' before its worker is ended (the app and its
+# workers are gone within about this; tests/test_app_sigterm.py holds it to 5 s)
+SHUTDOWN_GRACE_S = 3.0
 
 log = logging.getLogger("uats_studio")
 # The login page's note: Gradio's form says only "Incorrect Credentials", and nothing when the limit answers 429
@@ -185,14 +191,24 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
             demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
-                                              **login_note, **launch_kwargs(export_dir, policy, logins))
+                                              prevent_thread_lock=True, _frontend=False, **login_note,
+                                              **launch_kwargs(export_dir, policy, logins))
+            # _frontend=False: no reachability probe of our own address (one 3 s HEAD, which a loaded machine
+            # missed, aborting the launch; the app never makes a share link that the probe decides on)
+            while demo.is_running:  # Gradio's own wait would join its server for 5 s while a page is open
+                time.sleep(0.2)
     except KeyboardInterrupt:
         pass
     finally:
-        log.info("shutting down: cancelling running searches so their runs end 'cancelled' with all nodes written")
-        pool.shutdown(cancel=True)
+        log.info("shutting down: cancelling running searches (%g s to end 'cancelled', then their workers are "
+                 "ended and the runs marked)", SHUTDOWN_GRACE_S)
+        # the web server stops in its own (daemon) thread while the workers stop: the process ends when both did
+        # or the server's thread is left to die with it
+        threading.Thread(target=demo.close, kwargs={"verbose": False}, daemon=True).start()
+        pool.shutdown(cancel=True, timeout_s=SHUTDOWN_GRACE_S)
         stop_kaleido()
         store.close()
+        log.info("shut down")
     return 0
 
 

@@ -4,8 +4,10 @@ above its tree."""
 from __future__ import annotations
 
 import time
+from pathlib import PurePath
 from typing import Any, Mapping, Sequence
 
+from uats_core.eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
 from uats_core.status import LIVE, RunStatus
 
 from .safe_text import hide_server_paths, md_inline, md_text, model_name
@@ -24,19 +26,40 @@ def run_label(run: dict[str, Any]) -> str:
             f"N={cfg.get('budget', '?')} · {outcome(run)}")
 
 
+def pair_label(policy: Any, prm: Any) -> str:
+    """The run's (policy, PRM) as the evaluation names its pairs: the arithmetic world's embedded models as `A:prm
+    (ID)` and `B:prm (OOD)` (uats_core.eval.grid's names and roles); other models' pairs are left unnamed ('')."""
+    names = {PurePath(spec).name: short for short, spec in BUILTIN_MODELS.items()}
+    pol, judge = names.get(model_name(policy)), names.get(model_name(prm))
+    if pol is None or judge is None:
+        return ""
+    pair = f"{pol}:{judge}"
+    return f"{pair} ({BUILTIN_ROLES[pair]})" if pair in BUILTIN_ROLES else pair
+
+
+def _whole(value: Any) -> int | None:
+    """A count or a setting shown as a whole number (a budget stored as 16.0 reads 16), None when absent."""
+    return None if value is None or value == "" else int(round(float(value)))
+
+
 def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """The Runs table's rows (RUN_COLUMNS): the models by name and the pair they make, so two runs of one problem,
+    seed and N that differ in policy (A or B) or PRM are told apart; counts and the cost as whole numbers (the status
+    line rounds the cost so too)."""
     rows = []
     for r in runs:
         cfg = r.get("config") or {}
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started_at"])) if r.get("started_at") else ""
-        rows.append([r["run_id"][:12], r.get("method"), r.get("problem_id"), r.get("seed"), cfg.get("budget"),
-                     r.get("status"), outcome(r), r.get("answer"), round(float(r.get("cost") or 0.0), 1),
-                     r.get("iterations"), r.get("n_nodes"), started])
+        rows.append([r["run_id"][:12], r.get("method"), model_name(r.get("policy")), model_name(r.get("prm")),
+                     pair_label(r.get("policy"), r.get("prm")), r.get("problem_id"), _whole(r.get("seed")),
+                     _whole(cfg.get("budget")), r.get("status"), outcome(r), r.get("answer"),
+                     _whole(r.get("cost") or 0.0), _whole(r.get("iterations")), _whole(r.get("n_nodes")),
+                     started])
     return rows
 
 
-RUN_COLUMNS = ["run", "method", "problem", "seed", "N", "status", "outcome", "answer", "cost", "iterations", "nodes",
-               "started"]
+RUN_COLUMNS = ["run", "method", "policy", "PRM", "pair", "problem", "seed", "N", "status", "outcome", "answer", "cost",
+               "iterations", "nodes", "started"]
 
 
 def run_status_md(run: dict[str, Any], state: TreeState | None = None,
