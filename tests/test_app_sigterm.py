@@ -57,7 +57,7 @@ def test_sigterm_ends_the_app_and_its_workers_within_5_s(tmp_path: Path) -> None
     try:
         url = f"http://127.0.0.1:{port}"
         client = None
-        deadline = time.time() + 300  # minutes on a loaded 2-core machine
+        deadline = time.time() + 900  # minutes on a loaded 2-core machine (5 to import, once)
         while client is None and time.time() < deadline and app.poll() is None:
             try:
                 client = app_client(url)
