@@ -34,6 +34,7 @@ PROJECT = _CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path(".")
 DEFAULT_DB = PROJECT / "runs" / "uats.db"
 DEFAULT_EXPORTS = PROJECT / "exports"
 DEFAULT_REPORTS = PROJECT / "reports"
+DEFAULT_IMPORTS = PROJECT / "imports"  # other tools' run files the Runs tab offers (created when missing)
 DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/arith-grid) opens out of the box
 
 # SIGTERM or Ctrl-C: how long a running search gets to end 'cancelled' before its worker is ended (the app and its
@@ -74,7 +75,7 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                         "'NAME (server)'; clients pick the name, never a URL (repeatable)")
     p.add_argument("--imports-dir", action="append", default=[], metavar="DIR",
                    help="offer the .json and .jsonl files of DIR (runs of llm-reasoners, search-and-learn, TreeQuest) "
-                        "to the Runs tab's import (repeatable)")
+                        f"to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on Refresh)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
@@ -145,9 +146,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     from .choices import server_choices
 
-    try:  # the lists a client picks from, fixed now: a folder added later needs a restart
+    imports_dirs = args.imports_dir or [DEFAULT_IMPORTS]
+    if not args.imports_dir:
+        try:  # a local app has its imports folder from the start: a file put there is offered on Refresh
+            DEFAULT_IMPORTS.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("imports-dir: cannot create %s (%s); the Runs tab offers no files", DEFAULT_IMPORTS,
+                        exc.strerror)
+            imports_dirs = []
+    try:  # the lists a client picks from, fixed now (the import folders' files are listed again on Refresh)
         choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server,
-                                 args.imports_dir)
+                                 imports_dirs)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -188,6 +197,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     logins = LoginLimiter()
     login_note = {"auth_message": LOGIN_NOTE.format(limits=logins.limits)} if credentials else {}
 
+    served = False
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
             demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
@@ -195,6 +205,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
                                               **launch_kwargs(export_dir, policy, logins))
             # _frontend=False: no reachability probe of our own address (one 3 s HEAD, which a loaded machine
             # missed, aborting the launch; the app never makes a share link that the probe decides on)
+            served = bool(getattr(demo, "is_running", False))
             while demo.is_running:  # Gradio's own wait would join its server for 5 s while a page is open
                 time.sleep(0.2)
     except KeyboardInterrupt:
@@ -209,6 +220,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         stop_kaleido()
         store.close()
         log.info("shut down")
+    if served:
+        # everything the app holds is closed: the interpreter's own teardown (freeing torch and Gradio, a daemon
+        # thread left in the web server) took 50 s and more on a loaded machine, past `docker stop`'s grace
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
