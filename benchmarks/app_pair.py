@@ -1,6 +1,6 @@
 """Benchmark: a compare pair against one run, through the real app in Chromium on the embedded arithmetic world.
 
-The app starts as `python -m ui` does (two workers, the default pair pre-warmed in both) and the page waits
+The app starts as `uats-studio` does (two workers, the default pair pre-warmed in both) and the page waits
 until both have loaded it, as a user reading the page would. Then, with the form's defaults: Run (one
 H-UATS search), from the click until the run has ended; and Compare's "Run H-UATS vs REBASE", from the click
 until both runs have ended. Each repeated `repeats` times (9: a run takes 1.2 to 2.2 s here from click to end);

@@ -12,6 +12,8 @@ command of the package launches them (a launcher inside would import upward, int
   eval       searches per minute with and without cross-problem batching (benchmarks/eval_batching.py)
   cases      the case finder on the embedded world: a case batch through the worker pool, then the ranked cases
              (benchmarks/casefinder.py)
+  import     `uats import` of a 200 MB search-and-learn file: refused on the node cap, and --rows of it
+             (benchmarks/imports.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
-from benchmarks import casefinder as bench_cases, engine as bench_engine, gpu as bench_gpu, uncertainty as bench_uncertainty
+from benchmarks import casefinder as bench_cases, engine as bench_engine, gpu as bench_gpu, imports as bench_imports, \
+    uncertainty as bench_uncertainty
 from uats_core.timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
@@ -43,7 +46,8 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine.add_parser,
                                                           "gpu": bench_gpu.add_parser,
                                                           "uncertainty": bench_uncertainty.add_parser,
-                                                          "cases": bench_cases.add_parser}
+                                                          "cases": bench_cases.add_parser,
+                                                          "import": bench_imports.add_parser}
 
 
 def _app_main(argv: Sequence[str]) -> int | None:

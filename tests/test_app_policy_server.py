@@ -60,3 +60,45 @@ def test_a_malformed_policy_server_flag_is_one_line(flag: str, line: str, tmp_pa
     assert main(["--policy-server", flag, "--db", str(tmp_path / "runs.db")]) == 2
     assert capsys.readouterr().err.startswith(f"error: {line}")
     assert not (tmp_path / "runs.db").exists()
+
+
+def test_a_server_with_credentials_is_stored_and_shown_by_its_name_only(tmp_path: Path) -> None:
+    """Issue 50, item 2: `--policy-server creds=http://svc:PASSWORD@host`: the run's row holds the server's name,
+    the password reaches the server as HTTP Basic and nothing the app stores; an upstream error's own words (here a
+    database URL with a password) are not relayed. Main stored the URL with the password in runs.policy."""
+    import base64
+    import sqlite3
+
+    from ui.choices import EMBEDDED, server_choices
+    from ui.jobs.warm import ModelCache, execute
+
+    secret, leak = "pa55-SECRET", "db=postgres://admin:pg-SECRET@db.internal/prod"
+    tokenizer = load_tokenizer(resolve_spec(str(WORLD_POLICY), "policy"), "policy")
+    body = ('{"error": {"message": "%s", "type": "invalid_request_error"}}' % leak).encode()
+    with OpenAICompletionsServerDouble(tokenizer.decode, model=str(WORLD_POLICY)) as good, \
+            OpenAICompletionsServerDouble(tokenizer.decode, model=str(WORLD_POLICY), error_body=body) as bad:
+        flags = [f"creds={good.url.replace('http://', f'http://svc:{secret}@')}",
+                 f"broken={bad.url.replace('http://', f'http://svc:{secret}@')}"]
+        pool = WorkerPoolDouble()
+        with served_fresh_app(tmp_path, pool, server_choices(servers=flags)) as app:
+            client, store = app["client"], app["store"]
+            assert secret not in httpx.get(f"{app['url']}/config", timeout=30).text
+            for name in ("creds (server)", "broken (server)"):
+                notice = client.predict(**on_run_args(client, policy=name, prm=EMBEDDED, budget=4), api_name="/on_run")
+                assert "queued" in outcome_text(notice), notice
+            runs = {}
+            for req in pool.submitted:
+                assert secret not in store.get_run(req.run_id)["policy"]  # the queued row already
+                execute(req, ModelCache(), store)
+                runs[store.get_run(req.run_id)["policy"]] = store.get_run(req.run_id)
+        assert good.headers[0]["Authorization"] == "Basic " + base64.b64encode(f"svc:{secret}".encode()).decode()
+    assert runs["creds (server)"]["status"] == "finished", runs["creds (server)"]["error"]
+    failed = runs["broken (server)"]
+    assert failed["status"] == "failed"
+    assert "the server broken (server) refused completions (HTTP 400, invalid_request_error)" in failed["error"]
+    con = sqlite3.connect(tmp_path / "app" / "runs.db")
+    try:
+        dump = "\n".join(con.iterdump())
+    finally:
+        con.close()
+    assert secret not in dump and "pg-SECRET" not in dump and "postgres://" not in dump

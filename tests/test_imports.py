@@ -1,7 +1,8 @@
-"""`uats import` and the Runs tab's import: files of llm-reasoners, search-and-learn and TreeQuest (written by
-tests/tool_files.py from each tool's documented schema) become runs the app reads back like its own: iterations to
-step through, the tool's score per node, its chosen answer graded; no MC passes, which shadow scoring then adds.
-A malformed file is one line naming the file, the place and what is wrong, and nothing is written."""
+"""`uats import` and the Runs tab's import: files of llm-reasoners and TreeQuest written by the tools' own code
+(tests/fixtures/tools/, checked against what each tool itself held: its `.truth.json`) and search-and-learn rows
+(tests/tool_files.py) become runs the app reads back like its own: iterations to step through, the tool's score per
+node, the tool's own answer (or none) graded; no MC passes, which shadow scoring then adds. A malformed file is one
+line naming the file, the place and what is wrong, and nothing is written."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 
 from storage import RunStore
 from tests.doubles import HashedPRMDouble, WorkerPoolDouble
-from tests.tool_files import GOLD, QUESTION, llm_reasoners_log, search_and_learn_rows, treequest_tree, write_tool_files
+from tests.tool_files import (GOLD, LLM_REASONERS_QUESTION, QUESTION, SAL_APPROACHES, SAL_RULES, sal_expected,
+                              sal_file, search_and_learn_rows, tool_file, truth_of, write_tool_files)
 from uats.cli import main as cli
 from uats_core.protocols import Trace
 
@@ -27,59 +29,31 @@ def _import(tmp_path: Path, tool: str, path: Path, *extra: str) -> tuple[RunStor
     return store, [r["run_id"] for r in sorted(store.list_runs(), key=lambda r: r["problem_id"])]
 
 
-def test_an_llm_reasoners_log_becomes_a_run_whose_snapshots_are_its_iterations(tmp_path, capsys):
-    from ui.views.run_status import run_status_md
-    from ui.views.treedata import RunData
-
-    files = write_tool_files(tmp_path / "in")
-    store, [run_id] = _import(tmp_path, "llm-reasoners", files["llm-reasoners"], "--answer", GOLD)
-    assert "5 nodes, 5 with the tool's score, 3 iterations; no MC passes" in capsys.readouterr().out
-    data = RunData.load(store, run_id)
-    assert data.run["method"] == "llm-reasoners" and data.run["question"] == QUESTION and data.max_iteration == 3
-    assert [len(data.state_at(t).nodes) - 1 for t in (1, 2, 3)] == [2, 3, 5]  # the snapshots' trees
-    final = data.state_at(None)
-    scores = sorted(n["mean"] for i, n in final.nodes.items() if i)
-    assert scores == [0.10, 0.15, 0.20, 0.70, 0.88]  # each edge's reward, as one deterministic score
-    assert all(len(n["mc_scores"]) == 1 for i, n in final.nodes.items() if i)
-    assert data.run["answer"] == "24" and data.run["correct"] is True  # the selected edges' path, graded
-    status = run_status_md(data.run, final)
-    assert "imported from **llm&#45;reasoners** (3 snapshots of mcts&#95;tree&#95;log&#46;json)" in status
-    assert "cost spent" not in status and "seed" not in status  # another tool's: not ours to say
-    assert "no MC passes stored" in status
-
-
 def test_search_and_learn_rows_become_runs_rebuilt_from_shared_step_prefixes(tmp_path):
     from ui.views.treedata import RunData
+    from uats_core.grading import extract_boxed
 
-    files = write_tool_files(tmp_path / "in")
+    files = write_tool_files(tmp_path / "in")  # best-of-N under the default PRM (RLHFlow), by the tool's code
     store, ids = _import(tmp_path, "search-and-learn", files["search-and-learn"])
-    assert len(ids) == 2
-    data = RunData.load(store, next(i for i in ids if store.get_run(i)["problem_id"] == "test/prealgebra/rect.json"))
-    final = data.state_at(None)
-    first = [n for n in final.nodes.values() if n.get("depth") == 1]
-    # four completions, three starting with the same step: one node for that step, its score 0.91
-    assert sorted(n["mean"] for n in first) == [0.42, 0.91]
-    assert len(final.nodes) - 1 == 8 and data.max_iteration == 3
-    assert data.run["answer"] == "24" and data.run["correct"] is True
-    leaves = [n for n in final.nodes.values() if n.get("status") == "finished"]
-    assert sorted(n["answer"] for n in leaves) == ["10", "20", "24", "24"]
-    assert {n["answer"]: n["correct"] for n in leaves} == {"10": False, "20": False, "24": True}
-
-
-def test_a_treequest_tree_in_either_shape_keeps_its_order_of_expansion(tmp_path):
-    from ui.views.treedata import RunData
-
-    (tmp_path / "nested.json").write_text(json.dumps(treequest_tree(nested=True)))
-    files = write_tool_files(tmp_path / "in")
-    for path in (files["treequest"], tmp_path / "nested.json"):
-        store, [run_id] = _import(tmp_path / path.stem, "treequest", path)
+    rows = {r["unique_id"]: r for r in search_and_learn_rows()}
+    assert len(ids) == len(rows) == 2
+    for run_id in ids:
         data = RunData.load(store, run_id)
+        row = rows[data.run["problem_id"]]
         final = data.state_at(None)
-        assert data.max_iteration == 5  # one expansion per iteration
-        assert [n["created_iter"] for _, n in sorted(final.nodes.items()) if _] == [1, 2, 3, 4, 5]
-        assert [n["mean"] for _, n in sorted(final.nodes.items()) if _] == [0.45, 0.62, 0.93, 0.58, 0.95]
-        assert data.run["answer"] == "24" and data.run["correct"] is True  # the best-scored node's
-        store.close()
+        # one node per distinct first step, holding the PRM's score of it
+        firsts = {c.split("\n\n")[0]: s[0] for c, s in zip(row["completions"], row["scores"])}
+        assert sorted(n["mean"] for n in final.nodes.values() if n.get("depth") == 1) == sorted(firsts.values())
+        # depth t holds step t; RLHFlow's score of the empty part after a final blank line is no step
+        assert data.max_iteration == max(len([p for p in c.split("\n\n") if p]) for c in row["completions"])
+        assert data.run["answer"] == extract_boxed(row["pred"])
+        assert data.run["correct"] is (data.run["answer"] == row["answer"])
+        leaves = [n for n in final.nodes.values() if n.get("status") == "finished"]
+        assert sorted(n["answer"] for n in leaves) == sorted(extract_boxed(c) for c in set(row["completions"]))
+
+
+ASKED = {"llm-reasoners": ("--question", LLM_REASONERS_QUESTION), "treequest": ("--question", QUESTION),
+         "search-and-learn": ()}
 
 
 class _RecordingPRM(HashedPRMDouble):
@@ -100,7 +74,7 @@ def test_shadow_scoring_adds_mean_and_variance_to_every_imported_node(tool, tmp_
     from ui.views.treedata import RunData
 
     files = write_tool_files(tmp_path / "in")
-    store, ids = _import(tmp_path, tool, files[tool])
+    store, ids = _import(tmp_path, tool, files[tool], *ASKED[tool])
     prm = _RecordingPRM()
     shadow = run_shadow(store, ids[0], prm, k=5)
     data = RunData.load(store, ids[0])
@@ -108,51 +82,64 @@ def test_shadow_scoring_adds_mean_and_variance_to_every_imported_node(tool, tmp_
     assert sorted(shadow) == sorted(nodes)
     assert all(len(r["mc_scores"]) == 5 and r["var"] is not None and r["mean"] is not None for r in shadow.values())
     deepest = max(nodes, key=lambda i: data.nodes[i]["depth"])
-    scored = next(t for t in prm.traces if t.steps[-1] == data.nodes[deepest]["step"])
-    # TreeQuest's nodes are whole answers: the PRM reads the node's own text; elsewhere its path's steps
-    assert len(scored.steps) == (1 if tool == "treequest" else data.nodes[deepest]["depth"])
+    # TreeQuest's nodes are whole answers: the PRM reads the node's own text; elsewhere its path's steps (a step's
+    # text may recur at another depth: the trace is the one of this node's path)
+    path, at = [], deepest
+    while at:
+        path.append(data.nodes[at]["step"])
+        at = data.nodes[at]["parent_id"]
+    want = (data.nodes[deepest]["step"],) if tool == "treequest" else tuple(reversed(path))
+    assert any(t.steps == want for t in prm.traces)
     assert data.nodes[deepest]["mc_scores"] == [data.nodes[deepest]["mean"]]  # the run's own score is untouched
 
 
 def _bad_llm_reasoners() -> list[tuple[str, Any, str]]:
-    log = llm_reasoners_log()
+    log = json.loads(tool_file("llm-reasoners", "mcts_rap.export.json").read_text(encoding="utf-8"))
     dangling = json.loads(json.dumps(log))
     dangling["logs"][1]["edges"]["2"]["target"] = 99
     two_roots = json.loads(json.dumps(log))
     del two_roots["logs"][0]["edges"]["1"]
+    no_question = {k: v for k, v in log.items() if k != "question"}
     return [("not JSON", "{logs: [", "not JSON (Expecting property name enclosed in double quotes at line 1)"),
             ("no logs", {"nodes": {}}, "no 'logs' list of snapshots"),
             ("dangling edge", dangling, "logs[1].edges[2]: its target 99 is no node of that snapshot"),
             ("two roots", two_roots, "logs[0]: 2 nodes without a parent edge; a tree has one root"),
-            ("no question", llm_reasoners_log(question=None), "the log names no question")]
+            ("no question", no_question, "the log names no question (llm-reasoners stores none); give it with "
+                                         "--question")]
 
 
 def _bad_search_and_learn() -> list[tuple[str, Any, str]]:
     rows = search_and_learn_rows()
     short = [dict(rows[0], scores=rows[0]["scores"][:3])]
     steps = [dict(rows[0], scores=[[0.9], *rows[0]["scores"][1:]])]
-    out_of_range = [dict(rows[0], scores=[[0.9, 1.7, 0.8], *rows[0]["scores"][1:]])]
-    return [("not JSON", "{\"problem\": ", "line 1: not JSON"),
+    out_of_range = [dict(rows[0], scores=[[0.9, 1.7, *rows[0]["scores"][0][2:]], *rows[0]["scores"][1:]])]
+    return [("not JSON", "{\"problem\": ", "row 0 (line 1): not JSON"),
             ("no completions", [{"problem": "x", "scores": []}], "row 0: no 'completions' field"),
             ("scores per completion", short, "row 0: 4 completions but 3 score lists"),
-            ("scores per step", steps, "row 0: scores[0] has 1 scores for the 3 steps of completions[0]"),
+            ("scores per step", steps, "row 0: scores[0] has 1 scores for completions[0], where RLHFFlow or "
+                                       "Qwen_2_5_Math scores "),
             ("score range", out_of_range, "row 0: scores[0][1] = 1.7 is no PRM score in [0, 1]")]
 
 
 def _bad_treequest() -> list[tuple[str, Any, str]]:
-    tree = treequest_tree()
+    tree = json.loads(tool_file("treequest", "ab_mcts_a.json").read_text(encoding="utf-8"))
     no_root = dict(tree, nodes=tree["nodes"][1:])
     late_parent = json.loads(json.dumps(tree))
-    late_parent["nodes"][2]["parent"] = 3
+    late_parent["nodes"][2]["parent_id"] = 3
     bad_score = json.loads(json.dumps(tree))
-    bad_score["nodes"][3]["score"] = 4.5
+    bad_score["nodes"][3]["score"] = "high"
     twice = dict(tree, nodes=tree["nodes"] + [tree["nodes"][1]])
-    return [("shape", {"tree": []}, "neither {\"nodes\": [...]} nor {\"root\": {...}}"),
-            ("no root", no_root, "no root (expand_idx -1)"),
-            ("parent", late_parent, "node 1: parent 3 is no node expanded before it"),
-            ("score", bad_score, "node 2: score 4.5 is not in [0, 1]"),
-            ("duplicate", twice, "expand_idx 0 appears twice"),
-            ("no question", {k: v for k, v in tree.items() if k != "question"}, "the file names no question")]
+    no_state = json.loads(json.dumps(tree))
+    del no_state["nodes"][4]["state_repr"]
+    return [("shape", {"tree": []}, "no 'nodes' list; a TreeQuest export is what treequest.render"),
+            ("yaml", "nodes: [\n  - id: 1\n  bad", "neither JSON nor YAML at line 2"),
+            ("no root", no_root, "no root (the node with id -1)"),
+            ("parent", late_parent, "node 1: parent_id 3 is no node expanded before it"),
+            ("score", bad_score, "node 2: score 'high' is not a number"),
+            ("duplicate", twice, "node 0 appears twice"),
+            ("state", no_state, "nodes[4]: no state_repr"),
+            ("alias", "nodes: &n []\nedges: *n\n", "line 2: a YAML alias (*name), which treequest.render never writes"),
+            ("no question", dict(tree, metadata={}), "the export names no question (TreeQuest stores none)")]
 
 
 BAD = [(tool, *case) for tool, cases in (("llm-reasoners", _bad_llm_reasoners()),
@@ -180,26 +167,408 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     from ui.choices import IMPORT_REFUSED, server_choices
     from ui.jobs.import_job import submit_import
     from uats_core.config import ConfigError
-    from uats_core.imports import ImportFormatError
+    from uats_core.grading import extract_boxed
+    from uats_core.imports import ImportFormatError, read_runs
 
     folder = tmp_path / "imports"
     files = write_tool_files(folder)
     (folder / "broken.json").write_text("{\"logs\": []}")
     choices = server_choices(imports_dirs=[folder])
-    assert sorted(choices.imports) == ["abmcts_tree.json", "beam_search_completions.jsonl", "broken.json",
-                                       "mcts_tree_log.json"]
+    assert sorted(choices.imports) == ["best_of_n_completions.jsonl", "broken.json", "mcts_rap.treelog.json",
+                                       "standard_mcts.json"]
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     with pytest.raises(ConfigError, match=re.escape(IMPORT_REFUSED)):
         submit_import(store, pool, choices, "treequest", str(files["treequest"]), 0)  # a path is no choice
     with pytest.raises(ImportFormatError, match="^file: broken.json: no 'logs' list of snapshots"):
         submit_import(store, pool, choices, "llm-reasoners", "broken.json", 0)
     assert pool.submitted == [] and store.list_runs() == []
-    run_id = submit_import(store, pool, choices, "search-and-learn", "beam_search_completions.jsonl", 1.0,
+    run_id = submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 1.0,
                            owner="user:ann")
     assert store.get_run(run_id)["status"] == "queued"
     (req,) = pool.submitted
     assert req.run(None, store) is None
     run = store.get_run(run_id)
-    assert (run["status"], run["problem_id"], run["answer"], run["owner"]) == ("finished", "test/prealgebra/sum.json",
-                                                                               "8", "user:ann")
-    assert len(store.get_nodes(run_id)) == 3
+    pred = extract_boxed(search_and_learn_rows()[1]["pred"])
+    assert (run["status"], run["problem_id"], run["answer"], run["owner"]) == ("finished", "test/prealgebra/order.json",
+                                                                               pred, "user:ann")
+    assert len(store.get_nodes(run_id)) == len(read_runs("search-and-learn", files["search-and-learn"], rows=[1])[0].nodes)
+    with pytest.raises(ImportFormatError, match="the export names no question .* give it with --question"):
+        submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0)  # a TreeQuest export holds none
+    with pytest.raises(ConfigError, match="^question: a search-and-learn row holds its problem"):
+        submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 0, question="q")
+    with pytest.raises(ConfigError, match="^question: 20,001 characters"):
+        submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0, question="x" * 20_001)
+    run_id = submit_import(store, pool, choices, "llm-reasoners", "mcts_rap.treelog.json", 0,
+                           question=f"  {LLM_REASONERS_QUESTION}\n", gold="10")
+    assert pool.submitted[-1].run(None, store) is None
+    run = store.get_run(run_id)
+    assert (run["status"], run["question"], run["gold_answer"]) == ("finished", LLM_REASONERS_QUESTION, "10")
+    assert run["answer"] is None and run["correct"] is None  # a bare tree log holds no answer of the tool's: ungraded
+
+
+TREEQUEST_EXPORTS = sorted(p.name for p in (tool_file("treequest", "x").parent).iterdir()
+                           if p.suffix in (".json", ".yaml") and ".truth." not in p.name)
+LLM_REASONERS_FILES = sorted(p.name for p in (tool_file("llm-reasoners", "x").parent).iterdir()
+                             if p.name.endswith((".export.json", ".treelog.json")))
+
+
+@pytest.mark.parametrize("name", TREEQUEST_EXPORTS)
+def test_a_treequest_export_imports_as_treequest_holds_its_tree(name, tmp_path):
+    """treequest.render's JSON and YAML of five algorithms: every node with its parent, score and answer text as
+    TreeQuest held them, every node graded, the run's answer top_k's; scores outside [0, 1] kept and said."""
+    from uats_core.grading import extract_boxed
+    from uats_core.imports import read_runs
+
+    path = tool_file("treequest", name)
+    truth = truth_of(path)
+    (run,) = read_runs("treequest", path, question=QUESTION)
+    held = [n for n in truth["nodes"] if n["expand_idx"] != -1]
+    assert [n.key for n in run.nodes] == [n["expand_idx"] for n in held]
+    assert [-1 if n.parent is None else n.parent for n in run.nodes] == [n["parent"] for n in held]
+    assert [n.step for n in run.nodes] == [n["text"] for n in held]  # the state's own text, out of state_repr
+    assert [n.extra["score"] for n in run.nodes] == [n["score"] for n in held]
+    outside = sum(1 for n in held if not 0 <= n["score"] <= 1)
+    assert run.info["scores_outside_unit_range"] == outside
+    assert [n.score for n in run.nodes] == ([None] * len(held) if outside else [n["score"] for n in held])
+    assert all(n.finished for n in run.nodes)  # every node is an answer TreeQuest ranks
+    (best,) = [n for n in run.nodes if n.key in run.chosen]
+    assert (best.step, best.extra["score"]) == (truth["top_k_1"]["text"], truth["top_k_1"]["score"])
+    events = run.events("r")
+    assert events[-1].answer == extract_boxed(truth["top_k_1"]["text"])
+    graded = [r for e in events if hasattr(e, "nodes") for r in e.nodes if r.get("status") == "finished"]
+    assert {r["id"] for r in graded} == set(range(1, len(held) + 1))
+
+
+def test_scores_outside_the_unit_range_are_said_so_by_the_command_and_the_app(tmp_path, capsys):
+    from ui.views.run_status import run_status_md
+    from ui.views.treedata import RunData
+
+    store, [run_id] = _import(tmp_path, "treequest", tool_file("treequest", "ab_mcts_m_unbounded.json"),
+                              "--question", QUESTION, "--answer", GOLD)
+    out = capsys.readouterr().out
+    assert "6 scores outside [0, 1] (validate_reward_range=False): kept in each node's source fields" in out
+    data = RunData.load(store, run_id)
+    assert all(n.get("mean") is None for i, n in data.state_at(None).nodes.items() if i)
+    assert "the tool's scores are not in [0, 1] (6 outside)" in run_status_md(data.run, data.state_at(None))
+
+
+def _selected_end(log: dict[str, Any]) -> str:
+    """Where the last snapshot's selected_edge path ends: what the import stated as the answer before."""
+    nodes, edges = log["logs"][-1]["nodes"], {str(e["id"]): e for e in log["logs"][-1]["edges"].values()}
+    cur = next(k for k in nodes if all(str(e["target"]) != k for e in edges.values()))
+    while nodes[cur].get("selected_edge") is not None:
+        cur = str(edges[str(nodes[cur]["selected_edge"])]["target"])
+    return cur
+
+
+@pytest.mark.parametrize("name", LLM_REASONERS_FILES)
+def test_an_llm_reasoners_log_imports_as_llm_reasoners_holds_its_search(name, tmp_path):
+    """MCTS (8 runs, RAP's and the default node data), beam search and DFS: the visited nodes with their parents,
+    per-step text and rewards as llm-reasoners held them, unvisited children kept apart, one iteration per
+    snapshot, and the answer the tool gave (the export) or none (a bare tree log)."""
+    from uats_core.imports import read_runs
+    from uats_core.protocols import STEP_DELIMITER
+
+    path = tool_file("llm-reasoners", name)
+    truth, log = truth_of(path), json.loads(path.read_text(encoding="utf-8"))
+    (run,) = read_runs("llm-reasoners", path, question=LLM_REASONERS_QUESTION)
+    root = next(n["id"] for n in truth["nodes"] if n["parent"] is None)
+    visited = {str(n["id"]): n for n in truth["nodes"] if n["visited"] and n["parent"] is not None}
+    assert sorted(n.key for n in run.nodes) == sorted(visited)
+    for n in run.nodes:
+        held = visited[n.key]
+        assert (int(n.parent) if n.parent is not None else root) == held["parent"]
+        assert n.step.removesuffix(STEP_DELIMITER) == held["step"]  # one step, not every earlier one again
+        assert n.score == pytest.approx(held["reward"])
+    unvisited = [n for n in truth["nodes"] if not n["visited"]]
+    assert run.info["unvisited_children"] == len(unvisited)
+    assert sorted(c["id"] for n in run.nodes for c in n.extra.get("unvisited_children", [])) == sorted(
+        n["id"] for n in unvisited)
+    events = run.events("r")
+    assert events[-1].iterations == len(log["logs"])  # every snapshot an iteration, also those adding no node
+    if name.endswith(".export.json"):
+        assert events[-1].answer == truth["answer"] and run.chosen == [str(truth["terminal_node"])]
+    else:
+        assert events[-1].answer is None and run.chosen == [] and "none: a tree log holds no answer" in (
+            run.info["answer_read_from"])
+
+
+def test_the_last_iterations_path_is_not_the_tools_answer():
+    """The runs where llm-reasoners' selected_edge path ends elsewhere than its answer: the import states the tool's."""
+    differs = []
+    for name in LLM_REASONERS_FILES:
+        path = tool_file("llm-reasoners", name)
+        if not name.endswith(".export.json"):
+            continue
+        truth, log = truth_of(path), json.loads(path.read_text(encoding="utf-8"))
+        if _selected_end(log) != str(truth["terminal_node"]):
+            differs.append(name)
+    assert "mcts_seed3.export.json" in differs and "mcts_seed5.export.json" in differs
+
+
+def test_the_pickle_llm_reasoners_writes_is_refused_naming_the_exporter(tmp_path, capsys):
+    import gzip
+
+    pkl = tool_file("llm-reasoners", "evaluate/algo_output/1.pkl")
+    db = tmp_path / "runs.db"
+    assert cli(["import", "--from", "llm-reasoners", str(pkl), "--db", str(db), "--question", "q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {pkl}: a Python pickle (llm-reasoners' algo_output/N.pkl), not read: "
+                          "unpickling runs code") and "uats_studio.llm_reasoners.export_llm_reasoners(" in err
+    assert err.count("\n") == 1 and not db.exists()
+    packed = tmp_path / "log.json.gz"
+    packed.write_bytes(gzip.compress(tool_file("llm-reasoners", LLM_REASONERS_FILES[0]).read_bytes()))
+    assert cli(["import", "--from", "llm-reasoners", str(packed), "--db", str(db), "--question", "q"]) == 2
+    assert "gzip-compressed; decompress it (gunzip)" in capsys.readouterr().err
+    sources = Path(__file__).resolve().parents[1] / "uats_core" / "imports"
+    assert not any("tools write JSON" in p.read_text(encoding="utf-8") for p in sources.glob("*.py"))
+
+
+def test_the_exporter_loads_no_llm_reasoners_until_called():
+    import subprocess
+    import sys
+
+    code = ("import sys, uats_studio.llm_reasoners as m; assert 'reasoners' not in sys.modules; "
+            "print(m.EXPORT_FORMAT)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+@pytest.mark.parametrize("state_repr, text, fields", [
+    ("'6 × 4 = \\\\boxed{24}'", "6 × 4 = \\boxed{24}", {}),  # repr() of a text state: read back as a literal
+    ('{"llm_answer":"It is 24","round":2}', "It is 24", {"round": 2}),  # a dataclass's JSON
+    ('{"answer":"24","judge_score":0.9}', "24", {"judge_score": 0.9}),  # a pydantic model's JSON
+    ('{"score":0.9}', '{"score":0.9}', {"score": 0.9}),  # JSON with no text field: the JSON is the text
+    ("Attempt(text='24')", "Attempt(text='24')", {}),  # a custom repr: as written, nothing evaluated
+    ("'a' + __import__('os').getcwd()", "'a' + __import__('os').getcwd()", {}),  # no literal: not run
+    ("{not json", "{not json", {}),
+])
+def test_a_treequest_state_repr_gives_its_answer_text(state_repr, text, fields):
+    from uats_core.imports.treequest import state_text
+
+    assert state_text(state_repr) == (text, fields)
+
+
+def test_rap_answers_are_read_and_graded_on_every_terminal_node(tmp_path):
+    """llm-reasoners' RAP world writes "The answer is N." (no \\boxed{}): each terminal step's answer is read as RAP's
+    retrieve_answer reads it and graded; the run's answer is the tool's (10), not the last iteration's path's (5)."""
+    from ui.views.treedata import RunData
+
+    path = tool_file("llm-reasoners", "mcts_seed5.export.json")
+    store, [run_id] = _import(tmp_path, "llm-reasoners", path, "--answer", "10")
+    data = RunData.load(store, run_id)
+    finished = {n["answer"]: n["correct"] for i, n in data.state_at(None).nodes.items()
+                if i and n.get("status") == "finished"}
+    assert finished == {"10": True, "12": False, "5": False}
+    assert (data.run["answer"], data.run["correct"]) == ("10", True)
+    log = json.loads(path.read_text(encoding="utf-8"))
+    end = next(n for n in truth_of(path)["nodes"] if str(n["id"]) == _selected_end(log))
+    assert end["step"].endswith("The answer is 5.")  # what the import stated before: the last iteration's path
+
+
+# search-and-learn's own files (tests/tool_fixtures/search_and_learn/make_files.py ran its best_of_n, beam_search and
+# dvts with vLLM's LLM and each PRM class scripted; MANIFEST.json names the sal commit): one per approach x PRM rule.
+SAL_CASES = [(a, r) for a in SAL_APPROACHES for r in SAL_RULES]
+
+
+def _expected_path(completion: str, cut: list[list[Any]], sep: str) -> list[tuple[str, float, list[float]]]:
+    """From the scripted PRM's record (the text up to each score it gave), the nodes along one completion: (text
+    from the start to the node's end, its own score, the scores of the empty parts after it), a node ending where
+    the next part with text starts."""
+    content = [k for k, (p, _) in enumerate(cut)
+               if p.rstrip("\n") and (k == 0 or p.rstrip("\n") != cut[k - 1][0].rstrip("\n"))]
+    path = []
+    for i, k in enumerate(content):
+        nxt = content[i + 1] if i + 1 < len(content) else None
+        end = len(completion) if nxt is None else len(cut[nxt - 1][0]) + len(sep)
+        lead = [s for _, s in cut[:k]] if i == 0 else []
+        folded = [s for _, s in cut[k + 1:nxt]]
+        path.append((completion[:end], cut[k][1], lead + folded))
+    return path
+
+
+def _check_sal_run(run: Any, expected: dict[str, Any], sep: str) -> None:
+    row = expected["row"]
+    assert (run.question, run.gold, run.problem_id) == (row["problem"], row["answer"], row["unique_id"])
+    texts: dict[Any, str] = {}
+    for n in run.nodes:  # parents first
+        assert n.parent is None or n.parent in texts
+        texts[n.key] = (texts[n.parent] if n.parent is not None else "") + n.step
+    by_key = {n.key: n for n in run.nodes}
+    all_nodes = set()
+    for completion, cut in zip(row["completions"], expected["prm_parts"], strict=True):
+        want = _expected_path(completion, cut, sep)
+        leaf = next(k for k, n in by_key.items() if n.finished and texts[k] == completion)
+        path = [leaf]
+        while by_key[path[-1]].parent is not None:
+            path.append(by_key[path[-1]].parent)
+        got = [(texts[k], by_key[k].score, by_key[k].extra.get("folded_scores", [])) for k in reversed(path)]
+        assert [t for t, _, _ in got] == [t for t, _, _ in want]
+        # save_dataset's JSON lines round floats to 10 digits (pandas' to_json); the Parquet keeps them whole
+        assert [[s, *f] for _, s, f in got] == [pytest.approx([s, *f], abs=5e-11, rel=0) for _, s, f in want]
+        assert [by_key[k].created_iter for k in reversed(path)] == list(range(1, len(path) + 1))
+        all_nodes |= {t for t, _, _ in want}
+    assert len(run.nodes) == len(all_nodes)  # a prefix completions share is one node
+    chosen = row["completions"].index(row["pred"])
+    assert run.chosen == [next(k for k, t in texts.items() if t == row["completions"][chosen] and by_key[k].finished)]
+    assert run.info["answer_from"] == "pred"
+    assert run.info["tool_answers"] == {k: v for k, v in row.items() if k.startswith(("pred_weighted@", "pred_maj@",
+                                                                                        "pred_naive@"))}
+    assert any(k.startswith("pred_weighted@") for k in run.info["tool_answers"])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize("approach, rule", SAL_CASES, ids=[f"{a}-{r}" for a, r in SAL_CASES])
+def test_search_and_learn_files_of_every_approach_and_prm_import_with_the_tools_nodes_scores_and_answer(
+        approach, rule, fmt):
+    from uats_core.imports import read_runs
+
+    expected = sal_expected(approach, rule)
+    path = sal_file(approach, rule, fmt)
+    sep = "\n" if rule == "skywork" else "\n\n"
+    recognised = read_runs("search-and-learn", path)
+    named = read_runs("search-and-learn", path, prm_rule=rule)
+    assert len(recognised) == len(named) == len(expected["rows"])
+    for run, again, exp in zip(recognised, named, expected["rows"], strict=True):
+        _check_sal_run(run, exp, sep)
+        assert [(n.key, n.parent, n.step, n.score) for n in again.nodes] == [
+            (n.key, n.parent, n.step, n.score) for n in run.nodes]
+    if approach == "dvts" and rule != "math-shepherd":  # DVTS under these PRMs: a score for an empty part, kept
+        assert any(n.extra.get("folded_scores") for run in recognised for n in run.nodes)
+    # recognised from the scores' shape: the rule that wrote them, with any other that cuts these texts alike
+    assert ("rlhflow or qwen" if rule in ("rlhflow", "qwen") else rule) in recognised[0].info["prm_rule"]
+    assert named[0].info["prm_rule"] == ("rlhflow or qwen" if rule in ("rlhflow", "qwen") else rule)
+
+
+def test_a_search_and_learn_run_shows_pred_graded_and_keeps_the_weighted_and_majority_answers(tmp_path, capsys):
+    from ui.views.run_status import run_status_md
+    from ui.views.safe_text import md_text
+    from ui.views.treedata import RunData
+    from uats_core.grading import extract_boxed
+
+    path = sal_file("dvts", "rlhflow", "jsonl")
+    store, ids = _import(tmp_path, "search-and-learn", path)
+    out = capsys.readouterr().out
+    rows = sal_expected("dvts", "rlhflow")["rows"]
+    assert out.count("the answer shown is the tool's pred (kept beside it: pred_weighted@4 ") == len(rows)
+    assert "steps cut as rlhflow or qwen cuts them" in out
+    for run_id in ids:
+        data = RunData.load(store, run_id)
+        row = next(r["row"] for r in rows if r["row"]["unique_id"] == data.run["problem_id"])
+        assert data.run["answer"] == extract_boxed(row["pred"])
+        assert data.run["correct"] is (extract_boxed(row["pred"]) == row["answer"])
+        imported = data.run["config"]["imported"]
+        assert imported["answer_from"] == "pred" and imported["tool_answers"]["pred_maj@4"] == row["pred_maj@4"]
+        status = run_status_md(data.run, data.state_at(None))
+        assert f"the answer is its pred (kept beside it: {md_text('pred_weighted@4')} " in status
+
+
+def test_a_bad_search_and_learn_row_is_reported_by_number_and_the_others_import(tmp_path, capsys):
+    lines = sal_file("beam_search", "skywork", "jsonl").read_text(encoding="utf-8").splitlines()
+    bad = json.loads(lines[0])
+    bad["scores"][1] = bad["scores"][1][:-1]
+    path = tmp_path / "beam_search_completions.jsonl"
+    path.write_text("\n".join([json.dumps(bad), *lines[1:], "{\"problem\": "]) + "\n", encoding="utf-8")
+    store, ids = _import(tmp_path, "search-and-learn", path)
+    err = capsys.readouterr().err.splitlines()
+    assert len(ids) == len(lines) - 1
+    assert err[0].startswith(f"warning: {path}: row 0: scores[1] has ") and "SkyworkO1 " in err[0]
+    assert err[0].endswith("(row left out; the other rows import)")
+    assert err[1].startswith(f"warning: {path}: row {len(lines)} (line {len(lines) + 1}): not JSON")
+    assert len(err) == 2
+
+
+def test_a_named_prm_rule_that_does_not_fit_is_named_in_the_row_error(tmp_path, capsys):
+    path = sal_file("best_of_n", "skywork", "jsonl")
+    assert cli(["import", "--from", "search-and-learn", str(path), "--db", str(tmp_path / "r.db"),
+                "--prm-rule", "math-shepherd"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {path}: row 0: scores[0] has ") and "where MathShepherd scores " in err
+    assert "--prm-rule" not in err.split("MathShepherd")[1] and not (tmp_path / "r.db").exists()
+    other = write_tool_files(tmp_path / "in")["treequest"]
+    assert cli(["import", "--from", "treequest", str(other), "--db", str(tmp_path / "r.db"), "--prm-rule", "qwen"]) == 2
+    assert capsys.readouterr().err == ("error: prm-rule: a treequest file has no PRM steps to cut; --prm-rule is for "
+                                       "search-and-learn\n")
+
+
+def test_the_node_cap_refuses_a_search_and_learn_file_while_reading_and_rows_read_no_further(tmp_path):
+    from uats_core.imports import ImportFormatError, read_runs
+
+    src = sal_file("dvts", "qwen", "jsonl").read_text(encoding="utf-8")
+    path = tmp_path / "dvts_completions.jsonl"
+    path.write_text(src * 50 + "not json at all\n", encoding="utf-8")
+    per_file = sum(len(r.nodes) for r in read_runs("search-and-learn", sal_file("dvts", "qwen", "jsonl")))
+    with pytest.raises(ImportFormatError, match=r"more than the 30 nodes an import writes, passed at row \d"):
+        read_runs("search-and-learn", path, max_nodes=30)
+    assert per_file < 30
+    rows = len(src.splitlines())
+    # the bad last line is never read when the rows asked for come before it
+    assert [r.label for r in read_runs("search-and-learn", path, rows=[1, rows + 1])] == ["row 1", f"row {rows + 1}"]
+
+
+def test_the_hubs_parquet_without_pyarrow_is_one_line_naming_the_fix(tmp_path, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # as where pyarrow is not installed
+    path = sal_file("best_of_n", "qwen", "parquet")
+    assert cli(["import", "--from", "search-and-learn", str(path), "--db", str(tmp_path / "r.db")]) == 2
+    assert capsys.readouterr().err == (f"error: file: {path}: a Parquet file (the Hub's format); reading it needs "
+                                       "pyarrow (pip install pyarrow), or import the tool's .jsonl\n")
+
+
+def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tmp_path):
+    from benchmarks.imports import COPIES, FIXTURE, build
+    from uats_core.imports import read_runs
+
+    rows = build(tmp_path / "big.jsonl", 2.0)
+    assert (tmp_path / "big.jsonl").stat().st_size >= 2e6
+    base = read_runs("search-and-learn", FIXTURE)
+    scaled = read_runs("search-and-learn", tmp_path / "big.jsonl", rows=[0, rows - 1])
+    assert len(scaled[0].nodes) == COPIES * len(base[0].nodes)  # each copy's steps are nodes of their own
+    assert scaled[0].info["completions"] == 4 * COPIES
+    assert [r.label for r in scaled] == ["row 0", f"row {rows - 1}"]
+
+
+def test_the_runs_tab_lists_and_imports_the_hubs_parquet(tmp_path):
+    import shutil
+
+    from ui.choices import server_choices
+    from ui.jobs.import_job import submit_import
+    from uats_core.grading import extract_boxed
+
+    folder = tmp_path / "imports"
+    folder.mkdir()
+    shutil.copyfile(sal_file("dvts", "skywork", "parquet"), folder / "train-00000-of-00001.parquet")
+    choices = server_choices(imports_dirs=[folder])
+    assert sorted(choices.imports) == ["train-00000-of-00001.parquet"]
+    store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
+    run_id = submit_import(store, pool, choices, "search-and-learn", "train-00000-of-00001.parquet", 1)
+    (req,) = pool.submitted
+    assert req.run(None, store) is None
+    row = sal_expected("dvts", "skywork")["rows"][1]["row"]
+    run = store.get_run(run_id)
+    assert (run["status"], run["problem_id"], run["answer"]) == ("finished", row["unique_id"], extract_boxed(row["pred"]))
+    assert run["config"]["imported"]["prm_rule"] == "skywork"
+
+
+def test_rows_past_the_end_are_each_named_and_a_damaged_parquet_is_one_line(tmp_path, capsys):
+    from uats_core.imports import read_runs
+
+    skipped: list[str] = []
+    path = sal_file("dvts", "skywork", "jsonl")
+    runs = read_runs("search-and-learn", path, rows=[1, 7, 9], on_skip=skipped.append)
+    assert [r.label for r in runs] == ["row 1"]
+    assert skipped == [f"{path}: row {r}: the file has 2 rows (0 to 1) (row left out; the other rows import)"
+                       for r in (7, 9)]
+    damaged = tmp_path / "train-00000-of-00001.parquet"
+    damaged.write_bytes(sal_file("dvts", "skywork", "parquet").read_bytes()[:600])
+    assert cli(["import", "--from", "search-and-learn", str(damaged), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {damaged}: not a readable Parquet file (") and err.count("\n") == 1
+    data = bytearray(sal_file("dvts", "skywork", "parquet").read_bytes())
+    data[100:500] = b"\xff" * 400  # the first row group's pages, the footer intact
+    damaged.write_bytes(bytes(data))
+    assert cli(["import", "--from", "search-and-learn", str(damaged), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: file: {damaged}: row 0: its Parquet data is unreadable (") and err.count("\n") == 1
+    assert not (tmp_path / "r.db").exists()

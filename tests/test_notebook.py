@@ -1,5 +1,6 @@
 """docs/notebooks/open_run.ipynb, the notebook API's example, executed as a reader would run it (nbclient, a Python
-kernel in the repository's root): every cell runs without an error, the API's tables agree with the run log, the
+kernel started in the notebook's own folder, as Jupyter starts it, so the project is imported as installed
+(`./setup.sh` installs it, editable) and not from the working directory): every cell runs without an error, the API's tables agree with the run log, the
 figures come out as Plotly figures, and Gradio is never imported."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def _text(cell: nbformat.NotebookNode) -> str:
 def test_the_example_notebook_runs_and_its_tables_agree_with_the_run_log() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit the notebook without outputs"
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors, errors
     texts = "\n".join(_text(c) for c in nb.cells if c.cell_type == "code")

@@ -21,6 +21,7 @@ from uats import calibrate
 from uats.model_flags import add_model_flags, model_options, parse_model_options
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
+from uats_core.imports import PRM_RULES
 from uats_core.imports import TOOLS as TOOLS_READ
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
@@ -185,15 +186,40 @@ def cmd_import(args: argparse.Namespace) -> int:
     from uats_core.imports import read_runs
 
     rows = _rows(args.rows) if args.rows is not None else None
-    runs = read_runs(args.tool, args.file, question=args.question, gold=args.answer, rows=rows)
+    runs = read_runs(args.tool, args.file, question=args.question, gold=args.answer, rows=rows,
+                     prm_rule=args.prm_rule, on_skip=lambda why: print(f"warning: {why}", file=sys.stderr))
     check_location(args.db)
     ids = write_imported(_open_store(args.db), runs)
     for run_id, run in zip(ids, runs):
         scored = sum(1 for n in run.nodes if n.score is not None)
         print(f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
-              f"{max(n.created_iter for n in run.nodes)} iterations; no MC passes: shadow scoring in the app adds R̄ "
-              "and σ² to every node")
+              f"{max([run.iterations, *(n.created_iter for n in run.nodes)])} iterations; no MC passes: shadow "
+              "scoring in the app adds R̄ and σ² to every node" + _sal_answer_line(run.info))
+        _print_import_notes(run.info)
     return 0
+
+
+def _print_import_notes(info: dict[str, Any]) -> None:
+    """What an import of llm-reasoners or TreeQuest kept aside or read its answer from, one line each."""
+    said = str(info.get("answer_read_from") or "")
+    if said:
+        print(f"  no answer: {said.removeprefix('none: ')}" if said.startswith("none: ") else f"  answer from {said}")
+    if info.get("scores_outside_unit_range"):
+        print(f"  {info['scores_outside_unit_range']} scores outside [0, 1] (validate_reward_range=False): kept in each "
+              "node's source fields, none drawn as R̄")
+    if info.get("unvisited_children"):
+        print(f"  {info['unvisited_children']} unvisited children kept with their parents, not imported as steps")
+
+
+def _sal_answer_line(info: dict[str, Any]) -> str:
+    """search-and-learn: which of the tool's answers the run shows, and the others it keeps beside it."""
+    if "answer_from" not in info:
+        return ""
+    answers = info.get("tool_answers", {})
+    most = max((int(k.rsplit("@", 1)[1]) for k in answers), default=None)  # at the row's full N
+    kept = ", ".join(f"{k} {v}" for k, v in answers.items() if k.endswith(f"@{most}"))
+    return (f"\n  steps cut as {info.get('prm_rule')} cuts them; the answer shown is the tool's {info['answer_from']}"
+            + (f" (kept beside it: {kept})" if kept else ""))
 
 
 def _rows(text: str) -> list[int]:
@@ -361,12 +387,17 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="write another tool's search runs into the run log (the app opens them)")
     i.add_argument("file", help="the file the tool wrote")
     i.add_argument("--from", dest="tool", required=True, choices=TOOLS_READ,
-                   help="llm-reasoners (its tree log JSON), search-and-learn (its {approach}_completions.jsonl) or "
-                        "treequest (its tree's nodes as JSON; docs/app.md)")
+                   help="llm-reasoners (its tree log, written by uats_studio.llm_reasoners.export_llm_reasoners), "
+                        "search-and-learn (its {approach}_completions.jsonl or the Hub's Parquet) or treequest "
+                        "(treequest.render's JSON or YAML export; docs/app.md)")
     i.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     i.add_argument("--question", help="the problem, where the file does not hold it (llm-reasoners, TreeQuest)")
     i.add_argument("--answer", help="the gold answer, to grade the imported answers")
     i.add_argument("--rows", help="search-and-learn: 0-based rows to import, e.g. 0,3 (default: every row)")
+    i.add_argument("--prm-rule", choices=sorted(PRM_RULES),
+                   help="search-and-learn: the PRM class that scored the steps (rlhflow, the default prm_path, and qwen "
+                        "split at blank lines; math-shepherd; skywork scores each line); default: recognised from the "
+                        "scores")
     i.set_defaults(fn=cmd_import)
     d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
     add_model_flags(d)

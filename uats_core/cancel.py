@@ -57,6 +57,13 @@ def cancel_pending() -> bool:
     return bool(check is not None and check())
 
 
+def current_check() -> Callable[[], bool]:
+    """This thread's check as a callable another thread may poll (a backend's helper threads: the check is
+    per thread, so a request sent from a thread pool would otherwise never see the cancel)."""
+    check = getattr(_local, "check", None)
+    return check if check is not None else (lambda: False)
+
+
 def checkpoint(where: str) -> None:
     """Raise SearchCancelled when this thread's search was asked to stop."""
     if cancel_pending():

@@ -13,6 +13,17 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 STEP_DELIMITER = "\n\n"
+# The most characters one step may hold, wherever it enters (every policy backend, every import): far above
+# any real step (a 4,096-token step of 8-character tokens is 32,768), and what keeps a server that returns
+# megabytes for a "two-token" step from growing the run log and the page (issue 50, item 7).
+MAX_STEP_CHARS = 65_536
+
+
+def bound_step(text: str) -> tuple[str, bool]:
+    """The step cut to MAX_STEP_CHARS, and whether it was cut (a cut step ends at the step cap)."""
+    if len(text) <= MAX_STEP_CHARS:
+        return text, False
+    return text[:MAX_STEP_CHARS], True
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = N
 
 
 # Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several
-# tabs); the benchmarks serve the app with it too, so they time what `python -m ui` serves.
+# tabs); the benchmarks serve the app with it too, so they time what `uats-studio` serves.
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
 
 

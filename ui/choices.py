@@ -32,6 +32,8 @@ MATH500 = "MATH-500"
 AIME24 = "AIME 2024"
 MODEL_REFUSED = "not one of the models this server offers; pick one from the list"
 DATASET_REFUSED = "not one of the problem sets this server offers; pick one from the list"
+IMPORT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".parquet")  # what the tools write (TreeQuest: JSON or YAML;
+# search-and-learn on the Hub: Parquet)
 IMPORT_REFUSED = "not one of the files this server offers to import (--imports-dir); pick one from the list"
 
 # The model options a client may set: sampling, placement, the PRM's input format. None of them loads or runs
@@ -41,6 +43,9 @@ IMPORT_REFUSED = "not one of the files this server offers to import (--imports-d
 APP_POLICY_OPTIONS = ("temperature", "top_p", "step_token_cap", "solution_token_cap", "system_prompt", "seed",
                       "use_chat_template", "dtype", "device", "max_model_len", "gpu_memory_utilization",
                       "enforce_eager", "model")  # model: which of a --policy-server's models (checked against its list)
+# The option through which the app names a --policy-server's policy by its NAME (runs store and show that name,
+# never the URL, which may hold credentials); set by the app from its own list, refused from a client.
+SERVER_NAME_OPTION = "name"
 APP_PRM_OPTIONS = ("dtype", "device", "padding_side", "system_prompt", "step_tag", "step_token", "good_token",
                    "bad_token", "yes", "no", "positive_label", "question_suffix", "step_suffix")
 
@@ -156,6 +161,16 @@ def _checked_dir(d: str | Path, flag: str) -> Path:
     return root
 
 
+def server_policy_opts(choice: str, spec: str | None, opts: Mapping[str, Any]) -> dict[str, Any]:
+    """A client's checked policy options, with the server's name added when the chosen policy is a
+    --policy-server's (the policy then calls itself by that name: in the run's row, its errors and the log)."""
+    from uats_core.http_client import PREFIX
+
+    if spec is not None and spec.startswith(PREFIX):
+        return {**opts, SERVER_NAME_OPTION: choice}
+    return dict(opts)
+
+
 def policy_servers(specs: Sequence[str]) -> dict[str, str]:
     """--policy-server NAME=URL flags as {"NAME (server)": "openai:URL"}; ConfigError names a malformed one. The
     server is not asked anything here: a policy from it is loaded (and its answer checked) when a search needs it."""
@@ -204,4 +219,4 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
 def import_files(imports_dirs: Sequence[str | Path]) -> dict[str, Path]:
     """The files of other tools' runs the import folders hold, by the names the Runs tab shows."""
     return _by_name([f for d in imports_dirs for f in sorted(_checked_dir(d, "imports-dir").iterdir())
-                     if f.is_file() and f.suffix in (".json", ".jsonl")])
+                     if f.is_file() and f.suffix in IMPORT_SUFFIXES])

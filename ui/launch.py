@@ -74,8 +74,9 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="offer the policy an OpenAI-compatible server at URL serves (vllm serve, SGLang, llama.cpp) as "
                         "'NAME (server)'; clients pick the name, never a URL (repeatable)")
     p.add_argument("--imports-dir", action="append", default=[], metavar="DIR",
-                   help="offer the .json and .jsonl files of DIR (runs of llm-reasoners, search-and-learn, TreeQuest) "
-                        f"to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on Refresh)")
+                   help="offer the .json, .jsonl and .parquet files of DIR (runs of llm-reasoners, search-and-learn, "
+                        f"TreeQuest) to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on "
+                        "Refresh)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",

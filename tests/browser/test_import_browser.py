@@ -1,8 +1,10 @@
-"""Runs of other tools in Chromium, at 1280×800: the Runs tab imports a file of llm-reasoners, search-and-learn and
-TreeQuest (tests/tool_files.py) from the server's --imports-dir through the worker pool, the Search tab opens each
-import, steps back through its iterations, says it stored no MC passes, and shadow-scores it with the embedded PRM
+"""Runs of other tools in Chromium, at 1280×800: the Runs tab imports a file of llm-reasoners and TreeQuest written by
+the tools' own code (a bare tree log and a treequest.render export, neither holding the question: it is typed in the
+form, with the gold answer) and a search-and-learn row (tests/tool_files.py) from the server's --imports-dir through
+the worker pool, the Search tab opens each import, steps back through its iterations, says it stored no MC passes, and shadow-scores it with the embedded PRM
 of the server's list until every node carries a shadow R̄ and σ². With UATS_SCREENSHOTS=1 each leaves
-artifacts/import-<tool>-1280x800.png (docs/img holds copies)."""
+artifacts/import-<tool>-1280x800.png and, for the typed question, import-form-<tool>-1280x800.png (docs/img holds
+copies)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from benchmarks.serving import free_port
+from tests.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION
 
 from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo, wait_idle, wait_notice, wait_plot, \
     wait_text
 
 pytestmark = pytest.mark.browser
 
-EXPECTED = {  # nodes after iteration 1, iterations, the run's answer
-    "llm-reasoners": (2, 3, "24"), "search-and-learn": (2, 3, "24"), "treequest": (1, 5, "24")}
+EXPECTED = {  # nodes after iteration 1, iterations, the run's answer (a bare llm-reasoners tree log states none)
+    "llm-reasoners": (4, 10, None), "search-and-learn": (3, 4, "24"), "treequest": (1, 10, "24")}
+TYPED = {"llm-reasoners": (LLM_REASONERS_QUESTION, "10"), "treequest": (QUESTION, GOLD)}  # question, gold answer
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +92,22 @@ def test_an_imported_run_is_stepped_through_and_shadow_scored(tool: str, laptop:
     pg.get_by_role("tab", name="Runs").click()
     choose(pg, "import-tool", tool)
     choose(pg, "import-file", import_app["files"][tool].name)
+    question, gold = TYPED.get(tool, ("", ""))
+    fill(pg, "import-question", question)
+    fill(pg, "import-gold", gold)
+    if SCREENSHOTS and tool in TYPED:  # the form as filled: the file, its tool, the typed question and gold answer
+        ARTIFACTS.mkdir(exist_ok=True)
+        pg.locator("#import-box").scroll_into_view_if_needed()
+        pg.evaluate("() => window.scrollBy(0, document.getElementById('import-box').getBoundingClientRect().top - 300)")
+        pg.mouse.move(5, 5)
+        photo(pg, ARTIFACTS / f"import-form-{tool}-1280x800.png", full_page=False)
     pg.click("#import-btn")
     wait_notice(pg, "queued as run")
     run = _finished(store, tool)
     assert run["status"] == "finished", run["error"]
     assert run["answer"] == answer and run["iterations"] == iterations
+    assert tool not in TYPED or (run["question"], run["gold_answer"]) == TYPED[tool]
+    assert (run["correct"] is None) == (answer is None)  # no answer in the file: ungraded, not wrong
     pg.get_by_role("tab", name="Search").click()
     open_run(pg, run["run_id"])
     wait_text(pg, "#run-status", "no MC passes stored")
@@ -135,8 +150,9 @@ def store_shadow(store: Any, run_id: str) -> dict[int, dict[str, Any]]:
 
 
 def test_the_screenshots_are_where_the_docs_say() -> None:
-    """docs/app.md shows the three imports' screenshots from docs/img."""
+    """docs/app.md shows the imports' screenshots (and the filled forms) from docs/img."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
-    for tool in EXPECTED:
-        assert f"img/import-{tool}-1280x800.png" in doc
-        assert (Path(__file__).resolve().parents[2] / "docs" / "img" / f"import-{tool}-1280x800.png").is_file()
+    shots = [f"import-{tool}-1280x800.png" for tool in EXPECTED] + [f"import-form-{t}-1280x800.png" for t in TYPED]
+    for name in shots:
+        assert f"img/{name}" in doc
+        assert (Path(__file__).resolve().parents[2] / "docs" / "img" / name).is_file()

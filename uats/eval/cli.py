@@ -24,6 +24,7 @@ from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse
 from uats_core.status import RunStatus
 from uats.model_flags import add_model_option_flags, model_options
 
+from .recipe import expand_spec
 from .run import EvalOptions, code_version, run_eval
 
 log = logging.getLogger("uats_core.eval")
@@ -35,6 +36,8 @@ ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="uats eval", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--spec", metavar="FILE", help="a recipe file (recipes/*.toml) whose [eval] table holds these flags; "
+                                                  "flags given here come after it and override its values")
     g = p.add_argument_group("problems")
     g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
     g.add_argument("--split", default="test", help="arith split (default test)")
@@ -130,7 +133,13 @@ def _uncommitted(version: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        argv = expand_spec(list(sys.argv[1:] if argv is None else argv), parser)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "urllib3", "filelock", "transformers"):

@@ -98,12 +98,15 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
 def normalise_url(url: str, field: str = "policy") -> str:
     """The server's API root ending in /v1: `http://host:8000`, `http://host:8000/` and `http://host:8000/v1` all
     name the same server. BackendError for anything that is not an http(s) URL with a host."""
+    from uats_core.http_client import redact_url
+
     parsed = urllib.parse.urlsplit(url.strip())
+    shown = redact_url(url.strip())  # an error names the URL without its credentials
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise BackendError(field, f"{url!r} is not a server URL; write openai:http://HOST:PORT (the /v1 root of an "
+        raise BackendError(field, f"{shown!r} is not a server URL; write openai:http://HOST:PORT (the /v1 root of an "
                                   "OpenAI-compatible server such as vllm serve)")
     if parsed.query or parsed.fragment:
-        raise BackendError(field, f"{url!r}: give the server's root without ?query or #fragment")
+        raise BackendError(field, f"{shown!r}: give the server's root without ?query or #fragment")
     path = parsed.path.rstrip("/")
     if not path.endswith("/v1"):
         path += "/v1"

@@ -17,7 +17,7 @@ from uats_core.backends.prompting import (
     prompt_ids,
     resolve_use_chat,
     step_budgets,
-    trim_at_delimiter,
+    step_text,
 )
 from uats_core.cancel import SearchCancelled, cancel_pending
 from uats_core.errors import BackendError
@@ -166,7 +166,8 @@ class HFPolicy:
             if tok in self.eos_ids:
                 tokens, ended_by_eos = tokens[: j + 1], True
                 break
-        text, has_delim = trim_at_delimiter(self.tokenizer.decode(tokens, skip_special_tokens=True))
+        text, has_delim, cut = step_text(self.tokenizer.decode(tokens, skip_special_tokens=True))
+        ended_by_eos = ended_by_eos and not cut
         if has_delim:
             # Count only the tokens up to the one that completed "\n\n"; anything after it was generated but
             # is dropped (a token such as ".\n\nThe" makes the text shorter than the tokens' decode).

@@ -1,29 +1,35 @@
 """A policy behind an OpenAI-compatible server (`vllm serve`, SGLang, llama.cpp's server): `openai:URL`.
 
-Steps come from `POST /v1/completions` with the step delimiter as `stop` and `n` candidates per request (the
-children of one node share a prompt, so they share a request). Prompts are token ids built by the same
-`prompting.prompt_ids` as the in-process policies, from a local copy of the served model's tokenizer, so the
-server continues exactly the text an in-process vLLM policy would. Each step's `num_tokens` is the count the
-server returns for that candidate (vLLM's `token_ids`, else `logprobs.tokens`, else the usage of a one-choice
-request); budgets of the solution cap count the steps so far with the local tokenizer, as in-process.
+Steps come from the server's completions endpoint with the step delimiter as `stop` and `n` candidates per
+request where the server draws them (the children of one node share a prompt, so they share a request); which
+server answered is read from its /v1/models (openai_servers: vLLM, SGLang and llama.cpp each mark a step's end
+their own way). Prompts are token ids built by the same `prompting.prompt_ids` as the in-process policies, from
+a local copy of the served model's tokenizer, so the server continues exactly the text an in-process vLLM policy
+would. A step is bounded where it enters (protocols.MAX_STEP_CHARS) and counted by this process's tokenizer:
+the caps never rest on the server's own count, which is kept when it is larger (the cost a node stores).
 
 The PRM stays local: serving engines strip dropout, which MC dropout needs at inference. Requests use only the
-standard library (urllib); a server that is down, a wrong model name or a refused request is one line naming
-the policy and the fix, after `retries` tries for errors that may pass (connection, timeout, 429, 5xx)."""
+standard library (http_client: connect and read timeouts, a cancel honoured within a poll, no redirect
+followed, the URL's credentials sent as a header and shown nowhere). A server that is down, a wrong model name or
+a refused request is one line naming the server (by its name in the app) and the fix, after `retries` tries for
+errors that may pass (no connection, 408, 429, 5xx); the server's own words are never relayed (they may hold
+its secrets), only its status and error type."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
+from uats_core import http_client
 from uats_core.backends._loading import load_tokenizer, normalise_url, resolve_spec
+from uats_core.backends.openai_servers import SERVER_KINDS, Candidate, completion_body, read_candidates, server_kind
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
     check_sampling,
@@ -31,46 +37,35 @@ from uats_core.backends.prompting import (
     prompt_ids,
     resolve_use_chat,
     step_budgets,
+    step_text,
     trim_at_delimiter,
 )
 from uats_core.backends.vllm_policy import request_seed
-from uats_core.cancel import SearchCancelled, cancel_pending
+from uats_core.cancel import SearchCancelled, cancel_pending, current_check
 from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
 
 log = logging.getLogger(__name__)
 
-PREFIX = "openai:"
+PREFIX = http_client.PREFIX
 API_KEY_ENV = "OPENAI_API_KEY"  # sent as a bearer token when set (vllm serve --api-key ...)
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-# A JSON body of more than this is no completion of ours: refused rather than read into memory.
-_MAX_RESPONSE_BYTES = 64 * 2**20
-
-# (method, url, body or None, timeout s, headers) -> (HTTP status, body bytes); urllib's by default, tests may pass
-# their own. Raises OSError (URLError, timeouts) when no answer came.
-Transport = Callable[[str, str, bytes | None, float, dict[str, str]], tuple[int, bytes]]
+_ERROR_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,39}")  # an error type is relayed only when it is a plain word
 
 
-def _urllib_transport(method: str, url: str, body: bytes | None, timeout: float,
-                      headers: dict[str, str]) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=body, method=method, headers=headers)
+def _error_type(body: bytes) -> str:
+    """The server's error type (`{"error": {"type": ...}}`, `{"type": ...}` or its `code`) when it is a plain
+    identifier; never its message, which may hold anything the server knows (a database URL, a password)."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) only (normalise_url)
-            return resp.status, resp.read(_MAX_RESPONSE_BYTES)
-    except urllib.error.HTTPError as exc:  # an answer, with an error status: the caller reads its message
-        return exc.code, exc.read(_MAX_RESPONSE_BYTES)
-
-
-def _error_message(body: bytes) -> str:
-    """The server's own words from an error body ({"error": {"message": ...}} or {"message": ...} or text)."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return " ".join(text.split())[:300] or "no message"
-    err = data.get("error", data) if isinstance(data, dict) else data
-    msg = err.get("message") if isinstance(err, dict) else err
-    return " ".join(str(msg or data).split())[:300]
+        data = json.loads(body[:65536].decode("utf-8", "replace"))
+    except (json.JSONDecodeError, ValueError):
+        return ""
+    err = data.get("error", data) if isinstance(data, dict) else None
+    for key in ("type", "code"):
+        value = err.get(key) if isinstance(err, dict) else None
+        if isinstance(value, str) and _ERROR_TYPE.fullmatch(value):
+            return f", {value}"
+    return ""
 
 
 def tokenizer_for(spec: str) -> Any:
@@ -91,26 +86,32 @@ def tokenizer_for(spec: str) -> Any:
 
 
 class OpenAIPolicy:
-    """Policy over an OpenAI-compatible `/v1/completions` endpoint (see the module's docstring)."""
+    """Policy over an OpenAI-compatible server (see the module's docstring)."""
 
     def __init__(self, base_url: str, *, model: str | None = None, tokenizer: str | None = None,
                  temperature: float = 0.8, top_p: float = 1.0, step_token_cap: int = 256, solution_token_cap: int = 2048,
                  system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, use_chat_template: bool | None = None,
-                 seed: int | None = None, timeout_s: float = 120.0, retries: int = 3, max_n: int = 64,
-                 concurrency: int = 8, name: str | None = None, transport: Transport | None = None,
+                 seed: int | None = None, connect_timeout_s: float = 5.0, timeout_s: float = 60.0, retries: int = 3,
+                 max_n: int = 64, concurrency: int = 8, server: str | None = None, name: str | None = None,
                  tokenizer_object: Any = None) -> None:
         """model: the served model's name (default: the only one the server lists); tokenizer: where its tokenizer
-        is read locally (default: the model's name). transport / tokenizer_object: what tests pass instead."""
+        is read locally (default: the model's name); server: vllm, sglang, llamacpp or openai (default: what the
+        server says it is); name: how runs and errors name the server (the app's --policy-server NAME; default:
+        its URL without credentials). tokenizer_object: what tests pass instead of `tokenizer`."""
         check_sampling(temperature, top_p, step_token_cap, solution_token_cap)
-        if not timeout_s > 0 or retries < 1 or max_n < 1 or concurrency < 1:
-            raise BackendError("policy-opt", f"need timeout_s > 0 and retries, max_n, concurrency >= 1; got {timeout_s}, "
-                                             f"{retries}, {max_n}, {concurrency}")
-        self.base_url = normalise_url(base_url)
+        if not (connect_timeout_s > 0 and timeout_s > 0) or retries < 1 or max_n < 1 or concurrency < 1:
+            raise BackendError("policy-opt", "need connect_timeout_s, timeout_s > 0 and retries, max_n, concurrency "
+                                             f">= 1; got {connect_timeout_s}, {timeout_s}, {retries}, {max_n}, {concurrency}")
+        if server is not None and server not in SERVER_KINDS:
+            raise BackendError("policy-opt", f"server: {server!r} is none of {', '.join(SERVER_KINDS)}")
+        self._ep = http_client.endpoint(normalise_url(base_url))  # its headers hold the URL's credentials
+        self.base_url = self._ep.display  # the URL without them: all that is ever shown
+        self.where = f"the server {name}" if name else f"the server at {self._ep.display}"
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.step_token_cap, self.solution_token_cap = step_token_cap, solution_token_cap
         self.system_prompt = system_prompt
-        self.timeout_s, self.retries, self.max_n, self.concurrency = float(timeout_s), int(retries), int(max_n), int(concurrency)
-        self._transport = transport or _urllib_transport
+        self.connect_timeout_s, self.timeout_s = float(connect_timeout_s), float(timeout_s)
+        self.retries, self.max_n, self.concurrency = int(retries), int(max_n), int(concurrency)
         self._headers = {"Content-Type": "application/json"}
         if os.environ.get(API_KEY_ENV):
             self._headers["Authorization"] = f"Bearer {os.environ[API_KEY_ENV]}"
@@ -118,47 +119,73 @@ class OpenAIPolicy:
         self._lock = threading.Lock()  # one batch at a time: the per-call seed counter is shared state
         served = self._served_models()
         self.model = self._pick_model(model, served)
-        self.name = name or f"{PREFIX}{self.base_url} ({self.model})"
+        self.server = server or server_kind(served[self.model])
+        self.name = name or f"{PREFIX}{self._ep.display} ({self.model})"
         window = served[self.model].get("max_model_len")
         if isinstance(window, int) and window > 0:
             self.max_context = window  # uats_core.limits.context_window reads it
         self.tokenizer = tokenizer_object if tokenizer_object is not None else tokenizer_for(tokenizer or self.model)
         self.use_chat = resolve_use_chat(self.tokenizer, use_chat_template, self.name)
+        log.info("%s: %s serves %s", self.name, self.server, self.model)
 
     # -- the server ------------------------------------------------------------------------------------
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> Any:
-        """One call with retries for what may pass; the decoded JSON answer. BackendError naming the fix."""
-        url = f"{self.base_url}/{path}"
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None,
+                 cancelled: Callable[[], bool] = cancel_pending) -> Any:
+        """One call with retries for what may pass; the decoded JSON answer. BackendError naming the fix;
+        SearchCancelled as soon as `cancelled()` says yes (between tries and during one)."""
         body = None if payload is None else json.dumps(payload).encode()
+        ep = self._ep
+        if path == "completion":  # llama.cpp's own endpoint sits beside /v1, not under it
+            ep = dataclasses.replace(ep, path=ep.path.removesuffix("/v1"))
         reason = ""
         for attempt in range(self.retries):
             if attempt:
-                time.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
+                self._back_off(attempt, cancelled)
             try:
-                status, data = self._transport(method, url, body, self.timeout_s, self._headers)
-            except OSError as exc:  # refused, unreachable, timed out: no answer
-                reason = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-                log.warning("%s %s: no answer (%s), try %d of %d", method, url, reason, attempt + 1, self.retries)
+                status, data = http_client.call(ep, method, path, body, self._headers,
+                                                   connect_timeout_s=self.connect_timeout_s,
+                                                   read_timeout_s=self.timeout_s, cancelled=cancelled)
+            except http_client.Cancelled:
+                raise SearchCancelled(f"cancelled while waiting for {self.where}") from None
+            except http_client.ReadTimeout as exc:  # it accepted and did not answer: asking again waits again
+                raise BackendError("policy", f"{self.where} did not answer {path} ({exc}); check that it is not "
+                                             "stuck, or raise --policy-opt timeout_s") from None
+            except OSError as exc:  # refused, unreachable, no connection in time: no answer
+                reason = str(getattr(exc, "reason", None) or exc.strerror or exc) or type(exc).__name__
+                log.warning("%s %s at %s: no answer (%s), try %d of %d", method, path, self.where, reason,
+                            attempt + 1, self.retries)
                 continue
             if status in _RETRY_STATUS:
-                reason = f"HTTP {status}: {_error_message(data)}"
-                log.warning("%s %s: %s, try %d of %d", method, url, reason, attempt + 1, self.retries)
+                reason = f"HTTP {status}{_error_type(data)}"
+                log.warning("%s %s at %s: %s, try %d of %d", method, path, self.where, reason, attempt + 1,
+                            self.retries)
                 continue
             if status != 200:
-                raise BackendError("policy", f"the server at {self.base_url} refused {path} (HTTP {status}: "
-                                             f"{_error_message(data)}); {self._fix_for(status)}")
+                raise BackendError("policy", f"{self.where} refused {path} (HTTP {status}{_error_type(data)}); "
+                                             f"{self._fix_for(status)}")
             try:
                 return json.loads(data)
-            except json.JSONDecodeError:
-                raise BackendError("policy", f"the server at {self.base_url} answered {path} with no JSON; is it an "
-                                             "OpenAI-compatible server (vllm serve, SGLang, llama.cpp)?") from None
-        raise BackendError("policy", f"the server at {self.base_url} did not answer {path} after {self.retries} tries "
-                                     f"({reason}); start it (e.g. vllm serve MODEL --port PORT) or fix the URL")
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise BackendError("policy", f"{self.where} answered {path} with no JSON; is it an OpenAI-compatible "
+                                             "server (vllm serve, SGLang, llama.cpp)?") from None
+        raise BackendError("policy", f"{self.where} did not answer {path} after {self.retries} tries ({reason}); "
+                                     "start it (e.g. vllm serve MODEL --port PORT) or fix the URL")
+
+    def _back_off(self, attempt: int, cancelled: Callable[[], bool]) -> None:
+        """Wait 0.5, 1, 2 ... s before a retry, looking at the cancel check all along."""
+        until = time.monotonic() + min(0.5 * 2 ** (attempt - 1), 8.0)
+        while (left := until - time.monotonic()) > 0:
+            if cancelled():
+                raise SearchCancelled(f"cancelled while waiting for {self.where}")
+            time.sleep(min(left, http_client.WAIT_SLICE_S))
 
     @staticmethod
     def _fix_for(status: int) -> str:
+        if 300 <= status < 400:
+            return "a redirect is not followed (credentials go only where the operator pointed); give the server's " \
+                   "own address"
         if status in (401, 403):
-            return f"set {API_KEY_ENV} to the server's API key"
+            return f"give the server's credentials (the URL's user:password@, or {API_KEY_ENV} for a bearer key)"
         if status == 404:
             return "check the model name (--policy-opt model=NAME, as GET /v1/models lists it) and the URL"
         return "check the policy options against what the server accepts"
@@ -167,8 +194,8 @@ class OpenAIPolicy:
         data = self._request("GET", "models", None)
         rows = data.get("data") if isinstance(data, dict) else None
         if not isinstance(rows, list):
-            raise BackendError("policy", f"the server at {self.base_url} lists no models under /v1/models; is it an "
-                                         "OpenAI-compatible server?")
+            raise BackendError("policy", f"{self.where} lists no models under /v1/models; is it an OpenAI-compatible "
+                                         "server?")
         return {str(r["id"]): r for r in rows if isinstance(r, dict) and "id" in r}
 
     def _pick_model(self, model: str | None, served: dict[str, dict[str, Any]]) -> str:
@@ -176,11 +203,11 @@ class OpenAIPolicy:
         if model is None:
             if len(served) == 1:
                 return next(iter(served))
-            raise BackendError("policy-opt", f"model: the server at {self.base_url} serves {names}; choose one with "
+            raise BackendError("policy-opt", f"model: {self.where} serves {names}; choose one with "
                                              "--policy-opt model=NAME")
         if model not in served:
-            raise BackendError("policy-opt", f"model: the server at {self.base_url} serves no model {model!r} (it serves "
-                                             f"{names}); set --policy-opt model= to one of them")
+            raise BackendError("policy-opt", f"model: {self.where} serves no model {model!r} (it serves {names}); "
+                                             "set --policy-opt model= to one of them")
         return model
 
     # -- prompts and steps -----------------------------------------------------------------------------
@@ -197,72 +224,55 @@ class OpenAIPolicy:
         for i, trace in enumerate(traces):
             if i not in results:
                 groups.setdefault(trace, []).append(i)
-        requests = [(rows[j:j + self.max_n]) for rows in groups.values() for j in range(0, len(rows), self.max_n)]
+        per = 1 if self.server == "llamacpp" else self.max_n
+        requests = [rows[j:j + per] for rows in groups.values() for j in range(0, len(rows), per)]
         if requests:
+            cancelled = current_check()  # the search thread's check, polled from the request threads
             with self._lock:
                 call = self._calls
                 self._calls += 1
                 bodies = [self._body(traces[rows[0]], len(rows), budgets[rows[0]], call, r)
                           for r, rows in enumerate(requests)]
                 with ThreadPoolExecutor(min(self.concurrency, len(bodies))) as pool:
-                    answers = list(pool.map(self._complete, bodies))
+                    answers = list(pool.map(lambda b: self._complete(b, cancelled), bodies))
             for rows, answer in zip(requests, answers):
-                for i, out in zip(rows, self._parse_answer(answer, len(rows), used[rows[0]])):
-                    results[i] = out
+                for i, cand in zip(rows, self._candidates(answer, len(rows))):
+                    results[i] = self._step(cand, used[i], budgets[i])
         return [results[i] for i in range(len(traces))]
 
     def _body(self, trace: Trace, n: int, max_tokens: int, call: int, row: int) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model, "prompt": self.prompt_ids(trace), "n": n, "max_tokens": max_tokens,
-            "temperature": self.temperature, "top_p": self.top_p, "stop": [STEP_DELIMITER],
-            # vLLM's and SGLang's own fields (others ignore them): keep the delimiter, give each candidate's tokens
-            "include_stop_str_in_output": True, "return_token_ids": True}
-        if self.seed is not None:
-            body["seed"] = request_seed(self.seed, call, row)
-        return body
+        seed = None if self.seed is None else request_seed(self.seed, call, row)
+        return completion_body(self.server, prompt=self.prompt_ids(trace), n=n, max_tokens=max_tokens,
+                               temperature=self.temperature, top_p=self.top_p, seed=seed, model=self.model)
 
-    def _complete(self, body: dict[str, Any]) -> Any:
-        if cancel_pending():  # a cancelled search sends nothing more
+    def _complete(self, body: dict[str, Any], cancelled: Callable[[], bool]) -> Any:
+        if cancelled():  # a cancelled search sends nothing more
             raise SearchCancelled("cancelled while generating steps")
-        return self._request("POST", "completions", body)
+        return self._request("POST", "completion" if self.server == "llamacpp" else "completions", body, cancelled)
 
-    def _parse_answer(self, answer: Any, n: int, used: int) -> list[StepOutput]:
-        choices = answer.get("choices") if isinstance(answer, dict) else None
-        if not isinstance(choices, list) or len(choices) != n:
-            got = len(choices) if isinstance(choices, list) else "no"
-            raise BackendError("policy", f"the server at {self.base_url} returned {got} choices for n={n}; it may not "
-                                         "support n > 1: set --policy-opt max_n=1")
-        choices = sorted(choices, key=lambda c: int(c.get("index", 0)))
-        usage = (answer.get("usage") or {}).get("completion_tokens")
-        return [self._parse_choice(c, used, usage if n == 1 else None) for c in choices]
+    def _candidates(self, answer: Any, n: int) -> list[Candidate]:
+        cands = read_candidates(self.server, answer, n)
+        if cands is None:
+            raise BackendError("policy", f"{self.where} did not return {n} candidates for n={n}; it may not support "
+                                         "n > 1: set --policy-opt max_n=1")
+        return cands
 
-    def _parse_choice(self, choice: dict[str, Any], used: int, usage_tokens: int | None) -> StepOutput:
-        text, has_delim = trim_at_delimiter(str(choice.get("text") or ""))
-        finished = choice.get("finish_reason") == "stop"
-        # which stop ended it, in each server's words: vLLM stop_reason, SGLang matched_stop, llama.cpp stop_type
-        stopped_at_delim = (choice.get("stop_reason") == STEP_DELIMITER or choice.get("matched_stop") == STEP_DELIMITER
-                            or choice.get("stop_type") == "word")
-        if finished and not has_delim and stopped_at_delim:  # the server left the stop string out of the text
+    def _step(self, cand: Candidate, used: int, budget: int) -> StepOutput:
+        """A candidate as a step: bounded, cut after the first delimiter (put back where the server left it out),
+        and held to the caps by this process's own count of its tokens."""
+        text, has_delim, cut = step_text(cand.text)
+        if cand.ended == "delimiter" and not has_delim and not cut:  # the server left the stop string out
             text, has_delim = text + STEP_DELIMITER, True
-        if choice.get("finish_reason") not in ("stop", "length"):
-            log.warning("%s: finish_reason %r (aborted?): treating the step as cut", self.name, choice.get("finish_reason"))
-        n = self._choice_tokens(choice, usage_tokens)
-        reason = classify_finish(ended_by_eos=finished and not has_delim, has_delimiter=has_delim, num_tokens=n,
-                                 step_cap=self.step_token_cap, solution_tokens_after=used + n,
-                                 solution_cap=self.solution_token_cap)
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) > budget:  # more than was asked for, whatever the server counted: cut at the budget
+            text, has_delim = trim_at_delimiter(self.tokenizer.decode(ids[:budget]))
+            ids, cut = self.tokenizer(text, add_special_tokens=False)["input_ids"], not has_delim
+        # the server's count when larger (its tokens, the cost a node stores), never past the budget
+        n = budget if cut else min(budget, max(len(ids), cand.tokens or 0))
+        reason = classify_finish(ended_by_eos=cand.ended == "eos" and not has_delim and not cut,
+                                 has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,
+                                 solution_tokens_after=used + n, solution_cap=self.solution_token_cap)
         return StepOutput(text=text, num_tokens=n, finish_reason=reason)
-
-    def _choice_tokens(self, choice: dict[str, Any], usage_tokens: int | None) -> int:
-        """The tokens the server generated for this candidate, as it counts them."""
-        if isinstance(choice.get("token_ids"), list):
-            return len(choice["token_ids"])
-        logprobs = choice.get("logprobs")
-        if isinstance(logprobs, dict) and isinstance(logprobs.get("tokens"), list):
-            return len(logprobs["tokens"])
-        if isinstance(usage_tokens, int):
-            return usage_tokens
-        raise BackendError("policy", f"the server at {self.base_url} returns no token count per candidate; set "
-                                     "--policy-opt max_n=1 (its usage then counts each step)")
 
     def close(self) -> None:
         """Nothing to release: each batch's threads end with it (the server is not ours to stop)."""

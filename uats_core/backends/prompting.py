@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from uats_core.errors import BackendError
-from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace
+from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace, bound_step
 
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -75,6 +75,15 @@ def trim_at_delimiter(text: str) -> tuple[str, bool]:
     if idx < 0:
         return text, False
     return text[: idx + len(STEP_DELIMITER)], True
+
+
+def step_text(raw: str) -> tuple[str, bool, bool]:
+    """What every policy makes of the text it generated: (the step, bounded by protocols.MAX_STEP_CHARS and cut
+    after the first delimiter; whether it has the delimiter; whether the bound cut it, so it cannot have ended at
+    end of sequence)."""
+    text, cut = bound_step(raw)
+    text, has_delim = trim_at_delimiter(text)
+    return text, has_delim, cut and not has_delim
 
 
 def solution_token_count(tokenizer: Any, steps: Sequence[str]) -> int:

@@ -19,7 +19,7 @@ from uats_core.backends.prompting import (
     prompt_ids,
     resolve_use_chat,
     step_budgets,
-    trim_at_delimiter,
+    step_text,
 )
 from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, StepOutput, Trace
@@ -103,11 +103,11 @@ class VLLMPolicy:
             core.shutdown()
 
     def _parse(self, completion: Any, used: int) -> StepOutput:
-        text, has_delim = trim_at_delimiter(completion.text)
+        text, has_delim, cut = step_text(completion.text)
         n = len(completion.token_ids)
         finished = completion.finish_reason == "stop"
         # "stop" without a stop string: the model emitted end-of-sequence.
-        ended_by_eos = finished and completion.stop_reason is None and not has_delim
+        ended_by_eos = finished and completion.stop_reason is None and not has_delim and not cut
         if completion.finish_reason not in ("stop", "length"):
             log.warning("vLLM finish_reason %r (aborted?): treating the step as cut", completion.finish_reason)
         reason = classify_finish(ended_by_eos=ended_by_eos, has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,

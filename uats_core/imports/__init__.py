@@ -12,16 +12,21 @@ from pathlib import Path
 from typing import Callable
 
 from . import llm_reasoners, search_and_learn, treequest
-from .tree import MAX_FILE_BYTES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size
+from .search_and_learn import PRM_RULES
+from .tree import MAX_FILE_BYTES, MAX_IMPORT_NODES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size, \
+    refuse_binary
 
-__all__ = ["TOOLS", "ImportedRun", "ImportFormatError", "read_runs", "MAX_FILE_BYTES"]
+__all__ = ["TOOLS", "ImportedRun", "ImportFormatError", "read_runs", "MAX_FILE_BYTES", "PRM_RULES"]
 
 
 def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold: str | None = None,
-              rows: list[int] | None = None, display_name: str | None = None) -> list[ImportedRun]:
+              rows: list[int] | None = None, display_name: str | None = None, prm_rule: str | None = None,
+              max_nodes: int = MAX_IMPORT_NODES, on_skip: Callable[[str], None] | None = None) -> list[ImportedRun]:
     """The runs in `path`, a file `tool` wrote. question/gold: for formats that may not store them (llm-reasoners,
-    TreeQuest); rows: search-and-learn's 0-based rows (default all). display_name: how errors name the file
-    (the app names a file by its name in the server's folder, never by its path)."""
+    TreeQuest); rows: search-and-learn's 0-based rows (default all); prm_rule: how its PRM cut steps (PRM_RULES;
+    default: recognised from the scores); on_skip: told of each bad search-and-learn row left out (default: logged).
+    display_name: how errors name the file (the app names a file by its name in the server's folder, never by its
+    path). max_nodes: the node cap, checked while a search-and-learn file is read."""
     from uats_core.errors import ConfigError
 
     name = display_name or str(path)
@@ -31,19 +36,26 @@ def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold:
     if not p.is_file():
         raise ImportFormatError(name, "no such file; give the file the tool wrote")
     check_size(name, p.stat().st_size)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ImportFormatError(name, "not UTF-8 text; the tools write JSON") from None
     if tool == "search-and-learn":
         if question is not None or gold is not None:
             raise ConfigError("question", "search-and-learn rows hold their problem and answer; leave --question and "
                                           "--answer out")
-        runs = search_and_learn.parse(text, name, rows)
-    else:
-        if rows is not None:
-            raise ConfigError("rows", f"a {tool} file holds one search; --rows is for search-and-learn's rows")
-        parse: Callable[..., list[ImportedRun]] = llm_reasoners.parse if tool == "llm-reasoners" else treequest.parse
-        runs = parse(text, name, question=question, gold=gold)
-    check_nodes(name, runs)
+        if prm_rule is not None and prm_rule not in PRM_RULES:
+            raise ConfigError("prm-rule", f"{prm_rule!r} is no search-and-learn PRM; use one of {', '.join(PRM_RULES)}")
+        runs = search_and_learn.read(p, name, rows, prm_rule, max_nodes, on_skip)
+        check_nodes(name, runs, max_nodes)
+        return runs
+    if prm_rule is not None:
+        raise ConfigError("prm-rule", f"a {tool} file has no PRM steps to cut; --prm-rule is for search-and-learn")
+    with p.open("rb") as f:
+        refuse_binary(name, f.read(8))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ImportFormatError(name, "not UTF-8 text (llm-reasoners' and TreeQuest's exports are JSON or YAML)") from None
+    if rows is not None:
+        raise ConfigError("rows", f"a {tool} file holds one search; --rows is for search-and-learn's rows")
+    parse: Callable[..., list[ImportedRun]] = llm_reasoners.parse if tool == "llm-reasoners" else treequest.parse
+    runs = parse(text, name, question=question, gold=gold)
+    check_nodes(name, runs, max_nodes)
     return runs

@@ -8,9 +8,10 @@ Decision per node that got children then; a node's score from the tool is one de
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from uats_core.errors import FieldError
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted
@@ -56,6 +57,11 @@ class ImportedRun:
     chosen: list[Any]  # keys of the candidates the tool's answer is chosen from
     problem_id: str
     info: dict[str, Any] = field(default_factory=dict)  # what the run's config records about the source
+    iterations: int = 0  # the tool's own count of steps (llm-reasoners' snapshots); 0: as far as nodes were created
+    answer: str | None = None  # the tool's own answer, when the file states one (answer_stated)
+    answer_stated: bool = False  # True: `answer` is the run's answer (None: the tool gave none); else from `chosen`
+    answer_unknown: bool = False  # the file does not hold the tool's answer: the run is not graded
+    extract: Callable[[str | None], str | None] = extract_boxed  # how the tool writes an answer in a step
 
     def events(self, run_id: str | None = None, grader: Grader | None = None) -> list[Event]:
         """The run as the engine would have told it: RunStarted, per iteration NodesUpdated + IterationEnded,
@@ -85,10 +91,10 @@ class ImportedRun:
         for nid, node in nodes.items():  # parents first: a node's text is its parent's plus its step
             texts[nid] = texts.get(node.parent_id or 0, "") + node.step
         chosen = {ids[k] for k in self.chosen}
-        answer = _answer(nodes, texts, chosen)
+        answer = self.answer if self.answer_stated else _answer(nodes, texts, chosen, self.extract)
         for nid, node in nodes.items():
             if node.status == FINISHED:
-                node.answer = extract_boxed(node.step) or extract_boxed(texts[nid])
+                node.answer = self.extract(node.step) or self.extract(texts[nid])
                 node.correct = grader.equivalent(self.gold, node.answer) if self.gold is not None else None
                 node.voted = nid in chosen
         extras = {ids[n.key]: n.extra for n in self.nodes if n.extra}
@@ -102,7 +108,7 @@ class ImportedRun:
                 rec["source"] = extras[nid]
             return rec
 
-        last = max((n.created_iter for n in nodes.values()), default=0)
+        last = max(max((n.created_iter for n in nodes.values()), default=0), self.iterations)
         events: list[Event] = [RunStarted(run_id=run_id, method=self.tool, problem_id=self.problem_id,
                                           question=self.question, gold_answer=self.gold, seed=None,
                                           config={"imported": {"tool": self.tool, "from": self.label, **self.info}},
@@ -136,19 +142,59 @@ class ImportedRun:
         if unexpanded:
             events.append(NodesUpdated(iteration=last, nodes=[record(n.id) for n in unexpanded]))
         correct = grader.equivalent(self.gold, answer) if self.gold is not None and answer is not None else (
-            False if self.gold is not None else None)
+            False if self.gold is not None and not self.answer_unknown else None)
         events.append(RunEnded(status=RunStatus.FINISHED, answer=answer, correct=correct, iterations=last,
                                extra={"imported": self.tool, "nodes": len(nodes)}))
         return events
 
 
-def _answer(nodes: dict[int, Node], texts: dict[int, str], chosen: set[int]) -> str | None:
-    """The tool's chosen answer: the first chosen candidate's boxed answer (the tool chose it, not a vote here)."""
+def _answer(nodes: dict[int, Node], texts: dict[int, str], chosen: set[int],
+            extract: Callable[[str | None], str | None]) -> str | None:
+    """The tool's chosen answer: the first chosen candidate's answer (the tool chose it, not a vote here)."""
     for nid in sorted(chosen):
-        found = extract_boxed(nodes[nid].step) or extract_boxed(texts[nid])
+        found = extract(nodes[nid].step) or extract(texts[nid])
         if found is not None:
             return found
     return None
+
+
+# llm-reasoners' RAP examples read "The answer is N." (examples/RAP/gsm8k/utils.py, retrieve_answer)
+_RAP_ANSWER = re.compile(r".*The answer is .*?([ $.0-9,\-=]+).*\..*")  # re.match, as RAP's: within one line
+
+
+def extract_boxed_or_rap(text: str | None) -> str | None:
+    """A \\boxed{} answer, else RAP's "The answer is N." read as its retrieve_answer reads it (the last one)."""
+    found = extract_boxed(text)
+    if found is not None or not text:
+        return found
+    tail = text[text.rfind("The answer is"):] if "The answer is" in text else ""
+    match = _RAP_ANSWER.match(tail)
+    if match is None:
+        return None
+    answer = match[1].replace(",", "").replace("$", "").replace(" ", "")
+    return (answer[answer.rindex("=") + 1:] if "=" in answer else answer) or None
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file's first bytes say it is, when that is a binary format: "pickle", "parquet", "gzip", "zip"."""
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "pickle"  # protocol 2 and up open with PROTO n
+    return {b"PAR1": "parquet", b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip"}.get(
+        head[:4] if head[:4] in (b"PAR1", b"PK\x03\x04") else head[:2])
+
+
+def refuse_binary(name: str, head: bytes) -> None:
+    """One true line for a binary file (search-and-learn's Parquet is read by its own module, before this)."""
+    kind = binary_kind(head)
+    if kind == "pickle":
+        raise ImportFormatError(name, "a Python pickle (llm-reasoners' algo_output/N.pkl), not read: unpickling runs "
+                                      "code; where llm-reasoners is loaded, write the search with "
+                                      "uats_studio.llm_reasoners.export_llm_reasoners(result, 'run.json', "
+                                      "question=...) and import that")
+    if kind == "gzip":
+        raise ImportFormatError(name, "gzip-compressed; decompress it (gunzip) and import the file inside")
+    if kind is not None:
+        raise ImportFormatError(name, f"a {kind.capitalize()} file, which this import does not read")
 
 
 def check_size(name: str, size: int) -> None:
@@ -157,10 +203,10 @@ def check_size(name: str, size: int) -> None:
                                       "reads; split the file")
 
 
-def check_nodes(name: str, runs: list[ImportedRun]) -> None:
+def check_nodes(name: str, runs: list[ImportedRun], max_nodes: int = MAX_IMPORT_NODES) -> None:
     total = sum(len(r.nodes) for r in runs)
-    if total > MAX_IMPORT_NODES:
-        raise ImportFormatError(name, f"{total:,} nodes, more than the {MAX_IMPORT_NODES:,} an import writes; "
+    if total > max_nodes:
+        raise ImportFormatError(name, f"{total:,} nodes, more than the {max_nodes:,} an import writes; "
                                       "import fewer rows or a smaller tree")
     for r in runs:
         if not r.nodes:

@@ -14,6 +14,7 @@ from typing import Any
 from storage import RunStore
 from uats_core.config import ConfigError
 from uats_core.imports import TOOLS, ImportFormatError, read_runs
+from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from uats_core.status import RunStatus
 
 from .warm import Unrecorded, end_or_report
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 
 APP_MAX_IMPORT_BYTES = 32 * 2**20
 APP_MAX_IMPORT_NODES = 20_000
+MAX_TYPED = {"question": MAX_QUESTION_CHARS, "gold answer": MAX_ANSWER_CHARS}  # what the run log holds
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class ImportRequest(RunRowJob):
     path: str  # the server's own file, from its list
     name: str  # how the file is named to clients: its name in the listed folder
     row: int | None = None  # search-and-learn's row
+    question: str | None = None  # typed in the form: llm-reasoners' and TreeQuest's files hold none
+    gold: str | None = None
 
     def models_key(self) -> str:
         return "import"  # no models: any worker will do
@@ -44,7 +48,8 @@ class ImportRequest(RunRowJob):
 
     def read(self) -> Any:
         """The one run this job imports (ImportFormatError when the file is not what its tool writes)."""
-        runs = read_runs(self.tool, self.path, rows=None if self.row is None else [self.row], display_name=self.name)
+        runs = read_runs(self.tool, self.path, rows=None if self.row is None else [self.row], display_name=self.name,
+                         question=self.question, gold=self.gold)
         if len(runs) != 1:
             raise ImportFormatError(self.name, f"{len(runs)} runs; the app imports one at a time (pick a row)")
         nodes = len(runs[0].nodes)
@@ -73,8 +78,20 @@ class ImportRequest(RunRowJob):
         return False
 
 
+def _typed(field: str, value: Any) -> str | None:
+    """A typed question or gold answer: text within the run log's bounds, or None when left empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(field, f"give text; got {type(value).__name__}")
+    if len(value) > MAX_TYPED[field]:
+        raise ConfigError(field, f"{len(value):,} characters, more than the {MAX_TYPED[field]:,} the app takes")
+    return value.strip()
+
+
 def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name: Any, row: Any,
-                  owner: str | None = None, session: str | None = None) -> str:
+                  owner: str | None = None, session: str | None = None, question: Any = None,
+                  gold: Any = None) -> str:
     """Check the import (a file on the server's list, a tool we read, the file within the app's bounds and what its
     tool writes), then queue it on the pool, its run registered queued once the pool admits it. The run's id.
     ConfigError / ImportFormatError (or QueueFull) name what to fix; nothing is written then."""
@@ -86,13 +103,19 @@ def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name
             row = int(row)  # gr.Number hands whole numbers over as floats
         if isinstance(row, bool) or not isinstance(row, int) or row < 0:
             raise ConfigError("row", f"give the 0-based row of the search-and-learn file; got {row!r}")
+        if _typed("question", question) is not None or _typed("gold answer", gold) is not None:
+            raise ConfigError("question", "a search-and-learn row holds its problem and answer; leave the question "
+                                          "and gold answer empty")
+        question = gold = None
     else:
         row = None
+        question, gold = _typed("question", question), _typed("gold answer", gold)
     size = path.stat().st_size
     if size > APP_MAX_IMPORT_BYTES:
         raise ImportFormatError(file_name, f"{size / 2**20:.0f} MiB, more than the {APP_MAX_IMPORT_BYTES // 2**20} MiB "
                                            "the app imports; use `uats import` on the server")
-    req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row)
+    req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row, question=question,
+                        gold=gold)
     run = req.read()  # here, not only in the worker: a malformed file is refused before anything is queued
     pool.submit(req, session=session, register=lambda: store.register_run(
         req.run_id, method=tool, problem_id=run.problem_id, question=run.question, gold_answer=run.gold, seed=None,

@@ -25,6 +25,11 @@ log = logging.getLogger("ui.jobs.worker")
 
 T = TypeVar("T")
 
+# A worker whose job has waited this long on a policy server (a request under way, no answer yet) is stalled: it
+# computes nothing, so like a paused run it does not count against max_workers (issue 50, item 1: a server that
+# accepts and never answers held every worker). Short, because waiting is all such a worker does.
+STALL_AFTER_S = 0.5
+
 
 IDLE_STOP_S = 0.5  # how long shutdown waits for a worker without a job to stop by itself
 
@@ -39,6 +44,11 @@ class Slot:
     key: str | None = None
     loads: int = 0
     retiring: bool = False  # sent STOP: takes no more jobs
+    session: str | None = None  # the client session whose job it runs
+    upstream_since: float | None = None  # time.time() its job began waiting on a policy server (None: not waiting)
+
+    def stalled(self) -> bool:
+        return self.upstream_since is not None and time.time() - self.upstream_since >= STALL_AFTER_S
 
 
 class PoolState:
@@ -102,13 +112,15 @@ class PoolState:
             if slot is None:
                 continue
             if kind == "done" and slot.job is not None and slot.job.job_id == msg[2]:
-                job, slot.job = slot.job, None
+                job, slot.job, slot.session, slot.upstream_since = slot.job, None, None, None
                 if msg[3] is not None:  # the worker could not write the end: this pool writes it
                     self._end(job, msg[3][1], msg[3][0])
                 elif self._read(job, lambda j: j.status(self.store), default=RunStatus.FINISHED) in LIVE:
                     self._end(job, "the worker finished without recording the end")
             elif kind == "loaded":
                 slot.key, slot.loads = msg[2], msg[3]
+            elif kind == "upstream":
+                slot.upstream_since = msg[2]
 
     def _reap(self) -> list[str]:
         failed: list[str] = []
@@ -125,14 +137,15 @@ class PoolState:
     def _census(self) -> tuple[list[Slot], list[Slot], list[Slot]]:
         """(idle, computing, paused) workers. Idle: no job, or its job already ended in the database (the
         worker is only tidying up; its inbox holds the next job until then). Paused: a run paused with no
-        step granted: it computes nothing and does not count against max_workers."""
+        step granted, or a job stalled on its policy server (Slot.stalled): it computes nothing and does not
+        count against max_workers."""
         idle, computing, paused = [], [], []
         for s in self._slots.values():
             if not s.proc.is_alive() or s.retiring:
                 continue
             if s.job is None or self._read(s.job, lambda j: j.status(self.store), default=RunStatus.RUNNING) not in LIVE:
                 idle.append(s)
-            elif self._read(s.job, lambda j: j.waiting_paused(self.store), default=False):
+            elif s.stalled() or self._read(s.job, lambda j: j.waiting_paused(self.store), default=False):
                 paused.append(s)
             else:
                 computing.append(s)

@@ -39,10 +39,12 @@ def load_pair(job: Any) -> tuple[Any, Any]:
     checked again here, where they would take effect: no request makes a worker run a model's own code."""
     from uats_core.runner import build_backends
 
-    from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, check_app_options
+    from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, SERVER_NAME_OPTION, check_app_options
 
     req = job.search.request
-    check_app_options(req.policy_opts, "policy_opts", APP_POLICY_OPTIONS)
+    # `name` is the server's, set by the app from its own list (ui.choices.server_policy_opts), never a client's
+    check_app_options({k: v for k, v in req.policy_opts.items() if k != SERVER_NAME_OPTION}, "policy_opts",
+                      APP_POLICY_OPTIONS)
     check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
     return build_backends(req.policy, req.prm, job.search.config, prm_kind=req.prm_kind,
                           policy_opts=dict(req.policy_opts), prm_opts=dict(req.prm_opts),
@@ -108,13 +110,17 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
     cancelled when it was stopped before its search began) instead of leaving it queued or running. A run
     left paused `pause_timeout_s` without a step ends cancelled. Returns the end it could not write, if any."""
     try:
+        from uats_core.cancel import cancellable
         from uats_core.runner import prepare_search
 
         if store.cancel_requested(req.run_id):
             store.mark_failed(req.run_id, "cancelled before the search started", status=RunStatus.CANCELLED)
             return None
-        # req.search was checked where the run was submitted (validate_request): a request comes from this server
-        search = prepare_search(req.search, models=cache.get(req))
+        # req.search was checked where the run was submitted (validate_request): a request comes from this server.
+        # Loading may wait on a policy server: a cancel reaches it there too (uats_core.cancel), not only once
+        # the search runs.
+        with cancellable(lambda: store.cancel_requested(req.run_id)):
+            search = prepare_search(req.search, models=cache.get(req))
         search.run(subscribers=[store.subscriber()], run_id=req.run_id,
                    should_cancel=lambda: store.wait_turn(req.run_id, pause_timeout_s=pause_timeout_s),
                    cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too
@@ -160,6 +166,10 @@ def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: in
         torch.set_num_threads(torch_threads)
     store = RunStore(db)
     cache = ModelCache()
+    # a job waiting on a policy server computes nothing here: the pool hears of it (ui.jobs.pool_state, stalled)
+    from uats_core.http_client import set_wait_listener
+
+    set_wait_listener(lambda since: outbox.put(("upstream", slot, since)))
     try:
         while True:
             msg = inbox.get()

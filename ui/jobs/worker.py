@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from storage import RunStore
+from uats_core.http_client import policy_label
 from uats_core.config import ConfigError
 from uats_core.request import CheckedSearch, SearchRequest
 from uats_core.status import RunStatus
@@ -76,7 +77,7 @@ class RunRequest(RunRowJob):
         cfg, prob, req = self.search.config, self.search.problem, self.request
         store.register_run(self.run_id, method=cfg.method, problem_id=prob.id, question=prob.question,
                            gold_answer=prob.answer, seed=cfg.seed, config=cfg.to_dict(),
-                           policy=req.policy or QUEUED_POLICY, prm=req.prm or QUEUED_PRM,
+                           policy=policy_label(req.policy, req.policy_opts) or QUEUED_POLICY, prm=req.prm or QUEUED_PRM,
                            label=label, paused=paused, owner=owner)
 
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
@@ -246,12 +247,12 @@ class WorkerPool(PoolState):
             failed = self._reap()
             self._record_unrecorded()
             self._sweep_pending()
-            while self._pending:
-                slot = self._pick(self._pending[0])
+            while (req := self._startable()) is not None:
+                slot = self._pick(req)
                 if slot is None:
                     break
-                req = self._pending.popleft()
-                self._sessions.pop(req.job_id, None)
+                self._pending.remove(req)
+                slot.session = self._sessions.pop(req.job_id, None)
                 slot.job = req
                 slot.inbox.put(req)
                 log.info("job %s handed to worker pid %s", req.job_id, slot.proc.pid)
@@ -272,6 +273,23 @@ class WorkerPool(PoolState):
                 continue
             waiting.append(req)
         self._pending = waiting
+
+    def _startable(self) -> Any | None:
+        """The first queued job whose session holds fewer than max_workers workers that compute or wait on a
+        server: one client's stalled server (its jobs hold workers that no longer count against the limit) never
+        takes the workers another client's run is owed."""
+        if not self._pending:
+            return None
+        idle, computing, paused = self._census()
+        held: dict[str, int] = {}
+        for s in computing + [s for s in paused if s.stalled()]:
+            if s.session:
+                held[s.session] = held.get(s.session, 0) + 1
+        for req in self._pending:
+            session = self._sessions.get(req.job_id)
+            if not session or held.get(session, 0) < self.limits.max_workers:
+                return req
+        return None
 
     def active(self) -> list[str]:
         with self._lock:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from uats_core.imports import TOOLS
+from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from uats_core.status import RunStatus
 
 from ..access import requester
@@ -92,10 +93,13 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
     Returns the file dropdown (Refresh lists the folders again)."""
     files = list(ctx.choices.imports)
     with gr.Accordion("Import a run from another tool", open=bool(files), elem_id="import-box"):
-        gr.Markdown("Files of llm-reasoners (tree log JSON), search-and-learn (`*_completions.jsonl`, one row per "
-                    "problem) and TreeQuest (its tree's nodes as JSON) in the server's import folders. An imported "
-                    "run holds the tool's own score per node and no MC passes: open it, then **Shadow-score this "
-                    "run** (Search tab) adds R̄ and σ² to every node." if files else
+        gr.Markdown("Files of llm-reasoners (its tree log, written with `uats_studio.llm_reasoners."
+                    "export_llm_reasoners`), search-and-learn (`*_completions.jsonl` or the Hub's Parquet, one row "
+                    "per problem) and TreeQuest (`treequest.render(state, name, format=\"json\")` or `\"yaml\"`) in "
+                    "the server's import folders. llm-reasoners' and TreeQuest's files hold no question: type it (and "
+                    "the gold answer, to grade). An imported run holds the tool's own score per node and no MC "
+                    "passes: open it, then **Shadow-score this run** (Search tab) adds R̄ and σ² to every node."
+                    if files else
                     "This server lists no files to import: put one in its import folder (`--imports-dir DIR`) and "
                     "press **Refresh**.")
         with gr.Row():
@@ -103,11 +107,16 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
             i_tool = gr.Dropdown(list(TOOLS), value=TOOLS[0], label="written by", elem_id="import-tool", scale=2)
             i_row = gr.Number(0, label="row (search-and-learn)", precision=0, minimum=0, elem_id="import-row", scale=1)
             i_btn = gr.Button("Import", variant="primary", elem_id="import-btn", scale=1)
+        with gr.Row():
+            i_question = gr.Textbox(label="question (llm-reasoners, TreeQuest: their files hold none)", lines=2,
+                                    max_length=MAX_QUESTION_CHARS, elem_id="import-question", scale=3)
+            i_gold = gr.Textbox(label="gold answer (optional: grades the answers)", max_length=MAX_ANSWER_CHARS,
+                                elem_id="import-gold", scale=1)
 
-    def on_import(tool, name, row, m, p, o, request: gr.Request):
+    def on_import(tool, name, row, question, gold, m, p, o, request: gr.Request):
         try:
             run_id = submit_import(ctx.store, ctx.pool, ctx.choices, tool, name, row, owner=requester(request),
-                                   session=session_of(request))
+                                   session=session_of(request), question=question, gold=gold)
         except FORM_ERRORS as exc:
             return {ctx.notice: notice(str(exc))}
         except DB_ERRORS as exc:
@@ -115,5 +124,5 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
         return {ctx.notice: notice(f"import of {name} queued as run {run_id[:8]}; select it in the list to open it",
                                    ok=True), **list_runs(m, p, o)}
 
-    i_btn.click(on_import, [i_tool, i_file, i_row, *filters], [ctx.notice, *outputs])
+    i_btn.click(on_import, [i_tool, i_file, i_row, i_question, i_gold, *filters], [ctx.notice, *outputs])
     return i_file

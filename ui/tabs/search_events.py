@@ -23,7 +23,7 @@ from ..glossary import form_name
 from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
 
 from ..views.run_status import outcome, run_status_md
-from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices, app_options
+from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices, app_options, server_policy_opts
 from ..access import AccessDenied, require_owner, requester
 from ..views.charts import cost_figure, knobs_figure
 from ..views.safe_text import md_inline, md_text
@@ -85,7 +85,8 @@ def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = N
     # the server's own lists name the models and problems: a client's value outside them is refused first
     policy, prm = ctx.choices.model("policy", form["policy"]), ctx.choices.model("prm", form["prm"])
     model_fields = {"prm_kind": None if form["prm_kind"] in (None, "", "detect") else form["prm_kind"],
-                    "policy_opts": app_options(lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS),
+                    "policy_opts": server_policy_opts(form["policy"], policy, app_options(
+                        lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS)),
                     "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS)}
     ds = form["dataset"]
     config = form_config(values)

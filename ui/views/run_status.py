@@ -86,8 +86,9 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None,
         naive = "" if source else (
             f" · naive argmax {md_inline(run.get('naive_answer'), 60)} "
             f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
-        head += (f" · answer **{md_inline(run.get('answer'), 60)}** ({outcome(run)}; {said})"
-                 + (" · the tool's choice" if source else naive))
+        said_answer = f"**{md_inline(run.get('answer'), 60)}**" if run.get("answer") is not None else "none"
+        head += (f" · answer {said_answer} ({outcome(run)}; {said})"
+                 + (" · the tool's choice" if source and run.get("answer") is not None else "" if source else naive))
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
     replay = state is not None and state.iteration < state.max_iteration
     if replay:
@@ -96,13 +97,12 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None,
     else:
         shown = (f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}"
                  + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
-    if source:
-        shown += (f" · imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 40)} of "
-                  f"{md_inline(source.get('file'), 60)}): R̄ is the tool's own score")
     parts = [head, shown]
     if run.get("error"):
         parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
-    elif shadow:
+    if source:
+        parts.append(_imported_line(source) + _answer_source(source))
+    if shadow:
         parts.append(shadow_line(shadow))
     elif state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
             len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
@@ -122,6 +122,36 @@ def shadow_line(shadow: Mapping[int, Mapping[str, Any]]) -> str:
     return (f"**shadow-scored**: {len(rows)} nodes × K = {'/'.join(map(str, ks))} passes of "
             f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau}): every panel "
             "labels their R̄ and σ² *shadow*")
+
+
+def _imported_line(source: dict[str, Any]) -> str:
+    """Where an imported run came from and what of it the app shows as its own: scores, answer, unvisited children."""
+    line = (f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
+            f"{md_inline(source.get('file'), 120)})")
+    if source.get("scores_as_r") is False or source.get("rewards_as_scores") is False:
+        outside = source.get("scores_outside_unit_range")
+        line += (": the tool's scores are not in [0, 1]" + (f" ({md_inline(outside, 20)} outside)" if outside else "")
+                 + ", so they stay in each node's source fields and no R̄ is drawn")
+    else:
+        line += ": R̄ is the tool's own score of each node"
+    said = str(source.get("answer_read_from") or "")
+    if said:
+        line += (f" · no answer: {md_inline(said.removeprefix('none: '), 200)}" if said.startswith("none: ")
+                 else f" · answer from {md_inline(said, 200)}")
+    if source.get("unvisited_children"):
+        line += (f" · {md_inline(source.get('unvisited_children'), 20)} unvisited children kept with their parents, "
+                 "not drawn as steps")
+    return line
+
+
+def _answer_source(source: dict[str, Any]) -> str:
+    """search-and-learn: which of its answers the run shows, and those it keeps beside it (at the row's full N)."""
+    if "answer_from" not in source:
+        return ""
+    answers = source.get("tool_answers") or {}
+    most = max((int(k.rsplit("@", 1)[1]) for k in answers), default=None)
+    kept = ", ".join(f"{md_text(k)} {md_inline(v, 60)}" for k, v in answers.items() if k.endswith(f"@{most}"))
+    return f"; the answer is its {md_text(source['answer_from'])}" + (f" (kept beside it: {kept})" if kept else "")
 
 
 def _tree_size(run: dict[str, Any], state: TreeState | None) -> str:
