@@ -121,7 +121,7 @@ def _headed(fig: dict[str, Any], a: RunData, b: RunData, why: str) -> dict[str, 
     return {**fig, "layout": layout}
 
 
-def _wrapped(text: str, lines: int, width: int = 170) -> str:
+def _wrapped(text: str, lines: int, width: int = 140) -> str:
     """`text` on at most `lines` lines of `width` characters (Plotly does not wrap), the rest cut with …"""
     words, out, cur = " ".join(str(text).split()).split(" "), [], ""
     for w in words:
@@ -143,7 +143,10 @@ def compare_bundle(a: RunData, b: RunData, name: str | None = None,
     shown = t if t is not None else (div or {}).get("iteration")
     fa, fb, _ = compare_figures(a, b, shown, height=700, shadows=shadows)
     why = divergence_text(decision_divergence(a, b))
-    caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}); "
+    question = " ".join(str(a.run.get("question") or "").split())
+    problem = question if len(question) <= 200 else question[:199] + "…"
+    caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}): "
+               f"“{problem}”; "
                f"{_said(a, 'A')}, {_said(b, 'B')}, gold {a.run.get('gold_answer')}; {why}; {changes_summary(a, b)}")
     both = _headed(side_by_side(fa, fb), a, b, why)
     return ExportBundle(
