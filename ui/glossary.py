@@ -106,6 +106,8 @@ FIELD_HELP = {
     "import-file": "a file of another tool's runs in the server's import folders.",
     "import-tool": "the tool that wrote the file: its format.",
     "import-row": "which row of a search-and-learn file (one problem per row), from 0.",
+    "import-question": "the problem the imported run solved (llm-reasoners' and TreeQuest's files hold none).",
+    "import-gold": "the problem's gold answer, to grade the imported run's answers (optional).",
     "cf-n": "the arithmetic world's test problems a batch runs, each with policies A and B, H-UATS and REBASE.",
     "c-scope": "mine cases from the open run or from every stored run.",
     "c-split": "the R̄ that separates high from low scores.",
