@@ -29,7 +29,7 @@ def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     from storage import RunStore
     from storage.imports import write_imported
     from tests.doubles import record_synthetic
-    from tests.tool_files import write_tool_files
+    from tests.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION, write_tool_files
     from uats_core.imports import read_runs
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
@@ -39,9 +39,11 @@ def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     base = tmp_path_factory.mktemp("shadow-app")
     files = write_tool_files(base / "imports")
     store = RunStore(str(base / "runs.db"))
-    imported = write_imported(store, read_runs("llm-reasoners", str(files["llm-reasoners"])))[0]
+    # their files hold no question: typed, as the Runs tab's import asks
+    imported = write_imported(store, read_runs("llm-reasoners", str(files["llm-reasoners"]),
+                                               question=LLM_REASONERS_QUESTION, gold="10"))[0]
     run_shadow(store, imported, load_shadow_prm(), 7)
-    unscored = write_imported(store, read_runs("treequest", str(files["treequest"])))[0]
+    unscored = write_imported(store, read_runs("treequest", str(files["treequest"]), question=QUESTION, gold=GOLD))[0]
     searched = record_synthetic(store, "a1" * 16, n_nodes=160, seed=7, method="h-uats", problem_id="synthetic-7")
     store.register_run(FAILED, method="rebase", problem_id="a-problem-with-a-long-name-" + "x" * 60,
                        question="What is 2 + 2?", gold_answer="4", seed=3, config={"budget": 8})
@@ -102,9 +104,11 @@ def test_shadow_values_show_in_every_panel_and_no_gate(shadow_page: Any, shadow_
     # the tree's labels: the node's own σ² is none, the shadow one is printed and says so
     labels = pg.evaluate("() => (document.querySelector('#tree .uats-plot').layout.annotations || [])"
                          ".filter(a => a.name === 'glyph').map(a => a.text)")
-    assert labels, "no detailed labels drawn on a five-node tree"
-    for nid, row in shadow.items():
-        assert any(f"σ²={fmt_var(row['var'])} shadow" in lab for lab in labels), (nid, labels)
+    assert labels, "no detailed labels drawn on a small tree"
+    said = {fmt_var(row["var"]) for row in shadow.values()}
+    for lab in labels:  # each label the tree draws (those the level of detail has room for) is a shadow σ²
+        var = lab.split("σ²=", 1)[1]
+        assert var.endswith(" shadow") and var.removesuffix(" shadow") in said, (lab, sorted(said))
     hit = pg.evaluate(NODE_PIXEL_JS, ["#tree", 1])
     assert hit is not None
     pg.mouse.click(hit["x"], hit["y"])

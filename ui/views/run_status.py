@@ -65,8 +65,8 @@ RUN_COLUMNS = ["run", "method", "policy", "PRM", "pair", "problem", "seed", "N",
 def run_status_md(run: dict[str, Any], state: TreeState | None = None,
                   shadow: Mapping[int, Mapping[str, Any]] | None = None) -> str:
     """At most three short lines above the tree, each a paragraph the run bar keeps to one line (RUN_BAR_CSS; the
-    whole text is its tooltip): the run and its outcome; what the tree shows and where the run came from; then
-    the error, or what the shadow passes added, or that the run stored none. Replaying an iteration t before the
+    whole text is its tooltip): the run and its outcome; what the tree shows, with what shadow passes added or
+    that the run stored none; then the error, or where an imported run came from. Replaying an iteration t before the
     last, the second line gives t's own figures (its nodes and the cost spent by then), not the run's final ones.
     `shadow`: the run's shadow rows (storage.shadow), by node id."""
     cfg = run.get("config") or {}
@@ -97,17 +97,18 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None,
     else:
         shown = (f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}"
                  + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
+    # the passes: shadow ones, or none stored, said after what the tree shows (three lines at most, RUN_BAR_CSS)
+    if shadow:
+        shown += " · " + shadow_line(shadow)
+    elif state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
+            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
+        shown += (" · no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
+                  "adds R̄ and σ² to every node")
     parts = [head, shown]
     if run.get("error"):
         parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
-    if source:
+    elif source:
         parts.append(_imported_line(source) + _answer_source(source))
-    if shadow:
-        parts.append(shadow_line(shadow))
-    elif state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
-            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
-        parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
-                     "adds R̄ and σ² to every node")
     return "\n\n".join(parts)
 
 
@@ -120,8 +121,7 @@ def shadow_line(shadow: Mapping[int, Mapping[str, Any]]) -> str:
     taus = sorted({float(r["tau"]) for r in rows if r.get("tau") is not None})
     tau = f" = {'/'.join(f'{t:g}' for t in taus)}" if taus else ""
     return (f"**shadow-scored**: {len(rows)} nodes × K = {'/'.join(map(str, ks))} passes of "
-            f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau}): every panel "
-            "labels their R̄ and σ² *shadow*")
+            f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau})")
 
 
 def _imported_line(source: dict[str, Any]) -> str:
