@@ -61,7 +61,7 @@ def test_run_bundle_zip_round_trip(synthetic_runs, tmp_path: Path) -> None:
 def test_compare_and_case_bundles(synthetic_runs, tmp_path: Path) -> None:
     a, b = synthetic_runs
     cmp = compare_bundle(a, b)
-    assert cmp.data["first_divergence"] is None and len(cmp.table_rows) == 2
+    assert cmp.data["first_divergence"] is None and len(cmp.table_rows) == 2  # these two never part
     assert [r["node_id"] for r in cmp.data["uncertainty_changed"]["a"]] == [c.node_id for c in uncertainty_changes(a)]
     assert "decided by both runs" in cmp.caption
     assert cmp.figures[0][1]["layout"]["xaxis2"]["domain"][0] > 0.5  # side by side

@@ -104,6 +104,7 @@ class ServerChoices:
     prms: Mapping[str, str | None]
     datasets: Mapping[str, Path | None] = field(default_factory=dict)
     imports: Mapping[str, Path] = field(default_factory=dict)  # files other tools wrote (--imports-dir), by name
+    imports_dirs: tuple[Path, ...] = ()  # where they are: listed again on refresh, so a new file needs no restart
 
     def model(self, field_name: str, name: Any) -> str | None:
         """The spec of a submitted Models choice (None: the embedded model); ConfigError outside the list."""
@@ -111,6 +112,14 @@ class ServerChoices:
         if not isinstance(name, str) or name not in offered:
             raise ConfigError(field_name, MODEL_REFUSED)
         return offered[name]
+
+    def refresh_imports(self) -> list[str]:
+        """List the import folders again (a file dropped in since the start is offered at once); the names."""
+        if self.imports_dirs and isinstance(self.imports, dict):
+            found = import_files(self.imports_dirs)
+            self.imports.clear()
+            self.imports.update(found)
+        return list(self.imports)
 
     def import_file(self, name: Any) -> Path:
         """The server's file behind a submitted import choice; ConfigError outside the list."""
@@ -225,8 +234,13 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")]
              for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
     datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
-    imported = [f for d in imports_dirs for root in [_checked_dir(d, "imports-dir")] for f in sorted(root.iterdir())
-                if f.is_file() and f.suffix in IMPORT_SUFFIXES and _inside(f, root, "imports-dir")]
+    imported = import_files(imports_dirs)
     log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
              len(datasets), len(imported))
-    return ServerChoices(policies, prms, datasets, _by_name(imported))
+    return ServerChoices(policies, prms, datasets, imported, tuple(Path(d) for d in imports_dirs))
+
+
+def import_files(imports_dirs: Sequence[str | Path]) -> dict[str, Path]:
+    """The files of other tools' runs the import folders hold, by the names the Runs tab shows."""
+    return _by_name([f for d in imports_dirs for root in [_checked_dir(d, "imports-dir")] for f in sorted(root.iterdir())
+                     if f.is_file() and f.suffix in IMPORT_SUFFIXES and _inside(f, root, "imports-dir")])

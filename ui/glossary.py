@@ -47,6 +47,12 @@ GLOSSARY: dict[str, str] = {
     "diverging decision": "the first iteration at which a step both runs had got children in one and none in the other.",
     "shadow scoring": "MC passes run afterwards on a run's steps (a baseline's, an imported run's), stored apart and "
                       "not counted in its cost.",
+    "shape": "Figure 1's panel of where each candidate's passes fall around its own R̄: their spread, apart from "
+             "where on the score scale they sit.",
+    "rank moved": "a candidate whose R̄ rank among its step's candidates changed after its extra passes.",
+    "children moved": "over the H-UATS run's decisions, the sum of |children given − children R̄ alone would give|.",
+    "pair": "the (policy, PRM) pair as the evaluation names it: A:prm (ID, policy A in distribution for the "
+            "arithmetic PRM) or B:prm (OOD); blank for other models.",
 }
 
 # Knobs whose label is a glossary term: their help is that term's definition.
@@ -140,6 +146,8 @@ COLUMN_HELP = {
     "changed": "what uncertainty changed: re-evaluated, rank moved, children changed (against R̄ alone).",
     "problem": "the problem id.",
     "seed": "the run's random seed.",
+    "policy": "the model that wrote the steps (for an imported run: the tool).",
+    "PRM": "the process reward model that scored the steps (for an imported run: the tool's own scores).",
     "started": "when the run started.",
     "quadrant": "the case: high or low R̄ (against the split) × high or low σ² (against τ).",
     "step is": "whether the step is right: by the exact checker, else by whether an answer below it is right.",
@@ -158,7 +166,8 @@ COLUMN_HELP = {
                     "node; a click opens the two there.",
 }
 COLUMN_TERMS = {"N": "N", "R̄": "R̄", "σ²": "σ²", "K": "K", "t": "t", "answer": "answer", "naive answer": "naive answer",
-                "cost": "cost", "extra passes": "extra passes", "R̄ alone": "R̄ alone"}
+                "cost": "cost", "extra passes": "extra passes", "R̄ alone": "R̄ alone",
+                "children moved": "children moved", "pair": "pair"}
 
 
 def field_help(elem_id: str) -> str | None:

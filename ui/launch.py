@@ -23,6 +23,8 @@ import argparse
 import logging
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -33,7 +35,12 @@ PROJECT = _CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path(".")
 DEFAULT_DB = PROJECT / "runs" / "uats.db"
 DEFAULT_EXPORTS = PROJECT / "exports"
 DEFAULT_REPORTS = PROJECT / "reports"
+DEFAULT_IMPORTS = PROJECT / "imports"  # other tools' run files the Runs tab offers (created when missing)
 DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/arith-grid) opens out of the box
+
+# SIGTERM or Ctrl-C: how long a running search gets to end 'cancelled' before its worker is ended (the app and its
+# workers are gone within about this; tests/test_app_sigterm.py holds it to 5 s)
+SHUTDOWN_GRACE_S = 3.0
 
 log = logging.getLogger("uats_studio")
 # The login page's note: Gradio's form says only "Incorrect Credentials", and nothing when the limit answers 429
@@ -68,8 +75,9 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="offer the policy an OpenAI-compatible server at URL serves (vllm serve, SGLang, llama.cpp) as "
                         "'NAME (server)'; clients pick the name, never a URL (repeatable)")
     p.add_argument("--imports-dir", action="append", default=[], metavar="DIR",
-                   help="offer the .json, .jsonl and .parquet files of DIR (runs of llm-reasoners, search-and-learn, TreeQuest) "
-                        "to the Runs tab's import (repeatable)")
+                   help="offer the .json, .jsonl and .parquet files of DIR (runs of llm-reasoners, search-and-learn, "
+                        f"TreeQuest) to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on "
+                        "Refresh)")
     p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
                                        "required with a --host other machines can reach")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
@@ -147,9 +155,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
 
     from .choices import server_choices
 
-    try:  # the lists a client picks from, fixed now: a folder added later needs a restart
+    imports_dirs = args.imports_dir or [DEFAULT_IMPORTS]
+    if not args.imports_dir:
+        try:  # a local app has its imports folder from the start: a file put there is offered on Refresh
+            DEFAULT_IMPORTS.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("imports-dir: cannot create %s (%s); the Runs tab offers no files", DEFAULT_IMPORTS,
+                        exc.strerror)
+            imports_dirs = []
+    try:  # the lists a client picks from, fixed now (the import folders' files are listed again on Refresh)
         choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server,
-                                 args.imports_dir)
+                                 imports_dirs)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -190,26 +206,39 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     logins = LoginLimiter()
     login_note = {"auth_message": LOGIN_NOTE.format(limits=logins.limits)} if credentials else {}
 
-    code = 0
+    code, served = 0, False
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
             demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
                                               prevent_thread_lock=True, **login_note,
                                               **launch_kwargs(export_dir, policy, logins))
+            served = bool(getattr(demo, "is_running", False))
             wait_until_answering(demo.local_url or f"http://127.0.0.1:{args.port}/")
-            demo.block_thread()
+            while demo.is_running:  # Gradio's own wait would join its server for 5 s while a page is open
+                time.sleep(0.2)
     except KeyboardInterrupt:
         pass
     except (StartupError, OSError, ValueError) as exc:  # the port taken, a server that never answered: fail whole
         print(f"error: start: {exc}", file=sys.stderr)
         code = 1
     finally:
+        log.info("shutting down: cancelling running searches (%g s to end 'cancelled', then their workers are "
+                 "ended and the runs marked)", SHUTDOWN_GRACE_S)
+        # the server stops answering in its own (daemon) thread while the workers stop: the process ends when both
+        # did, or the server's thread is left to die with it
         if getattr(demo, "server", None) is not None:
-            demo.close()  # the server stops answering before the pool it hands work to goes
-        log.info("shutting down: cancelling running searches so their runs end 'cancelled' with all nodes written")
-        pool.shutdown(cancel=True)
+            threading.Thread(target=demo.close, kwargs={"verbose": False}, daemon=True).start()
+        pool.shutdown(cancel=True, timeout_s=SHUTDOWN_GRACE_S)
         stop_kaleido()
         store.close()
+        log.info("shut down")
+    if served:
+        # everything the app holds is closed: the interpreter's own teardown (freeing torch and Gradio, a daemon
+        # thread left in the web server) took 50 s and more on a loaded machine, past `docker stop`'s grace
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
 
 

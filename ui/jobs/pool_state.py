@@ -31,6 +31,9 @@ T = TypeVar("T")
 STALL_AFTER_S = 0.5
 
 
+IDLE_STOP_S = 0.5  # how long shutdown waits for a worker without a job to stop by itself
+
+
 @dataclass
 class Slot:
     """One warm worker process: its inbox, the job it is on (None: idle), the model key it holds."""
@@ -163,8 +166,11 @@ class PoolState:
                     log.warning("could not ask job %s to stop: %s", slot.job.job_id[:8], exc)
             slot.inbox.put(STOP)
         deadline = time.time() + timeout_s
+        # a worker with no job has nothing to write: it gets a moment to read STOP, then is ended (one still
+        # loading its pre-warm models reads nothing until loaded, which on a loaded machine took 30 s and more)
+        idle_deadline = time.time() + min(timeout_s, IDLE_STOP_S)
         for sid, slot in slots.items():
-            slot.proc.join(max(0.0, deadline - time.time()))
+            slot.proc.join(max(0.0, (idle_deadline if slot.job is None else deadline) - time.time()))
             if slot.proc.is_alive():
                 log.warning("worker %s still running after shutdown; terminating it", sid)
                 slot.proc.terminate()

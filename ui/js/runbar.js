@@ -25,6 +25,9 @@ if (!window.__uatsRunBar) {
     const hint = document.getElementById('run-hint');
     const why = hint ? hint.innerText.trim() : '';
     if (hint && hint.title !== why) hint.title = why;  // the line may be cut short: its tooltip is whole
+    const status = document.getElementById('run-status');  // its lines too (one line each, RUN_BAR_CSS)
+    const said = status ? status.innerText.trim() : '';
+    if (status && status.title !== said) status.title = said;
     for (const el of document.querySelectorAll('#run-bar .info-text')) {  // a control's help, as its tooltip
       const box = el.closest('.block'); if (box && box.title !== el.textContent.trim()) box.title = el.textContent.trim();
     }

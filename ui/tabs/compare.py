@@ -195,7 +195,7 @@ class _Compare:
             return {**out, self.ctx.notice: notice("compare two runs first, then build their export")}
         try:
             bundle = compare_bundle(self.ctx.cache.get(str(cs.a)), self.ctx.cache.get(str(cs.b)),
-                                    name=safe_name(name) if (name or "").strip() else None, shadows=self.shadows(cs))
+                                    name=safe_name(name) if (name or "").strip() else None, shadows=self.shadows(cs), t=cs.t)
             path = write_bundle(bundle, self.ctx.export_target(request))
         except (ExportError, StorageError, AccessDenied) as exc:
             return {**out, self.ctx.notice: notice(str(exc))}

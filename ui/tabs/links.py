@@ -58,7 +58,7 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
         s.selected = None if missing else node
         out[ctx.notice] = notice(missing or "")
         out[search.tree], data, state = viewer.draw_tree(s, view)
-        out[search.status_md] = run_status_md(data.run, state)
+        out[search.status_md] = run_status_md(data.run, state, viewer.shadow(s.run_id))
         out[search.t_slider] = viewer.slider_update(data, s.t)
         if s.t is not None:
             out[search.cost_plot] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))

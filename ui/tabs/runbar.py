@@ -34,8 +34,8 @@ RUN_BAR_CSS = """
 #run-bar .uats-group { display: flex; flex-wrap: nowrap !important; gap: 6px; align-items: center;
                        flex: 0 0 auto !important; min-width: 0 !important; width: auto !important; }
 #run-bar .uats-group > * { flex: 0 0 auto !important; min-width: 0 !important; margin: 0 !important; }
-#run-bar .uats-replay { flex: 1 1 420px !important; }
-#run-bar .uats-replay > #t-slider { flex: 1 1 150px !important; min-width: 120px !important; }
+#run-bar .uats-replay { flex: 1 1 340px !important; }
+#run-bar .uats-replay > #t-slider { flex: 1 1 150px !important; min-width: 80px !important; }
 #run-bar button { min-width: 0; white-space: nowrap; padding: 4px 10px; }
 /* the bar's checkboxes and slider are bare controls: no block frame (it read as a focus ring), no help line
    (each control's help is its tooltip, RUN_BAR_JS) */
@@ -47,12 +47,18 @@ RUN_BAR_CSS = """
                                                        background: transparent !important; padding: 0 !important; }
 #run-bar #t-slider .head { display: none !important; }  /* the status line says which iteration is shown */
 #run-bar #t-slider .slider_input_container { margin: 0; }
-#run-status { font-size: 13px; line-height: 1.35; }
-#run-status p { margin: 1px 0; }
+#run-status { font-size: 13px; line-height: 1.3; }
+/* each status line stays one line (a long answer or error ends in …; the whole text is the tooltip): the bar
+   keeps within 140 px at 1280 px, whatever the run */
+#run-status p { margin: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 #run-hint { font-size: 12px; color: var(--body-text-color-subdued, #666); white-space: nowrap; overflow: hidden;
             text-overflow: ellipsis; }
 #run-hint p { margin: 0; overflow: hidden; text-overflow: ellipsis; }
 button[disabled] { cursor: not-allowed; }
+/* a disabled control reads as one: grey, never the red or orange of a Cancel or Run that would act */
+#run-bar button[disabled] { background: var(--button-secondary-background-fill, #f3f4f6) !important;
+                            color: var(--body-text-color-subdued, #888) !important;
+                            border-color: var(--border-color-primary, #e5e5e5) !important; opacity: 0.75; }
 #run-bar-js { display: none; }
 """
 # The controls whose disabled state the hint explains; their tooltips are the hint's text.
@@ -61,8 +67,8 @@ EXPLAINED = ("cancel-btn", "pause-btn", "step-btn", "resume-btn", "prev-btn", "p
 
 RUN_BAR_JS = page_script("runbar.js")  # reads the ids of EXPLAINED from its props
 
-NO_RUN_HINT = ("No run is open: Run search starts one, or open one from the Runs tab. Cancel, Pause, Step, Resume, "
-               "replay and the inspector's buttons act on the open run.")
+# one line of the bar at 1280 px (a test measures it): what the disabled controls wait for
+NO_RUN_HINT = "No run is open: Run search starts one, or open one from the Runs tab; these controls act on it."
 
 
 def build_run_bar(c: dict[str, Any]) -> None:

@@ -78,12 +78,19 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
         return viewer.open_run(s, ids[row], **view)
 
     runs_table.select(on_runs_select, [ctx.st, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
-    _import_section(ctx, [r_method, r_problem, r_outcome], outputs, list_runs)
+    i_file = _import_section(ctx, [r_method, r_problem, r_outcome], outputs, list_runs)
+
+    def list_files(current: Any) -> Any:  # the import folders again: a file put there since is offered now
+        files = ctx.choices.refresh_imports()
+        return gr.update(choices=files, value=current if current in files else (files[0] if files else None))
+
+    r_refresh.click(list_files, [i_file], [i_file])
     return RunsTab(r_method=r_method, r_problem=r_problem, r_outcome=r_outcome, outputs=outputs, list_runs=list_runs)
 
 
-def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], list_runs: Callable[..., Any]) -> None:
-    """Import a run another tool wrote, from a file the server lists; the list refreshes with the queued run."""
+def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], list_runs: Callable[..., Any]) -> Any:
+    """Import a run another tool wrote, from a file the server lists; the list refreshes with the queued run.
+    Returns the file dropdown (Refresh lists the folders again)."""
     files = list(ctx.choices.imports)
     with gr.Accordion("Import a run from another tool", open=bool(files), elem_id="import-box"):
         gr.Markdown("Files of llm-reasoners (its tree log, written with `uats_studio.llm_reasoners."
@@ -93,12 +100,13 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
                     "the gold answer, to grade). An imported run holds the tool's own score per node and no MC "
                     "passes: open it, then **Shadow-score this run** (Search tab) adds R̄ and σ² to every node."
                     if files else
-                    "This server lists no files to import (start it with `--imports-dir DIR`).")
+                    "This server lists no files to import: put one in its import folder (`--imports-dir DIR`) and "
+                    "press **Refresh**.")
         with gr.Row():
             i_file = gr.Dropdown(files, value=files[0] if files else None, label="file", elem_id="import-file", scale=3)
             i_tool = gr.Dropdown(list(TOOLS), value=TOOLS[0], label="written by", elem_id="import-tool", scale=2)
             i_row = gr.Number(0, label="row (search-and-learn)", precision=0, minimum=0, elem_id="import-row", scale=1)
-            i_btn = gr.Button("Import", variant="primary", elem_id="import-btn", scale=1, interactive=bool(files))
+            i_btn = gr.Button("Import", variant="primary", elem_id="import-btn", scale=1)
         with gr.Row():
             i_question = gr.Textbox(label="question (llm-reasoners, TreeQuest: their files hold none)", lines=2,
                                     max_length=MAX_QUESTION_CHARS, elem_id="import-question", scale=3)
@@ -117,3 +125,4 @@ def _import_section(ctx: AppContext, filters: list[Any], outputs: list[Any], lis
                                    ok=True), **list_runs(m, p, o)}
 
     i_btn.click(on_import, [i_tool, i_file, i_row, i_question, i_gold, *filters], [ctx.notice, *outputs])
+    return i_file

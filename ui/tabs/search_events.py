@@ -228,7 +228,7 @@ def live_update(ctx: AppContext, viewer: RunViewer, s: OpenRun, follow_live: boo
         s.version = version
         slider_t = s.t
     out[ctx.notice] = _progress_notice(s, run)
-    out[t.status_md] = run_status_md(run, state)
+    out[t.status_md] = run_status_md(run, state, viewer.shadow(s.run_id))
     out[t.t_slider] = viewer.slider_update(data, slider_t)
     if run["status"] not in LIVE and s.version is not None:
         out[t.export_key] = f"{run['run_id']}:{run['status']}"
@@ -268,7 +268,7 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
         t = max(0, min(int(t or 0), data.max_iteration))
         s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         fig, data, state = viewer.draw_tree(s, view)
-        return {ctx.st: s, tab.tree: fig, tab.status_md: run_status_md(data.run, state),
+        return {ctx.st: s, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
                 tab.t_slider: gr.update(value=t), tab.follow: gr.update(value=s.t is None),
                 tab.cost_plot: fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
                 **viewer.selected_view(s, data, state)}

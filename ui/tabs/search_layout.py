@@ -150,7 +150,8 @@ def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
     c["question_md"] = gr.Markdown("", elem_id="question", latex_delimiters=LATEX)
     f["method"] = gr.Dropdown(method_choices(), value="h-uats", label="Method", elem_id="method")
     with gr.Row():
-        f["budget"] = gr.Number(DEFAULTS.budget, label="Budget N", precision=None, elem_id="budget")
+        # the next run's budget: an open run's own N is in the status line above its tree
+        f["budget"] = gr.Number(DEFAULTS.budget, label="Budget N (next run)", precision=None, elem_id="budget")
         f["seed"] = gr.Number(DEFAULTS.seed, label="Seed", precision=None, elem_id="seed")
     _knobs(f)
     _models(f, choices)

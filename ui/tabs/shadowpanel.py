@@ -73,7 +73,8 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
         if row["status"] == RunStatus.FINISHED:
             n_ood = sum(1 for r in read_shadow(ctx.store, job.run).values() if r.get("ood"))
             note = notice(f"shadow-scored run {rid}: {row['total']} nodes × {row['k']} passes, {n_ood} OOD (σ² > τ); "
-                          "stored apart, the run's own scores and cost unchanged: hover a node for its shadow R̄ and σ²",
+                          "stored apart, the run's own scores and cost unchanged; the tree, the inspector and Figure 1 show "
+                          "them labelled shadow",
                           ok=True)
         else:
             note = notice(f"shadow scoring of run {rid} {row['status']}: {row['error']}; {row['done']} of "
@@ -81,9 +82,12 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
         if s.run_id != job.run:
             return {ctx.notice: note}
         fig, data, state = viewer.draw_tree(s, view, reads)
-        return {ctx.notice: note, tab.tree: fig, tab.status_md: run_status_md(data.run, state)}
+        # every panel of the open run shows the shadow values now: the tree, the status, the inspected node's
+        return {ctx.notice: note, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
+                **viewer.selected_view(s, data, state)}
 
     tab.shadow_btn.click(on_shadow_open_run, [ctx.st, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
                          [ctx.st, ctx.notice])
     tab.shadow_cancel.click(on_cancel, [ctx.st], [ctx.notice])
-    ctx.poll.add(on_tick, [ctx.st], [ctx.notice, tab.tree, tab.status_md], inputs_kwargs=tab.filters, with_reads=True)
+    ctx.poll.add(on_tick, [ctx.st], [ctx.notice, tab.tree, tab.status_md, tab.figure1, tab.node_md],
+                 inputs_kwargs=tab.filters, with_reads=True)

@@ -12,7 +12,9 @@ from typing import Any
 import gradio as gr
 
 from storage import StorageError
+from storage.shadow import read_shadow
 
+from ..jobs.shadow import explain_shadow
 from ..views.decisions import decision_iteration, explain_node, explain_step
 from ..access import AccessDenied
 from ..views.export import ExportError, render_image, store_export
@@ -45,6 +47,8 @@ def why_html(ctx: AppContext, s: OpenRun, node_id: Any, t: Any, reads: RunReads 
         if dt is not None and dt <= shown_t:
             step_t = dt
     why = explain_node(data, nid, shown_t) if nid not in (None, 0) else ""
+    if why and (shadow := read_shadow(ctx.store, s.run_id)):  # what passes the run never made say, apart
+        why += explain_shadow(data, int(nid), shadow)
     why += explain_step(data, step_t) if step_t >= 1 else ""
     return why or EMPTY_WHY
 
@@ -70,7 +74,7 @@ def _selected_figure(ctx: AppContext, viewer: RunViewer, s: OpenRun) -> tuple[di
     nid = int(s.selected)
     if nid not in state.nodes:
         return None, f"node: run {s.run_id[:8]} has no node {nid} at iteration {state.iteration}"
-    return viewer.step_view(data, state, nid, s.fig1), ""
+    return viewer.step_view(data, state, nid, s.fig1, shadow=viewer.shadow(s.run_id)), ""
 
 
 def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:

@@ -51,6 +51,10 @@ class RunViewer:
         self.inspect_outputs = [ctx.st, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
                                 tab.note_box, tab.tree]
 
+    def shadow(self, run_id: str | None) -> dict[int, dict[str, Any]]:
+        """The run's shadow rows by node id (storage.shadow; {} when never shadow-scored): every panel shows them."""
+        return read_shadow(self.ctx.store, run_id) if run_id else {}
+
     def written_at(self, data: RunData, t: int) -> float | None:
         row = data.iterations.get(t)
         return row.get("written_at") if row else data.run.get("updated_at")
@@ -117,7 +121,7 @@ class RunViewer:
         s = s.opened(run["run_id"])
         fig, data, state = self.draw_tree(s, view)
         t, rows = self.tab, list(data.iterations.values())
-        return {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig, t.status_md: run_status_md(data.run, state),
+        return {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig, t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
                 t.t_slider: self.slider_update(data, None), t.cost_plot: fig_json(cost_figure(rows)), t.figure1: "",
                 t.node_md: "", t.export_key: f"{run['run_id']}:{run['status']}",
                 self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
@@ -139,7 +143,7 @@ class RunViewer:
         if nid != s.selected:
             s.fig1 = replaced(s.fig1, page=None)  # the page that holds the new node
         s.selected = nid
-        fig, md = self.node_view(data, state, nid, s.fig1)
+        fig, md = self.node_view(data, state, nid, s.fig1, self.shadow(s.run_id))
         star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
         t = self.tab
         out = {self.ctx.st: s, self.ctx.notice: notice(""), t.figure1: fig, t.node_md: md,
@@ -157,19 +161,20 @@ class RunViewer:
         return f"node: run {run_id[:8]} has no node {nid} at iteration {state.iteration}; click one in the tree"
 
     @staticmethod
-    def node_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None) -> tuple[str, str]:
+    def node_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None,
+                  shadow: dict[int, Any] | None = None) -> tuple[str, str]:
         """Figure 1 of node `nid`'s step (figure JSON, drawn with `options`) and the
         inspector's text, as they were at `state`'s iteration (its K, scores, marks and decisions then); each
-        step marked right or wrong by the run's final verdict."""
+        step marked right or wrong by the run's final verdict. `shadow`: the run's shadow rows, shown apart."""
         judge = StepJudge(data.state_at(None))
         if nid not in state.nodes:
             return "", node_details_md(data, state, nid, judge)
-        fig = RunViewer.step_view(data, state, nid, options, judge) if nid != 0 else None
-        return fig_json(fig), node_details_md(data, state, nid, judge)
+        fig = RunViewer.step_view(data, state, nid, options, judge, shadow) if nid != 0 else None
+        return fig_json(fig), node_details_md(data, state, nid, judge, shadow)
 
     @staticmethod
     def step_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None,
-                  judge: StepJudge | None = None) -> dict[str, Any] | None:
+                  judge: StepJudge | None = None, shadow: dict[int, Any] | None = None) -> dict[str, Any] | None:
         """Figure 1 of node `nid`'s step as the iteration shown knows it (None: the node has no scored step)."""
         step = step_of(data, nid, state.iteration)
         if step is None:
@@ -178,12 +183,12 @@ class RunViewer:
         opts = options or Figure1Options()
         return step_figure(step, selected=nid, truth={c.node_id: judge(c.node_id) for c in step.candidates},
                            sort_by=opts.sort, per_page=int(opts.per_page), page=opts.page,
-                           siblings_only=bool(opts.siblings))
+                           siblings_only=bool(opts.siblings), shadow=shadow or None)
 
     def selected_view(self, s: OpenRun, data: RunData, state: TreeState) -> dict[Any, Any]:
         """The inspector (Figure 1, the node's text) redrawn for the selected node at the iteration shown, by
         component; nothing when none is selected."""
         if s.selected is None:
             return {}
-        fig, md = self.node_view(data, state, int(s.selected), s.fig1)
+        fig, md = self.node_view(data, state, int(s.selected), s.fig1, self.shadow(s.run_id))
         return {self.tab.figure1: fig, self.tab.node_md: md}

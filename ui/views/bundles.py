@@ -3,11 +3,12 @@ views.export writes one to disk."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
 from .cases import QUADRANTS, Case, StepJudge
-from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, side_by_side
+from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, divergence_nodes, side_by_side
 from .export import ExportBundle, ExportTable
 from .decisions import gate_record, gate_records, step_of
 from .figstyle import fmt_mean, fmt_var
@@ -86,29 +87,88 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
                        ("Chosen path", "\n\n".join(state.nodes[i].get("step", "") for i in path))])
 
 
+def divergence_record(a: RunData, b: RunData) -> dict[str, Any] | None:
+    """Where two runs part, as an export states it: the iteration, each run's node, what each decided there and
+    why in words (None when they never parted)."""
+    div = decision_divergence(a, b)
+    if div.kind is None:
+        return None
+    node_a, node_b = divergence_nodes(div)
+    return {"iteration": div.iteration, "kind": div.kind, "node_a": node_a, "node_b": node_b, "depth": div.depth,
+            "step": div.step, "decision": {"a": f"×{div.children_a} children", "b": f"×{div.children_b} children"},
+            "answers": {"a": div.answer_a, "b": div.answer_b}, "why": divergence_text(div)}
+
+
+def _said(d: RunData, side: str) -> str:
+    run = d.run
+    return f"{side} ({run.get('method')}): answer {run.get('answer')} ({outcome(run)})"
+
+
+def _headed(fig: dict[str, Any], a: RunData, b: RunData, why: str) -> dict[str, Any]:
+    """The side-by-side figure with the case above it, so the image alone tells it: the problem, both answers
+    right or wrong against the gold one, and where and why the runs part."""
+    lines = [f"<b>Problem</b> {html.escape(_wrapped(a.run.get('question') or '', 2))}",
+             html.escape(f"{_said(a, 'A')} · {_said(b, 'B')} · gold {a.run.get('gold_answer')}"),
+             f"<b>Where the runs part</b> (the magenta hexagon in both trees): {html.escape(_wrapped(why, 3))}"]
+    text = "<br>".join(lines).replace("\n", "<br>")
+    top = 60 + 17 * text.count("<br>")
+    layout = dict(fig["layout"])
+    layout["margin"] = {**layout.get("margin", {}), "t": top + 40}
+    layout["height"] = int(layout.get("height", 560)) + top
+    layout["annotations"] = [{**an, "y": 1.0, "yanchor": "bottom"} for an in layout.get("annotations", [])] + [
+        {"text": text, "xref": "paper", "x": 0.0, "xanchor": "left", "yref": "paper", "y": 1.0, "yanchor": "bottom",
+         "yshift": 24, "showarrow": False, "align": "left", "font": {"size": 14}}]
+    return {**fig, "layout": layout}
+
+
+def _wrapped(text: str, lines: int, width: int = 140) -> str:
+    """`text` on at most `lines` lines of `width` characters (Plotly does not wrap), the rest cut with …"""
+    words, out, cur = " ".join(str(text).split()).split(" "), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width:
+            out.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}".strip()
+    out.append(cur)
+    return "\n".join(out[:lines - 1] + [" ".join(out[lines - 1:])[:width - 1] + ("…" if len(out) > lines else "")])
+
+
 def compare_bundle(a: RunData, b: RunData, name: str | None = None,
-                   shadows: Sequence[Mapping[int, Any] | None] = (None, None)) -> ExportBundle:
-    """Both runs whole (nodes, iterations, shadow scores), the summary table and the figures."""
-    rows, div = compare_rows(a, b)
-    fa, fb, _ = compare_figures(a, b, None, height=700, shadows=shadows)
-    caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}); "
-               f"{divergence_text(decision_divergence(a, b))}; {changes_summary(a, b)}")
+                   shadows: Sequence[Mapping[int, Any] | None] = (None, None), t: int | None = None) -> ExportBundle:
+    """Both runs whole (nodes, iterations, shadow scores), the summary table and the figures: both trees at
+    iteration `t` (None: where the runs part, else their last), the case written above them."""
+    rows, _ = compare_rows(a, b)
+    div = divergence_record(a, b)
+    shown = t if t is not None else (div or {}).get("iteration")
+    fa, fb, _ = compare_figures(a, b, shown, height=700, shadows=shadows)
+    why = divergence_text(decision_divergence(a, b))
+    question = " ".join(str(a.run.get("question") or "").split())
+    problem = question if len(question) <= 200 else question[:199] + "…"
+    caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}): "
+               f"“{problem}”; "
+               f"{_said(a, 'A')}, {_said(b, 'B')}, gold {a.run.get('gold_answer')}; {why}; {changes_summary(a, b)}")
+    both = _headed(side_by_side(fa, fb), a, b, why)
     return ExportBundle(
         name=name or f"compare-{a.run['run_id'][:8]}-{b.run['run_id'][:8]}", kind="compare",
-        data={"a": _run_summary(a.run), "b": _run_summary(b.run), "first_divergence": div,
+        data={"a": _run_summary(a.run), "b": _run_summary(b.run), "first_divergence": div, "shown_iteration": shown,
               "uncertainty_changed": {side: [asdict(c) for c in uncertainty_changes(d)] for side, d in (("a", a), ("b", b))},
               "summary": [dict(zip(COMPARE_COLUMNS, r)) for r in rows],
               **{f"{side}_{what}": rows_ for side, d, sh in (("a", a, shadows[0]), ("b", b, shadows[1]))
                  for what, rows_ in (("nodes", [d.nodes[i] for i in sorted(d.nodes)]),
                                      ("iterations", [d.iterations[i] for i in sorted(d.iterations)]),
                                      ("shadow", _shadow_rows(sh)))}},
-        figures=[("Side by side", side_by_side(fa, fb)), ("A", fa), ("B", fb)],
-        table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption, more_tables=[changed_export(a, b)])
+        figures=[("Side by side" + (f", at iteration {shown}" if shown is not None else ""), both), ("A", fa), ("B", fb)],
+        table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption, more_tables=[changed_export(a, b)],
+        text_sections=[("Problem", a.run.get("question") or ""),
+                       ("Answers", f"{_said(a, 'A')}; {_said(b, 'B')}; gold answer {a.run.get('gold_answer')}"),
+                       ("Where the runs part", why)])
 
 
-# the uncertainty-changed table in a paper's column: its text columns wrap (shares of the line), in a smaller font, columns closer
-CHANGED_WRAP = {"step": 0.15, "gate": 0.075, "extra passes": 0.06, "R̄: K0 → after": 0.09, "R̄ rank": 0.065,
-                "changed": 0.11}
+# the uncertainty-changed table in a paper's column: its text columns wrap (shares of the line; the gate's "OOD, δ test
+# passed" on two lines), in a smaller font, columns closer
+CHANGED_WRAP = {"step": 0.12, "gate": 0.115, "extra passes": 0.06, "R̄: K0 → after": 0.09, "R̄ rank": 0.065,
+                "changed": 0.095}
 
 
 def changed_export(a: RunData, b: RunData) -> ExportTable:

@@ -28,8 +28,10 @@ def cost_figure(iterations: Sequence[Mapping[str, Any]], current: int | None = N
                        "line": {"color": "#f0a500", "width": 2}})
     layout = {"height": height, "margin": {"l": 50, "r": 50, "t": 10, "b": 30}, "barmode": "overlay",
               "uirevision": "cost",
-              "xaxis": {"title": {"text": "iteration"}}, "yaxis": {"title": {"text": "step"}},
-              "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "total"}, "rangemode": "tozero"},
+              # the bars' axis is the cost of one iteration (its "step" read as a tree step), the line's the sum
+              "xaxis": {"title": {"text": "iteration"}},
+              "yaxis": {"title": {"text": "cost per iteration"}, "rangemode": "tozero"},
+              "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "cost so far"}, "rangemode": "tozero"},
               "legend": {"orientation": "h", "y": 1.1}, "shapes": shapes, "plot_bgcolor": "white"}
     return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {}}
 

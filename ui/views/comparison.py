@@ -11,7 +11,9 @@ from .figstyle import shared_colour_range
 from .run_status import outcome
 from .treedata import RunData, shared_prefixes
 from .treefig import ViewOptions, tree_figure
-from .divergence import first_divergence
+from .divergence import Divergence, decision_divergence, first_divergence
+
+DIVERGENCE_COLOUR = "#e7298a"  # the mark where two runs part, in both trees (magenta: apart from OOD's and the ring)
 
 
 def pair_key(run: dict[str, Any]) -> tuple[Any, ...]:
@@ -61,12 +63,44 @@ def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | N
     crange = shared_colour_range(fa, fb)
     shared = shared_prefixes(fa, fb)
     sa_, sb_ = (a.state_at(t), b.state_at(t)) if t is not None else (fa, fb)
+    parts = divergence_nodes(decision_divergence(a, b))
     figs = []
-    for d, st, side, sh, sel in ((a, sa_, "A", shadows[0], selected[0]), (b, sb_, "B", shadows[1], selected[1])):
-        figs.append(tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
-                                title=f"{side}: {method_label(d.run)} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
-                                uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B"))
+    for d, st, side, sh, sel, part in ((a, sa_, "A", shadows[0], selected[0], parts[0]),
+                                       (b, sb_, "B", shadows[1], selected[1], parts[1])):
+        fig = tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
+                          title=f"{side}: {method_label(d.run)} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
+                          uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B")
+        mark_divergence(fig, part)
+        figs.append(fig)
     return figs[0], figs[1], crange
+
+
+def divergence_nodes(div: Divergence) -> tuple[int | None, int | None]:
+    """The node of each run where the two part: the differing step's own, else (a step one run never had) its node
+    sharing the most steps with it; None for both when they never parted."""
+    if div.kind is None:
+        return None, None
+    return (div.node_a if div.node_a is not None else div.parent_a,
+            div.node_b if div.node_b is not None else div.parent_b)
+
+
+def mark_divergence(fig: dict[str, Any], node_id: int | None) -> None:
+    """A ring around `node_id` in a tree figure, in the legend as where the runs part (nothing when the node is not
+    drawn at the iteration shown). A marker, no text: it never sits over a label or a glyph."""
+    if node_id is None:
+        return
+    for trace in fig["data"]:
+        if not str(trace.get("name", "")).startswith("nodes") or not trace.get("customdata"):
+            continue
+        for i, c in enumerate(trace["customdata"]):
+            if (c[0] if isinstance(c, (list, tuple)) else c) == node_id:
+                fig["data"].append({
+                    "type": "scatter", "mode": "markers", "x": [trace["x"][i]], "y": [trace["y"][i]],
+                    "name": "where the runs part", "showlegend": True, "customdata": [[node_id]],
+                    "hovertemplate": f"node {node_id}: the runs part here<extra></extra>",
+                    "marker": {"symbol": "hexagon-open", "size": 30, "color": DIVERGENCE_COLOUR,
+                               "line": {"width": 3, "color": DIVERGENCE_COLOUR}}})
+                return
 
 
 def side_by_side(fa: dict[str, Any], fb: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from uats_core.estimation import OODGate, logits, mean_var, ucb as engine_ucb
+from uats_core.methods import uncertainty_methods
 from uats_core.records import Decision, StepInfo
 
 from .figstyle import fmt_mean, fmt_var
@@ -206,6 +207,21 @@ def gate_records(data: RunData) -> list[dict[str, Any]]:
     return [gate_record(c, t) for t in sorted(data.iterations) for c in step_candidates(data, t)[0]]
 
 
+def has_gate(run: Mapping[str, Any]) -> bool:
+    """Whether an OOD gate decided the run's steps: a run of an uncertainty-aware method. A baseline's or an
+    imported run's candidates were decided by its own rule; no panel describes a gate reading for them."""
+    cfg = run.get("config") or {}
+    return not cfg.get("imported") and run.get("method") in uncertainty_methods()
+
+
+def own_rule(run: Mapping[str, Any]) -> str:
+    """Who decided a gate-less run's steps, in words."""
+    cfg = run.get("config") or {}
+    source = cfg.get("imported") if isinstance(cfg.get("imported"), dict) else None
+    who = f"{source.get('tool')} (imported)" if source else str(run.get("method"))
+    return f"the rule of {who}, no OOD gate"
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.0f}%" if whole else "n/a"
 
@@ -234,6 +250,8 @@ def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
         when = "" if dt is None else f" (it is decided at iteration {dt}, after the one shown)"
         return f"<p><b>node {node_id}</b>: no decision about it yet{html.escape(when)}.</p>"
     cands, budget, state, dt = step.candidates, step.budget, step.state, step.iteration
+    if not has_gate(data.run):
+        return _explain_own_rule(data, me, cands, budget, dt)
     gate = state.gate
     delta = _knob(budget, "delta", (data.run.get("config") or {}).get("delta"))
     b_total, c_total = step_budgets(budget, cands)
@@ -270,6 +288,23 @@ def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
     return "<div class='uats-why'><p>" + items[0] + "</p><ul>" + "".join(items[1:]) + "</ul></div>"
 
 
+def _explain_own_rule(data: RunData, me: Candidate, cands: Sequence[Candidate], budget: StepInfo, dt: int) -> str:
+    """A gate-less run's decision (a baseline's or an imported run's): its children and R̄ rank, no gate."""
+    _, c_total = step_budgets(budget, cands)
+    by_mean = sorted(cands, key=lambda c: -(float(c.mean) if c.mean is not None else -1))
+    rank = by_mean.index(me) + 1
+    items = [f"<b>node {me.node_id}</b>, decided at iteration {dt} among {len(cands)} candidate(s) by "
+             f"{html.escape(own_rule(data.run))}:",
+             f"<li>R̄ = {fmt_mean(me.mean)} (K = {me.k}), R̄ rank {rank} of {len(cands)}</li>"]
+    if me.children:
+        items.append(f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of the "
+                     f"{c_total} granted at this step</li>")
+    else:
+        items.append(f"<li><b>{html.escape(me.status or 'no children')}</b>: 0 of the {c_total} children granted "
+                     "at this step</li>")
+    return "<div class='uats-why'><p>" + items[0] + "</p><ul>" + "".join(items[1:]) + "</ul></div>"
+
+
 def after_mean(state: TreeState, c: Candidate) -> float | None:
     """R̄ after the step's extra passes: what the children's softmax read."""
     n = state.nodes.get(c.node_id) or {}
@@ -294,6 +329,11 @@ def explain_step(data: RunData, t: int, top: int = 6) -> str:
         more = f", … {len(xs) - top} more" if len(xs) > top else ""
         return ", ".join(parts) + more if parts else "none"
 
+    if not has_gate(data.run):  # no gate, no B: where the children went
+        return (f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, decided by "
+                f"{html.escape(own_rule(data.run))}.</p><ul><li><b>{spent_c}</b> children granted to {len(ch)} "
+                f"candidate(s): {listing(ch, 'children', c_total)}; {sum(1 for c in cands if not c.children)} got "
+                "none</li></ul></div>")
     return (f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, {n_ood} OOD "
             f"({len(cands) - n_ood} ID), {n_sel} passed the δ test.</p><ul>"
             f"<li><b>B = {b_total}</b> extra passes, {spent_b} spent: {listing(re, 'extra', b_total)}</li>"

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Any, Callable, Mapping, Sequence
 
-PREAMBLE = ("booktabs", "amsmath")
+PREAMBLE = ("booktabs", "amsmath", "array")  # array: ragged-right wrapping columns
 
 _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -181,7 +181,8 @@ def latex_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: s
     widths = [max((len(r[j]) for r in body if j < len(r)), default=0) for j in range(len(head))]
     if wrap is None:
         widths_of = [0.42 if not num and w > 28 else None for num, w in zip(numeric, widths)]
-    spec = "".join(r"p{%g\linewidth}" % share if share else ("r" if num else "l")
+    # a wrapping column is ragged right: justified, its narrow lines were stretched (20 underfull boxes in one table)
+    spec = "".join(r">{\raggedright\arraybackslash}p{%g\linewidth}" % share if share else ("r" if num else "l")
                    for num, share in zip(numeric, widths_of))
     packages = " ".join(r"\usepackage{%s}" % p for p in PREAMBLE)
     lines = [f"% needs {packages} in the preamble", r"\begin{table}[t]", r"\centering", font]

@@ -4,18 +4,31 @@ from __future__ import annotations
 
 
 from .cases import StepJudge
-from .decisions import after_sentence, gate_sentence, step_of
+from typing import Any, Mapping
+
+from .decisions import after_sentence, gate_sentence, has_gate, own_rule, step_of
 from .figstyle import fmt_mean, fmt_var
 from .figure1 import sample_label
-from .safe_text import md_inline, md_text
+from .safe_text import md_inline, md_text, model_name
 from .treedata import TERMINAL, RunData, TreeState
 
 TRACE_SHOWN = 24  # steps of a trace listed in the inspector
 
 
-def node_details_md(data: RunData, state: TreeState, node_id: int, judge: StepJudge | None = None) -> str:
-    """The inspector's text: step (math renders), statistics, the gate as its step read it and the decision,
-    the trace up to the node."""
+def shadow_md(row: Mapping[str, Any] | None) -> str:
+    """A node's shadow passes in the inspector's words, labelled apart from the run's own ('' without them)."""
+    if not row:
+        return ""
+    word, cmp = ("OOD", ">") if row.get("ood") else ("ID", "≤")
+    return (f"**shadow** ({len(row.get('mc_scores') or [])} MC passes of {md_inline(model_name(row.get('prm')), 60)}, "
+            f"not spent by the run): **R̄** {fmt_mean(row.get('mean'))} · **σ²** {fmt_var(row.get('var'))} "
+            f"{cmp} τ = {float(row.get('tau') or 0):g} → {word} · **R̂** {fmt_mean(row.get('ucb'))}")
+
+
+def node_details_md(data: RunData, state: TreeState, node_id: int, judge: StepJudge | None = None,
+                    shadow: Mapping[int, Mapping[str, Any]] | None = None) -> str:
+    """The inspector's text: step (math renders), statistics (and the shadow passes', labelled apart), the gate
+    as its step read it and the decision (a gate-less run's: its own rule's), the trace up to the node."""
     if node_id not in state.nodes:
         return f"Node {node_id} is not in the tree at iteration {state.iteration}."
     n = state.nodes[node_id]
@@ -26,17 +39,26 @@ def node_details_md(data: RunData, state: TreeState, node_id: int, judge: StepJu
     me = step.candidate(node_id) if step is not None else None
     gate = step.state.gate if step is not None else state.gate
     k = len(n.get("mc_scores") or [])
-    ood = me.ood if me is not None else gate.shown(n)
-    title = f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
+    gated = has_gate(data.run)
+    ood = gated and (me.ood if me is not None else gate.shown(n))
+    mine = (shadow or {}).get(node_id)
+    title = (f"### Node {node_id} · depth {n.get('depth')} · {n.get('status')}" + (" · **OOD**" if ood else "")
+             + (" · shadow OOD" if mine and mine.get("ood") else ""))
     lines = [title, "", md_text((n.get("step") or "").strip()) or "_(empty step)_", ""]
     est = gate.estimator
     lines.append(f"**R̄** {fmt_mean(n.get('mean'))} · **σ²** ({est}) {fmt_var(n.get('var'))} over all **K** {k} "
                  f"{sample_label(est, True)} ({n.get('initial_passes', 0)} initial + {n.get('extra_passes', 0)} extra) · "
                  f"**R̂** {fmt_mean(n.get('ucb'))}")
-    if gate.space == "logit":
+    if mine:
+        lines.append(shadow_md(mine))
+    if gate.space == "logit" and gated:
         lines.append(f"logits log(p/(1−p)) of the passes: mean {fmt_mean(n.get('logit_mean'))} · "
                      f"σ² ({est}) {fmt_var(n.get('logit_var'))}")
-    if me is not None and me.decided:
+    if me is not None and not gated:  # no gate was read: the decision alone, by whose rule
+        lines.append(f"**Decision** at iteration {step.iteration}: **{me.decision}** (by {own_rule(data.run)})"
+                     if me.decided else f"**Decision**: its step comes after iteration {state.iteration} "
+                     f"(by {own_rule(data.run)})")
+    elif me is not None and me.decided:
         # the engine's own numbers and labels (no stored text): no escaping needed, and none that would garble them
         lines.append(f"**Gate** ({est}) at iteration {step.iteration}: {gate_sentence(me, gate.label, gate.tau)} "
                      f"→ **{me.decision}**")

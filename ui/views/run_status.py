@@ -4,11 +4,13 @@ above its tree."""
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from pathlib import PurePath
+from typing import Any, Mapping, Sequence
 
+from uats_core.eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
 from uats_core.status import LIVE, RunStatus
 
-from .safe_text import hide_server_paths, md_inline, md_text
+from .safe_text import hide_server_paths, md_inline, md_text, model_name
 from .treedata import TreeState
 
 
@@ -24,25 +26,49 @@ def run_label(run: dict[str, Any]) -> str:
             f"N={cfg.get('budget', '?')} · {outcome(run)}")
 
 
+def pair_label(policy: Any, prm: Any) -> str:
+    """The run's (policy, PRM) as the evaluation names its pairs: the arithmetic world's embedded models as `A:prm
+    (ID)` and `B:prm (OOD)` (uats_core.eval.grid's names and roles); other models' pairs are left unnamed ('')."""
+    names = {PurePath(spec).name: short for short, spec in BUILTIN_MODELS.items()}
+    pol, judge = names.get(model_name(policy)), names.get(model_name(prm))
+    if pol is None or judge is None:
+        return ""
+    pair = f"{pol}:{judge}"
+    return f"{pair} ({BUILTIN_ROLES[pair]})" if pair in BUILTIN_ROLES else pair
+
+
+def _whole(value: Any) -> int | None:
+    """A count or a setting shown as a whole number (a budget stored as 16.0 reads 16), None when absent."""
+    return None if value is None or value == "" else int(round(float(value)))
+
+
 def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """The Runs table's rows (RUN_COLUMNS): the models by name and the pair they make, so two runs of one problem,
+    seed and N that differ in policy (A or B) or PRM are told apart; counts and the cost as whole numbers (the status
+    line rounds the cost so too)."""
     rows = []
     for r in runs:
         cfg = r.get("config") or {}
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started_at"])) if r.get("started_at") else ""
-        rows.append([r["run_id"][:12], r.get("method"), r.get("problem_id"), r.get("seed"), cfg.get("budget"),
-                     r.get("status"), outcome(r), r.get("answer"), round(float(r.get("cost") or 0.0), 1),
-                     r.get("iterations"), r.get("n_nodes"), started])
+        rows.append([r["run_id"][:12], r.get("method"), model_name(r.get("policy")), model_name(r.get("prm")),
+                     pair_label(r.get("policy"), r.get("prm")), r.get("problem_id"), _whole(r.get("seed")),
+                     _whole(cfg.get("budget")), r.get("status"), outcome(r), r.get("answer"),
+                     _whole(r.get("cost") or 0.0), _whole(r.get("iterations")), _whole(r.get("n_nodes")),
+                     started])
     return rows
 
 
-RUN_COLUMNS = ["run", "method", "problem", "seed", "N", "status", "outcome", "answer", "cost", "iterations", "nodes",
-               "started"]
+RUN_COLUMNS = ["run", "method", "policy", "PRM", "pair", "problem", "seed", "N", "status", "outcome", "answer", "cost",
+               "iterations", "nodes", "started"]
 
 
-def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
-    """Two lines above the tree: the run and its outcome; then what the tree shows. Replaying an iteration t
-    before the last, the second line gives t's own figures (its nodes and the cost spent by then), not the
-    run's final ones."""
+def run_status_md(run: dict[str, Any], state: TreeState | None = None,
+                  shadow: Mapping[int, Mapping[str, Any]] | None = None) -> str:
+    """At most three short lines above the tree, each a paragraph the run bar keeps to one line (RUN_BAR_CSS; the
+    whole text is its tooltip): the run and its outcome; what the tree shows, with what shadow passes added or
+    that the run stored none; then the error, or where an imported run came from. Replaying an iteration t before the
+    last, the second line gives t's own figures (its nodes and the cost spent by then), not the run's final ones.
+    `shadow`: the run's shadow rows (storage.shadow), by node id."""
     cfg = run.get("config") or {}
     status = run.get("status")
     colour = {RunStatus.RUNNING: "#1b9e77", RunStatus.QUEUED: "#999999", RunStatus.FINISHED: "#2c7fb8",
@@ -56,12 +82,12 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
             f"{md_inline(run.get('problem_id'), 80)}{searched}")
     if status == RunStatus.FINISHED:
         gold = run.get("gold_answer")
-        said = f"gold {md_inline(gold, 200)}" if gold is not None else "no gold answer"
+        said = f"gold {md_inline(gold, 60)}" if gold is not None else "no gold answer"
         naive = "" if source else (
-            f" · naive argmax {md_inline(run.get('naive_answer'), 200)} "
+            f" · naive argmax {md_inline(run.get('naive_answer'), 60)} "
             f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
-        shown = f"**{md_inline(run.get('answer'), 200)}**" if run.get("answer") is not None else "none"
-        head += (f" · answer {shown} ({outcome(run)}; {said})"
+        said_answer = f"**{md_inline(run.get('answer'), 60)}**" if run.get("answer") is not None else "none"
+        head += (f" · answer {said_answer} ({outcome(run)}; {said})"
                  + (" · the tool's choice" if source and run.get("answer") is not None else "" if source else naive))
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
     replay = state is not None and state.iteration < state.max_iteration
@@ -71,16 +97,31 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None) -> str:
     else:
         shown = (f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}"
                  + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
+    # the passes: shadow ones, or none stored, said after what the tree shows (three lines at most, RUN_BAR_CSS)
+    if shadow:
+        shown += " · " + shadow_line(shadow)
+    elif state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
+            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
+        shown += (" · no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
+                  "adds R̄ and σ² to every node")
     parts = [head, shown]
     if run.get("error"):
         parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
-    if source:
+    elif source:
         parts.append(_imported_line(source) + _answer_source(source))
-    if state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
-            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
-        parts.append("no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
-                     "adds R̄ and σ² to every node from passes this run never made")
-    return "  \n".join(parts)
+    return "\n\n".join(parts)
+
+
+def shadow_line(shadow: Mapping[int, Mapping[str, Any]]) -> str:
+    """What shadow scoring added to a run, in one line: nodes, passes, the PRM, how many it finds OOD."""
+    rows = list(shadow.values())
+    ks = sorted({len(r.get("mc_scores") or []) for r in rows})
+    prms = sorted({model_name(r.get("prm")) for r in rows})
+    n_ood = sum(1 for r in rows if r.get("ood"))
+    taus = sorted({float(r["tau"]) for r in rows if r.get("tau") is not None})
+    tau = f" = {'/'.join(f'{t:g}' for t in taus)}" if taus else ""
+    return (f"**shadow-scored**: {len(rows)} nodes × K = {'/'.join(map(str, ks))} passes of "
+            f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau})")
 
 
 def _imported_line(source: dict[str, Any]) -> str:

@@ -362,7 +362,7 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
             "shadow": sum(1 for i in pos if i in shadow) if shadow else 0}
     scored = [i for i in pos if state.nodes[i].get("mean") is not None and i != 0]  # _node_traces' first trace
     if view.glyphs and scored:
-        meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node, len(pos))
+        meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node, len(pos), shadow)
     layout = _tree_layout(state, pos, title, uirevision, height)
     # the selection ring is a layout shape: the page's script moves it on a click with Plotly.relayout, which
     # redraws shapes only (moving a ring trace with Plotly.restyle recomputed every trace, seconds at 2,000 nodes)

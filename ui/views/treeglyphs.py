@@ -79,10 +79,11 @@ def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[d
 
 
 def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, trace: int,
-               n_shown: int = 0) -> dict[str, Any]:
+               n_shown: int = 0, shadow: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """What the page's script needs to draw the detailed boxplots of any node that comes into view, in the
     order of the scored nodes' marker trace (data[trace]: its x, y and ids): per node the box statistics
-    [lo, q1, median, q3, hi, R̄], its passes, its colour bin, whether σ² > τ, and "R̄|σ²" as printed."""
+    [lo, q1, median, q3, hi, R̄], its passes, its colour bin, whether σ² > τ, and "R̄|σ²" as printed (a node
+    with no σ² of its own and shadow passes: their σ², labelled shadow)."""
     gate = state.gate
     st_flat: list[float] = []
     passes: list[list[float]] = []
@@ -98,7 +99,10 @@ def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, tr
         passes.append([round(float(v), 2) for v in n.get("mc_scores") or ()])
         bins.append(colour_bin(st["mean"], cmin, cmax))
         ood.append(1 if gate.shown(n) else 0)
-        labels.append(f"{fmt_mean(n.get('mean'))}|{fmt_var(n.get('var'))}")  # as every panel prints them
+        own = n.get("var")
+        row = (shadow or {}).get(nid) if own is None else None
+        var = f"{fmt_var(row.get('var'))} shadow" if row else fmt_var(own)
+        labels.append(f"{fmt_mean(n.get('mean'))}|{var}")  # as every panel prints them
     return {"trace": trace, "limit": DETAIL_LIMIT, "st": st_flat, "p": passes, "bin": bins, "ood": ood,
             "lab": labels, "palette": list(bin_colours(cmin, cmax)), "ood_colour": OOD_COLOUR, "tau": gate.tau,
             "stat": gate.label, "compact": list(COMPACT_NAMES),
