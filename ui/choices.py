@@ -86,6 +86,7 @@ def app_options(lines: Iterable[str], field_name: str, accepted: Sequence[str]) 
                                       f"{MAX_MODEL_OPTIONS_CHARS:,}; shorten it")
     for item in items:
         key, _, raw = str(item).partition("=")
+        check_app_options({key.strip().replace("-", "_"): None}, field_name, accepted)  # the allow-list speaks first
         if raw.strip()[:1] in ("[", "{"):
             raise ConfigError(field_name, f"{key.strip()}: give a plain value (text, a number, true or false), not "
                                           "a JSON list or object")

@@ -280,7 +280,7 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
                                                      + (f" from {floor:g}" if floor else "")}},
         "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
         "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.70, 1.0],
-                   "title": {**axis["title"], "text": f"{label} read ({estimator})"}},
+                   "title": {**axis["title"], "text": f"{label} read"}},  # the first axis names the estimator
         "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
         "hovermode": "closest", "boxmode": "overlay",
         # on a log axis a shape takes the value, an annotation its log10
