@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
 import httpx
 import pytest
 
@@ -19,14 +18,14 @@ from ui import launch
 
 @pytest.fixture()
 def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """launch.main with a double for the pool, a real server, and block_thread returning at once (the test is the
-    user who stops it): the demos it launched."""
+    """launch.main with a double for the pool, a real server, and its wait (serve_until_stopped) returning at once
+    (the test is the user who stops it): the demos it launched."""
     for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
         monkeypatch.delenv(name, raising=False)
     demos: list[Any] = []
     monkeypatch.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
     monkeypatch.setattr("ui.jobs.worker.default_pair_request", lambda: None)
-    monkeypatch.setattr(gr.Blocks, "block_thread", lambda self: demos.append(self))
+    monkeypatch.setattr(launch, "serve_until_stopped", lambda demo: demos.append(demo))
     return demos
 
 
@@ -45,8 +44,8 @@ def test_a_slow_first_answer_does_not_kill_the_start(tmp_path: Path, monkeypatch
     monkeypatch.setattr(httpx, "head", loaded_head)
     port = free_port()
     seen: list[int] = []
-    monkeypatch.setattr(gr.Blocks, "block_thread",
-                        lambda self: seen.append(httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).status_code))
+    monkeypatch.setattr(launch, "serve_until_stopped",
+                        lambda demo: seen.append(httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).status_code))
     rc = launch.main(["--port", str(port), "--db", str(tmp_path / "runs.db"), "--export-dir", str(tmp_path / "ex")])
     assert rc == 0 and seen == [200] and slow["left"] == 0
 

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 # In a checkout (app.py beside ui/), the project's folders; installed, folders under the current directory
 # (runs/uats.db is also where `uats search` logs by default).
@@ -214,8 +214,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
                                               **launch_kwargs(export_dir, policy, logins))
             served = bool(getattr(demo, "is_running", False))
             wait_until_answering(demo.local_url or f"http://127.0.0.1:{args.port}/")
-            while demo.is_running:  # Gradio's own wait would join its server for 5 s while a page is open
-                time.sleep(0.2)
+            serve_until_stopped(demo)
     except KeyboardInterrupt:
         pass
     except (StartupError, OSError, ValueError) as exc:  # the port taken, a server that never answered: fail whole
@@ -232,14 +231,22 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         stop_kaleido()
         store.close()
         log.info("shut down")
-    if served:
-        # everything the app holds is closed: the interpreter's own teardown (freeing torch and Gradio, a daemon
-        # thread left in the web server) took 50 s and more on a loaded machine, past `docker stop`'s grace
+    if served and argv is None:
+        # the program's own run (argv from its command line; a call with argv, as the tests make, returns): everything
+        # the app holds is closed, and the interpreter's own teardown (freeing torch and Gradio, a daemon thread left
+        # in the web server) took 50 s and more on a loaded machine, past `docker stop`'s grace
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def serve_until_stopped(demo: Any) -> None:
+    """Wait while the server runs; a SIGTERM or Ctrl-C ends the wait (KeyboardInterrupt). Not Gradio's block_thread,
+    which on that interrupt joins its server, 5 s while a page is open."""
+    while demo.is_running:
+        time.sleep(0.2)
 
 
 class StartupError(RuntimeError):
