@@ -138,7 +138,7 @@ def test_the_committed_ledger_is_offered_by_default_and_nothing_else_is_opened(t
 
     assert Path(parse_args([]).ledgers_dir).resolve() == ROOT / "results"  # out of the box: the app's default
     sources = ReportSources(RunStore("sqlite://"), None, ROOT / "results")
-    assert sources.keys()[0] == LEDGER + "arith-grid" and sources.default_key() == LEDGER + "arith-grid"
+    assert sources.keys()[0] == LEDGER + "arith-gate" and sources.default_key() == LEDGER + "arith-gate"  # by name
     assert RUN_LOG in sources.keys() and sources.ledger_folder(RUN_LOG) is None
     assert sources.ledger_folder(LEDGER + "arith-grid") == ROOT / "results" / "arith-grid"
     (tmp_path / "outside").mkdir()

@@ -226,7 +226,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         # the server stops answering in its own (daemon) thread while the workers stop: the process ends when both
         # did, or the server's thread is left to die with it
         if getattr(demo, "server", None) is not None:
-            threading.Thread(target=demo.close, kwargs={"verbose": False}, daemon=True).start()
+            if code:  # a failed start: nothing may be left answering on the port
+                demo.close()
+            else:
+                threading.Thread(target=demo.close, kwargs={"verbose": False}, daemon=True).start()
         pool.shutdown(cancel=True, timeout_s=SHUTDOWN_GRACE_S)
         stop_kaleido()
         store.close()

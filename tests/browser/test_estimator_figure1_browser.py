@@ -73,7 +73,7 @@ def test_figure1_names_each_estimators_samples(screen_page: Any, served: dict[st
         samples = {"mc-dropout": "dropout passes", "ensemble": "ensemble members"}[estimator]
         titles = pg.evaluate("() => { const l = document.querySelector('#figure1 .uats-plot')._fullLayout; "
                              "return [l.xaxis.title.text, l.xaxis3.title.text]; }")
-        assert titles[0].startswith(f"{samples} ({estimator})") and titles[1].endswith("read"), titles
+        assert titles[0].startswith(samples) and titles[1].endswith("read"), titles
         details = pg.inner_text("#node-details")
         assert f"σ² ({estimator})" in details and samples in details, details[:300]
         seen = text_layout(pg, "#figure1")

@@ -276,8 +276,7 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
                   "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
         "xaxis": {**axis, "domain": [0.0, 0.38], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 4,
-                  "title": {**axis["title"], "text": f"{sample_label(estimator, True)} ({estimator})"
-                                                     + (f" from {floor:g}" if floor else "")}},
+                  "title": {**axis["title"], "text": sample_label(estimator, True) + (f" from {floor:g}" if floor else "")}},
         "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
         "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.70, 1.0],
                    "title": {**axis["title"], "text": f"{label} read"}},  # the first axis names the estimator
