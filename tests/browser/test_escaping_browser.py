@@ -51,7 +51,8 @@ def test_html_in_a_stored_run_renders_as_text_in_status_and_inspector(page: Any,
                      question=QUESTION, gold=COVER)
     open_run(page, run_id)
     status = _assert_inert(page, "#run-status", katex=False)
-    assert IMG in status and COVER in status
+    # a line longer than the bar is cut there ("…"): the cover's markup shows as text up to the cut
+    assert IMG in status and COVER[:40] in status
     fill(page, "node-id", "0")
     page.click("#inspect-btn")
     text = wait_text(page, "#node-details", "covered")
