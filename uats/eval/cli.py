@@ -16,6 +16,7 @@ import logging
 import sys
 from typing import Any, Sequence
 
+from uats_core.config import SETTINGS
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.methods import method_names
@@ -29,8 +30,8 @@ from .run import EvalOptions, code_version, run_eval
 
 log = logging.getLogger("uats_core.eval")
 
-ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0", "tau": "variance threshold τ",
-                  "delta": "re-evaluation margin δ", "dropout_mode": "dropout sites: full | head | last:L"}
+# The settings whose declaration gives them an ablation flag of their own (Setting.axis_flag), with its help.
+ABLATION_FLAGS = {d.name: d.spec.help for d in SETTINGS if d.spec.axis_flag}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,13 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--methods", default="all", help="all, or a comma list of " + ",".join(method_names()))
     g.add_argument("--budgets", default="4,16,64", help="N values, comma-separated")
     g.add_argument("--seeds", default="3", help="a count (3 = seeds 0,1,2) or a comma list")
-    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a SearchConfig field for every cell")
+    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a setting for every cell (`uats settings` lists them)")
     g = p.add_argument_group("ablations (comma lists; the cross product becomes extra grid axes, UATS methods only)")
     for name, what in ABLATION_FLAGS.items():
-        g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what)
+        g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what.replace("%", "%%"))
     g.add_argument("--uncertainty", metavar="on,off",
                    help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation budget")
-    g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other config field as an axis")
+    g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other setting as an axis (`uats settings` lists them)")
     g = p.add_argument_group("execution")
     g.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL (PostgreSQL across machines)")
     g.add_argument("--ledger", metavar="DIR",
