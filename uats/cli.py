@@ -54,10 +54,23 @@ def settings_markdown() -> str:
     --markdown`; tests/test_settings.py checks the committed one is this)."""
     from uats_core.methods import methods_reading
 
-    return markdown_table(list(SETTINGS), lambda name: ", ".join(methods_reading(name)) or "every method")
+    return markdown_table(list(SETTINGS), lambda name: ", ".join(methods_reading(name)) or "every method",
+                          {"method": method_names()})
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
+    if args.update:
+        from pathlib import Path
+
+        from uats_core.settings import replace_table
+
+        page = Path(args.update)
+        try:
+            page.write_text(replace_table(page.read_text(encoding="utf-8"), settings_markdown()), encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            raise ConfigError("update", f"{args.update}: {exc}") from None
+        print(f"{args.update}: settings table written ({len(SETTINGS)} settings)")
+        return 0
     if args.markdown:
         print(settings_markdown(), end="")
         return 0
@@ -433,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(fn=cmd_ledger)
     e = sub.add_parser("settings", help="every search setting: flag, type, default, bounds (--markdown: docs' table)")
     e.add_argument("--markdown", action="store_true", help="the settings table of docs/engine.md")
+    e.add_argument("--update", metavar="PAGE", help="rewrite the settings table between PAGE's markers (docs/engine.md)")
     e.set_defaults(fn=cmd_settings)
     calibrate.add_parser(sub)
     for name, (_, what) in PROGRAMS.items():

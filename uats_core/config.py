@@ -53,7 +53,8 @@ class SearchConfig:
     command line, the app form, the evaluation's axes, the glossary, the validation and docs/engine.md's table read
     it from here."""
 
-    method: str = setting("h-uats", "the search method: a name in uats_core.methods.REGISTRY", label="Method",
+    method: str = setting("h-uats", "the search method: how the tree grows and who gets children (docs/engine.md)",
+                          label="Method",
                           section="run")
     budget: int = setting(16, "N: REBASE's width; the matched-compute budget of every method", low=1,
                           label="Budget N (next run)", unit="children a step", section="run", term="N",
@@ -84,7 +85,7 @@ class SearchConfig:
                                                  "similarities", low=0, open_low=True,
                                                  label="DORA similarity temperature Ts", section="baselines")
     k0: int = setting(7, "K0: the MC-dropout passes (or estimator samples) every new candidate gets when scored",
-                      low=2, why_low="the sample variance needs at least 2 passes", label="K0 samples",
+                      low=2, why_low="σ² needs two passes", label="K0 samples",
                       unit="PRM passes", axis_flag=True, term="K0",
                       define="the MC-dropout passes every new step gets when it is scored (at least 2: σ² needs two).")
     prm_scoring: str = setting("mc", "how H-UATS scores a candidate: mc (K0 MC-dropout passes) | single (one pass, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from .errors import ConfigError
 
@@ -139,19 +139,32 @@ def declared(config_class: type) -> list[Declared]:
     return out
 
 
-def markdown_table(settings: list[Declared], read_by: Callable[[str], str]) -> str:
+def markdown_table(settings: list[Declared], read_by: Callable[[str], str],
+                   choices: Mapping[str, Sequence[str]] | None = None) -> str:
     """The settings table of docs/engine.md: one row per setting, every column from its declaration (`read_by`:
-    the methods that list it among their config_fields, or 'every method')."""
-    rows = ["| setting | flag | type | default | bounds or values | unit | read by | what it does |",
-            "|---|---|---|---|---|---|---|---|"]
+    the methods that list it among their config_fields, or 'every method'; `choices`: the values of settings whose
+    list lives elsewhere, the methods' registry)."""
+    rows = ["| setting | flag | symbol | type | default | bounds or values | unit | read by | what it does |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for d in settings:
-        values = d.bounds() or " \\| ".join(d.spec.choices)
-        term = f"{d.spec.term}: " if d.spec.term else ""
+        values = d.bounds() or " \\| ".join((choices or {}).get(d.name, d.spec.choices))
         text = d.spec.help + (f" (not in the app: {d.spec.app_leaves_out})" if d.spec.app_leaves_out else "")
-        rows.append(f"| `{d.name}` | `{d.flag}` | {d.kind} | `{d.default}` | {values} | {d.spec.unit} | "
-                    f"{read_by(d.name)} | {_cell(term + text)} |")
+        rows.append(f"| `{d.name}` | `{d.flag}` | {d.spec.term} | {_cell(d.kind)} | `{d.default}` | {values} | "
+                    f"{d.spec.unit} | {read_by(d.name)} | {_cell(text)} |")
     return "\n".join(rows) + "\n"
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+TABLE_START = "<!-- settings table: uats settings --markdown -->\n"
+TABLE_END = "<!-- end of settings table -->\n"
+
+
+def replace_table(page: str, table: str) -> str:
+    """A page with the text between its settings table's markers replaced by `table` (ValueError without them)."""
+    start, end = page.find(TABLE_START), page.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"no settings table markers ({TABLE_START.strip()} ... {TABLE_END.strip()})")
+    return page[:start + len(TABLE_START)] + table + page[end:]
