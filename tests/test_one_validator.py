@@ -1,11 +1,16 @@
-"""One run-request type, one validator: the app's Run button, `uats search` and the evaluation each hand a
-SearchRequest to uats_core.request.validate_request once per run (per cell), and nothing after it checks the
-config again: SearchConfig.validate, the limits and τ's resolution run once a run, and the question's fit to the
-loaded models (check_prompt_fits) once, in run_search. Before, the app resolved τ twice a run, the command line
-checked the fit twice, and the evaluation resolved τ three times and checked the limits twice a cell."""
+"""One run-request type, one validator, one way in: every module that calls the engine (validate_request,
+prepare_search or run_search; found by AST over the whole project, not listed by hand) is an entry point with a test
+here that runs it and counts: each SearchRequest is handed to uats_core.request.validate_request once, and nothing
+after it checks the config again (SearchConfig.validate, the limits and τ's resolution once per checked request; the
+question's fit to the loaded models once a run, in the runner). Nothing outside the runner builds a search or a
+method (SearchContext, make_method, _run_search) and nothing outside request.py makes a CheckedSearch, so a search
+cannot start unchecked. Before, the app resolved τ twice a run, the command line checked the fit twice, the
+evaluation resolved τ three times and checked the limits twice a cell, `uats train` and benchmarks/engine.py checked
+configs their own way and ran unchecked ones, and the case finder checked each run twice."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -80,3 +85,145 @@ def test_the_evaluation_validates_each_cell_once(problems_file: Path, tmp_path: 
     summary = run_eval(spec, EvalOptions(db=str(tmp_path / "eval.db"), progress=False))
     assert summary.finished == 4
     assert dict(counts) == {k: 4 * n for k, n in ONCE.items()}
+
+
+# ------------------------------------------------------------------------------------------- every caller, by AST
+ROOT = Path(__file__).resolve().parents[1]
+DOORS = {"validate_request", "prepare_search", "run_search", "check_cells"}  # the engine's ways in (and a grid's)
+ENGINE = {"uats_core/request.py", "uats_core/runner.py"}  # where they are defined
+# Each module that calls a door, and the test below that runs it and counts its validations.
+COUNTED = {
+    "ui/tabs/search_events.py": "test_the_app_validates_a_run_once_where_it_is_submitted",
+    "ui/jobs/warm.py": "test_the_app_validates_a_run_once_where_it_is_submitted",
+    "ui/jobs/worker.py": "test_the_pools_prewarm_request_is_checked_once",
+    "uats/cli.py": "test_the_command_line_validates_a_search_once",
+    "uats_core/eval/grid.py": "test_the_evaluation_validates_each_cell_once",
+    "uats/eval/worker.py": "test_the_evaluation_validates_each_cell_once",
+    "uats/eval/run.py": "test_the_evaluation_validates_each_cell_once",
+    "benchmarks/eval_batching.py": "test_the_batching_benchmark_validates_each_cell_once",
+    "uats/train_controller.py": "test_the_controllers_training_validates_each_search_once",
+    "benchmarks/engine.py": "test_the_engine_benchmark_validates_each_search_once",
+    "docs/img/estimator_figure1.py": "test_the_figure_script_validates_each_search_once",
+}
+# Only the runner builds a search; only the validator makes a CheckedSearch.
+ONLY_IN = {"_run_search": {"uats_core/runner.py"}, "SearchContext": {"uats_core/runner.py"},
+           "make_method": {"uats_core/runner.py"}, "CheckedSearch": {"uats_core/request.py"}}
+
+
+def _project_modules() -> list[Path]:
+    files = [ROOT / "app.py", *sorted((ROOT / "docs" / "img").glob("*.py"))]
+    for top in ("uats_core", "storage", "uats", "ui", "uats_studio", "benchmarks"):
+        files += sorted((ROOT / top).rglob("*.py"))
+    return files
+
+
+def _called(path: Path) -> set[str]:
+    """The names this module calls (f(...) and x.f(...))."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            out.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    return out
+
+
+def test_every_caller_of_the_engine_is_an_entry_point_counted_here() -> None:
+    callers, misplaced = set(), []
+    for path in _project_modules():
+        rel, called = path.relative_to(ROOT).as_posix(), _called(path)
+        if called & DOORS and rel not in ENGINE:
+            callers.add(rel)
+        misplaced += [f"{rel} calls {name}" for name, where in ONLY_IN.items() if name in called and rel not in where]
+    assert callers == set(COUNTED), f"not counted: {callers - set(COUNTED)}; no longer callers: {set(COUNTED) - callers}"
+    assert all(callable(globals().get(test)) for test in COUNTED.values())
+    assert not misplaced, misplaced
+
+
+def test_a_search_runs_only_from_a_checked_request() -> None:
+    from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+    from uats_core.runner import _run_search
+
+    with pytest.raises(TypeError, match="CheckedSearch"):
+        _run_search(SearchConfig(), ScriptedPolicyDouble(depth=2), HashedPRMDouble(0))  # type: ignore[arg-type]
+
+
+def _once_each(counts, requests: int, runs: int) -> None:
+    """`requests` checked requests, each validated once; `runs` searches run, each fitted to its models once."""
+    assert dict(counts) == {k: (runs if k == "check_prompt_fits" else requests) * n for k, n in ONCE.items() if
+                            (runs if k == "check_prompt_fits" else requests)}
+
+
+def test_the_pools_prewarm_request_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui.jobs.worker import default_pair_request
+
+    counts = _counted(monkeypatch)
+    assert default_pair_request().search.config == SearchConfig()
+    _once_each(counts, requests=1, runs=0)
+
+
+def test_the_case_finder_checks_each_of_its_runs_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One problem: policies A and B, each an H-UATS run and its counterfactual; four checked runs, four validations
+    (it was six: the form's request, then each run again)."""
+    from ui.choices import EMBEDDED, server_choices
+    from ui.tabs.case_finder import batch_requests
+    from ui.tabs.search_layout import CONFIG_FIELDS
+
+    ctx = SimpleNamespace(store=RunStore(str(tmp_path / "runs.db")), choices=server_choices())
+    config = SearchConfig(budget=4, max_iterations=3).to_dict()
+    form = {**{k: config[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
+            "policy_opts": "", "prm_opts": ""}
+    counts = _counted(monkeypatch)
+    runs = batch_requests(ctx, form, 1)
+    assert len(runs) == 4 and len({r.run_id for r in runs}) == 4
+    _once_each(counts, requests=4, runs=0)
+
+
+def test_the_controllers_training_validates_each_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+    from uats.train_controller import collect_states
+    from uats_core.worlds.arith.world import load_split
+
+    counts = _counted(monkeypatch)
+    states = collect_states(load_split("train", 2, seed=0), [(ScriptedPolicyDouble(depth=3), HashedPRMDouble(0))],
+                            SearchConfig(method="a-uats", budget=4, max_iterations=3), 2)
+    assert states
+    _once_each(counts, requests=2, runs=2)
+
+
+def test_the_engine_benchmark_validates_each_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """best-of-n at N = 4, one repeat: a warm-up, a plain run and a logged run, each a checked search of its own."""
+    from benchmarks.engine import bench_engine
+
+    counts = _counted(monkeypatch)
+    [row] = bench_engine(["best-of-n"], budget=4, repeats=1, problem_id="arith-test-0", policy=None, prm=None)
+    assert row["method"] == "best-of-n" and row["nodes"] > 0
+    _once_each(counts, requests=3, runs=3)
+
+
+def test_the_figure_script_validates_each_search_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/img/estimator_figure1.py: two H-UATS searches (MC dropout, the ensemble), τ = auto resolved by the
+    validator from each estimator's calibration."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("estimator_figure1", ROOT / "docs" / "img" / "estimator_figure1.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    counts = _counted(monkeypatch)
+    figs = module.figures(tmp_path / "fig.db")
+    assert set(figs) == {"mc-dropout", "ensemble"}
+    _once_each(counts, requests=2, runs=2)
+    store = RunStore(str(tmp_path / "fig.db"))
+    assert all(isinstance(store.get_run(f"fig1-{e}")["config"]["tau"], float) for e in figs)
+
+
+def test_the_batching_benchmark_validates_each_cell_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One method on one problem plus the warm-up's: two checked cells, run three times (the warm-up, then serial
+    and batched: a benchmark reruns the same checked search)."""
+    from benchmarks.eval_batching import bench_eval
+
+    counts = _counted(monkeypatch)
+    res = bench_eval(pair="pol:rm", methods=["best-of-n"], budget=4, problems=1, lanes=2, repeats=1, models=MODELS,
+                     progress=False)
+    assert res["best-of-n"]["searches"] == 1
+    assert {k: counts[k] for k in ONCE if k != "check_prompt_fits"} == {k: 2 for k in ONCE if k != "check_prompt_fits"}
+    assert counts["check_prompt_fits"] == 3
