@@ -114,13 +114,12 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
 
 def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
-    (custom py: factories take the options as they are)."""
+    (uats_core.backends.plan, as `uats search` does: py: factories take the options as they are)."""
     from uats_core.backends.plan import plan_models
 
     policy_opts, prm_opts = model_options(args)
     for pair in spec.pairs:
-        if not (pair.policy.startswith("py:") or pair.prm.startswith("py:")):
-            plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
+        plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
     if args.prm_kind:
         prm_opts["kind"] = args.prm_kind  # the workers' load_prm takes the kind with the options
     return policy_opts, prm_opts

@@ -1,7 +1,9 @@
 """Model backends: policies (transformers, vLLM) and PRMs (PyTorch, with MC dropout) behind the core protocols.
 
-Specs: a local model folder, a .gguf file, `hf:<hub id>`, and for policies only `vllm:<hub id>` (vLLM in this process)
-or `openai:<URL>` (an OpenAI-compatible server: vllm serve, SGLang, llama.cpp).
+Specs: a local model folder, a .gguf file, `hf:<hub id>`, `py:<module>:<function>` (a function of your own that returns
+the model: the same spec on the command line, in `uats eval`'s --model and in uats_core.runner.build_backends), and
+for policies only `vllm:<hub id>` (vLLM in this process) or `openai:<URL>` (an OpenAI-compatible server: vllm serve,
+SGLang, llama.cpp).
 Everything that can be checked is checked at load, raising BackendError(field="policy" | "prm").
 """
 
@@ -12,12 +14,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from uats_core.backends._loading import ModelSource, load_config, resolve_spec
+from uats_core.backends._loading import ModelSource, load_config, load_factory, resolve_spec
 from uats_core.config import PRM_KINDS
 from uats_core.errors import BackendError
 from uats_core.protocols import PRM, Policy
 
 log = logging.getLogger(__name__)
+
+FACTORY_KIND = "py"  # the PRM kind of a py:module:function PRM: its own
 
 __all__ = ["PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec", "check_prm_source"]
 
@@ -32,6 +36,8 @@ def load_policy(spec: str, **opts: Any) -> Policy:
     from uats_core.backends.options import check_policy_opts
 
     src = resolve_spec(spec, "policy")
+    if src.kind == "py":  # the user's own backend takes its options as they are
+        return load_factory(src, "policy")(**opts)
     opts = check_policy_opts(src.kind, opts)
     if src.kind == "openai":
         from uats_core.backends.openai_policy import OpenAIPolicy
@@ -90,6 +96,9 @@ def load_prm(spec: str, kind: str | None = None, dropout_p: float = 0.1, dropout
     """A PyTorch PRM with MC dropout. opts: dtype, device, trust_remote_code, cache_bytes, max_batch_tokens,
     padding_side, plus kind-specific ones (step_tag, ..., for token-classification; system_prompt for judge)."""
     src = resolve_spec(spec, "prm")
+    if src.kind == "py":  # the user's own backend: the dropout settings and its options, as they are
+        extra = {} if kind in (None, FACTORY_KIND) else {"kind": kind}
+        return load_factory(src, "prm")(dropout_p=dropout_p, dropout_mode=dropout_mode, **extra, **opts)
     check_prm_source(src)
     if kind is None:
         kind = detect_prm_kind(src, bool(opts.get("trust_remote_code", False)))
