@@ -19,7 +19,7 @@ Component = gr.components.Component
 # The settings the form sets, in declaration order (what the Search tab's events read back by name).
 CONFIG_FIELDS = tuple(d.name for d in SETTINGS if not d.spec.app_leaves_out)
 LEFT_OUT = tuple(d for d in SETTINGS if d.spec.app_leaves_out)
-NUMBERS_A_ROW = 3
+NUMBERS_A_ROW = 2  # the form column is 300 px wide at 1280: two boxes and their help lines fit side by side
 
 
 def setting_component(d: Declared) -> Component:
