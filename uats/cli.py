@@ -18,7 +18,7 @@ import sys
 from typing import Any, Iterator, NoReturn, Sequence
 
 from uats import calibrate
-from uats.model_flags import add_model_flags, model_options, parse_model_options
+from uats.model_flags import add_model_flags, custom_pair, model_options, parse_model_options
 from uats_core.config import SETTINGS, SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.imports import PRM_RULES
@@ -122,7 +122,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if note:
         print(f"τ = {config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
               f"in-distribution steps ({note['key']}, {note['file']})")
-    search = prepare_search(checked)
+    search = prepare_search(checked, models=custom_pair(checked))  # py: backends are loaded here, the rest by the engine
     with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
         result = search.run(subscribers=[_RecordOnFirstEvent(args.db)], progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]

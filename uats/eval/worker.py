@@ -18,7 +18,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from uats_core.backends._loading import FACTORY_PREFIX  # py:module:function, loaded as any other spec
+from uats.model_flags import load_policy_spec, load_prm_spec
+from uats_core.backends._loading import FACTORY_PREFIX  # py:module:function: uats/model_flags.py loads it
 from uats_core.config import SearchConfig
 from uats_core.grading import Grader
 from uats_core.runner import prepare_search
@@ -61,9 +62,7 @@ class BackendCache:
         with self._lock:
             if spec not in self._policies:
                 t0 = time.perf_counter()
-                from uats_core.backends import load_policy
-
-                self._policies[spec] = load_policy(spec, **self._policy_opts_for(spec, prm_spec))
+                self._policies[spec] = load_policy_spec(spec, self._policy_opts_for(spec, prm_spec))
                 log.info("policy %s loaded in %.1f s", spec, time.perf_counter() - t0)
             return self._policies[spec]
 
@@ -82,9 +81,7 @@ class BackendCache:
         with self._lock:
             if key not in self._prms:
                 t0 = time.perf_counter()
-                from uats_core.backends import load_prm
-
-                self._prms[key] = load_prm(spec, dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
+                self._prms[key] = load_prm_spec(spec, dict(self.prm_opts), dropout_p, dropout_mode)
                 log.info("PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0)
             return self._prms[key]
 

@@ -55,18 +55,9 @@ def pretrained_location(src: ModelSource, field: str) -> str:
     return str(dequantised_folder(Path(src.location) / src.gguf_file, "float32", field))
 
 
-FACTORY_PREFIX = "py:"  # py:module:function, a function of the user's own that returns the model (a custom backend)
-
-
-def load_factory(src: ModelSource, field: str) -> Any:
-    """The function a py:module:function spec names (BackendError naming the field when it cannot be imported)."""
-    import importlib
-
-    module, _, attr = src.location.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise BackendError(field, f"{src.spec!r}: {exc}; give py:<importable module>:<function>") from None
+# py:module:function, a function of the user's own that returns the model (a custom backend). The engine plans it
+# (options pass as they are) but loads no module by name: the program that names it does (uats/model_flags.py).
+FACTORY_PREFIX = "py:"
 
 
 def resolve_spec(spec: str, field: str) -> ModelSource:
