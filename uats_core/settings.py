@@ -46,7 +46,7 @@ class Setting:
     app_leaves_out: str = ""
 
 
-def setting(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - the word every config library uses
+def setting(default: Any, help: str, **kw: Any) -> Any:
     """A dataclass field with its Setting as metadata: `budget: int = setting(16, "N: ...", low=1)`."""
     return dataclasses.field(default=default, metadata={"setting": Setting(help=help, **kw)})
 
