@@ -79,9 +79,8 @@ def test_the_command_line_has_every_setting_with_its_declared_help() -> None:
     from uats.eval.cli import ABLATION_FLAGS
     from uats_core.eval.grid import coerce
 
-    search = next(a for a in build_parser()._subparsers._group_actions[0].choices["search"]._actions  # noqa: SLF001
-                  if "--budget" in a.option_strings).container
-    actions = {a.option_strings[0]: a for a in search._actions if a.option_strings}  # noqa: SLF001
+    search = build_parser()._subparsers._group_actions[0].choices["search"]  # type: ignore[union-attr]
+    actions = {a.option_strings[0]: a for a in search._actions if a.option_strings}
     for d in SETTINGS:
         assert d.flag in actions, d.flag
         assert actions[d.flag].help.replace("%%", "%").startswith(d.spec.help), d.flag
