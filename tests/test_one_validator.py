@@ -200,6 +200,7 @@ def test_the_engine_benchmark_validates_each_search_once(monkeypatch: pytest.Mon
     _once_each(counts, requests=3, runs=3)
 
 
+@pytest.mark.slow  # two real H-UATS searches at K0 = 7 (about a minute on a loaded machine)
 def test_the_figure_script_validates_each_search_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/img/estimator_figure1.py: two H-UATS searches (MC dropout, the ensemble), τ = auto resolved by the
     validator from each estimator's calibration."""
