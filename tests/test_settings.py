@@ -173,8 +173,9 @@ def find_duplicates(source: str, path: str, bounds_too: bool = True) -> list[str
     """What `source` says about a declared setting that only its declaration may say: (1) a text (not a docstring)
     sharing a CHUNK-long run with a declared help or definition; (2) a dict entry from a setting's name (field, flag,
     element id or symbol) to prose: a help table or a glossary entry; (3) a flag or a form component of a setting
-    given its own help, info or label text; (4) with `bounds_too`, a setting's value compared with a number, a call
-    that names a setting and passes a number, or a widget's minimum/maximum (a bounds check of its own)."""
+    given its own help, info or label text; (4) a list of a setting's values (its choices) written out; (5) with
+    `bounds_too`, a setting's value compared with a number, a call that names a setting and passes a number, or a
+    widget's minimum/maximum (a bounds check of its own)."""
     by_name = {n: d.name for d in SETTINGS for n in _names(d)}
     flags = {d.flag: d.name for d in SETTINGS} | {d.elem_id: d.name for d in SETTINGS}
     chunks, found = _chunks(_texts()), []
@@ -208,6 +209,11 @@ def find_duplicates(source: str, path: str, bounds_too: bool = True) -> list[str
             if bounds_too and fn not in GETTERS and (named or bounded) and (
                     any(_number(a) for a in node.args) or any(_number(kw[k]) for k in ("minimum", "maximum") if k in kw)):
                 found.append(f"{line}: a bound of setting {by_name[(named or bounded)[0]]} written here")
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
+            values = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            owner = next((d.name for d in SETTINGS if d.spec.choices and values == set(d.spec.choices)), None)
+            if owner and len(values) == len(node.elts):
+                found.append(f"{line}: the values of setting {owner} written here (read its declaration's choices)")
         if bounds_too and isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
             attrs = [s.attr for s in sides if isinstance(s, ast.Attribute) and s.attr in by_name]
@@ -252,6 +258,7 @@ BEFORE = {
     "bound in a call": ('_int_at_least("k0", self.k0, 2)', "a bound of setting k0 written here"),
     "bound in a widget": ('gr.Number(7, minimum=2, elem_id="k0")', "a bound of setting k0 written here"),
     "bound compared": ("if not 0.0 <= self.reeval_share < 1.0: raise ValueError", "a bound of setting reeval_share"),
+    "values listed": ('gr.Dropdown(["var", "std"], value="var")', "the values of setting uncertainty written here"),
 }
 
 
