@@ -54,8 +54,7 @@ class SearchConfig:
     it from here."""
 
     method: str = setting("h-uats", "the search method: how the tree grows and who gets children (docs/engine.md)",
-                          label="Method",
-                          section="run")
+                          label="Method", section="run")
     budget: int = setting(16, "N: REBASE's width; the matched-compute budget of every method", low=1,
                           label="Budget N (next run)", unit="children a step", section="run", term="N",
                           define="the budget: REBASE's width (children per step); every other method gets the same "
