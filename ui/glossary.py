@@ -102,6 +102,7 @@ FIELD_HELP = {
     "fig1-per-page": "how many candidates one page of the figure shows.",
     "fig1-siblings": "show only the inspected node and its siblings.",
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
+    "cmp-est-b": "the estimator of the pair's second H-UATS run; the first reads the form's (same problem, seed and knobs).",
     "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
     "estimator": "where each candidate's R̄ and σ² come from: mc-dropout (K dropout passes of the PRM), ensemble (K "
                  "members of a deep ensemble of PRMs), laplace (K draws from a Laplace posterior of the PRM's head), "
