@@ -25,6 +25,7 @@ from .views.run_status import RUN_COLUMNS
 from .choices import ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
 from .views.report_sources import ReportSources
+from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
@@ -61,7 +62,7 @@ CSS = """
 """ + LINKS_CSS + RUN_BAR_CSS + INSPECTOR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-table": FOUND_COLUMNS,
-          "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
+          "cf-batches": BATCH_COLUMNS, "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
