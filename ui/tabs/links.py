@@ -67,7 +67,8 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     def inspect_from_url(s: OpenRun, **view: Any) -> Any:
         if not s.run_id or s.selected is None:
             return gr.skip()
-        return viewer.inspect(s, s.selected, redraw_tree=True, **view)
+        # the tree open_from_url drew already rings the node (s.selected): drawing it again only delays Figure 1
+        return viewer.inspect(s, s.selected, **view)
 
     demo.load(open_from_url, [ctx.st], viewer.open_outputs, inputs_kwargs=search.filters).then(
         inspect_from_url, [ctx.st], viewer.inspect_outputs, inputs_kwargs=search.filters)
