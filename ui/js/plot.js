@@ -168,7 +168,11 @@ function draw() {
   // any other figure (a step back, a filter, another run) replaces the frames not drawn yet
   if (spec.frames) host._uatsQueue.push(...spec.frames);
   else host._uatsQueue.splice(0, host._uatsQueue.length, spec);
-  drain();
+  // a link to a node (?run=…&node=…) sends the tree with the node's Figure 1: the inspector opens before the
+  // tree's first draw, so the tree is drawn once at its width beside it, and a tick later, after Figure 1
+  const linked = host.dataset.owner === 'tree' && !host.data && !spec.frames && (spec.meta || {}).selected != null;
+  if (linked && window.__uatsOpenInspector) window.__uatsOpenInspector();
+  if (linked) setTimeout(drain, 0); else drain();
 }
 draw();
 watch('value', draw);
