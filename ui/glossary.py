@@ -163,6 +163,12 @@ COLUMN_HELP = {
                            "never open, the same random streams), and whether it is right.",
     "direction": "what uncertainty did to the answer: wrong → right (without it wrong, with it right), right → wrong, "
                  "or another answer (neither right, or ungraded).",
+    "batch": "the case batch's id, its first characters.",
+    "state": "queued, running, finished, failed or cancelled; '(cancel asked)' while a going batch stops.",
+    "searches done": "the batch's searches that ended so far, of all it holds.",
+    "failed": "of them, the searches that ended failed.",
+    "started (UTC)": "when the batch was queued, in UTC.",
+    "took": "from queued to the batch's end (a going batch: so far).",
     "they part at": "the first decision where the run and its counterfactual decided differently: its iteration t and "
                     "node; a click opens the two there.",
 }
