@@ -15,8 +15,8 @@ from uats_core.config import SETTINGS, setting_of
 from ui.tabs.settings_form import CONFIG_FIELDS
 from ui.views.safe_text import md_text
 from ui.app_ui import TABLES, build_demo, launch_kwargs
-from ui.glossary import (COLUMN_HELP, COLUMN_TERMS, FIELD_HELP, FIELD_TERMS, GLOSSARY, SETTING_KNOBS, column_help,
-                         field_help, glossary_md)
+from ui.glossary import (COLUMN_HELP, COLUMN_TERMS, FIELD_HELP, FIELD_TERMS, GLOSSARY, column_help, field_help,
+                         glossary_md)
 
 # inputs that name or annotate something (a run, a node, a note, an export), not knobs of a search or a view
 ENTRIES = {"open-id", "node-id", "star", "note", "run-export-name", "frontier-page", "cmp-a", "cmp-b",
@@ -49,7 +49,7 @@ def test_every_knob_has_help(demo: gr.Blocks) -> None:
 
 def test_every_help_line_belongs_to_a_component(demo: gr.Blocks) -> None:
     ids = {b.elem_id for b in _inputs(demo)}
-    assert set(FIELD_HELP) | set(FIELD_TERMS) | set(SETTING_KNOBS) <= ids, (set(FIELD_HELP) | set(FIELD_TERMS)) - ids
+    assert set(FIELD_HELP) | set(FIELD_TERMS) <= ids, (set(FIELD_HELP) | set(FIELD_TERMS)) - ids
 
 
 def test_every_column_has_a_tooltip() -> None:

@@ -70,8 +70,6 @@ GLOSSARY: dict[str, str] = {
 FIELD_TERMS = {"t-slider": "t", "cmp-slider": "t"}
 # The settings by their form element id: their help lines are their declarations' (uats_core.config.SETTINGS).
 SETTING_HELP = {d.elem_id: d for d in SETTINGS}
-# Knobs outside the form that set a setting (Compare's second estimator): their help is the setting's.
-SETTING_KNOBS = {"cmp-est-b": "estimator"}
 
 
 def form_name(field: str) -> str:
@@ -189,8 +187,6 @@ def field_help(elem_id: str) -> str | None:
     has none."""
     if elem_id in SETTING_HELP:
         return SETTING_HELP[elem_id].spec.help
-    if elem_id in SETTING_KNOBS:
-        return setting_of(SETTING_KNOBS[elem_id]).spec.help
     term = FIELD_TERMS.get(elem_id)
     return f"{term}: {GLOSSARY[term]}" if term else FIELD_HELP.get(elem_id)
 
