@@ -98,6 +98,8 @@ class Declared:
         if s.check is not None and (kind != "number|text" or isinstance(value, str)):
             s.check(value)
             return
+        if kind == "text" and not isinstance(value, str) and not (value is None and self.default is None):
+            raise ConfigError(self.name, f"must be text; got {value!r}")
         if kind == "bool" and not isinstance(value, bool):
             raise ConfigError(self.name, f"must be true or false; got {value!r}")
         if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):

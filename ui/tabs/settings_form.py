@@ -5,8 +5,6 @@ dropout mode), its declaration the label, the default and the section; its help 
 
 from __future__ import annotations
 
-from typing import Any
-
 import gradio as gr
 
 from uats_core.config import SETTINGS
@@ -77,8 +75,3 @@ def build_settings(f: dict[str, Component], section: str) -> None:
 def settings_sections() -> tuple[str, ...]:
     """The sections after the run's own, in the form's order."""
     return tuple(s for s, title in SECTIONS.items() if title)
-
-
-def form_values(form: dict[str, Any]) -> dict[str, Any]:
-    """The settings of a form's values, by name."""
-    return {k: form[k] for k in CONFIG_FIELDS}
