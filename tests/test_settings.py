@@ -21,10 +21,14 @@ from uats_core.worlds.arith.world import get_problem
 ROOT = Path(__file__).resolve().parents[1]
 # Where settings are declared: the only modules that may say what a setting is.
 DECLARING = {"uats_core/config.py", "uats_core/settings.py"}
-SCANNED = ("uats", "ui", "uats_core", "storage", "uats_studio", "benchmarks", "app.py")
+SCANNED = ("uats", "ui", "uats_core", "storage", "reports", "uats_studio", "benchmarks", "app.py")  # those that exist
 # Flags that share a setting's name but are not the setting, with why.
-NOT_THE_SETTING = {("uats/eval/cli.py", "--uncertainty"): "the grid's with/without-uncertainty axis (on,off)",
-                   ("uats_core/worlds/arith/train_ensemble.py", "--seed"): "the ensemble's training seed"}
+NOT_THE_SETTING = {("eval/cli.py", "--uncertainty"): "uats eval's with/without-uncertainty axis (on,off)",
+                   ("arith/train_ensemble.py", "--seed"): "the arithmetic PRM ensemble's training seed"}  # path ends
+
+
+def _not_the_setting(path: str, name: str) -> bool:
+    return any(path.endswith(end) and name == flag for end, flag in NOT_THE_SETTING)
 CHUNK = 36  # characters: a copied help or definition shares a run this long with its declaration
 
 
@@ -201,11 +205,11 @@ def find_duplicates(source: str, path: str, bounds_too: bool = True) -> list[str
             elem = kw.get("elem_id")
             named = [a for a in (*[a for a in args if str(a).startswith("--")],
                                  elem.value if isinstance(elem, ast.Constant) else None)
-                     if a in flags and (path, a) not in NOT_THE_SETTING]
+                     if a in flags and not _not_the_setting(path, a)]
             said = [k for k in ("help", "info", "label") if k in kw and isinstance(kw[k], ast.Constant)]
             if named and said:
                 found.append(f"{line}: {'/'.join(said)} of setting {flags[named[0]]} written here")
-            bounded = [a for a in args if a in by_name and (path, a) not in NOT_THE_SETTING]
+            bounded = [a for a in args if a in by_name and not _not_the_setting(path, a)]
             if bounds_too and fn not in GETTERS and (named or bounded) and (
                     any(_number(a) for a in node.args) or any(_number(kw[k]) for k in ("minimum", "maximum") if k in kw)):
                 found.append(f"{line}: a bound of setting {by_name[(named or bounded)[0]]} written here")
@@ -225,13 +229,13 @@ def find_duplicates(source: str, path: str, bounds_too: bool = True) -> list[str
 def _modules() -> list[Path]:
     files = [ROOT / "app.py"]
     for top in SCANNED[:-1]:
-        files += sorted((ROOT / top).rglob("*.py"))
+        files += sorted((ROOT / top).rglob("*.py")) if (ROOT / top).is_dir() else []
     return [f for f in files if f.relative_to(ROOT).as_posix() not in DECLARING]
 
 
 # Where a setting's value is compared with a number for what the search does with it, not to bound it; each with why.
-SEARCH_LOGIC = re.compile(r"^uats_core/(methods|estimators|backends|controller|worlds|spending|estimation|allocation|"
-                          r"limits|calibration|imports|report)/?")
+SEARCH_LOGIC = re.compile(r"^(uats_core/(methods|estimators|backends|controller|worlds|spending|estimation|allocation|"
+                          r"limits|calibration|imports|report)|reports|uats/arith)/?")
 
 
 def test_no_setting_is_described_or_bounded_outside_its_declaration() -> None:
