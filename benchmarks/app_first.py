@@ -56,7 +56,7 @@ def wait_drawn_end(page: Any, store: Any, plots: list[str], run_ids: list[str], 
 def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float) -> tuple[Any, Any]:
     """Chromium on the served app once its form is ready (a problem picked) and `warm_workers` workers have
     loaded their pre-warmed models, as a user reading the page would wait: (browser, page)."""
-    from benchmarks.serving import open_app
+    from testkit.browser import open_app
 
     browser, page = open_app(p, port)
     page.wait_for_selector("#run-btn", timeout=60_000)
@@ -74,7 +74,7 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from benchmarks.serving import serve_app
+    from testkit.browser import serve_app
     from ui.jobs.worker import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))

@@ -280,7 +280,7 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
 
     prm_dir = args.models_dir / "arith-prm"
     if not (prm_dir / "config.json").is_file():
-        msg = f"no arithmetic PRM at {prm_dir}; train it (python -m uats_core.worlds.arith.train) or pass --models-dir"
+        msg = f"no arithmetic PRM at {prm_dir}; train it (python -m uats.arith.train) or pass --models-dir"
         print("\n" + msg)
         return {"skipped": msg}
     from uats_core.backends import load_prm

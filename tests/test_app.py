@@ -19,8 +19,8 @@ from ui.views.treedata import RunData
 from ui.jobs.worker import WorkerPool
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
-from tests.doubles import record_synthetic
-from tests.pool_requests import search_job
+from testkit.doubles import record_synthetic
+from testkit.pool_requests import search_job
 
 
 

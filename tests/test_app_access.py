@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from storage import RunStore
-from tests.synthetic import synthetic_events
+from testkit.synthetic import synthetic_events
 from ui import launch
 
-from .doubles import WorkerPoolDouble, record
-from .serving import app_client, form_args, free_port, notice_text, save_note, served_app
+from testkit.doubles import WorkerPoolDouble, record
+from testkit.serving import app_client, form_args, free_port, notice_text, save_note, served_app
 
 
 @pytest.fixture()

@@ -18,9 +18,9 @@ import pytest
 from storage import RunStore
 from ui.views.safe_text import md_text
 
-from .doubles import WorkerPoolDouble
-from .serving import app_client, call_api, free_port, job_result
-from tests.doubles import record_synthetic
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import app_client, call_api, free_port, job_result
+from testkit.doubles import record_synthetic
 
 
 def _connect_target(args: tuple, kwargs: dict) -> str:

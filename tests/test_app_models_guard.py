@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from storage import RunStore
 from storage import schema as S
 from uats_core.paths import ASSETS
-from tests.doubles import WorkerPoolDouble, record_synthetic
-from tests.remote_code import code_config, write_code_module
-from tests.serving import call_api, call_named, form_args, job_result, on_run_args, outcome_text, served_fresh_app
+from testkit.doubles import WorkerPoolDouble, record_synthetic
+from testkit.remote_code import code_config, write_code_module
+from testkit.serving import call_api, call_named, form_args, job_result, on_run_args, outcome_text, served_fresh_app
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
 

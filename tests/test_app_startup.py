@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.doubles import WorkerPoolDouble
-from tests.serving import free_port
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import free_port
 from ui import launch
 
 

@@ -18,8 +18,8 @@ import pytest
 from storage import RunStore
 from ui import launch
 
-from .doubles import WorkerPoolDouble
-from .serving import free_port, served_app
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import free_port, served_app
 
 PLOTLY_PATH = "/uats-static/plotly.min.js"
 TEAM = "uats.team.example"  # the reverse proxy's public name, given with --allowed-host

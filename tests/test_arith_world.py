@@ -231,7 +231,7 @@ def test_report_numbers_repeat_with_the_same_seed(tok):
     """The MC-dropout masks are seeded too, so a report run twice prints the same variances."""
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
-    from uats_core.worlds.arith.report import evaluate_policy
+    from uats.arith.report import evaluate_policy
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR).eval()
     policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"]).eval()
     probs = load_split("test", 3)

@@ -10,7 +10,7 @@ from storage.fastread import read_nodes
 from ui.views import bigtree, treedata
 from ui.views.treefig import tree_figure
 from ui.views.treedata import RunData
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 
 
 @pytest.fixture(scope="module")

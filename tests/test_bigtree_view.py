@@ -15,7 +15,7 @@ from ui.tabs.idle import is_idle
 from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.views.treedata import RunData
 from ui.views.treefig import MARKER_MAX, MAX_DECISION_LABELS, marker_size
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 
 
 @pytest.fixture(scope="module")

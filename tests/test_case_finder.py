@@ -14,8 +14,8 @@ import pytest
 
 from storage import RunStore
 from storage.batches import create_batch_job, get_batch_job
-from tests.doubles import CallbackPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
-from tests.polling import until
+from testkit.doubles import CallbackPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
+from testkit.polling import until
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.paths import WORLD_POLICY_B
 from uats_core.runner import DEFAULT_PRM

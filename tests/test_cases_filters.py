@@ -10,7 +10,7 @@ from ui.views.cases import QUADRANTS, mine
 from ui.views.export import ExportBundle, to_latex
 from ui.tabs.cases import mined_summary
 from ui.views.treedata import RunData
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 
 
 def _store(*runs: tuple[str, int]) -> RunStore:

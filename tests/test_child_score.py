@@ -14,7 +14,7 @@ from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 
 def test_child_scores_by_hand():

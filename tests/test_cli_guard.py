@@ -17,8 +17,8 @@ from storage import schema as S
 from uats.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
-from tests.cli_errors import one_line_error
-from tests.doubles import record
+from testkit.cli_errors import one_line_error
+from testkit.doubles import record
 
 
 def _files(folder: Path) -> list[str]:

@@ -28,8 +28,8 @@ from uats.eval import EvalOptions, run_eval
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 
-from .eval_doubles import MODELS
-from .postgres import URL_ENV, fresh_database
+from testkit.eval_doubles import MODELS
+from testkit.postgres import URL_ENV, fresh_database
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180.0  # each wait; generous for a loaded 2-core machine (Ray starts in 10-30 s there)

@@ -17,7 +17,7 @@ from uats.train_controller import behaviour_clone, hats_knobs, reinforce_update
 from uats_core.errors import ControllerError
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 
 def test_squash_round_trips():

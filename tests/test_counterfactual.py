@@ -17,7 +17,7 @@ from ui.views.counterfactual import (RIGHT_TO_WRONG, WRONG_TO_RIGHT, counterfact
                                      find_cases, found_summary, parting)
 from ui.views.treedata import RunData
 
-from .run_pairs import needs_models
+from testkit.run_pairs import needs_models
 
 pytestmark = needs_models
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from storage import RunStore
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from ui.views.decisions import (decision_iteration, explain_node, explain_step, step_at, step_budgets,
                                 step_candidates, step_of)
 from ui.views.figure1 import step_figure

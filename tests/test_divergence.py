@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import pytest
 
 from storage import RunStore
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.config import SearchConfig
 from uats_core.problems import Problem
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search

@@ -16,7 +16,7 @@ from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
 from uats_core.runner import run_search
 from uats_core.spending import CarryRule
-from tests.doubles import DOUBLES_PROBLEM, GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import DOUBLES_PROBLEM, GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
 
 PROBLEM = DOUBLES_PROBLEM
 NO_EMBED_METHODS = ["best-of-n", "beam", "dvts", "rebase", "h-uats", "a-uats"]

@@ -20,7 +20,7 @@ from ui.views.comparison import compare_figures
 from ui.views.export import ExportBundle, render_image, to_latex
 from ui.views.latex import PREAMBLE, latex_text
 
-from .run_pairs import needs_models
+from testkit.run_pairs import needs_models
 
 
 def pdflatex() -> str:

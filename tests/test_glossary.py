@@ -10,7 +10,7 @@ import gradio as gr
 import pytest
 
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
+from testkit.doubles import WorkerPoolDouble
 from ui.views.safe_text import md_text
 from ui.app_ui import TABLES, build_demo, launch_kwargs
 from ui.glossary import (COLUMN_HELP, COLUMN_TERMS, FIELD_HELP, FIELD_TERMS, GLOSSARY, column_help, field_help,

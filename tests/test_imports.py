@@ -1,6 +1,6 @@
 """`uats import` and the Runs tab's import: files of llm-reasoners and TreeQuest written by the tools' own code
 (tests/fixtures/tools/, checked against what each tool itself held: its `.truth.json`) and search-and-learn rows
-(tests/tool_files.py) become runs the app reads back like its own: iterations to step through, the tool's score per
+(testkit/tool_files.py) become runs the app reads back like its own: iterations to step through, the tool's score per
 node, the tool's own answer (or none) graded; no MC passes, which shadow scoring then adds. A malformed file is one
 line naming the file, the place and what is wrong, and nothing is written."""
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from storage import RunStore
-from tests.doubles import HashedPRMDouble, WorkerPoolDouble
-from tests.tool_files import (GOLD, LLM_REASONERS_QUESTION, QUESTION, SAL_APPROACHES, SAL_RULES, sal_expected,
+from testkit.doubles import HashedPRMDouble, WorkerPoolDouble
+from testkit.tool_files import (GOLD, LLM_REASONERS_QUESTION, QUESTION, SAL_APPROACHES, SAL_RULES, sal_expected,
                               sal_file, search_and_learn_rows, tool_file, truth_of, write_tool_files)
 from uats.cli import main as cli
 from uats_core.protocols import Trace
@@ -520,7 +520,7 @@ def test_the_hubs_parquet_without_pyarrow_is_one_line_naming_the_fix(tmp_path, m
 
 
 def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tmp_path):
-    from benchmarks.imports import COPIES, FIXTURE, build
+    from testkit.big_files import COPIES, FIXTURE, build
     from uats_core.imports import read_runs
 
     rows = build(tmp_path / "big.jsonl", 2.0)

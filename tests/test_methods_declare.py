@@ -21,8 +21,8 @@ from uats_core.records import StepInfo
 from uats_core.runner import run_search
 from uats_core.status import NodeStatus, RunStatus
 from uats_core.tree import Node
-from tests.doubles import DOUBLES_PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
-from tests.eval_doubles import MODELS
+from testkit.doubles import DOUBLES_PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
+from testkit.eval_doubles import MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 EIGHTH = "greedy-double"
@@ -72,7 +72,7 @@ def test_the_app_offers_a_new_method(eighth: str, tmp_path: Path) -> None:
     from ui.tabs.run_form import method_choices
     from ui.tabs.search_events import submit_run
     from ui.tabs.search_layout import CONFIG_FIELDS
-    from tests.doubles import WorkerPoolDouble
+    from testkit.doubles import WorkerPoolDouble
 
     assert eighth in method_choices()
     defaults = SearchConfig(method=eighth, budget=4, max_iterations=3).to_dict()

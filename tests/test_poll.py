@@ -16,7 +16,7 @@ from gradio import Request
 
 from storage import RunStore
 from storage import schema as S
-from tests.doubles import WorkerPoolDouble, record_synthetic
+from testkit.doubles import WorkerPoolDouble, record_synthetic
 from ui.app_ui import build_demo
 from ui.tabs.common import TICK_S, PollParts
 from ui.tabs.page_state import ComparedPair, OpenRun

@@ -19,14 +19,14 @@ import pytest
 
 from storage import RunStore, StorageError
 from storage.connection import pid_alive, process_gone, this_process
-from tests.doubles import DiskFullDouble
-from tests.polling import until
+from testkit.doubles import DiskFullDouble
+from testkit.polling import until
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
 from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
 from ui.jobs.worker import RunRequest, WorkerPool
-from tests.pool_requests import search_job
+from testkit.pool_requests import search_job
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +38,7 @@ _SERVER = textwrap.dedent("""
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
     from ui.jobs.worker import WorkerPool
-    from tests.pool_requests import search_job
+    from testkit.pool_requests import search_job
 
     store = RunStore(sys.argv[1])
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
@@ -169,7 +169,7 @@ _FULL_DISK = textwrap.dedent("""
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
     from ui.jobs.worker import WorkerPool
-    from tests.pool_requests import search_job
+    from testkit.pool_requests import search_job
 
     store = RunStore(os.path.join(d, "runs.db"))
     prob = dataset_problems(ARITH)[0]

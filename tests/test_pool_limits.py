@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from storage import RunStore
-from tests.polling import until
-from tests.pool_requests import register_request, search_job
+from testkit.polling import until
+from testkit.pool_requests import register_request, search_job
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui.choices import ARITH

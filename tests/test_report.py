@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from storage import RunStore
-from tests.hand_log import CORRECT, HandLogWriter
+from testkit.hand_log import CORRECT, HandLogWriter
 from uats.report import build_report
-from uats_core.report import t_interval, t_quantile, write_report
+from reports import t_interval, t_quantile, write_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
 
@@ -327,7 +327,7 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
     """Two candidates are the same partial solution when their parents are and their step texts are equal."""
     import pandas as pd
 
-    from uats_core.report.duplicates import trace_counts
+    from reports.duplicates import trace_counts
 
     nodes = pd.DataFrame([
         {"run_id": "r", "node_id": 0, "parent_id": None, "depth": 0, "step": ""},
@@ -350,8 +350,8 @@ def test_final_solutions_and_the_recomputed_votes_by_hand() -> None:
 
     import pandas as pd
 
-    from uats_core.report.aggregation import recomputed_votes
-    from uats_core.report.duplicates import trace_counts
+    from reports.aggregation import recomputed_votes
+    from reports.duplicates import trace_counts
 
     def node(i, parent, depth, step, status="kept", answer=None, correct=None, mean=0.5):
         return {"run_id": "r", "node_id": i, "parent_id": parent, "depth": depth, "step": step, "status": status,

@@ -17,7 +17,7 @@ from uats.eval import EvalOptions, run_eval
 from uats.report import build_report, main as report_main, report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
-from tests.eval_doubles import MODELS
+from testkit.eval_doubles import MODELS
 
 
 def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -> GridSpec:

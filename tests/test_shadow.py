@@ -7,7 +7,7 @@ import json
 
 from storage import RunStore
 from storage.shadow import read_shadow
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from ui.views.bundles import compare_bundle
 from ui.views.comparison import compare_figures
 from ui.views.export import to_latex

@@ -14,7 +14,7 @@ from uats_core.config import SearchConfig
 from uats_core.estimation import logits
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from storage import RunStore
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 from ui.views.bigtree import focus_nodes
 from ui.views.figstyle import COLORSCALE, DETAIL_LIMIT, MIN_X_SPAN, N_COLOUR_BINS, bin_colours, box_stats, colour_bin, colour_for
 from ui.views.decisions import step_of

@@ -11,7 +11,7 @@ from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.worlds.arith import world
 from uats_core.records import StepInfo
-from tests.doubles import record, record_synthetic
+from testkit.doubles import record, record_synthetic
 
 
 def test_quadrants() -> None:

@@ -17,7 +17,7 @@ from ui.views.export import ExportError, export_path, safe_name, to_html, to_lat
 from ui.views.latex import latex_escape
 from ui.views.treedata import RunData
 from ui.views.uncertainty import uncertainty_changes
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 
 
 @pytest.mark.parametrize("bad", ["../x", "..", "a/b", "a\\b", "/etc/passwd", "", " ", ".hidden", "x" * 200, "a b"])

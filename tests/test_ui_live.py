@@ -14,7 +14,7 @@ from gradio import Request
 import pytest
 
 from storage import RunStore
-from tests.synthetic import synthetic_events
+from testkit.synthetic import synthetic_events
 from ui.choices import server_choices
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
@@ -173,9 +173,9 @@ def test_run_bar_disables_the_controls_of_a_run_the_requester_does_not_own(tmp_p
 
 
 def test_the_bench_reads_skipped_and_out_of_order_iterations_from_the_draw_log() -> None:
-    """benchmarks.app's reading of the page's draw log: the iteration drawn on opening is not a live update, an
+    """The app benchmark's reading of the page's draw log (testkit.draw_log): the iteration drawn on opening is not a live update, an
     iteration never drawn is listed as skipped, a later draw of an older iteration breaks the order."""
-    from benchmarks.app import per_iteration_draws
+    from testkit.draw_log import per_iteration_draws
 
     def log(*its: int) -> list[dict[str, Any]]:
         return [{"run": RUN, "iteration": t, "latencyMs": 100.0 * (i + 1)} for i, t in enumerate(its)]

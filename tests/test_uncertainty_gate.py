@@ -13,7 +13,7 @@ from uats_core.errors import ConfigError
 from uats_core.estimation import OODGate, gate_statistic, is_ood, logits, mc_stats, reeval_candidates
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 
 def test_logit_stats_hand_computed():

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
+from testkit.doubles import WorkerPoolDouble
 from uats_core.allocation import softmax_shares
 from uats_core.config import SearchConfig
 from uats_core.paths import WORLD_POLICY_B

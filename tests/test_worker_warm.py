@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from storage import RunStore
 from uats_core.config import SearchConfig
-from tests.pool_requests import register_request, search_job
+from testkit.pool_requests import register_request, search_job
 from ui.choices import ARITH
 from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute, model_key

@@ -266,7 +266,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     from storage.eval_results import load_results
     from storage.results_ledger import ResultsLedger
     from uats.eval.run import sync_run_log
-    from uats_core.report.provenance import DIRTY
+    from reports.provenance import DIRTY
 
     version = args.code_version
     if version is not None and (version.endswith(DIRTY) or version in ("", "unknown")):

@@ -198,7 +198,7 @@ def write(fig: Any, out_dir: str | Path, name: str = "theory") -> list[Path]:
     html = out / f"{name}.html"
     fig.write_html(str(html), include_plotlyjs=True)  # plotly.js inlined: opens offline
     written = [html]
-    from uats_core.report.export import write_pngs
+    from reports.export import write_pngs
 
     written += write_pngs({name: fig}, out)
     return written

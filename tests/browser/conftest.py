@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from benchmarks.serving import CHROMIUM_FLAGS, free_port
+from testkit.browser import CHROMIUM_FLAGS
+from testkit.serving import free_port
 
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
 
@@ -58,7 +59,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     """The app offering the tiny models (their folder as --models-dir) and evil.jsonl (a --datasets-dir)."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
     from ui.jobs.worker import WorkerPool

@@ -24,7 +24,7 @@ def _timed_run(store: Any) -> None:
     from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
     from uats_core.records import StepInfo
     from uats_core.tree import FINISHED, KEPT, Node
-    from tests.doubles import record
+    from testkit.doubles import record
 
     if any(r["run_id"] == TIMED for r in store.list_runs(limit=500)):
         return

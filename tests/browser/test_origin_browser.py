@@ -14,10 +14,10 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from benchmarks.serving import free_port
+from testkit.serving import free_port
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
-from tests.serving import served_app
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import served_app
 
 pytestmark = pytest.mark.browser
 

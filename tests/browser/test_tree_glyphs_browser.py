@@ -153,8 +153,8 @@ def misplaced(m: dict[str, Any]) -> list[str]:
 
 
 def _n64(store: Any) -> Any:
-    """An N = 64 synthetic run (the real events and records; tests.synthetic), loaded for picking nodes."""
-    from tests.doubles import record_synthetic
+    """An N = 64 synthetic run (the real events and records; testkit.synthetic), loaded for picking nodes."""
+    from testkit.doubles import record_synthetic
     from ui.views.treedata import RunData
 
     if not any(r["run_id"] == N64 for r in store.list_runs(limit=500)):

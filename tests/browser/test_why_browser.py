@@ -21,7 +21,7 @@ WIDE = "c1" * 16  # a run whose steps have about 120 candidates: the frontier pa
 
 @pytest.fixture(scope="module")
 def wide_run(served: dict[str, Any]) -> str:
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
 
     store = served["store"]
     try:

@@ -31,7 +31,7 @@ def search(store: Any, run_id: str, problem: int, budget: int) -> None:
     """One real H-UATS search, written to `store` as a worker writes it."""
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from tests.pool_requests import search_job
+    from testkit.pool_requests import search_job
     from ui.jobs.warm import ModelCache, execute
     from uats_core.config import SearchConfig
 
@@ -79,7 +79,7 @@ def _photo(page: Any, selector: str, path: Path) -> None:
 def tour(out: Path, url: str, store: Any) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.serving import CHROMIUM_FLAGS
+    from testkit.browser import CHROMIUM_FLAGS
 
     nodes = pick(store)
     written: list[Path] = []
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.perf_counter()
             search(store, run_id, problem, budget)
             log.info("search %s (N=%d): %.0f s", run_id[:8], budget, time.perf_counter() - t0)
-        from benchmarks.serving import serve_app
+        from testkit.browser import serve_app
         from ui.jobs.worker import WorkerPool
 
         pool = WorkerPool(store, max_workers=1, poll_s=0.5)

@@ -127,7 +127,7 @@ def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[s
 
 def _uncommitted(version: str) -> bool:
     """The code version names no commit: uncommitted changes, or a checkout git could not read."""
-    from uats_core.report.provenance import DIRTY  # imported here: the report package loads plotly
+    from reports.provenance import DIRTY  # imported here: the report package loads plotly
 
     return version.endswith(DIRTY) or version == "unknown"
 

@@ -76,7 +76,7 @@ def preflight(items: Sequence[WorkItem], opts: EvalOptions) -> list[WorkItem]:
         if spec.startswith(FACTORY_PREFIX) or spec.startswith(("hf:", "vllm:")):
             continue
         if not Path(spec).expanduser().exists():
-            hint = (" (the arithmetic world's models: python -m uats_core.worlds.arith.train)"
+            hint = (" (the arithmetic world's models: python -m uats.arith.train)"
                     if "assets/models/arith" in spec else "")
             raise ConfigError("pairs", f"pair {pair}: the {role} {spec} does not exist{hint}")
     controllers = {}  # each controller the cells need, loaded once here: a missing one fails before any cell runs
@@ -169,7 +169,7 @@ def code_version(root: Path | None = None) -> str:
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
-    from uats_core.report.provenance import DIRTY
+    from reports.provenance import DIRTY
 
     root = Path(__file__).resolve().parents[2] if root is None else root
     if (root / ".git").exists():  # a checkout; installed, site-packages is none (nor the repo it may sit in)
@@ -197,8 +197,8 @@ def sync_run_log(ledger: Any, db_url: str, version: str | None, fill: bool = Fal
     (storage.results_ledger.fill_traces, fill_controller). Returns the rows added."""
     from storage.results_ledger import fill_controller, fill_traces, sync_ledger
     from uats_core.paths import portable_path
-    from uats_core.report.duplicates import trace_counts
-    from uats_core.report.steps import step_records
+    from reports.duplicates import trace_counts
+    from reports.steps import step_records
 
     added = 0
     if version is not None:

@@ -50,7 +50,7 @@ def plan_models(policy: str | None, prm: str | None, *, prm_kind: str | None = N
     for flag, given, path in (("policy", policy, WORLD_POLICY), ("prm", prm, WORLD_PRM)):
         if given is None and not path.exists():
             raise BackendError(flag, f"the embedded default model {path} is missing; rebuild it with "
-                                     "`python -m uats_core.worlds.arith.train`")
+                                     "`python -m uats.arith.train`")
     pol_src = resolve_spec(policy or str(WORLD_POLICY), "policy")
     prm_src = resolve_spec(prm or str(WORLD_PRM), "prm")
     check_prm_source(prm_src)

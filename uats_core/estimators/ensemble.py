@@ -61,7 +61,7 @@ def load_ensemble(prm: Any, k0: int) -> Ensemble:
     if meta_path is None or not meta_path.is_file():
         raise ConfigError("estimator", f"the PRM {getattr(prm, 'name', prm)!r} has no trained ensemble (looked for "
                                        f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
-                                       "(python -m uats_core.worlds.arith.train_ensemble for the embedded PRM) or "
+                                       "(python -m uats.arith.train_ensemble for the embedded PRM) or "
                                        "pick another estimator")
     if not hasattr(prm, "fmt") or not hasattr(prm, "model"):
         raise ConfigError("estimator", f"the ensemble estimator serves token-classification PRMs (the embedded one); "

@@ -1,6 +1,6 @@
 """Train the arithmetic world's models from scratch: policy A, policy B, then the PRM.
 
-    python -m uats_core.worlds.arith.train [--seed 0] [--out assets/models]
+    python -m uats.arith.train [--seed 0] [--out assets/models]
 
 1. The shared tokenizer is built from the world's texts.
 2. Policy A / policy B: small Llama LMs on train-split solutions in style A / style B, where each step
@@ -40,10 +40,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import world
-from .modeling import (MODELS_DIR, PRM_SIDECAR, ModelShape, layer_dropout, new_policy, new_prm, prm_ids,
-                       sample_solutions, write_prm_sidecar)
-from .tokenizer import DELIMITER, STEP_TAG, build_tokenizer
+from uats_core.worlds.arith import world
+from uats_core.worlds.arith.modeling import (MODELS_DIR, PRM_SIDECAR, ModelShape, layer_dropout, new_policy, new_prm,
+                                             prm_ids, sample_solutions, write_prm_sidecar)
+from uats_core.worlds.arith.tokenizer import DELIMITER, STEP_TAG, build_tokenizer
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from typing import Any
 
 QUESTION = "A rectangle is 6 cm long and 4 cm wide. What is its area in square centimetres?"
 GOLD = "24"
-TOOL_FILES = Path(__file__).resolve().parent / "fixtures" / "tools"
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+TOOL_FILES = TESTS / "fixtures" / "tools"
 # the app's files: a bare llm-reasoners tree log (what visualize() posts: no question, no answer) and a TreeQuest
 # export without annotations (no question); both need the question typed
 LLM_REASONERS_FILE = "mcts_rap.treelog.json"
@@ -23,7 +24,7 @@ LLM_REASONERS_QUESTION = "Tom has 3 boxes with 4 apples in each box. He eats 2 a
 TREEQUEST_FILE = "standard_mcts.json"
 
 
-SAL_DIR = Path(__file__).parent / "tool_fixtures" / "search_and_learn"
+SAL_DIR = TESTS / "tool_fixtures" / "search_and_learn"
 SAL_APPROACHES = ("best_of_n", "beam_search", "dvts")
 SAL_RULES = ("rlhflow", "qwen", "math-shepherd", "skywork")
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..methods import uncertainty_methods
+from uats_core.methods import uncertainty_methods
 from .stats import method_key, shown_half
 from .tables import pair_name
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import AGGREGATIONS
-from ..methods import method_names, uncertainty_methods
+from uats_core.config import AGGREGATIONS
+from uats_core.methods import method_names, uncertainty_methods
 from .aggregation import KEYS, aggregation_from_votes, vote_rows
 from .compare import paired_mean_over_n
 from .stats import paired_summary, shown_half, sort_by_method

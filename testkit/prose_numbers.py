@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from uats_core.report import Report
+from reports import Report
 
 # A number as prose or a table prints it: not part of a name (A:prm, arith-o4-6v40a9f5-test, K0), with its sign,
 # thousands separators, decimals and exponent; compared without sign or separators.

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..methods import method_names, uncertainty_methods
+from uats_core.methods import method_names, uncertainty_methods
 
 # Fewer values give an interval that says nothing: from 2 seeds the 95% t-interval is 12.7 standard errors wide
 # on each side (t(0.975, 1)), e.g. "37.5 ± 476.5" points of accuracy. Such a cell shows its mean and why no ±.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..methods import uncertainty_methods
+from uats_core.methods import uncertainty_methods
 from .build import Report, main_and_harder
 from .estimators_section import estimators_section
 from .claims import NO_SIGMA_VARIANT

@@ -1,6 +1,6 @@
 """Measure the shipped arithmetic-world models on the fixed test split and draw the Figure-2 plot.
 
-    python -m uats_core.worlds.arith.report [--n 200] [--samples 16] [--k 7]
+    python -m uats.arith.report [--n 200] [--samples 16] [--k 7]
 
 Prints, for policy A and policy B: single-sample accuracy at temperature 0.8 (the mean over the samples),
 Pass@N, the PRM's step-level AUROC on the policy's traces (labels from the exact checker), and the mean
@@ -29,10 +29,10 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-from ...config import SearchConfig
-from ...estimation import auroc, is_ood
-from . import world
-from .modeling import POLICY_DIRS, PRM_DIR, REPO_ROOT, prm_step_scores, sample_solutions
+from uats_core.config import SearchConfig
+from uats_core.estimation import auroc, is_ood
+from uats_core.worlds.arith import world
+from uats_core.worlds.arith.modeling import POLICY_DIRS, PRM_DIR, REPO_ROOT, prm_step_scores, sample_solutions
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Test doubles for the evaluation harness, loaded through its own `py:module:function` model specs (MODELS: the
 way a user plugs in a custom backend), so every path - CLI, subprocess, Ray actor - loads them like real models.
-Unlike tests/doubles.py they draw their randomness from torch's global RNG, as the real policies and PRMs do, so
+Unlike testkit/doubles.py they draw their randomness from torch's global RNG, as the real policies and PRMs do, so
 a search depends on its seed alone (the property the evaluation's equality tests check)."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from tests.doubles import unit
+from .doubles import unit
 from uats_core.protocols import FinishReason, StepOutput, Trace
 
-MODELS = {"pol": "py:tests.eval_doubles:policy_double", "pol2": "py:tests.eval_doubles:policy_double_b",
-          "slow": "py:tests.eval_doubles:slow_policy_double", "ragged": "py:tests.eval_doubles:ragged_policy_double",
-          "rm": "py:tests.eval_doubles:prm_double"}
+MODELS = {"pol": "py:testkit.eval_doubles:policy_double", "pol2": "py:testkit.eval_doubles:policy_double_b",
+          "slow": "py:testkit.eval_doubles:slow_policy_double", "ragged": "py:testkit.eval_doubles:ragged_policy_double",
+          "rm": "py:testkit.eval_doubles:prm_double"}
 
 
 class TorchRngPolicyDouble:

@@ -12,9 +12,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..methods import uncertainty_methods
-from ..estimation import auroc, is_ood, mean_var
-from ..tree import TERMINAL
+from uats_core.methods import uncertainty_methods
+from uats_core.estimation import auroc, is_ood, mean_var
+from uats_core.tree import TERMINAL
 from .stats import wilson
 
 NodeLoader = Callable[[list[str]], pd.DataFrame]  # run ids -> their nodes (run_id, node_id, parent_id, depth, ...)
@@ -67,7 +67,7 @@ def _arith_problem(meta: dict[str, Any], problems: dict[str, Any]) -> Any:
     """The arithmetic-world problem of a run (cached; None for an id the world does not know)."""
     pid = meta["problem_id"]
     if pid not in problems:
-        from ..worlds.arith.world import get_problem
+        from uats_core.worlds.arith.world import get_problem
 
         try:
             problems[pid] = get_problem(pid)
@@ -77,7 +77,7 @@ def _arith_problem(meta: dict[str, Any], problems: dict[str, Any]) -> Any:
 
 
 def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str) -> list[dict[str, Any]]:
-    from ..worlds.arith.world import label_steps
+    from uats_core.worlds.arith.world import label_steps
 
     rows = []
     by_id = {int(r.node_id): r for r in g.itertuples(index=False)}

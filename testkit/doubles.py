@@ -152,9 +152,9 @@ def record(store: Any, events: Iterable[Event]) -> None:
 
 
 def record_synthetic(store: Any, run_id: str, **options: Any) -> str:
-    """Write the synthetic run `run_id` (tests.synthetic; `options` are synthetic_events's) to `store`;
+    """Write the synthetic run `run_id` (testkit.synthetic; `options` are synthetic_events's) to `store`;
     returns run_id."""
-    from tests.synthetic import synthetic_events  # the engine's events and config, loaded only where used
+    from .synthetic import synthetic_events  # the engine's events and config, loaded only where used
 
     record(store, synthetic_events(run_id, **options))
     return run_id

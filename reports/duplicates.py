@@ -11,7 +11,7 @@ import json
 
 import pandas as pd
 
-from ..tree import TERMINAL
+from uats_core.tree import TERMINAL
 from .stats import sort_by_method
 from .tables import markdown_table, pair_cell
 

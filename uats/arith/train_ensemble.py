@@ -1,6 +1,6 @@
 """Train the arithmetic PRM's deep ensemble: M members for the `ensemble` uncertainty estimator.
 
-    python -m uats_core.worlds.arith.train_ensemble [--members 8] [--steps 250] [--out assets/models/arith-prm-ensemble]
+    python -m uats.arith.train_ensemble [--members 8] [--steps 250] [--out assets/models/arith-prm-ensemble]
 
 Each member is the shipped PRM (assets/models/arith-prm) with its top decoder layer, final norm and scoring head
 re-initialised from the member's own seed and trained again on a bootstrap resample of the train split (problems
@@ -27,8 +27,8 @@ from typing import Sequence
 
 import torch
 
-from . import world
-from .modeling import MODELS_DIR, PRM_DIR, PRM_SIDECAR
+from uats_core.worlds.arith import world
+from uats_core.worlds.arith.modeling import MODELS_DIR, PRM_DIR, PRM_SIDECAR
 from .train import Example, _cls_loss, _train, prm_example
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..estimators.measure import GOAL_AUROC, table
+from uats_core.estimators.measure import GOAL_AUROC, table
 
 MEASURED = Path(__file__).resolve().parents[2] / "results" / "estimators"
 STEPS_FILE, COST_FILE = "arith.json", "cost.json"

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from ..methods import uncertainty_methods
+from uats_core.methods import uncertainty_methods
 from .stats import MIN_REPLICATES, method_key, shown_half
 
 

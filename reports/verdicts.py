@@ -94,7 +94,7 @@ def listing(items: Sequence[str], empty: str = "none") -> str:
 def rule_text(confidence: float, two_recordings: bool = False) -> str:
     """The rule, printed once on the page; two_recordings: the test split's base cells were recorded twice (a rerun)."""
     return (f"**The verdict rule.** Every verdict on this page is computed by the report from the numbers it stands "
-            f"beside (`uats_core/report/verdicts.py`), on the printed values. A paired difference *clears zero* when "
+            f"beside (`reports/verdicts.py`), on the printed values. A paired difference *clears zero* when "
             f"its {100 * confidence:g}% t-interval over problems lies on one side of zero; otherwise it is *within "
             f"noise*. A claim that one method is above others is *{REPRODUCED}* when every difference it names clears "
             f"zero upward, holds *{POINT_ONLY}* when every one is positive but some are within noise, is "

@@ -5,11 +5,17 @@ from __future__ import annotations
 import html
 import json
 import os
+import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from benchmarks.serving import free_port
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the tests and the benchmarks serve the app on it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @contextmanager

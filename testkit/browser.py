@@ -1,13 +1,14 @@
 """The app served in this process and Debian's Chromium on it: the one browser launcher of the benchmarks and
-the browser tests (tests/browser/conftest.py takes CHROMIUM_FLAGS from here). Never a downloaded browser."""
+the browser tests (tests/browser/conftest.py takes CHROMIUM_FLAGS from here); `serving` serves it for gradio_client. Never a downloaded browser."""
 
 from __future__ import annotations
 
 import logging
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
+
+from .serving import free_port
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +30,6 @@ def open_app(p: Any, port: int) -> tuple[Any, Any]:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"http://127.0.0.1:{port}")
     return browser, page
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now (the tests and the benchmarks serve the app on it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..config import SearchConfig
-from ..methods import uncertainty_methods
+from uats_core.config import SearchConfig
+from uats_core.methods import uncertainty_methods
 from .aggregation import aggregation_markdown, aggregation_table
 from .compare import contrast_markdown, contrast_table, growth_markdown, growth_table, order_markdown, order_table
 from .difficulty import difficulty_markdown, difficulty_order
@@ -57,8 +57,8 @@ class Report:
 
 def default_roles(df: pd.DataFrame) -> dict[str, str]:
     """The built-in pairs' roles (e.g. 'ID', 'OOD') for the pairs that use the built-in models."""
-    from ..eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
-    from ..paths import portable_path
+    from uats_core.eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
+    from uats_core.paths import portable_path
 
     roles = {}
     for pair, g in df.groupby("pair"):

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import AGGREGATIONS
-from ..grading import tally
+from uats_core.config import AGGREGATIONS
+from uats_core.grading import tally
 from .stats import sort_by_method, t_interval
 from .tables import markdown_table, mean_pm, pair_cell
 

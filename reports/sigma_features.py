@@ -11,9 +11,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..estimation import auroc
-from ..methods.uats import KNOBS, STATE_FEATURES
-from ..paths import ASSETS
+from uats_core.estimation import auroc
+from uats_core.methods.uats import KNOBS, STATE_FEATURES
+from uats_core.paths import ASSETS
 from .steps import MC_SCORED
 from .tables import markdown_table, pair_cell, pair_name
 
@@ -82,7 +82,7 @@ def sigma_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
 def checkpoint_of(variant: str) -> Path:
     """The controller an A-UATS cell ran with: its variant's `controller=` (a path relative to the folder holding
     assets/, as the ledger records it), else the shipped one for its uncertainty setting."""
-    from ..controller import shipped_checkpoint
+    from uats_core.controller import shipped_checkpoint
 
     settings = dict(part.split("=", 1) for part in variant.split(",") if "=" in part)
     if "controller" in settings:
@@ -92,7 +92,7 @@ def checkpoint_of(variant: str) -> Path:
 
 
 def _knob_ranges() -> np.ndarray:
-    from ..controller import KNOB_RANGES
+    from uats_core.controller import KNOB_RANGES
 
     return np.array([KNOB_RANGES[k][1] - KNOB_RANGES[k][0] for k in KNOBS])
 
@@ -102,7 +102,7 @@ def _knobs(net: Any, features: list[str], states: pd.DataFrame) -> np.ndarray:
     copy), so thread counts and BLAS builds move them by about 1e-16, far below any digit the page prints."""
     import torch
 
-    from ..controller import squash
+    from uats_core.controller import squash
 
     with torch.no_grad():
         return squash(net(torch.tensor(states[features].to_numpy(), dtype=torch.float64))[0]).numpy()
@@ -125,8 +125,8 @@ def controller_response(results: pd.DataFrame, controller: pd.DataFrame) -> pd.D
     the knobs the cells recorded, how far its knobs move across those states, how far moving the σ inputs (and,
     for scale, the R̄ inputs) from their 5th to 95th percentile moves them (the largest knob, as a share of
     its range), and the spread of its actions (learned log-std)."""
-    from ..controller import load_checkpoint
-    from ..controller.policy import UNCERTAINTY_FEATURES
+    from uats_core.controller import load_checkpoint
+    from uats_core.controller.policy import UNCERTAINTY_FEATURES
 
     if controller.empty:
         return pd.DataFrame()
