@@ -24,12 +24,12 @@ import multiprocessing as mp
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from testkit.browser import launch_browser, open_app, serve_app
 from testkit.draw_log import per_iteration_draws, spread
-
 from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,8 @@ def _synthetic_store(path: str | None, sizes: Sequence[int]) -> tuple[Any, dict[
 
 def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
     """Python side of one redraw: load the run, lay it out, build the figure, serialise it."""
-    from ui.views.treefig import tree_figure
     from ui.views.treedata import RunData
+    from ui.views.treefig import tree_figure
 
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}
@@ -85,8 +85,8 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
     from playwright.sync_api import sync_playwright
 
     from ui.views.export import PLOTLY_JS
-    from ui.views.treefig import tree_figure
     from ui.views.treedata import RunData
+    from ui.views.treefig import tree_figure
 
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}

@@ -14,7 +14,6 @@ from typing import Any
 
 from uats_core.status import ENDED, LIVE
 
-
 # Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}, ENDED]
 DRAWN_END = """([sels, want, ended]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
   return e && (e.dataset.run in want) && Number(e.dataset.iteration) === want[e.dataset.run]

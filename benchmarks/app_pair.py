@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from uats_core.status import ENDED, RunStatus
 
 from .app_first import open_form, wait_drawn_end

@@ -27,16 +27,22 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-
-from benchmarks import casefinder as bench_cases, engine as bench_engine, estimators as bench_estimators, gpu as bench_gpu, \
-    imports as bench_imports, uncertainty as bench_uncertainty
-from uats_core.timing import measure, summary
+from benchmarks import (
+    casefinder as bench_cases,
+    engine as bench_engine,
+    estimators as bench_estimators,
+    gpu as bench_gpu,
+    imports as bench_imports,
+    uncertainty as bench_uncertainty,
+)
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
+from uats_core.timing import measure, summary
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +291,6 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
         return {"skipped": msg}
     from uats_core.backends import load_prm
     from uats_core.backends.mc_dropout import DropoutSpec
-
     from uats_core.worlds.arith.written import written_steps
 
     prm = load_prm(str(prm_dir), dtype="float32", dropout_p=args.p)

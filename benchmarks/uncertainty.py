@@ -15,16 +15,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from uats.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.calibration import tau_from_variances
 from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES
-from uats.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
+
 
 # -- bench uncertainty ------------------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from uats_core.config import AGGREGATIONS
 from uats_core.grading import tally
+
 from .stats import sort_by_method, t_interval
 from .tables import markdown_table, mean_pm, pair_cell
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from uats_core.config import SearchConfig
 from uats_core.methods import uncertainty_methods
+
 from .replication import RECORDINGS, lead_word, replication_table
 from .stats import dirty, spend_against_rebase
 from .tables import UNCOMMITTED, markdown_table, pair_name, share_text

@@ -8,30 +8,51 @@ uats.report.build_report(store_or_url) opens the run log and calls assemble_repo
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
 from uats_core.config import SearchConfig
 from uats_core.methods import uncertainty_methods
+
 from .aggregation import aggregation_markdown, aggregation_table
+from .answer import answer_markdown, answer_table
+from .claims import claims_markdown
 from .compare import contrast_markdown, contrast_table, growth_markdown, growth_table, order_markdown, order_table
 from .difficulty import difficulty_markdown, difficulty_order
 from .duplicates import duplicates_markdown, duplicates_table, trace_counts
+from .figures import fig_ablation, fig_curves, fig_prm
 from .ladder import RUNGS, ladder_markdown, ladder_table
 from .protocol_variants import protocol_markdown, protocol_table
 from .provenance import sources_markdown, with_provenance
-from .answer import answer_markdown, answer_table
-from .claims import claims_markdown
 from .rerun import Rerun, ordering_markdown, ordering_table, rerun_sections
 from .sigma_features import controller_markdown, controller_response, sigma_beside_rbar, sigma_markdown
-from .figures import fig_ablation, fig_curves, fig_prm
-from .stats import (CELL, MIN_REPLICATES, base_on_variant_cells, curves, mean_over_budgets, paired_differences,
-                    restrict_common, same_problems_across_variants, spend_against_rebase, variant_differences)
+from .stats import (
+    CELL,
+    MIN_REPLICATES,
+    base_on_variant_cells,
+    curves,
+    mean_over_budgets,
+    paired_differences,
+    restrict_common,
+    same_problems_across_variants,
+    spend_against_rebase,
+    variant_differences,
+)
 from .steps import MC_SCORED, NodeLoader, prm_summary, select_runs, step_records
-from .tables import (ablation_table, against_rebase_markdown, paired_markdown, per_budget_markdown, prm_markdown, span,
-                     spend_markdown, table4_markdown, variant_markdown)
+from .tables import (
+    ablation_table,
+    against_rebase_markdown,
+    paired_markdown,
+    per_budget_markdown,
+    prm_markdown,
+    span,
+    spend_markdown,
+    table4_markdown,
+    variant_markdown,
+)
 
 
 @dataclass

@@ -12,6 +12,7 @@ import json
 import pandas as pd
 
 from uats_core.tree import TERMINAL
+
 from .stats import sort_by_method
 from .tables import markdown_table, pair_cell
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from uats_core.estimators.measure import GOAL_AUROC, table
 
-MEASURED = Path(__file__).resolve().parents[2] / "results" / "estimators"
+MEASURED = Path(__file__).resolve().parents[1] / "results" / "estimators"
 STEPS_FILE, COST_FILE = "arith.json", "cost.json"
 
 

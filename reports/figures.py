@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from uats_core.methods import uncertainty_methods
+
 from .stats import method_key, shown_half
 from .tables import pair_name
 

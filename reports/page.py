@@ -7,14 +7,34 @@ from __future__ import annotations
 import pandas as pd
 
 from uats_core.methods import uncertainty_methods
+
 from .build import Report, main_and_harder
-from .estimators_section import estimators_section
 from .claims import NO_SIGMA_VARIANT
+from .estimators_section import estimators_section
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
-from .page_sections import (aggregation_section, controller_section, duplicates_section, figure2_section, gate_section,
-                            harder_section)
-from .prose import (ONE_RECORDING_LEAD, at_n, by_pair, clear_steps, clearing, growth_lines, name, pass_line, path_text, ranged,
-                    replication_said, section, step_rows)
+from .page_sections import (
+    aggregation_section,
+    controller_section,
+    duplicates_section,
+    figure2_section,
+    gate_section,
+    harder_section,
+)
+from .prose import (
+    ONE_RECORDING_LEAD,
+    at_n,
+    by_pair,
+    clear_steps,
+    clearing,
+    growth_lines,
+    name,
+    pass_line,
+    path_text,
+    ranged,
+    replication_said,
+    section,
+    step_rows,
+)
 from .provenance import DIRTY
 from .replication import RECORDINGS, REPLICATES
 from .tables import pair_name

@@ -7,12 +7,25 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .sigma_features import checkpoint_of
 from .prose import ONE_RECORDING_LEAD, growth_lines, name, pass_line, ranged, section
 from .rerun import RULE_DIFFS, RULE_NAMES, claim_groups
+from .sigma_features import checkpoint_of
 from .tables import pair_name
-from .verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, diff_text, listing, masked,
-                       side, trend, zero_word)
+from .verdicts import (
+    DOWN,
+    NOISE,
+    NOT_REPRODUCED,
+    POINT_ONLY,
+    REPRODUCED,
+    REVERSED,
+    UP,
+    diff_text,
+    listing,
+    masked,
+    side,
+    trend,
+    zero_word,
+)
 
 if TYPE_CHECKING:
     from .build import Report

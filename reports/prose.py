@@ -3,12 +3,13 @@ them is a number of the table they describe, printed the way that table prints i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .tables import pair_name
 from .replication import LEAD, REPLICATES
+from .tables import pair_name
 from .verdicts import NOISE, UP, diff_text, listing, masked, side, trend
 
 if TYPE_CHECKING:

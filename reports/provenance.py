@@ -10,7 +10,6 @@ from .stats import DIRTY, dirty
 from .tables import markdown_table
 
 
-
 def provenance_line(rows: pd.DataFrame) -> str:
     """One line naming the code versions of `rows` with their row counts (most rows first) and how many ran
     uncommitted code; '' where the rows carry no version (a run log, not a ledger)."""

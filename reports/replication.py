@@ -7,7 +7,8 @@ both recordings' cells together (each recording's seeds kept apart), its interva
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 

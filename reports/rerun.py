@@ -15,11 +15,12 @@ import pandas as pd
 
 from uats_core.config import AGGREGATIONS
 from uats_core.methods import method_names, uncertainty_methods
+
 from .aggregation import KEYS, aggregation_from_votes, vote_rows
 from .compare import paired_mean_over_n
+from .provenance import with_provenance
 from .stats import paired_summary, shown_half, sort_by_method
 from .tables import half_text, markdown_table, mean_pm, pair_name
-from .provenance import with_provenance
 from .verdicts import claim, diff_text
 
 AXES = ["pair", "method", "budget", "seed"]  # a problem is finished when the rerun has every one of these

@@ -5,8 +5,9 @@ checkpoints that ran: the knobs it sets across the states it met, and how far it
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import pandas as pd
 from uats_core.estimation import auroc
 from uats_core.methods.uats import KNOBS, STATE_FEATURES
 from uats_core.paths import ASSETS
+
 from .steps import MC_SCORED
 from .tables import markdown_table, pair_cell, pair_name
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -93,7 +94,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
-@functools.lru_cache(maxsize=None)  # a report asks for the same few (q, df) thousands of times
+@functools.cache  # a report asks for the same few (q, df) thousands of times
 def t_quantile(q: float, df: float) -> float:
     """Student-t quantile by bisection on the exact CDF (no scipy needed): t_quantile(0.975, 2) = 4.303."""
     if not 0.0 < q < 1.0 or df <= 0:

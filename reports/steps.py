@@ -7,14 +7,16 @@ checker, or elsewhere from a terminal node's graded answer."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from uats_core.methods import uncertainty_methods
 from uats_core.estimation import auroc, is_ood, mean_var
+from uats_core.methods import uncertainty_methods
 from uats_core.tree import TERMINAL
+
 from .stats import wilson
 
 NodeLoader = Callable[[list[str]], pd.DataFrame]  # run ids -> their nodes (run_id, node_id, parent_id, depth, ...)

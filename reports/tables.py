@@ -4,11 +4,13 @@ REBASE, paired differences, ablations and the Figure 2 PRM summary."""
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
 from uats_core.methods import uncertainty_methods
+
 from .stats import MIN_REPLICATES, method_key, shown_half
 
 

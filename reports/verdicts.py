@@ -8,7 +8,7 @@ it, and float noise under the last printed digit can never flip one."""
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 

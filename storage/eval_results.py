@@ -4,8 +4,9 @@ analysis. Reading never creates tables, so a report on a run log without evaluat
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa

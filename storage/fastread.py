@@ -17,7 +17,6 @@ import sqlalchemy as sa
 
 from . import schema as S
 
-
 ID_COLUMN = "node_id"  # the nodes table's column for what Node.record() calls "id"
 
 

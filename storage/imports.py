@@ -5,7 +5,8 @@ exactly like its own."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from uats_core.events import RunStarted
 from uats_core.imports import ImportedRun

@@ -15,8 +15,9 @@ import operator
 import os
 import socket
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine

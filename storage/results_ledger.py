@@ -25,9 +25,10 @@ import gzip
 import hashlib
 import io
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 try:
     import fcntl

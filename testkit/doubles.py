@@ -7,7 +7,8 @@ whose every number is known, and so a full disk or a cancel can be made to happe
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,7 +4,8 @@ write -> draw per iteration. Here, not in the benchmarks, so that a test can pin
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def spread(xs: Sequence[float]) -> dict[str, float]:

@@ -6,13 +6,14 @@ a search depends on its seed alone (the property the evaluation's equality tests
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from .doubles import unit
 from uats_core.protocols import FinishReason, StepOutput, Trace
+
+from .doubles import unit
 
 MODELS = {"pol": "py:testkit.eval_doubles:policy_double", "pol2": "py:testkit.eval_doubles:policy_double_b",
           "slow": "py:testkit.eval_doubles:slow_policy_double", "ragged": "py:testkit.eval_doubles:ragged_policy_double",

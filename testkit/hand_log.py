@@ -8,8 +8,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from storage import RunStore
-from storage import schema as S
+from storage import RunStore, schema as S
 from storage.eval_cells import eval_cells
 
 # (method, budget, seed) -> (correct on p0, correct on p1)

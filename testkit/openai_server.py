@@ -116,7 +116,7 @@ class OpenAICompletionsServerDouble:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "OpenAICompletionsServerDouble":
+    def __enter__(self) -> OpenAICompletionsServerDouble:
         self._thread.start()
         return self
 

@@ -4,7 +4,7 @@ what a test asserts."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def until(done: Callable[[], bool], timeout_s: float, tick_s: float = 0.1) -> bool:

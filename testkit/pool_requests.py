@@ -3,7 +3,8 @@ row registered as the Run button registers it."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from storage.store import RunStore
 from uats_core.config import SearchConfig

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger
 from reports.aggregation import recomputed_votes
+from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger
 
 METHODS = ("best-of-n", "rebase", "h-uats", "a-uats")
 # final solutions [answer, correct, copies, score sum, top score]: the weighted vote picks the wrong "7" (1.2 against

@@ -12,6 +12,7 @@ from uats_core.config import SearchConfig
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search
 from uats_core.worlds.arith import world
 from ui.views.treedata import RunData
+
 from .doubles import record_synthetic
 
 # τ low enough that the embedded PRM's spread sends candidates to re-evaluation (as in test_ood_survival)

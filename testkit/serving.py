@@ -6,9 +6,10 @@ import html
 import json
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 def free_port() -> int:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from testkit.doubles import DOUBLES_PROBLEM as PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.allocation import largest_remainder, sequential_ceil, softmax
 from uats_core.config import ConfigError, SearchConfig
-from uats_core.request import check_config
 from uats_core.eval.grid import GridSpec, build_cells, parse_pairs
 from uats_core.events import IterationEnded
+from uats_core.request import check_config
 from uats_core.runner import run_search
-from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
-from testkit.doubles import DOUBLES_PROBLEM as PROBLEM
 
 C, K0 = 18.0, 7
 

@@ -4,19 +4,19 @@ by who started it; everyone else may view it. The app is served in-process and c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import httpx
 import pytest
 
 from storage import RunStore
-from testkit.synthetic import synthetic_events
-from ui import launch
-
 from testkit.doubles import WorkerPoolDouble, record
 from testkit.serving import app_client, form_args, free_port, notice_text, save_note, served_app
+from testkit.synthetic import synthetic_events
+from ui import launch
 
 
 @pytest.fixture()

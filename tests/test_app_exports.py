@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 from storage import RunStore
-
 from testkit.doubles import WorkerPoolDouble, record_synthetic
 from testkit.serving import app_client, served_app
 

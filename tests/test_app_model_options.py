@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
+from testkit.pool_requests import search_job
 from uats_core.config import ConfigError, SearchConfig
 from ui.choices import APP_POLICY_OPTIONS, ARITH, app_options
 from ui.jobs.warm import ModelCache, execute
 from ui.tabs.run_form import dataset_problems
-from testkit.pool_requests import search_job
 
 
 def test_the_apps_worker_records_the_options_of_its_run(tmp_path: Path) -> None:

@@ -14,19 +14,19 @@ import re
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
-from storage import RunStore
-from storage import schema as S
-from uats_core.paths import ASSETS
+from storage import RunStore, schema as S
 from testkit.doubles import WorkerPoolDouble, record_synthetic
 from testkit.remote_code import code_config, write_code_module
 from testkit.serving import call_api, call_named, form_args, job_result, on_run_args, outcome_text, served_fresh_app
+from uats_core.paths import ASSETS
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
 

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import httpx
 import pytest
 
 from storage import RunStore
-from ui import launch
-
 from testkit.doubles import WorkerPoolDouble
 from testkit.serving import free_port, served_app
+from ui import launch
 
 PLOTLY_PATH = "/uats-static/plotly.min.js"
 TEAM = "uats.team.example"  # the reverse proxy's public name, given with --allowed-host

@@ -10,8 +10,16 @@ import torch
 
 from uats_core.problems import Problem
 from uats_core.worlds.arith import world
-from uats_core.worlds.arith.world import (extract_answer, final_answer_correct, get_problem, label_steps, load_split,
-                                          parse_step, solve, step_correct)
+from uats_core.worlds.arith.world import (
+    extract_answer,
+    final_answer_correct,
+    get_problem,
+    label_steps,
+    load_split,
+    parse_step,
+    solve,
+    step_correct,
+)
 
 
 def _problem(question: str, given: list[int], gold: list[tuple[str, tuple[str, int], tuple[str, int], int]]) -> Problem:

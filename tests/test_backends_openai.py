@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from testkit.serving import free_port
-from testkit.openai_server import OpenAICompletionsServerDouble
 from testkit.doubles import stored_nodes
+from testkit.openai_server import OpenAICompletionsServerDouble
+from testkit.serving import free_port
+from uats.cli import main as cli
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends._loading import load_tokenizer, resolve_spec
 from uats_core.backends.prompting import prompt_ids, solution_token_count
-from uats.cli import main as cli
 from uats_core.errors import BackendError
 from uats_core.paths import WORLD_POLICY
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Policy, Trace

@@ -9,10 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uats.cli import main as cli_main
 from testkit.bench_runs import run_benchmark
-from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
-                                   spread_entry, tau_from_variances, write_calibration)
+from uats.cli import main as cli_main
+from uats_core.calibration import (
+    CALIBRATION_NAME,
+    calibration_path,
+    entry_key,
+    load_calibration,
+    resolve_tau,
+    spread_entry,
+    tau_from_variances,
+    write_calibration,
+)
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError
 

@@ -20,8 +20,15 @@ from uats_core.config import ConfigError, SearchConfig
 from uats_core.paths import WORLD_POLICY_B
 from uats_core.runner import DEFAULT_PRM
 from ui.choices import ARITH, EMBEDDED, server_choices
-from ui.jobs.case_batch import (MAX_BATCH_PROBLEMS, MAX_BATCH_RUNS, CaseBatchRequest, batch_label, cancel_batch,
-                                execute_batch, queue_case_batch)
+from ui.jobs.case_batch import (
+    MAX_BATCH_PROBLEMS,
+    MAX_BATCH_RUNS,
+    CaseBatchRequest,
+    batch_label,
+    cancel_batch,
+    execute_batch,
+    queue_case_batch,
+)
 from ui.jobs.warm import ModelCache
 from ui.jobs.worker import PoolLimits, QueueFull, WorkerPool
 from ui.tabs.case_finder import batch_requests

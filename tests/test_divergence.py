@@ -5,7 +5,8 @@ on many searches of the test doubles (policy and PRM in a few lines), and on the
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 

@@ -8,8 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 import sqlalchemy as sa
@@ -21,9 +21,8 @@ from uats.eval import EvalOptions, run_eval
 from uats.eval.cli import main as eval_main
 from uats_core.errors import ConfigError
 from uats_core.eval import GridSpec, build_cells
-from uats_core.eval.grid import check_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
-from uats_core.eval.grid import load_eval_problems, parse_pairs
+from uats_core.eval.grid import check_cells, load_eval_problems, parse_pairs
 from uats_core.protocols import Trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -369,8 +368,8 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
 
 
 def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
-    from uats_core.errors import ConfigError
     from uats.eval.ray_runner import check_resources
+    from uats_core.errors import ConfigError
 
     check_resources({"CPU": 2.0}, 1.0, 0.0)
     with pytest.raises(ConfigError, match="^gpus-per-worker: each worker asks for 1 GPU.* the Ray cluster has 0"):
@@ -382,8 +381,8 @@ def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
 def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path: Path) -> None:
     from dataclasses import replace as dc_replace
 
-    from uats_core.eval.grid import Cell, WorkItem
     from uats.eval.ray_runner import relocate
+    from uats_core.eval.grid import Cell, WorkItem
     from uats_core.problems import Problem
 
     driver = "/home/me/uats-studio"

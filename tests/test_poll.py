@@ -14,8 +14,7 @@ import pytest
 import sqlalchemy as sa
 from gradio import Request
 
-from storage import RunStore
-from storage import schema as S
+from storage import RunStore, schema as S
 from testkit.doubles import WorkerPoolDouble, record_synthetic
 from ui.app_ui import build_demo
 from ui.tabs.common import TICK_S, PollParts

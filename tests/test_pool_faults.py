@@ -21,12 +21,12 @@ from storage import RunStore, StorageError
 from storage.connection import pid_alive, process_gone, this_process
 from testkit.doubles import DiskFullDouble
 from testkit.polling import until
+from testkit.pool_requests import search_job
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
-from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
 from ui.jobs.worker import RunRequest, WorkerPool
-from testkit.pool_requests import search_job
+from ui.tabs.run_form import dataset_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 

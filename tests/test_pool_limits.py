@@ -17,9 +17,9 @@ from testkit.pool_requests import register_request, search_job
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
-from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute
 from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, session_of
+from ui.tabs.run_form import dataset_problems
 
 
 def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: Any) -> RunRequest:

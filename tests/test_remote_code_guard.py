@@ -16,8 +16,8 @@ import pytest
 
 from testkit.cli_errors import one_line_error
 from testkit.remote_code import code_config, write_code_module
-from uats_core.config import ConfigError
 from uats.cli import main
+from uats_core.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,16 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from uats.report import main as report_main
-from uats.report import report_from_ledger
-from reports.page import results_page
 from reports.claims import both_recordings, replicated
-from reports.replication import (CONFLICTS, REPLICATES, WITHIN_BOTH, compare_recordings, lead_word,
-                                          replication_word)
+from reports.page import results_page
+from reports.replication import CONFLICTS, REPLICATES, WITHIN_BOTH, compare_recordings, lead_word, replication_word
 from reports.verdicts import DOWN, NOISE, NOT_REPRODUCED, REPRODUCED, REVERSED, UP
-
 from testkit.prose_numbers import unfound_prose_numbers
 from testkit.rerun_ledgers import ledger as _ledger, rows as _rows
+from uats.report import main as report_main, report_from_ledger
 
 
 def test_the_replication_verdict() -> None:

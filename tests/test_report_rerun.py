@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from uats.report import main as report_main
-from uats.report import report_from_ledger
-
 from testkit.prose_numbers import unfound_prose_numbers
 from testkit.rerun_ledgers import ledger as _ledger, rows as _rows
+from uats.report import main as report_main, report_from_ledger
+
 
 @pytest.fixture(scope="module")
 def ledgers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:

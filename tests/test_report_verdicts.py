@@ -8,8 +8,20 @@ import pytest
 
 from reports import t_interval
 from reports.compare import growth_table, method_means, order_table, paired_mean_over_n
-from reports.verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, claim, lead,
-                                       order, side, trend)
+from reports.verdicts import (
+    DOWN,
+    NOISE,
+    NOT_REPRODUCED,
+    POINT_ONLY,
+    REPRODUCED,
+    REVERSED,
+    UP,
+    claim,
+    lead,
+    order,
+    side,
+    trend,
+)
 
 
 def test_a_difference_clears_zero_on_its_printed_interval() -> None:

@@ -10,11 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from uats.report import page_command, report_from_ledger
 from reports import Report
 from reports.page import results_page
-
 from testkit.prose_numbers import unfound_prose_numbers
+from uats.report import page_command, report_from_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results.md"

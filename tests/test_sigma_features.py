@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from reports.sigma_features import checkpoint_of, controller_response, sigma_beside_rbar
+from reports.steps import MC_SCORED
 from uats_core.controller import ControllerNet, load_checkpoint, save_checkpoint, squash
 from uats_core.controller.policy import feature_names
 from uats_core.methods.uats import KNOBS, STATE_FEATURES
-from reports.sigma_features import checkpoint_of, controller_response, sigma_beside_rbar
-from reports.steps import MC_SCORED
 
 
 def _steps(sigma_tells: bool, n: int = 4000) -> pd.DataFrame:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
-import sqlite3
 import time
 from pathlib import Path
 
@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 from storage import RunStore, StorageError
+from testkit.doubles import record
 from testkit.synthetic import final_records, synthetic_events
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
-from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.records import Decision, StepInfo
-from testkit.doubles import record
+from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 
 
 def _hand_events(run_id: str = "r1") -> list:

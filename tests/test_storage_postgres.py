@@ -5,8 +5,9 @@ in one line instead of being written more slowly. PostgreSQL: UATS_TEST_POSTGRES
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -14,10 +15,10 @@ import sqlalchemy as sa
 from storage import RunStore, StorageError
 from storage.connection import parse_location
 from storage.fastread import read_nodes
-from uats_core.status import RunStatus
 from testkit.doubles import record, record_synthetic
 from testkit.postgres import fresh_database
 from testkit.synthetic import synthetic_events
+from uats_core.status import RunStatus
 
 # table -> (what is compared, in which order): every column but when a row was written and by which process
 TABLES = {"nodes": ("*", "run_id, node_id"), "node_history": ("*", "run_id, iteration, node_id"),

@@ -8,16 +8,16 @@ import random
 import pytest
 
 from storage import RunStore
+from testkit.doubles import record_synthetic
 from testkit.synthetic import final_records, synthetic_events
-from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
-from ui.views.figstyle import box_stats, shared_colour_range
+from uats_core.events import IterationEnded, NodesUpdated
 from ui.views.decisions import step_of
+from ui.views.divergence import decision_divergence
+from ui.views.figstyle import box_stats, shared_colour_range
 from ui.views.figure1 import step_figure
 from ui.views.layout import tidy_layout
 from ui.views.treedata import RunData
-from ui.views.divergence import decision_divergence
-from uats_core.events import IterationEnded, NodesUpdated
-from testkit.doubles import record_synthetic
+from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
 
 
 def test_tidy_layout_small_tree_by_hand() -> None:

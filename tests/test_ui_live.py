@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
-from gradio import Request
 import pytest
+from gradio import Request
 
 from storage import RunStore
 from testkit.synthetic import synthetic_events
+from uats_core.events import IterationEnded, RunEnded, RunStarted
 from ui.choices import server_choices
+from ui.jobs.worker import WorkerPool
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
+from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.tabs.runbar import bar_state, control_state
 from ui.tabs.search import build_search_tab
 from ui.tabs.search_events import live_update
-from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.views.treedata import RunData
-from ui.jobs.worker import WorkerPool
-from uats_core.events import IterationEnded, RunEnded, RunStarted
 
 RUN = "1f" * 16
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from storage import RunStore
-from uats_core.config import SearchConfig
 from testkit.pool_requests import register_request, search_job
+from uats_core.config import SearchConfig
 from ui.choices import ARITH
-from ui.tabs.run_form import dataset_problems
 from ui.jobs.warm import ModelCache, execute, model_key
 from ui.jobs.worker import RunRequest, WorkerPool
+from ui.tabs.run_form import dataset_problems
 
 
 def _req(run_id: str = "r", **kw: Any) -> RunRequest:

@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from storage.eval_results import report_inputs
 from reports import Report, assemble_report, write_report
+from storage.eval_results import report_inputs
 
 __all__ = ["build_report", "report_from_ledger", "ledger_plan", "page_command", "write_report", "main"]
 

@@ -5,7 +5,7 @@ Kept free of trees and models so the maths can be unit- and property-tested on i
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

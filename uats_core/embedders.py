@@ -10,8 +10,8 @@ import importlib.util
 import json
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

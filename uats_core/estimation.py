@@ -8,8 +8,9 @@ familiar ones there, while the logit spread of the same passes does (docs/backen
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ class OODGate:
     estimator: str = "mc-dropout"  # where σ² came from (config.estimator): views name it beside every σ²
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | Any, tau: float | None = None) -> "OODGate":
+    def from_config(cls, config: Mapping[str, Any] | Any, tau: float | None = None) -> OODGate:
         """From a SearchConfig or its stored dict; `tau` overrides (A-UATS's controller sets τ per step).
         Runs logged before these options existed gated on the probability-space variance."""
         get = config.get if isinstance(config, Mapping) else (lambda name, default: getattr(config, name, default))

@@ -11,14 +11,16 @@ name (a 307 from a compromised or misconfigured server would otherwise carry the
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import socket
 import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 PREFIX = "openai:"  # a policy spec naming a server: openai:URL
 MAX_RESPONSE_BYTES = 64 * 2**20  # a JSON body of more than this is no completion of ours: refused, not read
@@ -40,10 +42,8 @@ class _Waiting:
         with self.lock:
             before, self.count = self.count, self.count + delta
             if self.listener is not None and (before == 0) != (self.count == 0):
-                try:
+                with contextlib.suppress(Exception):  # a listener that fails must not fail the request
                     self.listener(time.time() if self.count else None)
-                except Exception:  # noqa: BLE001 - a listener that fails must not fail the request
-                    pass
 
 
 _WAITING = _Waiting()
@@ -176,8 +176,6 @@ def _close(conn: http.client.HTTPConnection) -> None:
     """Close the socket under a helper that may be blocked reading it: shutdown wakes the read at once."""
     sock = conn.sock
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
     conn.close()

@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 import random
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -3,8 +3,8 @@ taken about them, so that storage can log them and the app can replay them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Iterator
 
 from .protocols import FinishReason, StepOutput, Trace
 from .status import TERMINAL, NodeStatus

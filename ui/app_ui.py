@@ -16,34 +16,31 @@ import gradio as gr
 
 from storage import RunStore
 
-from .choices import ARITH
-
-from .views.counterfactual import COLUMNS as FOUND_COLUMNS
-from .views.comparison import COMPARE_COLUMNS
-
-from .views.run_status import RUN_COLUMNS
-from .choices import ServerChoices, server_choices
+from .auth import LoginLimiter
+from .choices import ARITH, ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
-from .views.report_sources import ReportSources
+from .jobs.worker import WorkerPool
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
+from .tabs.exports import clear_downloads, downloads_folder
+from .tabs.idle import wire_idle_timer
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
 from .tabs.page_state import ComparedPair, OpenRun
 from .tabs.poll import wire_poll
-from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runbar import RUN_BAR_CSS
-from .tabs.search_layout import INSPECTOR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
-from .views.uncertainty import CHANGED_COLUMNS
-from .jobs.worker import WorkerPool
-from .auth import LoginLimiter
-from .web_guard import DownloadGuard, WebGuard, WebPolicy
+from .tabs.search_layout import INSPECTOR_CSS
+from .views.comparison import COMPARE_COLUMNS
+from .views.counterfactual import COLUMNS as FOUND_COLUMNS
 from .views.export import ExportQuota, owner_folder
-from .tabs.exports import clear_downloads, downloads_folder
+from .views.report_sources import ReportSources
+from .views.run_status import RUN_COLUMNS
+from .views.uncertainty import CHANGED_COLUMNS
+from .web_guard import DownloadGuard, WebGuard, WebPolicy
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 

@@ -25,8 +25,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 # In a checkout (app.py beside ui/), the project's folders; installed, folders under the current directory
 # (runs/uats.db is also where `uats search` logs by default).
@@ -184,13 +185,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         print(f"error: export-dir: cannot create {export_dir} ({exc.strerror}); give a writable folder", file=sys.stderr)
         return 2
 
-    from uats_core.interrupts import sigterm_as_interrupt
-    from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-    from .views.export import ExportQuota, stop_kaleido
     from storage.batches import mark_dead_batch_jobs
     from storage.shadow import mark_dead_shadow_jobs
+    from uats_core.interrupts import sigterm_as_interrupt
 
+    from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from .jobs.worker import PoolLimits, WorkerPool, default_pair_request
+    from .views.export import ExportQuota, stop_kaleido
 
     # a server or worker gone (kill -9)
     dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store) + mark_dead_batch_jobs(store)

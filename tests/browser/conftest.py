@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,6 @@ from testkit.browser import CHROMIUM_FLAGS
 from testkit.serving import free_port
 
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
-
 
 # HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
 IMG = '<img src=x onerror="window.__pwned=1">'

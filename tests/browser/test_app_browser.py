@@ -11,8 +11,19 @@ from typing import Any
 
 import pytest
 
-from .pages import (NODE_PIXEL_JS, PAIR, choose, fill, open_run, plot_data, shot, wait_idle, wait_notice, wait_plot,
-                    wait_text)
+from .pages import (
+    NODE_PIXEL_JS,
+    PAIR,
+    choose,
+    fill,
+    open_run,
+    plot_data,
+    shot,
+    wait_idle,
+    wait_notice,
+    wait_plot,
+    wait_text,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -10,16 +10,28 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 from testkit.serving import free_port
 from testkit.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION
 
-from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo, wait_idle, wait_notice, wait_plot, \
-    wait_text
+from .pages import (
+    ARTIFACTS,
+    LAPTOP,
+    SCREENSHOTS,
+    choose,
+    fill,
+    open_run,
+    photo,
+    wait_idle,
+    wait_notice,
+    wait_plot,
+    wait_text,
+)
 
 pytestmark = pytest.mark.browser
 

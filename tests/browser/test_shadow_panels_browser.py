@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 

@@ -265,7 +265,7 @@ def test_figure1_shows_the_step_and_exports_it(page: Any, served: dict[str, Any]
     from ui.views.treedata import RunData
 
     state = _n64(served["store"])
-    reeval = next(i for i, n in state.nodes.items() if n.get("extra_passes") and 2 < len(state.siblings(i)))
+    reeval = next(i for i, n in state.nodes.items() if n.get("extra_passes") and len(state.siblings(i)) > 2)
     step = step_of(RunData.load(served["store"], N64), reeval)
     page.goto(f"{served['url']}/?run={N64}&node={reeval}")
     wait_plot(page, "#tree", f"e.dataset.run === '{N64}'")

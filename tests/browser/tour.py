@@ -14,8 +14,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .pages import choose, photo
 
@@ -29,11 +30,11 @@ SETTLED = "() => { const e = document.querySelector('#tree .uats-plot'); return 
 
 def search(store: Any, run_id: str, problem: int, budget: int) -> None:
     """One real H-UATS search, written to `store` as a worker writes it."""
-    from ui.choices import ARITH
-    from ui.tabs.run_form import dataset_problems
     from testkit.pool_requests import search_job
-    from ui.jobs.warm import ModelCache, execute
     from uats_core.config import SearchConfig
+    from ui.choices import ARITH
+    from ui.jobs.warm import ModelCache, execute
+    from ui.tabs.run_form import dataset_problems
 
     prob = dataset_problems(ARITH)[problem]
     cfg = SearchConfig(method="h-uats", budget=budget, seed=0, dropout_p=0.3)

@@ -21,9 +21,9 @@ import argparse
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch

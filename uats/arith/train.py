@@ -32,17 +32,26 @@ import logging
 import math
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from uats_core.worlds.arith import world
-from uats_core.worlds.arith.modeling import (MODELS_DIR, PRM_SIDECAR, ModelShape, layer_dropout, new_policy, new_prm,
-                                             prm_ids, sample_solutions, write_prm_sidecar)
+from uats_core.worlds.arith.modeling import (
+    MODELS_DIR,
+    PRM_SIDECAR,
+    ModelShape,
+    layer_dropout,
+    new_policy,
+    new_prm,
+    prm_ids,
+    sample_solutions,
+    write_prm_sidecar,
+)
 from uats_core.worlds.arith.tokenizer import DELIMITER, STEP_TAG, build_tokenizer
 
 log = logging.getLogger(__name__)

@@ -22,13 +22,14 @@ import json
 import logging
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
 from uats_core.worlds.arith import world
 from uats_core.worlds.arith.modeling import MODELS_DIR, PRM_DIR, PRM_SIDECAR
+
 from .train import Example, _cls_loss, _train, prm_example
 
 log = logging.getLogger(__name__)

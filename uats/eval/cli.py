@@ -14,15 +14,25 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from uats.model_flags import add_model_option_flags, model_options
 from uats_core.errors import ConfigError, ProblemError
+from uats_core.eval.grid import (
+    GridSpec,
+    load_eval_problems,
+    parse_axis,
+    parse_int_list,
+    parse_methods,
+    parse_models,
+    parse_pairs,
+    parse_seeds,
+    parse_settings,
+)
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.methods import method_names
-from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
-                   parse_pairs, parse_seeds, parse_settings)
 from uats_core.status import RunStatus
-from uats.model_flags import add_model_option_flags, model_options
 
 from .recipe import expand_spec
 from .run import EvalOptions, code_version, run_eval

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
@@ -12,8 +13,8 @@ from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaLis
 from uats_core.backends._loading import ModelSource, load_tokenizer, load_weights, resolve_device, resolve_spec
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
-    classify_finish,
     check_sampling,
+    classify_finish,
     prompt_ids,
     resolve_use_chat,
     step_budgets,
@@ -91,7 +92,7 @@ class HFPolicy:
 
     @classmethod
     def from_pretrained(cls, spec: str | ModelSource, *, dtype: str | torch.dtype | None = "auto", device: str | None = "auto",
-                        trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> "HFPolicy":
+                        trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> HFPolicy:
         from transformers import AutoModelForCausalLM
 
         src = spec if isinstance(spec, ModelSource) else resolve_spec(spec, "policy")

@@ -20,9 +20,10 @@ from __future__ import annotations
 import copy
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -84,7 +85,7 @@ class DropoutSpec:
     p: float
 
     @classmethod
-    def parse(cls, mode: str, p: float, field: str = "prm") -> "DropoutSpec":
+    def parse(cls, mode: str, p: float, field: str = "prm") -> DropoutSpec:
         try:
             kind, layers = parse_dropout_mode(mode)
         except ConfigError as exc:
@@ -121,7 +122,7 @@ class DecoderParts:
     sliding_window: int | None = None
 
     @classmethod
-    def of(cls, model: nn.Module, field: str = "prm", name: str = "model") -> "DecoderParts":
+    def of(cls, model: nn.Module, field: str = "prm", name: str = "model") -> DecoderParts:
         for cand in (model, getattr(model, "model", None), getattr(model, "base_model", None)):
             if cand is None:
                 continue
@@ -400,7 +401,7 @@ class MCDropoutEngine:
             if pmax > 0:
                 past = []
                 for layer in range(shared):
-                    ref_k, ref_v = next((e.kv[layer] for e in entries if e is not None))
+                    ref_k, ref_v = next(e.kv[layer] for e in entries if e is not None)
                     pk = torch.zeros(B, ref_k.shape[0], pmax, ref_k.shape[2], dtype=dtype, device=device)
                     pv = torch.zeros(B, ref_v.shape[0], pmax, ref_v.shape[2], dtype=dtype, device=device)
                     for i, e in enumerate(entries):

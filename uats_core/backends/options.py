@@ -8,7 +8,8 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from uats_core.backends.prompting import check_sampling
 from uats_core.errors import BackendError

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from uats_core.backends import PRM_KINDS, check_prm_source, detect_prm_kind
 from uats_core.backends._loading import ModelSource, load_config, resolve_device, resolve_spec

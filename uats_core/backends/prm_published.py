@@ -7,7 +7,8 @@ load without trust_remote_code: the Qwen and Skywork heads are rebuilt here on t
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

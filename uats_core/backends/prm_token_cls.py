@@ -37,7 +37,7 @@ class TokenClsFormat:
     dropout_p: float = 0.1
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TokenClsFormat":
+    def from_dict(cls, data: dict[str, Any]) -> TokenClsFormat:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -76,7 +76,7 @@ class TokenClassificationPRM(TorchPRM):
     @classmethod
     def from_pretrained(cls, src: ModelSource, *, dtype: Any = "auto", device: str | None = "auto", trust_remote_code: bool = False,
                         sidecar: dict[str, Any] | None = None, attn_implementation: str = "sdpa",
-                        **kw: Any) -> "TokenClassificationPRM":
+                        **kw: Any) -> TokenClassificationPRM:
         from transformers import AutoModelForTokenClassification
 
         dev = resolve_device(device)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import torch
 

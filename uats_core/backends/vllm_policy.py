@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
-    classify_finish,
     check_sampling,
+    classify_finish,
     prompt_ids,
     resolve_use_chat,
     step_budgets,

@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from ..protocols import PRM, Trace

@@ -8,8 +8,9 @@ deterministic score, which every estimator shares, so each estimator is judged o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

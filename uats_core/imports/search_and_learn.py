@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .tree import ImportedNode, ImportedRun, ImportFormatError, score_or_none
 

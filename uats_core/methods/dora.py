@@ -3,7 +3,8 @@ partial-solution embeddings, so near-duplicate directions share their budget ins
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..allocation import dora_weights, largest_remainder
 from ..tree import Node

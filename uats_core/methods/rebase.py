@@ -10,8 +10,9 @@ ceil), so against H-UATS without re-evaluation only the rounding of the children
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..allocation import rebase_children
 from ..config import ConfigError, SearchConfig

@@ -24,8 +24,9 @@ C and B come from allocation.uats_budget_split; A-UATS's controller scales them 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,7 @@ from ..config import SearchConfig, tau_auto_quantile
 from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
-from ..spending import RULE_STEP_FIELDS, SpendingRule, config_spending
-from ..spending import check_affordable as check_uats_affordable
+from ..spending import RULE_STEP_FIELDS, SpendingRule, check_affordable as check_uats_affordable, config_spending
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, step_stream, terminal
 
@@ -51,7 +51,7 @@ class Knobs:
     nu2: float
 
     @classmethod
-    def from_config(cls, cfg: SearchConfig) -> "Knobs":
+    def from_config(cls, cfg: SearchConfig) -> Knobs:
         return cls(beta=1.0, gamma=1.0, tau=cfg.tau, delta=cfg.delta, nu1=cfg.nu1, nu2=cfg.nu2)
 
 

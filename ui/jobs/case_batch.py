@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from storage import RunStore
-from storage.batches import (batch_cancel_requested, batch_job_progress, create_batch_job, end_batch_job,
-                             get_batch_job, live_batch_jobs, request_batch_cancel, start_batch_job)
+from storage.batches import (
+    batch_cancel_requested,
+    batch_job_progress,
+    create_batch_job,
+    end_batch_job,
+    get_batch_job,
+    live_batch_jobs,
+    request_batch_cancel,
+    start_batch_job,
+)
 from uats_core.config import ConfigError
 from uats_core.status import RunStatus
 

@@ -12,11 +12,11 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from storage import RunStore
-
 from uats_core.status import LIVE, RunStatus
 
 from .warm import STOP, Unrecorded

@@ -16,8 +16,9 @@ import gc
 import json
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from uats_core.status import RunStatus
 

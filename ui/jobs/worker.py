@@ -15,12 +15,13 @@ import multiprocessing as mp
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from storage import RunStore
-from uats_core.http_client import policy_label
 from uats_core.config import ConfigError
+from uats_core.http_client import policy_label
 from uats_core.request import CheckedSearch, SearchRequest
 from uats_core.status import RunStatus
 

@@ -10,18 +10,17 @@ import gradio as gr
 
 from storage import StorageError
 
-from ..views.bundles import case_bundle
-
-from ..views.node_details import node_details_md
 from ..access import AccessDenied, require_owner
+from ..views.bundles import case_bundle
 from ..views.cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
-from ..views.export import ExportError, safe_name, write_bundle
 from ..views.decisions import step_of
+from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
+from ..views.node_details import node_details_md
 from ..views.safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of
-from .page_state import CasesState, OpenRun, replaced
 from .exports import export_controls, export_ready, export_stale
+from .page_state import CasesState, OpenRun, replaced
 from .search import SearchPage
 
 CASE_COLUMNS = ["quadrant", "run", "node", "R̄", "σ²", "K", "step is", "step text"]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import gradio as gr
 
@@ -16,14 +17,14 @@ from storage import RunStore, RunVersion, StorageError, run_version_of
 from uats_core.config import SearchConfig
 from uats_core.status import LIVE
 
-from ..choices import ServerChoices
-from ..views.treefig import ViewOptions
-from ..views.safe_text import hide_server_paths, md_text
-from ..views.treedata import RunData
-from ..views.scripts import page_script
-from ..views.export import ExportQuota, ExportTarget
 from ..access import requester
+from ..choices import ServerChoices
 from ..jobs.worker import WorkerPool
+from ..views.export import ExportQuota, ExportTarget
+from ..views.safe_text import hide_server_paths, md_text
+from ..views.scripts import page_script
+from ..views.treedata import RunData
+from ..views.treefig import ViewOptions
 from ..web_guard import PLOTLY_URL
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path

@@ -6,8 +6,9 @@ draws the pair already picked."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
@@ -16,31 +17,29 @@ from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 from uats_core.methods import uncertainty_methods
 from uats_core.status import LIVE, RunStatus
 
-from ..views.bundles import compare_bundle
-
-from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
-from ..views.counterfactual import parting
-
-from ..views.run_status import outcome, run_label
-from ..access import AccessDenied, require_owner, requester
-from ..views.decisions import explain_node, explain_step, step_of
-from ..views.export import ExportError, safe_name, write_bundle
-from ..views.figure1 import step_figure
-from ..views.safe_text import md_inline, md_text
-from ..views.scripts import page_script
+from ..access import AccessDenied, requester, require_owner
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
-from ..views.treedata import RunData
-from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
-from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary
 from ..jobs.worker import session_of
-from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
-from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
-from .exports import export_controls, export_ready, export_stale
-from .search_layout import SearchTab
+from ..views.bundles import compare_bundle
+from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
+from ..views.counterfactual import parting
+from ..views.decisions import explain_node, explain_step, step_of
+from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
+from ..views.export import ExportError, safe_name, write_bundle
+from ..views.figure1 import step_figure
+from ..views.run_status import outcome, run_label
+from ..views.safe_text import md_inline, md_text
+from ..views.scripts import page_script
+from ..views.treedata import RunData
+from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary
 from .case_finder import build_case_finder, case_finder_layout
-from .ood_pair import ood_pair_form, offers_ood_pair
+from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
+from .exports import export_controls, export_ready, export_stale
+from .ood_pair import offers_ood_pair, ood_pair_form
+from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, submit_run
+from .search_layout import SearchTab
 
 
 @dataclass

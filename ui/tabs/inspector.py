@@ -10,8 +10,8 @@ import gradio as gr
 
 from storage import StorageError
 
-from ..views.bundles import run_bundle
 from ..access import AccessDenied, require_owner
+from ..views.bundles import run_bundle
 from ..views.export import ExportError, safe_name, write_bundle
 from .common import AppContext, notice
 from .page_state import OpenRun

@@ -9,8 +9,8 @@ from typing import Any
 
 import gradio as gr
 
-from ..views.run_status import outcome, run_label, run_status_md
 from ..views.charts import cost_figure
+from ..views.run_status import outcome, run_label, run_status_md
 from ..views.scripts import page_script
 from .common import LIVE, AppContext, RunReads, fig_json, notice
 from .page_state import ComparedPair, OpenRun

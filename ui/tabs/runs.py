@@ -4,8 +4,9 @@ the server lists (--imports-dir): a job of the worker pool (ui.jobs.import_job).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
@@ -16,13 +17,12 @@ from uats_core.status import RunStatus
 from ..access import requester
 from ..jobs.import_job import submit_import
 from ..jobs.worker import session_of
-from .run_form import method_choices
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure
-
 from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of
 from .page_state import OpenRun
+from .run_form import method_choices
 from .search import SearchPage
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure
 
 OUTCOMES = ["(any)", "right", "wrong", *(str(s) for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED,
                                                             RunStatus.CANCELLED, RunStatus.FINISHED))]

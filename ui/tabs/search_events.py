@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import gradio as gr
 import sqlalchemy as sa
@@ -18,18 +19,16 @@ from uats_core.problems import Problem, ProblemError
 from uats_core.request import SearchRequest, validate_request
 from uats_core.status import RunStatus
 
-from ..glossary import form_name
-
-from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
-
-from ..views.run_status import outcome, run_status_md
+from ..access import AccessDenied, requester, require_owner
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices, app_options, server_policy_opts
-from ..access import AccessDenied, require_owner, requester
-from ..views.charts import cost_figure, knobs_figure
-from ..views.safe_text import md_inline, md_text
+from ..glossary import form_name
 from ..jobs.worker import QueueFull, RunRequest, session_of
+from ..views.charts import cost_figure, knobs_figure
+from ..views.run_status import outcome, run_status_md
+from ..views.safe_text import md_inline, md_text
 from .common import LIVE, AppContext, RunReads, fig_json, keyed, lines, notice
 from .page_state import OpenRun
+from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
 from .search_layout import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer
 

@@ -14,9 +14,9 @@ import gradio as gr
 from storage import StorageError
 from storage.shadow import read_shadow
 
+from ..access import AccessDenied
 from ..jobs.shadow import explain_shadow
 from ..views.decisions import decision_iteration, explain_node, explain_step
-from ..access import AccessDenied
 from ..views.export import ExportError, render_image, store_export
 from ..views.figure1 import PER_PAGE, export_size
 from ..views.frontier import SORT_KEYS
@@ -24,6 +24,7 @@ from .common import LIVE, AppContext, RunReads, fig_json, notice
 from .page_state import OpenRun, replaced
 from .search_layout import EMPTY_WHY
 from .viewer import RunViewer
+
 
 def why_html(ctx: AppContext, s: OpenRun, node_id: Any, t: Any, reads: RunReads | None = None) -> str:
     """The selected node's decision at the iteration shown, then where its step's budgets went (`reads`: the

@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from storage import StorageError
+from storage import RunVersion, StorageError
 from storage.shadow import read_shadow
 
 from ..views.cases import StepJudge
@@ -19,12 +19,9 @@ from ..views.node_details import node_details_md
 from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
 from ..views.treefig import ViewOptions, tree_figure
-from storage import RunVersion
-
 from .common import AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
-
 
 # Python time one poll may spend building live frames before it leaves the rest to the next poll
 FRAMES_BUILD_S = 0.6

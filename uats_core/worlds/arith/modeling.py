@@ -10,17 +10,17 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM, LlamaForTokenClassification, PreTrainedTokenizerBase
 
-from .tokenizer import DELIMITER, STEP_TAG
 from ...hf_compat import cache_kwarg, output_cache
 from ...paths import ASSETS
+from .tokenizer import DELIMITER, STEP_TAG
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import hashlib
 import logging
 import random
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterator, Sequence
 
 from uats_core.problems import Problem
 
