@@ -43,7 +43,7 @@ __all__ = ["RunStore", "RunVersion", "open_read_only", "RunRecorder", "StorageEr
 RunVersion = tuple[str, int, int, float, bool]  # (status, iterations, n_nodes, updated_at, paused)
 
 
-def run_version_of(run: Mapping[str, Any]) -> RunVersion:
+def run_version_of(run: Mapping[Any, Any]) -> RunVersion:
     """A runs row's version (RunStore.run_version): what changes whenever the run's tree, status or pause does."""
     return (run["status"], int(run["iterations"]), int(run["n_nodes"]), float(run["updated_at"] or 0.0),
             bool(run["paused"]))

@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 PREFIX = "openai:"  # a policy spec naming a server: openai:URL
 MAX_RESPONSE_BYTES = 64 * 2**20  # a JSON body of more than this is no completion of ours: refused, not read
@@ -136,9 +136,12 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
     """(HTTP status, body) of one request to `ep.path/path`; a 3xx comes back as it is (no redirect followed).
     Raises OSError when no answer came (refused, unreachable: as the OS says; ReadTimeout after the read
     timeout) and Cancelled once `cancelled()` says yes."""
-    cls = http.client.HTTPSConnection if ep.scheme == "https" else http.client.HTTPConnection
-    kwargs = {"context": ssl.create_default_context()} if ep.scheme == "https" else {}
-    conn = cls(ep.host, ep.port, timeout=connect_timeout_s, **kwargs)
+    conn: http.client.HTTPConnection
+    if ep.scheme == "https":
+        conn = http.client.HTTPSConnection(ep.host, ep.port, timeout=connect_timeout_s,
+                                           context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(ep.host, ep.port, timeout=connect_timeout_s)
     out: dict[str, object] = {}
     deadline = time.monotonic() + connect_timeout_s + read_timeout_s
     _WAITING.changed(+1)
@@ -168,7 +171,7 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
         if isinstance(exc, socket.timeout):
             raise ReadTimeout(f"no answer within the read timeout ({read_timeout_s:g} s)")
         raise exc if isinstance(exc, OSError) else OSError(f"{type(exc).__name__}: {exc}")
-    status, data = out["answer"]  # type: ignore[misc]
+    status, data = cast(tuple[int, bytes], out["answer"])
     return int(status), bytes(data)
 
 

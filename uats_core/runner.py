@@ -198,7 +198,7 @@ def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None 
             ctrl = load_controller(config.controller, config)
         else:
             ctrl = controller(config)
-    emb = None
+    emb: Embedder | None = None
     if needs.needs_embedder:
         if embedder is None:
             from .embedders import default_embedder

@@ -54,6 +54,20 @@ class Node:
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def scored_mean(self) -> float:
+        """R̄ of a scored node: what a method ranks by (it reads only nodes the PRM has scored)."""
+        if self.mean is None:
+            raise ValueError(f"node {self.id} has not been scored")
+        return self.mean
+
+    @property
+    def scored_ucb(self) -> float:
+        """R̂ of a node scored with K passes: what the δ rule and the extra passes read."""
+        if self.ucb is None:
+            raise ValueError(f"node {self.id} has no R̂ (scored with one pass, or not at all)")
+        return self.ucb
+
     def record(self) -> dict:
         """A plain-dict snapshot for event subscribers (storage, UI)."""
         return asdict(self)

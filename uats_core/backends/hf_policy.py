@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
@@ -48,7 +48,7 @@ class _PerRowStop(StoppingCriteria):
         n_new = input_ids.shape[1] - self.prompt_len
         if cancel_pending():  # a cancel stops the whole batch at this token; the caller raises
             self.cancelled = True
-            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+            return cast(torch.BoolTensor, torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device))
         done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for row in range(input_ids.shape[0]):
             if self.stopped_at[row] is not None:
@@ -60,7 +60,7 @@ class _PerRowStop(StoppingCriteria):
                     or STEP_DELIMITER in self.tokenizer.decode(tail, skip_special_tokens=True)):
                 self.stopped_at[row] = n_new
                 done[row] = True
-        return done
+        return cast(torch.BoolTensor, done)
 
 
 class HFPolicy:
@@ -148,7 +148,7 @@ class HFPolicy:
         # the same state after every call and repeat the same draws).
         seeded = self.seed is not None
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else [], enabled=seeded):
-            if seeded:
+            if self.seed is not None:
                 torch.manual_seed(self.seed * 1_000_003 + self._calls)
             self._calls += 1
             out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),

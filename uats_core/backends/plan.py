@@ -91,7 +91,8 @@ def load_models(plan: ModelPlan, *, dropout_p: float, dropout_mode: str) -> tupl
     prm_opts = dict(plan.prm_opts)
     if plan.shared_weights and _same_placement(policy_opts, prm_opts):
         log.info("%s serves as policy and judge PRM: one copy of the weights", plan.prm.spec)
-        prm_opts["preloaded"] = (policy.model, policy.tokenizer)
+        hf: Any = policy  # shared weights: both are transformers models (the plan says so), the policy's loaded first
+        prm_opts["preloaded"] = (hf.model, hf.tokenizer)
     prm = load_prm(plan.prm.spec, kind=plan.prm_kind, dropout_p=dropout_p, dropout_mode=dropout_mode, **prm_opts)
     return policy, prm
 

@@ -13,7 +13,7 @@ import json
 import logging
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -114,7 +114,8 @@ class TokenClassificationPRM(TorchPRM):
         return torch.softmax(self._score(hidden.float()), dim=-1)[..., self.fmt.positive_label]
 
     def head_linear(self) -> tuple[np.ndarray, float]:
-        if self._score.out_features != 2:
+        score = cast(torch.nn.Linear, self._score)  # checked a Linear at load (above)
+        if score.out_features != 2:
             return super().head_linear()  # over two labels the head is not one logit direction
         pos = self.fmt.positive_label
-        return binary_direction(self._score.weight, self._score.bias, pos, 1 - pos)
+        return binary_direction(score.weight, score.bias, pos, 1 - pos)

@@ -125,5 +125,5 @@ class Rebase(WidthSearch):
         return cls.config_fields | MC_FIELDS if values.get("rebase_scoring") == "mc" else cls.config_fields
 
     def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
-        scores = [float(n.mean) for n in candidates]
+        scores = [n.scored_mean for n in candidates]
         return rebase_children(scores, width, self.config.rebase_temperature), {"temperature": self.config.rebase_temperature}
