@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .build import Report
 
-log = logging.getLogger("reports")
+log = logging.getLogger(__name__)
 
 
 def write_report(rep: Report, out_dir: str | Path, *, png: bool = True) -> list[Path]:

@@ -29,8 +29,6 @@ from uats_core.methods import method_names
 from uats_core.problems import Problem, find_problem, load_problems
 from uats_core.status import RunStatus
 
-log = logging.getLogger("uats_core")
-
 DEFAULT_DB = "runs/uats.db"
 DEFAULT_PROBLEM = "arith-test-0"
 _CONFIG_HELP = {

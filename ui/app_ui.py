@@ -74,7 +74,8 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
             out[ctx.notice] = said
         return out
 
-    demo.load(on_load, [ctx.st, ctx.cst], [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
+    demo.load(on_load, [ctx.run_state, ctx.pair_state],
+              [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
     ctx.tabs.change(lambda m, p, o, db, cur: {**runs.list_runs(m, p, o),
                                               reports.curve_pick: reports.on_curve_list(db, cur)},
                     [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
@@ -91,7 +92,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     # Exports are served from Gradio's cache without a copy of Gradio's (ui.tabs.exports.downloads_folder); anything
     # else Gradio caches goes after an hour, checked every 10 minutes
     with gr.Blocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
-        st, cst = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair (page_state)
+        run_state, pair_state = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
                     "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
                     "every knob says what it does.", elem_id="brand")
@@ -99,7 +100,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         timer = gr.Timer(TICK_S, active=True)
         with gr.Tabs(selected="search") as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=Path(export_dir).resolve(),
-                             notice=notice, timer=timer, tabs=tabs, st=st, cst=cst,
+                             notice=notice, timer=timer, tabs=tabs, run_state=run_state, pair_state=pair_state,
                              choices=choices or server_choices(), export_quota=export_quota or ExportQuota(),
                              downloads=clear_downloads(export_dir))
             with gr.Tab("Search", id="search"):

@@ -43,7 +43,7 @@ DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/a
 # workers are gone within about this; tests/test_app_sigterm.py holds it to 5 s)
 SHUTDOWN_GRACE_S = 3.0
 
-log = logging.getLogger("uats_studio")
+log = logging.getLogger(__name__)
 # The login page's note: Gradio's form says only "Incorrect Credentials", and nothing when the limit answers 429
 LOGIN_NOTE = ("After {limits.per_client} failed logins from one address (or {limits.per_user} for one user) within "
               "{limits.window_s:g} s, logins are refused for a while.")

@@ -37,8 +37,6 @@ from uats_core.status import RunStatus
 from .recipe import expand_spec
 from .run import EvalOptions, code_version, run_eval
 
-log = logging.getLogger("uats_core.eval")
-
 ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0", "tau": "variance threshold τ",
                   "delta": "re-evaluation margin δ", "dropout_mode": "dropout sites: full | head | last:L"}
 

@@ -21,7 +21,7 @@ from uats_core.status import LIVE, RunStatus
 
 from .warm import STOP, Unrecorded
 
-log = logging.getLogger("ui.jobs.worker")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

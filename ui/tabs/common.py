@@ -197,9 +197,9 @@ class PollParts:
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` holds the open run (Search, page_state.OpenRun), `cst` the
-    compared pair (page_state.ComparedPair); `choices` the models and problem sets this server offers (nothing
-    else is loaded for a client)."""
+    need no long positional argument lists. `run_state` holds the open run (Search, page_state.OpenRun),
+    `pair_state` the compared pair (page_state.ComparedPair); `choices` the models and problem sets this server
+    offers (nothing else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -208,8 +208,8 @@ class AppContext:
     notice: gr.Markdown
     timer: gr.Timer
     tabs: gr.Tabs
-    st: gr.State
-    cst: gr.State
+    run_state: gr.State
+    pair_state: gr.State
     choices: ServerChoices
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
     export_quota: ExportQuota = field(default_factory=ExportQuota)

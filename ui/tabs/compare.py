@@ -139,7 +139,7 @@ def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float
 
 
 class _Compare:
-    """The tab's handlers over the compared pair (ctx.cst, page_state.ComparedPair); each returns its outputs by
+    """The tab's handlers over the compared pair (ctx.pair_state, page_state.ComparedPair); each returns its outputs by
     component."""
 
     def __init__(self, ctx: AppContext, p: _Parts) -> None:
@@ -176,7 +176,7 @@ class _Compare:
 
     def drawn(self, cs: ComparedPair, t: int | None, said: str = "") -> dict[Any, Any]:
         """The pair `cs` as the new state, drawn at t, and the notice `said`."""
-        return {self.ctx.cst: cs, self.ctx.notice: notice(said), **self.compare_view(cs, t)}
+        return {self.ctx.pair_state: cs, self.ctx.notice: notice(said), **self.compare_view(cs, t)}
 
     def on_compare(self, cs: ComparedPair, a_id: Any, b_id: Any) -> Any:
         store = self.ctx.store
@@ -204,7 +204,7 @@ class _Compare:
         if not cs.a:
             return gr.skip()
         cs.t = max(0, int(t or 0))
-        return {self.ctx.cst: cs, **self.compare_view(cs, cs.t)}
+        return {self.ctx.pair_state: cs, **self.compare_view(cs, cs.t)}
 
     def on_pair(self, cs: ComparedPair, request: gr.Request, **form: Any) -> Any:
         return self._start_pair(request, form, "compare", "")
@@ -308,7 +308,7 @@ class _Compare:
             if not cs.run(side) or not isinstance(node_id, int):
                 return gr.skip()
             cs.selected = (node_id, None) if side == "a" else (None, node_id)
-            return {self.ctx.cst: cs, **self.explain(cs, side, node_id)}
+            return {self.ctx.pair_state: cs, **self.explain(cs, side, node_id)}
         return handler
 
     def on_changed(self, cs: ComparedPair, evt: gr.SelectData) -> Any:
@@ -330,7 +330,7 @@ class _Compare:
         said = ("the same steps" if shared == len(key) else
                 f"the first {shared} of its {len(key)} steps" if shared else "none of its steps: its root")
         note = (f" · in run {other.upper()}: node {match}, which shares {said}")
-        return {self.ctx.cst: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
+        return {self.ctx.pair_state: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
 
     def open_case(self, run_id: str, counter_id: str) -> dict[Any, Any]:
         """A case of the case finder: the H-UATS run (A) beside its counterfactual without uncertainty (B), drawn at
@@ -364,7 +364,7 @@ class _Compare:
                                 prm_kind, session_of(request))  # only a PRM the server offers
         except (*FORM_ERRORS, AccessDenied) as exc:
             return {self.ctx.notice: notice(str(exc))}
-        return {self.ctx.cst: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
+        return {self.ctx.pair_state: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
                 self.ctx.notice: notice(f"shadow scoring of run {side.upper()} ({run_id[:8]}) queued", ok=True)}
 
     def on_shadow_cancel(self, cs: ComparedPair) -> Any:
@@ -405,13 +405,13 @@ SCROLL_TO_TREES = page_script("scroll_to_trees.js")  # the pair's trees brought 
 def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> CompareTab:
     """The tab's components and events; call inside `tab`, its `gr.Tab`."""
     p = _layout()
-    h, cst = _Compare(ctx, p), ctx.cst
+    h, cst = _Compare(ctx, p), ctx.pair_state
     view = [p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed, p.cmp_ood]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
     # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
     p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], [cst, ctx.notice, *view]).then(
         export_stale, None, [p.cmp_export_btn])
-    tab.select(h.on_tab_open, [ctx.st, cst], [cst, ctx.notice, p.cmp_a, p.cmp_b, *view]).then(
+    tab.select(h.on_tab_open, [ctx.run_state, cst], [cst, ctx.notice, p.cmp_a, p.cmp_b, *view]).then(
         export_stale, None, [p.cmp_export_btn])
     p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)

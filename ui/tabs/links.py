@@ -47,9 +47,9 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
         except ValueError as exc:
             return {ctx.notice: notice(str(exc))}
         out = viewer.open_run(s, run_ref, **view)
-        if ctx.st not in out:  # the run was not found: open_run's message says why
+        if ctx.run_state not in out:  # the run was not found: open_run's message says why
             return out
-        s = out[ctx.st]
+        s = out[ctx.run_state]
         data = ctx.cache.get(s.run_id)
         if t is not None:
             t = max(0, min(t, data.max_iteration))
@@ -69,8 +69,8 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
             return gr.skip()
         return viewer.inspect(s, s.selected, redraw_tree=True, **view)
 
-    demo.load(open_from_url, [ctx.st], viewer.open_outputs, inputs_kwargs=search.filters).then(
-        inspect_from_url, [ctx.st], viewer.inspect_outputs, inputs_kwargs=search.filters)
+    demo.load(open_from_url, [ctx.run_state], viewer.open_outputs, inputs_kwargs=search.filters).then(
+        inspect_from_url, [ctx.run_state], viewer.inspect_outputs, inputs_kwargs=search.filters)
 
 
 def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown) -> None:
@@ -90,4 +90,4 @@ def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown)
         choices = [(run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
         return {seen: now, cmp_a: gr.update(choices=choices), cmp_b: gr.update(choices=choices)}
 
-    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], with_reads=True)
+    ctx.poll.add(on_tick, [ctx.pair_state, seen], [seen, cmp_a, cmp_b], with_reads=True)

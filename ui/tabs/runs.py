@@ -77,7 +77,7 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
             return {ctx.notice: notice("that row is no longer in the list; refresh")}
         return viewer.open_run(s, ids[row], **view)
 
-    runs_table.select(on_runs_select, [ctx.st, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
+    runs_table.select(on_runs_select, [ctx.run_state, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
     i_file = _import_section(ctx, [r_method, r_problem, r_outcome], outputs, list_runs)
 
     def list_files(current: Any) -> Any:  # the import folders again: a file put there since is offered now

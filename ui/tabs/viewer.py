@@ -37,15 +37,15 @@ def tree_revision(s: OpenRun, opts: ViewOptions) -> str:
 
 
 class RunViewer:
-    """The open run (`ctx.st`, page_state.OpenRun) drawn into the Search tab's components."""
+    """The open run (`ctx.run_state`, page_state.OpenRun) drawn into the Search tab's components."""
 
     def __init__(self, ctx: AppContext, tab: SearchTab) -> None:
         self.ctx = ctx
         self.tab = tab
         # what open_run and inspect may return (by component): the outputs of the events that call them
-        self.open_outputs = [ctx.st, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
+        self.open_outputs = [ctx.run_state, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
                              tab.figure1, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
-        self.inspect_outputs = [ctx.st, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
+        self.inspect_outputs = [ctx.run_state, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
                                 tab.note_box, tab.tree]
 
     def shadow(self, run_id: str | None) -> dict[int, dict[str, Any]]:
@@ -118,7 +118,7 @@ class RunViewer:
         s = s.opened(run["run_id"])
         fig, data, state = self.draw_tree(s, view)
         t, rows = self.tab, list(data.iterations.values())
-        return {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig, t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
+        return {self.ctx.run_state: s, self.ctx.notice: notice(""), t.tree: fig, t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
                 t.t_slider: self.slider_update(data, None), t.cost_plot: fig_json(cost_figure(rows)), t.figure1: "",
                 t.node_md: "", t.export_key: f"{run['run_id']}:{run['status']}",
                 self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
@@ -143,7 +143,7 @@ class RunViewer:
         fig, md = self.node_view(data, state, nid, s.fig1, self.shadow(s.run_id))
         star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
         t = self.tab
-        out = {self.ctx.st: s, self.ctx.notice: notice(""), t.figure1: fig, t.node_md: md,
+        out = {self.ctx.run_state: s, self.ctx.notice: notice(""), t.figure1: fig, t.node_md: md,
                t.node_box: gr.update(value=nid), t.star_box: bool(star and star["starred"]),
                t.note_box: (star or {}).get("note", "")}
         if redraw_tree:
