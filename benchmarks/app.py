@@ -140,7 +140,7 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-"))
     db = str(tmp / "bench.db")

@@ -74,7 +74,7 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
     from testkit.browser import serve_app
-    from ui.jobs.worker import WorkerPool, default_pair_request
+    from ui.jobs.pool import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))
     store = RunStore(str(tmp / "bench.db"))

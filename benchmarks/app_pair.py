@@ -60,7 +60,7 @@ def pair_vs_run(repeats: int = 9, timeout_s: float = 300.0) -> dict[str, Any]:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
     from testkit.browser import serve_app
-    from ui.jobs.worker import PAIR_WORKERS, WorkerPool, default_pair_request
+    from ui.jobs.pool import PAIR_WORKERS, WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))
     store = RunStore(str(tmp / "bench.db"))

@@ -112,7 +112,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
     from testkit.browser import open_app, serve_app
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-app-"))
     db = str(tmp / "bench.db")

@@ -77,7 +77,7 @@ class GlobalRNGPRMDouble(HashedPRMDouble):
 
 
 class WorkerPoolDouble:
-    """Stands in for ui.jobs.worker.WorkerPool in app tests that serve the page: a submitted run is registered and
+    """Stands in for ui.jobs.pool.WorkerPool in app tests that serve the page: a submitted run is registered and
     recorded, never started (no models load), so it stays 'queued' unless the test writes its events itself."""
 
     def __init__(self, store: Any = None, **_: Any) -> None:

@@ -10,7 +10,7 @@ from storage.store import RunStore
 from uats_core.config import SearchConfig
 from uats_core.problems import Problem
 from uats_core.request import SearchRequest, validate_request
-from ui.jobs.worker import RunRequest
+from ui.jobs.pool import RunRequest
 
 
 def search_job(run_id: str, db: str, problem: Problem, config: SearchConfig | Mapping[str, Any],

@@ -16,7 +16,7 @@ from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.request import check_config
 from ui.choices import AIME24, ARITH, MATH500
-from ui.jobs.worker import WorkerPool
+from ui.jobs.pool import WorkerPool
 from ui.tabs.run_form import ARITH_PROBLEMS_SHOWN, dataset_problems, form_config, pick_problem, problem_choices
 from ui.views.comparison import compare_rows, find_partner
 from ui.views.run_status import run_status_md

@@ -30,8 +30,8 @@ def launcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
     def recorded(self: gr.Blocks, **kw: Any) -> None:
         calls.append({"demo": self, **kw})
 
-    monkeypatch.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
-    monkeypatch.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+    monkeypatch.setattr("ui.jobs.pool.WorkerPool", WorkerPoolDouble)
+    monkeypatch.setattr("ui.jobs.pool.default_pair_request", lambda: None)
     monkeypatch.setattr(gr.Blocks, "launch", recorded)
     monkeypatch.setattr("ui.launch.wait_until_answering", lambda url: None)  # nothing was served to wait for
     yield calls

@@ -41,7 +41,7 @@ def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch
     """The issue's reproduction through the real worker pool: uploads are refused; the same files put on the
     server's disk by other means, named as the PRM with trust_remote_code=true, are refused before any worker
     starts, and the module is never imported (its import would write the marker)."""
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio-uploads"))

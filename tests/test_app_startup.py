@@ -23,8 +23,8 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
         monkeypatch.delenv(name, raising=False)
     demos: list[Any] = []
-    monkeypatch.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
-    monkeypatch.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+    monkeypatch.setattr("ui.jobs.pool.WorkerPool", WorkerPoolDouble)
+    monkeypatch.setattr("ui.jobs.pool.default_pair_request", lambda: None)
     monkeypatch.setattr(launch, "serve_until_stopped", lambda demo: demos.append(demo))
     return demos
 

@@ -32,8 +32,8 @@ def _launched(tmp: Path, argv: list[str]) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
             mp.delenv(name, raising=False)
-        mp.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
-        mp.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+        mp.setattr("ui.jobs.pool.WorkerPool", WorkerPoolDouble)
+        mp.setattr("ui.jobs.pool.default_pair_request", lambda: None)
         mp.setattr(gr.Blocks, "launch", lambda self, **kw: calls.append({"demo": self, **kw}))
         mp.setattr("ui.launch.wait_until_answering", lambda url: None)  # nothing was served to wait for
         assert launch.main([*argv, "--db", str(tmp / "runs.db"), "--export-dir", str(tmp / "exports")]) == 0

@@ -29,8 +29,8 @@ from ui.jobs.case_batch import (
     execute_batch,
     queue_case_batch,
 )
+from ui.jobs.pool import PoolLimits, QueueFull, WorkerPool
 from ui.jobs.warm import ModelCache
-from ui.jobs.worker import PoolLimits, QueueFull, WorkerPool
 from ui.tabs.case_finder import batch_requests
 from ui.tabs.search_layout import CONFIG_FIELDS
 from ui.views.counterfactual import OTHER, RIGHT_TO_WRONG, WRONG_TO_RIGHT, find_cases, found_rows, found_summary

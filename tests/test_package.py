@@ -56,7 +56,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     assert {"assets/__init__.py", "assets/models/arith-prm/model.safetensors", "assets/models/arith-prm/uats_prm.json",
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
             "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
-            "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py",
+            "ui/views/treefig.py", "ui/jobs/pool.py", "uats_core/worlds/arith/world.py", "storage/store.py",
             "uats_studio/__init__.py", "uats_core/imports/treequest.py", "ui/js/plot.js", "ui/js/treelod.js",
             "ui/js/runbar.js", "ui/js/links.js", "ui/js/column_tips.js", "uats/cli.py", "uats/eval/worker.py",
             "reports/page.py"} <= names

@@ -24,8 +24,8 @@ from testkit.polling import until
 from testkit.pool_requests import search_job
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
+from ui.jobs.pool import RunRequest, WorkerPool
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import RunRequest, WorkerPool
 from ui.tabs.run_form import dataset_problems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ _SERVER = textwrap.dedent("""
     from uats_core.config import SearchConfig
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
     from testkit.pool_requests import search_job
 
     store = RunStore(sys.argv[1])
@@ -168,7 +168,7 @@ _FULL_DISK = textwrap.dedent("""
     from uats_core.config import SearchConfig
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
     from testkit.pool_requests import search_job
 
     store = RunStore(os.path.join(d, "runs.db"))

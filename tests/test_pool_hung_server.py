@@ -16,7 +16,7 @@ from testkit.pool_requests import search_job
 from uats_core.config import SearchConfig
 from uats_core.status import RunStatus
 from ui.choices import ARITH
-from ui.jobs.worker import WorkerPool
+from ui.jobs.pool import WorkerPool
 from ui.tabs.run_form import dataset_problems
 
 

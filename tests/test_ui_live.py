@@ -18,7 +18,7 @@ from storage import RunStore
 from testkit.synthetic import synthetic_events
 from uats_core.events import IterationEnded, RunEnded, RunStarted
 from ui.choices import server_choices
-from ui.jobs.worker import WorkerPool
+from ui.jobs.pool import WorkerPool
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
 from ui.tabs.page_state import ComparedPair, OpenRun

@@ -19,7 +19,7 @@ from storage import RunStore
 from .auth import LoginLimiter
 from .choices import ARITH, ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
-from .jobs.worker import WorkerPool
+from .jobs.pool import WorkerPool
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab

@@ -94,7 +94,7 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="exports kept at most, in MB; the oldest are deleted to make room (default %(default)g)")
     p.add_argument("--export-session-quota-mb", type=float, default=ExportQuota().owner_bytes / 2**20,
                    help="of them, per user (or browser session without a login) (default %(default)g)")
-    from .jobs.worker import PoolLimits  # here: --help needs no database layer
+    from .jobs.pool import PoolLimits  # here: --help needs no database layer
 
     d = PoolLimits()
     p.add_argument("--max-queued", type=int, default=d.max_queued,
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     from uats_core.interrupts import sigterm_as_interrupt
 
     from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-    from .jobs.worker import PoolLimits, WorkerPool, default_pair_request
+    from .jobs.pool import PoolLimits, WorkerPool, default_pair_request
     from .views.export import ExportQuota, stop_kaleido
 
     # a server or worker gone (kill -9)

@@ -62,7 +62,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     from testkit.doubles import record_synthetic
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     base = tmp_path_factory.mktemp("app")
     store = RunStore(str(base / "runs.db"))

@@ -48,7 +48,7 @@ def import_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     from testkit.tool_files import write_tool_files
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     base = tmp_path_factory.mktemp("import-app")
     files = write_tool_files(base / "imports")

@@ -34,8 +34,8 @@ def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     from uats_core.imports import read_runs
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
+    from ui.jobs.pool import WorkerPool
     from ui.jobs.shadow import load_shadow_prm, run_shadow
-    from ui.jobs.worker import WorkerPool
 
     base = tmp_path_factory.mktemp("shadow-app")
     files = write_tool_files(base / "imports")

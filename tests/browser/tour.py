@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             search(store, run_id, problem, budget)
             log.info("search %s (N=%d): %.0f s", run_id[:8], budget, time.perf_counter() - t0)
         from testkit.browser import serve_app
-        from ui.jobs.worker import WorkerPool
+        from ui.jobs.pool import WorkerPool
 
         pool = WorkerPool(store, max_workers=1, poll_s=0.5)
         demo, port = serve_app(store, pool, Path(tmp) / "exports")

@@ -27,8 +27,8 @@ from storage.batches import (
 from uats_core.config import ConfigError
 from uats_core.status import RunStatus
 
+from .pool import RunRequest
 from .warm import ModelCache, Unrecorded, end_or_report, execute
-from .worker import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def batch_label(job_id: str) -> str:
 
 @dataclass(frozen=True)
 class CaseBatchRequest:
-    """One batch, picklable for the worker; the job interface of ui.jobs.worker.RunRequest. `runs` are checked
+    """One batch, picklable for the worker; the job interface of ui.jobs.pool.RunRequest. `runs` are checked
     requests, registered one by one as the worker reaches them (a cancelled batch leaves no queued rows)."""
 
     job_id: str

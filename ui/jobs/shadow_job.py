@@ -26,15 +26,15 @@ from uats_core.config import ConfigError
 from uats_core.limits import check_shadow
 from uats_core.status import RunStatus
 
+from .pool import QUEUED_PRM
 from .warm import ModelCache, Unrecorded, end_or_report
-from .worker import QUEUED_PRM
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ShadowRequest:
-    """One shadow scoring job, picklable for the worker; the same job interface as ui.jobs.worker.RunRequest."""
+    """One shadow scoring job, picklable for the worker; the same job interface as ui.jobs.pool.RunRequest."""
 
     job_id: str
     run_id: str

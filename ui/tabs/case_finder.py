@@ -28,7 +28,7 @@ from uats_core.status import LIVE, RunStatus
 from ..access import AccessDenied, requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
 from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_owned_batches, queue_case_batch
-from ..jobs.worker import RunRequest, session_of
+from ..jobs.pool import RunRequest, session_of
 from ..views.counterfactual import (
     COLUMNS,
     RANKING_RULE,

@@ -19,7 +19,7 @@ from uats_core.status import LIVE
 
 from ..access import requester
 from ..choices import ServerChoices
-from ..jobs.worker import WorkerPool
+from ..jobs.pool import WorkerPool
 from ..views.export import ExportQuota, ExportTarget
 from ..views.safe_text import hide_server_paths, md_text
 from ..views.scripts import page_script

@@ -18,9 +18,9 @@ from uats_core.methods import uncertainty_methods
 from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, requester, require_owner
+from ..jobs.pool import session_of
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
-from ..jobs.worker import session_of
 from ..views.bundles import compare_bundle
 from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
 from ..views.counterfactual import parting

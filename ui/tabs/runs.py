@@ -16,7 +16,7 @@ from uats_core.status import RunStatus
 
 from ..access import requester
 from ..jobs.import_job import submit_import
-from ..jobs.worker import session_of
+from ..jobs.pool import session_of
 from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of
 from .page_state import OpenRun

@@ -22,7 +22,7 @@ from uats_core.status import RunStatus
 from ..access import AccessDenied, requester, require_owner
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices, app_options, server_policy_opts
 from ..glossary import form_name
-from ..jobs.worker import QueueFull, RunRequest, session_of
+from ..jobs.pool import QueueFull, RunRequest, session_of
 from ..views.charts import cost_figure, knobs_figure
 from ..views.run_status import outcome, run_status_md
 from ..views.safe_text import md_inline, md_text

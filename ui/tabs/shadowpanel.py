@@ -14,8 +14,8 @@ from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, require_owner
+from ..jobs.pool import session_of
 from ..jobs.shadow_job import submit_shadow
-from ..jobs.worker import session_of
 from ..views.run_status import run_status_md
 from .common import AppContext, RunReads, notice
 from .page_state import OpenRun, ShadowJob, replaced
