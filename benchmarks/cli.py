@@ -16,6 +16,8 @@ command of the package launches them (a launcher inside would import upward, int
              (benchmarks/casefinder.py)
   import     `uats import` of a 200 MB search-and-learn file: refused on the node cap, and --rows of it
              (benchmarks/imports.py)
+  slow-clients  how long a slow request head and a stalled body hold a connection to the app, with and without its
+             head clock; a stream past the bound (benchmarks/slow_clients.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -37,6 +39,7 @@ from benchmarks import (
     estimators as bench_estimators,
     gpu as bench_gpu,
     imports as bench_imports,
+    slow_clients as bench_slow_clients,
     uncertainty as bench_uncertainty,
 )
 from uats_core.errors import ConfigError
@@ -56,7 +59,8 @@ EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine
                                                           "uncertainty": bench_uncertainty.add_parser,
                                                           "cases": bench_cases.add_parser,
                                                           "import": bench_imports.add_parser,
-                                                          "estimators": bench_estimators.add_parser}
+                                                          "estimators": bench_estimators.add_parser,
+                                                          "slow-clients": bench_slow_clients.add_parser}
 
 
 def _app_main(argv: Sequence[str]) -> int | None:

@@ -10,6 +10,7 @@ from uats_core.methods import uncertainty_methods
 
 from .build import Report, main_and_harder
 from .claims import NO_SIGMA_VARIANT
+from .estimator_grid import grid_section
 from .estimators_section import estimators_section
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
 from .page_sections import (
@@ -72,7 +73,7 @@ def results_page(rep: Report, command: str) -> str:
              *ledgers_section(rep, command), *compute_section(rep, main), *methods_section(rep, main),
              *paired_section(rep, main), *ablations_section(rep, main), *ladder_section(rep, main),
              *duplicates_section(rep, main), *aggregation_section(rep, main), *harder_section(rep, main, harder),
-             *figure2_section(rep, main), *controller_section(rep), *estimators_section()]
+             *figure2_section(rep, main), *controller_section(rep), *estimators_section(), *grid_section()]
     return "\n".join(parts).rstrip("\n") + "\n"
 
 

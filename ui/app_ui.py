@@ -20,6 +20,8 @@ from .auth import LoginLimiter
 from .choices import ARITH, ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
 from .jobs.pool import WorkerPool
+from .slow_clients import bound_request_heads
+from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
@@ -57,7 +59,7 @@ CSS = """
 """ + LINKS_CSS + RUN_BAR_CSS + INSPECTOR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-table": FOUND_COLUMNS,
-          "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
+          "cf-batches": BATCH_COLUMNS, "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
@@ -74,12 +76,24 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
             out[ctx.notice] = said
         return out
 
-    demo.load(on_load, [ctx.run_state, ctx.pair_state],
-              [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
+    demo.load(on_load, [ctx.run_state, ctx.pair_state], [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
     ctx.tabs.change(lambda m, p, o, db, cur: {**runs.list_runs(m, p, o),
                                               reports.curve_pick: reports.on_curve_list(db, cur)},
                     [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
                     [*runs.outputs, reports.curve_pick])
+
+
+class StudioBlocks(gr.Blocks):
+    """Gradio's Blocks whose server, once started, drops a connection whose request head is slower than
+    ui/slow_clients.py's HEAD_TIMEOUT_S (Gradio passes no uvicorn setting through launch)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        blocking = not kwargs.get("prevent_thread_lock", False)
+        out = super().launch(*args, **{**kwargs, "prevent_thread_lock": True})
+        bound_request_heads(getattr(self, "server", None))
+        if blocking:
+            self.block_thread()
+        return out
 
 
 def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
@@ -91,7 +105,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     (default: the embedded and shipped ones)."""
     # Exports are served from Gradio's cache without a copy of Gradio's (ui.tabs.exports.downloads_folder); anything
     # else Gradio caches goes after an hour, checked every 10 minutes
-    with gr.Blocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
+    with StudioBlocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
         run_state, pair_state = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
                     "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
