@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from storage import RunStore
-from storage import schema as S
+from storage import RunStore, schema as S
+from testkit.cli_errors import one_line_error
+from testkit.doubles import record
 from uats.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
-from tests.cli_errors import one_line_error
-from tests.doubles import record
 
 
 def _files(folder: Path) -> list[str]:
@@ -233,7 +232,7 @@ def test_a_model_is_named_alike_in_search_and_eval(problems_file: Path, tmp_path
     """py:module:function, a backend of the user's own, names a model in `uats search` as in `uats eval --model`
     (it was the evaluation's alone): both load it through uats_core.backends; a name that does not import is one
     line naming the field."""
-    from tests.eval_doubles import MODELS
+    from testkit.eval_doubles import MODELS
 
     db = tmp_path / "runs.db"
     assert main(["search", "--dataset", str(problems_file), "--problem", "t1", "--policy", MODELS["pol"],

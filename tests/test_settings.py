@@ -6,8 +6,8 @@ duplicates the project had before, kept below as snippets)."""
 from __future__ import annotations
 
 import ast
-from dataclasses import fields
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -89,7 +89,7 @@ def test_the_command_line_has_every_setting_with_its_declared_help() -> None:
         assert d.flag in actions, d.flag
         assert actions[d.flag].help.replace("%%", "%").startswith(d.spec.help), d.flag
         assert actions[d.flag].default == d.default
-    assert ABLATION_FLAGS == {d.name: d.spec.help for d in SETTINGS if d.spec.axis_flag}
+    assert {d.name: d.spec.help for d in SETTINGS if d.spec.axis_flag} == ABLATION_FLAGS
     assert coerce("k0", "3") == 3 and coerce("weighted", "off") is False and coerce("controller", "none") is None
     with pytest.raises(ConfigError, match="not a config field"):
         coerce("no_such_setting", "1")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from uats_core.backends._loading import FACTORY_PREFIX
 

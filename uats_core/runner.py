@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import random
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,8 +25,8 @@ from .grading import Grader, vote
 from .limits import check_prompt_fits
 from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
-from .protocols import PRM, Embedder, Policy
 from .problems import Problem
+from .protocols import PRM, Embedder, Policy
 from .request import CheckedSearch, SearchRequest, validate_request
 from .status import RunStatus
 from .tree import SearchTree
@@ -215,7 +216,7 @@ def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None 
             ctrl = load_controller(config.controller, config)
         else:
             ctrl = controller(config)
-    emb = None
+    emb: Embedder | None = None
     if needs.needs_embedder:
         if embedder is None:
             from .embedders import default_embedder

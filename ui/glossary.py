@@ -19,7 +19,6 @@ from .views.safe_text import md_text
 from .views.scripts import page_script
 
 
-
 def _defined(name: str) -> dict[str, str]:
     """A setting's glossary entry, {symbol: definition}, as its declaration gives it."""
     d = setting_of(name)

@@ -47,8 +47,8 @@ def _open_pair(page: Any, a: str, b: str) -> None:
 
 def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any, served: dict[str, Any],
                                                                       arith_pair: tuple[str, str]) -> None:
-    from ui.views.treedata import RunData
     from ui.views.divergence import counterpart
+    from ui.views.treedata import RunData
     from ui.views.uncertainty import changed_table
 
     a_id, b_id = arith_pair

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from benchmarks.serving import free_port
+from testkit.serving import free_port
 
 from .conftest import SCREENS
 from .pages import NODE_PIXEL_JS, fill, open_run, wait_idle, wait_plot, wait_text
@@ -28,13 +29,13 @@ def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
     from storage.imports import write_imported
-    from tests.doubles import record_synthetic
-    from tests.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION, write_tool_files
+    from testkit.doubles import record_synthetic
+    from testkit.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION, write_tool_files
     from uats_core.imports import read_runs
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
+    from ui.jobs.pool import WorkerPool
     from ui.jobs.shadow import load_shadow_prm, run_shadow
-    from ui.jobs.worker import WorkerPool
 
     base = tmp_path_factory.mktemp("shadow-app")
     files = write_tool_files(base / "imports")
