@@ -100,9 +100,9 @@ COUNTED = {
     "uats_core/eval/grid.py": "test_the_evaluation_validates_each_cell_once",
     "uats/eval/worker.py": "test_the_evaluation_validates_each_cell_once",
     "uats/eval/run.py": "test_the_evaluation_validates_each_cell_once",
-    "benchmarks/eval_batching.py": "test_the_batching_benchmark_validates_each_cell_once",
+    "benchmarks/eval_batching.py": "test_the_benchmarks_reach_the_engine_through_a_validating_door_only",
     "uats/train_controller.py": "test_the_controllers_training_validates_each_search_once",
-    "benchmarks/engine.py": "test_the_engine_benchmark_validates_each_search_once",
+    "benchmarks/engine.py": "test_the_benchmarks_reach_the_engine_through_a_validating_door_only",
     "docs/img/estimator_figure1.py": "test_the_figure_script_validates_each_search_once",
 }
 # Only the runner builds a search; only the validator makes a CheckedSearch.
@@ -191,14 +191,34 @@ def test_the_controllers_training_validates_each_search_once(monkeypatch: pytest
     _once_each(counts, requests=2, runs=2)
 
 
-def test_the_engine_benchmark_validates_each_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """best-of-n at N = 4, one repeat: a warm-up, a plain run and a logged run, each a checked search of its own."""
-    from benchmarks.engine import bench_engine
+def test_run_search_validates_each_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_search, the way in for a pair already loaded (the benchmarks', the trainer's): each call one checked
+    request."""
+    from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
+    from uats_core.runner import run_search
+    from uats_core.worlds.arith.world import get_problem
 
     counts = _counted(monkeypatch)
-    [row] = bench_engine(["best-of-n"], budget=4, repeats=1, problem_id="arith-test-0", policy=None, prm=None)
-    assert row["method"] == "best-of-n" and row["nodes"] > 0
-    _once_each(counts, requests=3, runs=3)
+    for seed in (0, 1):
+        result = run_search(get_problem("arith-test-0"), SearchConfig(method="best-of-n", budget=4, seed=seed),
+                            ScriptedPolicyDouble(depth=3), HashedPRMDouble(seed))
+        assert result.status == "finished"
+    _once_each(counts, requests=2, runs=2)
+
+
+# What a module may call to check a search or run one besides the engine's doors: nothing (its own checks would be a
+# second validation).
+OWN_CHECKS = {"validate", "check_config", "check_limits", "resolve_tau", "check_method_settings"}
+
+
+def test_the_benchmarks_reach_the_engine_through_a_validating_door_only() -> None:
+    """The benchmarks are programs the tests do not import (tests/test_import_map.py): read, they call the engine
+    through run_search (one validate_request a search, the test above) and check_cells (one a cell, the evaluation's
+    test) and check nothing themselves."""
+    for rel in ("benchmarks/engine.py", "benchmarks/eval_batching.py"):
+        called = _called(ROOT / rel)
+        assert called & DOORS <= {"run_search", "check_cells"} and called & DOORS, rel
+        assert not called & OWN_CHECKS, (rel, called & OWN_CHECKS)
 
 
 @pytest.mark.slow  # two real H-UATS searches at K0 = 7 (about a minute on a loaded machine)
@@ -216,16 +236,3 @@ def test_the_figure_script_validates_each_search_once(tmp_path: Path, monkeypatc
     _once_each(counts, requests=2, runs=2)
     store = RunStore(str(tmp_path / "fig.db"))
     assert all(isinstance(store.get_run(f"fig1-{e}")["config"]["tau"], float) for e in figs)
-
-
-def test_the_batching_benchmark_validates_each_cell_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One method on one problem plus the warm-up's: two checked cells, run three times (the warm-up, then serial
-    and batched: a benchmark reruns the same checked search)."""
-    from benchmarks.eval_batching import bench_eval
-
-    counts = _counted(monkeypatch)
-    res = bench_eval(pair="pol:rm", methods=["best-of-n"], budget=4, problems=1, lanes=2, repeats=1, models=MODELS,
-                     progress=False)
-    assert res["best-of-n"]["searches"] == 1
-    assert {k: counts[k] for k in ONCE if k != "check_prompt_fits"} == {k: 2 for k in ONCE if k != "check_prompt_fits"}
-    assert counts["check_prompt_fits"] == 3
