@@ -13,7 +13,7 @@ import gradio as gr
 
 from uats_core.config import SETTINGS, setting_of
 from uats_core.errors import ConfigError
-from uats_core.status import NodeStatus
+from uats_core.status import NodeStatus, RunStatus
 
 from .views.safe_text import md_text
 from .views.scripts import page_script
@@ -170,7 +170,7 @@ COLUMN_HELP = {
     "batch": "the case batch's id, its first characters.",
     "state": "queued, running, finished, failed or cancelled; '(cancel asked)' while a going batch stops.",
     "searches done": "the batch's searches that ended so far, of all it holds.",
-    "failed": "of them, the searches that ended failed.",
+    RunStatus.FAILED.value: "of them, the searches that ended failed.",
     "started (UTC)": "when the batch was queued, in UTC.",
     "took": "from queued to the batch's end (a going batch: so far).",
     "they part at": "the first decision where the run and its counterfactual decided differently: its iteration t and "

@@ -63,7 +63,7 @@ INTRO = ("The H-UATS searches whose answer uncertainty changed: each run of a ba
          "pairs finish.")
 # the finder's columns (COLUMNS) in a table the width of the page: short numbers narrow, no header broken
 COLUMN_WIDTHS = ["6%", "13%", "16%", "9%", "13%", "13%", "14%", "16%"]
-BATCH_COLUMNS = ["batch", "state", "searches done", "failed", "started (UTC)", "took"]
+BATCH_COLUMNS = ["batch", "state", "searches done", RunStatus.FAILED.value, "started (UTC)", "took"]
 
 
 @dataclass
