@@ -129,7 +129,7 @@ class _Embedder:
 
 
 # ------------------------------------------------------------------------------- written once
-CODE = ("uats_core", "storage", "uats", "ui", "uats_studio", "benchmarks")
+CODE = ("uats_core", "storage", "reports", "uats", "ui", "uats_studio", "benchmarks")
 STATUS_TEXTS = {s.value for s in RunStatus} | {s.value for s in NodeStatus}
 FIELD_LISTS = ("step_fields", "config_fields")  # SearchMethod's declarations of field names
 
@@ -169,7 +169,7 @@ def status_texts_outside_their_home(files: list[Path], root: Path = ROOT) -> lis
 def method_name_checks(files: list[Path], root: Path = ROOT) -> list[str]:
     """'path:line: test' for each comparison of a method (anything named *method*) with a method's name, outside
     uats_core/methods/ and the report (whose analyses name the paper's methods: A-UATS against H-UATS, ...)."""
-    homes = (root / "uats_core" / "methods", root / "uats_core" / "report")
+    homes = (root / "uats_core" / "methods", root / "reports")
     found = []
     for path in files:
         if any(h in path.parents for h in homes):
