@@ -10,6 +10,7 @@ import gradio as gr
 
 from storage import StorageError
 from storage.shadow import read_shadow
+from uats_core.status import RunStatus
 
 from ..views.cases import StepJudge
 from ..views.charts import cost_figure, knobs_figure
@@ -21,7 +22,7 @@ from ..views.treedata import RunData, TreeState
 from ..views.treefig import ViewOptions, tree_figure
 from storage import RunVersion
 
-from .common import AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
+from .common import LIVE, AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
 
@@ -98,9 +99,13 @@ class RunViewer:
         t0 = time.perf_counter()
         state = data.state_at(start)
         shadow = read_shadow(self.ctx.store, s.run_id)
+        ended = data.run.get("status") not in LIVE
         for t in range(start, last + 1):
             state = data.state_at(t) if t != start else state
-            figs.append(self._figure(s, data, state, opts, version, shadow))
+            fig = self._figure(s, data, state, opts, version, shadow)
+            # an ended run was still running at its earlier iterations: a frame says the status of its own, so the
+            # page's "finished" (dataset.status) comes with the last frame, not the first of a burst
+            figs.append(with_meta(fig, status=RunStatus.RUNNING) if ended and t < last else fig)
             if time.perf_counter() - t0 > FRAMES_BUILD_S:
                 break
         s.drawn_t = state.iteration
