@@ -152,7 +152,7 @@ class RunViewer:
         star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
         t = self.tab
         out = {self.ctx.st: s, self.ctx.notice: notice(""), t.figure1: fig, t.node_md: md,
-               t.node_box: gr.update(value=nid), t.star_box: bool(star and star["starred"]),
+               t.node_box: gr.update(value=str(nid)), t.star_box: bool(star and star["starred"]),
                t.note_box: (star or {}).get("note", "")}
         if redraw_tree:
             out[t.tree] = self.draw_tree(s, view, reads)[0]
