@@ -16,6 +16,8 @@ command of the package launches them (a launcher inside would import upward, int
              (benchmarks/casefinder.py)
   import     `uats import` of a 200 MB search-and-learn file: refused on the node cap, and --rows of it
              (benchmarks/imports.py)
+  slow-clients  how long a slow request head and a stalled body hold a connection to the app, with and without its
+             head clock; a stream past the bound (benchmarks/slow_clients.py)
 
 Subcommands register themselves with `@subcommand` (or, from another module, in EXTERNAL_SUBCOMMANDS): a function
 that takes the subparsers object, adds its parser and sets `func` (or `fn`) on it.
@@ -32,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 
 from benchmarks import casefinder as bench_cases, engine as bench_engine, estimators as bench_estimators, gpu as bench_gpu, \
-    imports as bench_imports, uncertainty as bench_uncertainty
+    imports as bench_imports, slow_clients as bench_slow_clients, uncertainty as bench_uncertainty
 from uats_core.timing import measure, summary
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
@@ -50,7 +52,8 @@ EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine
                                                           "uncertainty": bench_uncertainty.add_parser,
                                                           "cases": bench_cases.add_parser,
                                                           "import": bench_imports.add_parser,
-                                                          "estimators": bench_estimators.add_parser}
+                                                          "estimators": bench_estimators.add_parser,
+                                                          "slow-clients": bench_slow_clients.add_parser}
 
 
 def _app_main(argv: Sequence[str]) -> int | None:

@@ -42,6 +42,22 @@ def live_batch_jobs(store: Any, owner: str | None = ANY_OWNER) -> list[str]:
         return list(conn.execute(query.order_by(t.c.created_at)).scalars())
 
 
+BATCH_LIST_ROWS = 20  # a user's batches the case finder lists, newest first
+
+
+def owner_batch_jobs(store: Any, owner: str, limit: int = BATCH_LIST_ROWS) -> list[dict[str, Any]]:
+    """`owner`'s batches, past and going (any server's), newest first: id, status, counts, times and error. Only
+    theirs: `owner` is a requester (user:... or session:...), never None or ANY_OWNER here."""
+    if not owner or owner == ANY_OWNER:
+        raise ValueError("owner_batch_jobs lists one requester's batches")
+    t = S.batch_jobs
+    cols = (t.c.job_id, t.c.status, t.c.done, t.c.total, t.c.failed, t.c.cancel_requested, t.c.created_at,
+            t.c.ended_at, t.c.error)
+    query = sa.select(*cols).where(t.c.owner == owner).order_by(t.c.created_at.desc()).limit(int(limit))
+    with store.engine.connect() as conn:
+        return [dict(r) for r in conn.execute(query).mappings()]
+
+
 def start_batch_job(store: Any, job_id: str) -> bool:
     """The worker took the batch. False when it had ended (cancelled while queued)."""
     return start_job(store, S.batch_jobs, job_id)

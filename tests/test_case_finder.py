@@ -19,6 +19,7 @@ from tests.polling import until
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.paths import WORLD_POLICY_B
 from uats_core.runner import DEFAULT_PRM
+from ui.access import requester
 from ui.choices import ARITH, EMBEDDED, server_choices
 from ui.jobs.case_batch import (MAX_BATCH_PROBLEMS, MAX_BATCH_RUNS, CaseBatchRequest, batch_label, cancel_batch,
                                 execute_batch, queue_case_batch)
@@ -171,7 +172,66 @@ def _finder(store: RunStore) -> Any:
     from ui.tabs.case_finder import FinderParts, _Finder
 
     return _Finder(SimpleNamespace(store=store, notice="notice"),
-                   FinderParts(*("state", "find", "problems", "batch", "cancel", "progress", "summary", "table")))
+                   FinderParts(*("state", "find", "problems", "batch", "cancel", "progress", "summary", "table",
+                                 "batches", "accordion")))
+
+
+def _listed(said: dict[str, Any]) -> list[list[Any]]:
+    return said["batches"]["value"]
+
+
+def test_a_users_batches_are_listed_for_them_alone_and_cancelled_from_the_list(tmp_path: Path) -> None:
+    """Issue 50, item 5: the case finder lists the user's batches, past and going (state, counts, started time),
+    newest first, on any page of theirs, a reloaded one too; another user never sees them, and cannot cancel one
+    even by its id; the owner cancels the one picked in the list."""
+    from storage.batches import end_batch_job
+    from ui.tabs.page_state import FinderState
+
+    store = RunStore(str(tmp_path / "runs.db"))
+    pool = WorkerPool(store, drive=False)
+    try:
+        create_batch_job(store, "p" * 32, 8, {}, owner="user:ann")  # a past batch of ann's, ended
+        end_batch_job(store, "p" * 32, "finished")
+        runs = batch_requests(_ctx(store), _form(), 1)
+        job = queue_case_batch(store, pool, runs, {}, owner="user:ann")
+        other = queue_case_batch(store, pool, runs, {}, owner="user:bob")
+        finder = _finder(store)
+        ann, bob = SimpleNamespace(username="ann", session_hash="ann-1"), SimpleNamespace(username="bob", session_hash="b")
+        page = FinderState()
+        rows = _listed(finder.on_open(page, ann))
+        assert [r[:4] for r in rows] == [[job[:8], "queued", "0 of 4", 0], ["pppppppp", "finished", "0 of 8", 0]]
+        assert all(len(r[4]) == 19 for r in rows)  # started: YYYY-MM-DD HH:MM:SS
+        bobs = FinderState()
+        assert [r[0] for r in _listed(finder.on_open(bobs, bob))] == [other[:8]]
+        forged = FinderState(picked=job)  # bob's page naming ann's batch: refused as if it did not exist
+        said = finder.on_cancel(forged, bob)
+        assert "is not going any more" in said["notice"]["value"] and not get_batch_job(store, job)["cancel_requested"]
+        assert [r[0] for r in _listed(said)] == [other[:8]]
+        reloaded = FinderState()  # ann reloads: a fresh page and session, the same user
+        later = SimpleNamespace(username="ann", session_hash="ann-2")
+        assert [r[0] for r in _listed(finder.on_open(reloaded, later))] == [job[:8], "pppppppp"]
+        finder.on_pick(reloaded, SimpleNamespace(index=[0, 2]))
+        assert reloaded.picked == job
+        said = finder.on_cancel(reloaded, later)
+        assert f"cancel requested for case batch {job[:8]}" in said["notice"]["value"]
+        assert _listed(said)[0][1] == "queued (cancel asked)" and not get_batch_job(store, other)["cancel_requested"]
+        pool.pump()
+        assert [r[1] for r in _listed(finder.on_open(reloaded, later))] == ["cancelled", "finished"]
+        assert get_batch_job(store, other)["status"] == "queued"
+    finally:
+        pool.shutdown(timeout_s=5)
+
+
+def test_without_a_login_a_batch_is_its_browser_sessions() -> None:
+    """No login: a page's batches are its session's; another session lists none of them."""
+    from ui.tabs.page_state import FinderState
+
+    store = RunStore("sqlite://")
+    create_batch_job(store, "s" * 32, 4, {}, owner=requester(SimpleNamespace(username=None, session_hash="one")))
+    finder = _finder(store)
+    assert [r[0] for r in _listed(finder.on_open(FinderState(), SimpleNamespace(username=None, session_hash="one")))] \
+        == ["ssssssss"]
+    assert _listed(finder.on_open(FinderState(), SimpleNamespace(username=None, session_hash="two"))) == []
 
 
 def test_a_batch_is_its_owners_from_any_page_and_no_one_elses(tmp_path: Path) -> None:
@@ -189,9 +249,10 @@ def test_a_batch_is_its_owners_from_any_page_and_no_one_elses(tmp_path: Path) ->
         assert followed["state"].job == job and f"case batch {job[:8]}&#58; queued" in followed["progress"]
         bob = SimpleNamespace(username="bob", session_hash="bob-page")
         said = finder.on_cancel(FinderState(), bob)
-        assert "no case batch of yours is going" in said["value"] and not get_batch_job(store, job)["cancel_requested"]
+        assert "no case batch of yours is going" in said["notice"]["value"]
+        assert not get_batch_job(store, job)["cancel_requested"]
         said = finder.on_cancel(FinderState(), reloaded)
-        assert f"cancel requested for case batch {job[:8]}" in said["value"]
+        assert f"cancel requested for case batch {job[:8]}" in said["notice"]["value"]
         assert get_batch_job(store, job)["cancel_requested"]
         pool.pump()
         assert get_batch_job(store, job)["status"] == "cancelled"

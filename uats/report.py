@@ -92,6 +92,10 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
 
     if text := estimators_markdown():  # the estimators' step measurements (results/estimators/), beside the ledgers'
         rep.markdown[TABLE_NAME] = text
+    from uats_core.report.estimator_grid import LEDGER, TABLE_NAME as GRID_NAME, grid_markdown
+
+    if (LEDGER / "results.csv.gz").is_file():  # the estimator search grid's own ledger (recipes/arith-estimators.toml)
+        rep.markdown[GRID_NAME] = grid_markdown(_read_ledger(LEDGER)["results"])
     return rep
 
 

@@ -7,19 +7,21 @@ any model loads or anything is written: the config's fields (SearchConfig.valida
 them (uats_core.methods.check_method_settings), the question (uats_core.problems.check_question), the models it
 may use (the embedded ones serve only the embedded world's problems), model options that would run a model's own
 code (unless trusted: the command line's --trust-remote-code), and the run's limits (uats_core.limits:
-budget cap, tree size, passes, affordability); then it resolves τ = auto[:q] from the PRM's calibration, so the
+budget cap, tree size, passes, affordability), an ensemble's size against K0 (from its file); then it resolves τ = auto[:q] from the PRM's calibration, so the
 logged config holds the τ the search uses. That the question fits the loaded models' context is checked once the
 models are loaded, by run_search (uats_core.limits.check_prompt_fits), before the run is logged."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from .calibration import resolve_tau
 from .config import SearchConfig, check_code_options, check_model_choice
 from .limits import RunEstimate, check_limits
 from .methods import check_method_settings
+from .paths import WORLD_PRM
 from .problems import Problem, check_question
 
 
@@ -66,6 +68,18 @@ def check_config(config: SearchConfig) -> SearchConfig:
     return config
 
 
+def _check_estimator_files(config: SearchConfig, prm: str | None) -> None:
+    """An ensemble's size is known from its file beside a local PRM folder: k0 above it is refused here, not
+    by a run that fails once the models are loaded (a Hub or server PRM is checked when it loads)."""
+    if config.estimator != "ensemble":
+        return
+    folder = Path(prm) if prm else WORLD_PRM
+    if folder.is_dir():
+        from .estimators.ensemble import check_ensemble_size  # reads one JSON file; torch stays unloaded
+
+        check_ensemble_size(folder, config.k0)
+
+
 def validate_request(request: SearchRequest) -> CheckedSearch:
     """The run's one validation (the module's docstring lists what it checks); a CheckedSearch to prepare."""
     config = check_config(request.config)
@@ -74,5 +88,6 @@ def validate_request(request: SearchRequest) -> CheckedSearch:
     check_code_options(request.policy_opts, "policy_opts", request.trust_remote_code)
     check_code_options(request.prm_opts, "prm_opts", request.trust_remote_code)
     estimate = check_limits(config)
+    _check_estimator_files(config, request.prm)
     config, tau_note = resolve_tau(config, request.prm)
     return CheckedSearch(request, config, tau_note, estimate)

@@ -25,6 +25,7 @@ from .views.run_status import RUN_COLUMNS
 from .choices import ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
 from .views.report_sources import ReportSources
+from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
@@ -41,6 +42,7 @@ from .tabs.search_events import dataset_view
 from .views.uncertainty import CHANGED_COLUMNS
 from .jobs.worker import WorkerPool
 from .auth import LoginLimiter
+from .slow_clients import bound_request_heads
 from .web_guard import DownloadGuard, WebGuard, WebPolicy
 from .views.export import ExportQuota, owner_folder
 from .tabs.exports import clear_downloads, downloads_folder
@@ -60,7 +62,7 @@ CSS = """
 """ + LINKS_CSS + RUN_BAR_CSS + INSPECTOR_CSS
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-table": FOUND_COLUMNS,
-          "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
+          "cf-batches": BATCH_COLUMNS, "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
 
 
 def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
@@ -84,6 +86,19 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
                     [*runs.outputs, reports.curve_pick])
 
 
+class StudioBlocks(gr.Blocks):
+    """Gradio's Blocks whose server, once started, drops a connection whose request head is slower than
+    ui/slow_clients.py's HEAD_TIMEOUT_S (Gradio passes no uvicorn setting through launch)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        blocking = not kwargs.get("prevent_thread_lock", False)
+        out = super().launch(*args, **{**kwargs, "prevent_thread_lock": True})
+        bound_request_heads(getattr(self, "server", None))
+        if blocking:
+            self.block_thread()
+        return out
+
+
 def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
                reports_dir: str | Path | None = None, choices: ServerChoices | None = None,
                ledgers_dir: str | Path | None = None, export_quota: ExportQuota | None = None) -> gr.Blocks:
@@ -93,7 +108,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     (default: the embedded and shipped ones)."""
     # Exports are served from Gradio's cache without a copy of Gradio's (ui.tabs.exports.downloads_folder); anything
     # else Gradio caches goes after an hour, checked every 10 minutes
-    with gr.Blocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
+    with StudioBlocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
         st, cst = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair (page_state)
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
                     "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "

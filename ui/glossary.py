@@ -102,6 +102,7 @@ FIELD_HELP = {
     "fig1-per-page": "how many candidates one page of the figure shows.",
     "fig1-siblings": "show only the inspected node and its siblings.",
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
+    "cmp-est-b": "the estimator of the pair's second H-UATS run; the first reads the form's (same problem, seed and knobs).",
     "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
     "estimator": "where each candidate's R̄ and σ² come from: mc-dropout (K dropout passes of the PRM), ensemble (K "
                  "members of a deep ensemble of PRMs), laplace (K draws from a Laplace posterior of the PRM's head), "
@@ -162,6 +163,12 @@ COLUMN_HELP = {
                            "never open, the same random streams), and whether it is right.",
     "direction": "what uncertainty did to the answer: wrong → right (without it wrong, with it right), right → wrong, "
                  "or another answer (neither right, or ungraded).",
+    "batch": "the case batch's id, its first characters.",
+    "state": "queued, running, finished, failed or cancelled; '(cancel asked)' while a going batch stops.",
+    "searches done": "the batch's searches that ended so far, of all it holds.",
+    "failed": "of them, the searches that ended failed.",
+    "started (UTC)": "when the batch was queued, in UTC.",
+    "took": "from queued to the batch's end (a going batch: so far).",
     "they part at": "the first decision where the run and its counterfactual decided differently: its iteration t and "
                     "node; a click opens the two there.",
 }

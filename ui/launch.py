@@ -25,6 +25,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -109,6 +110,22 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
     return p.parse_args(argv)
 
 
+class Refused(Exception):
+    """A flag or folder the launcher refuses: one line (its message, after 'error: '), exit code 2, nothing
+    started."""
+
+
+@dataclass
+class Studio:
+    """What start() made, serve() serves and shut_down() ends."""
+
+    store: Any
+    pool: Any
+    demo: Any
+    credentials: Any
+    launch: dict[str, Any]  # the rest of Blocks.launch's arguments: the front door, the login note
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     args = parse_args(argv, prog)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
@@ -117,40 +134,47 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     # uvicorn takes X-Forwarded-For and -Proto from these addresses only (its default trusts 127.0.0.1: any local
     # process could then pose as any client to the login limit)
     os.environ["FORWARDED_ALLOW_IPS"] = ",".join(args.trusted_proxy)
+    try:
+        studio = start(args)
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    code, served = 0, False
+    try:
+        code, served = serve(studio, args)
+    finally:
+        shut_down(studio, code)
+    if served and argv is None:
+        # the program's own run (argv from its command line; a call with argv, as the tests make, returns): everything
+        # the app holds is closed, and the interpreter's own teardown (freeing torch and Gradio, a daemon thread left
+        # in the web server) took 50 s and more on a loaded machine, past `docker stop`'s grace
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Refused: a count, a timeout, a budget or a quota out of range (nan included), before anything is opened."""
     for name in ("workers", "max_queued", "max_queued_per_session", "max_paused"):
         if getattr(args, name) < 1:
-            print(f"error: {name.replace('_', '-')}: must be an integer >= 1", file=sys.stderr)
-            return 2
+            raise Refused(f"{name.replace('_', '-')}: must be an integer >= 1")
     if not args.pause_timeout_s > 0:  # also refuses nan
-        print("error: pause-timeout-s: must be a number of seconds > 0", file=sys.stderr)
-        return 2
+        raise Refused("pause-timeout-s: must be a number of seconds > 0")
     if args.max_budget is not None:
         if args.max_budget < 1:
-            print("error: max-budget: must be an integer >= 1", file=sys.stderr)
-            return 2
+            raise Refused("max-budget: must be an integer >= 1")
         from uats_core.limits import set_max_budget
 
         set_max_budget(args.max_budget)  # in the environment: the spawned workers validate with it too
     for name in ("export_quota_mb", "export_session_quota_mb"):
         if not getattr(args, name) > 0 or getattr(args, name) == float("inf"):  # also refuses nan
-            print(f"error: {name.replace('_', '-')}: must be a number of megabytes > 0", file=sys.stderr)
-            return 2
-    from .auth import AuthError, LoginLimiter, check_exposure, load_credentials
-    from .web_guard import web_policy
+            raise Refused(f"{name.replace('_', '-')}: must be a number of megabytes > 0")
 
-    try:
-        credentials = load_credentials(args.auth_file)
-        check_exposure(args.host, credentials)
-        policy = web_policy(args.host, args.allowed_host, args.allowed_origin, args.trusted_proxy)
-    except AuthError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    reports_dir = Path(args.reports_dir)
-    if reports_dir.exists() and not reports_dir.is_dir():
-        print(f"error: reports-dir: {reports_dir} is a file; give a folder of evaluation run logs", file=sys.stderr)
-        return 2
 
+def _server_choices(args: argparse.Namespace) -> Any:
+    """What a client may load (ui/choices.py), fixed now (the import folders' files are listed again on Refresh)."""
     from uats_core.config import ConfigError
 
     from .choices import server_choices
@@ -163,34 +187,49 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
             log.warning("imports-dir: cannot create %s (%s); the Runs tab offers no files", DEFAULT_IMPORTS,
                         exc.strerror)
             imports_dirs = []
-    try:  # the lists a client picks from, fixed now (the import folders' files are listed again on Refresh)
-        choices = server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server,
-                                 imports_dirs)
+    try:
+        return server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server,
+                              imports_dirs)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise Refused(str(exc)) from None
+
+
+def start(args: argparse.Namespace) -> Studio:
+    """Check the flags, open the run log and the export folder, start the worker pool and build the page; Refused
+    (nothing started) for a bad flag, folder or run log."""
+    _check_numbers(args)
+    from .auth import AuthError, LoginLimiter, check_exposure, load_credentials
+    from .web_guard import web_policy
+
+    try:
+        credentials = load_credentials(args.auth_file)
+        check_exposure(args.host, credentials)
+        policy = web_policy(args.host, args.allowed_host, args.allowed_origin, args.trusted_proxy)
+    except AuthError as exc:
+        raise Refused(str(exc)) from None
+    reports_dir = Path(args.reports_dir)
+    if reports_dir.exists() and not reports_dir.is_dir():
+        raise Refused(f"reports-dir: {reports_dir} is a file; give a folder of evaluation run logs")
+    choices = _server_choices(args)
 
     from storage import RunStore, StorageError
 
     try:
         store = RunStore(args.db)
     except StorageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise Refused(str(exc)) from None
     export_dir = Path(args.export_dir)
     try:
         export_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        print(f"error: export-dir: cannot create {export_dir} ({exc.strerror}); give a writable folder", file=sys.stderr)
-        return 2
+        raise Refused(f"export-dir: cannot create {export_dir} ({exc.strerror}); give a writable folder") from None
 
-    from uats_core.interrupts import sigterm_as_interrupt
-    from .app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-    from .views.export import ExportQuota, stop_kaleido
     from storage.batches import mark_dead_batch_jobs
     from storage.shadow import mark_dead_shadow_jobs
 
+    from .app_ui import build_demo, launch_kwargs
     from .jobs.worker import PoolLimits, WorkerPool, default_pair_request
+    from .views.export import ExportQuota
 
     # a server or worker gone (kill -9)
     dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store) + mark_dead_batch_jobs(store)
@@ -205,13 +244,21 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     demo = build_demo(store, pool, export_dir, reports_dir, choices, Path(args.ledgers_dir), export_quota=quota)
     logins = LoginLimiter()
     login_note = {"auth_message": LOGIN_NOTE.format(limits=logins.limits)} if credentials else {}
+    return Studio(store, pool, demo, credentials, {**login_note, **launch_kwargs(export_dir, policy, logins)})
 
-    code, served = 0, False
+
+def serve(studio: Studio, args: argparse.Namespace) -> tuple[int, bool]:
+    """Serve until a SIGTERM or Ctrl-C: (exit code, whether the server had started). A port taken or a server that
+    never answered is one line and code 1."""
+    from uats_core.interrupts import sigterm_as_interrupt
+
+    from .app_ui import QUEUE_KWARGS
+
+    demo, served = studio.demo, False
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=credentials,
-                                              prevent_thread_lock=True, **login_note,
-                                              **launch_kwargs(export_dir, policy, logins))
+            demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=studio.credentials,
+                                              prevent_thread_lock=True, **studio.launch)
             served = bool(getattr(demo, "is_running", False))
             wait_until_answering(demo.local_url or f"http://127.0.0.1:{args.port}/")
             serve_until_stopped(demo)
@@ -219,30 +266,29 @@ def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
         pass
     except (StartupError, OSError, ValueError) as exc:  # the port taken, a server that never answered: fail whole
         print(f"error: start: {exc}", file=sys.stderr)
-        code = 1
-    finally:
-        log.info("shutting down: cancelling running searches (%g s to end 'cancelled', then their workers are "
-                 "ended and the runs marked)", SHUTDOWN_GRACE_S)
-        # the server stops answering in its own (daemon) thread while the workers stop: the process ends when both
-        # did, or the server's thread is left to die with it
-        if getattr(demo, "server", None) is not None:
-            if code:  # a failed start: nothing may be left answering on the port
-                demo.close()
-            else:
-                threading.Thread(target=demo.close, kwargs={"verbose": False}, daemon=True).start()
-        pool.shutdown(cancel=True, timeout_s=SHUTDOWN_GRACE_S)
-        stop_kaleido()
-        store.close()
-        log.info("shut down")
-    if served and argv is None:
-        # the program's own run (argv from its command line; a call with argv, as the tests make, returns): everything
-        # the app holds is closed, and the interpreter's own teardown (freeing torch and Gradio, a daemon thread left
-        # in the web server) took 50 s and more on a loaded machine, past `docker stop`'s grace
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+        return 1, served
+    return 0, served
+
+
+def shut_down(studio: Studio, code: int) -> None:
+    """Cancel the running searches (SHUTDOWN_GRACE_S to end 'cancelled', then their workers are ended), stop the
+    server and close the run log. After a failed start (`code` not 0) the server is stopped before the pool."""
+    log.info("shutting down: cancelling running searches (%g s to end 'cancelled', then their workers are "
+             "ended and the runs marked)", SHUTDOWN_GRACE_S)
+    demo = studio.demo
+    # the server stops answering in its own (daemon) thread while the workers stop: the process ends when both
+    # did, or the server's thread is left to die with it
+    if getattr(demo, "server", None) is not None:
+        if code:  # a failed start: nothing may be left answering on the port
+            demo.close()
+        else:
+            threading.Thread(target=demo.close, kwargs={"verbose": False}, daemon=True).start()
+    studio.pool.shutdown(cancel=True, timeout_s=SHUTDOWN_GRACE_S)
+    from .views.export import stop_kaleido
+
+    stop_kaleido()
+    studio.store.close()
+    log.info("shut down")
 
 
 def serve_until_stopped(demo: Any) -> None:

@@ -402,7 +402,8 @@ class WebGuard:
             except _SlowBody:
                 log.warning("refused %s %s from %s: the body was not whole within %g s", scope["method"],
                             scope["path"][:200], client, self.policy.body_timeout_s)
-                await _answer(send, 408, f"the request body did not arrive within {self.policy.body_timeout_s:g} s")
+                await _answer(send, 408, f"the request body did not arrive within {self.policy.body_timeout_s:g} s",
+                              [(b"connection", b"close")])  # the server ends the connection: the rest is not read
                 return
             if data is None:
                 await _answer(send, 413, f"the request body is over this route's limit of {limit:,} bytes")

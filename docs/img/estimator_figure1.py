@@ -4,7 +4,7 @@ plotly.js in Debian's Chromium at a 1280 × 800 window.
 
     python docs/img/estimator_figure1.py            # from the checkout's root
 
-Both searches: policy B on arith-test-3, N = 8, K0 = 2, seed 1, τ = each estimator's own `auto`, recorded into a
+Both searches: policy B on arith-test-3, N = 8, K0 = 7 (the default; the ensemble holds 8 members), seed 1, τ = each estimator's own `auto`, recorded into a
 temporary run log by the engine and read back as the app reads it; the step shown is the first with the most
 candidates. tests/browser/test_estimator_figure1_browser.py takes the same view inside the running app."""
 
@@ -35,7 +35,7 @@ def figures(db: Path) -> dict[str, dict]:
     problem = world.get_problem("arith-test-3")
     out = {}
     for estimator in ("mc-dropout", "ensemble"):
-        config, _ = resolve_tau(SearchConfig(method="h-uats", budget=8, k0=2, seed=1, estimator=estimator,
+        config, _ = resolve_tau(SearchConfig(method="h-uats", budget=8, seed=1, estimator=estimator,
                                              tau="auto").validate(), None)
         policy, prm = build_backends(str(ASSETS / "arith-policy-b"), None, config)
         rid = f"fig1-{estimator}"

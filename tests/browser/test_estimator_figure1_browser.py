@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from uats_core.config import SearchConfig
+
 from .pages import shot, text_layout, wait_idle, wait_plot
 
 pytestmark = pytest.mark.browser
@@ -27,8 +29,8 @@ def _ensemble_members() -> int:
 
 @pytest.fixture(scope="module")
 def estimator_runs(served: dict[str, Any]) -> dict[str, str]:
-    """The two searches, recorded into the served run log by the engine itself (K0 = 2: the ensemble keeps members
-    for re-evaluation)."""
+    """The two searches, recorded into the served run log by the engine itself (K0 = 7, the default: the ensemble's
+    8 members leave one for re-evaluation)."""
     from uats_core.config import SearchConfig
     from uats_core.paths import ASSETS
     from uats_core.runner import build_backends, run_search
@@ -40,7 +42,7 @@ def estimator_runs(served: dict[str, Any]) -> dict[str, str]:
     for estimator, rid in RUNS.items():
         if rid in have:
             continue
-        config = SearchConfig(method="h-uats", budget=8, k0=2, seed=1, estimator=estimator,
+        config = SearchConfig(method="h-uats", budget=8, seed=1, estimator=estimator,
                               tau="auto").validate()
         from uats_core.calibration import resolve_tau
 
@@ -60,7 +62,7 @@ def _busiest_step(served: dict[str, Any], rid: str) -> tuple[int, int]:
     return t, cands[len(cands) // 2].node_id
 
 
-@pytest.mark.skipif(_ensemble_members() < 2, reason="the embedded PRM's ensemble is not trained in this checkout")
+@pytest.mark.skipif(_ensemble_members() < SearchConfig.k0, reason="the embedded PRM's ensemble is not trained in this checkout")
 @pytest.mark.parametrize("screen_page", ["1280x800"], indirect=True)
 def test_figure1_names_each_estimators_samples(screen_page: Any, served: dict[str, Any],
                                                estimator_runs: dict[str, str]) -> None:

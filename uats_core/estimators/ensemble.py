@@ -53,6 +53,23 @@ def ensemble_dir(prm: Any) -> Path | None:
     return Path(f"{folder}-ensemble") if folder else None
 
 
+def check_ensemble_size(prm_folder: Path, k0: int) -> None:
+    """Before anything loads or is written: the ensemble beside a PRM folder exists and holds at least `k0` members
+    (its ensemble.json read, no member loaded); ConfigError naming `estimator` or `k0` as load_ensemble would."""
+    meta_path = Path(f"{prm_folder}-ensemble") / ENSEMBLE_FILE
+    if not meta_path.is_file():
+        raise ConfigError("estimator", f"the PRM {str(prm_folder)!r} has no trained ensemble (looked for {meta_path}); "
+                                       "train one (python -m uats_core.worlds.arith.train_ensemble for the embedded "
+                                       "PRM) or pick another estimator")
+    try:
+        members = len(json.loads(meta_path.read_text())["members"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError("estimator", f"{meta_path} is not an ensemble's file ({exc}); train the ensemble "
+                                       "again") from None
+    if k0 > members:
+        raise ConfigError("k0", f"the ensemble has {members} members, fewer than k0={k0}; use k0 <= {members}")
+
+
 def load_ensemble(prm: Any, k0: int) -> Ensemble:
     """The ensemble of a PyTorch PRM whose members were trained beside it; ConfigError naming `estimator` (no members)
     or `k0` (more than there are members) otherwise."""

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..methods import uncertainty_methods
 from .build import Report, main_and_harder
+from .estimator_grid import grid_section
 from .estimators_section import estimators_section
 from .claims import NO_SIGMA_VARIANT
 from .ladder import ROUNDING_FIRST, SCORE_FIRST, UNCERTAINTY_ABLATION, WHOLE
@@ -52,7 +53,7 @@ def results_page(rep: Report, command: str) -> str:
              *ledgers_section(rep, command), *compute_section(rep, main), *methods_section(rep, main),
              *paired_section(rep, main), *ablations_section(rep, main), *ladder_section(rep, main),
              *duplicates_section(rep, main), *aggregation_section(rep, main), *harder_section(rep, main, harder),
-             *figure2_section(rep, main), *controller_section(rep), *estimators_section()]
+             *figure2_section(rep, main), *controller_section(rep), *estimators_section(), *grid_section()]
     return "\n".join(parts).rstrip("\n") + "\n"
 
 

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from storage import RunStore
+from storage import RunStore, StorageError
 from storage.batches import (batch_cancel_requested, batch_job_progress, create_batch_job, end_batch_job,
                              get_batch_job, live_batch_jobs, request_batch_cancel, start_batch_job)
 from uats_core.config import ConfigError
@@ -123,6 +123,16 @@ def cancel_owned_batches(store: RunStore, owner: str) -> list[str]:
     """Cancel every batch of `owner` still going on this server (the case finder's Cancel, from any page of
     theirs): the ids it stopped."""
     return [job for job in live_batch_jobs(store, owner) if cancel_batch(store, job)]
+
+
+def cancel_owned_batch(store: RunStore, owner: str, job_id: str) -> bool:
+    """Cancel the one batch `job_id` if it is `owner`'s and still going (the case finder's list, a row picked);
+    False otherwise, whoever's it is (another owner's batch is neither cancelled nor said to exist)."""
+    try:
+        row = get_batch_job(store, job_id)
+    except StorageError:
+        return False
+    return row.get("owner") == owner and cancel_batch(store, job_id)
 
 
 def queue_case_batch(store: RunStore, pool: Any, runs: Sequence[RunRequest], spec: dict[str, Any],

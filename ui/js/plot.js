@@ -2,6 +2,7 @@
 // component's value with Plotly.react on the same div, fixed uirevision, so zoom and pan survive live updates.
 // The template never contains ${value}, so Gradio never re-renders the div.
 const host = element.querySelector('.uats-plot');
+const RING_WAIT_MS = 1500;  // the longest a clicked node waits for its Figure 1 before the tree rings it
 const empty = element.querySelector('.uats-empty');
 function ringAt(id) {
   // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
@@ -105,6 +106,7 @@ async function show(spec) {
   if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
   host.dataset.drawnAt = String(Date.now());
   host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
+  if (host.dataset.owner === 'figure1' && window.__uatsRingNext) setTimeout(window.__uatsRingNext, 0);
   // a short in-page log of draws for benchmarks/app.py and the browser tests (bounded: pages stay open long)
   const log = (window.__uatsDraws = window.__uatsDraws || []);
   log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
@@ -119,8 +121,13 @@ async function show(spec) {
       if (typeof id !== 'number') return;
       trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
       // the inspector opens beside the tree at once (ui/js/inspector.js); Compare's trees have none
-      if (host.dataset.owner === 'tree' && window.__uatsOpenInspector) window.__uatsOpenInspector();
-      setTimeout(() => ringAt(id), 0);
+      if (host.dataset.owner !== 'tree' || !window.__uatsOpenInspector) { setTimeout(() => ringAt(id), 0); return; }
+      window.__uatsOpenInspector();
+      // the ring once the node's Figure 1 is drawn (show() below runs it), or after RING_WAIT_MS: moving a shape
+      // is a full recalculation of the tree in Plotly, a second at 2,000 nodes, and held Figure 1 back that long
+      clearTimeout(host._uatsRingTimer);
+      window.__uatsRingNext = () => { clearTimeout(host._uatsRingTimer); window.__uatsRingNext = null; ringAt(id); };
+      host._uatsRingTimer = setTimeout(() => window.__uatsRingNext && window.__uatsRingNext(), RING_WAIT_MS);
     });
     // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)
     host.on('plotly_relayout', () => requestAnimationFrame(() => lodRefresh(host)));
@@ -168,7 +175,11 @@ function draw() {
   // any other figure (a step back, a filter, another run) replaces the frames not drawn yet
   if (spec.frames) host._uatsQueue.push(...spec.frames);
   else host._uatsQueue.splice(0, host._uatsQueue.length, spec);
-  drain();
+  // a link to a node (?run=…&node=…) sends the tree with the node's Figure 1: the inspector opens before the
+  // tree's first draw, so the tree is drawn once at its width beside it, and a tick later, after Figure 1
+  const linked = host.dataset.owner === 'tree' && !host.data && !spec.frames && (spec.meta || {}).selected != null;
+  if (linked && window.__uatsOpenInspector) window.__uatsOpenInspector();
+  if (linked) setTimeout(drain, 0); else drain();
 }
 draw();
 watch('value', draw);

@@ -5,7 +5,8 @@ part, whence the comparison export takes it. A batch makes pairs: the first N pr
 split with policy A (its PRM in distribution) and policy B (out of distribution), H-UATS and its counterfactual each,
 with the Search form's PRM, budget, seed and knobs, as one job of the worker pool (ui.jobs.case_batch); the list
 follows it as its pairs finish. A batch is its owner's (the signed-in user, or the browser
-session without a login), not the page's: any page of theirs, a reloaded one too, follows it and cancels it."""
+session without a login), not the page's: any page of theirs, a reloaded one too, follows it and cancels it, and
+lists their batches, past and going (theirs alone: ui.jobs.case_batch.cancel_owned_batch checks the owner again)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,15 @@ from typing import Any, Callable, Mapping
 import gradio as gr
 
 from storage import StorageError
-from storage.batches import get_batch_job, live_batch_jobs
+from storage.batches import get_batch_job, live_batch_jobs, owner_batch_jobs
 from uats_core.config import ConfigError
 from uats_core.request import validate_request
 from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
-from ..jobs.case_batch import BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_owned_batches, queue_case_batch
+from ..jobs.case_batch import (BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_owned_batch, cancel_owned_batches,
+                               queue_case_batch)
 from ..jobs.worker import RunRequest, session_of
 from ..views.counterfactual import (COLUMNS, RANKING_RULE, UATS, counterfactual_config, factual_config, find_cases,
                                     found_rows, found_summary)
@@ -49,6 +51,7 @@ INTRO = ("The H-UATS searches whose answer uncertainty changed: each run of a ba
          "pairs finish.")
 # the finder's columns (COLUMNS) in a table the width of the page: short numbers narrow, no header broken
 COLUMN_WIDTHS = ["6%", "13%", "16%", "9%", "13%", "13%", "14%", "16%"]
+BATCH_COLUMNS = ["batch", "state", "searches done", "failed", "started (UTC)", "took"]
 
 
 @dataclass
@@ -61,12 +64,14 @@ class FinderParts:
     progress: gr.Markdown
     summary: gr.Markdown
     table: gr.Dataframe
+    batches: gr.Dataframe  # the user's batches, past and going (batch_list_rows)
+    accordion: gr.Accordion
 
 
 def case_finder_layout() -> FinderParts:
     """The finder's components (an accordion), where the Compare tab's layout calls it."""
     with gr.Accordion("Case finder: H-UATS searches whose answer uncertainty changed (beside the same search "
-                      "without it)", open=False, elem_id="cf"):
+                      "without it)", open=False, elem_id="cf") as accordion:
         gr.Markdown(INTRO, elem_id="cf-intro")
         with gr.Row(equal_height=False):
             find = gr.Button("Find cases in the run log", variant="primary", elem_id="cf-find", scale=2)
@@ -75,10 +80,13 @@ def case_finder_layout() -> FinderParts:
             batch = gr.Button("Run a batch (form settings)", elem_id="cf-batch", scale=2)
             cancel = gr.Button("Cancel the batch", elem_id="cf-cancel", scale=1)
         progress = gr.Markdown("", elem_id="cf-progress")
+        batches = gr.Dataframe(headers=BATCH_COLUMNS, interactive=False, elem_id="cf-batches", max_height=180,
+                               column_widths=["12%", "26%", "16%", "10%", "22%", "14%"], label="Your case batches, newest first (pick a going one, then Cancel the batch)")
         summary = gr.Markdown("", elem_id="cf-summary")
         table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="cf-table", wrap=True, max_height=300,
                              column_widths=COLUMN_WIDTHS)
-    return FinderParts(gr.State(FinderState()), find, problems, batch, cancel, progress, summary, table)
+    return FinderParts(gr.State(FinderState()), find, problems, batch, cancel, progress, summary, table, batches,
+                       accordion)
 
 
 def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> list[RunRequest]:
@@ -112,6 +120,18 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
+def batch_list_rows(jobs: list[dict[str, Any]], now: float) -> list[list[Any]]:
+    """The list's rows (BATCH_COLUMNS) for storage.batches.owner_batch_jobs's rows; a going batch's time so far."""
+    rows = []
+    for j in jobs:
+        state = str(j["status"]) + (" (cancel asked)" if j["status"] in LIVE and j["cancel_requested"] else "")
+        started = float(j["created_at"] or now)
+        rows.append([j["job_id"][:8], state, f"{j['done']} of {j['total']}", j["failed"],
+                     time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
+                     _minutes(float(j["ended_at"] or now) - started)])
+    return rows
+
+
 class _Finder:
     def __init__(self, ctx: AppContext, p: FinderParts) -> None:
         self.ctx = ctx
@@ -131,6 +151,30 @@ class _Finder:
     def on_find(self, fs: FinderState) -> Any:
         return {self.p.state: fs, **self.listed(fs)}
 
+    def batch_list(self, fs: FinderState, request: gr.Request | None) -> dict[Any, Any]:
+        """The requester's batches, past and going, by component; each row's batch kept in fs (a pick that is no
+        longer listed is dropped)."""
+        try:
+            jobs = owner_batch_jobs(self.ctx.store, requester(request))
+        except (AccessDenied, *DB_ERRORS):
+            jobs = []
+        fs.batches = tuple(j["job_id"] for j in jobs)
+        if fs.picked not in fs.batches:
+            fs.picked = None
+        return {self.p.batches: gr.update(value=batch_list_rows(jobs, time.time()))}
+
+    def on_open(self, fs: FinderState, request: gr.Request) -> Any:
+        """The accordion opened (on any page of the user's, a reloaded one too): their batches."""
+        return {self.p.state: fs, **self.batch_list(fs, request)}
+
+    def on_pick(self, fs: FinderState, evt: gr.SelectData) -> Any:
+        row = row_of(evt)
+        if row is None or not 0 <= row < len(fs.batches):
+            return {self.ctx.notice: notice("the list of batches changed; pick again")}
+        fs.picked = fs.batches[row]
+        return {self.p.state: fs, self.ctx.notice: notice(
+            f"case batch {fs.picked[:8]} picked: Cancel the batch stops it if it is still going", ok=True)}
+
     def on_batch(self, fs: FinderState, problems: Any, request: gr.Request, **form: Any) -> Any:
         try:
             runs = batch_requests(self.ctx, form, problems)
@@ -142,24 +186,32 @@ class _Finder:
             return {self.ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:
             return {self.ctx.notice: notice(db_failure(exc))}
-        return {self.p.state: replaced(fs, job=job, said=None),
+        fs = replaced(fs, job=job, said=None)
+        return {self.p.state: fs, **self.batch_list(fs, request),
                 self.ctx.notice: notice(f"case batch {job[:8]} queued: {len(runs)} searches", ok=True),
                 self.p.progress: md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"),
                 self.ctx.timer: gr.Timer(active=True)}
 
     def on_cancel(self, fs: FinderState, request: gr.Request) -> Any:
-        """Cancel the requester's batches going on this server, whichever page queued them."""
+        """Cancel the batch picked in the list, else the requester's batches going on this server, whichever page
+        queued them; the list again."""
+        picked = fs.picked
         try:
-            stopped = cancel_owned_batches(self.ctx.store, requester(request))
+            owner = requester(request)
+            stopped = ([picked] if cancel_owned_batch(self.ctx.store, owner, picked) else []) if picked else \
+                cancel_owned_batches(self.ctx.store, owner)
         except AccessDenied as exc:
-            return notice(str(exc))
+            return {self.ctx.notice: notice(str(exc))}
         except DB_ERRORS as exc:
-            return notice(db_failure(exc))
+            return {self.ctx.notice: notice(db_failure(exc))}
+        listed = self.batch_list(fs, request)
         if not stopped:
-            return notice("no case batch of yours is going on this server")
-        return notice(f"cancel requested for case batch {', '.join(j[:8] for j in stopped)}: the search going stops "
-                      "within about a second (it stays in the run log, cancelled) and no further search starts",
-                      ok=True)
+            said = (f"case batch {picked[:8]} is not going any more" if picked else
+                    "no case batch of yours is going on this server")
+            return {self.p.state: fs, self.ctx.notice: notice(said), **listed}
+        return {self.p.state: fs, **listed, self.ctx.notice: notice(
+            f"cancel requested for case batch {', '.join(j[:8] for j in stopped)}: the search going stops within "
+            "about a second (it stays in the run log, cancelled) and no further search starts", ok=True)}
 
     def _owned_live(self, request: gr.Request | None) -> str | None:
         """The requester's oldest batch going on this server (a page reloaded, or another tab of theirs, follows it)."""
@@ -191,12 +243,13 @@ class _Finder:
             line = head + ("queued: it starts when a worker is free" if row["status"] == RunStatus.QUEUED else
                            f"{row['done']} of {row['total']} searches done" +
                            (f" ({row['failed']} failed)" if row["failed"] else ""))
-            return {self.p.state: fs, self.p.progress: md_text(line), **(self.listed(fs) if pair_done else {})}
+            return {self.p.state: fs, self.p.progress: md_text(line), **self.batch_list(fs, request),
+                    **(self.listed(fs) if pair_done else {})}
         took = float(row.get("ended_at") or time.time()) - float(row.get("created_at") or time.time())
         line = head + (f"{row['status']}, {row['done']} of {row['total']} searches in {_minutes(took)}"
                        + (f": {row['error']}" if row.get("error") else ""))
         fs.job = None
-        return {self.p.state: fs, self.p.progress: md_text(line), **self.listed(fs)}
+        return {self.p.state: fs, self.p.progress: md_text(line), **self.batch_list(fs, request), **self.listed(fs)}
 
     def opener(self, open_case: Callable[[str, str], dict[Any, Any]]) -> Callable[..., Any]:
         def on_select(fs: FinderState, evt: gr.SelectData) -> Any:
@@ -217,9 +270,11 @@ def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str,
     h = _Finder(ctx, p)
     p.find.click(h.on_find, [p.state], [p.state, p.table, p.summary])
     # the page's timer may have stopped (nothing live): a queued batch starts it, and the tick follows the batch
-    p.batch.click(h.on_batch, [p.state, p.problems], [p.state, ctx.notice, p.progress, ctx.timer],
+    p.batch.click(h.on_batch, [p.state, p.problems], [p.state, ctx.notice, p.progress, ctx.timer, p.batches],
                   inputs_kwargs=form_inputs)
-    p.cancel.click(h.on_cancel, [p.state], [ctx.notice])
-    ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary], with_request=True)
+    p.cancel.click(h.on_cancel, [p.state], [p.state, ctx.notice, p.batches])
+    p.accordion.expand(h.on_open, [p.state], [p.state, p.batches])
+    p.batches.select(h.on_pick, [p.state], [p.state, ctx.notice])
+    ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary, p.batches], with_request=True)
     p.table.select(h.opener(open_case), [p.state], open_outputs).then(
         None, js=then_js).then(export_stale, None, [stale])

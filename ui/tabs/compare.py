@@ -13,12 +13,13 @@ import gradio as gr
 
 from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
+from uats_core.config import ESTIMATORS, SearchConfig
 from uats_core.methods import uncertainty_methods
 from uats_core.status import LIVE, RunStatus
 
 from ..views.bundles import compare_bundle
 
-from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner
+from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner, pair_labels
 from ..views.counterfactual import parting
 
 from ..views.run_status import outcome, run_label
@@ -40,7 +41,7 @@ from .exports import export_controls, export_ready, export_stale
 from .search_layout import SearchTab
 from .case_finder import build_case_finder, case_finder_layout
 from .ood_pair import ood_pair_form, offers_ood_pair
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, submit_run
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request, submit_run
 
 
 @dataclass
@@ -58,6 +59,8 @@ class _Parts:
     cmp_b: gr.Dropdown
     cmp_load: gr.Button
     cmp_pair: gr.Button
+    cmp_est_b: gr.Dropdown
+    cmp_est_pair: gr.Button
     cmp_summary: gr.Markdown
     cmp_ood: gr.Button
     cmp_table: gr.Dataframe
@@ -88,6 +91,11 @@ def _layout() -> _Parts:
         c["cmp_b"] = gr.Dropdown([], label="Run B", elem_id="cmp-b", allow_custom_value=True, scale=3)
         c["cmp_load"] = gr.Button("Compare", variant="primary", elem_id="cmp-load", scale=1)
         c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE (form settings)", elem_id="cmp-pair", scale=2)
+    with gr.Row():  # one problem under two uncertainty estimators (issue 52): the form's, and this one
+        c["cmp_est_b"] = gr.Dropdown(list(ESTIMATORS), value=SECOND_ESTIMATOR, label="second estimator",
+                                     elem_id="cmp-est-b", scale=2)
+        c["cmp_est_pair"] = gr.Button("Run H-UATS under the form's estimator and the second (form settings)",
+                                      elem_id="cmp-est-pair", scale=4)
     c["finder"] = case_finder_layout()
     c["cmp_summary"] = gr.Markdown("", elem_id="cmp-summary")
     c["cmp_ood"] = gr.Button("Run the OOD pair: policy B with this pair's PRM, problem, seed and budget",
@@ -130,8 +138,9 @@ def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float
     changed (or why it changed nothing)."""
     same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
             and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
-    return (f"**{md_text(a.run.get('method'))}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
-            f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(b.run.get('method'))}** "
+    name_a, name_b = pair_labels(a.run, b.run)
+    return (f"**{md_text(name_a)}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
+            f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(name_b)}** "
             f"({outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
             f"{float(b.run.get('cost') or 0):,.0f}) · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
             + ("" if same else " · ⚠ different problem, seed or budget")
@@ -208,7 +217,17 @@ class _Compare:
         return {self.ctx.cst: cs, **self.compare_view(cs, cs.t)}
 
     def on_pair(self, cs: ComparedPair, request: gr.Request, **form: Any) -> Any:
-        return self._start_pair(request, form, "compare", "")
+        return self._start_pair(request, [("h-uats", form), ("rebase", form)], "compare", "")
+
+    def on_estimator_pair(self, cs: ComparedPair, second: Any, request: gr.Request, **form: Any) -> Any:
+        """H-UATS twice on the form's problem, seed, budget and knobs: under the form's estimator and under
+        `second`; the pair names each run's estimator in every panel (views.comparison.pair_labels)."""
+        first = form.get("estimator")
+        if second not in ESTIMATORS or second == first:
+            return {self.ctx.notice: notice(f"second estimator: choose one of {', '.join(ESTIMATORS)} other than "
+                                            f"the form's ({first})")}
+        runs = [("h-uats", form), ("h-uats", {**form, "estimator": second})]
+        return self._start_pair(request, runs, "compare estimators", f" (estimators {first} and {second})")
 
     def on_ood_pair(self, cs: ComparedPair, request: gr.Request) -> Any:
         """H-UATS and REBASE again with policy B (which this pair's PRM finds out of distribution), the pair's
@@ -221,13 +240,16 @@ class _Compare:
             form = ood_pair_form(self.ctx.choices, uats.run)
         except FORM_ERRORS as exc:
             return {self.ctx.notice: notice(form_error(exc))}
-        return self._start_pair(request, form, "compare OOD", " with policy B (out of distribution for the PRM)")
+        return self._start_pair(request, [("h-uats", form), ("rebase", form)], "compare OOD",
+                                " with policy B (out of distribution for the PRM)")
 
-    def _start_pair(self, request: gr.Request, form: dict[str, Any], label: str, said: str) -> Any:
-        """Queue H-UATS and REBASE from `form` and follow them live."""
+    def _start_pair(self, request: gr.Request, runs: list[tuple[str, dict[str, Any]]], label: str, said: str) -> Any:
+        """Queue both runs (method, form) and follow them live; both forms are checked before either is queued."""
         ids = []
         try:
-            for m in ("h-uats", "rebase"):
+            for m, form in runs:
+                run_request(self.ctx, form, m)  # a refusal of the second names its field before the first is queued
+            for m, form in runs:
                 ids.append(submit_run(self.ctx, form, method=m, label=label, owner=requester(request),
                                       session=session_of(request)))
         except FORM_ERRORS as exc:  # named as the form names the field (τ, budget N)
@@ -238,8 +260,9 @@ class _Compare:
         choices = self.run_choices()
         out = self.drawn(cs, None)
         del out[self.p.cmp_slider]  # the slider stays as it is until the pair is stepped
-        out[self.ctx.notice] = notice(f"started H-UATS {ids[0][:8]} and REBASE {ids[1][:8]}{said}; both trees "
-                                      "follow live", ok=True)
+        names = [METHOD_NAMES.get(m, m) for m, _ in runs]
+        out[self.ctx.notice] = notice(f"started {names[0]} {ids[0][:8]} and {names[1]} {ids[1][:8]}{said}; both "
+                                      "trees follow live", ok=True)
         return {**out, self.p.cmp_a: gr.update(choices=choices, value=ids[0]),
                 self.p.cmp_b: gr.update(choices=choices, value=ids[1])}
 
@@ -400,6 +423,8 @@ class _Compare:
         return {**pickers, **self.drawn(self.pair_state(a, b), None)}
 
 
+SECOND_ESTIMATOR = next(e for e in ESTIMATORS if e != SearchConfig.estimator)  # the pair's default: not the form's
+METHOD_NAMES = {"h-uats": "H-UATS", "rebase": "REBASE"}  # as the pair's notice names them
 SCROLL_TO_TREES = page_script("scroll_to_trees.js")  # the pair's trees brought into view
 
 
@@ -425,6 +450,8 @@ def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> Compar
     pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, *[c for c in view if c is not p.cmp_slider]]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
+    p.cmp_est_pair.click(h.on_estimator_pair, [cst, p.cmp_est_b], pair_outputs,
+                         inputs_kwargs=search.run_inputs(with_paused=False))
     p.cmp_ood.click(h.on_ood_pair, [cst], pair_outputs)
     ctx.poll.add(h.on_cmp_tick, [cst], [ctx.notice, *view, p.cmp_shadow_key], with_reads=True)
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):

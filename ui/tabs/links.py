@@ -9,10 +9,9 @@ from typing import Any
 
 import gradio as gr
 
-from ..views.run_status import outcome, run_label, run_status_md
-from ..views.charts import cost_figure
+from ..views.run_status import outcome, run_label
 from ..views.scripts import page_script
-from .common import LIVE, AppContext, RunReads, fig_json, notice
+from .common import LIVE, AppContext, RunReads, notice
 from .page_state import ComparedPair, OpenRun
 from .search import SearchPage
 
@@ -46,31 +45,22 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
             t, node = _int_param(params, "t"), _int_param(params, "node")
         except ValueError as exc:
             return {ctx.notice: notice(str(exc))}
-        out = viewer.open_run(s, run_ref, **view)
-        if ctx.st not in out:  # the run was not found: open_run's message says why
-            return out
-        s = out[ctx.st]
+        found = viewer.find_run(s, run_ref)
+        if isinstance(found, dict):  # the run was not found: the message says why
+            return found
+        s = found
         data = ctx.cache.get(s.run_id)
         if t is not None:
             t = max(0, min(t, data.max_iteration))
             s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         missing = None if node is None else viewer.missing_node(s.run_id, data.state_at(s.t), node)
         s.selected = None if missing else node
+        # one response: the tree drawn once with the node ringed, and the node's Figure 1 and text beside it
+        out = viewer.opened_view(s, view)
         out[ctx.notice] = notice(missing or "")
-        out[search.tree], data, state = viewer.draw_tree(s, view)
-        out[search.status_md] = run_status_md(data.run, state, viewer.shadow(s.run_id))
-        out[search.t_slider] = viewer.slider_update(data, s.t)
-        if s.t is not None:
-            out[search.cost_plot] = fig_json(cost_figure(list(data.iterations.values()), current=state.iteration))
         return out
 
-    def inspect_from_url(s: OpenRun, **view: Any) -> Any:
-        if not s.run_id or s.selected is None:
-            return gr.skip()
-        return viewer.inspect(s, s.selected, redraw_tree=True, **view)
-
-    demo.load(open_from_url, [ctx.st], viewer.open_outputs, inputs_kwargs=search.filters).then(
-        inspect_from_url, [ctx.st], viewer.inspect_outputs, inputs_kwargs=search.filters)
+    demo.load(open_from_url, [ctx.st], viewer.link_outputs, inputs_kwargs=search.filters)
 
 
 def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown) -> None:

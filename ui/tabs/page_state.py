@@ -97,11 +97,14 @@ class ComparedPair:
 
 @dataclass
 class FinderState:
-    """The case finder's: each table row's (H-UATS run, REBASE run), the batch followed and its last report."""
+    """The case finder's: each table row's (H-UATS run, REBASE run), the batch followed and its last report, each
+    row's batch in the list of the user's batches and the one picked there (Cancel stops that one)."""
 
     rows: tuple[tuple[str, str], ...] = ()
     job: str | None = None
     said: str | None = None
+    batches: tuple[str, ...] = ()
+    picked: str | None = None
 
 
 @dataclass

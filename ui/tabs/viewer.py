@@ -51,6 +51,7 @@ class RunViewer:
                              tab.figure1, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
         self.inspect_outputs = [ctx.st, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
                                 tab.note_box, tab.tree]
+        self.link_outputs = list(dict.fromkeys([*self.open_outputs, *self.inspect_outputs]))  # both, one response
 
     def shadow(self, run_id: str | None) -> dict[int, dict[str, Any]]:
         """The run's shadow rows by node id (storage.shadow; {} when never shadow-scored): every panel shows them."""
@@ -116,20 +117,37 @@ class RunViewer:
         mx = max(1, data.max_iteration)
         return gr.update(maximum=mx, value=data.max_iteration if t is None else t, interactive=data.max_iteration > 0)
 
-    def open_run(self, s: OpenRun, run_ref: Any, **view: Any) -> dict[Any, Any]:
-        """Open a run (id or prefix) in the Search tab and switch to it: its outputs by component (of
-        open_outputs); only the notice when there is no such run."""
+    def find_run(self, s: OpenRun, run_ref: Any) -> OpenRun | dict[Any, Any]:
+        """`s` with the run `run_ref` (an id or prefix) opened, nothing drawn yet; the notice alone when there is no
+        such run."""
         try:
             run = self.ctx.store.find_run(str(run_ref or ""))
         except StorageError as exc:
             return {self.ctx.notice: notice(str(exc))}
-        s = s.opened(run["run_id"])
-        fig, data, state = self.draw_tree(s, view)
+        return s.opened(run["run_id"])
+
+    def open_run(self, s: OpenRun, run_ref: Any, **view: Any) -> dict[Any, Any]:
+        """Open a run (id or prefix) in the Search tab and switch to it: its outputs by component (of
+        open_outputs); only the notice when there is no such run."""
+        found = self.find_run(s, run_ref)
+        return found if isinstance(found, dict) else self.opened_view(found, view)
+
+    def opened_view(self, s: OpenRun, view: dict[str, Any]) -> dict[Any, Any]:
+        """The Search tab drawn for the run `s` holds, at its iteration (s.t; None: the latest), the tree drawn once
+        with its selected node ringed, and that node's Figure 1, text, star and note (the outputs of open_outputs,
+        and of inspect_outputs when a node is selected: a link opens both in one response)."""
+        reads = self.ctx.reads()
+        fig, data, state = self.draw_tree(s, view, reads)
         t, rows = self.tab, list(data.iterations.values())
-        return {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig, t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
-                t.t_slider: self.slider_update(data, None), t.cost_plot: fig_json(cost_figure(rows)), t.figure1: "",
-                t.node_md: "", t.export_key: f"{run['run_id']}:{run['status']}",
-                self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
+        out = {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig,
+               t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
+               t.t_slider: self.slider_update(data, s.t),
+               t.cost_plot: fig_json(cost_figure(rows, current=state.iteration if s.t is not None else None)),
+               t.figure1: "", t.node_md: "", t.export_key: f"{s.run_id}:{data.run['status']}",
+               self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
+        if s.selected is not None:
+            out.update(self.node_outputs(s, data, state, s.selected))
+        return out
 
     def inspect(self, s: OpenRun, node_id: Any, redraw_tree: bool = False, **view: Any) -> dict[Any, Any]:
         """Select a node: its sibling boxplots, details, star and note; the tree redrawn when asked. Its outputs by
@@ -148,15 +166,18 @@ class RunViewer:
         if nid != s.selected:
             s.fig1 = replaced(s.fig1, page=None)  # the page that holds the new node
         s.selected = nid
+        out = {self.ctx.st: s, self.ctx.notice: notice(""), **self.node_outputs(s, data, state, nid)}
+        if redraw_tree:
+            out[self.tab.tree] = self.draw_tree(s, view, reads)[0]
+        return out
+
+    def node_outputs(self, s: OpenRun, data: RunData, state: TreeState, nid: int) -> dict[Any, Any]:
+        """Node `nid` in the inspector: its step's Figure 1, its text, its id in the box, its star and note."""
         fig, md = self.node_view(data, state, nid, s.fig1, self.shadow(s.run_id))
         star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
         t = self.tab
-        out = {self.ctx.st: s, self.ctx.notice: notice(""), t.figure1: fig, t.node_md: md,
-               t.node_box: gr.update(value=str(nid)), t.star_box: bool(star and star["starred"]),
-               t.note_box: (star or {}).get("note", "")}
-        if redraw_tree:
-            out[t.tree] = self.draw_tree(s, view, reads)[0]
-        return out
+        return {t.figure1: fig, t.node_md: md, t.node_box: gr.update(value=str(nid)),
+                t.star_box: bool(star and star["starred"]), t.note_box: (star or {}).get("note", "")}
 
     @staticmethod
     def missing_node(run_id: str, state: TreeState, nid: int) -> str | None:

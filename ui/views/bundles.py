@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
 from .cases import QUADRANTS, Case, StepJudge
-from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, divergence_nodes, side_by_side
+from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, divergence_nodes, pair_labels, side_by_side
 from .export import ExportBundle, ExportTable
 from .decisions import gate_record, gate_records, step_of
 from .figstyle import fmt_mean, fmt_var
@@ -99,16 +99,18 @@ def divergence_record(a: RunData, b: RunData) -> dict[str, Any] | None:
             "answers": {"a": div.answer_a, "b": div.answer_b}, "why": divergence_text(div)}
 
 
-def _said(d: RunData, side: str) -> str:
-    run = d.run
-    return f"{side} ({run.get('method')}): answer {run.get('answer')} ({outcome(run)})"
+def _said(a: RunData, b: RunData) -> tuple[str, str]:
+    """Each run's answer and whether it is right, under the names the pair gives them (comparison.pair_labels)."""
+    said = [f"{side} ({label}): answer {d.run.get('answer')} ({outcome(d.run)})"
+            for side, d, label in zip("AB", (a, b), pair_labels(a.run, b.run))]
+    return said[0], said[1]
 
 
 def _headed(fig: dict[str, Any], a: RunData, b: RunData, why: str) -> dict[str, Any]:
     """The side-by-side figure with the case above it, so the image alone tells it: the problem, both answers
     right or wrong against the gold one, and where and why the runs part."""
     lines = [f"<b>Problem</b> {html.escape(_wrapped(a.run.get('question') or '', 2))}",
-             html.escape(f"{_said(a, 'A')} · {_said(b, 'B')} · gold {a.run.get('gold_answer')}"),
+             html.escape(" · ".join(_said(a, b)) + f" · gold {a.run.get('gold_answer')}"),
              f"<b>Where the runs part</b> (the magenta hexagon in both trees): {html.escape(_wrapped(why, 3))}"]
     text = "<br>".join(lines).replace("\n", "<br>")
     top = 60 + 17 * text.count("<br>")
@@ -145,9 +147,10 @@ def compare_bundle(a: RunData, b: RunData, name: str | None = None,
     why = divergence_text(decision_divergence(a, b))
     question = " ".join(str(a.run.get("question") or "").split())
     problem = question if len(question) <= 200 else question[:199] + "…"
-    caption = (f"{a.run.get('method')} vs {b.run.get('method')} on {a.run.get('problem_id')} (seed {a.run.get('seed')}): "
+    name_a, name_b = pair_labels(a.run, b.run)
+    caption = (f"{name_a} vs {name_b} on {a.run.get('problem_id')} (seed {a.run.get('seed')}): "
                f"“{problem}”; "
-               f"{_said(a, 'A')}, {_said(b, 'B')}, gold {a.run.get('gold_answer')}; {why}; {changes_summary(a, b)}")
+               f"{', '.join(_said(a, b))}, gold {a.run.get('gold_answer')}; {why}; {changes_summary(a, b)}")
     both = _headed(side_by_side(fa, fb), a, b, why)
     return ExportBundle(
         name=name or f"compare-{a.run['run_id'][:8]}-{b.run['run_id'][:8]}", kind="compare",
@@ -161,7 +164,7 @@ def compare_bundle(a: RunData, b: RunData, name: str | None = None,
         figures=[("Side by side" + (f", at iteration {shown}" if shown is not None else ""), both), ("A", fa), ("B", fb)],
         table_header=COMPARE_COLUMNS, table_rows=rows, caption=caption, more_tables=[changed_export(a, b)],
         text_sections=[("Problem", a.run.get("question") or ""),
-                       ("Answers", f"{_said(a, 'A')}; {_said(b, 'B')}; gold answer {a.run.get('gold_answer')}"),
+                       ("Answers", "; ".join(_said(a, b)) + f"; gold answer {a.run.get('gold_answer')}"),
                        ("Where the runs part", why)])
 
 
@@ -176,7 +179,7 @@ def changed_export(a: RunData, b: RunData) -> ExportTable:
     rows and columns as the page, the step texts whole)."""
     rows, _ = changed_table(a, b, step_chars=10_000)
     return ExportTable(CHANGED_COLUMNS, rows, caption=(
-        f"Decisions uncertainty changed: {a.run.get('method')} (A) vs {b.run.get('method')} (B) on "
+        "Decisions uncertainty changed: {} (A) vs {} (B) on ".format(*pair_labels(a.run, b.run)) +
         f"{a.run.get('problem_id')}. Gate: the OOD test on the first K0 passes (σ² > τ) and the δ test; R̄ alone: "
         "the children R̄ of the first K0 passes alone would have given, with the same C."
         + ("" if rows else " Uncertainty changed no decision of either run.")),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from uats_core.config import SearchConfig
+from uats_core.methods import uncertainty_methods
 from uats_core.status import RunStatus
 
 from .figstyle import shared_colour_range
@@ -36,10 +38,10 @@ def find_partner(store: Any, run: dict[str, Any], methods: Sequence[str] = ("h-u
 
 def compare_rows(a: RunData, b: RunData) -> tuple[list[list[Any]], int | None]:
     rows = []
-    for d in (a, b):
+    for d, label in zip((a, b), pair_labels(a.run, b.run)):
         r = d.run
         nodes = [n for i, n in d.nodes.items() if i != 0]
-        rows.append([r["run_id"][:8], r.get("method"), r.get("status"), r.get("answer"), outcome(r),
+        rows.append([r["run_id"][:8], label, r.get("status"), r.get("answer"), outcome(r),
                      r.get("naive_answer"), round(float(r.get("cost") or 0), 1), r.get("iterations"), len(nodes),
                      sum(1 for n in nodes if n.get("ood")), sum(1 for n in nodes if n.get("extra_passes")),
                      sum(int(n.get("extra_passes") or 0) for n in nodes)])
@@ -56,6 +58,24 @@ def method_label(run: Mapping[str, Any]) -> str:
     return f"{run.get('method')} without uncertainty" if off else str(run.get("method"))
 
 
+def run_estimator(run: Mapping[str, Any]) -> str | None:
+    """The uncertainty estimator a run's σ² came from (a run stored before the setting existed: the default);
+    None for a method that reads no uncertainty."""
+    if run.get("method") not in uncertainty_methods():
+        return None
+    return str((run.get("config") or {}).get("estimator") or SearchConfig.estimator)
+
+
+def pair_labels(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, str]:
+    """Both runs' methods as every panel of a comparison names them: when both read uncertainty from different
+    estimators (one problem under two estimators), each name carries its estimator, else "h-uats" twice would be
+    two runs a reader cannot tell apart."""
+    ea, eb = run_estimator(a), run_estimator(b)
+    if ea is None or eb is None or ea == eb:
+        return method_label(a), method_label(b)
+    return f"{method_label(a)} ({ea})", f"{method_label(b)} ({eb})"
+
+
 def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | None = None,
                     height: int = 560, shadows: Sequence[Mapping[int, Any] | None] = (None, None),
                     selected: Sequence[int | None] = (None, None)) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
@@ -65,10 +85,11 @@ def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | N
     sa_, sb_ = (a.state_at(t), b.state_at(t)) if t is not None else (fa, fb)
     parts = divergence_nodes(decision_divergence(a, b))
     figs = []
-    for d, st, side, sh, sel, part in ((a, sa_, "A", shadows[0], selected[0], parts[0]),
-                                       (b, sb_, "B", shadows[1], selected[1], parts[1])):
+    labels = pair_labels(a.run, b.run)
+    for d, st, side, sh, sel, part, label in ((a, sa_, "A", shadows[0], selected[0], parts[0], labels[0]),
+                                              (b, sb_, "B", shadows[1], selected[1], parts[1], labels[1])):
         fig = tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
-                          title=f"{side}: {method_label(d.run)} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
+                          title=f"{side}: {label} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
                           uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B")
         mark_divergence(fig, part)
         figs.append(fig)
