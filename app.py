@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from ui import launch
 from ui.launch import DEFAULT_DB, DEFAULT_EXPORTS, DEFAULT_REPORTS, PROJECT  # noqa: F401 - the project's folders

@@ -10,7 +10,7 @@
   the end of the Plotly.react that first drew it (the page computes it from the figure's written_at; same
   machine, same clock), and the iterations never drawn (skipped: there must be none).
 
-Trees come from tests.synthetic (the real events and Node records at sizes a CPU search takes long to
+Trees come from testkit.synthetic (the real events and Node records at sizes a CPU search takes long to
 reach). Numbers are min / median / max over repeats: other processes on the cores move them a lot, so read
 the spread. `python -m benchmarks app` or `main()`; `--json PATH` saves them.
 """
@@ -22,14 +22,14 @@ import json
 import logging
 import multiprocessing as mp
 import os
-import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from benchmarks.serving import launch_browser, open_app, serve_app
-
+from testkit.browser import launch_browser, open_app, serve_app
+from testkit.draw_log import per_iteration_draws, spread
 from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
@@ -37,14 +37,9 @@ log = logging.getLogger(__name__)
 BENCH_BUDGET = 64
 
 
-def _spread(xs: Sequence[float]) -> dict[str, float]:
-    return {"min": round(min(xs), 1), "median": round(statistics.median(xs), 1), "max": round(max(xs), 1),
-            "n": len(xs)}
-
-
 def _synthetic_store(path: str | None, sizes: Sequence[int]) -> tuple[Any, dict[int, str]]:
     from storage import RunStore
-    from tests.synthetic import synthetic_events
+    from testkit.synthetic import synthetic_events
 
     store = RunStore(path or "sqlite://")
     ids = {}
@@ -60,8 +55,8 @@ def _synthetic_store(path: str | None, sizes: Sequence[int]) -> tuple[Any, dict[
 
 def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[str, Any]:
     """Python side of one redraw: load the run, lay it out, build the figure, serialise it."""
-    from ui.views.treefig import tree_figure
     from ui.views.treedata import RunData
+    from ui.views.treefig import tree_figure
 
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}
@@ -80,7 +75,7 @@ def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[st
             build.append((t2 - t1) * 1e3)
             dump.append((t3 - t2) * 1e3)
             size = len(payload.encode())
-        out[str(n)] = {"load_ms": _spread(load), "figure_ms": _spread(build), "json_ms": _spread(dump),
+        out[str(n)] = {"load_ms": spread(load), "figure_ms": spread(build), "json_ms": spread(dump),
                        "payload_kb": round(size / 1024, 1)}
     return out
 
@@ -90,8 +85,8 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
     from playwright.sync_api import sync_playwright
 
     from ui.views.export import PLOTLY_JS
-    from ui.views.treefig import tree_figure
     from ui.views.treedata import RunData
+    from ui.views.treefig import tree_figure
 
     store, ids = _synthetic_store(None, sizes)
     out: dict[str, Any] = {}
@@ -119,7 +114,7 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
                 }""", [before, after])
                 first.append(ms[0])
                 update.append(ms[1])
-            out[str(n)] = {"first_draw_ms": _spread(first), "update_redraw_ms": _spread(update),
+            out[str(n)] = {"first_draw_ms": spread(first), "update_redraw_ms": spread(update),
                            "nodes": len(data.state_at(t).nodes)}
         browser.close()
     return out
@@ -127,7 +122,7 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
 
 def _paced_writer(db: str, run_id: str, n_nodes: int, pause_s: float) -> None:
     from storage import RunStore
-    from tests.synthetic import synthetic_events
+    from testkit.synthetic import synthetic_events
     from uats_core.events import IterationEnded
 
     store = RunStore(db)
@@ -138,24 +133,6 @@ def _paced_writer(db: str, run_id: str, n_nodes: int, pause_s: float) -> None:
             time.sleep(pause_s)
 
 
-def per_iteration_draws(draws: list[dict[str, Any]], run_id: str, written: int) -> dict[str, Any]:
-    """Write → draw per iteration from the page's draw log: for each iteration written after the page
-    opened the run, the latency of its first draw (the page computes it from the iteration's commit time);
-    the iterations never drawn are listed (skipped)."""
-    first: dict[int, float] = {}
-    for d in draws:
-        if d.get("run") == run_id and d.get("latencyMs") is not None:
-            first.setdefault(int(d["iteration"]), float(d["latencyMs"]))
-    opened = min(first, default=0)  # drawn when the page opened the run: not a live update
-    live = range(opened + 1, written + 1)
-    lat = [first[t] for t in live if t in first]
-    order = [int(d["iteration"]) for d in draws if d.get("run") == run_id]
-    return {"iterations_live": len(live), "skipped": [t for t in live if t not in first],
-            "in_order": all(b >= a for a, b in zip(order, order[1:])),
-            "latency_ms": _spread(lat) if lat else None,
-            "median_s": round(statistics.median(lat) / 1000, 2) if lat else None}
-
-
 def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 300) -> dict[str, Any]:
     """Node written → node drawn, through the real app (poll, figure, transfer, Plotly.react), for a run
     shaped like an N = 16 search written one iteration every `pause_s`."""
@@ -163,7 +140,7 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-"))
     db = str(tmp / "bench.db")
@@ -203,7 +180,7 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
     redraw = [float(d["drawMs"]) for d in draws if d.get("run") == run_id]
     t0 = min((float(d["at"]) for d in draws), default=0.0)
     return {"nodes_final": n_nodes, "budget": 16, "iteration_pause_s": pause_s, "draws": len(redraw),
-            **per_it, "redraw_ms": _spread(redraw) if redraw else None,
+            **per_it, "redraw_ms": spread(redraw) if redraw else None,
             # (iteration, write → draw ms, ms since the first draw) per draw: where a lag builds up
             "draw_log": [(d["iteration"], d.get("latencyMs"), round(float(d["at"]) - t0)) for d in draws
                          if d.get("run") == run_id]}

@@ -14,7 +14,6 @@ from typing import Any
 
 from uats_core.status import ENDED, LIVE
 
-
 # Whether every plot in `sels` shows its run's last iteration, ended: arg [selectors, {run id: iterations}, ENDED]
 DRAWN_END = """([sels, want, ended]) => sels.every(sel => { const e = document.querySelector(sel + ' .uats-plot');
   return e && (e.dataset.run in want) && Number(e.dataset.iteration) === want[e.dataset.run]
@@ -56,7 +55,7 @@ def wait_drawn_end(page: Any, store: Any, plots: list[str], run_ids: list[str], 
 def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float) -> tuple[Any, Any]:
     """Chromium on the served app once its form is ready (a problem picked) and `warm_workers` workers have
     loaded their pre-warmed models, as a user reading the page would wait: (browser, page)."""
-    from benchmarks.serving import open_app
+    from testkit.browser import open_app
 
     browser, page = open_app(p, port)
     page.wait_for_selector("#run-btn", timeout=60_000)
@@ -74,8 +73,8 @@ def _measure(clicks: int, prewarm: bool, timeout_s: float) -> tuple[list[float],
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from benchmarks.serving import serve_app
-    from ui.jobs.worker import WorkerPool, default_pair_request
+    from testkit.browser import serve_app
+    from ui.jobs.pool import WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-first-"))
     store = RunStore(str(tmp / "bench.db"))

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from uats_core.status import ENDED, RunStatus
 
 from .app_first import open_form, wait_drawn_end
@@ -60,8 +59,8 @@ def pair_vs_run(repeats: int = 9, timeout_s: float = 300.0) -> dict[str, Any]:
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from benchmarks.serving import serve_app
-    from ui.jobs.worker import PAIR_WORKERS, WorkerPool, default_pair_request
+    from testkit.browser import serve_app
+    from ui.jobs.pool import PAIR_WORKERS, WorkerPool, default_pair_request
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-pair-"))
     store = RunStore(str(tmp / "bench.db"))

@@ -10,7 +10,7 @@
 - link: a `?run=…&node=…` address opened in a new tab of the same browser (its HTTP cache warm, as a link
   followed from another page of the app), from the navigation's start until that node's Figure 1 is drawn.
 
-Runs come from tests.synthetic, written to a temporary SQLite file first (not timed)."""
+Runs come from testkit.synthetic, written to a temporary SQLite file first (not timed)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _wait_quiet(page: Any, timeout_s: float) -> None:
 
 def _write_runs(db: str, sizes: dict[str, int]) -> None:
     from storage import RunStore
-    from tests.synthetic import synthetic_events
+    from testkit.synthetic import synthetic_events
 
     store = RunStore(db)
     for rid, n in sizes.items():
@@ -111,8 +111,8 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from storage import RunStore
-    from benchmarks.serving import open_app, serve_app
-    from ui.jobs.worker import WorkerPool
+    from testkit.browser import open_app, serve_app
+    from ui.jobs.pool import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="uats-bench-app-"))
     db = str(tmp / "bench.db")

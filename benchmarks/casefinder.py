@@ -38,7 +38,7 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
     from storage.batches import get_batch_job
     from ui.choices import server_choices
     from ui.jobs.case_batch import queue_case_batch
-    from ui.jobs.worker import WorkerPool, default_pair_request
+    from ui.jobs.pool import WorkerPool, default_pair_request
     from ui.tabs.case_finder import batch_requests
     from ui.views.counterfactual import DIRECTIONS, RANKING_RULE, find_cases, found_rows, found_summary
 

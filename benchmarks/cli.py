@@ -29,16 +29,23 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-
-from benchmarks import casefinder as bench_cases, engine as bench_engine, estimators as bench_estimators, gpu as bench_gpu, \
-    imports as bench_imports, slow_clients as bench_slow_clients, uncertainty as bench_uncertainty
-from uats_core.timing import measure, summary
+from benchmarks import (
+    casefinder as bench_cases,
+    engine as bench_engine,
+    estimators as bench_estimators,
+    gpu as bench_gpu,
+    imports as bench_imports,
+    slow_clients as bench_slow_clients,
+    uncertainty as bench_uncertainty,
+)
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
 from uats_core.paths import ASSETS
+from uats_core.timing import measure, summary
 
 log = logging.getLogger(__name__)
 
@@ -283,12 +290,11 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
 
     prm_dir = args.models_dir / "arith-prm"
     if not (prm_dir / "config.json").is_file():
-        msg = f"no arithmetic PRM at {prm_dir}; train it (python -m uats_core.worlds.arith.train) or pass --models-dir"
+        msg = f"no arithmetic PRM at {prm_dir}; train it (python -m uats.arith.train) or pass --models-dir"
         print("\n" + msg)
         return {"skipped": msg}
     from uats_core.backends import load_prm
     from uats_core.backends.mc_dropout import DropoutSpec
-
     from uats_core.worlds.arith.written import written_steps
 
     prm = load_prm(str(prm_dir), dtype="float32", dropout_p=args.p)

@@ -10,8 +10,9 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from uats_core.config import SearchConfig
 from uats_core.events import Event
@@ -32,7 +33,6 @@ class _TimedSubscriber:
 def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str, policy: str | None, prm: str | None,
                  seed: int = 0) -> list[dict[str, Any]]:
     from storage import RunStore
-
     from uats_core.runner import build_backends, run_search
     from uats_core.worlds.arith.world import get_problem
 

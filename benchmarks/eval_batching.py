@@ -16,14 +16,22 @@ import logging
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from uats_core.errors import ConfigError
-from uats_core.eval.grid import (GridSpec, WorkItem, build_cells, check_cells, load_eval_problems, parse_models,
-                                 parse_pairs)
-from uats_core.status import RunStatus
 from uats.eval.worker import BackendCache, EvalWorker
+from uats_core.errors import ConfigError
+from uats_core.eval.grid import (
+    GridSpec,
+    WorkItem,
+    build_cells,
+    check_cells,
+    load_eval_problems,
+    parse_models,
+    parse_pairs,
+)
+from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,9 @@ import random
 import string
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def build_prm(shape: str, device: Any, dtype: Any, *, p: float, max_batch_tokens
     from transformers import Qwen2Config
 
     from uats_core.backends.memory import PUBLISHED_SHAPES
-    from uats_core.backends.prm_published import QwenPRM, Qwen2ProcessRewardModel
+    from uats_core.backends.prm_published import Qwen2ProcessRewardModel, QwenPRM
     from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer
 
     tok = char_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>", QwenPRM.SEPARATOR), bos=None,

@@ -5,7 +5,7 @@ the whole file), and `--rows` of it (read no further than the last row asked for
 machine's load beside them. The targets are an idle machine's wall time; where the load passes the machine's cores,
 the process's CPU time (user + system) is judged instead, and the output says which.
 
-The file is built from search-and-learn's own output (tests/tool_fixtures/search_and_learn: its dvts under the
+The file is testkit/big_files.py's, built from search-and-learn's own output (tests/tool_fixtures: its dvts under the
 default PRM, written by its code) scaled as a real run is: N = 256 completions per row (64 copies of each of the
 fixture's 4, each copy's steps told apart so that they are distinct nodes), rows repeated until the file holds
 --mb megabytes."""
@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testkit.big_files import COPIES, build
+
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "tool_fixtures" / "search_and_learn" / "dvts_rlhflow_completions.jsonl"
 TARGETS = {"refused_s": 5.0, "refused_rss_mb": 300.0, "rows_s": 10.0}
-COPIES = 64  # 4 completions x 64 = N 256, search-and-learn's largest published N
 
 
 def add_parser(sub: Any) -> None:
@@ -35,28 +35,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--mb", type=float, default=200.0, help="size of the file to build (default 200 MB)")
     p.add_argument("--dir", type=Path, default=None, help="build it here (default: a temporary folder)")
     p.set_defaults(func=run)
-
-
-def scaled_row(row: dict[str, Any], r: int) -> dict[str, Any]:
-    """The row as a run of N = 4 x COPIES: each copy's steps carry the row and copy number (distinct nodes)."""
-    completions, scores = [], []
-    for k in range(COPIES):
-        for text, s in zip(row["completions"], row["scores"]):
-            completions.append(text.replace("\n\n", f" [{r}.{k}]\n\n"))
-            scores.append(s)
-    return dict(row, completions=completions, scores=scores, pred=completions[0])
-
-
-def build(path: Path, mb: float) -> int:
-    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
-    written, r = 0, 0
-    with open(path, "w", encoding="utf-8") as f:
-        while written < mb * 1e6:
-            line = json.dumps(scaled_row(rows[r % len(rows)], r)) + "\n"
-            f.write(line)
-            written += len(line.encode("utf-8"))
-            r += 1
-    return r
 
 
 def timed(argv: list[str]) -> dict[str, Any]:

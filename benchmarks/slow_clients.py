@@ -41,7 +41,7 @@ def trickle(address: tuple[str, int], first: bytes, data: bytes, cap_s: float) -
                 sock.sendall(bytes([byte]))
                 sock.settimeout(1.0)  # the trickle's pace
                 chunk = sock.recv(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except (ConnectionResetError, BrokenPipeError):
                 chunk = b""
@@ -93,9 +93,9 @@ def measure(demo: Any, port: int, cap_s: float) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchmarks.serving import serve_app
     from storage import RunStore
-    from ui.jobs.worker import WorkerPool
+    from testkit.browser import serve_app
+    from ui.jobs.pool import WorkerPool
     from ui.slow_clients import HEAD_TIMEOUT_S
     from ui.web_guard import BODY_TIMEOUT_S
 

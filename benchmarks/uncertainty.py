@@ -15,16 +15,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from uats.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.calibration import tau_from_variances
 from uats_core.config import PAPER_TAU, UNCERTAINTY_SPACES
-from uats.calibrate import MODES, dropout_modes, id_calibration_traces, mc_passes, space_variances
 from uats_core.errors import ConfigError
 from uats_core.estimation import auroc
+
 
 # -- bench uncertainty ------------------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
@@ -97,7 +99,7 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     prm_dir = Path(args.prm) if args.prm else DEFAULT_PRM
     if not (prm_dir / "config.json").is_file():
-        raise ConfigError("prm", f"no PRM at {prm_dir}; train it (python -m uats_core.worlds.arith.train) or pass --prm")
+        raise ConfigError("prm", f"no PRM at {prm_dir}; train it (python -m uats.arith.train) or pass --prm")
     # no prefix cache: every timed call does the work it reports, and the deterministic pass is not a cache hit
     prm = load_prm(str(prm_dir), dtype="float32", dropout_p=args.p, cache_bytes=0)
     problems = world.load_split("test", args.problems)

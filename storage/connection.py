@@ -32,7 +32,7 @@ from uats_core.errors import FieldError
 
 from .migrations import migrate
 
-log = logging.getLogger("storage.store")
+log = logging.getLogger(__name__)
 
 class StorageError(FieldError):
     """Bad database input or a missing record; `.field` names what to fix ("db", "run", "node", ...)."""

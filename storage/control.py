@@ -16,7 +16,7 @@ from uats_core.status import ENDED, LIVE, RunStatus
 from . import schema as S
 from .connection import StorageError, pid_alive, process_gone
 
-log = logging.getLogger("storage.store")
+log = logging.getLogger(__name__)
 
 
 class RunControl:

@@ -7,7 +7,8 @@ and its column. Reading only: nothing here writes."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import sqlalchemy as sa
 

@@ -20,8 +20,9 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -29,8 +30,8 @@ from sqlalchemy.exc import IntegrityError
 from uats_core.status import RunStatus
 
 from . import schema as S
-from .schema import eval_cells  # noqa: F401 - its home is schema.py; the ledger's readers import it from here
 from .connection import pid_alive  # one liveness check for the app and the eval harness
+from .schema import eval_cells  # noqa: F401 - its home is schema.py; the ledger's readers import it from here
 
 if TYPE_CHECKING:
     from uats_core.eval.grid import Cell

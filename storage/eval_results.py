@@ -4,8 +4,9 @@ analysis. Reading never creates tables, so a report on a run log without evaluat
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -48,7 +49,7 @@ def load_results(source: Any) -> pd.DataFrame:
          .select_from(eval_cells.join(S.runs, r.run_id == c.run_id))
          .where(c.status == RunStatus.FINISHED, r.status == RunStatus.FINISHED))
     # The final candidates: those the answer was chosen from (Node.voted); a run log from before that was kept
-    # has every ended solution (uats_core.report.duplicates.voted_mask reads the same rule from loaded nodes).
+    # has every ended solution (reports.duplicates.voted_mask reads the same rule from loaded nodes).
     final = sa.or_(n.voted.is_(True), sa.and_(n.voted.is_(None), n.status.in_(TERMINAL)))
     oracle = (sa.select(n.run_id, sa.func.max(sa.case((sa.and_(final, n.correct.is_(True)), 1), else_=0)).label("any_correct"),
                         sa.func.sum(sa.case((final, 1), else_=0)).label("n_final"),
@@ -74,7 +75,7 @@ def load_results(source: Any) -> pd.DataFrame:
 
 
 def report_inputs(source: Any) -> tuple[pd.DataFrame, Callable[[Sequence[str]], pd.DataFrame]]:
-    """What uats_core.report.assemble_report reads from the run log `source`: the results and a node loader."""
+    """What reports.assemble_report reads from the run log `source`: the results and a node loader."""
     engine = engine_of(source)
     return load_results(engine), partial(load_nodes, engine)
 

@@ -11,12 +11,12 @@ big run. tests/test_bigtree.py checks the result equals RunStore.get_nodes on ea
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 
 from . import schema as S
-
 
 ID_COLUMN = "node_id"  # the nodes table's column for what Node.record() calls "id"
 
@@ -38,8 +38,11 @@ def _bool(v: Any) -> bool | None:
     return None if v is None else bool(v)
 
 
+_loads: Callable[[Any], Any]
 try:  # orjson (a Gradio dependency) parses a 100,000-node column several times faster; json otherwise
-    from orjson import loads as _loads
+    import orjson
+
+    _loads = orjson.loads
 except ImportError:  # pragma: no cover - storage does not require it
     _loads = json.loads
 
@@ -71,7 +74,7 @@ _SQL = {dialect: _select(dialect) for dialect in ("sqlite", "postgresql")}
 def read_nodes(store: Any, run_id: str) -> list[dict[str, Any]]:
     """store.get_nodes(run_id), read by the driver."""
     with store.engine.connect() as conn:
-        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cur = conn.connection.driver_connection.cursor()
         try:
             cur.execute(_SQL[conn.dialect.name], (run_id,))
             rows = cur.fetchall()

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from . import schema as S
 
-log = logging.getLogger("storage.store")
+log = logging.getLogger(__name__)
 
 # (table, columns added after the first release), oldest first. Old nodes simply have no logit statistics, and no
 # `voted`: readers take NULL for "not known".

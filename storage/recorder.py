@@ -15,8 +15,9 @@ import operator
 import os
 import socket
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -76,11 +77,10 @@ def _upsert_statement(dialect: str, table: sa.Table, keys: tuple[str, ...]) -> A
     key = (dialect, table.name, keys)
     stmt = _UPSERTS.get(key)
     if stmt is None:
-        if dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        ins = dialect_insert(table)
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        # either dialect's INSERT has on_conflict_do_update and .excluded, their common base has neither
+        ins: Any = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
         stmt = ins.on_conflict_do_update(index_elements=list(keys),
                                          set_={c.name: ins.excluded[c.name] for c in table.columns if c.name not in keys})
         _UPSERTS[key] = stmt

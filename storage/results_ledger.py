@@ -13,7 +13,7 @@ A run log lives in `runs/`, which no fresh machine has; the ledger is what survi
   recorded before this file have none);
 - `voted.csv.gz`: the cells whose run marked its final candidates (uats_core.tree.Node.voted), so their Pass@N
   and n_final count those alone. A cell recorded before this file counted every solution its search ended, which
-  for beam search and DVTS includes some they did not vote on (uats_core.report.stats.pass_lower).
+  for beam search and DVTS includes some they did not vote on (reports.stats.pass_lower).
 
 Rows are appended as gzip members (a gzip file of several members is one valid gzip stream), so a growing grid
 rewrites nothing; `uats eval --ledger DIR` skips every cell the ledger holds (resume on any machine)
@@ -25,9 +25,10 @@ import gzip
 import hashlib
 import io
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 try:
     import fcntl
@@ -49,7 +50,7 @@ LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", 
                   "batched", "code_version"]
 STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_kind", "score", "var0", "correct"]
 TRACE_COLUMNS = ["cell_key", "n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
-CANDIDATE_COLUMNS = ["cell_key", "solutions"]  # solutions: JSON, uats_core.report.duplicates.final_solutions
+CANDIDATE_COLUMNS = ["cell_key", "solutions"]  # solutions: JSON, reports.duplicates.final_solutions
 VOTED_COLUMNS = ["cell_key"]
 LEDGER_CONTROLLER_COLUMNS = ["cell_key", *CONTROLLER_COLUMNS[1:]]  # the run log's run_id becomes the cell
 STEP_SAMPLE = 8  # one base-variant cell in 8 keeps its step records

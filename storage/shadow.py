@@ -5,7 +5,8 @@ scored again; reading them never touches the run's own nodes or cost. And the jo
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -20,8 +21,16 @@ from uats_core.status import RunStatus
 
 from . import schema as S
 from .bounds import check_row
-from .connection import (SQLITE_BUSY_TIMEOUT_MS, StorageError, display, open_engine, open_read_only_engine,
-                         parse_location, pid_alive, this_process)
+from .connection import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    StorageError,
+    display,
+    open_engine,
+    open_read_only_engine,
+    parse_location,
+    pid_alive,
+    this_process,
+)
 from .control import RunControl
 from .curves import TrainingCurves
 from .fastread import node_dict
@@ -34,7 +43,7 @@ __all__ = ["RunStore", "RunVersion", "open_read_only", "RunRecorder", "StorageEr
 RunVersion = tuple[str, int, int, float, bool]  # (status, iterations, n_nodes, updated_at, paused)
 
 
-def run_version_of(run: Mapping[str, Any]) -> RunVersion:
+def run_version_of(run: Mapping[Any, Any]) -> RunVersion:
     """A runs row's version (RunStore.run_version): what changes whenever the run's tree, status or pause does."""
     return (run["status"], int(run["iterations"]), int(run["n_nodes"]), float(run["updated_at"] or 0.0),
             bool(run["paused"]))
@@ -59,7 +68,7 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "RunStore":
+    def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

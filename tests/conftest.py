@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hand_log import build_hand_db
-from tests.run_pairs import real_pair as _real_pair, synthetic_runs as _synthetic_runs
+from testkit.hand_log import build_hand_db
+from testkit.run_pairs import real_pair as _real_pair, synthetic_runs as _synthetic_runs
 
 BROWSER = Path(__file__).parent / "browser"
 
@@ -36,17 +36,17 @@ def problems_file(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def hand_db(tmp_path: Path) -> Path:
-    """The hand-counted evaluation run log of tests/hand_log.py."""
+    """The hand-counted evaluation run log of testkit/hand_log.py."""
     return build_hand_db(tmp_path / "hand.db")
 
 
 @pytest.fixture(scope="module")
 def real_pair():
-    """H-UATS and REBASE searched for real on one arithmetic problem (tests/run_pairs.py), once per module."""
+    """H-UATS and REBASE searched for real on one arithmetic problem (testkit/run_pairs.py), once per module."""
     return _real_pair()
 
 
 @pytest.fixture(scope="module")
 def synthetic_runs():
-    """Two synthetic runs, H-UATS- and REBASE-shaped (tests/run_pairs.py), once per module."""
+    """Two synthetic runs, H-UATS- and REBASE-shaped (testkit/run_pairs.py), once per module."""
     return _synthetic_runs()

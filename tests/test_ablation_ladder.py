@@ -7,14 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from testkit.doubles import DOUBLES_PROBLEM as PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.allocation import largest_remainder, sequential_ceil, softmax
 from uats_core.config import ConfigError, SearchConfig
-from uats_core.request import check_config
 from uats_core.eval.grid import GridSpec, build_cells, parse_pairs
 from uats_core.events import IterationEnded
+from uats_core.request import check_config
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
-from tests.doubles import DOUBLES_PROBLEM as PROBLEM
 
 C, K0 = 18.0, 7
 
@@ -105,7 +104,7 @@ def test_rebase_mc_cells_name_the_mc_settings_and_plain_rebase_ignores_them():
 def test_ladder_table_pairs_each_step_on_shared_cells_by_hand():
     import pandas as pd
 
-    from uats_core.report.ladder import ladder_table
+    from reports.ladder import ladder_table
 
     def rows(method, variant, correct, cost):
         return [{"dataset": "d", "pair": "P", "budget": 4, "problem_id": f"p{i}", "seed": 0, "method": method,
@@ -127,7 +126,7 @@ def test_a_ladder_over_two_datasets_names_each_row_s_dataset():
     in one table: each row says which dataset it is; one dataset keeps the plain pair."""
     import pandas as pd
 
-    from uats_core.report.ladder import ladder_markdown, ladder_table
+    from reports.ladder import ladder_markdown, ladder_table
 
     def rows(dataset, method, correct):
         return [{"dataset": dataset, "pair": "P", "budget": 4, "problem_id": f"p{i}", "seed": 0, "method": method,

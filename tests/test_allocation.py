@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from uats_core.allocation import (dora_weights, largest_remainder, rebase_children, scaled_step_budget,
-                                  sequential_ceil, softmax, uats_budget_split)
+from uats_core.allocation import (
+    dora_weights,
+    largest_remainder,
+    rebase_children,
+    scaled_step_budget,
+    sequential_ceil,
+    softmax,
+    uats_budget_split,
+)
 from uats_core.estimation import mc_stats, reeval_candidates
 
 

@@ -10,18 +10,17 @@ import pytest
 
 import app
 from storage import RunStore, StorageError
-from ui.choices import AIME24, ARITH, MATH500
+from testkit.doubles import record_synthetic
+from testkit.pool_requests import search_job
+from uats_core.config import SearchConfig
+from uats_core.errors import ConfigError, ProblemError
 from uats_core.request import check_config
+from ui.choices import AIME24, ARITH, MATH500
+from ui.jobs.pool import WorkerPool
 from ui.tabs.run_form import ARITH_PROBLEMS_SHOWN, dataset_problems, form_config, pick_problem, problem_choices
 from ui.views.comparison import compare_rows, find_partner
 from ui.views.run_status import run_status_md
 from ui.views.treedata import RunData
-from ui.jobs.worker import WorkerPool
-from uats_core.config import SearchConfig
-from uats_core.errors import ConfigError, ProblemError
-from tests.doubles import record_synthetic
-from tests.pool_requests import search_job
-
 
 
 def _form(**over) -> dict:

@@ -4,19 +4,19 @@ by who started it; everyone else may view it. The app is served in-process and c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import httpx
 import pytest
 
 from storage import RunStore
-from tests.synthetic import synthetic_events
+from testkit.doubles import WorkerPoolDouble, record
+from testkit.serving import app_client, form_args, free_port, notice_text, save_note, served_app
+from testkit.synthetic import synthetic_events
 from ui import launch
-
-from .doubles import WorkerPoolDouble, record
-from .serving import app_client, form_args, free_port, notice_text, save_note, served_app
 
 
 @pytest.fixture()
@@ -30,8 +30,8 @@ def launcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
     def recorded(self: gr.Blocks, **kw: Any) -> None:
         calls.append({"demo": self, **kw})
 
-    monkeypatch.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
-    monkeypatch.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+    monkeypatch.setattr("ui.jobs.pool.WorkerPool", WorkerPoolDouble)
+    monkeypatch.setattr("ui.jobs.pool.default_pair_request", lambda: None)
     monkeypatch.setattr(gr.Blocks, "launch", recorded)
     monkeypatch.setattr("ui.launch.wait_until_answering", lambda url: None)  # nothing was served to wait for
     yield calls

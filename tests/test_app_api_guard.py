@@ -9,18 +9,17 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
 
 from storage import RunStore
+from testkit.doubles import WorkerPoolDouble, record_synthetic
+from testkit.serving import app_client, call_api, free_port, job_result
 from ui.views.safe_text import md_text
-
-from .doubles import WorkerPoolDouble
-from .serving import app_client, call_api, free_port, job_result
-from tests.doubles import record_synthetic
 
 
 def _connect_target(args: tuple, kwargs: dict) -> str:

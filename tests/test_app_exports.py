@@ -8,9 +8,8 @@ import zipfile
 from pathlib import Path
 
 from storage import RunStore
-
-from .doubles import WorkerPoolDouble, record_synthetic
-from .serving import app_client, served_app
+from testkit.doubles import WorkerPoolDouble, record_synthetic
+from testkit.serving import app_client, served_app
 
 A, B = "a2" * 16, "b2" * 16
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore, StorageError
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 from uats.cli import main
 
 RUN = "ab" * 16

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
-from tests.tool_files import write_tool_files
+from testkit.doubles import WorkerPoolDouble
+from testkit.tool_files import write_tool_files
 from uats_core.imports import ImportFormatError
 from ui.choices import server_choices
 from ui.jobs.import_job import submit_import

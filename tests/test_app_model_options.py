@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
+from testkit.pool_requests import search_job
 from uats_core.config import ConfigError, SearchConfig
 from ui.choices import APP_POLICY_OPTIONS, ARITH, app_options
 from ui.jobs.warm import ModelCache, execute
 from ui.tabs.run_form import dataset_problems
-from tests.pool_requests import search_job
 
 
 def test_the_apps_worker_records_the_options_of_its_run(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_the_app_refuses_bad_options_before_a_run_row_is_written(box: str, value
     Run button's own path (search_events.submit_run) refuses them, naming the box, and writes nothing."""
     from types import SimpleNamespace
 
-    from tests.doubles import WorkerPoolDouble
+    from testkit.doubles import WorkerPoolDouble
     from ui.choices import server_choices
     from ui.tabs.search_events import submit_run
 
@@ -80,7 +80,7 @@ def test_the_app_refuses_bad_options_before_a_run_row_is_written(box: str, value
 def test_both_option_boxes_together_stay_within_what_a_run_holds() -> None:
     from types import SimpleNamespace
 
-    from tests.doubles import WorkerPoolDouble
+    from testkit.doubles import WorkerPoolDouble
     from ui.choices import server_choices
     from ui.tabs.search_events import submit_run
 

@@ -14,19 +14,19 @@ import re
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
-from storage import RunStore
-from storage import schema as S
+from storage import RunStore, schema as S
+from testkit.doubles import WorkerPoolDouble, record_synthetic
+from testkit.remote_code import code_config, write_code_module
+from testkit.serving import call_api, call_named, form_args, job_result, on_run_args, outcome_text, served_fresh_app
 from uats_core.paths import ASSETS
-from tests.doubles import WorkerPoolDouble, record_synthetic
-from tests.remote_code import code_config, write_code_module
-from tests.serving import call_api, call_named, form_args, job_result, on_run_args, outcome_text, served_fresh_app
 
 SECRET = "SECRET-QUESTION-7f3a"  # the text of a problem file the server does not offer
 
@@ -41,7 +41,7 @@ def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch
     """The issue's reproduction through the real worker pool: uploads are refused; the same files put on the
     server's disk by other means, named as the PRM with trust_remote_code=true, are refused before any worker
     starts, and the module is never imported (its import would write the marker)."""
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio-uploads"))

@@ -1,6 +1,6 @@
 """--policy-server NAME=URL: the app offers a policy served by an OpenAI-compatible server under its NAME only (the
 URL never reaches a page), and a run with it goes through the worker's path to the server
-(OpenAICompletionsServerDouble, tests/openai_server.py)."""
+(OpenAICompletionsServerDouble, testkit/openai_server.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.doubles import WorkerPoolDouble
-from tests.openai_server import OpenAICompletionsServerDouble
-from tests.serving import call_named, on_run_args, outcome_text, served_fresh_app
+from testkit.doubles import WorkerPoolDouble
+from testkit.openai_server import OpenAICompletionsServerDouble
+from testkit.serving import call_named, on_run_args, outcome_text, served_fresh_app
 from uats_core.backends._loading import load_tokenizer, resolve_spec
 from uats_core.config import ConfigError
 from uats_core.paths import WORLD_POLICY

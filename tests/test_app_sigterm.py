@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.serving import free_port
-from tests.serving import app_client, on_run_args
+from testkit.serving import app_client, free_port, on_run_args
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_S = 5.0

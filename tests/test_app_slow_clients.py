@@ -13,10 +13,9 @@ from typing import Any
 import httpx
 
 from storage import RunStore
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import served_app
 from ui.slow_clients import HEAD_TIMEOUT_S
-
-from .doubles import WorkerPoolDouble
-from .serving import served_app
 
 WAIT_S = 60.0  # the test's own patience: far above every bound, so only a server that never closes fails it
 
@@ -37,7 +36,7 @@ def _trickle(sock: socket.socket, data: bytes) -> dict[str, Any]:
             sock.sendall(bytes([byte]))
             sock.settimeout(1.0)  # the pace of the trickle, not a wait for the server
             chunk = sock.recv(4096)
-        except socket.timeout:
+        except TimeoutError:
             continue
         except (ConnectionResetError, BrokenPipeError):
             return {"ended": True, "after_s": time.monotonic() - start, "answer": got}

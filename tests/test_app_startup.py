@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.doubles import WorkerPoolDouble
-from tests.serving import free_port
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import free_port
 from ui import launch
 
 
@@ -23,8 +23,8 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
         monkeypatch.delenv(name, raising=False)
     demos: list[Any] = []
-    monkeypatch.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
-    monkeypatch.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+    monkeypatch.setattr("ui.jobs.pool.WorkerPool", WorkerPoolDouble)
+    monkeypatch.setattr("ui.jobs.pool.default_pair_request", lambda: None)
     monkeypatch.setattr(launch, "serve_until_stopped", lambda demo: demos.append(demo))
     return demos
 

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import httpx
 import pytest
 
 from storage import RunStore
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import free_port, served_app
 from ui import launch
-
-from .doubles import WorkerPoolDouble
-from .serving import free_port, served_app
 
 PLOTLY_PATH = "/uats-static/plotly.min.js"
 TEAM = "uats.team.example"  # the reverse proxy's public name, given with --allowed-host
@@ -32,8 +32,8 @@ def _launched(tmp: Path, argv: list[str]) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         for name in ("UATS_AUTH", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
             mp.delenv(name, raising=False)
-        mp.setattr("ui.jobs.worker.WorkerPool", WorkerPoolDouble)
-        mp.setattr("ui.jobs.worker.default_pair_request", lambda: None)
+        mp.setattr("ui.jobs.pool.WorkerPool", WorkerPoolDouble)
+        mp.setattr("ui.jobs.pool.default_pair_request", lambda: None)
         mp.setattr(gr.Blocks, "launch", lambda self, **kw: calls.append({"demo": self, **kw}))
         mp.setattr("ui.launch.wait_until_answering", lambda url: None)  # nothing was served to wait for
         assert launch.main([*argv, "--db", str(tmp / "runs.db"), "--export-dir", str(tmp / "exports")]) == 0

@@ -10,7 +10,8 @@ import random
 import pytest
 import torch
 
-from uats_core.worlds.arith import train, world
+from uats.arith import train
+from uats_core.worlds.arith import world
 from uats_core.worlds.arith.tokenizer import STEP_TAG, build_tokenizer
 
 

@@ -10,8 +10,16 @@ import torch
 
 from uats_core.problems import Problem
 from uats_core.worlds.arith import world
-from uats_core.worlds.arith.world import (extract_answer, final_answer_correct, get_problem, label_steps, load_split,
-                                          parse_step, solve, step_correct)
+from uats_core.worlds.arith.world import (
+    extract_answer,
+    final_answer_correct,
+    get_problem,
+    label_steps,
+    load_split,
+    parse_step,
+    solve,
+    step_correct,
+)
 
 
 def _problem(question: str, given: list[int], gold: list[tuple[str, tuple[str, int], tuple[str, int], int]]) -> Problem:
@@ -231,7 +239,7 @@ def test_report_numbers_repeat_with_the_same_seed(tok):
     """The MC-dropout masks are seeded too, so a report run twice prints the same variances."""
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
-    from uats_core.worlds.arith.report import evaluate_policy
+    from uats.arith.report import evaluate_policy
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR).eval()
     policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"]).eval()
     probs = load_split("test", 3)

@@ -1,4 +1,5 @@
-"""The bench module: AUROC helper, subcommand wiring, and a tiny end-to-end `prm` run (all parts)."""
+"""The bench module: AUROC, subcommand wiring, and a tiny end-to-end `prm` run (all parts), the benchmarks run as a
+program (`python -m benchmarks`, testkit.bench_runs)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import cli as bench
+from testkit.bench_runs import run_benchmark
 from uats import calibrate, cli
 from uats_core.backends.tiny import save_token_cls_prm
+from uats_core.estimation import auroc
 
 
 def brute_auroc(scores, pos):
@@ -24,28 +26,30 @@ def test_auroc_matches_brute_force():
     for _ in range(20):
         scores = rng.integers(0, 5, size=30).astype(float)  # many ties
         pos = rng.random(30) < 0.4
-        assert bench.auroc(scores, pos) == pytest.approx(brute_auroc(scores, pos))
-    assert bench.auroc([1.0, 2.0], [True, True]) != bench.auroc([1.0, 2.0], [True, True])  # nan: one class only
-    assert bench.auroc([0.1, 0.9], [False, True]) == 1.0
+        assert auroc(scores, pos) == pytest.approx(brute_auroc(scores, pos))
+    assert auroc([1.0, 2.0], [True, True]) != auroc([1.0, 2.0], [True, True])  # nan: one class only
+    assert auroc([0.1, 0.9], [False, True]) == 1.0
 
 
 def test_subcommands_registered():
-    parser = bench.build_parser()
-    assert "prm" in bench.SUBCOMMANDS and "calibrate" not in bench.SUBCOMMANDS  # a command: uats calibrate
     args = cli.build_parser().parse_args(["calibrate", "--policy", "a", "--prm", "b"])
-    assert args.fn is calibrate.cmd_calibrate
-    with pytest.raises(SystemExit):
-        parser.parse_args([])
+    assert args.fn is calibrate.cmd_calibrate  # a command: uats calibrate, not a benchmark
+    done = run_benchmark("--help")
+    listed = done.stdout.split("positional arguments:")[1].split("options:")[0]
+    assert done.returncode == 0 and "prm" in listed and "calibrate" not in listed
+    assert run_benchmark().returncode == 2  # a subcommand is required
     # the engine benchmark lives in benchmarks/engine.py and plugs in as a subcommand
-    assert parser.parse_args(["engine", "--budget", "4"]).budget == 4
+    done = run_benchmark("engine", "--help")
+    assert done.returncode == 0 and "--budget" in done.stdout
 
 
-def test_prm_bench_end_to_end_on_tiny_models(tmp_path, capsys):
+def test_prm_bench_end_to_end_on_tiny_models(tmp_path):
     models = tmp_path / "models"
     save_token_cls_prm(models / "arith-prm", layers=2, hidden=32, heads=2, kv_heads=1)
     out = tmp_path / "r.json"
-    bench.main(["prm", "--shape", "tiny", "--repeats", "1", "--depths", "1,3", "--tokens", "48", "--k", "3",
-                "--models-dir", str(models), "--arith-problems", "8", "--json", str(out)])
+    done = run_benchmark("prm", "--shape", "tiny", "--repeats", "1", "--depths", "1,3", "--tokens", "48", "--k", "3",
+                         "--models-dir", str(models), "--arith-problems", "8", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads(out.read_text())
     assert {"modes", "depth", "auroc"} <= set(res)
     assert res["modes"]["rows"]["deterministic (1 pass)"]["ratio"] == 1.0
@@ -55,12 +59,11 @@ def test_prm_bench_end_to_end_on_tiny_models(tmp_path, capsys):
             assert res["auroc"][style]["wrong"] > 0
             for mode in ("full", "last:2", "head"):
                 assert 0.0 <= res["auroc"][style][mode]["auroc_var"] <= 1.0
-    assert "targets:" in capsys.readouterr().out
+    assert "targets:" in done.stdout
 
 
-def test_prm_bench_guards_missing_arith_models(tmp_path, capsys):
-    bench.main(["prm", "--skip", "modes,depth", "--models-dir", str(tmp_path)])
-    out = capsys.readouterr().out
+def test_prm_bench_guards_missing_arith_models(tmp_path):
+    out = run_benchmark("prm", "--skip", "modes,depth", "--models-dir", str(tmp_path)).stdout
     assert "no arithmetic PRM" in out or "not available" in out
 
 

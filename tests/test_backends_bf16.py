@@ -18,8 +18,14 @@ import torch
 from uats_core.backends import load_prm
 from uats_core.backends.mc_dropout import DropoutSpec
 from uats_core.backends.prm_published import Qwen2ProcessRewardModel, SkyworkPRMModel
-from uats_core.backends.tiny import (QWEN_CHAT_TEMPLATE, byte_bpe_tokenizer, char_tokenizer, llama_config, qwen2_config,
-                                     save_token_cls_prm)
+from uats_core.backends.tiny import (
+    QWEN_CHAT_TEMPLATE,
+    byte_bpe_tokenizer,
+    char_tokenizer,
+    llama_config,
+    qwen2_config,
+    save_token_cls_prm,
+)
 from uats_core.protocols import Trace
 
 ASSET_PRM = Path(__file__).resolve().parents[1] / "assets" / "models" / "arith-prm"

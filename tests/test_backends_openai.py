@@ -1,4 +1,4 @@
-"""The `openai:URL` policy against OpenAICompletionsServerDouble (tests/openai_server.py), an in-process server that
+"""The `openai:URL` policy against OpenAICompletionsServerDouble (testkit/openai_server.py), an in-process server that
 answers like `vllm serve` (and, in tests/test_backends_openai_servers.py, like SGLang and llama.cpp);
 tests/test_vllm_real.py runs it against a real `vllm serve` in the vLLM lane."""
 
@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from benchmarks.serving import free_port
-from tests.openai_server import OpenAICompletionsServerDouble
-from tests.doubles import stored_nodes
+from testkit.doubles import stored_nodes
+from testkit.openai_server import OpenAICompletionsServerDouble
+from testkit.serving import free_port
+from uats.cli import main as cli
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends._loading import load_tokenizer, resolve_spec
 from uats_core.backends.prompting import prompt_ids, solution_token_count
-from uats.cli import main as cli
 from uats_core.errors import BackendError
 from uats_core.paths import WORLD_POLICY
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Policy, Trace

@@ -1,4 +1,4 @@
-"""The `openai:URL` policy against each server as its source answers (tests/openai_server.py: vLLM, SGLang and
+"""The `openai:URL` policy against each server as its source answers (testkit/openai_server.py: vLLM, SGLang and
 llama.cpp doubles, each citing the file and commit it follows), and against servers that misbehave: one that
 hangs, one that redirects, one whose error holds a secret, one that returns megabytes for a two-token step."""
 
@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from tests.doubles import stored_nodes
-from tests.openai_server import OpenAICompletionsServerDouble
+from testkit.doubles import stored_nodes
+from testkit.openai_server import OpenAICompletionsServerDouble
 from uats.cli import main as cli
 from uats_core.backends import load_policy
 from uats_core.backends._loading import load_tokenizer, resolve_spec

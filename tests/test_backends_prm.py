@@ -12,9 +12,9 @@ import torch
 from uats_core.backends import load_prm
 from uats_core.backends.mc_dropout import DropoutSpec, PrefixCache
 from uats_core.backends.prm_token_cls import TokenClassificationPRM
+from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.errors import BackendError
 from uats_core.hf_compat import cache_kwarg
-from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.protocols import PRM, Trace
 
 TRACES = [

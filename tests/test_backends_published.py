@@ -14,10 +14,17 @@ import torch
 
 from uats_core.backends import load_prm
 from uats_core.backends.mc_dropout import DropoutSpec
-from uats_core.backends.prm_published import JudgePRM, MathShepherdPRM, QwenPRM, Qwen2ProcessRewardModel, SkyworkPRM
+from uats_core.backends.prm_published import JudgePRM, MathShepherdPRM, Qwen2ProcessRewardModel, QwenPRM, SkyworkPRM
 from uats_core.backends.prompting import DEFAULT_SYSTEM_PROMPT
-from uats_core.backends.tiny import (QWEN_CHAT_TEMPLATE, byte_bpe_tokenizer, char_tokenizer, llama_config, qwen2_config,
-                                     save_math_shepherd_prm, save_skywork_prm)
+from uats_core.backends.tiny import (
+    QWEN_CHAT_TEMPLATE,
+    byte_bpe_tokenizer,
+    char_tokenizer,
+    llama_config,
+    qwen2_config,
+    save_math_shepherd_prm,
+    save_skywork_prm,
+)
 from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 

@@ -7,10 +7,10 @@ import pytest
 
 from storage import RunStore
 from storage.fastread import read_nodes
+from testkit.doubles import record_synthetic
 from ui.views import bigtree, treedata
-from ui.views.treefig import tree_figure
 from ui.views.treedata import RunData
-from tests.doubles import record_synthetic
+from ui.views.treefig import tree_figure
 
 
 @pytest.fixture(scope="module")

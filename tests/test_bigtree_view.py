@@ -8,14 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from storage import RunStore
-from ui.views.bigtree import dead_branches, focus_nodes
-from ui.views.treefig import ViewOptions, tree_figure
+from testkit.doubles import record_synthetic
 from ui.tabs.common import RunCache, RunReads
 from ui.tabs.idle import is_idle
 from ui.tabs.page_state import ComparedPair, OpenRun
+from ui.views.bigtree import dead_branches, focus_nodes
 from ui.views.treedata import RunData
-from ui.views.treefig import MARKER_MAX, MAX_DECISION_LABELS, marker_size
-from tests.doubles import record_synthetic
+from ui.views.treefig import MARKER_MAX, MAX_DECISION_LABELS, ViewOptions, marker_size, tree_figure
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from testkit.bench_runs import run_benchmark
 from uats.cli import main as cli_main
-from benchmarks.cli import main as bench_main
-from uats_core.calibration import (CALIBRATION_NAME, calibration_path, entry_key, load_calibration, resolve_tau,
-                                   spread_entry, tau_from_variances, write_calibration)
+from uats_core.calibration import (
+    CALIBRATION_NAME,
+    calibration_path,
+    entry_key,
+    load_calibration,
+    resolve_tau,
+    spread_entry,
+    tau_from_variances,
+    write_calibration,
+)
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError
 
@@ -87,10 +95,9 @@ def test_cli_refuses_bad_uncertainty_values_in_one_line(argv, field, tmp_path, c
     assert not (tmp_path / "r.db").exists()  # refused before anything was written
 
 
-def test_bench_refuses_a_bad_quantile_in_one_line(capsys):
-    rc = bench_main(["uncertainty", "--quantile", "1.5"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and err == ["error: quantile: must be in (0, 1); got 1.5"]
+def test_bench_refuses_a_bad_quantile_in_one_line():
+    done = run_benchmark("uncertainty", "--quantile", "1.5")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == ["error: quantile: must be in (0, 1); got 1.5"]
 
 
 @pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
@@ -114,9 +121,10 @@ def test_small_calibrate_and_uncertainty_runs(tmp_path: Path, capsys):
     assert cfg.tau == pytest.approx(float(np.median(entries["head|p=0.1|prob"]["variances"])))
 
     out_json = tmp_path / "u.json"
-    assert bench_main(["uncertainty", "--modes", "head,last:2", "--problems", "4", "--calibration-problems", "3",
-                       "--timing-traces", "4", "--repeats", "1", "--threads", "1", "--json", str(out_json)]) == 0
-    table = capsys.readouterr().out
+    done = run_benchmark("uncertainty", "--modes", "head,last:2", "--problems", "4", "--calibration-problems", "3",
+                         "--timing-traces", "4", "--repeats", "1", "--threads", "1", "--json", str(out_json))
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = done.stdout
     assert "| head | logit |" in table and "| last:2 | prob |" in table
     import json
 

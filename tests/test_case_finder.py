@@ -14,17 +14,24 @@ import pytest
 
 from storage import RunStore
 from storage.batches import create_batch_job, get_batch_job
-from tests.doubles import CallbackPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
-from tests.polling import until
+from testkit.doubles import CallbackPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
+from testkit.polling import until
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.paths import WORLD_POLICY_B
 from uats_core.runner import DEFAULT_PRM
 from ui.access import requester
 from ui.choices import ARITH, EMBEDDED, server_choices
-from ui.jobs.case_batch import (MAX_BATCH_PROBLEMS, MAX_BATCH_RUNS, CaseBatchRequest, batch_label, cancel_batch,
-                                execute_batch, queue_case_batch)
+from ui.jobs.case_batch import (
+    MAX_BATCH_PROBLEMS,
+    MAX_BATCH_RUNS,
+    CaseBatchRequest,
+    batch_label,
+    cancel_batch,
+    execute_batch,
+    queue_case_batch,
+)
+from ui.jobs.pool import PoolLimits, QueueFull, WorkerPool
 from ui.jobs.warm import ModelCache
-from ui.jobs.worker import PoolLimits, QueueFull, WorkerPool
 from ui.tabs.case_finder import batch_requests
 from ui.tabs.search_layout import CONFIG_FIELDS
 from ui.views.counterfactual import OTHER, RIGHT_TO_WRONG, WRONG_TO_RIGHT, find_cases, found_rows, found_summary

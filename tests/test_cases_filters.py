@@ -4,13 +4,13 @@ node state is the one at the iteration shown; LaTeX cells read as numbers."""
 from __future__ import annotations
 
 from storage import RunStore
-from ui.views.node_details import node_details_md
-from ui.views.run_status import run_status_md
+from testkit.doubles import record_synthetic
+from ui.tabs.cases import mined_summary
 from ui.views.cases import QUADRANTS, mine
 from ui.views.export import ExportBundle, to_latex
-from ui.tabs.cases import mined_summary
+from ui.views.node_details import node_details_md
+from ui.views.run_status import run_status_md
 from ui.views.treedata import RunData
-from tests.doubles import record_synthetic
 
 
 def _store(*runs: tuple[str, int]) -> RunStore:

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.allocation import child_scores, largest_remainder, softmax
 from uats_core.config import SearchConfig
-from uats_core.request import check_config
 from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded
 from uats_core.problems import Problem
+from uats_core.request import check_config
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 
 def test_child_scores_by_hand():

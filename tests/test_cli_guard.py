@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from storage import RunStore
-from storage import schema as S
+from storage import RunStore, schema as S
+from testkit.cli_errors import one_line_error
+from testkit.doubles import record
 from uats.cli import main, tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
-from tests.cli_errors import one_line_error
-from tests.doubles import record
 
 
 def _files(folder: Path) -> list[str]:

@@ -14,8 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from uats.cli import main
 from uats_core.config import SearchConfig

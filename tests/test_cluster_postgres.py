@@ -12,6 +12,7 @@ skips the finished ones. The test waits (bounded) for that exit and fails if the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,12 +25,11 @@ import sqlalchemy as sa
 
 from storage import RunStore
 from storage.eval_cells import CellLedger, eval_cells
+from testkit.eval_doubles import MODELS
+from testkit.postgres import URL_ENV, fresh_database
 from uats.eval import EvalOptions, run_eval
 from uats_core.eval import GridSpec, build_cells
 from uats_core.eval.grid import load_eval_problems, parse_pairs
-
-from .eval_doubles import MODELS
-from .postgres import URL_ENV, fresh_database
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180.0  # each wait; generous for a loaded 2-core machine (Ray starts in 10-30 s there)
@@ -92,14 +92,10 @@ def _tail(err: Path) -> str:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """The driver and everything it started (its private Ray: raylet, GCS, workers) are one process group."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(30)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _kill_worker_mid_grid(proc: subprocess.Popen, url: str, err: Path) -> dict:
@@ -128,10 +124,8 @@ def _kill_worker_mid_grid(proc: subprocess.Popen, url: str, err: Path) -> dict:
                     os.kill(pid, signal.SIGKILL)  # one Ray actor, mid-search
                     return held[0]
             finally:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)  # (a killed process ignores it)
-                except ProcessLookupError:
-                    pass
         except sa.exc.DBAPIError:
             continue  # the driver is still creating the tables
     pytest.fail(f"the Ray grid never got mid-way in {DEADLINE_S:.0f} s; cell states {states}; its output: {_tail(err)}")

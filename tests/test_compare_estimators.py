@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
+from testkit.doubles import WorkerPoolDouble
+from testkit.run_pairs import TAU, needs_models
+from testkit.serving import app_client, form_args, outcome_text, served_app
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError
 from uats_core.paths import WORLD_PRM
@@ -20,9 +23,6 @@ from uats_core.worlds.arith import world
 from ui.views.bundles import compare_bundle
 from ui.views.comparison import compare_figures, compare_rows, pair_labels
 from ui.views.treedata import RunData
-from tests.doubles import WorkerPoolDouble
-from tests.run_pairs import TAU, needs_models
-from tests.serving import app_client, form_args, outcome_text, served_app
 
 MEMBERS = len(json.loads((Path(f"{WORLD_PRM}-ensemble") / "ensemble.json").read_text())["members"])
 

@@ -9,15 +9,24 @@ from pathlib import Path
 import pytest
 import torch
 
-from uats_core.config import SearchConfig
-from uats_core.controller import (ABLATION_CHECKPOINT, DEFAULT_CHECKPOINT, ControllerNet, LearnedController,
-                                  load_checkpoint, load_controller, save_checkpoint, squash, unsquash)
-from uats_core.controller.policy import Step, feature_names
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 from uats.train_controller import behaviour_clone, hats_knobs, reinforce_update
+from uats_core.config import SearchConfig
+from uats_core.controller import (
+    ABLATION_CHECKPOINT,
+    DEFAULT_CHECKPOINT,
+    ControllerNet,
+    LearnedController,
+    load_checkpoint,
+    load_controller,
+    save_checkpoint,
+    squash,
+    unsquash,
+)
+from uats_core.controller.policy import Step, feature_names
 from uats_core.errors import ControllerError
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 
 def test_squash_round_trips():

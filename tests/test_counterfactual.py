@@ -10,14 +10,21 @@ from collections import Counter
 import pytest
 
 from storage import RunStore
+from testkit.run_pairs import needs_models
 from uats_core.config import SearchConfig
 from uats_core.runner import build_backends, run_search
 from uats_core.worlds.arith import world
-from ui.views.counterfactual import (RIGHT_TO_WRONG, WRONG_TO_RIGHT, counterfactual_config, direction, factual_config,
-                                     find_cases, found_summary, parting)
+from ui.views.counterfactual import (
+    RIGHT_TO_WRONG,
+    WRONG_TO_RIGHT,
+    counterfactual_config,
+    direction,
+    factual_config,
+    find_cases,
+    found_summary,
+    parting,
+)
 from ui.views.treedata import RunData
-
-from .run_pairs import needs_models
 
 pytestmark = needs_models
 

@@ -8,16 +8,23 @@ import re
 import pytest
 
 from storage import RunStore
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
-from ui.views.decisions import (decision_iteration, explain_node, explain_step, step_at, step_budgets,
-                                step_candidates, step_of)
-from ui.views.figure1 import step_figure
-from ui.views.frontier import ordered_rows, page_of
-from ui.views.treedata import RunData
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from uats_core.config import SearchConfig
 from uats_core.estimation import ucb
 from uats_core.problems import Problem
 from uats_core.runner import run_search
+from ui.views.decisions import (
+    decision_iteration,
+    explain_node,
+    explain_step,
+    step_at,
+    step_budgets,
+    step_candidates,
+    step_of,
+)
+from ui.views.figure1 import step_figure
+from ui.views.frontier import ordered_rows, page_of
+from ui.views.treedata import RunData
 
 PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
 

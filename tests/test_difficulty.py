@@ -1,11 +1,11 @@
-"""Accuracy against difficulty (uats_core.report.difficulty): the datasets side by side, easiest first."""
+"""Accuracy against difficulty (reports.difficulty): the datasets side by side, easiest first."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from uats_core.report.difficulty import difficulty_markdown
-from uats_core.report.stats import curves
+from reports.difficulty import difficulty_markdown
+from reports.stats import curves
 
 
 def _rows(dataset: str, accuracy: dict[str, float], budgets=(16,), seeds=(0, 1, 2), problems=20) -> list[dict]:

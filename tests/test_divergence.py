@@ -5,12 +5,13 @@ on many searches of the test doubles (policy and PRM in a few lines), and on the
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from storage import RunStore
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.config import SearchConfig
 from uats_core.problems import Problem
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search

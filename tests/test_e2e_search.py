@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from storage import RunStore
+from uats.cli import main
 from uats_core.backends import load_policy, load_prm
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.config import SearchConfig
 from uats_core.methods import method_names
-from uats.cli import main
 from uats_core.problems import Problem
 from uats_core.runner import run_search
 
@@ -46,9 +46,9 @@ def backends(model_dirs):
 def _bc_controller(cfg):
     import torch
 
+    from uats.train_controller import behaviour_clone
     from uats_core.controller import ControllerNet, LearnedController
     from uats_core.controller.policy import feature_names
-    from uats.train_controller import behaviour_clone
 
     torch.manual_seed(0)
     net = ControllerNet(len(feature_names(True)), hidden=32)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from testkit.doubles import DOUBLES_PROBLEM, GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.config import SearchConfig
-from uats_core.request import check_config
 from uats_core.errors import ConfigError
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.methods import Knobs
+from uats_core.request import check_config
 from uats_core.runner import run_search
 from uats_core.spending import CarryRule
-from tests.doubles import DOUBLES_PROBLEM, GlobalRNGPRMDouble, HashedPRMDouble, ScriptedPolicyDouble
 
 PROBLEM = DOUBLES_PROBLEM
 NO_EMBED_METHODS = ["best-of-n", "beam", "dvts", "rebase", "h-uats", "a-uats"]

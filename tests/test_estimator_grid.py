@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 
-from uats_core.report.estimator_grid import estimator_of, grid_differences, grid_markdown
+from reports.estimator_grid import estimator_of, grid_differences, grid_markdown
 
 PROBLEMS = [f"arith-test-{i}" for i in range(40)]
 

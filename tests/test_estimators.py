@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, unit
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble, unit
 from uats_core.config import ESTIMATORS, SearchConfig
 from uats_core.errors import ConfigError
 from uats_core.estimators import ESTIMATOR_CLASSES, make_estimator
@@ -226,7 +226,7 @@ def test_tau_auto_reads_the_estimators_own_calibration(tmp_path):
 def test_the_results_pages_section_is_generated_from_the_measured_rows(tmp_path):
     import json
 
-    from uats_core.report.estimators_section import estimators_section
+    from reports.estimators_section import estimators_section
 
     assert estimators_section(tmp_path) == []  # nothing measured: no section
     rows = [pair_row(name, pair, np.linspace(0, 1, 50) * (i + 1), np.linspace(0.01, 0.99, 50), np.arange(50) % 3 == 0

@@ -13,8 +13,13 @@ import torch
 
 from uats_core.backends import load_prm
 from uats_core.backends.prm_published import Qwen2ProcessRewardModel
-from uats_core.backends.tiny import (byte_bpe_tokenizer, qwen2_config, save_math_shepherd_prm, save_skywork_prm,
-                                     save_token_cls_prm)
+from uats_core.backends.tiny import (
+    byte_bpe_tokenizer,
+    qwen2_config,
+    save_math_shepherd_prm,
+    save_skywork_prm,
+    save_token_cls_prm,
+)
 from uats_core.config import SearchConfig
 from uats_core.errors import BackendError, ConfigError
 from uats_core.estimators import make_estimator

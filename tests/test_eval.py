@@ -1,5 +1,5 @@
 """The evaluation harness: cell keys, resumption, killed workers, serial == --shard == Ray, batching. Its
-backends are the test doubles of tests/eval_doubles.py, loaded through the harness's own model specs."""
+backends are the test doubles of testkit/eval_doubles.py, loaded through the harness's own model specs."""
 
 from __future__ import annotations
 
@@ -8,22 +8,21 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 import sqlalchemy as sa
 
 from storage import RunStore, StorageError
 from storage.eval_cells import eval_cells
-from tests.eval_doubles import MODELS, TorchRngPolicyDouble, TorchRngPRMDouble
+from testkit.eval_doubles import MODELS, TorchRngPolicyDouble, TorchRngPRMDouble
 from uats.eval import EvalOptions, run_eval
 from uats.eval.cli import main as eval_main
 from uats_core.errors import ConfigError
 from uats_core.eval import GridSpec, build_cells
-from uats_core.eval.grid import check_cells
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM
-from uats_core.eval.grid import load_eval_problems, parse_pairs
+from uats_core.eval.grid import check_cells, load_eval_problems, parse_pairs
 from uats_core.protocols import Trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -343,15 +342,21 @@ def test_hub_serves_concurrent_searches_with_one_call_per_round() -> None:
 
 
 def test_bench_eval_reports_both_rates(problems_file: Path) -> None:
-    from benchmarks.eval_batching import bench_eval, format_results
+    import re
 
-    res = bench_eval(pair="pol:rm", models=MODELS, dataset=str(problems_file), problems=2, lanes=2, repeats=1,
-                     budget=4, progress=False)
-    assert set(res) == {"rebase", "h-uats"}
-    for r in res.values():
-        assert r["serial_per_min"] > 0 and r["batched_per_min"] > 0
-        assert r["ratio"] == pytest.approx(r["batched_per_min"] / r["serial_per_min"])
-    assert "searches/min serial" in format_results(res)
+    from testkit.bench_runs import run_benchmark
+
+    models = [a for name, spec in MODELS.items() for a in ("--model", f"{name}={spec}")]
+    done = run_benchmark("eval", "--pair", "pol:rm", *models, "--dataset", str(problems_file), "--problems", "2",
+                         "--lanes", "2", "--repeats", "1", "--budget", "4")
+    assert done.returncode == 0, done.stderr[-2000:]
+    # format_results' line per method: "eval METHOD N=4 pol:rm: S searches/min serial, B with ... ×R [...]"
+    rates = {m: (float(a), float(b), float(r)) for m, a, b, r in re.findall(
+        r"^eval (\S+)\s+N=4 pol:rm:\s+([\d.]+) searches/min serial,\s+([\d.]+) with .*?×([\d.]+) \[", done.stdout, re.M)}
+    assert set(rates) == {"rebase", "h-uats"}, done.stdout
+    for serial, batched, ratio in rates.values():
+        assert serial > 0 and batched > 0
+        assert ratio == pytest.approx(batched / serial, rel=0.05, abs=0.01)  # the printed rates are rounded
 
 
 def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path: Path) -> None:
@@ -363,8 +368,8 @@ def test_config_error_for_unaffordable_uats_budget(problems_file: Path, tmp_path
 
 
 def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
-    from uats_core.errors import ConfigError
     from uats.eval.ray_runner import check_resources
+    from uats_core.errors import ConfigError
 
     check_resources({"CPU": 2.0}, 1.0, 0.0)
     with pytest.raises(ConfigError, match="^gpus-per-worker: each worker asks for 1 GPU.* the Ray cluster has 0"):
@@ -376,8 +381,8 @@ def test_ray_refuses_worker_shapes_the_cluster_cannot_place() -> None:
 def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path: Path) -> None:
     from dataclasses import replace as dc_replace
 
-    from uats_core.eval.grid import Cell, WorkItem
     from uats.eval.ray_runner import relocate
+    from uats_core.eval.grid import Cell, WorkItem
     from uats_core.problems import Problem
 
     driver = "/home/me/uats-studio"

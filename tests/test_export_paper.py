@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from testkit.run_pairs import needs_models
 from ui.views.bundles import case_bundle, compare_bundle, run_bundle
-
 from ui.views.comparison import compare_figures
 from ui.views.export import ExportBundle, render_image, to_latex
 from ui.views.latex import PREAMBLE, latex_text
-
-from .run_pairs import needs_models
 
 
 def pdflatex() -> str:

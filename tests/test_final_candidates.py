@@ -10,18 +10,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from reports.duplicates import trace_counts, voted_mask
+from reports.stats import pass_lower
 from storage.eval_results import load_nodes, load_results
 from storage.results_ledger import ResultsLedger
-from tests.eval_doubles import MODELS, RaggedPolicyDouble, TorchRngPRMDouble
-from uats_core.config import SearchConfig
+from testkit.eval_doubles import MODELS, RaggedPolicyDouble, TorchRngPRMDouble
 from uats.eval import EvalOptions, run_eval
 from uats.eval.run import sync_run_log
 from uats.report import report_from_ledger
+from uats_core.config import SearchConfig
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
 from uats_core.problems import Problem
-from uats_core.report.duplicates import trace_counts, voted_mask
-from uats_core.report.stats import pass_lower
 from uats_core.runner import run_search
 
 PROBLEM = Problem("ragged-1", "What is 4 + 4?", "8")

@@ -12,10 +12,10 @@ import pytest
 
 from storage import RunStore
 from uats_core.config import SearchConfig
-from uats_core.worlds.arith.world import get_problem
 from uats_core.request import SearchRequest, validate_request
 from uats_core.runner import prepare_search
 from uats_core.worlds.arith.modeling import POLICY_DIRS, PRM_DIR
+from uats_core.worlds.arith.world import get_problem
 from ui.views.bundles import case_bundle, run_bundle
 from ui.views.decisions import explain_node, gate_records, step_of
 from ui.views.figstyle import fmt_mean, fmt_var

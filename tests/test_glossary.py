@@ -10,11 +10,19 @@ import gradio as gr
 import pytest
 
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
-from ui.views.safe_text import md_text
+from testkit.doubles import WorkerPoolDouble
 from ui.app_ui import TABLES, build_demo, launch_kwargs
-from ui.glossary import (COLUMN_HELP, COLUMN_TERMS, FIELD_HELP, FIELD_TERMS, GLOSSARY, column_help, field_help,
-                         glossary_md)
+from ui.glossary import (
+    COLUMN_HELP,
+    COLUMN_TERMS,
+    FIELD_HELP,
+    FIELD_TERMS,
+    GLOSSARY,
+    column_help,
+    field_help,
+    glossary_md,
+)
+from ui.views.safe_text import md_text
 
 # inputs that name or annotate something (a run, a node, a note, an export), not knobs of a search or a view
 ENTRIES = {"open-id", "node-id", "star", "note", "run-export-name", "frontier-page", "cmp-a", "cmp-b",

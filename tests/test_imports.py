@@ -1,6 +1,6 @@
 """`uats import` and the Runs tab's import: files of llm-reasoners and TreeQuest written by the tools' own code
 (tests/fixtures/tools/, checked against what each tool itself held: its `.truth.json`) and search-and-learn rows
-(tests/tool_files.py) become runs the app reads back like its own: iterations to step through, the tool's score per
+(testkit/tool_files.py) become runs the app reads back like its own: iterations to step through, the tool's score per
 node, the tool's own answer (or none) graded; no MC passes, which shadow scoring then adds. A malformed file is one
 line naming the file, the place and what is wrong, and nothing is written."""
 
@@ -8,16 +8,28 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
 from storage import RunStore
-from tests.doubles import HashedPRMDouble, WorkerPoolDouble
-from tests.tool_files import (GOLD, LLM_REASONERS_QUESTION, QUESTION, SAL_APPROACHES, SAL_RULES, sal_expected,
-                              sal_file, search_and_learn_rows, tool_file, truth_of, write_tool_files)
+from testkit.doubles import HashedPRMDouble, WorkerPoolDouble
+from testkit.tool_files import (
+    GOLD,
+    LLM_REASONERS_QUESTION,
+    QUESTION,
+    SAL_APPROACHES,
+    SAL_RULES,
+    sal_expected,
+    sal_file,
+    search_and_learn_rows,
+    tool_file,
+    truth_of,
+    write_tool_files,
+)
 from uats.cli import main as cli
 from uats_core.protocols import Trace
 
@@ -30,8 +42,8 @@ def _import(tmp_path: Path, tool: str, path: Path, *extra: str) -> tuple[RunStor
 
 
 def test_search_and_learn_rows_become_runs_rebuilt_from_shared_step_prefixes(tmp_path):
-    from ui.views.treedata import RunData
     from uats_core.grading import extract_boxed
+    from ui.views.treedata import RunData
 
     files = write_tool_files(tmp_path / "in")  # best-of-N under the default PRM (RLHFlow), by the tool's code
     store, ids = _import(tmp_path, "search-and-learn", files["search-and-learn"])
@@ -164,11 +176,11 @@ def test_a_malformed_file_is_one_line_and_writes_nothing(tool, what, content, me
 
 
 def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
-    from ui.choices import IMPORT_REFUSED, server_choices
-    from ui.jobs.import_job import submit_import
     from uats_core.config import ConfigError
     from uats_core.grading import extract_boxed
     from uats_core.imports import read_runs
+    from ui.choices import IMPORT_REFUSED, server_choices
+    from ui.jobs.import_job import submit_import
 
     folder = tmp_path / "imports"
     files = write_tool_files(folder)
@@ -444,10 +456,10 @@ def test_search_and_learn_files_of_every_approach_and_prm_import_with_the_tools_
 
 
 def test_a_search_and_learn_run_shows_pred_graded_and_keeps_the_weighted_and_majority_answers(tmp_path, capsys):
+    from uats_core.grading import extract_boxed
     from ui.views.run_status import run_status_md
     from ui.views.safe_text import md_text
     from ui.views.treedata import RunData
-    from uats_core.grading import extract_boxed
 
     path = sal_file("dvts", "rlhflow", "jsonl")
     store, ids = _import(tmp_path, "search-and-learn", path)
@@ -520,7 +532,7 @@ def test_the_hubs_parquet_without_pyarrow_is_one_line_naming_the_fix(tmp_path, m
 
 
 def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tmp_path):
-    from benchmarks.imports import COPIES, FIXTURE, build
+    from testkit.big_files import COPIES, FIXTURE, build
     from uats_core.imports import read_runs
 
     rows = build(tmp_path / "big.jsonl", 2.0)
@@ -535,9 +547,9 @@ def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tm
 def test_the_runs_tab_lists_and_imports_the_hubs_parquet(tmp_path):
     import shutil
 
+    from uats_core.grading import extract_boxed
     from ui.choices import server_choices
     from ui.jobs.import_job import submit_import
-    from uats_core.grading import extract_boxed
 
     folder = tmp_path / "imports"
     folder.mkdir()

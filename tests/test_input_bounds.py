@@ -1,30 +1,29 @@
 """Every value a user gives is checked against what the run log's schema can hold before anything is written, on
-SQLite and on PostgreSQL (UATS_TEST_POSTGRES_URL, tests/postgres.py); the CLI refuses bad input in one line,
+SQLite and on PostgreSQL (UATS_TEST_POSTGRES_URL, testkit/postgres.py); the CLI refuses bad input in one line,
 exit 2, before any model loads and without creating a database; the app shows a one-line notice and never SQL."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from storage import RunStore, StorageError
-from storage import schema as S
+from storage import RunStore, StorageError, schema as S
 from storage.bounds import storable_text
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
+from testkit.postgres import fresh_database
+from testkit.serving import app_client, form_args, notice_text, save_note, served_app
 from uats.cli import main
 from uats_core.config import SearchConfig
 from uats_core.paths import WORLD_POLICY, WORLD_PRM
 from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, Problem
 from uats_core.protocols import StepOutput, Trace
 from uats_core.runner import run_search
-
-from .doubles import HashedPRMDouble, ScriptedPolicyDouble, WorkerPoolDouble
-from .postgres import fresh_database
-from .serving import app_client, form_args, notice_text, save_note, served_app
 
 ID_MAX = S.runs.c.problem_id.type.length  # the bounds come from the schema: so do the values at and past them
 SEED_LO, SEED_HI = -(2**31), 2**31 - 1  # an INTEGER column on PostgreSQL (SQLite's hold 64 bits)
@@ -265,7 +264,7 @@ def test_the_app_never_shows_the_databases_error(tmp_path: Path, monkeypatch: py
 def test_a_note_past_its_bound_is_refused_in_the_app(run_log: str, tmp_path: Path) -> None:
     """Issue 42, item 4: a 200,000-character star note (a 20 MB one is refused with the request) is refused by
     field and nothing is stored."""
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
 
     store = RunStore(run_log)
     try:
@@ -285,8 +284,8 @@ def test_a_note_past_its_bound_is_refused_in_the_app(run_log: str, tmp_path: Pat
 def test_a_typed_question_that_is_not_unicode_names_its_field() -> None:
     """Issue 42, item 9: a lone surrogate (a client's JSON can carry "\\udce9") in a typed question is refused
     naming the field, not as the UTF-8 codec's own message; the page's typed-problem box and Run both use this."""
-    from ui.tabs.run_form import typed_problem
     from uats_core.errors import ProblemError
+    from ui.tabs.run_form import typed_problem
 
     with pytest.raises(ProblemError) as exc:
         typed_problem("What is caf\udce9 + 4?", "7")

@@ -10,8 +10,15 @@ from storage import RunStore
 from uats_core.cancel import CancelCheck, SearchCancelled, cancellable, checkpoint
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
-from uats_core.limits import (ENV_MAX_BUDGET, Limits, check_limits, check_prompt_fits, check_shadow, estimate_run,
-                              set_max_budget)
+from uats_core.limits import (
+    ENV_MAX_BUDGET,
+    Limits,
+    check_limits,
+    check_prompt_fits,
+    check_shadow,
+    estimate_run,
+    set_max_budget,
+)
 from uats_core.problems import Problem
 from uats_core.protocols import Trace
 
@@ -75,9 +82,8 @@ def test_run_search_refuses_a_long_question_before_logging_a_run(tiny: tuple[Any
 def test_the_policy_stops_generating_at_a_cancel(tiny: tuple[Any, Any]) -> None:
     policy, _ = tiny
     asked = []
-    with cancellable(lambda: asked.append(1) or True):
-        with pytest.raises(SearchCancelled, match="while generating"):
-            policy.generate_steps([Trace("What is 2 + 3?")] * 3)
+    with cancellable(lambda: asked.append(1) or True), pytest.raises(SearchCancelled, match="while generating"):
+        policy.generate_steps([Trace("What is 2 + 3?")] * 3)
     assert asked  # polled from inside generate()
     assert len(policy.generate_steps([Trace("What is 2 + 3?")])) == 1  # no cancel outside the block
 
@@ -85,9 +91,8 @@ def test_the_policy_stops_generating_at_a_cancel(tiny: tuple[Any, Any]) -> None:
 def test_the_prm_stops_between_batches_at_a_cancel(tiny: tuple[Any, Any]) -> None:
     _, prm = tiny
     traces = [Trace("What is 2 + 3?", ("2 + 3 = 5\n\n",))] * 2
-    with cancellable(lambda: True):
-        with pytest.raises(SearchCancelled, match="while scoring"):
-            prm.mc_scores(traces, 4)
+    with cancellable(lambda: True), pytest.raises(SearchCancelled, match="while scoring"):
+        prm.mc_scores(traces, 4)
     assert prm.mc_scores(traces, 4).shape == (2, 4)
 
 
@@ -148,9 +153,9 @@ def test_the_prm_stops_between_pass_groups_of_one_node(tiny: tuple[Any, Any]) ->
     polls: list[int] = []
     try:
         # no to the first two polls (before the chunk, before its first pass group), yes from then on
-        with cancellable(lambda: polls.append(1) or len(polls) > 2, interval_s=0):
-            with pytest.raises(SearchCancelled, match="while scoring"):
-                prm.mc_scores([Trace("What is 2 + 3?", ("2 + 3 = 5\n\n",))], 64)
+        with cancellable(lambda: polls.append(1) or len(polls) > 2, interval_s=0), \
+                pytest.raises(SearchCancelled, match="while scoring"):
+            prm.mc_scores([Trace("What is 2 + 3?", ("2 + 3 = 5\n\n",))], 64)
         assert len(groups) == 1 and groups[0] < 64  # one group ran; the cancel stopped the rest
     finally:
         engine._noisy_group = real

@@ -109,13 +109,14 @@ def test_doctor_reports_the_pair_and_its_problems(tmp_path):
     assert lines[-1].startswith("PROBLEM policy: the default policy is the arithmetic world's")
 
 
-def test_bench_gpu_scores_a_search_workload_and_prices_each_mode(tmp_path, capsys):
+def test_bench_gpu_scores_a_search_workload_and_prices_each_mode(tmp_path):
+    from testkit.bench_runs import run_benchmark
     from uats_core.backends.plan import plan_prm_shape
-    from benchmarks.gpu import main as bench_gpu
 
     out = tmp_path / "gpu.json"
-    assert bench_gpu(["--shape", "tiny", "--device", "cpu", "--dtype", "float32", "--width", "3", "--depth", "2",
-                      "--question-chars", "40", "--step-chars", "20", "--repeats", "1", "--json", str(out)]) == 0
+    done = run_benchmark("gpu", "--shape", "tiny", "--device", "cpu", "--dtype", "float32", "--width", "3", "--depth",
+                         "2", "--question-chars", "40", "--step-chars", "20", "--repeats", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads(out.read_text())
     assert [r["mode"] for r in res["search"]] == ["full", "last:2", "head"]
     assert all(len(r["per_depth_s"]) == 2 for r in res["search"])

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from storage import RunStore
+from testkit.doubles import DOUBLES_PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
+from testkit.eval_doubles import MODELS
 from uats_core.config import SearchConfig
 from uats_core.events import IterationEnded
 from uats_core.methods import REGISTRY, Knobs, SearchContext, SearchMethod, method_names
@@ -21,8 +23,6 @@ from uats_core.records import StepInfo
 from uats_core.runner import run_search
 from uats_core.status import NodeStatus, RunStatus
 from uats_core.tree import Node
-from tests.doubles import DOUBLES_PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
-from tests.eval_doubles import MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 EIGHTH = "greedy-double"
@@ -67,12 +67,12 @@ def test_the_command_line_offers_a_new_method(eighth: str, tmp_path: Path, capsy
 
 
 def test_the_app_offers_a_new_method(eighth: str, tmp_path: Path) -> None:
+    from testkit.doubles import WorkerPoolDouble
     from ui.choices import ARITH, EMBEDDED, server_choices
     from ui.jobs.warm import ModelCache, execute
     from ui.tabs.run_form import method_choices
     from ui.tabs.search_events import submit_run
     from ui.tabs.search_layout import CONFIG_FIELDS
-    from tests.doubles import WorkerPoolDouble
 
     assert eighth in method_choices()
     defaults = SearchConfig(method=eighth, budget=4, max_iterations=3).to_dict()

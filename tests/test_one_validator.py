@@ -12,14 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 from storage import RunStore
+from testkit.call_counts import count_calls
+from testkit.doubles import WorkerPoolDouble
+from testkit.eval_doubles import MODELS
 from uats_core.calibration import resolve_tau
 from uats_core.config import SearchConfig
 from uats_core.eval.grid import GridSpec, load_eval_problems, parse_pairs
 from uats_core.limits import check_limits, check_prompt_fits
 from uats_core.request import validate_request
-from tests.call_counts import count_calls
-from tests.doubles import WorkerPoolDouble
-from tests.eval_doubles import MODELS
 
 ONCE = {"validate_request": 1, "SearchConfig.validate": 1, "check_limits": 1, "resolve_tau": 1,
         "check_prompt_fits": 1}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from storage import RunStore
-from uats_core.config import SearchConfig
 from uats.eval.ood_survival import format_table, main, ood_survival
+from uats_core.config import SearchConfig
 from uats_core.events import IterationEnded
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search
 from uats_core.worlds.arith import world

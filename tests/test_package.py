@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "uats", "ui", "uats_studio", "assets", "benchmarks")
+SOURCES = ("pyproject.toml", "README.md", "uats_core", "storage", "reports", "uats", "ui", "uats_studio", "assets",
+           "benchmarks", "testkit")
 
 pytestmark = pytest.mark.slow
 
@@ -55,10 +56,11 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     assert {"assets/__init__.py", "assets/models/arith-prm/model.safetensors", "assets/models/arith-prm/uats_prm.json",
             "assets/models/auats-controller/controller.safetensors", "assets/data/math500.jsonl",
             "assets/data/aime24.jsonl", "assets/data/README.md", "ui/launch.py", "ui/tabs/search.py",
-            "ui/views/treefig.py", "ui/jobs/worker.py", "uats_core/worlds/arith/world.py", "storage/store.py",
+            "ui/views/treefig.py", "ui/jobs/pool.py", "uats_core/worlds/arith/world.py", "storage/store.py",
             "uats_studio/__init__.py", "uats_core/imports/treequest.py", "ui/js/plot.js", "ui/js/treelod.js",
-            "ui/js/runbar.js", "ui/js/links.js", "ui/js/column_tips.js", "uats/cli.py", "uats/eval/worker.py"} <= names
-    assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/")) for n in names)
+            "ui/js/runbar.js", "ui/js/links.js", "ui/js/column_tips.js", "uats/cli.py", "uats/eval/worker.py",
+            "reports/page.py"} <= names
+    assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/", "testkit/")) for n in names)
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path, env=env)

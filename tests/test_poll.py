@@ -14,9 +14,8 @@ import pytest
 import sqlalchemy as sa
 from gradio import Request
 
-from storage import RunStore
-from storage import schema as S
-from tests.doubles import WorkerPoolDouble, record_synthetic
+from storage import RunStore, schema as S
+from testkit.doubles import WorkerPoolDouble, record_synthetic
 from ui.app_ui import build_demo
 from ui.tabs.common import TICK_S, PollParts
 from ui.tabs.page_state import ComparedPair, OpenRun
@@ -49,7 +48,7 @@ def test_one_event_per_tick_and_no_state_change_chain(demo: gr.Blocks) -> None:
 
 def _toy_poll(parts: PollParts) -> tuple[SimpleNamespace, gr.Blocks]:
     with gr.Blocks() as blocks:
-        ctx = SimpleNamespace(st=gr.State({}), cst=gr.State({}), timer=gr.Timer(TICK_S), poll=parts,
+        ctx = SimpleNamespace(run_state=gr.State({}), pair_state=gr.State({}), timer=gr.Timer(TICK_S), poll=parts,
                               reads=lambda: None)
         a, b, c = gr.Textbox(), gr.Textbox(), gr.Textbox()
         ctx.a, ctx.b, ctx.c = a, b, c
@@ -58,8 +57,8 @@ def _toy_poll(parts: PollParts) -> tuple[SimpleNamespace, gr.Blocks]:
             s["seen"] = x  # a page state is written in place
             return {b: "first"}
 
-        parts.add(first, [ctx.st, a], [a, b])
-        parts.add(lambda s: {a: "from the second", b: "second"}, [ctx.st], [a, b])
+        parts.add(first, [ctx.run_state, a], [a, b])
+        parts.add(lambda s: {a: "from the second", b: "second"}, [ctx.run_state], [a, b])
         parts.add(lambda: gr.skip(), [], [c])
         parts.add(lambda: {c: "fourth"}, [], [c])
         wire_poll(ctx)  # type: ignore[arg-type]
@@ -79,8 +78,8 @@ def test_parts_run_in_order_first_writer_wins_and_states_stay_in_place() -> None
 def test_a_part_that_outputs_a_page_state_is_refused() -> None:
     parts = PollParts()
     with gr.Blocks():
-        ctx = SimpleNamespace(st=gr.State({}), cst=gr.State({}), timer=gr.Timer(TICK_S), poll=parts)
-        parts.add(lambda s: {}, [ctx.st], [ctx.st])
+        ctx = SimpleNamespace(run_state=gr.State({}), pair_state=gr.State({}), timer=gr.Timer(TICK_S), poll=parts)
+        parts.add(lambda s: {}, [ctx.run_state], [ctx.run_state])
         with pytest.raises(ValueError, match="writes page states in place"):
             wire_poll(ctx)  # type: ignore[arg-type]
 

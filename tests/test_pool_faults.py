@@ -19,14 +19,14 @@ import pytest
 
 from storage import RunStore, StorageError
 from storage.connection import pid_alive, process_gone, this_process
-from tests.doubles import DiskFullDouble
-from tests.polling import until
+from testkit.doubles import DiskFullDouble
+from testkit.polling import until
+from testkit.pool_requests import search_job
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
-from ui.tabs.run_form import dataset_problems
+from ui.jobs.pool import RunRequest, WorkerPool
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import RunRequest, WorkerPool
-from tests.pool_requests import search_job
+from ui.tabs.run_form import dataset_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +37,8 @@ _SERVER = textwrap.dedent("""
     from uats_core.config import SearchConfig
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from ui.jobs.worker import WorkerPool
-    from tests.pool_requests import search_job
+    from ui.jobs.pool import WorkerPool
+    from testkit.pool_requests import search_job
 
     store = RunStore(sys.argv[1])
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
@@ -168,8 +168,8 @@ _FULL_DISK = textwrap.dedent("""
     from uats_core.config import SearchConfig
     from ui.choices import ARITH
     from ui.tabs.run_form import dataset_problems
-    from ui.jobs.worker import WorkerPool
-    from tests.pool_requests import search_job
+    from ui.jobs.pool import WorkerPool
+    from testkit.pool_requests import search_job
 
     store = RunStore(os.path.join(d, "runs.db"))
     prob = dataset_problems(ARITH)[0]

@@ -1,5 +1,5 @@
 """Issue 50, item 1: a policy server that accepts and never answers holds neither the pool nor its own run past a
-cancel. The pool has one worker; one client's run waits on the hung server (tests/openai_server.py, hang=True)
+cancel. The pool has one worker; one client's run waits on the hung server (testkit/openai_server.py, hang=True)
 while another client's embedded run is submitted: that run finishes (main: it waited behind the hung one for
 3 x 120 s), and a hung run ends cancelled once asked. The deadlines only bound a hung test."""
 
@@ -10,13 +10,13 @@ import uuid
 from pathlib import Path
 
 from storage import RunStore
-from tests.openai_server import OpenAICompletionsServerDouble
-from tests.polling import until
-from tests.pool_requests import search_job
+from testkit.openai_server import OpenAICompletionsServerDouble
+from testkit.polling import until
+from testkit.pool_requests import search_job
 from uats_core.config import SearchConfig
 from uats_core.status import RunStatus
 from ui.choices import ARITH
-from ui.jobs.worker import WorkerPool
+from ui.jobs.pool import WorkerPool
 from ui.tabs.run_form import dataset_problems
 
 

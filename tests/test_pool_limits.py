@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from storage import RunStore
-from tests.polling import until
-from tests.pool_requests import register_request, search_job
+from testkit.polling import until
+from testkit.pool_requests import register_request, search_job
 from uats_core.cancel import SearchCancelled
 from uats_core.config import SearchConfig
 from ui.choices import ARITH
-from ui.tabs.run_form import dataset_problems
+from ui.jobs.pool import PoolLimits, QueueFull, RunRequest, WorkerPool, session_of
 from ui.jobs.warm import ModelCache, execute
-from ui.jobs.worker import PoolLimits, QueueFull, RunRequest, WorkerPool, session_of
+from ui.tabs.run_form import dataset_problems
 
 
 def _req(store: RunStore, paused: bool = False, register: bool = True, **cfg: Any) -> RunRequest:
@@ -94,7 +94,7 @@ def test_the_queue_is_limited_per_server_and_per_session(tmp_path: Path) -> None
 def test_the_queue_limit_counts_all_tabs_of_a_user_together(tmp_path: Path) -> None:
     """The report: one signed-in user from 5 tabs filled the whole queue (18 accepted, 16 queued) and the next
     user was refused. The key is the pool's, from each tab's request (a gr.Request's `username` and
-    `session_hash`, the two attributes ui.jobs.worker.session_of reads)."""
+    `session_hash`, the two attributes ui.jobs.pool.session_of reads)."""
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, limits=PoolLimits(max_queued=16, max_queued_per_session=4), drive=False)
     try:

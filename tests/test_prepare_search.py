@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from testkit.doubles import DOUBLES_PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.limits import ENV_MAX_BUDGET
@@ -14,7 +15,6 @@ from uats_core.methods import REGISTRY, method_names, uncertainty_methods
 from uats_core.problems import Problem, find_problem
 from uats_core.request import SearchRequest, check_config, validate_request
 from uats_core.runner import prepare_search
-from tests.doubles import DOUBLES_PROBLEM, HashedPRMDouble, ScriptedPolicyDouble
 
 
 def _checked(**config: object):

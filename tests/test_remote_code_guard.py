@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_errors import one_line_error
-from tests.remote_code import code_config, write_code_module
-from uats_core.config import ConfigError
+from testkit.cli_errors import one_line_error
+from testkit.remote_code import code_config, write_code_module
 from uats.cli import main
+from uats_core.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,7 +96,7 @@ def test_a_worker_refuses_a_request_with_a_code_option() -> None:
     """ui.jobs.warm.load_pair checks the options again where they would take effect, before anything loads."""
     import dataclasses
 
-    from tests.pool_requests import search_job
+    from testkit.pool_requests import search_job
     from uats_core.worlds.arith.world import get_problem
     from ui.jobs.warm import load_pair
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from reports import t_interval, t_quantile, write_report
 from storage import RunStore
-from tests.hand_log import CORRECT, HandLogWriter
+from testkit.hand_log import CORRECT, HandLogWriter
 from uats.report import build_report
-from uats_core.report import t_interval, t_quantile, write_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
 
@@ -242,9 +242,9 @@ def test_the_apps_reports_tab_shows_the_hand_counted_numbers(hand_db: Path) -> N
 
 
 def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothing(tmp_path: Path) -> None:
+    from uats_core.errors import ConfigError
     from ui.views.report_sources import ReportSources
     from ui.views.report_view import report_view
-    from uats_core.errors import ConfigError
 
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
     missing = tmp_path / "typo.db"
@@ -255,9 +255,9 @@ def test_a_report_of_a_run_log_not_in_the_list_names_the_field_and_creates_nothi
 
 
 def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> None:
-    from ui.views.report_view import curve_choices, curve_rows
     from ui.views.charts import training_curve_figure
     from ui.views.report_sources import ReportSources
+    from ui.views.report_view import curve_choices, curve_rows
 
     db = tmp_path / "train.db"
     store = RunStore(str(db))
@@ -327,7 +327,7 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
     """Two candidates are the same partial solution when their parents are and their step texts are equal."""
     import pandas as pd
 
-    from uats_core.report.duplicates import trace_counts
+    from reports.duplicates import trace_counts
 
     nodes = pd.DataFrame([
         {"run_id": "r", "node_id": 0, "parent_id": None, "depth": 0, "step": ""},
@@ -350,8 +350,8 @@ def test_final_solutions_and_the_recomputed_votes_by_hand() -> None:
 
     import pandas as pd
 
-    from uats_core.report.aggregation import recomputed_votes
-    from uats_core.report.duplicates import trace_counts
+    from reports.aggregation import recomputed_votes
+    from reports.duplicates import trace_counts
 
     def node(i, parent, depth, step, status="kept", answer=None, correct=None, mean=0.5):
         return {"run_id": "r", "node_id": i, "parent_id": parent, "depth": depth, "step": step, "status": status,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from uats_core.report.provenance import provenance_line, with_provenance
+from reports.provenance import provenance_line, with_provenance
 
 
 def test_the_line_counts_every_version_and_the_uncommitted_rows() -> None:

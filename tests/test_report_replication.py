@@ -1,6 +1,6 @@
-"""Two recordings of the same cells (uats_core.report.replication): a difference replicates only when both clear zero
+"""Two recordings of the same cells (reports.replication): a difference replicates only when both clear zero
 the same way, one that clears zero in one recording only is a lead; and variants recorded under the rerun's protocol
-(uats_core.report.protocol_variants: the gate's literal reading beside the rerun's base cells)."""
+(reports.protocol_variants: the gate's literal reading beside the rerun's base cells)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from uats.report import main as report_main
-from uats.report import report_from_ledger
-from uats_core.report.page import results_page
-from uats_core.report.claims import both_recordings, replicated
-from uats_core.report.replication import (CONFLICTS, REPLICATES, WITHIN_BOTH, compare_recordings, lead_word,
-                                          replication_word)
-from uats_core.report.verdicts import DOWN, NOISE, NOT_REPRODUCED, REPRODUCED, REVERSED, UP
-
-from .prose_numbers import unfound_prose_numbers
-from .rerun_ledgers import ledger as _ledger, rows as _rows
+from reports.claims import both_recordings, replicated
+from reports.page import results_page
+from reports.replication import CONFLICTS, REPLICATES, WITHIN_BOTH, compare_recordings, lead_word, replication_word
+from reports.verdicts import DOWN, NOISE, NOT_REPRODUCED, REPRODUCED, REVERSED, UP
+from testkit.prose_numbers import unfound_prose_numbers
+from testkit.rerun_ledgers import ledger as _ledger, rows as _rows
+from uats.report import main as report_main, report_from_ledger
 
 
 def test_the_replication_verdict() -> None:

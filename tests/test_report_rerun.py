@@ -1,4 +1,4 @@
-"""A rerun ledger (uats_core.report.rerun): the same cells recorded again with their final solutions, read apart from
+"""A rerun ledger (reports.rerun): the same cells recorded again with their final solutions, read apart from
 the first recording; and the results page written from tiny hand-made ledgers (`--ledger ... --rerun ... --page`)."""
 
 from __future__ import annotations
@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from uats.report import main as report_main
-from uats.report import report_from_ledger
+from testkit.prose_numbers import unfound_prose_numbers
+from testkit.rerun_ledgers import ledger as _ledger, rows as _rows
+from uats.report import main as report_main, report_from_ledger
 
-from .prose_numbers import unfound_prose_numbers
-from .rerun_ledgers import ledger as _ledger, rows as _rows
 
 @pytest.fixture(scope="module")
 def ledgers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:

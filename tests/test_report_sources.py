@@ -9,12 +9,11 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy.engine import make_url
 
-from storage import RunStore, StorageError
-from storage import open_read_only
+from storage import RunStore, StorageError, open_read_only
 from storage.connection import display_location
-from ui.views.report_sources import RUN_LOG, ReportSources
 from uats.report import build_report
 from uats_core.errors import ConfigError
+from ui.views.report_sources import RUN_LOG, ReportSources
 
 
 def _rollback_journal_run_log(path: Path) -> Path:
@@ -101,23 +100,20 @@ def test_only_files_directly_in_the_reports_folder_are_listed_and_opened(tmp_pat
     assert sources.keys() == [RUN_LOG, "a.db"]
     # labels and refusals name a file, never where the server keeps it
     assert all(str(tmp_path) not in label for label, _ in sources.choices())
-    with pytest.raises(ConfigError) as refused:
-        with sources.reading("missing.db"):
-            pass
+    with pytest.raises(ConfigError) as refused, sources.reading("missing.db"):
+        pass
     assert str(tmp_path) not in str(refused.value)
     with sources.reading("a.db") as st:
         assert st.list_runs() == []
     with sources.reading(RUN_LOG) as st:
         assert st is app_store
     for key in ("sub/b.db", "link.db", str(tmp_path / "outside.db"), "../outside.db", "notes.txt", "", None):
-        with pytest.raises(ConfigError, match="^run log: "):
-            with sources.reading(key):
-                pass
+        with pytest.raises(ConfigError, match="^run log: "), sources.reading(key):
+            pass
     without = ReportSources(app_store, None)
     assert without.keys() == [RUN_LOG]
-    with pytest.raises(ConfigError, match="no --reports-dir"):
-        with without.reading("a.db"):
-            pass
+    with pytest.raises(ConfigError, match="no --reports-dir"), without.reading("a.db"):
+        pass
 
 
 def test_a_shipped_curve_name_cannot_leave_the_models_folder(tmp_path: Path) -> None:
@@ -139,16 +135,16 @@ def test_the_committed_ledger_is_offered_by_default_and_nothing_else_is_opened(t
     assert Path(parse_args([]).ledgers_dir).resolve() == ROOT / "results"  # out of the box: the app's default
     sources = ReportSources(RunStore("sqlite://"), None, ROOT / "results")
     assert sources.keys()[0] == LEDGER + "arith-gate" and sources.default_key() == LEDGER + "arith-gate"  # by name
-    assert RUN_LOG in sources.keys() and sources.ledger_folder(RUN_LOG) is None
+    keys = sources.keys()  # ReportSources' own list, not a dict's view
+    assert RUN_LOG in keys and sources.ledger_folder(RUN_LOG) is None
     assert sources.ledger_folder(LEDGER + "arith-grid") == ROOT / "results" / "arith-grid"
     (tmp_path / "outside").mkdir()
     for key in (LEDGER + "gpu", LEDGER + "../results/arith-grid", LEDGER + str(ROOT / "results" / "arith-grid"),
                 LEDGER + "nope"):  # results/gpu holds no ledger
         with pytest.raises(ConfigError, match="^results ledger: "):
             sources.ledger_folder(key)
-    with pytest.raises(ConfigError, match="^run log: .*is a results ledger"):
-        with sources.reading(LEDGER + "arith-grid"):
-            pass
+    with pytest.raises(ConfigError, match="^run log: .*is a results ledger"), sources.reading(LEDGER + "arith-grid"):
+        pass
     assert ReportSources(RunStore("sqlite://"), None, None).default_key() == RUN_LOG
 
 

@@ -1,15 +1,27 @@
-"""The verdict rule (uats_core.report.verdicts) and the comparisons the results page words by it
-(uats_core.report.compare), against hand counts."""
+"""The verdict rule (reports.verdicts) and the comparisons the results page words by it
+(reports.compare), against hand counts."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from uats_core.report import t_interval
-from uats_core.report.compare import growth_table, method_means, order_table, paired_mean_over_n
-from uats_core.report.verdicts import (DOWN, NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, UP, claim, lead,
-                                       order, side, trend)
+from reports import t_interval
+from reports.compare import growth_table, method_means, order_table, paired_mean_over_n
+from reports.verdicts import (
+    DOWN,
+    NOISE,
+    NOT_REPRODUCED,
+    POINT_ONLY,
+    REPRODUCED,
+    REVERSED,
+    UP,
+    claim,
+    lead,
+    order,
+    side,
+    trend,
+)
 
 
 def test_a_difference_clears_zero_on_its_printed_interval() -> None:

@@ -3,9 +3,8 @@ report builds from alone."""
 
 from __future__ import annotations
 
-import re
-
 import gzip
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -13,11 +12,11 @@ import pytest
 
 import storage.results_ledger as results_ledger
 from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger, in_step_sample
+from testkit.eval_doubles import MODELS
 from uats.eval import EvalOptions, run_eval
 from uats.report import build_report, main as report_main, report_from_ledger
 from uats_core.eval import GridSpec
 from uats_core.eval.grid import load_eval_problems, parse_pairs
-from tests.eval_doubles import MODELS
 
 
 def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -> GridSpec:

@@ -10,11 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from reports import Report
+from reports.page import results_page
+from testkit.prose_numbers import unfound_prose_numbers
 from uats.report import page_command, report_from_ledger
-from uats_core.report import Report
-from uats_core.report.page import results_page
-
-from .prose_numbers import unfound_prose_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results.md"
@@ -168,7 +167,7 @@ def _counts(line: str) -> dict[str, int]:
 
 
 def test_the_provenance_lines_are_those_of_the_rows_each_table_reads(report: Report) -> None:
-    from uats_core.report.stats import CELL, restrict_common
+    from reports.stats import CELL, restrict_common
 
     rows = restrict_common(report.tables["results"])
     base = rows[rows["variant"] == "base"]

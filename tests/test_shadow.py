@@ -7,17 +7,17 @@ import json
 
 from storage import RunStore
 from storage.shadow import read_shadow
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
-from ui.views.bundles import compare_bundle
-from ui.views.comparison import compare_figures
-from ui.views.export import to_latex
-from ui.views.decisions import step_at
-from ui.views.figure1 import step_figure
-from ui.jobs.shadow import explain_shadow, run_shadow
-from ui.views.treedata import RunData
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble, record_synthetic
 from uats_core.config import SearchConfig
 from uats_core.problems import Problem
 from uats_core.runner import run_search
+from ui.jobs.shadow import explain_shadow, run_shadow
+from ui.views.bundles import compare_bundle
+from ui.views.comparison import compare_figures
+from ui.views.decisions import step_at
+from ui.views.export import to_latex
+from ui.views.figure1 import step_figure
+from ui.views.treedata import RunData
 
 
 def _pair(store: RunStore) -> tuple[str, str]:

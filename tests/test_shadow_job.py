@@ -11,12 +11,12 @@ import pytest
 
 from storage import RunStore
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
-from tests.doubles import CallbackPRMDouble, record_synthetic
-from tests.polling import until
+from testkit.doubles import CallbackPRMDouble, record_synthetic
+from testkit.polling import until
 from uats_core.config import ConfigError
+from ui.jobs.pool import PoolLimits, WorkerPool
 from ui.jobs.shadow_job import ShadowRequest, execute_shadow, submit_shadow
 from ui.jobs.warm import ModelCache
-from ui.jobs.worker import PoolLimits, WorkerPool
 
 RUN = "c0" * 16
 

@@ -1,4 +1,4 @@
-"""What the σ features give A-UATS (uats_core.report.sigma_features): σ² beside R̄ on scored steps, and what a
+"""What the σ features give A-UATS (reports.sigma_features): σ² beside R̄ on scored steps, and what a
 controller's knobs follow on the states its searches met."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from reports.sigma_features import checkpoint_of, controller_response, sigma_beside_rbar
+from reports.steps import MC_SCORED
 from uats_core.controller import ControllerNet, load_checkpoint, save_checkpoint, squash
 from uats_core.controller.policy import feature_names
 from uats_core.methods.uats import KNOBS, STATE_FEATURES
-from uats_core.report.sigma_features import checkpoint_of, controller_response, sigma_beside_rbar
-from uats_core.report.steps import MC_SCORED
 
 
 def _steps(sigma_tells: bool, n: int = 4000) -> pd.DataFrame:
@@ -84,7 +84,7 @@ def test_checkpoint_of_a_variant() -> None:
 def test_the_controller_table_is_the_same_text_under_any_thread_count(tmp_path: Path) -> None:
     """The page prints what float64 guarantees: the replay error as its bound, the knobs from a float64 replay,
     so torch's thread count (and the BLAS build, which moves float32 sums by an ulp) changes no character."""
-    from uats_core.report.sigma_features import REPLAY_BOUND, controller_markdown
+    from reports.sigma_features import REPLAY_BOUND, controller_markdown
 
     rng = np.random.default_rng(2)
     states = pd.DataFrame(rng.uniform(0, 1, (400, len(STATE_FEATURES))), columns=list(STATE_FEATURES))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
-import sqlite3
 import time
 from pathlib import Path
 
@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 from storage import RunStore, StorageError
-from tests.synthetic import final_records, synthetic_events
+from testkit.doubles import record
+from testkit.synthetic import final_records, synthetic_events
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
-from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.records import Decision, StepInfo
-from tests.doubles import record
+from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 
 
 def _hand_events(run_id: str = "r1") -> list:
@@ -362,7 +362,7 @@ def test_a_search_in_step_mode_does_one_iteration_per_step(tmp_path: Path) -> No
     stays at the iteration count the steps allow, then Resume runs it to the end."""
     import threading
 
-    from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+    from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
     from uats_core.config import SearchConfig
     from uats_core.problems import Problem
     from uats_core.runner import run_search

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from storage import RunStore, StorageError
-from tests.synthetic import synthetic_events
+from testkit.synthetic import synthetic_events
 from uats_core.events import IterationEnded
 
 

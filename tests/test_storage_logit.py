@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from storage import RunStore
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.config import SearchConfig
 from uats_core.estimation import logits
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
 
@@ -100,8 +100,8 @@ def test_the_node_columns_are_the_node_fields() -> None:
     from dataclasses import fields
 
     from storage import schema as S
-    from ui.views.treedata import _root
     from uats_core.tree import Node
+    from ui.views.treedata import _root
 
     names = [f.name for f in fields(Node)]
     assert {c.name for c in S.nodes.columns} == {*names, "run_id", "node_id", "k", "extra", "updated_iter"} - {"id"}

@@ -1,12 +1,13 @@
 """The run log on its two databases: the recorder's and the fast reader's driver-level paths store and read on
 PostgreSQL what SQLAlchemy's own statements do (as on SQLite, tests/test_storage.py and tests/test_bigtree.py), one
 migration path brings an older run log up to date on either, and a database the run log does not live in is refused
-in one line instead of being written more slowly. PostgreSQL: UATS_TEST_POSTGRES_URL (tests/postgres.py)."""
+in one line instead of being written more slowly. PostgreSQL: UATS_TEST_POSTGRES_URL (testkit/postgres.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -14,10 +15,10 @@ import sqlalchemy as sa
 from storage import RunStore, StorageError
 from storage.connection import parse_location
 from storage.fastread import read_nodes
+from testkit.doubles import record, record_synthetic
+from testkit.postgres import fresh_database
+from testkit.synthetic import synthetic_events
 from uats_core.status import RunStatus
-from tests.doubles import record, record_synthetic
-from tests.postgres import fresh_database
-from tests.synthetic import synthetic_events
 
 # table -> (what is compared, in which order): every column but when a row was written and by which process
 TABLES = {"nodes": ("*", "run_id, node_id"), "node_history": ("*", "run_id, iteration, node_id"),

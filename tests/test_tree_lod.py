@@ -8,13 +8,22 @@ import json
 import pytest
 
 from storage import RunStore
-from tests.doubles import record_synthetic
+from testkit.doubles import record_synthetic
 from ui.views.bigtree import focus_nodes
-from ui.views.figstyle import COLORSCALE, DETAIL_LIMIT, MIN_X_SPAN, N_COLOUR_BINS, bin_colours, box_stats, colour_bin, colour_for
 from ui.views.decisions import step_of
+from ui.views.figstyle import (
+    COLORSCALE,
+    DETAIL_LIMIT,
+    MIN_X_SPAN,
+    N_COLOUR_BINS,
+    bin_colours,
+    box_stats,
+    colour_bin,
+    colour_for,
+)
 from ui.views.figure1 import score_floor, spread_axis, step_figure
-from ui.views.treefig import ViewOptions, tree_figure
 from ui.views.treedata import RunData
+from ui.views.treefig import ViewOptions, tree_figure
 from ui.views.treeglyphs import COMPACT_NAMES
 
 RID = "lod" * 10 + "aa"
@@ -124,7 +133,7 @@ def test_focus_on_the_selected_step(state) -> None:
 
 
 def test_figure1_shows_the_step_its_numbers_and_decisions(data, state) -> None:
-    sel = next(i for i, n in state.nodes.items() if n.get("extra_passes") and 2 < len(state.siblings(i)))
+    sel = next(i for i, n in state.nodes.items() if n.get("extra_passes") and len(state.siblings(i)) > 2)
     step = step_of(data, sel)
     whole = step_figure(step, selected=sel, per_page=len(step.candidates))
     assert set(whole["meta"]["rows"]) == {c.node_id for c in step.candidates}  # the whole step, not the siblings

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from storage import RunStore
-from ui.views.cases import QUADRANTS, StepJudge, cases_table, mine_cases, mine_run, quadrant_of
-from ui.views.treedata import RunData
+from testkit.doubles import record, record_synthetic
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
+from uats_core.records import StepInfo
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 from uats_core.worlds.arith import world
-from uats_core.records import StepInfo
-from tests.doubles import record, record_synthetic
+from ui.views.cases import QUADRANTS, StepJudge, cases_table, mine_cases, mine_run, quadrant_of
+from ui.views.treedata import RunData
 
 
 def test_quadrants() -> None:

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from storage import RunStore
+from testkit.doubles import record_synthetic
 from ui.views.bundles import case_bundle, compare_bundle, run_bundle
 from ui.views.cases import mine_cases
 from ui.views.export import ExportError, export_path, safe_name, to_html, to_latex, write_bundle
 from ui.views.latex import latex_escape
 from ui.views.treedata import RunData
 from ui.views.uncertainty import uncertainty_changes
-from tests.doubles import record_synthetic
 
 
 @pytest.mark.parametrize("bad", ["../x", "..", "a/b", "a\\b", "/etc/passwd", "", " ", ".hidden", "x" * 200, "a b"])

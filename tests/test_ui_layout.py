@@ -8,16 +8,16 @@ import random
 import pytest
 
 from storage import RunStore
-from tests.synthetic import final_records, synthetic_events
-from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
-from ui.views.figstyle import box_stats, shared_colour_range
+from testkit.doubles import record_synthetic
+from testkit.synthetic import final_records, synthetic_events
+from uats_core.events import IterationEnded, NodesUpdated
 from ui.views.decisions import step_of
+from ui.views.divergence import decision_divergence
+from ui.views.figstyle import box_stats, shared_colour_range
 from ui.views.figure1 import step_figure
 from ui.views.layout import tidy_layout
 from ui.views.treedata import RunData
-from ui.views.divergence import decision_divergence
-from uats_core.events import IterationEnded, NodesUpdated
-from tests.doubles import record_synthetic
+from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
 
 
 def test_tidy_layout_small_tree_by_hand() -> None:
@@ -195,7 +195,7 @@ def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:
     """From a real H-UATS run (test doubles for the models) read back from the database: one panel per
     knob, one marker per step after the first, y = the knob used, colour = that step's max σ; baselines
     have no knobs and get no figure."""
-    from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
+    from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
     from uats_core.config import SearchConfig
     from uats_core.problems import Problem
     from uats_core.runner import run_search

@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
-from gradio import Request
 import pytest
+from gradio import Request
 
 from storage import RunStore
-from tests.synthetic import synthetic_events
+from testkit.synthetic import synthetic_events
+from uats_core.events import IterationEnded, RunEnded, RunStarted
 from ui.choices import server_choices
+from ui.jobs.pool import WorkerPool
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
+from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.tabs.runbar import bar_state, control_state
 from ui.tabs.search import build_search_tab
 from ui.tabs.search_events import live_update
-from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.views.treedata import RunData
-from ui.jobs.worker import WorkerPool
-from uats_core.events import IterationEnded, RunEnded, RunStarted
 
 RUN = "1f" * 16
 
@@ -173,9 +174,9 @@ def test_run_bar_disables_the_controls_of_a_run_the_requester_does_not_own(tmp_p
 
 
 def test_the_bench_reads_skipped_and_out_of_order_iterations_from_the_draw_log() -> None:
-    """benchmarks.app's reading of the page's draw log: the iteration drawn on opening is not a live update, an
+    """The app benchmark's reading of the page's draw log (testkit.draw_log): the iteration drawn on opening is not a live update, an
     iteration never drawn is listed as skipped, a later draw of an older iteration breaks the order."""
-    from benchmarks.app import per_iteration_draws
+    from testkit.draw_log import per_iteration_draws
 
     def log(*its: int) -> list[dict[str, Any]]:
         return [{"run": RUN, "iteration": t, "latencyMs": 100.0 * (i + 1)} for i, t in enumerate(its)]

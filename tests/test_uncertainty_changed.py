@@ -9,10 +9,11 @@ import math
 
 import pytest
 
+from testkit.run_pairs import hand_made_step, needs_models
 from uats_core.allocation import softmax_shares
 from ui.views.divergence import counterpart, decision_divergence, divergence_text
 from ui.views.uncertainty import CHILDREN, RANK, SENT, changed_table, competition_ranks, uncertainty_changes
-from tests.run_pairs import hand_made_step, needs_models
+
 
 @needs_models
 def test_the_list_holds_exactly_the_candidates_whose_decision_uncertainty_changed(real_pair) -> None:

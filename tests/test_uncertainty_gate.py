@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
+from testkit.doubles import HashedPRMDouble, ScriptedPolicyDouble
 from uats_core.config import SearchConfig, tau_auto_quantile
 from uats_core.errors import ConfigError
 from uats_core.estimation import OODGate, gate_statistic, is_ood, logits, mc_stats, reeval_candidates
 from uats_core.problems import Problem
 from uats_core.runner import run_search
-from tests.doubles import HashedPRMDouble, ScriptedPolicyDouble
 
 
 def test_logit_stats_hand_computed():

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
+from testkit.doubles import WorkerPoolDouble
 from uats_core.allocation import softmax_shares
 from uats_core.config import SearchConfig
 from uats_core.paths import WORLD_POLICY_B
@@ -19,7 +19,7 @@ from ui.choices import EMBEDDED, POLICY_B, server_choices
 from ui.tabs.ood_pair import offers_ood_pair, ood_pair_form
 from ui.tabs.search_events import submit_run
 from ui.views.treedata import RunData
-from ui.views.uncertainty import changes_summary, unchanged_reason, uncertainty_changes
+from ui.views.uncertainty import changes_summary, uncertainty_changes, unchanged_reason
 
 needs_models = pytest.mark.skipif(not (DEFAULT_PRM / "config.json").is_file(), reason="embedded models missing")
 MEANS = (0.80, 0.60, 0.20)

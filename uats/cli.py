@@ -15,21 +15,19 @@ import logging
 import os
 import re
 import sys
-from typing import Any, Iterator, NoReturn, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
 
 from uats import calibrate
 from uats.model_flags import add_model_flags, model_options, parse_model_options
 from uats_core.config import SearchConfig
 from uats_core.errors import ConfigError, ProblemError
-from uats_core.imports import PRM_RULES
-from uats_core.imports import TOOLS as TOOLS_READ
+from uats_core.imports import PRM_RULES, TOOLS as TOOLS_READ
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
 from uats_core.methods import method_names
 from uats_core.problems import Problem, find_problem, load_problems
 from uats_core.status import RunStatus
-
-log = logging.getLogger("uats_core")
 
 DEFAULT_DB = "runs/uats.db"
 DEFAULT_PROBLEM = "arith-test-0"
@@ -93,7 +91,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     the run's first event, after run_search found the question fits the loaded models: a refused search leaves no
     file and no run behind."""
     from storage import check_location, check_run_fields
-
     from uats_core.paths import WORLD_POLICY, WORLD_PRM
     from uats_core.request import SearchRequest, validate_request
     from uats_core.runner import prepare_search
@@ -263,10 +260,10 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     """Bring a results ledger up to date with run logs: their finished cells it lacks (with --code-version, the
     commit that ran them), and the duplicate counts, final solutions and A-UATS controller steps of the cells it
     holds without them (recorded before the ledger kept them)."""
+    from reports.provenance import DIRTY
     from storage.eval_results import load_results
     from storage.results_ledger import ResultsLedger
     from uats.eval.run import sync_run_log
-    from uats_core.report.provenance import DIRTY
 
     version = args.code_version
     if version is not None and (version.endswith(DIRTY) or version in ("", "unknown")):

@@ -19,8 +19,9 @@ import json
 import logging
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -119,8 +120,14 @@ def calibrate(args: argparse.Namespace) -> None:
     `--tau auto[:q]` reads it (uats_core.calibration.resolve_tau, keyed by estimator and space)."""
     from uats.calibrate import id_calibration_traces, jsonl_traces
     from uats_core.backends import load_prm
-    from uats_core.calibration import DEFAULT_PRM, calibration_path, entry_key, spread_entry, tau_from_variances, \
-        write_calibration
+    from uats_core.calibration import (
+        DEFAULT_PRM,
+        calibration_path,
+        entry_key,
+        spread_entry,
+        tau_from_variances,
+        write_calibration,
+    )
     from uats_core.estimators import make_estimator
 
     spec = str(args.prm or DEFAULT_PRM)

@@ -1,7 +1,7 @@
 """Reports from an evaluation's run log: `uats report --db runs/eval.db --out runs/reports`.
 
 Reads the `eval_cells` table joined to the run log's `runs` and `nodes` (storage.eval_results) and hands the
-rows to uats_core.report, which builds:
+rows to reports, which builds:
 
 - accuracy against N and against the compute each search actually spent (runs.cost), per pair, every
   method, with Pass@N (the oracle: some final candidate - one the answer is chosen from - is correct) and 95%
@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from reports import Report, assemble_report, write_report
 from storage.eval_results import report_inputs
-from uats_core.report import Report, assemble_report, write_report
 
 __all__ = ["build_report", "report_from_ledger", "ledger_plan", "page_command", "write_report", "main"]
 
@@ -35,7 +36,7 @@ def build_report(store_or_url: Any, *, common_problems: bool = True, confidence:
                  tau: float | None = None, methods: Sequence[str] | None = None,
                  pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None) -> Report:
     """Every figure and table of the evaluation in `store_or_url` (a RunStore, an engine, a path or URL);
-    the keywords are uats_core.report.assemble_report's."""
+    the keywords are reports.assemble_report's."""
     return assemble_report(*report_inputs(store_or_url), common_problems=common_problems,
                            confidence=confidence, roles=roles, fig2=fig2, max_fig2_runs_per_pair=max_fig2_runs_per_pair,
                            tau=tau, methods=methods, pairs=pairs, budgets=budgets)
@@ -60,11 +61,11 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
     """Every figure and table from a results ledger (storage.results_ledger) alone, no run log needed; with `more`
     ledgers (another dataset's, e.g. results/arith-hard), from their rows together. `rerun`: a ledger of cells of
     these run again keeping their final solutions (e.g. results/arith-rerun): every answer rule on them, beside the
-    first recording (uats_core.report.rerun). `rerun_variants`: a ledger of variants run under the rerun's protocol
-    (e.g. results/arith-gate), each set beside the rerun's base cells (uats_core.report.protocol_variants)."""
+    first recording (reports.rerun). `rerun_variants`: a ledger of variants run under the rerun's protocol
+    (e.g. results/arith-gate), each set beside the rerun's base cells (reports.protocol_variants)."""
     import pandas as pd
 
-    from uats_core.report.rerun import Rerun
+    from reports.rerun import Rerun
 
     read = [_read_ledger(f) for f in (folder, *more)]
     joined = {name: pd.concat([r[name] for r in read if len(r[name])] or [read[0][name]], ignore_index=True)
@@ -88,11 +89,11 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
         beside = (Path(rerun_variants).name, rows, ledger_plan(rerun_variants))
     rep = assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
                           controller=joined["controller"], rerun=again, rerun_variants=beside, **kw)
-    from uats_core.report.estimators_section import TABLE_NAME, estimators_markdown
+    from reports.estimators_section import TABLE_NAME, estimators_markdown
 
     if text := estimators_markdown():  # the estimators' step measurements (results/estimators/), beside the ledgers'
         rep.markdown[TABLE_NAME] = text
-    from uats_core.report.estimator_grid import LEDGER, TABLE_NAME as GRID_NAME, grid_markdown
+    from reports.estimator_grid import LEDGER, TABLE_NAME as GRID_NAME, grid_markdown
 
     if (LEDGER / "results.csv.gz").is_file():  # the estimator search grid's own ledger (recipes/arith-estimators.toml)
         rep.markdown[GRID_NAME] = grid_markdown(_read_ledger(LEDGER)["results"])
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     files = []
     if args.page:
-        from uats_core.report.page import results_page
+        from reports.page import results_page
 
         text = results_page(rep, page_command(args.ledger, args.rerun, args.page, args.rerun_variants))
         Path(args.page).write_text(text, encoding="utf-8")

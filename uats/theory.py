@@ -33,9 +33,10 @@ import argparse
 import logging
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -198,7 +199,7 @@ def write(fig: Any, out_dir: str | Path, name: str = "theory") -> list[Path]:
     html = out / f"{name}.html"
     fig.write_html(str(html), include_plotlyjs=True)  # plotly.js inlined: opens offline
     written = [html]
-    from uats_core.report.export import write_pngs
+    from reports.export import write_pngs
 
     written += write_pngs({name: fig}, out)
     return written

@@ -15,21 +15,31 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from uats_core.config import SearchConfig
+from uats_core.controller.policy import (
+    KNOBS,
+    ControllerNet,
+    LearnedController,
+    Step,
+    feature_names,
+    save_checkpoint,
+    squash,
+    unsquash,
+)
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import check_limits
 from uats_core.methods.uats import Knobs
 from uats_core.paths import portable_path
 from uats_core.request import check_config
 from uats_core.runner import ASSETS, run_search
-from uats_core.controller.policy import KNOBS, ControllerNet, LearnedController, Step, feature_names, save_checkpoint, squash, unsquash
 from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)

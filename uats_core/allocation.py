@@ -5,9 +5,10 @@ Kept free of trees and models so the maths can be unit- and property-tested on i
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def softmax(values: Sequence[float], temperature: float) -> np.ndarray:
@@ -17,7 +18,7 @@ def softmax(values: Sequence[float], temperature: float) -> np.ndarray:
     return w / w.sum()
 
 
-def largest_remainder(weights: Sequence[float], total: int) -> list[int]:
+def largest_remainder(weights: ArrayLike, total: int) -> list[int]:
     """Round(total · w / Σw) to integers that sum exactly to `total` (Hamilton's method).
 
     Each share gets its floor; the units left go to the largest fractional parts, ties to the lower
@@ -50,7 +51,7 @@ def softmax_shares(values: Sequence[float], total: int, temperature: float) -> l
     return largest_remainder(softmax(values, temperature), total)
 
 
-def sequential_ceil(scores: Sequence[float], weights: Sequence[float], total: int) -> list[int]:
+def sequential_ceil(scores: Sequence[float], weights: ArrayLike, total: int) -> list[int]:
     """REBASE's rounding (thu-wyz/inference_scaling): walk the candidates from best score down, give each
     ceil(remaining · w_i / remaining weight) children, capped by what is left. The last candidate visited
     takes whatever remains, so the total is conserved; late candidates may get zero."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 POLL_INTERVAL_S = 0.25  # the app's check is a database read: a few a second is plenty for a 2 s promise
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, fields
+import contextlib
 import json
-from typing import Any, Mapping, Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from .errors import ConfigError
 
@@ -95,12 +97,10 @@ class SearchConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
-            try:
+            with contextlib.suppress(ValueError):
                 self.tau = float(self.tau)
-            except ValueError:
-                pass
 
-    def validate(self) -> "SearchConfig":
+    def validate(self) -> SearchConfig:
         """Check every field's own value (ConfigError naming the first bad one); changes nothing. What the method
         asks of the fields (uats_core.methods.check_method_settings) and the run's limits are the run's validation:
         uats_core.request.validate_request, or check_config for a config alone."""
@@ -146,7 +146,7 @@ class SearchConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SearchConfig":
+    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

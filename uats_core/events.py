@@ -6,8 +6,9 @@ IterationEnded, then RunEnded (always, also on failure or cancellation)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .records import Decision, StepInfo
 

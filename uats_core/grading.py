@@ -12,9 +12,9 @@ import logging
 import multiprocessing as mp
 import re
 import threading
+from collections.abc import Iterable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from fractions import Fraction
-from typing import Iterable, Sequence
 
 from .config import AGGREGATIONS
 

@@ -7,8 +7,9 @@ hand asks here instead of hard-coding either name, so it runs warning-free on bo
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 
 @lru_cache(maxsize=64)

@@ -11,14 +11,16 @@ name (a 307 from a compromised or misconfigured server would otherwise carry the
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import socket
 import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, cast
 
 PREFIX = "openai:"  # a policy spec naming a server: openai:URL
 MAX_RESPONSE_BYTES = 64 * 2**20  # a JSON body of more than this is no completion of ours: refused, not read
@@ -40,10 +42,8 @@ class _Waiting:
         with self.lock:
             before, self.count = self.count, self.count + delta
             if self.listener is not None and (before == 0) != (self.count == 0):
-                try:
+                with contextlib.suppress(Exception):  # a listener that fails must not fail the request
                     self.listener(time.time() if self.count else None)
-                except Exception:  # noqa: BLE001 - a listener that fails must not fail the request
-                    pass
 
 
 _WAITING = _Waiting()
@@ -136,9 +136,12 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
     """(HTTP status, body) of one request to `ep.path/path`; a 3xx comes back as it is (no redirect followed).
     Raises OSError when no answer came (refused, unreachable: as the OS says; ReadTimeout after the read
     timeout) and Cancelled once `cancelled()` says yes."""
-    cls = http.client.HTTPSConnection if ep.scheme == "https" else http.client.HTTPConnection
-    kwargs = {"context": ssl.create_default_context()} if ep.scheme == "https" else {}
-    conn = cls(ep.host, ep.port, timeout=connect_timeout_s, **kwargs)
+    conn: http.client.HTTPConnection
+    if ep.scheme == "https":
+        conn = http.client.HTTPSConnection(ep.host, ep.port, timeout=connect_timeout_s,
+                                           context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(ep.host, ep.port, timeout=connect_timeout_s)
     out: dict[str, object] = {}
     deadline = time.monotonic() + connect_timeout_s + read_timeout_s
     _WAITING.changed(+1)
@@ -168,7 +171,7 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
         if isinstance(exc, socket.timeout):
             raise ReadTimeout(f"no answer within the read timeout ({read_timeout_s:g} s)")
         raise exc if isinstance(exc, OSError) else OSError(f"{type(exc).__name__}: {exc}")
-    status, data = out["answer"]  # type: ignore[misc]
+    status, data = cast(tuple[int, bytes], out["answer"])
     return int(status), bytes(data)
 
 
@@ -176,8 +179,6 @@ def _close(conn: http.client.HTTPConnection) -> None:
     """Close the socket under a helper that may be blocked reading it: shutdown wakes the read at once."""
     sock = conn.sock
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
     conn.close()

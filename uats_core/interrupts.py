@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Iterator
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

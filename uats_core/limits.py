@@ -184,8 +184,7 @@ def check_prompt_fits(question: str, policy: Any, prm: Any) -> None:
         if window is None:
             continue
         if len(question) > 64 * window:  # no tokenizer makes a token of more than 64 characters: skip the work
-            n = len(question)
-            raise ProblemError("problem", f"the question is {n:,} characters; {role} {getattr(backend, 'name', '')!r} "
+            raise ProblemError("problem", f"the question is {len(question):,} characters; {role} {getattr(backend, 'name', '')!r} "
                                           f"reads at most {window} tokens; give a shorter problem or a longer-context model")
         n = prompt_tokens(backend, question)
         if n is not None and n >= window:

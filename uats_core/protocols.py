@@ -6,9 +6,10 @@ all sit behind them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class Trace:
     question: str
     steps: tuple[str, ...] = ()
 
-    def extend(self, step: str) -> "Trace":
+    def extend(self, step: str) -> Trace:
         return Trace(self.question, self.steps + (step,))
 
     @property

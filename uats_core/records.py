@@ -6,8 +6,9 @@ search-and-learn's Beam: one shared type instead of dicts whose keys each reader
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from .status import NodeStatus
 

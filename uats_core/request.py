@@ -13,9 +13,10 @@ models are loaded, by run_search (uats_core.limits.check_prompt_fits), before th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .calibration import resolve_tau
 from .config import SearchConfig, check_code_options, check_model_choice

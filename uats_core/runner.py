@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 import random
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -197,7 +198,7 @@ def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None 
             ctrl = load_controller(config.controller, config)
         else:
             ctrl = controller(config)
-    emb = None
+    emb: Embedder | None = None
     if needs.needs_embedder:
         if embedder is None:
             from .embedders import default_embedder

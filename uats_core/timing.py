@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:

@@ -3,8 +3,8 @@ taken about them, so that storage can log them and the app can replay them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Iterator
 
 from .protocols import FinishReason, StepOutput, Trace
 from .status import TERMINAL, NodeStatus
@@ -53,6 +53,20 @@ class Node:
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def scored_mean(self) -> float:
+        """R̄ of a scored node: what a method ranks by (it reads only nodes the PRM has scored)."""
+        if self.mean is None:
+            raise ValueError(f"node {self.id} has not been scored")
+        return self.mean
+
+    @property
+    def scored_ucb(self) -> float:
+        """R̂ of a node scored with K passes: what the δ rule and the extra passes read."""
+        if self.ucb is None:
+            raise ValueError(f"node {self.id} has no R̂ (scored with one pass, or not at all)")
+        return self.ucb
 
     def record(self) -> dict:
         """A plain-dict snapshot for event subscribers (storage, UI)."""

@@ -116,14 +116,14 @@ class Run:
                      for i, s in enumerate(sh.get("mc_scores") or [])]
         return pd.DataFrame(rows, columns=PASS_COLUMNS)
 
-    def tree(self, iteration: int | None = None, view: ViewOptions | None = None, height: int = 600) -> "go.Figure":
+    def tree(self, iteration: int | None = None, view: ViewOptions | None = None, height: int = 600) -> go.Figure:
         """The tree after `iteration` as the app draws it (shadow marks included), as a plotly Figure."""
         fig = tree_figure(self.state(iteration), view, height=height, shadow=self.shadow or None,
                           title=f"{self.data.run.get('method')} on {self.data.run.get('problem_id')}")
         return _figure(fig)
 
     def figure1(self, node_id: int, iteration: int | None = None, sort_by: str = "parent",
-                per_page: int = PER_PAGE) -> "go.Figure":
+                per_page: int = PER_PAGE) -> go.Figure:
         """The paper's Figure 1 for node_id's step, as the app draws it: every candidate of the step, one row each
         (grouped by parent, or sorted by mean / stat / ucb), its passes, their shape, the σ² its gate read
         against τ and its numbers and decision."""
@@ -136,7 +136,7 @@ class Run:
                                    sort_by=sort_by, per_page=per_page))
 
 
-def _figure(spec: dict[str, Any]) -> "go.Figure":
+def _figure(spec: dict[str, Any]) -> go.Figure:
     import plotly.graph_objects as go
 
     return go.Figure(data=spec["data"], layout=spec["layout"])

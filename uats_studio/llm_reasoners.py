@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 EXPORT_FORMAT = 1  # uats_core.imports.llm_reasoners reads this version of the block
 

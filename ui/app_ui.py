@@ -16,36 +16,33 @@ import gradio as gr
 
 from storage import RunStore
 
-from .choices import ARITH
-
-from .views.counterfactual import COLUMNS as FOUND_COLUMNS
-from .views.comparison import COMPARE_COLUMNS
-
-from .views.run_status import RUN_COLUMNS
-from .choices import ServerChoices, server_choices
+from .auth import LoginLimiter
+from .choices import ARITH, ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
-from .views.report_sources import ReportSources
+from .jobs.pool import WorkerPool
+from .slow_clients import bound_request_heads
 from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
 from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
+from .tabs.exports import clear_downloads, downloads_folder
+from .tabs.idle import wire_idle_timer
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
 from .tabs.page_state import ComparedPair, OpenRun
 from .tabs.poll import wire_poll
-from .tabs.idle import wire_idle_timer
 from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runbar import RUN_BAR_CSS
-from .tabs.search_layout import INSPECTOR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
 from .tabs.search_events import dataset_view
-from .views.uncertainty import CHANGED_COLUMNS
-from .jobs.worker import WorkerPool
-from .auth import LoginLimiter
-from .slow_clients import bound_request_heads
-from .web_guard import DownloadGuard, WebGuard, WebPolicy
+from .tabs.search_layout import INSPECTOR_CSS
+from .views.comparison import COMPARE_COLUMNS
+from .views.counterfactual import COLUMNS as FOUND_COLUMNS
 from .views.export import ExportQuota, owner_folder
-from .tabs.exports import clear_downloads, downloads_folder
+from .views.report_sources import ReportSources
+from .views.run_status import RUN_COLUMNS
+from .views.uncertainty import CHANGED_COLUMNS
+from .web_guard import DownloadGuard, WebGuard, WebPolicy
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 
@@ -79,7 +76,7 @@ def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: Compare
             out[ctx.notice] = said
         return out
 
-    demo.load(on_load, [ctx.st, ctx.cst], [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
+    demo.load(on_load, [ctx.run_state, ctx.pair_state], [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
     ctx.tabs.change(lambda m, p, o, db, cur: {**runs.list_runs(m, p, o),
                                               reports.curve_pick: reports.on_curve_list(db, cur)},
                     [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
@@ -109,7 +106,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     # Exports are served from Gradio's cache without a copy of Gradio's (ui.tabs.exports.downloads_folder); anything
     # else Gradio caches goes after an hour, checked every 10 minutes
     with StudioBlocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
-        st, cst = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair (page_state)
+        run_state, pair_state = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair
         gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
                     "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
                     "every knob says what it does.", elem_id="brand")
@@ -117,7 +114,7 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
         timer = gr.Timer(TICK_S, active=True)
         with gr.Tabs(selected="search") as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=Path(export_dir).resolve(),
-                             notice=notice, timer=timer, tabs=tabs, st=st, cst=cst,
+                             notice=notice, timer=timer, tabs=tabs, run_state=run_state, pair_state=pair_state,
                              choices=choices or server_choices(), export_quota=export_quota or ExportQuota(),
                              downloads=clear_downloads(export_dir))
             with gr.Tab("Search", id="search"):

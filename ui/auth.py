@@ -13,9 +13,9 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 ENV_AUTH = "UATS_AUTH"
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from storage.schema import MAX_MODEL_OPTIONS_CHARS
 from uats_core.config import CODE_OPTIONS, ConfigError, parse_options

@@ -25,9 +25,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 # In a checkout (app.py beside ui/), the project's folders; installed, folders under the current directory
 # (runs/uats.db is also where `uats search` logs by default).
@@ -43,7 +44,7 @@ DEFAULT_LEDGERS = PROJECT / "results"  # the committed results ledger (results/a
 # workers are gone within about this; tests/test_app_sigterm.py holds it to 5 s)
 SHUTDOWN_GRACE_S = 3.0
 
-log = logging.getLogger("uats_studio")
+log = logging.getLogger(__name__)
 # The login page's note: Gradio's form says only "Incorrect Credentials", and nothing when the limit answers 429
 LOGIN_NOTE = ("After {limits.per_client} failed logins from one address (or {limits.per_user} for one user) within "
               "{limits.window_s:g} s, logins are refused for a while.")
@@ -94,7 +95,7 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
                    help="exports kept at most, in MB; the oldest are deleted to make room (default %(default)g)")
     p.add_argument("--export-session-quota-mb", type=float, default=ExportQuota().owner_bytes / 2**20,
                    help="of them, per user (or browser session without a login) (default %(default)g)")
-    from .jobs.worker import PoolLimits  # here: --help needs no database layer
+    from .jobs.pool import PoolLimits  # here: --help needs no database layer
 
     d = PoolLimits()
     p.add_argument("--max-queued", type=int, default=d.max_queued,
@@ -228,7 +229,7 @@ def start(args: argparse.Namespace) -> Studio:
     from storage.shadow import mark_dead_shadow_jobs
 
     from .app_ui import build_demo, launch_kwargs
-    from .jobs.worker import PoolLimits, WorkerPool, default_pair_request
+    from .jobs.pool import PoolLimits, WorkerPool, default_pair_request
     from .views.export import ExportQuota
 
     # a server or worker gone (kill -9)

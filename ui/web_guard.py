@@ -30,9 +30,10 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from .auth import AuthError, LoginLimiter, is_loopback
@@ -201,7 +202,7 @@ class _Body:
             return {"type": "http.request", "body": self.data, "more_body": False}
         return await self.receive()  # after the body: the client's disconnect, as the server reports it
 
-    def fresh(self) -> "_Body":
+    def fresh(self) -> _Body:
         return _Body(self.data, self.receive)
 
 

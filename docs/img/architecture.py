@@ -25,7 +25,7 @@ BOXES = {
     "service": (40, 225, 330, 115, "search_events.run_request", ["the form's values ->",
                                                                  "SearchRequest -> validate_request",
                                                                  "(the run's one validation)"]),
-    "pool": (420, 70, 330, 130, "ui/jobs/worker.py: WorkerPool", ["its own thread starts queued jobs",
+    "pool": (420, 70, 330, 130, "ui/jobs/pool.py: WorkerPool", ["its own thread starts queued jobs",
                                                                "and reaps dead workers; jobs run", "in spawned processes"]),
     "warm": (420, 225, 330, 115, "ui/jobs/warm.py (in a worker)", ["execute: keeps the (policy, PRM)",
                                                                "pair loaded; prepare_search(", "req.search).run"]),

@@ -23,13 +23,13 @@ SIZE = {"width": 1280, "height": 800}
 
 def figures(db: Path) -> dict[str, dict]:
     from storage import RunStore
-    from ui.views.figure1 import step_figure
-    from ui.views.treedata import RunData
     from uats_core.calibration import resolve_tau
     from uats_core.config import SearchConfig
     from uats_core.paths import ASSETS
     from uats_core.runner import build_backends, run_search
     from uats_core.worlds.arith import world
+    from ui.views.figure1 import step_figure
+    from ui.views.treedata import RunData
 
     store = RunStore(str(db))
     problem = world.get_problem("arith-test-3")

@@ -5,11 +5,12 @@ error. A plain module, as pages.py: the tests' module-scoped fixtures call these
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from benchmarks.serving import free_port
+from testkit.serving import free_port
 
 from .pages import wait_idle
 
@@ -21,7 +22,7 @@ def imports_app(base: Path, store: Any) -> Iterator[str]:
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     pool = WorkerPool(store, max_workers=1, poll_s=0.5)
     (base / "reports").mkdir(exist_ok=True)

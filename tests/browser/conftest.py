@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
-from benchmarks.serving import CHROMIUM_FLAGS, free_port
+from testkit.browser import CHROMIUM_FLAGS
+from testkit.serving import free_port
 
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
-
 
 # HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
 IMG = '<img src=x onerror="window.__pwned=1">'
@@ -58,10 +59,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     """The app offering the tiny models (their folder as --models-dir) and evil.jsonl (a --datasets-dir)."""
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
     from ui.choices import server_choices
-    from ui.jobs.worker import WorkerPool
+    from ui.jobs.pool import WorkerPool
 
     base = tmp_path_factory.mktemp("app")
     store = RunStore(str(base / "runs.db"))

@@ -14,7 +14,7 @@ ARTIFACTS = ROOT / "artifacts"
 # a render; a failing test's page is saved whatever this says (conftest.py).
 SCREENSHOTS = os.environ.get("UATS_SCREENSHOTS") == "1"
 
-# Two synthetic runs (the real engine's events, tests.synthetic) on one problem, seed and budget: the
+# Two synthetic runs (the real engine's events, testkit.synthetic) on one problem, seed and budget: the
 # comparison, replay and export tests need finished runs of known shape without minutes of search.
 PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
 # The screens the issue-30 tour uses: a laptop and a desktop

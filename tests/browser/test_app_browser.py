@@ -11,8 +11,19 @@ from typing import Any
 
 import pytest
 
-from .pages import (NODE_PIXEL_JS, PAIR, choose, fill, open_run, plot_data, shot, wait_idle, wait_notice, wait_plot,
-                    wait_text)
+from .pages import (
+    NODE_PIXEL_JS,
+    PAIR,
+    choose,
+    fill,
+    open_run,
+    plot_data,
+    shot,
+    wait_idle,
+    wait_notice,
+    wait_plot,
+    wait_text,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -176,7 +187,7 @@ def test_bad_input_shows_a_message_and_the_app_keeps_working(page: Any) -> None:
 def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, served: dict[str, Any]) -> None:
     """The Reports tab over a hand-counted evaluation log, and a controller training curve written to it."""
     from storage import RunStore
-    from tests.hand_log import build_hand_db
+    from testkit.hand_log import build_hand_db
 
     db = build_hand_db(served["reports_dir"] / "eval.db")
     store = RunStore(str(db))

@@ -5,15 +5,16 @@ user neither sees it nor stops it with their Cancel. The batch rows are written 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from storage import RunStore
 from storage.batches import create_batch_job, end_batch_job, get_batch_job
-from tests.doubles import WorkerPoolDouble
-from tests.serving import served_app
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import served_app
 
 from .pages import shot, wait_notice, wait_text
 

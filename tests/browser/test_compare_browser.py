@@ -70,8 +70,8 @@ def test_the_uncertainty_list_fits_the_page(screen_page: Any) -> None:
 
 def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any, served: dict[str, Any],
                                                                       arith_pair: tuple[str, str]) -> None:
-    from ui.views.treedata import RunData
     from ui.views.divergence import counterpart
+    from ui.views.treedata import RunData
     from ui.views.uncertainty import changed_table
 
     a_id, b_id = arith_pair

@@ -65,7 +65,7 @@ def test_opening_compare_draws_the_picked_pair_without_a_click(screen: str, requ
                                                                 world_pairs: dict[tuple[str, str], tuple[str, str]]) -> None:
     from ui.views.divergence import decision_divergence, divergence_text
     from ui.views.treedata import RunData
-    from ui.views.uncertainty import unchanged_reason, uncertainty_changes
+    from ui.views.uncertainty import uncertainty_changes, unchanged_reason
 
     page = request.getfixturevalue(screen)
     a_id, b_id = world_pairs[("arith-test-3", "rebase")]

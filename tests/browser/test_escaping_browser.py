@@ -44,7 +44,7 @@ def test_html_in_a_problem_renders_as_text(page: Any) -> None:
 
 
 def test_html_in_a_stored_run_renders_as_text_in_status_and_inspector(page: Any, served: dict[str, Any]) -> None:
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
 
     run_id = "e5" * 16
     record_synthetic(served["store"], run_id, n_nodes=30, seed=5, method="h-uats", problem_id=f"p{IMG}",

@@ -25,7 +25,7 @@ RUNS = {8: "f8" * 16, 21: "f21" * 10 + "ff", 64: "f64" * 10 + "ff"}
 @pytest.fixture(scope="module")
 def step_runs(served: dict[str, Any]) -> dict[int, str]:
     """Synthetic H-UATS runs whose every step has exactly 8, 21 or 64 candidates (the real engine's events)."""
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
 
     store = served["store"]
     for n, rid in RUNS.items():

@@ -1,6 +1,6 @@
 """Runs of other tools in Chromium, at 1280×800: the Runs tab imports a file of llm-reasoners and TreeQuest written by
 the tools' own code (a bare tree log and a treequest.render export, neither holding the question: it is typed in the
-form, with the gold answer) and a search-and-learn row (tests/tool_files.py) from the server's --imports-dir through
+form, with the gold answer) and a search-and-learn row (testkit/tool_files.py) from the server's --imports-dir through
 the worker pool, the Search tab opens each import, steps back through its iterations, says it stored no MC passes, and shadow-scores it with the embedded PRM
 of the server's list until every node carries a shadow R̄ and σ². With UATS_SCREENSHOTS=1 each leaves
 artifacts/import-<tool>-1280x800.png and, for the typed question, import-form-<tool>-1280x800.png (docs/img holds
@@ -9,16 +9,16 @@ copies)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
-from tests.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION
+from testkit.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION
 
 from .apps import app_page, imports_app
-from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo, wait_notice, wait_plot, \
-    wait_text
+from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -31,7 +31,7 @@ TYPED = {"llm-reasoners": (LLM_REASONERS_QUESTION, "10"), "treequest": (QUESTION
 def import_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app with a real worker pool and an import folder holding one file of each tool."""
     from storage import RunStore
-    from tests.tool_files import write_tool_files
+    from testkit.tool_files import write_tool_files
 
     base = tmp_path_factory.mktemp("import-app")
     files = write_tool_files(base / "imports")

@@ -23,7 +23,7 @@ N64 = "a49" * 10 + "ff"  # a synthetic H-UATS run of N = 64 (the real engine's e
 
 @pytest.fixture(scope="module")
 def run64(served: dict[str, Any]) -> str:
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
 
     store = served["store"]
     if not any(r["run_id"] == N64 for r in store.list_runs(limit=500)):

@@ -21,10 +21,10 @@ TIMED = "c0" * 16
 def _timed_run(store: Any) -> None:
     """A hand-made run whose node 1 changes after it is written: scored with 7 passes at t=1, expanded
     (2 children) at t=2, re-evaluated with 2 more passes at t=3; node 2 finishes at t=4."""
+    from testkit.doubles import record
     from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
     from uats_core.records import StepInfo
     from uats_core.tree import FINISHED, KEPT, Node
-    from tests.doubles import record
 
     if any(r["run_id"] == TIMED for r in store.list_runs(limit=500)):
         return

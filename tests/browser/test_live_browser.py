@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.synthetic import synthetic_events
+from testkit.synthetic import synthetic_events
 from uats_core.events import IterationEnded, RunEnded
 
 from .pages import open_run, wait_plot

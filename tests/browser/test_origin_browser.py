@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from benchmarks.serving import free_port
 from storage import RunStore
-from tests.doubles import WorkerPoolDouble
-from tests.serving import served_app
+from testkit.doubles import WorkerPoolDouble
+from testkit.serving import free_port, served_app
 
 pytestmark = pytest.mark.browser
 

@@ -7,10 +7,10 @@ hint on one line. The runs are written here by the importer and the shadow score
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-
 
 from .apps import app_page, imports_app
 from .conftest import SCREENS
@@ -26,8 +26,8 @@ FAILED = "f1" * 16
 def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from storage import RunStore
     from storage.imports import write_imported
-    from tests.doubles import record_synthetic
-    from tests.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION, write_tool_files
+    from testkit.doubles import record_synthetic
+    from testkit.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION, write_tool_files
     from uats_core.imports import read_runs
     from ui.jobs.shadow import load_shadow_prm, run_shadow
 

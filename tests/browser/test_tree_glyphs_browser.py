@@ -153,8 +153,8 @@ def misplaced(m: dict[str, Any]) -> list[str]:
 
 
 def _n64(store: Any) -> Any:
-    """An N = 64 synthetic run (the real events and records; tests.synthetic), loaded for picking nodes."""
-    from tests.doubles import record_synthetic
+    """An N = 64 synthetic run (the real events and records; testkit.synthetic), loaded for picking nodes."""
+    from testkit.doubles import record_synthetic
     from ui.views.treedata import RunData
 
     if not any(r["run_id"] == N64 for r in store.list_runs(limit=500)):
@@ -265,7 +265,7 @@ def test_figure1_shows_the_step_and_exports_it(page: Any, served: dict[str, Any]
     from ui.views.treedata import RunData
 
     state = _n64(served["store"])
-    reeval = next(i for i, n in state.nodes.items() if n.get("extra_passes") and 2 < len(state.siblings(i)))
+    reeval = next(i for i, n in state.nodes.items() if n.get("extra_passes") and len(state.siblings(i)) > 2)
     step = step_of(RunData.load(served["store"], N64), reeval)
     page.goto(f"{served['url']}/?run={N64}&node={reeval}")
     wait_plot(page, "#tree", f"e.dataset.run === '{N64}'")

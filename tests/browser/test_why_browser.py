@@ -12,7 +12,19 @@ from typing import Any
 
 import pytest
 
-from .pages import NODE_PIXEL_JS, PAIR, choose, fill, open_run, shot, text_layout, wait_idle, wait_notice, wait_plot, wait_text
+from .pages import (
+    NODE_PIXEL_JS,
+    PAIR,
+    choose,
+    fill,
+    open_run,
+    shot,
+    text_layout,
+    wait_idle,
+    wait_notice,
+    wait_plot,
+    wait_text,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +33,7 @@ WIDE = "c1" * 16  # a run whose steps have about 120 candidates: the frontier pa
 
 @pytest.fixture(scope="module")
 def wide_run(served: dict[str, Any]) -> str:
-    from tests.doubles import record_synthetic
+    from testkit.doubles import record_synthetic
 
     store = served["store"]
     try:

@@ -14,8 +14,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .pages import choose, photo
 
@@ -29,11 +30,11 @@ SETTLED = "() => { const e = document.querySelector('#tree .uats-plot'); return 
 
 def search(store: Any, run_id: str, problem: int, budget: int) -> None:
     """One real H-UATS search, written to `store` as a worker writes it."""
-    from ui.choices import ARITH
-    from ui.tabs.run_form import dataset_problems
-    from tests.pool_requests import search_job
-    from ui.jobs.warm import ModelCache, execute
+    from testkit.pool_requests import search_job
     from uats_core.config import SearchConfig
+    from ui.choices import ARITH
+    from ui.jobs.warm import ModelCache, execute
+    from ui.tabs.run_form import dataset_problems
 
     prob = dataset_problems(ARITH)[problem]
     cfg = SearchConfig(method="h-uats", budget=budget, seed=0, dropout_p=0.3)
@@ -79,7 +80,7 @@ def _photo(page: Any, selector: str, path: Path) -> None:
 def tour(out: Path, url: str, store: Any) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.serving import CHROMIUM_FLAGS
+    from testkit.browser import CHROMIUM_FLAGS
 
     nodes = pick(store)
     written: list[Path] = []
@@ -124,8 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.perf_counter()
             search(store, run_id, problem, budget)
             log.info("search %s (N=%d): %.0f s", run_id[:8], budget, time.perf_counter() - t0)
-        from benchmarks.serving import serve_app
-        from ui.jobs.worker import WorkerPool
+        from testkit.browser import serve_app
+        from ui.jobs.pool import WorkerPool
 
         pool = WorkerPool(store, max_workers=1, poll_s=0.5)
         demo, port = serve_app(store, pool, Path(tmp) / "exports")

@@ -14,20 +14,28 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from uats.model_flags import add_model_option_flags, model_options
 from uats_core.errors import ConfigError, ProblemError
+from uats_core.eval.grid import (
+    GridSpec,
+    load_eval_problems,
+    parse_axis,
+    parse_int_list,
+    parse_methods,
+    parse_models,
+    parse_pairs,
+    parse_seeds,
+    parse_settings,
+)
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.methods import method_names
-from uats_core.eval.grid import (GridSpec, load_eval_problems, parse_axis, parse_int_list, parse_methods, parse_models,
-                   parse_pairs, parse_seeds, parse_settings)
 from uats_core.status import RunStatus
-from uats.model_flags import add_model_option_flags, model_options
 
 from .recipe import expand_spec
 from .run import EvalOptions, code_version, run_eval
-
-log = logging.getLogger("uats_core.eval")
 
 ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0", "tau": "variance threshold τ",
                   "delta": "re-evaluation margin δ", "dropout_mode": "dropout sites: full | head | last:L"}
@@ -127,7 +135,7 @@ def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[s
 
 def _uncommitted(version: str) -> bool:
     """The code version names no commit: uncommitted changes, or a checkout git could not read."""
-    from uats_core.report.provenance import DIRTY  # imported here: the report package loads plotly
+    from reports.provenance import DIRTY  # imported here: the report package loads plotly
 
     return version.endswith(DIRTY) or version == "unknown"
 

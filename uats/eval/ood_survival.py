@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from uats_core.errors import ConfigError
 from uats_core.status import RunStatus

@@ -15,11 +15,13 @@ import logging
 import math
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from uats_core.eval.grid import WorkItem
+
 from .worker import CellOutcome, EvalWorker
 
 log = logging.getLogger(__name__)

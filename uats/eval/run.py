@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from storage.eval_cells import CellLedger, Plan
 from uats_core.errors import ConfigError
 from uats_core.eval.grid import GridSpec, WorkItem, build_cells, check_cells, shard
 from uats_core.methods import method_class
 from uats_core.status import RunStatus
+
 from .worker import FACTORY_PREFIX, CellOutcome, EvalWorker
 
 log = logging.getLogger(__name__)
@@ -76,7 +78,7 @@ def preflight(items: Sequence[WorkItem], opts: EvalOptions) -> list[WorkItem]:
         if spec.startswith(FACTORY_PREFIX) or spec.startswith(("hf:", "vllm:")):
             continue
         if not Path(spec).expanduser().exists():
-            hint = (" (the arithmetic world's models: python -m uats_core.worlds.arith.train)"
+            hint = (" (the arithmetic world's models: python -m uats.arith.train)"
                     if "assets/models/arith" in spec else "")
             raise ConfigError("pairs", f"pair {pair}: the {role} {spec} does not exist{hint}")
     controllers = {}  # each controller the cells need, loaded once here: a missing one fails before any cell runs
@@ -169,7 +171,7 @@ def code_version(root: Path | None = None) -> str:
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
-    from uats_core.report.provenance import DIRTY
+    from reports.provenance import DIRTY
 
     root = Path(__file__).resolve().parents[2] if root is None else root
     if (root / ".git").exists():  # a checkout; installed, site-packages is none (nor the repo it may sit in)
@@ -195,10 +197,10 @@ def sync_run_log(ledger: Any, db_url: str, version: str | None, fill: bool = Fal
     counts, rows labelled with code `version`; None: the code is not known, so none are copied); with fill, also
     the duplicate counts and controller steps of the cells the ledger holds without them
     (storage.results_ledger.fill_traces, fill_controller). Returns the rows added."""
+    from reports.duplicates import trace_counts
+    from reports.steps import step_records
     from storage.results_ledger import fill_controller, fill_traces, sync_ledger
     from uats_core.paths import portable_path
-    from uats_core.report.duplicates import trace_counts
-    from uats_core.report.steps import step_records
 
     added = 0
     if version is not None:
@@ -232,7 +234,7 @@ class LedgerSync:
             except Exception:  # a failed sync is retried next time and at the end; the grid goes on
                 log.exception("results ledger sync failed")
 
-    def __enter__(self) -> "LedgerSync":
+    def __enter__(self) -> LedgerSync:
         if self.ledger is not None:
             self._thread.start()
         return self

@@ -16,16 +16,17 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from uats_core.config import SearchConfig
-from uats_core.grading import Grader
-from uats_core.runner import prepare_search
-from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from storage.eval_cells import CellLedger
+from uats_core.config import SearchConfig
+from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from uats_core.eval.grid import WorkItem
+from uats_core.grading import Grader
 from uats_core.methods import method_class
+from uats_core.runner import prepare_search
 from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from uats_core.errors import BackendError
 
@@ -60,6 +61,7 @@ def dequantised_folder(gguf: Path, dtype: str, field: str) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     log.info("writing a de-quantised %s copy of %s to %s (once per file)", dtype, gguf.name, folder)
+    model: Any  # its quantisation flags, reset below, are attributes transformers does not type
     try:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=getattr(torch, dtype))
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

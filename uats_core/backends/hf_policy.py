@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
@@ -12,8 +13,8 @@ from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaLis
 from uats_core.backends._loading import ModelSource, load_tokenizer, load_weights, resolve_device, resolve_spec
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
-    classify_finish,
     check_sampling,
+    classify_finish,
     prompt_ids,
     resolve_use_chat,
     step_budgets,
@@ -47,7 +48,7 @@ class _PerRowStop(StoppingCriteria):
         n_new = input_ids.shape[1] - self.prompt_len
         if cancel_pending():  # a cancel stops the whole batch at this token; the caller raises
             self.cancelled = True
-            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+            return cast(torch.BoolTensor, torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device))
         done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for row in range(input_ids.shape[0]):
             if self.stopped_at[row] is not None:
@@ -59,7 +60,7 @@ class _PerRowStop(StoppingCriteria):
                     or STEP_DELIMITER in self.tokenizer.decode(tail, skip_special_tokens=True)):
                 self.stopped_at[row] = n_new
                 done[row] = True
-        return done
+        return cast(torch.BoolTensor, done)
 
 
 class HFPolicy:
@@ -91,7 +92,7 @@ class HFPolicy:
 
     @classmethod
     def from_pretrained(cls, spec: str | ModelSource, *, dtype: str | torch.dtype | None = "auto", device: str | None = "auto",
-                        trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> "HFPolicy":
+                        trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> HFPolicy:
         from transformers import AutoModelForCausalLM
 
         src = spec if isinstance(spec, ModelSource) else resolve_spec(spec, "policy")
@@ -147,7 +148,7 @@ class HFPolicy:
         # the same state after every call and repeat the same draws).
         seeded = self.seed is not None
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else [], enabled=seeded):
-            if seeded:
+            if self.seed is not None:
                 torch.manual_seed(self.seed * 1_000_003 + self._calls)
             self._calls += 1
             out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),

@@ -20,9 +20,10 @@ from __future__ import annotations
 import copy
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -68,7 +69,7 @@ def _drop_rows(x: torch.Tensor, p: float, k: int, token_cols: Sequence[torch.Ten
 _PRE_NORM_LAYERS = ("LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer")
 
 
-def _last_layer_at(layer: nn.Module, x: torch.Tensor, idx: torch.Tensor, **attn_kw: Any) -> torch.Tensor:
+def _last_layer_at(layer: Any, x: torch.Tensor, idx: torch.Tensor, **attn_kw: Any) -> torch.Tensor:
     """layer(x) at the columns idx (B·k, m) only. Attention still runs for every position (its keys and values
     need them all); the MLP, about two thirds of a layer, runs for the m read positions only."""
     attn, _ = layer.self_attn(hidden_states=layer.input_layernorm(x), **attn_kw)
@@ -84,7 +85,7 @@ class DropoutSpec:
     p: float
 
     @classmethod
-    def parse(cls, mode: str, p: float, field: str = "prm") -> "DropoutSpec":
+    def parse(cls, mode: str, p: float, field: str = "prm") -> DropoutSpec:
         try:
             kind, layers = parse_dropout_mode(mode)
         except ConfigError as exc:
@@ -121,7 +122,8 @@ class DecoderParts:
     sliding_window: int | None = None
 
     @classmethod
-    def of(cls, model: nn.Module, field: str = "prm", name: str = "model") -> "DecoderParts":
+    def of(cls, model: nn.Module, field: str = "prm", name: str = "model") -> DecoderParts:
+        cand: Any  # the model or its decoder; its parts are found by name below
         for cand in (model, getattr(model, "model", None), getattr(model, "base_model", None)):
             if cand is None:
                 continue
@@ -234,6 +236,13 @@ class _StackedPast:
         self.full[layer_idx] = (key_states, value_states)
         return key_states, value_states
 
+    def kept(self, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The first n layers' keys and values, which the forward has written."""
+        out = [kv for kv in self.full[:n] if kv is not None]
+        if len(out) != n:
+            raise RuntimeError(f"the forward wrote {len(out)} of the {n} shared layers' keys and values")
+        return out
+
 
 @dataclass
 class _Row:
@@ -298,11 +307,11 @@ class MCDropoutEngine:
         if k < 1:
             raise ValueError(f"k must be >= 1; got {k}")
         n = self.n_layers
-        noisy = spec is not None and spec.p > 0
+        drop = spec if spec is not None and spec.p > 0 else None
         # p = 0: every pass would be the same computation, so compute it once and tile (variance exactly 0).
-        eff_k = k if noisy else 1
-        shared = spec.shared_layers(n) if noisy else n
-        head_p = spec.p if noisy and spec.mode == "head" else 0.0
+        eff_k = k if drop else 1
+        shared = drop.shared_layers(n) if drop else n
+        head_p = drop.p if drop and drop.mode == "head" else 0.0
         rows: list[_Row] = []
         for j, (ids, pos) in enumerate(zip(seqs, positions)):
             ids_t = tuple(int(t) for t in ids)
@@ -323,7 +332,7 @@ class MCDropoutEngine:
         with torch.inference_mode():
             for chunk in self._chunks(rows, eff_k):
                 checkpoint("while scoring")  # between forward batches: a cancel need not wait for all of them
-                results = self._run_chunk([rows[i] for i in chunk], eff_k, shared, spec.p if noisy else 0.0, head_p, use_cache)
+                results = self._run_chunk([rows[i] for i in chunk], eff_k, shared, drop.p if drop else 0.0, head_p, use_cache)
                 for i, res in zip(chunk, results):
                     out[i] = res if res.shape[0] == k else res.expand(k, *res.shape[1:])
         return [o for o in out if o is not None]
@@ -384,7 +393,7 @@ class MCDropoutEngine:
         col = torch.arange(tc, device=device)
         allowed = (col[None, :] <= col[:, None])[None, None] & valid[:, None, None, :]  # (B, 1, q, k)
         # Additive float mask: works for eager and SDPA; finfo.min (not -inf) keeps all-masked pad rows NaN-free.
-        mask: torch.Tensor | None = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(
             ~allowed, torch.finfo(dtype).min)
         # No padding at all: SDPA's own causal path (is_causal, no materialised mask) is exact and faster; the
         # eager attention needs the mask, since without one it attends to everything.
@@ -400,7 +409,7 @@ class MCDropoutEngine:
             if pmax > 0:
                 past = []
                 for layer in range(shared):
-                    ref_k, ref_v = next((e.kv[layer] for e in entries if e is not None))
+                    ref_k, ref_v = next(e.kv[layer] for e in entries if e is not None)
                     pk = torch.zeros(B, ref_k.shape[0], pmax, ref_k.shape[2], dtype=dtype, device=device)
                     pv = torch.zeros(B, ref_v.shape[0], pmax, ref_v.shape[2], dtype=dtype, device=device)
                     for i, e in enumerate(entries):
@@ -424,7 +433,7 @@ class MCDropoutEngine:
                     continue
                 span = slice(start[i], start[i] + plen[i] + nlen[i])
                 # .clone(): entries must own their memory, not views into this batch's tensors.
-                kv = [(kk[i, :, span].clone(), vv[i, :, span].clone()) for kk, vv in stacked.full[:shared]]
+                kv = [(kk[i, :, span].clone(), vv[i, :, span].clone()) for kk, vv in stacked.kept(shared)]
                 self.cache.put(shared, PrefixEntry(r.ids, kv, full_h[i, span].clone()))
 
         cols = [torch.tensor([start[i] + p_ for p_ in r.positions], dtype=torch.long, device=device) for i, r in enumerate(rows)]

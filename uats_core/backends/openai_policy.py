@@ -24,8 +24,9 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from uats_core import http_client
 from uats_core.backends._loading import load_tokenizer, normalise_url, resolve_spec

@@ -1,7 +1,7 @@
 """What each OpenAI-compatible server sends for one candidate step, read the same way: the text, what ended it
 (the step delimiter, end of sequence, or the length limit) and the server's own token count when it gives one.
 
-The servers differ exactly where a step's end is decided (read from each server's source; tests/openai_server.py
+The servers differ exactly where a step's end is decided (read from each server's source; testkit/openai_server.py
 cites the files and commits its doubles answer by):
 
 - vLLM (`owned_by: "vllm"`): `/v1/completions` honours `include_stop_str_in_output`; a choice's `stop_reason` is

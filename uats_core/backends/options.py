@@ -8,7 +8,8 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from uats_core.backends.prompting import check_sampling
 from uats_core.errors import BackendError
@@ -105,8 +106,8 @@ def check_prm_opts(kind: str, opts: Mapping[str, Any], flag: str = "prm-opt") ->
         if key in opts:
             raise BackendError(flag, f"{key}: set it with {use}, not as a PRM option")
     load_fn = prm_token_cls.TokenClassificationPRM.from_pretrained if kind == "token-classification" else prm_published.load
-    adapter = (prm_token_cls.TokenClassificationPRM if kind == "token-classification"
-               else prm_published._ADAPTERS.get(kind, TorchPRM))
+    adapter: type[TorchPRM] = (prm_token_cls.TokenClassificationPRM if kind == "token-classification"
+                               else prm_published._ADAPTERS.get(kind, TorchPRM))
     accepted = _params(TorchPRM.__init__, load_fn, adapter.__init__, drop=("model", "tokenizer", "src", "kind", "kw", "opts", "fmt",
                                                                                    "preloaded"))
     fmt_hints: dict[str, Any] = {}

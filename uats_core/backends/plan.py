@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from uats_core.backends import PRM_KINDS, check_prm_source, detect_prm_kind
 from uats_core.backends._loading import ModelSource, load_config, resolve_device, resolve_spec
@@ -50,7 +51,7 @@ def plan_models(policy: str | None, prm: str | None, *, prm_kind: str | None = N
     for flag, given, path in (("policy", policy, WORLD_POLICY), ("prm", prm, WORLD_PRM)):
         if given is None and not path.exists():
             raise BackendError(flag, f"the embedded default model {path} is missing; rebuild it with "
-                                     "`python -m uats_core.worlds.arith.train`")
+                                     "`python -m uats.arith.train`")
     pol_src = resolve_spec(policy or str(WORLD_POLICY), "policy")
     prm_src = resolve_spec(prm or str(WORLD_PRM), "prm")
     check_prm_source(prm_src)
@@ -90,7 +91,8 @@ def load_models(plan: ModelPlan, *, dropout_p: float, dropout_mode: str) -> tupl
     prm_opts = dict(plan.prm_opts)
     if plan.shared_weights and _same_placement(policy_opts, prm_opts):
         log.info("%s serves as policy and judge PRM: one copy of the weights", plan.prm.spec)
-        prm_opts["preloaded"] = (policy.model, policy.tokenizer)
+        hf: Any = policy  # shared weights: both are transformers models (the plan says so), the policy's loaded first
+        prm_opts["preloaded"] = (hf.model, hf.tokenizer)
     prm = load_prm(plan.prm.spec, kind=plan.prm_kind, dropout_p=dropout_p, dropout_mode=dropout_mode, **prm_opts)
     return policy, prm
 

@@ -7,7 +7,8 @@ load without trust_remote_code: the Qwen and Skywork heads are rebuilt here on t
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -34,7 +35,7 @@ def _cut_after_last(ids: list[int], positions: list[int]) -> tuple[int, ...]:
     return tuple(ids[: positions[-1] + 1] if positions else ids)
 
 
-def _two_logit_head(lm_head: nn.Module, first: int, second: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _two_logit_head(lm_head: Any, first: int, second: int) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The two rows of an LM head we need: softmax over [first, second] without computing the full vocabulary.
     Kept in float32 (see prm_base.float32_head for why)."""
     weight = lm_head.weight[[first, second]].detach().float()
@@ -193,8 +194,9 @@ class SkyworkPRM(TorchPRM):
         return torch.sigmoid(self._value(hidden.float())).squeeze(-1)
 
     def head_linear(self) -> tuple[np.ndarray, float]:
-        bias = self._value.bias
-        return self._value.weight[0].detach().double().cpu().numpy(), float(bias[0].detach()) if bias is not None else 0.0
+        value = cast(nn.Linear, self._value)  # the value head's summary: one linear layer
+        bias = value.bias
+        return value.weight[0].detach().double().cpu().numpy(), float(bias[0].detach()) if bias is not None else 0.0
 
 
 JUDGE_TEMPLATE = ("Here is a math problem and a partial solution, one step per paragraph.\n\nProblem:\n{question}\n\n"

@@ -13,7 +13,7 @@ import json
 import logging
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ class TokenClsFormat:
     dropout_p: float = 0.1
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TokenClsFormat":
+    def from_dict(cls, data: dict[str, Any]) -> TokenClsFormat:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -76,7 +76,7 @@ class TokenClassificationPRM(TorchPRM):
     @classmethod
     def from_pretrained(cls, src: ModelSource, *, dtype: Any = "auto", device: str | None = "auto", trust_remote_code: bool = False,
                         sidecar: dict[str, Any] | None = None, attn_implementation: str = "sdpa",
-                        **kw: Any) -> "TokenClassificationPRM":
+                        **kw: Any) -> TokenClassificationPRM:
         from transformers import AutoModelForTokenClassification
 
         dev = resolve_device(device)
@@ -114,7 +114,8 @@ class TokenClassificationPRM(TorchPRM):
         return torch.softmax(self._score(hidden.float()), dim=-1)[..., self.fmt.positive_label]
 
     def head_linear(self) -> tuple[np.ndarray, float]:
-        if self._score.out_features != 2:
+        score = cast(torch.nn.Linear, self._score)  # checked a Linear at load (above)
+        if score.out_features != 2:
             return super().head_linear()  # over two labels the head is not one logit direction
         pos = self.fmt.positive_label
-        return binary_direction(self._score.weight, self._score.bias, pos, 1 - pos)
+        return binary_direction(score.weight, score.bias, pos, 1 - pos)

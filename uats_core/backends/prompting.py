@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace, bound_step

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import torch
 
@@ -34,8 +35,8 @@ def char_tokenizer(*, specials: Iterable[str] = ARITH_SPECIALS, words: Iterable[
     pieces = sorted(dict.fromkeys([*words, "\n\n"]), key=len, reverse=True)
     chars = [c for c in string.printable if c not in "\x0b\x0c\r"]
     vocab: dict[str, int] = {}
-    for tok in [*specials, *pieces, *chars]:
-        vocab.setdefault(tok, len(vocab))
+    for piece in [*specials, *pieces, *chars]:
+        vocab.setdefault(piece, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab, unk_token=unk))
     pattern = "|".join(re.escape(p) for p in pieces) + r"|[\s\S]"
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
@@ -65,8 +66,8 @@ def byte_bpe_tokenizer(*, specials: Iterable[str] = ("<|endoftext|>", "<|im_star
     byte_map = {b: c for b, c in zip(range(256), _bytes_to_unicode())}
     specials = list(dict.fromkeys([*specials, *(t for t in (bos, eos, pad) if t)]))
     vocab: dict[str, int] = {}
-    for tok in [*specials, *sorted(alphabet)]:
-        vocab.setdefault(tok, len(vocab))
+    for piece in [*specials, *sorted(alphabet)]:
+        vocab.setdefault(piece, len(vocab))
     merges: list[tuple[str, str]] = []
     for word in dict.fromkeys(["\n\n", *words]):
         pieces = [byte_map[b] for b in word.encode("utf-8")]
@@ -126,7 +127,8 @@ def smollm2_135m_config(vocab_size: int = 49152) -> Any:
     from transformers import LlamaConfig
 
     return LlamaConfig(vocab_size=vocab_size, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                       num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rope_theta=100000.0,
+                       num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
+                       rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
                        tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
 
 

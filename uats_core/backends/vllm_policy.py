@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from uats_core.backends.prompting import (
     DEFAULT_SYSTEM_PROMPT,
-    classify_finish,
     check_sampling,
+    classify_finish,
     prompt_ids,
     resolve_use_chat,
     step_budgets,
@@ -46,9 +47,10 @@ class VLLMPolicy:
         check_sampling(temperature, top_p, step_token_cap, solution_token_cap)
         if vllm_module is None:
             try:
-                import vllm as vllm_module  # noqa: PLC0415 - lazy on purpose: vLLM is GPU-only
+                import vllm  # noqa: PLC0415 - lazy on purpose: vLLM is GPU-only
             except ImportError as exc:
                 raise BackendError("policy", f"vllm:{model} needs vLLM, which is not installed ({exc}); {INSTALL_HINT}") from None
+            vllm_module = vllm
         self._vllm = vllm_module
         self.name = name or f"vllm:{model}"
         self.temperature = temperature

@@ -8,8 +8,16 @@ from pathlib import Path
 from ..config import SearchConfig
 from ..errors import ControllerError
 from ..paths import ASSETS
-from .policy import (KNOB_RANGES, KNOBS, ControllerNet, LearnedController, load_checkpoint, save_checkpoint, squash,
-                     unsquash)
+from .policy import (
+    KNOB_RANGES,
+    KNOBS,
+    ControllerNet,
+    LearnedController,
+    load_checkpoint,
+    save_checkpoint,
+    squash,
+    unsquash,
+)
 
 DEFAULT_CHECKPOINT = ASSETS / "auats-controller"
 ABLATION_CHECKPOINT = ASSETS / "auats-controller-no-uncertainty"

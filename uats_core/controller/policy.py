@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -62,14 +62,14 @@ class ControllerNet(nn.Module):
         super().__init__()
         self.n_features = n_features
         self.hidden = hidden
-        self.body = nn.Sequential(nn.Linear(n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                                  nn.Linear(hidden, len(KNOBS)))
+        head = nn.Linear(hidden, len(KNOBS))
+        self.body = nn.Sequential(nn.Linear(n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), head)
         self.log_std = nn.Parameter(torch.full((len(KNOBS),), init_log_std))
         # A small output layer (common for policy heads) starts every state near the same action, so
         # behaviour cloning of constant knobs converges in a few hundred steps.
         with torch.no_grad():
-            self.body[-1].weight.mul_(0.01)
-            self.body[-1].bias.zero_()
+            head.weight.mul_(0.01)
+            head.bias.zero_()
 
     def forward(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.body(states), self.log_std.expand(states.shape[0], -1)

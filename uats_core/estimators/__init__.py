@@ -6,6 +6,7 @@ worth keeping). docs/architecture.md, Add an uncertainty estimator, says how to 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..config import ESTIMATORS, SearchConfig
@@ -39,10 +40,8 @@ def make_estimator(config: SearchConfig, prm: Any) -> Estimator:
     cache = getattr(prm, "_uats_estimators", None)
     if cache is None:
         cache = {}
-        try:
+        with contextlib.suppress(AttributeError):  # a PRM without a __dict__ builds its estimator each search
             prm._uats_estimators = cache
-        except AttributeError:  # a PRM without a __dict__ builds its estimator each search
-            pass
     if name not in cache:
         if name == Ensemble.name:
             from .ensemble import load_ensemble

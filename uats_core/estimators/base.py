@@ -10,8 +10,9 @@ whichever estimator runs."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -40,8 +41,10 @@ def from_samples(samples: Sequence[float], new: int) -> Estimate:
     whose samples are draws of the score (MC dropout, the ensemble, the Laplace posterior)."""
     x = np.asarray(samples, dtype=np.float64)
     mean, var = mean_var(x)
+    if mean is None:
+        raise ValueError("an estimate needs at least one sample")
     logit_mean, logit_var = mean_var(logits(x))
-    return Estimate(tuple(float(v) for v in x), new, float(mean), var, logit_mean, logit_var)
+    return Estimate(tuple(float(v) for v in x), new, mean, var, logit_mean, logit_var)
 
 
 class Estimator(ABC):

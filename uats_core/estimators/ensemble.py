@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from ..protocols import PRM, Trace
@@ -59,7 +60,7 @@ def check_ensemble_size(prm_folder: Path, k0: int) -> None:
     meta_path = Path(f"{prm_folder}-ensemble") / ENSEMBLE_FILE
     if not meta_path.is_file():
         raise ConfigError("estimator", f"the PRM {str(prm_folder)!r} has no trained ensemble (looked for {meta_path}); "
-                                       "train one (python -m uats_core.worlds.arith.train_ensemble for the embedded "
+                                       "train one (python -m uats.arith.train_ensemble for the embedded "
                                        "PRM) or pick another estimator")
     try:
         members = len(json.loads(meta_path.read_text())["members"])
@@ -78,7 +79,7 @@ def load_ensemble(prm: Any, k0: int) -> Ensemble:
     if meta_path is None or not meta_path.is_file():
         raise ConfigError("estimator", f"the PRM {getattr(prm, 'name', prm)!r} has no trained ensemble (looked for "
                                        f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
-                                       "(python -m uats_core.worlds.arith.train_ensemble for the embedded PRM) or "
+                                       "(python -m uats.arith.train_ensemble for the embedded PRM) or "
                                        "pick another estimator")
     if not hasattr(prm, "fmt") or not hasattr(prm, "model"):
         raise ConfigError("estimator", f"the ensemble estimator serves token-classification PRMs (the embedded one); "

@@ -4,7 +4,7 @@ last:L or head); a re-evaluation runs more passes. Exactly the statistics runs h
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -8,10 +8,12 @@ deterministic score, which every estimator shares, so each estimator is judged o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..estimation import auroc
 
@@ -37,12 +39,12 @@ class PairRow:
         return asdict(self)
 
 
-def fifth_edges(score: Sequence[float]) -> np.ndarray:
+def fifth_edges(score: ArrayLike) -> np.ndarray:
     """The inner quintile edges of R (4 numbers)."""
     return np.quantile(np.asarray(score, dtype=np.float64), np.linspace(0, 1, FIFTHS + 1)[1:-1])
 
 
-def fifth_of(score: Sequence[float]) -> np.ndarray:
+def fifth_of(score: ArrayLike) -> np.ndarray:
     """0..4: which fifth of R each step falls in (ties at an edge go to the upper fifth)."""
     return np.searchsorted(fifth_edges(score), np.asarray(score, dtype=np.float64), side="right")
 

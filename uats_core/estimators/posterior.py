@@ -20,8 +20,9 @@ Every supported head is one logit direction on the final normalised hidden state
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class HeadFit:
                 "n": np.asarray([self.n], dtype=np.int64)}
 
     @classmethod
-    def from_tensors(cls, t: dict[str, np.ndarray]) -> "HeadFit":
+    def from_tensors(cls, t: dict[str, np.ndarray]) -> HeadFit:
         return cls(t["theta"], t["chol"], t["mu"], t["precision"], int(t["n"][0]))
 
     def save(self, path: Path) -> None:
@@ -62,7 +63,7 @@ class HeadFit:
         save_file({k: np.ascontiguousarray(v) for k, v in self.to_tensors().items()}, str(path))
 
     @classmethod
-    def load(cls, path: Path) -> "HeadFit":
+    def load(cls, path: Path) -> HeadFit:
         from safetensors.numpy import load_file
 
         return cls.from_tensors(load_file(str(path)))

@@ -17,9 +17,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..config import SearchConfig
 from ..errors import ConfigError, ProblemError

@@ -8,13 +8,21 @@ the file, the place and what is wrong, before anything is written."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from . import llm_reasoners, search_and_learn, treequest
 from .search_and_learn import PRM_RULES
-from .tree import MAX_FILE_BYTES, MAX_IMPORT_NODES, TOOLS, ImportedRun, ImportFormatError, check_nodes, check_size, \
-    refuse_binary
+from .tree import (
+    MAX_FILE_BYTES,
+    MAX_IMPORT_NODES,
+    TOOLS,
+    ImportedRun,
+    ImportFormatError,
+    check_nodes,
+    check_size,
+    refuse_binary,
+)
 
 __all__ = ["TOOLS", "ImportedRun", "ImportFormatError", "read_runs", "MAX_FILE_BYTES", "PRM_RULES"]
 

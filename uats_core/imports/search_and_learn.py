@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .tree import ImportedNode, ImportedRun, ImportFormatError, score_or_none
 
@@ -266,7 +267,8 @@ def _tree(completions: list[str], scores: list[list[Any]], rule: PRMRule, where:
 def _steps(text: str, per_step: list[Any], rule: PRMRule, where: str) -> list[tuple[str, float, list[float]]]:
     """(step text, its score, the scores of the empty or unscored parts folded into it) along one completion."""
     steps: list[list[Any]] = []
-    pending_text, pending_scores = "", []  # parts before the first node: they join the first node
+    pending_text = ""  # parts before the first node: they join the first node
+    pending_scores: list[Any] = []
     pieces = text.split(rule.sep)
     last = len(pieces) - 1
     scored_last = rule.scores_end_after_sep or not text.endswith(rule.sep)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from uats_core.errors import FieldError
 from uats_core.events import Event, IterationEnded, NodesUpdated, RunEnded, RunStarted

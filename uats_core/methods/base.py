@@ -10,7 +10,8 @@ import logging
 import random
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +21,9 @@ from ..errors import ConfigError
 from ..estimation import ucb
 from ..estimators import Estimator, cost_of, make_estimator
 from ..events import EventBus, IterationEnded, NodesUpdated
-from ..records import Decision, StepInfo
 from ..grading import Grader, extract_boxed
 from ..protocols import PRM, Embedder, Policy
+from ..records import Decision, StepInfo
 from ..tree import ACTIVE, KEPT, PRUNED, TRUNCATED, Node, SearchTree, ends_solution, terminal_status
 
 log = logging.getLogger(__name__)

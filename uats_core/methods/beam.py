@@ -28,7 +28,7 @@ class BeamSearch(SearchMethod):
             ctx.begin_iteration(t)
             decisions = []
             if t > 1:
-                candidates = sorted(active(new), key=lambda n: (-float(n.mean), n.id))
+                candidates = sorted(active(new), key=lambda n: (-n.scored_mean, n.id))
                 counts = [m if i < keep else 0 for i in range(len(candidates))]
                 decisions = ctx.grant(candidates, counts)
                 frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
@@ -41,4 +41,4 @@ class BeamSearch(SearchMethod):
                 break
         finals.extend(ctx.settle_leftovers(active(new), len(finals) < cfg.budget))
         # Like search-and-learn, answer from the N best completed beams.
-        return sorted(finals, key=lambda n: (-float(n.mean), n.id))[: cfg.budget]
+        return sorted(finals, key=lambda n: (-n.scored_mean, n.id))[: cfg.budget]

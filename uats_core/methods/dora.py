@@ -3,7 +3,8 @@ partial-solution embeddings, so near-duplicate directions share their budget ins
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..allocation import dora_weights, largest_remainder
 from ..tree import Node
@@ -18,7 +19,7 @@ class Dora(WidthSearch):
     step_fields = frozenset({"cap", "temperature", "similarity_temperature", "width_left"})
 
     def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
-        scores = [float(n.mean) for n in candidates]
+        scores = [n.scored_mean for n in candidates]
         weights, gamma = dora_weights(scores, ctx.embed(candidates), self.config.rebase_temperature,
                                       self.config.dora_similarity_temperature)
         for node, g in zip(candidates, gamma):

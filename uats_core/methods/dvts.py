@@ -33,10 +33,11 @@ class DVTS(SearchMethod):
             ctx.score(new, t)
             by_subtree: dict[int, list[Node]] = defaultdict(list)
             for node in new:
+                assert node.subtree is not None  # expand() gives every DVTS child its subtree
                 by_subtree[node.subtree].append(node)
             decisions, frontier, subtrees = [], [], []
             for sub, children in sorted(by_subtree.items()):
-                best = max(children, key=lambda n: (float(n.mean), -n.id))
+                best = max(children, key=lambda n: (n.scored_mean, -n.id))
                 if best.is_terminal or t == cfg.max_iterations:
                     ctx.truncate([best])  # a no-op when the best child finished by itself
                     unfinished = [n for n in children if not n.is_terminal]

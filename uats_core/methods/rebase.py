@@ -10,8 +10,9 @@ ceil), so against H-UATS without re-evaluation only the rounding of the children
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..allocation import rebase_children
 from ..config import ConfigError, SearchConfig
@@ -124,5 +125,5 @@ class Rebase(WidthSearch):
         return cls.config_fields | MC_FIELDS if values.get("rebase_scoring") == "mc" else cls.config_fields
 
     def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
-        scores = [float(n.mean) for n in candidates]
+        scores = [n.scored_mean for n in candidates]
         return rebase_children(scores, width, self.config.rebase_temperature), {"temperature": self.config.rebase_temperature}

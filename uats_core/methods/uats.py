@@ -24,8 +24,9 @@ C and B come from allocation.uats_budget_split; A-UATS's controller scales them 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,7 @@ from ..config import SearchConfig, tau_auto_quantile
 from ..errors import ConfigError
 from ..estimation import OODGate, reeval_candidates
 from ..records import Decision, StepInfo
-from ..spending import RULE_STEP_FIELDS, SpendingRule, config_spending
-from ..spending import check_affordable as check_uats_affordable
+from ..spending import RULE_STEP_FIELDS, SpendingRule, check_affordable as check_uats_affordable, config_spending
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, step_stream, terminal
 
@@ -51,7 +51,9 @@ class Knobs:
     nu2: float
 
     @classmethod
-    def from_config(cls, cfg: SearchConfig) -> "Knobs":
+    def from_config(cls, cfg: SearchConfig) -> Knobs:
+        if isinstance(cfg.tau, str):  # validate_request resolves 'auto' before a search starts
+            raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search")
         return cls(beta=1.0, gamma=1.0, tau=cfg.tau, delta=cfg.delta, nu1=cfg.nu1, nu2=cfg.nu2)
 
 
@@ -66,7 +68,7 @@ def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, m
     """A-UATS's state s_t: mean, max and variance of R̄ over the candidates; mean and max of σ; depth t
     (normalised by the iteration cap); remaining budget = the compute not yet spent over the search's total
     (N(c+1) per step up to the iteration cap). At t = 1 there are no candidates yet: their features are 0."""
-    means = np.array([float(n.mean) for n in candidates if n.mean is not None])
+    means = np.array([n.mean for n in candidates if n.mean is not None])
     sigmas = np.sqrt(np.array([float(n.var or 0.0) for n in candidates if n.mean is not None]))
     if not means.size:
         means = sigmas = np.zeros(1)
@@ -88,7 +90,7 @@ class UATS(SearchMethod):
     uses_uncertainty = True
     reeval_scale = 1.0  # β = 1: the re-evaluation budget as the config shares it
     config_fields = UATS_FIELDS
-    switches = {"prm_scoring": ("mc", "single-pass scoring is an H-UATS ablation")}
+    switches: Mapping[str, tuple[Any, str]] = {"prm_scoring": ("mc", "single-pass scoring is an H-UATS ablation")}
     step_fields = frozenset({"cap", "state", "knobs", "reeval_budget", "reeval_used", "reference_mean"}).union(
         *RULE_STEP_FIELDS.values())
 
@@ -133,7 +135,8 @@ class UATS(SearchMethod):
             knobs = self.knobs(state)
             reeval_budget = spending.plan(t, knobs.beta, knobs.gamma)
             if t == 1:
-                decisions, frontier = [], [(0, spending.width(0))]
+                decisions: list[Decision] = []
+                frontier = [(0, spending.width(0))]
                 info: dict[str, Any] = {"reeval_budget": 0, "reeval_used": 0}
             else:
                 decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_budget, spending)
@@ -160,25 +163,26 @@ class UATS(SearchMethod):
                 spending: SpendingRule) -> tuple[list[Decision], list[tuple[int, int]], dict[str, Any]]:
         """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
         cfg = self.config
-        means = [float(n.mean) for n in candidates]
+        means = [n.scored_mean for n in candidates]
         if cfg.prm_scoring in ("single", "off"):  # one pass: no spread to gate on, R̂ is R̄
-            ood, chosen, reference = [False] * len(candidates), [], None
+            chosen: list[int] = []
+            ood, reference = [False] * len(candidates), None
         else:
             gate = OODGate.from_config(cfg, tau=knobs.tau)
             ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
-                                                       [float(n.ucb) for n in candidates], knobs.tau, knobs.delta)
+                                                       [n.scored_ucb for n in candidates], knobs.tau, knobs.delta)
         for node, is_ood in zip(candidates, ood):
             node.ood = is_ood
         before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
         extra: dict[int, int] = {}
         if chosen and reeval_budget > 0:
-            shares = softmax_shares([float(candidates[i].ucb) for i in chosen], reeval_budget, knobs.nu1)
+            shares = softmax_shares([candidates[i].scored_ucb for i in chosen], reeval_budget, knobs.nu1)
             extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
         # R̄ after the extra passes: the children follow the re-evaluated means
-        scores = child_scores([float(n.mean) for n in candidates],
-                              [float(n.mean if n.ucb is None else n.ucb) for n in candidates],
+        scores = child_scores([n.scored_mean for n in candidates],
+                              [n.scored_mean if n.ucb is None else n.ucb for n in candidates],
                               [n.var for n in candidates], [bool(n.ood) for n in candidates],
                               cfg.child_score, cfg.child_sigma_weight)
         counts = softmax_shares(scores, width, knobs.nu2)

@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from storage import RunStore, StorageError
-from storage.batches import (batch_cancel_requested, batch_job_progress, create_batch_job, end_batch_job,
-                             get_batch_job, live_batch_jobs, request_batch_cancel, start_batch_job)
+from storage.batches import (
+    batch_cancel_requested,
+    batch_job_progress,
+    create_batch_job,
+    end_batch_job,
+    get_batch_job,
+    live_batch_jobs,
+    request_batch_cancel,
+    start_batch_job,
+)
 from uats_core.config import ConfigError
 from uats_core.status import RunStatus
 
+from .pool import RunRequest
 from .warm import ModelCache, Unrecorded, end_or_report, execute
-from .worker import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +45,7 @@ def batch_label(job_id: str) -> str:
 
 @dataclass(frozen=True)
 class CaseBatchRequest:
-    """One batch, picklable for the worker; the job interface of ui.jobs.worker.RunRequest. `runs` are checked
+    """One batch, picklable for the worker; the job interface of ui.jobs.pool.RunRequest. `runs` are checked
     requests, registered one by one as the worker reaches them (a cancelled batch leaves no queued rows)."""
 
     job_id: str

@@ -21,8 +21,8 @@ from uats_core.problems import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from uats_core.status import RunStatus
 
 from .import_parse import ImportRefused, outside_folder, parse_bounded
+from .pool import RunRowJob
 from .warm import Unrecorded, end_or_report
-from .worker import RunRowJob
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ MAX_TYPED = {"question": MAX_QUESTION_CHARS, "gold answer": MAX_ANSWER_CHARS}  #
 
 @dataclass(frozen=True)
 class ImportRequest(RunRowJob):
-    """One imported run, picklable for the worker; the job interface of ui.jobs.worker.RunRequest (its row is a
+    """One imported run, picklable for the worker; the job interface of ui.jobs.pool.RunRequest (its row is a
     run's, registered queued before the worker starts)."""
 
     run_id: str

@@ -1,4 +1,4 @@
-"""The worker pool's bookkeeping (ui.jobs.worker.WorkerPool is assembled from it): its workers, what they report,
+"""The worker pool's bookkeeping (ui.jobs.pool.WorkerPool is assembled from it): its workers, what they report,
 the jobs of workers that died, and the ends of jobs that could not be written yet.
 
 Every run-log access here survives a failing database (a full disk): it is logged once, in one line, the
@@ -12,16 +12,16 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from storage import RunStore
-
 from uats_core.status import LIVE, RunStatus
 
 from .warm import STOP, Unrecorded
 
-log = logging.getLogger("ui.jobs.worker")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ class Slot:
 
 class PoolState:
     """The base of WorkerPool, which supplies the lock, the outbox, the queue and the limits; every method
-    here runs under the lock. Jobs are ui.jobs.worker.RunRequest, ui.jobs.shadow_job.ShadowRequest,
+    here runs under the lock. Jobs are ui.jobs.pool.RunRequest, ui.jobs.shadow_job.ShadowRequest,
     ui.jobs.import_job.ImportRequest or ui.jobs.case_batch.CaseBatchRequest."""
 
     _lock: threading.Lock

@@ -6,7 +6,8 @@ nodes are left as they were."""
 from __future__ import annotations
 
 import html
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -12,22 +12,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import RunStore
-from storage.shadow import (create_shadow_job, end_shadow_job, get_shadow_job, request_shadow_cancel,
-                            shadow_cancel_requested, shadow_job_progress, start_shadow_job)
+from storage.shadow import (
+    create_shadow_job,
+    end_shadow_job,
+    get_shadow_job,
+    request_shadow_cancel,
+    shadow_cancel_requested,
+    shadow_job_progress,
+    start_shadow_job,
+)
 from uats_core.cancel import SearchCancelled, cancellable
 from uats_core.config import ConfigError
 from uats_core.limits import check_shadow
 from uats_core.status import RunStatus
 
+from .pool import QUEUED_PRM
 from .warm import ModelCache, Unrecorded, end_or_report
-from .worker import QUEUED_PRM
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ShadowRequest:
-    """One shadow scoring job, picklable for the worker; the same job interface as ui.jobs.worker.RunRequest."""
+    """One shadow scoring job, picklable for the worker; the same job interface as ui.jobs.pool.RunRequest."""
 
     job_id: str
     run_id: str
@@ -68,8 +75,8 @@ class ShadowRequest:
 def execute_shadow(req: ShadowRequest, cache: ModelCache, store: RunStore) -> Unrecorded | None:
     """Run one job in this worker: load (or reuse) the PRM, score batch by batch, write progress and rows;
     a cancel lands between batches and between the PRM's pass groups. Returns an end it could not write."""
-    from .shadow import run_shadow, shadow_candidates
     from ..views.treedata import RunData
+    from .shadow import run_shadow, shadow_candidates
 
     def end(reason: str | None, status: str) -> None:
         end_shadow_job(store, req.job_id, status, reason)

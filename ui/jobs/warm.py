@@ -5,7 +5,7 @@ A run's models are keyed by everything that shapes them (specs, kind, options, d
 reuses the loaded pair, a different one releases it first (one pair in memory per worker). Searches
 still write every event to the database as they go, so a cancelled or crashed run keeps its nodes.
 
-A worker runs jobs: a search (ui.jobs.worker.RunRequest), shadow scoring (ui.jobs.shadow_job.ShadowRequest), an
+A worker runs jobs: a search (ui.jobs.pool.RunRequest), shadow scoring (ui.jobs.shadow_job.ShadowRequest), an
 import (ui.jobs.import_job.ImportRequest) or a case batch of searches (ui.jobs.case_batch.CaseBatchRequest); each
 says which models it needs (`models_key`, `load_models`) and runs itself (`run`). A job whose end the worker
 could not write (the run log's disk full) is reported back, and the pool writes it once it can."""
@@ -16,8 +16,9 @@ import gc
 import json
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from uats_core.status import RunStatus
 

@@ -14,8 +14,9 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import gradio as gr
 
@@ -27,15 +28,28 @@ from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, requester
 from ..choices import ARITH, EMBEDDED, POLICY_B
-from ..jobs.case_batch import (BATCH_FIELD, MAX_BATCH_PROBLEMS, cancel_owned_batch, cancel_owned_batches,
-                               queue_case_batch)
-from ..jobs.worker import RunRequest, session_of
-from ..views.counterfactual import (COLUMNS, RANKING_RULE, UATS, counterfactual_config, factual_config, find_cases,
-                                    found_rows, found_summary)
+from ..jobs.case_batch import (
+    BATCH_FIELD,
+    MAX_BATCH_PROBLEMS,
+    cancel_owned_batch,
+    cancel_owned_batches,
+    queue_case_batch,
+)
+from ..jobs.pool import RunRequest, session_of
+from ..views.counterfactual import (
+    COLUMNS,
+    RANKING_RULE,
+    UATS,
+    counterfactual_config,
+    factual_config,
+    find_cases,
+    found_rows,
+    found_summary,
+)
 from ..views.safe_text import md_text
 from .common import AppContext, notice, row_of
-from .page_state import FinderState, replaced
 from .exports import export_stale
+from .page_state import FinderState, replaced
 from .run_form import dataset_problems
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request
 

@@ -10,18 +10,17 @@ import gradio as gr
 
 from storage import StorageError
 
-from ..views.bundles import case_bundle
-
-from ..views.node_details import node_details_md
 from ..access import AccessDenied, require_owner
+from ..views.bundles import case_bundle
 from ..views.cases import QUADRANTS, Case, Mined, StepJudge, cases_table, mine
-from ..views.export import ExportError, safe_name, write_bundle
 from ..views.decisions import step_of
+from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
+from ..views.node_details import node_details_md
 from ..views.safe_text import md_inline, md_text
 from .common import AppContext, fig_json, notice, plot_html, row_of
-from .page_state import CasesState, OpenRun, replaced
 from .exports import export_controls, export_ready, export_stale
+from .page_state import CasesState, OpenRun, replaced
 from .search import SearchPage
 
 CASE_COLUMNS = ["quadrant", "run", "node", "R̄", "σ²", "K", "step is", "step text"]
@@ -189,7 +188,7 @@ def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
     h = _Cases(ctx, p)
     viewer = search.viewer
     assert viewer is not None
-    p.c_mine.click(h.on_mine, [ctx.st, p.c_scope, p.c_split, p.c_per, p.c_starred],
+    p.c_mine.click(h.on_mine, [ctx.run_state, p.c_scope, p.c_split, p.c_per, p.c_starred],
                    [p.case_state, p.cases_df, ctx.notice, p.c_summary])
     p.cases_df.select(h.on_case_select, [p.case_state],
                       [p.case_state, p.case_fig, p.case_md, p.case_star, p.case_note, p.case_export_btn, ctx.notice])
@@ -202,11 +201,11 @@ def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
             return {ctx.notice: notice("select a case first")}
         run_id, nid = cstate.current
         out = viewer.open_run(s, run_id, **view)
-        if ctx.st in out:  # opened
-            out[ctx.st].selected = nid
-            out[search.tree] = viewer.draw_tree(out[ctx.st], view)[0]
+        if ctx.run_state in out:  # opened
+            out[ctx.run_state].selected = nid
+            out[search.tree] = viewer.draw_tree(out[ctx.run_state], view)[0]
         return out
 
-    p.case_open.click(on_case_open, [ctx.st, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters).then(
-        lambda s, **view: viewer.inspect(s, s.selected, **view), [ctx.st], viewer.inspect_outputs,
+    p.case_open.click(on_case_open, [ctx.run_state, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters).then(
+        lambda s, **view: viewer.inspect(s, s.selected, **view), [ctx.run_state], viewer.inspect_outputs,
         inputs_kwargs=search.filters)

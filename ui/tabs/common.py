@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import gradio as gr
 
@@ -16,14 +17,14 @@ from storage import RunStore, RunVersion, StorageError, run_version_of
 from uats_core.config import SearchConfig
 from uats_core.status import LIVE
 
-from ..choices import ServerChoices
-from ..views.treefig import ViewOptions
-from ..views.safe_text import hide_server_paths, md_text
-from ..views.treedata import RunData
-from ..views.scripts import page_script
-from ..views.export import ExportQuota, ExportTarget
 from ..access import requester
-from ..jobs.worker import WorkerPool
+from ..choices import ServerChoices
+from ..jobs.pool import WorkerPool
+from ..views.export import ExportQuota, ExportTarget
+from ..views.safe_text import hide_server_paths, md_text
+from ..views.scripts import page_script
+from ..views.treedata import RunData
+from ..views.treefig import ViewOptions
 from ..web_guard import PLOTLY_URL
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path
@@ -196,9 +197,9 @@ class PollParts:
 @dataclass
 class AppContext:
     """The page-level objects every tab reads or writes: passed whole, so tab builders and their handlers
-    need no long positional argument lists. `st` holds the open run (Search, page_state.OpenRun), `cst` the
-    compared pair (page_state.ComparedPair); `choices` the models and problem sets this server offers (nothing
-    else is loaded for a client)."""
+    need no long positional argument lists. `run_state` holds the open run (Search, page_state.OpenRun),
+    `pair_state` the compared pair (page_state.ComparedPair); `choices` the models and problem sets this server
+    offers (nothing else is loaded for a client)."""
 
     store: RunStore
     pool: WorkerPool
@@ -207,8 +208,8 @@ class AppContext:
     notice: gr.Markdown
     timer: gr.Timer
     tabs: gr.Tabs
-    st: gr.State
-    cst: gr.State
+    run_state: gr.State
+    pair_state: gr.State
     choices: ServerChoices
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
     export_quota: ExportQuota = field(default_factory=ExportQuota)

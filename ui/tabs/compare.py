@@ -6,8 +6,9 @@ draws the pair already picked."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
@@ -17,31 +18,29 @@ from uats_core.config import ESTIMATORS, SearchConfig
 from uats_core.methods import uncertainty_methods
 from uats_core.status import LIVE, RunStatus
 
-from ..views.bundles import compare_bundle
-
-from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner, pair_labels
-from ..views.counterfactual import parting
-
-from ..views.run_status import outcome, run_label
-from ..access import AccessDenied, require_owner, requester
-from ..views.decisions import explain_node, explain_step, step_of
-from ..views.export import ExportError, safe_name, write_bundle
-from ..views.figure1 import step_figure
-from ..views.safe_text import md_inline, md_text
-from ..views.scripts import page_script
+from ..access import AccessDenied, requester, require_owner
+from ..jobs.pool import session_of
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
-from ..views.treedata import RunData
+from ..views.bundles import compare_bundle
+from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner, pair_labels
+from ..views.counterfactual import parting
+from ..views.decisions import explain_node, explain_step, step_of
 from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
+from ..views.export import ExportError, safe_name, write_bundle
+from ..views.figure1 import step_figure
+from ..views.run_status import outcome, run_label
+from ..views.safe_text import md_inline, md_text
+from ..views.scripts import page_script
+from ..views.treedata import RunData
 from ..views.uncertainty import CHANGED_COLUMNS, CHANGED_WIDTHS, changed_table, changes_summary
-from ..jobs.worker import session_of
-from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
-from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
-from .exports import export_controls, export_ready, export_stale
-from .search_layout import SearchTab
 from .case_finder import build_case_finder, case_finder_layout
-from .ood_pair import ood_pair_form, offers_ood_pair
+from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
+from .exports import export_controls, export_ready, export_stale
+from .ood_pair import offers_ood_pair, ood_pair_form
+from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request, submit_run
+from .search_layout import SearchTab
 
 
 @dataclass
@@ -149,7 +148,7 @@ def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float
 
 
 class _Compare:
-    """The tab's handlers over the compared pair (ctx.cst, page_state.ComparedPair); each returns its outputs by
+    """The tab's handlers over the compared pair (ctx.pair_state, page_state.ComparedPair); each returns its outputs by
     component."""
 
     def __init__(self, ctx: AppContext, p: _Parts) -> None:
@@ -186,7 +185,7 @@ class _Compare:
 
     def drawn(self, cs: ComparedPair, t: int | None, said: str = "") -> dict[Any, Any]:
         """The pair `cs` as the new state, drawn at t, and the notice `said`."""
-        return {self.ctx.cst: cs, self.ctx.notice: notice(said), **self.compare_view(cs, t)}
+        return {self.ctx.pair_state: cs, self.ctx.notice: notice(said), **self.compare_view(cs, t)}
 
     def on_compare(self, cs: ComparedPair, a_id: Any, b_id: Any) -> Any:
         store = self.ctx.store
@@ -214,7 +213,7 @@ class _Compare:
         if not cs.a:
             return gr.skip()
         cs.t = max(0, int(t or 0))
-        return {self.ctx.cst: cs, **self.compare_view(cs, cs.t)}
+        return {self.ctx.pair_state: cs, **self.compare_view(cs, cs.t)}
 
     def on_pair(self, cs: ComparedPair, request: gr.Request, **form: Any) -> Any:
         return self._start_pair(request, [("h-uats", form), ("rebase", form)], "compare", "")
@@ -332,7 +331,7 @@ class _Compare:
             if not cs.run(side) or not isinstance(node_id, int):
                 return gr.skip()
             cs.selected = (node_id, None) if side == "a" else (None, node_id)
-            return {self.ctx.cst: cs, **self.explain(cs, side, node_id)}
+            return {self.ctx.pair_state: cs, **self.explain(cs, side, node_id)}
         return handler
 
     def on_changed(self, cs: ComparedPair, evt: gr.SelectData) -> Any:
@@ -354,7 +353,7 @@ class _Compare:
         said = ("the same steps" if shared == len(key) else
                 f"the first {shared} of its {len(key)} steps" if shared else "none of its steps: its root")
         note = (f" · in run {other.upper()}: node {match}, which shares {said}")
-        return {self.ctx.cst: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
+        return {self.ctx.pair_state: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
 
     def open_case(self, run_id: str, counter_id: str) -> dict[Any, Any]:
         """A case of the case finder: the H-UATS run (A) beside its counterfactual without uncertainty (B), drawn at
@@ -388,7 +387,7 @@ class _Compare:
                                 prm_kind, session_of(request))  # only a PRM the server offers
         except (*FORM_ERRORS, AccessDenied) as exc:
             return {self.ctx.notice: notice(str(exc))}
-        return {self.ctx.cst: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
+        return {self.ctx.pair_state: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
                 self.ctx.notice: notice(f"shadow scoring of run {side.upper()} ({run_id[:8]}) queued", ok=True)}
 
     def on_shadow_cancel(self, cs: ComparedPair) -> Any:
@@ -431,13 +430,13 @@ SCROLL_TO_TREES = page_script("scroll_to_trees.js")  # the pair's trees brought 
 def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> CompareTab:
     """The tab's components and events; call inside `tab`, its `gr.Tab`."""
     p = _layout()
-    h, cst = _Compare(ctx, p), ctx.cst
+    h, cst = _Compare(ctx, p), ctx.pair_state
     view = [p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed, p.cmp_ood]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
     # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
     p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], [cst, ctx.notice, *view]).then(
         export_stale, None, [p.cmp_export_btn])
-    tab.select(h.on_tab_open, [ctx.st, cst], [cst, ctx.notice, p.cmp_a, p.cmp_b, *view]).then(
+    tab.select(h.on_tab_open, [ctx.run_state, cst], [cst, ctx.notice, p.cmp_a, p.cmp_b, *view]).then(
         export_stale, None, [p.cmp_export_btn])
     p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)

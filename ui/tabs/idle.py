@@ -1,7 +1,7 @@
 """The page's poll timer stops once nothing can change: the open run and the compared pair have ended and
 their last version is drawn, and no worker runs or waits. Each tick is a round trip that keeps the page's
 main thread busy (about half the time with a finished run open), so an idle page must not tick. Opening or
-starting anything changes ctx.st or ctx.cst, which starts the timer again."""
+starting anything changes ctx.run_state or ctx.pair_state, which starts the timer again."""
 
 from __future__ import annotations
 
@@ -49,6 +49,6 @@ def wire_idle_timer(ctx: AppContext) -> None:
         # a selection changes the state too: only a live run or pair starts the timer
         return gr.skip() if is_idle(ctx, s, cs) else gr.Timer(active=True)
 
-    ctx.poll.add(on_tick, [ctx.st, ctx.cst], [ctx.timer], with_reads=True)
-    for state in (ctx.st, ctx.cst):
-        state.change(on_change, [ctx.st, ctx.cst], [ctx.timer], show_progress="hidden")
+    ctx.poll.add(on_tick, [ctx.run_state, ctx.pair_state], [ctx.timer], with_reads=True)
+    for state in (ctx.run_state, ctx.pair_state):
+        state.change(on_change, [ctx.run_state, ctx.pair_state], [ctx.timer], show_progress="hidden")

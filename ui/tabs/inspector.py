@@ -10,8 +10,8 @@ import gradio as gr
 
 from storage import StorageError
 
-from ..views.bundles import run_bundle
 from ..access import AccessDenied, require_owner
+from ..views.bundles import run_bundle
 from ..views.export import ExportError, safe_name, write_bundle
 from .common import AppContext, notice
 from .page_state import OpenRun
@@ -39,31 +39,31 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         return viewer.inspect(s, node_id, **view)
 
     outs = viewer.inspect_outputs
-    t.tree.select(on_tree_select, [ctx.st], outs, inputs_kwargs=t.filters)
-    t.go_node.click(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box], outs,
+    t.tree.select(on_tree_select, [ctx.run_state], outs, inputs_kwargs=t.filters)
+    t.go_node.click(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.run_state, t.node_box], outs,
                     inputs_kwargs=t.filters, api_name="inspect_node")
-    t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.st, t.node_box],
+    t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.run_state, t.node_box],
                       outs, inputs_kwargs=t.filters)
 
     def on_collapse(s: OpenRun, **view: Any) -> Any:
         if not s.run_id or s.selected is None:
             return {ctx.notice: notice("select a node first, then collapse or expand its subtree")}
         s.collapsed = tuple(sorted(set(s.collapsed) ^ {s.selected}))
-        return {ctx.st: s, ctx.notice: notice(""), t.tree: viewer.draw_tree(s, view)[0]}
+        return {ctx.run_state: s, ctx.notice: notice(""), t.tree: viewer.draw_tree(s, view)[0]}
 
-    t.collapse_btn.click(on_collapse, [ctx.st], [ctx.st, ctx.notice, t.tree], inputs_kwargs=t.filters)
+    t.collapse_btn.click(on_collapse, [ctx.run_state], [ctx.run_state, ctx.notice, t.tree], inputs_kwargs=t.filters)
 
     def on_expand_all(s: OpenRun, **view: Any) -> Any:
         s.collapsed = ()
-        return {ctx.st: s, **({t.tree: viewer.draw_tree(s, view)[0]} if s.run_id else {})}
+        return {ctx.run_state: s, **({t.tree: viewer.draw_tree(s, view)[0]} if s.run_id else {})}
 
-    t.expand_all.click(on_expand_all, [ctx.st], [ctx.st, t.tree], inputs_kwargs=t.filters)
+    t.expand_all.click(on_expand_all, [ctx.run_state], [ctx.run_state, t.tree], inputs_kwargs=t.filters)
 
     def redraw(s: OpenRun, **view: Any) -> Any:  # the big-tree view options (focus, collapsed dead branches)
         return viewer.draw_tree(s, view)[0] if s.run_id else gr.skip()
 
     for name in ("collapse_pruned", "focus"):
-        t.filters[name].input(redraw, [ctx.st], [t.tree], inputs_kwargs=t.filters)
+        t.filters[name].input(redraw, [ctx.run_state], [t.tree], inputs_kwargs=t.filters)
 
 
 def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
@@ -77,7 +77,7 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
             return notice(str(exc))
         return notice(f"saved star and note for node {s.selected}", ok=True)
 
-    t.save_note.click(on_save_note, [ctx.st, t.star_box, t.note_box], [ctx.notice])
+    t.save_note.click(on_save_note, [ctx.run_state, t.star_box, t.note_box], [ctx.notice])
 
     def on_export_key(s: OpenRun, name: Any, is_open: bool = True, request: gr.Request = None) -> Any:
         if not is_open:  # built when the export is opened, not while the user works on the tree
@@ -89,7 +89,7 @@ def _wire_notes_and_export(ctx: AppContext, t: SearchTab) -> None:
         return {t.run_export_btn: btn}
 
     # export_key changes when a run is opened or ends: the zip then holds the finished run
-    ins, outs = [ctx.st, t.run_export_name], [t.run_export_btn, ctx.notice]
+    ins, outs = [ctx.run_state, t.run_export_name], [t.run_export_btn, ctx.notice]
     t.export_key.change(on_export_key, [*ins, t.export_open], outs, show_progress="hidden")  # the tick's: no timer
     t.export_box.expand(lambda: True, None, [t.export_open]).then(on_export_key, ins, outs)
     t.export_box.collapse(lambda: False, None, [t.export_open])

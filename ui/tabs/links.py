@@ -60,7 +60,7 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
         out[ctx.notice] = notice(missing or "")
         return out
 
-    demo.load(open_from_url, [ctx.st], viewer.link_outputs, inputs_kwargs=search.filters)
+    demo.load(open_from_url, [ctx.run_state], viewer.link_outputs, inputs_kwargs=search.filters)
 
 
 def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown) -> None:
@@ -80,4 +80,4 @@ def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown)
         choices = [(run_label(r), r["run_id"]) for r in ctx.store.list_runs(limit=300)]
         return {seen: now, cmp_a: gr.update(choices=choices), cmp_b: gr.update(choices=choices)}
 
-    ctx.poll.add(on_tick, [ctx.cst, seen], [seen, cmp_a, cmp_b], with_reads=True)
+    ctx.poll.add(on_tick, [ctx.pair_state, seen], [seen, cmp_a, cmp_b], with_reads=True)

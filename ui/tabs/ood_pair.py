@@ -14,7 +14,7 @@ from uats_core.paths import WORLD_POLICY, WORLD_PRM
 from uats_core.status import RunStatus
 
 from ..choices import ARITH, EMBEDDED, POLICY_B, ServerChoices
-from ..jobs.worker import QUEUED_POLICY, QUEUED_PRM
+from ..jobs.pool import QUEUED_POLICY, QUEUED_PRM
 from ..views.treedata import RunData
 from ..views.uncertainty import uncertainty_changes
 from .run_form import dataset_problems

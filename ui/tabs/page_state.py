@@ -1,5 +1,6 @@
-"""The page's states as typed records: the open run (`ctx.st`, OpenRun), the compared pair (`ctx.cst`,
-ComparedPair), the case finder's batch and list (FinderState) and the Cases tab's mined cases (CasesState).
+"""The page's states as typed records: the open run (`ctx.run_state`, OpenRun), the compared pair
+(`ctx.pair_state`, ComparedPair), the case finder's batch and list (FinderState) and the Cases tab's mined cases
+(CasesState).
 
 What gr.State holds is the record itself. Gradio keeps a session's states on the server (they never reach the
 page), deep-copies a state's initial value for each session, and hands a handler the object it holds, so the

@@ -8,7 +8,7 @@ the timer fired every ~1.1 s instead of every TICK_S, and a live run's frames we
 (`python -m benchmarks app`, docs/log.md).
 
 So tabs register parts (`ctx.poll.add`, common.PollParts) and `wire_poll` makes one tick listener that runs them in order.
-The poll writes the page states (`ctx.st`, `ctx.cst`) in place and never lists them as outputs: an output
+The poll writes the page states (`ctx.run_state`, `ctx.pair_state`) in place and never lists them as outputs: an output
 state with change listeners fires them after every tick. What those listeners do for a tick's changes (the
 run bar's buttons, the Why panel at a run's end) is a part of the poll instead. The parts share one RunReads:
 each run's row is read once a tick, whichever parts ask for it."""
@@ -28,8 +28,9 @@ def _is_skip(value: Any) -> bool:
 
 def wire_poll(ctx: AppContext) -> None:
     """One ctx.timer.tick listener that runs every part registered in ctx.poll. Each output is written by the first part
-    that does not skip it; page states (ctx.st, ctx.cst) are written in place by the parts, never output."""
-    parts, states = ctx.poll.parts, [ctx.st, ctx.cst]
+    that does not skip it; page states (ctx.run_state, ctx.pair_state) are written in place by the parts, never
+    output."""
+    parts, states = ctx.poll.parts, [ctx.run_state, ctx.pair_state]
     if any(o is s for p in parts for o in p.outputs for s in states):
         raise ValueError("a poll part lists a page state as an output: the poll writes page states in place")
     inputs: list[Any] = []

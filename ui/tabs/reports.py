@@ -5,18 +5,18 @@ browser sends a key from that list, never a path."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
 from storage import StorageError
 from uats_core.config import ConfigError
 
-from ..views.report_view import curve_choices, curve_rows
 from ..views.charts import training_curve_figure
 from ..views.report_sources import ReportSources
-from ..views.report_view import REPORT_FIGURES, report_view
+from ..views.report_view import REPORT_FIGURES, curve_choices, curve_rows, report_view
 from .common import AppContext, fig_json, notice, plot_html
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from uats_core.config import ConfigError, SearchConfig
 from uats_core.methods import method_names

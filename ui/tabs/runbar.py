@@ -147,7 +147,7 @@ def bar_state(store: RunStore, s: OpenRun | None, request: gr.Request | None,
 
 
 def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr.Markdown) -> None:
-    """Enable and disable `controls` (by control_state key) whenever the open run changes (ctx.st) or its
+    """Enable and disable `controls` (by control_state key) whenever the open run changes (ctx.run_state) or its
     status does (a poll part), and say why in `hint`; only what changed is sent. The buttons' handlers check the owner
     again (search_events): this only keeps a viewer from clicking what would be refused."""
     keys = list(controls)
@@ -162,8 +162,8 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
             return gr.skip()
         return {**{b: gr.update(interactive=can[k]) for k in keys for b in controls[k]}, hint: why, shown: now}
 
-    # the user's own changes (open, run, select) fire ctx.st's change; a tick's (a run ending) come with the poll
-    ctx.st.change(on_state, [ctx.st, shown], [*outputs, hint, shown], show_progress="hidden",
+    # the user's own changes (open, run, select) fire ctx.run_state's change; a tick's (a run ending) come with the poll
+    ctx.run_state.change(on_state, [ctx.run_state, shown], [*outputs, hint, shown], show_progress="hidden",
                   trigger_mode="always_last")
     def on_tick(s: OpenRun, last: Any, request: gr.Request, reads: RunReads) -> Any:
         # following a run whose frames are not all sent yet (search_events.live_update): its end waits for them
@@ -171,4 +171,4 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
             return gr.skip()
         return on_state(s, last, request, reads)
 
-    ctx.poll.add(on_tick, [ctx.st, shown], [*outputs, hint, shown], with_request=True, with_reads=True)
+    ctx.poll.add(on_tick, [ctx.run_state, shown], [*outputs, hint, shown], with_request=True, with_reads=True)

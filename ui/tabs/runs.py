@@ -4,8 +4,9 @@ the server lists (--imports-dir): a job of the worker pool (ui.jobs.import_job).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
@@ -15,14 +16,13 @@ from uats_core.status import RunStatus
 
 from ..access import requester
 from ..jobs.import_job import submit_import
-from ..jobs.worker import session_of
-from .run_form import method_choices
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure
-
+from ..jobs.pool import session_of
 from ..views.run_status import RUN_COLUMNS, run_rows
 from .common import AppContext, notice, row_of
 from .page_state import OpenRun
+from .run_form import method_choices
 from .search import SearchPage
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure
 
 OUTCOMES = ["(any)", "right", "wrong", *(str(s) for s in (RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.FAILED,
                                                             RunStatus.CANCELLED, RunStatus.FINISHED))]
@@ -77,7 +77,7 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
             return {ctx.notice: notice("that row is no longer in the list; refresh")}
         return viewer.open_run(s, ids[row], **view)
 
-    runs_table.select(on_runs_select, [ctx.st, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
+    runs_table.select(on_runs_select, [ctx.run_state, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
     i_file = _import_section(ctx, [r_method, r_problem, r_outcome], outputs, list_runs)
 
     def list_files(current: Any) -> Any:  # the import folders again: a file put there since is offered now

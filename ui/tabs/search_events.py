@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import gradio as gr
 import sqlalchemy as sa
@@ -18,18 +19,16 @@ from uats_core.problems import Problem, ProblemError
 from uats_core.request import SearchRequest, validate_request
 from uats_core.status import RunStatus
 
-from ..glossary import form_name
-
-from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
-
-from ..views.run_status import outcome, run_status_md
+from ..access import AccessDenied, requester, require_owner
 from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices, app_options, server_policy_opts
-from ..access import AccessDenied, require_owner, requester
+from ..glossary import form_name
+from ..jobs.pool import QueueFull, RunRequest, session_of
 from ..views.charts import cost_figure, knobs_figure
+from ..views.run_status import outcome, run_status_md
 from ..views.safe_text import md_inline, md_text
-from ..jobs.worker import QueueFull, RunRequest, session_of
 from .common import LIVE, AppContext, RunReads, fig_json, keyed, lines, notice
 from .page_state import OpenRun
+from .run_form import dataset_problems, form_config, pick_problem, problem_choices, typed_problem
 from .search_layout import CONFIG_FIELDS, SearchTab
 from .viewer import RunViewer
 
@@ -155,13 +154,13 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         run = store.get_run(run_id)
         # the poll timer starts here, with the answer: left to the state's change (ui/tabs/idle.py), a stopped
         # timer started one round trip later, and the first scored node was drawn ~0.5 s later
-        return {ctx.st: OpenRun(run_id=run_id, announced=RunStatus.QUEUED),
+        return {ctx.run_state: OpenRun(run_id=run_id, announced=RunStatus.QUEUED),
                 ctx.notice: notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
                 t.tree: "", t.status_md: run_status_md(run), t.follow: gr.update(value=True),
                 ctx.timer: gr.Timer(active=True)}
 
     # no progress timers on what the poll redraws: they flickered in the status line on every click
-    t.run_btn.click(on_run, [ctx.st], [ctx.st, ctx.notice, t.tree, t.status_md, t.follow, ctx.timer],
+    t.run_btn.click(on_run, [ctx.run_state], [ctx.run_state, ctx.notice, t.tree, t.status_md, t.follow, ctx.timer],
                     inputs_kwargs=t.run_inputs(), show_progress="hidden")
 
     def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
@@ -180,18 +179,18 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     t.cancel_btn.click(run_control("cancel", store.request_cancel,
                                    "cancel requested for run {run}; it stops within a second or two"),
-                       [ctx.st], [ctx.notice], api_name="cancel_run", show_progress="hidden")
+                       [ctx.run_state], [ctx.notice], api_name="cancel_run", show_progress="hidden")
     # pausing goes through the pool: it holds the number of paused runs to --max-paused
     t.pause_btn.click(run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
-                      [ctx.st], [ctx.notice], api_name="pause_run", show_progress="hidden")
+                      [ctx.run_state], [ctx.notice], api_name="pause_run", show_progress="hidden")
     t.step_btn.click(run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
-                     [ctx.st], [ctx.notice], api_name="step_run", show_progress="hidden")
-    t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.st], [ctx.notice],
+                     [ctx.run_state], [ctx.notice], api_name="step_run", show_progress="hidden")
+    t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.run_state], [ctx.notice],
                        api_name="resume_run", show_progress="hidden")
     # opening a big run takes seconds: its progress shows on the tree only
-    t.open_btn.click(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
+    t.open_btn.click(viewer.open_run, [ctx.run_state, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
                      show_progress_on=[t.tree])
-    t.open_id.submit(viewer.open_run, [ctx.st, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
+    t.open_id.submit(viewer.open_run, [ctx.run_state, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
                      show_progress_on=[t.tree])
 
 
@@ -241,7 +240,7 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         # a tick only reads: the pool's own thread starts and reaps jobs
         return keyed(live_update(ctx, viewer, s, follow_live, view, reads))
 
-    ctx.poll.add(on_tick, [ctx.st, t.follow],
+    ctx.poll.add(on_tick, [ctx.run_state, t.follow],
                  [ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot, t.figure1,
                   t.node_md], inputs_kwargs=t.filters, with_reads=True)
 
@@ -269,19 +268,19 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
         t = max(0, min(int(t or 0), data.max_iteration))
         s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         fig, data, state = viewer.draw_tree(s, view)
-        return {ctx.st: s, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
+        return {ctx.run_state: s, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
                 tab.t_slider: gr.update(value=t), tab.follow: gr.update(value=s.t is None),
                 tab.cost_plot: fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
                 **viewer.selected_view(s, data, state)}
 
-    step_outputs = [ctx.st, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.figure1,
+    step_outputs = [ctx.run_state, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.figure1,
                     tab.node_md]
     # input covers dragging and typing in the slider's box; always_last drops the stale steps of a drag
-    tab.t_slider.input(goto_t, [ctx.st, tab.t_slider], step_outputs, trigger_mode="always_last",
+    tab.t_slider.input(goto_t, [ctx.run_state, tab.t_slider], step_outputs, trigger_mode="always_last",
                      show_progress="hidden", inputs_kwargs=tab.filters)
-    tab.prev_btn.click(lambda s, t, **view: goto_t(s, (t or 0) - 1, **view), [ctx.st, tab.t_slider],
+    tab.prev_btn.click(lambda s, t, **view: goto_t(s, (t or 0) - 1, **view), [ctx.run_state, tab.t_slider],
                        step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
-    tab.next_btn.click(lambda s, t, **view: goto_t(s, (t or 0) + 1, **view), [ctx.st, tab.t_slider],
+    tab.next_btn.click(lambda s, t, **view: goto_t(s, (t or 0) + 1, **view), [ctx.run_state, tab.t_slider],
                        step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
 
     def on_play(s: OpenRun, t: Any, active_label: str) -> Any:
@@ -294,7 +293,7 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
         return {tab.play_timer: gr.update(active=True), tab.play_btn: gr.update(value="❚❚ pause"),
                 tab.t_slider: gr.update(value=start)}
 
-    tab.play_btn.click(on_play, [ctx.st, tab.t_slider, tab.play_btn], [tab.play_timer, tab.play_btn, tab.t_slider])
+    tab.play_btn.click(on_play, [ctx.run_state, tab.t_slider, tab.play_btn], [tab.play_timer, tab.play_btn, tab.t_slider])
 
     def on_play_tick(s: OpenRun, t: Any, **view: Any) -> Any:
         stop = {tab.play_timer: gr.update(active=False), tab.play_btn: gr.update(value="▶ play")}
@@ -305,7 +304,7 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
             return stop
         return goto_t(s, nxt, **view)
 
-    tab.play_timer.tick(on_play_tick, [ctx.st, tab.t_slider], [tab.play_timer, tab.play_btn, *step_outputs],
+    tab.play_timer.tick(on_play_tick, [ctx.run_state, tab.t_slider], [tab.play_timer, tab.play_btn, *step_outputs],
                       show_progress="hidden", inputs_kwargs=tab.filters)
 
 
@@ -315,10 +314,10 @@ def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             return gr.skip()
         s.t = None
         fig, data, state = viewer.draw_tree(s, view)
-        return {ctx.st: s, t.tree: fig, t.t_slider: viewer.slider_update(data, None),
+        return {ctx.run_state: s, t.tree: fig, t.t_slider: viewer.slider_update(data, None),
                 **viewer.selected_view(s, data, state)}
 
-    t.follow.input(on_follow, [ctx.st, t.follow], [ctx.st, t.tree, t.t_slider, t.figure1, t.node_md],
+    t.follow.input(on_follow, [ctx.run_state, t.follow], [ctx.run_state, t.tree, t.t_slider, t.figure1, t.node_md],
                    inputs_kwargs=t.filters, show_progress="hidden")
 
     def redraw(s: OpenRun, **view: Any) -> Any:
@@ -329,11 +328,11 @@ def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     f = t.filters
     for comp in (f["score_min"], f["score_max"], f["depth_max"]):
-        comp.release(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
+        comp.release(redraw, [ctx.run_state], [t.tree], inputs_kwargs=f)
     for comp in (f["high_variance_only"], f["hide_pruned"], f["glyphs"], f["show_decisions"]):
-        comp.input(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
-    f["search"].submit(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
-    f["search"].blur(redraw, [ctx.st], [t.tree], inputs_kwargs=f)
+        comp.input(redraw, [ctx.run_state], [t.tree], inputs_kwargs=f)
+    f["search"].submit(redraw, [ctx.run_state], [t.tree], inputs_kwargs=f)
+    f["search"].blur(redraw, [ctx.run_state], [t.tree], inputs_kwargs=f)
 
 
 def wire_search(ctx: AppContext, t: SearchTab) -> RunViewer:

@@ -13,16 +13,14 @@ import gradio as gr
 
 from uats_core.config import DROPOUT_MODES_HELP, ESTIMATORS, PRM_KINDS
 
-from ..choices import ARITH
-
-from .run_form import method_choices
-from ..choices import EMBEDDED, ServerChoices
+from ..choices import ARITH, EMBEDDED, ServerChoices
 from ..views.bigtree import FOCUS_CHOICES
-from .common import DEFAULTS, LATEX, AppContext, plot_html
 from ..views.figure1 import PER_PAGE
 from ..views.frontier import SORT_KEYS
-from .runbar import build_run_bar
 from ..views.scripts import page_script
+from .common import DEFAULTS, LATEX, AppContext, plot_html
+from .run_form import method_choices
+from .runbar import build_run_bar
 
 Component = gr.components.Component
 
@@ -194,11 +192,10 @@ def _tree_column(c: dict[str, Any]) -> None:
         c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
         c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False, min_width=90)
     with gr.Accordion("Shadow scoring: R̄ and σ² for every node from MC passes this run never made", open=False,
-                      elem_id="shadow-box") as c["shadow_box"]:
-        with gr.Row():
-            c["shadow_k"] = gr.Number(7, label="MC passes K", precision=0, minimum=2, elem_id="shadow-k", scale=1)
-            c["shadow_btn"] = gr.Button("Shadow-score this run (PRM: the form's)", elem_id="shadow-btn", scale=3)
-            c["shadow_cancel"] = gr.Button("Cancel", elem_id="shadow-cancel", size="sm", scale=1)
+                      elem_id="shadow-box") as c["shadow_box"], gr.Row():
+        c["shadow_k"] = gr.Number(7, label="MC passes K", precision=0, minimum=2, elem_id="shadow-k", scale=1)
+        c["shadow_btn"] = gr.Button("Shadow-score this run (PRM: the form's)", elem_id="shadow-btn", scale=3)
+        c["shadow_cancel"] = gr.Button("Cancel", elem_id="shadow-cancel", size="sm", scale=1)
     c["filters"] = _filters()
     c["cost_plot"] = plot_html("cost-plot", "Cost per iteration appears here.", 60)
     c["knobs_plot"] = plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each step against "
@@ -280,10 +277,9 @@ def _inspector_panel(c: dict[str, Any]) -> gr.HTML:
 
 
 def _export_box(c: dict[str, Any]) -> None:
-    with gr.Accordion("Export this run", open=False) as c["export_box"]:
-        with gr.Row():
-            c["run_export_name"] = gr.Textbox(label="export name (optional)", elem_id="run-export-name")
-            c["run_export_btn"] = gr.DownloadButton("Download run export (zip)", value=None, elem_id="run-export")
+    with gr.Accordion("Export this run", open=False) as c["export_box"], gr.Row():
+        c["run_export_name"] = gr.Textbox(label="export name (optional)", elem_id="run-export-name")
+        c["run_export_btn"] = gr.DownloadButton("Download run export (zip)", value=None, elem_id="run-export")
     c["play_timer"] = gr.Timer(1.0, active=False)
     c["export_key"] = gr.Textbox("", visible=False)
     # the zip (with its Chromium-rendered PNG/SVG) is built only while this is open: never behind the user's clicks

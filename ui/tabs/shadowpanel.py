@@ -14,8 +14,8 @@ from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
 from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, require_owner
+from ..jobs.pool import session_of
 from ..jobs.shadow_job import submit_shadow
-from ..jobs.worker import session_of
 from ..views.run_status import run_status_md
 from .common import AppContext, RunReads, notice
 from .page_state import OpenRun, ShadowJob, replaced
@@ -40,7 +40,7 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
                                    session_of(request))
         except (*FORM_ERRORS, AccessDenied) as exc:
             return {ctx.notice: notice(str(exc))}
-        return {ctx.st: replaced(s, shadow=ShadowJob(id=job_id, run=s.run_id)),
+        return {ctx.run_state: replaced(s, shadow=ShadowJob(id=job_id, run=s.run_id)),
                 ctx.notice: notice(f"shadow scoring of run {s.run_id[:8]} queued (PRM: {prm})", ok=True)}
 
     def on_cancel(s: OpenRun) -> Any:
@@ -86,8 +86,8 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
         return {ctx.notice: note, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
                 **viewer.selected_view(s, data, state)}
 
-    tab.shadow_btn.click(on_shadow_open_run, [ctx.st, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
-                         [ctx.st, ctx.notice])
-    tab.shadow_cancel.click(on_cancel, [ctx.st], [ctx.notice])
-    ctx.poll.add(on_tick, [ctx.st], [ctx.notice, tab.tree, tab.status_md, tab.figure1, tab.node_md],
+    tab.shadow_btn.click(on_shadow_open_run, [ctx.run_state, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
+                         [ctx.run_state, ctx.notice])
+    tab.shadow_cancel.click(on_cancel, [ctx.run_state], [ctx.notice])
+    ctx.poll.add(on_tick, [ctx.run_state], [ctx.notice, tab.tree, tab.status_md, tab.figure1, tab.node_md],
                  inputs_kwargs=tab.filters, with_reads=True)

@@ -14,9 +14,9 @@ import gradio as gr
 from storage import StorageError
 from storage.shadow import read_shadow
 
+from ..access import AccessDenied
 from ..jobs.shadow import explain_shadow
 from ..views.decisions import decision_iteration, explain_node, explain_step
-from ..access import AccessDenied
 from ..views.export import ExportError, render_image, store_export
 from ..views.figure1 import PER_PAGE, export_size
 from ..views.frontier import SORT_KEYS
@@ -24,6 +24,7 @@ from .common import LIVE, AppContext, RunReads, fig_json, notice
 from .page_state import OpenRun, replaced
 from .search_layout import EMPTY_WHY
 from .viewer import RunViewer
+
 
 def why_html(ctx: AppContext, s: OpenRun, node_id: Any, t: Any, reads: RunReads | None = None) -> str:
     """The selected node's decision at the iteration shown, then where its step's budgets went (`reads`: the
@@ -83,15 +84,15 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
         fig, _ = _selected_figure(ctx, viewer, s)
         if fig is not None and s.fig1.page is not None:
             s.fig1 = replaced(s.fig1, page=fig["meta"]["page"])  # clamped: ◀ at the first page stays there
-        return {ctx.st: s, **({tab.figure1: fig_json(fig)} if fig is not None else {})}
+        return {ctx.run_state: s, **({tab.figure1: fig_json(fig)} if fig is not None else {})}
 
     quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
-    outs = [ctx.st, tab.figure1]
-    tab.fig1_sort.input(lambda s, v: redraw(s, sort=SORT_KEYS.get(v, "parent"), page=None), [ctx.st, tab.fig1_sort],
+    outs = [ctx.run_state, tab.figure1]
+    tab.fig1_sort.input(lambda s, v: redraw(s, sort=SORT_KEYS.get(v, "parent"), page=None), [ctx.run_state, tab.fig1_sort],
                         outs, **quiet)
     tab.fig1_per_page.input(lambda s, v: redraw(s, per_page=int(v or PER_PAGE), page=None),
-                            [ctx.st, tab.fig1_per_page], outs, **quiet)
-    tab.fig1_siblings.input(lambda s, v: redraw(s, siblings=bool(v), page=None), [ctx.st, tab.fig1_siblings], outs,
+                            [ctx.run_state, tab.fig1_per_page], outs, **quiet)
+    tab.fig1_siblings.input(lambda s, v: redraw(s, siblings=bool(v), page=None), [ctx.run_state, tab.fig1_siblings], outs,
                             **quiet)
 
     def paged(step: int) -> Any:
@@ -102,8 +103,8 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
             return redraw(s, page=max(0, int(fig["meta"]["page"]) + step))
         return handler
 
-    tab.fig1_prev.click(paged(-1), [ctx.st], outs, **quiet)
-    tab.fig1_next.click(paged(1), [ctx.st], outs, **quiet)
+    tab.fig1_prev.click(paged(-1), [ctx.run_state], outs, **quiet)
+    tab.fig1_next.click(paged(1), [ctx.run_state], outs, **quiet)
 
     def on_export(s: OpenRun, request: gr.Request) -> dict[Any, Any]:
         fig, why = _selected_figure(ctx, viewer, s)
@@ -118,14 +119,14 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
         return {ctx.notice: notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True),
                 tab.fig1_files: gr.update(value=paths, visible=True)}
 
-    tab.fig1_export.click(on_export, [ctx.st], [ctx.notice, tab.fig1_files])
+    tab.fig1_export.click(on_export, [ctx.run_state], [ctx.notice, tab.fig1_files])
 
     # a click on a row inspects that candidate, as a click in the tree does (Gradio finds the event argument by
     # its annotation)
     def on_row(s: OpenRun, evt: gr.EventData, **view: Any) -> dict[Any, Any]:
         return viewer.inspect(s, (getattr(evt, "_data", None) or {}).get("node_id"), redraw_tree=True, **view)
 
-    tab.figure1.select(on_row, [ctx.st], viewer.inspect_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
+    tab.figure1.select(on_row, [ctx.run_state], viewer.inspect_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
 
 
 def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
@@ -135,7 +136,7 @@ def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
     quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
     # after the inspector: a tree click, the Inspect button or a typed id all end with the inspector writing
     # the node's id into node_box (listening to the click itself drew this before the inspector's request)
-    tab.node_box.change(lambda s, node, t: why_html(ctx, s, node, t), [ctx.st, tab.node_box, tab.t_slider], [why],
+    tab.node_box.change(lambda s, node, t: why_html(ctx, s, node, t), [ctx.run_state, tab.node_box, tab.t_slider], [why],
                         **quiet)
     shown = gr.State(None)  # [run, iteration, version] the panel shows
 
@@ -155,5 +156,5 @@ def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
             return gr.skip()
         return {why: why_html(ctx, s, s.selected, s.t, reads), shown: key}
 
-    ctx.st.change(from_run, [ctx.st, shown], [why, shown], **quiet)
-    ctx.poll.add(from_run, [ctx.st, shown], [why, shown], with_reads=True)
+    ctx.run_state.change(from_run, [ctx.run_state, shown], [why, shown], **quiet)
+    ctx.poll.add(from_run, [ctx.run_state, shown], [why, shown], with_reads=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from storage import StorageError
+from storage import RunVersion, StorageError
 from storage.shadow import read_shadow
 from uats_core.status import RunStatus
 
@@ -20,12 +20,9 @@ from ..views.node_details import node_details_md
 from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
 from ..views.treefig import ViewOptions, tree_figure
-from storage import RunVersion
-
 from .common import LIVE, AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
-
 
 # Python time one poll may spend building live frames before it leaves the rest to the next poll
 FRAMES_BUILD_S = 0.6
@@ -41,15 +38,15 @@ def tree_revision(s: OpenRun, opts: ViewOptions) -> str:
 
 
 class RunViewer:
-    """The open run (`ctx.st`, page_state.OpenRun) drawn into the Search tab's components."""
+    """The open run (`ctx.run_state`, page_state.OpenRun) drawn into the Search tab's components."""
 
     def __init__(self, ctx: AppContext, tab: SearchTab) -> None:
         self.ctx = ctx
         self.tab = tab
         # what open_run and inspect may return (by component): the outputs of the events that call them
-        self.open_outputs = [ctx.st, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
+        self.open_outputs = [ctx.run_state, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
                              tab.figure1, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
-        self.inspect_outputs = [ctx.st, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
+        self.inspect_outputs = [ctx.run_state, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
                                 tab.note_box, tab.tree]
         self.link_outputs = list(dict.fromkeys([*self.open_outputs, *self.inspect_outputs]))  # both, one response
 
@@ -139,7 +136,7 @@ class RunViewer:
         reads = self.ctx.reads()
         fig, data, state = self.draw_tree(s, view, reads)
         t, rows = self.tab, list(data.iterations.values())
-        out = {self.ctx.st: s, self.ctx.notice: notice(""), t.tree: fig,
+        out = {self.ctx.run_state: s, self.ctx.notice: notice(""), t.tree: fig,
                t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
                t.t_slider: self.slider_update(data, s.t),
                t.cost_plot: fig_json(cost_figure(rows, current=state.iteration if s.t is not None else None)),
@@ -166,7 +163,7 @@ class RunViewer:
         if nid != s.selected:
             s.fig1 = replaced(s.fig1, page=None)  # the page that holds the new node
         s.selected = nid
-        out = {self.ctx.st: s, self.ctx.notice: notice(""), **self.node_outputs(s, data, state, nid)}
+        out = {self.ctx.run_state: s, self.ctx.notice: notice(""), **self.node_outputs(s, data, state, nid)}
         if redraw_tree:
             out[self.tab.tree] = self.draw_tree(s, view, reads)[0]
         return out

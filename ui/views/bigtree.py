@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections import Counter, deque
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from uats_core.status import NodeStatus
 

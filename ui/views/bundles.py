@@ -4,20 +4,21 @@ views.export writes one to disk."""
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .cases import QUADRANTS, Case, StepJudge
 from .comparison import COMPARE_COLUMNS, compare_figures, compare_rows, divergence_nodes, pair_labels, side_by_side
-from .export import ExportBundle, ExportTable
 from .decisions import gate_record, gate_records, step_of
+from .divergence import decision_divergence, divergence_text
+from .export import ExportBundle, ExportTable
 from .figstyle import fmt_mean, fmt_var
 from .figure1 import step_figure
 from .run_status import outcome
 from .safe_text import hide_server_paths, model_name
 from .treedata import RunData
 from .treefig import tree_figure
-from .divergence import decision_divergence, divergence_text
 from .uncertainty import CHANGED_COLUMNS, changed_table, changes_summary, uncertainty_changes
 
 

@@ -15,8 +15,9 @@ import functools
 import json
 import logging
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from uats_core.config import PAPER_TAU
 from uats_core.estimation import OODGate, over_tau

@@ -3,10 +3,10 @@ and A-UATS training curves (the inspector's Figure 1 is ui/views/figure1.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from uats_core.records import StepInfo
-
 
 
 def cost_figure(iterations: Sequence[Mapping[str, Any]], current: int | None = None, height: int = 200,

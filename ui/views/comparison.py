@@ -3,17 +3,18 @@ and one figure holding both (for a comparison's static PNG/SVG)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from uats_core.config import SearchConfig
 from uats_core.methods import uncertainty_methods
 from uats_core.status import RunStatus
 
+from .divergence import Divergence, decision_divergence, first_divergence
 from .figstyle import shared_colour_range
 from .run_status import outcome
 from .treedata import RunData, shared_prefixes
 from .treefig import ViewOptions, tree_figure
-from .divergence import Divergence, decision_divergence, first_divergence
 
 DIVERGENCE_COLOUR = "#e7298a"  # the mark where two runs part, in both trees (magenta: apart from OOD's and the ring)
 

@@ -9,8 +9,9 @@ right) or right → wrong."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from uats_core.config import SearchConfig
 from uats_core.status import RunStatus

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import html
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from uats_core.estimation import OODGate, logits, mean_var, ucb as engine_ucb
 from uats_core.methods import uncertainty_methods
@@ -179,7 +180,7 @@ def step_budgets(budget: StepInfo, cands: Sequence[Candidate]) -> tuple[int, int
             int(budget.width) if budget.width else sum(x.children for x in cands))
 
 
-_DECIDED_AT: "weakref.WeakKeyDictionary[RunData, dict[int, int]]" = weakref.WeakKeyDictionary()
+_DECIDED_AT: weakref.WeakKeyDictionary[RunData, dict[int, int]] = weakref.WeakKeyDictionary()
 
 
 def decision_iteration(data: RunData, node_id: int) -> int | None:

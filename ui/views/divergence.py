@@ -63,7 +63,7 @@ def _decided(data: RunData, t: int, keys: dict[int, tuple[str, ...]]) -> dict[tu
     return out
 
 
-_DIV_MEMO: "weakref.WeakKeyDictionary[RunData, weakref.WeakKeyDictionary[RunData, Divergence]]" = \
+_DIV_MEMO: weakref.WeakKeyDictionary[RunData, weakref.WeakKeyDictionary[RunData, Divergence]] = \
     weakref.WeakKeyDictionary()
 
 

@@ -16,6 +16,7 @@ and goes with its export (replaced, or deleted to make room)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import html
@@ -68,7 +69,7 @@ class ExportBundle:
     table_rows: list[list[Any]] = field(default_factory=list)
     caption: str = ""
     text_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, plain text)
-    more_tables: list["ExportTable"] = field(default_factory=list)  # after the main one, in the .tex and the page
+    more_tables: list[ExportTable] = field(default_factory=list)  # after the main one, in the .tex and the page
 
 
 @dataclass
@@ -217,10 +218,8 @@ def _serve_copy(target: ExportTarget, final: Path) -> Path:
 def _delete_copies(target: ExportTarget, export: Path) -> None:
     for copy in target.copies_of(export):
         copy.unlink(missing_ok=True)
-        try:
+        with contextlib.suppress(OSError):
             copy.parent.rmdir()
-        except OSError:
-            pass
 
 
 def held_bytes(target: ExportTarget, export: Path) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from plotly.colors import get_colorscale, sample_colorscale
 

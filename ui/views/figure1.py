@@ -19,7 +19,8 @@ The inspector draws it at panel width; its PNG/SVG export is the same figure at 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from uats_core.estimators import ESTIMATOR_CLASSES
 

@@ -3,7 +3,8 @@ or sorted by R̄, σ² or R̂; one page at a time; optionally only one parent's 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .decisions import Candidate, Step
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 PREAMBLE = ("booktabs", "amsmath", "array")  # array: ragged-right wrapping columns
 
@@ -27,10 +28,7 @@ _SYMBOLS = {"σ": r"$\sigma$", "τ": r"$\tau$", "δ": r"$\delta$", "ν": r"$\nu$
             "★": r"$\star$", "✓": "yes", "✗": "no", "⚠": "!"}
 _COMBINING = {"\u0304": r"\bar", "\u0302": r"\hat", "\u0303": r"\tilde", "\u0307": r"\dot"}
 _MATH_MACROS = frozenset(
-    "frac dfrac tfrac sqrt cdot times div pm mp le ge leq geq ne neq approx equiv sim pi infty circ ldots cdots "
-    "dots boxed text mathrm mathbf operatorname quad qquad left right lfloor rfloor lceil rceil in notin cup cap "
-    "alpha beta gamma delta epsilon varepsilon theta lambda mu nu sigma tau phi varphi omega Delta Sigma Omega "
-    "sin cos tan log ln exp min max binom mod pmod bmod".split())
+    ["frac", "dfrac", "tfrac", "sqrt", "cdot", "times", "div", "pm", "mp", "le", "ge", "leq", "geq", "ne", "neq", "approx", "equiv", "sim", "pi", "infty", "circ", "ldots", "cdots", "dots", "boxed", "text", "mathrm", "mathbf", "operatorname", "quad", "qquad", "left", "right", "lfloor", "rfloor", "lceil", "rceil", "in", "notin", "cup", "cap", "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "theta", "lambda", "mu", "nu", "sigma", "tau", "phi", "varphi", "omega", "Delta", "Sigma", "Omega", "sin", "cos", "tan", "log", "ln", "exp", "min", "max", "binom", "mod", "pmod", "bmod"])
 _MATH = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 _BOXED = re.compile(r"\\boxed\{")
 

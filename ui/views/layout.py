@@ -7,7 +7,8 @@ so the two trees line up on the left)."""
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import igraph as ig
 

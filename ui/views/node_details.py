@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 
 from .cases import StepJudge
-from typing import Any, Mapping
-
 from .decisions import after_sentence, gate_sentence, has_gate, own_rule, step_of
 from .figstyle import fmt_mean, fmt_var
 from .figure1 import sample_label

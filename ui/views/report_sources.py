@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from storage import StorageError
+from storage import StorageError, open_read_only
 from storage.results_ledger import RESULTS_FILE
-from storage import open_read_only
 from uats_core.config import ConfigError
 
 log = logging.getLogger(__name__)

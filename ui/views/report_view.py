@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from reports import Report, assemble_report
 from storage.eval_results import report_inputs
 from storage.results_ledger import RESULTS_FILE, ResultsLedger
 from uats_core.errors import ConfigError
 from uats_core.paths import ASSETS
-from uats_core.report import Report, assemble_report
 
 from .report_sources import ReportSources
 from .safe_text import md_text

@@ -4,8 +4,9 @@ above its tree."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from uats_core.eval.grid import BUILTIN_MODELS, BUILTIN_ROLES
 from uats_core.status import LIVE, RunStatus

@@ -5,13 +5,13 @@ comment names what the page gives it (Gradio runs a gr.HTML's js_on_load as the 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "js"
 
 
-@lru_cache(maxsize=None)
+@cache
 def page_script(name: str) -> str:
     """The text of ui/js/`name` (read once per process)."""
     return (SCRIPTS_DIR / name).read_text(encoding="utf-8")

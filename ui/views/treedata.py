@@ -9,8 +9,9 @@ from __future__ import annotations
 import bisect
 import copy
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from storage.fastread import read_nodes
 from storage.schema import HISTORY_FIELDS
@@ -142,7 +143,7 @@ class RunData:
         self.max_iteration = max([hist_max, *self.iterations, int(self.run.get("iterations") or 0)])
 
     @classmethod
-    def load(cls, store: Any, run_id: str, run: dict[str, Any] | None = None) -> "RunData":
+    def load(cls, store: Any, run_id: str, run: dict[str, Any] | None = None) -> RunData:
         """The run as stored now; `run`: its row, when just read."""
         run = run if run is not None else store.get_run(run_id)
         big = int(run.get("n_nodes") or 0) > HISTORY_LIMIT  # opening a huge run must stay within seconds
@@ -152,7 +153,7 @@ class RunData:
         data.history_skipped = big
         return data
 
-    def grown(self, store: Any, run: dict[str, Any] | None = None) -> "RunData":
+    def grown(self, store: Any, run: dict[str, Any] | None = None) -> RunData:
         """This run as stored now, from this copy and the rows written at or after its watermark (one
         transaction per iteration, so those hold every change since; re-reading the watermark's own
         iteration catches the nodes a run's end writes under it). A new RunData: readers of this one

@@ -6,15 +6,32 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from uats_core.status import NodeStatus
 
 from .bigtree import cap_shown, dead_branches, focus_nodes
-from .figstyle import (CHOSEN_COLOUR, COLORSCALE, DECIDED_COLOUR, DETAIL_LIMIT, DETAIL_ROW_PX, MATCH_COLOUR,
-                       MIN_X_SPAN, NEW_COLOUR, OOD_COLOUR, PLOT_CONFIG, RIGHT_COLOUR, SHARED_COLOUR, WRONG_COLOUR,
-                       Polyline, fmt_mean, fmt_var, path_shape)
+from .figstyle import (
+    CHOSEN_COLOUR,
+    COLORSCALE,
+    DECIDED_COLOUR,
+    DETAIL_LIMIT,
+    DETAIL_ROW_PX,
+    MATCH_COLOUR,
+    MIN_X_SPAN,
+    NEW_COLOUR,
+    OOD_COLOUR,
+    PLOT_CONFIG,
+    RIGHT_COLOUR,
+    SHARED_COLOUR,
+    WRONG_COLOUR,
+    Polyline,
+    fmt_mean,
+    fmt_var,
+    path_shape,
+)
 from .layout import tidy_layout
 from .treedata import TERMINAL, TreeState
 from .treeglyphs import glyph_meta, glyph_shapes, legend_keys, shadow_traces

@@ -13,12 +13,27 @@ for are never read as its own: an open purple diamond around every node the shad
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from uats_core.status import NodeStatus
 
-from .figstyle import (CHOSEN_COLOUR, DETAIL_LIMIT, GLYPH_DX, GLYPH_HALF_HEIGHT, OOD_COLOUR, RAIL_LIMIT,
-                       SHADOW_COLOUR, Polyline, bin_colours, box_stats, colour_bin, fmt_mean, fmt_var, path_shape)
+from .figstyle import (
+    CHOSEN_COLOUR,
+    DETAIL_LIMIT,
+    GLYPH_DX,
+    GLYPH_HALF_HEIGHT,
+    OOD_COLOUR,
+    RAIL_LIMIT,
+    SHADOW_COLOUR,
+    Polyline,
+    bin_colours,
+    box_stats,
+    colour_bin,
+    fmt_mean,
+    fmt_var,
+    path_shape,
+)
 from .treedata import TreeState
 
 Pos = Mapping[int, tuple[float, float]]

@@ -13,12 +13,13 @@ Where two runs first decided differently: ui.views.divergence."""
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from uats_core.allocation import softmax_shares
-from uats_core.methods import uncertainty_methods
 from uats_core.estimation import OODGate
+from uats_core.methods import uncertainty_methods
 
 from .decisions import Candidate, after_mean, step_candidates
 from .treedata import RunData
@@ -89,7 +90,7 @@ def step_changes(data: RunData, t: int) -> list[ChangedDecision]:
     return out
 
 
-_MEMO: "weakref.WeakKeyDictionary[RunData, list[ChangedDecision]]" = weakref.WeakKeyDictionary()
+_MEMO: weakref.WeakKeyDictionary[RunData, list[ChangedDecision]] = weakref.WeakKeyDictionary()
 
 
 def uncertainty_changes(data: RunData) -> list[ChangedDecision]:
@@ -152,7 +153,7 @@ def _values(values: Sequence[float], name: str) -> str:
     return f"{name} = {lo:g}" if lo == hi else f"{name} = {lo:g}–{hi:g} (set per step)"
 
 
-_REASON_MEMO: "weakref.WeakKeyDictionary[RunData, str]" = weakref.WeakKeyDictionary()
+_REASON_MEMO: weakref.WeakKeyDictionary[RunData, str] = weakref.WeakKeyDictionary()
 
 
 def unchanged_reason(data: RunData) -> str:

@@ -10,17 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM, LlamaForTokenClassification, PreTrainedTokenizerBase
 
-from .tokenizer import DELIMITER, STEP_TAG
 from ...hf_compat import cache_kwarg, output_cache
 from ...paths import ASSETS
+from .tokenizer import DELIMITER, STEP_TAG
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class ModelShape:
     max_positions: int = 320
 
 
-def llama_config(tok: PreTrainedTokenizerBase, shape: ModelShape, **extra: object) -> LlamaConfig:
+def llama_config(tok: PreTrainedTokenizerBase, shape: ModelShape, **extra: Any) -> LlamaConfig:
     return LlamaConfig(
         vocab_size=len(tok), hidden_size=shape.hidden, intermediate_size=shape.intermediate,
         num_hidden_layers=shape.layers, num_attention_heads=shape.heads, num_key_value_heads=shape.heads,
@@ -79,7 +80,7 @@ def new_prm(tok: PreTrainedTokenizerBase, shape: ModelShape) -> LlamaForTokenCla
 def layer_dropout(model: torch.nn.Module, p: float) -> Iterator[None]:
     """Dropout on the output hidden states of every decoder layer while the block runs, whatever the
     model's train/eval mode (transformers 5's decoder layers return a tensor)."""
-    base = model.model if hasattr(model, "model") else model
+    base: Any = model.model if hasattr(model, "model") else model  # the decoder, whose layers are hooked
     handles = []
     if p > 0:
         def hook(_module: torch.nn.Module, _inputs: object, output: torch.Tensor) -> torch.Tensor:
@@ -159,6 +160,7 @@ def sample_solutions(policy: LlamaForCausalLM, tok: PreTrainedTokenizerBase, que
     """
     policy.eval()
     delim = tok.convert_tokens_to_ids(DELIMITER)
+    assert isinstance(delim, int)  # one token
     eos, pad = tok.eos_token_id, tok.pad_token_id
     prompts = [[tok.bos_token_id] + tok.encode(q + QUESTION_SUFFIX, add_special_tokens=False) for q in questions]
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
@@ -199,10 +201,10 @@ def split_generated(tok: PreTrainedTokenizerBase, ids: Sequence[int], delim: int
             break
         cur.append(t)
         if t == delim:
-            steps.append(tok.decode(cur, skip_special_tokens=True))
+            steps.append(str(tok.decode(cur, skip_special_tokens=True)))
             cur = []
     if cur:
-        steps.append(tok.decode(cur, skip_special_tokens=True))
+        steps.append(str(tok.decode(cur, skip_special_tokens=True)))
     return steps
 
 

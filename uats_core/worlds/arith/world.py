@@ -24,8 +24,8 @@ import hashlib
 import logging
 import random
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterator, Sequence
 
 from uats_core.problems import Problem
 
@@ -430,13 +430,16 @@ def extract_answer(text: str) -> str | None:
 
 def label_steps(problem: Problem, steps: Sequence[str]) -> list[bool]:
     """The checker's verdict on every step of a solution, in one pass."""
+    if problem.answer is None:
+        raise ValueError(f"problem {problem.id} has no gold answer to check its steps against")
+    answer = str(int(problem.answer))
     gold = gold_steps(problem)
     values = [g.value for g in gold]
     gold_ok: set[int] = set()  # gold steps whose value a correct step has produced so far
     out: list[bool] = []
     for step in steps:
         if _BOXED.search(step):
-            out.append(extract_answer(step) == str(int(problem.answer)))
+            out.append(extract_answer(step) == answer)
             continue
         parsed = parse_step(step)
         if parsed is None:
