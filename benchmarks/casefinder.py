@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from uats_core.config import setting_of
 from uats_core.status import LIVE, RunStatus
 
 
@@ -98,7 +99,7 @@ def add_parser(sub: Any) -> None:
                                      "counterfactuals through the worker pool, then the answers uncertainty changed "
                                      "(benchmarks/casefinder.py)")
     p.add_argument("--problems", type=int, default=20, help="arithmetic test problems in the batch (default 20)")
-    p.add_argument("--budget", type=int, default=16, help="the budget N of every search (default 16, the form's)")
+    p.add_argument("--budget", type=int, default=setting_of("budget").default, help=setting_of("budget").spec.help)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--db", type=Path, default=None, help="keep the run log here (default: a temporary one)")
     p.add_argument("--timeout-s", type=float, default=7200.0)

@@ -16,7 +16,6 @@ from typing import Any
 
 from uats_core.config import SearchConfig
 from uats_core.events import Event
-from uats_core.limits import check_limits
 
 
 class _TimedSubscriber:
@@ -43,8 +42,7 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(str(Path(tmp) / "bench.db"))
         for method in methods:
-            cfg = SearchConfig(method=method, budget=budget, seed=seed).validate()
-            check_limits(cfg)
+            cfg = SearchConfig(method=method, budget=budget, seed=seed)  # each run_search validates it (validate_request)
             run_search(problem, cfg, pol, rm)  # warm-up: first-call allocations, lazy imports
             plain, logged, inside, nodes = [], [], [], 0
             for _ in range(repeats):

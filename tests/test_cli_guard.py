@@ -225,3 +225,22 @@ def test_a_full_disk_under_an_existing_run_log_says_so(tmp_path: Path) -> None:
     assert out["first"] == 0 and out["second"] == 2 and len(lines) == 1, out
     assert lines[0].startswith("error: db: the run log at ") and " is full (" in lines[0], lines
     assert "free space on its disk" in lines[0]
+
+
+def test_a_model_is_named_alike_in_search_and_eval(problems_file: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """py:module:function, a backend of the user's own, names a model in `uats search` as in `uats eval --model`
+    (it was the evaluation's alone): both load it through uats_core.backends; a name that does not import is one
+    line naming the field."""
+    from testkit.eval_doubles import MODELS
+
+    db = tmp_path / "runs.db"
+    assert main(["search", "--dataset", str(problems_file), "--problem", "t1", "--policy", MODELS["pol"],
+                 "--prm", MODELS["rm"], "--budget", "4", "--max-iterations", "3", "--db", str(db), "--quiet"]) == 0
+    [run] = RunStore(str(db)).list_runs()
+    assert run["policy"] == "torch-rng-policy-double" and run["status"] == "finished"  # the double's own name
+    capsys.readouterr()
+    assert main(["search", "--dataset", str(problems_file), "--problem", "t1", "--policy", "py:tests.no_such_module:f", "--prm",
+                 MODELS["rm"], "--db", str(tmp_path / "other.db"), "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith("error: policy: 'py:tests.no_such_module:f': No module named")
+    assert not (tmp_path / "other.db").exists()

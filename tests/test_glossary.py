@@ -11,6 +11,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import WorkerPoolDouble
+from uats_core.config import SETTINGS, setting_of
 from ui.app_ui import TABLES, build_demo, launch_kwargs
 from ui.glossary import (
     COLUMN_HELP,
@@ -22,6 +23,7 @@ from ui.glossary import (
     field_help,
     glossary_md,
 )
+from ui.tabs.settings_form import CONFIG_FIELDS
 from ui.views.safe_text import md_text
 
 # inputs that name or annotate something (a run, a node, a note, an export), not knobs of a search or a view
@@ -49,7 +51,8 @@ def test_every_knob_has_help(demo: gr.Blocks) -> None:
     assert not missing, f"knobs without help: {missing}"
     by_id = {b.elem_id: b for b in knobs}
     assert "δ test" in by_id["delta"].info and "OOD" in by_id["delta"].info  # the δ knob says what it does
-    assert by_id["k0"].info == field_help("k0") == f"K0: {GLOSSARY['K0']}"  # one definition, reused
+    assert by_id["k0"].info == field_help("k0") == setting_of("k0").spec.help  # one declaration, reused
+    assert all(by_id[d.elem_id].info == d.spec.help for d in SETTINGS if d.name in CONFIG_FIELDS)
 
 
 def test_every_help_line_belongs_to_a_component(demo: gr.Blocks) -> None:
@@ -69,7 +72,8 @@ def test_every_term_is_defined_once_and_every_symbol_used_is_a_term() -> None:
     for term in ASKED:
         assert GLOSSARY.get(term, "").strip(), f"{term} is not defined"
     assert set(FIELD_TERMS.values()) | set(COLUMN_TERMS.values()) <= set(GLOSSARY)
-    texts = [*GLOSSARY.values(), *FIELD_HELP.values(), *COLUMN_HELP.values(), *COLUMN_HELP]
+    texts = [*GLOSSARY.values(), *FIELD_HELP.values(), *COLUMN_HELP.values(), *COLUMN_HELP,
+             *(d.spec.help for d in SETTINGS)]
     for table in TABLES.values():
         texts += table
     used = {m for t in texts for m in SYMBOL.findall(t)}

@@ -96,10 +96,16 @@ def test_numeric_tau_text_becomes_a_number():
     assert SearchConfig(tau="0.01").validate().tau == 0.01
 
 
-def test_unresolved_auto_tau_refuses_to_search():
-    cfg = SearchConfig(method="h-uats", budget=8, tau="auto")
+def test_auto_tau_is_resolved_by_the_one_validator_and_the_method_refuses_it_unresolved():
+    """run_search goes through validate_request, which resolves τ = auto from the PRM's calibration; H-UATS itself
+    still refuses a τ nobody resolved (a search started around the validator)."""
+    from uats_core.methods import make_method
+
+    cfg = SearchConfig(method="h-uats", budget=8, tau="auto", max_iterations=2)
+    result = run_search(Problem("d", "What is 4 + 4?", "8"), cfg, ScriptedPolicyDouble(depth=3), HashedPRMDouble(0))
+    assert result.status == "finished"
     with pytest.raises(ConfigError, match="tau"):
-        run_search(Problem("d", "What is 4 + 4?", "8"), cfg, ScriptedPolicyDouble(depth=3), HashedPRMDouble(0))
+        make_method(cfg).search(None)  # type: ignore[arg-type] - refused before the context is read
 
 
 @pytest.mark.parametrize("space,kind", [("prob", "var"), ("logit", "var"), ("logit", "std"), ("prob", "std")])

@@ -1,5 +1,5 @@
 """The `uats` command (installed by `pip install .`; `python -m uats` in a checkout): one command, its subcommands
-search, runs, show, import, doctor, ledger and calibrate here, and the programs with their own flags, each in its
+search, runs, show, import, doctor, ledger, settings and calibrate here, and the programs with their own flags, each in its
 module: eval (uats/eval/cli.py), ood-survival (uats/eval/ood_survival.py), report (uats/report.py), train
 (uats/train_controller.py) and theory (uats/theory.py). The benchmarks are no subcommand: they live outside the
 package (`python -m benchmarks`, from a checkout).
@@ -19,55 +19,62 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from uats import calibrate
-from uats.model_flags import add_model_flags, model_options, parse_model_options
-from uats_core.config import SearchConfig
+from uats.model_flags import add_model_flags, custom_pair, model_options, parse_model_options
+from uats_core.config import SETTINGS, SearchConfig
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.imports import PRM_RULES, TOOLS as TOOLS_READ
 from uats_core.interrupts import sigterm_as_interrupt
 from uats_core.limits import set_max_budget
 from uats_core.methods import method_names
 from uats_core.problems import Problem, find_problem, load_problems
+from uats_core.settings import markdown_table
 from uats_core.status import RunStatus
 
 DEFAULT_DB = "runs/uats.db"
 DEFAULT_PROBLEM = "arith-test-0"
-_CONFIG_HELP = {
-    "budget": "N: REBASE's width; the matched-compute budget of every method",
-    "cost_ratio": "c: cost of one generated step in PRM passes (`uats calibrate` measures it)",
-    "k0": "MC-dropout passes per new candidate (UATS)",
-    "tau": "OOD threshold: a number (σ² > τ is OOD by default), or auto[:q] = the q-quantile (default 0.9) of the "
-           "statistic on in-distribution calibration steps (`uats calibrate` writes them beside the PRM)",
-    "uncertainty": "what τ thresholds: var (σ² > τ, the default: τ = 0.003 read on the variance scale, a choice; "
-                   "docs/backends.md) | std (σ > τ: the paper's rule σ_R(h) ≤ τ as written, σ_R the standard deviation)",
-    "uncertainty_space": "where the OOD gate reads the spread: prob (scores, the default) | logit (log(p/(1-p)))",
-    "child_score": "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood (R̂) | sigma-ood (R̄ + κσ)",
-    "child_sigma_weight": "κ of --child-score sigma-ood (default 1)",
-    "reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)",
-    "spend_rule": "how UATS spends N(c+1) per step: carry (re-evaluate first, width gets the rest, leftovers carried: "
-                  "REBASE's spend) | paper (the paper's per-step split)",
-    "dropout_mode": "full | head | last:L",
-    "estimator": "where R̄ and σ² come from: mc-dropout (K dropout passes, the default) | ensemble (K members of a "
-                 "deep ensemble) | laplace (K draws of a Laplace posterior of the PRM's head) | mahalanobis (the "
-                 "hidden state's distance to the PRM's training steps; K = 1)",
-    "prm_scoring": "how H-UATS scores a candidate: mc (K0 MC-dropout passes) | single (one pass, width from the "
-                   "saved passes: the paper's w/o Uncert.) | off (one pass, no gate, width as mc: the case finder's "
-                   "counterfactual)",
-    "step_streams": "draw each iteration's policy samples from a stream of their own, seeded by (seed, iteration): "
-                    "a run and its counterfactual then draw the same steps for the same prompts",
-}
-
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
-    for f in dataclasses.fields(SearchConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name == "method":
-            p.add_argument(flag, default=f.default, help=" | ".join(method_names()))
-        elif f.type in ("bool", bool):
-            p.add_argument(flag, default=f.default, action=argparse.BooleanOptionalAction, help=_CONFIG_HELP.get(f.name))
+    """One flag per declared setting (uats_core.config.SETTINGS), its help and default from the declaration."""
+    for d in SETTINGS:
+        text = f"{d.spec.help} (default {d.default})".replace("%", "%%")
+        if d.name == "method":
+            p.add_argument(d.flag, default=d.default, help=f"{text}: {' | '.join(method_names())}")
+        elif d.kind == "bool":
+            p.add_argument(d.flag, default=d.default, action=argparse.BooleanOptionalAction, help=text)
         else:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
-            p.add_argument(flag, type=kind, default=f.default, help=_CONFIG_HELP.get(f.name, f"default {f.default}"))
+            kind = {"int": int, "float": float}.get(d.kind, str)
+            p.add_argument(d.flag, type=kind, default=d.default, help=text)
+
+
+def settings_markdown() -> str:
+    """The settings table, every column from the one declaration (docs/engine.md holds it: `uats settings
+    --markdown`; tests/test_settings.py checks the committed one is this)."""
+    from uats_core.methods import methods_reading
+
+    return markdown_table(list(SETTINGS), lambda name: ", ".join(methods_reading(name)) or "every method",
+                          {"method": method_names()})
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    if args.update:
+        from pathlib import Path
+
+        from uats_core.settings import replace_table
+
+        page = Path(args.update)
+        try:
+            page.write_text(replace_table(page.read_text(encoding="utf-8"), settings_markdown()), encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            raise ConfigError("update", f"{args.update}: {exc}") from None
+        print(f"{args.update}: settings table written ({len(SETTINGS)} settings)")
+        return 0
+    if args.markdown:
+        print(settings_markdown(), end="")
+        return 0
+    for d in SETTINGS:
+        print(f"{d.flag:34} {d.kind:11} default {d.default!s:12} {d.bounds() or ' | '.join(d.spec.choices)}")
+    return 0
 
 
 def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
@@ -112,7 +119,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if note:
         print(f"τ = {config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
               f"in-distribution steps ({note['key']}, {note['file']})")
-    search = prepare_search(checked)
+    search = prepare_search(checked, models=custom_pair(checked))  # py: backends are loaded here, the rest by the engine
     with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
         result = search.run(subscribers=[_RecordOnFirstEvent(args.db)], progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
@@ -434,6 +441,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the commit that ran the run log's cells (the log does not say): without it, cells the ledger "
                         "lacks are left out and only the counts and final solutions of cells it holds are filled")
     g.set_defaults(fn=cmd_ledger)
+    e = sub.add_parser("settings", help="every search setting: flag, type, default, bounds (--markdown: docs' table)")
+    e.add_argument("--markdown", action="store_true", help="the settings table of docs/engine.md")
+    e.add_argument("--update", metavar="PAGE", help="rewrite the settings table between PAGE's markers (docs/engine.md)")
+    e.set_defaults(fn=cmd_settings)
     calibrate.add_parser(sub)
     for name, (_, what) in PROGRAMS.items():
         sub.add_parser(name, help=what, add_help=False)  # listed here; its own parser reads its flags

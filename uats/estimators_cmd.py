@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from uats_core.config import ESTIMATORS, SearchConfig
+from uats_core.config import ESTIMATORS, UNCERTAINTY_SPACES, SearchConfig
 from uats_core.errors import ConfigError
 from uats_core.estimators.measure import key, ood_auroc, pair_row, table, verdict
 
@@ -233,7 +233,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     for name in args.estimators:
         t = time.time()
         var = {pair: estimate_all(prm, name, args.k, tr, args.seed) for pair, (tr, _) in steps.items()}
-        for space in ("prob", "logit"):
+        for space in UNCERTAINTY_SPACES:
             separation[key(name, space)] = ood_auroc(var["A:prm"][space], var["B:prm"][space])
             for pair, (_, wrong) in steps.items():
                 rows.append(pair_row(name, pair, var[pair][space], scores[pair], wrong, space).to_dict())

@@ -35,10 +35,9 @@ from uats_core.controller.policy import (
     unsquash,
 )
 from uats_core.interrupts import sigterm_as_interrupt
-from uats_core.limits import check_limits
 from uats_core.methods.uats import Knobs
 from uats_core.paths import portable_path
-from uats_core.request import check_config
+from uats_core.request import SearchRequest, validate_request
 from uats_core.runner import ASSETS, run_search
 from uats_core.status import RunStatus
 
@@ -136,10 +135,10 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
 
     torch.manual_seed(seed)
     base = SearchConfig(method="a-uats", budget=budgets[0], seed=seed)
-    for b in budgets:  # the searches below draw from these: each config is checked here, once
-        check_limits(check_config(replace(base, budget=b)))
-    pairs = [(load_policy(p), load_prm(r, dropout_p=base.dropout_p, dropout_mode=base.dropout_mode)) for p, r in pairs_spec]
     problems = load_split("train", 2000, seed=0)
+    for b in budgets:  # bad flags end here, before a model loads; each search is then checked as it starts (run_search)
+        validate_request(SearchRequest(problems[0], replace(base, budget=b), policy=pairs_spec[0][0], prm=pairs_spec[0][1]))
+    pairs = [(load_policy(p), load_prm(r, dropout_p=base.dropout_p, dropout_mode=base.dropout_mode)) for p, r in pairs_spec]
     features = feature_names(uncertainty_features)
     t0 = time.time()
     if resume:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .errors import ConfigError
+from .settings import Declared, declared, setting
 
 DROPOUT_MODES_HELP = "'full', 'head' or 'last:L' with L a positive integer"
 # The PyTorch PRM adapters (uats_core/backends), named here so that front ends can list them without torch.
@@ -40,60 +41,113 @@ DEFAULT_TAU_QUANTILE = 0.9
 TAU_HELP = "a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces) or 'auto:q' with 0 < q < 1"
 
 
+def _check_tau(value: Any) -> None:
+    tau_auto_quantile(value)
+
+
+def _check_dropout_mode(value: Any) -> None:
+    parse_dropout_mode(str(value))
+
+
 @dataclass
 class SearchConfig:
-    method: str = "h-uats"  # a name in uats_core.methods.REGISTRY
-    budget: int = 16  # N: REBASE's width; the matched-compute budget for everyone else
-    seed: int = 0
-    cost_ratio: float = 18.0  # c: one generated step costs as much as c PRM passes
-    max_iterations: int = 40
-    aggregation: str = "weighted"  # AGGREGATIONS
-    # Best-of-N
-    weighted: bool = True
-    # Beam search and DVTS
-    beam_width: int = 4  # M
-    # REBASE and DORA
-    rebase_temperature: float = 0.2  # T
-    rebase_scoring: str = "single"  # PRM_SCORINGS: REBASE only
-    dora_similarity_temperature: float = 0.01  # Ts
-    # UATS
-    k0: int = 7
-    prm_scoring: str = "mc"  # PRM_SCORINGS
-    alpha: float = 0.3
-    # τ: a number, or 'auto[:q]' = the q-quantile of the gated statistic on in-distribution calibration traces
-    # (uats_core.calibration resolves it to a number before a search starts)
-    tau: float | str = PAPER_TAU
-    # What τ thresholds. The paper defines σ_R² as the sample variance of the K passes and gates on σ_R(h) ≤ τ, σ_R
-    # the standard deviation: that is 'std'. 'var' (default) thresholds σ² instead, a reading of τ = 0.003 on the
-    # variance scale (docs/backends.md, "The gate": why, and the literal reading's cells in docs/results.md).
-    uncertainty: str = "var"
-    # Where the gate reads the spread: 'prob' = the passes' scores (the paper), 'logit' = their logits
-    # log(p/(1-p)), which keeps low-scored steps from hiding their spread under the sigmoid. R̂ and δ stay on
-    # the probability scale either way.
-    uncertainty_space: str = "prob"
-    # What the children softmax reads for an OOD candidate. 'mean' (the paper): R̄ for everyone, so extra
-    # passes, which leave E[R̄] unchanged, can only help an OOD step by noise. 'ucb-ood': R̂ for OOD candidates;
-    # 'sigma-ood': R̄ + child_sigma_weight·σ for them. ID candidates always use R̄.
-    child_score: str = "mean"
-    child_sigma_weight: float = 1.0
-    delta: float = 0.04
-    nu1: float = 0.5
-    nu2: float = 0.2
-    reeval_share: float = 0.1  # share of the per-step budget N(c+1) reserved for re-evaluation
-    # How UATS spends N(c+1) per step (uats_core/spending.py): 'carry' re-evaluates first, gives the width the rest
-    # and carries what a step leaves to the next, so it spends what REBASE spends; 'paper' is the per-step rule
-    # as the paper states it, which leaves an unused B and the rounding of C unspent.
-    spend_rule: str = "carry"
-    dropout_p: float = 0.1
-    dropout_mode: str = "full"
-    estimator: str = "mc-dropout"  # ESTIMATORS: what the K samples of a candidate are
-    # A-UATS
-    controller: str | None = None  # checkpoint path; None = the shipped one
-    controller_uncertainty_features: bool = True
-    # Draw each iteration's policy samples from a stream of its own, seeded by (seed, iteration), apart from the
-    # PRM's dropout draws: two UATS searches of one problem and seed then draw the same steps for the same prompts
-    # (the case finder's pairs). Off by default: the ledgers' cells were recorded with one shared stream.
-    step_streams: bool = False
+    """Every setting of every search method, each declared once with its Setting (uats_core/settings.py): the
+    command line, the app form, the evaluation's axes, the glossary, the validation and docs/engine.md's table read
+    it from here."""
+
+    method: str = setting("h-uats", "the search method: how the tree grows and who gets children (docs/engine.md)",
+                          label="Method", section="run")
+    budget: int = setting(16, "N: REBASE's width; the matched-compute budget of every method", low=1,
+                          label="Budget N (next run)", unit="children a step", section="run", term="N",
+                          define="the budget: REBASE's width (children per step); every other method gets the same "
+                                 "compute, N·(c+1) a step.")
+    seed: int = setting(0, "the random seed of the policy's sampling and the MC-dropout masks", label="Seed",
+                        section="run")
+    cost_ratio: float = setting(18.0, "c: cost of one generated step in PRM passes (`uats calibrate` measures it)",
+                                low=0, label="c (step cost in PRM passes)", unit="PRM passes", term="c",
+                                define="what generating one step costs, in PRM passes: a new step scored with K0 "
+                                       "passes costs c + K0.")
+    max_iterations: int = setting(40, "the most iterations t a search may take", low=1, label="max iterations",
+                                  unit="iterations")
+    aggregation: str = setting("weighted", "how the final candidates give the answer: weighted (vote weighted by "
+                               "score; the paper returns one trace and names no vote) | best (the best final score) | "
+                               "majority | distinct (weighted, each distinct final solution once)",
+                               choices=AGGREGATIONS, section="answer")
+    weighted: bool = setting(True, "Best-of-N: vote weighted by score (--no-weighted: the best-scored solution)",
+                             section="baselines")
+    beam_width: int = setting(4, "M: beams of beam search and DVTS (the budget must be a multiple of it)", low=1,
+                              label="beam width M", unit="children", section="baselines")
+    rebase_temperature: float = setting(0.2, "T: REBASE's and DORA's softmax temperature over children's scores",
+                                        low=0, open_low=True, label="REBASE temperature T", section="baselines")
+    rebase_scoring: str = setting("single", "how REBASE scores its children: single (one pass) | mc (the MC mean "
+                                  "of K0 passes, paid for out of its width: the ablation rung between REBASE and "
+                                  "H-UATS)", choices=PRM_SCORINGS, section="baselines")
+    dora_similarity_temperature: float = setting(0.01, "Ts: DORA's temperature over the steps' embedding "
+                                                 "similarities", low=0, open_low=True,
+                                                 label="DORA similarity temperature Ts", section="baselines")
+    k0: int = setting(7, "K0: the MC-dropout passes (or estimator samples) every new candidate gets when scored",
+                      low=2, why_low="σ² needs two passes", label="K0 samples",
+                      unit="PRM passes", axis_flag=True, term="K0",
+                      define="the MC-dropout passes every new step gets when it is scored (at least 2: σ² needs two).")
+    prm_scoring: str = setting("mc", "how H-UATS scores a candidate: mc (K0 MC-dropout passes) | single (one pass, "
+                               "width from the saved passes: the paper's w/o Uncert.) | off (one pass, no gate, width "
+                               "as mc: the case finder's counterfactual)", choices=UATS_SCORINGS)
+    alpha: float = setting(0.3, "α: the weight of R̂'s exploration bonus (UCB)", low=0, label="α (UCB)", term="α",
+                           define="the weight of R̂'s exploration bonus.")
+    tau: float | str = setting(PAPER_TAU, f"τ: the OOD threshold: {TAU_HELP} (`uats calibrate` writes the "
+                               "calibration beside the PRM)", low=0, check=_check_tau,
+                               label="τ: a number, or auto[:q] (calibrated quantile)", unit="σ² (or σ: uncertainty)",
+                               axis_flag=True, term="τ",
+                               define="the OOD threshold: a step whose σ² (or the statistic the gate reads) is above "
+                                      "τ is OOD.")
+    uncertainty: str = setting("var", "what τ thresholds: var (σ² > τ, the default: τ = 0.003 read on the variance "
+                               "scale, a choice; docs/backends.md) | std (σ > τ: the paper's rule σ_R(h) ≤ τ as "
+                               "written)", choices=UNCERTAINTIES, label="τ thresholds σ² (var) or σ (std)")
+    uncertainty_space: str = setting("prob", "where the OOD gate reads the spread: prob (the passes' scores, the "
+                                     "paper) | logit (their logits log(p/(1-p)), so low-scored steps do not hide "
+                                     "their spread under the sigmoid)", choices=UNCERTAINTY_SPACES,
+                                     label="OOD gate reads scores or logits")
+    child_score: str = setting("mean", "what OOD candidates' children softmax reads: mean (R̄, the paper) | ucb-ood "
+                               "(R̂) | sigma-ood (R̄ + κσ); ID candidates always use R̄", choices=CHILD_SCORES)
+    child_sigma_weight: float = setting(1.0, "κ of child_score sigma-ood", low=0, label="child σ weight κ")
+    delta: float = setting(0.04, "δ: the margin of the δ test that sends OOD steps to re-evaluation", low=0,
+                           label="δ", axis_flag=True, term="δ",
+                           define="the margin of the δ test: larger δ re-evaluates OOD steps further below the best "
+                                  "ID step.")
+    nu1: float = setting(0.5, "ν1: the temperature of the softmax that shares the re-evaluation budget B", low=0,
+                         open_low=True, label="ν1 (re-eval softmax)", term="ν1",
+                         define="the temperature of the softmax that shares B (lower: the highest R̂ takes more).")
+    nu2: float = setting(0.2, "ν2: the temperature of the softmax that shares the children C", low=0, open_low=True,
+                         label="ν2 (children softmax)", term="ν2",
+                         define="the temperature of the softmax that shares C (lower: the highest R̄ takes more).")
+    reeval_share: float = setting(0.1, "ρ: the share of the per-step budget N(c+1) reserved for re-evaluation", low=0,
+                                  high=1, open_high=True, label="re-eval share", unit="share of N(c+1)", term="ρ",
+                                  define="the re-evaluation share: the part of each step's spend N·(c+1) set aside "
+                                         "for B.")
+    spend_rule: str = setting("carry", "how UATS spends N(c+1) per step: carry (re-evaluate first, width gets the "
+                              "rest, leftovers carried: REBASE's spend) | paper (the paper's per-step split, which "
+                              "leaves an unused B and C's rounding unspent)", choices=SPEND_RULES)
+    dropout_p: float = setting(0.1, "the dropout rate of the MC-dropout passes", low=0, high=1, open_high=True,
+                               label="dropout p", unit="probability", axis_flag=True)
+    dropout_mode: str = setting("full", f"which of the PRM's layers keep dropout on during the passes: "
+                                f"{DROPOUT_MODES_HELP}", check=_check_dropout_mode,
+                                label=f"dropout mode ({DROPOUT_MODES_HELP})", axis_flag=True)
+    estimator: str = setting("mc-dropout", "where each candidate's R̄ and σ² come from: mc-dropout (K dropout passes "
+                             "of the PRM) | ensemble (K members of a deep ensemble of PRMs) | laplace (K draws from a "
+                             "Laplace posterior of the PRM's head) | mahalanobis (the PRM's hidden state's distance "
+                             "to its training steps, mapped to σ²; K = 1)", choices=ESTIMATORS,
+                             label="uncertainty estimator: what a candidate's K samples are")
+    controller: str | None = setting(None, "A-UATS: the controller checkpoint (default: the shipped one)",
+                                     section="baselines",
+                                     app_leaves_out="a file path; the server takes no path from a client and runs "
+                                                    "the shipped controller")
+    controller_uncertainty_features: bool = setting(True, "A-UATS: the controller reads the σ features "
+                                                    "(--no-controller-uncertainty-features: without them)",
+                                                    section="baselines")
+    step_streams: bool = setting(False, "draw each iteration's policy samples from a stream of their own, seeded "
+                                 "by (seed, iteration): a run and its counterfactual then draw the same steps for the "
+                                 "same prompts (off: the ledgers' cells were recorded with one shared stream)",
+                                 section="answer")
 
     def __post_init__(self) -> None:
         if isinstance(self.tau, str):  # the CLI and the app hand numbers over as text; 'auto[:q]' stays text
@@ -101,45 +155,11 @@ class SearchConfig:
                 self.tau = float(self.tau)
 
     def validate(self) -> SearchConfig:
-        """Check every field's own value (ConfigError naming the first bad one); changes nothing. What the method
-        asks of the fields (uats_core.methods.check_method_settings) and the run's limits are the run's validation:
-        uats_core.request.validate_request, or check_config for a config alone."""
-        _int_at_least("budget", self.budget, 1)
-        _int_at_least("max_iterations", self.max_iterations, 1)
-        _int_at_least("k0", self.k0, 2, why="the sample variance needs at least 2 passes")
-        _int_at_least("beam_width", self.beam_width, 1)
-        _positive("cost_ratio", self.cost_ratio, allow_zero=True)
-        if tau_auto_quantile(self.tau) is None:
-            _positive("tau", self.tau, allow_zero=True)
-        if self.uncertainty not in UNCERTAINTIES:
-            raise ConfigError("uncertainty", f"got {self.uncertainty!r}; use var (σ², the default) or std (σ)")
-        if self.uncertainty_space not in UNCERTAINTY_SPACES:
-            raise ConfigError("uncertainty_space", f"got {self.uncertainty_space!r}; use prob (the default) or logit")
-        if self.prm_scoring not in UATS_SCORINGS:
-            raise ConfigError("prm_scoring", f"got {self.prm_scoring!r}; use mc (K0 MC-dropout passes), single or off "
-                                             "(the counterfactual without uncertainty)")
-        if self.aggregation not in AGGREGATIONS:
-            raise ConfigError("aggregation", f"got {self.aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
-        if self.rebase_scoring not in PRM_SCORINGS:
-            raise ConfigError("rebase_scoring", f"got {self.rebase_scoring!r}; use single (one pass) or mc (K0 passes)")
-        if self.child_score not in CHILD_SCORES:
-            raise ConfigError("child_score", f"got {self.child_score!r}; use one of {', '.join(CHILD_SCORES)}")
-        _positive("child_sigma_weight", self.child_sigma_weight, allow_zero=True)
-        _positive("delta", self.delta, allow_zero=True)
-        _positive("alpha", self.alpha, allow_zero=True)
-        for name in ("nu1", "nu2", "rebase_temperature", "dora_similarity_temperature"):
-            _positive(name, getattr(self, name))
-        if self.spend_rule not in SPEND_RULES:
-            raise ConfigError("spend_rule", f"got {self.spend_rule!r}; use carry (the default) or paper")
-        if not 0.0 <= self.reeval_share < 1.0:
-            raise ConfigError("reeval_share", f"must be in [0, 1); got {self.reeval_share}")
-        if not 0.0 <= self.dropout_p < 1.0:
-            raise ConfigError("dropout_p", f"must be in [0, 1); got {self.dropout_p}")
-        parse_dropout_mode(self.dropout_mode)
-        if self.estimator not in ESTIMATORS:
-            raise ConfigError("estimator", f"got {self.estimator!r}; use one of {', '.join(ESTIMATORS)}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError("seed", f"must be an integer; got {self.seed!r}")
+        """Check every field's own value against its declaration (ConfigError naming the first bad one); changes
+        nothing. What the method asks of the fields (uats_core.methods.check_method_settings) and the run's limits
+        are the run's validation: uats_core.request.validate_request, or check_config for a config alone."""
+        for d in SETTINGS:
+            d.check_value(getattr(self, d.name))
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,6 +172,17 @@ class SearchConfig:
         if unknown:
             raise ConfigError(sorted(unknown)[0], f"not a config field; known fields: {', '.join(sorted(known))}")
         return cls(**data)
+
+
+SETTINGS: tuple[Declared, ...] = tuple(declared(SearchConfig))
+
+
+def setting_of(name: str) -> Declared:
+    """A setting's declaration by its field name (ConfigError naming it when there is no such setting)."""
+    for d in SETTINGS:
+        if d.name == name:
+            return d
+    raise ConfigError(name, f"not a config field; known fields: {', '.join(d.name for d in SETTINGS)}")
 
 
 def tau_auto_quantile(tau: Any) -> float | None:
@@ -172,7 +203,7 @@ def tau_auto_quantile(tau: Any) -> float | None:
             value = float(text)
         except ValueError:
             raise ConfigError("tau", f"got {tau!r}; use {TAU_HELP}") from None
-        _positive("tau", value, allow_zero=True)
+        setting_of("tau").check_value(value)
         return None
     if isinstance(tau, bool) or not isinstance(tau, (int, float)):
         raise ConfigError("tau", f"got {tau!r}; use {TAU_HELP}")
@@ -191,19 +222,6 @@ def parse_dropout_mode(mode: str) -> tuple[str, int | None]:
         if layers >= 1:
             return "last", layers
     raise ConfigError("dropout_mode", f"got {mode!r}; use {DROPOUT_MODES_HELP}")
-
-
-def _int_at_least(name: str, value: Any, low: int, why: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        extra = f" ({why})" if why else ""
-        raise ConfigError(name, f"must be an integer >= {low}{extra}; got {value!r}")
-
-
-def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(name, f"must be a finite number {bound}; got {value!r}")
 
 
 def parse_options(items: Sequence[str], flag: str) -> dict[str, Any]:

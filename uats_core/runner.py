@@ -1,7 +1,11 @@
 """Runs one problem's search end to end: seeds, events, voting, grading, and an honest end state.
 
-Entry points (CLI, app, evaluation) call `run_search` and subscribe storage to its events; the search
-core itself never sees a database."""
+The one way in: a SearchRequest checked by uats_core.request.validate_request gives a CheckedSearch, `prepare_search`
+turns it into a PreparedSearch (loading the models, or taking a pair already loaded), and `PreparedSearch.run`
+searches. Entry points (CLI, app, evaluation, the controller's training, the benchmarks) subscribe storage to its
+events; the search core itself never sees a database. `run_search` is the same way in for a pair already loaded.
+`_run_search`, the search itself, takes only a CheckedSearch and is called by PreparedSearch.run alone
+(tests/test_one_validator.py finds every caller of the engine by AST)."""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from .methods import SearchCancelled, SearchContext, make_method
 from .paths import ASSETS, WORLD_POLICY as DEFAULT_POLICY, WORLD_PRM as DEFAULT_PRM  # noqa: F401 - re-exported
 from .problems import Problem
 from .protocols import PRM, Embedder, Policy
-from .request import CheckedSearch
+from .request import CheckedSearch, SearchRequest, validate_request
 from .status import RunStatus
 from .tree import SearchTree
 
@@ -55,21 +59,24 @@ def seed_everything(seed: int) -> None:
         pass
 
 
-def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, *,
-               subscribers: Sequence[Subscriber] = (), should_cancel: Callable[[], bool] | None = None,
-               run_id: str | None = None, embedder: Embedder | None = None, controller: Any = None,
-               grader: Grader | None = None, progress: bool = False,
-               cancel_requested: Callable[[], bool] | None = None,
-               model_options: dict[str, Any] | None = None) -> RunResult:
-    """Search one problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel, cancel_requested or
-    Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
+def _run_search(checked: CheckedSearch, policy: Policy, prm: PRM, *,
+                subscribers: Sequence[Subscriber] = (), should_cancel: Callable[[], bool] | None = None,
+                run_id: str | None = None, embedder: Embedder | None = None, controller: Any = None,
+                grader: Grader | None = None, progress: bool = False,
+                cancel_requested: Callable[[], bool] | None = None) -> RunResult:
+    """Search the checked request's problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel,
+    cancel_requested or Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
 
     should_cancel is asked before each iteration and may block (step mode); cancel_requested must answer at
     once: the backends poll it between batches, so a cancel lands inside a long iteration too.
 
-    `config` is checked where the run was asked for (uats_core.request.validate_request, once per run); here,
-    once the models are loaded, only that the question fits their context. `model_options`: how the policy and PRM
-    were loaded, recorded with the run (RunStarted)."""
+    The request was checked where the run was asked for (validate_request, once per run: a CheckedSearch is made
+    there only); here, once the models are loaded, only that the question fits their context. The run records how
+    the policy and PRM were loaded (RunStarted's model_options)."""
+    if not isinstance(checked, CheckedSearch):
+        raise TypeError("a search runs from a CheckedSearch (uats_core.request.validate_request), not "
+                        f"{type(checked).__name__}")
+    problem, config, model_options = checked.problem, checked.config, checked.model_options()
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
@@ -127,6 +134,19 @@ def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM,
                      tree=ctx.tree, error=error)
 
 
+def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, *, controller: Any = None,
+               embedder: Embedder | None = None, prm_spec: str | None = None, **kw: Any) -> RunResult:
+    """A search with a pair already loaded (a benchmark's, a trainer's, test doubles), through the one way in: the
+    request checked once by validate_request, then prepare_search with the pair, then PreparedSearch.run.
+    `controller`: A-UATS's (None: its knobs from the config), `embedder`: DORA's (None: the default one),
+    `prm_spec`: the PRM's spec, where an auto τ's calibration is (None: the embedded PRM's); kw: PreparedSearch.run's
+    (subscribers, run_id, grader, cancellation, progress)."""
+    checked = validate_request(SearchRequest(problem, config, prm=prm_spec))
+    search = prepare_search(checked, models=(policy, prm), controller=lambda _config: controller,
+                            embedder=None if embedder is None else (lambda: embedder))
+    return search.run(**kw)
+
+
 def _close(ctx: SearchContext, bus: EventBus, status: str, error: str | None, answer: str | None,
            naive: str | None, correct: bool | None, naive_correct: bool | None) -> None:
     ctx.flush_nodes(ctx.iterations_done + (status != RunStatus.FINISHED))  # nodes of an interrupted step still land
@@ -167,12 +187,10 @@ class PreparedSearch:
     def tau_note(self) -> dict[str, Any] | None:
         return self.checked.tau_note  # where an auto τ came from (None for a number)
 
-    def run(self, problem: Problem | None = None, **kw: Any) -> RunResult:
-        """run_search on the request's problem (or `problem`: the same search on another one) with this search's
-        parts; kw: subscribers, run_id, grader, cancellation, progress."""
-        return run_search(problem or self.checked.problem, self.config, self.policy, self.prm,
-                          controller=self.controller, embedder=self.embedder,
-                          model_options=self.checked.model_options(), **kw)
+    def run(self, **kw: Any) -> RunResult:
+        """The search, with this search's parts; kw: subscribers, run_id, grader, cancellation, progress."""
+        return _run_search(self.checked, self.policy, self.prm, controller=self.controller, embedder=self.embedder,
+                           **kw)
 
 
 def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None = None,

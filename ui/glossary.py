@@ -11,32 +11,42 @@ import json
 
 import gradio as gr
 
-from uats_core.status import NodeStatus
+from uats_core.config import SETTINGS, setting_of
+from uats_core.errors import ConfigError
+from uats_core.status import NodeStatus, RunStatus
 
 from .views.safe_text import md_text
 from .views.scripts import page_script
 
-# Symbols first, in the order a UATS step uses them, then the words the tables and panels use.
+
+def _defined(name: str) -> dict[str, str]:
+    """A setting's glossary entry, {symbol: definition}, as its declaration gives it."""
+    d = setting_of(name)
+    return {d.spec.term: d.spec.define}
+
+
+# Symbols first, in the order a UATS step uses them, then the words the tables and panels use; a setting's symbol
+# is defined by its declaration (uats_core/config.py).
 GLOSSARY: dict[str, str] = {
-    "N": "the budget: REBASE's width (children per step); every other method gets the same compute, N·(c+1) a step.",
-    "c": "what generating one step costs, in PRM passes: a new step scored with K0 passes costs c + K0.",
+    **_defined("budget"),
+    **_defined("cost_ratio"),
     "MC-dropout pass": "one PRM forward pass with dropout left on: each pass scores the step a little differently.",
-    "K0": "the MC-dropout passes every new step gets when it is scored (at least 2: σ² needs two).",
+    **_defined("k0"),
     "K": "the passes a step has so far: its K0 first passes plus any extra passes.",
     "R̄": "a step's mean PRM score over its K passes: how good the PRM thinks the step is.",
     "σ²": "the sample variance of a step's K scores: how unsure the PRM is about it.",
-    "α": "the weight of R̂'s exploration bonus.",
+    **_defined("alpha"),
     "R̂": "R̄ + α·√(2 ln t / K): R̄ plus a bonus for steps with few passes (an upper confidence bound).",
-    "τ": "the OOD threshold: a step whose σ² (or the statistic the gate reads) is above τ is OOD.",
+    **_defined("tau"),
     "ID / OOD": "in / out of distribution: σ² ≤ τ (ID, the score is trusted) or σ² > τ (OOD, the PRM is unsure).",
     "OOD gate": "the test σ² > τ that marks a step OOD; only OOD steps can be re-evaluated.",
-    "δ": "the margin of the δ test: larger δ re-evaluates OOD steps further below the best ID step.",
+    **_defined("delta"),
     "δ test": "an OOD step is re-evaluated when its R̂ ≥ the best ID R̄ − δ (the best R̄ of all when none is ID).",
     "B": "a step's re-evaluation budget: extra passes shared over the steps that pass the δ test, by softmax(R̂/ν1).",
-    "ν1": "the temperature of the softmax that shares B (lower: the highest R̂ takes more).",
+    **_defined("nu1"),
     "C": "a step's width: the children shared over all its candidates by softmax(R̄/ν2).",
-    "ν2": "the temperature of the softmax that shares C (lower: the highest R̄ takes more).",
-    "ρ": "the re-evaluation share: the part of each step's spend N·(c+1) set aside for B.",
+    **_defined("nu2"),
+    **_defined("reeval_share"),
     "t": "the iteration: decide over the last step's candidates, then generate and score their children.",
     "extra passes": "the passes a re-evaluated step got after its first K0 (its share of B).",
     "R̄ alone": "the children a step would have got from R̄ of its first K0 passes alone, with the same C.",
@@ -55,17 +65,23 @@ GLOSSARY: dict[str, str] = {
             "arithmetic PRM) or B:prm (OOD); blank for other models.",
 }
 
-# Knobs whose label is a glossary term: their help is that term's definition.
-FIELD_TERMS = {"budget": "N", "k0": "K0", "alpha": "α", "tau": "τ", "delta": "δ", "nu1": "ν1", "nu2": "ν2",
-               "cost-ratio": "c", "reeval-share": "ρ", "t-slider": "t", "cmp-slider": "t"}
-
+# Knobs other than the settings whose label is a glossary term: their help is that term's definition.
+FIELD_TERMS = {"t-slider": "t", "cmp-slider": "t"}
+# The settings by their form element id: their help lines are their declarations' (uats_core.config.SETTINGS).
+SETTING_HELP = {d.elem_id: d for d in SETTINGS}
 
 
 def form_name(field: str) -> str:
-    """A config field as the form names it (tau → τ, budget → budget N), for messages about it."""
-    if field == "budget":
-        return "budget N"
-    return FIELD_TERMS.get(field.replace("_", "-"), field)
+    """A setting as the form names it, for messages about it: its symbol (tau → τ), after its name when the symbol
+    is one Latin letter (budget → budget N); other fields by their own name."""
+    try:
+        d = setting_of(field)
+    except ConfigError:
+        return field
+    term = d.spec.term
+    if not term:
+        return field
+    return f"{d.name.replace('_', ' ')} {term}" if term.isascii() and len(term) == 1 else term
 
 
 # Every other knob, by elem_id: one line each.
@@ -74,13 +90,6 @@ FIELD_HELP = {
     "problem": "the problem to search on (pick one, or type to filter).",
     "free-question": "your own question; while not empty it is used instead of the list.",
     "free-answer": "the gold answer of your question, if you want the run graded.",
-    "method": "the search method; H-UATS and A-UATS read the uncertainty, the others do not.",
-    "seed": "the random seed of the policy's sampling and the MC-dropout masks.",
-    "dropout-p": "the dropout rate of the MC-dropout passes.",
-    "dropout-mode": "which of the PRM's layers keep dropout on during the passes.",
-    "uncertainty": "what τ is compared with: the variance σ² of the passes or their standard deviation σ.",
-    "uncertainty-space": "whether the gate reads the spread of the passes' scores or of their logits.",
-    "max-iterations": "the most iterations t a search may take.",
     "policy": "the model that writes the steps.",
     "prm": "the process reward model that scores each step.",
     "prm-kind": "how the PRM scores a step; detect reads it from the model.",
@@ -104,9 +113,6 @@ FIELD_HELP = {
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
     "cmp-est-b": "the estimator of the pair's second H-UATS run; the first reads the form's (same problem, seed and knobs).",
     "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
-    "estimator": "where each candidate's R̄ and σ² come from: mc-dropout (K dropout passes of the PRM), ensemble (K "
-                 "members of a deep ensemble of PRMs), laplace (K draws from a Laplace posterior of the PRM's head), "
-                 "mahalanobis (the PRM's hidden state's distance to its training steps, mapped to σ²; K = 1).",
     "import-file": "a file of another tool's runs in the server's import folders.",
     "import-tool": "the tool that wrote the file: its format.",
     "import-row": "which row of a search-and-learn file (one problem per row), from 0.",
@@ -130,7 +136,6 @@ FIELD_HELP = {
 # Table columns that are not glossary terms, by header.
 COLUMN_HELP = {
     "run": "the run id's first characters (A or B: which run of the pair).",
-    "method": "the search method.",
     "status": "queued, running, paused, finished, failed or cancelled.",
     "outcome": "right or wrong against the gold answer (ungraded without one).",
     "cost spent": "the compute spent, in PRM passes: c per generated step plus one per pass.",
@@ -146,7 +151,6 @@ COLUMN_HELP = {
     "children": "the children the search gave the step.",
     "changed": "what uncertainty changed: re-evaluated, rank moved, children changed (against R̄ alone).",
     "problem": "the problem id.",
-    "seed": "the run's random seed.",
     "policy": "the model that wrote the steps (for an imported run: the tool).",
     "PRM": "the process reward model that scored the steps (for an imported run: the tool's own scores).",
     "started": "when the run started.",
@@ -166,7 +170,7 @@ COLUMN_HELP = {
     "batch": "the case batch's id, its first characters.",
     "state": "queued, running, finished, failed or cancelled; '(cancel asked)' while a going batch stops.",
     "searches done": "the batch's searches that ended so far, of all it holds.",
-    "failed": "of them, the searches that ended failed.",
+    RunStatus.FAILED.value: "of them, the searches that ended failed.",
     "started (UTC)": "when the batch was queued, in UTC.",
     "took": "from queued to the batch's end (a going batch: so far).",
     "they part at": "the first decision where the run and its counterfactual decided differently: its iteration t and "
@@ -178,14 +182,23 @@ COLUMN_TERMS = {"N": "N", "R̄": "R̄", "σ²": "σ²", "K": "K", "t": "t", "ans
 
 
 def field_help(elem_id: str) -> str | None:
-    """A knob's help line: its term's definition, else its own line; None when it has none."""
+    """A knob's help line: a setting's declared help, else its term's definition, else its own line; None when it
+    has none."""
+    if elem_id in SETTING_HELP:
+        return SETTING_HELP[elem_id].spec.help
     term = FIELD_TERMS.get(elem_id)
     return f"{term}: {GLOSSARY[term]}" if term else FIELD_HELP.get(elem_id)
 
 
 def column_help(header: str) -> str | None:
+    """A column's tooltip: its term's definition, a setting's declared help (a column named as a setting), or its
+    own line."""
     term = COLUMN_TERMS.get(header)
-    return f"{term}: {GLOSSARY[term]}" if term else COLUMN_HELP.get(header)
+    if term:
+        return f"{term}: {GLOSSARY[term]}"
+    if header in SETTING_HELP:
+        return SETTING_HELP[header].spec.help
+    return COLUMN_HELP.get(header)
 
 
 def apply_help(demo: gr.Blocks) -> None:

@@ -23,7 +23,6 @@ SIZE = {"width": 1280, "height": 800}
 
 def figures(db: Path) -> dict[str, dict]:
     from storage import RunStore
-    from uats_core.calibration import resolve_tau
     from uats_core.config import SearchConfig
     from uats_core.paths import ASSETS
     from uats_core.runner import build_backends, run_search
@@ -35,8 +34,8 @@ def figures(db: Path) -> dict[str, dict]:
     problem = world.get_problem("arith-test-3")
     out = {}
     for estimator in ("mc-dropout", "ensemble"):
-        config, _ = resolve_tau(SearchConfig(method="h-uats", budget=8, seed=1, estimator=estimator,
-                                             tau="auto").validate(), None)
+        # τ = auto: run_search's validate_request resolves it from the embedded PRM's calibration
+        config = SearchConfig(method="h-uats", budget=8, seed=1, estimator=estimator, tau="auto")
         policy, prm = build_backends(str(ASSETS / "arith-policy-b"), None, config)
         rid = f"fig1-{estimator}"
         run_search(problem, config, policy, prm, subscribers=[store.subscriber()], run_id=rid)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-from uats_core.config import SearchConfig
+from uats_core.config import UNCERTAINTIES, SearchConfig
 from uats_core.estimation import auroc, is_ood
 from uats_core.worlds.arith import world
 from uats_core.worlds.arith.modeling import POLICY_DIRS, PRM_DIR, REPO_ROOT, prm_step_scores, sample_solutions
@@ -213,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
               f"{r.prm_auroc:8.3f}{r.mean_mc_variance:12.3e}{r.median_mc_variance:12.3e}")
     print(f"variance ratio B/A: {ratio:.2f}")
     tau = float(SearchConfig().tau)
-    shares = {r.style: {kind: float(np.mean([is_ood(v, tau, kind) for v in r.variances])) for kind in ("var", "std")}
+    shares = {r.style: {kind: float(np.mean([is_ood(v, tau, kind) for v in r.variances])) for kind in UNCERTAINTIES}
               for r in (a, b)}
     print(f"share of steps over τ = {tau:g} when τ thresholds σ² (the default) / σ: "
           + ", ".join(f"policy {s} {v['var']:.1%} / {v['std']:.1%}" for s, v in shares.items()))

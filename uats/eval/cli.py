@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from uats.model_flags import add_model_option_flags, model_options
+from uats_core.config import SETTINGS
 from uats_core.errors import ConfigError, ProblemError
 from uats_core.eval.grid import (
     GridSpec,
@@ -37,8 +38,8 @@ from uats_core.status import RunStatus
 from .recipe import expand_spec
 from .run import EvalOptions, code_version, run_eval
 
-ABLATION_FLAGS = {"dropout_p": "MC-dropout rate p", "k0": "initial MC passes K0", "tau": "variance threshold τ",
-                  "delta": "re-evaluation margin δ", "dropout_mode": "dropout sites: full | head | last:L"}
+# The settings whose declaration gives them an ablation flag of their own (Setting.axis_flag), with its help.
+ABLATION_FLAGS = {d.name: d.spec.help for d in SETTINGS if d.spec.axis_flag}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,13 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--methods", default="all", help="all, or a comma list of " + ",".join(method_names()))
     g.add_argument("--budgets", default="4,16,64", help="N values, comma-separated")
     g.add_argument("--seeds", default="3", help="a count (3 = seeds 0,1,2) or a comma list")
-    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a SearchConfig field for every cell")
+    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a setting for every cell (`uats settings` lists them)")
     g = p.add_argument_group("ablations (comma lists; the cross product becomes extra grid axes, UATS methods only)")
     for name, what in ABLATION_FLAGS.items():
-        g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what)
+        g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what.replace("%", "%%"))
     g.add_argument("--uncertainty", metavar="on,off",
                    help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation budget")
-    g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other config field as an axis")
+    g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other setting as an axis (`uats settings` lists them)")
     g = p.add_argument_group("execution")
     g.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL (PostgreSQL across machines)")
     g.add_argument("--ledger", metavar="DIR",
@@ -121,13 +122,12 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
 
 def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse --policy-opt/--prm-opt/--prm-kind and check them against every pair's models before any cell runs
-    (custom py: factories take the options as they are)."""
+    (uats_core.backends.plan, as `uats search` does: py: factories take the options as they are)."""
     from uats_core.backends.plan import plan_models
 
     policy_opts, prm_opts = model_options(args)
     for pair in spec.pairs:
-        if not (pair.policy.startswith("py:") or pair.prm.startswith("py:")):
-            plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
+        plan_models(pair.policy, pair.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts)
     if args.prm_kind:
         prm_opts["kind"] = args.prm_kind  # the workers' load_prm takes the kind with the options
     return policy_opts, prm_opts

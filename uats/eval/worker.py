@@ -11,16 +11,17 @@ makes serial == --shard == Ray hold exactly (given the same torch thread count a
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from storage.eval_cells import CellLedger
+from uats.model_flags import load_policy_spec, load_prm_spec
+from uats_core.backends._loading import FACTORY_PREFIX  # py:module:function: uats/model_flags.py loads it
 from uats_core.config import SearchConfig
 from uats_core.eval.batching import BatchingHub, LanePolicy, LanePRM, LockedEmbedder, mix_seed
 from uats_core.eval.grid import WorkItem
@@ -31,7 +32,6 @@ from uats_core.status import RunStatus
 
 log = logging.getLogger(__name__)
 
-FACTORY_PREFIX = "py:"
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,6 @@ class CellOutcome:
     cost: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
-
-
-def _factory(spec: str) -> Callable[..., Any]:
-    """'py:package.module:function' -> the function (custom backends, and test doubles in tests)."""
-    target = spec[len(FACTORY_PREFIX):]
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"{spec!r} is not py:module:function")
-    return getattr(importlib.import_module(module_name), attr)
 
 
 class BackendCache:
@@ -72,12 +63,7 @@ class BackendCache:
         with self._lock:
             if spec not in self._policies:
                 t0 = time.perf_counter()
-                if spec.startswith(FACTORY_PREFIX):
-                    self._policies[spec] = _factory(spec)(**self.policy_opts)
-                else:
-                    from uats_core.backends import load_policy
-
-                    self._policies[spec] = load_policy(spec, **self._policy_opts_for(spec, prm_spec))
+                self._policies[spec] = load_policy_spec(spec, self._policy_opts_for(spec, prm_spec))
                 log.info("policy %s loaded in %.1f s", spec, time.perf_counter() - t0)
             return self._policies[spec]
 
@@ -96,12 +82,7 @@ class BackendCache:
         with self._lock:
             if key not in self._prms:
                 t0 = time.perf_counter()
-                if spec.startswith(FACTORY_PREFIX):
-                    self._prms[key] = _factory(spec)(dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
-                else:
-                    from uats_core.backends import load_prm
-
-                    self._prms[key] = load_prm(spec, dropout_p=dropout_p, dropout_mode=dropout_mode, **self.prm_opts)
+                self._prms[key] = load_prm_spec(spec, dict(self.prm_opts), dropout_p, dropout_mode)
                 log.info("PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0)
             return self._prms[key]
 

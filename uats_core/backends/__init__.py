@@ -1,7 +1,9 @@
 """Model backends: policies (transformers, vLLM) and PRMs (PyTorch, with MC dropout) behind the core protocols.
 
-Specs: a local model folder, a .gguf file, `hf:<hub id>`, and for policies only `vllm:<hub id>` (vLLM in this process)
-or `openai:<URL>` (an OpenAI-compatible server: vllm serve, SGLang, llama.cpp).
+Specs: a local model folder, a .gguf file, `hf:<hub id>`, `py:<module>:<function>` (a function of your own that returns
+the model: planned here like any spec, loaded by the program that names it, `uats search` or `uats eval`, since the
+engine loads no module by name), and for policies only `vllm:<hub id>` (vLLM in this process) or `openai:<URL>` (an OpenAI-compatible server: vllm serve,
+SGLang, llama.cpp).
 Everything that can be checked is checked at load, raising BackendError(field="policy" | "prm").
 """
 
@@ -19,6 +21,8 @@ from uats_core.protocols import PRM, Policy
 
 log = logging.getLogger(__name__)
 
+FACTORY_KIND = "py"  # the PRM kind of a py:module:function PRM: its own
+
 __all__ = ["PRM_KINDS", "load_policy", "load_prm", "detect_prm_kind", "resolve_spec", "check_prm_source"]
 
 
@@ -32,6 +36,9 @@ def load_policy(spec: str, **opts: Any) -> Policy:
     from uats_core.backends.options import check_policy_opts
 
     src = resolve_spec(spec, "policy")
+    if src.kind == FACTORY_KIND:
+        raise BackendError("policy", f"{spec!r}: a py: backend is loaded by the program that names it (uats search, "
+                                     "uats eval: uats/model_flags.py), not by the engine; hand the loaded pair over")
     opts = check_policy_opts(src.kind, opts)
     if src.kind == "openai":
         from uats_core.backends.openai_policy import OpenAIPolicy
@@ -90,6 +97,9 @@ def load_prm(spec: str, kind: str | None = None, dropout_p: float = 0.1, dropout
     """A PyTorch PRM with MC dropout. opts: dtype, device, trust_remote_code, cache_bytes, max_batch_tokens,
     padding_side, plus kind-specific ones (step_tag, ..., for token-classification; system_prompt for judge)."""
     src = resolve_spec(spec, "prm")
+    if src.kind == FACTORY_KIND:
+        raise BackendError("prm", f"{spec!r}: a py: backend is loaded by the program that names it (uats search, "
+                                  "uats eval: uats/model_flags.py), not by the engine; hand the loaded pair over")
     check_prm_source(src)
     if kind is None:
         kind = detect_prm_kind(src, bool(opts.get("trust_remote_code", False)))

@@ -36,8 +36,8 @@ class ModelSource:
     """Where a model lives: a local folder, a GGUF file, a hub id, or a vLLM hub id."""
 
     spec: str  # what the user wrote
-    kind: str  # "folder" | "gguf" | "hub" | "vllm" | "openai"
-    location: str  # folder path, folder holding the gguf file, hub id, or (openai) the server's /v1 URL
+    kind: str  # "folder" | "gguf" | "hub" | "vllm" | "openai" | "py"
+    location: str  # folder path, folder holding the gguf file, hub id, (openai) the server's /v1 URL, (py) module:function
     gguf_file: str | None = None
 
     @property
@@ -55,9 +55,15 @@ def pretrained_location(src: ModelSource, field: str) -> str:
     return str(dequantised_folder(Path(src.location) / src.gguf_file, "float32", field))
 
 
+# py:module:function, a function of the user's own that returns the model (a custom backend). The engine plans it
+# (options pass as they are) but loads no module by name: the program that names it does (uats/model_flags.py).
+FACTORY_PREFIX = "py:"
+
+
 def resolve_spec(spec: str, field: str) -> ModelSource:
     """Turn 'path/to/folder', 'x.gguf', 'hf:org/name', 'vllm:org/name', 'openai:http://host:port' (a policy served by an
-    OpenAI-compatible server) or a short name ('smollm2') into a ModelSource.
+    OpenAI-compatible server), 'py:module:function' (a function of your own that returns the model, called with the
+    options) or a short name ('smollm2') into a ModelSource.
 
     A local path that does not exist fails here, so a typo never turns into a hub download attempt.
     """
@@ -71,6 +77,12 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
         return ModelSource(spec, "gguf", str(path.parent), gguf_file=path.name)
     if spec.startswith("openai:"):
         return ModelSource(spec, "openai", normalise_url(spec[len("openai:"):], field))
+    if spec.startswith(FACTORY_PREFIX):
+        target = spec[len(FACTORY_PREFIX):]
+        module, sep, attr = target.partition(":")
+        if not (sep and module and attr):
+            raise BackendError(field, f"{spec!r} is not py:module:function (a function that returns the model)")
+        return ModelSource(spec, "py", target)
     for prefix, kind in (("hf:", "hub"), ("vllm:", "vllm")):
         if spec.startswith(prefix):
             hub_id = spec[len(prefix):]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uats_core.backends import PRM_KINDS, check_prm_source, detect_prm_kind
+from uats_core.backends import FACTORY_KIND, PRM_KINDS, check_prm_source, detect_prm_kind
 from uats_core.backends._loading import ModelSource, load_config, resolve_device, resolve_spec
 from uats_core.backends.named import NAMED
 from uats_core.backends.options import check_policy_opts, check_prm_opts
@@ -57,7 +57,10 @@ def plan_models(policy: str | None, prm: str | None, *, prm_kind: str | None = N
     check_prm_source(prm_src)
     for flag, src in (("policy", pol_src), ("prm", prm_src)):
         _check_cached(src, flag)
-    p_opts = check_policy_opts(pol_src.kind, policy_opts or {})
+    # a py:module:function backend is the user's own: it takes its options as they are, and is its own PRM kind
+    p_opts = dict(policy_opts or {}) if pol_src.kind == "py" else check_policy_opts(pol_src.kind, policy_opts or {})
+    if prm_src.kind == "py":
+        return ModelPlan(pol_src, prm_src, prm_kind or FACTORY_KIND, p_opts, dict(prm_opts or {}))
     trust = bool((prm_opts or {}).get("trust_remote_code", False))
     if prm_kind is not None and prm_kind not in PRM_KINDS:
         raise BackendError("prm-kind", f"unknown PRM kind {prm_kind!r}; use one of {', '.join(PRM_KINDS)}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import SearchConfig
+from ..config import SearchConfig, setting_of
 from ..errors import ConfigError, ProblemError
 from ..methods import method_class, method_names, varies_by_method
 from ..paths import ASSETS
@@ -189,30 +189,24 @@ def parse_seeds(text: str) -> list[int]:
     return list(range(n))
 
 
-def field_type(name: str) -> Any:
-    for f in dataclasses.fields(SearchConfig):
-        if f.name == name:
-            return f.type
-    raise ConfigError(name, f"not a config field; known fields: {', '.join(f.name for f in dataclasses.fields(SearchConfig))}")
-
-
 def coerce(name: str, raw: str) -> Any:
-    """A flag's text as the config field's type ('on'/'off' and 'true'/'false' for booleans)."""
-    kind = str(field_type(name))
+    """A flag's text as the setting's declared type ('on'/'off' and 'true'/'false' for booleans); its bounds are
+    the validator's (every cell goes through validate_request)."""
+    kind = setting_of(name).kind
     raw = raw.strip()
     try:
-        if kind in ("bool", "<class 'bool'>"):
+        if kind == "bool":
             low = raw.lower()
             if low in ("1", "true", "on", "yes"):
                 return True
             if low in ("0", "false", "off", "no"):
                 return False
             raise ValueError(raw)
-        if kind in ("int", "<class 'int'>"):
+        if kind == "int":
             return int(raw)
-        if kind in ("float", "<class 'float'>"):
+        if kind == "float":
             return float(raw)
-        if raw.lower() == "none" and "None" in kind:
+        if raw.lower() == "none" and setting_of(name).default is None:
             return None
         return raw
     except ValueError:

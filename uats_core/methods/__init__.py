@@ -56,6 +56,21 @@ def varies_by_method(field: str) -> bool:
     return any(field in cls.config_fields for cls in REGISTRY.values())
 
 
+def methods_reading(field: str) -> tuple[str, ...]:
+    """The methods whose result `field` can change (their variant_fields, with each switch they own turned away from
+    the value other methods keep: REBASE reads K0 once rebase_scoring is mc), in REGISTRY's order; empty when no
+    method lists it (then every method reads it)."""
+    from ..config import setting_of
+
+    out = []
+    for name, cls in REGISTRY.items():
+        turned = {f: next((c for c in setting_of(f).spec.choices if c != kept), kept)
+                  for f, (kept, _) in cls.switches.items()}
+        if field in cls.variant_fields(turned) or field in cls.switches:
+            out.append(name)
+    return tuple(out)
+
+
 def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
     cls = method_class(config.method)
     if cls.needs_controller:
@@ -64,4 +79,4 @@ def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
 
 
 __all__ = ["REGISTRY", "method_names", "uncertainty_methods", "method_class", "check_method_settings",
-           "varies_by_method", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]
+           "varies_by_method", "methods_reading", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,6 @@ import gradio as gr
 from storage import StorageError
 from storage.batches import get_batch_job, live_batch_jobs, owner_batch_jobs
 from uats_core.config import ConfigError
-from uats_core.request import validate_request
 from uats_core.status import LIVE, RunStatus
 
 from ..access import AccessDenied, requester
@@ -51,7 +49,7 @@ from .common import AppContext, notice, row_of
 from .exports import export_stale
 from .page_state import FinderState, replaced
 from .run_form import dataset_problems
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request
+from .search_events import DB_ERRORS, FORM_ERRORS, checked_run, db_failure, form_error, form_request
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +63,7 @@ INTRO = ("The H-UATS searches whose answer uncertainty changed: each run of a ba
          "pairs finish.")
 # the finder's columns (COLUMNS) in a table the width of the page: short numbers narrow, no header broken
 COLUMN_WIDTHS = ["6%", "13%", "16%", "9%", "13%", "13%", "14%", "16%"]
-BATCH_COLUMNS = ["batch", "state", "searches done", "failed", "started (UTC)", "took"]
+BATCH_COLUMNS = ["batch", "state", "searches done", RunStatus.FAILED.value, "started (UTC)", "took"]
 
 
 @dataclass
@@ -117,17 +115,12 @@ def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> l
     runs = []
     for policy in (EMBEDDED, POLICY_B):
         for p in chosen:
-            req = run_request(ctx, {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "",
-                                    "free_answer": ""}, method=UATS)
-            runs += [_with_config(req, make(req.search.config)) for make in (factual_config, counterfactual_config)]
+            req = form_request(ctx, {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "",
+                                     "free_answer": ""}, method=UATS)
+            # the run and its counterfactual, each checked once (validate_request) under a run id of its own
+            runs += [checked_run(ctx, dataclasses.replace(req, config=make(req.config)))
+                     for make in (factual_config, counterfactual_config)]
     return runs
-
-
-def _with_config(req: RunRequest, config: Any) -> RunRequest:
-    """The checked request with the pair's config (the run and its counterfactual), checked again, under a run id
-    of its own."""
-    search = validate_request(dataclasses.replace(req.search.request, config=config))
-    return dataclasses.replace(req, run_id=uuid.uuid4().hex, search=search)
 
 
 def _minutes(seconds: float) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from uats_core.config import ConfigError, SearchConfig
+from uats_core.config import SETTINGS, ConfigError, SearchConfig
 from uats_core.methods import method_names
 from uats_core.problems import Problem, ProblemError, check_question, find_problem, load_jsonl
 
@@ -67,7 +67,7 @@ def typed_problem(question: str | None, answer: str | None = None) -> Problem | 
 def form_config(values: dict[str, Any]) -> SearchConfig:
     """The form's values as a SearchConfig (numbers arrive as floats from sliders and boxes, text from boxes): an
     empty box or a fraction in an integer field is refused here, naming the field; the rest is the validator's."""
-    ints = {"budget", "seed", "max_iterations", "k0", "beam_width"}
+    ints = {d.name for d in SETTINGS if d.kind == "int"}
     clean: dict[str, Any] = {}
     for name, v in values.items():
         if v is None or (isinstance(v, str) and not v.strip()):

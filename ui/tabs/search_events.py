@@ -74,10 +74,10 @@ def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[str, Any]:
     return question_md(p), notice("")
 
 
-def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = None) -> RunRequest:
-    """A run from the form's values (by field name), checked (the server's lists, then validate_request: the
-    run's one validation) and not registered yet; `method` overrides the form's (Compare starts one run per method
-    from the same form). Raises one of FORM_ERRORS naming the field."""
+def form_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = None) -> SearchRequest:
+    """The search the form's values (by field name) ask for, read through the server's own lists and not checked yet;
+    `method` overrides the form's (Compare starts one run per method from the same form). Raises one of FORM_ERRORS
+    naming the field."""
     values = {k: form[k] for k in CONFIG_FIELDS}
     if method is not None:
         values["method"] = method
@@ -91,13 +91,24 @@ def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = N
     config = form_config(values)
     typed = typed_problem(form.get("free_question"), form.get("free_answer"))
     prob = typed or pick_problem(dataset_problems(ds, ctx.choices), form["problem"])
-    checked = validate_request(SearchRequest(prob, config, policy=policy, prm=prm,
-                                             world_problem=ds == ARITH and typed is None, **model_fields))
+    return SearchRequest(prob, config, policy=policy, prm=prm, world_problem=ds == ARITH and typed is None,
+                         **model_fields)
+
+
+def checked_run(ctx: AppContext, request: SearchRequest) -> RunRequest:
+    """A run of `request`, checked once (validate_request, the run's one validation, then what the run log can hold)
+    and not registered yet."""
+    checked = validate_request(request)
     try:  # both boxes together as the worker's RunStarted will write them: refused now, not as a failed run
         check_run_fields(model_options=checked.model_options())
     except StorageError as exc:
         raise ConfigError("policy_opts", f"with prm_opts, {str(exc).removeprefix(f'{exc.field}: ')}") from None
     return RunRequest(run_id=uuid.uuid4().hex, db=ctx.store.location, search=checked)
+
+
+def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = None) -> RunRequest:
+    """A run from the form's values, checked (form_request, then checked_run) and not registered yet."""
+    return checked_run(ctx, form_request(ctx, form, method))
 
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,

@@ -11,22 +11,19 @@ from typing import Any
 
 import gradio as gr
 
-from uats_core.config import DROPOUT_MODES_HELP, ESTIMATORS, PRM_KINDS
+from uats_core.config import PRM_KINDS
 
 from ..choices import ARITH, EMBEDDED, ServerChoices
 from ..views.bigtree import FOCUS_CHOICES
 from ..views.figure1 import PER_PAGE
 from ..views.frontier import SORT_KEYS
 from ..views.scripts import page_script
-from .common import DEFAULTS, LATEX, AppContext, plot_html
-from .run_form import method_choices
+from .common import LATEX, AppContext, plot_html
 from .runbar import build_run_bar
+from .settings_form import CONFIG_FIELDS, build_settings, settings_sections
 
 Component = gr.components.Component
 
-# The SearchConfig fields the form sets, in the order the form's events list them.
-CONFIG_FIELDS = ("method", "budget", "seed", "k0", "dropout_p", "dropout_mode", "alpha", "tau", "delta", "nu1",
-                 "nu2", "cost_ratio", "max_iterations", "reeval_share", "uncertainty", "uncertainty_space", "estimator")
 MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
 PROBLEM_FIELDS = ("dataset", "problem", "free_question", "free_answer")
 # The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
@@ -91,38 +88,6 @@ class SearchTab:
         return {k: v for k, v in self.form.items() if with_paused or k != "start_paused"}
 
 
-def _knobs(f: dict[str, Component]) -> None:
-    with gr.Accordion("UATS knobs (paper defaults)", open=False):
-        f["estimator"] = gr.Dropdown(list(ESTIMATORS), value=DEFAULTS.estimator, elem_id="estimator",
-                                     label="uncertainty estimator: what a candidate's K samples are (dropout passes, "
-                                           "ensemble members, Laplace posterior draws; mahalanobis: a distance, K = 1)")
-        with gr.Row():
-            f["k0"] = gr.Number(DEFAULTS.k0, label="K0 samples", min_width=80, elem_id="k0")
-            f["dropout_p"] = gr.Number(DEFAULTS.dropout_p, label="dropout p", min_width=80, elem_id="dropout-p")
-        f["dropout_mode"] = gr.Textbox(DEFAULTS.dropout_mode, label=f"dropout mode ({DROPOUT_MODES_HELP})",
-                                       elem_id="dropout-mode")
-        with gr.Row():
-            f["alpha"] = gr.Number(DEFAULTS.alpha, label="α (UCB)", min_width=80, elem_id="alpha")
-            f["tau"] = gr.Textbox(str(DEFAULTS.tau), label="τ: a number, or auto[:q] (calibrated quantile)",
-                                  min_width=140, elem_id="tau")
-            f["delta"] = gr.Number(DEFAULTS.delta, label="δ", min_width=80, elem_id="delta")
-        with gr.Row():
-            f["uncertainty"] = gr.Dropdown(["var", "std"], value=DEFAULTS.uncertainty,
-                                           label="τ thresholds σ² (var) or σ (std)", elem_id="uncertainty")
-            f["uncertainty_space"] = gr.Dropdown(["prob", "logit"], value=DEFAULTS.uncertainty_space,
-                                                 label="OOD gate reads scores or logits", elem_id="uncertainty-space")
-        with gr.Row():
-            f["nu1"] = gr.Number(DEFAULTS.nu1, label="ν1 (re-eval softmax)", min_width=80, elem_id="nu1")
-            f["nu2"] = gr.Number(DEFAULTS.nu2, label="ν2 (children softmax)", min_width=80, elem_id="nu2")
-        with gr.Row():
-            f["cost_ratio"] = gr.Number(DEFAULTS.cost_ratio, label="c (step cost in PRM passes)", min_width=80,
-                                        elem_id="cost-ratio")
-            f["max_iterations"] = gr.Number(DEFAULTS.max_iterations, label="max iterations", min_width=80,
-                                            elem_id="max-iterations")
-            f["reeval_share"] = gr.Number(DEFAULTS.reeval_share, label="re-eval share", min_width=80,
-                                          elem_id="reeval-share")
-
-
 def _models(f: dict[str, Component], choices: ServerChoices) -> None:
     """The models this server offers (ui/choices.py: the launcher's --models-dir and --allow-hub-cache)."""
     with gr.Accordion("Models", open=False):
@@ -146,12 +111,9 @@ def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
                                         elem_id="free-question")
         f["free_answer"] = gr.Textbox("", label="Gold answer (optional: grades the run)", elem_id="free-answer")
     c["question_md"] = gr.Markdown("", elem_id="question", latex_delimiters=LATEX)
-    f["method"] = gr.Dropdown(method_choices(), value="h-uats", label="Method", elem_id="method")
-    with gr.Row():
-        # the next run's budget: an open run's own N is in the status line above its tree
-        f["budget"] = gr.Number(DEFAULTS.budget, label="Budget N (next run)", precision=None, elem_id="budget")
-        f["seed"] = gr.Number(DEFAULTS.seed, label="Seed", precision=None, elem_id="seed")
-    _knobs(f)
+    build_settings(f, "run")  # method, budget (the next run's: an open run's own N is in its status line), seed
+    for section in settings_sections():
+        build_settings(f, section)
     _models(f, choices)
     with gr.Row():
         c["open_id"] = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)", elem_id="open-id",
