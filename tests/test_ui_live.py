@@ -81,7 +81,7 @@ def _search_tab(store: RunStore, tmp_path: Path) -> tuple[AppContext, Any, Worke
         notice, timer = gr.Markdown(), gr.Timer(0.5)
         with gr.Tabs() as tabs:
             ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=tmp_path, notice=notice,
-                             timer=timer, tabs=tabs, st=st, cst=cst,
+                             timer=timer, tabs=tabs, run_state=st, pair_state=cst,
                              choices=server_choices())
             with gr.Tab("Search"):
                 tab = build_search_tab(ctx)

@@ -209,3 +209,43 @@ TEXT_BOXES_JS = r"""(sel) => {
 def text_layout(pg: Any, sel: str) -> dict[str, Any]:
     """TEXT_BOXES_JS of the plot in `sel`: how many texts it shows, the pairs that overlap, the clipped ones."""
     return pg.evaluate(TEXT_BOXES_JS, sel)
+
+
+# A table as laid out (a Gradio Dataframe): its header words broken over two lines ("ru|n"), and the headers and cells
+# whose text the browser draws outside the cell or past the table's visible width (cut off, or over a neighbour),
+# unless the cell carries the whole text in its title (an ellipsis that says what it hides).
+TABLE_FIT_JS = r"""(sel) => {
+  const root = document.querySelector(sel);
+  const view = (root.querySelector('.table-wrap') || root).getBoundingClientRect();
+  const lines = (node, a, b) => {
+    const r = document.createRange(); r.setStart(node, a); r.setEnd(node, b);
+    return [...r.getClientRects()].filter(q => q.width > 0.5);
+  };
+  const broken = [], cut = [];
+  const cells = [...root.querySelectorAll('th[role=columnheader], [role=gridcell]')];
+  for (const cell of cells) {
+    const box = cell.getBoundingClientRect();
+    if (!box.width) continue;
+    const text = cell.innerText.trim();
+    const titled = [cell, ...cell.querySelectorAll('[title]')].some(e => (e.getAttribute('title') || '').includes(text));
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.parentElement.closest('button')) continue;  // the column menu's ⋮
+      const re = /\S+/g;
+      let m;
+      while ((m = re.exec(n.data))) {
+        const rects = lines(n, m.index, m.index + m[0].length);
+        if (cell.matches('th') && new Set(rects.map(q => Math.round(q.top))).size > 1) broken.push(m[0]);
+        const out = rects.some(q => q.left < box.left - 1 || q.right > box.right + 1 || q.top < box.top - 1 ||
+                                    q.bottom > box.bottom + 1 || q.right > view.right + 1);
+        if (out && !titled) cut.push(text.slice(0, 40));
+      }
+    }
+  }
+  return {cells: cells.length, broken, cut: [...new Set(cut)]};
+}"""
+
+
+def table_fit(pg: Any, sel: str) -> dict[str, Any]:
+    """TABLE_FIT_JS of the table in `sel`: how many cells it drew, header words broken, texts cut off."""
+    return pg.evaluate(TABLE_FIT_JS, sel)

@@ -1,5 +1,6 @@
 """Compare in Debian's Chromium: the list of decisions uncertainty changed, on a real H-UATS vs REBASE pair of
-the embedded arithmetic world; a click on a row selects its node in both trees, at its iteration. With
+the embedded arithmetic world; a click on a row selects its node in both trees, at its iteration; where the runs
+first part is marked in both trees; the list's headers and cells fit at 1280×800 and 1920×1080. With
 UATS_SCREENSHOTS=1 the page is saved at 1280×800 and 1920×1080 (docs/img holds copies)."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .pages import ARTIFACTS, RING_ON_JS, SCREENSHOTS, fill, wait_idle, wait_plot, wait_text
+from .pages import ARTIFACTS, PAIR, RING_ON_JS, SCREENSHOTS, fill, shot, table_fit, wait_idle, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +46,28 @@ def _open_pair(page: Any, a: str, b: str) -> None:
     wait_idle(page)
 
 
+# the mark where the runs part sits on node `id`: a trace of that name at the node's place in the tree
+PART_MARK_JS = """(gd, id) => {
+  const mark = gd.data.find(t => t.name === 'where the runs part');
+  const nodes = gd.data.find(t => t.name && t.name.startsWith('nodes'));
+  if (!mark || !nodes || mark.customdata[0][0] !== id) return false;
+  const i = nodes.customdata.findIndex(c => c[0] === id);
+  return i >= 0 && nodes.x[i] === mark.x[0] && nodes.y[i] === mark.y[0];
+}"""
+
+
+@pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
+def test_the_uncertainty_list_fits_the_page(screen_page: Any) -> None:
+    """Every header's words on one line each and no cell's text cut off or run past the table, at both sizes (at
+    1280 the headers broke letter by letter, "ru|n", "extr|a", "childre|n", while the steps took the width)."""
+    pg = screen_page
+    _open_pair(pg, PAIR["h-uats"], PAIR["rebase"])
+    fit = table_fit(pg, "#cmp-changed")
+    assert fit["cells"] >= 2 * 11 and not fit["broken"] and not fit["cut"], fit
+    size = pg.viewport_size
+    shot(pg, f"compare-changed-{size['width']}x{size['height']}", "#cmp-changed")
+
+
 def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any, served: dict[str, Any],
                                                                       arith_pair: tuple[str, str]) -> None:
     from ui.views.divergence import counterpart
@@ -61,6 +84,14 @@ def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any,
     _, a_node, t = targets[row]
     assert shared > 0
     _open_pair(page, a_id, b_id)
+    # where the runs first part: a mark on its node in both trees, as the summary says it in words
+    from ui.views.comparison import divergence_nodes
+    from ui.views.divergence import decision_divergence
+
+    parts = divergence_nodes(decision_divergence(a, b))
+    assert None not in parts, parts
+    for sel, nid in zip(("#cmp-tree-a", "#cmp-tree-b"), parts):
+        assert page.eval_on_selector(f"{sel} .uats-plot", PART_MARK_JS, nid), (sel, nid)
     summary = page.locator("#cmp-summary").inner_text()
     assert f"uncertainty changed {len(rows)} decision(s) of A" in summary and "Where they first differ" in summary
     header = page.locator("#cmp-changed th").filter(has_text="R̄ alone").first

@@ -8,7 +8,6 @@ copies)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,22 +15,10 @@ from typing import Any
 
 import pytest
 
-from testkit.serving import free_port
 from testkit.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION
 
-from .pages import (
-    ARTIFACTS,
-    LAPTOP,
-    SCREENSHOTS,
-    choose,
-    fill,
-    open_run,
-    photo,
-    wait_idle,
-    wait_notice,
-    wait_plot,
-    wait_text,
-)
+from .apps import app_page, imports_app
+from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo, wait_notice, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -43,44 +30,20 @@ TYPED = {"llm-reasoners": (LLM_REASONERS_QUESTION, "10"), "treequest": (QUESTION
 @pytest.fixture(scope="module")
 def import_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app with a real worker pool and an import folder holding one file of each tool."""
-    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
     from testkit.tool_files import write_tool_files
-    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-    from ui.choices import server_choices
-    from ui.jobs.pool import WorkerPool
 
     base = tmp_path_factory.mktemp("import-app")
     files = write_tool_files(base / "imports")
     store = RunStore(str(base / "runs.db"))
-    pool = WorkerPool(store, max_workers=1, poll_s=0.5)
-    (base / "reports").mkdir()
-    demo = build_demo(store, pool, base / "exports", base / "reports", server_choices(imports_dirs=[base / "imports"]))
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(base / "exports"))
-    try:
-        yield {"url": f"http://127.0.0.1:{port}", "store": store, "files": files}
-    finally:
-        pool.shutdown(cancel=True, timeout_s=30)
-        demo.close()
+    with imports_app(base, store) as url:
+        yield {"url": url, "store": store, "files": files}
 
 
 @pytest.fixture()
 def laptop(context_for: Callable[[dict[str, int]], Any], import_app: dict[str, Any]) -> Iterator[Any]:
-    ctx = context_for(LAPTOP)
-    ctx.set_storage_state({"cookies": [], "origins": []})
-    pg = ctx.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(import_app["url"])
-    pg.wait_for_selector("#run-btn", timeout=180_000)
-    wait_idle(pg)
-    try:
+    with app_page(context_for(LAPTOP), import_app["url"]) as pg:
         yield pg
-    finally:
-        pg.close()
-    assert not errors, errors
 
 
 def _tree_meta(pg: Any, key: str) -> Any:

@@ -6,17 +6,15 @@ hint on one line. The runs are written here by the importer and the shadow score
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from testkit.serving import free_port
-
+from .apps import app_page, imports_app
 from .conftest import SCREENS
-from .pages import NODE_PIXEL_JS, fill, open_run, wait_idle, wait_plot, wait_text
+from .pages import NODE_PIXEL_JS, fill, open_run, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -26,15 +24,11 @@ FAILED = "f1" * 16
 
 @pytest.fixture(scope="module")
 def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     from storage import RunStore
     from storage.imports import write_imported
     from testkit.doubles import record_synthetic
     from testkit.tool_files import GOLD, LLM_REASONERS_QUESTION, QUESTION, write_tool_files
     from uats_core.imports import read_runs
-    from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
-    from ui.choices import server_choices
-    from ui.jobs.pool import WorkerPool
     from ui.jobs.shadow import load_shadow_prm, run_shadow
 
     base = tmp_path_factory.mktemp("shadow-app")
@@ -49,36 +43,15 @@ def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     store.register_run(FAILED, method="rebase", problem_id="a-problem-with-a-long-name-" + "x" * 60,
                        question="What is 2 + 2?", gold_answer="4", seed=3, config={"budget": 8})
     store.mark_failed(FAILED, "RuntimeError: " + "the worker stopped while loading the model; " * 12)
-    pool = WorkerPool(store, max_workers=1, poll_s=0.5)
-    (base / "reports").mkdir()
-    demo = build_demo(store, pool, base / "exports", base / "reports", server_choices(imports_dirs=[base / "imports"]))
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(base / "exports"))
-    try:
-        yield {"url": f"http://127.0.0.1:{port}", "store": store, "imported": imported,
-               "runs": [imported, unscored, searched, FAILED]}
-    finally:
-        pool.shutdown(cancel=True, timeout_s=30)
-        demo.close()
+    with imports_app(base, store) as url:
+        yield {"url": url, "store": store, "imported": imported, "runs": [imported, unscored, searched, FAILED]}
 
 
 @pytest.fixture()
 def shadow_page(context_for: Callable[[dict[str, int]], Any], shadow_app: dict[str, Any],
                 request: pytest.FixtureRequest) -> Iterator[Any]:
-    ctx = context_for(SCREENS[request.param])
-    ctx.set_storage_state({"cookies": [], "origins": []})
-    pg = ctx.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(shadow_app["url"])
-    pg.wait_for_selector("#run-btn", timeout=180_000)
-    wait_idle(pg)
-    try:
+    with app_page(context_for(SCREENS[request.param]), shadow_app["url"]) as pg:
         yield pg
-    finally:
-        pg.close()
-    assert not errors, errors
 
 
 def _bar_height(pg: Any) -> float:

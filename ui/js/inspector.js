@@ -24,11 +24,16 @@ if (!window.__uatsInspector) {
       document.documentElement.style.setProperty('--uats-bar-h', px);
     }
   };
+  // Plotly keeps the width of a plot's first draw in its layout (autosize off), and Plots.resize does nothing to a
+  // layout with a width and a height: the tree stayed as narrow as the open inspector left it after a close. So the
+  // width is set from the plot's box (its column's width, or Figure 1's least width) wherever the two differ.
   const resizePlots = () => requestAnimationFrame(() => {
     for (const sel of ['#tree', '#figure1', '#cost-plot', '#knobs-plot']) {
       const gd = document.querySelector(sel + ' .uats-plot');
-      if (gd && gd.data && gd.offsetParent !== null && window.Plotly) {
-        Plotly.Plots.resize(gd).then(() => gd._uatsFit && gd._uatsFit());  // a narrower tree's legend wraps more
+      if (gd && gd.data && gd._fullLayout && gd.offsetParent !== null && window.Plotly) {
+        const w = gd.clientWidth;
+        const sized = Math.abs((gd._fullLayout.width || 0) - w) > 1 ? Plotly.relayout(gd, {width: w}) : Promise.resolve();
+        sized.then(() => gd._uatsFit && gd._uatsFit());  // a narrower tree's legend wraps more
       }
     }
   });

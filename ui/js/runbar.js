@@ -12,8 +12,56 @@ if (!window.__uatsRunBar) {
       document.documentElement.style.setProperty('--uats-notice-h', px);
     }
   };
+  // A run's end is said once the tree shows it. One poll brings a burst's last frames and the run's final status
+  // together; the status line and the hint changed at once while the tree drew its frames one after another (plot.js
+  // drain), so "finished" stood over a tree still growing. While the tree has frames to draw, a copy of what the line
+  // said before stands over it (.uats-status-held) until its last frame is drawn. Gradio's own nodes are only made
+  // transparent, at once: their markdown sets visibility itself (a hidden parent did not hide it) and fades opacity.
+  const ended = new RegExp('\\b(' + props.ended.join('|') + ')\\b');
+  const drawing = () => {
+    const gd = document.querySelector('#tree .uats-plot');
+    return !!gd && ((gd._uatsQueue || []).length > 0 || !!gd._uatsBusy);
+  };
+  const own = (el) => [...el.childNodes].filter(n => !(n.classList && n.classList.contains('uats-status-held')));
+  const holder = (el) => {
+    let before = own(el).map(n => n.cloneNode(true)), held = null;
+    let hidden = [];
+    const release = () => {
+      if (drawing()) { requestAnimationFrame(release); return; }
+      held.remove(); held = null;
+      const shown = hidden;
+      for (const n of shown) n.style.opacity = '';  // at once too: Gradio's fade back in is restored a frame later
+      requestAnimationFrame(() => { for (const n of shown) n.style.transition = ''; });
+      hidden = [];
+      el.style.position = '';
+      before = own(el).map(n => n.cloneNode(true));
+    };
+    return () => {  // a MutationObserver's callback: it runs before the page paints the change
+      if (held) return;
+      if (!ended.test(el.innerText) || !drawing()) { before = own(el).map(n => n.cloneNode(true)); return; }
+      held = document.createElement('div');
+      held.className = 'uats-status-held';
+      Object.assign(held.style, {position: 'absolute', inset: '0'});
+      held.replaceChildren(...before.map(n => n.cloneNode(true)));
+      hidden = own(el).filter(n => n.nodeType === Node.ELEMENT_NODE);
+      for (const n of hidden) Object.assign(n.style, {transition: 'none', opacity: '0'});  // Gradio fades it
+      el.appendChild(held);
+      el.style.position = 'relative';
+      requestAnimationFrame(release);
+    };
+  };
+  const watched = {};
+  const watch = () => {
+    for (const id of ['run-status', 'run-hint']) {
+      const el = document.getElementById(id);
+      if (!el || watched[id] === el || !window.MutationObserver) continue;
+      new MutationObserver(holder(el)).observe(el, {childList: true, subtree: true, characterData: true});
+      watched[id] = el;
+    }
+  };
   let observed = null;
   const tick = () => {
+    watch();
     // a ResizeObserver moves the bar in the frame the notice changes size: with the tick alone a new message
     // covered the bar for up to 200 ms (a screenshot caught it)
     const notice = document.getElementById('notice');

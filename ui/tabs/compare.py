@@ -33,7 +33,7 @@ from ..views.run_status import outcome, run_label
 from ..views.safe_text import md_inline, md_text
 from ..views.scripts import page_script
 from ..views.treedata import RunData
-from ..views.uncertainty import CHANGED_COLUMNS, changed_table, changes_summary
+from ..views.uncertainty import CHANGED_COLUMNS, CHANGED_WIDTHS, changed_table, changes_summary
 from .case_finder import build_case_finder, case_finder_layout
 from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
 from .exports import export_controls, export_ready, export_stale
@@ -105,7 +105,7 @@ def _layout() -> _Parts:
                 "from what R̄ of the first K0 passes alone would have given (same C). Click a row: its node in "
                 "both trees, at that iteration.", elem_id="cmp-changed-intro")
     c["cmp_changed"] = gr.Dataframe(headers=CHANGED_COLUMNS, interactive=False, elem_id="cmp-changed", wrap=True,
-                                    max_height=260)
+                                    max_height=260, column_widths=CHANGED_WIDTHS)
     with gr.Row():
         c["cmp_prev"] = gr.Button("◀ prev", elem_id="cmp-prev", size="sm", scale=1)
         c["cmp_next"] = gr.Button("next ▶", elem_id="cmp-next", size="sm", scale=1)

@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 
 from storage import RunStore, StorageError
+from uats_core.status import RunStatus
 
 from ..access import AccessDenied, require_owner
 from ..views.scripts import page_script
@@ -98,7 +99,7 @@ def build_run_bar(c: dict[str, Any]) -> None:
         c["status_md"] = gr.Markdown("**No run open.**", elem_id="run-status")
         c["run_hint"] = gr.Markdown(NO_RUN_HINT, elem_id="run-hint")
         gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False,
-                explained=list(EXPLAINED))
+                explained=list(EXPLAINED), ended=[st.value for st in RunStatus if st not in LIVE])
 
 
 CONTROL_VERBS = "cancel, pause, step or resume"
@@ -164,4 +165,10 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
     # the user's own changes (open, run, select) fire ctx.run_state's change; a tick's (a run ending) come with the poll
     ctx.run_state.change(on_state, [ctx.run_state, shown], [*outputs, hint, shown], show_progress="hidden",
                   trigger_mode="always_last")
-    ctx.poll.add(on_state, [ctx.run_state, shown], [*outputs, hint, shown], with_request=True, with_reads=True)
+    def on_tick(s: OpenRun, last: Any, request: gr.Request, reads: RunReads) -> Any:
+        # following a run whose frames are not all sent yet (search_events.live_update): its end waits for them
+        if s.run_id and s.t is None and s.version is None:
+            return gr.skip()
+        return on_state(s, last, request, reads)
+
+    ctx.poll.add(on_tick, [ctx.run_state, shown], [*outputs, hint, shown], with_request=True, with_reads=True)

@@ -237,8 +237,9 @@ def live_update(ctx: AppContext, viewer: RunViewer, s: OpenRun, follow_live: boo
         state = data.state_at(s.t)
         s.version = version
         slider_t = s.t
-    out[ctx.notice] = _progress_notice(s, run)
-    out[t.status_md] = run_status_md(run, state, viewer.shadow(s.run_id))
+    if s.version is not None:  # frames still to come (the next poll's): the status waits for the last of them
+        out[ctx.notice] = _progress_notice(s, run)
+        out[t.status_md] = run_status_md(run, state, viewer.shadow(s.run_id))
     out[t.t_slider] = viewer.slider_update(data, slider_t)
     if run["status"] not in LIVE and s.version is not None:
         out[t.export_key] = f"{run['run_id']}:{run['status']}"

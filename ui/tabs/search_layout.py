@@ -60,7 +60,7 @@ class SearchTab:
     shadow_btn: gr.Button
     shadow_cancel: gr.Button
     knobs_plot: gr.HTML
-    node_box: gr.Number
+    node_box: gr.Textbox
     go_node: gr.Button
     collapse_btn: gr.Button
     expand_all: gr.Button
@@ -147,7 +147,9 @@ def _tree_column(c: dict[str, Any]) -> None:
     charts."""
     c["tree"] = plot_html("tree", "The tree appears here as the search writes it.", 440)
     with gr.Row(elem_id="node-row"):  # a node by its id, also while the inspector is closed
-        c["node_box"] = gr.Number(None, label="node id", precision=0, elem_id="node-id", scale=1, min_width=90)
+        # a text box: a Number showed 0 before any node was chosen (Gradio draws its None as 0)
+        c["node_box"] = gr.Textbox("", label="node id", placeholder="id, Enter", max_lines=1, elem_id="node-id",
+                                   scale=1, min_width=90)
         c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False, min_width=80)
         c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
         c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False, min_width=90)

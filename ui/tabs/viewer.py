@@ -10,6 +10,7 @@ import gradio as gr
 
 from storage import RunVersion, StorageError
 from storage.shadow import read_shadow
+from uats_core.status import RunStatus
 
 from ..views.cases import StepJudge
 from ..views.charts import cost_figure, knobs_figure
@@ -19,7 +20,7 @@ from ..views.node_details import node_details_md
 from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
 from ..views.treefig import ViewOptions, tree_figure
-from .common import AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
+from .common import LIVE, AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
 
@@ -96,9 +97,13 @@ class RunViewer:
         t0 = time.perf_counter()
         state = data.state_at(start)
         shadow = read_shadow(self.ctx.store, s.run_id)
+        ended = data.run.get("status") not in LIVE
         for t in range(start, last + 1):
             state = data.state_at(t) if t != start else state
-            figs.append(self._figure(s, data, state, opts, version, shadow))
+            fig = self._figure(s, data, state, opts, version, shadow)
+            # an ended run was still running at its earlier iterations: a frame says the status of its own, so the
+            # page's "finished" (dataset.status) comes with the last frame, not the first of a burst
+            figs.append(with_meta(fig, status=RunStatus.RUNNING) if ended and t < last else fig)
             if time.perf_counter() - t0 > FRAMES_BUILD_S:
                 break
         s.drawn_t = state.iteration
@@ -168,7 +173,7 @@ class RunViewer:
         fig, md = self.node_view(data, state, nid, s.fig1, self.shadow(s.run_id))
         star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
         t = self.tab
-        return {t.figure1: fig, t.node_md: md, t.node_box: gr.update(value=nid),
+        return {t.figure1: fig, t.node_md: md, t.node_box: gr.update(value=str(nid)),
                 t.star_box: bool(star and star["starred"]), t.note_box: (star or {}).get("note", "")}
 
     @staticmethod

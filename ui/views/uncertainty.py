@@ -106,6 +106,9 @@ def uncertainty_changes(data: RunData) -> list[ChangedDecision]:
 # ------------------------------------------------------------------------------------------ the compare view
 CHANGED_COLUMNS = ["run", "t", "node", "step", "gate", "extra passes", "R̄: K0 → after", "R̄ rank", "children",
                    "R̄ alone", "changed"]
+# their widths in a table the width of the page: each header's longest word on one line at 1280 px ("ru|n", "nod|e"
+# had broken while the steps' text took the width), the step and the reasons wrapped at their spaces
+CHANGED_WIDTHS = ["4%", "4%", "5%", "20%", "13%", "6%", "12%", "7%", "8%", "7%", "14%"]
 
 
 def _r(v: float | None) -> str:
