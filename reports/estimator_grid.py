@@ -13,6 +13,7 @@ import pandas as pd
 
 from uats_core.config import SearchConfig
 
+from .provenance import with_provenance
 from .stats import paired_summary, shown_half
 from .verdicts import DOWN, NOISE, UP, diff_text, side
 
@@ -97,7 +98,7 @@ def grid_markdown(results: pd.DataFrame, confidence: float = 0.95) -> str:
               + (f"met by {', '.join(winners)}." if winners else
                  "no estimator meets it on the cells run so far" + ("" if len(SEED_SETS) == diffs["seeds"].nunique()
                                                                     else " (the second seed set has not run)") + ".")]
-    return "\n".join(lines)
+    return with_provenance("\n".join(lines), results)
 
 
 def grid_section(ledger: Path = LEDGER) -> list[str]:

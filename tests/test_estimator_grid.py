@@ -22,7 +22,7 @@ def _ledger(seeds: range, ensemble_gain: float) -> pd.DataFrame:
         for seed in seeds:
             for i, pid in enumerate(PROBLEMS):
                 right = i % 2 == 0
-                cell = {"pair": "B:prm", "budget": budget, "seed": seed, "problem_id": pid}
+                cell = {"pair": "B:prm", "budget": budget, "seed": seed, "problem_id": pid, "code_version": "b9109b0f6ac4"}
                 rows.append({**cell, "method": "rebase", "variant": "base", "correct": right})
                 rows.append({**cell, "method": "h-uats", "variant": "tau=auto", "correct": right})
                 rows.append({**cell, "method": "h-uats", "variant": "estimator=ensemble,tau=auto",
