@@ -54,40 +54,39 @@ def ensemble_dir(prm: Any) -> Path | None:
     return Path(f"{folder}-ensemble") if folder else None
 
 
-def check_ensemble_size(prm_folder: Path, k0: int) -> None:
-    """Before anything loads or is written: the ensemble beside a PRM folder exists and holds at least `k0` members
-    (its ensemble.json read, no member loaded); ConfigError naming `estimator` or `k0` as load_ensemble would."""
-    meta_path = Path(f"{prm_folder}-ensemble") / ENSEMBLE_FILE
-    if not meta_path.is_file():
-        raise ConfigError("estimator", f"the PRM {str(prm_folder)!r} has no trained ensemble (looked for {meta_path}); "
-                                       "train one (python -m uats.arith.train_ensemble for the embedded "
-                                       "PRM) or pick another estimator")
+def member_files(where: Path | None, who: str, k0: int) -> list[str]:
+    """The member files named by the ensemble's file in `where` (a PRM folder's `-ensemble` beside it), read without
+    loading a member: ConfigError naming `estimator` (none there, or no ensemble's file) or `k0` (fewer members)."""
+    meta_path = where / ENSEMBLE_FILE if where else None
+    if meta_path is None or not meta_path.is_file():
+        raise ConfigError("estimator", f"the PRM {who!r} has no trained ensemble (looked for "
+                                       f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
+                                       "(python -m uats.arith.train_ensemble for the embedded PRM) or "
+                                       "pick another estimator")
     try:
-        members = len(json.loads(meta_path.read_text())["members"])
+        files = list(json.loads(meta_path.read_text())["members"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError("estimator", f"{meta_path} is not an ensemble's file ({exc}); train the ensemble "
                                        "again") from None
-    if k0 > members:
-        raise ConfigError("k0", f"the ensemble has {members} members, fewer than k0={k0}; use k0 <= {members}")
+    if k0 > len(files):
+        raise ConfigError("k0", f"the ensemble has {len(files)} members, fewer than k0={k0}; use k0 <= {len(files)}")
+    return files
+
+
+def check_ensemble_size(prm_folder: Path, k0: int) -> None:
+    """Before anything loads or is written: the ensemble beside a PRM folder holds at least `k0` members."""
+    member_files(Path(f"{prm_folder}-ensemble"), str(prm_folder), k0)
 
 
 def load_ensemble(prm: Any, k0: int) -> Ensemble:
     """The ensemble of a PyTorch PRM whose members were trained beside it; ConfigError naming `estimator` (no members)
     or `k0` (more than there are members) otherwise."""
     where = ensemble_dir(prm)
-    meta_path = where / ENSEMBLE_FILE if where else None
-    if meta_path is None or not meta_path.is_file():
-        raise ConfigError("estimator", f"the PRM {getattr(prm, 'name', prm)!r} has no trained ensemble (looked for "
-                                       f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
-                                       "(python -m uats.arith.train_ensemble for the embedded PRM) or "
-                                       "pick another estimator")
+    files = member_files(where, str(getattr(prm, "name", prm)), k0)
     if not hasattr(prm, "fmt") or not hasattr(prm, "model"):
         raise ConfigError("estimator", f"the ensemble estimator serves token-classification PRMs (the embedded one); "
                                        f"{getattr(prm, 'name', prm)!r} is not one: use laplace or mahalanobis")
-    meta = json.loads(meta_path.read_text())
-    files = list(meta["members"])
-    if k0 > len(files):
-        raise ConfigError("k0", f"the ensemble has {len(files)} members, fewer than k0={k0}; use k0 <= {len(files)}")
+    assert where is not None  # member_files refused a PRM without a folder
     from safetensors.torch import load_file
 
     members = []

@@ -39,7 +39,7 @@ from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, ro
 from .exports import export_controls, export_ready, export_stale
 from .ood_pair import offers_ood_pair, ood_pair_form
 from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
-from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, run_request, submit_run
+from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, queue_run, run_request
 from .search_layout import SearchTab
 
 
@@ -246,11 +246,10 @@ class _Compare:
         """Queue both runs (method, form) and follow them live; both forms are checked before either is queued."""
         ids = []
         try:
-            for m, form in runs:
-                run_request(self.ctx, form, m)  # a refusal of the second names its field before the first is queued
-            for m, form in runs:
-                ids.append(submit_run(self.ctx, form, method=m, label=label, owner=requester(request),
-                                      session=session_of(request)))
+            # both checked first: a refusal of the second names its field before the first is queued
+            reqs = [run_request(self.ctx, form, m) for m, form in runs]
+            for req in reqs:
+                ids.append(queue_run(self.ctx, req, label=label, owner=requester(request), session=session_of(request)))
         except FORM_ERRORS as exc:  # named as the form names the field (τ, budget N)
             return {self.ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:

@@ -113,10 +113,14 @@ def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = N
 
 def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
                paused: bool = False, owner: str | None = None, session: str | None = None) -> str:
-    """Register a run from the form's values (run_request) and queue it for a worker; its id. `owner`: who
-    started it (ui/access.py). The pool's queue limits (per server, per client `session`) may refuse it:
-    QueueFull, nothing written."""
-    req = run_request(ctx, form, method)
+    """Register a run from the form's values (run_request) and queue it for a worker; its id (queue_run)."""
+    return queue_run(ctx, run_request(ctx, form, method), label, paused, owner, session)
+
+
+def queue_run(ctx: AppContext, req: RunRequest, label: str | None = None, paused: bool = False,
+              owner: str | None = None, session: str | None = None) -> str:
+    """Register a checked run and queue it for a worker; its id. `owner`: who started it (ui/access.py). The pool's
+    queue limits (per server, per client `session`) may refuse it: QueueFull, nothing written."""
     ctx.pool.submit(req, session=session, paused=paused,
                     register=lambda: req.register(ctx.store, label=label, paused=paused, owner=owner))
     log.info("run %s submitted (%s on %s)", req.run_id, req.search.config.method, req.search.problem.id)
