@@ -23,17 +23,17 @@ What it writes is scripted from the prompt, the seed and the choice: arithmetic-
 delimiter, and after `depth` steps a boxed answer ended by end-of-sequence. Each candidate's token count is the
 number of its characters plus one (deliberately not what a tokenizer would count), so a test can tell the
 server's count from a local one. Faults on request: the first `fail_first` completions answer 503; `delay_s`
-holds every completion; `hang` accepts and never answers (until the double stops); `error_body` answers every
-completion with HTTP `error_status` and that body; `redirect_to` answers every request with a 307 there;
-`huge_step` makes every step that many characters with a count of two tokens; `token_ids=False` leaves vLLM's
-per-choice ids out. Every request's headers are kept in `headers`."""
+holds every completion (stopping the double ends the hold, unanswered); `hang` accepts and never answers (until the
+double stops); `error_body` answers every completion with HTTP `error_status` and that body; `redirect_to` answers
+every request with a 307 there; `huge_step` makes every step that many characters with a count of two tokens;
+`token_ids=False` leaves vLLM's per-choice ids out. Every request's headers are kept in `headers`. Leaving the
+`with` block (stop) returns once every request's thread has ended."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -106,13 +106,16 @@ class OpenAICompletionsServerDouble:
                     return
                 route = self.path.rstrip("/")
                 if route == "/v1/completions" or (route == "/completion" and double.flavour == "llamacpp"):
-                    status, payload = double.complete(body, native=route == "/completion")
-                    self._send(status, payload)
+                    answer = double.complete(body, native=route == "/completion")
+                    if answer is not None:
+                        self._send(*answer)
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        # stop() joins every request's thread (socketserver's block_on_close), so none outlives the double and writes
+        # into a later test's captured stderr (a delayed answer to a client that gave up used to, 2 s on)
+        self.server.daemon_threads = False
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -136,7 +139,7 @@ class OpenAICompletionsServerDouble:
         return {"id": self.model, "object": "model", "created": 0, "owned_by": self.flavour, "root": self.model,
                 "max_model_len": self.max_model_len}
 
-    def complete(self, body: dict[str, Any], native: bool = False) -> tuple[int, Any]:
+    def complete(self, body: dict[str, Any], native: bool = False) -> tuple[int, Any] | None:
         with self._lock:
             self.requests.append(body)
             self._count += 1
@@ -146,8 +149,8 @@ class OpenAICompletionsServerDouble:
                 return 503, {"error": {"message": "the engine is busy", "type": "ServiceUnavailable"}}
         if self.error_body is not None:
             return self.error_status, self.error_body
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        if self.delay_s and self._release.wait(self.delay_s):
+            return None  # stopped while holding it: the client gave up long ago, nothing is written
         if not native and body.get("model") != self.model:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
         prompt = body["prompt"]

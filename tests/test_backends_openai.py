@@ -5,6 +5,7 @@ tests/test_vllm_real.py runs it against a real `vllm serve` in the vLLM lane."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -103,6 +104,8 @@ def test_a_slow_server_times_out_in_one_line_without_asking_again(tokenizer):
                                                 r"within the read timeout \(0.3 s\)\); check that it is not stuck"):
             policy.generate_steps([Trace("What is 1 + 1?")])
         assert len(server.requests) == 1  # a server that accepted and said nothing is not asked again
+    # the held request's thread ended with the double: none writes into a later test's captured stderr
+    assert not [t for t in threading.enumerate() if "process_request" in t.name]
 
 
 def test_a_server_that_is_down_or_a_wrong_model_is_one_line_before_any_step(tokenizer):
