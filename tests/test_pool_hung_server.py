@@ -34,11 +34,12 @@ def test_a_hung_policy_server_neither_holds_the_pool_nor_outlives_a_cancel(tmp_p
             other = search_job(uuid.uuid4().hex, store.location, prob, cfg)
             pool.submit(other, session="bob", register=lambda: other.register(store))
             assert until(lambda: status(other.run_id) == RunStatus.FINISHED, 240), store.get_run(other.run_id)
-            # a second hung run, cancelled as soon as it waits on the server (the first may have reached its read
-            # timeout meanwhile on a loaded machine: how it ended is not what this part checks)
+            # a second hung run, cancelled as soon as it waits on the server. A third client's: alice's own would wait
+            # for a worker until her first run's read timeout (60 s) ended it (WorkerPool._startable); the first may
+            # have reached that timeout meanwhile on a loaded machine: how it ended is not what this part checks
             hung.hanging.clear()
             again = search_job(uuid.uuid4().hex, store.location, prob, cfg, policy=f"openai:{hung.url}")
-            pool.submit(again, session="alice", register=lambda: again.register(store))
+            pool.submit(again, session="carol", register=lambda: again.register(store))
             assert hung.hanging.wait(240), "the second hung run never reached its server"
             asked = time.monotonic()
             store.request_cancel(again.run_id)
