@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# Before torch loads, here and in the processes a test starts (as uats/arith/train.py does for itself): OpenMP
+# threads that spin while they wait burned the cores the other xdist worker needed (measured at load 7: the
+# variance-penalty training of tests/test_arith_train.py took 27-58 CPU s spinning, 4.1 s waiting passively).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import json
 from pathlib import Path
 
@@ -11,6 +18,20 @@ from testkit.hand_log import build_hand_db
 from testkit.run_pairs import real_pair as _real_pair, synthetic_runs as _synthetic_runs
 
 BROWSER = Path(__file__).parent / "browser"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist the cores are shared out between the workers, as ui.jobs.pool shares them between its own, not
+    every core to each (the committed ledgers were run on one thread a search too: docs/eval.md, --torch-threads 1).
+    OMP_NUM_THREADS carries it to the processes a test starts; a test or process that sets its own count keeps it."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if not workers or "PYTEST_XDIST_WORKER" not in os.environ:  # the controller computes nothing
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids

@@ -200,7 +200,6 @@ def test_shipped_tokenizer_matches_the_builder(tok):
 @needs_models
 def test_models_load_and_produce_steps_and_scores(tok):
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
-    torch.set_num_threads(2)
     probs = load_split("test", 4)
     for style in ("A", "B"):
         policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS[style]).eval()
