@@ -3,14 +3,11 @@ the browser tests (tests/browser/conftest.py takes CHROMIUM_FLAGS from here); `s
 
 from __future__ import annotations
 
-import logging
 import shutil
 from pathlib import Path
 from typing import Any
 
-from .serving import free_port
-
-log = logging.getLogger(__name__)
+from .serving import free_port, launch_served
 
 # headless and offline: no GPU, no sandbox (containers), no background fetches a machine without internet waits on
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -38,13 +35,6 @@ def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
     from ui.app_ui import QUEUE_KWARGS, build_demo, launch_kwargs
 
     demo = build_demo(store, pool, export_dir)
-    for attempt in range(3):
-        port = free_port()
-        try:
-            demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                **launch_kwargs(export_dir))
-            return demo, port
-        except ValueError as exc:  # Gradio's 3 s check of its own address times out on a loaded machine
-            log.warning("serving the app failed (%s); try %d of 3", exc, attempt + 1)
-            demo.close()
-    raise RuntimeError("the app could not be served on 127.0.0.1 (three tries)")
+    port = free_port()
+    launch_served(demo.queue(**QUEUE_KWARGS), port, **launch_kwargs(export_dir))  # answering when it returns
+    return demo, port

@@ -19,6 +19,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def launch_served(demo: Any, port: int, **launch: Any) -> str:
+    """Serve `demo` on 127.0.0.1:`port` without blocking and return its URL once it answers: the test waits for its
+    server itself, with the launcher's wait (ui.launch.wait_until_answering), never with Gradio's own one-HEAD, 3 s
+    check (under load it failed a launch: "localhost is not accessible"; launch_kwargs turns it off as well)."""
+    from ui.launch import wait_until_answering
+
+    demo.launch(**{"quiet": True, "_frontend": False, **launch, "server_name": "127.0.0.1", "server_port": port,
+                   "prevent_thread_lock": True})
+    url = f"http://127.0.0.1:{port}"
+    wait_until_answering(f"{url}/")
+    return url
+
+
 @contextmanager
 def served_app(store: Any, pool: Any, folder: Path, export_quota: Any = None, **launch: Any) -> Iterator[str]:
     """The page over `store` and `pool`, served on a free loopback port with the launcher's settings (plus
@@ -29,11 +42,9 @@ def served_app(store: Any, pool: Any, folder: Path, export_quota: Any = None, **
 
     quota = {} if export_quota is None else {"export_quota": export_quota}
     demo = build_demo(store, pool, folder / "exports", folder / "reports", **quota)
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **{**launch_kwargs(folder / "exports"), **launch})
+    url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **{**launch_kwargs(folder / "exports"), **launch})
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         demo.close()
 
@@ -74,10 +85,7 @@ def served_fresh_app(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict
     (tmp / "reports").mkdir(exist_ok=True)
     extra = {} if choices is None else {"choices": choices}
     demo = build_demo(store, pool, tmp / "exports", tmp / "reports", **extra)
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(tmp / "exports"))
-    url = f"http://127.0.0.1:{port}"
+    url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(tmp / "exports"))
     try:
         yield {"url": url, "client": app_client(url), "store": store}
     finally:

@@ -14,7 +14,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import WorkerPoolDouble, record
-from testkit.serving import app_client, form_args, free_port, notice_text, save_note, served_app
+from testkit.serving import app_client, form_args, free_port, launch_served, notice_text, save_note, served_app
 from testkit.synthetic import synthetic_events
 from ui import launch
 
@@ -88,8 +88,7 @@ def test_with_a_login_an_unauthenticated_client_is_refused(source: str, tmp_path
     # serve what the launcher asked for, on loopback: the test opens no port to the network
     demo, port = call.pop("demo"), free_port()
     monkeypatch.undo()  # the real Blocks.launch again
-    demo.launch(**{**call, "server_name": "127.0.0.1", "server_port": port, "prevent_thread_lock": True, "quiet": True})
-    url = f"http://127.0.0.1:{port}"
+    url = launch_served(demo, port, **call)
     try:
         assert httpx.get(f"{url}/config").status_code == 401
         assert httpx.post(f"{url}/gradio_api/call/list_runs", json={"data": []}).status_code == 401

@@ -18,7 +18,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import WorkerPoolDouble, record_synthetic
-from testkit.serving import app_client, call_api, free_port, job_result
+from testkit.serving import app_client, call_api, free_port, job_result, launch_served
 from ui.views.safe_text import md_text
 
 
@@ -56,12 +56,10 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
         return real_connect(*args, **kwargs)
 
     demo = build_demo(store, WorkerPoolDouble(), tmp_path / "exports", reports)
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(tmp_path / "exports"))  # as ui/launch.py serves it
+    url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(tmp_path / "exports"))  # as ui/launch.py serves it
     monkeypatch.setattr(sqlite3, "connect", recording_connect)
     try:
-        yield {"client": app_client(f"http://127.0.0.1:{port}"), "seen": seen, "tmp": tmp_path,
+        yield {"client": app_client(url), "seen": seen, "tmp": tmp_path,
                "allowed": {str(run_log.resolve()), str((reports / "eval.db").resolve())}, "victim": victim}
     finally:
         monkeypatch.undo()

@@ -18,7 +18,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import WorkerPoolDouble
-from testkit.serving import free_port, served_app
+from testkit.serving import free_port, launch_served, served_app
 from ui import launch
 
 PLOTLY_PATH = "/uats-static/plotly.min.js"
@@ -39,9 +39,9 @@ def _launched(tmp: Path, argv: list[str]) -> Iterator[str]:
         assert launch.main([*argv, "--db", str(tmp / "runs.db"), "--export-dir", str(tmp / "exports")]) == 0
     [call] = calls
     demo, port = call.pop("demo"), free_port()
-    demo.launch(**{**call, "server_name": "127.0.0.1", "server_port": port, "prevent_thread_lock": True, "quiet": True})
+    url = launch_served(demo, port, **call)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         demo.close()
 

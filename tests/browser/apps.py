@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from testkit.serving import free_port
+from testkit.serving import free_port, launch_served
 
 from .pages import wait_idle
 
@@ -27,11 +27,9 @@ def imports_app(base: Path, store: Any) -> Iterator[str]:
     pool = WorkerPool(store, max_workers=1, poll_s=0.5)
     (base / "reports").mkdir(exist_ok=True)
     demo = build_demo(store, pool, base / "exports", base / "reports", server_choices(imports_dirs=[base / "imports"]))
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(base / "exports"))
+    url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(base / "exports"))
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
         demo.close()

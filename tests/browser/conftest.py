@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from testkit.browser import CHROMIUM_FLAGS
-from testkit.serving import free_port
+from testkit.serving import free_port, launch_served
 
 from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
 
@@ -79,11 +79,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
                                          encoding="utf-8")
     choices = server_choices(models_dirs=[Path(tiny_models[0]).parent], datasets_dirs=[datasets])
     demo = build_demo(store, pool, export_dir, reports_dir, choices)
-    port = free_port()
-    demo.queue(**QUEUE_KWARGS).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                                      **launch_kwargs(export_dir))  # the launcher's queue, as the page gets it
+    # the launcher's queue, as the page gets it
+    url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(export_dir))
     try:
-        yield {"url": f"http://127.0.0.1:{port}", "store": store, "export_dir": export_dir, "pool": pool,
+        yield {"url": url, "store": store, "export_dir": export_dir, "pool": pool,
                "reports_dir": reports_dir}
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
