@@ -19,7 +19,8 @@ from ..views.figure1 import step_figure
 from ..views.node_details import node_details_md
 from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
-from ..views.treefig import ViewOptions, tree_figure
+from ..views.treefig import tree_figure
+from ..views.treeview import ViewOptions
 from .common import LIVE, AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
