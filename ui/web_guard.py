@@ -54,6 +54,8 @@ WILDCARDS = ("0.0.0.0", "::", "")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 PLOTLY_URL = "/uats-static/plotly.min.js"
+# the page's bundle: plotly.js's cartesian build, the Python package's version (ui/static/README.md)
+PAGE_PLOTLY_JS = Path(__file__).resolve().parent / "static" / "plotly-cartesian.min.js"
 BODY_TIMEOUT_S = 30.0  # a request body not whole by then gets 408: a slow client holds no connection for good
 # what a proxy tells the app about the browser's address; from anyone else, a lie Gradio would believe (its /config
 # root and /logout's redirect took X-Forwarded-Host as the site)

@@ -25,18 +25,19 @@ from typing import Any
 from uats_core.estimators import ESTIMATOR_CLASSES
 
 from .decisions import Candidate, Step
-from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, colour_for, fmt_mean, fmt_var
+from .figstyle import OOD_COLOUR, colour_for, fmt_mean, fmt_var
+from .figure1_traces import MONO, TABLE_PAD, deviations, gate_traces, pass_marks, row_boxes, shadow_boxes, table_trace
 from .frontier import ordered_rows, page_of
 
 ROW_PX = 24  # one row: a 12 px box and 11 px text with room above and below
 PER_PAGE = 64  # rows on one page of the figure (the page holding the inspected node is shown)
 DOTS_UP_TO = 32  # rows with their single passes drawn as dots; more, and the boxes alone read better
-EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
 MIN_PANELS_PX = 310  # the three panels' least width (the inspector beside the tree at 1280): below it, sideways
 CHAR_PX = 7.0  # an 11 px monospace character (DejaVu Sans Mono 6.6 px, rounded up): the margins' widths
 LABEL_CHAR_PX = 7.2  # the left labels' 12 px sans-serif, per character, rounded up
 SELECTED_BAND = "rgba(255, 200, 0, 0.30)"
 GROUP_BAND = "rgba(0, 0, 0, 0.045)"
+ANNOTATION_PAD_PX = 2  # an annotation's text starts this far inside its box (Plotly's borderpad 1 + border 1)
 TOP_PX = 96  # the figure's top margin: title, axis titles and ticks, the table's heads (kept in view: sticky_top)
 CAPTION_LINES = (
     "rows: the step's candidates, grouped by parent (#p ▸ #c starts the group under node p)",
@@ -110,24 +111,23 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     passes = {c.node_id: _passes(nodes, c) for c in rows}
     floor = score_floor([v for ps in passes.values() for v in ps])
     cmin, cmax = colour_range
-    data: list[dict[str, Any]] = []
-    for i, c in enumerate(rows):
-        data += _row_boxes(i, c, passes[c.node_id], colour_for(c.mean_after, cmin, cmax))
-        if shadow and c.node_id in shadow:
-            data.append(_shadow_box(i, c.node_id, shadow[c.node_id]))
-    data += _pass_marks(rows, passes, n <= DOTS_UP_TO)
-    data += _gate_traces(rows, gate.label)
+    fills = {c.node_id: colour_for(c.mean_after, cmin, cmax) for c in rows}
+    data = row_boxes(rows, passes, fills) + (shadow_boxes(rows, shadow) if shadow else [])
+    data += pass_marks(rows, passes, n <= DOTS_UP_TO)
+    data += gate_traces(rows, gate.label)
     shadow_cells = {c.node_id: _shadow_text(shadow.get(c.node_id)) for c in rows} if shadow else {}
     lines = [_table_line(number_cells(c), shadow_cells.get(c.node_id, "")) for c in rows]
+    gate_axis = log_axis([c.stat for c in rows] + [c.stat_after for c in rows if c.extra], gate.tau)
+    data.append(table_trace(lines, gate_axis["range"][1]))
     head = _table_line([h if h not in ("read", "after") else f"{gate.label} {h}" for h in NUMBER_HEADS],
                        "  shadow" if shadow else "")
-    right = int(CHAR_PX * max(len(x) for x in [head, *lines]) + 24)
+    right = int(CHAR_PX * (TABLE_PAD + max(len(x) for x in [head, *lines])) + 10)
     left = int(LABEL_CHAR_PX * max(len(x) for x in labels) + 16)
     if title is None:
         title = step_title(step, len(rows_all), page, pages, per_page, n, siblings_only)
     # one spread scale for the whole step, whichever page is shown
     spread = spread_axis([_passes(nodes, c) for c in rows_all])
-    layout = _layout(rows, labels, lines, head, left, right, floor, spread, gate.tau, gate.label, title, width,
+    layout = _layout(rows, labels, head, left, right, floor, spread, gate_axis, gate.tau, gate.label, title, width,
                      selected, grouped, gate.estimator)
     return {"data": data, "layout": layout,
             "config": {"displaylogo": False, "responsive": True,
@@ -155,16 +155,10 @@ def step_title(step: Step, total: int, page: int, pages: int, per_page: int, sho
     return f"{verb} {what}{tail}{rows}"
 
 
-def _deviations(passes: Sequence[float]) -> list[float]:
-    """Each pass minus the passes' own R̄: where it lies around its candidate's mean, in score units."""
-    mean = sum(passes) / len(passes) if passes else 0.0
-    return [round(v - mean, 5) for v in passes]
-
-
 def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
     """The spread panel's one scale for the whole step: symmetric round the R̄s, as wide as the farthest pass
     of any candidate (a little more, so its whisker shows), ticked at a round deviation inside it."""
-    far = max((abs(d) for ps in passes if ps for d in _deviations(ps)), default=0.0)
+    far = max((abs(d) for ps in passes if ps for d in deviations(ps)), default=0.0)
     half = max(far * 1.12, 1e-4)
     tick = 10.0 ** math.floor(math.log10(half * 0.8))
     for m in (5, 2, 1):  # the largest round step (5, 2 or 1 × a power of ten) within the range
@@ -175,74 +169,6 @@ def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
     # one tick (the scale is symmetric) and a zero line at R̄: more labels overlapped in the narrow panel at 1280
     return {"range": [-half, half], "tickvals": [tick], "ticktext": [f"+{text}"],
             "zeroline": True, "zerolinecolor": "#d62728", "zerolinewidth": 1}
-
-
-def _row_boxes(i: int, c: Candidate, passes: list[float], fill: str) -> list[dict[str, Any]]:
-    """The row's box on the score axis and on the shared spread axis (a box trace has one fill, so one per row)."""
-    if not passes:
-        return []
-    line = {"color": OOD_COLOUR if c.ood else "#555", "width": 2 if c.ood else 1}
-    common = {"type": "box", "orientation": "h", "y": [i] * len(passes), "width": 0.56, "boxpoints": False,
-              "fillcolor": fill, "line": line, "showlegend": False, "customdata": [[c.node_id]] * len(passes),
-              "yaxis": "y"}
-    return [{**common, "x": [round(v, 5) for v in passes], "xaxis": "x", "name": f"#{c.node_id}",
-             "hovertemplate": f"node {c.node_id}: pass %{{x:.4f}}<extra></extra>"},
-            {**common, "x": _deviations(passes), "xaxis": "x2", "name": f"#{c.node_id} spread",
-             "hovertemplate": f"node {c.node_id}: pass − R̄ = %{{x:+.4f}}<extra></extra>"}]
-
-
-def _pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
-    """Every row's R̄ tick, and with `dots` its single passes (orange: re-evaluation's), each kind one trace for
-    all rows: a trace per row made a 64-row step about 200 traces, and drawing them was most of a click's time."""
-    drawn = [(i, c, passes[c.node_id]) for i, c in enumerate(rows) if passes[c.node_id]]
-    out = [{"type": "scatter", "mode": "markers", "x": [round(sum(ps) / len(ps), 5) for _, _, ps in drawn],
-            "y": [i for i, _, _ in drawn], "xaxis": "x", "yaxis": "y",
-            "marker": {"symbol": "line-ns-open", "size": 16, "color": "#d62728", "line": {"width": 3}},
-            "showlegend": False, "customdata": [[c.node_id] for _, c, _ in drawn], "name": "R̄",
-            "hovertemplate": "node %{customdata[0]}: R̄ %{x:.4f}<extra></extra>"}]
-    if not dots:
-        return out
-    marks: dict[tuple[bool, str], tuple[list[float], list[float]]] = {}
-    for i, c, ps in drawn:
-        first = len(ps) - c.extra if c.decided else len(ps)
-        dev = _deviations(ps)
-        for k in range(len(ps)):
-            y = round(i + ((k * 0.618034) % 1.0 - 0.5) * 0.34, 3)  # a fixed jitter: passes on one value stay apart
-            for axis, xs in (("x", ps), ("x2", dev)):
-                xy = marks.setdefault((k >= first, axis), ([], []))
-                xy[0].append(round(xs[k], 6))
-                xy[1].append(y)
-    for (extra, axis), (xs, ys) in sorted(marks.items()):
-        out.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
-                    "marker": {"size": 4, "color": EXTRA_COLOUR if extra else "rgba(30,30,30,0.75)"},
-                    "showlegend": False, "hoverinfo": "skip", "name": "extra passes" if extra else "passes"})
-    return out
-
-
-def _gate_traces(rows: Sequence[Candidate], label: str) -> list[dict[str, Any]]:
-    ys = list(range(len(rows)))
-    out = [{"type": "bar", "orientation": "h", "y": ys, "x": [c.stat if c.stat else None for c in rows], "xaxis": "x3",
-            "yaxis": "y", "width": 0.56, "name": f"{label} read", "showlegend": False,
-            "marker": {"color": [OOD_COLOUR if c.ood else "#9e9e9e" for c in rows]},
-            "customdata": [[c.node_id] for c in rows],
-            "hovertemplate": f"node %{{customdata[0]}}: {label} the test read %{{x:.3g}}<extra></extra>"}]
-    after = [(i, c) for i, c in enumerate(rows) if c.extra and c.stat_after is not None]
-    if after:
-        out.append({"type": "scatter", "mode": "markers", "y": [i for i, _ in after],
-                    "x": [c.stat_after for _, c in after], "xaxis": "x3", "yaxis": "y", "showlegend": False,
-                    "name": f"{label} after", "customdata": [[c.node_id] for _, c in after],
-                    "marker": {"symbol": "diamond-open", "size": 10, "color": "#222", "line": {"width": 2}},
-                    "hovertemplate": f"node %{{customdata[0]}}: {label} after the extra passes %{{x:.3g}}<extra></extra>"})
-    return out
-
-
-def _shadow_box(i: int, nid: int, row: Mapping[str, Any]) -> dict[str, Any]:
-    scores = [round(float(v), 5) for v in row.get("mc_scores") or []]
-    return {"type": "box", "orientation": "h", "x": scores, "y": [i + 0.3] * len(scores), "width": 0.3,
-            "name": "shadow", "boxpoints": False, "fillcolor": "rgba(123, 50, 148, 0.18)",
-            "line": {"color": SHADOW_COLOUR, "width": 1.5}, "xaxis": "x", "yaxis": "y", "showlegend": False,
-            "customdata": [[nid]] * len(scores),
-            "hovertemplate": f"node {nid}: shadow pass %{{x:.4f}} (not spent)<extra></extra>"}
 
 
 def _shadow_text(row: Mapping[str, Any] | None) -> str:
@@ -261,16 +187,19 @@ def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
             "ticktext": [f"1e{e}" if e else "1" for e in ticks]}
 
 
-def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head: str, left: int, right: int,
-            floor: float, spread: dict[str, Any], tau: float, label: str, title: str, width: int | None,
+def _layout(rows: Sequence[Candidate], labels: list[str], head: str, left: int, right: int,
+            floor: float, spread: dict[str, Any], gate_axis: dict[str, Any], tau: float, label: str, title: str, width: int | None,
             selected: int | None, grouped: bool, estimator: str = "mc-dropout") -> dict[str, Any]:
     n = len(rows)
     sample = sample_label(estimator)
     top, bottom = TOP_PX, 26 + 15 * len(CAPTION_LINES)
-    stats = [c.stat for c in rows] + [c.stat_after for c in rows if c.extra]
     y = {"range": [n - 0.5, -0.5], "tickmode": "array", "tickvals": list(range(n)), "ticktext": labels,
-         "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1]}
+         "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1],
+         "ticklabeloverflow": "allow"}
+    # ticklabeloverflow "allow": Plotly's default measures every tick label to hide those past the div (a quarter
+    # of a 64-row step's draw); the margins are sized to hold them
     axis = {"side": "top", "fixedrange": True, "gridcolor": "#eee", "zeroline": False, "tickfont": {"size": 11},
+            "ticklabeloverflow": "allow",
             "title": {"font": {"size": 12}, "standoff": 4}}
     layout: dict[str, Any] = {
         "height": top + bottom + ROW_PX * n, "margin": {"l": left, "r": right, "t": top, "b": bottom},
@@ -279,14 +208,14 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "xaxis": {**axis, "domain": [0.0, 0.38], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 4,
                   "title": {**axis["title"], "text": sample_label(estimator, True) + (f" from {floor:g}" if floor else "")}},
         "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
-        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.70, 1.0],
+        "xaxis3": {**axis, **gate_axis, "domain": [0.70, 1.0],
                    "title": {**axis["title"], "text": f"{label} read"}},  # the first axis names the estimator
         "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
-        "hovermode": "closest", "boxmode": "overlay",
+        "hovermode": "closest", "barmode": "overlay",
         # on a log axis a shape takes the value, an annotation its log10
         "shapes": [{"type": "line", "xref": "x3", "x0": tau, "x1": tau, "yref": "paper", "y0": 0, "y1": 1,
                     "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}}],
-        "annotations": _annotations(lines, head, tau, sample),
+        "annotations": _annotations(head, tau, sample),
     }
     if width is not None:
         layout["width"] = max(width, left + right + MIN_PANELS_PX)
@@ -301,15 +230,11 @@ def sample_label(estimator: str, plural: bool = False) -> str:
     return one + ("es" if one.endswith("s") else "s") if plural else one
 
 
-def _annotations(lines: list[str], head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
-    mono = {"family": "DejaVu Sans Mono, monospace", "size": 11}
+def _annotations(head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
-        {"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "y", "y": i, "yanchor": "middle",
-         "showarrow": False, "text": line.replace(" ", "\u00a0"), "font": {**mono, "color": "#222"}, "align": "left"}
-        for i, line in enumerate(lines)]
-    out.append({"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "paper", "y": 1.0,
-                "yshift": 8, "yanchor": "bottom", "showarrow": False, "text": head.replace(" ", "\u00a0"),
-                "font": {**mono, "color": "#555"}, "align": "left"})
+        {"xref": "paper", "x": 1.0, "xshift": TABLE_PAD * CHAR_PX - ANNOTATION_PAD_PX, "xanchor": "left",
+         "yref": "paper", "y": 1.0, "yshift": 8, "yanchor": "bottom", "showarrow": False, "text": head.replace(" ", "\u00a0"),
+         "font": {**MONO, "color": "#555"}, "align": "left", "name": "table head"}]
     out.append({"xref": "x3", "x": math.log10(tau), "yref": "paper", "y": 0.0, "yshift": -2, "yanchor": "top",
                 "showarrow": False, "text": f"τ = {tau:g}", "font": {"size": 11, "color": OOD_COLOUR}})
     out.append({"xref": "paper", "x": 0.0, "yref": "paper", "y": 0.0, "yshift": -18, "xanchor": "left",
