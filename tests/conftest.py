@@ -10,6 +10,8 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,17 @@ def pytest_configure(config: pytest.Config) -> None:
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_kept() -> Iterator[None]:
+    """A test that sets torch's thread count (a CLI's main() does: uats/arith/train.py --threads 2) leaves the next
+    tests of its worker the count pytest_configure set, not its own."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    if torch is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
