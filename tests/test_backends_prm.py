@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from uats_core.backends import load_prm
-from uats_core.backends.mc_dropout import DropoutSpec, PrefixCache
+from uats_core.backends.mc_dropout import DropoutSpec
+from uats_core.backends.prefix_cache import PrefixCache
 from uats_core.backends.prm_token_cls import TokenClassificationPRM
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.errors import BackendError
@@ -166,7 +167,7 @@ def test_prefix_cache_gives_identical_scores(prm_dir, mode, budget):
 
 def test_prefix_cache_lru_bounds():
     cache = PrefixCache(max_bytes=10_000, max_entries=3)
-    from uats_core.backends.mc_dropout import PrefixEntry
+    from uats_core.backends.prefix_cache import PrefixEntry
 
     def entry(n: int) -> PrefixEntry:
         return PrefixEntry(tuple(range(n)), [(torch.zeros(1, n, 4), torch.zeros(1, n, 4))], torch.zeros(n, 8))
