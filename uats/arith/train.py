@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from uats_core.worlds.arith import world
+from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.modeling import (
     MODELS_DIR,
     PRM_SIDECAR,
@@ -63,7 +63,7 @@ DRILL_GROUP = 4  # problems whose steps make one drill sequence
 def policy_example(tok, question: str, steps: Sequence[str]) -> Example:
     """[bos] question "\\n\\n" step_1 "\\n\\n" ... step_n [eos]; loss on the solution and eos only."""
     prompt = [tok.bos_token_id] + tok.encode(question + DELIMITER, add_special_tokens=False)
-    sol = tok.encode(world.solution_text(steps), add_special_tokens=False) + [tok.eos_token_id]
+    sol = tok.encode(solutions.solution_text(steps), add_special_tokens=False) + [tok.eos_token_id]
     return prompt + sol, [-100] * len(prompt) + sol
 
 
@@ -193,12 +193,12 @@ def train_policy(tok, style: str, problems: Sequence[world.Problem], slip_rate: 
         order = list(problems)
         rng.shuffle(order)
         n_drill = int(len(order) * drill_share)
-        out = [policy_example(tok, p.question, world.solve(p, style, slip_rate, rng)[0]) for p in order[n_drill:]]
+        out = [policy_example(tok, p.question, solutions.solve(p, style, slip_rate, rng)[0]) for p in order[n_drill:]]
         # Drills: the clean computation steps of DRILL_GROUP problems in a row. Arithmetic is what a small
         # model learns slowest; bare steps carry ~3x more of it per token than whole problems, and clean
         # ones teach the table crisply (the slips are learnt from the problem examples).
         for i in range(0, n_drill - DRILL_GROUP + 1, DRILL_GROUP):
-            out.append(drill_example(tok, [s for p in order[i:i + DRILL_GROUP] for s in world.solve(p, style)[0][:-1]]))
+            out.append(drill_example(tok, [s for p in order[i:i + DRILL_GROUP] for s in solutions.solve(p, style)[0][:-1]]))
         return out
 
     _train(model, make, steps, batch_size, lr, seed, tok.pad_token_id, f"policy {style}", _lm_loss, dropout_p=dropout_p)
@@ -256,7 +256,7 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
         prm.model.embed_tokens.requires_grad_(False)
         for layer in prm.model.layers[:policy_a.config.num_hidden_layers]:
             layer.requires_grad_(False)
-    sampled = [prm_example(tok, p.question, s, world.label_steps(p, s)) for p, s in traces if s]
+    sampled = [prm_example(tok, p.question, s, solutions.label_steps(p, s)) for p, s in traces if s]
     labels = [y for _, lab in sampled for y in lab if y >= 0]
     log.info("PRM data: %d sampled traces, %d steps, %.1f%% correct", len(sampled), len(labels),
              100 * np.mean(labels))
@@ -265,8 +265,8 @@ def train_prm(tok, policy_a, traces: Sequence[tuple[world.Problem, list[str]]], 
         rng = random.Random(f"{seed}-prm-{epoch}")
         written_ex = []
         for p in written:
-            steps_, _ = world.solve(p, "A", rng.choice([0.0, 0.15, 0.3, 0.5]), rng)
-            written_ex.append(prm_example(tok, p.question, steps_, world.label_steps(p, steps_)))
+            steps_, _ = solutions.solve(p, "A", rng.choice([0.0, 0.15, 0.3, 0.5]), rng)
+            written_ex.append(prm_example(tok, p.question, steps_, solutions.label_steps(p, steps_)))
         return sampled + written_ex
 
     _train(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, "PRM", _cls_loss, dropout_p=PRM_SIDECAR["dropout_p"],

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from uats_core.worlds.arith import world
+from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.modeling import MODELS_DIR, PRM_DIR, PRM_SIDECAR
 
 from .train import Example, _cls_loss, _train, prm_example
@@ -73,8 +73,8 @@ def train_member(base: Path, problems: Sequence[world.Problem], seed: int, steps
         rng = random.Random(f"{seed}-member-{epoch}")
         out = []
         for p in sample:
-            steps_, _ = world.solve(p, "A", rng.choice(SLIP_RATES), rng)
-            out.append(prm_example(tok, p.question, steps_, world.label_steps(p, steps_)))
+            steps_, _ = solutions.solve(p, "A", rng.choice(SLIP_RATES), rng)
+            out.append(prm_example(tok, p.question, steps_, solutions.label_steps(p, steps_)))
         return out
 
     _train(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, f"member seed {seed}", _cls_loss,
