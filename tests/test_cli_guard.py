@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from storage import RunStore, schema as S
 from testkit.cli_errors import one_line_error
 from testkit.doubles import record
-from uats.cli import main, tree_lines
+from uats.cli import main
+from uats.run_log_cmds import tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
 
