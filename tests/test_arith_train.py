@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from uats.arith import train
+from uats.arith import train, training_loop
 from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.tokenizer import STEP_TAG, build_tokenizer
 
@@ -135,7 +135,7 @@ def test_two_pass_variance_is_the_sample_variance_of_the_two_passes_at_labelled_
     labels[0, 1], labels[1, 4], labels[2, 0], labels[2, 3] = 1, 0, 1, 1
     probs = logits.softmax(-1)[..., 1].view(2, 3, 5)
     expected = probs.var(dim=0, unbiased=True)[labels >= 0].mean()
-    assert torch.allclose(train._two_pass_variance(logits, labels), expected)
+    assert torch.allclose(training_loop.two_pass_variance(logits, labels), expected)
 
 
 def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() -> None:
@@ -157,7 +157,7 @@ def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() ->
 
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR)
     before = mean_variance(prm)
-    no_label_loss = lambda logits, labels: 0.0 * train._cls_loss(logits, labels)  # noqa: E731
-    train._train(prm, lambda epoch: examples, steps=30, batch_size=4, lr=1e-3, seed=0, pad=tok.pad_token_id,
+    no_label_loss = lambda logits, labels: 0.0 * training_loop.cls_loss(logits, labels)  # noqa: E731
+    training_loop.train_loop(prm, lambda epoch: examples, steps=30, batch_size=4, lr=1e-3, seed=0, pad=tok.pad_token_id,
                  desc="PRM", loss_fn=no_label_loss, dropout_p=PRM_SIDECAR["dropout_p"], variance_penalty=100.0)
     assert mean_variance(prm) < 0.5 * before

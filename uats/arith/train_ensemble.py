@@ -30,7 +30,8 @@ import torch
 from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.modeling import MODELS_DIR, PRM_DIR, PRM_SIDECAR
 
-from .train import Example, _cls_loss, _train, prm_example
+from .train import prm_example
+from .training_loop import Example, cls_loss, train_loop
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def train_member(base: Path, problems: Sequence[world.Problem], seed: int, steps
             out.append(prm_example(tok, p.question, steps_, solutions.label_steps(p, steps_)))
         return out
 
-    _train(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, f"member seed {seed}", _cls_loss,
+    train_loop(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, f"member seed {seed}", cls_loss,
            dropout_p=PRM_SIDECAR["dropout_p"], bf16=False)
     return {k: v.detach().clone().contiguous() for k, v in prm.state_dict().items() if k.startswith(prefixes)}
 
