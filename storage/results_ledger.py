@@ -276,9 +276,10 @@ def _same_searches(ledger_rows: pd.DataFrame, engine: Any) -> pd.DataFrame:
 
 def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame],
                 chunk: int = 200) -> int:
-    """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells
-    the ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's answer,
-    compute, iterations and node count (a cell run again elsewhere is another search). Returns how many cells."""
+    """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells the
+    ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's
+    answer, compute, iterations and node count (a cell run again elsewhere is another search). Returns how many
+    cells."""
     from .eval_results import engine_of, load_nodes
 
     mine = ledger.results()

@@ -28,15 +28,17 @@ def cell_rows(db: Path) -> dict[str, dict]:
     store = RunStore(str(db))
     try:
         with store.engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT c.cell_key, c.status, c.run_id, c.attempts, c.batched, r.status AS run_status, r.answer, "
-                "r.cost, r.n_nodes, r.correct FROM eval_cells c LEFT JOIN runs r ON r.run_id = c.run_id")).mappings().all()
+            query = sa.text("SELECT c.cell_key, c.status, c.run_id, c.attempts, c.batched, r.status AS run_status, "
+                            "r.answer, r.cost, r.n_nodes, r.correct "
+                            "FROM eval_cells c LEFT JOIN runs r ON r.run_id = c.run_id")
+            rows = conn.execute(query).mappings().all()
     finally:
         store.close()
     return {r["cell_key"]: dict(r) for r in rows}
 
 
 def finished_outcomes(db: Path) -> dict[str, tuple]:
-    """cell key -> (answer, cost, nodes, correct) of every finished cell: what two ways of running a grid must agree on."""
+    """cell key -> (answer, cost, nodes, correct) of every finished cell: what two ways of running a grid must
+    agree on."""
     return {k: (v["answer"], v["cost"], v["n_nodes"], v["correct"]) for k, v in cell_rows(db).items()
             if v["status"] == "finished"}

@@ -104,7 +104,8 @@ def write_figure(a: PolicyResult, b: PolicyResult, out: Path, k: int = 7, p: flo
     hb, _ = np.histogram(lb, bins)
     ha, hb = ha / max(ha.sum(), 1), hb / max(hb.sum(), 1)
     centers = (bins[:-1] + bins[1:]) / 2
-    title = (f"PRM MC-dropout variance of step scores (K={k}, p={p}): mean B/A = {b.mean_mc_variance / max(a.mean_mc_variance, 1e-12):.1f}x; "
+    ratio = b.mean_mc_variance / max(a.mean_mc_variance, 1e-12)
+    title = (f"PRM MC-dropout variance of step scores (K={k}, p={p}): mean B/A = {ratio:.1f}x; "
              f"AUROC A {a.prm_auroc:.3f}, B {b.prm_auroc:.3f}")
     fig = None
     try:

@@ -185,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: finished cells are kept; rerun the same command to resume", file=sys.stderr)
         return 130
     if args.dry_run:
-        print(f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, {summary.to_run} to run "
+        print(f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, "
+              f"{summary.to_run} to run "
               f"({summary.orphans} of them orphaned), {summary.busy} held by live workers, {summary.given_up} given up")
         return 0
     print(summary.line())

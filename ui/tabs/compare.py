@@ -337,8 +337,8 @@ class _Compare:
             return pickers
         if not b:
             return {**pickers, self.ctx.notice: notice(
-                f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same problem, "
-                "seed and budget): pick run B, or start the pair")}
+                f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same "
+                "problem, seed and budget): pick run B, or start the pair")}
         return {**pickers, **self.drawn(self.pair_state(a, b), None)}
 
 

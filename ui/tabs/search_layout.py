@@ -166,7 +166,8 @@ def _tree_column(c: dict[str, Any]) -> None:
 
 # The inspector beside the tree (ui/js/inspector.js opens it: #search-row.uats-inspecting), sticky under the run bar
 # with its own scroll, so a click's answer is on the first screen with the tree; the run form folds away while it
-# is open (✕ brings it back), leaving the tree and the inspector the width of the page. Figure 1 scrolls in its own box, its header stuck on top (ui/js/plot.js stickyHead).
+# is open (✕ brings it back), leaving the tree and the inspector the width of the page. Figure 1 scrolls in its own
+# box, its header stuck on top (ui/js/plot.js stickyHead).
 INSPECTOR_CSS = """
 #inspector-panel { display: none !important; }
 #search-row.uats-inspecting #inspector-panel {

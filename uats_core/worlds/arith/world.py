@@ -301,7 +301,8 @@ def get_problem(problem_id: str) -> Problem:
     index = int(m["index"])
     if index >= MAX_PROBLEM_INDEX:
         raise ValueError(f"problem index {index} in {problem_id!r} is too large: a split is generated up to "
-                         f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems (arith-default-s7-test-0)")
+                         f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems "
+                         "(arith-default-s7-test-0)")
     # Round n up so that neighbouring ids share one cached generation.
     n = (index // 256 + 1) * 256
     return _split_cached(m["split"], n, seed, diff)[index]
