@@ -50,7 +50,7 @@ ANSWER_RULE = ("The paper names no vote over final candidates: its search return
                "that reads the PRM's final scores as the searches do. The best final score is the nearest to a single "
                "selected trace; it and the other rules in the claims table were looked at after the results were in, so "
                "an order that holds only under one of them is a lead about this grid, not a reproduction of the paper.")
-VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without a re-evaluation budget",
+VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without re-evaluation passes",
                  NO_SIGMA_VARIANT: "A-UATS with the controller trained without σ features",
                  "dropout_mode=last:2,tau=auto,uncertainty_space=logit": (
                      "H-UATS with the uncertainty settings docs/backends.md recommends"),
@@ -227,7 +227,7 @@ def paired_section(rep: Report, main: str) -> list[str]:
 def ablations_section(rep: Report, main: str) -> list[str]:
     out = ["## The ablations and the uncertainty settings", "",
            "Each UATS variant against its own base settings and against REBASE on the same (problem, seed) cells: "
-           "A-UATS with the controller trained without the σ features, H-UATS without a re-evaluation budget, H-UATS "
+           "A-UATS with the controller trained without the σ features, H-UATS without re-evaluation passes, H-UATS "
            "with the uncertainty settings docs/backends.md recommends against H-UATS as the paper states it, the paper's "
            "per-step spending rule, one deterministic pass (a rung of the ladder below) and the retrained controllers.",
            "", *section(rep, "Variants, paired"), *section(rep, "Ablations")]

@@ -282,7 +282,7 @@ def test_last_layer_at_read_positions_equals_the_whole_layer(arch):
 
 
 def test_small_batch_budget_groups_passes_but_never_one_per_call(prm):
-    """On CPU the engine splits the K passes into groups that fit its token budget; every call still carries at
+    """On CPU the engine splits the K passes into groups that fit its max_batch_tokens; every call still carries at
     least two passes of each candidate (7 -> 3 + 2 + 2)."""
     prm.engine.max_batch_tokens = 1  # as small as it gets: groups of the minimum size
     seen: list[int] = []

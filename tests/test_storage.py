@@ -38,9 +38,9 @@ def _hand_events(run_id: str = "r1") -> list:
         NodesUpdated(iteration=1, nodes=[root.record(), a.record(), b.record()]),
         IterationEnded(iteration=1, decisions=[Decision(node_id=1, children=1),
                                                Decision(node_id=2, extra_passes=2, children=0, status="pruned")],
-                       budget=StepInfo(width=2, reeval_budget=2), cost_step=40.0, cost_total=40.0),
+                       step_info=StepInfo(width=2, reeval_passes=2), cost_step=40.0, cost_total=40.0),
         NodesUpdated(iteration=2, nodes=[c.record()]),
-        IterationEnded(iteration=2, decisions=[], budget=StepInfo(width=1, reeval_budget=0), cost_step=20.0, cost_total=60.0),
+        IterationEnded(iteration=2, decisions=[], step_info=StepInfo(width=1, reeval_passes=0), cost_step=20.0, cost_total=60.0),
         RunEnded(status="finished", answer="5", naive_answer="5", correct=True, naive_correct=True, cost=60.0,
                  iterations=2, extra={"votes": {"5": 0.98}}),
     ]
@@ -72,7 +72,8 @@ def test_round_trip_by_hand(tmp_path: Path) -> None:
     assert its[0]["decisions"][1] == {"node_id": 2, "extra_passes": 2, "children": 0, "status": "pruned"}
     # Stored as the records' dicts (None fields left out), read back into the same records.
     assert Decision.from_dict(its[0]["decisions"][1]) == events[2].decisions[1]
-    assert its[0]["budget"] == {"width": 2, "reeval_budget": 2} and StepInfo.from_dict(its[0]["budget"]) == events[2].budget
+    assert its[0]["step_info"] == {"width": 2, "reeval_passes": 2}
+    assert StepInfo.from_dict(its[0]["step_info"]) == events[2].step_info
     assert its[1]["cost_total"] == 60.0 and its[0]["n_nodes_updated"] == 3
     hist = store.get_node_history("r1")
     assert {(h["iteration"], h["node_id"]) for h in hist} == {(1, 0), (1, 1), (1, 2), (2, 3)}
@@ -120,7 +121,7 @@ def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypa
         with sqlite3.connect(path) as conn:
             dumps.append({t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
                           for t in ("nodes", "node_history")}
-                         | {"iterations": conn.execute("SELECT run_id, iteration, decisions, budget, cost_step, cost_total, "
+                         | {"iterations": conn.execute("SELECT run_id, iteration, decisions, step_info, cost_step, cost_total, "
                                                        "n_nodes_updated FROM iterations ORDER BY 2").fetchall(),
                             "runs": conn.execute("SELECT status, answer, naive_answer, correct, naive_correct, cost, "
                                                  "iterations, n_nodes, error, extra FROM runs").fetchall()})
@@ -328,3 +329,21 @@ def test_processes_opening_one_new_run_log_at_once_all_succeed(tmp_path: Path) -
             assert {"runs", "nodes"} <= set(sa.inspect(store.engine).get_table_names())
         finally:
             store.close()
+
+
+def test_an_older_run_log_keeps_its_step_numbers_under_step_info(tmp_path: Path) -> None:
+    """iterations.budget held each step's StepInfo before "budget" came to mean N alone: opening such a run log
+    for writing renames the column (storage/migrations.py RENAMES), and its rows read back unchanged."""
+    path = tmp_path / "old.db"
+    store = RunStore(str(path))
+    record(store, _hand_events())
+    store.close()
+    with sqlite3.connect(path) as conn:  # what the iterations table looked like before the rename
+        conn.execute("ALTER TABLE iterations RENAME COLUMN step_info TO budget")
+    store = RunStore(str(path))
+    its = store.get_iterations("r1")
+    assert its[0]["step_info"] == {"width": 2, "reeval_passes": 2} and its[1]["step_info"] == {"width": 1,
+                                                                                               "reeval_passes": 0}
+    with sqlite3.connect(path) as conn:
+        assert "budget" not in {row[1] for row in conn.execute("PRAGMA table_info(iterations)")}
+    store.close()

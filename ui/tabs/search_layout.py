@@ -194,7 +194,7 @@ EMPTY_WHY = "<p class='uats-why-empty'>Select a node: its decision at its step i
 
 def build_why_panel() -> gr.HTML:
     """The Why accordion's panel (ui/tabs/step_panel.py fills it); in the inspector, under Figure 1."""
-    with gr.Accordion("Why: the decision and where the step's budgets went", open=True, elem_id="why-box"):
+    with gr.Accordion("Why: the decision and where the step's spend went", open=True, elem_id="why-box"):
         return gr.HTML(EMPTY_WHY, elem_id="why-panel")
 
 
