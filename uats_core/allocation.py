@@ -1,4 +1,5 @@
-"""Allocation rules (children, re-evaluation passes): every rule here conserves its total and gives nothing to a node it prunes.
+"""Allocation rules (children, re-evaluation passes): every rule here conserves its total and gives nothing to a
+node it prunes.
 
 Kept free of trees and models so the maths can be unit- and property-tested on its own."""
 
