@@ -42,7 +42,7 @@ GLOSSARY: dict[str, str] = {
     "OOD gate": "the test σ² > τ that marks a step OOD; only OOD steps can be re-evaluated.",
     **_defined("delta"),
     "δ test": "an OOD step is re-evaluated when its R̂ ≥ the best ID R̄ − δ (the best R̄ of all when none is ID).",
-    "B": "a step's re-evaluation passes: extra passes shared over the steps that pass the δ test, by softmax(R̂/ν1).",
+    "B": "the re-evaluation passes a step may spend, shared over the steps that pass the δ test by softmax(R̂/ν1).",
     **_defined("nu1"),
     "C": "a step's width: the children shared over all its candidates by softmax(R̄/ν2).",
     **_defined("nu2"),
