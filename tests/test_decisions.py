@@ -83,13 +83,13 @@ def test_explain_node_gives_the_tests_and_shares(uats_run: RunData) -> None:
             text = explain_node(uats_run, d["node_id"])
             assert f"decided at iteration {t}" in text
             assert ("OOD" in text) == bool(d["ood"]) or "ID" in text
-            assert "τ =" in text and f"of C = {row['budget']['width']}" in text
+            assert "τ =" in text and f"of C = {row['step_info']['width']}" in text
             if d["ood"]:
                 seen_ood = True
                 assert "δ test" in text and "R̂ rank" in text
             if d["extra_passes"]:
                 seen_extra = True
-                assert f"+{d['extra_passes']} extra passes" in text and f"of B = {row['budget']['reeval_passes']}" in text
+                assert f"+{d['extra_passes']} extra passes" in text and f"of B = {row['step_info']['reeval_passes']}" in text
     assert seen_ood and seen_extra
     step = explain_step(uats_run, max(uats_run.iterations))
     assert "B =" in step and "C =" in step
