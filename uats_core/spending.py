@@ -21,7 +21,7 @@ So the cumulative cap Σ_{s≤t} spend_s ≤ t·N(c+1) holds at every step, and 
 unused B except what is left when the search ends. The search goes on while REBASE would (A_t > 0), A_t + X_t
 holds half a child's price or more (the last live slot, worth c+1 < c+K0 a step, still buys children on the
 carry) and the cumulative cap has room for one child. β and γ act in that order and each is recorded with what
-it asked for, so a knob the budget cannot honour is visible in the step's info, never dropped silently.
+it asked for, so a knob the step's cap cannot honour is visible in the step's info, never dropped silently.
 
 `PaperRule` ('paper'): the per-step rule as the paper states it: C = ⌊(1−ρ)·N(c+1)/(c+K0)⌋ and B = the rest of
 N(c+1) (allocation.split_step_spend), both scaled down by the share of C still live; an unused B and the
