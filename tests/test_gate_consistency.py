@@ -62,9 +62,9 @@ def test_every_panel_states_the_gate_as_it_read_it(run: RunData) -> None:
             assert fig["meta"]["numbers"][nid] == {"R̄": mean, "read": read, "K": str(c.k), "decision": decision,
                                                    "after": fmt_var(c.stat_after) if c.extra else ""}
             row = fig["meta"]["rows"].index(nid)
-            bars = next(t for t in fig["data"] if t["type"] == "bar")
+            bars = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x3")
             assert bars["x"][row] == (c.stat or None)  # the bar is the value read, not the one after
-            table = fig["layout"]["annotations"][row]["text"].replace("\u00a0", " ")
+            table = next(t for t in fig["data"] if t.get("name") == "table")["text"][row].replace("\u00a0", " ")
             assert f" {read} " in f" {table} " and decision in table
         assert exported[nid]["gate_stat_read"] == c.stat and exported[nid]["decision"] == decision
         case = case_bundle(run, nid)

@@ -86,3 +86,44 @@ def test_the_page_scripts_pass_eslint() -> None:
     done = subprocess.run([_eslint(), "--max-warnings", "0", "ui/js"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def _header_version(path: Path) -> str:
+    """'4.1.1' from a plotly.js bundle's licence header ("plotly.js v4.1.1" or "plotly.js (cartesian - minified) v4.1.1")."""
+    head = path.read_text(encoding="utf-8")[:300]
+    found = re.search(r"plotly\.js\b[^\n]*?\bv(\d+\.\d+\.\d+)", head)
+    assert found, (path, head)
+    return found.group(1)
+
+
+def test_the_page_bundle_is_the_packages_plotly_and_draws_every_trace_the_app_sends(tmp_path: Path) -> None:
+    """The page loads npm's cartesian build of plotly.js (ui/static/README.md): the Python package's version, so a
+    figure means what the exports (the package's full bundle) draw, and holding every trace type of every figure the
+    app sends to a page plot: the tree, Figure 1 with shadow passes, the cost and knob charts, a comparison."""
+    from storage import RunStore
+    from testkit.doubles import record_synthetic
+    from ui.views.charts import cost_figure, knobs_figure
+    from ui.views.comparison import compare_figures
+    from ui.views.decisions import step_of
+    from ui.views.export import PLOTLY_JS
+    from ui.views.figure1 import step_figure
+    from ui.views.treedata import RunData
+    from ui.views.treefig import ViewOptions, tree_figure
+    from ui.web_guard import PAGE_PLOTLY_JS
+
+    assert _header_version(PAGE_PLOTLY_JS) == _header_version(PLOTLY_JS)
+    bundle = PAGE_PLOTLY_JS.read_text(encoding="utf-8")
+    registered = set(re.findall(r'moduleType:"trace",name:"(\w+)"', bundle))
+    assert {"scatter", "bar", "box"} <= registered
+    store = RunStore(str(tmp_path / "runs.db"))
+    a = RunData.load(store, record_synthetic(store, "a" * 32, n_nodes=120, budget=8, seed=3))
+    b = RunData.load(store, record_synthetic(store, "b" * 32, n_nodes=120, budget=8, seed=4))
+    state = a.state_at(None)
+    nid = next(i for i in state.nodes if i and step_of(a, i) is not None)
+    shadow = {c.node_id: {"mc_scores": [0.5, 0.6, 0.7], "var": 0.01, "ood": False}
+              for c in step_of(a, nid).candidates}
+    rows = list(a.iterations.values())
+    figures = [tree_figure(state, ViewOptions(), selected=nid), step_figure(step_of(a, nid), selected=nid, shadow=shadow),
+               cost_figure(rows), knobs_figure(rows), *compare_figures(a, b, None)]
+    sent = {t.get("type", "scatter") for fig in figures if isinstance(fig, dict) for t in fig.get("data", [])}
+    assert {"scatter", "bar"} <= sent and sent <= registered, sent - registered

@@ -76,7 +76,7 @@ def test_inspector_shows_both_spreads_and_plots_the_gated_one(tmp_path: Path) ->
     assert "logits" in text and "σ² (logit)" in text and fmt_var(state.nodes[nid]["logit_var"]) in text
     step = step_of(data, nid)
     fig = step_figure(step, selected=nid, per_page=len(step.candidates))
-    bars = next(t for t in fig["data"] if t["type"] == "bar")
+    bars = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x3")
     rows = fig["meta"]["rows"]
     # the gate's statistic, not the score σ²: the bar is what the ID/OOD test read (before any extra passes),
     # the ◇ what the extra passes made of it

@@ -4,6 +4,7 @@ full boxplots, marks anchored on their node, the legend, the x span of a focused
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -140,22 +141,26 @@ def test_figure1_shows_the_step_its_numbers_and_decisions(data, state) -> None:
     fig = step_figure(step, selected=sel, per_page=16)  # few enough rows for the single passes as dots
     rows = fig["meta"]["rows"]
     assert sel in rows and len(rows) <= 16
-    boxes = [t for t in fig["data"] if t["type"] == "box" and t["xaxis"] == "x"]
-    assert [b["x"] for b in boxes] == [pytest.approx(state.nodes[r]["mc_scores"], abs=1e-5) for r in rows]
+    boxes = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x")  # a bar per row: its quartiles
+    quartiles = [statistics.quantiles(state.nodes[r]["mc_scores"], n=4, method="inclusive") for r in rows]
+    assert boxes["y"] == list(range(len(rows))) and [c[0] for c in boxes["customdata"]] == rows
+    assert boxes["base"] == pytest.approx([q[0] for q in quartiles], abs=1e-5)
+    assert [b + w for b, w in zip(boxes["base"], boxes["x"])] == pytest.approx([q[2] for q in quartiles], abs=1e-5)
     extra = [t for t in fig["data"] if t.get("name") == "extra passes" and t["xaxis"] == "x"]
     assert sum(len(t["x"]) for t in extra) == sum(state.nodes[r]["extra_passes"] for r in rows)
     c = step.candidate(sel)
     k = rows.index(sel)
-    bars = next(t for t in fig["data"] if t["type"] == "bar")["x"]
+    bars = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x3")["x"]
     after = next(t for t in fig["data"] if t.get("name", "").endswith(" after"))
     assert c.stat_after in after["x"] and bars[k] == pytest.approx(c.stat) and c.stat != pytest.approx(c.stat_after)
     first = state.nodes[sel]["mc_scores"][:len(state.nodes[sel]["mc_scores"]) - state.nodes[sel]["extra_passes"]]
     m = sum(first) / len(first)
     assert bars[k] == pytest.approx(sum((v - m) ** 2 for v in first) / (len(first) - 1))  # what the OOD test read
     assert fig["layout"]["shapes"][0]["x0"] == pytest.approx(step.state.tau)
-    for r, line in zip(rows, fig["layout"]["annotations"]):  # the table: one line per row, on its row
+    table = next(t for t in fig["data"] if t.get("name") == "table")  # the table: one line per row, on its row
+    for r, y, line in zip(rows, table["y"], table["text"], strict=True):
         cells = fig["meta"]["numbers"][r]
-        assert line["y"] == rows.index(r) and cells["decision"] in line["text"].replace("\u00a0", " ")
+        assert y == rows.index(r) and cells["decision"] in line.replace("\u00a0", " ")
         assert bool(cells["after"]) == bool(step.candidate(r).extra)
 
 
@@ -172,13 +177,13 @@ def test_figure1_spread_panel_is_one_scale_for_the_whole_step(data, state) -> No
     assert lo == -hi and far <= hi <= 1.2 * far  # the whole step's farthest pass, not the page's
     assert fig["layout"]["xaxis2"] == {**fig["layout"]["xaxis2"], **spread_axis(list(passes.values()))}
     spans, var = {}, {}
-    for t in fig["data"]:
-        if t["type"] == "box" and t["xaxis"] == "x2":
-            nid = t["customdata"][0][0]
-            mean = sum(passes[nid]) / len(passes[nid])
-            assert t["x"] == pytest.approx([v - mean for v in passes[nid]], abs=1e-5)
-            spans[nid] = max(t["x"]) - min(t["x"])
-            var[nid] = sum((v - mean) ** 2 for v in passes[nid]) / (len(passes[nid]) - 1)
+    boxes = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x2")  # a bar per row: quartiles
+    for (nid, _), q1, width in zip(boxes["customdata"], boxes["base"], boxes["x"], strict=True):
+        mean = sum(passes[nid]) / len(passes[nid])
+        q = statistics.quantiles([v - mean for v in passes[nid]], n=4, method="inclusive")
+        assert (q1, q1 + width) == pytest.approx((q[0], q[2]), abs=1e-5)
+        spans[nid] = width
+        var[nid] = sum((v - mean) ** 2 for v in passes[nid]) / (len(passes[nid]) - 1)
     assert len(spans) == 16
     pairs = [(a, b) for a in spans for b in spans if var[a] > 7 * var[b] > 0]
     assert pairs and all(spans[a] > spans[b] for a, b in pairs)

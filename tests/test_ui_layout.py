@@ -169,8 +169,8 @@ def test_inspector_and_compare_helpers(store: RunStore) -> None:
     nid = next(i for i in sa.nodes if i != 0 and len(sa.siblings(i)) > 1)
     step = step_of(a, nid)
     fig = step_figure(step, selected=nid, per_page=len(step.candidates))
-    boxes = [t for t in fig["data"] if t["type"] == "box" and t["xaxis"] == "x"]
-    assert len(boxes) == len(step.candidates) >= len(sa.siblings(nid))
+    boxes = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x")  # a bar per row's quartiles
+    assert len(boxes["y"]) == len(step.candidates) >= len(sa.siblings(nid))
     assert fig["layout"]["shapes"][0]["x0"] == pytest.approx(step.state.tau)  # the τ line
     lo, hi = shared_colour_range(sa, b.state_at(None))
     assert 0.0 <= lo < hi <= 1.0

@@ -2,9 +2,9 @@
 compare runs, browse runs, mine qualitative cases, export. Each tab is built by a module of ui.tabs;
 this module assembles them and wires the events that span tabs.
 
-Gradio facts this relies on (Gradio 6's component docs): gr.Plot reports no clicks, so trees are drawn by the
-plotly.min.js inside the plotly package in gr.HTML components (clicks come back with trigger('select'));
-searches live in worker processes and the page polls the database with gr.Timer; gr.DownloadButton
+Gradio facts this relies on (Gradio 6's component docs): gr.Plot reports no clicks, so trees are drawn by
+plotly.js (ui/static/: the plotly package's version, cartesian build) in gr.HTML components (clicks come back
+with trigger('select')); searches live in worker processes and the page polls the database with gr.Timer; gr.DownloadButton
 downloads its current value, so export zips are rebuilt when the selection changes."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .jobs.pool import WorkerPool
 from .slow_clients import bound_request_heads
 from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
-from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, TICK_S, AppContext, RunCache
+from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, PLOTLY_PAGE_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.exports import clear_downloads, downloads_folder
 from .tabs.idle import wire_idle_timer
@@ -42,7 +42,7 @@ from .views.export import ExportQuota, owner_folder
 from .views.report_sources import ReportSources
 from .views.run_status import RUN_COLUMNS
 from .views.uncertainty import CHANGED_COLUMNS
-from .web_guard import DownloadGuard, WebGuard, WebPolicy
+from .web_guard import PAGE_PLOTLY_JS, DownloadGuard, WebGuard, WebPolicy
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 
@@ -146,8 +146,6 @@ def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = N
     `downloads`: the folder exports are served from, each owner's to them alone (DownloadGuard)."""
     from gradio.routes import App, ORJSONResponse
 
-    from .views.export import PLOTLY_JS
-
     chosen, limiter = policy or WebPolicy(), logins or LoginLimiter()
 
     class GuardedApp(App):
@@ -159,7 +157,7 @@ def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = N
         def build_middleware_stack(self) -> Any:
             guard = None if downloads is None else DownloadGuard(
                 downloads, lambda user: owner_folder(f"user:{user}"), self.signed_in_user, lambda: self.auth is not None)
-            return WebGuard(super().build_middleware_stack(), chosen, limiter, PLOTLY_JS, guard)
+            return WebGuard(super().build_middleware_stack(), chosen, limiter, PAGE_PLOTLY_JS, guard)
 
     return GuardedApp(default_response_class=ORJSONResponse)  # what Gradio's create_app gives its own app
 
@@ -180,7 +178,7 @@ def launch_kwargs(export_dir: str | Path, policy: WebPolicy | None = None,
     uploads (max_file_size caps them should the route ever be reached), no other origin, no oversized body. No
     error text to the page: an exception's message can quote the run log's SQL; Gradio logs it on the server
     instead. The start-up check is the launcher's (ui.launch.wait_until_answering), patient on a loaded machine."""
-    return {"css": CSS, "head": column_tips_head(TABLES), "blocked_paths": [str(Path(export_dir).resolve())],
+    return {"css": CSS, "head": PLOTLY_PAGE_HEAD + column_tips_head(TABLES), "blocked_paths": [str(Path(export_dir).resolve())],
             "run_history": False, "max_file_size": "1kb", "show_error": False,
             # no Gradio self-check (one HEAD, 3 s): ui.launch.wait_until_answering waits for the server instead
             "_frontend": False,

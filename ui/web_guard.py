@@ -53,6 +53,8 @@ WILDCARDS = ("0.0.0.0", "::", "")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 PLOTLY_URL = "/uats-static/plotly.min.js"
+# the page's bundle: plotly.js's cartesian build, the Python package's version (ui/static/README.md)
+PAGE_PLOTLY_JS = Path(__file__).resolve().parent / "static" / "plotly-cartesian.min.js"
 # what a proxy tells the app about the browser's address; from anyone else, a lie Gradio would believe (its /config
 # root and /logout's redirect took X-Forwarded-Host as the site)
 FORWARDED_HEADERS = (b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port", b"forwarded")

@@ -87,7 +87,7 @@ def test_open_a_node_and_see_its_boxplot(page: Any) -> None:
     target = page.evaluate(NODE_PIXEL_JS, ["#tree", None])
     assert target, "no node visible in the tree"
     page.mouse.click(target["x"], target["y"])
-    page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .boxlayer .trace').length > 0",
+    page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 0",
                            timeout=20_000)
     details = wait_text(page, "#node-details", "Trace up to here")
     assert f"Node {target['id']}" in details and "R̄" in details and "Trace up to here" in details

@@ -42,15 +42,13 @@ def _node_decided_at(served: dict[str, Any], rid: str, t: int) -> int:
     return data.step(t)[0][len(data.step(t)[0]) // 2].node_id
 
 
-# each row's box on the spread panel: its width in pixels and the sample variance of the deviations it draws
+# each row's box on the spread panel (a bar of the spread trace, its quartiles): its width in pixels and the σ² of
+# the row's passes it carries
 SHAPE_BOXES_JS = r"""() => {
   const gd = document.querySelector('#figure1 .uats-plot');
-  const idx = gd.data.map((t, i) => t.type === 'box' && t.xaxis === 'x2' ? i : -1).filter(i => i >= 0);
-  return idx.map(i => { const g = gd.calcdata[i][0].node3 && gd.calcdata[i][0].node3.node();
-                        const box = g && g.querySelector('path.box'), xs = gd.data[i].x;
-                        const m = xs.reduce((a, b) => a + b, 0) / xs.length;
-                        const v = xs.reduce((a, b) => a + (b - m) ** 2, 0) / Math.max(1, xs.length - 1);
-                        return [box ? box.getBoundingClientRect().width : -1, v]; });
+  const i = gd.data.findIndex(t => t.type === 'bar' && t.xaxis === 'x2');
+  const paths = [...gd.calcdata[i][0].node3.node().querySelectorAll('.point path')];
+  return gd.data[i].customdata.map((c, k) => [paths[k] ? paths[k].getBoundingClientRect().width : -1, c[1]]);
 }"""
 
 

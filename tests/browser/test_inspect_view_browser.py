@@ -65,15 +65,13 @@ IN_VIEW_JS = r"""(nid) => {
   const headBottom = head ? head.getBoundingClientRect().bottom : fb.top;
   const inFig = r => seen(r) && r.top >= headBottom - 1 && r.bottom <= fb.bottom + 1 && r.left >= fb.left - 1 &&
                      r.right <= fb.right + 1;
-  const host = fig.querySelector('.uats-plot'), fl = host._fullLayout, m = host._uatsMeta || {};
+  const host = fig.querySelector('.uats-plot'), m = host._uatsMeta || {};
   const row = m.focus_row;
   const label = [...host.querySelectorAll('.yaxislayer-above text, .ytick text')]
     .find(t => t.textContent.includes('#' + nid) && t.textContent.includes('◀'));
-  let line = null;
-  host.querySelectorAll('.annotation[data-index]').forEach(a => {
-    const an = fl.annotations[Number(a.getAttribute('data-index'))];
-    if (an && an.yref === 'y' && an.y === row) line = a;
-  });
+  // the table: one text trace (ui/views/figure1.py _table_trace), a text point per row in row order
+  const ti = host.data.findIndex(t => t.name === 'table');
+  const line = ti >= 0 && row != null ? host.calcdata[ti][0].node3.node().querySelectorAll('.textpoint')[row] : null;
   const nums = (m.numbers || {})[nid] || {};
   const lineText = line ? line.textContent.replace(/\u00a0/g, ' ') : '';
   let why = null;  // the smallest block that starts with "node <id>": the sentence about the node

@@ -97,7 +97,7 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
             _photo(page, "#tree", written[-1])
             for run, node, name in ((RUNS[0][0], nodes["fig1"], "figure1"), (RUNS[2][0], nodes["wide"], "figure1-wide")):
                 _open(page, url, run, node)
-                page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .boxlayer .trace').length"
+                page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length"
                                        " > 1", timeout=60_000)
                 written.append(out / f"{name}-{w}.png")
                 _photo(page, "#figure1", written[-1])

@@ -39,6 +39,16 @@ function scrollBox() {  // the box round the plot that scrolls it up and down (a
   }
   return null;
 }
+// what the head's copy leaves out: the traces, the shapes under them, the rows' labels (all below the strip it
+// shows) and the plot's controls; copying them and then removing them was a fifth of a 64-row Figure 1's draw
+const HEAD_SKIP = '.modebar-container, .draglayer, .hoverlayer, .cartesianlayer .plot, .layer-below, .yaxislayer-above';
+function leanCopy(node) {
+  const copy = node.cloneNode(false);
+  for (const ch of node.childNodes) {
+    if (ch.nodeType !== 1 || !ch.matches(HEAD_SKIP)) copy.appendChild(leanCopy(ch));
+  }
+  return copy;
+}
 function stickyHead(px) {
   let head = element.querySelector(':scope > .uats-sticky-head');
   const src = host.querySelector('.svg-container');
@@ -48,9 +58,7 @@ function stickyHead(px) {
     head.className = 'uats-sticky-head';
     host.parentNode.insertBefore(head, host);
   }
-  const copy = src.cloneNode(true);
-  copy.querySelectorAll('.modebar-container, .draglayer, .hoverlayer, .cartesianlayer .plot, .layer-below')
-    .forEach(e => e.remove());
+  const copy = leanCopy(src);
   // Plotly's own CSS stacks its SVG layers only inside a plot's div: the copy's layers are stacked here
   copy.querySelectorAll('.main-svg').forEach(e => Object.assign(e.style, {position: 'absolute', top: '0', left: '0'}));
   head.replaceChildren(copy);

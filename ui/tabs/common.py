@@ -28,6 +28,10 @@ from ..views.treefig import ViewOptions
 from ..web_guard import PLOTLY_URL
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path
+# the same script in the page's head (launch's head, added as the page starts): fetched and compiled off the main
+# thread while Gradio's own modules load, not once the plots mount (a link's first figure waited 2 s on it); a
+# plot's head then finds it in the document and adds no second copy (Gradio's HTML component checks the src)
+PLOTLY_PAGE_HEAD = f'<script src="{PLOTLY_URL}" async></script>'
 TICK_S = 0.5  # poll period while a run is live: new nodes drawn within 2 s of being written (none once all ended)
 DEFAULTS = SearchConfig()
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},

@@ -39,7 +39,9 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         return viewer.inspect(s, node_id, **view)
 
     outs = viewer.inspect_outputs
-    t.tree.select(on_tree_select, [ctx.run_state], outs, inputs_kwargs=t.filters)
+    # no loading overlay: the inspector opens at the click (ui/js/plot.js), and Gradio's pending/complete status
+    # on each output was a fifth of the page's time per click
+    t.tree.select(on_tree_select, [ctx.run_state], outs, inputs_kwargs=t.filters, show_progress="hidden")
     t.go_node.click(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.run_state, t.node_box], outs,
                     inputs_kwargs=t.filters, api_name="inspect_node")
     t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.run_state, t.node_box],

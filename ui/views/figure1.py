@@ -25,7 +25,7 @@ from typing import Any
 from uats_core.estimators import ESTIMATOR_CLASSES
 
 from .decisions import Candidate, Step
-from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, colour_for, fmt_mean, fmt_var
+from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, box_stats, colour_for, fmt_mean, fmt_var
 from .frontier import ordered_rows, page_of
 
 ROW_PX = 24  # one row: a 12 px box and 11 px text with room above and below
@@ -37,6 +37,9 @@ CHAR_PX = 7.0  # an 11 px monospace character (DejaVu Sans Mono 6.6 px, rounded 
 LABEL_CHAR_PX = 7.2  # the left labels' 12 px sans-serif, per character, rounded up
 SELECTED_BAND = "rgba(255, 200, 0, 0.30)"
 GROUP_BAND = "rgba(0, 0, 0, 0.045)"
+MONO = {"family": "DejaVu Sans Mono, monospace", "size": 11}
+TABLE_PAD = 2  # characters between the σ² panel's right edge and the table: its last tick label reaches into them
+ANNOTATION_PAD_PX = 2  # an annotation's text starts this far inside its box (Plotly's borderpad 1 + border 1)
 TOP_PX = 96  # the figure's top margin: title, axis titles and ticks, the table's heads (kept in view: sticky_top)
 CAPTION_LINES = (
     "rows: the step's candidates, grouped by parent (#p ▸ #c starts the group under node p)",
@@ -110,24 +113,23 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     passes = {c.node_id: _passes(nodes, c) for c in rows}
     floor = score_floor([v for ps in passes.values() for v in ps])
     cmin, cmax = colour_range
-    data: list[dict[str, Any]] = []
-    for i, c in enumerate(rows):
-        data += _row_boxes(i, c, passes[c.node_id], colour_for(c.mean_after, cmin, cmax))
-        if shadow and c.node_id in shadow:
-            data.append(_shadow_box(i, c.node_id, shadow[c.node_id]))
+    fills = {c.node_id: colour_for(c.mean_after, cmin, cmax) for c in rows}
+    data = _row_boxes(rows, passes, fills) + (_shadow_boxes(rows, shadow) if shadow else [])
     data += _pass_marks(rows, passes, n <= DOTS_UP_TO)
     data += _gate_traces(rows, gate.label)
     shadow_cells = {c.node_id: _shadow_text(shadow.get(c.node_id)) for c in rows} if shadow else {}
     lines = [_table_line(number_cells(c), shadow_cells.get(c.node_id, "")) for c in rows]
+    gate_axis = log_axis([c.stat for c in rows] + [c.stat_after for c in rows if c.extra], gate.tau)
+    data.append(_table_trace(lines, gate_axis["range"][1]))
     head = _table_line([h if h not in ("read", "after") else f"{gate.label} {h}" for h in NUMBER_HEADS],
                        "  shadow" if shadow else "")
-    right = int(CHAR_PX * max(len(x) for x in [head, *lines]) + 24)
+    right = int(CHAR_PX * (TABLE_PAD + max(len(x) for x in [head, *lines])) + 10)
     left = int(LABEL_CHAR_PX * max(len(x) for x in labels) + 16)
     if title is None:
         title = step_title(step, len(rows_all), page, pages, per_page, n, siblings_only)
     # one spread scale for the whole step, whichever page is shown
     spread = spread_axis([_passes(nodes, c) for c in rows_all])
-    layout = _layout(rows, labels, lines, head, left, right, floor, spread, gate.tau, gate.label, title, width,
+    layout = _layout(rows, labels, head, left, right, floor, spread, gate_axis, gate.tau, gate.label, title, width,
                      selected, grouped, gate.estimator)
     return {"data": data, "layout": layout,
             "config": {"displaylogo": False, "responsive": True,
@@ -177,18 +179,61 @@ def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
             "zeroline": True, "zerolinecolor": "#d62728", "zerolinewidth": 1}
 
 
-def _row_boxes(i: int, c: Candidate, passes: list[float], fill: str) -> list[dict[str, Any]]:
-    """The row's box on the score axis and on the shared spread axis (a box trace has one fill, so one per row)."""
-    if not passes:
+BOX_HALF = 0.28  # half a box's height in rows (the median's tick spans it); whisker caps are half that
+
+
+def _box_traces(boxes: Sequence[tuple[float, int, dict[str, Any], str, bool]], axis: str, name: str,
+                hover: str, half: float = BOX_HALF) -> list[dict[str, Any]]:
+    """Tukey boxes (figstyle.box_stats) of many rows as three traces for all of them: one bar trace (each bar a
+    row's quartiles, filled in its own colour) and the whiskers and medians as one line trace per outline
+    colour. A box trace has one fill, so a row each made a 64-row step 128 box traces, most of its draw time.
+    `boxes` holds (y, node id, stats, fill, ood) per row; `hover` is a hovertemplate over customdata
+    [node id, σ² of the row's samples]."""
+    if not boxes:
         return []
-    line = {"color": OOD_COLOUR if c.ood else "#555", "width": 2 if c.ood else 1}
-    common = {"type": "box", "orientation": "h", "y": [i] * len(passes), "width": 0.56, "boxpoints": False,
-              "fillcolor": fill, "line": line, "showlegend": False, "customdata": [[c.node_id]] * len(passes),
-              "yaxis": "y"}
-    return [{**common, "x": [round(v, 5) for v in passes], "xaxis": "x", "name": f"#{c.node_id}",
-             "hovertemplate": f"node {c.node_id}: pass %{{x:.4f}}<extra></extra>"},
-            {**common, "x": _deviations(passes), "xaxis": "x2", "name": f"#{c.node_id} spread",
-             "hovertemplate": f"node {c.node_id}: pass − R̄ = %{{x:+.4f}}<extra></extra>"}]
+    out: list[dict[str, Any]] = [{
+        "type": "bar", "orientation": "h", "name": name, "xaxis": axis, "yaxis": "y", "showlegend": False,
+        "y": [y for y, *_ in boxes], "base": [round(st["q1"], 6) for _, _, st, _, _ in boxes],
+        "x": [round(st["q3"] - st["q1"], 6) for _, _, st, _, _ in boxes], "width": 2 * half,
+        "marker": {"color": [fill for *_, fill, _ in boxes],
+                   "line": {"color": [OOD_COLOUR if ood else "#555" for *_, ood in boxes],
+                            "width": [2 if ood else 1 for *_, ood in boxes]}},
+        "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes], "hovertemplate": hover}]
+    for ood in (False, True):
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for y, _, st, _, o in boxes:
+            if o != ood:
+                continue
+            cap = half / 2
+            for x0, y0, x1, y1 in ((st["lo"], y, st["q1"], y), (st["q3"], y, st["hi"], y),
+                                   (st["lo"], y - cap, st["lo"], y + cap), (st["hi"], y - cap, st["hi"], y + cap),
+                                   (st["median"], y - half, st["median"], y + half)):
+                xs += [round(x0, 6), round(x1, 6), None]
+                ys += [round(y0, 3), round(y1, 3), None]
+        if xs:
+            out.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
+                        "line": {"color": OOD_COLOUR if ood else "#555", "width": 2 if ood else 1},
+                        "showlegend": False, "hoverinfo": "skip", "name": f"{name} whiskers"})
+    return out
+
+
+def _row_boxes(rows: Sequence[Candidate], passes: Mapping[int, list[float]], fills: Mapping[int, str]
+               ) -> list[dict[str, Any]]:
+    """Every row's box on the score axis and on the shared spread axis (the same passes less their own R̄)."""
+    score, spread = [], []
+    for i, c in enumerate(rows):
+        ps = passes[c.node_id]
+        st, dev = box_stats(ps), box_stats(_deviations(ps))
+        if st is None or dev is None:
+            continue
+        dev["sd"] = st["sd"]  # the row's σ², not the rounded deviations'
+        score.append((i, c.node_id, st, fills[c.node_id], c.ood))
+        spread.append((i, c.node_id, dev, fills[c.node_id], c.ood))
+    return (_box_traces(score, "x", "passes", "node %{customdata[0]}: passes' quartiles %{base:.4f} to "
+                        "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>")
+            + _box_traces(spread, "x2", "spread", "node %{customdata[0]}: pass − R̄, quartiles from %{base:+.4f}, "
+                          "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>"))
 
 
 def _pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
@@ -236,13 +281,21 @@ def _gate_traces(rows: Sequence[Candidate], label: str) -> list[dict[str, Any]]:
     return out
 
 
-def _shadow_box(i: int, nid: int, row: Mapping[str, Any]) -> dict[str, Any]:
-    scores = [round(float(v), 5) for v in row.get("mc_scores") or []]
-    return {"type": "box", "orientation": "h", "x": scores, "y": [i + 0.3] * len(scores), "width": 0.3,
-            "name": "shadow", "boxpoints": False, "fillcolor": "rgba(123, 50, 148, 0.18)",
-            "line": {"color": SHADOW_COLOUR, "width": 1.5}, "xaxis": "x", "yaxis": "y", "showlegend": False,
-            "customdata": [[nid]] * len(scores),
-            "hovertemplate": f"node {nid}: shadow pass %{{x:.4f}} (not spent)<extra></extra>"}
+def _shadow_boxes(rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A purple box of each row's shadow passes (ui.jobs.shadow: passes the run never paid for), under its own."""
+    boxes = []
+    for i, c in enumerate(rows):
+        st = box_stats([float(v) for v in (shadow.get(c.node_id) or {}).get("mc_scores") or []])
+        if st is not None:
+            boxes.append((i + 0.3, c.node_id, st, "rgba(123, 50, 148, 0.18)", False))
+    traces = _box_traces(boxes, "x", "shadow", "node %{customdata[0]}: shadow passes' quartiles from "
+                         "%{base:.4f}, σ² %{customdata[1]:.3g} (not spent)<extra></extra>", half=0.15)
+    for t in traces:  # the shadow's own colour, whatever the row's
+        if t["type"] == "bar":
+            t["marker"]["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
+        else:
+            t["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
+    return traces
 
 
 def _shadow_text(row: Mapping[str, Any] | None) -> str:
@@ -261,16 +314,19 @@ def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
             "ticktext": [f"1e{e}" if e else "1" for e in ticks]}
 
 
-def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head: str, left: int, right: int,
-            floor: float, spread: dict[str, Any], tau: float, label: str, title: str, width: int | None,
+def _layout(rows: Sequence[Candidate], labels: list[str], head: str, left: int, right: int,
+            floor: float, spread: dict[str, Any], gate_axis: dict[str, Any], tau: float, label: str, title: str, width: int | None,
             selected: int | None, grouped: bool, estimator: str = "mc-dropout") -> dict[str, Any]:
     n = len(rows)
     sample = sample_label(estimator)
     top, bottom = TOP_PX, 26 + 15 * len(CAPTION_LINES)
-    stats = [c.stat for c in rows] + [c.stat_after for c in rows if c.extra]
     y = {"range": [n - 0.5, -0.5], "tickmode": "array", "tickvals": list(range(n)), "ticktext": labels,
-         "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1]}
+         "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1],
+         "ticklabeloverflow": "allow"}
+    # ticklabeloverflow "allow": Plotly's default measures every tick label to hide those past the div (a quarter
+    # of a 64-row step's draw); the margins are sized to hold them
     axis = {"side": "top", "fixedrange": True, "gridcolor": "#eee", "zeroline": False, "tickfont": {"size": 11},
+            "ticklabeloverflow": "allow",
             "title": {"font": {"size": 12}, "standoff": 4}}
     layout: dict[str, Any] = {
         "height": top + bottom + ROW_PX * n, "margin": {"l": left, "r": right, "t": top, "b": bottom},
@@ -279,14 +335,14 @@ def _layout(rows: Sequence[Candidate], labels: list[str], lines: list[str], head
         "xaxis": {**axis, "domain": [0.0, 0.38], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 4,
                   "title": {**axis["title"], "text": sample_label(estimator, True) + (f" from {floor:g}" if floor else "")}},
         "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
-        "xaxis3": {**axis, **log_axis(stats, tau), "domain": [0.70, 1.0],
+        "xaxis3": {**axis, **gate_axis, "domain": [0.70, 1.0],
                    "title": {**axis["title"], "text": f"{label} read"}},  # the first axis names the estimator
         "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
-        "hovermode": "closest", "boxmode": "overlay",
+        "hovermode": "closest", "barmode": "overlay",
         # on a log axis a shape takes the value, an annotation its log10
         "shapes": [{"type": "line", "xref": "x3", "x0": tau, "x1": tau, "yref": "paper", "y0": 0, "y1": 1,
                     "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}}],
-        "annotations": _annotations(lines, head, tau, sample),
+        "annotations": _annotations(head, tau, sample),
     }
     if width is not None:
         layout["width"] = max(width, left + right + MIN_PANELS_PX)
@@ -301,15 +357,22 @@ def sample_label(estimator: str, plural: bool = False) -> str:
     return one + ("es" if one.endswith("s") else "s") if plural else one
 
 
-def _annotations(lines: list[str], head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
-    mono = {"family": "DejaVu Sans Mono, monospace", "size": 11}
+
+
+def _table_trace(lines: list[str], log_hi: float) -> dict[str, Any]:
+    """The right margin's table, a line per row, as one text trace at the σ² panel's right edge (a hair inside
+    it: Plotly hides a text point on the edge) drawn past it: 64 annotations were a third of the draw."""
+    return {"type": "scatter", "mode": "text", "x": [10.0 ** (log_hi - 1e-4)] * len(lines),
+            "y": list(range(len(lines))), "text": [(" " * TABLE_PAD + line).replace(" ", "\u00a0") for line in lines],
+            "textposition": "middle right", "cliponaxis": False, "xaxis": "x3", "yaxis": "y",
+            "textfont": {**MONO, "color": "#222"}, "hoverinfo": "skip", "showlegend": False, "name": "table"}
+
+
+def _annotations(head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
-        {"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "y", "y": i, "yanchor": "middle",
-         "showarrow": False, "text": line.replace(" ", "\u00a0"), "font": {**mono, "color": "#222"}, "align": "left"}
-        for i, line in enumerate(lines)]
-    out.append({"xref": "paper", "x": 1.0, "xshift": 12, "xanchor": "left", "yref": "paper", "y": 1.0,
-                "yshift": 8, "yanchor": "bottom", "showarrow": False, "text": head.replace(" ", "\u00a0"),
-                "font": {**mono, "color": "#555"}, "align": "left"})
+        {"xref": "paper", "x": 1.0, "xshift": TABLE_PAD * CHAR_PX - ANNOTATION_PAD_PX, "xanchor": "left",
+         "yref": "paper", "y": 1.0, "yshift": 8, "yanchor": "bottom", "showarrow": False, "text": head.replace(" ", "\u00a0"),
+         "font": {**MONO, "color": "#555"}, "align": "left", "name": "table head"}]
     out.append({"xref": "x3", "x": math.log10(tau), "yref": "paper", "y": 0.0, "yshift": -2, "yanchor": "top",
                 "showarrow": False, "text": f"τ = {tau:g}", "font": {"size": 11, "color": OOD_COLOUR}})
     out.append({"xref": "paper", "x": 0.0, "yref": "paper", "y": 0.0, "yshift": -18, "xanchor": "left",

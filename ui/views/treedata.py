@@ -22,6 +22,7 @@ from uats_core.tree import KEPT, TERMINAL, Node
 from .bigtree import HISTORY_LIMIT, gc_paused
 
 log = logging.getLogger(__name__)
+STATES_KEPT = 4  # iterations whose TreeState a RunData keeps (the one shown, the latest, a step's and one more)
 
 
 
@@ -118,6 +119,7 @@ class RunData:
         # the run's iteration count as read before its rows: every row of a later iteration is newer
         self.watermark = int(run.get("iterations") or 0)
         self._hist: dict[int, tuple[list[int], list[dict[str, Any]]]] = {}
+        self._states: dict[int | None, TreeState] = {}  # the last few state_at results: a click asks for 3
         self._add_history(history, owned=set())
         self._set_max()
 
@@ -167,6 +169,7 @@ class RunData:
             history = () if self.history_skipped else store.get_node_history(run_id, since_iter=since)
             nodes = store.get_nodes(run_id, since_iter=since)  # last: every history row's node is in
             new = copy.copy(self)
+            new._states = {}
             new.run = run
             new.nodes = {**self.nodes, **{int(n["id"]): n for n in nodes}}
             new.iterations = {**self.iterations, **{int(i["iteration"]): i for i in iterations}}
@@ -183,9 +186,16 @@ class RunData:
         return decisions, StepInfo.from_dict(row.get("step_info") or {})
 
     def state_at(self, iteration: int | None = None) -> TreeState:
-        """iteration=None: the latest stored snapshot of every node."""
+        """iteration=None: the latest stored snapshot of every node. Read-only: the result is shared by the
+        callers that ask for the same iteration of this RunData (a grown copy starts its own)."""
+        if (hit := self._states.get(iteration)) is not None:
+            return hit
         with gc_paused():
-            return self._state_at(iteration)
+            state = self._state_at(iteration)
+        if len(self._states) >= STATES_KEPT:
+            self._states.pop(next(iter(self._states)), None)
+        self._states[iteration] = state
+        return state
 
     def _state_at(self, iteration: int | None) -> TreeState:
         t = self.max_iteration if iteration is None else max(0, min(int(iteration), self.max_iteration))
