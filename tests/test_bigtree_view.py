@@ -14,7 +14,9 @@ from ui.tabs.idle import is_idle
 from ui.tabs.page_state import ComparedPair, OpenRun
 from ui.views.bigtree import dead_branches, focus_nodes
 from ui.views.treedata import RunData
-from ui.views.treefig import MARKER_MAX, MAX_DECISION_LABELS, ViewOptions, marker_size, tree_figure
+from ui.views.treefig import tree_figure
+from ui.views.treemarks import MARKER_MAX, MAX_DECISION_LABELS, marker_size
+from ui.views.treeview import ViewOptions
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,8 @@ def test_the_page_bundle_is_the_packages_plotly_and_draws_every_trace_the_app_se
     from ui.views.export import PLOTLY_JS
     from ui.views.figure1 import step_figure
     from ui.views.treedata import RunData
-    from ui.views.treefig import ViewOptions, tree_figure
+    from ui.views.treefig import tree_figure
+    from ui.views.treeview import ViewOptions
     from ui.web_guard import PAGE_PLOTLY_JS
 
     assert _header_version(PAGE_PLOTLY_JS) == _header_version(PLOTLY_JS)

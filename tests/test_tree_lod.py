@@ -24,8 +24,9 @@ from ui.views.figstyle import (
 )
 from ui.views.figure1 import score_floor, spread_axis, step_figure
 from ui.views.treedata import RunData
-from ui.views.treefig import ViewOptions, tree_figure
+from ui.views.treefig import tree_figure
 from ui.views.treeglyphs import COMPACT_NAMES
+from ui.views.treeview import ViewOptions
 
 RID = "lod" * 10 + "aa"
 

@@ -17,7 +17,8 @@ from ui.views.figstyle import box_stats, shared_colour_range
 from ui.views.figure1 import step_figure
 from ui.views.layout import tidy_layout
 from ui.views.treedata import RunData
-from ui.views.treefig import ViewOptions, tree_figure, visible_nodes
+from ui.views.treefig import tree_figure
+from ui.views.treeview import ViewOptions, visible_nodes
 
 
 def test_tidy_layout_small_tree_by_hand() -> None:

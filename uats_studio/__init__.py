@@ -31,7 +31,8 @@ from ui.views.decisions import step_of
 from ui.views.figure1 import PER_PAGE, step_figure
 from ui.views.run_status import RUN_COLUMNS, run_rows
 from ui.views.treedata import RunData, TreeState
-from ui.views.treefig import ViewOptions, tree_figure
+from ui.views.treefig import tree_figure
+from ui.views.treeview import ViewOptions
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

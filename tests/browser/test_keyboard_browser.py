@@ -1,6 +1,7 @@
 """A tree node by keyboard alone, in Chromium at 1280×800: Tab reaches the node id box (empty, with a placeholder
 that says what it takes, until a node is chosen: it had shown 0), a typed id and Enter inspect that node: the
-inspector opens beside the tree on it and the tree rings it."""
+inspector opens beside the tree on it and the tree rings it; opening another run empties the box again (it kept
+the last run's node)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .pages import PAIR, RING_ON_JS, wait_idle, wait_plot, wait_text
+from .pages import PAIR, RING_ON_JS, open_run, wait_idle, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -38,3 +39,8 @@ def test_tab_type_enter_inspects_a_node(laptop_page: Any, served: dict[str, Any]
     wait_text(pg, "#node-details", f"Node {nid}", timeout_s=60)
     pg.wait_for_function(RING_ON_JS, arg=["#tree", nid], timeout=60_000)
     assert pg.locator("#inspector-panel").is_visible()
+    assert box.input_value() == str(nid)
+    pg.locator("#inspector-panel .uats-close").click()  # back to the form (the inspector takes its place at 1280)
+    open_run(pg, PAIR["rebase"])
+    wait_idle(pg)
+    assert box.input_value() == "", box.input_value()

@@ -166,7 +166,8 @@ def _n64(store: Any) -> Any:
 
 def _drawn(state: Any, selected: int | None = None, **view: Any) -> int:
     """How many nodes the server draws for this view (what the page's tree must show)."""
-    from ui.views.treefig import ViewOptions, tree_figure
+    from ui.views.treefig import tree_figure
+    from ui.views.treeview import ViewOptions
 
     return int(tree_figure(state, ViewOptions(**view), selected=selected)["meta"]["n_shown"])
 

@@ -24,7 +24,7 @@ from ..views.export import ExportQuota, ExportTarget
 from ..views.safe_text import hide_server_paths, md_text
 from ..views.scripts import page_script
 from ..views.treedata import RunData
-from ..views.treefig import ViewOptions
+from ..views.treeview import ViewOptions
 from ..web_guard import PLOTLY_URL
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path

@@ -60,7 +60,8 @@ def lay_out_compare_tab() -> CompareParts:
         c["cmp_a"] = gr.Dropdown([], label="Run A", elem_id="cmp-a", allow_custom_value=True, scale=3)
         c["cmp_b"] = gr.Dropdown([], label="Run B", elem_id="cmp-b", allow_custom_value=True, scale=3)
         c["cmp_load"] = gr.Button("Compare", variant="primary", elem_id="cmp-load", scale=1)
-        c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE (form settings)", elem_id="cmp-pair", scale=2)
+        # the form's settings, as the line above says (a longer label wrapped onto two lines at 1280)
+        c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE", elem_id="cmp-pair", scale=2)
     with gr.Row():  # one problem under two uncertainty estimators (issue 52): the form's, and this one
         c["cmp_est_b"] = gr.Dropdown(list(ESTIMATORS), value=SECOND_ESTIMATOR, label="second estimator",
                                      elem_id="cmp-est-b", scale=2)

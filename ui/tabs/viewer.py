@@ -19,7 +19,8 @@ from ..views.figure1 import step_figure
 from ..views.node_details import node_details_md
 from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
-from ..views.treefig import ViewOptions, tree_figure
+from ..views.treefig import tree_figure
+from ..views.treeview import ViewOptions
 from .common import LIVE, AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
@@ -45,7 +46,8 @@ class RunViewer:
         self.tab = tab
         # what open_run and inspect may return (by component): the outputs of the events that call them
         self.open_outputs = [ctx.run_state, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
-                             tab.figure1, tab.node_md, tab.export_key, ctx.tabs, tab.knobs_plot]
+                             tab.figure1, tab.node_md, tab.node_box, tab.star_box, tab.note_box, tab.export_key,
+                             ctx.tabs, tab.knobs_plot]
         self.inspect_outputs = [ctx.run_state, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
                                 tab.note_box, tab.tree]
         self.link_outputs = list(dict.fromkeys([*self.open_outputs, *self.inspect_outputs]))  # both, one response
@@ -140,7 +142,9 @@ class RunViewer:
                t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
                t.t_slider: self.slider_update(data, s.t),
                t.cost_plot: fig_json(cost_figure(rows, current=state.iteration if s.t is not None else None)),
-               t.figure1: "", t.node_md: "", t.export_key: f"{s.run_id}:{data.run['status']}",
+               # no node of the new run chosen yet: the last run's node id, star and note go with it
+               t.figure1: "", t.node_md: "", t.node_box: gr.update(value=""), t.star_box: False, t.note_box: "",
+               t.export_key: f"{s.run_id}:{data.run['status']}",
                self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
         if s.selected is not None:
             out.update(self.node_outputs(s, data, state, s.selected))

@@ -14,7 +14,8 @@ from .divergence import Divergence, decision_divergence, first_divergence
 from .figstyle import shared_colour_range
 from .run_status import outcome
 from .treedata import RunData, shared_prefixes
-from .treefig import ViewOptions, tree_figure
+from .treefig import tree_figure
+from .treeview import ViewOptions
 
 DIVERGENCE_COLOUR = "#e7298a"  # the mark where two runs part, in both trees (magenta: apart from OOD's and the ring)
 

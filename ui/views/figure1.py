@@ -25,20 +25,18 @@ from typing import Any
 from uats_core.estimators import ESTIMATOR_CLASSES
 
 from .decisions import Candidate, Step
-from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, box_stats, colour_for, fmt_mean, fmt_var
+from .figstyle import OOD_COLOUR, colour_for, fmt_mean, fmt_var
+from .figure1_traces import MONO, TABLE_PAD, deviations, gate_traces, pass_marks, row_boxes, shadow_boxes, table_trace
 from .frontier import ordered_rows, page_of
 
 ROW_PX = 24  # one row: a 12 px box and 11 px text with room above and below
 PER_PAGE = 64  # rows on one page of the figure (the page holding the inspected node is shown)
 DOTS_UP_TO = 32  # rows with their single passes drawn as dots; more, and the boxes alone read better
-EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
 MIN_PANELS_PX = 310  # the three panels' least width (the inspector beside the tree at 1280): below it, sideways
 CHAR_PX = 7.0  # an 11 px monospace character (DejaVu Sans Mono 6.6 px, rounded up): the margins' widths
 LABEL_CHAR_PX = 7.2  # the left labels' 12 px sans-serif, per character, rounded up
 SELECTED_BAND = "rgba(255, 200, 0, 0.30)"
 GROUP_BAND = "rgba(0, 0, 0, 0.045)"
-MONO = {"family": "DejaVu Sans Mono, monospace", "size": 11}
-TABLE_PAD = 2  # characters between the σ² panel's right edge and the table: its last tick label reaches into them
 ANNOTATION_PAD_PX = 2  # an annotation's text starts this far inside its box (Plotly's borderpad 1 + border 1)
 TOP_PX = 96  # the figure's top margin: title, axis titles and ticks, the table's heads (kept in view: sticky_top)
 CAPTION_LINES = (
@@ -114,13 +112,13 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     floor = score_floor([v for ps in passes.values() for v in ps])
     cmin, cmax = colour_range
     fills = {c.node_id: colour_for(c.mean_after, cmin, cmax) for c in rows}
-    data = _row_boxes(rows, passes, fills) + (_shadow_boxes(rows, shadow) if shadow else [])
-    data += _pass_marks(rows, passes, n <= DOTS_UP_TO)
-    data += _gate_traces(rows, gate.label)
+    data = row_boxes(rows, passes, fills) + (shadow_boxes(rows, shadow) if shadow else [])
+    data += pass_marks(rows, passes, n <= DOTS_UP_TO)
+    data += gate_traces(rows, gate.label)
     shadow_cells = {c.node_id: _shadow_text(shadow.get(c.node_id)) for c in rows} if shadow else {}
     lines = [_table_line(number_cells(c), shadow_cells.get(c.node_id, "")) for c in rows]
     gate_axis = log_axis([c.stat for c in rows] + [c.stat_after for c in rows if c.extra], gate.tau)
-    data.append(_table_trace(lines, gate_axis["range"][1]))
+    data.append(table_trace(lines, gate_axis["range"][1]))
     head = _table_line([h if h not in ("read", "after") else f"{gate.label} {h}" for h in NUMBER_HEADS],
                        "  shadow" if shadow else "")
     right = int(CHAR_PX * (TABLE_PAD + max(len(x) for x in [head, *lines])) + 10)
@@ -157,16 +155,10 @@ def step_title(step: Step, total: int, page: int, pages: int, per_page: int, sho
     return f"{verb} {what}{tail}{rows}"
 
 
-def _deviations(passes: Sequence[float]) -> list[float]:
-    """Each pass minus the passes' own R̄: where it lies around its candidate's mean, in score units."""
-    mean = sum(passes) / len(passes) if passes else 0.0
-    return [round(v - mean, 5) for v in passes]
-
-
 def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
     """The spread panel's one scale for the whole step: symmetric round the R̄s, as wide as the farthest pass
     of any candidate (a little more, so its whisker shows), ticked at a round deviation inside it."""
-    far = max((abs(d) for ps in passes if ps for d in _deviations(ps)), default=0.0)
+    far = max((abs(d) for ps in passes if ps for d in deviations(ps)), default=0.0)
     half = max(far * 1.12, 1e-4)
     tick = 10.0 ** math.floor(math.log10(half * 0.8))
     for m in (5, 2, 1):  # the largest round step (5, 2 or 1 × a power of ten) within the range
@@ -177,125 +169,6 @@ def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
     # one tick (the scale is symmetric) and a zero line at R̄: more labels overlapped in the narrow panel at 1280
     return {"range": [-half, half], "tickvals": [tick], "ticktext": [f"+{text}"],
             "zeroline": True, "zerolinecolor": "#d62728", "zerolinewidth": 1}
-
-
-BOX_HALF = 0.28  # half a box's height in rows (the median's tick spans it); whisker caps are half that
-
-
-def _box_traces(boxes: Sequence[tuple[float, int, dict[str, Any], str, bool]], axis: str, name: str,
-                hover: str, half: float = BOX_HALF) -> list[dict[str, Any]]:
-    """Tukey boxes (figstyle.box_stats) of many rows as three traces for all of them: one bar trace (each bar a
-    row's quartiles, filled in its own colour) and the whiskers and medians as one line trace per outline
-    colour. A box trace has one fill, so a row each made a 64-row step 128 box traces, most of its draw time.
-    `boxes` holds (y, node id, stats, fill, ood) per row; `hover` is a hovertemplate over customdata
-    [node id, σ² of the row's samples]."""
-    if not boxes:
-        return []
-    out: list[dict[str, Any]] = [{
-        "type": "bar", "orientation": "h", "name": name, "xaxis": axis, "yaxis": "y", "showlegend": False,
-        "y": [y for y, *_ in boxes], "base": [round(st["q1"], 6) for _, _, st, _, _ in boxes],
-        "x": [round(st["q3"] - st["q1"], 6) for _, _, st, _, _ in boxes], "width": 2 * half,
-        "marker": {"color": [fill for *_, fill, _ in boxes],
-                   "line": {"color": [OOD_COLOUR if ood else "#555" for *_, ood in boxes],
-                            "width": [2 if ood else 1 for *_, ood in boxes]}},
-        "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes], "hovertemplate": hover}]
-    for ood in (False, True):
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for y, _, st, _, o in boxes:
-            if o != ood:
-                continue
-            cap = half / 2
-            for x0, y0, x1, y1 in ((st["lo"], y, st["q1"], y), (st["q3"], y, st["hi"], y),
-                                   (st["lo"], y - cap, st["lo"], y + cap), (st["hi"], y - cap, st["hi"], y + cap),
-                                   (st["median"], y - half, st["median"], y + half)):
-                xs += [round(x0, 6), round(x1, 6), None]
-                ys += [round(y0, 3), round(y1, 3), None]
-        if xs:
-            out.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
-                        "line": {"color": OOD_COLOUR if ood else "#555", "width": 2 if ood else 1},
-                        "showlegend": False, "hoverinfo": "skip", "name": f"{name} whiskers"})
-    return out
-
-
-def _row_boxes(rows: Sequence[Candidate], passes: Mapping[int, list[float]], fills: Mapping[int, str]
-               ) -> list[dict[str, Any]]:
-    """Every row's box on the score axis and on the shared spread axis (the same passes less their own R̄)."""
-    score, spread = [], []
-    for i, c in enumerate(rows):
-        ps = passes[c.node_id]
-        st, dev = box_stats(ps), box_stats(_deviations(ps))
-        if st is None or dev is None:
-            continue
-        dev["sd"] = st["sd"]  # the row's σ², not the rounded deviations'
-        score.append((i, c.node_id, st, fills[c.node_id], c.ood))
-        spread.append((i, c.node_id, dev, fills[c.node_id], c.ood))
-    return (_box_traces(score, "x", "passes", "node %{customdata[0]}: passes' quartiles %{base:.4f} to "
-                        "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>")
-            + _box_traces(spread, "x2", "spread", "node %{customdata[0]}: pass − R̄, quartiles from %{base:+.4f}, "
-                          "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>"))
-
-
-def _pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
-    """Every row's R̄ tick, and with `dots` its single passes (orange: re-evaluation's), each kind one trace for
-    all rows: a trace per row made a 64-row step about 200 traces, and drawing them was most of a click's time."""
-    drawn = [(i, c, passes[c.node_id]) for i, c in enumerate(rows) if passes[c.node_id]]
-    out = [{"type": "scatter", "mode": "markers", "x": [round(sum(ps) / len(ps), 5) for _, _, ps in drawn],
-            "y": [i for i, _, _ in drawn], "xaxis": "x", "yaxis": "y",
-            "marker": {"symbol": "line-ns-open", "size": 16, "color": "#d62728", "line": {"width": 3}},
-            "showlegend": False, "customdata": [[c.node_id] for _, c, _ in drawn], "name": "R̄",
-            "hovertemplate": "node %{customdata[0]}: R̄ %{x:.4f}<extra></extra>"}]
-    if not dots:
-        return out
-    marks: dict[tuple[bool, str], tuple[list[float], list[float]]] = {}
-    for i, c, ps in drawn:
-        first = len(ps) - c.extra if c.decided else len(ps)
-        dev = _deviations(ps)
-        for k in range(len(ps)):
-            y = round(i + ((k * 0.618034) % 1.0 - 0.5) * 0.34, 3)  # a fixed jitter: passes on one value stay apart
-            for axis, xs in (("x", ps), ("x2", dev)):
-                xy = marks.setdefault((k >= first, axis), ([], []))
-                xy[0].append(round(xs[k], 6))
-                xy[1].append(y)
-    for (extra, axis), (xs, ys) in sorted(marks.items()):
-        out.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
-                    "marker": {"size": 4, "color": EXTRA_COLOUR if extra else "rgba(30,30,30,0.75)"},
-                    "showlegend": False, "hoverinfo": "skip", "name": "extra passes" if extra else "passes"})
-    return out
-
-
-def _gate_traces(rows: Sequence[Candidate], label: str) -> list[dict[str, Any]]:
-    ys = list(range(len(rows)))
-    out = [{"type": "bar", "orientation": "h", "y": ys, "x": [c.stat if c.stat else None for c in rows], "xaxis": "x3",
-            "yaxis": "y", "width": 0.56, "name": f"{label} read", "showlegend": False,
-            "marker": {"color": [OOD_COLOUR if c.ood else "#9e9e9e" for c in rows]},
-            "customdata": [[c.node_id] for c in rows],
-            "hovertemplate": f"node %{{customdata[0]}}: {label} the test read %{{x:.3g}}<extra></extra>"}]
-    after = [(i, c) for i, c in enumerate(rows) if c.extra and c.stat_after is not None]
-    if after:
-        out.append({"type": "scatter", "mode": "markers", "y": [i for i, _ in after],
-                    "x": [c.stat_after for _, c in after], "xaxis": "x3", "yaxis": "y", "showlegend": False,
-                    "name": f"{label} after", "customdata": [[c.node_id] for _, c in after],
-                    "marker": {"symbol": "diamond-open", "size": 10, "color": "#222", "line": {"width": 2}},
-                    "hovertemplate": f"node %{{customdata[0]}}: {label} after the extra passes %{{x:.3g}}<extra></extra>"})
-    return out
-
-
-def _shadow_boxes(rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A purple box of each row's shadow passes (ui.jobs.shadow: passes the run never paid for), under its own."""
-    boxes = []
-    for i, c in enumerate(rows):
-        st = box_stats([float(v) for v in (shadow.get(c.node_id) or {}).get("mc_scores") or []])
-        if st is not None:
-            boxes.append((i + 0.3, c.node_id, st, "rgba(123, 50, 148, 0.18)", False))
-    traces = _box_traces(boxes, "x", "shadow", "node %{customdata[0]}: shadow passes' quartiles from "
-                         "%{base:.4f}, σ² %{customdata[1]:.3g} (not spent)<extra></extra>", half=0.15)
-    for t in traces:  # the shadow's own colour, whatever the row's
-        if t["type"] == "bar":
-            t["marker"]["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
-        else:
-            t["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
-    return traces
 
 
 def _shadow_text(row: Mapping[str, Any] | None) -> str:
@@ -355,17 +228,6 @@ def sample_label(estimator: str, plural: bool = False) -> str:
     cls = ESTIMATOR_CLASSES.get(estimator)
     one = cls.sample_label if cls is not None else "sample"
     return one + ("es" if one.endswith("s") else "s") if plural else one
-
-
-
-
-def _table_trace(lines: list[str], log_hi: float) -> dict[str, Any]:
-    """The right margin's table, a line per row, as one text trace at the σ² panel's right edge (a hair inside
-    it: Plotly hides a text point on the edge) drawn past it: 64 annotations were a third of the draw."""
-    return {"type": "scatter", "mode": "text", "x": [10.0 ** (log_hi - 1e-4)] * len(lines),
-            "y": list(range(len(lines))), "text": [(" " * TABLE_PAD + line).replace(" ", "\u00a0") for line in lines],
-            "textposition": "middle right", "cliponaxis": False, "xaxis": "x3", "yaxis": "y",
-            "textfont": {**MONO, "color": "#222"}, "hoverinfo": "skip", "showlegend": False, "name": "table"}
 
 
 def _annotations(head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
