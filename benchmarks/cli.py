@@ -139,7 +139,8 @@ def _cost_model(args: argparse.Namespace) -> Any:
 def run_prm(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, PrefixCache
+    from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine
+    from uats_core.backends.prefix_cache import PrefixCache
 
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))

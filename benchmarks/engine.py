@@ -76,7 +76,8 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     rows = bench_engine(args.methods.split(","), args.budget, args.repeats, args.problem, args.policy, args.prm)
-    print(f"{'method':10} {'N':>4} {'nodes':>6} {'search s':>9} {'spread':>7} {'logged s':>9} {'log share':>10} {'wall ratio':>10}")
+    print(f"{'method':10} {'N':>4} {'nodes':>6} {'search s':>9} {'spread':>7} {'logged s':>9} "
+          f"{'log share':>10} {'wall ratio':>10}")
     for r in rows:
         print(f"{r['method']:10} {r['budget']:>4} {r['nodes']:>6} {r['search_s']:>9.3f} {r['spread_s']:>7.3f} "
               f"{r['with_log_s']:>9.3f} {r['log_share']:>9.1%} {r['wall_ratio']:>10.3f}")

@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
     from storage import RunStore
     from testkit.browser import serve_app
     from ui.jobs.pool import WorkerPool
+    from ui.request_body import BODY_TIMEOUT_S
     from ui.slow_clients import HEAD_TIMEOUT_S
-    from ui.web_guard import BODY_TIMEOUT_S
 
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(str(Path(tmp) / "runs.db"))

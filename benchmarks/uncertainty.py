@@ -111,9 +111,10 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"prm": str(prm_dir), "k": args.k, "p": args.p, "quantile": args.quantile,
                            "steps_a": len(a.traces), "steps_b": len(b.traces), "wrong_a": int(sum(a.wrong)),
                            "wrong_b": int(sum(b.wrong)), "calibration_steps": len(cal), "rows": []}
-    print(f"{prm_dir.name}: {len(problems)} test problems, {len(a.traces)} A (ID) and {len(b.traces)} B (OOD) step prefixes "
-          f"({out['wrong_a']} / {out['wrong_b']} wrong), K={args.k}, p={args.p}; τ = q{args.quantile:g} of σ² on "
-          f"{len(cal)} A steps of the validation split; cost on {len(timing)} steps, min of {args.repeats} interleaved runs")
+    print(f"{prm_dir.name}: {len(problems)} test problems, {len(a.traces)} A (ID) and {len(b.traces)} B (OOD) "
+          f"step prefixes ({out['wrong_a']} / {out['wrong_b']} wrong), K={args.k}, p={args.p}; "
+          f"τ = q{args.quantile:g} of σ² on {len(cal)} A steps of the validation split; cost on {len(timing)} steps, "
+          f"min of {args.repeats} interleaved runs")
     for mode in modes:
         cost = cost_ratio(prm, timing, mode, args.p, args.k, args.repeats)
         mc = mc_passes(prm, a.traces + b.traces, mode, args.p, args.k, args.seed)

@@ -50,10 +50,10 @@ ANSWER_RULE = ("The paper names no vote over final candidates: its search return
                "that reads the PRM's final scores as the searches do. The best final score is the nearest to a single "
                "selected trace; it and the other rules in the claims table were looked at after the results were in, so "
                "an order that holds only under one of them is a lead about this grid, not a reproduction of the paper.")
-VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without a re-evaluation budget",
+VARIANT_NAMES = {"reeval_share=0.0": "H-UATS without re-evaluation passes",
                  NO_SIGMA_VARIANT: "A-UATS with the controller trained without σ features",
-                 "dropout_mode=last:2,tau=auto,uncertainty_space=logit":
-                     "H-UATS with the uncertainty settings docs/backends.md recommends",
+                 "dropout_mode=last:2,tau=auto,uncertainty_space=logit": (
+                     "H-UATS with the uncertainty settings docs/backends.md recommends"),
                  "spend_rule=paper": "H-UATS under the paper's per-step spending rule",
                  "prm_scoring=single": "H-UATS w/o Uncert., one deterministic pass"}
 
@@ -160,9 +160,9 @@ def ledgers_section(rep: Report, command: str) -> list[str]:
                 "uats eval --world arith --pairs A:prm,B:prm --methods all --budgets 4,16,64 "
                 "--problems 200 --seeds 3 --db runs/rerun.db --torch-threads 1 --batch 1 --ledger results/arith-rerun",
                 "```"]
-    out += ["", f"± is a {100 * rep.confidence:g}% Student-t interval: over the seeds unless a table says otherwise, over problems for paired "
-            "differences and verdicts. Compute is in PRM-pass units per search (a generated step costs c passes; "
-            "docs/engine.md).", ""]
+    out += ["", f"± is a {100 * rep.confidence:g}% Student-t interval: over the seeds unless a table says otherwise, "
+            "over problems for paired differences and verdicts. Compute is in PRM-pass units per search "
+            "(a generated step costs c passes; docs/engine.md).", ""]
     return out
 
 
@@ -227,7 +227,7 @@ def paired_section(rep: Report, main: str) -> list[str]:
 def ablations_section(rep: Report, main: str) -> list[str]:
     out = ["## The ablations and the uncertainty settings", "",
            "Each UATS variant against its own base settings and against REBASE on the same (problem, seed) cells: "
-           "A-UATS with the controller trained without the σ features, H-UATS without a re-evaluation budget, H-UATS "
+           "A-UATS with the controller trained without the σ features, H-UATS without re-evaluation passes, H-UATS "
            "with the uncertainty settings docs/backends.md recommends against H-UATS as the paper states it, the paper's "
            "per-step spending rule, one deterministic pass (a rung of the ladder below) and the retrained controllers.",
            "", *section(rep, "Variants, paired"), *section(rep, "Ablations")]
@@ -239,9 +239,10 @@ def ablations_section(rep: Report, main: str) -> list[str]:
                                  else name(method))
         lines = [f"{pair_name(pair, rep.roles)} {at_n(p)}: {clearing(p)}" for pair, p in own.groupby("pair", sort=True)]
         vs_rebase = g[g["reference"] == "rebase (base)"]
+        against = "; ".join(f"{pair_name(pair, rep.roles)} {clearing(p)}"
+                            for pair, p in vs_rebase.groupby("pair", sort=True))
         out.append(f"- **`{variant}`** ({what}) − {name(method)}: {'; '.join(lines)}; against REBASE "
-                   f"{'; '.join(f'{pair_name(pair, rep.roles)} {clearing(p)}' for pair, p in vs_rebase.groupby('pair', sort=True))}"
-                   f"{uncommitted_said(g)}.")
+                   f"{against}{uncommitted_said(g)}.")
     return out + ["", *gate_section(rep)]
 
 
@@ -265,7 +266,8 @@ def ladder_section(rep: Report, main: str) -> list[str]:
             "passes (paid for out of its width), it rounds the children's softmax by largest remainder where REBASE walks "
             "the candidates best first and gives each the ceiling of its share, and it re-evaluates OOD candidates that "
             "pass the δ rule. Each rung below changes one of these at REBASE's compute (the last column: "
-            f"the upper rung spent {spends} of the lower rung's compute); `tests/test_ablation_ladder.py` checks that neighbouring rungs become "
+            f"the upper rung spent {spends} of the lower rung's compute); `tests/test_ablation_ladder.py` checks "
+            "that neighbouring rungs become "
             "identical node for node once the one rule they differ in is swapped. Two paths lead from REBASE to H-UATS: "
             "the score first (REBASE, MC mean; then H-UATS without re-evaluation), or the rounding first (H-UATS w/o "
             "Uncert., which is REBASE with UATS's rounding; then the MC score).", "", *section(rep, "Ablation ladder")]

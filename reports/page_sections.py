@@ -106,7 +106,8 @@ def aggregation_section(rep: Report, main: str) -> list[str]:
 
 
 def _where(table: pd.DataFrame, diff: str, half: str) -> str:
-    """Where a column of paired differences clears zero, row by row (method, pair, N), in words and the table's numbers."""
+    """Where a column of paired differences clears zero, row by row (method, pair, N), in words and the table's
+    numbers."""
     clear = {UP: [], DOWN: []}
     for r in table.itertuples():
         d, h = getattr(r, diff), getattr(r, half)
@@ -139,7 +140,8 @@ def _ordering_lines(rep: Report) -> list[str]:
 
 def harder_section(rep: Report, main: str, harder: list[str]) -> list[str]:
     out = ["## A harder split: where search should matter", "",
-           "Search should matter more where problems are harder. The grid also ran on harder splits of the same world (docs/arith_world.md, `--difficulty`): "
+           "Search should matter more where problems are harder. The grid also ran on harder splits of the same world "
+           "(docs/arith_world.md, `--difficulty`): "
            "`o4-6v40a9f5` (more operations, larger values) with Best-of-N, REBASE, H-UATS and A-UATS, and the world's own "
            "`hard` with Best-of-N alone, each into `results/arith-hard`. With two seeds an interval over seeds means "
            "nothing; the paired differences give theirs over problems.", "",

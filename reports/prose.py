@@ -83,7 +83,8 @@ def ranged(values: Iterable[float], fmt: str) -> str:
 
 
 def clear_steps(ladder: pd.DataFrame, roles: dict[str, str]) -> list[str]:
-    """The ladder steps (rows of `ladder`) that clear zero: 'REBASE, MC mean − REBASE on A:prm (ID) at N = 64 (+3.2 ± 2.4)'."""
+    """The ladder steps (rows of `ladder`) that clear zero, such as
+    'REBASE, MC mean − REBASE on A:prm (ID) at N = 64 (+3.2 ± 2.4)'."""
     return [f"{r.upper} − {r.lower} on {pair_name(r.pair, roles)} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
             for r in masked(ladder).itertuples() if side(r.diff, r.half_problems) != NOISE]
 

@@ -47,8 +47,8 @@ def _logistic_cv(x: np.ndarray, y: np.ndarray, folds: int = FOLDS) -> np.ndarray
 
 
 def sigma_beside_rbar(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and pair, on the UATS-scored step records (R̄ of K0 passes, σ² of those passes, the exact step label): how
-    well R̄, σ² and both together tell wrong steps from right ones (AUROC for a wrong step), and σ²'s AUROC
+    """Per dataset and pair, on the UATS-scored step records (R̄ of K0 passes, σ² of those passes, the exact step
+    label): how well R̄, σ² and both together tell wrong steps from right ones (AUROC for a wrong step), and σ²'s AUROC
     within each fifth of R̄, where R̄ cannot tell the steps apart by its level."""
     mc = steps[(steps["score_kind"] == MC_SCORED) & steps["var0"].notna()]
     rows = []
@@ -167,7 +167,8 @@ def controller_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
              " / ".join(f"{getattr(r, k):.3g}" for k in KNOBS)] for r in table.itertuples()]
     return ("A-UATS's controller on the states its searches met (the ledger's controller steps, the checkpoint that "
             "ran them): the largest gap between the knobs it recorded (float32) and the checkpoint's output on the "
-            f"recorded state (float64; < {REPLAY_BOUND:.0e} when below that bound); how far its knobs move across those states ({int(100 * LOW)}th to {int(100 * HIGH)}th "
+            f"recorded state (float64; < {REPLAY_BOUND:.0e} when below that bound); how far its knobs move across "
+            f"those states ({int(100 * LOW)}th to {int(100 * HIGH)}th "
             "percentile, % of the knob's range, the knob that moves most); how far moving the σ features, and the R̄ "
             "features, from their 5th to their 95th percentile moves the knobs (mean over states, % of range, the "
             "knob that moves most); the mean log standard deviation of its actions; and its median knobs "

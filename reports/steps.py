@@ -79,7 +79,7 @@ def _arith_problem(meta: dict[str, Any], problems: dict[str, Any]) -> Any:
 
 
 def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str) -> list[dict[str, Any]]:
-    from uats_core.worlds.arith.world import label_steps
+    from uats_core.worlds.arith.solutions import label_steps
 
     rows = []
     by_id = {int(r.node_id): r for r in g.itertuples(index=False)}

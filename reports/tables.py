@@ -147,7 +147,8 @@ def variant_markdown(vdiff: pd.DataFrame, roles: dict[str, str]) -> str:
              half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
              r.n_cells, f"{r.spend_ratio:.2f}", share_text(r.uncommitted)] for r in vdiff.itertuples()]
     return ("Each UATS variant against its method's base settings, against REBASE and (A-UATS) against H-UATS on the "
-            "same (problem, seed) cells: accuracy difference in percentage points, 95% t-intervals over seeds and over problems, "
+            "same (problem, seed) cells: accuracy difference in percentage points, 95% t-intervals over seeds and "
+            "over problems, "
             "compute spent as a share of the reference's, and the share of the row's searches that ran uncommitted "
             "code\n\n"
             + markdown_table(["pair", "N", "method", "variant", "against", "difference", "± over seeds",

@@ -50,7 +50,7 @@ def _fault(column: sa.Column, raw: Any) -> str | None:
             return f"holds JSON nested deeper than {MAX_JSON_DEPTH} levels"
         if value is None:  # JSON null: the column's None
             return None
-        if column.name in ("config", "model_options", "extra", "spec", "budget") and not isinstance(value, dict):
+        if column.name in ("config", "model_options", "extra", "spec", "step_info") and not isinstance(value, dict):
             return f"holds a JSON {type(value).__name__}, not an object"
         if column.name in ("mc_scores", "decisions") and not isinstance(value, list):
             return f"holds a JSON {type(value).__name__}, not a list"

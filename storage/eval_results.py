@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from uats_core.methods.uats import KNOBS, STATE_FEATURES
+from uats_core.methods.uats import KNOBS, STATE_FEATURES, current_feature_names
 from uats_core.status import RunStatus
 from uats_core.tree import TERMINAL
 
@@ -94,8 +94,9 @@ def load_controller_steps(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
     """A-UATS's controller at each step of `run_ids` (the iterations' StepInfo): the state it read and the knobs it
     set; the runs of other methods have no rows."""
     i = S.iterations.c
-    q = sa.select(i.run_id, i.iteration, i.budget).where(i.run_id.in_(list(run_ids))).order_by(i.run_id, i.iteration)
+    q = sa.select(i.run_id, i.iteration, i.step_info).where(i.run_id.in_(list(run_ids))).order_by(i.run_id, i.iteration)
     with engine_of(source).connect() as conn:
-        rows = [{"run_id": r.run_id, "iteration": r.iteration, **b["state"], **b["knobs"]}
-                for r in conn.execute(q) if (b := r.budget) and b.get("state") and b.get("knobs")]
+        rows = [{"run_id": r.run_id, "iteration": r.iteration,
+                 **dict(zip(current_feature_names(b["state"]), b["state"].values())), **b["knobs"]}
+                for r in conn.execute(q) if (b := r.step_info) and b.get("state") and b.get("knobs")]
     return pd.DataFrame(rows, columns=CONTROLLER_COLUMNS)

@@ -2,8 +2,9 @@
 or PostgreSQL) gets the tables of schema.py it lacks, then, in order, the changes made since the first release
 (MIGRATIONS), so a database written by an earlier version keeps working. One transaction; idempotent.
 
-To change a table: change it in schema.py, and append here what turns an older run log into it (today only added
-columns: ALTER TABLE ADD COLUMN, with the server default for NOT NULL ones; nullable ones start NULL)."""
+To change a table: change it in schema.py, and append here what turns an older run log into it (added columns:
+ALTER TABLE ADD COLUMN, with the server default for NOT NULL ones, nullable ones starting NULL; renamed columns:
+ALTER TABLE RENAME COLUMN, before the additions)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nodes", ("voted",)),  # the candidates the answer was chosen from
     ("runs", ("model_options",)),  # how the models were loaded (2026-11-28)
 )
+# (table, former name, name), oldest first: iterations.budget held the step's numbers (a StepInfo), not the budget
+# N; "budget" means N alone since 2026-11-29.
+RENAMES: tuple[tuple[str, str, str], ...] = (
+    ("iterations", "budget", "step_info"),
+)
 
 
 def migrate(engine: Engine) -> None:
@@ -40,8 +46,18 @@ def migrate(engine: Engine) -> None:
         if engine.dialect.name == "sqlite":
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         S.metadata.create_all(conn)
+        _rename_columns(conn)
         _add_missing_columns(conn)
         conn.commit()
+
+
+def _rename_columns(conn: Connection) -> None:
+    insp = sa.inspect(conn)
+    for table_name, old, new in RENAMES:
+        have = {c["name"] for c in insp.get_columns(table_name)}
+        if old in have and new not in have:
+            conn.execute(sa.text(f"ALTER TABLE {table_name} RENAME COLUMN {old} TO {new}"))
+            log.info("run log upgraded: renamed %s.%s to %s", table_name, old, new)
 
 
 def _add_missing_columns(conn: Connection) -> None:

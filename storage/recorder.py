@@ -245,7 +245,7 @@ class RunRecorder:
             if it is not None:
                 upsert(conn, S.iterations, [dict(
                     run_id=run_id, iteration=it.iteration, decisions=[d.to_dict() for d in it.decisions],
-                    budget=it.budget.to_dict(),
+                    step_info=it.step_info.to_dict(),
                     cost_step=float(it.cost_step), cost_total=float(it.cost_total),
                     n_nodes_updated=len(node_rows), written_at=now)], ("run_id", "iteration"))
                 run_values.update(cost=float(it.cost_total), iterations=it.iteration)

@@ -38,6 +38,7 @@ except ImportError:  # Windows: one appending process per ledger
 import pandas as pd
 
 from uats_core.methods import REGISTRY
+from uats_core.methods.uats import current_feature_names
 
 from .eval_results import CONTROLLER_COLUMNS
 
@@ -122,7 +123,9 @@ class ResultsLedger:
         """Per A-UATS cell and step: the controller's state and knobs (cells recorded before this file have none)."""
         if not self.controller_path.exists():
             return pd.DataFrame(columns=LEDGER_CONTROLLER_COLUMNS)
-        return pd.read_csv(self.controller_path).drop_duplicates(["cell_key", "iteration"]).reset_index(drop=True)
+        df = pd.read_csv(self.controller_path)
+        df.columns = current_feature_names(df.columns)  # a ledger written before a feature's rename keeps loading
+        return df.drop_duplicates(["cell_key", "iteration"]).reset_index(drop=True)
 
     def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
                controller: pd.DataFrame | None = None) -> int:
@@ -276,9 +279,10 @@ def _same_searches(ledger_rows: pd.DataFrame, engine: Any) -> pd.DataFrame:
 
 def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame],
                 chunk: int = 200) -> int:
-    """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells
-    the ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's answer,
-    compute, iterations and node count (a cell run again elsewhere is another search). Returns how many cells."""
+    """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells the
+    ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's
+    answer, compute, iterations and node count (a cell run again elsewhere is another search). Returns how many
+    cells."""
     from .eval_results import engine_of, load_nodes
 
     mine = ledger.results()

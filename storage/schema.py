@@ -3,7 +3,7 @@ now: storage/migrations.py brings a run log written by an earlier version up to 
 
 One row per run, one per node (its latest snapshot), one per (iteration, node) in node_history (what the
 node looked like after that iteration: replay needs the statistics *before* a later re-evaluation and
-the status decided at each step), one per iteration (the step's decisions and budget), one per
+the status decided at each step), one per iteration (the step's decisions and its numbers, step_info), one per
 starred/annotated case, the app's pool jobs that are not runs, and the evaluation's cells.
 """
 
@@ -135,7 +135,7 @@ iterations = sa.Table(
     sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
     sa.Column("iteration", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("decisions", sa.JSON),
-    sa.Column("budget", sa.JSON),
+    sa.Column("step_info", sa.JSON),
     sa.Column("cost_step", sa.Float, nullable=False, default=0.0),
     sa.Column("cost_total", sa.Float, nullable=False, default=0.0),
     sa.Column("n_nodes_updated", sa.Integer, nullable=False, default=0),

@@ -1,5 +1,6 @@
 """The app served in this process and Debian's Chromium on it: the one browser launcher of the benchmarks and
-the browser tests (tests/browser/conftest.py takes CHROMIUM_FLAGS from here); `serving` serves it for gradio_client. Never a downloaded browser."""
+the browser tests (tests/browser/conftest.py takes CHROMIUM_FLAGS from here); `serving` serves it for
+gradio_client. Never a downloaded browser."""
 
 from __future__ import annotations
 

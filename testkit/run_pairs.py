@@ -58,6 +58,6 @@ def hand_made_step(extra_scores: list[float]) -> RunData:
                  for i in (1, 2, 3)]
     data = RunData(run, nodes, iterations=[{"iteration": 1, "decisions": []},
                                            {"iteration": 2, "decisions": decisions,
-                                            "budget": {"width": 3, "reeval_budget": 4, "knobs": {"nu2": 0.2}}}])
+                                            "step_info": {"width": 3, "reeval_passes": 4, "knobs": {"nu2": 0.2}}}])
     data.history_skipped = True  # no per-iteration snapshots: the nodes as written
     return data

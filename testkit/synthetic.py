@@ -64,8 +64,8 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
         id_means = [n.mean for n in created if not n.ood and n.mean is not None]
         best = max(id_means) if id_means else max((n.mean or 0.0) for n in created) if created else 0.0
         selected = [n for n in created if n.ood and (n.ucb or 0.0) >= best - delta]
-        reeval_budget = max(1, budget // 2) if selected else 0
-        extra = largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_budget) if selected else []
+        reeval_passes = max(1, budget // 2) if selected else 0
+        extra = largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_passes) if selected else []
         for n, e in zip(selected, extra):
             if e <= 0:
                 continue
@@ -94,7 +94,7 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
                                    error="RuntimeError: synthetic crash in the middle of an iteration"))
             return events
         events.append(IterationEnded(iteration=it, decisions=decisions,
-                                     budget=StepInfo(width=budget, reeval_budget=reeval_budget,
+                                     step_info=StepInfo(width=budget, reeval_passes=reeval_passes,
                                                      reeval_used=sum(extra), knobs={"tau": tau, "delta": delta}),
                                      cost_step=float(cost_step), cost_total=float(cost_total)))
     events.append(_ended([n for n in nodes.values() if n.status == FINISHED], gold, cost_total, it))

@@ -65,3 +65,14 @@ def write_tool_files(folder: Path) -> dict[str, Path]:
     shutil.copyfile(sal_file("best_of_n", "rlhflow"), files["search-and-learn"])  # the tool's bytes as written
     shutil.copyfile(tool_file("treequest", TREEQUEST_FILE), files["treequest"])
     return files
+
+
+def import_with_cli(tmp_path: Path, tool: str, path: Path, *extra: str) -> tuple[Any, list[str]]:
+    """`uats import --from TOOL PATH` into tmp_path/runs.db: the run log and its run ids, by problem id."""
+    from storage import RunStore
+    from uats.cli import main as cli
+
+    db = tmp_path / "runs.db"
+    assert cli(["import", "--from", tool, str(path), "--db", str(db), *extra]) == 0
+    store = RunStore(str(db))
+    return store, [r["run_id"] for r in sorted(store.list_runs(), key=lambda r: r["problem_id"])]

@@ -42,10 +42,10 @@ def test_rebase_mc_scores_with_k0_passes_paid_out_of_its_width(budget, seed):
             assert len(node.mc_scores) == K0 and node.extra_passes == 0
             assert node.mean == pytest.approx(float(np.mean(node.mc_scores)))
     # the first step spends REBASE's N(c+1) on children at c+K0 each
-    assert steps[0].budget.width == int(budget * (C + 1) // (C + K0))
+    assert steps[0].step_info.width == int(budget * (C + 1) // (C + K0))
     spent = 0.0
     for t, it in enumerate(steps, start=1):
-        assert it.cost_step == pytest.approx(it.budget.width * (C + K0))
+        assert it.cost_step == pytest.approx(it.step_info.width * (C + K0))
         spent += it.cost_step
         assert spent <= t * budget * (C + 1) + 1e-9  # never ahead of REBASE's spend
     # matched compute: what REBASE spends at the same N, less under one child's price left at the end

@@ -12,10 +12,10 @@ from uats_core.allocation import (
     dora_weights,
     largest_remainder,
     rebase_children,
-    scaled_step_budget,
+    scaled_step_spend,
     sequential_ceil,
     softmax,
-    uats_budget_split,
+    split_step_spend,
 )
 from uats_core.estimation import mc_stats, reeval_candidates
 
@@ -49,21 +49,21 @@ def test_rebase_children_temperature_02():
     np.testing.assert_allclose(softmax([0.8, 0.6], 0.2), [math.e / (math.e + 1), 1 / (math.e + 1)])
 
 
-def test_uats_budget_split_hand_computed():
+def test_split_step_spend_hand_computed():
     # N=16, c=18, K0=7: cap 304; C = floor(0.9·304/25) = 10; B = 304 − 10·25 = 54
-    assert uats_budget_split(16, 18, 7, 0.1) == (10, 54)
+    assert split_step_spend(16, 18, 7, 0.1) == (10, 54)
     # N=4: cap 76; C = floor(68.4/25) = 2; B = 76 − 50 = 26
-    assert uats_budget_split(4, 18, 7, 0.1) == (2, 26)
+    assert split_step_spend(4, 18, 7, 0.1) == (2, 26)
     # N=1, c=18, K0=7: one child costs 25 > 19: nothing fits
-    assert uats_budget_split(1, 18, 7, 0.1)[0] == 0
+    assert split_step_spend(1, 18, 7, 0.1)[0] == 0
 
 
-def test_scaled_step_budget_follows_width_and_knobs():
+def test_scaled_step_spend_follows_width_and_knobs():
     cap = 16 * 19
-    assert scaled_step_budget(10, 54, 10, 18, 7, cap) == (10, 54)
-    assert scaled_step_budget(10, 54, 5, 18, 7, cap) == (5, 27)  # half the width left: half the re-evaluation
+    assert scaled_step_spend(10, 54, 10, 18, 7, cap) == (10, 54)
+    assert scaled_step_spend(10, 54, 5, 18, 7, cap) == (5, 27)  # half the width left: half the re-evaluation
     # γ=2 asks for 20 children: capped at floor(304/25)=12, and B shrinks to what is left (4)
-    assert scaled_step_budget(10, 54, 10, 18, 7, cap, beta=1.0, gamma=2.0) == (12, 4)
+    assert scaled_step_spend(10, 54, 10, 18, 7, cap, beta=1.0, gamma=2.0) == (12, 4)
 
 
 def test_mc_stats_hand_computed():
@@ -126,11 +126,11 @@ def test_rebase_children_conserve_width(scores, width, temperature):
 @settings(max_examples=300, deadline=None)
 def test_uats_step_never_exceeds_rebase_spend(n, c, k0, share, beta, gamma, data):
     cap = n * (c + 1)
-    width, reeval = uats_budget_split(n, c, k0, share)
+    width, reeval = split_step_spend(n, c, k0, share)
     assert width * (c + k0) + reeval <= cap + 1e-9
     if width == 0:
         return
     left = data.draw(st.integers(1, width))
-    w, b = scaled_step_budget(width, reeval, left, c, k0, cap, beta, gamma)
+    w, b = scaled_step_spend(width, reeval, left, c, k0, cap, beta, gamma)
     assert w * (c + k0) + b <= cap + 1e-9
     assert w >= 0 and b >= 0

@@ -10,15 +10,15 @@ import random
 import pytest
 import torch
 
-from uats.arith import train
-from uats_core.worlds.arith import world
+from uats.arith import train, training_loop
+from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.tokenizer import STEP_TAG, build_tokenizer
 
 
 def test_prm_example_puts_each_steps_label_on_its_step_tag() -> None:
     tok = build_tokenizer()
     problem = world.load_split("train", 1)[0]
-    steps, _ = world.solve(problem, "A")
+    steps, _ = solutions.solve(problem, "A")
     labels = [i % 2 == 0 for i in range(len(steps))]  # alternating, so a shifted label would show
     ids, lab = train.prm_example(tok, problem.question, steps, labels)
     tag = tok.convert_tokens_to_ids(STEP_TAG)
@@ -68,7 +68,7 @@ def _tiny_prm_run(**kwargs):
     tok = build_tokenizer()
     policy_a = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"])
     problems = world.load_split("train", 6)
-    traces = [(p, world.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems[:4])]
+    traces = [(p, solutions.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems[:4])]
     shape = ModelShape(hidden=policy_a.config.hidden_size, layers=policy_a.config.num_hidden_layers,
                        intermediate=policy_a.config.intermediate_size)
     prm = train.train_prm(tok, policy_a, traces, problems[4:], steps=3, shape=shape, seed=0, batch_size=4, **kwargs)
@@ -135,7 +135,7 @@ def test_two_pass_variance_is_the_sample_variance_of_the_two_passes_at_labelled_
     labels[0, 1], labels[1, 4], labels[2, 0], labels[2, 3] = 1, 0, 1, 1
     probs = logits.softmax(-1)[..., 1].view(2, 3, 5)
     expected = probs.var(dim=0, unbiased=True)[labels >= 0].mean()
-    assert torch.allclose(train._two_pass_variance(logits, labels), expected)
+    assert torch.allclose(training_loop.two_pass_variance(logits, labels), expected)
 
 
 def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() -> None:
@@ -148,8 +148,8 @@ def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() ->
 
     tok = build_tokenizer()
     problems = world.load_split("train", 4)
-    items = [(p.question, world.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems)]
-    examples = [train.prm_example(tok, q, s, world.label_steps(p, s)) for p, (q, s) in zip(problems, items)]
+    items = [(p.question, solutions.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems)]
+    examples = [train.prm_example(tok, q, s, solutions.label_steps(p, s)) for p, (q, s) in zip(problems, items)]
 
     def mean_variance(prm) -> float:
         torch.manual_seed(0)
@@ -157,7 +157,7 @@ def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() ->
 
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR)
     before = mean_variance(prm)
-    no_label_loss = lambda logits, labels: 0.0 * train._cls_loss(logits, labels)  # noqa: E731
-    train._train(prm, lambda epoch: examples, steps=30, batch_size=4, lr=1e-3, seed=0, pad=tok.pad_token_id,
+    no_label_loss = lambda logits, labels: 0.0 * training_loop.cls_loss(logits, labels)  # noqa: E731
+    training_loop.train_loop(prm, lambda epoch: examples, steps=30, batch_size=4, lr=1e-3, seed=0, pad=tok.pad_token_id,
                  desc="PRM", loss_fn=no_label_loss, dropout_p=PRM_SIDECAR["dropout_p"], variance_penalty=100.0)
     assert mean_variance(prm) < 0.5 * before

@@ -9,17 +9,16 @@ import pytest
 import torch
 
 from uats_core.problems import Problem
-from uats_core.worlds.arith import world
-from uats_core.worlds.arith.world import (
+from uats_core.worlds.arith import solutions, world
+from uats_core.worlds.arith.solutions import (
     extract_answer,
     final_answer_correct,
-    get_problem,
     label_steps,
-    load_split,
     parse_step,
     solve,
     step_correct,
 )
+from uats_core.worlds.arith.world import get_problem, load_split
 
 
 def _problem(question: str, given: list[int], gold: list[tuple[str, tuple[str, int], tuple[str, int], int]]) -> Problem:
@@ -46,7 +45,7 @@ def test_gold_solution_all_correct(steps):
     assert label_steps(P, steps) == [True] * len(steps)
     # with the delimiters a policy writes
     assert label_steps(P, [s + "\n\n" for s in steps[:-1]] + [steps[-1]]) == [True] * len(steps)
-    assert final_answer_correct(P, world.solution_text(steps))
+    assert final_answer_correct(P, solutions.solution_text(steps))
 
 
 def test_checker_accepts_commuted_operands_and_other_orders():
@@ -175,7 +174,7 @@ def test_tokenizer_round_trip(tok):
         for p in load_split("test", 40, difficulty=diff):
             for style in world.STYLES:
                 steps, _ = solve(p, style, slip_rate=0.3, rng=rng)
-                texts.append(p.question + "\n\n" + world.solution_text(steps))
+                texts.append(p.question + "\n\n" + solutions.solution_text(steps))
                 texts.append(prm_text(p.question, steps))
     for text in texts:
         ids = tok.encode(text, add_special_tokens=False)
@@ -207,7 +206,7 @@ def test_models_load_and_produce_steps_and_scores(tok):
         sols = sample_solutions(policy, tok, [p.question for p in probs], generator=torch.Generator().manual_seed(0))
         for s in sols:
             assert s and all(x.endswith("\n\n") for x in s[:-1])
-            assert world.parse_step(s[0]) is not None  # the first step is a computation in some style
+            assert solutions.parse_step(s[0]) is not None  # the first step is a computation in some style
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR).eval()
     assert prm.config.num_labels == 2
     side = json.loads((PRM_DIR / "uats_prm.json").read_text())

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from uats_core.backends import load_prm
-from uats_core.backends.mc_dropout import DropoutSpec, PrefixCache
+from uats_core.backends.mc_dropout import DropoutSpec
+from uats_core.backends.prefix_cache import PrefixCache
 from uats_core.backends.prm_token_cls import TokenClassificationPRM
 from uats_core.backends.tiny import save_causal_lm, save_token_cls_prm
 from uats_core.errors import BackendError
@@ -142,9 +143,9 @@ def test_passes_are_batched_and_the_noise_free_bottom_runs_once(prm, mode, once,
     assert [i for i, b in calls.items() if b == 7 * len(TRACES)] == list(range(once, once + k_times))
 
 
-@pytest.mark.parametrize("budget", [None, 64])  # 64 tokens: passes run in groups of two or three
+@pytest.mark.parametrize("max_batch_tokens", [None, 64])  # 64 tokens: passes run in groups of two or three
 @pytest.mark.parametrize("mode", MODES)
-def test_prefix_cache_gives_identical_scores(prm_dir, mode, budget):
+def test_prefix_cache_gives_identical_scores(prm_dir, mode, max_batch_tokens):
     parent = Trace("Compute 12*7 + 4.", ("12*7 = 84\n\n",))
     children = [parent.extend("84 + 4 = 88\n\n"), parent.extend("84 + 4 = 89\n\n"), parent.extend("so 88")]
     grandchild = children[0].extend("The answer is 88")
@@ -152,7 +153,7 @@ def test_prefix_cache_gives_identical_scores(prm_dir, mode, budget):
     runs = {}
     for cached in (True, False):
         prm = load_prm(str(prm_dir), dtype="float32", cache_bytes=(64 * 2**20 if cached else 0), dropout_mode=mode,
-                       max_batch_tokens=budget)
+                       max_batch_tokens=max_batch_tokens)
         torch.manual_seed(7)
         det = [prm.score([parent])[0]] + prm.score(children) + prm.score([grandchild])
         mc = [prm.mc_scores([parent], 5, spec=spec)] + [prm.mc_scores(children, 5, spec=spec)] + [prm.mc_scores([grandchild], 5, spec=spec)]
@@ -166,7 +167,7 @@ def test_prefix_cache_gives_identical_scores(prm_dir, mode, budget):
 
 def test_prefix_cache_lru_bounds():
     cache = PrefixCache(max_bytes=10_000, max_entries=3)
-    from uats_core.backends.mc_dropout import PrefixEntry
+    from uats_core.backends.prefix_cache import PrefixEntry
 
     def entry(n: int) -> PrefixEntry:
         return PrefixEntry(tuple(range(n)), [(torch.zeros(1, n, 4), torch.zeros(1, n, 4))], torch.zeros(n, 8))
@@ -280,8 +281,8 @@ def test_last_layer_at_read_positions_equals_the_whole_layer(arch):
     torch.testing.assert_close(part, torch.stack([whole[i, idx[i]] for i in range(3)]), atol=1e-5, rtol=1e-5)
 
 
-def test_small_batch_budget_groups_passes_but_never_one_per_call(prm):
-    """On CPU the engine splits the K passes into groups that fit its token budget; every call still carries at
+def test_a_small_max_batch_tokens_groups_passes_but_never_one_per_call(prm):
+    """On CPU the engine splits the K passes into groups that fit its max_batch_tokens; every call still carries at
     least two passes of each candidate (7 -> 3 + 2 + 2)."""
     prm.engine.max_batch_tokens = 1  # as small as it gets: groups of the minimum size
     seen: list[int] = []

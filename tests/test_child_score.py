@@ -58,7 +58,7 @@ def test_search_children_follow_the_recorded_child_scores(rule):
                 expected = d.mean
             saw_ood |= bool(d.ood)
             assert d.child_score == pytest.approx(expected)
-        counts = largest_remainder(softmax([d.child_score for d in ds], cfg.nu2), e.budget.width)
+        counts = largest_remainder(softmax([d.child_score for d in ds], cfg.nu2), e.step_info.width)
         assert [d.children for d in ds] == counts
     assert saw_ood  # the rule had OOD candidates to act on
 

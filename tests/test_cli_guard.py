@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from storage import RunStore, schema as S
 from testkit.cli_errors import one_line_error
 from testkit.doubles import record
-from uats.cli import main, tree_lines
+from uats.cli import main
+from uats.run_log_cmds import tree_lines
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
 
@@ -133,7 +134,7 @@ def test_show_prints_a_1500_deep_chain(tmp_path: Path, capsys: pytest.CaptureFix
                               config={}, policy="x", prm="y"),
                    NodesUpdated(iteration=0,
                                 nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]),
-                   IterationEnded(iteration=1, decisions=[], budget=StepInfo(width=0), cost_step=1.0, cost_total=1.0),
+                   IterationEnded(iteration=1, decisions=[], step_info=StepInfo(width=0), cost_step=1.0, cost_total=1.0),
                    RunEnded(status="finished", iterations=1, cost=1.0)])
     store.close()
     capsys.readouterr()

@@ -18,9 +18,9 @@ from ui.views.decisions import (
     explain_node,
     explain_step,
     step_at,
-    step_budgets,
     step_candidates,
     step_of,
+    step_totals,
 )
 from ui.views.figure1 import step_figure
 from ui.views.frontier import ordered_rows, page_of
@@ -57,8 +57,8 @@ def test_candidates_match_what_the_engine_decided(uats_run: RunData) -> None:
             assert c.var == pytest.approx(d["var_before"]) and c.k == d["k_before"]
             checked += 1
         if cands:
-            b, c = step_budgets(budget, cands)
-            assert (b, c) == (budget.reeval_budget, budget.width)
+            b, c = step_totals(budget, cands)
+            assert (b, c) == (budget.reeval_passes, budget.width)
             assert sum(x.extra for x in cands) == budget.reeval_used
             assert sum(x.children for x in cands) == c  # C is conserved exactly
     assert checked > 10
@@ -83,13 +83,13 @@ def test_explain_node_gives_the_tests_and_shares(uats_run: RunData) -> None:
             text = explain_node(uats_run, d["node_id"])
             assert f"decided at iteration {t}" in text
             assert ("OOD" in text) == bool(d["ood"]) or "ID" in text
-            assert "τ =" in text and f"of C = {row['budget']['width']}" in text
+            assert "τ =" in text and f"of C = {row['step_info']['width']}" in text
             if d["ood"]:
                 seen_ood = True
                 assert "δ test" in text and "R̂ rank" in text
             if d["extra_passes"]:
                 seen_extra = True
-                assert f"+{d['extra_passes']} extra passes" in text and f"of B = {row['budget']['reeval_budget']}" in text
+                assert f"+{d['extra_passes']} extra passes" in text and f"of B = {row['step_info']['reeval_passes']}" in text
     assert seen_ood and seen_extra
     step = explain_step(uats_run, max(uats_run.iterations))
     assert "B =" in step and "C =" in step
@@ -156,7 +156,7 @@ def test_figure1_title_counts_in_words(synthetic: RunData) -> None:
     from ui.views.figure1 import step_title
 
     step = step_at(synthetic, 4)
-    one = type(step)(step.iteration, True, step.candidates[:1], step.budget, step.state)
+    one = type(step)(step.iteration, True, step.candidates[:1], step.step_info, step.state)
     title = step_title(one, 1, 0, 1, 64, 1, False)
     assert "1 candidate of" in title and "1 parent" in title and "candidates" not in title
     assert "parents" in step_title(step, len(step.candidates), 0, 1, 64, len(step.candidates), False)

@@ -112,20 +112,20 @@ def test_uats_decisions_follow_the_paper(logged_runs):
     for method in ("h-uats", "a-uats"):
         spent = 0.0
         for it in store.get_iterations(ids[method]):
-            decisions, budget = it["decisions"], it["budget"]
+            decisions, step_info = it["decisions"], it["step_info"]
             spent += it["cost_step"]  # the carry rule: the cumulative cap, and no step beyond what it was given
-            assert spent <= it["iteration"] * cap + 1e-9 and it["cost_step"] <= budget["available"] + 1e-9
+            assert spent <= it["iteration"] * cap + 1e-9 and it["cost_step"] <= step_info["available"] + 1e-9
             if it["iteration"] == 1:
                 continue
-            knobs = budget["knobs"]
-            assert sum(d["children"] for d in decisions) == budget["width"]
+            knobs = step_info["knobs"]
+            assert sum(d["children"] for d in decisions) == step_info["width"]
             chosen = [d for d in decisions if d["reeval_candidate"]]
-            assert sum(d["extra_passes"] for d in decisions) == (budget["reeval_budget"] if chosen else 0)
+            assert sum(d["extra_passes"] for d in decisions) == (step_info["reeval_passes"] if chosen else 0)
             for d in decisions:
                 if d["extra_passes"]:
                     saw_reeval = True
                     assert d["var_before"] > knobs["tau"], "re-evaluated a node that was not OOD"
-                    assert d["ucb_before"] >= budget["reference_mean"] - knobs["delta"] - 1e-12
+                    assert d["ucb_before"] >= step_info["reference_mean"] - knobs["delta"] - 1e-12
         nodes = {n["id"]: n for n in store.get_nodes(ids[method])}
         for n in nodes.values():
             if n["status"] == "pruned":

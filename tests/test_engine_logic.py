@@ -77,7 +77,7 @@ def test_uats_spends_within_cap_and_conserves(method, spend_rule, seed, budget, 
     cap, per_child = budget * (18 + 1), 18 + 7
     spent = carry = 0.0
     for it in (e for e in events if isinstance(e, IterationEnded)):
-        b = it.budget.to_dict()
+        b = it.step_info.to_dict()
         spent += it.cost_step
         # The cumulative cap holds at every step; the paper's rule also holds it step by step.
         assert spent <= it.iteration * cap + 1e-9
@@ -94,11 +94,11 @@ def test_uats_spends_within_cap_and_conserves(method, spend_rule, seed, budget, 
         extra = sum(d["extra_passes"] for d in decisions)
         children = sum(d["children"] for d in decisions)
         if it.iteration == 1:
-            assert extra == 0 and b["reeval_budget"] == 0
+            assert extra == 0 and b["reeval_passes"] == 0
             continue
         assert children == b["width"]
         chosen = [d for d in decisions if d["reeval_candidate"]]
-        assert extra == (b["reeval_budget"] if chosen else 0)
+        assert extra == (b["reeval_passes"] if chosen else 0)
         assert it.cost_step == pytest.approx(extra + children * per_child)
         knobs = b["knobs"]
         for d in decisions:
@@ -166,8 +166,8 @@ def test_width_methods_conserve_width(method, seed, depth):
     result, events = _run(method, budget=8, seed=seed, depth=depth)
     for it in (e for e in events if isinstance(e, IterationEnded)):
         if method in ("rebase", "dora") and it.decisions:
-            assert sum(d.children for d in it.decisions) == it.budget.width
-            assert it.cost_step == pytest.approx(it.budget.width * 19)
+            assert sum(d.children for d in it.decisions) == it.step_info.width
+            assert it.cost_step == pytest.approx(it.step_info.width * 19)
     _check_tree(result)
 
 
@@ -235,13 +235,13 @@ def test_single_pass_h_uats_is_rebases_search_with_uats_rounding(seed):
     rebase, _ = _run("rebase", budget=budget, seed=seed, depth=5)
     assert result.status == "finished"
     steps = [e for e in events if isinstance(e, IterationEnded)]
-    assert steps[0].budget.to_dict()["width"] == budget
+    assert steps[0].step_info.to_dict()["width"] == budget
     for node in result.tree.nodes.values():
         if node.id:
             assert len(node.mc_scores) == 1 and node.var is None and node.extra_passes == 0 and not node.ood
     for it in steps:
         assert sum(d.to_dict()["extra_passes"] for d in it.decisions) == 0
-        assert it.cost_step == pytest.approx(it.budget.to_dict()["width"] * (18 + 1))
+        assert it.cost_step == pytest.approx(it.step_info.to_dict()["width"] * (18 + 1))
     assert result.cost == pytest.approx(rebase.cost, rel=0.15)
 
 

@@ -113,7 +113,7 @@ def test_each_methods_steps_fill_the_step_fields_it_declares(method: str) -> Non
         embedder = _Embedder() if cls.needs_embedder else None
         run_search(DOUBLES_PROBLEM, cfg, ScriptedPolicyDouble(depth=3), HashedPRMDouble(1), subscribers=[events.append],
                    controller=controller, embedder=embedder)
-        filled |= {k for e in events if isinstance(e, IterationEnded) for k in e.budget.to_dict()}
+        filled |= {k for e in events if isinstance(e, IterationEnded) for k in e.step_info.to_dict()}
     assert filled - {"width", "generated_steps", "prm_passes"} == set(cls.step_fields)
 
 

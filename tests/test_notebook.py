@@ -1,7 +1,7 @@
 """docs/notebooks/open_run.ipynb, the notebook API's example, executed as a reader would run it (nbclient, a Python
 kernel started in the notebook's own folder, as Jupyter starts it, so the project is imported as installed
-(`./setup.sh` installs it, editable) and not from the working directory): every cell runs without an error, the API's tables agree with the run log, the
-figures come out as Plotly figures, and Gradio is never imported."""
+(`./setup.sh` installs it, editable) and not from the working directory): every cell runs without an error, the
+API's tables agree with the run log, the figures come out as Plotly figures, and Gradio is never imported."""
 
 from __future__ import annotations
 

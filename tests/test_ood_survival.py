@@ -11,7 +11,7 @@ from uats.eval.ood_survival import format_table, main, ood_survival
 from uats_core.config import SearchConfig
 from uats_core.events import IterationEnded
 from uats_core.runner import DEFAULT_PRM, build_backends, run_search
-from uats_core.worlds.arith import world
+from uats_core.worlds.arith import solutions, world
 
 POLICY_B = DEFAULT_PRM.parent / "arith-policy-b"
 
@@ -33,7 +33,7 @@ def test_counts_match_the_searchs_own_decisions(tmp_path: Path, capsys) -> None:
             for d in e.decisions:
                 if d.ood:
                     steps = [n.step for n in result.tree.path(d.node_id)]
-                    right = world.step_correct(problem, steps[:-1], steps[-1])
+                    right = solutions.step_correct(problem, steps[:-1], steps[-1])
                     kind = ("right" if right else "wrong") + ("_reevaluated" if d.extra_passes else "_not")
                     expected[kind][0] += d.children > 0
                     expected[kind][1] += 1

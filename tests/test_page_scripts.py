@@ -89,7 +89,8 @@ def test_the_page_scripts_pass_eslint() -> None:
 
 
 def _header_version(path: Path) -> str:
-    """'4.1.1' from a plotly.js bundle's licence header ("plotly.js v4.1.1" or "plotly.js (cartesian - minified) v4.1.1")."""
+    """'4.1.1' from a plotly.js bundle's licence header ("plotly.js v4.1.1" or
+    "plotly.js (cartesian - minified) v4.1.1")."""
     head = path.read_text(encoding="utf-8")[:300]
     found = re.search(r"plotly\.js\b[^\n]*?\bv(\d+\.\d+\.\d+)", head)
     assert found, (path, head)

@@ -45,7 +45,8 @@ _SERVER = textwrap.dedent("""
     prob = dataset_problems(ARITH)[0]
     cfg = SearchConfig(budget=4, max_iterations=5).to_dict()
     run_id = uuid.uuid4().hex
-    store.register_run(run_id, method=cfg["method"], problem_id=prob.id, question=prob.question, config=cfg, paused=True)
+    store.register_run(run_id, method=cfg["method"], problem_id=prob.id, question=prob.question, config=cfg,
+                       paused=True)
     pool.submit(search_job(run_id, store.location, prob, cfg))
     deadline = time.time() + 240
     while not store.waiting_paused(run_id) and time.time() < deadline:

@@ -174,7 +174,8 @@ def test_a_budget_filter_keeps_the_problems_other_budgets_leave_unfinished(hand_
 
 
 def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
-    from uats_core.worlds.arith.world import get_problem, solve
+    from uats_core.worlds.arith.solutions import solve
+    from uats_core.worlds.arith.world import get_problem
 
     problem = get_problem("arith-test-0")
     gold, _ = solve(problem, "A")

@@ -269,3 +269,17 @@ def test_the_ledger_command_adds_cells_only_for_a_named_commit(tmp_path, capsys)
     assert not ResultsLedger(ledger_dir).keys()
     assert cli_main(["ledger", "--ledger", str(ledger_dir), "--code-version", "0123456789ab", str(db)]) == 0
     assert set(ResultsLedger(ledger_dir).results()["code_version"]) == {"0123456789ab"}
+
+
+def test_a_ledger_written_before_the_feature_rename_reads_compute_left() -> None:
+    """results/arith-grid/controller.csv.gz names A-UATS's last state feature budget_left, as it was called when
+    the grid ran; the ledger reads it as compute_left (uats_core.methods.uats.RENAMED_FEATURES), the file unchanged."""
+    from uats_core.methods.uats import STATE_FEATURES
+
+    folder = Path(__file__).resolve().parents[1] / "results" / "arith-grid"
+    with gzip.open(folder / "controller.csv.gz", "rt", encoding="utf-8") as f:
+        assert "budget_left" in f.readline().split(",")
+    steps = ResultsLedger(folder).controller()
+    assert "compute_left" in steps.columns and "budget_left" not in steps.columns
+    assert set(STATE_FEATURES) <= set(steps.columns) and steps["compute_left"].between(0, 1).all()
+

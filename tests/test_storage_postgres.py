@@ -22,7 +22,7 @@ from uats_core.status import RunStatus
 
 # table -> (what is compared, in which order): every column but when a row was written and by which process
 TABLES = {"nodes": ("*", "run_id, node_id"), "node_history": ("*", "run_id, iteration, node_id"),
-          "iterations": ("run_id, iteration, decisions, budget, cost_step, cost_total, n_nodes_updated", "iteration"),
+          "iterations": ("run_id, iteration, decisions, step_info, cost_step, cost_total, n_nodes_updated", "iteration"),
           "runs": ("status, answer, naive_answer, correct, naive_correct, cost, iterations, n_nodes, error, extra",
                    "run_id")}
 

@@ -9,7 +9,7 @@ from testkit.doubles import record, record_synthetic
 from uats_core.events import IterationEnded, NodesUpdated, RunEnded, RunStarted
 from uats_core.records import StepInfo
 from uats_core.tree import FINISHED, KEPT, PRUNED, Node
-from uats_core.worlds.arith import world
+from uats_core.worlds.arith import solutions, world
 from ui.views.cases import QUADRANTS, StepJudge, cases_table, mine_cases, mine_run, quadrant_of
 from ui.views.treedata import RunData
 
@@ -26,11 +26,11 @@ def _arith_run(store: RunStore, run_id: str = "arith") -> tuple[object, dict[int
     """A hand-made tree over a real arithmetic-world problem: one right and one wrong first step, each
     scored by 7 passes chosen to land in known quadrants."""
     prob = world.get_problem("arith-test-0")
-    gold_steps, _ = world.solve(prob, "A")  # the world's own right solution, whatever the generator makes
-    x, op, y, z = world.parse_step(gold_steps[0])
+    gold_steps, _ = solutions.solve(prob, "A")  # the world's own right solution, whatever the generator makes
+    x, op, y, z = solutions.parse_step(gold_steps[0])
     right = Node(id=1, parent_id=0, depth=1, step=gold_steps[0] + "\n\n", created_iter=1, initial_passes=7,
                  mc_scores=[0.2, 0.9, 0.5, 0.95, 0.3, 0.85, 0.6], status=KEPT, children_granted=1)
-    wrong = Node(id=2, parent_id=0, depth=1, step=world.format_step(x, op, y, z + 1, "A") + "\n\n", created_iter=1,
+    wrong = Node(id=2, parent_id=0, depth=1, step=solutions.format_step(x, op, y, z + 1, "A") + "\n\n", created_iter=1,
                  initial_passes=7, mc_scores=[0.97, 0.96, 0.98, 0.97, 0.96, 0.97, 0.98], status=PRUNED)
     last = Node(id=3, parent_id=1, depth=2, step=f"The answer is \\boxed{{{prob.answer}}}", created_iter=2,
                 initial_passes=7, mc_scores=[0.1, 0.12, 0.11, 0.1, 0.12, 0.11, 0.1], status=FINISHED,

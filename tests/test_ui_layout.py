@@ -209,12 +209,12 @@ def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:
     its = store.get_iterations(res.run_id)
     fig = knobs_figure(its)
     assert fig is not None and len(fig["data"]) == len(KNOB_LABELS) == 6
-    with_state = [i for i in its if (i["budget"] or {}).get("state")]
+    with_state = [i for i in its if (i["step_info"] or {}).get("state")]
     assert len(with_state) >= 2
     by_name = {tr["name"]: tr for tr in fig["data"]}
     assert by_name["tau"]["y"] == [0.004] * len(its) and by_name["nu2"]["y"] == [0.7] * len(its)
     assert by_name["beta"]["x"] == [i["iteration"] for i in its]
-    sig = {i["iteration"]: i["budget"]["state"]["max_sigma"] for i in with_state}
+    sig = {i["iteration"]: i["step_info"]["state"]["max_sigma"] for i in with_state}
     colours = dict(zip(by_name["beta"]["x"], by_name["beta"]["marker"]["color"]))
     assert all(abs(colours[t] - s) < 1e-12 for t, s in sig.items())
     base = run_search(problem, SearchConfig(method="rebase", budget=8), ScriptedPolicyDouble(depth=5), HashedPRMDouble(),

@@ -174,8 +174,8 @@ def test_run_bar_disables_the_controls_of_a_run_the_requester_does_not_own(tmp_p
 
 
 def test_the_bench_reads_skipped_and_out_of_order_iterations_from_the_draw_log() -> None:
-    """The app benchmark's reading of the page's draw log (testkit.draw_log): the iteration drawn on opening is not a live update, an
-    iteration never drawn is listed as skipped, a later draw of an older iteration breaks the order."""
+    """The app benchmark's reading of the page's draw log (testkit.draw_log): the iteration drawn on opening is not a
+    live update, an iteration never drawn is listed as skipped, a later draw of an older iteration breaks the order."""
     from testkit.draw_log import per_iteration_draws
 
     def log(*its: int) -> list[dict[str, Any]]:

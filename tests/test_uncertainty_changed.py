@@ -31,7 +31,7 @@ def test_the_list_holds_exactly_the_candidates_whose_decision_uncertainty_change
         after = [d["mean"] for d in ds]
         rank_b = [1 + sum(x > b for x in before) for b in before]
         rank_a = [1 + sum(x > a for x in after) for a in after]
-        naive = softmax_shares(before, row["budget"]["width"], nu2)
+        naive = softmax_shares(before, row["step_info"]["width"], nu2)
         for i, d in enumerate(ds):
             reasons = tuple(r for r, hit in ((SENT, d["reeval_candidate"]), (RANK, rank_b[i] != rank_a[i]),
                                              (CHILDREN, naive[i] != d["children"])) if hit)
@@ -72,7 +72,7 @@ def test_the_r_bar_alone_allocation_is_the_engines_rule(real_pair) -> None:
     for row in uats.iterations.values():
         ds = row.get("decisions") or []
         if ds:
-            assert softmax_shares([d["child_score"] for d in ds], row["budget"]["width"], nu2) == \
+            assert softmax_shares([d["child_score"] for d in ds], row["step_info"]["width"], nu2) == \
                 [d["children"] for d in ds]
             steps += 1
     assert steps >= 2

@@ -42,7 +42,7 @@ def _uats_step(var_before: list[float], ood: list[bool], taus: tuple[float, ...]
                       "mean_before": m, "var_before": v, "ucb_before": m, "k_before": 2, "mean": m}
                      for nid, m, v, o, r, c in zip(ids, MEANS, var_before, ood, sent, children)]
         iterations.append({"iteration": 2 + s, "decisions": decisions,
-                           "budget": {"width": 3, "reeval_budget": 4, "knobs": {"nu2": 0.2, "tau": tau}}})
+                           "step_info": {"width": 3, "reeval_passes": 4, "knobs": {"nu2": 0.2, "tau": tau}}})
     data = RunData(run, nodes, iterations=iterations)
     data.history_skipped = True
     return data

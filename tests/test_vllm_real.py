@@ -99,7 +99,8 @@ def test_vllm_policy_runs_an_h_uats_search_and_agrees_with_transformers(tmp_path
     assert policy.prompt_ids(Trace(problem.question)) == hf_policy.prompt_ids(Trace(problem.question))
     with capsys.disabled():
         print(f"\nvLLM (CPU build) SmolLM2: start-up {startup:.1f} s, H-UATS N=4 search {search_s:.1f} s, "
-              f"{len(nodes)} nodes ({sorted({n['finish_reason'] for n in nodes})}), {len(set(scores))} distinct MC scores; "
+              f"{len(nodes)} nodes ({sorted({n['finish_reason'] for n in nodes})}), "
+              f"{len(set(scores))} distinct MC scores; "
               f"transformers policy: {len(hf_nodes)} nodes ({sorted({n['finish_reason'] for n in hf_nodes})})")
 
 

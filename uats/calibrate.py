@@ -191,7 +191,8 @@ def calibrate_tau(args: argparse.Namespace, prm: Any, cost: dict[str, Any] | Non
             for space in UNCERTAINTY_SPACES:
                 v = space_variances(mc, space)
                 spreads[entry_key(mode, args.p, space)] = spread_entry(v, args.k, source)
-                print(f"{mode:>8s} {space:>6s} {tau_from_variances(v, 0.9):16.4g} {tau_from_variances(v, 0.9, 'std'):10.4g}")
+                print(f"{mode:>8s} {space:>6s} {tau_from_variances(v, 0.9):16.4g} "
+                      f"{tau_from_variances(v, 0.9, 'std'):10.4g}")
     data = write_calibration(path, prm=str(args.prm), cost=cost, spreads=spreads)
     print(f"wrote {path} ({len(data.get('uncertainty') or {})} τ entries"
           + (f", c = {data['cost']['c']:.1f}" if data.get("cost") else "") + "); `--tau auto[:q]` reads it")

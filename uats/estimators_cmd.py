@@ -155,7 +155,7 @@ def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from uats_core.protocols import Trace
-    from uats_core.worlds.arith import world
+    from uats_core.worlds.arith import solutions
     from uats_core.worlds.arith.modeling import POLICY_DIRS, sample_solutions
 
     tok = AutoTokenizer.from_pretrained(POLICY_DIRS[style])
@@ -166,7 +166,7 @@ def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) 
                             max_new_tokens=80)
     traces, wrong = [], []
     for prob, steps in zip(flat, sols):
-        for j, ok in enumerate(world.label_steps(prob, steps)):
+        for j, ok in enumerate(solutions.label_steps(prob, steps)):
             traces.append(Trace(prob.question, tuple(steps[: j + 1])))
             wrong.append(not ok)
     return traces, wrong

@@ -1,4 +1,5 @@
-"""Budget allocation rules: every rule here conserves its total and gives nothing to a node it prunes.
+"""Allocation rules (children, re-evaluation passes): every rule here conserves its total and gives nothing to a
+node it prunes.
 
 Kept free of trees and models so the maths can be unit- and property-tested on its own."""
 
@@ -95,8 +96,8 @@ def dora_weights(scores: Sequence[float], embeddings: np.ndarray, temperature: f
     return w / w.sum(), gamma
 
 
-def uats_budget_split(budget: int, cost_ratio: float, k0: int, reeval_share: float) -> tuple[int, int]:
-    """Split REBASE's per-step spend N·(c+1) into an expansion width C and a re-evaluation budget B with
+def split_step_spend(budget: int, cost_ratio: float, k0: int, reeval_share: float) -> tuple[int, int]:
+    """Split REBASE's per-step spend N·(c+1) into an expansion width C and re-evaluation passes B with
     C·(c+K0) + B ≤ N·(c+1).
 
     Rule: reserve share ρ of the step's spend for re-evaluation, take the widest C that fits in the rest,
@@ -111,9 +112,9 @@ def uats_budget_split(budget: int, cost_ratio: float, k0: int, reeval_share: flo
     return width, max(reeval, 0)
 
 
-def scaled_step_budget(base_width: int, base_reeval: int, width_left: int, cost_ratio: float, k0: int,
+def scaled_step_spend(base_width: int, base_reeval: int, width_left: int, cost_ratio: float, k0: int,
                        cap: float, beta: float = 1.0, gamma: float = 1.0) -> tuple[int, int]:
-    """The width and re-evaluation budget of one step once `width_left` of the base width C remains
+    """The width and re-evaluation passes of one step once `width_left` of the base width C remains
     (finished solutions lower the width by one each, as in REBASE), scaled by A-UATS's β (re-evaluation)
     and γ (expansion). Whatever the knobs, the step never spends more than `cap` = N·(c+1)."""
     per_child = cost_ratio + k0

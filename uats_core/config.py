@@ -57,7 +57,7 @@ class SearchConfig:
 
     method: str = setting("h-uats", "the search method: how the tree grows and who gets children (docs/engine.md)",
                           label="Method", section="run")
-    budget: int = setting(16, "N: REBASE's width; the matched-compute budget of every method", low=1,
+    budget: int = setting(16, "N: REBASE's width; every method is matched to REBASE's compute at this N", low=1,
                           label="Budget N (next run)", unit="children a step", section="run", term="N",
                           define="the budget: REBASE's width (children per step); every other method gets the same "
                                  "compute, N·(c+1) a step.")
@@ -114,13 +114,13 @@ class SearchConfig:
                            label="δ", axis_flag=True, term="δ",
                            define="the margin of the δ test: larger δ re-evaluates OOD steps further below the best "
                                   "ID step.")
-    nu1: float = setting(0.5, "ν1: the temperature of the softmax that shares the re-evaluation budget B", low=0,
+    nu1: float = setting(0.5, "ν1: the temperature of the softmax that shares the re-evaluation passes B", low=0,
                          open_low=True, label="ν1 (re-eval softmax)", term="ν1",
                          define="the temperature of the softmax that shares B (lower: the highest R̂ takes more).")
     nu2: float = setting(0.2, "ν2: the temperature of the softmax that shares the children C", low=0, open_low=True,
                          label="ν2 (children softmax)", term="ν2",
                          define="the temperature of the softmax that shares C (lower: the highest R̄ takes more).")
-    reeval_share: float = setting(0.1, "ρ: the share of the per-step budget N(c+1) reserved for re-evaluation", low=0,
+    reeval_share: float = setting(0.1, "ρ: the share of the per-step spend N(c+1) reserved for re-evaluation", low=0,
                                   high=1, open_high=True, label="re-eval share", unit="share of N(c+1)", term="ρ",
                                   define="the re-evaluation share: the part of each step's spend N·(c+1) set aside "
                                          "for B.")

@@ -41,11 +41,11 @@ class NodesUpdated:
 @dataclass(frozen=True)
 class IterationEnded:
     """One search step's decisions, enough to replay it: a Decision per node decided on and the step's
-    numbers (width C, re-evaluation budget B, knobs, the spending rule's books) as a StepInfo."""
+    numbers (width C, re-evaluation passes B, knobs, the spending rule's books) as a StepInfo."""
 
     iteration: int
     decisions: list[Decision]
-    budget: StepInfo
+    step_info: StepInfo
     cost_step: float
     cost_total: float
 

@@ -160,8 +160,8 @@ def tally(solutions: Sequence[tuple[int, int, float, float]], rule: str) -> int:
     """The winning answer group under `rule` (config.AGGREGATIONS): 'weighted' sums the final scores of each
     answer's candidates (the paper's weighted vote), 'best' takes the single highest-scored candidate's answer,
     'majority' counts each answer's candidates, and 'distinct' sums per answer the mean score of each distinct final
-    solution once (its copies count once). solutions: (answer group, copies, sum of the copies' scores, their highest score)
-    per distinct final solution, in order of first appearance; ties go to the group that appeared first."""
+    solution once (its copies count once). solutions: (answer group, copies, sum of the copies' scores, their highest
+    score) per distinct final solution, in order of first appearance; ties go to the group that appeared first."""
     if rule not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {rule!r}; use one of {', '.join(AGGREGATIONS)}")
     totals: dict[int, float] = {}

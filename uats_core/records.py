@@ -76,7 +76,7 @@ class StepInfo(_Record):
     subtrees_open: int | None = None
     weighted: bool | None = None
     # H-UATS, A-UATS
-    reeval_budget: int | None = None  # B offered
+    reeval_passes: int | None = None  # B offered
     reeval_used: int | None = None
     reference_mean: float | None = None  # the δ rule's reference: best ID mean (best of all when no ID)
     state: dict[str, float] | None = None  # A-UATS's state s_t
@@ -89,4 +89,4 @@ class StepInfo(_Record):
     reeval_asked: int | None = None  # what β asked for, before the cap
     width_asked: int | None = None  # what γ asked for, before the cap
     base_width: int | None = None  # paper: C
-    base_reeval_budget: int | None = None  # paper: B
+    base_reeval_passes: int | None = None  # paper: B

@@ -4,11 +4,11 @@ uats_core.runner.prepare_search takes, so a search cannot start on a request nob
 
 What validate_request checks, in this order, each failure a ConfigError or ProblemError naming the field, before
 any model loads or anything is written: the config's fields (SearchConfig.validate) and what its method asks of
-them (uats_core.methods.check_method_settings), the question (uats_core.problems.check_question), the models it
-may use (the embedded ones serve only the embedded world's problems), model options that would run a model's own
-code (unless trusted: the command line's --trust-remote-code), and the run's limits (uats_core.limits:
-budget cap, tree size, passes, affordability), an ensemble's size against K0 (from its file); then it resolves τ = auto[:q] from the PRM's calibration, so the
-logged config holds the τ the search uses. That the question fits the loaded models' context is checked once the
+them (uats_core.methods.check_method_settings), the question (uats_core.problems.check_question), the models it may use
+(the embedded ones serve only the embedded world's problems), model options that would run a model's own code (unless
+trusted: the command line's --trust-remote-code), and the run's limits (uats_core.limits: budget cap, tree size, passes,
+affordability), an ensemble's size against K0 (from its file); then it resolves τ = auto[:q] from the PRM's calibration,
+so the logged config holds the τ the search uses. That the question fits the loaded models' context is checked once the
 models are loaded, by run_search (uats_core.limits.check_prompt_fits), before the run is logged."""
 
 from __future__ import annotations

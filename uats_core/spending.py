@@ -21,10 +21,10 @@ So the cumulative cap Σ_{s≤t} spend_s ≤ t·N(c+1) holds at every step, and 
 unused B except what is left when the search ends. The search goes on while REBASE would (A_t > 0), A_t + X_t
 holds half a child's price or more (the last live slot, worth c+1 < c+K0 a step, still buys children on the
 carry) and the cumulative cap has room for one child. β and γ act in that order and each is recorded with what
-it asked for, so a knob the budget cannot honour is visible in the step's info, never dropped silently.
+it asked for, so a knob the step's cap cannot honour is visible in the step's info, never dropped silently.
 
 `PaperRule` ('paper'): the per-step rule as the paper states it: C = ⌊(1−ρ)·N(c+1)/(c+K0)⌋ and B = the rest of
-N(c+1) (allocation.uats_budget_split), both scaled down by the share of C still live; an unused B and the
+N(c+1) (allocation.split_step_spend), both scaled down by the share of C still live; an unused B and the
 rounding of C are lost. Kept to compare against."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .allocation import scaled_step_budget, uats_budget_split
+from .allocation import scaled_step_spend, split_step_spend
 from .config import SPEND_RULES
 from .errors import ConfigError
 from .estimators import estimator_class
@@ -75,7 +75,7 @@ class CarryRule(_Rule):
     _gamma: float = 1.0
     _t: int = 1
     _reeval_asked: int = 0
-    _reeval_budget: int = 0
+    _reeval_passes: int = 0
     _width_asked: int = 0
 
     name = "carry"
@@ -98,18 +98,18 @@ class CarryRule(_Rule):
         """Open step t; returns B_t, the re-evaluation passes it may spend before the width is set."""
         self._allowance, self._available, self._gamma, self._t = self.allowance, self.allowance + self.carry, gamma, t
         if t <= 1:
-            self._reeval_asked = self._reeval_budget = 0
+            self._reeval_asked = self._reeval_passes = 0
             return 0
         # in samples: B_t's passes over what a sample costs (s = 1 for MC dropout, where they are the same)
         self._reeval_asked = int(math.floor(max(beta, 0.0) * self.reeval_share * self.allowance / self.sample_cost + EPS))
         room = max(0.0, self._available - self.per_child)  # one child's price stays for the width
-        self._reeval_budget = max(0, min(self._reeval_asked, int(math.floor(room / self.sample_cost + EPS))))
-        return self._reeval_budget
+        self._reeval_passes = max(0, min(self._reeval_asked, int(math.floor(room / self.sample_cost + EPS))))
+        return self._reeval_passes
 
     def width(self, reeval_used: int) -> int:
         """C_t: children this step, from what re-evaluation left."""
-        if reeval_used > self._reeval_budget:
-            raise ValueError(f"re-evaluation used {reeval_used} passes of a budget of {self._reeval_budget}")
+        if reeval_used > self._reeval_passes:
+            raise ValueError(f"re-evaluation used {reeval_used} passes of the {self._reeval_passes} offered")
         left = self._available - reeval_used * self.sample_cost
         affordable = int(math.floor(left / self.per_child + EPS))
         # Round the last fraction of a child up when the cumulative cap t·N(c+1) has room for it.
@@ -138,7 +138,7 @@ class PaperRule(_Rule):
     name = "paper"
 
     def __post_init__(self) -> None:
-        self.base_width, self.base_reeval = uats_budget_split(self.budget, self.cost_ratio, self.k0, self.reeval_share)
+        self.base_width, self.base_reeval = split_step_spend(self.budget, self.cost_ratio, self.k0, self.reeval_share)
 
     @property
     def width_left(self) -> int:
@@ -152,9 +152,9 @@ class PaperRule(_Rule):
         return self.base_width >= 1
 
     def plan(self, t: int, beta: float = 1.0, gamma: float = 1.0) -> int:
-        # The paper's order: the width (γ) is set first and the re-evaluation budget (β) gets what the step's cap
+        # The paper's order: the width (γ) is set first and the re-evaluation passes (β) get what the step's cap
         # leaves, so a wide step cuts B.
-        self._width, self._reeval = scaled_step_budget(self.base_width, self.base_reeval, self.width_left,
+        self._width, self._reeval = scaled_step_spend(self.base_width, self.base_reeval, self.width_left,
                                                        self.cost_ratio, self.k0, self.step_cap, beta, gamma)
         if t <= 1:
             self._reeval = 0
@@ -164,7 +164,7 @@ class PaperRule(_Rule):
         return self._width
 
     def info(self) -> dict[str, Any]:
-        return {"spend_rule": self.name, "base_width": self.base_width, "base_reeval_budget": self.base_reeval,
+        return {"spend_rule": self.name, "base_width": self.base_width, "base_reeval_passes": self.base_reeval,
                 "width_left": self.width_left, "spent_total": self.spent}
 
 
@@ -172,7 +172,7 @@ SpendingRule = CarryRule | PaperRule
 # The StepInfo fields each rule's info() fills (a method that spends by them declares them among its step_fields).
 RULE_STEP_FIELDS = {"carry": frozenset({"spend_rule", "available", "allowance", "carry", "spent_total", "reeval_asked",
                                          "width_asked"}),
-                    "paper": frozenset({"spend_rule", "base_width", "base_reeval_budget", "width_left", "spent_total"})}
+                    "paper": frozenset({"spend_rule", "base_width", "base_reeval_passes", "width_left", "spent_total"})}
 
 
 def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float,

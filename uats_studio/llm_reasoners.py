@@ -102,10 +102,11 @@ def export_llm_reasoners(result: Any, path: str | Path, *, question: str, gold_a
                          output_extractor: Callable[[Any], Any] | None = None,
                          node_data_factory: Callable[[Any], dict] | None = None,
                          edge_data_factory: Callable[[Any], dict] | None = None) -> Path:
-    """Write `result` (what an llm-reasoners search returned; BeamSearch's list under return_beam=True too) to `path` as its tree log plus its own result and the
-    question. output_extractor: the function your evaluation reads the answer with (e.g. RAP's
-    `utils.retrieve_answer`); without it the import reads MCTS's aggregated answer, else the terminal node's text.
-    The factories: those you would pass to `visualize` (llm-reasoners' defaults otherwise). The path written."""
+    """Write `result` (what an llm-reasoners search returned; BeamSearch's list under return_beam=True too) to `path` as
+    its tree log plus its own result and the question. output_extractor: the function your evaluation reads the answer
+    with (e.g. RAP's `utils.retrieve_answer`); without it the import reads MCTS's aggregated answer, else the terminal
+    node's text. The factories: those you would pass to `visualize` (llm-reasoners' defaults otherwise). The path
+    written."""
     from reasoners.algorithm import BeamSearchResult, DFSResult, MCTSResult
     from reasoners.visualization import TreeLog, TreeLogEncoder
 

@@ -77,9 +77,10 @@ def _non_finite(text: str) -> bool:
 
 
 def app_options(lines: Iterable[str], field_name: str, accepted: Sequence[str]) -> dict[str, Any]:
-    """A client's KEY=VALUE lines parsed and checked against `accepted` (APP_POLICY_OPTIONS or APP_PRM_OPTIONS),
-    within what runs.model_options holds (MAX_MODEL_OPTIONS_CHARS): a longer box never fits it. A JSON list or object is refused before it is parsed: the app takes plain
-    values only, and 5,000 nested brackets once raised a RecursionError instead of a line."""
+    """A client's KEY=VALUE lines parsed and checked against `accepted` (APP_POLICY_OPTIONS or APP_PRM_OPTIONS), within
+    what runs.model_options holds (MAX_MODEL_OPTIONS_CHARS): a longer box never fits it. A JSON list or object is
+    refused before it is parsed: the app takes plain values only, and 5,000 nested brackets once raised a RecursionError
+    instead of a line."""
     items = list(lines)
     size = sum(len(str(item)) for item in items)
     if size > MAX_MODEL_OPTIONS_CHARS:

@@ -42,7 +42,7 @@ GLOSSARY: dict[str, str] = {
     "OOD gate": "the test σ² > τ that marks a step OOD; only OOD steps can be re-evaluated.",
     **_defined("delta"),
     "δ test": "an OOD step is re-evaluated when its R̂ ≥ the best ID R̄ − δ (the best R̄ of all when none is ID).",
-    "B": "a step's re-evaluation budget: extra passes shared over the steps that pass the δ test, by softmax(R̂/ν1).",
+    "B": "the re-evaluation passes a step may spend, shared over the steps that pass the δ test by softmax(R̂/ν1).",
     **_defined("nu1"),
     "C": "a step's width: the children shared over all its candidates by softmax(R̄/ν2).",
     **_defined("nu2"),
@@ -54,7 +54,8 @@ GLOSSARY: dict[str, str] = {
     "answer": "the run's answer: the weighted vote (each answer's finished solutions' scores, summed).",
     "naive answer": "the answer of the single best-scored finished solution, with no vote.",
     "cost": "the compute spent, in PRM passes: c per generated step plus one per pass.",
-    "diverging decision": "the first iteration at which a step both runs had got children in one and none in the other.",
+    "diverging decision": "the first iteration at which a step both runs had got children in one and none in "
+                          "the other.",
     "shadow scoring": "MC passes run afterwards on a run's steps (a baseline's, an imported run's), stored apart and "
                       "not counted in its cost.",
     "shape": "Figure 1's panel of where each candidate's passes fall around its own R̄: their spread, apart from "
@@ -111,7 +112,8 @@ FIELD_HELP = {
     "fig1-per-page": "how many candidates one page of the figure shows.",
     "fig1-siblings": "show only the inspected node and its siblings.",
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
-    "cmp-est-b": "the estimator of the pair's second H-UATS run; the first reads the form's (same problem, seed and knobs).",
+    "cmp-est-b": "the estimator of the pair's second H-UATS run; the first reads the form's (same problem, seed "
+                 "and knobs).",
     "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
     "import-file": "a file of another tool's runs in the server's import folders.",
     "import-tool": "the tool that wrote the file: its format.",

@@ -11,8 +11,8 @@ other origins the app answers besides its own, --trusted-proxy the reverse proxy
 (ui/web_guard.py). What a client may load is the server's choice
 (ui/choices.py): --models-dir and --datasets-dir (repeatable) add their folders' models and .jsonl files,
 --allow-hub-cache the hub models in the local cache, --policy-server NAME=URL (repeatable) the policy an
-OpenAI-compatible server serves (vllm serve, SGLang, llama.cpp), to the embedded and shipped ones. What one client can make
-the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
+OpenAI-compatible server serves (vllm serve, SGLang, llama.cpp), to the embedded and shipped ones. What one client
+can make the server do: --max-queued and --max-queued-per-session (jobs waiting), --max-paused (paused runs holding a
 worker), --pause-timeout-s, --export-quota-mb and --export-session-quota-mb. --imports-dir (repeatable) lists
 the files of other tools' runs the Runs tab may import. The default folders are the project's in a checkout and the
 current directory's when installed."""

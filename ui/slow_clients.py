@@ -1,8 +1,9 @@
 """Slow clients: the HTTP server drops a connection whose request head is not whole within HEAD_TIMEOUT_S.
 
 uvicorn parses a request's head before any ASGI layer sees the request (ui/web_guard.py bounds the body from
-there on: BODY_TIMEOUT_S), and it has no clock on a head: its keep-alive timer (5 s) runs only between requests
-and is reset by every byte, so a client that sends a header a byte every few seconds held its connection for good
+there on: ui/request_body.py's BODY_TIMEOUT_S), and it has no clock on a head: its keep-alive timer (5 s) runs
+only between requests and is reset by every byte, so a client that sends a header a byte every few seconds held
+its connection for good
 (slowloris). Gradio builds uvicorn's Config itself and passes none of its settings through, but uvicorn's server
 makes each connection's protocol from `config.http_protocol_class` at accept time (uvicorn/server.py,
 Server.startup's create_protocol), so the app's server is given a subclass of the class uvicorn chose (h11,

@@ -31,18 +31,17 @@ import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .auth import AuthError, LoginLimiter, is_loopback
+from .request_body import BODY_TIMEOUT_S, BufferedBody, Message, Receive, SlowBody, bad_event_body, read_body
 
 log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -56,7 +55,6 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 PLOTLY_URL = "/uats-static/plotly.min.js"
 # the page's bundle: plotly.js's cartesian build, the Python package's version (ui/static/README.md)
 PAGE_PLOTLY_JS = Path(__file__).resolve().parent / "static" / "plotly-cartesian.min.js"
-BODY_TIMEOUT_S = 30.0  # a request body not whole by then gets 408: a slow client holds no connection for good
 # what a proxy tells the app about the browser's address; from anyone else, a lie Gradio would believe (its /config
 # root and /logout's redirect took X-Forwarded-Host as the site)
 FORWARDED_HEADERS = (b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port", b"forwarded")
@@ -190,52 +188,6 @@ async def _answer(send: Send, status: int, detail: str, extra: list[tuple[bytes,
     await send({"type": "http.response.body", "body": body})
 
 
-@dataclass
-class _Body:
-    """A request body read whole (within its limit) before the app sees it, handed on as it came."""
-
-    data: bytes
-    receive: Receive
-    sent: bool = field(default=False)
-
-    async def replay(self) -> Message:
-        if not self.sent:
-            self.sent = True
-            return {"type": "http.request", "body": self.data, "more_body": False}
-        return await self.receive()  # after the body: the client's disconnect, as the server reports it
-
-    def fresh(self) -> _Body:
-        return _Body(self.data, self.receive)
-
-
-class _SlowBody(Exception):
-    """The body did not arrive within the policy's body_timeout_s."""
-
-
-async def _read_body(receive: Receive, limit: int, timeout_s: float = BODY_TIMEOUT_S) -> bytes | None:
-    """The body, or None once it passes `limit` bytes (or the client left); _SlowBody when it is not whole within
-    `timeout_s`."""
-    import asyncio
-
-    chunks, size = [], 0
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
-        except asyncio.TimeoutError:
-            raise _SlowBody from None
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
 @dataclass(frozen=True)
 class DownloadGuard:
     """Who may read the exports served from `folder` (<folder>/<owner's folder>/<random>/<name>, written by
@@ -266,37 +218,6 @@ class DownloadGuard:
         if user is None or owner != self.folder_of(user):
             return f"no export for {user or 'a client without a login'} at that address"
         return None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-def _bad_event_body(data: bytes) -> str | None:
-    """Why an event's JSON body is refused before Gradio parses it, in one line naming the input; None when it is
-    fine (or not JSON: Gradio answers that). NaN and infinity, which Python's JSON reads as numbers, reached number
-    fields (a rounding gr.Number raised on them); JSON nested past Python's recursion limit raised too; both
-    became a bare {'error': None}."""
-    try:
-        json.loads(data, parse_constant=_no_constant)
-    except RecursionError:
-        return "the request body nests its JSON too deep; send the values the page sends"
-    except ValueError as exc:
-        if str(exc) in ("NaN", "Infinity", "-Infinity"):
-            where = next((f"data[{i}]" for i, v in enumerate(_event_inputs(data)) if v == str(exc)), "an input")
-            return f"{where}: {exc} is not a number this app takes; give a finite number"
-        return None
-    return None
-
-
-def _event_inputs(data: bytes) -> list[Any]:
-    """An event body's inputs with NaN and infinity kept as text, to name the one that holds them."""
-    try:
-        body = json.loads(data, parse_constant=str)
-    except (ValueError, RecursionError):
-        return []
-    inputs = body.get("data") if isinstance(body, dict) else None
-    return inputs if isinstance(inputs, list) else []
 
 
 class WebGuard:
@@ -401,8 +322,8 @@ class WebGuard:
         body = None
         if scope["method"] not in SAFE_METHODS or declared not in (None, "0"):
             try:
-                data = await _read_body(receive, limit, self.policy.body_timeout_s)
-            except _SlowBody:
+                data = await read_body(receive, limit, self.policy.body_timeout_s)
+            except SlowBody:
                 log.warning("refused %s %s from %s: the body was not whole within %g s", scope["method"],
                             scope["path"][:200], client, self.policy.body_timeout_s)
                 await _answer(send, 408, f"the request body did not arrive within {self.policy.body_timeout_s:g} s",
@@ -411,19 +332,19 @@ class WebGuard:
             if data is None:
                 await _answer(send, 413, f"the request body is over this route's limit of {limit:,} bytes")
                 return
-            body = _Body(data, receive)
-            bad = _bad_event_body(data) if scope["path"].startswith(EVENT_ROUTES) else None
+            body = BufferedBody(data, receive)
+            bad = bad_event_body(data) if scope["path"].startswith(EVENT_ROUTES) else None
             if bad is not None:
                 log.warning("refused %s %s from %s: %s", scope["method"], scope["path"][:200], client, bad)
                 await _answer(send, 400, bad)
                 return
         out = _rewriting_send(send, origin)
         if scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/login"):
-            await self._login(scope, body or _Body(b"", receive), out, client)
+            await self._login(scope, body or BufferedBody(b"", receive), out, client)
             return
         await self.app(scope, body.replay if body is not None else receive, out)
 
-    async def _login(self, scope: Scope, body: _Body, send: Send, client: str) -> None:
+    async def _login(self, scope: Scope, body: BufferedBody, send: Send, client: str) -> None:
         from starlette.requests import Request
 
         try:

@@ -4,9 +4,10 @@ plotly.js in Debian's Chromium at a 1280 × 800 window.
 
     python docs/img/estimator_figure1.py            # from the checkout's root
 
-Both searches: policy B on arith-test-3, N = 8, K0 = 7 (the default; the ensemble holds 8 members), seed 1, τ = each estimator's own `auto`, recorded into a
-temporary run log by the engine and read back as the app reads it; the step shown is the first with the most
-candidates. tests/browser/test_estimator_figure1_browser.py takes the same view inside the running app."""
+Both searches: policy B on arith-test-3, N = 8, K0 = 7 (the default; the ensemble holds 8 members), seed 1, τ = each
+estimator's own `auto`, recorded into a temporary run log by the engine and read back as the app reads it; the step
+shown is the first with the most candidates. tests/browser/test_estimator_figure1_browser.py takes the same view inside
+the running app."""
 
 from __future__ import annotations
 

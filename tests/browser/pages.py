@@ -198,7 +198,8 @@ TEXT_BOXES_JS = r"""(sel) => {
       clipped.push(a.text);
     for (let j = i + 1; j < out.length; j++) {
       const b = out[j];
-      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
       if (w > 1 && h > 1) overlaps.push([a.text, b.text]);
     }
   }
@@ -227,7 +228,8 @@ TABLE_FIT_JS = r"""(sel) => {
     const box = cell.getBoundingClientRect();
     if (!box.width) continue;
     const text = cell.innerText.trim();
-    const titled = [cell, ...cell.querySelectorAll('[title]')].some(e => (e.getAttribute('title') || '').includes(text));
+    const titled = [cell, ...cell.querySelectorAll('[title]')]
+      .some(e => (e.getAttribute('title') || '').includes(text));
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       if (n.parentElement.closest('button')) continue;  // the column menu's ⋮

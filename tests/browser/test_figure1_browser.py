@@ -128,12 +128,14 @@ FOCUS_JS = r"""() => {
   const pts = [...gd.querySelectorAll('.scatterlayer .trace path.point')].map(p => p.getBoundingClientRect())
                 .filter(b => b.width > 0);
   const notes = [...gd.querySelectorAll('.annotation')].map(a => a.getBoundingClientRect()).filter(b => b.width > 0);
-  const inside = b => b.left >= plot.left - 1 && b.right <= plot.right + 1 && b.top >= plot.top - 1 && b.bottom <= plot.bottom + 1;
+  const inside = b => b.left >= plot.left - 1 && b.right <= plot.right + 1 && b.top >= plot.top - 1
+    && b.bottom <= plot.bottom + 1;
   const cbar = gd.querySelector('.colorbar');
   const cb = cbar ? cbar.getBoundingClientRect() : null;
   const onBar = b => cb && b.left < cb.right && b.right > cb.left && b.top < cb.bottom && b.bottom > cb.top;
   return {points: pts.length, outside: pts.filter(b => !inside(b)).length,
-          notes: notes.length, notes_on_bar: notes.filter(onBar).length, notes_outside: notes.filter(b => !inside(b)).length};
+          notes: notes.length, notes_on_bar: notes.filter(onBar).length,
+          notes_outside: notes.filter(b => !inside(b)).length};
 }"""
 
 

@@ -1,10 +1,10 @@
 """Runs of other tools in Chromium, at 1280×800: the Runs tab imports a file of llm-reasoners and TreeQuest written by
 the tools' own code (a bare tree log and a treequest.render export, neither holding the question: it is typed in the
 form, with the gold answer) and a search-and-learn row (testkit/tool_files.py) from the server's --imports-dir through
-the worker pool, the Search tab opens each import, steps back through its iterations, says it stored no MC passes, and shadow-scores it with the embedded PRM
-of the server's list until every node carries a shadow R̄ and σ². With UATS_SCREENSHOTS=1 each leaves
-artifacts/import-<tool>-1280x800.png and, for the typed question, import-form-<tool>-1280x800.png (docs/img holds
-copies)."""
+the worker pool, the Search tab opens each import, steps back through its iterations, says it stored no MC passes, and
+shadow-scores it with the embedded PRM of the server's list until every node carries a shadow R̄ and σ². With
+UATS_SCREENSHOTS=1 each leaves artifacts/import-<tool>-1280x800.png and, for the typed question,
+import-form-<tool>-1280x800.png (docs/img holds copies)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ CLICKABLE_JS = r"""([k, wanted]) => {
 # the window, below the sticky run bar, and inside Figure 1's box below its sticky head.
 IN_VIEW_JS = r"""(nid) => {
   const vw = innerWidth, vh = innerHeight, bar = document.getElementById('run-bar').getBoundingClientRect();
-  const R = r => ({top: Math.round(r.top), bottom: Math.round(r.bottom), left: Math.round(r.left), right: Math.round(r.right)});
+  const R = r => ({top: Math.round(r.top), bottom: Math.round(r.bottom), left: Math.round(r.left),
+                   right: Math.round(r.right)});
   const seen = r => r.width > 0 && r.height > 0 && r.top >= bar.bottom - 1 && r.bottom <= vh + 0.5 && r.left >= -0.5 &&
                     r.right <= vw + 0.5;
   const fig = document.getElementById('figure1'), fb = fig.getBoundingClientRect();
@@ -80,7 +81,8 @@ IN_VIEW_JS = r"""(nid) => {
   const plot = document.querySelector('#tree .uats-plot .nsewdrag').getBoundingClientRect();
   const treeShown = Math.min(plot.bottom, vh) - Math.max(plot.top, bar.bottom);
   return {selected: m.selected, row, figTop: Math.round(fb.top),
-          label: label ? R(label.getBoundingClientRect()) : null, labelIn: !!label && inFig(label.getBoundingClientRect()),
+          label: label ? R(label.getBoundingClientRect()) : null,
+          labelIn: !!label && inFig(label.getBoundingClientRect()),
           line: line ? R(line.getBoundingClientRect()) : null, lineIn: !!line && inFig(line.getBoundingClientRect()),
           numbers: !!nums['R̄'] && lineText.includes(nums['R̄']) && lineText.includes(nums['read']),
           why: why ? R(why.getBoundingClientRect()) : null, whyIn: !!why && seen(why.getBoundingClientRect()),
@@ -162,7 +164,10 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
       const head = f.querySelector('.uats-sticky-head');
       if (!head || f.scrollTop < 200) return {scrolled: f.scrollTop, head: !!head};
       const texts = [...head.querySelectorAll('text')].filter(t => /passes|spread|read/.test(t.textContent))
-        .map(t => { const r = t.getBoundingClientRect(); return {t: t.textContent.slice(0, 30), top: r.top, bottom: r.bottom}; });
+        .map(t => {
+          const r = t.getBoundingClientRect();
+          return {t: t.textContent.slice(0, 30), top: r.top, bottom: r.bottom};
+        });
       return {scrolled: f.scrollTop, head: true, texts, boxTop: fb.top,
               inside: texts.filter(t => t.top >= fb.top - 1 && t.bottom <= fb.top + head.offsetHeight + 1).length};
     }""")
@@ -203,13 +208,16 @@ LABELS_ON_GLYPHS_JS = r"""(sel) => {
   });
   const i = gd.data.findIndex(t => t.name === 'marks');
   const g = i >= 0 ? gd.querySelector('.trace' + gd._fullData[i].uid) : null;
-  const labels = g ? [...g.querySelectorAll('.textpoint text')].filter(t => getComputedStyle(t).display !== 'none') : [];
+  const labels = g ? [...g.querySelectorAll('.textpoint text')].filter(t => getComputedStyle(t).display !== 'none')
+    : [];
   const over = [];
   for (const t of labels) {
     const a = t.getBoundingClientRect();
     const hit = marks.find(b => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
                                 Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5);
-    if (hit) over.push([t.textContent, Math.round(a.left), Math.round(a.top), Math.round(hit.left), Math.round(hit.top)]);
+    if (hit) {
+      over.push([t.textContent, Math.round(a.left), Math.round(a.top), Math.round(hit.left), Math.round(hit.top)]);
+    }
   }
   return {labels: labels.length, marks: marks.length, over, lod: gd.dataset.lod};
 }"""

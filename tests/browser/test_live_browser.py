@@ -51,7 +51,9 @@ SAID_FINISHED_JS = """() => {
     for (let n = w.nextNode(); n; n = w.nextNode()) {
       const p = n.parentElement;
       let shown = !!p && getComputedStyle(p).visibility === 'visible' && p.getClientRects().length > 0;
-      for (let a = p; shown && a && a !== el.parentElement; a = a.parentElement) shown = getComputedStyle(a).opacity !== '0';
+      for (let a = p; shown && a && a !== el.parentElement; a = a.parentElement) {
+        shown = getComputedStyle(a).opacity !== '0';
+      }
       if (shown) text += n.data;
     }
     return /\\bfinished\\b/.test(text);

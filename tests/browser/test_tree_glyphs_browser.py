@@ -43,7 +43,9 @@ MEASURE_JS = r"""() => {
     if (!g) continue;
     g.querySelectorAll('path.point').forEach((p, j) => {
       const b = p.getBoundingClientRect();
-      if (inPlot(b)) nodes.push({id: gd.data[i].customdata[j][0], x: (b.left + b.right) / 2, y: (b.top + b.bottom) / 2});
+      if (inPlot(b)) {
+        nodes.push({id: gd.data[i].customdata[j][0], x: (b.left + b.right) / 2, y: (b.top + b.bottom) / 2});
+      }
     });
   }
   const parts = [];  // compact glyphs: every sub-path of their layout shapes (one path per kind of mark)
@@ -249,7 +251,8 @@ def test_zooming_in_brings_boxplots_and_zooming_out_takes_them_away(page: Any, s
       const gd = document.querySelector('#tree .uats-plot');
       const tr = gd.data[gd._uatsMeta.glyphs.trace];
       const k = tr.customdata.findIndex(c => c[0] === nid);
-      Plotly.relayout(gd, {'xaxis.range': [tr.x[k] - 2.5, tr.x[k] + 2.5], 'yaxis.range': [tr.y[k] - 1.5, tr.y[k] + 1.5]});
+      Plotly.relayout(gd, {'xaxis.range': [tr.x[k] - 2.5, tr.x[k] + 2.5],
+                           'yaxis.range': [tr.y[k] - 1.5, tr.y[k] + 1.5]});
     }""", nid)
     wait_plot(page, "#tree", f"{SETTLED} && e.dataset.lod === 'detail'")
     zoomed = page.evaluate(MEASURE_JS)

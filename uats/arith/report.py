@@ -31,7 +31,7 @@ from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, 
 
 from uats_core.config import UNCERTAINTIES, SearchConfig
 from uats_core.estimation import auroc, is_ood
-from uats_core.worlds.arith import world
+from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.modeling import POLICY_DIRS, PRM_DIR, REPO_ROOT, prm_step_scores, sample_solutions
 
 log = logging.getLogger(__name__)
@@ -62,11 +62,11 @@ def evaluate_policy(style: str, policy, prm, tok, problems: Sequence[world.Probl
     flat = [pb for pb in problems for _ in range(samples)]
     sols = sample_solutions(policy, tok, [pb.question for pb in flat], temperature=0.8, generator=gen, batch_size=512,
                             max_new_tokens=80)
-    correct = np.array([world.final_answer_correct(pb, s) for pb, s in zip(flat, sols)]).reshape(len(problems), samples)
+    correct = np.array([solutions.final_answer_correct(pb, s) for pb, s in zip(flat, sols)]).reshape(len(problems), samples)
     log.info("policy %s: sampled %d solutions in %.0f s", style, len(sols), time.time() - t)
     # The PRM scores the first `score_samples` samples of every problem, non-empty ones only.
     items = [(pb, s) for i, (pb, s) in enumerate(zip(flat, sols)) if i % samples < score_samples and s]
-    labels = [lab for pb, s in items for lab in world.label_steps(pb, s)]
+    labels = [lab for pb, s in items for lab in solutions.label_steps(pb, s)]
     t = time.time()
     det = prm_step_scores(prm, tok, [(pb.question, s) for pb, s in items], k=1, p=0.0)
     torch.manual_seed(seed)  # the dropout masks: without this the variances moved ~10% from run to run
@@ -104,7 +104,8 @@ def write_figure(a: PolicyResult, b: PolicyResult, out: Path, k: int = 7, p: flo
     hb, _ = np.histogram(lb, bins)
     ha, hb = ha / max(ha.sum(), 1), hb / max(hb.sum(), 1)
     centers = (bins[:-1] + bins[1:]) / 2
-    title = (f"PRM MC-dropout variance of step scores (K={k}, p={p}): mean B/A = {b.mean_mc_variance / max(a.mean_mc_variance, 1e-12):.1f}x; "
+    ratio = b.mean_mc_variance / max(a.mean_mc_variance, 1e-12)
+    title = (f"PRM MC-dropout variance of step scores (K={k}, p={p}): mean B/A = {ratio:.1f}x; "
              f"AUROC A {a.prm_auroc:.3f}, B {b.prm_auroc:.3f}")
     fig = None
     try:

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import torch
 
-from uats_core.worlds.arith import world
+from uats_core.worlds.arith import solutions, world
 from uats_core.worlds.arith.modeling import MODELS_DIR, PRM_DIR, PRM_SIDECAR
 
-from .train import Example, _cls_loss, _train, prm_example
+from .train import prm_example
+from .training_loop import Example, cls_loss, train_loop
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,11 @@ def train_member(base: Path, problems: Sequence[world.Problem], seed: int, steps
         rng = random.Random(f"{seed}-member-{epoch}")
         out = []
         for p in sample:
-            steps_, _ = world.solve(p, "A", rng.choice(SLIP_RATES), rng)
-            out.append(prm_example(tok, p.question, steps_, world.label_steps(p, steps_)))
+            steps_, _ = solutions.solve(p, "A", rng.choice(SLIP_RATES), rng)
+            out.append(prm_example(tok, p.question, steps_, solutions.label_steps(p, steps_)))
         return out
 
-    _train(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, f"member seed {seed}", _cls_loss,
+    train_loop(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, f"member seed {seed}", cls_loss,
            dropout_p=PRM_SIDECAR["dropout_p"], bf16=False)
     return {k: v.detach().clone().contiguous() for k, v in prm.state_dict().items() if k.startswith(prefixes)}
 

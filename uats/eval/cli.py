@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in ABLATION_FLAGS.items():
         g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what.replace("%", "%%"))
     g.add_argument("--uncertainty", metavar="on,off",
-                   help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation budget")
+                   help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation passes")
     g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other setting as an axis (`uats settings` lists them)")
     g = p.add_argument_group("execution")
     g.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL (PostgreSQL across machines)")
@@ -185,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: finished cells are kept; rerun the same command to resume", file=sys.stderr)
         return 130
     if args.dry_run:
-        print(f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, {summary.to_run} to run "
+        print(f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, "
+              f"{summary.to_run} to run "
               f"({summary.orphans} of them orphaned), {summary.busy} held by live workers, {summary.given_up} given up")
         return 0
     print(summary.line())

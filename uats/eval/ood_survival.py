@@ -42,7 +42,7 @@ def _finished_runs(store: Any, page: int = 1000) -> list[dict[str, Any]]:
 
 def ood_survival(store: Any, methods: Sequence[str] = ("h-uats",)) -> dict[tuple, dict[str, Any]]:
     """{group: {"runs", "correct", "cost", KIND: [alive, n]}} over the finished runs of the arithmetic world."""
-    from uats_core.worlds.arith import world
+    from uats_core.worlds.arith import solutions, world
 
     groups: dict[tuple, dict[str, Any]] = defaultdict(lambda: {"runs": 0, "correct": 0, "cost": 0.0,
                                                               **{k: [0, 0] for k in KINDS}})
@@ -61,7 +61,7 @@ def ood_survival(store: Any, methods: Sequence[str] = ("h-uats",)) -> dict[tuple
                 if not d.get("ood"):
                     continue
                 steps = _trace(nodes, int(d["node_id"]))
-                right = world.step_correct(problem, steps[:-1], steps[-1])
+                right = solutions.step_correct(problem, steps[:-1], steps[-1])
                 kind = ("right" if right else "wrong") + ("_reevaluated" if d.get("extra_passes") else "_not")
                 g[kind][0] += int(d.get("children", 0) > 0)
                 g[kind][1] += 1

@@ -64,7 +64,8 @@ class EvalSummary:
         return 60.0 * (self.finished + self.failed) / self.wall_s if self.wall_s > 0 else 0.0
 
     def line(self) -> str:
-        return (f"{self.cells} cells: {self.in_ledger} in the ledger, {self.done_before} already finished, {self.ran} run now ({self.finished} finished, "
+        return (f"{self.cells} cells: {self.in_ledger} in the ledger, {self.done_before} already finished, "
+                f"{self.ran} run now ({self.finished} finished, "
                 f"{self.failed} failed, {self.skipped} held by another worker), {self.busy} busy elsewhere, "
                 f"{self.orphans} orphaned runs reclaimed, {self.given_up} given up; {self.wall_s:.1f} s, "
                 f"{self.searches_per_minute:.1f} searches/min")

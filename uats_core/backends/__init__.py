@@ -2,8 +2,8 @@
 
 Specs: a local model folder, a .gguf file, `hf:<hub id>`, `py:<module>:<function>` (a function of your own that returns
 the model: planned here like any spec, loaded by the program that names it, `uats search` or `uats eval`, since the
-engine loads no module by name), and for policies only `vllm:<hub id>` (vLLM in this process) or `openai:<URL>` (an OpenAI-compatible server: vllm serve,
-SGLang, llama.cpp).
+engine loads no module by name), and for policies only `vllm:<hub id>` (vLLM in this process) or `openai:<URL>`
+(an OpenAI-compatible server: vllm serve, SGLang, llama.cpp).
 Everything that can be checked is checked at load, raising BackendError(field="policy" | "prm").
 """
 

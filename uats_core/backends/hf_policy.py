@@ -17,7 +17,7 @@ from uats_core.backends.prompting import (
     classify_finish,
     prompt_ids,
     resolve_use_chat,
-    step_budgets,
+    row_token_caps,
     step_text,
 )
 from uats_core.cancel import SearchCancelled, cancel_pending
@@ -31,17 +31,17 @@ _TAIL_TOKENS = 4
 
 
 class _PerRowStop(StoppingCriteria):
-    """Stops each row on its own: at the first "\\n\\n" in its new text, at EOS, or at its own token budget.
+    """Stops each row on its own: at the first "\\n\\n" in its new text, at EOS, or at its own token cap.
 
     Records where each row stopped, so the caller can tell generated tokens from the padding that
     generate() writes into finished rows (the pad id may equal a real token, e.g. eos)."""
 
-    def __init__(self, tokenizer: Any, prompt_len: int, budgets: list[int], eos_ids: set[int]) -> None:
+    def __init__(self, tokenizer: Any, prompt_len: int, token_caps: list[int], eos_ids: set[int]) -> None:
         self.tokenizer = tokenizer
         self.prompt_len = prompt_len
-        self.budgets = budgets
+        self.token_caps = token_caps
         self.eos_ids = eos_ids
-        self.stopped_at: list[int | None] = [None] * len(budgets)
+        self.stopped_at: list[int | None] = [None] * len(token_caps)
         self.cancelled = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
@@ -56,7 +56,7 @@ class _PerRowStop(StoppingCriteria):
                 continue
             last = int(input_ids[row, -1])
             tail = input_ids[row, max(self.prompt_len, input_ids.shape[1] - _TAIL_TOKENS):].tolist()
-            if (last in self.eos_ids or n_new >= self.budgets[row]
+            if (last in self.eos_ids or n_new >= self.token_caps[row]
                     or STEP_DELIMITER in self.tokenizer.decode(tail, skip_special_tokens=True)):
                 self.stopped_at[row] = n_new
                 done[row] = True
@@ -114,19 +114,19 @@ class HFPolicy:
     def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
         if not traces:
             return []
-        used, budgets = step_budgets(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
+        used, token_caps = row_token_caps(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
         results: list[StepOutput | None] = [None] * len(traces)
-        live = [i for i, b in enumerate(budgets) if b > 0]
+        live = [i for i, b in enumerate(token_caps) if b > 0]
         for i in set(range(len(traces))) - set(live):
             results[i] = StepOutput("", 0, FinishReason.SOLUTION_CAP)  # no room left: the solution is truncated
         if live:
             with self._lock:
-                outs = self._generate([traces[i] for i in live], [budgets[i] for i in live], [used[i] for i in live])
+                outs = self._generate([traces[i] for i in live], [token_caps[i] for i in live], [used[i] for i in live])
             for i, out in zip(live, outs):
                 results[i] = out
         return [r for r in results if r is not None]
 
-    def _generate(self, traces: list[Trace], budgets: list[int], used: list[int]) -> list[StepOutput]:
+    def _generate(self, traces: list[Trace], token_caps: list[int], used: list[int]) -> list[StepOutput]:
         prompts = [self.prompt_ids(t) for t in traces]
         width = max(len(p) for p in prompts)
         # Left padding: every row's next token sits in the same column, which batched decoding needs.
@@ -136,11 +136,11 @@ class HFPolicy:
             input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
             attention[row, width - len(ids):] = 1
         device = self.model.device
-        stop = _PerRowStop(self.tokenizer, width, budgets, self.eos_ids)
+        stop = _PerRowStop(self.tokenizer, width, token_caps, self.eos_ids)
         gen_config = GenerationConfig(
             do_sample=self.temperature > 0, temperature=self.temperature if self.temperature > 0 else None,
             top_p=self.top_p if self.temperature > 0 else None, top_k=0,  # top_k=0: no top-k cut (vLLM/search-and-learn default)
-            max_new_tokens=max(budgets), pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
+            max_new_tokens=max(token_caps), pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
             bos_token_id=self.tokenizer.bos_token_id,
         )
         # With a seed: reseeded per call inside a forked RNG, so a rerun replays the same tree and the global RNG is
@@ -157,10 +157,10 @@ class HFPolicy:
             raise SearchCancelled("cancelled while generating steps")
         new_tokens = out[:, width:].tolist()
         log.debug("%s: %d rows, prompt width %d, %d new columns", self.name, len(prompts), width, len(new_tokens[0]))
-        return [self._parse_row(row_tokens, stop.stopped_at[row], budgets[row], used[row])
+        return [self._parse_row(row_tokens, stop.stopped_at[row], token_caps[row], used[row])
                 for row, row_tokens in enumerate(new_tokens)]
 
-    def _parse_row(self, row_tokens: list[int], stopped_at: int | None, budget: int, used: int) -> StepOutput:
+    def _parse_row(self, row_tokens: list[int], stopped_at: int | None, token_cap: int, used: int) -> StepOutput:
         tokens = row_tokens[: stopped_at if stopped_at is not None else len(row_tokens)]
         ended_by_eos = False
         for j, tok in enumerate(tokens):

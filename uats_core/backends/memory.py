@@ -60,7 +60,8 @@ class GPUPlan:
         p = self.prm
         out = [f"device memory: {g(self.device_bytes)}",
                f"PRM: {p.params / 1e9:.2f}B params, weights {g(p.weights)}, float32 head {g(p.head_f32)}, MC batch "
-               f"{g(p.activations)}, prefix cache {g(p.prefix_cache)}, allocator slack {g(p.allocator_slack)}, CUDA context "
+               f"{g(p.activations)}, prefix cache {g(p.prefix_cache)}, allocator slack {g(p.allocator_slack)}, "
+               "CUDA context "
                f"margin {g(CONTEXT_MARGIN)}: {g(p.total)}",
                f"vLLM gpu_memory_utilization = {self.gpu_memory_utilization:.2f} "
                f"({g(self.gpu_memory_utilization * self.device_bytes)} for the policy's weights and KV cache)"]

@@ -37,7 +37,7 @@ from uats_core.backends.prompting import (
     classify_finish,
     prompt_ids,
     resolve_use_chat,
-    step_budgets,
+    row_token_caps,
     step_text,
     trim_at_delimiter,
 )
@@ -218,9 +218,9 @@ class OpenAIPolicy:
     def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
         if not traces:
             return []
-        used, budgets = step_budgets(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
+        used, token_caps = row_token_caps(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
         results: dict[int, StepOutput] = {i: StepOutput("", 0, FinishReason.SOLUTION_CAP)
-                                          for i, b in enumerate(budgets) if b <= 0}
+                                          for i, b in enumerate(token_caps) if b <= 0}
         groups: dict[Trace, list[int]] = {}  # one prompt, its rows: the n candidates of one request
         for i, trace in enumerate(traces):
             if i not in results:
@@ -232,13 +232,13 @@ class OpenAIPolicy:
             with self._lock:
                 call = self._calls
                 self._calls += 1
-                bodies = [self._body(traces[rows[0]], len(rows), budgets[rows[0]], call, r)
+                bodies = [self._body(traces[rows[0]], len(rows), token_caps[rows[0]], call, r)
                           for r, rows in enumerate(requests)]
                 with ThreadPoolExecutor(min(self.concurrency, len(bodies))) as pool:
                     answers = list(pool.map(lambda b: self._complete(b, cancelled), bodies))
             for rows, answer in zip(requests, answers):
                 for i, cand in zip(rows, self._candidates(answer, len(rows))):
-                    results[i] = self._step(cand, used[i], budgets[i])
+                    results[i] = self._step(cand, used[i], token_caps[i])
         return [results[i] for i in range(len(traces))]
 
     def _body(self, trace: Trace, n: int, max_tokens: int, call: int, row: int) -> dict[str, Any]:
@@ -258,18 +258,18 @@ class OpenAIPolicy:
                                          "n > 1: set --policy-opt max_n=1")
         return cands
 
-    def _step(self, cand: Candidate, used: int, budget: int) -> StepOutput:
+    def _step(self, cand: Candidate, used: int, token_cap: int) -> StepOutput:
         """A candidate as a step: bounded, cut after the first delimiter (put back where the server left it out),
         and held to the caps by this process's own count of its tokens."""
         text, has_delim, cut = step_text(cand.text)
         if cand.ended == "delimiter" and not has_delim and not cut:  # the server left the stop string out
             text, has_delim = text + STEP_DELIMITER, True
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        if len(ids) > budget:  # more than was asked for, whatever the server counted: cut at the budget
-            text, has_delim = trim_at_delimiter(self.tokenizer.decode(ids[:budget]))
+        if len(ids) > token_cap:  # more than was asked for, whatever the server counted: cut at the cap
+            text, has_delim = trim_at_delimiter(self.tokenizer.decode(ids[:token_cap]))
             ids, cut = self.tokenizer(text, add_special_tokens=False)["input_ids"], not has_delim
-        # the server's count when larger (its tokens, the cost a node stores), never past the budget
-        n = budget if cut else min(budget, max(len(ids), cand.tokens or 0))
+        # the server's count when larger (its tokens, the cost a node stores), never past the cap
+        n = token_cap if cut else min(token_cap, max(len(ids), cand.tokens or 0))
         reason = classify_finish(ended_by_eos=cand.ended == "eos" and not has_delim and not cut,
                                  has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,
                                  solution_tokens_after=used + n, solution_cap=self.solution_token_cap)

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine, PrefixCache
+from uats_core.backends.mc_dropout import DropoutSpec, MCDropoutEngine
+from uats_core.backends.prefix_cache import PrefixCache
 from uats_core.errors import BackendError
 from uats_core.protocols import Trace
 

@@ -1,7 +1,8 @@
 """Adapters for the published PRMs (Math-Shepherd, Qwen2.5-Math-PRM, Skywork-o1-Open-PRM) and an LLM-as-judge PRM.
 
-Input formats follow each model's own card and code on the Hugging Face hub (the table in docs/backends.md). All run on the shared MC-dropout engine and
-load without trust_remote_code: the Qwen and Skywork heads are rebuilt here on the native Qwen2Model.
+Input formats follow each model's own card and code on the Hugging Face hub (the table in docs/backends.md). All run on
+the shared MC-dropout engine and load without trust_remote_code: the Qwen and Skywork heads are rebuilt here on the
+native Qwen2Model.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def check_sampling(temperature: float, top_p: float, step_token_cap: int, soluti
         raise BackendError("policy", f"token caps must be >= 1; got step {step_token_cap}, solution {solution_token_cap}")
 
 
-def step_budgets(tokenizer: Any, traces: Sequence[Trace], step_token_cap: int, solution_token_cap: int
+def row_token_caps(tokenizer: Any, traces: Sequence[Trace], step_token_cap: int, solution_token_cap: int
                  ) -> tuple[list[int], list[int]]:
     """Per trace: tokens its steps already use, and how many the next step may have (<= 0: none left)."""
     used = [solution_token_count(tokenizer, t.steps) for t in traces]

@@ -19,7 +19,8 @@ ARITH_SPECIALS = ("<s>", "</s>", "<pad>", "<unk>", "<step>")
 
 # A minimal Qwen2-style chat template (system/user/assistant turns with <|im_start|>/<|im_end|>).
 QWEN_CHAT_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 

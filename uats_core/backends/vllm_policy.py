@@ -19,7 +19,7 @@ from uats_core.backends.prompting import (
     classify_finish,
     prompt_ids,
     resolve_use_chat,
-    step_budgets,
+    row_token_caps,
     step_text,
 )
 from uats_core.errors import BackendError
@@ -83,13 +83,13 @@ class VLLMPolicy:
     def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
         if not traces:
             return []
-        used, budgets = step_budgets(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
-        live = [i for i, b in enumerate(budgets) if b > 0]
+        used, token_caps = row_token_caps(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
+        live = [i for i, b in enumerate(token_caps) if b > 0]
         results: dict[int, StepOutput] = {i: StepOutput("", 0, FinishReason.SOLUTION_CAP) for i in range(len(traces)) if i not in live}
         if live:
             prompts = [{"prompt_token_ids": self.prompt_ids(traces[i])} for i in live]
             with self._lock:
-                params = [self._params(budgets[i], row) for row, i in enumerate(live)]
+                params = [self._params(token_caps[i], row) for row, i in enumerate(live)]
                 self._calls += 1
                 outputs = self.llm.generate(prompts, params, use_tqdm=False)
             if len(outputs) != len(live):

@@ -1,4 +1,4 @@
-"""A-UATS's learned budget controller (see policy.py for the network, uats/train_controller.py
+"""A-UATS's learned controller of a step's knobs (see policy.py for the network, uats/train_controller.py
 for how it is trained)."""
 
 from __future__ import annotations

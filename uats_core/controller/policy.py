@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..errors import ControllerError
-from ..methods.uats import BETA_MAX, KNOBS, STATE_FEATURES, Knobs
+from ..methods.uats import BETA_MAX, KNOBS, STATE_FEATURES, Knobs, current_feature_names
 
 # (low, high, log-scale). β and γ scale B and C; compute matching is enforced downstream whatever they say.
 KNOB_RANGES: dict[str, tuple[float, float, bool]] = {
@@ -151,6 +151,7 @@ def load_checkpoint(folder: str | Path) -> tuple[ControllerNet, dict]:
         state = load_file(str(weights_path))
     except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
         raise ControllerError(weights_path, f"cannot be read ({exc}); the file is corrupt: retrain or restore it") from None
+    meta["features"] = current_feature_names(meta.get("features", []))
     net = ControllerNet(len(meta["features"]), hidden=int(meta.get("hidden", 256)))
     try:
         net.load_state_dict(state)

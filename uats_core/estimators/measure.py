@@ -108,7 +108,8 @@ def verdict(rows: Sequence[dict[str, Any]], ood_pair: str) -> str:
         if valid and min(valid) >= GOAL_AUROC:
             met.append(r["estimator"] + ("" if r.get("space", "prob") == "prob" else " (logits)"))
     if met:
-        return f"σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R with: {', '.join(met)}."
+        return (f"σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R with: "
+                f"{', '.join(met)}.")
     best = max((r for r in rows if r["pair"] == ood_pair),
                key=lambda r: min([a for a in r["auroc_fifths"] if not math.isnan(a)] or [0.0]), default=None)
     worst = min([a for a in best["auroc_fifths"] if not math.isnan(a)] or [float("nan")]) if best else float("nan")

@@ -145,7 +145,7 @@ def read(path: Path, name: str, rows: list[int] | None, rule: str | None, max_no
         try:
             if isinstance(row, ImportFormatError):
                 raise row
-            run, layouts = _run(row, r, name, layouts, named=rule is not None, budget=max_nodes - total)
+            run, layouts = _run(row, r, name, layouts, named=rule is not None, nodes_left=max_nodes - total)
         except _CapReached:
             raise ImportFormatError(name, f"more than the {max_nodes:,} nodes an import writes, passed at row {r}; "
                                           "import fewer rows (--rows) or a smaller file") from None
@@ -211,7 +211,7 @@ def _fitting(completions: list[str], scores: list[Any], layouts: list[PRMRule], 
 
 
 def _run(row: Any, r: int, name: str, layouts: list[PRMRule], *, named: bool,
-         budget: int) -> tuple[ImportedRun, list[PRMRule]]:
+         nodes_left: int) -> tuple[ImportedRun, list[PRMRule]]:
     where = f"row {r}"
     problem = _field(row, "problem", str, where)
     completions = _field(row, "completions", list, where)
@@ -222,7 +222,7 @@ def _run(row: Any, r: int, name: str, layouts: list[PRMRule], *, named: bool,
         raise _RowError(f"{where}: {len(completions)} completions but {len(scores)} score lists; scores holds one list "
                         "per completion")
     fit = _fitting(completions, scores, layouts, where, named)
-    nodes, leaves = _tree(completions, scores, fit[0], where, budget)
+    nodes, leaves = _tree(completions, scores, fit[0], where, nodes_left)
     pred = row.get("pred")
     chosen = [leaves[completions.index(pred)]] if isinstance(pred, str) and pred in completions else []
     answers = {k: v for k, v in row.items() if k.startswith(("pred_weighted@", "pred_maj@", "pred_naive@"))}
@@ -236,7 +236,7 @@ def _run(row: Any, r: int, name: str, layouts: list[PRMRule], *, named: bool,
 
 
 def _tree(completions: list[str], scores: list[list[Any]], rule: PRMRule, where: str,
-          budget: int) -> tuple[list[ImportedNode], list[int]]:
+          nodes_left: int) -> tuple[list[ImportedNode], list[int]]:
     """The prefix tree of the completions' scored parts: nodes (parents first) and each completion's last node."""
     nodes: list[ImportedNode] = []
     child: dict[tuple[int | None, str], ImportedNode] = {}
@@ -247,7 +247,7 @@ def _tree(completions: list[str], scores: list[list[Any]], rule: PRMRule, where:
         for d, (step, score, folded) in enumerate(steps):
             node = child.get((parent, step))
             if node is None:
-                if len(nodes) >= budget:
+                if len(nodes) >= nodes_left:
                     raise _CapReached
                 node = ImportedNode(key=len(nodes), parent=parent, step=step, created_iter=d + 1, score=score,
                                     extra={"completions": 0})

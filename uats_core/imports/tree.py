@@ -141,7 +141,7 @@ class ImportedRun:
             touched = {n.id for n in born} | {p for p in kids_of if p}
             events.append(NodesUpdated(iteration=t, nodes=[record(i) for i in sorted(touched)]))
             events.append(IterationEnded(iteration=t, decisions=decisions,
-                                         budget=StepInfo(width=len(born), generated_steps=generated),
+                                         step_info=StepInfo(width=len(born), generated_steps=generated),
                                          cost_step=0.0, cost_total=0.0))
         unexpanded = [n for n in nodes.values() if n.status == ACTIVE]  # the tool took them no further
         for n in unexpanded:

@@ -210,10 +210,10 @@ class SearchContext:
             raise SearchCancelled(f"cancelled before iteration {iteration}")
         self.cost_step = 0.0
 
-    def end_iteration(self, iteration: int, decisions: list[Decision], budget: StepInfo) -> None:
+    def end_iteration(self, iteration: int, decisions: list[Decision], step_info: StepInfo) -> None:
         self.flush_nodes(iteration)
-        budget.generated_steps, budget.prm_passes = self.generated_steps, self.prm_passes
-        self.bus.emit(IterationEnded(iteration=iteration, decisions=decisions, budget=budget,
+        step_info.generated_steps, step_info.prm_passes = self.generated_steps, self.prm_passes
+        self.bus.emit(IterationEnded(iteration=iteration, decisions=decisions, step_info=step_info,
                                      cost_step=self.cost_step, cost_total=self.cost_total))
         self.iterations_done = iteration
         if self.on_iteration is not None:
@@ -263,7 +263,7 @@ class SearchMethod(ABC):
     # MC-dropout passes, σ² and the OOD gate decide its steps: the app's uncertainty panels and the report's
     # analyses of the uncertainty-aware methods read such runs.
     uses_uncertainty: bool = False
-    # The most its re-evaluation budget B may be scaled by (None: it re-evaluates nothing): the limits' estimate of
+    # The most its re-evaluation passes B may be scaled by (None: it re-evaluates nothing): the limits' estimate of
     # the passes one node can hold.
     reeval_scale: float | None = None
     # Its knobs: the SearchConfig fields that change its result besides those every method reads (budget, seed,

@@ -1,5 +1,5 @@
 """DORA ("Every Rollout Counts"): REBASE's weights times a uniqueness score from the cosine similarity of
-partial-solution embeddings, so near-duplicate directions share their budget instead of each taking it."""
+partial-solution embeddings, so near-duplicate directions share their children instead of each taking their own."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ spread of the passes' logits. R̄, R̂ and the δ rule stay on the probability s
 
 Iteration t here = decide (steps 2–4 on the candidates of t−1) then generate and K0-score the children
 (step 1 for the candidates of t), so each iteration spends B_used + C·(c+K0) ≤ N·(c+1), REBASE's spend.
-C and B come from allocation.uats_budget_split; A-UATS's controller scales them by γ and β and sets
-τ, δ, ν1, ν2, and allocation.scaled_step_budget keeps the cap whatever it asks for."""
+C and B come from allocation.split_step_spend; A-UATS's controller scales them by γ and β and sets
+τ, δ, ν1, ν2, and allocation.scaled_step_spend keeps the cap whatever it asks for."""
 
 from __future__ import annotations
 
@@ -39,11 +39,11 @@ from ..spending import RULE_STEP_FIELDS, SpendingRule, check_affordable as check
 from ..tree import Node
 from .base import SearchContext, SearchMethod, active, step_stream, terminal
 
-BETA_MAX = 3.0  # the most A-UATS's controller may scale the re-evaluation budget B by (H-UATS: β = 1)
+BETA_MAX = 3.0  # the most A-UATS's controller may scale the re-evaluation passes B by (H-UATS: β = 1)
 
 @dataclass(frozen=True)
 class Knobs:
-    beta: float  # scales the re-evaluation budget B
+    beta: float  # scales the re-evaluation passes B
     gamma: float  # scales the expansion width C
     tau: float
     delta: float
@@ -61,12 +61,20 @@ KNOBS = tuple(f.name for f in fields(Knobs))
 # A-UATS's controller: the step's state in, the six knobs out.
 Controller = Callable[[Mapping[str, float]], Knobs]
 
-STATE_FEATURES = ("mean_rbar", "max_rbar", "var_rbar", "mean_sigma", "max_sigma", "depth", "budget_left")
+STATE_FEATURES = ("mean_rbar", "max_rbar", "var_rbar", "mean_sigma", "max_sigma", "depth", "compute_left")
+# A state feature's former name -> its name: the shipped controllers' controller.json and the results ledgers'
+# controller.csv.gz were written before "budget" came to mean N alone, and are read through this.
+RENAMED_FEATURES = {"budget_left": "compute_left"}
+
+
+def current_feature_names(names: Sequence[str]) -> list[str]:
+    """Feature names as this version calls them (a file written before a rename keeps loading)."""
+    return [RENAMED_FEATURES.get(n, n) for n in names]
 
 
 def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, max_iterations: int) -> dict[str, float]:
     """A-UATS's state s_t: mean, max and variance of R̄ over the candidates; mean and max of σ; depth t
-    (normalised by the iteration cap); remaining budget = the compute not yet spent over the search's total
+    (normalised by the iteration cap); compute_left = the share of the search's total compute not yet spent
     (N(c+1) per step up to the iteration cap). At t = 1 there are no candidates yet: their features are 0."""
     means = np.array([n.mean for n in candidates if n.mean is not None])
     sigmas = np.sqrt(np.array([float(n.var or 0.0) for n in candidates if n.mean is not None]))
@@ -75,7 +83,7 @@ def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, m
     return {
         "mean_rbar": float(means.mean()), "max_rbar": float(means.max()), "var_rbar": float(means.var()),
         "mean_sigma": float(sigmas.mean()), "max_sigma": float(sigmas.max()),
-        "depth": (t - 1) / max_iterations, "budget_left": max(0.0, 1.0 - spent / total) if total else 0.0,
+        "depth": (t - 1) / max_iterations, "compute_left": max(0.0, 1.0 - spent / total) if total else 0.0,
     }
 
 
@@ -88,10 +96,10 @@ UATS_FIELDS = frozenset({"estimator", "k0", "alpha", "tau", "delta", "nu1", "nu2
 class UATS(SearchMethod):
     name = "h-uats"
     uses_uncertainty = True
-    reeval_scale = 1.0  # β = 1: the re-evaluation budget as the config shares it
+    reeval_scale = 1.0  # β = 1: the re-evaluation passes as the config shares them
     config_fields = UATS_FIELDS
     switches: Mapping[str, tuple[Any, str]] = {"prm_scoring": ("mc", "single-pass scoring is an H-UATS ablation")}
-    step_fields = frozenset({"cap", "state", "knobs", "reeval_budget", "reeval_used", "reference_mean"}).union(
+    step_fields = frozenset({"cap", "state", "knobs", "reeval_passes", "reeval_used", "reference_mean"}).union(
         *RULE_STEP_FIELDS.values())
 
     @classmethod
@@ -100,7 +108,7 @@ class UATS(SearchMethod):
 
     @classmethod
     def without_uncertainty(cls) -> dict[str, Any]:
-        """No re-evaluation budget: σ² and R̂ never steer it, and all of N(c+1) buys width."""
+        """No re-evaluation passes: σ² and R̂ never steer it, and all of N(c+1) buys width."""
         return {"reeval_share": 0.0}
 
     def __init__(self, config: SearchConfig, controller: Controller | None = None) -> None:
@@ -133,13 +141,13 @@ class UATS(SearchMethod):
                 ctx.refresh_ucb(candidates, t, cfg.alpha)
             state = step_state(candidates, t, ctx.cost_total, total, cfg.max_iterations)
             knobs = self.knobs(state)
-            reeval_budget = spending.plan(t, knobs.beta, knobs.gamma)
+            reeval_passes = spending.plan(t, knobs.beta, knobs.gamma)
             if t == 1:
                 decisions: list[Decision] = []
                 frontier = [(0, spending.width(0))]
-                info: dict[str, Any] = {"reeval_budget": 0, "reeval_used": 0}
+                info: dict[str, Any] = {"reeval_passes": 0, "reeval_used": 0}
             else:
-                decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_budget, spending)
+                decisions, frontier, info = self._decide(ctx, candidates, t, knobs, reeval_passes, spending)
             with step_stream(cfg.seed, t) if cfg.step_streams else contextlib.nullcontext():
                 new = ctx.expand(frontier, t)
             if single:
@@ -159,7 +167,7 @@ class UATS(SearchMethod):
         finals.extend(ctx.settle_leftovers(active(new), spending.live))
         return finals
 
-    def _decide(self, ctx: SearchContext, candidates: list[Node], t: int, knobs: Knobs, reeval_budget: int,
+    def _decide(self, ctx: SearchContext, candidates: list[Node], t: int, knobs: Knobs, reeval_passes: int,
                 spending: SpendingRule) -> tuple[list[Decision], list[tuple[int, int]], dict[str, Any]]:
         """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
         cfg = self.config
@@ -175,8 +183,8 @@ class UATS(SearchMethod):
             node.ood = is_ood
         before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
         extra: dict[int, int] = {}
-        if chosen and reeval_budget > 0:
-            shares = softmax_shares([candidates[i].scored_ucb for i in chosen], reeval_budget, knobs.nu1)
+        if chosen and reeval_passes > 0:
+            shares = softmax_shares([candidates[i].scored_ucb for i in chosen], reeval_passes, knobs.nu1)
             extra = {candidates[i].id: k for i, k in zip(chosen, shares)}
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
@@ -193,7 +201,7 @@ class UATS(SearchMethod):
             d.extra_passes, d.ood, d.reeval_candidate = extra.get(node.id, 0), node.ood, node.id in chosen_ids
             d.mean, d.var, d.ucb, d.k, d.child_score = node.mean, node.var, node.ucb, node.k, score
         frontier = [(n.id, k) for n, k in zip(candidates, counts) if k]
-        info = {"reeval_budget": reeval_budget, "reeval_used": sum(extra.values()), "reference_mean": reference}
+        info = {"reeval_passes": reeval_passes, "reeval_used": sum(extra.values()), "reference_mean": reference}
         return decisions, frontier, info
 
 

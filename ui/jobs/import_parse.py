@@ -50,7 +50,7 @@ def _child(tool: str, path: str, rows: list[int] | None, name: str, question: st
     os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
     os.environ["OMP_NUM_THREADS"] = "1"
     # the cap is the parse's own: what this interpreter already maps (spawn re-imports the parent's main module, a
-    # few hundred MB under some launchers) plus the budget and the parsing thread's stack
+    # few hundred MB under some launchers) plus the import's memory allowance and the parsing thread's stack
     cap = _mapped_bytes() + APP_IMPORT_MEMORY_BYTES + PARSE_STACK_BYTES
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     result: list[Any] = []

@@ -2,7 +2,8 @@
 // component's value with Plotly.react on the same div, fixed uirevision, so zoom and pan survive live updates.
 // The template never contains ${value}, so Gradio never re-renders the div.
 const host = element.querySelector('.uats-plot');
-const RING_WAIT_MS = 1500;  // the longest a clicked node waits for its Figure 1 before the tree rings it
+const RING_WAIT_MS = 1500;
+const LATER = new Set(['cost-plot', 'knobs-plot']);  // plots drawn after the others of the same response  // the longest a clicked node waits for its Figure 1 before the tree rings it
 const empty = element.querySelector('.uats-empty');
 function ringAt(id) {
   // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
@@ -187,7 +188,8 @@ function draw() {
   // tree's first draw, so the tree is drawn once at its width beside it, and a tick later, after Figure 1
   const linked = host.dataset.owner === 'tree' && !host.data && !spec.frames && (spec.meta || {}).selected != null;
   if (linked && window.__uatsOpenInspector) window.__uatsOpenInspector();
-  if (linked) setTimeout(drain, 0); else drain();
+  // the charts under the tree wait a turn too: a response that carries them with Figure 1 (a link) drew them first
+  if (linked || LATER.has(host.dataset.owner)) setTimeout(drain, 0); else drain();
 }
 draw();
 watch('value', draw);

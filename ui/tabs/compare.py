@@ -1,7 +1,7 @@
 """The Compare tab: two runs side by side, stepped in lockstep on one colour scale, with the table of
 their differences; it can start an H-UATS vs REBASE pair from the Search tab's form, or the same pair with the
 policy its PRM finds out of distribution, and holds the case finder (ui/tabs/case_finder.py). Opening the tab
-draws the pair already picked."""
+draws the pair already picked. Its components are laid out by compare_layout.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import gradio as gr
 
 from storage import StorageError
 from storage.shadow import get_shadow_job, read_shadow, request_shadow_cancel
-from uats_core.config import ESTIMATORS, SearchConfig
+from uats_core.config import ESTIMATORS
 from uats_core.methods import uncertainty_methods
 from uats_core.status import LIVE, RunStatus
 
@@ -23,7 +23,7 @@ from ..jobs.pool import session_of
 from ..jobs.shadow import explain_shadow
 from ..jobs.shadow_job import submit_shadow
 from ..views.bundles import compare_bundle
-from ..views.comparison import COMPARE_COLUMNS, compare_figures, compare_rows, find_partner, pair_labels
+from ..views.comparison import compare_figures, compare_rows, find_partner, pair_labels
 from ..views.counterfactual import parting
 from ..views.decisions import explain_node, explain_step, step_of
 from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
@@ -33,10 +33,11 @@ from ..views.run_status import outcome, run_label
 from ..views.safe_text import md_inline, md_text
 from ..views.scripts import page_script
 from ..views.treedata import RunData
-from ..views.uncertainty import CHANGED_COLUMNS, CHANGED_WIDTHS, changed_table, changes_summary
-from .case_finder import build_case_finder, case_finder_layout
-from .common import AppContext, RunReads, fig_json, keyed, notice, plot_html, row_of
-from .exports import export_controls, export_ready, export_stale
+from ..views.uncertainty import changed_table, changes_summary
+from .case_finder import build_case_finder
+from .common import AppContext, RunReads, fig_json, keyed, notice, row_of
+from .compare_layout import CompareParts, lay_out_compare_tab
+from .exports import export_ready, export_stale
 from .ood_pair import offers_ood_pair, ood_pair_form
 from .page_state import SIDES, ComparedPair, OpenRun, ShadowJob, replaced
 from .search_events import DB_ERRORS, FORM_ERRORS, db_failure, form_error, queue_run, run_request
@@ -50,87 +51,6 @@ class CompareTab:
     cmp_a: gr.Dropdown
     cmp_b: gr.Dropdown
     on_tab_compare: Callable[[OpenRun, ComparedPair], tuple[Any, Any]]
-
-
-@dataclass
-class _Parts:
-    cmp_a: gr.Dropdown
-    cmp_b: gr.Dropdown
-    cmp_load: gr.Button
-    cmp_pair: gr.Button
-    cmp_est_b: gr.Dropdown
-    cmp_est_pair: gr.Button
-    cmp_summary: gr.Markdown
-    cmp_ood: gr.Button
-    cmp_table: gr.Dataframe
-    cmp_changed: gr.Dataframe
-    cmp_prev: gr.Button
-    cmp_next: gr.Button
-    cmp_slider: gr.Slider
-    cmp_tree_a: gr.HTML
-    cmp_tree_b: gr.HTML
-    cmp_export_name: gr.Textbox
-    cmp_export_build: gr.Button
-    cmp_export_btn: gr.DownloadButton
-    cmp_shadow_k: gr.Number
-    cmp_shadow: gr.Button
-    cmp_shadow_cancel: gr.Button
-    cmp_shadow_key: gr.Textbox
-    cmp_why: gr.HTML
-    cmp_inspector: gr.HTML
-    finder: Any  # the case finder's parts (ui/tabs/case_finder.py)
-
-
-def _layout() -> _Parts:
-    gr.Markdown("Two runs side by side, stepped in lockstep, on one colour scale; shared step prefixes "
-                "are haloed and laid out first. Default: H-UATS vs REBASE on the same problem, seed and budget.")
-    c: dict[str, Any] = {}
-    with gr.Row():
-        c["cmp_a"] = gr.Dropdown([], label="Run A", elem_id="cmp-a", allow_custom_value=True, scale=3)
-        c["cmp_b"] = gr.Dropdown([], label="Run B", elem_id="cmp-b", allow_custom_value=True, scale=3)
-        c["cmp_load"] = gr.Button("Compare", variant="primary", elem_id="cmp-load", scale=1)
-        # the form's settings, as the line above says (a longer label wrapped onto two lines at 1280)
-        c["cmp_pair"] = gr.Button("Run H-UATS vs REBASE", elem_id="cmp-pair", scale=2)
-    with gr.Row():  # one problem under two uncertainty estimators (issue 52): the form's, and this one
-        c["cmp_est_b"] = gr.Dropdown(list(ESTIMATORS), value=SECOND_ESTIMATOR, label="second estimator",
-                                     elem_id="cmp-est-b", scale=2)
-        c["cmp_est_pair"] = gr.Button("Run H-UATS under the form's estimator and the second (form settings)",
-                                      elem_id="cmp-est-pair", scale=4)
-    c["finder"] = case_finder_layout()
-    c["cmp_summary"] = gr.Markdown("", elem_id="cmp-summary")
-    c["cmp_ood"] = gr.Button("Run the OOD pair: policy B with this pair's PRM, problem, seed and budget",
-                             elem_id="cmp-ood", size="sm", visible=False)
-    c["cmp_table"] = gr.Dataframe(headers=COMPARE_COLUMNS, interactive=False, elem_id="cmp-table", wrap=True)
-    gr.Markdown("**Decisions uncertainty changed**: the UATS candidates the OOD gate and the δ test sent to "
-                "re-evaluation, those whose R̄ rank moved after the extra passes, and those whose children differ "
-                "from what R̄ of the first K0 passes alone would have given (same C). Click a row: its node in "
-                "both trees, at that iteration.", elem_id="cmp-changed-intro")
-    c["cmp_changed"] = gr.Dataframe(headers=CHANGED_COLUMNS, interactive=False, elem_id="cmp-changed", wrap=True,
-                                    max_height=260, column_widths=CHANGED_WIDTHS)
-    with gr.Row():
-        c["cmp_prev"] = gr.Button("◀ prev", elem_id="cmp-prev", size="sm", scale=1)
-        c["cmp_next"] = gr.Button("next ▶", elem_id="cmp-next", size="sm", scale=1)
-        c["cmp_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t (both runs)", elem_id="cmp-slider",
-                                    scale=6)
-    with gr.Row(equal_height=False):
-        with gr.Column():
-            c["cmp_tree_a"] = plot_html("cmp-tree-a", "Run A", 560)
-        with gr.Column():
-            c["cmp_tree_b"] = plot_html("cmp-tree-b", "Run B", 560)
-    with gr.Row():
-        c["cmp_shadow_k"] = gr.Number(7, label="shadow MC passes K", precision=0, minimum=2, elem_id="cmp-shadow-k",
-                                      scale=1)
-        c["cmp_shadow"] = gr.Button("Shadow-score the baseline (MC passes on its candidates, not counted in its cost)",
-                                    elem_id="cmp-shadow", scale=3)
-        c["cmp_shadow_cancel"] = gr.Button("Cancel shadow scoring", elem_id="cmp-shadow-cancel", size="sm", scale=1)
-    c["cmp_shadow_key"] = gr.Textbox("", visible=False)  # changes when a shadow job ends: the export follows
-    gr.Markdown("Click a node in either tree: its decision in words (and, for a shadow-scored baseline, what the "
-                "uncertainty says about it) and every candidate of its step.")
-    c["cmp_why"] = gr.HTML("", elem_id="cmp-why")
-    c["cmp_inspector"] = plot_html("cmp-inspector", "The clicked node's step: every candidate, one row each.", 60)
-    ex = export_controls("comparison", "cmp")
-    c["cmp_export_name"], c["cmp_export_build"], c["cmp_export_btn"] = ex.name, ex.build, ex.download
-    return _Parts(**c)
 
 
 def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float]) -> str:
@@ -152,7 +72,7 @@ class _Compare:
     """The tab's handlers over the compared pair (ctx.pair_state, page_state.ComparedPair); each returns its outputs by
     component."""
 
-    def __init__(self, ctx: AppContext, p: _Parts) -> None:
+    def __init__(self, ctx: AppContext, p: CompareParts) -> None:
         self.ctx = ctx
         self.p = p
 
@@ -417,19 +337,18 @@ class _Compare:
             return pickers
         if not b:
             return {**pickers, self.ctx.notice: notice(
-                f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same problem, "
-                "seed and budget): pick run B, or start the pair")}
+                f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same "
+                "problem, seed and budget): pick run B, or start the pair")}
         return {**pickers, **self.drawn(self.pair_state(a, b), None)}
 
 
-SECOND_ESTIMATOR = next(e for e in ESTIMATORS if e != SearchConfig.estimator)  # the pair's default: not the form's
 METHOD_NAMES = {"h-uats": "H-UATS", "rebase": "REBASE"}  # as the pair's notice names them
 SCROLL_TO_TREES = page_script("scroll_to_trees.js")  # the pair's trees brought into view
 
 
 def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> CompareTab:
     """The tab's components and events; call inside `tab`, its `gr.Tab`."""
-    p = _layout()
+    p = lay_out_compare_tab()
     h, cst = _Compare(ctx, p), ctx.pair_state
     view = [p.cmp_tree_a, p.cmp_tree_b, p.cmp_summary, p.cmp_table, p.cmp_slider, p.cmp_changed, p.cmp_ood]
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]

@@ -7,11 +7,11 @@ the states the ticks wrote, one tick made seven events; the page's main thread w
 the timer fired every ~1.1 s instead of every TICK_S, and a live run's frames were drawn ever later
 (`python -m benchmarks app`, docs/log.md).
 
-So tabs register parts (`ctx.poll.add`, common.PollParts) and `wire_poll` makes one tick listener that runs them in order.
-The poll writes the page states (`ctx.run_state`, `ctx.pair_state`) in place and never lists them as outputs: an output
-state with change listeners fires them after every tick. What those listeners do for a tick's changes (the
-run bar's buttons, the Why panel at a run's end) is a part of the poll instead. The parts share one RunReads:
-each run's row is read once a tick, whichever parts ask for it."""
+So tabs register parts (`ctx.poll.add`, common.PollParts) and `wire_poll` makes one tick listener that runs them in
+order. The poll writes the page states (`ctx.run_state`, `ctx.pair_state`) in place and never lists them as outputs: an
+output state with change listeners fires them after every tick. What those listeners do for a tick's changes (the run
+bar's buttons, the Why panel at a run's end) is a part of the poll instead. The parts share one RunReads: each run's row
+is read once a tick, whichever parts ask for it."""
 
 from __future__ import annotations
 

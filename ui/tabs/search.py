@@ -1,6 +1,6 @@
 """The Search tab put together: its components (search_layout) wired to their events (search_events: the
-form, Run and the live tree; inspector: a node, its notes and exports; step_panel: Figure 1's controls and the Why panel; the
-run bar). Runs, Cases and the page's links open runs with the tab's viewer."""
+form, Run and the live tree; inspector: a node, its notes and exports; step_panel: Figure 1's controls and the Why
+panel; the run bar). Runs, Cases and the page's links open runs with the tab's viewer."""
 
 from __future__ import annotations
 

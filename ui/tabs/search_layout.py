@@ -166,7 +166,8 @@ def _tree_column(c: dict[str, Any]) -> None:
 
 # The inspector beside the tree (ui/js/inspector.js opens it: #search-row.uats-inspecting), sticky under the run bar
 # with its own scroll, so a click's answer is on the first screen with the tree; the run form folds away while it
-# is open (✕ brings it back), leaving the tree and the inspector the width of the page. Figure 1 scrolls in its own box, its header stuck on top (ui/js/plot.js stickyHead).
+# is open (✕ brings it back), leaving the tree and the inspector the width of the page. Figure 1 scrolls in its own
+# box, its header stuck on top (ui/js/plot.js stickyHead).
 INSPECTOR_CSS = """
 #inspector-panel { display: none !important; }
 #search-row.uats-inspecting #inspector-panel {
@@ -193,7 +194,7 @@ EMPTY_WHY = "<p class='uats-why-empty'>Select a node: its decision at its step i
 
 def build_why_panel() -> gr.HTML:
     """The Why accordion's panel (ui/tabs/step_panel.py fills it); in the inspector, under Figure 1."""
-    with gr.Accordion("Why: the decision and where the step's budgets went", open=True, elem_id="why-box"):
+    with gr.Accordion("Why: the decision and where the step's spend went", open=True, elem_id="why-box"):
         return gr.HTML(EMPTY_WHY, elem_id="why-panel")
 
 

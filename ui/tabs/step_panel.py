@@ -1,5 +1,5 @@
 """The inspected node's step: Figure 1's controls (row order, rows per page, siblings only, pages, PNG/SVG export)
-and the Why panel (the node's decision and where the step's budgets went, in words).
+and the Why panel (the node's decision and where the step's spend went, in words).
 
 The figure itself is drawn by RunViewer.node_view with the options the page state keeps (`OpenRun.fig1`), so a
 click in the tree, a replay step and these controls all draw it the same way."""
@@ -27,7 +27,7 @@ from .viewer import RunViewer
 
 
 def why_html(ctx: AppContext, s: OpenRun, node_id: Any, t: Any, reads: RunReads | None = None) -> str:
-    """The selected node's decision at the iteration shown, then where its step's budgets went (`reads`: the
+    """The selected node's decision at the iteration shown, then where its step's spend went (`reads`: the
     event's reads of the run log, when it has some)."""
     if not s.run_id:
         return EMPTY_WHY

@@ -82,8 +82,9 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
         figures=[("Search tree", fig)],
         table_header=["depth", "step", "R̄", "σ²", "K", "verdict"], table_rows=rows,
         caption=(f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {run.get('answer')} "
-                 f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path; R̄ and σ² over "
-                 "each step's K passes (the σ² its gate read, before any extra passes: the export's gate records)."),
+                 f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path; "
+                 "R̄ and σ² over each step's K passes (the σ² its gate read, before any extra passes: the export's "
+                 "gate records)."),
         text_sections=[("Question", run.get("question", "")),
                        ("Chosen path", "\n\n".join(state.nodes[i].get("step", "") for i in path))])
 

@@ -5,7 +5,7 @@ with whether each step is actually right.
 - high score / high variance: rated good, but the dropout passes disagree (the OOD steps UATS re-checks);
 - low score / high variance: rated bad, uncertainly;
 - low score / low variance: the PRM is sure the step is bad.
-A step's truth: exact in the arithmetic world (uats_core.worlds.arith.world.step_correct); for datasets,
+A step's truth: exact in the arithmetic world (uats_core.worlds.arith.solutions.step_correct); for datasets,
 whether any final answer below it (itself included) is correct, None when nothing below it finished.
 """
 
@@ -101,10 +101,10 @@ class StepJudge:
         if node_id == 0:
             return None
         if self.problem is not None:
-            from uats_core.worlds.arith import world
+            from uats_core.worlds.arith import solutions
 
             steps = self.state.trace_text(node_id)
-            return bool(world.step_correct(self.problem, steps[:-1], steps[-1]))
+            return bool(solutions.step_correct(self.problem, steps[:-1], steps[-1]))
         return self._answer_below(node_id)
 
     def _answer_below(self, node_id: int) -> bool | None:

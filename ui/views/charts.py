@@ -36,7 +36,7 @@ def cost_figure(iterations: Sequence[Mapping[str, Any]], current: int | None = N
     return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {}}
 
 
-KNOB_LABELS = (("beta", "β (re-eval budget scale)"), ("gamma", "γ (expansion budget scale)"), ("tau", "τ (OOD threshold)"),
+KNOB_LABELS = (("beta", "β (re-evaluation passes scale)"), ("gamma", "γ (width scale)"), ("tau", "τ (OOD threshold)"),
                ("delta", "δ (re-eval margin)"), ("nu1", "ν1 (re-eval softmax)"), ("nu2", "ν2 (children softmax)"))
 
 
@@ -44,9 +44,9 @@ def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> 
     """The knobs a UATS run used at each step against depth, each marker coloured by the step's
     uncertainty (max σ over the candidates): A-UATS's controller choices, or H-UATS's constants. None for
     runs without knobs (the baselines)."""
-    budgets = [(int(i["iteration"]), StepInfo.from_dict(i.get("budget") or {})) for i in iterations]
+    steps = [(int(i["iteration"]), StepInfo.from_dict(i.get("step_info") or {})) for i in iterations]
     # steps that set all six knobs (UATS); other runs' steps may carry some (τ, δ) for the OOD gate alone
-    rows = [(t, b.knobs, b.state or {}) for t, b in budgets if b.knobs and all(n in b.knobs for n, _ in KNOB_LABELS)]
+    rows = [(t, b.knobs, b.state or {}) for t, b in steps if b.knobs and all(n in b.knobs for n, _ in KNOB_LABELS)]
     if not rows:
         return None
     sig = [float(s.get("max_sigma")) if s.get("max_sigma") is not None else None for _, _, s in rows]

@@ -140,7 +140,7 @@ def find_cases(store: Any, load: Callable[[str], RunData] | None = None, runs_sc
     """The ranked cases over the run log's pairs (RANKING_RULE). A case is known from the two runs' answers; their
     trees are read, newest pair first while NODES_READ lasts, only to find where the two part."""
     load = load or (lambda rid: RunData.load(store, rid))
-    found, budget = Found(), nodes_read
+    found, nodes_left = Found(), nodes_read
     pairs = stored_pairs(store, runs_scanned)
     found.pairs, found.problems = len(pairs), len({r.get("problem_id") for r, _ in pairs})
     for run, counter in pairs:
@@ -150,8 +150,8 @@ def find_cases(store: Any, load: Callable[[str], RunData] | None = None, runs_sc
         found.by_direction[way] += 1
         size = int(run.get("n_nodes") or 0) + int(counter.get("n_nodes") or 0)
         part = None
-        if size <= budget:
-            budget -= size
+        if size <= nodes_left:
+            nodes_left -= size
             part = parting(load(run["run_id"]), load(counter["run_id"]))
         else:
             found.unread += 1

@@ -2,8 +2,8 @@
 
 A UATS iteration t decides over its candidates: the ID/OOD test (gated σ² against τ), the δ test (R̂ against
 the best ID R̄ − δ) that selects OOD candidates for re-evaluation, extra passes as shares of the
-re-evaluation budget B, and children as shares of the width C. The engine stores each candidate's decision
-(children, extra passes, status and, for UATS, the statistics the δ rule saw) and the step's budget; runs
+re-evaluation passes B, and children as shares of the width C. The engine stores each candidate's decision
+(children, extra passes, status and, for UATS, the statistics the δ rule saw) and the step's spend; runs
 without the "before" statistics (older runs, synthetic ones) get them from the first K − extra passes.
 
 Everything here is HTML for a gr.HTML panel: every stored or user text is escaped (html.escape)."""
@@ -76,11 +76,11 @@ def _before(node: Mapping[str, Any], d: Decision, gate: OODGate, alpha: float, t
 def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, TreeState]:
     """The candidates decided at iteration t, the step's numbers, and the tree after t."""
     state = data.state_at(t)
-    decisions, budget = data.step(t)
+    decisions, step_info = data.step(t)
     gate = state.gate
     cfg = data.run.get("config") or {}
     alpha = float(cfg.get("alpha", 0.0) or 0.0)
-    tau, delta = gate.tau, _knob(budget, "delta", cfg.get("delta"))
+    tau, delta = gate.tau, _knob(step_info, "delta", cfg.get("delta"))
     raw = []
     for d in decisions:
         nid = d.node_id
@@ -89,7 +89,7 @@ def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, T
         mean, var, ucb, k, stat = _before(data.nodes[nid], d, gate, alpha, t)
         ood = bool(d.ood) if d.ood is not None else (stat is not None and stat > tau)
         raw.append((nid, d, mean, var, ucb, k, stat, ood))
-    ref = reference_mean([(r[2], r[7]) for r in raw], budget)
+    ref = reference_mean([(r[2], r[7]) for r in raw], step_info)
     out = []
     for nid, d, mean, var, ucb, k, stat, ood in raw:
         if d.reeval_candidate is not None:
@@ -104,7 +104,7 @@ def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, T
                              var_after=after.get("var") if extra else var,
                              stat_after=gate.statistic(after) if extra else stat,
                              k_after=len(after.get("mc_scores") or []) if extra else k))
-    return out, budget, state
+    return out, step_info, state
 
 
 @dataclass
@@ -115,7 +115,7 @@ class Step:
     iteration: int
     decided: bool
     candidates: list[Candidate]
-    budget: StepInfo
+    step_info: StepInfo
     state: TreeState  # the tree after `iteration`: τ (A-UATS moves it per step), the nodes' texts and marks
 
     def candidate(self, node_id: int) -> Candidate | None:
@@ -138,11 +138,11 @@ def _waiting(state: TreeState, created: int) -> list[Candidate]:
 def step_at(data: RunData, t: int) -> Step | None:
     """Iteration t's step: the candidates it decided, else (the first iteration decides nothing, a live run's
     last) the scored nodes it created. None when it holds no scored candidate."""
-    cands, budget, state = step_candidates(data, t)
+    cands, step_info, state = step_candidates(data, t)
     if cands:
-        return Step(t, True, cands, budget, state)
+        return Step(t, True, cands, step_info, state)
     waiting = _waiting(state, t)
-    return Step(t, False, waiting, budget, state) if waiting else None
+    return Step(t, False, waiting, step_info, state) if waiting else None
 
 
 def step_of(data: RunData, node_id: int, t: int | None = None) -> Step | None:
@@ -157,27 +157,27 @@ def step_of(data: RunData, node_id: int, t: int | None = None) -> Step | None:
     node = state.nodes.get(node_id)
     if node_id == 0 or node is None or node.get("mean") is None:
         return None
-    return Step(shown, False, _waiting(state, int(node.get("created_iter") or 0)), state.budget, state)
+    return Step(shown, False, _waiting(state, int(node.get("created_iter") or 0)), state.step_info, state)
 
 
-def reference_mean(means_ood: Sequence[tuple[float | None, bool]], budget: StepInfo) -> float | None:
+def reference_mean(means_ood: Sequence[tuple[float | None, bool]], step_info: StepInfo) -> float | None:
     """The δ rule's reference: the stored one, else the best ID R̄ (the best of all when none is ID)."""
-    if budget.reference_mean is not None:
-        return float(budget.reference_mean)
+    if step_info.reference_mean is not None:
+        return float(step_info.reference_mean)
     ids = [m for m, o in means_ood if m is not None and not o]
     alls = [m for m, _ in means_ood if m is not None]
     return max(ids) if ids else (max(alls) if alls else None)
 
 
-def _knob(budget: StepInfo, name: str, default: Any) -> Any:
-    return (budget.knobs or {}).get(name, default)
+def _knob(step_info: StepInfo, name: str, default: Any) -> Any:
+    return (step_info.knobs or {}).get(name, default)
 
 
-def step_budgets(budget: StepInfo, cands: Sequence[Candidate]) -> tuple[int, int]:
-    """(B, C) of the step: the re-evaluation budget and the width as stored, else what the candidates got."""
-    b = budget.reeval_budget
+def step_totals(step_info: StepInfo, cands: Sequence[Candidate]) -> tuple[int, int]:
+    """(B, C) of the step: the re-evaluation passes and the width as stored, else what the candidates got."""
+    b = step_info.reeval_passes
     return (int(b) if b is not None else sum(x.extra for x in cands),
-            int(budget.width) if budget.width else sum(x.children for x in cands))
+            int(step_info.width) if step_info.width else sum(x.children for x in cands))
 
 
 _DECIDED_AT: weakref.WeakKeyDictionary[RunData, dict[int, int]] = weakref.WeakKeyDictionary()
@@ -250,13 +250,13 @@ def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
         dt = decision_iteration(data, node_id)
         when = "" if dt is None else f" (it is decided at iteration {dt}, after the one shown)"
         return f"<p><b>node {node_id}</b>: no decision about it yet{html.escape(when)}.</p>"
-    cands, budget, state, dt = step.candidates, step.budget, step.state, step.iteration
+    cands, step_info, state, dt = step.candidates, step.step_info, step.state, step.iteration
     if not has_gate(data.run):
-        return _explain_own_rule(data, me, cands, budget, dt)
+        return _explain_own_rule(data, me, cands, step_info, dt)
     gate = state.gate
-    delta = _knob(budget, "delta", (data.run.get("config") or {}).get("delta"))
-    b_total, c_total = step_budgets(budget, cands)
-    ref = reference_mean([(c.mean, c.ood) for c in cands], budget)
+    delta = _knob(step_info, "delta", (data.run.get("config") or {}).get("delta"))
+    b_total, c_total = step_totals(step_info, cands)
+    ref = reference_mean([(c.mean, c.ood) for c in cands], step_info)
     by_ucb = sorted(cands, key=lambda c: -(c.ucb if c.ucb is not None else -1e9))
     rank = by_ucb.index(me) + 1
     ood_rank = [c for c in by_ucb if c.ood]
@@ -289,9 +289,9 @@ def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
     return "<div class='uats-why'><p>" + items[0] + "</p><ul>" + "".join(items[1:]) + "</ul></div>"
 
 
-def _explain_own_rule(data: RunData, me: Candidate, cands: Sequence[Candidate], budget: StepInfo, dt: int) -> str:
+def _explain_own_rule(data: RunData, me: Candidate, cands: Sequence[Candidate], step_info: StepInfo, dt: int) -> str:
     """A gate-less run's decision (a baseline's or an imported run's): its children and R̄ rank, no gate."""
-    _, c_total = step_budgets(budget, cands)
+    _, c_total = step_totals(step_info, cands)
     by_mean = sorted(cands, key=lambda c: -(float(c.mean) if c.mean is not None else -1))
     rank = by_mean.index(me) + 1
     items = [f"<b>node {me.node_id}</b>, decided at iteration {dt} among {len(cands)} candidate(s) by "
@@ -313,11 +313,11 @@ def after_mean(state: TreeState, c: Candidate) -> float | None:
 
 
 def explain_step(data: RunData, t: int, top: int = 6) -> str:
-    """Where iteration t's budgets went (HTML): B over the re-evaluated, C over the expanded."""
-    cands, budget, _ = step_candidates(data, t)
+    """Where iteration t's spend went (HTML): B over the re-evaluated, C over the expanded."""
+    cands, step_info, _ = step_candidates(data, t)
     if not cands:
         return f"<p>iteration {t}: no candidates were decided (the first step expands the question).</p>"
-    b_total, c_total = step_budgets(budget, cands)
+    b_total, c_total = step_totals(step_info, cands)
     n_ood = sum(c.ood for c in cands)
     n_sel = sum(c.selected for c in cands)
     spent_b = sum(c.extra for c in cands)

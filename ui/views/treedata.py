@@ -36,14 +36,14 @@ class TreeState:
     iteration: int
     max_iteration: int
     decisions: dict[int, Decision] = field(default_factory=dict)  # node id -> decision at `iteration`
-    budget: StepInfo = field(default_factory=StepInfo)
+    step_info: StepInfo = field(default_factory=StepInfo)
     cost_total: float = 0.0
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # whole-tree scans, once
 
     @property
     def gate(self) -> OODGate:
         """The run's own ID/OOD rule at this iteration (A-UATS's controller may have moved τ)."""
-        return OODGate.from_config(self.run.get("config") or {}, tau=(self.budget.knobs or {}).get("tau"))
+        return OODGate.from_config(self.run.get("config") or {}, tau=(self.step_info.knobs or {}).get("tau"))
 
     @property
     def tau(self) -> float:
@@ -183,7 +183,7 @@ class RunData:
         """Iteration t's stored decisions and numbers as the engine's typed records (empty when t has none)."""
         row = self.iterations.get(t) or {} if t is not None else {}
         decisions = [Decision.from_dict(d) for d in (row.get("decisions") or []) if "node_id" in d]
-        return decisions, StepInfo.from_dict(row.get("budget") or {})
+        return decisions, StepInfo.from_dict(row.get("step_info") or {})
 
     def state_at(self, iteration: int | None = None) -> TreeState:
         """iteration=None: the latest stored snapshot of every node. Read-only: the result is shared by the
@@ -234,12 +234,12 @@ class RunData:
             if p is not None and p in children:
                 children[p].append(nid)
         it_row = self.iterations.get(t) or {}
-        step_decisions, budget = self.step(t)
+        step_decisions, step_info = self.step(t)
         decisions = {d.node_id: d for d in step_decisions}
         run = self.run if final else {**self.run, "answer": None, "correct": None, "naive_answer": None}
         cost = float(it_row.get("cost_total") or (self.run.get("cost") if final else 0.0) or 0.0)
         return TreeState(run=run, nodes=nodes, children=children, iteration=t, max_iteration=self.max_iteration,
-                         decisions=decisions, budget=budget, cost_total=cost)
+                         decisions=decisions, step_info=step_info, cost_total=cost)
 
 
 def _marks_at(snap: dict[str, Any], hist: tuple[list[int], list[dict[str, Any]]], pos: int, t: int) -> None:

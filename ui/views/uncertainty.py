@@ -56,8 +56,8 @@ def competition_ranks(values: Sequence[float | None]) -> list[int]:
 
 
 def _knob(data: RunData, t: int, name: str) -> Any:
-    _, budget = data.step(t)
-    return (budget.knobs or {}).get(name, (data.run.get("config") or {}).get(name))
+    _, step_info = data.step(t)
+    return (step_info.knobs or {}).get(name, (data.run.get("config") or {}).get(name))
 
 
 def naive_children(cands: Sequence[Candidate], width: int, nu2: float | None) -> list[int] | None:
@@ -70,13 +70,13 @@ def naive_children(cands: Sequence[Candidate], width: int, nu2: float | None) ->
 
 def step_changes(data: RunData, t: int) -> list[ChangedDecision]:
     """The candidates of UATS step t whose decision uncertainty changed (see the module docstring)."""
-    cands, budget, st = step_candidates(data, t)
+    cands, step_info, st = step_candidates(data, t)
     if not cands:
         return []
     before = [c.mean for c in cands]
     after = [after_mean(st, c) for c in cands]
     rb, ra = competition_ranks(before), competition_ranks(after)
-    width = int(budget.width) if budget.width else sum(c.children for c in cands)
+    width = int(step_info.width) if step_info.width else sum(c.children for c in cands)
     naive = naive_children(cands, width, _knob(data, t, "nu2"))
     out = []
     for i, c in enumerate(cands):

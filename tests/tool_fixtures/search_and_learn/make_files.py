@@ -80,9 +80,10 @@ class ScriptedLLM:
     """Test double of vllm.LLM (vllm/entrypoints/llm.py): `generate(prompts, sampling_params, use_tqdm)` returns one
     RequestOutput per prompt, whose CompletionOutput has the text, its token ids, finish_reason "stop" and
     stop_reason the stop string that ended it (the text cut after it when include_stop_str_in_output, before it
-    otherwise: vllm/v1/engine/detokenizer.py, check_stop_strings) or None at the end of the sequence (an EOS token
-    sets no stop_reason: vllm/v1/core/sched/utils.py, check_stop), as vLLM 0.32 sets them. The model is a script: it continues one of
-    the problem's solutions that the text so far begins, chosen by a seeded draw (greedy at temperature 0)."""
+    otherwise: vllm/v1/engine/detokenizer.py, check_stop_strings) or None at the end of the sequence (an EOS token sets
+    no stop_reason: vllm/v1/core/sched/utils.py, check_stop), as vLLM 0.32 sets them. The model is a script: it
+    continues one of the problem's solutions that the text so far begins, chosen by a seeded draw (greedy at temperature
+    0)."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)

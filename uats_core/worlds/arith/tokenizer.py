@@ -19,7 +19,7 @@ import string
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from . import world
+from . import solutions, world
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ def _corpus() -> list[str]:
         for p in world.load_split("train", 400, seed=12345, difficulty=diff):
             texts.append(p.question)
             for style in world.STYLES:
-                steps, _ = world.solve(p, style, slip_rate=0.3, rng=rng)
-                texts.append(world.solution_text(steps))
+                steps, _ = solutions.solve(p, style, slip_rate=0.3, rng=rng)
+                texts.append(solutions.solution_text(steps))
     words = world._NAMES + world._ITEMS + world._BOXES + ["he", "she", "He", "She"]
     texts.append(" ".join(words) + " " + "".join(words))
     texts.append(" ".join(string.ascii_letters) + string.ascii_letters)

@@ -1,20 +1,16 @@
-"""The arithmetic world: procedurally generated multi-step word problems with an exact step checker.
+"""The arithmetic world: procedurally generated multi-step word problems, each with its gold computation.
 
 A problem is a short story about one running count ("Mia has 12 boxes of 4 apples. She gives away 7.
-She buys 3 bags of 5. How many apples does Mia have now?"). Its gold computation is a small list of binary operations whose operands are either
-numbers stated in the question or results of earlier operations. Solutions are "\\n\\n"-separated steps,
-one operation per step, ending in a step with ``\\boxed{answer}`` (the same shape as MATH solutions), in
-one of two writing styles:
+She buys 3 bags of 5. How many apples does Mia have now?"). Its gold computation is a small list of binary
+operations whose operands are either numbers stated in the question or results of earlier operations. Solutions
+are "\\n\\n"-separated steps, one operation per step, ending in a step with ``\\boxed{answer}`` (the same shape as
+MATH solutions), in one of two writing styles:
 
 - style "A": ``12 * 4 = 48``                   final: ``The answer is \\boxed{56}``
 - style "B": ``12 times 4 makes 48``         final: ``So the total is \\boxed{56}``
 
 A PRM trained on style A sees style B as out of distribution: words it never read where A has symbols.
-
-The checker is exact: a computation step is correct when its arithmetic is right, each operand is a
-number given in the question or a value computed correctly in an earlier step, and the operation is one
-of the gold computation's (commuted operands allowed for + and *). A step with ``\\boxed{}`` is correct
-when the boxed integer is the gold answer.
+solutions.py writes the solutions and holds the exact step checker.
 """
 
 from __future__ import annotations
@@ -103,7 +99,7 @@ class GoldStep:
     value: int
 
 
-def _apply(op: str, x: int, y: int) -> int:
+def apply_op(op: str, x: int, y: int) -> int:
     if op == "+":
         return x + y
     if op == "-":
@@ -118,7 +114,7 @@ def gold_steps(problem: Problem) -> list[GoldStep]:
     return [GoldStep(g["op"], Operand(**g["a"]), Operand(**g["b"]), g["value"]) for g in problem.meta["gold"]]
 
 
-def _operand_value(o: Operand, values: Sequence[int]) -> int:
+def operand_value(o: Operand, values: Sequence[int]) -> int:
     return o.ref if o.kind == "given" else values[o.ref]
 
 
@@ -148,7 +144,7 @@ class _Builder:
 
     def add_step(self, op: str, a: Operand, b: Operand) -> Operand:
         values = [g.value for g in self.gold]
-        v = _apply(op, _operand_value(a, values), _operand_value(b, values))
+        v = apply_op(op, operand_value(a, values), operand_value(b, values))
         self.gold.append(GoldStep(op, a, b, v))
         for o in (a, b):
             if o.kind == "given":
@@ -184,7 +180,7 @@ def _generate(rng: random.Random, diff: Difficulty) -> tuple[str, list[GoldStep]
         b.sentences.append(f"{name} has {x} {b.item}.")
         b.current = Operand("given", x)
         b.given.append(x)
-    b.value = _operand_value(b.current, [g.value for g in b.gold])
+    b.value = operand_value(b.current, [g.value for g in b.gold])
 
     while remaining > 0:
         kinds = ["add", "sub", "mul"] + (["add_mul", "sub_mul"] if remaining >= 2 else [])
@@ -305,173 +301,8 @@ def get_problem(problem_id: str) -> Problem:
     index = int(m["index"])
     if index >= MAX_PROBLEM_INDEX:
         raise ValueError(f"problem index {index} in {problem_id!r} is too large: a split is generated up to "
-                         f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems (arith-default-s7-test-0)")
+                         f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems "
+                         "(arith-default-s7-test-0)")
     # Round n up so that neighbouring ids share one cached generation.
     n = (index // 256 + 1) * 256
     return _split_cached(m["split"], n, seed, diff)[index]
-
-
-# --------------------------------------------------------------------------------------------------
-# Writing solutions
-
-_OP_WORD = {"+": "plus", "-": "minus", "*": "times"}
-_WORD_OP = {v: k for k, v in _OP_WORD.items()}
-
-
-def format_step(x: int, op: str, y: int, z: int, style: str) -> str:
-    """One computation step's text (without the trailing delimiter)."""
-    if style == "A":
-        return f"{x} {op} {y} = {z}"
-    if style == "B":
-        return f"{x} {_OP_WORD[op]} {y} makes {z}"
-    raise ValueError(f"unknown style {style!r}")
-
-
-def format_final(answer: int | str, style: str) -> str:
-    if style == "A":
-        return f"The answer is \\boxed{{{answer}}}"
-    if style == "B":
-        return f"So the total is \\boxed{{{answer}}}"
-    raise ValueError(f"unknown style {style!r}")
-
-
-@dataclass(frozen=True)
-class Slip:
-    """A deliberate mistake in one step: its kind, for statistics and tests."""
-
-    step: int
-    kind: str  # "arith" (wrong result), "operand" (a wrong number used), "op" (wrong operation)
-
-
-def solve(problem: Problem, style: str = "A", slip_rate: float = 0.0, rng: random.Random | None = None
-          ) -> tuple[list[str], list[Slip]]:
-    """Write a solution as a list of steps (the last holds \\boxed{}); no delimiters.
-
-    With slip_rate > 0 each computation step independently gets a mistake with that probability; later
-    steps then carry on consistently from the wrong value, as a person who slipped would.
-    """
-    rng = rng or random.Random(0)
-    gold = gold_steps(problem)
-    given = list(problem.meta["given"])
-    # A slip may happen to compute another gold quantity, or drive a later value below zero; such draws
-    # are redrawn so that every recorded slip is a real mistake and every number stays natural.
-    for _ in range(10):
-        actual: list[int] = []  # the values the written solution actually computed
-        steps: list[str] = []
-        slips: list[Slip] = []
-        for i, g in enumerate(gold):
-            x, y, op = _operand_value(g.a, actual), _operand_value(g.b, actual), g.op
-            z = _apply(op, x, y)
-            if slip_rate > 0 and rng.random() < slip_rate:
-                slipped = _make_slip(rng, x, op, y, given)
-                if slipped is not None:
-                    (x, op, y, z), kind = slipped
-                    slips.append(Slip(i, kind))
-            actual.append(z)
-            steps.append(format_step(x, op, y, z, style))
-        steps.append(format_final(actual[-1], style))
-        if not slips:
-            return steps, slips
-        labels = label_steps(problem, steps)
-        if min(actual) >= 0 and not any(labels[s.step] for s in slips):
-            return steps, slips
-    steps, _ = solve(problem, style)
-    return steps, []
-
-
-def _make_slip(rng: random.Random, x: int, op: str, y: int, given: Sequence[int]
-               ) -> tuple[tuple[int, str, int, int], str] | None:
-    """A mistaken version (x', op', y', z') of the step x op y, with z' != the right result."""
-    z = _apply(op, x, y)
-    for _ in range(20):
-        r = rng.random()
-        if r < 0.6:  # arithmetic slip: a near miss, as people and small models make them
-            d = rng.choice([1, 1, 2, 10, rng.randint(3, 9)]) * rng.choice([-1, 1])
-            cand, kind = (x, op, y, z + d), "arith"
-        elif r < 0.85:  # a wrong number: another number from the question, or a misread one
-            pool = [g for g in given if g not in (x, y)]
-            w = rng.choice(pool) if pool and rng.random() < 0.6 else y + rng.choice([-2, -1, 1, 2])
-            cx, cy = (x, w) if rng.random() < 0.5 else (w, y)
-            cand, kind = (cx, op, cy, _apply(op, cx, cy)), "operand"
-        else:  # the wrong operation
-            op2 = "-" if op == "+" else "+"
-            cand, kind = (x, op2, y, _apply(op2, x, y)), "op"
-        if min(cand[0], cand[2], cand[3]) >= 0 and cand[3] != z:
-            return cand, kind
-    return None
-
-
-# --------------------------------------------------------------------------------------------------
-# Checker
-
-_NUM = r"(-?\d+)"
-_STEP_A = re.compile(rf"{_NUM}\s*([+\-*])\s*{_NUM}\s*=\s*{_NUM}")
-_STEP_B = re.compile(rf"{_NUM} (plus|minus|times) {_NUM} makes {_NUM}")
-_BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
-
-
-def parse_step(step: str) -> tuple[int, str, int, int] | None:
-    """(x, op, y, stated result) of a computation step in either style; None when it is not one."""
-    s = step.strip()
-    m = _STEP_A.fullmatch(s)
-    if m:
-        return int(m[1]), m[2], int(m[3]), int(m[4])
-    m = _STEP_B.fullmatch(s)
-    if m:
-        return int(m[1]), _WORD_OP[m[2]], int(m[3]), int(m[4])
-    return None
-
-
-def extract_answer(text: str) -> str | None:
-    """The integer in the last \\boxed{} of a text, as a string; None when there is none."""
-    found = _BOXED.findall(text)
-    return str(int(found[-1])) if found else None
-
-
-def label_steps(problem: Problem, steps: Sequence[str]) -> list[bool]:
-    """The checker's verdict on every step of a solution, in one pass."""
-    if problem.answer is None:
-        raise ValueError(f"problem {problem.id} has no gold answer to check its steps against")
-    answer = str(int(problem.answer))
-    gold = gold_steps(problem)
-    values = [g.value for g in gold]
-    gold_ok: set[int] = set()  # gold steps whose value a correct step has produced so far
-    out: list[bool] = []
-    for step in steps:
-        if _BOXED.search(step):
-            out.append(extract_answer(step) == answer)
-            continue
-        parsed = parse_step(step)
-        if parsed is None:
-            out.append(False)
-            continue
-        x, op, y, z = parsed
-        ok = False
-        if _apply(op, x, y) == z:
-            for gi, g in enumerate(gold):
-                if z != g.value or not all(o.kind == "given" or o.ref in gold_ok for o in (g.a, g.b)) or op != g.op:
-                    continue
-                want = (_operand_value(g.a, values), _operand_value(g.b, values))
-                if (x, y) == want or (op in "+*" and (y, x) == want):
-                    ok = True
-                    gold_ok.add(gi)
-        out.append(ok)
-    return out
-
-
-def step_correct(problem: Problem, prior_steps: Sequence[str], step: str) -> bool:
-    """Is `step` correct after `prior_steps`? (Right arithmetic, right quantities, a gold quantity; or,
-    for a step with \\boxed{}, the gold answer.)"""
-    return label_steps(problem, [*prior_steps, step])[-1]
-
-
-def final_answer_correct(problem: Problem, solution: str | Sequence[str]) -> bool:
-    """Does the solution's last \\boxed{} hold the gold answer?"""
-    text = solution if isinstance(solution, str) else "".join(solution)
-    ans = extract_answer(text)
-    return ans is not None and problem.answer is not None and ans == str(int(problem.answer))
-
-
-def solution_text(steps: Sequence[str]) -> str:
-    """Join steps the way the policy writes them: every step but the last ends in the delimiter."""
-    return "\n\n".join(s.strip() for s in steps)

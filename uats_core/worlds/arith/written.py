@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from uats_core.protocols import Trace
 
-from . import world
+from . import solutions, world
 
 
 @dataclass
@@ -22,13 +22,13 @@ class WrittenSteps:
 
 def written_steps(problems: list[world.Problem], style: str, slip_rate: float = 0.3,
                   rng: random.Random | None = None) -> WrittenSteps:
-    """world.solve's written solutions (each computation slips with probability slip_rate), cut after every step."""
+    """solutions.solve's written solutions (each computation slips with probability slip_rate), cut after every step."""
     rng = rng or random.Random(0)
     out = WrittenSteps(style)
     for prob in problems:
-        steps, _ = world.solve(prob, style=style, slip_rate=slip_rate, rng=rng)
+        steps, _ = solutions.solve(prob, style=style, slip_rate=slip_rate, rng=rng)
         written = [s + "\n\n" for s in steps[:-1]] + [steps[-1]]
         for i in range(len(written)):
             out.traces.append(Trace(prob.question, tuple(written[: i + 1])))
-            out.wrong.append(not world.step_correct(prob, written[:i], written[i]))
+            out.wrong.append(not solutions.step_correct(prob, written[:i], written[i]))
     return out
