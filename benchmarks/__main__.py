@@ -1,4 +1,5 @@
 """`python -m benchmarks <subcommand>`."""
+
 import sys
 
 from benchmarks.cli import main

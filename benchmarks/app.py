@@ -75,8 +75,12 @@ def build_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[st
             build.append((t2 - t1) * 1e3)
             dump.append((t3 - t2) * 1e3)
             size = len(payload.encode())
-        out[str(n)] = {"load_ms": spread(load), "figure_ms": spread(build), "json_ms": spread(dump),
-                       "payload_kb": round(size / 1024, 1)}
+        out[str(n)] = {
+            "load_ms": spread(load),
+            "figure_ms": spread(build),
+            "json_ms": spread(dump),
+            "payload_kb": round(size / 1024, 1),
+        }
     return out
 
 
@@ -102,7 +106,8 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
             after = tree_figure(data.state_at(t))
             first, update = [], []
             for _ in range(repeats):
-                ms = page.evaluate("""async ([a, b]) => {
+                ms = page.evaluate(
+                    """async ([a, b]) => {
                     const el = document.getElementById('plot');
                     Plotly.purge(el);
                     let t0 = performance.now();
@@ -111,11 +116,16 @@ def redraw_times(sizes: Sequence[int] = (200, 2000), repeats: int = 5) -> dict[s
                     t0 = performance.now();
                     await Plotly.react(el, b.data, b.layout, b.config);
                     return [first, performance.now() - t0];
-                }""", [before, after])
+                }""",
+                    [before, after],
+                )
                 first.append(ms[0])
                 update.append(ms[1])
-            out[str(n)] = {"first_draw_ms": spread(first), "update_redraw_ms": spread(update),
-                           "nodes": len(data.state_at(t).nodes)}
+            out[str(n)] = {
+                "first_draw_ms": spread(first),
+                "update_redraw_ms": spread(update),
+                "nodes": len(data.state_at(t).nodes),
+            }
         browser.close()
     return out
 
@@ -167,9 +177,12 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
             while time.time() < deadline and store.get_run(run_id)["status"] == RunStatus.RUNNING:
                 time.sleep(0.2)
             last = int(store.get_run(run_id)["iterations"])  # the page has drawn the run's end, every frame
-            page.wait_for_function("() => { const e = document.querySelector('#tree .uats-plot');"
-                                   " return e && e.dataset.status === 'finished' && "
-                                   f"Number(e.dataset.iteration) === {last}; }}", timeout=timeout_s * 1000)
+            page.wait_for_function(
+                "() => { const e = document.querySelector('#tree .uats-plot');"
+                " return e && e.dataset.status === 'finished' && "
+                f"Number(e.dataset.iteration) === {last}; }}",
+                timeout=timeout_s * 1000,
+            )
             draws = page.evaluate("() => (window.__uatsDraws || []).filter(d => d.el === 'tree')")
             browser.close()
     finally:
@@ -179,11 +192,18 @@ def update_latency(n_nodes: int = 400, pause_s: float = 0.5, timeout_s: float = 
     per_it = per_iteration_draws(draws, run_id, int(store.get_run(run_id)["iterations"]))
     redraw = [float(d["drawMs"]) for d in draws if d.get("run") == run_id]
     t0 = min((float(d["at"]) for d in draws), default=0.0)
-    return {"nodes_final": n_nodes, "budget": 16, "iteration_pause_s": pause_s, "draws": len(redraw),
-            **per_it, "redraw_ms": spread(redraw) if redraw else None,
-            # (iteration, write → draw ms, ms since the first draw) per draw: where a lag builds up
-            "draw_log": [(d["iteration"], d.get("latencyMs"), round(float(d["at"]) - t0)) for d in draws
-                         if d.get("run") == run_id]}
+    return {
+        "nodes_final": n_nodes,
+        "budget": 16,
+        "iteration_pause_s": pause_s,
+        "draws": len(redraw),
+        **per_it,
+        "redraw_ms": spread(redraw) if redraw else None,
+        # (iteration, write → draw ms, ms since the first draw) per draw: where a lag builds up
+        "draw_log": [
+            (d["iteration"], d.get("latencyMs"), round(float(d["at"]) - t0)) for d in draws if d.get("run") == run_id
+        ],
+    }
 
 
 def target_line(name: str, value: float | None, limit: float, unit: str = "s") -> str:
@@ -200,11 +220,13 @@ def target_lines(res: dict[str, Any], earlier: Sequence[str] = ()) -> list[str]:
     app = res.get("app_targets")
     if app:
         lines.append(target_line("100,000-node run open", app.get("open_s"), 5.0))
-        lines.append(target_line("node click at 2,000 nodes to its Figure 1 drawn (median)", app.get("click_median_s"),
-                                 0.3))
+        lines.append(
+            target_line("node click at 2,000 nodes to its Figure 1 drawn (median)", app.get("click_median_s"), 0.3)
+        )
         lines.append(target_line("?run=…&node=… link to Figure 1 drawn (median)", app.get("link_median_s"), 1.5))
-        lines.append(target_line("64-row Figure 1 drawn in the page (median)", app.get("figure1_64_draw_median_ms"),
-                                 100, "ms"))
+        lines.append(
+            target_line("64-row Figure 1 drawn in the page (median)", app.get("figure1_64_draw_median_ms"), 100, "ms")
+        )
     return lines
 
 
@@ -239,23 +261,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         res["latency"] = lat = _guarded(update_latency, args.latency_nodes)
         targets.append(target_line("write→draw median at N = 16", lat.get("median_s"), 1.0))
         skipped = lat.get("skipped")
-        targets.append("  iterations not drawn while live: not measured (0) FALLS SHORT" if skipped is None else
-                       f"  iterations not drawn while live: {len(skipped)} of {lat['iterations_live']} (0) "
-                       f"{'OK' if not skipped and lat['in_order'] else 'FALLS SHORT'}")
+        targets.append(
+            "  iterations not drawn while live: not measured (0) FALLS SHORT"
+            if skipped is None
+            else f"  iterations not drawn while live: {len(skipped)} of {lat['iterations_live']} (0) "
+            f"{'OK' if not skipped and lat['in_order'] else 'FALLS SHORT'}"
+        )
     if "first" not in skip:
         from benchmarks.app_first import first_scored_node
 
         res["first_scored_node"] = first = _guarded(first_scored_node)
-        targets.append(target_line("first scored node after Run (warm worker, embedded world)",
-                                   first.get("warm_median_s"), 2.0))
+        targets.append(
+            target_line("first scored node after Run (warm worker, embedded world)", first.get("warm_median_s"), 2.0)
+        )
     if "pair" not in skip:
         from benchmarks.app_pair import pair_vs_run
 
         res["compare_pair"] = pair = _guarded(pair_vs_run)
         targets.append(target_line("compare pair vs one run (medians' ratio)", pair.get("ratio"), 1.5, "×"))
         if "drawn_ratio" in pair:  # no target: what a user waits for until the page shows the runs ended
-            targets.append(f"  (click → drawn end: one run {pair['run_drawn_median_s']} s, the pair "
-                           f"{pair['pair_drawn_median_s']} s, {pair['drawn_ratio']}×)")
+            targets.append(
+                f"  (click → drawn end: one run {pair['run_drawn_median_s']} s, the pair "
+                f"{pair['pair_drawn_median_s']} s, {pair['drawn_ratio']}×)"
+            )
     if "targets" not in skip:
         from benchmarks.app_targets import app_targets
 

@@ -59,8 +59,10 @@ def open_form(p: Any, port: int, pool: Any, warm_workers: int, timeout_s: float)
 
     browser, page = open_app(p, port)
     page.wait_for_selector("#run-btn", timeout=60_000)
-    page.wait_for_function("() => document.querySelector('#problem input') && "
-                           "document.querySelector('#problem input').value !== ''", timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#problem input') && document.querySelector('#problem input').value !== ''",
+        timeout=60_000,
+    )
     deadline = time.time() + timeout_s
     while len([n for n in pool.loads().values() if n]) < warm_workers and time.time() < deadline:
         time.sleep(0.2)  # the background load finishes while the user reads the page
@@ -98,6 +100,10 @@ def first_scored_node(repeats: int = 3, timeout_s: float = 120.0) -> dict[str, A
     times, loads = _measure(1 + repeats, prewarm=False, timeout_s=timeout_s)
     cold, warm = times[0], times[1:]
     prewarmed, _ = _measure(1, prewarm=True, timeout_s=timeout_s)
-    return {"cold_s": round(cold, 2), "warm_s": [round(w, 2) for w in warm],
-            "warm_median_s": round(sorted(warm)[len(warm) // 2], 2), "prewarmed_first_s": round(prewarmed[0], 2),
-            "model_loads": loads}
+    return {
+        "cold_s": round(cold, 2),
+        "warm_s": [round(w, 2) for w in warm],
+        "warm_median_s": round(sorted(warm)[len(warm) // 2], 2),
+        "prewarmed_first_s": round(prewarmed[0], 2),
+        "model_loads": loads,
+    }

@@ -29,8 +29,9 @@ from .app_first import open_form, wait_drawn_end
 DRAWN = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
-def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], runs: int,
-                       timeout_s: float) -> tuple[float, float]:
+def _click_until_ended(
+    page: Any, store: Any, button: str, plots: list[str], runs: int, timeout_s: float
+) -> tuple[float, float]:
     """Seconds from clicking `button` until the `runs` runs it starts have all ended (any failure raises), and
     until `plots` show them ended. The clock starts once the page has drawn: a tab switch re-renders that tab's
     trees, and a click queued behind that rendering would time the drawing of the last run, not the runs it starts."""
@@ -47,8 +48,10 @@ def _click_until_ended(page: Any, store: Any, button: str, plots: list[str], run
         time.sleep(0.05)
     ended = time.perf_counter() - t0
     if len(new) != runs or any(r["status"] != RunStatus.FINISHED for r in new):
-        raise RuntimeError(f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
-                           f"{[(r['run_id'][:8], r['status']) for r in new]}")
+        raise RuntimeError(
+            f"{button}: expected {runs} finished runs within {timeout_s:.0f} s, got "
+            f"{[(r['run_id'][:8], r['status']) for r in new]}"
+        )
     wait_drawn_end(page, store, plots, [r["run_id"] for r in new], timeout_s)
     return ended, time.perf_counter() - t0
 
@@ -82,8 +85,16 @@ def pair_vs_run(repeats: int = 9, timeout_s: float = 300.0) -> dict[str, Any]:
         demo.close()
     one, two = statistics.median(s for s, _ in single), statistics.median(s for s, _ in pair)
     one_drawn, two_drawn = statistics.median(d for _, d in single), statistics.median(d for _, d in pair)
-    return {"run_s": [round(s, 2) for s, _ in single], "pair_s": [round(s, 2) for s, _ in pair],
-            "run_median_s": round(one, 2), "pair_median_s": round(two, 2), "ratio": round(two / one, 2),
-            "run_drawn_s": [round(d, 2) for _, d in single], "pair_drawn_s": [round(d, 2) for _, d in pair],
-            "run_drawn_median_s": round(one_drawn, 2), "pair_drawn_median_s": round(two_drawn, 2),
-            "drawn_ratio": round(two_drawn / one_drawn, 2), "model_loads": loads}
+    return {
+        "run_s": [round(s, 2) for s, _ in single],
+        "pair_s": [round(s, 2) for s, _ in pair],
+        "run_median_s": round(one, 2),
+        "pair_median_s": round(two, 2),
+        "ratio": round(two / one, 2),
+        "run_drawn_s": [round(d, 2) for _, d in single],
+        "pair_drawn_s": [round(d, 2) for _, d in pair],
+        "run_drawn_median_s": round(one_drawn, 2),
+        "pair_drawn_median_s": round(two_drawn, 2),
+        "drawn_ratio": round(two_drawn / one_drawn, 2),
+        "model_loads": loads,
+    }

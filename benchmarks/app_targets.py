@@ -69,8 +69,11 @@ def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
     _wait_quiet(page, timeout_s)  # the page has done loading (and drawing the last run): a user's pace
     t0 = time.perf_counter()
     page.click("#open-btn")
-    page.wait_for_function(f"() => {{ const e = document.querySelector('#tree .uats-plot');"
-                           f" return e && e.dataset.run === '{rid}' && e.dataset.drawnAt; }}", timeout=timeout_s * 1000)
+    page.wait_for_function(
+        f"() => {{ const e = document.querySelector('#tree .uats-plot');"
+        f" return e && e.dataset.run === '{rid}' && e.dataset.drawnAt; }}",
+        timeout=timeout_s * 1000,
+    )
     return time.perf_counter() - t0
 
 
@@ -82,8 +85,10 @@ def _click_times(page: Any, node_ids: list[int]) -> tuple[list[float], list[tupl
         page.evaluate(CLICK_JS, [nid])
         h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
         out.append(float(h.json_value()) / 1000.0)
-        rows, ms = page.evaluate("() => { const e = document.querySelector('#figure1 .uats-plot');"
-                                 " return [Number(e.dataset.nodes), Number(e.dataset.drawMs)]; }")
+        rows, ms = page.evaluate(
+            "() => { const e = document.querySelector('#figure1 .uats-plot');"
+            " return [Number(e.dataset.nodes), Number(e.dataset.drawMs)]; }"
+        )
         draws.append((int(rows), float(ms)))
     return out, draws
 
@@ -137,8 +142,14 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
         pool.shutdown(cancel=True, timeout_s=5)
         demo.close()
     full = [ms for rows, ms in draws if rows == 64]
-    return {"open_s": round(open_s, 2), "open_nodes": big, "click_s": [round(x, 2) for x in click_s],
-            "click_median_s": round(statistics.median(click_s), 2), "click_nodes": clicked,
-            "figure1_draw_ms": [[rows, round(ms, 1)] for rows, ms in draws],
-            "figure1_64_draw_median_ms": round(statistics.median(full), 1) if full else None,
-            "link_s": [round(x, 2) for x in link_s], "link_median_s": round(statistics.median(link_s), 2)}
+    return {
+        "open_s": round(open_s, 2),
+        "open_nodes": big,
+        "click_s": [round(x, 2) for x in click_s],
+        "click_median_s": round(statistics.median(click_s), 2),
+        "click_nodes": clicked,
+        "figure1_draw_ms": [[rows, round(ms, 1)] for rows, ms in draws],
+        "figure1_64_draw_median_ms": round(statistics.median(full), 1) if full else None,
+        "link_s": [round(x, 2) for x in link_s],
+        "link_median_s": round(statistics.median(link_s), 2),
+    }

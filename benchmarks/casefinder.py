@@ -29,9 +29,18 @@ def _form(budget: int, seed: int) -> dict[str, Any]:
     from ui.tabs.search_layout import CONFIG_FIELDS
 
     config = {**SearchConfig().to_dict(), "budget": budget, "seed": seed}
-    return {**{k: config[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": "", "dataset": ARITH, "problem": "arith-test-0", "free_question": "",
-            "free_answer": ""}
+    return {
+        **{k: config[k] for k in CONFIG_FIELDS},
+        "policy": EMBEDDED,
+        "prm": EMBEDDED,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+        "dataset": ARITH,
+        "problem": "arith-test-0",
+        "free_question": "",
+        "free_answer": "",
+    }
 
 
 def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: float) -> dict[str, Any]:
@@ -50,8 +59,9 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
         ctx = SimpleNamespace(store=store, pool=pool, choices=server_choices())
         runs = batch_requests(ctx, _form(budget, seed), problems)
         t0 = time.perf_counter()
-        job = queue_case_batch(store, pool, runs, {"problems": problems, "budget": budget, "seed": seed,
-                                                   "counterfactual": True})
+        job = queue_case_batch(
+            store, pool, runs, {"problems": problems, "budget": budget, "seed": seed, "counterfactual": True}
+        )
         said = -1
         while time.perf_counter() - t0 < timeout_s:
             row = get_batch_job(store, job)
@@ -69,20 +79,33 @@ def bench_cases(problems: int, budget: int, seed: int, db: Path, timeout_s: floa
     found = find_cases(store)
     find_s = time.perf_counter() - t1
     load_after = os.getloadavg()
-    print(f"\ncase batch: {row['status']}, {row['done']} of {row['total']} searches ({row['failed']} failed) in "
-          f"{batch_s:.0f} s" + (f": {row['error']}" if row.get("error") else ""))
+    print(
+        f"\ncase batch: {row['status']}, {row['done']} of {row['total']} searches ({row['failed']} failed) in "
+        f"{batch_s:.0f} s" + (f": {row['error']}" if row.get("error") else "")
+    )
     print(f"case finder: {found_summary(found)}; found in {find_s:.2f} s")
     for pair in sorted({c.run.get("pair") or c.run.get("policy") for c in found.cases}):
-        ways = [sum(1 for c in found.cases if (c.run.get("pair") or c.run.get("policy")) == pair and c.direction == w)
-                for w in DIRECTIONS]
+        ways = [
+            sum(1 for c in found.cases if (c.run.get("pair") or c.run.get("policy")) == pair and c.direction == w)
+            for w in DIRECTIONS
+        ]
         print(f"  policy {pair}: " + ", ".join(f"{n} {w}" for n, w in zip(ways, DIRECTIONS)))
     print(RANKING_RULE)
     for r in found_rows(found):
         print("  " + " | ".join(str(v) for v in r))
-    print(f"load average (1, 5, 15 min) before {tuple(round(x, 2) for x in load_before)}, after "
-          f"{tuple(round(x, 2) for x in load_after)} on {os.cpu_count()} cores")
-    return {"status": row["status"], "searches": row["done"], "batch_s": batch_s, "find_s": find_s,
-            "cases": len(found.cases), "pairs": found.pairs, **found.by_direction}
+    print(
+        f"load average (1, 5, 15 min) before {tuple(round(x, 2) for x in load_before)}, after "
+        f"{tuple(round(x, 2) for x in load_after)} on {os.cpu_count()} cores"
+    )
+    return {
+        "status": row["status"],
+        "searches": row["done"],
+        "batch_s": batch_s,
+        "find_s": find_s,
+        "cases": len(found.cases),
+        "pairs": found.pairs,
+        **found.by_direction,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,9 +118,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("cases", help="the case finder on the embedded world: a batch of H-UATS searches and their "
-                                     "counterfactuals through the worker pool, then the answers uncertainty changed "
-                                     "(benchmarks/casefinder.py)")
+    p = sub.add_parser(
+        "cases",
+        help="the case finder on the embedded world: a batch of H-UATS searches and their "
+        "counterfactuals through the worker pool, then the answers uncertainty changed "
+        "(benchmarks/casefinder.py)",
+    )
     p.add_argument("--problems", type=int, default=20, help="arithmetic test problems in the batch (default 20)")
     p.add_argument("--budget", type=int, default=setting_of("budget").default, help=setting_of("budget").spec.help)
     p.add_argument("--seed", type=int, default=0)

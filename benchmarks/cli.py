@@ -54,13 +54,15 @@ MODELS_DIR = ASSETS
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {}
 # Subcommands defined in other modules: name -> the function that adds their parser.
 # Their handlers may set `func` or `fn` on the namespace and may return an exit code.
-EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"engine": bench_engine.add_parser,
-                                                          "gpu": bench_gpu.add_parser,
-                                                          "uncertainty": bench_uncertainty.add_parser,
-                                                          "cases": bench_cases.add_parser,
-                                                          "import": bench_imports.add_parser,
-                                                          "estimators": bench_estimators.add_parser,
-                                                          "slow-clients": bench_slow_clients.add_parser}
+EXTERNAL_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
+    "engine": bench_engine.add_parser,
+    "gpu": bench_gpu.add_parser,
+    "uncertainty": bench_uncertainty.add_parser,
+    "cases": bench_cases.add_parser,
+    "import": bench_imports.add_parser,
+    "estimators": bench_estimators.add_parser,
+    "slow-clients": bench_slow_clients.add_parser,
+}
 
 
 def _app_main(argv: Sequence[str]) -> int | None:
@@ -91,7 +93,9 @@ def subcommand(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], N
 # -- prm ---------------------------------------------------------------------------------------------------
 @subcommand("prm")
 def _add_prm(sub: Any) -> None:
-    p = sub.add_parser("prm", help="MC-dropout cost per mode, cost vs depth with/without the prefix cache, AUROC of sigma^2")
+    p = sub.add_parser(
+        "prm", help="MC-dropout cost per mode, cost vs depth with/without the prefix cache, AUROC of sigma^2"
+    )
     p.add_argument("--k", type=int, default=7, help="MC passes (default 7)")
     p.add_argument("--p", type=float, default=0.1, help="dropout probability")
     p.add_argument("--tokens", type=int, default=384, help="node length for the per-mode cost (default 384)")
@@ -100,9 +104,15 @@ def _add_prm(sub: Any) -> None:
     p.add_argument("--depths", default="1,2,3,4,6,8,10,12", help="comma-separated depths (steps) for the cache part")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--dtype", default="bfloat16", help="float32 | bfloat16 (default bfloat16: the fast CPU path)")
-    p.add_argument("--gguf", default=None, help="a SmolLM2 GGUF file for real weights (default: random init of its shape)")
-    p.add_argument("--shape", choices=("smollm2-135m", "tiny"), default="smollm2-135m",
-                   help="random-init shape when no --gguf (tiny: 4 layers, hidden 64; for smoke tests)")
+    p.add_argument(
+        "--gguf", default=None, help="a SmolLM2 GGUF file for real weights (default: random init of its shape)"
+    )
+    p.add_argument(
+        "--shape",
+        choices=("smollm2-135m", "tiny"),
+        default="smollm2-135m",
+        help="random-init shape when no --gguf (tiny: 4 layers, hidden 64; for smoke tests)",
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where arith-prm lives (for the AUROC part)")
     p.add_argument("--arith-problems", type=int, default=100)
@@ -130,8 +140,16 @@ def _cost_model(args: argparse.Namespace) -> Any:
         torch.manual_seed(0)
         config = smollm2_135m_config()
         if args.shape == "tiny":
-            config.update({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
-                           "num_key_value_heads": 2, "vocab_size": 512})
+            config.update(
+                {
+                    "hidden_size": 64,
+                    "intermediate_size": 128,
+                    "num_hidden_layers": 4,
+                    "num_attention_heads": 4,
+                    "num_key_value_heads": 2,
+                    "vocab_size": 512,
+                }
+            )
         model = LlamaModel(config)
     return model.to(dtype).eval()
 
@@ -147,8 +165,10 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"k": args.k, "p": args.p, "dtype": args.dtype, "repeats": args.repeats}
     if not skip >= {"modes", "depth"}:
         model = _cost_model(args)
-        results["model"] = (f"{'GGUF ' + args.gguf if args.gguf else 'random init'}, {args.shape if not args.gguf else 'SmolLM2'} "
-                            f"shape ({model.config.num_hidden_layers} layers, hidden {model.config.hidden_size})")
+        results["model"] = (
+            f"{'GGUF ' + args.gguf if args.gguf else 'random init'}, {args.shape if not args.gguf else 'SmolLM2'} "
+            f"shape ({model.config.num_hidden_layers} layers, hidden {model.config.hidden_size})"
+        )
         print(f"cost model: {results['model']}, dtype {args.dtype}, {args.threads} threads")
         vocab = model.config.vocab_size
         gen = torch.Generator().manual_seed(0)
@@ -166,12 +186,20 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
         cache = PrefixCache(max_bytes=2 * 2**30)
         cached = MCDropoutEngine(model, cache=cache)
         plain = MCDropoutEngine(model, cache=None)
-        specs: dict[str, DropoutSpec | None] = {"deterministic": None, "head": DropoutSpec.parse("head", args.p),
-                                                "last:2": DropoutSpec.parse("last:2", args.p)}
+        specs: dict[str, DropoutSpec | None] = {
+            "deterministic": None,
+            "head": DropoutSpec.parse("head", args.p),
+            "last:2": DropoutSpec.parse("last:2", args.p),
+        }
         depth_rows: list[dict[str, Any]] = []
-        print(f"\ncost per node vs depth: question {args.question_tokens} + depth x {args.step_tokens} tokens; "
-              f"'cached' = the parent's prefix entry is in the cache; MC modes with K={args.k}")
-        print(f"{'depth':>5s} {'tokens':>6s} " + " ".join(f"{m + ' ' + c:>21s}" for m in specs for c in ("plain", "cached")))
+        print(
+            f"\ncost per node vs depth: question {args.question_tokens} + depth x {args.step_tokens} tokens; "
+            f"'cached' = the parent's prefix entry is in the cache; MC modes with K={args.k}"
+        )
+        print(
+            f"{'depth':>5s} {'tokens':>6s} "
+            + " ".join(f"{m + ' ' + c:>21s}" for m in specs for c in ("plain", "cached"))
+        )
         for d in depths:
             node = q + [t for s in steps[:d] for t in s]
             parent = q + [t for s in steps[: d - 1] for t in s]
@@ -179,10 +207,12 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
             variants = {}
             for mname, spec in specs.items():
                 kk = 1 if spec is None else args.k
-                variants[f"{mname} plain"] = (lambda spec=spec, kk=kk, node=node, pos=pos:
-                                              plain.hidden_at([node], pos, k=kk, spec=spec))
-                variants[f"{mname} cached"] = (lambda spec=spec, kk=kk, node=node, pos=pos, parent=parent:
-                                               cached.hidden_at([node], pos, k=kk, spec=spec, prefixes=[[parent]]))
+                variants[f"{mname} plain"] = lambda spec=spec, kk=kk, node=node, pos=pos: plain.hidden_at(
+                    [node], pos, k=kk, spec=spec
+                )
+                variants[f"{mname} cached"] = lambda spec=spec, kk=kk, node=node, pos=pos, parent=parent: (
+                    cached.hidden_at([node], pos, k=kk, spec=spec, prefixes=[[parent]])
+                )
 
             def setup(name: str, parent=parent) -> None:
                 # Fresh cache holding only the parent's entry, so the node itself is never a free exact hit.
@@ -194,15 +224,23 @@ def run_prm(args: argparse.Namespace) -> dict[str, Any]:
             times = measure(variants, args.repeats, setup, warmup=d == depths[0])
             row = {"depth": d, "tokens": len(node), **{name: summary(ts) for name, ts in times.items()}}
             depth_rows.append(row)
-            print(f"{d:5d} {len(node):6d} " + " ".join(f"{row[n]['min_s']:8.3f} /{row[n]['cpu_min_s']:7.3f} cpu"
-                                                      for n in variants))
+            print(
+                f"{d:5d} {len(node):6d} "
+                + " ".join(f"{row[n]['min_s']:8.3f} /{row[n]['cpu_min_s']:7.3f} cpu" for n in variants)
+            )
         first, last = depth_rows[0], depth_rows[-1]
         names = [n for n in first if n not in ("depth", "tokens")]
         growth = {n: last[n]["min_s"] / first[n]["min_s"] for n in names}
         cpu_growth = {n: last[n]["cpu_min_s"] / first[n]["cpu_min_s"] for n in names}
-        results["depth"] = {"rows": depth_rows, "growth_last_over_first": growth, "cpu_growth_last_over_first": cpu_growth}
-        print(f"growth depth {last['depth']} / depth {first['depth']} (wall, cpu): "
-              + ", ".join(f"{n} {growth[n]:.2f}x, {cpu_growth[n]:.2f}x" for n in names))
+        results["depth"] = {
+            "rows": depth_rows,
+            "growth_last_over_first": growth,
+            "cpu_growth_last_over_first": cpu_growth,
+        }
+        print(
+            f"growth depth {last['depth']} / depth {first['depth']} (wall, cpu): "
+            + ", ".join(f"{n} {growth[n]:.2f}x, {cpu_growth[n]:.2f}x" for n in names)
+        )
 
     if "auroc" not in skip:
         results["auroc"] = _arith_auroc(args)
@@ -243,12 +281,18 @@ def _prm_modes(args: argparse.Namespace, model: Any, tokens: Callable[[int], lis
     for name, ts in times.items():
         r = summary(ts)
         rows[name] = {**r, "ratio": r["min_s"] / base["min_s"], "cpu_ratio": r["cpu_min_s"] / base["cpu_min_s"]}
-    print(f"\nMC scoring of one {args.tokens}-token node, K={k} (ratio = min time / min deterministic time; "
-          "wall and CPU time)")
-    print(f"{'variant':34s} {'min s':>8s} {'median s':>9s} {'spread':>7s} {'ratio':>6s} {'cpu s':>7s} {'cpu ratio':>9s}")
+    print(
+        f"\nMC scoring of one {args.tokens}-token node, K={k} (ratio = min time / min deterministic time; "
+        "wall and CPU time)"
+    )
+    print(
+        f"{'variant':34s} {'min s':>8s} {'median s':>9s} {'spread':>7s} {'ratio':>6s} {'cpu s':>7s} {'cpu ratio':>9s}"
+    )
     for name, r in rows.items():
-        print(f"{name:34s} {r['min_s']:8.3f} {r['median_s']:9.3f} {r['spread']:7.0%} {r['ratio']:6.2f} "
-              f"{r['cpu_min_s']:7.3f} {r['cpu_ratio']:9.2f}")
+        print(
+            f"{name:34s} {r['min_s']:8.3f} {r['median_s']:9.3f} {r['spread']:7.0%} {r['ratio']:6.2f} "
+            f"{r['cpu_min_s']:7.3f} {r['cpu_ratio']:9.2f}"
+        )
     return {"tokens": args.tokens, "rows": rows}
 
 
@@ -264,18 +308,24 @@ def _check_targets(results: dict[str, Any]) -> None:
         get = {name.split(" x")[0].split(" (")[0]: r for name, r in rows.items()}
         for mode, bound in (("head", 1.2), ("last:2", 2.0)):
             r = get[mode]
-            lines.append(f"{mode} <= {bound}x: wall {r['ratio']:.2f}x {verdict(r['ratio'] <= bound)}, "
-                         f"cpu {r['cpu_ratio']:.2f}x {verdict(r['cpu_ratio'] <= bound)}")
+            lines.append(
+                f"{mode} <= {bound}x: wall {r['ratio']:.2f}x {verdict(r['ratio'] <= bound)}, "
+                f"cpu {r['cpu_ratio']:.2f}x {verdict(r['cpu_ratio'] <= bound)}"
+            )
         naive = next(r for n, r in rows.items() if n.startswith("naive"))
         full = get["batched full"]
-        lines.append(f"batched full not slower than the naive loop: wall {full['min_s']:.2f}s vs {naive['min_s']:.2f}s "
-                     f"{verdict(full['min_s'] <= naive['min_s'])}, cpu {full['cpu_min_s']:.2f}s vs {naive['cpu_min_s']:.2f}s "
-                     f"{verdict(full['cpu_min_s'] <= naive['cpu_min_s'])}")
+        lines.append(
+            f"batched full not slower than the naive loop: wall {full['min_s']:.2f}s vs {naive['min_s']:.2f}s "
+            f"{verdict(full['min_s'] <= naive['min_s'])}, cpu {full['cpu_min_s']:.2f}s vs {naive['cpu_min_s']:.2f}s "
+            f"{verdict(full['cpu_min_s'] <= naive['cpu_min_s'])}"
+        )
     if "depth" in results:
         g, cg = results["depth"]["growth_last_over_first"], results["depth"]["cpu_growth_last_over_first"]
         for name in ("deterministic cached", "head cached"):
-            lines.append(f"{name}: deepest/shallowest wall {g[name]:.2f}x {verdict(g[name] <= 1.5)}, "
-                         f"cpu {cg[name]:.2f}x {verdict(cg[name] <= 1.5)} (target <= 1.5x)")
+            lines.append(
+                f"{name}: deepest/shallowest wall {g[name]:.2f}x {verdict(g[name] <= 1.5)}, "
+                f"cpu {cg[name]:.2f}x {verdict(cg[name] <= 1.5)} (target <= 1.5x)"
+            )
     if lines:
         print("\ntargets:\n  " + "\n  ".join(lines))
 
@@ -302,8 +352,10 @@ def _arith_auroc(args: argparse.Namespace) -> dict[str, Any]:
     problems = world.load_split("test", args.arith_problems)
     rng = random.Random(0)
     out: dict[str, Any] = {"model": str(prm_dir), "problems": len(problems), "k": args.k, "p": args.p}
-    print(f"\nuncertainty quality on {prm_dir.name}: AUROC of sigma^2 (and of 1 - mean score) for wrong steps, "
-          f"K={args.k}, p={args.p}, {len(problems)} test problems, written solutions with slips")
+    print(
+        f"\nuncertainty quality on {prm_dir.name}: AUROC of sigma^2 (and of 1 - mean score) for wrong steps, "
+        f"K={args.k}, p={args.p}, {len(problems)} test problems, written solutions with slips"
+    )
     print(f"{'style':>5s} {'steps':>6s} {'wrong':>6s} {'mode':>8s} {'AUROC var':>10s} {'AUROC 1-mean':>13s}")
     for style in world.STYLES:
         written = written_steps(problems, style, 0.3, rng)
@@ -322,8 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in PASSTHROUGH_SUBCOMMANDS:
-        sub.add_parser(name, help=f"see python -m benchmarks {name} --help ({_PASSTHROUGH_HOME[name]})",
-                       add_help=False)
+        sub.add_parser(name, help=f"see python -m benchmarks {name} --help ({_PASSTHROUGH_HOME[name]})", add_help=False)
     for register in SUBCOMMANDS.values():
         register(sub)
     for register in EXTERNAL_SUBCOMMANDS.values():

@@ -29,8 +29,9 @@ class _TimedSubscriber:
         self.seconds += time.perf_counter() - t0
 
 
-def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str, policy: str | None, prm: str | None,
-                 seed: int = 0) -> list[dict[str, Any]]:
+def bench_engine(
+    methods: list[str], budget: int, repeats: int, problem_id: str, policy: str | None, prm: str | None, seed: int = 0
+) -> list[dict[str, Any]]:
     from storage import RunStore
     from uats_core.runner import build_backends, run_search
     from uats_core.worlds.arith.world import get_problem
@@ -42,7 +43,9 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(str(Path(tmp) / "bench.db"))
         for method in methods:
-            cfg = SearchConfig(method=method, budget=budget, seed=seed)  # each run_search validates it (validate_request)
+            cfg = SearchConfig(
+                method=method, budget=budget, seed=seed
+            )  # each run_search validates it (validate_request)
             run_search(problem, cfg, pol, rm)  # warm-up: first-call allocations, lazy imports
             plain, logged, inside, nodes = [], [], [], 0
             for _ in range(repeats):
@@ -56,10 +59,18 @@ def bench_engine(methods: list[str], budget: int, repeats: int, problem_id: str,
                 inside.append(sub.seconds)
                 nodes = len(res.tree) - 1
             best = min(plain)
-            rows.append({"method": method, "budget": budget, "nodes": nodes, "search_s": best,
-                         "spread_s": max(plain) - best, "with_log_s": min(logged),
-                         "log_share": min(i / lg for i, lg in zip(inside, logged)),
-                         "wall_ratio": min(logged) / best})
+            rows.append(
+                {
+                    "method": method,
+                    "budget": budget,
+                    "nodes": nodes,
+                    "search_s": best,
+                    "spread_s": max(plain) - best,
+                    "with_log_s": min(logged),
+                    "log_share": min(i / lg for i, lg in zip(inside, logged)),
+                    "wall_ratio": min(logged) / best,
+                }
+            )
     return rows
 
 
@@ -76,12 +87,18 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     rows = bench_engine(args.methods.split(","), args.budget, args.repeats, args.problem, args.policy, args.prm)
-    print(f"{'method':10} {'N':>4} {'nodes':>6} {'search s':>9} {'spread':>7} {'logged s':>9} "
-          f"{'log share':>10} {'wall ratio':>10}")
+    print(
+        f"{'method':10} {'N':>4} {'nodes':>6} {'search s':>9} {'spread':>7} {'logged s':>9} "
+        f"{'log share':>10} {'wall ratio':>10}"
+    )
     for r in rows:
-        print(f"{r['method']:10} {r['budget']:>4} {r['nodes']:>6} {r['search_s']:>9.3f} {r['spread_s']:>7.3f} "
-              f"{r['with_log_s']:>9.3f} {r['log_share']:>9.1%} {r['wall_ratio']:>10.3f}")
+        print(
+            f"{r['method']:10} {r['budget']:>4} {r['nodes']:>6} {r['search_s']:>9.3f} {r['spread_s']:>7.3f} "
+            f"{r['with_log_s']:>9.3f} {r['log_share']:>9.1%} {r['wall_ratio']:>10.3f}"
+        )
     worst = max(r["log_share"] for r in rows)
-    print(f"run log share of search time: worst {worst:.1%} (target < 5%); "
-          f"median {statistics.median(r['log_share'] for r in rows):.1%}")
+    print(
+        f"run log share of search time: worst {worst:.1%} (target < 5%); "
+        f"median {statistics.median(r['log_share'] for r in rows):.1%}"
+    )
     return 0

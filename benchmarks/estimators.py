@@ -60,24 +60,43 @@ def run_estimators(args: argparse.Namespace) -> dict[str, Any]:
         except ConfigError as exc:
             print(f"{name}: skipped ({exc})")
             continue
-        variants = {"one pass": lambda: prm.score(traces, use_cache=False),
-                    name: lambda est=est, k=k: est.more(traces, [[] for _ in traces], k)}
+        variants = {
+            "one pass": lambda: prm.score(traces, use_cache=False),
+            name: lambda est=est, k=k: est.more(traces, [[] for _ in traces], k),
+        }
         times = measure(variants, args.repeats, warmup=True)
         one, it = summary(times["one pass"]), summary(times[name])
         cls = estimator_class(name)
-        rows.append({"estimator": name, "ratio": it["min_s"] / one["min_s"], "cpu_ratio": it["cpu_min_s"] / one["cpu_min_s"],
-                     "one_pass_s": one["min_s"], "estimate_s": it["min_s"], "spread": max(one["spread"], it["spread"]),
-                     "samples": cls.first_samples(k), "priced": cls.first_samples(k) * cls.sample_cost})
-    print(f"{len(traces)} step prefixes a call, K = {args.k}, {args.threads} thread(s), min of {args.repeats} "
-          f"interleaved rounds; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)\n")
+        rows.append(
+            {
+                "estimator": name,
+                "ratio": it["min_s"] / one["min_s"],
+                "cpu_ratio": it["cpu_min_s"] / one["cpu_min_s"],
+                "one_pass_s": one["min_s"],
+                "estimate_s": it["min_s"],
+                "spread": max(one["spread"], it["spread"]),
+                "samples": cls.first_samples(k),
+                "priced": cls.first_samples(k) * cls.sample_cost,
+            }
+        )
+    print(
+        f"{len(traces)} step prefixes a call, K = {args.k}, {args.threads} thread(s), min of {args.repeats} "
+        f"interleaved rounds; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)\n"
+    )
     print("| estimator | samples | cost of one estimate / one PRM pass (wall / CPU) | priced in the search (passes) |")
     print("|---|---|---|---|")
     for r in rows:
         print(f"| {r['estimator']} | {r['samples']} | {r['ratio']:.2f}× / {r['cpu_ratio']:.2f}× | {r['priced']:g} |")
     from uats.eval.run import code_version
 
-    out = {"k": args.k, "traces": len(traces), "threads": args.threads, "load": list(load), "rows": rows,
-           "code_version": code_version()}
+    out = {
+        "k": args.k,
+        "traces": len(traces),
+        "threads": args.threads,
+        "load": list(load),
+        "rows": rows,
+        "code_version": code_version(),
+    }
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -33,9 +33,15 @@ MODES = ("full", "last:2", "head")
 def add_parser(sub: Any) -> None:
     from uats_core.backends.memory import PUBLISHED_SHAPES
 
-    p = sub.add_parser("gpu", help="a PRM's device memory and MC-dropout cost per mode, measured against the memory plan")
-    p.add_argument("--shape", choices=sorted(PUBLISHED_SHAPES), default="qwen-prm-7b",
-                   help="PRM shape, random weights (default qwen-prm-7b: Qwen2.5-Math-PRM-7B)")
+    p = sub.add_parser(
+        "gpu", help="a PRM's device memory and MC-dropout cost per mode, measured against the memory plan"
+    )
+    p.add_argument(
+        "--shape",
+        choices=sorted(PUBLISHED_SHAPES),
+        default="qwen-prm-7b",
+        help="PRM shape, random weights (default qwen-prm-7b: Qwen2.5-Math-PRM-7B)",
+    )
     p.add_argument("--device", default="auto", help="cuda, cuda:1, cpu (default: cuda when available)")
     p.add_argument("--dtype", default="bfloat16", help="bfloat16 | float16 | float32 (default bfloat16)")
     p.add_argument("--k", type=int, default=8, help="MC passes per candidate (default 8)")
@@ -61,8 +67,13 @@ def build_prm(shape: str, device: Any, dtype: Any, *, p: float, max_batch_tokens
     from uats_core.backends.prm_published import Qwen2ProcessRewardModel, QwenPRM
     from uats_core.backends.tiny import QWEN_CHAT_TEMPLATE, char_tokenizer
 
-    tok = char_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>", QwenPRM.SEPARATOR), bos=None,
-                         eos="<|im_end|>", pad="<|endoftext|>", chat_template=QWEN_CHAT_TEMPLATE)
+    tok = char_tokenizer(
+        specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>", QwenPRM.SEPARATOR),
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
     config = Qwen2Config(**PUBLISHED_SHAPES[shape])
     previous = torch.get_default_dtype()
     torch.manual_seed(0)
@@ -72,7 +83,9 @@ def build_prm(shape: str, device: Any, dtype: Any, *, p: float, max_batch_tokens
             model = Qwen2ProcessRewardModel(config).eval()
     finally:
         torch.set_default_dtype(previous)
-    return QwenPRM(model, tok, name=f"random {shape}", dropout_p=p, dropout_mode="full", max_batch_tokens=max_batch_tokens)
+    return QwenPRM(
+        model, tok, name=f"random {shape}", dropout_p=p, dropout_mode="full", max_batch_tokens=max_batch_tokens
+    )
 
 
 def chains(width: int, depth: int, question_chars: int, step_chars: int, seed: int = 0) -> list[list[Any]]:
@@ -118,8 +131,14 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
     cuda = device.type == "cuda"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     timer = _timer(device)
-    out: dict[str, Any] = {"shape": args.shape, "device": str(device), "dtype": str(dtype).replace("torch.", ""),
-                           "k": args.k, "width": args.width, "depth": args.depth}
+    out: dict[str, Any] = {
+        "shape": args.shape,
+        "device": str(device),
+        "dtype": str(dtype).replace("torch.", ""),
+        "k": args.k,
+        "width": args.width,
+        "depth": args.depth,
+    }
     if cuda:
         out["device_name"] = torch.cuda.get_device_name(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -127,12 +146,18 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
     built = time.perf_counter()
     prm = build_prm(args.shape, device, dtype, p=args.p, max_batch_tokens=args.max_batch_tokens)
     out["build_s"] = time.perf_counter() - built
-    estimate = plan_prm_shape(args.shape, dtype=out["dtype"], max_batch_tokens=prm.engine.max_batch_tokens,
-                              cache_bytes=prm.cache.max_bytes if prm.cache is not None else 0)
+    estimate = plan_prm_shape(
+        args.shape,
+        dtype=out["dtype"],
+        max_batch_tokens=prm.engine.max_batch_tokens,
+        cache_bytes=prm.cache.max_bytes if prm.cache is not None else 0,
+    )
     frontiers = chains(args.width, args.depth, args.question_chars, args.step_chars)
-    print(f"{args.shape}: {estimate.params / 1e9:.2f}B parameters, {out['dtype']} on {out.get('device_name', device)}; "
-          f"frontier {args.width} x depth {args.depth}, K={args.k}, max_batch_tokens {prm.engine.max_batch_tokens}, "
-          f"expandable segments {'on' if expandable_segments() else 'off'}")
+    print(
+        f"{args.shape}: {estimate.params / 1e9:.2f}B parameters, {out['dtype']} on {out.get('device_name', device)}; "
+        f"frontier {args.width} x depth {args.depth}, K={args.k}, max_batch_tokens {prm.engine.max_batch_tokens}, "
+        f"expandable segments {'on' if expandable_segments() else 'off'}"
+    )
     if cuda:
         torch.cuda.empty_cache()
         loaded = torch.cuda.memory_allocated(device)
@@ -148,8 +173,14 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  search workload, {mode:>6s}: {sum(per_depth):7.2f} s over {len(frontiers)} depths")
     out["search"] = search_rows
     if cuda:
-        out["memory"] = _memory_lines(estimate, loaded - base, torch.cuda.max_memory_allocated(device) - loaded,
-                                      torch.cuda.max_memory_reserved(device), torch.cuda.mem_get_info(device), GIB)
+        out["memory"] = _memory_lines(
+            estimate,
+            loaded - base,
+            torch.cuda.max_memory_allocated(device) - loaded,
+            torch.cuda.max_memory_reserved(device),
+            torch.cuda.mem_get_info(device),
+            GIB,
+        )
     out["cost"] = _cost_table(prm, frontiers[-1], modes, args, timer)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
@@ -157,16 +188,22 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _memory_lines(estimate: Any, loaded: int, peak_above: int, reserved: int, info: tuple[int, int],
-                  gib: int) -> dict[str, Any]:
+def _memory_lines(
+    estimate: Any, loaded: int, peak_above: int, reserved: int, info: tuple[int, int], gib: int
+) -> dict[str, Any]:
     from uats_core.backends.memory import CONTEXT_MARGIN
 
     free, total = info
     used = total - free  # the whole process on this device: context, allocator pools, everything
-    rows = {"weights + float32 head (after load)": (estimate.weights + estimate.head_f32, loaded),
-            "peak allocated above that (MC batch, prefix cache)": (estimate.activations + estimate.prefix_cache, peak_above),
-            "allocator reserved above the allocated peak": (estimate.allocator_slack, reserved - loaded - peak_above),
-            "device memory used (with the CUDA context)": (estimate.total, used)}
+    rows = {
+        "weights + float32 head (after load)": (estimate.weights + estimate.head_f32, loaded),
+        "peak allocated above that (MC batch, prefix cache)": (
+            estimate.activations + estimate.prefix_cache,
+            peak_above,
+        ),
+        "allocator reserved above the allocated peak": (estimate.allocator_slack, reserved - loaded - peak_above),
+        "device memory used (with the CUDA context)": (estimate.total, used),
+    }
     print(f"\nmemory: plan estimate vs measured (the plan's CUDA context margin: {CONTEXT_MARGIN / gib:.2f} GiB)")
     print(f"  {'what':52s} {'estimate':>12s} {'measured':>12s} {'measured/estimate':>18s}")
     for name, (est, got) in rows.items():
@@ -174,21 +211,31 @@ def _memory_lines(estimate: Any, loaded: int, peak_above: int, reserved: int, in
     est, got = rows["device memory used (with the CUDA context)"]
     print(f"targets:\n  the plan covers the device memory used: {'OK' if got <= est else 'FALLS SHORT'}")
     return {name: {"estimate_bytes": est, "measured_bytes": got} for name, (est, got) in rows.items()} | {
-        "peak_reserved_bytes": reserved, "device_total_bytes": total}
+        "peak_reserved_bytes": reserved,
+        "device_total_bytes": total,
+    }
 
 
-def _cost_table(prm: Any, frontier: Sequence[Any], modes: Sequence[str], args: argparse.Namespace,
-                timer: Callable[[Callable[[], Any]], float]) -> dict[str, Any]:
+def _cost_table(
+    prm: Any,
+    frontier: Sequence[Any],
+    modes: Sequence[str],
+    args: argparse.Namespace,
+    timer: Callable[[Callable[[], Any]], float],
+) -> dict[str, Any]:
     """Per mode: min time of K passes over the frontier / min time of one deterministic pass, cache off."""
     from uats_core.backends.mc_dropout import DropoutSpec
 
     encs = [prm._encode(t) for t in frontier]
     ids, last = [e.ids for e in encs], [e.positions[-1:] for e in encs]
     variants: dict[str, Callable[[], Any]] = {
-        "deterministic (1 pass)": lambda: prm.engine.hidden_at(ids, last, k=1, spec=None, use_cache=False)}
+        "deterministic (1 pass)": lambda: prm.engine.hidden_at(ids, last, k=1, spec=None, use_cache=False)
+    }
     for mode in modes:
         spec = DropoutSpec.parse(mode, args.p)
-        variants[f"{mode} x{args.k}"] = lambda spec=spec: prm.engine.hidden_at(ids, last, k=args.k, spec=spec, use_cache=False)
+        variants[f"{mode} x{args.k}"] = lambda spec=spec: prm.engine.hidden_at(
+            ids, last, k=args.k, spec=spec, use_cache=False
+        )
     for fn in variants.values():  # warm-up: kernels chosen, allocator pools grown
         timer(fn)
     best = {name: min(timer(fn) for _ in range(args.repeats)) for name, fn in variants.items()}

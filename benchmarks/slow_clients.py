@@ -20,10 +20,17 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("slow-clients", help="how long a slow request head and a stalled body hold a connection, with "
-                                            "and without the app's head clock (benchmarks/slow_clients.py)")
-    p.add_argument("--cap", type=float, default=60.0, help="give up on a connection after this many seconds "
-                                                          "(default 60: uvicorn's own protocol never ends one)")
+    p = sub.add_parser(
+        "slow-clients",
+        help="how long a slow request head and a stalled body hold a connection, with "
+        "and without the app's head clock (benchmarks/slow_clients.py)",
+    )
+    p.add_argument(
+        "--cap",
+        type=float,
+        default=60.0,
+        help="give up on a connection after this many seconds (default 60: uvicorn's own protocol never ends one)",
+    )
     p.add_argument("--slack", type=float, default=5.0, help="seconds past a bound still judged within it")
     p.set_defaults(func=run)
 
@@ -46,11 +53,17 @@ def trickle(address: tuple[str, int], first: bytes, data: bytes, cap_s: float) -
             except (ConnectionResetError, BrokenPipeError):
                 chunk = b""
             if not chunk:
-                return {"held_s": round(time.monotonic() - start, 1), "ended_by_server": True,
-                        "answer": got.split(b"\r\n")[0].decode("latin-1")}
+                return {
+                    "held_s": round(time.monotonic() - start, 1),
+                    "ended_by_server": True,
+                    "answer": got.split(b"\r\n")[0].decode("latin-1"),
+                }
             got += chunk
-    return {"held_s": round(time.monotonic() - start, 1), "ended_by_server": False,
-            "answer": got.split(b"\r\n")[0].decode("latin-1")}
+    return {
+        "held_s": round(time.monotonic() - start, 1),
+        "ended_by_server": False,
+        "answer": got.split(b"\r\n")[0].decode("latin-1"),
+    }
 
 
 def heartbeat(address: tuple[str, int], open_s: float) -> dict[str, Any]:
@@ -63,8 +76,11 @@ def heartbeat(address: tuple[str, int], open_s: float) -> dict[str, Any]:
             if not chunk:
                 break
             got += chunk
-    return {"open_s": round(time.monotonic() - start, 1), "status": got[9:12].decode("latin-1"),
-            "events": got.count(b"data: ALIVE")}
+    return {
+        "open_s": round(time.monotonic() - start, 1),
+        "status": got[9:12].decode("latin-1"),
+        "events": got.count(b"data: ALIVE"),
+    }
 
 
 def measure(demo: Any, port: int, cap_s: float) -> dict[str, Any]:
@@ -75,14 +91,18 @@ def measure(demo: Any, port: int, cap_s: float) -> dict[str, Any]:
     address = ("127.0.0.1", port)
     host = f"127.0.0.1:{port}".encode()
     slow_head = b"GET /config HTTP/1.1\r\nHost: " + host + b"\r\nX-Slow: " + b"a" * int(2 * cap_s)
-    body = (b"POST /gradio_api/queue/join HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 100000\r\n\r\n")
+    body = (
+        b"POST /gradio_api/queue/join HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100000\r\n\r\n"
+    )
     out: dict[str, Any] = {}
     stream = threading.Thread(target=lambda: out.update(stream=heartbeat(address, HEAD_TIMEOUT_S + 6)))
     stream.start()
     t0 = time.perf_counter()
-    out["normal_get"] = {"status": httpx.get(f"http://127.0.0.1:{port}/config", timeout=60).status_code,
-                         "s": round(time.perf_counter() - t0, 3)}
+    out["normal_get"] = {
+        "status": httpx.get(f"http://127.0.0.1:{port}/config", timeout=60).status_code,
+        "s": round(time.perf_counter() - t0, 3),
+    }
     out["slow_head"] = trickle(address, b"", slow_head, cap_s)
     stream.join()
     out["stalled_body"] = trickle(address, body, b"{" * int(2 * cap_s), cap_s)
@@ -113,12 +133,25 @@ def run(args: argparse.Namespace) -> int:
         load_after = os.getloadavg()
     verdict = {
         "slow_head": got["slow_head"]["ended_by_server"] and got["slow_head"]["held_s"] <= HEAD_TIMEOUT_S + args.slack,
-        "stalled_body": got["stalled_body"]["ended_by_server"] and got["stalled_body"]["answer"].startswith(
-            "HTTP/1.1 408") and got["stalled_body"]["held_s"] <= BODY_TIMEOUT_S + args.slack,
+        "stalled_body": got["stalled_body"]["ended_by_server"]
+        and got["stalled_body"]["answer"].startswith("HTTP/1.1 408")
+        and got["stalled_body"]["held_s"] <= BODY_TIMEOUT_S + args.slack,
         "stream": got["stream"]["status"] == "200" and got["stream"]["open_s"] > HEAD_TIMEOUT_S,
-        "normal_get": got["normal_get"]["status"] == 200}
-    print(json.dumps({"head_timeout_s": HEAD_TIMEOUT_S, "body_timeout_s": BODY_TIMEOUT_S, "cap_s": args.cap,
-                      "cpus": os.cpu_count(), "load_1_5_15_before": [round(x, 2) for x in load],
-                      "load_1_5_15_after": [round(x, 2) for x in load_after], **got,
-                      "verdict": {k: "held" if v else "missed" for k, v in verdict.items()}}, indent=1))
+        "normal_get": got["normal_get"]["status"] == 200,
+    }
+    print(
+        json.dumps(
+            {
+                "head_timeout_s": HEAD_TIMEOUT_S,
+                "body_timeout_s": BODY_TIMEOUT_S,
+                "cap_s": args.cap,
+                "cpus": os.cpu_count(),
+                "load_1_5_15_before": [round(x, 2) for x in load],
+                "load_1_5_15_after": [round(x, 2) for x in load_after],
+                **got,
+                "verdict": {k: "held" if v else "missed" for k, v in verdict.items()},
+            },
+            indent=1,
+        )
+    )
     return 0 if all(verdict.values()) else 1

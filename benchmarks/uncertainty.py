@@ -30,7 +30,9 @@ from uats_core.estimation import auroc
 
 # -- bench uncertainty ------------------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("uncertainty", help="per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over τ")
+    p = sub.add_parser(
+        "uncertainty", help="per dropout mode and space: cost vs one pass, σ² ratio OOD/ID, AUROCs, share over τ"
+    )
     p.add_argument("--prm", default=None, help="the PRM folder (default: the shipped arith-prm)")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--k", type=int, default=7)
@@ -65,11 +67,22 @@ def cost_ratio(prm: Any, traces: Sequence[Any], mode: str, p: float, k: int, rep
 
     spec = DropoutSpec.parse(mode, p)
     # the search's deterministic pass (PRM.score: dropout off, no noisy copies) against K passes in `mode`
-    times = measure({"one": lambda: prm.score(list(traces), use_cache=False),
-                     "mc": lambda: prm.mc_scores(list(traces), k, spec=spec, use_cache=False)}, repeats, warmup=True)
+    times = measure(
+        {
+            "one": lambda: prm.score(list(traces), use_cache=False),
+            "mc": lambda: prm.mc_scores(list(traces), k, spec=spec, use_cache=False),
+        },
+        repeats,
+        warmup=True,
+    )
     a, b = summary(times["one"]), summary(times["mc"])
-    return {"ratio": b["min_s"] / a["min_s"], "cpu_ratio": b["cpu_min_s"] / a["cpu_min_s"], "one_pass_s": a["min_s"],
-            "mc_s": b["min_s"], "spread": max(a["spread"], b["spread"])}
+    return {
+        "ratio": b["min_s"] / a["min_s"],
+        "cpu_ratio": b["cpu_min_s"] / a["cpu_min_s"],
+        "one_pass_s": a["min_s"],
+        "mc_s": b["min_s"],
+        "spread": max(a["spread"], b["spread"]),
+    }
 
 
 def space_row(v_a: np.ndarray, v_b: np.ndarray, wrong: np.ndarray, tau: float) -> dict[str, float]:
@@ -80,10 +93,17 @@ def space_row(v_a: np.ndarray, v_b: np.ndarray, wrong: np.ndarray, tau: float) -
     def ratio(f: Any) -> float:
         return float(f(v_b) / f(v_a)) if f(v_a) > 0 else float("nan")
 
-    return {"mean_ratio": ratio(np.mean), "median_ratio": ratio(np.median),
-            "auroc_ood": auroc(both, is_b), "auroc_wrong": auroc(both, wrong),
-            "tau": tau, "share_a": float((v_a > tau).mean()), "share_b": float((v_b > tau).mean()),
-            "paper_share_a": float((v_a > PAPER_TAU).mean()), "paper_share_b": float((v_b > PAPER_TAU).mean())}
+    return {
+        "mean_ratio": ratio(np.mean),
+        "median_ratio": ratio(np.median),
+        "auroc_ood": auroc(both, is_b),
+        "auroc_wrong": auroc(both, wrong),
+        "tau": tau,
+        "share_a": float((v_a > tau).mean()),
+        "share_b": float((v_b > tau).mean()),
+        "paper_share_a": float((v_a > PAPER_TAU).mean()),
+        "paper_share_b": float((v_b > PAPER_TAU).mean()),
+    }
 
 
 def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
@@ -108,13 +128,24 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
     cal = id_calibration_traces("val", args.calibration_problems, args.slip_rate, args.seed)
     wrong = np.array(a.wrong + b.wrong, dtype=bool)
     timing = (a.traces + b.traces)[: args.timing_traces]
-    out: dict[str, Any] = {"prm": str(prm_dir), "k": args.k, "p": args.p, "quantile": args.quantile,
-                           "steps_a": len(a.traces), "steps_b": len(b.traces), "wrong_a": int(sum(a.wrong)),
-                           "wrong_b": int(sum(b.wrong)), "calibration_steps": len(cal), "rows": []}
-    print(f"{prm_dir.name}: {len(problems)} test problems, {len(a.traces)} A (ID) and {len(b.traces)} B (OOD) "
-          f"step prefixes ({out['wrong_a']} / {out['wrong_b']} wrong), K={args.k}, p={args.p}; "
-          f"τ = q{args.quantile:g} of σ² on {len(cal)} A steps of the validation split; cost on {len(timing)} steps, "
-          f"min of {args.repeats} interleaved runs")
+    out: dict[str, Any] = {
+        "prm": str(prm_dir),
+        "k": args.k,
+        "p": args.p,
+        "quantile": args.quantile,
+        "steps_a": len(a.traces),
+        "steps_b": len(b.traces),
+        "wrong_a": int(sum(a.wrong)),
+        "wrong_b": int(sum(b.wrong)),
+        "calibration_steps": len(cal),
+        "rows": [],
+    }
+    print(
+        f"{prm_dir.name}: {len(problems)} test problems, {len(a.traces)} A (ID) and {len(b.traces)} B (OOD) "
+        f"step prefixes ({out['wrong_a']} / {out['wrong_b']} wrong), K={args.k}, p={args.p}; "
+        f"τ = q{args.quantile:g} of σ² on {len(cal)} A steps of the validation split; cost on {len(timing)} steps, "
+        f"min of {args.repeats} interleaved runs"
+    )
     for mode in modes:
         cost = cost_ratio(prm, timing, mode, args.p, args.k, args.repeats)
         mc = mc_passes(prm, a.traces + b.traces, mode, args.p, args.k, args.seed)
@@ -122,8 +153,12 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
         for space in UNCERTAINTY_SPACES:
             v = space_variances(mc, space)
             tau = tau_from_variances(space_variances(mc_cal, space), args.quantile)
-            row = {"mode": mode, "space": space, **cost,
-                   **space_row(v[: len(a.traces)], v[len(a.traces):], wrong, tau)}
+            row = {
+                "mode": mode,
+                "space": space,
+                **cost,
+                **space_row(v[: len(a.traces)], v[len(a.traces) :], wrong, tau),
+            }
             row["auroc_wrong_one_minus_mean"] = auroc(1.0 - mc.mean(axis=1), wrong)
             out["rows"].append(row)
     print_table(out["rows"])
@@ -134,14 +169,18 @@ def run_uncertainty(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print("\n| mode | space | cost vs one pass (wall / CPU) | mean σ² B/A | median σ² B/A | AUROC σ² for B | "
-          f"AUROC σ² for wrong | τ (calibrated) | share > τ, A / B | share > {PAPER_TAU:g}, A / B |")
+    print(
+        "\n| mode | space | cost vs one pass (wall / CPU) | mean σ² B/A | median σ² B/A | AUROC σ² for B | "
+        f"AUROC σ² for wrong | τ (calibrated) | share > τ, A / B | share > {PAPER_TAU:g}, A / B |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         paper = f"{r['paper_share_a']:.2f} / {r['paper_share_b']:.2f}" if r["space"] == "prob" else "–"
-        print(f"| {r['mode']} | {r['space']} | {r['ratio']:.2f}× / {r['cpu_ratio']:.2f}× | {r['mean_ratio']:.2f} | "
-              f"{r['median_ratio']:.2f} | {r['auroc_ood']:.3f} | {r['auroc_wrong']:.3f} | {r['tau']:.3g} | "
-              f"{r['share_a']:.2f} / {r['share_b']:.2f} | {paper} |")
+        print(
+            f"| {r['mode']} | {r['space']} | {r['ratio']:.2f}× / {r['cpu_ratio']:.2f}× | {r['mean_ratio']:.2f} | "
+            f"{r['median_ratio']:.2f} | {r['auroc_ood']:.3f} | {r['auroc_wrong']:.3f} | {r['tau']:.3g} | "
+            f"{r['share_a']:.2f} / {r['share_b']:.2f} | {paper} |"
+        )
     base = {r["mode"]: r["auroc_wrong_one_minus_mean"] for r in rows}
     print("\nfor reference, AUROC of 1 − R̄ for wrong: " + ", ".join(f"{m} {v:.3f}" for m, v in base.items()))
     print("σ instead of σ²: the same AUROCs and shares (a monotone map of the statistic and of its quantile τ)")

@@ -32,8 +32,9 @@ def recomputed_votes(solutions_json: str) -> dict[str, bool]:
     if not solutions:
         return {rule: False for rule in AGGREGATIONS}  # no answer is a wrong answer
     labels: dict[Any, int] = {}
-    groups = [labels.setdefault(True if correct else ("answer", answer), len(labels))
-              for answer, correct, *_ in solutions]
+    groups = [
+        labels.setdefault(True if correct else ("answer", answer), len(labels)) for answer, correct, *_ in solutions
+    ]
     right = {g for g, (_, correct, *_) in zip(groups, solutions) if correct}
     rows = [(g, int(copies), float(total), float(top)) for g, (_, _, copies, total, top) in zip(groups, solutions)]
     return {rule: tally(rows, rule) in right for rule in AGGREGATIONS}
@@ -76,11 +77,14 @@ def aggregation_from_votes(rows: pd.DataFrame, confidence: float = 0.95) -> pd.D
         rec["cells_re"], rec["n_seeds_re"] = len(known), int(known["seed"].nunique())
         for rule in AGGREGATIONS:
             col = f"{rule}_re"
-            rec[col], rec[f"{col}_half"] = (t_interval(known.groupby("seed")[col].mean(), confidence) if len(known)
-                                            else (np.nan, np.nan))
+            rec[col], rec[f"{col}_half"] = (
+                t_interval(known.groupby("seed")[col].mean(), confidence) if len(known) else (np.nan, np.nan)
+            )
         rec["agree"] = float((known["weighted_re"] == known["weighted"]).mean()) if len(known) else np.nan
         out.append(rec)
-    return sort_by_method(pd.DataFrame(out), ["dataset", "pair", "method", "variant", "budget"]) if out else pd.DataFrame()
+    return (
+        sort_by_method(pd.DataFrame(out), ["dataset", "pair", "method", "variant", "budget"]) if out else pd.DataFrame()
+    )
 
 
 def aggregation_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
@@ -91,19 +95,31 @@ def aggregation_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     for r in table.itertuples():
         rec = r._asdict()
         # an interval only from MIN_REPLICATES seeds up (mean_pm says why not below that)
-        row = [pair_cell(r.pair, r.dataset, roles, several), r.method, r.variant, r.budget, r.cells,
-               mean_pm(r.weighted, r.weighted_half, n=r.n_seeds), mean_pm(r.best, r.best_half, n=r.n_seeds)]
+        row = [
+            pair_cell(r.pair, r.dataset, roles, several),
+            r.method,
+            r.variant,
+            r.budget,
+            r.cells,
+            mean_pm(r.weighted, r.weighted_half, n=r.n_seeds),
+            mean_pm(r.best, r.best_half, n=r.n_seeds),
+        ]
         if recomputed:
             agree = "–" if np.isnan(rec["agree"]) else f"{100 * rec['agree']:.1f}%"
-            row += [r.cells_re, *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"], n=r.n_seeds_re or None)
-                                  for rule in AGGREGATIONS], agree]
+            row += [
+                r.cells_re,
+                *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"], n=r.n_seeds_re or None) for rule in AGGREGATIONS],
+                agree,
+            ]
         rows.append(row)
     header = ["pair", "method", "variant", "N", "cells", "weighted", "best score"]
     text = "Accuracy (%) by answer aggregation: the recorded weighted vote and best final score over every cell"
     if recomputed:
         header += ["cells with finals", "weighted", "best score", "majority", "distinct", "agrees"]
-        text += ("; the four rules recomputed from the final solutions over the cells that keep them (candidates.csv.gz), "
-                 "with the share of those cells where the recomputed weighted vote agrees with the recorded one")
+        text += (
+            "; the four rules recomputed from the final solutions over the cells that keep them (candidates.csv.gz), "
+            "with the share of those cells where the recomputed weighted vote agrees with the recorded one"
+        )
     else:
         text += " (no cell in this ledger keeps its final solutions, so majority and the distinct vote are not shown)"
     return text + "; ± = 95% t over seeds\n\n" + markdown_table(header, rows)

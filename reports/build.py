@@ -84,18 +84,33 @@ def default_roles(df: pd.DataFrame) -> dict[str, str]:
     roles = {}
     for pair, g in df.groupby("pair"):
         # a ledger keeps model paths relative to the repository, a run log absolute: compare them alike
-        if pair in BUILTIN_ROLES and portable_path(str(g["policy"].iloc[0])) == portable_path(BUILTIN_MODELS[pair.split(":")[0]]):
+        if pair in BUILTIN_ROLES and portable_path(str(g["policy"].iloc[0])) == portable_path(
+            BUILTIN_MODELS[pair.split(":")[0]]
+        ):
             roles[pair] = BUILTIN_ROLES[pair]
     return roles
 
 
-def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, common_problems: bool = True,
-                    confidence: float = 0.95, roles: dict[str, str] | None = None, fig2: bool = True,
-                    max_fig2_runs_per_pair: int = 600, tau: float | None = None, methods: Sequence[str] | None = None,
-                    pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
-                    steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
-                    controller: pd.DataFrame | None = None, rerun: Rerun | None = None, figures: bool = True,
-                    rerun_variants: tuple[str, pd.DataFrame, dict[str, Any] | None] | None = None) -> Report:
+def assemble_report(
+    raw: pd.DataFrame,
+    load_nodes: NodeLoader | None = None,
+    *,
+    common_problems: bool = True,
+    confidence: float = 0.95,
+    roles: dict[str, str] | None = None,
+    fig2: bool = True,
+    max_fig2_runs_per_pair: int = 600,
+    tau: float | None = None,
+    methods: Sequence[str] | None = None,
+    pairs: Sequence[str] | None = None,
+    budgets: Sequence[int] | None = None,
+    steps: pd.DataFrame | None = None,
+    traces: pd.DataFrame | None = None,
+    controller: pd.DataFrame | None = None,
+    rerun: Rerun | None = None,
+    figures: bool = True,
+    rerun_variants: tuple[str, pd.DataFrame, dict[str, Any] | None] | None = None,
+) -> Report:
     """Every figure and table of an evaluation, from its rows (storage.eval_results.load_results).
 
     figures: accuracy_vs_n, accuracy_vs_cost, pass_at_n, prm_analysis (Figure 2), ablations (when any);
@@ -169,11 +184,13 @@ def assemble_report(raw: pd.DataFrame, load_nodes: NodeLoader | None = None, *, 
         table = protocol_table(rerun.results, rows, confidence)
         rep.tables["rerun_variants"] = table
         if text := protocol_markdown(table, roles, name, rerun.name):
-            read = rerun.results[(rerun.results["variant"] == "base")
-                                 & rerun.results["method"].isin({*rows["method"], "rebase"})]
+            read = rerun.results[
+                (rerun.results["variant"] == "base") & rerun.results["method"].isin({*rows["method"], "rebase"})
+            ]
             read = read[pd.MultiIndex.from_frame(read[CELL]).isin(pd.MultiIndex.from_frame(rows[CELL]))]
             rep.markdown["Variants under the rerun's protocol"] = with_provenance(
-                text, pd.concat([rows, read], ignore_index=True))
+                text, pd.concat([rows, read], ignore_index=True)
+            )
     _add_controller(rep, raw, controller, rerun, roles)
     beside = rerun_variants[1] if rerun is not None and rerun_variants is not None else None
     if text := sources_markdown(raw, None if rerun is None else rerun.results, beside):
@@ -215,8 +232,9 @@ def _add_verdict_tables(rep: Report, df: pd.DataFrame, roles: dict[str, str], co
     rep.markdown["Claims"] = with_provenance(claims_markdown(rep.tables, main, harder, roles, confidence), claimed)
 
 
-def _add_controller(rep: Report, raw: pd.DataFrame, controller: pd.DataFrame | None, rerun: Rerun | None,
-                    roles: dict[str, str]) -> None:
+def _add_controller(
+    rep: Report, raw: pd.DataFrame, controller: pd.DataFrame | None, rerun: Rerun | None, roles: dict[str, str]
+) -> None:
     """The controller table over every A-UATS cell with recorded controller steps: the ledgers' and a rerun's (whose
     cells ran the shipped controllers the first recording kept no steps for)."""
     parts = [(raw, controller)] + ([(rerun.results, rerun.controller)] if rerun is not None else [])
@@ -250,22 +268,34 @@ def _add_comparisons(rep: Report, df: pd.DataFrame, roles: dict[str, str], confi
         places = order_table(df, datasets)
         rep.tables["order"] = places
         if text := order_markdown(places, datasets, roles):
-            rows = base[base["dataset"].isin(datasets) & base["method"].isin(set(places["method"]))
-                        & base["budget"].isin({int(b) for b in places["budgets"].iloc[0].split(",")})]
+            rows = base[
+                base["dataset"].isin(datasets)
+                & base["method"].isin(set(places["method"]))
+                & base["budget"].isin({int(b) for b in places["budgets"].iloc[0].split(",")})
+            ]
             rep.markdown["Order on every dataset"] = with_provenance(text, rows)
 
 
 def _add_notes(rep: Report, raw: pd.DataFrame, df: pd.DataFrame) -> None:
     dropped = len(raw) - len(df)
-    rep.notes.append(f"{len(raw)} finished cells; {len(df)} used"
-                     + (f" ({dropped} dropped: their problem is not finished for every method × budget × seed of its group)"
-                        if dropped else ""))
+    rep.notes.append(
+        f"{len(raw)} finished cells; {len(df)} used"
+        + (
+            f" ({dropped} dropped: their problem is not finished for every method × budget × seed of its group)"
+            if dropped
+            else ""
+        )
+    )
     if bool(raw["batched"].any()):
-        rep.notes.append(f"{int(raw['batched'].sum())} cells ran under cross-problem batching (valid samples, but "
-                         "not reproducible alone: their RNG draws were shared with co-scheduled searches)")
-    rep.notes.append("intervals: 95% Student-t over seeds of the per-seed accuracy over problems, shown from "
-                     f"{MIN_REPLICATES} seeds up (fewer give an interval wider than it is informative: "
-                     "the cell then says how many seeds it has)")
+        rep.notes.append(
+            f"{int(raw['batched'].sum())} cells ran under cross-problem batching (valid samples, but "
+            "not reproducible alone: their RNG draws were shared with co-scheduled searches)"
+        )
+    rep.notes.append(
+        "intervals: 95% Student-t over seeds of the per-seed accuracy over problems, shown from "
+        f"{MIN_REPLICATES} seeds up (fewer give an interval wider than it is informative: "
+        "the cell then says how many seeds it has)"
+    )
 
 
 def _of_key(df: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -274,8 +304,9 @@ def _of_key(df: pd.DataFrame, key: str) -> pd.DataFrame:
     return df[(df["dataset"] == dataset) & (df["variant"] == variant)]
 
 
-def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float,
-                raw: pd.DataFrame) -> None:
+def _add_tables(
+    rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[str, str], confidence: float, raw: pd.DataFrame
+) -> None:
     """The tables; under each, the code versions of the rows it reads (provenance)."""
     mob = mean_over_budgets(df, "correct", confidence)
     rep.tables["table4"] = mob
@@ -286,14 +317,21 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     rep.tables["table4_best_score"] = bob
     pdiff = paired_differences(df[df["variant"] == "base"], confidence)
     rep.tables["paired_differences"] = pdiff
-    keyed = [("Table 4 layout", table4_markdown(mob[mob["variant"] == "base"], roles)),
-             ("Table 4 layout, best final score",
-              table4_markdown(bob[bob["variant"] == "base"], roles, "accuracy with the best final score as the answer")),
-             ("Accuracy by budget (%)", per_budget_markdown(base, roles, "acc")),
-             ("Pass@N by budget (%, oracle)", per_budget_markdown(base, roles, "pass_at_n")),
-             ("Mean compute spent per search (PRM-pass units, ± 95% t over seeds)", per_budget_markdown(base, roles, "cost")),
-             ("UATS against REBASE", against_rebase_markdown(base, roles)),
-             ("Paired accuracy differences", paired_markdown(pdiff, roles))]
+    keyed = [
+        ("Table 4 layout", table4_markdown(mob[mob["variant"] == "base"], roles)),
+        (
+            "Table 4 layout, best final score",
+            table4_markdown(bob[bob["variant"] == "base"], roles, "accuracy with the best final score as the answer"),
+        ),
+        ("Accuracy by budget (%)", per_budget_markdown(base, roles, "acc")),
+        ("Pass@N by budget (%, oracle)", per_budget_markdown(base, roles, "pass_at_n")),
+        (
+            "Mean compute spent per search (PRM-pass units, ± 95% t over seeds)",
+            per_budget_markdown(base, roles, "cost"),
+        ),
+        ("UATS against REBASE", against_rebase_markdown(base, roles)),
+        ("Paired accuracy differences", paired_markdown(pdiff, roles)),
+    ]
     for title, texts in keyed:
         for key, text in texts.items():
             rep.markdown[f"{title}: {key}"] = with_provenance(text, _of_key(df, key))
@@ -308,8 +346,13 @@ def _add_tables(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[st
     if text := variant_markdown(vdiff, roles):
         rep.markdown["Variants, paired"] = with_provenance(text, variant_rows_read(df))
     abl_df = same_problems_across_variants(df)
-    abl = (ablation_table(mean_over_budgets(abl_df, "correct", confidence), roles,
-                          base_on_variant_cells(abl_df, confidence)) if len(abl_df) else "")
+    abl = (
+        ablation_table(
+            mean_over_budgets(abl_df, "correct", confidence), roles, base_on_variant_cells(abl_df, confidence)
+        )
+        if len(abl_df)
+        else ""
+    )
     if abl:
         rep.markdown["Ablations"] = with_provenance(abl, abl_df)
     # every finished cell: the steps pair cells one by one, so a rung still running needs no common problem set
@@ -341,22 +384,38 @@ def _add_figures(rep: Report, df: pd.DataFrame, cur: pd.DataFrame, roles: dict[s
         tag = "" if not suffix else re.sub(r"[^A-Za-z0-9._-]+", "_", f"_{dataset}_{variant}".replace("=", ""))
         n_desc = f"{span(g['n_problems'])} problems × {span(g['n_seeds'])} seeds"
         rep.figures["accuracy_vs_n" + tag] = fig_curves(
-            g, "budget", "acc", f"Accuracy vs N<br><sup>{dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)</sup>",
-            roles, dashed_extra="pass_at_n")
+            g,
+            "budget",
+            "acc",
+            f"Accuracy vs N<br><sup>{dataset}, {variant} ({n_desc}); dotted: Pass@N (oracle)</sup>",
+            roles,
+            dashed_extra="pass_at_n",
+        )
         rep.figures["accuracy_vs_cost" + tag] = fig_curves(
-            g, "cost", "acc", f"Accuracy vs compute actually spent<br><sup>{dataset}, {variant} ({n_desc}); "
-            "compute = generated steps × c + PRM passes</sup>", roles)
+            g,
+            "cost",
+            "acc",
+            f"Accuracy vs compute actually spent<br><sup>{dataset}, {variant} ({n_desc}); "
+            "compute = generated steps × c + PRM passes</sup>",
+            roles,
+        )
         rep.figures["pass_at_n" + tag] = fig_curves(
-            g, "budget", "pass_at_n", f"Pass@N<br><sup>oracle: any final candidate correct (an upper bound where the "
-            f"table gives a range); {dataset}, {variant}</sup>", roles)
+            g,
+            "budget",
+            "pass_at_n",
+            f"Pass@N<br><sup>oracle: any final candidate correct (an upper bound where the "
+            f"table gives a range); {dataset}, {variant}</sup>",
+            roles,
+        )
     abl_df = same_problems_across_variants(df)
     abl_fig = fig_ablation(curves(abl_df, confidence), roles) if len(abl_df) else None
     if abl_fig is not None:
         rep.figures["ablations"] = abl_fig
 
 
-def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float, df: pd.DataFrame,
-                      figures: bool = True) -> None:
+def _add_prm_analysis(
+    rep: Report, steps: pd.DataFrame, roles: dict[str, str], tau: float, df: pd.DataFrame, figures: bool = True
+) -> None:
     summ = prm_summary(steps, tau)
     rep.tables["prm_steps"] = steps
     rep.tables["prm_summary"] = summ
@@ -365,7 +424,8 @@ def _add_prm_analysis(rep: Report, steps: pd.DataFrame, roles: dict[str, str], t
             rep.figures["prm_analysis"] = fig_prm(steps, summ, roles, tau)
         key = "cell_key" if "cell_key" in steps else "run_id"
         rep.markdown["Figure 2 analysis: PRM on each pair's steps"] = with_provenance(
-            prm_markdown(summ, roles, tau), df[df[key].isin(set(steps[key]))])
+            prm_markdown(summ, roles, tau), df[df[key].isin(set(steps[key]))]
+        )
     sigma = sigma_beside_rbar(steps)
     rep.tables["sigma_beside_rbar"] = sigma
     if text := sigma_markdown(sigma, roles):

@@ -17,7 +17,7 @@ from .verdicts import NOISE, NOT_REPRODUCED, POINT_ONLY, REPRODUCED, REVERSED, c
 PAPER = {
     "order": "H-UATS is above every baseline on every pair (Table 4, mean over N)",
     "a_over_h": "A-UATS is above H-UATS on every pair (Table 4, mean over N)",
-    "h_uncertainty": "Uncertainty adds accuracy to H-UATS (Table 5, \"w/o Uncert.\": one deterministic pass)",
+    "h_uncertainty": 'Uncertainty adds accuracy to H-UATS (Table 5, "w/o Uncert.": one deterministic pass)',
     "a_uncertainty": "Uncertainty adds accuracy to A-UATS (Table 5, the controller without σ features)",
     "harder": "Search beats sampling where problems are harder (the paper's premise)",
     "figure2": "Out of distribution the PRM is less reliable and its MC-dropout variance higher (Figure 2)",
@@ -62,7 +62,7 @@ def replicated(claims: dict[str, str]) -> str:
         return f"{REPLICATES} ({next(iter(found.values()))} in both recordings)"
     if len(found) == len(RECORDINGS):
         return CONFLICTS
-    (recording, word), = found.items()
+    ((recording, word),) = found.items()
     return f"{word} in the {recording} recording only: {lead_word(recording)}"
 
 
@@ -86,14 +86,19 @@ def order_row(ordering: pd.DataFrame, over: pd.DataFrame, roles: dict[str, str])
     for pair, g in weighted.groupby("pair", sort=True):
         values: dict[str, list[tuple[float, float]]] = {}
         for _, row in g.iterrows():
-            values[row["recording"]] = [(row[f"h-{y}"], row[f"h-{y}_half"]) for y in baselines
-                                        if pd.notna(row[f"h-{y}"])]
-            found = sorted(((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines if pd.notna(row[f"h-{y}"])),
-                           key=lambda t: t[0])
+            values[row["recording"]] = [
+                (row[f"h-{y}"], row[f"h-{y}_half"]) for y in baselines if pd.notna(row[f"h-{y}"])
+            ]
+            found = sorted(
+                ((row[f"h-{y}"], row[f"h-{y}_half"], y) for y in baselines if pd.notna(row[f"h-{y}"])),
+                key=lambda t: t[0],
+            )
             if found:
                 (lo, lo_half, lo_name), (hi, hi_half, hi_name) = found[0], found[-1]
-                here.append(f"{pair_name(pair, roles)}, {row['recording']}: H-UATS − each baseline from "
-                            f"{diff_text(lo, lo_half)} ({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})")
+                here.append(
+                    f"{pair_name(pair, roles)}, {row['recording']}: H-UATS − each baseline from "
+                    f"{diff_text(lo, lo_half)} ({lo_name}) to {diff_text(hi, hi_half)} ({hi_name})"
+                )
         pooled = over[(over["pair"] == pair) & (over["x"] == "h-uats")] if len(over) else over
         values["pooled"] = [(r.pooled_diff, r.pooled_half) for r in pooled.itertuples()]
         if any(values.values()):
@@ -101,13 +106,21 @@ def order_row(ordering: pd.DataFrame, over: pd.DataFrame, roles: dict[str, str])
     if not here:
         return None
     others = claim_groups(ordering[ordering["rule"] != "weighted"], "h_claim")
-    here.append("every rule: \"Which rule orders the methods\" (\"Answer aggregation\")")
-    verdict += [f"{word} under another rule (looked at after the results: a lead): "
-                f"{listing(others.get(word, []), empty='no rule')}" for word in (REPRODUCED, POINT_ONLY)]
+    here.append('every rule: "Which rule orders the methods" ("Answer aggregation")')
+    verdict += [
+        f"{word} under another rule (looked at after the results: a lead): "
+        f"{listing(others.get(word, []), empty='no rule')}"
+        for word in (REPRODUCED, POINT_ONLY)
+    ]
     for _, row in ordering[(ordering["h_claim"] == POINT_ONLY) & (ordering["rule"] != "weighted")].iterrows():
-        noise = [f"{y} {diff_text(row[f'h-{y}'], row[f'h-{y}_half'])}" for y in baselines
-                 if pd.notna(row[f"h-{y}"]) and side(row[f"h-{y}"], row[f"h-{y}_half"]) == NOISE]
-        verdict.append(f"{row['recording']} {RULE_NAMES[row['rule']]} on {row['pair']}: within noise of {listing(noise)}")
+        noise = [
+            f"{y} {diff_text(row[f'h-{y}'], row[f'h-{y}_half'])}"
+            for y in baselines
+            if pd.notna(row[f"h-{y}"]) and side(row[f"h-{y}"], row[f"h-{y}_half"]) == NOISE
+        ]
+        verdict.append(
+            f"{row['recording']} {RULE_NAMES[row['rule']]} on {row['pair']}: within noise of {listing(noise)}"
+        )
     return [PAPER["order"], "; ".join(here), "; ".join(verdict)]
 
 
@@ -124,13 +137,18 @@ def a_over_h_row(contrasts: pd.DataFrame, over: pd.DataFrame, vdiff: pd.DataFram
             values = {n: [(r[f"{n}_diff"], r[f"{n}_half"])] for n in (*RECORDINGS, "pooled")}
         else:
             values = {"original": [(g["diff"].iloc[0], g["half_problems"].iloc[0])]}
-        here.append(f"{pair_name(pair, roles)}, mean over N: "
-                    + ", ".join(f"{n} {diff_text(*v[0])}" for n, v in values.items()))
+        here.append(
+            f"{pair_name(pair, roles)}, mean over N: " + ", ".join(f"{n} {diff_text(*v[0])}" for n, v in values.items())
+        )
         verdict.append(f"{pair_name(pair, roles)}: {both_recordings(values)}")
     if vdiff.empty:
         return [PAPER["a_over_h"], "; ".join(here), "; ".join(verdict)]
-    retrained = vdiff[(vdiff["method"] == "a-uats") & (vdiff["reference"] == "h-uats (base)")
-                      & vdiff["variant"].map(controller_name).ne("") & ~vdiff["variant"].str.contains(NO_SIGMA_VARIANT)]
+    retrained = vdiff[
+        (vdiff["method"] == "a-uats")
+        & (vdiff["reference"] == "h-uats (base)")
+        & vdiff["variant"].map(controller_name).ne("")
+        & ~vdiff["variant"].str.contains(NO_SIGMA_VARIANT)
+    ]
     for variant, g in retrained.groupby("variant", sort=True):
         h, v = per_n(g, roles)
         here.append(f"the retrained `{controller_name(variant)}` (the original recording, N = 16 alone): {listing(h)}")
@@ -152,23 +170,34 @@ def variants_paired(results: pd.DataFrame, x: str, y: str, confidence: float) ->
     rows = []
     for (pair, budget), m in both.groupby(["pair", "budget"], sort=True):
         d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
-            pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
+            pd.MultiIndex.from_frame(m[["problem_id", "seed"]])
+        )
         rows.append({"pair": pair, "budget": budget, **paired_summary(d, confidence)})
     return pd.DataFrame(rows) if rows else None
 
 
-def a_uncertainty_row(vdiff: pd.DataFrame, results: pd.DataFrame, controller: pd.DataFrame | None,
-                      roles: dict[str, str], confidence: float) -> list[str]:
+def a_uncertainty_row(
+    vdiff: pd.DataFrame,
+    results: pd.DataFrame,
+    controller: pd.DataFrame | None,
+    roles: dict[str, str],
+    confidence: float,
+) -> list[str]:
     """With σ − without σ: the shipped controllers (the ablation's variant against A-UATS's base, negated) and the
     retrained ones paired directly; and what the controller table says about the controllers behind them."""
-    shipped = vdiff[(vdiff["method"] == "a-uats") & (vdiff["variant"] == NO_SIGMA_VARIANT)
-                    & (vdiff["reference"] == "a-uats (base)")]
+    shipped = vdiff[
+        (vdiff["method"] == "a-uats") & (vdiff["variant"] == NO_SIGMA_VARIANT) & (vdiff["reference"] == "a-uats (base)")
+    ]
     here, verdict = per_n(shipped, roles, sign=-1.0)
     here, verdict = [f"with σ − without σ, shipped controllers: {listing(here)}"], [f"shipped: {listing(verdict)}"]
     retrained = sorted({v for v in results.loc[results["method"] == "a-uats", "variant"] if controller_name(v)})
     with_sigma = [v for v in retrained if NO_SIGMA_VARIANT not in v]
     without = [v for v in retrained if NO_SIGMA_VARIANT in v]
-    if with_sigma and without and (paired := variants_paired(results, with_sigma[0], without[0], confidence)) is not None:
+    if (
+        with_sigma
+        and without
+        and (paired := variants_paired(results, with_sigma[0], without[0], confidence)) is not None
+    ):
         h, v = per_n(paired, roles)
         here.append(f"retrained (`{controller_name(with_sigma[0])}` − `{controller_name(without[0])}`): {listing(h)}")
         verdict.append(f"retrained: {listing(v)}")
@@ -177,9 +206,13 @@ def a_uncertainty_row(vdiff: pd.DataFrame, results: pd.DataFrame, controller: pd
         for name, g in controller.groupby("controller", sort=True):
             sigma = g["sigma_moves"].dropna()
             measured.add(name)
-            here.append(f"`{name}`'s knobs move at most {100 * g['spread'].max():.2f}% of a knob's range over the states "
-                        f"its searches met" + (f", its σ features at most {100 * sigma.max():.2f}%" if len(sigma) else ""))
-    unmeasured = sorted({checkpoint_of(v).name for v in results.loc[results["method"] == "a-uats", "variant"]} - measured)
+            here.append(
+                f"`{name}`'s knobs move at most {100 * g['spread'].max():.2f}% of a knob's range over the states "
+                f"its searches met" + (f", its σ features at most {100 * sigma.max():.2f}%" if len(sigma) else "")
+            )
+    unmeasured = sorted(
+        {checkpoint_of(v).name for v in results.loc[results["method"] == "a-uats", "variant"]} - measured
+    )
     if unmeasured:
         here.append(f"no controller steps are recorded for {listing([f'`{m}`' for m in unmeasured])}")
     return [PAPER["a_uncertainty"], "; ".join(here), "; ".join(verdict)]
@@ -190,12 +223,20 @@ def harder_row(contrasts: pd.DataFrame, harder: list[str], roles: dict[str, str]
     here, verdict, contrasts = [], [], masked(contrasts)
     for dataset in harder:
         g = contrasts[(contrasts["dataset"] == dataset) & (contrasts["y"] == "best-of-n")]
-        g = pd.concat([g, contrasts[(contrasts["dataset"] == dataset) & (contrasts["x"] == "best-of-n")]
-                       .assign(diff=lambda t: -t["diff"], x=lambda t: t["y"], y="best-of-n")])
+        g = pd.concat(
+            [
+                g,
+                contrasts[(contrasts["dataset"] == dataset) & (contrasts["x"] == "best-of-n")].assign(
+                    diff=lambda t: -t["diff"], x=lambda t: t["y"], y="best-of-n"
+                ),
+            ]
+        )
         for pair, p in g.groupby("pair", sort=True):
             values = [(r.diff, r.half_problems) for r in p.itertuples()]
-            here.append(f"`{dataset}`, {pair_name(pair, roles)}: "
-                        + ", ".join(f"{r.x} − best-of-n {diff_text(r.diff, r.half_problems)}" for r in p.itertuples()))
+            here.append(
+                f"`{dataset}`, {pair_name(pair, roles)}: "
+                + ", ".join(f"{r.x} − best-of-n {diff_text(r.diff, r.half_problems)}" for r in p.itertuples())
+            )
             verdict.append(f"{pair_name(pair, roles)}: {claim(values)}")
     return [PAPER["harder"], "; ".join(here), "; ".join(verdict)]
 
@@ -214,19 +255,24 @@ def figure2_row(summary: pd.DataFrame, dataset: str, roles: dict[str, str]) -> l
     auroc_o, auroc_i = s.loc[(o, det), "auroc"], s.loc[(i, det), "auroc"]
     over_o, over_i = s.loc[(o, mc), "share_var_over_tau"], s.loc[(i, mc), "share_var_over_tau"]
     wrong, right = s.loc[(o, mc), "var_median_wrong"], s.loc[(o, mc), "var_median_correct"]
-    here = [f"step AUROC {auroc_i:.3f} on {pair_name(i, roles)} against {auroc_o:.3f} on {pair_name(o, roles)}",
-            f"σ² over τ for {100 * over_o:.1f}% of {o}'s steps and {100 * over_i:.1f}% of {i}'s",
-            f"median σ² of {o}'s wrong steps {wrong:.2e} against {right:.2e} for its right ones"]
+    here = [
+        f"step AUROC {auroc_i:.3f} on {pair_name(i, roles)} against {auroc_o:.3f} on {pair_name(o, roles)}",
+        f"σ² over τ for {100 * over_o:.1f}% of {o}'s steps and {100 * over_i:.1f}% of {i}'s",
+        f"median σ² of {o}'s wrong steps {wrong:.2e} against {right:.2e} for its right ones",
+    ]
     style = auroc_o < auroc_i and over_o > over_i
     errors = wrong > right
-    verdict = (("reproduced for the style" if style else "not reproduced for the style")
-               + (", and for the errors" if errors else f", not for the errors: σ² flags {o}'s steps, not its wrong ones")
-               + " (point estimates)")
+    verdict = (
+        ("reproduced for the style" if style else "not reproduced for the style")
+        + (", and for the errors" if errors else f", not for the errors: σ² flags {o}'s steps, not its wrong ones")
+        + " (point estimates)"
+    )
     return [PAPER["figure2"], "; ".join(here), verdict]
 
 
-def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list[str], roles: dict[str, str],
-                    confidence: float) -> str:
+def claims_markdown(
+    rep_tables: dict[str, pd.DataFrame], main: str, harder: list[str], roles: dict[str, str], confidence: float
+) -> str:
     """The claims table from the report's tables (main: the dataset of the full grid; harder: the harder ones)."""
     t = rep_tables
     vdiff = t.get("variant_differences", pd.DataFrame())
@@ -249,8 +295,11 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
     if len(ladder):
         rows.append(ladder_row(ladder, *UNCERTAINTY_ABLATION, "h_uncertainty", roles))
     if len(vdiff):
-        rows.append(a_uncertainty_row(vdiff, t["results"][t["results"]["dataset"] == main], t.get("controller"), roles,
-                                      confidence))
+        rows.append(
+            a_uncertainty_row(
+                vdiff, t["results"][t["results"]["dataset"] == main], t.get("controller"), roles, confidence
+            )
+        )
     if harder and len(t.get("contrasts", [])):
         rows.append(harder_row(t["contrasts"], harder, roles))
     if "prm_summary" in t and len(t["prm_summary"]):
@@ -258,7 +307,10 @@ def claims_markdown(rep_tables: dict[str, pd.DataFrame], main: str, harder: list
     if len(ladder):
         rows.append(ladder_row(ladder, *SCORE_FIRST[-1], "reeval", roles))
     rows.append([PAPER["scope"], "two tiny pairs, arithmetic problems, CPU", "not testable here"])
-    return ("The paper's claims against this grid: what the report's tables give for each (differences in points, "
-            f"paired on the same (problem, seed) cells, ± {100 * confidence:g}% t over problems), in each recording that "
-            "holds the cells (the rerun holds the test split's base cells alone; every other row rests on the original "
-            "recording) and pooled, and the verdict by the rule, with the replication verdict\n\n" + markdown_table(["the paper's claim", "here", "verdict"], rows))
+    return (
+        "The paper's claims against this grid: what the report's tables give for each (differences in points, "
+        f"paired on the same (problem, seed) cells, ± {100 * confidence:g}% t over problems), in each recording that "
+        "holds the cells (the rerun holds the test split's base cells alone; every other row rests on the original "
+        "recording) and pooled, and the verdict by the rule, with the replication verdict\n\n"
+        + markdown_table(["the paper's claim", "here", "verdict"], rows)
+    )

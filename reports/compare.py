@@ -18,8 +18,9 @@ from .verdicts import masked, order, trend, zero_word
 CELL_AXES = ["problem_id", "seed"]
 
 
-def paired_mean_over_n(rows: pd.DataFrame, x: str, y: str, metric: str = "correct",
-                       confidence: float = 0.95) -> dict[str, Any] | None:
+def paired_mean_over_n(
+    rows: pd.DataFrame, x: str, y: str, metric: str = "correct", confidence: float = 0.95
+) -> dict[str, Any] | None:
     """x − y on `metric` over the rows of one (dataset, variant, pair): per (problem, seed) the mean over budgets of
     the paired difference, then stats.paired_summary; None where either method is missing."""
     wide = rows.pivot_table(index=[*CELL_AXES, "budget"], columns="method", values=metric, aggfunc="first")
@@ -70,14 +71,24 @@ def contrast_markdown(table: pd.DataFrame, roles: dict[str, str]) -> dict[str, s
     if table.empty:
         return out
     for dataset, g in masked(table).groupby("dataset", sort=False):
-        rows = [[pair_name(r.pair, roles), f"{r.x} − {r.y}", f"{100 * r.diff:+.1f}",
-                 half_text(r.half_seeds, r.n_seeds, "seeds"), half_text(r.half_problems, r.n_problems, "problems"),
-                 zero_word(r.diff, r.half_problems)] for r in g.itertuples()]
-        out[dataset] = ("Methods paired on the mean accuracy over N (the weighted vote, base settings): the first method "
-                        "by mean against every other, every method against Best-of-N and A-UATS against H-UATS; difference "
-                        "in percentage points on the same (problem, seed) cells, 95% t-intervals over seeds and over "
-                        "problems\n\n" + markdown_table(["pair", "difference", "mean over N", "± over seeds",
-                                                         "± over problems", "verdict"], rows))
+        rows = [
+            [
+                pair_name(r.pair, roles),
+                f"{r.x} − {r.y}",
+                f"{100 * r.diff:+.1f}",
+                half_text(r.half_seeds, r.n_seeds, "seeds"),
+                half_text(r.half_problems, r.n_problems, "problems"),
+                zero_word(r.diff, r.half_problems),
+            ]
+            for r in g.itertuples()
+        ]
+        out[dataset] = (
+            "Methods paired on the mean accuracy over N (the weighted vote, base settings): the first method "
+            "by mean against every other, every method against Best-of-N and A-UATS against H-UATS; difference "
+            "in percentage points on the same (problem, seed) cells, 95% t-intervals over seeds and over "
+            "problems\n\n"
+            + markdown_table(["pair", "difference", "mean over N", "± over seeds", "± over problems", "verdict"], rows)
+        )
     return out
 
 
@@ -91,8 +102,18 @@ def growth_table(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
             continue
         wide = g.pivot_table(index=CELL_AXES, columns="budget", values="correct", aggfunc="first").astype(float)
         d = (wide[hi] - wide[lo]).dropna()
-        rows.append({"dataset": dataset, "pair": pair, "method": method, "lo": lo, "hi": hi,
-                     "acc_lo": float(wide[lo].mean()), "acc_hi": float(wide[hi].mean()), **paired_summary(d, confidence)})
+        rows.append(
+            {
+                "dataset": dataset,
+                "pair": pair,
+                "method": method,
+                "lo": lo,
+                "hi": hi,
+                "acc_lo": float(wide[lo].mean()),
+                "acc_hi": float(wide[hi].mean()),
+                **paired_summary(d, confidence),
+            }
+        )
     return sort_by_method(pd.DataFrame(rows), ["dataset", "pair", "method"]) if rows else pd.DataFrame()
 
 
@@ -101,14 +122,37 @@ def growth_markdown(table: pd.DataFrame, roles: dict[str, str]) -> dict[str, str
     if table.empty:
         return out
     for dataset, g in masked(table).groupby("dataset", sort=False):
-        rows = [[pair_name(r.pair, roles), r.method, f"{r.lo} → {r.hi}", f"{100 * r.acc_lo:.1f}", f"{100 * r.acc_hi:.1f}",
-                 f"{100 * r.diff:+.1f}", half_text(r.half_problems, r.n_problems, "problems"),
-                 trend(r.diff, r.half_problems)] for r in g.itertuples()]
-        out[dataset] = ("Accuracy (%) from the smallest to the largest N (the weighted vote, base settings) and the "
-                        "paired difference in percentage points on the same (problem, seed) cells, 95% t-interval over "
-                        "problems\n\n" + markdown_table(["pair", "method", "N", "accuracy at the smallest N",
-                                                         "at the largest N", "difference", "± over problems",
-                                                         "verdict"], rows))
+        rows = [
+            [
+                pair_name(r.pair, roles),
+                r.method,
+                f"{r.lo} → {r.hi}",
+                f"{100 * r.acc_lo:.1f}",
+                f"{100 * r.acc_hi:.1f}",
+                f"{100 * r.diff:+.1f}",
+                half_text(r.half_problems, r.n_problems, "problems"),
+                trend(r.diff, r.half_problems),
+            ]
+            for r in g.itertuples()
+        ]
+        out[dataset] = (
+            "Accuracy (%) from the smallest to the largest N (the weighted vote, base settings) and the "
+            "paired difference in percentage points on the same (problem, seed) cells, 95% t-interval over "
+            "problems\n\n"
+            + markdown_table(
+                [
+                    "pair",
+                    "method",
+                    "N",
+                    "accuracy at the smallest N",
+                    "at the largest N",
+                    "difference",
+                    "± over problems",
+                    "verdict",
+                ],
+                rows,
+            )
+        )
     return out
 
 
@@ -123,8 +167,9 @@ def order_table(df: pd.DataFrame, datasets: list[str]) -> pd.DataFrame:
     for (dataset, pair), g in base.groupby(["dataset", "pair"], sort=True):
         means = method_means(g)
         for place, method in enumerate(order(means), start=1):
-            rec = rows.setdefault((pair, method), {"pair": pair, "method": method,
-                                                   "budgets": ",".join(str(b) for b in sorted(budgets))})
+            rec = rows.setdefault(
+                (pair, method), {"pair": pair, "method": method, "budgets": ",".join(str(b) for b in sorted(budgets))}
+            )
             rec[f"{dataset}_mean"], rec[f"{dataset}_place"] = means[method], place
     out = pd.DataFrame(list(rows.values()))
     return sort_by_method(out, ["pair", "method"]) if len(out) else out
@@ -136,12 +181,19 @@ PLACES = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"]
 def order_markdown(table: pd.DataFrame, datasets: list[str], roles: dict[str, str]) -> str:
     if table.empty:
         return ""
-    rows = [[pair_name(r["pair"], roles), r["method"],
-             *[f"{mean_pm(r[f'{d}_mean'], float('nan'))} ({PLACES[int(r[f'{d}_place']) - 1]})" for d in datasets]]
-            for _, r in table.iterrows()]
-    return (f"The order of the methods by mean accuracy (%) over N ∈ {{{table['budgets'].iloc[0]}}}, the budgets and "
-            "methods every dataset ran (the weighted vote, base settings; point estimates)\n\n"
-            + markdown_table(["pair", "method", *datasets], rows))
+    rows = [
+        [
+            pair_name(r["pair"], roles),
+            r["method"],
+            *[f"{mean_pm(r[f'{d}_mean'], float('nan'))} ({PLACES[int(r[f'{d}_place']) - 1]})" for d in datasets],
+        ]
+        for _, r in table.iterrows()
+    ]
+    return (
+        f"The order of the methods by mean accuracy (%) over N ∈ {{{table['budgets'].iloc[0]}}}, the budgets and "
+        "methods every dataset ran (the weighted vote, base settings; point estimates)\n\n"
+        + markdown_table(["pair", "method", *datasets], rows)
+    )
 
 
 def places(table: pd.DataFrame, dataset: str, pair: str) -> list[str]:

@@ -21,8 +21,10 @@ def difficulty_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> str:
     datasets = difficulty_order(base)
     if len(datasets) < 2:
         return ""
-    sizes = {d: f"{int(g['n_problems'].max())} problems × {int(g['n_seeds'].max())} seeds"
-             for d, g in base.groupby("dataset")}
+    sizes = {
+        d: f"{int(g['n_problems'].max())} problems × {int(g['n_seeds'].max())} seeds"
+        for d, g in base.groupby("dataset")
+    }
     rows = []
     for (pair, budget), g in base.groupby(["pair", "budget"], sort=True):
         if g["dataset"].nunique() < 2:
@@ -31,10 +33,16 @@ def difficulty_markdown(cur: pd.DataFrame, roles: dict[str, str]) -> str:
             cells = []
             for d in datasets:
                 hit = g[(g["method"] == method) & (g["dataset"] == d)]
-                cells.append("–" if hit.empty else f"{mean_pm(hit['acc'].iloc[0], hit['acc_half'].iloc[0], n=hit['n_seeds'].iloc[0])}"
-                                                    f" ({100 * hit['pass_at_n'].iloc[0]:.1f})")
+                cells.append(
+                    "–"
+                    if hit.empty
+                    else f"{mean_pm(hit['acc'].iloc[0], hit['acc_half'].iloc[0], n=hit['n_seeds'].iloc[0])}"
+                    f" ({100 * hit['pass_at_n'].iloc[0]:.1f})"
+                )
             rows.append([pair_name(pair, roles), budget, method, *cells])
-    return ("Accuracy against difficulty: accuracy (%, ± 95% t over seeds) and, in brackets, Pass@N (the oracle) of "
-            "each method on each dataset, easiest first (by mean accuracy over every method), on the problems every "
-            "method, budget and seed of the dataset finished\n\n"
-            + markdown_table(["pair", "N", "method", *[f"{d} ({sizes[d]})" for d in datasets]], rows))
+    return (
+        "Accuracy against difficulty: accuracy (%, ± 95% t over seeds) and, in brackets, Pass@N (the oracle) of "
+        "each method on each dataset, easiest first (by mean accuracy over every method), on the problems every "
+        "method, budget and seed of the dataset finished\n\n"
+        + markdown_table(["pair", "N", "method", *[f"{d} ({sizes[d]})" for d in datasets]], rows)
+    )

@@ -42,9 +42,14 @@ def trace_counts(nodes: pd.DataFrame) -> pd.DataFrame:
             per_depth[int(depth)] = (count + 1, seen)
         if not per_depth:
             continue
-        row = {"run_id": run_id, "n_candidates": sum(c for c, _ in per_depth.values()), "n_distinct": len(ids),
-               "steps": len(per_depth), "candidates_per_step": sum(c for c, _ in per_depth.values()) / len(per_depth),
-               "distinct_per_step": sum(len(s) for _, s in per_depth.values()) / len(per_depth)}
+        row = {
+            "run_id": run_id,
+            "n_candidates": sum(c for c, _ in per_depth.values()),
+            "n_distinct": len(ids),
+            "steps": len(per_depth),
+            "candidates_per_step": sum(c for c, _ in per_depth.values()) / len(per_depth),
+            "distinct_per_step": sum(len(s) for _, s in per_depth.values()) / len(per_depth),
+        }
         if with_finals:
             row["solutions"] = final_solutions(g, trace)
         rows.append(row)
@@ -60,8 +65,9 @@ def final_solutions(nodes: pd.DataFrame, trace: dict[int, int]) -> str:
     out: dict[int, list] = {}
     for node_id, answer, correct, mean in zip(finals["node_id"], finals["answer"], finals["correct"], finals["mean"]):
         score = 0.0 if pd.isna(mean) else float(mean)  # as the search's vote reads it
-        entry = out.setdefault(trace[int(node_id)], [str(answer), None if pd.isna(correct) else bool(correct), 0,
-                                                     0.0, float("-inf")])
+        entry = out.setdefault(
+            trace[int(node_id)], [str(answer), None if pd.isna(correct) else bool(correct), 0, 0.0, float("-inf")]
+        )
         entry[2] += 1
         entry[3] += score
         entry[4] = max(entry[4], score)
@@ -86,10 +92,18 @@ def duplicates_table(results: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFram
     if both.empty:
         return pd.DataFrame()
     keys = ["dataset", "pair", "method", "budget"]
-    out = both.groupby(keys, sort=False).agg(
-        cells=("cell_key", "size"), candidates_per_step=("candidates_per_step", "mean"),
-        distinct_per_step=("distinct_per_step", "mean"), n_candidates=("n_candidates", "sum"),
-        n_distinct=("n_distinct", "sum"), accuracy=("correct", "mean")).reset_index()
+    out = (
+        both.groupby(keys, sort=False)
+        .agg(
+            cells=("cell_key", "size"),
+            candidates_per_step=("candidates_per_step", "mean"),
+            distinct_per_step=("distinct_per_step", "mean"),
+            n_candidates=("n_candidates", "sum"),
+            n_distinct=("n_distinct", "sum"),
+            accuracy=("correct", "mean"),
+        )
+        .reset_index()
+    )
     out["distinct_share"] = out["n_distinct"] / out["n_candidates"]
     return sort_by_method(out, ["dataset", "pair", "method", "budget"])
 
@@ -98,9 +112,24 @@ def duplicates_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
     several = table["dataset"].nunique() > 1
-    rows = [[pair_cell(r.pair, r.dataset, roles, several), r.method, r.budget, f"{r.candidates_per_step:.1f}", f"{r.distinct_per_step:.1f}",
-             f"{100 * r.distinct_share:.0f}%", f"{100 * r.accuracy:.1f}", r.cells] for r in table.itertuples()]
-    return ("Candidates per step and the distinct partial solutions among them (two candidates are the same when "
-            "their parents are and their step texts are equal), base cells\n\n"
-            + markdown_table(["pair", "method", "N", "candidates / step", "distinct / step", "distinct share",
-                              "accuracy (%)", "cells"], rows))
+    rows = [
+        [
+            pair_cell(r.pair, r.dataset, roles, several),
+            r.method,
+            r.budget,
+            f"{r.candidates_per_step:.1f}",
+            f"{r.distinct_per_step:.1f}",
+            f"{100 * r.distinct_share:.0f}%",
+            f"{100 * r.accuracy:.1f}",
+            r.cells,
+        ]
+        for r in table.itertuples()
+    ]
+    return (
+        "Candidates per step and the distinct partial solutions among them (two candidates are the same when "
+        "their parents are and their step texts are equal), base cells\n\n"
+        + markdown_table(
+            ["pair", "method", "N", "candidates / step", "distinct / step", "distinct share", "accuracy (%)", "cells"],
+            rows,
+        )
+    )

@@ -43,11 +43,20 @@ def grid_differences(results: pd.DataFrame, confidence: float = 0.95) -> pd.Data
             if m.empty:
                 continue
             d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
-                pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
+                pd.MultiIndex.from_frame(m[["problem_id", "seed"]])
+            )
             s = paired_summary(d, confidence)
-            rows.append({"pair": pair, "budget": int(budget), "estimator": estimator, "seeds": name,
-                         "diff": s["diff"], "half": shown_half(s["half_problems"], s["n_problems"]),
-                         "n_problems": s["n_problems"]})
+            rows.append(
+                {
+                    "pair": pair,
+                    "budget": int(budget),
+                    "estimator": estimator,
+                    "seeds": name,
+                    "diff": s["diff"],
+                    "half": shown_half(s["half_problems"], s["n_problems"]),
+                    "n_problems": s["n_problems"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -55,7 +64,7 @@ def seed_set_verdict(sides: dict[str, int]) -> str:
     """The verdict over the seed sets present (UP / NOISE / DOWN each), by the rule stated on the page."""
     word = {UP: "above zero", DOWN: "below zero"}
     if len(sides) < len(SEED_SETS):
-        (name, s), = sides.items()
+        ((name, s),) = sides.items()
         return f"a lead ({name} only: {word[s]})" if s != NOISE else f"within noise ({name} only)"
     clear = {s for s in sides.values() if s != NOISE}
     if not clear:
@@ -74,10 +83,13 @@ def grid_markdown(results: pd.DataFrame, confidence: float = 0.95) -> str:
     if diffs.empty:
         return "The ledger holds no (problem, seed) cell that both H-UATS and REBASE ran yet."
     problems = results["problem_id"].nunique()
-    lines = [f"H-UATS under each estimator minus REBASE, accuracy in points on the same (problem, seed) cells, ± the "
-             f"{confidence:.0%} interval over problems (problems in brackets); the ledger holds {len(results):,} cells "
-             f"over {problems} problems (`uats eval --spec recipes/arith-estimators.toml`; the grid is problem-major, "
-             "so every method and estimator ran on the same problems). τ is each estimator's own `auto`, K0 = 7.", ""]
+    lines = [
+        f"H-UATS under each estimator minus REBASE, accuracy in points on the same (problem, seed) cells, ± the "
+        f"{confidence:.0%} interval over problems (problems in brackets); the ledger holds {len(results):,} cells "
+        f"over {problems} problems (`uats eval --spec recipes/arith-estimators.toml`; the grid is problem-major, "
+        "so every method and estimator ran on the same problems). τ is each estimator's own `auto`, K0 = 7.",
+        "",
+    ]
     head = ["pair", "N", "estimator", *SEED_SETS, "verdict"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     met = []
@@ -85,19 +97,28 @@ def grid_markdown(results: pd.DataFrame, confidence: float = 0.95) -> str:
         by_set = {r["seeds"]: r for _, r in g.iterrows()}
         sides = {n: side(r["diff"], r["half"]) for n, r in by_set.items()}
         verdict = seed_set_verdict(sides)
-        cells = [f"{diff_text(r['diff'], r['half'])} ({r['n_problems']})" if (r := by_set.get(n)) is not None else "–"
-                 for n in SEED_SETS]
+        cells = [
+            f"{diff_text(r['diff'], r['half'])} ({r['n_problems']})" if (r := by_set.get(n)) is not None else "–"
+            for n in SEED_SETS
+        ]
         lines.append(f"| {pair} | {budget} | {estimator} | " + " | ".join(cells) + f" | {verdict} |")
         if pair == GOAL_PAIR and budget in GOAL_BUDGETS and verdict == "replicates (above zero)":
             met.append((estimator, budget))
     winners = sorted({e for e, _ in met if all((e, b) in met for b in GOAL_BUDGETS)})
-    lines += ["", f"**Rule**: a difference clears zero when its printed interval lies on one side of zero; it "
-              f"*replicates* when it clears zero the same way in both seed sets, and is a lead when it clears zero in "
-              f"one only (or only one seed set has run). The bar: an estimator whose H-UATS gain over REBASE on "
-              f"{GOAL_PAIR} replicates at N = {' and '.join(map(str, GOAL_BUDGETS))}. **Verdict**: "
-              + (f"met by {', '.join(winners)}." if winners else
-                 "no estimator meets it on the cells run so far" + ("" if len(SEED_SETS) == diffs["seeds"].nunique()
-                                                                    else " (the second seed set has not run)") + ".")]
+    lines += [
+        "",
+        f"**Rule**: a difference clears zero when its printed interval lies on one side of zero; it "
+        f"*replicates* when it clears zero the same way in both seed sets, and is a lead when it clears zero in "
+        f"one only (or only one seed set has run). The bar: an estimator whose H-UATS gain over REBASE on "
+        f"{GOAL_PAIR} replicates at N = {' and '.join(map(str, GOAL_BUDGETS))}. **Verdict**: "
+        + (
+            f"met by {', '.join(winners)}."
+            if winners
+            else "no estimator meets it on the cells run so far"
+            + ("" if len(SEED_SETS) == diffs["seeds"].nunique() else " (the second seed set has not run)")
+            + "."
+        ),
+    ]
     return with_provenance("\n".join(lines), results)
 
 

@@ -22,16 +22,29 @@ def write_report(rep: Report, out_dir: str | Path, *, png: bool = True) -> list[
     md = out / "tables.md"
     md.write_text(rep.summary_markdown(), encoding="utf-8")
     written.append(md)
-    for name in ("results", "curves", "table4", "pass_table4", "paired_differences", "variant_differences", "spend", "duplicates", "aggregation", "ladder",
-                 "prm_summary"):
+    for name in (
+        "results",
+        "curves",
+        "table4",
+        "pass_table4",
+        "paired_differences",
+        "variant_differences",
+        "spend",
+        "duplicates",
+        "aggregation",
+        "ladder",
+        "prm_summary",
+    ):
         t = rep.tables.get(name)
         if t is not None and len(t):
             p = out / f"{name}.csv"
             t.to_csv(p, index=False)
             written.append(p)
-    html = ["<!doctype html><html><head><meta charset='utf-8'><title>UATS Studio evaluation report</title>",
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-            "padding:2px 6px}</style></head><body><h1>UATS Studio evaluation report</h1><ul>"]
+    html = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>UATS Studio evaluation report</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        "padding:2px 6px}</style></head><body><h1>UATS Studio evaluation report</h1><ul>",
+    ]
     html += [f"<li>{_esc(n)}</li>" for n in rep.notes] + ["</ul>"]
     first = True
     for name, fig in rep.figures.items():
@@ -54,7 +67,9 @@ def write_pngs(figures: dict[str, Any], out: Path) -> list[Path]:
     import shutil
 
     if not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")):
-        log.warning("no Chromium/Chrome found: PNG export skipped (apt-get install -y chromium); report.html has every figure")
+        log.warning(
+            "no Chromium/Chrome found: PNG export skipped (apt-get install -y chromium); report.html has every figure"
+        )
         return []
     written = []
     for noisy in ("choreographer", "kaleido"):  # they log every browser step at INFO
@@ -100,8 +115,13 @@ def _md_to_html(text: str) -> str:
             continue
         if table:
             head, *body = table
-            out.append("<table><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in head) + "</tr>"
-                       + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in body) + "</table>")
+            out.append(
+                "<table><tr>"
+                + "".join(f"<th>{_esc(c)}</th>" for c in head)
+                + "</tr>"
+                + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in body)
+                + "</table>"
+            )
             table = []
         if line.strip():
             out.append(f"<p>{_esc(line)}</p>")

@@ -17,8 +17,15 @@ if TYPE_CHECKING:
 
 
 ONE_RECORDING_LEAD = f"the original recording alone: {LEAD}"
-NAMES = {"best-of-n": "Best-of-N", "beam": "beam search", "dvts": "DVTS", "rebase": "REBASE", "dora": "DORA",
-         "h-uats": "H-UATS", "a-uats": "A-UATS"}
+NAMES = {
+    "best-of-n": "Best-of-N",
+    "beam": "beam search",
+    "dvts": "DVTS",
+    "rebase": "REBASE",
+    "dora": "DORA",
+    "h-uats": "H-UATS",
+    "a-uats": "A-UATS",
+}
 
 
 def name(method: str) -> str:
@@ -34,8 +41,10 @@ def section(rep: Report, key: str) -> list[str]:
 def at_n(rows: pd.DataFrame) -> str:
     """'+5.0 ± 4.7, +5.3 ± 3.9 and +3.2 ± 3.0 at N = 4, 16 and 64' (rows: budget, diff, half_problems)."""
     rows = masked(rows).sort_values("budget")
-    return (f"{listing([diff_text(d, h) for d, h in zip(rows['diff'], rows['half_problems'])])} at N = "
-            f"{listing([str(b) for b in rows['budget']])}")
+    return (
+        f"{listing([diff_text(d, h) for d, h in zip(rows['diff'], rows['half_problems'])])} at N = "
+        f"{listing([str(b) for b in rows['budget']])}"
+    )
 
 
 def clearing(rows: pd.DataFrame, one_recording: bool = True) -> str:
@@ -59,21 +68,25 @@ def replication_said(rows: pd.DataFrame) -> str:
         if word == REPLICATES:
             word += " upward" if side(r.original_diff, r.original_half) == UP else " downward"
         groups.setdefault(word, []).append(str(r.budget))
-    said = [f"{'' if word.startswith(REPLICATES) else 'is '}{word} "
-            + ("at every N" if len(budgets) == len(rows) else f"at N = {listing(budgets)}")
-            for word, budgets in sorted(groups.items(), key=lambda kv: not kv[0].startswith(REPLICATES))]
+    said = [
+        f"{'' if word.startswith(REPLICATES) else 'is '}{word} "
+        + ("at every N" if len(budgets) == len(rows) else f"at N = {listing(budgets)}")
+        for word, budgets in sorted(groups.items(), key=lambda kv: not kv[0].startswith(REPLICATES))
+    ]
     text = ", ".join(said)
     if "pooled_diff" in rows:
-        pooled = rows.rename(columns={"pooled_diff": "diff", "pooled_half": "half_problems"})[["budget", "diff",
-                                                                                               "half_problems"]]
+        pooled = rows.rename(columns={"pooled_diff": "diff", "pooled_half": "half_problems"})[
+            ["budget", "diff", "half_problems"]
+        ]
         text += f" (pooled, it {clearing(pooled, one_recording=False)})"
     return text
 
 
 def by_pair(rows: pd.DataFrame, roles: dict[str, str], what: str) -> list[str]:
     """Per pair: '**A:prm (ID)**: <what> <values at N>, <where they clear zero>'."""
-    return [f"**{pair_name(pair, roles)}**: {what} {at_n(g)}: {clearing(g)}."
-            for pair, g in rows.groupby("pair", sort=True)]
+    return [
+        f"**{pair_name(pair, roles)}**: {what} {at_n(g)}: {clearing(g)}." for pair, g in rows.groupby("pair", sort=True)
+    ]
 
 
 def ranged(values: Iterable[float], fmt: str) -> str:
@@ -85,8 +98,11 @@ def ranged(values: Iterable[float], fmt: str) -> str:
 def clear_steps(ladder: pd.DataFrame, roles: dict[str, str]) -> list[str]:
     """The ladder steps (rows of `ladder`) that clear zero, such as
     'REBASE, MC mean − REBASE on A:prm (ID) at N = 64 (+3.2 ± 2.4)'."""
-    return [f"{r.upper} − {r.lower} on {pair_name(r.pair, roles)} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
-            for r in masked(ladder).itertuples() if side(r.diff, r.half_problems) != NOISE]
+    return [
+        f"{r.upper} − {r.lower} on {pair_name(r.pair, roles)} at N = {r.budget} ({diff_text(r.diff, r.half_problems)})"
+        for r in masked(ladder).itertuples()
+        if side(r.diff, r.half_problems) != NOISE
+    ]
 
 
 def step_rows(ladder: pd.DataFrame, upper: str, lower: str) -> pd.DataFrame:
@@ -97,12 +113,16 @@ def path_text(ladder: pd.DataFrame, pair: str, budget: int, path: list[tuple[str
     """The steps of one path up the ladder at (pair, N), each with its verdict."""
     parts, ladder = [], masked(ladder)
     for upper, lower in path:
-        hit = ladder[(ladder["pair"] == pair) & (ladder["budget"] == budget) & (ladder["upper"] == upper)
-                     & (ladder["lower"] == lower)]
+        hit = ladder[
+            (ladder["pair"] == pair)
+            & (ladder["budget"] == budget)
+            & (ladder["upper"] == upper)
+            & (ladder["lower"] == lower)
+        ]
         if len(hit):
             r = hit.iloc[0]
             word = "clears zero" if side(r["diff"], r["half_problems"]) != NOISE else "within noise"
-            parts.append(f"\"{r['change']}\" {diff_text(r['diff'], r['half_problems'])} ({word})")
+            parts.append(f'"{r["change"]}" {diff_text(r["diff"], r["half_problems"])} ({word})')
     return listing(parts, empty="")
 
 
@@ -110,16 +130,26 @@ def growth_lines(rep: Report, dataset: str) -> list[str]:
     """Per pair: the methods whose accuracy grows, falls or stays flat from the smallest to the largest N."""
     growth = rep.tables.get("growth", pd.DataFrame())
     out = []
-    for pair, g in (masked(growth[growth["dataset"] == dataset]).groupby("pair", sort=True) if len(growth) else []):
-        words = {w: [name(r.method) for r in g.itertuples() if trend(r.diff, r.half_problems) == w]
-                 for w in ("grows with N", "falls with N", "flat within noise")}
-        said = [f"{verb} for {listing(words[w])}" for w, verb in (("grows with N", "grows"), ("falls with N", "falls"),
-                                                                  ("flat within noise", "is flat within noise"))
-                if words[w]]
+    for pair, g in masked(growth[growth["dataset"] == dataset]).groupby("pair", sort=True) if len(growth) else []:
+        words = {
+            w: [name(r.method) for r in g.itertuples() if trend(r.diff, r.half_problems) == w]
+            for w in ("grows with N", "falls with N", "flat within noise")
+        }
+        said = [
+            f"{verb} for {listing(words[w])}"
+            for w, verb in (
+                ("grows with N", "grows"),
+                ("falls with N", "falls"),
+                ("flat within noise", "is flat within noise"),
+            )
+            if words[w]
+        ]
         if len(words["flat within noise"]) == len(g):
             said = ["is flat within noise for every method"]
-        out.append(f"- **{pair_name(pair, rep.roles)}**, from N = {g['lo'].iloc[0]} to {g['hi'].iloc[0]}: accuracy "
-                   f"{listing(said)}.")
+        out.append(
+            f"- **{pair_name(pair, rep.roles)}**, from N = {g['lo'].iloc[0]} to {g['hi'].iloc[0]}: accuracy "
+            f"{listing(said)}."
+        )
     return out
 
 
@@ -132,8 +162,13 @@ def pass_line(rep: Report, dataset: str) -> str:
     for (pair, budget), g in cur.groupby(["pair", "budget"], sort=True):
         top = g.sort_values("pass_at_n", ascending=False, kind="stable").iloc[0]
         tops.append(f"{name(top['method'])} on {pair} at N = {budget} ({100 * top['pass_at_n']:.1f})")
-    level = [f"{name(r.method)} on {r.pair} at N = {r.budget}" for r in cur.itertuples()
-             if f"{100 * r.pass_at_n:.1f}" == f"{100 * r.acc:.1f}"]
-    return (f"- **Pass@N** (a range counted at its upper end): the highest is {listing(tops)}. Pass@N is above "
-            + (f"accuracy in every row but {listing(level)}, where they are equal" if level else "accuracy in every row")
-            + ": some final candidate was right more often than the answer chosen.")
+    level = [
+        f"{name(r.method)} on {r.pair} at N = {r.budget}"
+        for r in cur.itertuples()
+        if f"{100 * r.pass_at_n:.1f}" == f"{100 * r.acc:.1f}"
+    ]
+    return (
+        f"- **Pass@N** (a range counted at its upper end): the highest is {listing(tops)}. Pass@N is above "
+        + (f"accuracy in every row but {listing(level)}, where they are equal" if level else "accuracy in every row")
+        + ": some final candidate was right more often than the answer chosen."
+    )

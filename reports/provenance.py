@@ -21,8 +21,10 @@ def provenance_line(rows: pd.DataFrame) -> str:
     dirty = int(sum(n for version, n in order if version.endswith(DIRTY)))
     text = f"Code versions of the {len(rows):,} rows behind this table: {names}"
     if dirty:
-        text += (f"; {dirty:,} of them ({100 * dirty / len(rows):.1f}%) ran uncommitted code (`{DIRTY}`), which no "
-                 f"commit reproduces{where_dirty(rows)}")
+        text += (
+            f"; {dirty:,} of them ({100 * dirty / len(rows):.1f}%) ran uncommitted code (`{DIRTY}`), which no "
+            f"commit reproduces{where_dirty(rows)}"
+        )
     else:
         text += "; none ran uncommitted code"
     return text + "."
@@ -38,8 +40,11 @@ def where_dirty(rows: pd.DataFrame) -> str:
     said = []
     for key, n in counts.items():
         key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        said.append(" ".join(str(key[k]) for k in ("method", "variant") if k in key)
-                    + (f" at N = {key['budget']}" if "budget" in key else "") + f" ({n:,})")
+        said.append(
+            " ".join(str(key[k]) for k in ("method", "variant") if k in key)
+            + (f" at N = {key['budget']}" if "budget" in key else "")
+            + f" ({n:,})"
+        )
     return ": " + ", ".join(said)
 
 
@@ -49,8 +54,7 @@ def with_provenance(text: str, rows: pd.DataFrame) -> str:
     return f"{text}\n\n{line}" if text and line else text
 
 
-def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None,
-                     beside: pd.DataFrame | None = None) -> str:
+def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None, beside: pd.DataFrame | None = None) -> str:
     """Per ledger (the `ledger` column: its folder's name), the rows the report reads: how many, of which base
     settings, run under cross-problem batching, and from uncommitted code; a rerun's rows apart, after the total, and
     `beside`'s (variants run under the rerun's protocol) after them."""
@@ -67,11 +71,21 @@ def sources_markdown(results: pd.DataFrame, rerun: pd.DataFrame | None,
         if not name:
             continue
         dirty = int(g["code_version"].fillna("").astype(str).str.endswith(DIRTY).sum())
-        rows.append([name, f"{len(g):,}", ", ".join(f"`{d}`" for d in sorted(g["dataset"].unique())),
-                     f"{int((g['variant'] == 'base').sum()):,}", f"{int(g['batched'].sum()):,}",
-                     f"{dirty:,} ({100 * dirty / len(g):.1f}%)"])
-    return ("The ledgers the report reads: finished searches (rows), their datasets, how many ran the base settings, "
-            "how many ran under cross-problem batching (valid samples, not reproducible one by one) and how many ran "
-            "uncommitted code, which no commit reproduces\n\n"
-            + markdown_table(["ledger", "rows", "datasets", "base settings", "batched", f"uncommitted code (`{DIRTY}`)"],
-                             rows))
+        rows.append(
+            [
+                name,
+                f"{len(g):,}",
+                ", ".join(f"`{d}`" for d in sorted(g["dataset"].unique())),
+                f"{int((g['variant'] == 'base').sum()):,}",
+                f"{int(g['batched'].sum()):,}",
+                f"{dirty:,} ({100 * dirty / len(g):.1f}%)",
+            ]
+        )
+    return (
+        "The ledgers the report reads: finished searches (rows), their datasets, how many ran the base settings, "
+        "how many ran under cross-problem batching (valid samples, not reproducible one by one) and how many ran "
+        "uncommitted code, which no commit reproduces\n\n"
+        + markdown_table(
+            ["ledger", "rows", "datasets", "base settings", "batched", f"uncommitted code (`{DIRTY}`)"], rows
+        )
+    )

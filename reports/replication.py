@@ -16,8 +16,7 @@ from .stats import paired_summary, shown_half
 from .verdicts import DOWN, NOISE, UP, side
 
 RECORDINGS = ("original", "rerun")
-REPLICATES, CONFLICTS, WITHIN_BOTH = ("replicates", "the recordings conflict",
-                                        "within noise in both recordings")
+REPLICATES, CONFLICTS, WITHIN_BOTH = ("replicates", "the recordings conflict", "within noise in both recordings")
 LEAD = "a lead"  # clears zero in one recording only
 
 
@@ -51,8 +50,9 @@ def _summary(d: pd.Series, confidence: float) -> tuple[float, float, int]:
     return s["diff"], shown_half(s["half_problems"], s["n_problems"]), s["n_problems"]
 
 
-def compare_recordings(recordings: dict[str, pd.DataFrame], x: str, y: str, confidence: float,
-                       over_n: bool = False) -> dict[str, Any] | None:
+def compare_recordings(
+    recordings: dict[str, pd.DataFrame], x: str, y: str, confidence: float, over_n: bool = False
+) -> dict[str, Any] | None:
     """x − y in each recording (rows of one pair; of one budget unless over_n), pooled, and the replication verdict;
     None where a recording lacks either method."""
     rec: dict[str, Any] = {"x": x, "y": y}
@@ -63,15 +63,19 @@ def compare_recordings(recordings: dict[str, pd.DataFrame], x: str, y: str, conf
             return None
         rec[f"{name}_diff"], rec[f"{name}_half"], rec[f"{name}_problems"] = _summary(d, confidence)
         seeds = [f"{name}:{s}" for s in d.index.get_level_values("seed")]  # each recording's seeds apart
-        pooled.append(d.set_axis(pd.MultiIndex.from_arrays([d.index.get_level_values("problem_id"), seeds],
-                                                           names=["problem_id", "seed"])))
+        pooled.append(
+            d.set_axis(
+                pd.MultiIndex.from_arrays([d.index.get_level_values("problem_id"), seeds], names=["problem_id", "seed"])
+            )
+        )
     rec["pooled_diff"], rec["pooled_half"], rec["pooled_problems"] = _summary(pd.concat(pooled), confidence)
     rec["verdict"] = replication_word([side(rec[f"{n}_diff"], rec[f"{n}_half"]) for n in RECORDINGS])
     return rec
 
 
-def replication_table(original: pd.DataFrame, rerun: pd.DataFrame, comparisons: Sequence[tuple[str, str]],
-                      confidence: float = 0.95) -> pd.DataFrame:
+def replication_table(
+    original: pd.DataFrame, rerun: pd.DataFrame, comparisons: Sequence[tuple[str, str]], confidence: float = 0.95
+) -> pd.DataFrame:
     """Per (pair, budget) and comparison x − y: both recordings, pooled, and the verdict; original and rerun are the
     same (dataset, variant)'s rows, the rerun's restricted to the cells both recorded."""
     rerun = rerun[rerun["cell_key"].isin(set(original["cell_key"]))]
@@ -85,8 +89,9 @@ def replication_table(original: pd.DataFrame, rerun: pd.DataFrame, comparisons: 
     return pd.DataFrame(rows)
 
 
-def over_n_table(original: pd.DataFrame, rerun: pd.DataFrame, comparisons: Sequence[tuple[str, str]],
-                 confidence: float = 0.95) -> pd.DataFrame:
+def over_n_table(
+    original: pd.DataFrame, rerun: pd.DataFrame, comparisons: Sequence[tuple[str, str]], confidence: float = 0.95
+) -> pd.DataFrame:
     """As replication_table, paired on the mean over N (the paper's Table 4 comparison), per pair."""
     rerun = rerun[rerun["cell_key"].isin(set(original["cell_key"]))]
     original = original[original["cell_key"].isin(set(rerun["cell_key"]))]
@@ -105,5 +110,19 @@ def sides(rec: Any) -> dict[str, int]:
     return {n: side(get(f"{n}_diff"), get(f"{n}_half")) for n in (*RECORDINGS, "pooled")}
 
 
-__all__ = ["RECORDINGS", "REPLICATES", "CONFLICTS", "WITHIN_BOTH", "LEAD", "UP", "DOWN", "NOISE",
-           "lead_word", "replication_word", "compare_recordings", "replication_table", "over_n_table", "sides"]
+__all__ = [
+    "RECORDINGS",
+    "REPLICATES",
+    "CONFLICTS",
+    "WITHIN_BOTH",
+    "LEAD",
+    "UP",
+    "DOWN",
+    "NOISE",
+    "lead_word",
+    "replication_word",
+    "compare_recordings",
+    "replication_table",
+    "over_n_table",
+    "sides",
+]

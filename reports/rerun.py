@@ -24,8 +24,12 @@ from .tables import half_text, markdown_table, mean_pm, pair_name
 from .verdicts import claim, diff_text
 
 AXES = ["pair", "method", "budget", "seed"]  # a problem is finished when the rerun has every one of these
-RULE_NAMES = {"weighted": "weighted vote", "best": "best final score", "majority": "majority",
-              "distinct": "distinct solutions"}
+RULE_NAMES = {
+    "weighted": "weighted vote",
+    "best": "best final score",
+    "majority": "majority",
+    "distinct": "distinct solutions",
+}
 # (rule a, rule b): the differences the aggregation table shows, a − b on the same cells
 RULE_DIFFS = [("best", "weighted"), ("majority", "weighted"), ("distinct", "best")]
 BASELINES = [m for m in method_names() if m not in uncertainty_methods()]  # what H-UATS is held against
@@ -34,6 +38,7 @@ BASELINES = [m for m in method_names() if m not in uncertainty_methods()]  # wha
 @dataclass
 class Rerun:
     """A rerun ledger's rows (`solutions`: each cell's final solutions, candidates.csv.gz) and controller steps."""
+
     name: str
     results: pd.DataFrame
     controller: pd.DataFrame
@@ -44,8 +49,9 @@ class Rerun:
         return pd.Series(pd.MultiIndex.from_frame(rows[["dataset", "variant"]]).isin(groups), index=rows.index)
 
 
-def rerun_sections(df: pd.DataFrame, rerun: Rerun, roles: dict[str, str],
-                   confidence: float) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+def rerun_sections(
+    df: pd.DataFrame, rerun: Rerun, roles: dict[str, str], confidence: float
+) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
     """The rerun's tables and their Markdown: its coverage, the two recordings side by side, every rule, and the rule
     ordering. df: the report's rows (the first recording)."""
     original = df[rerun.covers(df)]
@@ -54,8 +60,13 @@ def rerun_sections(df: pd.DataFrame, rerun: Rerun, roles: dict[str, str],
     votes = vote_rows(done, done[["cell_key", "solutions"]].dropna())  # every rule, once per cell
     rules = rule_table(votes, confidence) if len(done) else pd.DataFrame()
     ordering = ordering_table(original, votes, confidence)
-    tables = {"rerun_coverage": pd.DataFrame([cov]), "rerun_recordings": rec, "rerun_rules": rules,
-              "rule_ordering": ordering, "rerun_rows": done}
+    tables = {
+        "rerun_coverage": pd.DataFrame([cov]),
+        "rerun_recordings": rec,
+        "rerun_rules": rules,
+        "rule_ordering": ordering,
+        "rerun_rows": done,
+    }
     markdown = {"Rerun coverage": with_provenance(coverage_markdown(cov, rec, rerun.name), rerun.results)}
     if text := recordings_markdown(rec, roles):
         both = pd.concat([done, original[original["cell_key"].isin(set(done["cell_key"]))]], ignore_index=True)
@@ -63,7 +74,9 @@ def rerun_sections(df: pd.DataFrame, rerun: Rerun, roles: dict[str, str],
     if text := rule_markdown(rules, roles):
         markdown["Every answer rule"] = with_provenance(text, done)
     if text := ordering_markdown(ordering, roles):
-        markdown["Which rule orders the methods"] = with_provenance(text, pd.concat([original, done], ignore_index=True))
+        markdown["Which rule orders the methods"] = with_provenance(
+            text, pd.concat([original, done], ignore_index=True)
+        )
     return tables, markdown
 
 
@@ -79,9 +92,14 @@ def finished_rerun(original: pd.DataFrame, rerun: pd.DataFrame) -> tuple[pd.Data
         per_problem = g.groupby("problem_id").size()
         keep.append(g[g["problem_id"].isin(set(per_problem[per_problem == wanted].index))])
     done = pd.concat(keep, ignore_index=True) if keep else same.iloc[:0]
-    return done, {"cells": len(rerun), "of_original": len(same), "original_cells": len(original),
-                  "problems": int(done["problem_id"].nunique()), "problems_original": int(original["problem_id"].nunique()),
-                  "cells_finished": len(done)}
+    return done, {
+        "cells": len(rerun),
+        "of_original": len(same),
+        "original_cells": len(original),
+        "problems": int(done["problem_id"].nunique()),
+        "problems_original": int(original["problem_id"].nunique()),
+        "cells_finished": len(done),
+    }
 
 
 def recordings(original: pd.DataFrame, done: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -91,8 +109,11 @@ def recordings(original: pd.DataFrame, done: pd.DataFrame, confidence: float = 0
     both = done.merge(original[["cell_key", "correct", "naive_correct"]], on="cell_key", suffixes=("", "_orig"))
     rows = []
     for key, g in both.groupby(["pair", "method", "budget"], sort=False):
-        rec: dict[str, Any] = {**dict(zip(["pair", "method", "budget"], key)), "cells": len(g),
-                               "n_seeds": int(g["seed"].nunique())}
+        rec: dict[str, Any] = {
+            **dict(zip(["pair", "method", "budget"], key)),
+            "cells": len(g),
+            "n_seeds": int(g["seed"].nunique()),
+        }
         index = pd.MultiIndex.from_frame(g[["problem_id", "seed"]])
         for col, name in (("correct", "weighted"), ("naive_correct", "best")):
             new, old = g[col].astype(float), g[f"{col}_orig"].astype(float)
@@ -107,17 +128,37 @@ def recordings(original: pd.DataFrame, done: pd.DataFrame, confidence: float = 0
 
 
 def coverage_markdown(cov: dict[str, Any], rec: pd.DataFrame, name: str) -> str:
-    agree = {n: (f"{100 * (rec[f'{n}_agree'] * rec['cells']).sum() / rec['cells'].sum():.1f}%" if len(rec) else "–")
-             for n in ("weighted", "best")}
-    row = [f"`{name}`", f"{cov['cells']:,}", f"{cov['of_original']:,} of {cov['original_cells']:,}",
-           f"{cov['problems']:,} of {cov['problems_original']:,}", f"{cov['cells_finished']:,}",
-           agree["weighted"], agree["best"]]
-    return ("The rerun: its cells, those that are cells of the original recording, the problems it has finished (every "
-            "pair, method, N and seed) and their cells, the ones every table of the rerun reads; and on those cells the "
-            "share where its recorded weighted vote, and its best final score, are right exactly when the original "
-            "recording's are\n\n"
-            + markdown_table(["ledger", "cells", "of the original's", "problems finished", "cells read",
-                              "weighted vote agrees", "best score agrees"], [row]))
+    agree = {
+        n: (f"{100 * (rec[f'{n}_agree'] * rec['cells']).sum() / rec['cells'].sum():.1f}%" if len(rec) else "–")
+        for n in ("weighted", "best")
+    }
+    row = [
+        f"`{name}`",
+        f"{cov['cells']:,}",
+        f"{cov['of_original']:,} of {cov['original_cells']:,}",
+        f"{cov['problems']:,} of {cov['problems_original']:,}",
+        f"{cov['cells_finished']:,}",
+        agree["weighted"],
+        agree["best"],
+    ]
+    return (
+        "The rerun: its cells, those that are cells of the original recording, the problems it has finished (every "
+        "pair, method, N and seed) and their cells, the ones every table of the rerun reads; and on those cells the "
+        "share where its recorded weighted vote, and its best final score, are right exactly when the original "
+        "recording's are\n\n"
+        + markdown_table(
+            [
+                "ledger",
+                "cells",
+                "of the original's",
+                "problems finished",
+                "cells read",
+                "weighted vote agrees",
+                "best score agrees",
+            ],
+            [row],
+        )
+    )
 
 
 def recordings_markdown(rec: pd.DataFrame, roles: dict[str, str]) -> str:
@@ -127,17 +168,39 @@ def recordings_markdown(rec: pd.DataFrame, roles: dict[str, str]) -> str:
     for r in rec.itertuples():
         row = [pair_name(r.pair, roles), r.method, r.budget, r.cells]
         for n in ("weighted", "best"):
-            row += [mean_pm(getattr(r, f"{n}_orig"), float("nan")), mean_pm(getattr(r, f"{n}_rerun"), float("nan")),
-                    f"{100 * getattr(r, f'{n}_diff'):+.1f}", half_text(getattr(r, f"{n}_half"), r.n_problems, "problems"),
-                    f"{100 * getattr(r, f'{n}_agree'):.1f}%"]
+            row += [
+                mean_pm(getattr(r, f"{n}_orig"), float("nan")),
+                mean_pm(getattr(r, f"{n}_rerun"), float("nan")),
+                f"{100 * getattr(r, f'{n}_diff'):+.1f}",
+                half_text(getattr(r, f"{n}_half"), r.n_problems, "problems"),
+                f"{100 * getattr(r, f'{n}_agree'):.1f}%",
+            ]
         rows.append(row)
-    return ("The two recordings of the same cells, on the problems the rerun has finished: accuracy (%) under the "
-            "recorded weighted vote and best final score in the original recording and in the rerun, the paired "
-            "difference rerun − original in points with its 95% t-interval over problems, and the share of cells "
-            "where both recordings are right or both wrong\n\n"
-            + markdown_table(["pair", "method", "N", "cells", "weighted: original", "rerun", "rerun − original",
-                              "± over problems", "agree", "best score: original", "rerun", "rerun − original",
-                              "± over problems", "agree"], rows))
+    return (
+        "The two recordings of the same cells, on the problems the rerun has finished: accuracy (%) under the "
+        "recorded weighted vote and best final score in the original recording and in the rerun, the paired "
+        "difference rerun − original in points with its 95% t-interval over problems, and the share of cells "
+        "where both recordings are right or both wrong\n\n"
+        + markdown_table(
+            [
+                "pair",
+                "method",
+                "N",
+                "cells",
+                "weighted: original",
+                "rerun",
+                "rerun − original",
+                "± over problems",
+                "agree",
+                "best score: original",
+                "rerun",
+                "rerun − original",
+                "± over problems",
+                "agree",
+            ],
+            rows,
+        )
+    )
 
 
 def rule_table(votes: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -162,19 +225,38 @@ def rule_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     rows = []
     for r in table.itertuples():
         rec = r._asdict()
-        row = [pair_name(r.pair, roles), r.method, r.budget, r.cells_re,
-               *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"], n=r.n_seeds_re) for rule in AGGREGATIONS]]
-        row += [f"{100 * rec[f'{a}_minus_{b}']:+.1f} {half_text(rec[f'{a}_minus_{b}_half'], r.n_problems, 'problems')}"
-                for a, b in RULE_DIFFS]
+        row = [
+            pair_name(r.pair, roles),
+            r.method,
+            r.budget,
+            r.cells_re,
+            *[mean_pm(rec[f"{rule}_re"], rec[f"{rule}_re_half"], n=r.n_seeds_re) for rule in AGGREGATIONS],
+        ]
+        row += [
+            f"{100 * rec[f'{a}_minus_{b}']:+.1f} {half_text(rec[f'{a}_minus_{b}_half'], r.n_problems, 'problems')}"
+            for a, b in RULE_DIFFS
+        ]
         row.append(f"{100 * r.agree:.1f}%")
         rows.append(row)
-    return ("Accuracy (%) under every answer rule, the rerun's cells of the problems it has finished: the weighted vote, "
-            "the best final score, plain majority and the weighted vote counting each distinct final solution once, "
-            "recomputed from each cell's final solutions (± 95% t over seeds); differences between rules in points on the "
-            "same cells (± 95% t over problems); and the share of cells where the recomputed weighted vote is the one "
-            "the rerun recorded\n\n"
-            + markdown_table(["pair", "method", "N", "cells", *[RULE_NAMES[r] for r in AGGREGATIONS],
-                              *[f"{RULE_NAMES[a]} − {RULE_NAMES[b]}" for a, b in RULE_DIFFS], "agrees"], rows))
+    return (
+        "Accuracy (%) under every answer rule, the rerun's cells of the problems it has finished: the weighted vote, "
+        "the best final score, plain majority and the weighted vote counting each distinct final solution once, "
+        "recomputed from each cell's final solutions (± 95% t over seeds); differences between rules in points on the "
+        "same cells (± 95% t over problems); and the share of cells where the recomputed weighted vote is the one "
+        "the rerun recorded\n\n"
+        + markdown_table(
+            [
+                "pair",
+                "method",
+                "N",
+                "cells",
+                *[RULE_NAMES[r] for r in AGGREGATIONS],
+                *[f"{RULE_NAMES[a]} − {RULE_NAMES[b]}" for a, b in RULE_DIFFS],
+                "agrees",
+            ],
+            rows,
+        )
+    )
 
 
 def ordering_table(original: pd.DataFrame, votes: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -187,12 +269,17 @@ def ordering_table(original: pd.DataFrame, votes: pd.DataFrame, confidence: floa
     rows = []
     for recording, rule, frame, col in sources:
         for pair, g in frame.groupby("pair", sort=True):
-            rec: dict[str, Any] = {"recording": recording, "rule": rule, "pair": pair,
-                                   "n_problems": int(g["problem_id"].nunique())}
+            rec: dict[str, Any] = {
+                "recording": recording,
+                "rule": rule,
+                "pair": pair,
+                "n_problems": int(g["problem_id"].nunique()),
+            }
             for name, (x, y) in {**{f"h-{y}": ("h-uats", y) for y in BASELINES}, "a-h": ("a-uats", "h-uats")}.items():
                 s = paired_mean_over_n(g, x, y, col, confidence)
-                rec[name], rec[f"{name}_half"] = (s["diff"], shown_half(s["half_problems"], s["n_problems"])) if s \
-                    else (float("nan"), float("nan"))
+                rec[name], rec[f"{name}_half"] = (
+                    (s["diff"], shown_half(s["half_problems"], s["n_problems"])) if s else (float("nan"), float("nan"))
+                )
             rec["h_claim"] = claim((rec[f"h-{y}"], rec[f"h-{y}_half"]) for y in BASELINES)
             rec["a_claim"] = claim([(rec["a-h"], rec["a-h_half"])])
             rows.append(rec)
@@ -213,12 +300,35 @@ def claim_groups(ordering: pd.DataFrame, column: str, skip: tuple[str, str] | No
 def ordering_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
-    rows = [[r["recording"], RULE_NAMES[r["rule"]], pair_name(r["pair"], roles), r["n_problems"],
-             *[diff_text(r[f"h-{y}"], r[f"h-{y}_half"]) for y in BASELINES], r["h_claim"],
-             diff_text(r["a-h"], r["a-h_half"]), r["a_claim"]] for _, r in table.iterrows()]
-    return ("Which answer rule orders the methods as the paper's Table 4 does: H-UATS against each baseline and A-UATS "
-            "against H-UATS, paired on the mean accuracy over N (points, ± 95% t over problems), under each rule of "
-            "each recording (the original recording keeps the weighted vote and the best final score, the rerun every "
-            "rule, on the problems it has finished), and the claim's verdict\n\n"
-            + markdown_table(["recording", "rule", "pair", "problems", *[f"H-UATS − {y}" for y in BASELINES],
-                              "H-UATS above every baseline", "A-UATS − H-UATS", "A-UATS above H-UATS"], rows))
+    rows = [
+        [
+            r["recording"],
+            RULE_NAMES[r["rule"]],
+            pair_name(r["pair"], roles),
+            r["n_problems"],
+            *[diff_text(r[f"h-{y}"], r[f"h-{y}_half"]) for y in BASELINES],
+            r["h_claim"],
+            diff_text(r["a-h"], r["a-h_half"]),
+            r["a_claim"],
+        ]
+        for _, r in table.iterrows()
+    ]
+    return (
+        "Which answer rule orders the methods as the paper's Table 4 does: H-UATS against each baseline and A-UATS "
+        "against H-UATS, paired on the mean accuracy over N (points, ± 95% t over problems), under each rule of "
+        "each recording (the original recording keeps the weighted vote and the best final score, the rerun every "
+        "rule, on the problems it has finished), and the claim's verdict\n\n"
+        + markdown_table(
+            [
+                "recording",
+                "rule",
+                "pair",
+                "problems",
+                *[f"H-UATS − {y}" for y in BASELINES],
+                "H-UATS above every baseline",
+                "A-UATS − H-UATS",
+                "A-UATS above H-UATS",
+            ],
+            rows,
+        )
+    )

@@ -59,10 +59,19 @@ def sigma_beside_rbar(steps: pd.DataFrame) -> pd.DataFrame:
         alone = _logistic_cv(rbar[:, None], wrong.astype(float))
         fifths = pd.qcut(rbar, 5, labels=False, duplicates="drop")
         within = [auroc(log_var[fifths == q], wrong[fifths == q]) for q in sorted(set(fifths))]
-        rows.append({"dataset": dataset, "pair": pair, "n_steps": int(len(g)), "share_wrong": float(wrong.mean()),
-                     "auroc_rbar": auroc(-rbar, wrong), "auroc_sigma": auroc(log_var, wrong),
-                     "auroc_rbar_fit": auroc(alone, wrong), "auroc_both_fit": auroc(both, wrong),
-                     "auroc_sigma_within": [round(v, 2) for v in within if not math.isnan(v)]})
+        rows.append(
+            {
+                "dataset": dataset,
+                "pair": pair,
+                "n_steps": int(len(g)),
+                "share_wrong": float(wrong.mean()),
+                "auroc_rbar": auroc(-rbar, wrong),
+                "auroc_sigma": auroc(log_var, wrong),
+                "auroc_rbar_fit": auroc(alone, wrong),
+                "auroc_both_fit": auroc(both, wrong),
+                "auroc_sigma_within": [round(v, 2) for v in within if not math.isnan(v)],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -70,15 +79,28 @@ def sigma_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
     several = table["dataset"].nunique() > 1
-    rows = [[pair_cell(r.pair, r.dataset, roles, several), f"{r.n_steps:,}", f"{100 * r.share_wrong:.1f}", f"{r.auroc_rbar:.3f}",
-             f"{r.auroc_sigma:.3f}", f"{r.auroc_rbar_fit:.3f}", f"{r.auroc_both_fit:.3f}",
-             ", ".join(f"{v:.2f}" for v in r.auroc_sigma_within)] for r in table.itertuples()]
-    return ("σ² beside R̄ on the steps UATS scored (the ledger's step records: R̄ and σ² of the K0 initial passes, "
-            "the exact step label): AUROC for telling a wrong step from a right one by low R̄, by high σ², and by a "
-            f"logistic fit of R̄ alone and of R̄, log σ² and their product ({FOLDS}-fold, out of fold); last, σ²'s "
-            "AUROC within each fifth of R̄ (0.5: no signal; below 0.5: the right steps have the higher σ²)\n\n"
-            + markdown_table(["pair", "steps", "wrong (%)", "AUROC R̄", "AUROC σ²", "fit R̄", "fit R̄ + σ²",
-                              "σ² within fifths of R̄"], rows))
+    rows = [
+        [
+            pair_cell(r.pair, r.dataset, roles, several),
+            f"{r.n_steps:,}",
+            f"{100 * r.share_wrong:.1f}",
+            f"{r.auroc_rbar:.3f}",
+            f"{r.auroc_sigma:.3f}",
+            f"{r.auroc_rbar_fit:.3f}",
+            f"{r.auroc_both_fit:.3f}",
+            ", ".join(f"{v:.2f}" for v in r.auroc_sigma_within),
+        ]
+        for r in table.itertuples()
+    ]
+    return (
+        "σ² beside R̄ on the steps UATS scored (the ledger's step records: R̄ and σ² of the K0 initial passes, "
+        "the exact step label): AUROC for telling a wrong step from a right one by low R̄, by high σ², and by a "
+        f"logistic fit of R̄ alone and of R̄, log σ² and their product ({FOLDS}-fold, out of fold); last, σ²'s "
+        "AUROC within each fifth of R̄ (0.5: no signal; below 0.5: the right steps have the higher σ²)\n\n"
+        + markdown_table(
+            ["pair", "steps", "wrong (%)", "AUROC R̄", "AUROC σ²", "fit R̄", "fit R̄ + σ²", "σ² within fifths of R̄"], rows
+        )
+    )
 
 
 def checkpoint_of(variant: str) -> Path:
@@ -143,13 +165,21 @@ def controller_response(results: pd.DataFrame, controller: pd.DataFrame) -> pd.D
         for pair, g in of_variant.groupby("pair", sort=True):
             own = _knobs(net, features, g)
             spread = (np.quantile(own, HIGH, axis=0) - np.quantile(own, LOW, axis=0)) / spans
-            rows.append({"controller": path.name, "pair": pair, "n_cells": int(g["cell_key"].nunique()),
-                         "n_steps": int(len(g)), "replay_error": float(np.abs(own - g[list(KNOBS)].to_numpy()).max()),
-                         "spread": float(spread.max()), "spread_knob": KNOBS[int(spread.argmax())],
-                         "sigma_moves": _moved(net, features, g, UNCERTAINTY_FEATURES, spans),
-                         "rbar_moves": _moved(net, features, g, RBAR_FEATURES, spans),
-                         "log_std": float(net.log_std.detach().mean()),
-                         **{k: float(np.median(own[:, i])) for i, k in enumerate(KNOBS)}})
+            rows.append(
+                {
+                    "controller": path.name,
+                    "pair": pair,
+                    "n_cells": int(g["cell_key"].nunique()),
+                    "n_steps": int(len(g)),
+                    "replay_error": float(np.abs(own - g[list(KNOBS)].to_numpy()).max()),
+                    "spread": float(spread.max()),
+                    "spread_knob": KNOBS[int(spread.argmax())],
+                    "sigma_moves": _moved(net, features, g, UNCERTAINTY_FEATURES, spans),
+                    "rbar_moves": _moved(net, features, g, RBAR_FEATURES, spans),
+                    "log_std": float(net.log_std.detach().mean()),
+                    **{k: float(np.median(own[:, i])) for i, k in enumerate(KNOBS)},
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -162,16 +192,43 @@ def controller_markdown(table: pd.DataFrame, roles: dict[str, str]) -> str:
     if table.empty:
         return ""
     pct = lambda v: "–" if math.isnan(v) else f"{100 * v:.2f}"  # noqa: E731
-    rows = [[f"`{r.controller}`", pair_name(r.pair, roles), r.n_cells, f"{r.n_steps:,}", replay_text(r.replay_error),
-             f"{pct(r.spread)} ({r.spread_knob})", pct(r.sigma_moves), pct(r.rbar_moves), f"{r.log_std:.2f}",
-             " / ".join(f"{getattr(r, k):.3g}" for k in KNOBS)] for r in table.itertuples()]
-    return ("A-UATS's controller on the states its searches met (the ledger's controller steps, the checkpoint that "
-            "ran them): the largest gap between the knobs it recorded (float32) and the checkpoint's output on the "
-            f"recorded state (float64; < {REPLAY_BOUND:.0e} when below that bound); how far its knobs move across "
-            f"those states ({int(100 * LOW)}th to {int(100 * HIGH)}th "
-            "percentile, % of the knob's range, the knob that moves most); how far moving the σ features, and the R̄ "
-            "features, from their 5th to their 95th percentile moves the knobs (mean over states, % of range, the "
-            "knob that moves most); the mean log standard deviation of its actions; and its median knobs "
-            f"({' / '.join(KNOBS)})\n\n"
-            + markdown_table(["controller", "pair", "cells", "steps", "replay error", "knobs move (%)", "σ moves (%)",
-                              "R̄ moves (%)", "log σ of actions", "median knobs"], rows))
+    rows = [
+        [
+            f"`{r.controller}`",
+            pair_name(r.pair, roles),
+            r.n_cells,
+            f"{r.n_steps:,}",
+            replay_text(r.replay_error),
+            f"{pct(r.spread)} ({r.spread_knob})",
+            pct(r.sigma_moves),
+            pct(r.rbar_moves),
+            f"{r.log_std:.2f}",
+            " / ".join(f"{getattr(r, k):.3g}" for k in KNOBS),
+        ]
+        for r in table.itertuples()
+    ]
+    return (
+        "A-UATS's controller on the states its searches met (the ledger's controller steps, the checkpoint that "
+        "ran them): the largest gap between the knobs it recorded (float32) and the checkpoint's output on the "
+        f"recorded state (float64; < {REPLAY_BOUND:.0e} when below that bound); how far its knobs move across "
+        f"those states ({int(100 * LOW)}th to {int(100 * HIGH)}th "
+        "percentile, % of the knob's range, the knob that moves most); how far moving the σ features, and the R̄ "
+        "features, from their 5th to their 95th percentile moves the knobs (mean over states, % of range, the "
+        "knob that moves most); the mean log standard deviation of its actions; and its median knobs "
+        f"({' / '.join(KNOBS)})\n\n"
+        + markdown_table(
+            [
+                "controller",
+                "pair",
+                "cells",
+                "steps",
+                "replay error",
+                "knobs move (%)",
+                "σ moves (%)",
+                "R̄ moves (%)",
+                "log σ of actions",
+                "median knobs",
+            ],
+            rows,
+        )
+    )

@@ -147,8 +147,13 @@ def complete_problems(df: pd.DataFrame, groups: list[str], axes: list[str]) -> p
     full = have.loc[have["_have"] == have["_wanted"], groups + ["problem_id"]]
     keep = pd.MultiIndex.from_frame(df[groups + ["problem_id"]]).isin(pd.MultiIndex.from_frame(full))
     order = df.groupby(groups, sort=False).ngroup()
-    return df[keep].assign(_group=order[keep]).sort_values("_group", kind="stable").drop(columns="_group") \
+    return (
+        df[keep]
+        .assign(_group=order[keep])
+        .sort_values("_group", kind="stable")
+        .drop(columns="_group")
         .reset_index(drop=True)
+    )
 
 
 def restrict_common(df: pd.DataFrame) -> pd.DataFrame:
@@ -181,9 +186,13 @@ def curves(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     keys = ["dataset", "variant", "pair", "method", "budget"]
     df = df.assign(pass_low=pass_lower(df))
     for key, g in df.groupby(keys, sort=False):
-        per_seed = g.groupby("seed").agg(acc=("correct", "mean"), naive=("naive_correct", "mean"),
-                                         pass_at_n=("pass_at_n", "mean"), pass_low=("pass_low", "mean"),
-                                         cost=("cost", "mean"))
+        per_seed = g.groupby("seed").agg(
+            acc=("correct", "mean"),
+            naive=("naive_correct", "mean"),
+            pass_at_n=("pass_at_n", "mean"),
+            pass_low=("pass_low", "mean"),
+            cost=("cost", "mean"),
+        )
         row = dict(zip(keys, key))
         row["pass_unsure"] = int((g["pass_at_n"] != g["pass_low"]).sum())
         for col in ("acc", "naive", "pass_at_n", "pass_low", "cost"):
@@ -226,9 +235,16 @@ def mean_over_budgets(df: pd.DataFrame, metric: str = "correct", confidence: flo
         per_seed_budget = g.groupby(["seed", "budget"])[metric].mean()
         per_seed = per_seed_budget.groupby(level="seed").mean()
         m, h = t_interval(per_seed.tolist(), confidence)
-        rows.append({**dict(zip(keys, key)), "value": m, "half": h, "n_seeds": len(per_seed),
-                     "budgets": ",".join(str(b) for b in sorted(g["budget"].unique())),
-                     "n_problems": int(g["problem_id"].nunique())})
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "value": m,
+                "half": h,
+                "n_seeds": len(per_seed),
+                "budgets": ",".join(str(b) for b in sorted(g["budget"].unique())),
+                "n_problems": int(g["problem_id"].nunique()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -284,8 +300,14 @@ def paired_summary(d: pd.Series, confidence: float) -> dict[str, Any]:
     per_seed, per_problem = d.groupby(level="seed").mean(), d.groupby(level="problem_id").mean()
     mean, seed_half = t_interval(per_seed.tolist(), confidence)
     _, problem_half = t_interval(per_problem.tolist(), confidence)
-    return {"diff": mean, "half_seeds": seed_half, "half_problems": problem_half, "n_cells": int(len(d)),
-            "n_seeds": int(len(per_seed)), "n_problems": int(len(per_problem))}
+    return {
+        "diff": mean,
+        "half_seeds": seed_half,
+        "half_problems": problem_half,
+        "n_cells": int(len(d)),
+        "n_seeds": int(len(per_seed)),
+        "n_problems": int(len(per_problem)),
+    }
 
 
 def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -303,14 +325,27 @@ def variant_differences(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
             both = g[cols].merge(ref, on=CELL, suffixes=("", "_ref"))
             for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
                 d = (m["correct"].astype(float) - m["correct_ref"].astype(float)).set_axis(
-                    pd.MultiIndex.from_frame(m[["problem_id", "seed"]]))
-                rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair,
-                             "budget": budget, "reference": f"{ref_name} (base)", **paired_summary(d, confidence),
-                             "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
-                             "uncommitted": uncommitted_share(m)})
+                    pd.MultiIndex.from_frame(m[["problem_id", "seed"]])
+                )
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "method": method,
+                        "variant": variant,
+                        "pair": pair,
+                        "budget": budget,
+                        "reference": f"{ref_name} (base)",
+                        **paired_summary(d, confidence),
+                        "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
+                        "uncommitted": uncommitted_share(m),
+                    }
+                )
     out = pd.DataFrame(rows)
-    return (out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)
-            if len(out) else out)
+    return (
+        out.sort_values(["dataset", "method", "variant", "pair", "budget"], kind="stable").reset_index(drop=True)
+        if len(out)
+        else out
+    )
 
 
 def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
@@ -327,11 +362,23 @@ def spend_against_rebase(df: pd.DataFrame, max_iterations: int) -> pd.DataFrame:
         for (pair, budget), m in both.groupby(["pair", "budget"], sort=False):
             capped = (m["iterations"] >= max_iterations) | (m["iterations_ref"] >= max_iterations)
             rest = m[~capped]
-            rows.append({"dataset": dataset, "method": method, "variant": variant, "pair": pair, "budget": budget,
-                         "cells": int(len(m)), "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
-                         "median_ratio": float((m["cost"] / m["cost_ref"]).median()), "capped": int(capped.sum()),
-                         "spend_ratio_uncapped": float(rest["cost"].sum() / rest["cost_ref"].sum()) if len(rest)
-                         else math.nan, "uncommitted": uncommitted_share(m)})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "variant": variant,
+                    "pair": pair,
+                    "budget": budget,
+                    "cells": int(len(m)),
+                    "spend_ratio": float(m["cost"].sum() / m["cost_ref"].sum()),
+                    "median_ratio": float((m["cost"] / m["cost_ref"]).median()),
+                    "capped": int(capped.sum()),
+                    "spend_ratio_uncapped": float(rest["cost"].sum() / rest["cost_ref"].sum())
+                    if len(rest)
+                    else math.nan,
+                    "uncommitted": uncommitted_share(m),
+                }
+            )
     out = pd.DataFrame(rows)
     if out.empty:
         return out

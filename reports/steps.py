@@ -50,12 +50,17 @@ def step_records(load_nodes: NodeLoader, df: pd.DataFrame, max_runs_per_pair: in
     try:
         from tqdm import tqdm
 
-        chunks = tqdm(range(0, len(run_ids), _CHUNK), desc="figure 2: nodes", unit="chunk", leave=False,
-                      disable=len(run_ids) < 400)
+        chunks = tqdm(
+            range(0, len(run_ids), _CHUNK),
+            desc="figure 2: nodes",
+            unit="chunk",
+            leave=False,
+            disable=len(run_ids) < 400,
+        )
     except ImportError:
         chunks = range(0, len(run_ids), _CHUNK)
     for i in chunks:
-        nodes = load_nodes(run_ids[i:i + _CHUNK])
+        nodes = load_nodes(run_ids[i : i + _CHUNK])
         if nodes.empty:
             continue
         for run_id, g in nodes.groupby("run_id", sort=False):
@@ -106,10 +111,19 @@ def _run_steps(g: pd.DataFrame, meta: dict[str, Any], problem: Any, run_id: str)
             label = bool(r.correct)
         if label is None:
             continue
-        rows.append({"run_id": run_id, "pair": meta["pair"], "dataset": meta["dataset"], "method": meta["method"],
-                     "score_kind": MC_SCORED if uats else "deterministic (baselines)",
-                     "label_kind": "step" if problem is not None else "outcome",
-                     "score": score, "var0": var0, "correct": label})
+        rows.append(
+            {
+                "run_id": run_id,
+                "pair": meta["pair"],
+                "dataset": meta["dataset"],
+                "method": meta["method"],
+                "score_kind": MC_SCORED if uats else "deterministic (baselines)",
+                "label_kind": "step" if problem is not None else "outcome",
+                "score": score,
+                "var0": var0,
+                "correct": label,
+            }
+        )
     return rows
 
 
@@ -123,16 +137,31 @@ def prm_summary(steps: pd.DataFrame, tau: float) -> pd.DataFrame:
         k = int((pred == y).sum())
         lo, hi = wilson(k, len(g))
         var = g["var0"].dropna()
-        rows.append({"dataset": dataset, "pair": pair, "score_kind": kind, "label_kind": g["label_kind"].iloc[0],
-                     "n_steps": len(g), "share_correct": float(y.mean()), "accuracy": k / len(g), "acc_lo": lo,
-                     "acc_hi": hi, "auroc": auroc(g["score"], y),
-                     "mean_score_correct": float(g.loc[g["correct"], "score"].mean()) if y.any() else float("nan"),
-                     "mean_score_wrong": float(g.loc[~g["correct"], "score"].mean()) if (~y).any() else float("nan"),
-                     "var_median": float(var.median()) if len(var) else float("nan"),
-                     "var_mean": float(var.mean()) if len(var) else float("nan"),
-                     # the share the gate flags when τ thresholds σ² (the default) and when it thresholds σ
-                     "share_var_over_tau": float(np.mean([is_ood(v, tau, "var") for v in var])) if len(var) else float("nan"),
-                     "share_std_over_tau": float(np.mean([is_ood(v, tau, "std") for v in var])) if len(var) else float("nan"),
-                     "var_median_correct": float(g.loc[g["correct"], "var0"].median()) if len(var) else float("nan"),
-                     "var_median_wrong": float(g.loc[~g["correct"], "var0"].median()) if len(var) else float("nan")})
+        rows.append(
+            {
+                "dataset": dataset,
+                "pair": pair,
+                "score_kind": kind,
+                "label_kind": g["label_kind"].iloc[0],
+                "n_steps": len(g),
+                "share_correct": float(y.mean()),
+                "accuracy": k / len(g),
+                "acc_lo": lo,
+                "acc_hi": hi,
+                "auroc": auroc(g["score"], y),
+                "mean_score_correct": float(g.loc[g["correct"], "score"].mean()) if y.any() else float("nan"),
+                "mean_score_wrong": float(g.loc[~g["correct"], "score"].mean()) if (~y).any() else float("nan"),
+                "var_median": float(var.median()) if len(var) else float("nan"),
+                "var_mean": float(var.mean()) if len(var) else float("nan"),
+                # the share the gate flags when τ thresholds σ² (the default) and when it thresholds σ
+                "share_var_over_tau": float(np.mean([is_ood(v, tau, "var") for v in var]))
+                if len(var)
+                else float("nan"),
+                "share_std_over_tau": float(np.mean([is_ood(v, tau, "std") for v in var]))
+                if len(var)
+                else float("nan"),
+                "var_median_correct": float(g.loc[g["correct"], "var0"].median()) if len(var) else float("nan"),
+                "var_median_wrong": float(g.loc[~g["correct"], "var0"].median()) if len(var) else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)

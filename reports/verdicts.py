@@ -15,8 +15,12 @@ import pandas as pd
 from .stats import method_key, shown_half
 
 UP, NOISE, DOWN = 1, 0, -1
-REPRODUCED, POINT_ONLY, NOT_REPRODUCED, REVERSED = ("reproduced", "on point estimates only", "not reproduced",
-                                                    "reversed")
+REPRODUCED, POINT_ONLY, NOT_REPRODUCED, REVERSED = (
+    "reproduced",
+    "on point estimates only",
+    "not reproduced",
+    "reversed",
+)
 CLEARS, WITHIN = "clears zero", "within noise"
 
 
@@ -79,8 +83,11 @@ def order(means: dict[str, float]) -> list[str]:
 
 def lead(first_minus_others: Sequence[tuple[float, float]]) -> str:
     """The first method by point estimate leads when its difference to every other method clears zero."""
-    return "leads" if first_minus_others and all(side(d, h) == UP for d, h in first_minus_others) \
+    return (
+        "leads"
+        if first_minus_others and all(side(d, h) == UP for d, h in first_minus_others)
         else "first on point estimates"
+    )
 
 
 def listing(items: Sequence[str], empty: str = "none") -> str:
@@ -93,25 +100,30 @@ def listing(items: Sequence[str], empty: str = "none") -> str:
 
 def rule_text(confidence: float, two_recordings: bool = False) -> str:
     """The rule, printed once on the page; two_recordings: the test split's base cells were recorded twice (a rerun)."""
-    return (f"**The verdict rule.** Every verdict on this page is computed by the report from the numbers it stands "
-            f"beside (`reports/verdicts.py`), on the printed values. A paired difference *clears zero* when "
-            f"its {100 * confidence:g}% t-interval over problems lies on one side of zero; otherwise it is *within "
-            f"noise*. A claim that one method is above others is *{REPRODUCED}* when every difference it names clears "
-            f"zero upward, holds *{POINT_ONLY}* when every one is positive but some are within noise, is "
-            f"*{NOT_REPRODUCED}* when some difference is zero or negative within noise, and is *{REVERSED}* when "
-            "some difference clears zero downward. A method *leads* when it has the highest mean and its difference "
-            "to every other method clears zero; otherwise it is *first on point estimates*. Accuracy *grows with N* "
-            "(*falls with N*) when the paired difference from the smallest to the largest N clears zero upward "
-            "(downward); otherwise it is *flat within noise*. *The order* of methods is by point estimate. Comparisons "
-            "without an interval (AUROC, shares of steps) are of point estimates and say so. Where a table has many "
-            f"rows, {'about one in twenty' if confidence == 0.95 else 'a share'} of those with no true difference "
-            "clear zero by chance alone, so a single row that clears zero is a lead to follow, not a finding. "
-            + ("**Replication.** The test split's base cells were recorded twice, by different searches (the original "
-               "recording and the rerun). A difference *replicates* only when it clears zero the same way in both "
-               "recordings; one that clears zero in one recording only is *a lead*, and so is every difference, or "
-               "claim reproduced or reversed, that rests on one recording (every section below the claims reads the "
-               "original recording alone, except the rerun's own tables in \"Answer aggregation\"). *Pooled* puts both "
-               "recordings' cells together (each recording's seeds apart); it is shown, not voted on." if two_recordings
-               else "**Replication.** With one recording of the cells, every difference that clears zero, and every "
-               "claim reproduced or reversed, is *a lead*: a difference *replicates* only when a second recording of "
-               "the same cells clears zero the same way."))
+    return (
+        f"**The verdict rule.** Every verdict on this page is computed by the report from the numbers it stands "
+        f"beside (`reports/verdicts.py`), on the printed values. A paired difference *clears zero* when "
+        f"its {100 * confidence:g}% t-interval over problems lies on one side of zero; otherwise it is *within "
+        f"noise*. A claim that one method is above others is *{REPRODUCED}* when every difference it names clears "
+        f"zero upward, holds *{POINT_ONLY}* when every one is positive but some are within noise, is "
+        f"*{NOT_REPRODUCED}* when some difference is zero or negative within noise, and is *{REVERSED}* when "
+        "some difference clears zero downward. A method *leads* when it has the highest mean and its difference "
+        "to every other method clears zero; otherwise it is *first on point estimates*. Accuracy *grows with N* "
+        "(*falls with N*) when the paired difference from the smallest to the largest N clears zero upward "
+        "(downward); otherwise it is *flat within noise*. *The order* of methods is by point estimate. Comparisons "
+        "without an interval (AUROC, shares of steps) are of point estimates and say so. Where a table has many "
+        f"rows, {'about one in twenty' if confidence == 0.95 else 'a share'} of those with no true difference "
+        "clear zero by chance alone, so a single row that clears zero is a lead to follow, not a finding. "
+        + (
+            "**Replication.** The test split's base cells were recorded twice, by different searches (the original "
+            "recording and the rerun). A difference *replicates* only when it clears zero the same way in both "
+            "recordings; one that clears zero in one recording only is *a lead*, and so is every difference, or "
+            "claim reproduced or reversed, that rests on one recording (every section below the claims reads the "
+            'original recording alone, except the rerun\'s own tables in "Answer aggregation"). *Pooled* puts both '
+            "recordings' cells together (each recording's seeds apart); it is shown, not voted on."
+            if two_recordings
+            else "**Replication.** With one recording of the cells, every difference that clears zero, and every "
+            "claim reproduced or reversed, is *a lead*: a difference *replicates* only when a second recording of "
+            "the same cells clears zero the same way."
+        )
+    )

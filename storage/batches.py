@@ -19,9 +19,24 @@ def create_batch_job(store: Any, job_id: str, total: int, spec: dict[str, Any], 
     """A queued batch row (the app's pool then hands the job to a worker), recorded as this process's."""
     now = time.time()
     with store.engine.begin() as conn:
-        conn.execute(sa.insert(S.batch_jobs), [dict(job_id=job_id, spec=spec, status=RunStatus.QUEUED, done=0,
-                                                    total=int(total), failed=0, cancel_requested=False, owner=owner,
-                                                    server=this_process(), created_at=now, updated_at=now)])
+        conn.execute(
+            sa.insert(S.batch_jobs),
+            [
+                dict(
+                    job_id=job_id,
+                    spec=spec,
+                    status=RunStatus.QUEUED,
+                    done=0,
+                    total=int(total),
+                    failed=0,
+                    cancel_requested=False,
+                    owner=owner,
+                    server=this_process(),
+                    created_at=now,
+                    updated_at=now,
+                )
+            ],
+        )
 
 
 def get_batch_job(store: Any, job_id: str) -> dict[str, Any]:
@@ -51,8 +66,17 @@ def owner_batch_jobs(store: Any, owner: str, limit: int = BATCH_LIST_ROWS) -> li
     if not owner or owner == ANY_OWNER:
         raise ValueError("owner_batch_jobs lists one requester's batches")
     t = S.batch_jobs
-    cols = (t.c.job_id, t.c.status, t.c.done, t.c.total, t.c.failed, t.c.cancel_requested, t.c.created_at,
-            t.c.ended_at, t.c.error)
+    cols = (
+        t.c.job_id,
+        t.c.status,
+        t.c.done,
+        t.c.total,
+        t.c.failed,
+        t.c.cancel_requested,
+        t.c.created_at,
+        t.c.ended_at,
+        t.c.error,
+    )
     query = sa.select(*cols).where(t.c.owner == owner).order_by(t.c.created_at.desc()).limit(int(limit))
     with store.engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
@@ -85,5 +109,8 @@ def end_batch_job(store: Any, job_id: str, status: str, error: str | None = None
 def mark_dead_batch_jobs(store: Any) -> list[str]:
     """Fail the unfinished batches whose server is gone (the app's start-up). Their ids; their runs are ended
     by RunStore.mark_dead_workers like any other."""
-    return [job for job, server in dead_jobs(store, S.batch_jobs)
-            if end_batch_job(store, job, RunStatus.FAILED, f"the server that ran it ({server}) stopped")]
+    return [
+        job
+        for job, server in dead_jobs(store, S.batch_jobs)
+        if end_batch_job(store, job, RunStatus.FAILED, f"the server that ran it ({server}) stopped")
+    ]

@@ -44,8 +44,9 @@ def check_value(column: sa.Column, value: Any) -> None:
     elif isinstance(kind, sa.Integer):
         lo, hi = int_range(column)
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise StorageError(f"must be an integer from {lo} to {hi} ({where} holds no more); got {_short(value)}",
-                               field=field)
+            raise StorageError(
+                f"must be an integer from {lo} to {hi} ({where} holds no more); got {_short(value)}", field=field
+            )
         return
     elif isinstance(kind, sa.Float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -74,11 +75,14 @@ def _check_text(value: Any, field: str, length: int | None, where: str) -> None:
         raise StorageError(f"contains a NUL character (\\x00), which {where} cannot store; remove it", field=field)
     at = lone_surrogate(value)
     if at is not None:
-        raise StorageError(f"is not valid Unicode text (character {at + 1} is a lone surrogate "
-                           f"{value[at]!r}); give UTF-8 text", field=field)
+        raise StorageError(
+            f"is not valid Unicode text (character {at + 1} is a lone surrogate {value[at]!r}); give UTF-8 text",
+            field=field,
+        )
     if length is not None and len(value) > length:
-        raise StorageError(f"is {len(value):,} characters long; {where} holds at most {length:,}; shorten it",
-                           field=field)
+        raise StorageError(
+            f"is {len(value):,} characters long; {where} holds at most {length:,}; shorten it", field=field
+        )
 
 
 def storable_text(value: str) -> str:
@@ -98,11 +102,14 @@ def _check_json(value: Any, field: str, where: str, length: int | None = None) -
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:  # an object JSON cannot hold, NaN or infinity, a cycle
-        raise StorageError(f"{where} holds JSON, and this value is not ({exc}); give numbers, text, lists and "
-                           "objects only", field=field) from None
+        raise StorageError(
+            f"{where} holds JSON, and this value is not ({exc}); give numbers, text, lists and objects only",
+            field=field,
+        ) from None
     if length is not None and len(text) > length:
-        raise StorageError(f"is {len(text):,} characters long as JSON; {where} holds at most {length:,}; shorten it",
-                           field=field)
+        raise StorageError(
+            f"is {len(text):,} characters long as JSON; {where} holds at most {length:,}; shorten it", field=field
+        )
 
 
 def check_row(table: sa.Table, values: Mapping[str, Any]) -> None:

@@ -34,6 +34,7 @@ from .migrations import migrate
 
 log = logging.getLogger(__name__)
 
+
 class StorageError(FieldError):
     """Bad database input or a missing record; `.field` names what to fix ("db", "run", "node", ...)."""
 
@@ -65,12 +66,16 @@ def parse_location(spec: str) -> URL:
     try:
         url = make_url(spec)
     except Exception as exc:  # sqlalchemy.exc.ArgumentError, ValueError for bad ports
-        raise StorageError(f"cannot parse database URL {spec!r} ({exc}); use a file path or a URL like "
-                           "sqlite:///runs/uats.db or postgresql://user@host/dbname") from None
+        raise StorageError(
+            f"cannot parse database URL {spec!r} ({exc}); use a file path or a URL like "
+            "sqlite:///runs/uats.db or postgresql://user@host/dbname"
+        ) from None
     backend = url.get_backend_name()
     if backend not in DIALECTS:
-        raise StorageError(f"{display(url)!r}: the run log lives in SQLite (a file path) or PostgreSQL "
-                           f"(postgresql://user@host/dbname), not {backend}")
+        raise StorageError(
+            f"{display(url)!r}: the run log lives in SQLite (a file path) or PostgreSQL "
+            f"(postgresql://user@host/dbname), not {backend}"
+        )
     if backend == "postgresql" and "+" not in url.drivername:
         url = url.set(drivername=f"postgresql+{POSTGRES_DRIVER}")
     return url
@@ -97,8 +102,10 @@ def check_location(spec: str) -> None:
     try:
         url.get_dialect()  # imports the dialect and its driver; connects to nothing
     except Exception as exc:  # NoSuchModuleError (unknown dialect), ImportError (driver missing)
-        raise StorageError(f"cannot use database URL {display(url)!r}: {exc.__class__.__name__}: {exc}; "
-                           "check the dialect name and that its driver is installed") from None
+        raise StorageError(
+            f"cannot use database URL {display(url)!r}: {exc.__class__.__name__}: {exc}; "
+            "check the dialect name and that its driver is installed"
+        ) from None
     db = url.database or ""
     if url.get_backend_name() != "sqlite":
         _check_reachable(url)
@@ -130,8 +137,9 @@ def _check_reachable(url: URL) -> None:
             pass
     except Exception as exc:  # OperationalError (refused, authentication, no such database), driver errors
         why = " ".join(str(getattr(exc, "orig", None) or exc).split()) or exc.__class__.__name__
-        raise StorageError(f"cannot connect to {display(url)!r}: {why}; check the host, user, password and "
-                           "database name") from None
+        raise StorageError(
+            f"cannot connect to {display(url)!r}: {why}; check the host, user, password and database name"
+        ) from None
     finally:
         engine.dispose()
 
@@ -163,13 +171,16 @@ def is_disk_full(exc: BaseException, sqlite_path: Path | None = None) -> bool:
 
 
 def disk_full_message(where: str, exc: BaseException) -> str:
-    return (f"the run log at {where} is full ({exc}); free space on its disk and try again (runs keep what was "
-            "written before)")
+    return (
+        f"the run log at {where} is full ({exc}); free space on its disk and try again (runs keep what was "
+        "written before)"
+    )
 
 
 def disk_full_errors(engine: Engine, where: str, sqlite_path: Path | None = None) -> None:
     """Turn a write that found the disk full into one StorageError(field='db') that says what to do, so the
     CLI prints one line and the app's pool can end the run with that reason; what was committed stays."""
+
     def handle(ctx: Any) -> None:
         if is_disk_full(ctx.original_exception, sqlite_path):
             raise StorageError(disk_full_message(where, ctx.original_exception)) from None
@@ -224,8 +235,10 @@ def open_engine(url: URL) -> Engine:
         engine = sa.create_engine(url, **kwargs)
     except Exception as exc:  # NoSuchModuleError (unknown dialect), ImportError (driver missing)
         _remove(created)
-        raise StorageError(f"cannot use database URL {display(url)!r}: {exc.__class__.__name__}: {exc}; "
-                           "check the dialect name and that its driver is installed") from None
+        raise StorageError(
+            f"cannot use database URL {display(url)!r}: {exc.__class__.__name__}: {exc}; "
+            "check the dialect name and that its driver is installed"
+        ) from None
     if url.get_backend_name() == "sqlite":
         sa.event.listen(engine, "connect", sqlite_pragmas)
     where = repr(str(sqlite_path)) if sqlite_path else repr(display(url))
@@ -241,8 +254,10 @@ def open_engine(url: URL) -> Engine:
             raise StorageError(disk_full_message(where, getattr(exc, "orig", exc))) from None
         msg = str(getattr(exc, "orig", exc)) or exc.__class__.__name__
         where = f"file {str(sqlite_path)!r}" if sqlite_path else f"URL {display(url)!r}"
-        raise StorageError(f"cannot open or create the run log at {where}: {msg}; give a writable path to a "
-                           "SQLite file (or a new one) or a reachable database URL") from None
+        raise StorageError(
+            f"cannot open or create the run log at {where}: {msg}; give a writable path to a "
+            "SQLite file (or a new one) or a reachable database URL"
+        ) from None
     log.info("run log at %s", "memory" if memory else display(url))
     return engine
 
@@ -262,8 +277,9 @@ def _prepare_sqlite_file(path: Path, created: list[Path]) -> None:
             created.append(folder)
     except OSError as exc:
         _remove(created)
-        raise StorageError(f"cannot create the folder for {str(path)!r} ({exc.strerror}); "
-                           "give a path in a writable folder") from None
+        raise StorageError(
+            f"cannot create the folder for {str(path)!r} ({exc.strerror}); give a path in a writable folder"
+        ) from None
     if not path.exists():
         created.append(path)
         for suffix in ("-wal", "-shm", "-journal"):
@@ -322,10 +338,13 @@ def open_read_only_engine(url: URL) -> Engine:
     missing = [t for t in _REQUIRED_TABLES if t not in have]
     if missing:
         engine.dispose()
-        raise StorageError(f"{str(path)!r} is not a run log (no table {missing[0]!r}); give a database written by "
-                           "uats eval ... --db PATH")
+        raise StorageError(
+            f"{str(path)!r} is not a run log (no table {missing[0]!r}); give a database written by "
+            "uats eval ... --db PATH"
+        )
     log.info("read-only run log at %s", path)
     return engine
+
 
 # ---------------------------------------------------------------- liveness
 def pid_alive(pid: int) -> bool:

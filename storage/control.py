@@ -33,7 +33,9 @@ class RunControl:
 
     def cancel_requested(self, run_id: str) -> bool:
         with self.engine.connect() as conn:
-            flag = conn.execute(sa.select(S.runs.c.cancel_requested).where(S.runs.c.run_id == run_id)).scalar_one_or_none()
+            flag = conn.execute(
+                sa.select(S.runs.c.cancel_requested).where(S.runs.c.run_id == run_id)
+            ).scalar_one_or_none()
         return bool(flag)
 
     def _control(self, run_id: str, **values: Any) -> bool:
@@ -75,8 +77,11 @@ class RunControl:
         waited_since: float | None = None
         while True:
             with self.engine.begin() as conn:
-                row = conn.execute(sa.select(S.runs.c.cancel_requested, S.runs.c.paused, S.runs.c.step_credits)
-                                   .where(S.runs.c.run_id == run_id)).first()
+                row = conn.execute(
+                    sa.select(S.runs.c.cancel_requested, S.runs.c.paused, S.runs.c.step_credits).where(
+                        S.runs.c.run_id == run_id
+                    )
+                ).first()
                 if row is None:
                     raise StorageError(f"no run {run_id}", field="run")
                 if row.cancel_requested:
@@ -84,14 +89,18 @@ class RunControl:
                 if not row.paused:
                     return False
                 if row.step_credits > 0:
-                    conn.execute(sa.update(S.runs).where(S.runs.c.run_id == run_id)
-                                 .values(step_credits=S.runs.c.step_credits - 1))
+                    conn.execute(
+                        sa.update(S.runs)
+                        .where(S.runs.c.run_id == run_id)
+                        .values(step_credits=S.runs.c.step_credits - 1)
+                    )
                     return False
             now = time.monotonic()
             waited_since = now if waited_since is None else waited_since
             if pause_timeout_s is not None and now - waited_since >= pause_timeout_s:
-                raise SearchCancelled(f"cancelled: paused for {pause_timeout_s:g} s without a step or resume "
-                                      "(the server's pause timeout)")
+                raise SearchCancelled(
+                    f"cancelled: paused for {pause_timeout_s:g} s without a step or resume (the server's pause timeout)"
+                )
             # No heartbeat write while waiting: pages redraw when updated_at moves, and a paused worker's
             # liveness is its process (mark_dead_workers), not this row.
             time.sleep(poll_s)
@@ -100,8 +109,9 @@ class RunControl:
         """True while the run is paused with no step granted: its worker computes nothing (the pool does not
         count it against the searches running at once)."""
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(S.runs.c.status, S.runs.c.paused, S.runs.c.step_credits)
-                               .where(S.runs.c.run_id == run_id)).first()
+            row = conn.execute(
+                sa.select(S.runs.c.status, S.runs.c.paused, S.runs.c.step_credits).where(S.runs.c.run_id == run_id)
+            ).first()
         return row is not None and row.status == RunStatus.RUNNING and bool(row.paused) and not row.step_credits
 
     def mark_failed(self, run_id: str, error: str, status: str = RunStatus.FAILED) -> bool:
@@ -110,9 +120,11 @@ class RunControl:
         if status not in (RunStatus.FAILED, RunStatus.CANCELLED):
             raise StorageError(f"mark_failed takes status 'failed' or 'cancelled', not {status!r}", field="status")
         with self.engine.begin() as conn:
-            res = conn.execute(sa.update(S.runs)
-                               .where(S.runs.c.run_id == run_id, S.runs.c.status.in_(LIVE))
-                               .values(status=status, error=error, ended_at=time.time()))
+            res = conn.execute(
+                sa.update(S.runs)
+                .where(S.runs.c.run_id == run_id, S.runs.c.status.in_(LIVE))
+                .values(status=status, error=error, ended_at=time.time())
+            )
         if res.rowcount:
             log.warning("run %s marked %s: %s", run_id, status, error)
         return bool(res.rowcount)
@@ -125,9 +137,16 @@ class RunControl:
         now = time.time()
         dead: list[str] = []
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(S.runs.c.run_id, S.runs.c.status, S.runs.c.worker_pid, S.runs.c.worker_host,
-                                          S.runs.c.updated_at, S.runs.c.server)
-                                .where(S.runs.c.status.in_(LIVE))).all()
+            rows = conn.execute(
+                sa.select(
+                    S.runs.c.run_id,
+                    S.runs.c.status,
+                    S.runs.c.worker_pid,
+                    S.runs.c.worker_host,
+                    S.runs.c.updated_at,
+                    S.runs.c.server,
+                ).where(S.runs.c.status.in_(LIVE))
+            ).all()
         for r in rows:
             if process_gone(r.server):  # an orphaned worker may live on; the run is over all the same
                 why = f"the server that ran it ({r.server}) stopped before the run ended"
@@ -143,7 +162,14 @@ class RunControl:
 
     def delete_run(self, run_id: str) -> None:
         with self.engine.begin() as conn:
-            for t in (S.stars, S.shadow_scores, S.shadow_jobs, S.iterations, S.node_history, S.nodes):  # explicit: not every db enforces CASCADE
+            for t in (
+                S.stars,
+                S.shadow_scores,
+                S.shadow_jobs,
+                S.iterations,
+                S.node_history,
+                S.nodes,
+            ):  # explicit: not every db enforces CASCADE
                 conn.execute(sa.delete(t).where(t.c.run_id == run_id))
             res = conn.execute(sa.delete(S.runs).where(S.runs.c.run_id == run_id))
         if not res.rowcount:

@@ -24,7 +24,9 @@ class TrainingCurves:
                 last = conn.execute(sa.select(sa.func.max(S.curves.c.step)).where(S.curves.c.name == name)).scalar()
                 step = 0 if last is None else int(last) + 1
             conn.execute(sa.delete(S.curves).where(S.curves.c.name == name, S.curves.c.step == int(step)))
-            conn.execute(sa.insert(S.curves), [{"name": name, "step": int(step), "data": row, "written_at": time.time()}])
+            conn.execute(
+                sa.insert(S.curves), [{"name": name, "step": int(step), "data": row, "written_at": time.time()}]
+            )
 
     def get_curve(self, name: str) -> list[dict[str, Any]]:
         q = sa.select(S.curves.c.step, S.curves.c.data).where(S.curves.c.name == name).order_by(S.curves.c.step)

@@ -54,8 +54,9 @@ def _fault(column: sa.Column, raw: Any) -> str | None:
             return f"holds a JSON {type(value).__name__}, not an object"
         if column.name in ("mc_scores", "decisions") and not isinstance(value, list):
             return f"holds a JSON {type(value).__name__}, not a list"
-        if column.name == "mc_scores" and not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                  for v in value):
+        if column.name == "mc_scores" and not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        ):
             return "holds a pass score that is not a number"
         if column.name == "decisions" and not all(isinstance(v, dict) for v in value):
             return "holds a decision that is not an object"
@@ -118,5 +119,9 @@ def damaged(store: Any, run_ids: Iterable[str], exc: BaseException) -> StorageEr
     except Exception as scan:  # noqa: BLE001 - the scan itself met the damage: report the first failure
         said = None
         exc = scan
-    return StorageError(said or f"the run log could not be read ({type(exc).__name__}: {str(exc)[:200]}); "
-                                "it may be damaged or written by another program", field="db")
+    return StorageError(
+        said
+        or f"the run log could not be read ({type(exc).__name__}: {str(exc)[:200]}); "
+        "it may be damaged or written by another program",
+        field="db",
+    )

@@ -77,20 +77,40 @@ class CellLedger:
         out: dict[str, CellState] = {}
         c, r = eval_cells.c, S.runs.c
         for i in range(0, len(keys), _CHUNK):
-            chunk = keys[i:i + _CHUNK]
-            q = (sa.select(c.cell_key, c.status, c.run_id, c.attempts, c.worker_pid, c.worker_host, c.started_at,
-                           c.policy, c.prm, r.updated_at, r.status.label("run_status"))
-                 .select_from(eval_cells.outerjoin(S.runs, r.run_id == c.run_id))
-                 .where(c.cell_key.in_(chunk)))
+            chunk = keys[i : i + _CHUNK]
+            q = (
+                sa.select(
+                    c.cell_key,
+                    c.status,
+                    c.run_id,
+                    c.attempts,
+                    c.worker_pid,
+                    c.worker_host,
+                    c.started_at,
+                    c.policy,
+                    c.prm,
+                    r.updated_at,
+                    r.status.label("run_status"),
+                )
+                .select_from(eval_cells.outerjoin(S.runs, r.run_id == c.run_id))
+                .where(c.cell_key.in_(chunk))
+            )
             with self.engine.connect() as conn:
                 for row in conn.execute(q):
                     status = row.status
                     if status == RunStatus.FINISHED and row.run_status != RunStatus.FINISHED:
                         status = RunStatus.FAILED  # the run row was deleted or never ended: not a result
-                    out[row.cell_key] = CellState(row.cell_key, status, row.run_id, int(row.attempts or 0),
-                                                  row.worker_pid, row.worker_host,
-                                                  row.updated_at if row.updated_at is not None else row.started_at,
-                                                  row.policy, row.prm)
+                    out[row.cell_key] = CellState(
+                        row.cell_key,
+                        status,
+                        row.run_id,
+                        int(row.attempts or 0),
+                        row.worker_pid,
+                        row.worker_host,
+                        row.updated_at if row.updated_at is not None else row.started_at,
+                        row.policy,
+                        row.prm,
+                    )
         return out
 
     def worker_alive(self, st: CellState, stale_after_s: float) -> bool:
@@ -99,8 +119,9 @@ class CellLedger:
         # Another machine: we cannot see its processes; trust the run's heartbeat.
         return st.heartbeat is not None and time.time() - st.heartbeat < stale_after_s
 
-    def plan(self, items: Sequence[Any], *, max_attempts: int = 3, stale_after_s: float = 900.0,
-             write: bool = True) -> Plan:
+    def plan(
+        self, items: Sequence[Any], *, max_attempts: int = 3, stale_after_s: float = 900.0, write: bool = True
+    ) -> Plan:
         """Which of `items` (WorkItems) still need running. Orphaned cells are marked failed here (and their
         runs too), so the run log never shows a dead worker's run as 'running' forever; write=False (a dry
         run) only counts them."""
@@ -116,30 +137,45 @@ class CellLedger:
             if (st.policy, st.prm) != (it.cell.policy, it.cell.prm):
                 from uats_core.errors import ConfigError
 
-                raise ConfigError("pairs", f"pair {it.cell.pair} was run in this database with policy {st.policy} and "
-                                           f"PRM {st.prm}; now it names {it.cell.policy} and {it.cell.prm}. Use another "
-                                           "pair name or another --db")
+                raise ConfigError(
+                    "pairs",
+                    f"pair {it.cell.pair} was run in this database with policy {st.policy} and "
+                    f"PRM {st.prm}; now it names {it.cell.policy} and {it.cell.prm}. Use another "
+                    "pair name or another --db",
+                )
             if st.status == RunStatus.FINISHED:
                 done += 1
             elif st.status == RunStatus.RUNNING and self.worker_alive(st, stale_after_s):
                 busy += 1
                 if busy == 1:
-                    log.warning("cell %s is being run by pid %s on %s; leaving it (and any other live worker's cells) "
-                                "alone", st.key, st.worker_pid, st.worker_host)
+                    log.warning(
+                        "cell %s is being run by pid %s on %s; leaving it (and any other live worker's cells) alone",
+                        st.key,
+                        st.worker_pid,
+                        st.worker_host,
+                    )
             else:
                 if st.status == RunStatus.RUNNING and write:
-                    why = (f"eval worker pid {st.worker_pid} on {st.worker_host} died (or went silent) "
-                           "before the run ended")
+                    why = (
+                        f"eval worker pid {st.worker_pid} on {st.worker_host} died (or went silent) "
+                        "before the run ended"
+                    )
                     if st.run_id:
                         self.store.mark_failed(st.run_id, why)
-                    self._set(st.key, status=RunStatus.FAILED, error=why, ended_at=time.time(), expect=RunStatus.RUNNING)
+                    self._set(
+                        st.key, status=RunStatus.FAILED, error=why, ended_at=time.time(), expect=RunStatus.RUNNING
+                    )
                 if st.status == RunStatus.RUNNING:
                     orphans.append(st.key)
                 if st.attempts >= max_attempts:
                     given_up += 1
                     if given_up == 1:
-                        log.warning("cell %s failed %d times; skipping it and any other such cell (raise --max-attempts "
-                                    "to retry)", st.key, st.attempts)
+                        log.warning(
+                            "cell %s failed %d times; skipping it and any other such cell (raise --max-attempts "
+                            "to retry)",
+                            st.key,
+                            st.attempts,
+                        )
                     continue
                 todo.append(it)
         return Plan(todo, done, busy, given_up, orphans)
@@ -149,22 +185,48 @@ class CellLedger:
         """Mark the cell running under `run_id` for this process. False when another worker holds it or it
         is already finished (two evaluations on one database never run the same cell twice at once)."""
         now = time.time()
-        values = dict(status=RunStatus.RUNNING, run_id=run_id, batched=batched, worker_pid=os.getpid(),
-                      worker_host=self.host,
-                      started_at=now, ended_at=None, wall_s=None, error=None)
+        values = dict(
+            status=RunStatus.RUNNING,
+            run_id=run_id,
+            batched=batched,
+            worker_pid=os.getpid(),
+            worker_host=self.host,
+            started_at=now,
+            ended_at=None,
+            wall_s=None,
+            error=None,
+        )
         c = eval_cells.c
         with self.engine.begin() as conn:
-            res = conn.execute(sa.update(eval_cells)
-                               .where(c.cell_key == cell.key, c.status == RunStatus.FAILED)
-                               .values(attempts=c.attempts + 1, **values))
+            res = conn.execute(
+                sa.update(eval_cells)
+                .where(c.cell_key == cell.key, c.status == RunStatus.FAILED)
+                .values(attempts=c.attempts + 1, **values)
+            )
             if res.rowcount:
                 return True
         try:
             with self.engine.begin() as conn:
-                conn.execute(sa.insert(eval_cells), [dict(
-                    cell_key=cell.key, pair=cell.pair, policy=cell.policy, prm=cell.prm, dataset=cell.dataset,
-                    problem_id=cell.problem_id, method=cell.method, budget=cell.budget, seed=cell.seed,
-                    variant=cell.variant, overrides=dict(cell.overrides) or None, attempts=1, **values)])
+                conn.execute(
+                    sa.insert(eval_cells),
+                    [
+                        dict(
+                            cell_key=cell.key,
+                            pair=cell.pair,
+                            policy=cell.policy,
+                            prm=cell.prm,
+                            dataset=cell.dataset,
+                            problem_id=cell.problem_id,
+                            method=cell.method,
+                            budget=cell.budget,
+                            seed=cell.seed,
+                            variant=cell.variant,
+                            overrides=dict(cell.overrides) or None,
+                            attempts=1,
+                            **values,
+                        )
+                    ],
+                )
             return True
         except IntegrityError:
             return False  # the row exists and is running or finished: someone else has it
@@ -191,18 +253,28 @@ class CellLedger:
             return []
         c = eval_cells.c
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(c.cell_key, c.run_id, c.worker_host, c.worker_pid)
-                                .where(c.status == RunStatus.RUNNING,
-                                       c.worker_pid.in_(sorted({p for _, p in workers})))).all()
+            rows = conn.execute(
+                sa.select(c.cell_key, c.run_id, c.worker_host, c.worker_pid).where(
+                    c.status == RunStatus.RUNNING, c.worker_pid.in_(sorted({p for _, p in workers}))
+                )
+            ).all()
         closed = []
         for row in rows:
             if (row.worker_host, row.worker_pid) not in workers:
                 continue
-            msg = f"eval worker pid {row.worker_pid} on {row.worker_host} died or was stopped before the run ended: {why}"
+            msg = (
+                f"eval worker pid {row.worker_pid} on {row.worker_host} died or was stopped before the run ended: {why}"
+            )
             if row.run_id:
                 self.store.mark_failed(row.run_id, msg)
-            self._set(row.cell_key, status=RunStatus.FAILED, error=msg, ended_at=time.time(), expect=RunStatus.RUNNING,
-                      run_id_is=row.run_id)
+            self._set(
+                row.cell_key,
+                status=RunStatus.FAILED,
+                error=msg,
+                ended_at=time.time(),
+                expect=RunStatus.RUNNING,
+                run_id_is=row.run_id,
+            )
             closed.append(row.cell_key)
         return closed
 

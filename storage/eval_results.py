@@ -18,8 +18,27 @@ from uats_core.tree import TERMINAL
 from . import schema as S
 from .eval_cells import eval_cells
 
-RESULT_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
-                  "run_id", "batched", "wall_s", "correct", "naive_correct", "cost", "iterations", "n_nodes", "answer"]
+RESULT_COLUMNS = [
+    "cell_key",
+    "pair",
+    "policy",
+    "prm",
+    "dataset",
+    "problem_id",
+    "method",
+    "budget",
+    "seed",
+    "variant",
+    "run_id",
+    "batched",
+    "wall_s",
+    "correct",
+    "naive_correct",
+    "cost",
+    "iterations",
+    "n_nodes",
+    "answer",
+]
 CONTROLLER_COLUMNS = ["run_id", "iteration", *STATE_FEATURES, *KNOBS]
 # pass_at_n and n_final: over the final candidates; finals_marked: the run marked them (Node.voted), so the two are
 # exact (in an older run log they count every solution the search ended)
@@ -44,19 +63,45 @@ def load_results(source: Any) -> pd.DataFrame:
     if eval_cells.name not in sa.inspect(engine).get_table_names():  # reading never creates tables
         return pd.DataFrame(columns=RESULT_COLUMNS + OUTCOME_COLUMNS)
     c, r, n = eval_cells.c, S.runs.c, S.nodes.c
-    q = (sa.select(c.cell_key, c.pair, c.policy, c.prm, c.dataset, c.problem_id, c.method, c.budget, c.seed, c.variant,
-                   c.run_id, c.batched, c.wall_s, r.correct, r.naive_correct, r.cost, r.iterations, r.n_nodes, r.answer)
-         .select_from(eval_cells.join(S.runs, r.run_id == c.run_id))
-         .where(c.status == RunStatus.FINISHED, r.status == RunStatus.FINISHED))
+    q = (
+        sa.select(
+            c.cell_key,
+            c.pair,
+            c.policy,
+            c.prm,
+            c.dataset,
+            c.problem_id,
+            c.method,
+            c.budget,
+            c.seed,
+            c.variant,
+            c.run_id,
+            c.batched,
+            c.wall_s,
+            r.correct,
+            r.naive_correct,
+            r.cost,
+            r.iterations,
+            r.n_nodes,
+            r.answer,
+        )
+        .select_from(eval_cells.join(S.runs, r.run_id == c.run_id))
+        .where(c.status == RunStatus.FINISHED, r.status == RunStatus.FINISHED)
+    )
     # The final candidates: those the answer was chosen from (Node.voted); a run log from before that was kept
     # has every ended solution (reports.duplicates.voted_mask reads the same rule from loaded nodes).
     final = sa.or_(n.voted.is_(True), sa.and_(n.voted.is_(None), n.status.in_(TERMINAL)))
-    oracle = (sa.select(n.run_id, sa.func.max(sa.case((sa.and_(final, n.correct.is_(True)), 1), else_=0)).label("any_correct"),
-                        sa.func.sum(sa.case((final, 1), else_=0)).label("n_final"),
-                        sa.func.max(sa.case((n.voted.is_not(None), 1), else_=0)).label("finals_marked"))
-              .select_from(S.nodes.join(eval_cells, c.run_id == n.run_id))
-              .where(c.status == RunStatus.FINISHED, sa.or_(final, n.voted.is_not(None)))
-              .group_by(n.run_id))
+    oracle = (
+        sa.select(
+            n.run_id,
+            sa.func.max(sa.case((sa.and_(final, n.correct.is_(True)), 1), else_=0)).label("any_correct"),
+            sa.func.sum(sa.case((final, 1), else_=0)).label("n_final"),
+            sa.func.max(sa.case((n.voted.is_not(None), 1), else_=0)).label("finals_marked"),
+        )
+        .select_from(S.nodes.join(eval_cells, c.run_id == n.run_id))
+        .where(c.status == RunStatus.FINISHED, sa.or_(final, n.voted.is_not(None)))
+        .group_by(n.run_id)
+    )
     with engine.connect() as conn:
         df = pd.DataFrame(conn.execute(q).mappings().all())
         pas = pd.DataFrame(conn.execute(oracle).mappings().all())
@@ -84,8 +129,20 @@ def load_nodes(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
     """The nodes of `run_ids` with what the Figure 2 analysis reads (scores, initial passes, status, label) and
     the answers the final candidates vote with."""
     n = S.nodes.c
-    q = (sa.select(n.run_id, n.node_id, n.parent_id, n.depth, n.step, n.mean, n.mc_scores, n.initial_passes,
-                   n.status, n.correct, n.answer, n.voted).where(n.run_id.in_(list(run_ids))))
+    q = sa.select(
+        n.run_id,
+        n.node_id,
+        n.parent_id,
+        n.depth,
+        n.step,
+        n.mean,
+        n.mc_scores,
+        n.initial_passes,
+        n.status,
+        n.correct,
+        n.answer,
+        n.voted,
+    ).where(n.run_id.in_(list(run_ids)))
     with engine_of(source).connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all())
 
@@ -96,7 +153,14 @@ def load_controller_steps(source: Any, run_ids: Sequence[str]) -> pd.DataFrame:
     i = S.iterations.c
     q = sa.select(i.run_id, i.iteration, i.step_info).where(i.run_id.in_(list(run_ids))).order_by(i.run_id, i.iteration)
     with engine_of(source).connect() as conn:
-        rows = [{"run_id": r.run_id, "iteration": r.iteration,
-                 **dict(zip(current_feature_names(b["state"]), b["state"].values())), **b["knobs"]}
-                for r in conn.execute(q) if (b := r.step_info) and b.get("state") and b.get("knobs")]
+        rows = [
+            {
+                "run_id": r.run_id,
+                "iteration": r.iteration,
+                **dict(zip(current_feature_names(b["state"]), b["state"].values())),
+                **b["knobs"],
+            }
+            for r in conn.execute(q)
+            if (b := r.step_info) and b.get("state") and b.get("knobs")
+        ]
     return pd.DataFrame(rows, columns=CONTROLLER_COLUMNS)

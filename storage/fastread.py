@@ -62,8 +62,9 @@ _SCORES = _COLUMNS.index("mc_scores")
 
 def _select(dialect: str) -> str:
     """The nodes of one run, in node order, with the JSON columns as text on either database."""
-    cols = [f'CAST("{c}" AS TEXT)' if i in _JSON and dialect == "postgresql" else f'"{c}"'
-            for i, c in enumerate(_COLUMNS)]
+    cols = [
+        f'CAST("{c}" AS TEXT)' if i in _JSON and dialect == "postgresql" else f'"{c}"' for i, c in enumerate(_COLUMNS)
+    ]
     mark = "?" if dialect == "sqlite" else "%s"
     return f"SELECT {', '.join(cols)} FROM nodes WHERE run_id = {mark} ORDER BY node_id"
 

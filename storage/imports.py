@@ -23,9 +23,16 @@ def write_imported(store: Any, runs: Sequence[ImportedRun]) -> list[str]:
         start = events[0]
         assert isinstance(start, RunStarted)
         starts.append(start)
-        check_run_fields(method=start.method, problem_id=start.problem_id, question=start.question,
-                         gold_answer=start.gold_answer, seed=start.seed, config=start.config, policy=start.policy,
-                         prm=start.prm)
+        check_run_fields(
+            method=start.method,
+            problem_id=start.problem_id,
+            question=start.question,
+            gold_answer=start.gold_answer,
+            seed=start.seed,
+            config=start.config,
+            policy=start.policy,
+            prm=start.prm,
+        )
     ids = []
     for events, start in zip(built, starts):
         recorder = store.subscriber()

@@ -27,8 +27,11 @@ def get_job(store: Any, table: sa.Table, job_id: str, what: str) -> dict[str, An
 def update_live(store: Any, table: sa.Table, job_id: str, **values: Any) -> bool:
     """Set columns of a job that has not ended; False when it had ended (or does not exist)."""
     with store.engine.begin() as conn:
-        res = conn.execute(sa.update(table).where(table.c.job_id == job_id, table.c.status.in_(LIVE))
-                           .values(updated_at=time.time(), **values))
+        res = conn.execute(
+            sa.update(table)
+            .where(table.c.job_id == job_id, table.c.status.in_(LIVE))
+            .values(updated_at=time.time(), **values)
+        )
     return bool(res.rowcount)
 
 
@@ -39,8 +42,9 @@ def start_job(store: Any, table: sa.Table, job_id: str) -> bool:
 
 def cancel_flag(store: Any, table: sa.Table, job_id: str) -> bool:
     with store.engine.connect() as conn:
-        return bool(conn.execute(sa.select(table.c.cancel_requested).where(table.c.job_id == job_id))
-                    .scalar_one_or_none())
+        return bool(
+            conn.execute(sa.select(table.c.cancel_requested).where(table.c.job_id == job_id)).scalar_one_or_none()
+        )
 
 
 def end_job(store: Any, table: sa.Table, job_id: str, status: str, error: str | None = None) -> bool:

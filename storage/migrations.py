@@ -30,9 +30,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # (table, former name, name), oldest first: iterations.budget held the step's numbers (a StepInfo), not the budget
 # N; "budget" means N alone since 2026-11-29.
-RENAMES: tuple[tuple[str, str, str], ...] = (
-    ("iterations", "budget", "step_info"),
-)
+RENAMES: tuple[tuple[str, str, str], ...] = (("iterations", "budget", "step_info"),)
 
 
 def migrate(engine: Engine) -> None:

@@ -32,7 +32,10 @@ from .connection import StorageError
 
 _NODE_COLS = {c.name for c in S.nodes.columns}
 # NOT NULL columns a snapshot may leave out: Node's own defaults (a snapshot always has a step; "" if not)
-_DEFAULTS = {**{f.name: f.default for f in fields(Node) if f.default is not MISSING and f.default is not None}, "step": ""}
+_DEFAULTS = {
+    **{f.name: f.default for f in fields(Node) if f.default is not MISSING and f.default is not None},
+    "step": "",
+}
 _FLOATS = tuple(c.name for c in S.nodes.columns if isinstance(c.type, sa.Float))
 _TEXTS = tuple(c.name for c in S.nodes.columns if isinstance(c.type, sa.String) and c.name != "run_id")
 
@@ -63,8 +66,12 @@ def node_row(run_id: str, rec: dict[str, Any], iteration: int) -> dict[str, Any]
 
 
 def history_row(row: dict[str, Any], iteration: int) -> dict[str, Any]:
-    return {"run_id": row["run_id"], "iteration": int(iteration), "node_id": row["node_id"],
-            **{f: row[f] for f in S.HISTORY_FIELDS}}
+    return {
+        "run_id": row["run_id"],
+        "iteration": int(iteration),
+        "node_id": row["node_id"],
+        **{f: row[f] for f in S.HISTORY_FIELDS},
+    }
 
 
 _FAST = True  # tests switch it off to compare with SQLAlchemy's own statements
@@ -81,8 +88,9 @@ def _upsert_statement(dialect: str, table: sa.Table, keys: tuple[str, ...]) -> A
 
         # either dialect's INSERT has on_conflict_do_update and .excluded, their common base has neither
         ins: Any = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
-        stmt = ins.on_conflict_do_update(index_elements=list(keys),
-                                         set_={c.name: ins.excluded[c.name] for c in table.columns if c.name not in keys})
+        stmt = ins.on_conflict_do_update(
+            index_elements=list(keys), set_={c.name: ins.excluded[c.name] for c in table.columns if c.name not in keys}
+        )
         _UPSERTS[key] = stmt
     return stmt
 
@@ -95,8 +103,11 @@ def _bind(dialect: str, col: sa.Column) -> tuple[str, Callable[[Any], Any]]:
     if isinstance(col.type, sa.JSON):
         return (mark if dialect == "sqlite" else f"CAST({mark} AS JSON)"), json.dumps
     if isinstance(col.type, sa.Boolean):
-        return mark, ((lambda v: None if v is None else int(bool(v))) if dialect == "sqlite"
-                      else (lambda v: None if v is None else bool(v)))
+        return mark, (
+            (lambda v: None if v is None else int(bool(v)))
+            if dialect == "sqlite"
+            else (lambda v: None if v is None else bool(v))
+        )
     if isinstance(col.type, sa.Integer):
         return mark, lambda v: None if v is None else int(v)
     if isinstance(col.type, sa.Float):
@@ -119,14 +130,19 @@ def _driver_upsert(conn: Connection, table: sa.Table, rows: Sequence[dict[str, A
         names = ", ".join(f'"{c}"' for c in cols)
         sets = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in keys)
         conflict = ", ".join(f'"{k}"' for k in keys)
-        sql = (f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join(m for m, _ in binds)}) '
-               f"ON CONFLICT ({conflict}) DO " + (f"UPDATE SET {sets}" if sets else "NOTHING"))
+        sql = (
+            f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join(m for m, _ in binds)}) '
+            f"ON CONFLICT ({conflict}) DO " + (f"UPDATE SET {sets}" if sets else "NOTHING")
+        )
         prepared = (sql, [f for _, f in binds])
         _PREPARED[key] = prepared
     sql, convert = prepared
     get = operator.itemgetter(*cols)
-    params = ([(convert[0](get(r)),) for r in rows] if len(cols) == 1
-              else [tuple([f(v) for f, v in zip(convert, get(r))]) for r in rows])
+    params = (
+        [(convert[0](get(r)),) for r in rows]
+        if len(cols) == 1
+        else [tuple([f(v) for f, v in zip(convert, get(r))]) for r in rows]
+    )
     _driver_execute(conn, sql, params, many=True)
 
 
@@ -213,41 +229,84 @@ class RunRecorder:
     def _flush(self, it: IterationEnded | None, end: RunEnded | None) -> None:
         assert self.run_id is not None
         self._seen.update(self._nodes)
-        self._write_iteration(self.run_id, list(self._nodes.values()), list(self._history.values()), it,
-                              len(self._seen), end)
+        self._write_iteration(
+            self.run_id, list(self._nodes.values()), list(self._history.values()), it, len(self._seen), end
+        )
         self._nodes.clear()
         self._history.clear()
 
     def _start_run(self, ev: RunStarted) -> None:
         now = time.time()
-        values = dict(method=ev.method, problem_id=ev.problem_id, question=ev.question, gold_answer=ev.gold_answer,
-                      seed=ev.seed, config=ev.config, policy=ev.policy, prm=ev.prm, model_options=ev.model_options,
-                      status=RunStatus.RUNNING,
-                      updated_at=now, worker_pid=os.getpid(), worker_host=socket.gethostname())
+        values = dict(
+            method=ev.method,
+            problem_id=ev.problem_id,
+            question=ev.question,
+            gold_answer=ev.gold_answer,
+            seed=ev.seed,
+            config=ev.config,
+            policy=ev.policy,
+            prm=ev.prm,
+            model_options=ev.model_options,
+            status=RunStatus.RUNNING,
+            updated_at=now,
+            worker_pid=os.getpid(),
+            worker_host=socket.gethostname(),
+        )
         check_row(S.runs, dict(values, run_id=ev.run_id))  # nothing written when a value does not fit
         with self.engine.begin() as conn:
             prev = conn.execute(sa.select(S.runs.c.status).where(S.runs.c.run_id == ev.run_id)).scalar_one_or_none()
             if prev is None:
-                conn.execute(sa.insert(S.runs), [dict(values, run_id=ev.run_id, started_at=now, cost=0.0,
-                                                      iterations=0, n_nodes=0, cancel_requested=False)])
+                conn.execute(
+                    sa.insert(S.runs),
+                    [
+                        dict(
+                            values,
+                            run_id=ev.run_id,
+                            started_at=now,
+                            cost=0.0,
+                            iterations=0,
+                            n_nodes=0,
+                            cancel_requested=False,
+                        )
+                    ],
+                )
             elif prev == RunStatus.QUEUED:
                 conn.execute(sa.update(S.runs).where(S.runs.c.run_id == ev.run_id).values(**values))
             else:
                 raise StorageError(f"run {ev.run_id} already exists with status {prev}; use a new run id", field="run")
 
-    def _write_iteration(self, run_id: str, node_rows: Sequence[dict[str, Any]], hist_rows: Sequence[dict[str, Any]],
-                         it: IterationEnded | None, n_nodes: int, end: RunEnded | None = None) -> None:
+    def _write_iteration(
+        self,
+        run_id: str,
+        node_rows: Sequence[dict[str, Any]],
+        hist_rows: Sequence[dict[str, Any]],
+        it: IterationEnded | None,
+        n_nodes: int,
+        end: RunEnded | None = None,
+    ) -> None:
         now = time.time()
         with self.engine.begin() as conn:  # one transaction per iteration: a reader sees all of it or none
             upsert(conn, S.nodes, node_rows, ("run_id", "node_id"))
             upsert(conn, S.node_history, hist_rows, ("run_id", "iteration", "node_id"))
             run_values: dict[str, Any] = dict(updated_at=now, n_nodes=n_nodes)
             if it is not None:
-                upsert(conn, S.iterations, [dict(
-                    run_id=run_id, iteration=it.iteration, decisions=[d.to_dict() for d in it.decisions],
-                    step_info=it.step_info.to_dict(),
-                    cost_step=float(it.cost_step), cost_total=float(it.cost_total),
-                    n_nodes_updated=len(node_rows), written_at=now)], ("run_id", "iteration"))
+                upsert(
+                    conn,
+                    S.iterations,
+                    [
+                        dict(
+                            run_id=run_id,
+                            iteration=it.iteration,
+                            decisions=[d.to_dict() for d in it.decisions],
+                            step_info=it.step_info.to_dict(),
+                            cost_step=float(it.cost_step),
+                            cost_total=float(it.cost_total),
+                            n_nodes_updated=len(node_rows),
+                            written_at=now,
+                        )
+                    ],
+                    ("run_id", "iteration"),
+                )
                 run_values.update(cost=float(it.cost_total), iterations=it.iteration)
             if end is not None:
                 status = end.status if end.status in ENDED else RunStatus.FAILED
@@ -255,8 +314,16 @@ class RunRecorder:
                 if status != end.status:
                     error = f"unknown final status {end.status!r}" + (f"; {error}" if error else "")
                 answer, naive = (storable_text(a) if isinstance(a, str) else a for a in (end.answer, end.naive_answer))
-                run_values.update(status=status, answer=answer, naive_answer=naive,
-                                  correct=end.correct, naive_correct=end.naive_correct, cost=float(end.cost),
-                                  iterations=int(end.iterations), error=error, extra=dict(end.extra) or None,
-                                  ended_at=now)
+                run_values.update(
+                    status=status,
+                    answer=answer,
+                    naive_answer=naive,
+                    correct=end.correct,
+                    naive_correct=end.naive_correct,
+                    cost=float(end.cost),
+                    iterations=int(end.iterations),
+                    error=error,
+                    extra=dict(end.extra) or None,
+                    ended_at=now,
+                )
             update_run(conn, run_id, run_values)

@@ -46,9 +46,29 @@ log = logging.getLogger(__name__)
 
 RESULTS_FILE, STEPS_FILE, TRACES_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", "traces.csv.gz", ".lock"
 CANDIDATES_FILE, VOTED_FILE, CONTROLLER_FILE = "candidates.csv.gz", "voted.csv.gz", "controller.csv.gz"
-LEDGER_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant",
-                  "answer", "correct", "naive_correct", "pass_at_n", "n_final", "cost", "iterations", "n_nodes", "wall_s",
-                  "batched", "code_version"]
+LEDGER_COLUMNS = [
+    "cell_key",
+    "pair",
+    "policy",
+    "prm",
+    "dataset",
+    "problem_id",
+    "method",
+    "budget",
+    "seed",
+    "variant",
+    "answer",
+    "correct",
+    "naive_correct",
+    "pass_at_n",
+    "n_final",
+    "cost",
+    "iterations",
+    "n_nodes",
+    "wall_s",
+    "batched",
+    "code_version",
+]
 STEP_COLUMNS = ["cell_key", "pair", "dataset", "method", "score_kind", "label_kind", "score", "var0", "correct"]
 TRACE_COLUMNS = ["cell_key", "n_candidates", "n_distinct", "steps", "candidates_per_step", "distinct_per_step"]
 CANDIDATE_COLUMNS = ["cell_key", "solutions"]  # solutions: JSON, reports.duplicates.final_solutions
@@ -127,8 +147,13 @@ class ResultsLedger:
         df.columns = current_feature_names(df.columns)  # a ledger written before a feature's rename keeps loading
         return df.drop_duplicates(["cell_key", "iteration"]).reset_index(drop=True)
 
-    def append(self, rows: pd.DataFrame, steps: pd.DataFrame | None = None, traces: pd.DataFrame | None = None,
-               controller: pd.DataFrame | None = None) -> int:
+    def append(
+        self,
+        rows: pd.DataFrame,
+        steps: pd.DataFrame | None = None,
+        traces: pd.DataFrame | None = None,
+        controller: pd.DataFrame | None = None,
+    ) -> int:
         """Append the rows whose cell is not in the ledger yet (with their step records, duplicate counts and
         controller steps); returns how many.
 
@@ -151,8 +176,10 @@ class ResultsLedger:
                 if "solutions" in held:
                     _append_csv(self.candidates_path, held[CANDIDATE_COLUMNS])
             if controller is not None and len(controller):
-                _append_csv(self.controller_path,
-                            controller[controller["cell_key"].isin(set(new["cell_key"]))][LEDGER_CONTROLLER_COLUMNS])
+                _append_csv(
+                    self.controller_path,
+                    controller[controller["cell_key"].isin(set(new["cell_key"]))][LEDGER_CONTROLLER_COLUMNS],
+                )
             if "finals_marked" in new and new["finals_marked"].any():
                 _append_csv(self.voted_path, new[new["finals_marked"].astype(bool)][VOTED_COLUMNS])
             _append_csv(self.results_path, new[LEDGER_COLUMNS])
@@ -211,10 +238,14 @@ def _append_csv(path: Path, df: pd.DataFrame) -> None:
         fh.write(buf.getvalue())
 
 
-def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
-                step_records: Callable[[Callable[[list[str]], pd.DataFrame], pd.DataFrame], pd.DataFrame] | None = None,
-                portable: Callable[[str], str] = str,
-                trace_counts: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> int:
+def sync_ledger(
+    ledger: ResultsLedger,
+    source: Any,
+    code_version: str,
+    step_records: Callable[[Callable[[list[str]], pd.DataFrame], pd.DataFrame], pd.DataFrame] | None = None,
+    portable: Callable[[str], str] = str,
+    trace_counts: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+) -> int:
     """Copy the finished evaluation cells of a run log (a RunStore, engine, path or URL) that the ledger lacks,
     with the step records of the sampled ones (step_records(load_nodes, rows), the report's Figure 2 reader) and
     every cell's duplicate counts (trace_counts(nodes) by run_id, the report's duplicates table)."""
@@ -233,7 +264,7 @@ def sync_ledger(ledger: ResultsLedger, source: Any, code_version: str,
     if trace_counts is not None:
         # Every new cell's nodes, read once: the duplicate counts need them all, the step records a sample of them.
         runs = list(rows["run_id"])
-        nodes = pd.concat([load_nodes(engine, runs[i:i + 200]) for i in range(0, len(runs), 200)], ignore_index=True)
+        nodes = pd.concat([load_nodes(engine, runs[i : i + 200]) for i in range(0, len(runs), 200)], ignore_index=True)
         if len(nodes):
             loader = lambda ids: nodes[nodes["run_id"].isin(set(ids))]  # noqa: E731
             counts = trace_counts(nodes)
@@ -277,8 +308,9 @@ def _same_searches(ledger_rows: pd.DataFrame, engine: Any) -> pd.DataFrame:
     return both[same]
 
 
-def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame],
-                chunk: int = 200) -> int:
+def fill_traces(
+    ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.DataFrame], pd.DataFrame], chunk: int = 200
+) -> int:
     """Duplicate counts and final solutions, read from a run log (a RunStore, engine, path or URL), for the cells the
     ledger holds without them. Only the very searches the ledger recorded count: the log's row must have the ledger's
     answer, compute, iterations and node count (a cell run again elsewhere is another search). Returns how many
@@ -295,10 +327,15 @@ def fill_traces(ledger: ResultsLedger, source: Any, trace_counts: Callable[[pd.D
     cell_of = dict(zip(both["run_id"], both["cell_key"]))
     runs, added = list(both["run_id"]), 0
     for i in range(0, len(runs), chunk):  # a chunk's nodes at a time: old run logs hold millions
-        counts = trace_counts(load_nodes(engine, runs[i:i + chunk]))
+        counts = trace_counts(load_nodes(engine, runs[i : i + chunk]))
         added += ledger.append_traces(counts.assign(cell_key=counts["run_id"].map(cell_of)))
-    log.info("results ledger %s: duplicate counts or final solutions for %d cells from %s (%d of its cells matched)", ledger.folder,
-             added, source, len(both))
+    log.info(
+        "results ledger %s: duplicate counts or final solutions for %d cells from %s (%d of its cells matched)",
+        ledger.folder,
+        added,
+        source,
+        len(both),
+    )
     return added
 
 
@@ -308,8 +345,9 @@ def fill_controller(ledger: ResultsLedger, source: Any) -> int:
     from .eval_results import engine_of
 
     mine = ledger.results()
-    mine = mine[mine["method"].isin(controlled_methods())
-                & ~mine["cell_key"].isin(set(ledger.controller()["cell_key"]))]
+    mine = mine[
+        mine["method"].isin(controlled_methods()) & ~mine["cell_key"].isin(set(ledger.controller()["cell_key"]))
+    ]
     if mine.empty:
         return 0
     engine = engine_of(source)

@@ -24,13 +24,16 @@ def write_shadow(store: Any, run_id: str, rows: Sequence[dict[str, Any]]) -> int
     earlier ones of the same nodes. Returns how many were written."""
     store.get_run(run_id)  # a missing run is an error, as everywhere in storage
     now = time.time()
-    values = [{"run_id": run_id, "node_id": int(r["node_id"]), **{k: r.get(k) for k in _FIELDS}, "written_at": now}
-              for r in rows]
+    values = [
+        {"run_id": run_id, "node_id": int(r["node_id"]), **{k: r.get(k) for k in _FIELDS}, "written_at": now}
+        for r in rows
+    ]
     ids = [v["node_id"] for v in values]
     with store.engine.begin() as conn:
         if ids:
-            conn.execute(sa.delete(S.shadow_scores).where(S.shadow_scores.c.run_id == run_id,
-                                                          S.shadow_scores.c.node_id.in_(ids)))
+            conn.execute(
+                sa.delete(S.shadow_scores).where(S.shadow_scores.c.run_id == run_id, S.shadow_scores.c.node_id.in_(ids))
+            )
             conn.execute(sa.insert(S.shadow_scores), values)
     return len(values)
 
@@ -49,10 +52,24 @@ def create_shadow_job(store: Any, job_id: str, run_id: str, k: int, prm: str | N
     store.get_run(run_id)
     now = time.time()
     with store.engine.begin() as conn:
-        conn.execute(sa.insert(S.shadow_jobs), [dict(job_id=job_id, run_id=run_id, k=int(k), prm=prm,
-                                                     status=RunStatus.QUEUED, done=0, total=int(total),
-                                                     cancel_requested=False,
-                                                     server=this_process(), created_at=now, updated_at=now)])
+        conn.execute(
+            sa.insert(S.shadow_jobs),
+            [
+                dict(
+                    job_id=job_id,
+                    run_id=run_id,
+                    k=int(k),
+                    prm=prm,
+                    status=RunStatus.QUEUED,
+                    done=0,
+                    total=int(total),
+                    cancel_requested=False,
+                    server=this_process(),
+                    created_at=now,
+                    updated_at=now,
+                )
+            ],
+        )
 
 
 def get_shadow_job(store: Any, job_id: str) -> dict[str, Any]:
@@ -85,5 +102,8 @@ def end_shadow_job(store: Any, job_id: str, status: str, error: str | None = Non
 def mark_dead_shadow_jobs(store: Any) -> list[str]:
     """Fail the unfinished jobs whose server is gone (the app's start-up; a live server's pool notices its own
     dead workers). Their ids."""
-    return [job for job, server in dead_jobs(store, S.shadow_jobs)
-            if end_shadow_job(store, job, RunStatus.FAILED, f"the server that ran it ({server}) stopped")]
+    return [
+        job
+        for job, server in dead_jobs(store, S.shadow_jobs)
+        if end_shadow_job(store, job, RunStatus.FAILED, f"the server that ran it ({server}) stopped")
+    ]

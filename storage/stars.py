@@ -17,8 +17,9 @@ class StarsAndNotes:
 
     engine: sa.Engine
 
-    def star_case(self, run_id: str, node_id: int = S.RUN_LEVEL, starred: bool = True,
-                  case_kind: str | None = None) -> None:
+    def star_case(
+        self, run_id: str, node_id: int = S.RUN_LEVEL, starred: bool = True, case_kind: str | None = None
+    ) -> None:
         self._set_star(run_id, node_id, starred=bool(starred), **({"case_kind": case_kind} if case_kind else {}))
 
     def set_note(self, run_id: str, node_id: int = S.RUN_LEVEL, note: str = "") -> None:
@@ -26,8 +27,9 @@ class StarsAndNotes:
 
     def save_case(self, run_id: str, node_id: int, starred: bool, note: str, case_kind: str | None = None) -> None:
         """The star and the note of a case in one checked write: a note past its bound changes neither."""
-        self._set_star(run_id, node_id, starred=bool(starred), note=str(note),
-                       **({"case_kind": case_kind} if case_kind else {}))
+        self._set_star(
+            run_id, node_id, starred=bool(starred), note=str(note), **({"case_kind": case_kind} if case_kind else {})
+        )
 
     def _set_star(self, run_id: str, node_id: int, **values: Any) -> None:
         node_id = int(node_id)
@@ -35,8 +37,13 @@ class StarsAndNotes:
         with self.engine.begin() as conn:
             if conn.execute(sa.select(S.runs.c.run_id).where(S.runs.c.run_id == run_id)).first() is None:
                 raise StorageError(f"no run {run_id}", field="run")
-            if node_id != S.RUN_LEVEL and conn.execute(sa.select(S.nodes.c.node_id).where(
-                    S.nodes.c.run_id == run_id, S.nodes.c.node_id == node_id)).first() is None:
+            if (
+                node_id != S.RUN_LEVEL
+                and conn.execute(
+                    sa.select(S.nodes.c.node_id).where(S.nodes.c.run_id == run_id, S.nodes.c.node_id == node_id)
+                ).first()
+                is None
+            ):
                 raise StorageError(f"run {run_id} has no node {node_id}", field="node")
             key = (S.stars.c.run_id == run_id) & (S.stars.c.node_id == node_id)
             values["updated_at"] = time.time()
@@ -56,6 +63,7 @@ class StarsAndNotes:
 
     def get_star(self, run_id: str, node_id: int = S.RUN_LEVEL) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            r = conn.execute(sa.select(S.stars).where(S.stars.c.run_id == run_id,
-                                                      S.stars.c.node_id == int(node_id))).first()
+            r = conn.execute(
+                sa.select(S.stars).where(S.stars.c.run_id == run_id, S.stars.c.node_id == int(node_id))
+            ).first()
         return dict(r._mapping) if r else None

@@ -37,16 +37,30 @@ from .fastread import node_dict
 from .recorder import RunRecorder
 from .stars import StarsAndNotes
 
-__all__ = ["RunStore", "RunVersion", "open_read_only", "RunRecorder", "StorageError", "pid_alive",
-           "SQLITE_BUSY_TIMEOUT_MS", "run_version_of"]
+__all__ = [
+    "RunStore",
+    "RunVersion",
+    "open_read_only",
+    "RunRecorder",
+    "StorageError",
+    "pid_alive",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "run_version_of",
+]
 
 RunVersion = tuple[str, int, int, float, bool]  # (status, iterations, n_nodes, updated_at, paused)
 
 
 def run_version_of(run: Mapping[Any, Any]) -> RunVersion:
     """A runs row's version (RunStore.run_version): what changes whenever the run's tree, status or pause does."""
-    return (run["status"], int(run["iterations"]), int(run["n_nodes"]), float(run["updated_at"] or 0.0),
-            bool(run["paused"]))
+    return (
+        run["status"],
+        int(run["iterations"]),
+        int(run["n_nodes"]),
+        float(run["updated_at"] or 0.0),
+        bool(run["paused"]),
+    )
+
 
 log = logging.getLogger(__name__)
 
@@ -87,29 +101,72 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         """A fresh event consumer for one run: pass it to run_search(subscribers=[...])."""
         return RunRecorder(self.engine)
 
-    def register_run(self, run_id: str, *, method: str, problem_id: str, question: str,
-                     gold_answer: str | None = None, seed: int | None = None, config: dict[str, Any] | None = None,
-                     policy: str | None = None, prm: str | None = None, label: str | None = None,
-                     paused: bool = False, owner: str | None = None) -> None:
+    def register_run(
+        self,
+        run_id: str,
+        *,
+        method: str,
+        problem_id: str,
+        question: str,
+        gold_answer: str | None = None,
+        seed: int | None = None,
+        config: dict[str, Any] | None = None,
+        policy: str | None = None,
+        prm: str | None = None,
+        label: str | None = None,
+        paused: bool = False,
+        owner: str | None = None,
+    ) -> None:
         """Insert a 'queued' row before a worker starts, so a front end can list, follow and cancel the run
         at once; RunStarted from the worker then fills the rest in. paused=True starts it in step mode: the
         worker loads its models, writes the root, and waits for `step_run` before iteration 1. `owner`: who
         started it (ui/access.py). The run is recorded as this process's (`server`): once that is gone,
         mark_dead_workers ends the run. StorageError naming the field when a value does not fit the run log."""
         now = time.time()
-        row = dict(run_id=run_id, method=method, problem_id=problem_id, question=question, gold_answer=gold_answer,
-                   seed=seed, config=config, policy=policy, prm=prm, status=RunStatus.QUEUED, cost=0.0, iterations=0,
-                   n_nodes=0, label=label, started_at=now, updated_at=now, cancel_requested=False,
-                   paused=bool(paused), step_credits=0, owner=owner, server=this_process())
+        row = dict(
+            run_id=run_id,
+            method=method,
+            problem_id=problem_id,
+            question=question,
+            gold_answer=gold_answer,
+            seed=seed,
+            config=config,
+            policy=policy,
+            prm=prm,
+            status=RunStatus.QUEUED,
+            cost=0.0,
+            iterations=0,
+            n_nodes=0,
+            label=label,
+            started_at=now,
+            updated_at=now,
+            cancel_requested=False,
+            paused=bool(paused),
+            step_credits=0,
+            owner=owner,
+            server=this_process(),
+        )
         check_row(S.runs, row)
         with self.engine.begin() as conn:
             conn.execute(sa.insert(S.runs), [row])
 
     # ------------------------------------------------------------------ reading
-    def list_runs(self, method: str | None = None, problem_id: str | None = None, status: str | None = None,
-                  limit: int = 200, offset: int = 0, correct: bool | None = None) -> list[dict[str, Any]]:
+    def list_runs(
+        self,
+        method: str | None = None,
+        problem_id: str | None = None,
+        status: str | None = None,
+        limit: int = 200,
+        offset: int = 0,
+        correct: bool | None = None,
+    ) -> list[dict[str, Any]]:
         """Newest first. `status`/`method`/`problem_id` filter by equality; `correct` by outcome."""
-        q = sa.select(S.runs).order_by(S.runs.c.started_at.desc(), S.runs.c.run_id).limit(int(limit)).offset(int(offset))
+        q = (
+            sa.select(S.runs)
+            .order_by(S.runs.c.started_at.desc(), S.runs.c.run_id)
+            .limit(int(limit))
+            .offset(int(offset))
+        )
         if method:
             q = q.where(S.runs.c.method == method)
         if problem_id:
@@ -134,7 +191,9 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
         if not prefix:
             raise StorageError("empty run id; pick a run from the list", field="run")
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(S.runs).where(S.runs.c.run_id.startswith(prefix, autoescape=True)).limit(2)).all()
+            rows = conn.execute(
+                sa.select(S.runs).where(S.runs.c.run_id.startswith(prefix, autoescape=True)).limit(2)
+            ).all()
         if not rows:
             raise StorageError(f"no run {prefix}", field="run")
         if len(rows) > 1:
@@ -175,8 +234,11 @@ class RunStore(RunControl, StarsAndNotes, TrainingCurves):
     def run_version(self, run_id: str) -> RunVersion:
         """(status, iterations, n_nodes, updated_at, paused): cheap to poll; redraw only when it changes."""
         with self.engine.connect() as conn:
-            r = conn.execute(sa.select(S.runs.c.status, S.runs.c.iterations, S.runs.c.n_nodes, S.runs.c.updated_at,
-                                       S.runs.c.paused).where(S.runs.c.run_id == run_id)).first()
+            r = conn.execute(
+                sa.select(
+                    S.runs.c.status, S.runs.c.iterations, S.runs.c.n_nodes, S.runs.c.updated_at, S.runs.c.paused
+                ).where(S.runs.c.run_id == run_id)
+            ).first()
         if r is None:
             raise StorageError(f"no run {run_id}", field="run")
         return run_version_of(r._mapping)

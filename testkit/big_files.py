@@ -9,8 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "tool_fixtures" / "search_and_learn" / \
-    "dvts_rlhflow_completions.jsonl"
+FIXTURE = (
+    Path(__file__).resolve().parents[1]
+    / "tests"
+    / "tool_fixtures"
+    / "search_and_learn"
+    / "dvts_rlhflow_completions.jsonl"
+)
 COPIES = 64  # 4 completions x 64 = N 256, search-and-learn's largest published N
 
 

@@ -11,8 +11,15 @@ from typing import Any
 from .serving import free_port, launch_served
 
 # headless and offline: no GPU, no sandbox (containers), no background fetches a machine without internet waits on
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def launch_browser(p: Any) -> Any:

@@ -19,6 +19,7 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, **functions: Callable[..., Any]
         def wrapper(*args: Any, **kw: Any) -> Any:
             counts[label] += 1
             return real(*args, **kw)
+
         return wrapper
 
     for label, real in functions.items():

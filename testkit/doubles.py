@@ -44,8 +44,11 @@ class ScriptedPolicyDouble:
                 a = self.answers[int(unit(tr.text, i, self.calls) * len(self.answers))]
                 outs.append(StepOutput(f"so the answer is \\boxed{{{a}}}", 6, FinishReason.EOS))
             else:
-                outs.append(StepOutput(f"step {d} variant {int(unit(tr.text, i, self.calls) * 1000)}\n\n", 4,
-                                       FinishReason.DELIMITER))
+                outs.append(
+                    StepOutput(
+                        f"step {d} variant {int(unit(tr.text, i, self.calls) * 1000)}\n\n", 4, FinishReason.DELIMITER
+                    )
+                )
         return outs
 
 

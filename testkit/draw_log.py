@@ -9,8 +9,7 @@ from typing import Any
 
 
 def spread(xs: Sequence[float]) -> dict[str, float]:
-    return {"min": round(min(xs), 1), "median": round(statistics.median(xs), 1), "max": round(max(xs), 1),
-            "n": len(xs)}
+    return {"min": round(min(xs), 1), "median": round(statistics.median(xs), 1), "max": round(max(xs), 1), "n": len(xs)}
 
 
 def per_iteration_draws(draws: list[dict[str, Any]], run_id: str, written: int) -> dict[str, Any]:
@@ -25,7 +24,10 @@ def per_iteration_draws(draws: list[dict[str, Any]], run_id: str, written: int) 
     live = range(opened + 1, written + 1)
     lat = [first[t] for t in live if t in first]
     order = [int(d["iteration"]) for d in draws if d.get("run") == run_id]
-    return {"iterations_live": len(live), "skipped": [t for t in live if t not in first],
-            "in_order": all(b >= a for a, b in zip(order, order[1:])),
-            "latency_ms": spread(lat) if lat else None,
-            "median_s": round(statistics.median(lat) / 1000, 2) if lat else None}
+    return {
+        "iterations_live": len(live),
+        "skipped": [t for t in live if t not in first],
+        "in_order": all(b >= a for a, b in zip(order, order[1:])),
+        "latency_ms": spread(lat) if lat else None,
+        "median_s": round(statistics.median(lat) / 1000, 2) if lat else None,
+    }

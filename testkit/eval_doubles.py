@@ -15,9 +15,13 @@ from uats_core.protocols import FinishReason, StepOutput, Trace
 
 from .doubles import unit
 
-MODELS = {"pol": "py:testkit.eval_doubles:policy_double", "pol2": "py:testkit.eval_doubles:policy_double_b",
-          "slow": "py:testkit.eval_doubles:slow_policy_double", "ragged": "py:testkit.eval_doubles:ragged_policy_double",
-          "rm": "py:testkit.eval_doubles:prm_double"}
+MODELS = {
+    "pol": "py:testkit.eval_doubles:policy_double",
+    "pol2": "py:testkit.eval_doubles:policy_double_b",
+    "slow": "py:testkit.eval_doubles:slow_policy_double",
+    "ragged": "py:testkit.eval_doubles:ragged_policy_double",
+    "rm": "py:testkit.eval_doubles:prm_double",
+}
 
 
 class TorchRngPolicyDouble:

@@ -28,7 +28,7 @@ def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> list[str]:
         base = node.module or ""
     else:
         package = module.split(".") if is_package else module.split(".")[:-1]
-        package = package[:len(package) - (node.level - 1)]
+        package = package[: len(package) - (node.level - 1)]
         base = ".".join(package + ([node.module] if node.module else []))
     return [base] if node.module else [f"{base}.{a.name}" for a in node.names]
 
@@ -65,12 +65,19 @@ def imports_of(path: Path, module: str | None = None) -> list[tuple[int, str]]:
 # other (storage hands the report its rows), nor do entry points and the ui (app.py, the checkout's launcher of the
 # ui, aside). Nothing imports the benchmarks; only they import the test support.
 PROJECT = ("uats_core", "storage", "reports", "uats", "ui", "uats_studio", "testkit", "benchmarks")
-CAN_IMPORT = {"engine": {"engine"}, "storage": {"engine", "storage"}, "report": {"engine", "report"},
-              "ui": {"engine", "storage", "report", "ui"}, "entry": {"engine", "storage", "report", "entry"},
-              "support": {"engine", "storage", "report", "entry", "ui", "support"},
-              "bench": {"engine", "storage", "report", "entry", "ui", "support", "bench"}}
+CAN_IMPORT = {
+    "engine": {"engine"},
+    "storage": {"engine", "storage"},
+    "report": {"engine", "report"},
+    "ui": {"engine", "storage", "report", "ui"},
+    "entry": {"engine", "storage", "report", "entry"},
+    "support": {"engine", "storage", "report", "entry", "ui", "support"},
+    "bench": {"engine", "storage", "report", "entry", "ui", "support", "bench"},
+}
 # module -> the layer it launches, which it may import
 LAUNCHERS = {"app": "ui"}
+
+
 def project_modules(root: Path = ROOT) -> dict[str, Path]:
     files = [p for d in PROJECT for p in (root / d).rglob("*.py")] + [p for p in [root / "app.py"] if p.exists()]
     return {".".join(_module_name_under(p, root)): p for p in sorted(files)}
@@ -151,6 +158,7 @@ def layer(module: str) -> str:
 
 def upward_arrows(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
     """(importer, imported) pairs that break the layer rules."""
+
     def allowed(a: str, b: str) -> bool:
         return layer(b) in CAN_IMPORT[layer(a)] or LAUNCHERS.get(a) == layer(b)
 
@@ -160,8 +168,17 @@ def upward_arrows(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
 # The same rule drawn as a house, folder by folder: a folder (a top-level package, or app.py) imports only folders
 # on floors below its own, so a drawing of the folders and their arrows has none pointing back up. FOLDERS: each
 # folder's floor, lowest first; folders on one floor (the command and the app) do not import each other.
-FOLDERS = {"uats_core": 0, "storage": 1, "reports": 1, "uats": 2, "ui": 2, "uats_studio": 3, "app": 3, "testkit": 4,
-           "benchmarks": 5}
+FOLDERS = {
+    "uats_core": 0,
+    "storage": 1,
+    "reports": 1,
+    "uats": 2,
+    "ui": 2,
+    "uats_studio": 3,
+    "app": 3,
+    "testkit": 4,
+    "benchmarks": 5,
+}
 
 
 def folder_arrows(graph: dict[str, set[str]]) -> dict[tuple[str, str], int]:
@@ -215,8 +232,13 @@ def view_rule_breaks(root: Path = ROOT) -> list[str]:
     """Each view that imports a ui module outside the views, or reaches gradio, with the import chain."""
     mods, graph = project_modules(root), import_graph(root)
     with_gradio = {m for m, path in mods.items() if _imports_gradio(path, m)}
-    bad = [f"{a} -> {b} (a view imports only views among the ui)"
-           for a in sorted(graph) if is_view(a) for b in sorted(graph[a]) if layer(b) == "ui" and not is_view(b)]
+    bad = [
+        f"{a} -> {b} (a view imports only views among the ui)"
+        for a in sorted(graph)
+        if is_view(a)
+        for b in sorted(graph[a])
+        if layer(b) == "ui" and not is_view(b)
+    ]
     for m in sorted(x for x in graph if is_view(x)):
         chain = _chain_to(graph, m, with_gradio)
         if chain:
@@ -248,11 +270,17 @@ def crossings_of_tests_and_benchmarks(root: Path = ROOT) -> list[str]:
     of the project (the benchmarks and the test support among them)."""
     bad = []
     for path in sorted((root / "tests").rglob("*.py")):
-        bad += [f"{path.relative_to(root)}:{line} -> {n}" for line, n in
-                _imports_with_lines(path, ".".join(_module_name_under(path, root))) if _under(n, "benchmarks")]
+        bad += [
+            f"{path.relative_to(root)}:{line} -> {n}"
+            for line, n in _imports_with_lines(path, ".".join(_module_name_under(path, root)))
+            if _under(n, "benchmarks")
+        ]
     for module, path in project_modules(root).items():
-        bad += [f"{path.relative_to(root)}:{line} -> {n}" for line, n in _imports_with_lines(path, module)
-                if _under(n, "tests")]
+        bad += [
+            f"{path.relative_to(root)}:{line} -> {n}"
+            for line, n in _imports_with_lines(path, module)
+            if _under(n, "tests")
+        ]
     return bad
 
 
@@ -272,8 +300,11 @@ def imports_of_test_modules(root: Path = ROOT) -> list[str]:
             else:
                 continue
             # a test module by its package path, or by its bare name after a sys.path insert
-            bad += [f"{path.relative_to(root)}:{node.lineno} -> {n}" for n in names
-                    if (n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")) or n.startswith("test_")]
+            bad += [
+                f"{path.relative_to(root)}:{node.lineno} -> {n}"
+                for n in names
+                if (n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")) or n.startswith("test_")
+            ]
     return bad
 
 
@@ -293,8 +324,10 @@ if __name__ == "__main__":  # the counts for a checkout: python -m testkit.impor
     folders = folder_arrows(g)
     known = set(f for pair in folders for f in pair) <= set(FOLDERS)
     back = arrows_back_up(folders) if known else folders
-    print(f"folder arrows: {len(folders)} ({sum(folders.values())} imports), back up: {len(back)} "
-          f"({sum(back.values())} imports)")
+    print(
+        f"folder arrows: {len(folders)} ({sum(folders.values())} imports), back up: {len(back)} "
+        f"({sum(back.values())} imports)"
+    )
     for (a, b), n in sorted(folders.items(), key=lambda kv: (FOLDERS.get(kv[0][0], 9), kv[0])):
         print(f"  {a} -> {b}: {n}" + ("  BACK UP" if (a, b) in back else ""))
     views = view_rule_breaks(where)

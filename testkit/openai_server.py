@@ -47,16 +47,39 @@ def _unit(*parts: object) -> float:
 
 
 class OpenAICompletionsServerDouble:
-    def __init__(self, decode: Any, model: str = "double-model", *, flavour: str = "vllm", depth: int = 3,
-                 max_model_len: int = 4096, fail_first: int = 0, delay_s: float = 0.0, hang: bool = False,
-                 error_status: int = 400, error_body: bytes | None = None, redirect_to: str | None = None,
-                 huge_step: int = 0, token_ids: bool = True) -> None:
+    def __init__(
+        self,
+        decode: Any,
+        model: str = "double-model",
+        *,
+        flavour: str = "vllm",
+        depth: int = 3,
+        max_model_len: int = 4096,
+        fail_first: int = 0,
+        delay_s: float = 0.0,
+        hang: bool = False,
+        error_status: int = 400,
+        error_body: bytes | None = None,
+        redirect_to: str | None = None,
+        huge_step: int = 0,
+        token_ids: bool = True,
+    ) -> None:
         """decode: token ids -> text (the served model's tokenizer), to tell how many steps a prompt holds: the
         delimiters after the first (a plain LM's prompt is question + delimiter + steps)."""
         assert flavour in ("vllm", "sglang", "llamacpp"), flavour
         self.decode, self.model, self.flavour, self.depth = decode, model, flavour, depth
-        self.max_model_len, self.fail_first, self.delay_s, self.token_ids = max_model_len, fail_first, delay_s, token_ids
-        self.error_status, self.error_body, self.redirect_to, self.huge_step = error_status, error_body, redirect_to, huge_step
+        self.max_model_len, self.fail_first, self.delay_s, self.token_ids = (
+            max_model_len,
+            fail_first,
+            delay_s,
+            token_ids,
+        )
+        self.error_status, self.error_body, self.redirect_to, self.huge_step = (
+            error_status,
+            error_body,
+            redirect_to,
+            huge_step,
+        )
         self.requests: list[dict[str, Any]] = []  # every completion body received, in order
         self.headers: list[dict[str, str]] = []  # every request's headers, in order
         self.hanging = threading.Event()  # set once a hung request arrived
@@ -133,11 +156,28 @@ class OpenAICompletionsServerDouble:
 
     def model_card(self) -> dict[str, Any]:
         if self.flavour == "llamacpp":
-            return {"id": self.model, "object": "model", "created": 0, "owned_by": "llamacpp",
-                    "meta": {"vocab_type": 2, "n_vocab": 64, "n_ctx_train": self.max_model_len, "n_embd": 64,
-                             "n_params": 1, "size": 1}}
-        return {"id": self.model, "object": "model", "created": 0, "owned_by": self.flavour, "root": self.model,
-                "max_model_len": self.max_model_len}
+            return {
+                "id": self.model,
+                "object": "model",
+                "created": 0,
+                "owned_by": "llamacpp",
+                "meta": {
+                    "vocab_type": 2,
+                    "n_vocab": 64,
+                    "n_ctx_train": self.max_model_len,
+                    "n_embd": 64,
+                    "n_params": 1,
+                    "size": 1,
+                },
+            }
+        return {
+            "id": self.model,
+            "object": "model",
+            "created": 0,
+            "owned_by": self.flavour,
+            "root": self.model,
+            "max_model_len": self.max_model_len,
+        }
 
     def complete(self, body: dict[str, Any], native: bool = False) -> tuple[int, Any] | None:
         with self._lock:
@@ -159,8 +199,12 @@ class OpenAICompletionsServerDouble:
         raw = [self._draw(prompt, body, j, count) for j in range(int(body.get("n", 1)))]
         choices = [self._choice(j, text, ended, body) for j, (text, ended) in enumerate(raw)]
         used = sum(self._tokens(text, ended) for text, ended in raw)
-        return 200, {"object": "text_completion", "model": self.model, "choices": choices,
-                     "usage": {"prompt_tokens": len(prompt), "completion_tokens": used}}
+        return 200, {
+            "object": "text_completion",
+            "model": self.model,
+            "choices": choices,
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": used},
+        }
 
     def _draw(self, prompt: list[int], body: dict[str, Any], j: int, count: int) -> tuple[str, str]:
         """(the whole text the model wrote, stop string included; how it ended: "word", "eos" or "limit")."""
@@ -175,7 +219,7 @@ class OpenAICompletionsServerDouble:
             text, ended = f"{a} + {b} = {a + b}{STEP_DELIMITER}", "word"
         cap = int(body.get("max_tokens") or body.get("n_predict") or 16)
         if not self.huge_step and len(text) + 1 > cap:  # the cap cuts the step: the length limit, no stop string
-            text, ended = text[:cap - 1], "limit"
+            text, ended = text[: cap - 1], "limit"
         return text, ended
 
     def _tokens(self, text: str, ended: str) -> int:
@@ -199,9 +243,21 @@ class OpenAICompletionsServerDouble:
         text, ended = self._draw(prompt, body, 0, count)
         n_tokens = self._tokens(text, ended)
         word = ended == "word"
-        return {"index": 0, "content": text[: -len(STEP_DELIMITER)] if word else text, "tokens": [], "id_slot": 0,
-                "stop": True, "model": self.model, "tokens_predicted": n_tokens, "tokens_evaluated": len(prompt),
-                "generation_settings": {"n_predict": body.get("n_predict"), "seed": body.get("seed")},
-                "prompt": "", "has_new_line": "\n" in text, "truncated": False,
-                "stop_type": {"word": "word", "eos": "eos", "limit": "limit"}[ended],
-                "stopping_word": STEP_DELIMITER if word else "", "tokens_cached": 0, "timings": {}}
+        return {
+            "index": 0,
+            "content": text[: -len(STEP_DELIMITER)] if word else text,
+            "tokens": [],
+            "id_slot": 0,
+            "stop": True,
+            "model": self.model,
+            "tokens_predicted": n_tokens,
+            "tokens_evaluated": len(prompt),
+            "generation_settings": {"n_predict": body.get("n_predict"), "seed": body.get("seed")},
+            "prompt": "",
+            "has_new_line": "\n" in text,
+            "truncated": False,
+            "stop_type": {"word": "word", "eos": "eos", "limit": "limit"}[ended],
+            "stopping_word": STEP_DELIMITER if word else "",
+            "tokens_cached": 0,
+            "timings": {},
+        }

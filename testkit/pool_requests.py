@@ -13,8 +13,9 @@ from uats_core.request import SearchRequest, validate_request
 from ui.jobs.pool import RunRequest
 
 
-def search_job(run_id: str, db: str, problem: Problem, config: SearchConfig | Mapping[str, Any],
-               **request: Any) -> RunRequest:
+def search_job(
+    run_id: str, db: str, problem: Problem, config: SearchConfig | Mapping[str, Any], **request: Any
+) -> RunRequest:
     """A RunRequest for `problem` under `config` (a SearchConfig or its dict); `request`: SearchRequest's model
     fields (policy, prm, prm_kind, policy_opts, prm_opts, world_problem)."""
     cfg = config if isinstance(config, SearchConfig) else SearchConfig.from_dict(dict(config))

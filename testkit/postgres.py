@@ -20,12 +20,15 @@ def fresh_database(purpose: str) -> Iterator[str]:
     """The URL (password included) of a new, empty database; `purpose` says in the skip message what needs it."""
     url = os.environ.get(URL_ENV)
     if not url:
-        pytest.skip(f"{URL_ENV} is not set: no PostgreSQL to test {purpose} against (CI sets it; locally: "
-                    "sudo bash .ci/postgres.sh, see docs/eval.md)")
+        pytest.skip(
+            f"{URL_ENV} is not set: no PostgreSQL to test {purpose} against (CI sets it; locally: "
+            "sudo bash .ci/postgres.sh, see docs/eval.md)"
+        )
     base = sa.engine.make_url(url)
     name = f"uats_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool,
-                             connect_args={"connect_timeout": 10})
+    admin = sa.create_engine(
+        base, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool, connect_args={"connect_timeout": 10}
+    )
     try:
         with admin.connect() as conn:
             conn.execute(sa.text(f'CREATE DATABASE "{name}"'))

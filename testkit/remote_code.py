@@ -11,13 +11,17 @@ def write_code_module(folder: Path, marker: Path) -> Path:
     """evil.py: importing it writes `marker` (what a model's remote code could do), then defines a config."""
     folder.mkdir(parents=True, exist_ok=True)
     module = folder / "evil.py"
-    module.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
-                      "from transformers import PretrainedConfig\n\n\n"
-                      "class EvilConfig(PretrainedConfig):\n    model_type = 'evil'\n", encoding="utf-8")
+    module.write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+        "from transformers import PretrainedConfig\n\n\n"
+        "class EvilConfig(PretrainedConfig):\n    model_type = 'evil'\n",
+        encoding="utf-8",
+    )
     return module
 
 
 def code_config(class_ref: str) -> bytes:
     """A config.json whose auto_map sends AutoConfig to `class_ref` ('module.Class' or 'folder--module.Class')."""
-    return json.dumps({"model_type": "evil", "architectures": ["EvilModel"],
-                       "auto_map": {"AutoConfig": class_ref}}).encode()
+    return json.dumps(
+        {"model_type": "evil", "architectures": ["EvilModel"], "auto_map": {"AutoConfig": class_ref}}
+    ).encode()

@@ -40,22 +40,40 @@ def rows(problems: int, rerun: bool) -> pd.DataFrame:
                     if not rerun and method == "rebase" and seed == 0:
                         correct = not correct
                     key = f"P:prm|d|p{problem}|{method}|{budget}|{seed}|base"
-                    rows.append({"cell_key": key, "pair": "P:prm", "policy": "pol", "prm": "prm", "dataset": "d",
-                                 "problem_id": f"p{problem}", "method": method, "budget": budget, "seed": seed,
-                                 "variant": "base", "answer": "5", "correct": correct, "naive_correct": best,
-                                 "pass_at_n": True, "n_final": 3, "cost": 100.0 + budget, "iterations": 5,
-                                 "n_nodes": 20, "wall_s": 0.1, "batched": not rerun,
-                                 "code_version": "0123456789ab" if rerun else "ba9876543210",
-                                 "solutions": _solutions(problem, method, seed)})
+                    rows.append(
+                        {
+                            "cell_key": key,
+                            "pair": "P:prm",
+                            "policy": "pol",
+                            "prm": "prm",
+                            "dataset": "d",
+                            "problem_id": f"p{problem}",
+                            "method": method,
+                            "budget": budget,
+                            "seed": seed,
+                            "variant": "base",
+                            "answer": "5",
+                            "correct": correct,
+                            "naive_correct": best,
+                            "pass_at_n": True,
+                            "n_final": 3,
+                            "cost": 100.0 + budget,
+                            "iterations": 5,
+                            "n_nodes": 20,
+                            "wall_s": 0.1,
+                            "batched": not rerun,
+                            "code_version": "0123456789ab" if rerun else "ba9876543210",
+                            "solutions": _solutions(problem, method, seed),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 def ledger(folder: Path, rows: pd.DataFrame, finals: bool) -> Path:
     traces = None
     if finals:
-        traces = rows[["cell_key", "solutions"]].assign(n_candidates=3, n_distinct=2, steps=1, candidates_per_step=3.0,
-                                                        distinct_per_step=2.0)
+        traces = rows[["cell_key", "solutions"]].assign(
+            n_candidates=3, n_distinct=2, steps=1, candidates_per_step=3.0, distinct_per_step=2.0
+        )
     ResultsLedger(folder).append(rows[LEDGER_COLUMNS], traces=traces)
     return folder
-
-

@@ -29,8 +29,9 @@ def real_pair() -> tuple[RunData, RunData]:
         cfg = SearchConfig(method=method, budget=8, seed=0, tau=TAU, max_iterations=8).validate()
         if policy is None:
             policy, prm = build_backends(None, None, cfg)
-        ids.append(run_search(world.get_problem("arith-test-0"), cfg, policy, prm,
-                              subscribers=[store.subscriber()]).run_id)
+        ids.append(
+            run_search(world.get_problem("arith-test-0"), cfg, policy, prm, subscribers=[store.subscriber()]).run_id
+        )
     return RunData.load(store, ids[0]), RunData.load(store, ids[1])
 
 
@@ -44,20 +45,57 @@ def synthetic_runs() -> tuple[RunData, RunData]:
 
 def hand_made_step(extra_scores: list[float]) -> RunData:
     """One H-UATS step over three candidates: K0 = 2 passes each, ν2 = 0.2, C = 3; candidate 2 gets extra passes."""
-    run = {"run_id": "h" * 32, "method": "h-uats", "question": "q", "status": "finished", "iterations": 2,
-           "config": {"method": "h-uats", "k0": 2, "nu2": 0.2, "nu1": 0.5, "tau": 0.003, "delta": 0.1, "alpha": 0.0}}
+    run = {
+        "run_id": "h" * 32,
+        "method": "h-uats",
+        "question": "q",
+        "status": "finished",
+        "iterations": 2,
+        "config": {"method": "h-uats", "k0": 2, "nu2": 0.2, "nu1": 0.5, "tau": 0.003, "delta": 0.1, "alpha": 0.0},
+    }
     passes = {1: [0.78, 0.82], 2: [0.58, 0.62], 3: [0.20, 0.20]}
     passes[2] = passes[2] + extra_scores
-    nodes = [{"id": i, "parent_id": 0, "depth": 1, "step": f"step {i}", "created_iter": 1, "mc_scores": p,
-              "mean": sum(p) / len(p), "status": "kept"} for i, p in passes.items()]
+    nodes = [
+        {
+            "id": i,
+            "parent_id": 0,
+            "depth": 1,
+            "step": f"step {i}",
+            "created_iter": 1,
+            "mc_scores": p,
+            "mean": sum(p) / len(p),
+            "status": "kept",
+        }
+        for i, p in passes.items()
+    ]
     after2 = sum(passes[2]) / len(passes[2])
     children = softmax_shares([0.80, after2, 0.20], 3, 0.2)
-    decisions = [{"node_id": i, "children": children[i - 1], "extra_passes": len(extra_scores) if i == 2 else 0,
-                  "ood": i == 2, "reeval_candidate": i == 2, "mean_before": sum(passes[i][:2]) / 2, "var_before": 0.0,
-                  "ucb_before": sum(passes[i][:2]) / 2, "k_before": 2, "mean": sum(passes[i]) / len(passes[i])}
-                 for i in (1, 2, 3)]
-    data = RunData(run, nodes, iterations=[{"iteration": 1, "decisions": []},
-                                           {"iteration": 2, "decisions": decisions,
-                                            "step_info": {"width": 3, "reeval_passes": 4, "knobs": {"nu2": 0.2}}}])
+    decisions = [
+        {
+            "node_id": i,
+            "children": children[i - 1],
+            "extra_passes": len(extra_scores) if i == 2 else 0,
+            "ood": i == 2,
+            "reeval_candidate": i == 2,
+            "mean_before": sum(passes[i][:2]) / 2,
+            "var_before": 0.0,
+            "ucb_before": sum(passes[i][:2]) / 2,
+            "k_before": 2,
+            "mean": sum(passes[i]) / len(passes[i]),
+        }
+        for i in (1, 2, 3)
+    ]
+    data = RunData(
+        run,
+        nodes,
+        iterations=[
+            {"iteration": 1, "decisions": []},
+            {
+                "iteration": 2,
+                "decisions": decisions,
+                "step_info": {"width": 3, "reeval_passes": 4, "knobs": {"nu2": 0.2}},
+            },
+        ],
+    )
     data.history_skipped = True  # no per-iteration snapshots: the nodes as written
     return data

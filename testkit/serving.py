@@ -25,8 +25,16 @@ def launch_served(demo: Any, port: int, **launch: Any) -> str:
     check (under load it failed a launch: "localhost is not accessible"; launch_kwargs turns it off as well)."""
     from ui.launch import wait_until_answering
 
-    demo.launch(**{"quiet": True, "_frontend": False, **launch, "server_name": "127.0.0.1", "server_port": port,
-                   "prevent_thread_lock": True})
+    demo.launch(
+        **{
+            "quiet": True,
+            "_frontend": False,
+            **launch,
+            "server_name": "127.0.0.1",
+            "server_port": port,
+            "prevent_thread_lock": True,
+        }
+    )
     url = f"http://127.0.0.1:{port}"
     wait_until_answering(f"{url}/")
     return url
@@ -64,14 +72,25 @@ def form_args(client: Any, api_name: str = "/on_run", **values: Any) -> dict[str
     and no search text."""
     from ui.choices import ARITH
 
-    fallback = {"dataset": ARITH, "dataset_path": "", "problem": "arith-test-0", "free_question": "",
-                "free_answer": "", "policy": "", "prm": "", "policy_opts": "", "prm_opts": "", "search": ""}
+    fallback = {
+        "dataset": ARITH,
+        "dataset_path": "",
+        "problem": "arith-test-0",
+        "free_question": "",
+        "free_answer": "",
+        "policy": "",
+        "prm": "",
+        "policy_opts": "",
+        "prm_opts": "",
+        "search": "",
+    }
     params = client.view_api(return_format="dict", print_info=False)["named_endpoints"][api_name]["parameters"]
     out = {}
     for p in params:
         name = p["parameter_name"]
-        out[name] = (values[name] if name in values else p["parameter_default"] if p["parameter_has_default"]
-                     else fallback[name])
+        out[name] = (
+            values[name] if name in values else p["parameter_default"] if p["parameter_has_default"] else fallback[name]
+        )
     return out
 
 

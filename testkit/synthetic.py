@@ -23,26 +23,60 @@ from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 def _score(node: Node, it: int, alpha: float, tau: float) -> None:
     """The node's statistics from its passes, as the engine computes them at step `it`."""
     st = mc_stats(node.mc_scores, it, alpha)
-    node.mean, node.var, node.ucb, node.logit_mean, node.logit_var = st.mean, st.var, st.ucb, st.logit_mean, st.logit_var
+    node.mean, node.var, node.ucb, node.logit_mean, node.logit_var = (
+        st.mean,
+        st.var,
+        st.ucb,
+        st.logit_mean,
+        st.logit_var,
+    )
     node.ood = is_ood(node.var, tau)
 
 
-def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int = 0, k0: int = SearchConfig.k0,
-                     tau: float = PAPER_TAU, delta: float = SearchConfig.delta, alpha: float = SearchConfig.alpha,
-                     method: str = "h-uats",
-                     problem_id: str = "synthetic-0", question: str = "What is 12 + 30?", gold: str = "42",
-                     fail_after: int | None = None, max_iterations: int = 400) -> list[Event]:
+def synthetic_events(
+    run_id: str,
+    n_nodes: int = 200,
+    budget: int = 8,
+    seed: int = 0,
+    k0: int = SearchConfig.k0,
+    tau: float = PAPER_TAU,
+    delta: float = SearchConfig.delta,
+    alpha: float = SearchConfig.alpha,
+    method: str = "h-uats",
+    problem_id: str = "synthetic-0",
+    question: str = "What is 12 + 30?",
+    gold: str = "42",
+    fail_after: int | None = None,
+    max_iterations: int = 400,
+) -> list[Event]:
     """Events of one synthetic run growing to about `n_nodes` nodes (root included).
 
     fail_after: stop after that many iterations with RunEnded(status="failed") and nodes of the
     unfinished iteration still pending (as a crash in the middle of an iteration would leave them)."""
     rng = random.Random(seed)
     cost_ratio = SearchConfig.cost_ratio
-    events: list[Event] = [RunStarted(run_id=run_id, method=method, problem_id=problem_id, question=question,
-                                      gold_answer=gold, seed=seed,
-                                      config={"method": method, "budget": budget, "seed": seed, "k0": k0, "tau": tau,
-                                              "delta": delta, "alpha": alpha, "synthetic": True},
-                                      policy="synthetic-policy", prm="synthetic-prm")]
+    events: list[Event] = [
+        RunStarted(
+            run_id=run_id,
+            method=method,
+            problem_id=problem_id,
+            question=question,
+            gold_answer=gold,
+            seed=seed,
+            config={
+                "method": method,
+                "budget": budget,
+                "seed": seed,
+                "k0": k0,
+                "tau": tau,
+                "delta": delta,
+                "alpha": alpha,
+                "synthetic": True,
+            },
+            policy="synthetic-policy",
+            prm="synthetic-prm",
+        )
+    ]
     nodes: dict[int, Node] = {0: Node(id=0, parent_id=None, depth=0, step="", status=KEPT)}
     quality: dict[int, float] = {0: 0.7}
     frontier: list[tuple[int, int]] = [(0, budget)]  # (parent id, children granted)
@@ -56,7 +90,9 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
             for _ in range(n_children):
                 if len(nodes) >= n_nodes:
                     break
-                node, quality[len(nodes)] = _child(rng, len(nodes), parent, quality[parent_id], it, k0, tau, alpha, gold)
+                node, quality[len(nodes)] = _child(
+                    rng, len(nodes), parent, quality[parent_id], it, k0, tau, alpha, gold
+                )
                 nodes[node.id] = node
                 created.append(node)
             parent.expanded_iter = it
@@ -83,26 +119,59 @@ def synthetic_events(run_id: str, n_nodes: int = 200, budget: int = 8, seed: int
             if g > 0:
                 frontier.append((n.id, g))
         for n in created:
-            decisions.append(Decision(node_id=n.id, extra_passes=n.extra_passes, children=n.children_granted,
-                                      status=n.status, ood=n.ood, reeval_candidate=n in selected))
+            decisions.append(
+                Decision(
+                    node_id=n.id,
+                    extra_passes=n.extra_passes,
+                    children=n.children_granted,
+                    status=n.status,
+                    ood=n.ood,
+                    reeval_candidate=n in selected,
+                )
+            )
         cost_step = len(created) * (cost_ratio + k0) + sum(extra)
         cost_total += cost_step
         changed = created + [nodes[p] for p in {n.parent_id for n in created if n.parent_id is not None}]
         events.append(NodesUpdated(iteration=it, nodes=[n.record() for n in changed]))
         if fail_after is not None and it > fail_after:
-            events.append(RunEnded(status="failed", cost=cost_total - cost_step, iterations=it - 1,
-                                   error="RuntimeError: synthetic crash in the middle of an iteration"))
+            events.append(
+                RunEnded(
+                    status="failed",
+                    cost=cost_total - cost_step,
+                    iterations=it - 1,
+                    error="RuntimeError: synthetic crash in the middle of an iteration",
+                )
+            )
             return events
-        events.append(IterationEnded(iteration=it, decisions=decisions,
-                                     step_info=StepInfo(width=budget, reeval_passes=reeval_passes,
-                                                     reeval_used=sum(extra), knobs={"tau": tau, "delta": delta}),
-                                     cost_step=float(cost_step), cost_total=float(cost_total)))
+        events.append(
+            IterationEnded(
+                iteration=it,
+                decisions=decisions,
+                step_info=StepInfo(
+                    width=budget,
+                    reeval_passes=reeval_passes,
+                    reeval_used=sum(extra),
+                    knobs={"tau": tau, "delta": delta},
+                ),
+                cost_step=float(cost_step),
+                cost_total=float(cost_total),
+            )
+        )
     events.append(_ended([n for n in nodes.values() if n.status == FINISHED], gold, cost_total, it))
     return events
 
 
-def _child(rng: random.Random, nid: int, parent: Node, parent_quality: float, it: int, k0: int, tau: float,
-           alpha: float, gold: str) -> tuple[Node, float]:
+def _child(
+    rng: random.Random,
+    nid: int,
+    parent: Node,
+    parent_quality: float,
+    it: int,
+    k0: int,
+    tau: float,
+    alpha: float,
+    gold: str,
+) -> tuple[Node, float]:
     """A new scored node under `parent` and its hidden quality (the mean its passes scatter around)."""
     depth = parent.depth + 1
     q = min(0.98, max(0.02, parent_quality + rng.gauss(0, 0.15)))
@@ -114,8 +183,15 @@ def _child(rng: random.Random, nid: int, parent: Node, parent_quality: float, it
     else:
         ans = None
         step = f"Step {depth}: ${a} + {b} = {a + b}$, carry on.\n\n"
-    node = Node(id=nid, parent_id=parent.id, depth=depth, step=step, num_tokens=len(step) // 3,
-                finish_reason="eos" if finishing else "delimiter", created_iter=it)
+    node = Node(
+        id=nid,
+        parent_id=parent.id,
+        depth=depth,
+        step=step,
+        num_tokens=len(step) // 3,
+        finish_reason="eos" if finishing else "delimiter",
+        created_iter=it,
+    )
     spread = rng.choice((0.01, 0.02, 0.03, 0.08, 0.15))
     node.mc_scores = [min(1.0, max(0.0, rng.gauss(q, spread))) for _ in range(k0)]
     node.initial_passes = k0
@@ -134,9 +210,15 @@ def _ended(finals: list[Node], gold: str, cost_total: float, iterations: int) ->
         votes[n.answer or ""] = votes.get(n.answer or "", 0.0) + (n.mean or 0.0)
     answer = max(votes, key=lambda a: votes[a]) if votes else None
     naive = max(finals, key=lambda n: n.mean or 0.0).answer if finals else None
-    return RunEnded(status="finished", answer=answer, naive_answer=naive,
-                    correct=None if answer is None else answer == gold,
-                    naive_correct=None if naive is None else naive == gold, cost=cost_total, iterations=iterations)
+    return RunEnded(
+        status="finished",
+        answer=answer,
+        naive_answer=naive,
+        correct=None if answer is None else answer == gold,
+        naive_correct=None if naive is None else naive == gold,
+        cost=cost_total,
+        iterations=iterations,
+    )
 
 
 def final_records(events: list[Event]) -> dict[int, dict[str, Any]]:

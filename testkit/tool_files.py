@@ -59,8 +59,11 @@ def truth_of(path: Path) -> dict[str, Any]:
 def write_tool_files(folder: Path) -> dict[str, Path]:
     """One file of each tool in `folder`, by tool name."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"llm-reasoners": folder / LLM_REASONERS_FILE, "search-and-learn": folder / "best_of_n_completions.jsonl",
-             "treequest": folder / TREEQUEST_FILE}
+    files = {
+        "llm-reasoners": folder / LLM_REASONERS_FILE,
+        "search-and-learn": folder / "best_of_n_completions.jsonl",
+        "treequest": folder / TREEQUEST_FILE,
+    }
     shutil.copyfile(tool_file("llm-reasoners", LLM_REASONERS_FILE), files["llm-reasoners"])
     shutil.copyfile(sal_file("best_of_n", "rlhflow"), files["search-and-learn"])  # the tool's bytes as written
     shutil.copyfile(tool_file("treequest", TREEQUEST_FILE), files["treequest"])

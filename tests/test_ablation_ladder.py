@@ -21,15 +21,18 @@ C, K0 = 18.0, 7
 def _run(method: str, budget: int, seed: int, depth: int = 5, **kw):
     events: list = []
     cfg = SearchConfig(method=method, budget=budget, seed=seed, **kw)
-    result = run_search(PROBLEM, cfg, ScriptedPolicyDouble(depth=depth), HashedPRMDouble(seed),
-                        subscribers=[events.append])
+    result = run_search(
+        PROBLEM, cfg, ScriptedPolicyDouble(depth=depth), HashedPRMDouble(seed), subscribers=[events.append]
+    )
     assert result.status == "finished"
     return result, [e for e in events if isinstance(e, IterationEnded)]
 
 
 def _tree(result) -> list[tuple]:
-    return [(n.id, n.parent_id, n.step, tuple(n.mc_scores), n.status, n.children_granted)
-            for n in result.tree.nodes.values()]
+    return [
+        (n.id, n.parent_id, n.step, tuple(n.mc_scores), n.status, n.children_granted)
+        for n in result.tree.nodes.values()
+    ]
 
 
 @pytest.mark.parametrize("budget", [4, 16, 64])
@@ -61,8 +64,10 @@ def test_rebase_mc_with_largest_remainder_is_h_uats_without_reevaluation(budget,
     assert SearchConfig().rebase_temperature == SearchConfig().nu2
     uats, _ = _run("h-uats", budget, seed, reeval_share=0.0)
     plain, _ = _run("rebase", budget, seed, rebase_scoring="mc")
-    monkeypatch.setattr("uats_core.methods.rebase.rebase_children",
-                        lambda scores, width, temperature: largest_remainder(softmax(scores, temperature), width))
+    monkeypatch.setattr(
+        "uats_core.methods.rebase.rebase_children",
+        lambda scores, width, temperature: largest_remainder(softmax(scores, temperature), width),
+    )
     swapped, _ = _run("rebase", budget, seed, rebase_scoring="mc")
     assert _tree(swapped) == _tree(uats)
     assert (swapped.answer, swapped.cost) == (uats.answer, uats.cost)
@@ -75,8 +80,10 @@ def test_rebase_mc_with_largest_remainder_is_h_uats_without_reevaluation(budget,
 def test_single_pass_h_uats_with_rebases_rounding_is_rebase(budget, seed, monkeypatch):
     """The paper's "w/o Uncert." (H-UATS, prm_scoring=single) against REBASE: again only the rounding differs."""
     rebase, _ = _run("rebase", budget, seed)
-    monkeypatch.setattr("uats_core.allocation.largest_remainder",  # what softmax_shares rounds with
-                        lambda weights, total: sequential_ceil(list(weights), weights, total))
+    monkeypatch.setattr(
+        "uats_core.allocation.largest_remainder",  # what softmax_shares rounds with
+        lambda weights, total: sequential_ceil(list(weights), weights, total),
+    )
     swapped, _ = _run("h-uats", budget, seed, prm_scoring="single")
     assert _tree(swapped) == _tree(rebase)
     assert (swapped.answer, swapped.cost) == (rebase.answer, rebase.cost)
@@ -92,11 +99,24 @@ def test_rebase_scoring_is_a_rebase_setting():
 
 def test_rebase_mc_cells_name_the_mc_settings_and_plain_rebase_ignores_them():
     """The variant string records k0 (and the dropout settings) for REBASE only when it scores with K0 passes."""
-    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=[PROBLEM], dataset="d", methods=["rebase", "h-uats", "beam"],
-                    budgets=[16], seeds=[0], settings={"rebase_scoring": "mc"}, axes={"k0": [3, 7]})
+    spec = GridSpec(
+        pairs=parse_pairs("A:prm"),
+        problems=[PROBLEM],
+        dataset="d",
+        methods=["rebase", "h-uats", "beam"],
+        budgets=[16],
+        seeds=[0],
+        settings={"rebase_scoring": "mc"},
+        axes={"k0": [3, 7]},
+    )
     variants = {(it.cell.method, it.cell.variant) for it in build_cells(spec)}
-    assert variants == {("rebase", "rebase_scoring=mc"), ("rebase", "k0=3,rebase_scoring=mc"),
-                        ("h-uats", "base"), ("h-uats", "k0=3"), ("beam", "base")}
+    assert variants == {
+        ("rebase", "rebase_scoring=mc"),
+        ("rebase", "k0=3,rebase_scoring=mc"),
+        ("h-uats", "base"),
+        ("h-uats", "k0=3"),
+        ("beam", "base"),
+    }
     spec.settings = {}
     assert {it.cell.variant for it in build_cells(spec) if it.cell.method == "rebase"} == {"base"}
 
@@ -107,11 +127,26 @@ def test_ladder_table_pairs_each_step_on_shared_cells_by_hand():
     from reports.ladder import ladder_table
 
     def rows(method, variant, correct, cost):
-        return [{"dataset": "d", "pair": "P", "budget": 4, "problem_id": f"p{i}", "seed": 0, "method": method,
-                 "variant": variant, "correct": c, "cost": cost} for i, c in enumerate(correct)]
+        return [
+            {
+                "dataset": "d",
+                "pair": "P",
+                "budget": 4,
+                "problem_id": f"p{i}",
+                "seed": 0,
+                "method": method,
+                "variant": variant,
+                "correct": c,
+                "cost": cost,
+            }
+            for i, c in enumerate(correct)
+        ]
 
-    df = pd.DataFrame(rows("rebase", "base", [1, 0, 0, 1], 100.0) + rows("rebase", "rebase_scoring=mc", [1, 1, 0], 95.0)
-                      + rows("h-uats", "base", [1, 1, 1, 1], 110.0))
+    df = pd.DataFrame(
+        rows("rebase", "base", [1, 0, 0, 1], 100.0)
+        + rows("rebase", "rebase_scoring=mc", [1, 1, 0], 95.0)
+        + rows("h-uats", "base", [1, 1, 1, 1], 110.0)
+    )
     table = ladder_table(df).set_index(["upper", "lower"])
     assert list(table.index) == [("REBASE, MC mean", "REBASE"), ("H-UATS", "REBASE")]  # steps with both rungs only
     mc = table.loc[("REBASE, MC mean", "REBASE")]
@@ -129,11 +164,27 @@ def test_a_ladder_over_two_datasets_names_each_row_s_dataset():
     from reports.ladder import ladder_markdown, ladder_table
 
     def rows(dataset, method, correct):
-        return [{"dataset": dataset, "pair": "P", "budget": 4, "problem_id": f"p{i}", "seed": 0, "method": method,
-                 "variant": "base", "correct": c, "cost": 100.0} for i, c in enumerate(correct)]
+        return [
+            {
+                "dataset": dataset,
+                "pair": "P",
+                "budget": 4,
+                "problem_id": f"p{i}",
+                "seed": 0,
+                "method": method,
+                "variant": "base",
+                "correct": c,
+                "cost": 100.0,
+            }
+            for i, c in enumerate(correct)
+        ]
 
-    df = pd.DataFrame(rows("easy", "rebase", [1, 0]) + rows("easy", "h-uats", [1, 1])
-                      + rows("hard", "rebase", [0, 0]) + rows("hard", "h-uats", [1, 0]))
+    df = pd.DataFrame(
+        rows("easy", "rebase", [1, 0])
+        + rows("easy", "h-uats", [1, 1])
+        + rows("hard", "rebase", [0, 0])
+        + rows("hard", "h-uats", [1, 0])
+    )
     body = [line for line in ladder_markdown(ladder_table(df), {}).splitlines() if line.startswith("| P")]
     assert [line.split(" | ")[0] for line in body] == ["| P, easy", "| P, hard"]
     one = ladder_markdown(ladder_table(df[df["dataset"] == "easy"]), {})

@@ -98,7 +98,8 @@ def test_dora_uniqueness_halves_duplicates():
 
 
 weights_st = st.lists(st.floats(min_value=0.0, max_value=10.0, allow_nan=False), min_size=1, max_size=30).filter(
-    lambda w: sum(w) > 1e-6)
+    lambda w: sum(w) > 1e-6
+)
 
 
 @given(weights_st, st.integers(min_value=0, max_value=500))
@@ -113,16 +114,26 @@ def test_largest_remainder_conserves_and_is_fair(weights, total):
             assert c == 0  # a pruned (zero-weight) candidate never gets anything
 
 
-@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30), st.integers(0, 300),
-       st.floats(min_value=0.05, max_value=2.0))
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30),
+    st.integers(0, 300),
+    st.floats(min_value=0.05, max_value=2.0),
+)
 @settings(max_examples=300, deadline=None)
 def test_rebase_children_conserve_width(scores, width, temperature):
     counts = rebase_children(scores, width, temperature)
     assert sum(counts) == width and min(counts) >= 0
 
 
-@given(st.integers(1, 256), st.floats(0.0, 40.0), st.integers(2, 32), st.floats(0.0, 0.9),
-       st.floats(0.0, 3.0), st.floats(0.0, 3.0), st.data())
+@given(
+    st.integers(1, 256),
+    st.floats(0.0, 40.0),
+    st.integers(2, 32),
+    st.floats(0.0, 0.9),
+    st.floats(0.0, 3.0),
+    st.floats(0.0, 3.0),
+    st.data(),
+)
 @settings(max_examples=300, deadline=None)
 def test_uats_step_never_exceeds_rebase_spend(n, c, k0, share, beta, gamma, data):
     cap = n * (c + 1)

@@ -24,9 +24,22 @@ from ui.views.treedata import RunData
 
 
 def _form(**over) -> dict:
-    base = {"method": "h-uats", "budget": 16.0, "seed": 0.0, "k0": 7.0, "dropout_p": 0.1, "dropout_mode": "full",
-            "alpha": 0.3, "tau": 0.003, "delta": 0.04, "nu1": 0.5, "nu2": 0.2, "cost_ratio": 18.0,
-            "max_iterations": 40.0, "reeval_share": 0.1}
+    base = {
+        "method": "h-uats",
+        "budget": 16.0,
+        "seed": 0.0,
+        "k0": 7.0,
+        "dropout_p": 0.1,
+        "dropout_mode": "full",
+        "alpha": 0.3,
+        "tau": 0.003,
+        "delta": 0.04,
+        "nu1": 0.5,
+        "nu2": 0.2,
+        "cost_ratio": 18.0,
+        "max_iterations": 40.0,
+        "reeval_share": 0.1,
+    }
     base.update(over)
     return base
 
@@ -42,15 +55,18 @@ def test_form_defaults_are_the_papers() -> None:
     assert isinstance(cfg.budget, int) and isinstance(cfg.k0, int)
 
 
-@pytest.mark.parametrize("field,value,needle", [
-    ("budget", 0.0, "budget: must be an integer >= 1"),
-    ("budget", 2.5, "budget: must be an integer"),
-    ("tau", -0.1, "tau: must be a finite number >= 0"),
-    ("k0", 1.0, "k0: must be an integer >= 2"),
-    ("method", "nope", "method: unknown method"),
-    ("dropout_mode", "last:x", "dropout_mode"),
-    ("seed", None, "seed: is empty"),
-])
+@pytest.mark.parametrize(
+    "field,value,needle",
+    [
+        ("budget", 0.0, "budget: must be an integer >= 1"),
+        ("budget", 2.5, "budget: must be an integer"),
+        ("tau", -0.1, "tau: must be a finite number >= 0"),
+        ("k0", 1.0, "k0: must be an integer >= 2"),
+        ("method", "nope", "method: unknown method"),
+        ("dropout_mode", "last:x", "dropout_mode"),
+        ("seed", None, "seed: is empty"),
+    ],
+)
 def test_bad_form_values_name_the_field(field, value, needle) -> None:
     with pytest.raises(ConfigError) as exc:
         build_config(_form(**{field: value}))
@@ -106,12 +122,27 @@ def test_worker_that_fails_marks_its_run_failed(tmp_path: Path) -> None:
     prob = dataset_problems(ARITH)[0]
     cfg = SearchConfig(budget=4, max_iterations=2)
     run_id = uuid.uuid4().hex
-    store.register_run(run_id, method=cfg.method, problem_id=prob.id, question=prob.question, gold_answer=prob.answer,
-                       seed=0, config=cfg.to_dict())
+    store.register_run(
+        run_id,
+        method=cfg.method,
+        problem_id=prob.id,
+        question=prob.question,
+        gold_answer=prob.answer,
+        seed=0,
+        config=cfg.to_dict(),
+    )
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
     try:
-        pool.submit(search_job(run_id, store.location, prob, cfg.to_dict(),
-                               policy=str(tmp_path / "no-such-policy"), prm=str(tmp_path / "no-such-prm")))
+        pool.submit(
+            search_job(
+                run_id,
+                store.location,
+                prob,
+                cfg.to_dict(),
+                policy=str(tmp_path / "no-such-policy"),
+                prm=str(tmp_path / "no-such-prm"),
+            )
+        )
         deadline = time.time() + 120
         while time.time() < deadline and store.get_run(run_id)["status"] in ("queued", "running"):
             time.sleep(0.2)
@@ -134,8 +165,10 @@ def test_cancel_while_queued(tmp_path: Path) -> None:
             store.register_run(rid, method=cfg.method, problem_id=prob.id, question=prob.question, config=cfg.to_dict())
             ids.append(rid)
         store.request_cancel(ids[1])
-        pool._pending.extend(search_job(r, store.location, prob, cfg.to_dict(),
-                                        policy=str(tmp_path / "x"), prm=str(tmp_path / "y")) for r in ids)
+        pool._pending.extend(
+            search_job(r, store.location, prob, cfg.to_dict(), policy=str(tmp_path / "x"), prm=str(tmp_path / "y"))
+            for r in ids
+        )
         pool.pump()
         assert store.get_run(ids[1])["status"] == "cancelled"
         assert pool.active() == [ids[0]] or store.get_run(ids[0])["status"] == "failed"
@@ -183,9 +216,12 @@ def test_a_refused_form_names_the_field_as_the_form_does() -> None:
     """The page says "τ: …" where the form writes τ (it said "tau: …"), "budget N: …" where it writes Budget N."""
     from ui.tabs.search_events import form_error
 
-    for field, value, said in (("tau", -0.1, "τ: must be a finite number >= 0"),
-                               ("budget", 0.0, "budget N: must be an integer >= 1"),
-                               ("nu2", -1.0, "ν2: "), ("seed", None, "seed: is empty")):
+    for field, value, said in (
+        ("tau", -0.1, "τ: must be a finite number >= 0"),
+        ("budget", 0.0, "budget N: must be an integer >= 1"),
+        ("nu2", -1.0, "ν2: "),
+        ("seed", None, "seed: is empty"),
+    ):
         with pytest.raises(ConfigError) as exc:
             build_config(_form(**{field: value}))
         assert form_error(exc.value).startswith(said), form_error(exc.value)

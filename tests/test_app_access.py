@@ -38,8 +38,9 @@ def launcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "uats.example.org"])
-def test_the_launcher_refuses_a_reachable_address_without_a_login(host: str, tmp_path: Path, launcher: list,
-                                                                  capsys: pytest.CaptureFixture) -> None:
+def test_the_launcher_refuses_a_reachable_address_without_a_login(
+    host: str, tmp_path: Path, launcher: list, capsys: pytest.CaptureFixture
+) -> None:
     db = tmp_path / "runs" / "uats.db"
     rc = launch.main(["--host", host, "--db", str(db), "--export-dir", str(tmp_path / "exports")])
     err = capsys.readouterr().err.strip().splitlines()
@@ -55,8 +56,9 @@ def test_loopback_addresses_need_no_login() -> None:
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.org", ""))
 
 
-def test_bad_credentials_are_one_line_without_the_password(tmp_path: Path, launcher: list,
-                                                           capsys: pytest.CaptureFixture) -> None:
+def test_bad_credentials_are_one_line_without_the_password(
+    tmp_path: Path, launcher: list, capsys: pytest.CaptureFixture
+) -> None:
     creds = tmp_path / "users"
     creds.write_text("alice:s3cret-one\nbob-without-colon-s3cret-two\n")
     rc = launch.main(["--host", "0.0.0.0", "--auth-file", str(creds), "--db", str(tmp_path / "r.db")])
@@ -74,8 +76,9 @@ def test_bad_credentials_are_one_line_without_the_password(tmp_path: Path, launc
 
 
 @pytest.mark.parametrize("source", ["file", "environment"])
-def test_with_a_login_an_unauthenticated_client_is_refused(source: str, tmp_path: Path, launcher: list,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_a_login_an_unauthenticated_client_is_refused(
+    source: str, tmp_path: Path, launcher: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     args = ["--host", "0.0.0.0", "--db", str(tmp_path / "r.db"), "--export-dir", str(tmp_path / "exports")]
     if source == "file":
         (tmp_path / "users").write_text("alice:correct horse\n")
@@ -108,7 +111,9 @@ def _live_run(store: RunStore, run_id: str) -> None:
 
 
 def _controls(client: Any) -> dict[str, str]:
-    return {verb: notice_text(client.predict(api_name=f"/{verb}_run")) for verb in ("pause", "step", "resume", "cancel")}
+    return {
+        verb: notice_text(client.predict(api_name=f"/{verb}_run")) for verb in ("pause", "step", "resume", "cancel")
+    }
 
 
 @pytest.mark.parametrize("login", [True, False], ids=["users", "sessions"])
@@ -139,7 +144,9 @@ def test_only_the_owner_controls_stars_and_annotates_a_run(login: bool, tmp_path
             assert "pauses after" in notice_text(alice.predict(api_name="/pause_run")) and store.is_paused(rid)
             assert "saved star and note" in save_note(alice, rid, 3, "mine")
             assert store.get_star(rid, 3)["note"] == "mine"
-            assert "cancel requested" in notice_text(alice.predict(api_name="/cancel_run")) and store.cancel_requested(rid)
+            assert "cancel requested" in notice_text(alice.predict(api_name="/cancel_run")) and store.cancel_requested(
+                rid
+            )
     finally:
         store.close()
 
@@ -166,9 +173,18 @@ def _owned_run(store: RunStore, run_id: str, method: str, owner: str) -> None:
     """A finished run started in the app by `owner` (registered first, as the app registers it)."""
     events = synthetic_events(run_id, n_nodes=48, seed=7, method=method, problem_id="synthetic-7")
     start = events[0]
-    store.register_run(run_id, method=start.method, problem_id=start.problem_id, question=start.question,
-                       gold_answer=start.gold_answer, seed=start.seed, config=start.config, policy=start.policy,
-                       prm=start.prm, owner=owner)
+    store.register_run(
+        run_id,
+        method=start.method,
+        problem_id=start.problem_id,
+        question=start.question,
+        gold_answer=start.gold_answer,
+        seed=start.seed,
+        config=start.config,
+        policy=start.policy,
+        prm=start.prm,
+        owner=owner,
+    )
     record(store, events)
 
 
@@ -183,8 +199,9 @@ def test_only_the_runs_owner_shadow_scores_it(tmp_path: Path) -> None:
     _owned_run(store, uats, "h-uats", "user:alice")
     _owned_run(store, rebase, "rebase", "user:alice")
     nodes = [n["id"] for n in store.get_nodes(rebase)]
-    write_shadow(store, rebase, [{"node_id": n, "mc_scores": [0.5] * 7, "mean": 0.5, "var": 0.0, "prm": "p"}
-                                 for n in nodes])
+    write_shadow(
+        store, rebase, [{"node_id": n, "mc_scores": [0.5] * 7, "mean": 0.5, "var": 0.0, "prm": "p"} for n in nodes]
+    )
     before = read_shadow(store, rebase)
     try:
         with served_app(store, WorkerPoolDouble(store), tmp_path, auth=[("alice", "a-pass"), ("bob", "b-pass")]) as url:

@@ -56,11 +56,18 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
         return real_connect(*args, **kwargs)
 
     demo = build_demo(store, WorkerPoolDouble(), tmp_path / "exports", reports)
-    url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(tmp_path / "exports"))  # as ui/launch.py serves it
+    url = launch_served(
+        demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(tmp_path / "exports")
+    )  # as ui/launch.py serves it
     monkeypatch.setattr(sqlite3, "connect", recording_connect)
     try:
-        yield {"client": app_client(url), "seen": seen, "tmp": tmp_path,
-               "allowed": {str(run_log.resolve()), str((reports / "eval.db").resolve())}, "victim": victim}
+        yield {
+            "client": app_client(url),
+            "seen": seen,
+            "tmp": tmp_path,
+            "allowed": {str(run_log.resolve()), str((reports / "eval.db").resolve())},
+            "victim": victim,
+        }
     finally:
         monkeypatch.undo()
         demo.close()
@@ -68,8 +75,15 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
 
 
 def _hostile(tmp: Path, victim: Path) -> list[str]:
-    return [str(tmp / "evil" / "a.sqlite"), f"sqlite:///{tmp}/evil2/b/c.db", str(victim), f"sqlite:///{victim}",
-            "postgresql+psycopg://u:p@127.0.0.1:1/x", "../victim.sqlite", str(tmp / "app" / "other.db")]
+    return [
+        str(tmp / "evil" / "a.sqlite"),
+        f"sqlite:///{tmp}/evil2/b/c.db",
+        str(victim),
+        f"sqlite:///{victim}",
+        "postgresql+psycopg://u:p@127.0.0.1:1/x",
+        "../victim.sqlite",
+        str(tmp / "app" / "other.db"),
+    ]
 
 
 def _assert_nothing_opened(app: dict[str, Any], victim_bytes: bytes) -> None:

@@ -51,8 +51,9 @@ def test_the_export_folder_keeps_to_its_quota(tmp_path: Path) -> None:
 
     store = _store(tmp_path)
     try:
-        with served_app(store, WorkerPoolDouble(store), tmp_path, export_quota=ExportQuota(owner_bytes=4 << 20,
-                                                                                          total_bytes=8 << 20)) as url:
+        with served_app(
+            store, WorkerPoolDouble(store), tmp_path, export_quota=ExportQuota(owner_bytes=4 << 20, total_bytes=8 << 20)
+        ) as url:
             client = app_client(url)
             for i in range(6):
                 _export(client, f"e{i}").result(timeout=600)
@@ -115,7 +116,9 @@ def test_an_export_is_served_to_its_owner_alone(tmp_path: Path, monkeypatch: obj
             sessions = {}
             for user in ("ann", "bob"):
                 sessions[user] = httpx.Client(base_url=url, timeout=60)
-                assert sessions[user].post("/login", data={"username": user, "password": f"{user}-pw"}).status_code == 200
+                assert (
+                    sessions[user].post("/login", data={"username": user, "password": f"{user}-pw"}).status_code == 200
+                )
             assert sessions["ann"].get(f"/gradio_api/file={copy}").status_code == 200
             assert sessions["bob"].get(f"/gradio_api/file={copy}").status_code == 404
             assert httpx.get(f"{url}/gradio_api/file={copy}", timeout=60).status_code in (401, 403, 404)

@@ -17,20 +17,31 @@ RUN = "ab" * 16
 
 # (table, the SQL that damages one row, what the line names)
 DAMAGE = {
-    "bad JSON": ("UPDATE nodes SET mc_scores = '{not json' WHERE node_id = 3",
-                 "table nodes, row run_id=%s, node_id=3: column mc_scores holds text that is not JSON (Expecting property "
-                 "name enclosed in double quotes: line 1 column 2 (char 1))"),
-    "deep JSON": ("UPDATE runs SET config = '" + "[" * 5000 + "]" * 5000 + "'",
-                  "table runs, row run_id=%s: column config holds JSON nested deeper than 64 levels"),
-    "a list for an object": ("UPDATE runs SET config = '[1, 2]'",
-                             "table runs, row run_id=%s: column config holds a JSON list, not an object"),
-    "text for a number": ("UPDATE nodes SET mean = 'high' WHERE node_id = 2",
-                          "table nodes, row run_id=%s, node_id=2: column mean holds 'high' where a number belongs"),
-    "text for a score": ("UPDATE nodes SET mc_scores = '[0.5, \"x\"]' WHERE node_id = 4",
-                         "table nodes, row run_id=%s, node_id=4: column mc_scores holds a pass score that is not a number"),
-    "bad decisions": ("UPDATE iterations SET decisions = '[1]' WHERE iteration = 1",
-                      "table iterations, row run_id=%s, iteration=1: column decisions holds a decision that is not an "
-                      "object"),
+    "bad JSON": (
+        "UPDATE nodes SET mc_scores = '{not json' WHERE node_id = 3",
+        "table nodes, row run_id=%s, node_id=3: column mc_scores holds text that is not JSON (Expecting property "
+        "name enclosed in double quotes: line 1 column 2 (char 1))",
+    ),
+    "deep JSON": (
+        "UPDATE runs SET config = '" + "[" * 5000 + "]" * 5000 + "'",
+        "table runs, row run_id=%s: column config holds JSON nested deeper than 64 levels",
+    ),
+    "a list for an object": (
+        "UPDATE runs SET config = '[1, 2]'",
+        "table runs, row run_id=%s: column config holds a JSON list, not an object",
+    ),
+    "text for a number": (
+        "UPDATE nodes SET mean = 'high' WHERE node_id = 2",
+        "table nodes, row run_id=%s, node_id=2: column mean holds 'high' where a number belongs",
+    ),
+    "text for a score": (
+        "UPDATE nodes SET mc_scores = '[0.5, \"x\"]' WHERE node_id = 4",
+        "table nodes, row run_id=%s, node_id=4: column mc_scores holds a pass score that is not a number",
+    ),
+    "bad decisions": (
+        "UPDATE iterations SET decisions = '[1]' WHERE iteration = 1",
+        "table iterations, row run_id=%s, iteration=1: column decisions holds a decision that is not an object",
+    ),
 }
 
 

@@ -69,8 +69,9 @@ def test_deep_nesting_is_one_line_naming_the_file(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "deep.json").write_text('{"nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
-    run_id = submit_import(store, pool, server_choices(imports_dirs=[folder]), "treequest", "deep.json", 0,
-                           question="What is 1 + 1?")
+    run_id = submit_import(
+        store, pool, server_choices(imports_dirs=[folder]), "treequest", "deep.json", 0, question="What is 1 + 1?"
+    )
     assert pool.submitted.pop().run(None, store) is None
     run = store.get_run(run_id)
     assert run["status"] == "failed" and run["error"].startswith("file: deep.json: ") and "\n" not in run["error"]
@@ -94,7 +95,8 @@ def test_a_file_that_needs_too_much_memory_is_one_line(tmp_path: Path) -> None:
     run = _imported(store, pool, server_choices(imports_dirs=[folder]), "llm-reasoners", "objects.json")
     assert run["status"] == "failed" and run["error"] == (
         f"file: objects.json: the file needs more memory than an import may use "
-        f"({APP_IMPORT_MEMORY_BYTES >> 20:,} MiB); use `uats import` on the server")
+        f"({APP_IMPORT_MEMORY_BYTES >> 20:,} MiB); use `uats import` on the server"
+    )
     assert _rss() - before < 200 * 2**20
 
 

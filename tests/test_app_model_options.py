@@ -23,13 +23,17 @@ def test_the_apps_worker_records_the_options_of_its_run(tmp_path: Path) -> None:
         prob = dataset_problems(ARITH)[0]
         config = SearchConfig(budget=4, max_iterations=1).to_dict()
         req = search_job(uuid.uuid4().hex, store.location, prob, config, policy_opts={"temperature": 0.5, "top_p": 0.9})
-        store.register_run(req.run_id, method=config["method"], problem_id=prob.id, question=prob.question,
-                           config=config)
+        store.register_run(
+            req.run_id, method=config["method"], problem_id=prob.id, question=prob.question, config=config
+        )
         assert execute(req, ModelCache(), store) is None
         run = store.get_run(req.run_id)
         assert run["status"] == "finished"
-        assert run["model_options"] == {"policy_opts": {"temperature": 0.5, "top_p": 0.9}, "prm_opts": {},
-                                        "prm_kind": None}
+        assert run["model_options"] == {
+            "policy_opts": {"temperature": 0.5, "top_p": 0.9},
+            "prm_opts": {},
+            "prm_kind": None,
+        }
     finally:
         store.close()
 
@@ -47,18 +51,38 @@ def _form(**changes: object) -> dict:
     from ui.tabs.search_layout import CONFIG_FIELDS
 
     config = SearchConfig().to_dict()
-    return {**{k: config[k] for k in CONFIG_FIELDS}, "budget": 4, "max_iterations": 6, "policy": EMBEDDED,
-            "prm": EMBEDDED, "prm_kind": "detect", "policy_opts": "", "prm_opts": "", "dataset": ARITH,
-            "problem": "arith-test-0", "free_question": "", "free_answer": "", **changes}
+    return {
+        **{k: config[k] for k in CONFIG_FIELDS},
+        "budget": 4,
+        "max_iterations": 6,
+        "policy": EMBEDDED,
+        "prm": EMBEDDED,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+        "dataset": ARITH,
+        "problem": "arith-test-0",
+        "free_question": "",
+        "free_answer": "",
+        **changes,
+    }
 
 
-@pytest.mark.parametrize("box, value, said", [
-    ("policy_opts", "temperature=nan", "temperature: 'nan' is not a finite number"),
-    ("policy_opts", "top_p=inf", "top_p: 'inf' is not a finite number"),
-    ("prm_opts", "system_prompt=-Infinity", "system_prompt: '-Infinity' is not a finite number"),
-    ("policy_opts", "system_prompt=" + "x" * 20_001, "is 20,015 characters long; a run's model options hold at most 20,000"),
-    ("policy_opts", "system_prompt=" + "[" * 5_000 + "]" * 5_000, "system_prompt: give a plain value"),
-], ids=["nan", "inf", "-Infinity", "long", "deep"])
+@pytest.mark.parametrize(
+    "box, value, said",
+    [
+        ("policy_opts", "temperature=nan", "temperature: 'nan' is not a finite number"),
+        ("policy_opts", "top_p=inf", "top_p: 'inf' is not a finite number"),
+        ("prm_opts", "system_prompt=-Infinity", "system_prompt: '-Infinity' is not a finite number"),
+        (
+            "policy_opts",
+            "system_prompt=" + "x" * 20_001,
+            "is 20,015 characters long; a run's model options hold at most 20,000",
+        ),
+        ("policy_opts", "system_prompt=" + "[" * 5_000 + "]" * 5_000, "system_prompt: give a plain value"),
+    ],
+    ids=["nan", "inf", "-Infinity", "long", "deep"],
+)
 def test_the_app_refuses_bad_options_before_a_run_row_is_written(box: str, value: str, said: str) -> None:
     """Issue 50, item 10: lower-case nan/inf and options over 20,000 characters were refused only by the worker,
     after the run's row was written (it became failed); 5,000 nested brackets raised a RecursionError. Now the

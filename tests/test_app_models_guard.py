@@ -62,10 +62,17 @@ def test_an_uploaded_module_never_runs_on_the_server(tmp_path: Path, monkeypatch
                 (planted / "cfg").mkdir(parents=True)
                 (planted / "cfg" / "config.json").write_bytes(config)
             prm_dir = cfg_at.parent if cfg_at else planted / "cfg"
-            outcomes = [call_named(client, "/on_run", on_run_args(client, prm=str(prm_dir), budget=2, max_iterations=1,
-                                                                 prm_opts="trust_remote_code=true")),
-                        call_named(client, "/on_run", on_run_args(client, prm_opts="trust_remote_code=true", budget=2)),
-                        call_named(client, "/on_run", on_run_args(client, policy_opts="trust_remote_code=true", budget=2))]
+            outcomes = [
+                call_named(
+                    client,
+                    "/on_run",
+                    on_run_args(
+                        client, prm=str(prm_dir), budget=2, max_iterations=1, prm_opts="trust_remote_code=true"
+                    ),
+                ),
+                call_named(client, "/on_run", on_run_args(client, prm_opts="trust_remote_code=true", budget=2)),
+                call_named(client, "/on_run", on_run_args(client, policy_opts="trust_remote_code=true", budget=2)),
+            ]
             # a worker loads the models before its run's first iteration: wait for any started run to end
             deadline = time.time() + 300
             while time.time() < deadline and any(r["status"] in ("queued", "running") for r in store.list_runs()):
@@ -127,8 +134,14 @@ def test_no_endpoint_reads_a_file_outside_the_servers_lists(tmp_path: Path, watc
     pool = WorkerPoolDouble()  # records a submitted run, never starts it
     outside, uploaded = watched["outside"], watched["uploaded"]
     up = f"{os.path.relpath(outside, Path.cwd())}/../outside"
-    hostile = [str(outside / "model"), str(outside / "secret.jsonl"), f"{up}/model", f"{up}/passwd.jsonl",
-               str(uploaded / "model"), str(uploaded / "secret.jsonl")]
+    hostile = [
+        str(outside / "model"),
+        str(outside / "secret.jsonl"),
+        f"{up}/model",
+        f"{up}/passwd.jsonl",
+        str(uploaded / "model"),
+        str(uploaded / "secret.jsonl"),
+    ]
     with served_fresh_app(tmp_path, pool) as app:
         client = app["client"]
         endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
@@ -170,11 +183,15 @@ def test_refusals_do_not_say_whether_a_path_exists(tmp_path: Path, watched: dict
                 args = [str(path) if p["parameter_name"] != "ds" else form["ds"] for p in params]
                 text = outcome_text(call_api(client, call, args))
             else:
-                text = outcome_text(call_named(client, call, on_run_args(client, **{k: str(path) for k in form}, budget=2)))
+                text = outcome_text(
+                    call_named(client, call, on_run_args(client, **{k: str(path) for k in form}, budget=2))
+                )
             return text.replace(str(path), "<PATH>")
 
         for ds in ("JSONL file or hub name", "MATH-500"):
-            same = {refusal("/on_dataset", outside / f, ds=ds) for f in ("secret.jsonl", "passwd.jsonl", "missing.jsonl")}
+            same = {
+                refusal("/on_dataset", outside / f, ds=ds) for f in ("secret.jsonl", "passwd.jsonl", "missing.jsonl")
+            }
             assert len(same) == 1, same
         for field in ("policy", "prm"):
             same = {refusal("/on_run", outside / f, **{field: None}) for f in ("model", "no-model", "secret.jsonl")}
@@ -200,11 +217,15 @@ def test_the_offered_models_and_problem_sets_are_the_servers(tmp_path: Path) -> 
         assert "What is two and two?" in question
         config = httpx.get(f"{app['url']}/config", timeout=30).text
         assert str(models) not in config and str(data) not in config
-        notice = client.predict(**on_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine",
-                                            budget=2), api_name="/on_run")
+        notice = client.predict(
+            **on_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine", budget=2),
+            api_name="/on_run",
+        )
         assert "queued" in outcome_text(notice), notice
         (req,) = pool.submitted
-        assert req.request.policy == req.request.prm == str((models / "mine").resolve()) and not req.request.world_problem
+        assert (
+            req.request.policy == req.request.prm == str((models / "mine").resolve()) and not req.request.world_problem
+        )
         assert store.get_run(req.run_id)["policy"] == req.request.policy
     choices = server_choices([models], [data])
     assert "no-config" not in choices.prms and choices.model("prm", EMBEDDED) is None
@@ -279,8 +300,18 @@ def test_no_response_names_a_server_path(tmp_path: Path) -> None:
     data.mkdir()
     (data / "set.jsonl").write_text(json.dumps({"problem": "What is two and two?", "answer": "4"}) + "\n")
     pool = WorkerPoolDouble()
-    roots = sorted({str(tmp_path), str(tmp_path.resolve()), str(Path.cwd()), str(Path(sys.prefix).resolve()),
-                    str(ASSETS.parent), os.path.expanduser("~")}, key=len, reverse=True)
+    roots = sorted(
+        {
+            str(tmp_path),
+            str(tmp_path.resolve()),
+            str(Path.cwd()),
+            str(Path(sys.prefix).resolve()),
+            str(ASSETS.parent),
+            os.path.expanduser("~"),
+        },
+        key=len,
+        reverse=True,
+    )
     routes = ("/gradio_api/", "/uats-static/", "/static/", "/assets/", "/svelte/")  # the app's own web addresses
     allowed = (str(Path(get_upload_folder()).resolve()), get_upload_folder(), *routes)
     with served_fresh_app(tmp_path, pool, server_choices([models], [data])) as app:
@@ -293,19 +324,30 @@ def test_no_response_names_a_server_path(tmp_path: Path) -> None:
             said.append((api, [str(a) for a in [*args, *kw.values()] if isinstance(a, str) and a], out))
 
         call("/on_run", **on_run_args(client, policy="mine", prm="mine", tau="auto", budget=2))  # no calibration
-        call("/on_run", **on_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine", budget=2))
+        call(
+            "/on_run", **on_run_args(client, dataset="set.jsonl", problem="set-0", policy="mine", prm="mine", budget=2)
+        )
         [run] = store.list_runs()
         rid = run["run_id"]
         assert run["policy"] == folder  # the server's own record holds the spec; the client is shown its name
-        store.mark_failed(rid, f"OSError: cannot load {folder}: no weights; problems from {data / 'set.jsonl'}; "
-                               f"db: the run log at 'sqlite:///{tmp_path}/app/runs.db' is full")
+        store.mark_failed(
+            rid,
+            f"OSError: cannot load {folder}: no weights; problems from {data / 'set.jsonl'}; "
+            f"db: the run log at 'sqlite:///{tmp_path}/app/runs.db' is full",
+        )
         record_synthetic(store, "d3" * 16, n_nodes=30, seed=4, method="rebase", problem_id="synthetic-4")
         record_synthetic(store, "e3" * 16, n_nodes=30, seed=5, method="h-uats", problem_id="synthetic-4")
-        write_shadow(store, "d3" * 16, [{"node_id": 1, "mc_scores": [0.5, 0.6], "mean": 0.55, "var": 0.005,
-                                         "prm": folder}])
+        write_shadow(
+            store, "d3" * 16, [{"node_id": 1, "mc_scores": [0.5, 0.6], "mean": 0.55, "var": 0.005, "prm": folder}]
+        )
         with store.engine.begin() as conn:  # the pair's baseline ran with the folder's model and met an error
-            conn.execute(sa.update(S.runs).where(S.runs.c.run_id == "d3" * 16).values(
-                policy=folder, prm=folder, error=f"cancelled; calibration in {models / 'mine' / 'calibration.json'}"))
+            conn.execute(
+                sa.update(S.runs)
+                .where(S.runs.c.run_id == "d3" * 16)
+                .values(
+                    policy=folder, prm=folder, error=f"cancelled; calibration in {models / 'mine' / 'calibration.json'}"
+                )
+            )
         for ref in (rid, "d3" * 16):
             call("/open_run", **form_args(client, "/open_run", run_ref=ref))
             call("/inspect_node", **form_args(client, "/inspect_node", n=1))
@@ -318,17 +360,27 @@ def test_no_response_names_a_server_path(tmp_path: Path) -> None:
         endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
         hostile = [str(tmp_path / "outside" / "x.jsonl"), "../outside/model", rid, "set.jsonl", "mine"]
         for name, spec in endpoints.items():
-            args = [p["parameter_default"] if p["parameter_has_default"] and r == 0
-                    else (2 if str(p["python_type"]["type"]) in ("float", "int") else
-                          True if str(p["python_type"]["type"]) == "bool" else hostile[(r + i) % len(hostile)])
-                    for r in range(2) for i, p in enumerate(spec["parameters"])][:len(spec["parameters"])]
+            args = [
+                p["parameter_default"]
+                if p["parameter_has_default"] and r == 0
+                else (
+                    2
+                    if str(p["python_type"]["type"]) in ("float", "int")
+                    else True
+                    if str(p["python_type"]["type"]) == "bool"
+                    else hostile[(r + i) % len(hostile)]
+                )
+                for r in range(2)
+                for i, p in enumerate(spec["parameters"])
+            ][: len(spec["parameters"])]
             call(name, *args)
     assert len(said) > len(endpoints)
     leaks = {}
     for api, sent, out in said:
         text = outcome_text(out)
-        found = _server_paths(text, sent, allowed) + [r for r in roots if r in text.replace(folder, "")
-                                                      and r not in " ".join(sent)]
+        found = _server_paths(text, sent, allowed) + [
+            r for r in roots if r in text.replace(folder, "") and r not in " ".join(sent)
+        ]
         found += _zip_paths(out, roots)
         if found:
             leaks[api] = found[:5]

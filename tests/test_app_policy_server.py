@@ -31,12 +31,15 @@ def test_a_policy_server_is_offered_by_name_and_a_run_reaches_it(tmp_path: Path)
         with served_fresh_app(tmp_path, pool, choices) as app:
             client, store = app["client"], app["store"]
             assert server.url not in httpx.get(f"{app['url']}/config", timeout=30).text
-            typed = call_named(client, "/on_run", on_run_args(client, policy=f"openai:{server.url}", prm=EMBEDDED,
-                                                                budget=4))
+            typed = call_named(
+                client, "/on_run", on_run_args(client, policy=f"openai:{server.url}", prm=EMBEDDED, budget=4)
+            )
             # refused (by the dropdown's own list, before our handler's) and nothing queued
             assert "not in the list of choices" in outcome_text(typed) and not pool.submitted
-            notice = client.predict(**on_run_args(client, policy="box (server)", prm=EMBEDDED, budget=4,
-                                                policy_opts="seed=1"), api_name="/on_run")
+            notice = client.predict(
+                **on_run_args(client, policy="box (server)", prm=EMBEDDED, budget=4, policy_opts="seed=1"),
+                api_name="/on_run",
+            )
             assert "queued" in outcome_text(notice), notice
             (req,) = pool.submitted
             execute(req, ModelCache(), store)
@@ -47,9 +50,13 @@ def test_a_policy_server_is_offered_by_name_and_a_run_reaches_it(tmp_path: Path)
         assert nodes and all(n["num_tokens"] == len(n["step"]) + 1 for n in nodes)  # the server's counts
 
 
-@pytest.mark.parametrize("flag, line", [
-    ("box", "policy-server: 'box': write NAME=URL, e.g. qwen=http://gpu-box:8000"),
-    ("box=gpu:8000", "policy-server: box: 'gpu:8000' is not a server URL; write openai:http://HOST:PORT")])
+@pytest.mark.parametrize(
+    "flag, line",
+    [
+        ("box", "policy-server: 'box': write NAME=URL, e.g. qwen=http://gpu-box:8000"),
+        ("box=gpu:8000", "policy-server: box: 'gpu:8000' is not a server URL; write openai:http://HOST:PORT"),
+    ],
+)
 def test_a_malformed_policy_server_flag_is_one_line(flag: str, line: str, tmp_path: Path, capsys) -> None:
     from ui.choices import server_choices
     from ui.launch import main
@@ -75,10 +82,14 @@ def test_a_server_with_credentials_is_stored_and_shown_by_its_name_only(tmp_path
     secret, leak = "pa55-SECRET", "db=postgres://admin:pg-SECRET@db.internal/prod"
     tokenizer = load_tokenizer(resolve_spec(str(WORLD_POLICY), "policy"), "policy")
     body = ('{"error": {"message": "%s", "type": "invalid_request_error"}}' % leak).encode()
-    with OpenAICompletionsServerDouble(tokenizer.decode, model=str(WORLD_POLICY)) as good, \
-            OpenAICompletionsServerDouble(tokenizer.decode, model=str(WORLD_POLICY), error_body=body) as bad:
-        flags = [f"creds={good.url.replace('http://', f'http://svc:{secret}@')}",
-                 f"broken={bad.url.replace('http://', f'http://svc:{secret}@')}"]
+    with (
+        OpenAICompletionsServerDouble(tokenizer.decode, model=str(WORLD_POLICY)) as good,
+        OpenAICompletionsServerDouble(tokenizer.decode, model=str(WORLD_POLICY), error_body=body) as bad,
+    ):
+        flags = [
+            f"creds={good.url.replace('http://', f'http://svc:{secret}@')}",
+            f"broken={bad.url.replace('http://', f'http://svc:{secret}@')}",
+        ]
         pool = WorkerPoolDouble()
         with served_fresh_app(tmp_path, pool, server_choices(servers=flags)) as app:
             client, store = app["client"], app["store"]

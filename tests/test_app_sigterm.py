@@ -50,8 +50,20 @@ def test_sigterm_ends_the_app_and_its_workers_within_5_s(tmp_path: Path) -> None
     port = free_port()
     db = tmp_path / "runs.db"
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
-    cmd = [sys.executable, str(ROOT / "app.py"), "--db", str(db), "--port", str(port), "--export-dir",
-           str(tmp_path / "exports"), "--reports-dir", str(tmp_path / "reports"), "--workers", "2"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "app.py"),
+        "--db",
+        str(db),
+        "--port",
+        str(port),
+        "--export-dir",
+        str(tmp_path / "exports"),
+        "--reports-dir",
+        str(tmp_path / "reports"),
+        "--workers",
+        "2",
+    ]
     log = (tmp_path / "app.log").open("w")
     app = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     try:
@@ -82,9 +94,10 @@ def test_sigterm_ends_the_app_and_its_workers_within_5_s(tmp_path: Path) -> None
             time.sleep(0.05)
         took = time.monotonic() - sent
         left = [p for p in workers if _alive(p)]
-        assert not left and took <= LIMIT_S, (f"{took:.1f} s after SIGTERM (the app exited after {exited:.1f} s); "
-                                              f"still alive: {[names[p] for p in left]}\n"
-                                              + (tmp_path / "app.log").read_text()[-1500:])
+        assert not left and took <= LIMIT_S, (
+            f"{took:.1f} s after SIGTERM (the app exited after {exited:.1f} s); "
+            f"still alive: {[names[p] for p in left]}\n" + (tmp_path / "app.log").read_text()[-1500:]
+        )
         assert app.returncode == 0
         run = store.list_runs()[0]
         assert run["status"] in ("cancelled", "failed"), run  # not left 'running'

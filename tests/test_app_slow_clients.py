@@ -58,8 +58,11 @@ def _slow_head(url: str, out: dict[str, Any], first: bytes = b"") -> None:
             while b"\r\n\r\n" not in answered:
                 answered += sock.recv(65536)
             head_part, _, body = answered.partition(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head_part.lower().split(b"\r\n")
-                          if line.startswith(b"content-length:"))
+            length = next(
+                int(line.split(b":")[1])
+                for line in head_part.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            )
             while len(body) < length:  # the whole answer, so that what comes next is the server's alone
                 body += sock.recv(65536)
             out["first"] = head_part.split(b" ")[1]
@@ -91,9 +94,11 @@ def test_a_slow_request_head_is_dropped_and_a_stream_is_not(tmp_path: Path) -> N
             host, port = _address(url)
             first = f"GET /config HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
             fresh, kept, stream = {}, {}, {}
-            threads = [threading.Thread(target=_slow_head, args=(url, fresh)),
-                       threading.Thread(target=_slow_head, args=(url, kept, first)),
-                       threading.Thread(target=_stream, args=(url, stream))]
+            threads = [
+                threading.Thread(target=_slow_head, args=(url, fresh)),
+                threading.Thread(target=_slow_head, args=(url, kept, first)),
+                threading.Thread(target=_stream, args=(url, stream)),
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -125,8 +130,10 @@ def test_a_stalled_body_ends_its_connection(tmp_path: Path) -> None:
     try:
         with served_app(store, WorkerPoolDouble(store), tmp_path, _app=app) as url:
             host, port = _address(url)
-            head = (f"POST /gradio_api/queue/join HTTP/1.1\r\nHost: {host}:{port}\r\n"
-                    "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n").encode()
+            head = (
+                f"POST /gradio_api/queue/join HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            ).encode()
             with socket.create_connection((host, port), timeout=WAIT_S) as sock:
                 sock.sendall(head)
                 said = _trickle(sock, b"{" * 100)

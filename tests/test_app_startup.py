@@ -29,8 +29,9 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return demos
 
 
-def test_a_slow_first_answer_does_not_kill_the_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     served: list[Any]) -> None:
+def test_a_slow_first_answer_does_not_kill_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: list[Any]
+) -> None:
     """The first probes time out (httpx raises TimeoutException, as it did after 3 s on the loaded machine): the
     server starts anyway and answers."""
     real_head, slow = httpx.head, {"left": 2}
@@ -44,15 +45,20 @@ def test_a_slow_first_answer_does_not_kill_the_start(tmp_path: Path, monkeypatch
     monkeypatch.setattr(httpx, "head", loaded_head)
     port = free_port()
     seen: list[int] = []
-    monkeypatch.setattr(launch, "serve_until_stopped",
-                        lambda demo: seen.append(httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).status_code))
+    monkeypatch.setattr(
+        launch,
+        "serve_until_stopped",
+        lambda demo: seen.append(httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).status_code),
+    )
     rc = launch.main(["--port", str(port), "--db", str(tmp_path / "runs.db"), "--export-dir", str(tmp_path / "ex")])
     assert rc == 0 and seen == [200] and slow["left"] == 0
 
 
-def test_a_server_that_never_answers_fails_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 served: list[Any], capsys: pytest.CaptureFixture) -> None:
+def test_a_server_that_never_answers_fails_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: list[Any], capsys: pytest.CaptureFixture
+) -> None:
     """No answer within the launcher's wait: one line, exit code 1, and nothing left answering on the port."""
+
     def never(url: str, **kw: Any) -> httpx.Response:
         raise httpx.ConnectTimeout("timed out")
 
@@ -61,8 +67,10 @@ def test_a_server_that_never_answers_fails_whole(tmp_path: Path, monkeypatch: py
     port = free_port()
     rc = launch.main(["--port", str(port), "--db", str(tmp_path / "runs.db"), "--export-dir", str(tmp_path / "ex")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and err == [f"error: start: the server at http://127.0.0.1:{port}/ did not answer within 1 s "
-                               "(ConnectTimeout); nothing was started"]
+    assert rc == 1 and err == [
+        f"error: start: the server at http://127.0.0.1:{port}/ did not answer within 1 s "
+        "(ConnectTimeout); nothing was started"
+    ]
     with pytest.raises(httpx.ConnectError):  # the server went with the pool
         httpx.get(f"http://127.0.0.1:{port}/config", timeout=5)
     assert served == []  # it never got as far as serving

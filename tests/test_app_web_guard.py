@@ -71,8 +71,11 @@ def _fn_index(url: str, cookies: Any, api_name: str) -> int:
 
 def _refused_everywhere(url: str, cookies: Any, fn: int, origin: str, host: str) -> None:
     """`origin`'s preflight and its POST with the login cookie: 403, no CORS permission, no event started."""
-    pre = httpx.options(f"{url}/gradio_api/queue/join", timeout=30, headers={
-        "Host": host, "Origin": origin, "Access-Control-Request-Method": "POST"})
+    pre = httpx.options(
+        f"{url}/gradio_api/queue/join",
+        timeout=30,
+        headers={"Host": host, "Origin": origin, "Access-Control-Request-Method": "POST"},
+    )
     assert pre.status_code == 403 and "access-control-allow-origin" not in pre.headers, (origin, pre.headers)
     call = _join(url, cookies, fn, Host=host, Origin=origin)
     assert call.status_code == 403 and "event_id" not in call.text, (origin, call.text)
@@ -113,8 +116,11 @@ def test_no_other_origin_rides_a_logged_in_user_behind_the_proxy(team: str) -> N
     listed = _join(team, bob.cookies, fn, Host=TEAM, Origin=PORTAL)
     assert listed.status_code == 200 and listed.headers["access-control-allow-origin"] == PORTAL
     assert listed.headers["access-control-allow-credentials"] == "true"
-    pre = httpx.options(f"{team}/gradio_api/queue/join", timeout=30, headers={
-        "Host": TEAM, "Origin": PORTAL, "Access-Control-Request-Method": "POST"})
+    pre = httpx.options(
+        f"{team}/gradio_api/queue/join",
+        timeout=30,
+        headers={"Host": TEAM, "Origin": PORTAL, "Access-Control-Request-Method": "POST"},
+    )
     assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == PORTAL
 
 
@@ -142,12 +148,19 @@ def test_only_the_servers_host_names_are_answered(tmp_path: Path) -> None:
     try:
         port = url.rsplit(":", 1)[1]
         fn = _fn_index(url, None, "list_runs")
-        for host in (f"rebind.attacker.example:{port}", "rebind.attacker.example", f"{TEAM}.attacker.example",
-                     "", "a b"):
+        for host in (
+            f"rebind.attacker.example:{port}",
+            "rebind.attacker.example",
+            f"{TEAM}.attacker.example",
+            "",
+            "a b",
+        ):
             origin = f"http://{host}"
-            for r in (httpx.get(f"{url}/config", headers={"Host": host}, timeout=30),
-                      httpx.get(f"{url}/", headers={"Host": host}, timeout=30),
-                      _join(url, None, fn, Host=host, Origin=origin)):
+            for r in (
+                httpx.get(f"{url}/config", headers={"Host": host}, timeout=30),
+                httpx.get(f"{url}/", headers={"Host": host}, timeout=30),
+                _join(url, None, fn, Host=host, Origin=origin),
+            ):
                 assert r.status_code == 400 and "access-control-allow-origin" not in r.headers, (host, r.status_code)
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{TEAM}:{port}", TEAM):
             assert httpx.get(f"{url}/config", headers={"Host": host}, timeout=30).status_code == 200, host
@@ -199,13 +212,19 @@ def test_nan_and_deep_json_in_an_events_inputs_are_one_line_before_gradio_parses
             fn = _fn_index(url, None, "inspect_node")
             for constant in ("NaN", "Infinity", "-Infinity"):
                 body = '{"data": [null, %s], "fn_index": %d, "session_hash": "nan00001"}' % (constant, fn)
-                said = httpx.post(f"{url}/gradio_api/queue/join", content=body, timeout=60,
-                                  headers={"content-type": "application/json"})
+                said = httpx.post(
+                    f"{url}/gradio_api/queue/join",
+                    content=body,
+                    timeout=60,
+                    headers={"content-type": "application/json"},
+                )
                 assert said.status_code == 400 and said.json()["detail"] == (
-                    f"data[1]: {constant} is not a number this app takes; give a finite number")
+                    f"data[1]: {constant} is not a number this app takes; give a finite number"
+                )
             deep = '{"data": [%s], "fn_index": %d, "session_hash": "deep0001"}' % ("[" * 50_000 + "]" * 50_000, fn)
-            said = httpx.post(f"{url}/gradio_api/queue/join", content=deep, timeout=60,
-                              headers={"content-type": "application/json"})
+            said = httpx.post(
+                f"{url}/gradio_api/queue/join", content=deep, timeout=60, headers={"content-type": "application/json"}
+            )
             assert said.status_code == 400 and "nests its JSON too deep" in said.json()["detail"]
             assert _join(url, None, fn).status_code == 200  # the same event with ordinary values goes through
     finally:
@@ -223,8 +242,12 @@ def test_logout_is_a_post_of_the_apps_own_page(tmp_path: Path) -> None:
             for how in ({"headers": {"Sec-Fetch-Site": "cross-site"}}, {}):
                 said = httpx.get(f"{url}/logout", cookies=alice, timeout=30, **how)
                 assert said.status_code == 405 and "POST from the app's own page" in said.json()["detail"]
-            assert httpx.post(f"{url}/logout", cookies=alice, timeout=30, headers={
-                "Origin": "https://evil.example"}).status_code == 403
+            assert (
+                httpx.post(
+                    f"{url}/logout", cookies=alice, timeout=30, headers={"Origin": "https://evil.example"}
+                ).status_code
+                == 403
+            )
             assert _join(url, alice, fn).status_code == 200  # still signed in
             out = httpx.post(f"{url}/logout", cookies=alice, timeout=30, headers={"Origin": url})
             assert out.status_code == 302
@@ -237,15 +260,19 @@ def test_forwarded_headers_count_only_from_a_named_proxy(tmp_path: Path) -> None
     """Issue 50, item 9: after the Host check Gradio took X-Forwarded-Host as the site (its /config root became
     another site). Without --trusted-proxy the app ignores X-Forwarded-*; with one, a forwarded host must still be
     one of the server's names."""
-    for argv, root_of in (([], "http://127.0.0.1"), (["--trusted-proxy", "127.0.0.1", "--allowed-host", TEAM],
-                                                    f"https://{TEAM}")):
+    for argv, root_of in (
+        ([], "http://127.0.0.1"),
+        (["--trusted-proxy", "127.0.0.1", "--allowed-host", TEAM], f"https://{TEAM}"),
+    ):
         (tmp_path / str(len(argv))).mkdir()
         with contextmanager(_launched)(tmp_path / str(len(argv)), argv) as url:
-            evil = httpx.get(f"{url}/config", timeout=30, headers={"X-Forwarded-Host": "evil.example",
-                                                                   "X-Forwarded-Proto": "https"}).json()
+            evil = httpx.get(
+                f"{url}/config", timeout=30, headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
+            ).json()
             assert "evil.example" not in evil["root"]
-            team = httpx.get(f"{url}/config", timeout=30, headers={"X-Forwarded-Host": TEAM,
-                                                                   "X-Forwarded-Proto": "https"}).json()
+            team = httpx.get(
+                f"{url}/config", timeout=30, headers={"X-Forwarded-Host": TEAM, "X-Forwarded-Proto": "https"}
+            ).json()
             assert team["root"].startswith(root_of), team["root"]
 
 
@@ -283,8 +310,13 @@ def test_a_slow_body_is_not_held_for_good(tmp_path: Path) -> None:
         sent.append(message)
 
     guard = WebGuard(never_called, WebPolicy(body_timeout_s=0.2), LoginLimiter(), Path("/dev/null"))
-    scope = {"type": "http", "method": "POST", "path": "/gradio_api/queue/join", "client": ("127.0.0.1", 1),
-             "headers": [(b"host", b"127.0.0.1:7860"), (b"content-type", b"application/json")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/gradio_api/queue/join",
+        "client": ("127.0.0.1", 1),
+        "headers": [(b"host", b"127.0.0.1:7860"), (b"content-type", b"application/json")],
+    }
     asyncio.run(asyncio.wait_for(guard(scope, trickle, send), 30))
     assert sent[0]["status"] == 408
 
@@ -336,10 +368,15 @@ def test_the_login_limits_window_per_client_and_per_user() -> None:
 
 
 def test_flags_that_name_no_host_or_origin_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    for flag, value in (("--allowed-host", "https://x.example"), ("--allowed-host", "x.example:80"),
-                        ("--allowed-origin", "x.example"), ("--allowed-origin", "https://x.example/path"),
-                        ("--allowed-origin", "ftp://x.example"), ("--export-quota-mb", "nan"),
-                        ("--export-session-quota-mb", "0")):
+    for flag, value in (
+        ("--allowed-host", "https://x.example"),
+        ("--allowed-host", "x.example:80"),
+        ("--allowed-origin", "x.example"),
+        ("--allowed-origin", "https://x.example/path"),
+        ("--allowed-origin", "ftp://x.example"),
+        ("--export-quota-mb", "nan"),
+        ("--export-session-quota-mb", "0"),
+    ):
         rc = launch.main([flag, value, "--db", str(tmp_path / "r.db")])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {flag.lstrip('-')}: "), (flag, err)

@@ -36,18 +36,22 @@ def test_prm_slices_are_disjoint_and_reach_past_the_policies_problems() -> None:
     assert written[-1].id == world.load_split("train", 70)[-1].id  # the split grew to 70 for the written slice
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--prm-written", "0", "--prm-written must be at least 1; got 0"),
-    ("--prm-lr", "0", "--prm-lr must be a positive learning rate such as 2e-3"),
-    ("--prm-variance-penalty", "-1", "--prm-variance-penalty must be 0 (off) or more; got -1"),
-    ("--prm-finetune", "1800", "argument --prm-finetune: takes STEPS:LR[:VARIANCE_PENALTY], such as 900:1e-3:20"),
-    ("--prm-finetune", "900:fast", "argument --prm-finetune: takes STEPS:LR[:VARIANCE_PENALTY]"),
-    ("--prm-finetune", "900:0", "needs at least 1 step, a positive learning rate and a penalty of 0 or more"),
-    ("--prm-finetune", "900:1e-3:-2", "a penalty of 0 or more (STEPS:LR[:VARIANCE_PENALTY], such as 900:1e-3:20)"),
-    ("--prm-init", "no/such/prm", "--prm-init must be a saved PRM folder (with config.json)"),
-])
-def test_cli_refuses_bad_values_naming_the_flag(flag: str, value: str, message: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--prm-written", "0", "--prm-written must be at least 1; got 0"),
+        ("--prm-lr", "0", "--prm-lr must be a positive learning rate such as 2e-3"),
+        ("--prm-variance-penalty", "-1", "--prm-variance-penalty must be 0 (off) or more; got -1"),
+        ("--prm-finetune", "1800", "argument --prm-finetune: takes STEPS:LR[:VARIANCE_PENALTY], such as 900:1e-3:20"),
+        ("--prm-finetune", "900:fast", "argument --prm-finetune: takes STEPS:LR[:VARIANCE_PENALTY]"),
+        ("--prm-finetune", "900:0", "needs at least 1 step, a positive learning rate and a penalty of 0 or more"),
+        ("--prm-finetune", "900:1e-3:-2", "a penalty of 0 or more (STEPS:LR[:VARIANCE_PENALTY], such as 900:1e-3:20)"),
+        ("--prm-init", "no/such/prm", "--prm-init must be a saved PRM folder (with config.json)"),
+    ],
+)
+def test_cli_refuses_bad_values_naming_the_flag(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exc:
         train.main([flag, value, "--only", "prm"])
     assert exc.value.code == 2
@@ -69,8 +73,11 @@ def _tiny_prm_run(**kwargs):
     policy_a = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"])
     problems = world.load_split("train", 6)
     traces = [(p, solutions.solve(p, "A", 0.3, random.Random(i))[0]) for i, p in enumerate(problems[:4])]
-    shape = ModelShape(hidden=policy_a.config.hidden_size, layers=policy_a.config.num_hidden_layers,
-                       intermediate=policy_a.config.intermediate_size)
+    shape = ModelShape(
+        hidden=policy_a.config.hidden_size,
+        layers=policy_a.config.num_hidden_layers,
+        intermediate=policy_a.config.intermediate_size,
+    )
     prm = train.train_prm(tok, policy_a, traces, problems[4:], steps=3, shape=shape, seed=0, batch_size=4, **kwargs)
     return policy_a, prm
 
@@ -106,22 +113,63 @@ def test_finetune_stages_equal_a_run_with_prm_init_per_stage(tmp_path, finetune_
 
     from uats_core.worlds.arith.modeling import POLICY_DIRS
 
-    small = ["--only", "prm", "--train-problems", "4", "--prm-problems", "4", "--prm-samples", "1",
-             "--prm-written", "3", "--prm-steps", "2", "--prm-batch-size", "4"]
+    small = [
+        "--only",
+        "prm",
+        "--train-problems",
+        "4",
+        "--prm-problems",
+        "4",
+        "--prm-samples",
+        "1",
+        "--prm-written",
+        "3",
+        "--prm-steps",
+        "2",
+        "--prm-batch-size",
+        "4",
+    ]
     stages = ["3:1e-3", "2:5e-4:50"]  # the second with the variance penalty
     dirs = {name: tmp_path / name for name in ("one", "first", "second", "third")}
     for d in dirs.values():
         d.mkdir()
         for style in ("a", "b"):
             (d / f"arith-policy-{style}").symlink_to(POLICY_DIRS[style.upper()])
-    train.main(small + ["--out", str(dirs["one"]), "--prm-finetune", stages[0], "--prm-finetune", stages[1],
-                        "--prm-finetune-problems", finetune_problems])
+    train.main(
+        small
+        + [
+            "--out",
+            str(dirs["one"]),
+            "--prm-finetune",
+            stages[0],
+            "--prm-finetune",
+            stages[1],
+            "--prm-finetune-problems",
+            finetune_problems,
+        ]
+    )
     train.main(small + ["--out", str(dirs["first"]), "--prm-finetune", "none"])
     for before, after, stage in (("first", "second", stages[0]), ("second", "third", stages[1])):
         steps, lr, *penalty = stage.split(":")
-        train.main(small + ["--out", str(dirs[after]), "--prm-init", str(dirs[before] / "arith-prm"),
-                            "--prm-problems", finetune_problems, "--prm-steps", steps, "--prm-lr", lr,
-                            "--prm-variance-penalty", penalty[0] if penalty else "0", "--prm-finetune", "none"])
+        train.main(
+            small
+            + [
+                "--out",
+                str(dirs[after]),
+                "--prm-init",
+                str(dirs[before] / "arith-prm"),
+                "--prm-problems",
+                finetune_problems,
+                "--prm-steps",
+                steps,
+                "--prm-lr",
+                lr,
+                "--prm-variance-penalty",
+                penalty[0] if penalty else "0",
+                "--prm-finetune",
+                "none",
+            ]
+        )
     weights = {n: load_file(dirs[n] / "arith-prm" / "model.safetensors") for n in dirs}
     assert weights["one"].keys() == weights["third"].keys()
     assert all(torch.equal(weights["one"][k], weights["third"][k]) for k in weights["one"])
@@ -158,6 +206,17 @@ def test_variance_penalty_lowers_the_prms_mc_variance_on_its_training_steps() ->
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR)
     before = mean_variance(prm)
     no_label_loss = lambda logits, labels: 0.0 * training_loop.cls_loss(logits, labels)  # noqa: E731
-    training_loop.train_loop(prm, lambda epoch: examples, steps=30, batch_size=4, lr=1e-3, seed=0, pad=tok.pad_token_id,
-                 desc="PRM", loss_fn=no_label_loss, dropout_p=PRM_SIDECAR["dropout_p"], variance_penalty=100.0)
+    training_loop.train_loop(
+        prm,
+        lambda epoch: examples,
+        steps=30,
+        batch_size=4,
+        lr=1e-3,
+        seed=0,
+        pad=tok.pad_token_id,
+        desc="PRM",
+        loss_fn=no_label_loss,
+        dropout_p=PRM_SIDECAR["dropout_p"],
+        variance_penalty=100.0,
+    )
     assert mean_variance(prm) < 0.5 * before

@@ -22,22 +22,42 @@ from uats_core.worlds.arith.world import get_problem, load_split
 
 
 def _problem(question: str, given: list[int], gold: list[tuple[str, tuple[str, int], tuple[str, int], int]]) -> Problem:
-    return Problem(id="t", question=question, answer=str(gold[-1][3]), source="arith", meta={
-        "given": given,
-        "gold": [{"op": op, "a": {"kind": a[0], "ref": a[1]}, "b": {"kind": b[0], "ref": b[1]}, "value": v}
-                 for op, a, b, v in gold]})
+    return Problem(
+        id="t",
+        question=question,
+        answer=str(gold[-1][3]),
+        source="arith",
+        meta={
+            "given": given,
+            "gold": [
+                {"op": op, "a": {"kind": a[0], "ref": a[1]}, "b": {"kind": b[0], "ref": b[1]}, "value": v}
+                for op, a, b, v in gold
+            ],
+        },
+    )
 
 
 # Mia has 12 boxes with 4 apples in each. She gives away 7 apples. She buys 3 bags with 5 apples in each.
 # gold: 12*4=48; 48-7=41; 3*5=15; 41+15=56
-P = _problem("Mia has 12 boxes with 4 apples in each. She gives away 7 apples. She buys 3 bags with 5 apples in each. "
-             "How many apples does Mia have now?", [12, 4, 7, 3, 5], [
-                 ("*", ("given", 12), ("given", 4), 48),
-                 ("-", ("step", 0), ("given", 7), 41),
-                 ("*", ("given", 3), ("given", 5), 15),
-                 ("+", ("step", 1), ("step", 2), 56)])
+P = _problem(
+    "Mia has 12 boxes with 4 apples in each. She gives away 7 apples. She buys 3 bags with 5 apples in each. "
+    "How many apples does Mia have now?",
+    [12, 4, 7, 3, 5],
+    [
+        ("*", ("given", 12), ("given", 4), 48),
+        ("-", ("step", 0), ("given", 7), 41),
+        ("*", ("given", 3), ("given", 5), 15),
+        ("+", ("step", 1), ("step", 2), 56),
+    ],
+)
 GOLD_A = ["12 * 4 = 48", "48 - 7 = 41", "3 * 5 = 15", "41 + 15 = 56", "The answer is \\boxed{56}"]
-GOLD_B = ["12 times 4 makes 48", "48 minus 7 makes 41", "3 times 5 makes 15", "41 plus 15 makes 56", "So the total is \\boxed{56}"]
+GOLD_B = [
+    "12 times 4 makes 48",
+    "48 minus 7 makes 41",
+    "3 times 5 makes 15",
+    "41 plus 15 makes 56",
+    "So the total is \\boxed{56}",
+]
 
 
 @pytest.mark.parametrize("steps", [GOLD_A, GOLD_B])
@@ -74,7 +94,13 @@ def test_checker_rejects_wrong_operands_and_operations():
 def test_checker_after_a_slip_marks_dependent_steps_wrong():
     steps = ["12 * 4 = 46", "46 - 7 = 39", "3 * 5 = 15", "39 + 15 = 54", "The answer is \\boxed{54}"]
     assert label_steps(P, steps) == [False, False, True, False, False]
-    steps_b = ["12 times 4 makes 46", "46 minus 7 makes 39", "3 times 5 makes 15", "39 plus 15 makes 54", "So the total is \\boxed{54}"]
+    steps_b = [
+        "12 times 4 makes 46",
+        "46 minus 7 makes 39",
+        "3 times 5 makes 15",
+        "39 plus 15 makes 54",
+        "So the total is \\boxed{54}",
+    ]
     assert label_steps(P, steps_b) == [False, False, True, False, False]
 
 
@@ -159,11 +185,13 @@ needs_models = pytest.mark.skipif(not (PRM_DIR / "model.safetensors").exists(), 
 @pytest.fixture(scope="module")
 def tok():
     from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(PRM_DIR) if PRM_DIR.exists() else _built_tokenizer()
 
 
 def _built_tokenizer():
     from uats_core.worlds.arith.tokenizer import build_tokenizer
+
     return build_tokenizer()
 
 
@@ -199,6 +227,7 @@ def test_shipped_tokenizer_matches_the_builder(tok):
 @needs_models
 def test_models_load_and_produce_steps_and_scores(tok):
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
+
     probs = load_split("test", 4)
     for style in ("A", "B"):
         policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS[style]).eval()
@@ -210,8 +239,14 @@ def test_models_load_and_produce_steps_and_scores(tok):
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR).eval()
     assert prm.config.num_labels == 2
     side = json.loads((PRM_DIR / "uats_prm.json").read_text())
-    assert side == {"kind": "token-classification", "step_tag": "<step>", "positive_label": 1,
-                    "question_suffix": "\n\n", "step_suffix": " <step>\n\n", "dropout_p": 0.1}
+    assert side == {
+        "kind": "token-classification",
+        "step_tag": "<step>",
+        "positive_label": 1,
+        "question_suffix": "\n\n",
+        "step_suffix": " <step>\n\n",
+        "dropout_p": 0.1,
+    }
     good, _ = solve(probs[0], "A")
     bad = ["1 * 1 = 7"] + good[1:]
     det = prm_step_scores(prm, tok, [(probs[0].question, good), (probs[0].question, bad)])
@@ -238,10 +273,12 @@ def test_report_numbers_repeat_with_the_same_seed(tok):
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
     from uats.arith.report import evaluate_policy
+
     prm = AutoModelForTokenClassification.from_pretrained(PRM_DIR).eval()
     policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS["A"]).eval()
     probs = load_split("test", 3)
-    runs = [evaluate_policy("A", policy, prm, tok, probs, samples=2, k=3, p=0.1, score_samples=1, seed=s)
-            for s in (0, 0, 1)]
+    runs = [
+        evaluate_policy("A", policy, prm, tok, probs, samples=2, k=3, p=0.1, score_samples=1, seed=s) for s in (0, 0, 1)
+    ]
     assert runs[0].variances == runs[1].variances and runs[0].scores == runs[1].scores
     assert runs[0].variances != runs[2].variances  # another seed draws other masks (and samples)

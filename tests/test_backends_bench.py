@@ -47,8 +47,25 @@ def test_prm_bench_end_to_end_on_tiny_models(tmp_path):
     models = tmp_path / "models"
     save_token_cls_prm(models / "arith-prm", layers=2, hidden=32, heads=2, kv_heads=1)
     out = tmp_path / "r.json"
-    done = run_benchmark("prm", "--shape", "tiny", "--repeats", "1", "--depths", "1,3", "--tokens", "48", "--k", "3",
-                         "--models-dir", str(models), "--arith-problems", "8", "--json", str(out))
+    done = run_benchmark(
+        "prm",
+        "--shape",
+        "tiny",
+        "--repeats",
+        "1",
+        "--depths",
+        "1,3",
+        "--tokens",
+        "48",
+        "--k",
+        "3",
+        "--models-dir",
+        str(models),
+        "--arith-problems",
+        "8",
+        "--json",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads(out.read_text())
     assert {"modes", "depth", "auroc"} <= set(res)
@@ -73,9 +90,32 @@ def test_calibrate_on_tiny_models(tmp_path):
     pol = save_causal_lm(tmp_path / "pol", hidden=32, layers=2, heads=2, kv_heads=1)
     prm = save_token_cls_prm(tmp_path / "prm", layers=2, hidden=32, heads=2, kv_heads=1)
     out = tmp_path / "c.json"
-    assert cli.main(["calibrate", "--policy", str(pol), "--prm", str(prm), "--batch", "2", "--depth", "1", "--repeats",
-                     "1", "--step-token-cap", "8", "--question", "What is 2+3?", "--json", str(out),
-                     "--tau-problems", "5"]) == 0
+    assert (
+        cli.main(
+            [
+                "calibrate",
+                "--policy",
+                str(pol),
+                "--prm",
+                str(prm),
+                "--batch",
+                "2",
+                "--depth",
+                "1",
+                "--repeats",
+                "1",
+                "--step-token-cap",
+                "8",
+                "--question",
+                "What is 2+3?",
+                "--json",
+                str(out),
+                "--tau-problems",
+                "5",
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert res["c"] > 0 and res["step_s"] > 0 and res["prm_pass_s"] > 0 and 1 <= res["tokens_per_step"] <= 8
     # c and the in-distribution spreads land together beside the PRM, for --tau auto

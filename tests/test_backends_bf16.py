@@ -43,10 +43,10 @@ def _lm_like_rows(weight: torch.Tensor, rows: list[int], scale: float = 60.0) ->
     per-row one, as in a trained LM head, where the two candidate tokens' logits are large and close."""
     g = torch.Generator().manual_seed(7)
     h = weight.shape[1]
-    shared = torch.randn(h, generator=g) * scale / h ** 0.5
+    shared = torch.randn(h, generator=g) * scale / h**0.5
     with torch.no_grad():
         for r in rows:
-            weight[r] = shared + torch.randn(h, generator=g) * 2.0 / h ** 0.5
+            weight[r] = shared + torch.randn(h, generator=g) * 2.0 / h**0.5
 
 
 def _math_shepherd(folder: Path) -> tuple[Path, str]:
@@ -54,10 +54,24 @@ def _math_shepherd(folder: Path) -> tuple[Path, str]:
 
     tok = char_tokenizer(words=("ки",))
     base = llama_config(tok)
-    cfg = MistralConfig(**{k: getattr(base, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                                                         "num_attention_heads", "num_key_value_heads", "bos_token_id",
-                                                         "eos_token_id", "pad_token_id")}, sliding_window=4096,
-                        tie_word_embeddings=False)
+    cfg = MistralConfig(
+        **{
+            k: getattr(base, k)
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "bos_token_id",
+                "eos_token_id",
+                "pad_token_id",
+            )
+        },
+        sliding_window=4096,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(1)
     model = MistralForCausalLM(cfg)
     _lm_like_rows(model.lm_head.weight, [tok.convert_tokens_to_ids("+"), tok.convert_tokens_to_ids("-")])
@@ -69,8 +83,14 @@ def _math_shepherd(folder: Path) -> tuple[Path, str]:
 def _judge(folder: Path) -> tuple[Path, str]:
     from transformers import LlamaForCausalLM
 
-    tok = char_tokenizer(specials=QWEN_SPECIALS, bos=None, eos="<|im_end|>", pad="<|endoftext|>", words=("Yes", "No"),
-                         chat_template=QWEN_CHAT_TEMPLATE)
+    tok = char_tokenizer(
+        specials=QWEN_SPECIALS,
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        words=("Yes", "No"),
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
     torch.manual_seed(4)
     model = LlamaForCausalLM(llama_config(tok))
     _lm_like_rows(model.lm_head.weight, [tok.convert_tokens_to_ids("Yes"), tok.convert_tokens_to_ids("No")])
@@ -111,8 +131,13 @@ def _token_cls(folder: Path) -> tuple[Path, str]:
     return folder, "token-classification"
 
 
-BUILDERS = {"math-shepherd": _math_shepherd, "judge": _judge, "qwen-prm": _qwen, "skywork": _skywork,
-            "token-classification": _token_cls}
+BUILDERS = {
+    "math-shepherd": _math_shepherd,
+    "judge": _judge,
+    "qwen-prm": _qwen,
+    "skywork": _skywork,
+    "token-classification": _token_cls,
+}
 
 
 def _passes(folder: Path, kind: str, dtype: str) -> tuple[np.ndarray, list[list[float]]]:

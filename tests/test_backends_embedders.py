@@ -9,8 +9,12 @@ from uats_core.embedders import HashingEmbedder, MiniLMEmbedder, default_embedde
 from uats_core.errors import EmbedderError
 from uats_core.protocols import Embedder
 
-SENTS = ["The cat sits on the mat.", "A cat is sitting on a mat.", "Quarterly revenue grew by five percent.",
-         "We have 12*7 = 84, so the answer is 88."]
+SENTS = [
+    "The cat sits on the mat.",
+    "A cat is sitting on a mat.",
+    "Quarterly revenue grew by five percent.",
+    "We have 12*7 = 84, so the answer is 88.",
+]
 
 
 def check_common(emb: Embedder) -> np.ndarray:

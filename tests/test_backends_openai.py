@@ -39,8 +39,24 @@ def test_an_h_uats_search_runs_through_the_server_with_its_token_counts(tmp_path
     string, prompts are the in-process policies' token ids, and each node's num_tokens is the server's count."""
     db = tmp_path / "runs.db"
     with _server(tokenizer) as server:
-        code = cli(["search", "--policy", f"openai:{server.url}", "--policy-opt", f"tokenizer={WORLD_POLICY}",
-                    "--policy-opt", "seed=3", "--method", "h-uats", "--budget", "4", "--db", str(db), "--quiet"])
+        code = cli(
+            [
+                "search",
+                "--policy",
+                f"openai:{server.url}",
+                "--policy-opt",
+                f"tokenizer={WORLD_POLICY}",
+                "--policy-opt",
+                "seed=3",
+                "--method",
+                "h-uats",
+                "--budget",
+                "4",
+                "--db",
+                str(db),
+                "--quiet",
+            ]
+        )
         requests = list(server.requests)
     assert code == 0, capsys.readouterr().err
     assert "finished" in capsys.readouterr().out
@@ -100,8 +116,11 @@ def test_passing_faults_are_retried_and_lasting_ones_end_in_one_line(tokenizer):
 def test_a_slow_server_times_out_in_one_line_without_asking_again(tokenizer):
     with _server(tokenizer, delay_s=2.0) as server:
         policy = _policy(server, timeout_s=0.3, retries=3)
-        with pytest.raises(BackendError, match=r"^policy: the server at .* did not answer completions \(no answer "
-                                                r"within the read timeout \(0.3 s\)\); check that it is not stuck"):
+        with pytest.raises(
+            BackendError,
+            match=r"^policy: the server at .* did not answer completions \(no answer "
+            r"within the read timeout \(0.3 s\)\); check that it is not stuck",
+        ):
             policy.generate_steps([Trace("What is 1 + 1?")])
         assert len(server.requests) == 1  # a server that accepted and said nothing is not asked again
     # the held request's thread ended with the double: none writes into a later test's captured stderr
@@ -110,12 +129,18 @@ def test_a_slow_server_times_out_in_one_line_without_asking_again(tokenizer):
 
 def test_a_server_that_is_down_or_a_wrong_model_is_one_line_before_any_step(tokenizer):
     url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(BackendError, match=r"^policy: the server at .*/v1 did not answer models after 1 tries \(.*\); "
-                                           r"start it \(e\.g\. vllm serve MODEL --port PORT\) or fix the URL$"):
+    with pytest.raises(
+        BackendError,
+        match=r"^policy: the server at .*/v1 did not answer models after 1 tries \(.*\); "
+        r"start it \(e\.g\. vllm serve MODEL --port PORT\) or fix the URL$",
+    ):
         load_policy(f"openai:{url}", tokenizer=str(WORLD_POLICY), retries=1)
     with _server(tokenizer) as server:
-        with pytest.raises(BackendError, match=r"^policy-opt: model: the server at .* serves no model 'gpt-9' \(it "
-                                               r"serves double-model\); set --policy-opt model= to one of them$"):
+        with pytest.raises(
+            BackendError,
+            match=r"^policy-opt: model: the server at .* serves no model 'gpt-9' \(it "
+            r"serves double-model\); set --policy-opt model= to one of them$",
+        ):
             _policy(server, model="gpt-9")
         assert _policy(server).model == "double-model"  # the only model served, by default
         assert server.requests == []
@@ -135,12 +160,19 @@ def test_a_server_without_per_candidate_counts_is_counted_here(tokenizer):
 
 def test_bad_specs_and_options_are_refused_before_any_request(tmp_path, capsys):
     for argv, line in (
-            (["--policy", "openai:localhost:8000"], "error: policy: 'localhost:8000' is not a server URL; write "
-                                                    "openai:http://HOST:PORT"),
-            (["--policy", "openai:http://127.0.0.1:9", "--policy-opt", "dtype=bf16"],
-             "error: policy-opt: dtype: the server places and runs the model"),
-            (["--policy", "openai:http://127.0.0.1:9", "--policy-opt", "max_n=0"],
-             "error: policy-opt: need connect_timeout_s, timeout_s > 0 and retries, max_n, concurrency >= 1")):
+        (
+            ["--policy", "openai:localhost:8000"],
+            "error: policy: 'localhost:8000' is not a server URL; write openai:http://HOST:PORT",
+        ),
+        (
+            ["--policy", "openai:http://127.0.0.1:9", "--policy-opt", "dtype=bf16"],
+            "error: policy-opt: dtype: the server places and runs the model",
+        ),
+        (
+            ["--policy", "openai:http://127.0.0.1:9", "--policy-opt", "max_n=0"],
+            "error: policy-opt: need connect_timeout_s, timeout_s > 0 and retries, max_n, concurrency >= 1",
+        ),
+    ):
         assert cli(["search", *argv, "--db", str(tmp_path / "x.db"), "--quiet"]) == 2
         assert capsys.readouterr().err.startswith(line)
     assert not (tmp_path / "x.db").exists()

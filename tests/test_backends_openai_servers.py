@@ -44,8 +44,24 @@ def _steps_end_as_in_process(nodes: list[dict], depth: int | None) -> None:
 def test_a_search_through_each_server_ends_its_steps_at_the_delimiter(flavour, tmp_path, tokenizer, capsys):
     db = tmp_path / "runs.db"
     with OpenAICompletionsServerDouble(tokenizer.decode, flavour=flavour) as server:
-        code = cli(["search", "--policy", f"openai:{server.url}", "--policy-opt", f"tokenizer={WORLD_POLICY}",
-                    "--policy-opt", "seed=3", "--method", "h-uats", "--budget", "4", "--db", str(db), "--quiet"])
+        code = cli(
+            [
+                "search",
+                "--policy",
+                f"openai:{server.url}",
+                "--policy-opt",
+                f"tokenizer={WORLD_POLICY}",
+                "--policy-opt",
+                "seed=3",
+                "--method",
+                "h-uats",
+                "--budget",
+                "4",
+                "--db",
+                str(db),
+                "--quiet",
+            ]
+        )
         requests = list(server.requests)
     assert code == 0, capsys.readouterr().err
     nodes = [n for n in stored_nodes(db) if n["depth"] > 0]
@@ -64,8 +80,9 @@ def test_a_search_through_each_server_ends_its_steps_at_the_delimiter(flavour, t
 def test_the_in_process_policy_ends_its_steps_the_same_way(tmp_path, capsys):
     """The rule the servers' searches are held to, on the embedded world's in-process policy."""
     db = tmp_path / "runs.db"
-    assert cli(["search", "--method", "h-uats", "--budget", "4", "--db", str(db), "--quiet"]) == 0, \
+    assert cli(["search", "--method", "h-uats", "--budget", "4", "--db", str(db), "--quiet"]) == 0, (
         capsys.readouterr().err
+    )
     _steps_end_as_in_process([n for n in stored_nodes(db) if n["depth"] > 0], None)
 
 
@@ -168,8 +185,10 @@ def test_a_redirect_is_not_followed_and_credentials_go_nowhere_else(tokenizer, m
     """Issue 50, item 3: a 307 ends in one line; the address it names hears nothing (main followed it with the
     Authorization header)."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    with OpenAICompletionsServerDouble(tokenizer.decode) as elsewhere, \
-            OpenAICompletionsServerDouble(tokenizer.decode, redirect_to=elsewhere.url) as server:
+    with (
+        OpenAICompletionsServerDouble(tokenizer.decode) as elsewhere,
+        OpenAICompletionsServerDouble(tokenizer.decode, redirect_to=elsewhere.url) as server,
+    ):
         with pytest.raises(BackendError, match=r"refused models \(HTTP 307\); a redirect is not followed"):
             load_policy(f"openai:{server.url}", tokenizer=str(WORLD_POLICY))
         assert elsewhere.headers == []

@@ -19,7 +19,18 @@ from uats_core.protocols import STEP_DELIMITER, FinishReason, Policy, StepOutput
 #   x -> y -> y -> ...                   never stops: hits the step cap
 #   Q -> ".\n\nZ"                        one token that holds the delimiter and more: trimmed
 #   e -> E -> </s>                       the model ends the solution
-CHAINS = {"\n\n": "a", "a": "b", "b": "\n\n", "x": "y", "y": "y", "Q": ".\n\nZ", "e": "E", "E": "</s>", "n": "\n", "\n": "\n"}
+CHAINS = {
+    "\n\n": "a",
+    "a": "b",
+    "b": "\n\n",
+    "x": "y",
+    "y": "y",
+    "Q": ".\n\nZ",
+    "e": "E",
+    "E": "</s>",
+    "n": "\n",
+    "\n": "\n",
+}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +54,9 @@ def test_is_a_policy(markov, tok):
 
 def test_per_row_stopping_and_reasons_in_one_batch(markov, tok):
     pol = make(markov, tok, step_token_cap=6, solution_token_cap=100)
-    out = pol.generate_steps([Trace("q"), Trace("q", ("x",)), Trace("q", ("Q",)), Trace("q", ("e",)), Trace("q", ("ab\n\n",))])
+    out = pol.generate_steps(
+        [Trace("q"), Trace("q", ("x",)), Trace("q", ("Q",)), Trace("q", ("e",)), Trace("q", ("ab\n\n",))]
+    )
     assert out == [
         StepOutput("ab\n\n", 3, FinishReason.DELIMITER),
         StepOutput("yyyyyy", 6, FinishReason.STEP_CAP),
@@ -100,8 +113,13 @@ def test_plain_prompt_ids(markov, tok):
 
 
 def test_chat_prompt_continues_the_assistant_turn(markov):
-    chat_tok = char_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>"), bos=None, eos="<|im_end|>",
-                              pad="<|endoftext|>", chat_template=QWEN_CHAT_TEMPLATE)
+    chat_tok = char_tokenizer(
+        specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
     model = markov_llama(chat_tok, {"\n\n": "a"})
     pol = HFPolicy(model, chat_tok, system_prompt="SYS")
     assert pol.use_chat

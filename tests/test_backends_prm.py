@@ -130,8 +130,10 @@ def test_passes_are_batched_and_the_noise_free_bottom_runs_once(prm, mode, once,
     """Each layer's attention runs once per chunk; up to the first noisy layer on B rows, above it on B*K rows.
     (Attention is hooked rather than the layer: the last layer's MLP runs only at the read positions.)"""
     seen: list[tuple[int, int]] = []
-    handles = [layer.self_attn.register_forward_hook(lambda m, a, o, i=i: seen.append((i, o[0].shape[0])))
-               for i, layer in enumerate(prm.model.model.layers)]
+    handles = [
+        layer.self_attn.register_forward_hook(lambda m, a, o, i=i: seen.append((i, o[0].shape[0])))
+        for i, layer in enumerate(prm.model.model.layers)
+    ]
     try:
         prm.mc_scores(TRACES, 7, spec=DropoutSpec.parse(mode, 0.1), use_cache=False)
     finally:
@@ -152,11 +154,20 @@ def test_prefix_cache_gives_identical_scores(prm_dir, mode, max_batch_tokens):
     spec = DropoutSpec.parse(mode, 0.2)
     runs = {}
     for cached in (True, False):
-        prm = load_prm(str(prm_dir), dtype="float32", cache_bytes=(64 * 2**20 if cached else 0), dropout_mode=mode,
-                       max_batch_tokens=max_batch_tokens)
+        prm = load_prm(
+            str(prm_dir),
+            dtype="float32",
+            cache_bytes=(64 * 2**20 if cached else 0),
+            dropout_mode=mode,
+            max_batch_tokens=max_batch_tokens,
+        )
         torch.manual_seed(7)
         det = [prm.score([parent])[0]] + prm.score(children) + prm.score([grandchild])
-        mc = [prm.mc_scores([parent], 5, spec=spec)] + [prm.mc_scores(children, 5, spec=spec)] + [prm.mc_scores([grandchild], 5, spec=spec)]
+        mc = (
+            [prm.mc_scores([parent], 5, spec=spec)]
+            + [prm.mc_scores(children, 5, spec=spec)]
+            + [prm.mc_scores([grandchild], 5, spec=spec)]
+        )
         runs[cached] = (det, np.concatenate(mc))
         if cached:
             assert prm.cache.hits >= 4  # children reused the parent, the grandchild its parent
@@ -214,8 +225,14 @@ def test_load_errors(tmp_path, prm_dir):
         load_prm(str(causal))  # a plain causal LM: no way to tell what PRM it is
     with pytest.raises(BackendError, match="score"):
         load_prm(str(causal), kind="token-classification")  # no classification head in the checkpoint
-    bad = save_token_cls_prm(tmp_path / "bad", layers=2, hidden=32, heads=2, kv_heads=1, sidecar={"step_tag": "<nope>",
-                                                                                                  "step_suffix": " <nope>\n\n"})
+    bad = save_token_cls_prm(
+        tmp_path / "bad",
+        layers=2,
+        hidden=32,
+        heads=2,
+        kv_heads=1,
+        sidecar={"step_tag": "<nope>", "step_suffix": " <nope>\n\n"},
+    )
     with pytest.raises(BackendError, match="<nope>"):
         load_prm(str(bad))
     (bad / "uats_prm.json").write_text(json.dumps({"kind": "magic"}))
@@ -264,16 +281,32 @@ def test_last_layer_at_read_positions_equals_the_whole_layer(arch):
 
     from uats_core.backends.mc_dropout import _PRE_NORM_LAYERS, _last_layer_at
 
-    cfg_cls, model_cls = {"llama": (LlamaConfig, LlamaModel), "mistral": (MistralConfig, MistralModel),
-                          "qwen2": (Qwen2Config, Qwen2Model)}[arch]
+    cfg_cls, model_cls = {
+        "llama": (LlamaConfig, LlamaModel),
+        "mistral": (MistralConfig, MistralModel),
+        "qwen2": (Qwen2Config, Qwen2Model),
+    }[arch]
     torch.manual_seed(0)
-    model = model_cls(cfg_cls(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                              num_attention_heads=4, num_key_value_heads=2)).eval()
+    model = model_cls(
+        cfg_cls(
+            vocab_size=50,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
+    ).eval()
     layer = model.layers[0]
     assert type(layer).__name__ in _PRE_NORM_LAYERS
     x = torch.randn(3, 9, 32)
     pos = torch.arange(9).expand(3, -1)
-    kw = {"attention_mask": None, "position_embeddings": model.rotary_emb(x, pos), "position_ids": pos, cache_kwarg(layer): None}
+    kw = {
+        "attention_mask": None,
+        "position_embeddings": model.rotary_emb(x, pos),
+        "position_ids": pos,
+        cache_kwarg(layer): None,
+    }
     idx = torch.tensor([[8, 3], [0, 0], [5, 8]])
     with torch.no_grad():
         whole = layer(x, **kw)

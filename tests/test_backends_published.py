@@ -95,8 +95,10 @@ def test_qwen_prm(qwen_dir):
     sep = tok.convert_tokens_to_ids("<extra_0>")
     expected = []
     for t in TRACES:
-        text = (f"<|im_start|>system\n{DEFAULT_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{t.question}<|im_end|>\n"
-                f"<|im_start|>assistant\n" + "<extra_0>".join(s.strip() for s in t.steps) + "<extra_0><|im_end|>\n")
+        text = (
+            f"<|im_start|>system\n{DEFAULT_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{t.question}<|im_end|>\n"
+            f"<|im_start|>assistant\n" + "<extra_0>".join(s.strip() for s in t.steps) + "<extra_0><|im_end|>\n"
+        )
         ids = tok(text, add_special_tokens=False)["input_ids"]
         with torch.no_grad():
             logits = model(torch.tensor([ids]))[0]
@@ -151,8 +153,14 @@ def judge_dir(tmp_path_factory):
     from transformers import LlamaForCausalLM
 
     folder = tmp_path_factory.mktemp("judge") / "judge"
-    tok = char_tokenizer(specials=QWEN_SPECIALS, bos=None, eos="<|im_end|>", pad="<|endoftext|>", words=("Yes", "No"),
-                         chat_template=QWEN_CHAT_TEMPLATE)
+    tok = char_tokenizer(
+        specials=QWEN_SPECIALS,
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        words=("Yes", "No"),
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
     torch.manual_seed(4)
     LlamaForCausalLM(llama_config(tok)).save_pretrained(folder)
     tok.save_pretrained(folder)

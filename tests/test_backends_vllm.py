@@ -71,8 +71,11 @@ class RecordingFakeVLLM:
                     text, finish, stop = fake.script.pop(0)
                     ids = fake.tokenizer(text, add_special_tokens=False)["input_ids"]
                     shown = fake.tokenizer.decode(ids, skip_special_tokens=True)
-                    out.append(FakeRequestOutput(str(i), prompt["prompt_token_ids"],
-                                                 [FakeCompletionOutput(0, shown, ids, finish, stop)]))
+                    out.append(
+                        FakeRequestOutput(
+                            str(i), prompt["prompt_token_ids"], [FakeCompletionOutput(0, shown, ids, finish, stop)]
+                        )
+                    )
                 return out
 
         self.LLM = LLM
@@ -86,23 +89,45 @@ def tok():
 
 def test_arguments_passed_to_vllm(tok):
     fake = RecordingFakeVLLM(tok, [("ab\n\n", "stop", "\n\n"), ("xyz", "length", None)])
-    pol = VLLMPolicy("org/policy", temperature=0.7, top_p=0.9, step_token_cap=3, solution_token_cap=100, seed=5,
-                     llm_kwargs={"gpu_memory_utilization": 0.5}, vllm_module=fake)
+    pol = VLLMPolicy(
+        "org/policy",
+        temperature=0.7,
+        top_p=0.9,
+        step_token_cap=3,
+        solution_token_cap=100,
+        seed=5,
+        llm_kwargs={"gpu_memory_utilization": 0.5},
+        vllm_module=fake,
+    )
     assert isinstance(pol, Policy)
     (model,), kwargs = fake.llm_calls[0]
     assert model == "org/policy"
-    assert kwargs == {"enable_prefix_caching": True, "trust_remote_code": False, "dtype": "auto", "seed": 5,
-                      "gpu_memory_utilization": 0.5}
+    assert kwargs == {
+        "enable_prefix_caching": True,
+        "trust_remote_code": False,
+        "dtype": "auto",
+        "seed": 5,
+        "gpu_memory_utilization": 0.5,
+    }
     traces = [Trace("What is 1+1?"), Trace("Q", ("s1\n\n",))]
     pol.generate_steps(traces)
     assert len(fake.generate_calls) == 1  # one call for the whole batch
     (prompts, params), gkw = fake.generate_calls[0]
     assert gkw == {"use_tqdm": False}
-    assert prompts == [{"prompt_token_ids": [tok.bos_token_id] + tok("What is 1+1?\n\n", add_special_tokens=False)["input_ids"]},
-                       {"prompt_token_ids": [tok.bos_token_id] + tok("Q\n\ns1\n\n", add_special_tokens=False)["input_ids"]}]
+    assert prompts == [
+        {"prompt_token_ids": [tok.bos_token_id] + tok("What is 1+1?\n\n", add_special_tokens=False)["input_ids"]},
+        {"prompt_token_ids": [tok.bos_token_id] + tok("Q\n\ns1\n\n", add_special_tokens=False)["input_ids"]},
+    ]
     assert len(params) == 2
     for p in params:
-        assert (p.n, p.temperature, p.top_p, p.max_tokens, p.stop, p.include_stop_str_in_output) == (1, 0.7, 0.9, 3, ["\n\n"], True)
+        assert (p.n, p.temperature, p.top_p, p.max_tokens, p.stop, p.include_stop_str_in_output) == (
+            1,
+            0.7,
+            0.9,
+            3,
+            ["\n\n"],
+            True,
+        )
     assert params[0].seed != params[1].seed  # per-request seeds: rows do not sample in lockstep
 
 
@@ -115,7 +140,9 @@ def test_finish_reasons_are_parsed(tok):
     ]
     fake = RecordingFakeVLLM(tok, script)
     pol = VLLMPolicy("m", step_token_cap=3, solution_token_cap=10, vllm_module=fake)
-    out = pol.generate_steps([Trace("q"), Trace("q"), Trace("q"), Trace("q", ("12345678",)), Trace("q", ("1234567890",))])
+    out = pol.generate_steps(
+        [Trace("q"), Trace("q"), Trace("q"), Trace("q", ("12345678",)), Trace("q", ("1234567890",))]
+    )
     assert out == [
         StepOutput("ab\n\n", 3, FinishReason.DELIMITER),
         StepOutput("done", 5, FinishReason.EOS),
@@ -128,14 +155,20 @@ def test_finish_reasons_are_parsed(tok):
 
 
 def test_chat_template_prompts(tok):
-    chat_tok = char_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>"), bos=None, eos="<|im_end|>",
-                              pad="<|endoftext|>", chat_template=QWEN_CHAT_TEMPLATE)
+    chat_tok = char_tokenizer(
+        specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
     fake = RecordingFakeVLLM(chat_tok, [("a\n\n", "stop", "\n\n")])
     pol = VLLMPolicy("m", system_prompt="SYS", vllm_module=fake)
     pol.generate_steps([Trace("Q?", ("s1\n\n",))])
     (prompts, _), _ = fake.generate_calls[0]
     assert chat_tok.decode(prompts[0]["prompt_token_ids"]) == (
-        "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\ns1\n\n")
+        "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\ns1\n\n"
+    )
 
 
 def test_missing_vllm_fails_at_load_with_the_fix(monkeypatch):
@@ -166,10 +199,15 @@ def test_vllm_options_are_checked_and_routed():
     from uats_core.config import parse_options as parse_opts
     from uats_core.errors import ConfigError
 
-    opts = parse_opts(["dtype=bf16", "gpu_memory_utilization=0.55", 'llm_kwargs={"max_model_len": 1024}',
-                       "temperature=0.7"], "policy-opt")
-    assert check_policy_opts("vllm", opts) == {"dtype": "bfloat16", "temperature": 0.7,
-                                               "llm_kwargs": {"max_model_len": 1024, "gpu_memory_utilization": 0.55}}
+    opts = parse_opts(
+        ["dtype=bf16", "gpu_memory_utilization=0.55", 'llm_kwargs={"max_model_len": 1024}', "temperature=0.7"],
+        "policy-opt",
+    )
+    assert check_policy_opts("vllm", opts) == {
+        "dtype": "bfloat16",
+        "temperature": 0.7,
+        "llm_kwargs": {"max_model_len": 1024, "gpu_memory_utilization": 0.55},
+    }
     with pytest.raises(BackendError, match="^policy-opt: device: vLLM places the model itself"):
         check_policy_opts("vllm", {"device": "cuda"})
     with pytest.raises(BackendError, match="^policy-opt: dtype: vLLM takes one of"):

@@ -66,10 +66,14 @@ def test_every_node_read_path_keys_the_node_once_as_node_record_does(store: RunS
     reader (whole run and live polling), the fast reader, and the app's RunData (loaded, grown, replayed)."""
     rid = "s" * 32
     data = RunData.load(store, rid)
-    paths = {"get_nodes": store.get_nodes(rid), "get_nodes since": store.get_nodes(rid, since_iter=2),
-             "read_nodes": read_nodes(store, rid), "RunData.load": list(data.nodes.values()),
-             "RunData.grown": list(data.grown(store).nodes.values()),
-             "state_at": list(data.state_at(3).nodes.values())}
+    paths = {
+        "get_nodes": store.get_nodes(rid),
+        "get_nodes since": store.get_nodes(rid, since_iter=2),
+        "read_nodes": read_nodes(store, rid),
+        "RunData.load": list(data.nodes.values()),
+        "RunData.grown": list(data.grown(store).nodes.values()),
+        "state_at": list(data.state_at(3).nodes.values()),
+    }
     id_keys = {"id", "node_id", "nid"}
     for name, nodes in paths.items():
         assert nodes, name

@@ -49,8 +49,11 @@ def test_decision_labels_come_largest_first(store_and_data) -> None:
         assert 0 < len(texts) <= MAX_DECISION_LABELS
         sizes = [int(d.extra_passes or 0) * 100 + int(d.children or 0) for d in state.decisions.values() if d.label]
         assert len(texts) == min(len(sizes), MAX_DECISION_LABELS)
-        shown = [int(p[1:-1]) * 100 if p.startswith("+") else int(p[1:]) if p.startswith("×") else 0
-                 for x in texts for p in [x.split()[0]]]
+        shown = [
+            int(p[1:-1]) * 100 if p.startswith("+") else int(p[1:]) if p.startswith("×") else 0
+            for x in texts
+            for p in [x.split()[0]]
+        ]
         assert shown[0] // 100 == max(sizes) // 100  # the most extra passes first
         assert max(_nodes_trace(fig)["marker"]["size"]) <= MARKER_MAX
 

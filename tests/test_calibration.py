@@ -43,10 +43,15 @@ def test_tau_is_the_quantile_of_the_chosen_statistic():
 def _calibrated(tmp_path: Path) -> Path:
     path = tmp_path / CALIBRATION_NAME
     rng = np.random.default_rng(0)
-    write_calibration(path, prm="x", spreads={
-        entry_key("full", 0.1, "prob"): spread_entry(rng.uniform(0, 0.01, 200), 7, "test"),
-        entry_key("full", 0.1, "logit"): spread_entry(rng.uniform(0, 1.0, 200), 7, "test"),
-        entry_key("last:2", 0.1, "prob"): spread_entry(rng.uniform(0, 0.001, 200), 7, "test")})
+    write_calibration(
+        path,
+        prm="x",
+        spreads={
+            entry_key("full", 0.1, "prob"): spread_entry(rng.uniform(0, 0.01, 200), 7, "test"),
+            entry_key("full", 0.1, "logit"): spread_entry(rng.uniform(0, 1.0, 200), 7, "test"),
+            entry_key("last:2", 0.1, "prob"): spread_entry(rng.uniform(0, 0.001, 200), 7, "test"),
+        },
+    )
     write_calibration(path, prm="x", cost={"c": 3.0})  # a later write of c keeps the spreads
     return path
 
@@ -84,10 +89,15 @@ def test_calibration_lives_beside_a_model_folder(tmp_path: Path):
     assert hub.name == "Qwen_Qwen2.5-Math-PRM-7B.json" and hub.parent.name == "calibration"
 
 
-@pytest.mark.parametrize("argv,field", [
-    (["--tau", "auto:1.5"], "tau"), (["--uncertainty-space", "foo"], "uncertainty_space"),
-    (["--uncertainty", "variance"], "uncertainty"), (["--tau", "big"], "tau"),
-])
+@pytest.mark.parametrize(
+    "argv,field",
+    [
+        (["--tau", "auto:1.5"], "tau"),
+        (["--uncertainty-space", "foo"], "uncertainty_space"),
+        (["--uncertainty", "variance"], "uncertainty"),
+        (["--tau", "big"], "tau"),
+    ],
+)
 def test_cli_refuses_bad_uncertainty_values_in_one_line(argv, field, tmp_path, capsys):
     rc = cli_main(["search", "--db", str(tmp_path / "r.db"), "--quiet", *argv])
     err = capsys.readouterr().err.strip().splitlines()
@@ -104,7 +114,9 @@ def test_bench_refuses_a_bad_quantile_in_one_line():
 def test_shipped_calibration_resolves_for_every_benchmarked_mode_and_space():
     for mode in ("full", "last:2", "head"):
         for space in ("prob", "logit"):
-            cfg, note = resolve_tau(SearchConfig(tau="auto", dropout_mode=mode, uncertainty_space=space).validate(), None)
+            cfg, note = resolve_tau(
+                SearchConfig(tau="auto", dropout_mode=mode, uncertainty_space=space).validate(), None
+            )
             entry = load_calibration(PRM_DIR / CALIBRATION_NAME)["uncertainty"][note["key"]]
             assert cfg.tau == pytest.approx(float(np.quantile(entry["variances"], 0.9)))
 
@@ -112,8 +124,25 @@ def test_shipped_calibration_resolves_for_every_benchmarked_mode_and_space():
 @pytest.mark.skipif(not HAS_PRM, reason="the shipped arithmetic PRM is missing")
 def test_small_calibrate_and_uncertainty_runs(tmp_path: Path, capsys):
     path = tmp_path / "cal.json"
-    assert cli_main(["calibrate", "--prm", str(PRM_DIR), "--skip-cost", "--tau-modes", "head", "--tau-problems", "3",
-                       "--calibration", str(path), "--threads", "1"]) == 0
+    assert (
+        cli_main(
+            [
+                "calibrate",
+                "--prm",
+                str(PRM_DIR),
+                "--skip-cost",
+                "--tau-modes",
+                "head",
+                "--tau-problems",
+                "3",
+                "--calibration",
+                str(path),
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     entries = load_calibration(path)["uncertainty"]
     assert set(entries) == {"head|p=0.1|prob", "head|p=0.1|logit"}
     assert entries["head|p=0.1|prob"]["n"] >= 3 and entries["head|p=0.1|prob"]["k"] == 7
@@ -121,8 +150,23 @@ def test_small_calibrate_and_uncertainty_runs(tmp_path: Path, capsys):
     assert cfg.tau == pytest.approx(float(np.median(entries["head|p=0.1|prob"]["variances"])))
 
     out_json = tmp_path / "u.json"
-    done = run_benchmark("uncertainty", "--modes", "head,last:2", "--problems", "4", "--calibration-problems", "3",
-                         "--timing-traces", "4", "--repeats", "1", "--threads", "1", "--json", str(out_json))
+    done = run_benchmark(
+        "uncertainty",
+        "--modes",
+        "head,last:2",
+        "--problems",
+        "4",
+        "--calibration-problems",
+        "3",
+        "--timing-traces",
+        "4",
+        "--repeats",
+        "1",
+        "--threads",
+        "1",
+        "--json",
+        str(out_json),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     table = done.stdout
     assert "| head | logit |" in table and "| last:2 | prob |" in table
@@ -148,9 +192,24 @@ def test_app_form_accepts_tau_auto_and_logs_a_number():
     def search_config(values: dict) -> SearchConfig:  # the config a Run of the form searches with
         return validate_request(SearchRequest(get_problem("arith-test-0"), form_config(values))).config
 
-    form = {"method": "h-uats", "budget": 16.0, "seed": 0.0, "k0": 7.0, "dropout_p": 0.1, "dropout_mode": "last:2",
-            "alpha": 0.3, "tau": "auto:0.8", "delta": 0.04, "nu1": 0.5, "nu2": 0.2, "cost_ratio": 18.0,
-            "max_iterations": 40.0, "reeval_share": 0.1, "uncertainty": "var", "uncertainty_space": "logit"}
+    form = {
+        "method": "h-uats",
+        "budget": 16.0,
+        "seed": 0.0,
+        "k0": 7.0,
+        "dropout_p": 0.1,
+        "dropout_mode": "last:2",
+        "alpha": 0.3,
+        "tau": "auto:0.8",
+        "delta": 0.04,
+        "nu1": 0.5,
+        "nu2": 0.2,
+        "cost_ratio": 18.0,
+        "max_iterations": 40.0,
+        "reeval_share": 0.1,
+        "uncertainty": "var",
+        "uncertainty_space": "logit",
+    }
     cfg = search_config(form)
     entry = load_calibration(PRM_DIR / CALIBRATION_NAME)["uncertainty"]["last:2|p=0.1|logit"]
     assert cfg.tau == pytest.approx(float(np.quantile(entry["variances"], 0.8)))
@@ -165,8 +224,17 @@ def test_eval_cells_resolve_tau_auto_and_keep_it_in_their_key():
     from uats_core.eval.grid import Cell, WorkItem, check_cells
     from uats_core.worlds.arith.world import get_problem
 
-    cell = Cell(pair="A:prm", policy="x", prm=str(PRM_DIR), dataset="arith-test", problem_id="arith-test-0",
-                method="h-uats", budget=4, seed=0, overrides=(("tau", "auto"), ("uncertainty_space", "logit")))
+    cell = Cell(
+        pair="A:prm",
+        policy="x",
+        prm=str(PRM_DIR),
+        dataset="arith-test",
+        problem_id="arith-test-0",
+        method="h-uats",
+        budget=4,
+        seed=0,
+        overrides=(("tau", "auto"), ("uncertainty_space", "logit")),
+    )
     entry = load_calibration(PRM_DIR / CALIBRATION_NAME)["uncertainty"]["full|p=0.1|logit"]
     (item,) = check_cells([WorkItem(cell, get_problem("arith-test-0"))])
     assert item.checked.config.tau == pytest.approx(float(np.quantile(entry["variances"], 0.9)))

@@ -54,15 +54,41 @@ class _Log:
         return sorted(rows, key=lambda r: -r["started_at"])[:limit]
 
 
-def _pair(problem: str, answers: tuple[str | None, str | None], correct: tuple[bool | None, bool | None],
-          started: float, nodes: int = 50) -> list[dict[str, Any]]:
+def _pair(
+    problem: str,
+    answers: tuple[str | None, str | None],
+    correct: tuple[bool | None, bool | None],
+    started: float,
+    nodes: int = 50,
+) -> list[dict[str, Any]]:
     """An H-UATS run of the finder's (step_streams) and its counterfactual (prm_scoring='off')."""
-    base = {"problem_id": problem, "seed": 0, "policy": "pol", "prm": "prm", "status": "finished", "n_nodes": nodes,
-            "method": "h-uats"}
-    return [{**base, "run_id": f"u-{problem}-{started}", "answer": answers[0], "correct": correct[0],
-             "started_at": started, "config": {"budget": 16, "step_streams": True, "prm_scoring": "mc"}},
-            {**base, "run_id": f"c-{problem}-{started}", "answer": answers[1], "correct": correct[1],
-             "started_at": started + 0.5, "config": {"budget": 16, "step_streams": True, "prm_scoring": "off"}}]
+    base = {
+        "problem_id": problem,
+        "seed": 0,
+        "policy": "pol",
+        "prm": "prm",
+        "status": "finished",
+        "n_nodes": nodes,
+        "method": "h-uats",
+    }
+    return [
+        {
+            **base,
+            "run_id": f"u-{problem}-{started}",
+            "answer": answers[0],
+            "correct": correct[0],
+            "started_at": started,
+            "config": {"budget": 16, "step_streams": True, "prm_scoring": "mc"},
+        },
+        {
+            **base,
+            "run_id": f"c-{problem}-{started}",
+            "answer": answers[1],
+            "correct": correct[1],
+            "started_at": started + 0.5,
+            "config": {"budget": 16, "step_streams": True, "prm_scoring": "off"},
+        },
+    ]
 
 
 def _no_tree(rid: str) -> RunData:
@@ -70,12 +96,26 @@ def _no_tree(rid: str) -> RunData:
 
 
 def test_cases_are_pairs_whose_answer_uncertainty_changed_ranked_by_direction() -> None:
-    runs = (_pair("p1", ("5", "6"), (False, True), 1) + _pair("p2", ("5", "6"), (True, False), 2)
-            + _pair("p3", ("5", " 5 "), (True, True), 3) + _pair("p4", ("7", "8"), (False, False), 4)
-            + _pair("p5", ("5", None), (True, None), 5)
-            + _pair("p1", ("5", "5"), (True, True), 0))  # an older pair on p1's key: the newest replaces it
-    plain = {"problem_id": "p9", "seed": 0, "policy": "pol", "prm": "prm", "status": "finished", "method": "h-uats",
-             "run_id": "plain", "answer": "3", "started_at": 9, "config": {"budget": 16}}  # not the finder's
+    runs = (
+        _pair("p1", ("5", "6"), (False, True), 1)
+        + _pair("p2", ("5", "6"), (True, False), 2)
+        + _pair("p3", ("5", " 5 "), (True, True), 3)
+        + _pair("p4", ("7", "8"), (False, False), 4)
+        + _pair("p5", ("5", None), (True, None), 5)
+        + _pair("p1", ("5", "5"), (True, True), 0)
+    )  # an older pair on p1's key: the newest replaces it
+    plain = {
+        "problem_id": "p9",
+        "seed": 0,
+        "policy": "pol",
+        "prm": "prm",
+        "status": "finished",
+        "method": "h-uats",
+        "run_id": "plain",
+        "answer": "3",
+        "started_at": 9,
+        "config": {"budget": 16},
+    }  # not the finder's
     log = _Log([*runs, plain])
     found = find_cases(log, load=_no_tree, runs_scanned=77)
     # wrong → right first (p2), then right → wrong (p1), then another answer (p4: both wrong; p5: the counterfactual
@@ -86,15 +126,20 @@ def test_cases_are_pairs_whose_answer_uncertainty_changed_ranked_by_direction() 
     rows = found_rows(found)
     assert rows[0] == [1, "p2", "pol · prm", "16 · 0", "5 (right)", "6 (wrong)", WRONG_TO_RIGHT, "–"]
     assert rows[3][5] == "–"  # p5's counterfactual gave no answer
-    assert found_summary(found) == ("uncertainty changed the answer in 4 of 5 pair(s) on 5 problem(s): 1 wrong → "
-                                    "right, 1 right → wrong, 2 to another answer")
+    assert found_summary(found) == (
+        "uncertainty changed the answer in 4 of 5 pair(s) on 5 problem(s): 1 wrong → "
+        "right, 1 right → wrong, 2 to another answer"
+    )
 
 
 def test_what_the_finder_reads_is_bounded_by_nodes() -> None:
     """The trees of differing pairs are read newest first until NODES_READ; a pair over what is left is still a case,
     where it parts not given, and counted."""
-    runs = (_pair("big", ("5", "6"), (True, False), 3, nodes=450) + _pair("mid", ("5", "6"), (True, False), 2, nodes=300)
-            + _pair("new", ("5", "6"), (True, False), 4))
+    runs = (
+        _pair("big", ("5", "6"), (True, False), 3, nodes=450)
+        + _pair("mid", ("5", "6"), (True, False), 2, nodes=300)
+        + _pair("new", ("5", "6"), (True, False), 4)
+    )
     loaded: list[str] = []
 
     def load(rid: str) -> RunData:
@@ -103,16 +148,29 @@ def test_what_the_finder_reads_is_bounded_by_nodes() -> None:
 
     found = find_cases(_Log(runs), load=load, nodes_read=1000)
     assert loaded == ["u-new-4", "c-new-4", "u-big-3", "c-big-3"] and found.unread == 1 and len(found.cases) == 3
-    assert found_summary(found).endswith("where 1 of them part is not given (their trees are over 400,000 nodes a "
-                                         "search: the newest are read first)")
+    assert found_summary(found).endswith(
+        "where 1 of them part is not given (their trees are over 400,000 nodes a search: the newest are read first)"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the batch
 def _form(**changes: Any) -> dict[str, Any]:
     config = SearchConfig().to_dict()
-    return {**{k: config[k] for k in CONFIG_FIELDS}, "budget": 4, "max_iterations": 6, "policy": EMBEDDED,
-            "prm": EMBEDDED, "prm_kind": "detect", "policy_opts": "", "prm_opts": "", "dataset": ARITH,
-            "problem": "arith-test-0", "free_question": "", "free_answer": "", **changes}
+    return {
+        **{k: config[k] for k in CONFIG_FIELDS},
+        "budget": 4,
+        "max_iterations": 6,
+        "policy": EMBEDDED,
+        "prm": EMBEDDED,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+        "dataset": ARITH,
+        "problem": "arith-test-0",
+        "free_question": "",
+        "free_answer": "",
+        **changes,
+    }
 
 
 def _ctx(store: RunStore, pool: Any = None) -> SimpleNamespace:
@@ -128,11 +186,18 @@ def test_a_batch_is_problems_times_both_policies_times_a_run_and_its_counterfact
     store = RunStore("sqlite://")
     runs = batch_requests(_ctx(store), _form(budget=8), 3.0)  # gr.Number's float
     assert len(runs) == 12 and len({r.run_id for r in runs}) == 12
-    assert [(r.request.policy, r.search.problem.id, r.search.config.method, r.search.config.prm_scoring)
-            for r in runs[:4]] == [(None, "arith-test-0", "h-uats", "mc"), (None, "arith-test-0", "h-uats", "off"),
-                                   (None, "arith-test-1", "h-uats", "mc"), (None, "arith-test-1", "h-uats", "off")]
+    assert [
+        (r.request.policy, r.search.problem.id, r.search.config.method, r.search.config.prm_scoring) for r in runs[:4]
+    ] == [
+        (None, "arith-test-0", "h-uats", "mc"),
+        (None, "arith-test-0", "h-uats", "off"),
+        (None, "arith-test-1", "h-uats", "mc"),
+        (None, "arith-test-1", "h-uats", "off"),
+    ]
     assert all(r.search.config.step_streams for r in runs)
-    assert {r.request.policy for r in runs[6:]} == {str(WORLD_POLICY_B)} and {r.search.config.budget for r in runs} == {8}
+    assert {r.request.policy for r in runs[6:]} == {str(WORLD_POLICY_B)} and {r.search.config.budget for r in runs} == {
+        8
+    }
 
 
 @pytest.mark.parametrize("problems", [0, MAX_BATCH_PROBLEMS + 1, 2.5, True, "ten"])
@@ -147,7 +212,7 @@ def test_a_bad_number_of_problems_is_one_line_and_queues_nothing(problems: Any) 
 def test_a_bad_form_value_names_its_field_before_anything_is_queued() -> None:
     store = RunStore("sqlite://")
     with pytest.raises(ConfigError, match=r"^budget: "):
-        batch_requests(_ctx(store), _form(budget=10 ** 9), 2)
+        batch_requests(_ctx(store), _form(budget=10**9), 2)
     assert _batch_rows(store) == 0
 
 
@@ -160,12 +225,16 @@ def test_queueing_is_bounded_one_batch_at_a_time_per_user(tmp_path: Path) -> Non
         runs = batch_requests(_ctx(store), _form(), 1)
         with pytest.raises(ConfigError, match=r"^problems in a batch: the batch holds no search"):
             queue_case_batch(store, pool, [], {})
-        with pytest.raises(ConfigError, match=rf"^problems in a batch: {MAX_BATCH_RUNS + 4} searches is above the maximum"):
+        with pytest.raises(
+            ConfigError, match=rf"^problems in a batch: {MAX_BATCH_RUNS + 4} searches is above the maximum"
+        ):
             queue_case_batch(store, pool, runs * (MAX_BATCH_RUNS // 4 + 1), {})
         assert _batch_rows(store) == 0 and pool.queued() == []
         job = queue_case_batch(store, pool, runs, {"problems": 1}, owner="user:ann", session="user:ann")
         assert pool.queued() == [job] and get_batch_job(store, job)["status"] == "queued"
-        with pytest.raises(ConfigError, match=rf"^batch: your case batch {job[:8]} is still going \(at most 1 a user\)"):
+        with pytest.raises(
+            ConfigError, match=rf"^batch: your case batch {job[:8]} is still going \(at most 1 a user\)"
+        ):
             queue_case_batch(store, pool, runs, {}, owner="user:ann", session="user:ann")
         other = queue_case_batch(store, pool, runs, {}, owner="user:bob", session="user:bob")
         assert pool.queued() == [job, other] and _batch_rows(store) == 2
@@ -178,9 +247,12 @@ def _finder(store: RunStore) -> Any:
     """The case finder's handlers over the run log, with stand-ins for its components (they are only dict keys)."""
     from ui.tabs.case_finder import FinderParts, _Finder
 
-    return _Finder(SimpleNamespace(store=store, notice="notice"),
-                   FinderParts(*("state", "find", "problems", "batch", "cancel", "progress", "summary", "table",
-                                 "batches", "accordion")))
+    return _Finder(
+        SimpleNamespace(store=store, notice="notice"),
+        FinderParts(
+            *("state", "find", "problems", "batch", "cancel", "progress", "summary", "table", "batches", "accordion")
+        ),
+    )
 
 
 def _listed(said: dict[str, Any]) -> list[list[Any]]:
@@ -203,7 +275,10 @@ def test_a_users_batches_are_listed_for_them_alone_and_cancelled_from_the_list(t
         job = queue_case_batch(store, pool, runs, {}, owner="user:ann")
         other = queue_case_batch(store, pool, runs, {}, owner="user:bob")
         finder = _finder(store)
-        ann, bob = SimpleNamespace(username="ann", session_hash="ann-1"), SimpleNamespace(username="bob", session_hash="b")
+        ann, bob = (
+            SimpleNamespace(username="ann", session_hash="ann-1"),
+            SimpleNamespace(username="bob", session_hash="b"),
+        )
         page = FinderState()
         rows = _listed(finder.on_open(page, ann))
         assert [r[:4] for r in rows] == [[job[:8], "queued", "0 of 4", 0], ["pppppppp", "finished", "0 of 8", 0]]
@@ -236,8 +311,9 @@ def test_without_a_login_a_batch_is_its_browser_sessions() -> None:
     store = RunStore("sqlite://")
     create_batch_job(store, "s" * 32, 4, {}, owner=requester(SimpleNamespace(username=None, session_hash="one")))
     finder = _finder(store)
-    assert [r[0] for r in _listed(finder.on_open(FinderState(), SimpleNamespace(username=None, session_hash="one")))] \
-        == ["ssssssss"]
+    assert [
+        r[0] for r in _listed(finder.on_open(FinderState(), SimpleNamespace(username=None, session_hash="one")))
+    ] == ["ssssssss"]
     assert _listed(finder.on_open(FinderState(), SimpleNamespace(username=None, session_hash="two"))) == []
 
 
@@ -322,7 +398,9 @@ def test_a_batch_whose_worker_died_ends_its_search_too(tmp_path: Path) -> None:
 
     assert start_batch_job(store, req.job_id) and batch_job_progress(store, req.job_id, 0, 0, runs[0].run_id)
     assert req.end(store, "worker process exited (code -9) before the job ended")
-    assert get_batch_job(store, req.job_id)["status"] == "failed" and store.get_run(runs[0].run_id)["status"] == "failed"
+    assert (
+        get_batch_job(store, req.job_id)["status"] == "failed" and store.get_run(runs[0].run_id)["status"] == "failed"
+    )
 
 
 @needs_models
@@ -336,9 +414,17 @@ def test_a_batch_runs_in_a_worker_and_its_pairs_are_stored_runs(tmp_path: Path) 
         assert (row["status"], row["done"], row["total"], row["failed"]) == ("finished", 4, 4, 0)
         assert row["worker_pid"] not in (None, os.getpid())  # run in a worker, not in the app
         runs = store.list_runs()
-        assert len(runs) == 4 and {r["label"] for r in runs} == {batch_label(job)} and {r["owner"] for r in runs} == {"ann"}
+        assert (
+            len(runs) == 4
+            and {r["label"] for r in runs} == {batch_label(job)}
+            and {r["owner"] for r in runs} == {"ann"}
+        )
         assert {(r["config"]["prm_scoring"], r["policy"].endswith("arith-policy-b")) for r in runs} == {
-            ("mc", False), ("off", False), ("mc", True), ("off", True)}
+            ("mc", False),
+            ("off", False),
+            ("mc", True),
+            ("off", True),
+        }
         assert all(r["status"] == "finished" for r in runs)
         assert find_cases(store).pairs == 2  # both pairs are the finder's to read
     finally:
@@ -356,7 +442,7 @@ def test_a_restart_ends_the_batches_of_a_server_that_died(tmp_path: Path) -> Non
     store = RunStore(str(tmp_path / "runs.db"))
     create_batch_job(store, "g" * 32, 4, {})
     create_batch_job(store, "h" * 32, 4, {})
-    gone = f"{socket.gethostname()}|{2 ** 22 + 7}|"  # a pid no process of this machine holds
+    gone = f"{socket.gethostname()}|{2**22 + 7}|"  # a pid no process of this machine holds
     with store.engine.begin() as conn:
         conn.execute(sa.update(S.batch_jobs).where(S.batch_jobs.c.job_id == "g" * 32).values(server=gone))
     assert mark_dead_batch_jobs(store) == ["g" * 32]

@@ -46,24 +46,62 @@ def test_identical_reruns_are_merged() -> None:
 
 
 def _node(**kw):
-    base = {"id": 1, "parent_id": 0, "depth": 1, "step": "2 + 2 = 4", "created_iter": 1, "initial_passes": 7,
-            "mc_scores": [0.5, 0.6, 0.7, 0.5, 0.6, 0.7, 0.5, 0.9, 0.1], "mean": 0.57, "var": 0.05, "k": 9,
-            "extra_passes": 2, "reeval_iter": 4, "expanded_iter": 2, "children_granted": 1, "status": "kept"}
+    base = {
+        "id": 1,
+        "parent_id": 0,
+        "depth": 1,
+        "step": "2 + 2 = 4",
+        "created_iter": 1,
+        "initial_passes": 7,
+        "mc_scores": [0.5, 0.6, 0.7, 0.5, 0.6, 0.7, 0.5, 0.9, 0.1],
+        "mean": 0.57,
+        "var": 0.05,
+        "k": 9,
+        "extra_passes": 2,
+        "reeval_iter": 4,
+        "expanded_iter": 2,
+        "children_granted": 1,
+        "status": "kept",
+    }
     return {**base, **kw}
 
 
 def _hist(it, k, extra, children, mean):
-    return {"iteration": it, "node_id": 1, "k": k, "mean": mean, "var": 0.01, "ucb": None, "ood": False,
-            "status": "kept", "extra_passes": extra, "children_granted": children}
+    return {
+        "iteration": it,
+        "node_id": 1,
+        "k": k,
+        "mean": mean,
+        "var": 0.01,
+        "ucb": None,
+        "ood": False,
+        "status": "kept",
+        "extra_passes": extra,
+        "children_granted": children,
+    }
 
 
 def test_node_state_follows_the_iteration() -> None:
     """Node 1: scored with 7 passes at t=1, expanded at t=2, re-evaluated (+2 passes) at t=4."""
     run = {"run_id": "r" * 32, "question": "q", "config": {}, "iterations": 5, "n_nodes": 2}
-    child = _node(id=2, parent_id=1, depth=2, created_iter=2, mc_scores=[0.5] * 7, extra_passes=0, reeval_iter=None,
-                  expanded_iter=None, children_granted=0, k=7)
-    hist = [_hist(1, 7, 0, 0, 0.6), _hist(2, 7, 0, 1, 0.6), _hist(4, 9, 2, 1, 0.57),
-            {**_hist(2, 7, 0, 0, 0.5), "node_id": 2}]
+    child = _node(
+        id=2,
+        parent_id=1,
+        depth=2,
+        created_iter=2,
+        mc_scores=[0.5] * 7,
+        extra_passes=0,
+        reeval_iter=None,
+        expanded_iter=None,
+        children_granted=0,
+        k=7,
+    )
+    hist = [
+        _hist(1, 7, 0, 0, 0.6),
+        _hist(2, 7, 0, 1, 0.6),
+        _hist(4, 9, 2, 1, 0.57),
+        {**_hist(2, 7, 0, 0, 0.5), "node_id": 2},
+    ]
     data = RunData(run, [_node(), child], hist, [{"iteration": t} for t in range(1, 6)])
     at = {t: data.state_at(t) for t in (1, 2, 3, 4, 5)}
     assert [len(at[t].nodes[1]["mc_scores"]) for t in (1, 3, 4)] == [7, 7, 9]
@@ -86,7 +124,12 @@ def test_status_counts_the_nodes_drawn() -> None:
 
 
 def test_latex_cost_is_an_integer() -> None:
-    b = ExportBundle(name="x", kind="compare", data={}, table_header=["run", "cost spent", "R̄"],
-                     table_rows=[["a", 1358.0, 0.5], ["b", 1357.6, 0.25]])
+    b = ExportBundle(
+        name="x",
+        kind="compare",
+        data={},
+        table_header=["run", "cost spent", "R̄"],
+        table_rows=[["a", 1358.0, 0.5], ["b", 1357.6, 0.25]],
+    )
     tex = to_latex(b)
     assert "a & 1,358 & 0.500" in tex and "b & 1,358 & 0.250" in tex and "1358.000" not in tex

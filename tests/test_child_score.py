@@ -40,8 +40,13 @@ def test_an_ood_step_gains_children_only_under_the_option():
 def test_search_children_follow_the_recorded_child_scores(rule):
     cfg = SearchConfig(method="h-uats", budget=16, seed=4, child_score=rule, child_sigma_weight=1.5)
     events = []
-    run_search(Problem("d", "What is 4 + 4?", "8"), cfg, ScriptedPolicyDouble(depth=4), HashedPRMDouble(4),
-               subscribers=[events.append])
+    run_search(
+        Problem("d", "What is 4 + 4?", "8"),
+        cfg,
+        ScriptedPolicyDouble(depth=4),
+        HashedPRMDouble(4),
+        subscribers=[events.append],
+    )
     steps = [e for e in events if isinstance(e, IterationEnded) and e.decisions]
     assert steps
     saw_ood = False
@@ -63,11 +68,15 @@ def test_search_children_follow_the_recorded_child_scores(rule):
     assert saw_ood  # the rule had OOD candidates to act on
 
 
-@pytest.mark.parametrize("bad,field", [
-    (dict(child_score="ucb"), "child_score"), (dict(child_sigma_weight=-1.0), "child_sigma_weight"),
-    (dict(method="a-uats", uncertainty_space="logit"), "uncertainty_space"),
-    (dict(method="a-uats", uncertainty="std"), "uncertainty_space"),
-])
+@pytest.mark.parametrize(
+    "bad,field",
+    [
+        (dict(child_score="ucb"), "child_score"),
+        (dict(child_sigma_weight=-1.0), "child_sigma_weight"),
+        (dict(method="a-uats", uncertainty_space="logit"), "uncertainty_space"),
+        (dict(method="a-uats", uncertainty="std"), "uncertainty_space"),
+    ],
+)
 def test_bad_child_score_options_name_the_field(bad, field):
     with pytest.raises(ConfigError) as err:
         check_config(SearchConfig(**bad))

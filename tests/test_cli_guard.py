@@ -25,13 +25,16 @@ def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-@pytest.mark.parametrize("content,needle", [
-    (b'{"problem": "caf\xe9 au lait?", "answer": "1"}\n', "not UTF-8 text"),
-    (b'[1, 2, 3]\n', "is a JSON list, not an object"),
-    (b'"just a string"\n', "is a JSON str, not an object"),
-    (b'{"problem": "ok", "answer": "1"}\n{"problem": \n', "is not valid JSON"),
-    (b"[" * 100_000 + b"\n", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b'{"problem": "caf\xe9 au lait?", "answer": "1"}\n', "not UTF-8 text"),
+        (b"[1, 2, 3]\n", "is a JSON list, not an object"),
+        (b'"just a string"\n', "is a JSON str, not an object"),
+        (b'{"problem": "ok", "answer": "1"}\n{"problem": \n', "is not valid JSON"),
+        (b"[" * 100_000 + b"\n", "not valid JSON"),
+    ],
+)
 def test_bad_dataset_lines(tmp_path: Path, capsys: pytest.CaptureFixture, content: bytes, needle: str) -> None:
     data = tmp_path / "d.jsonl"
     data.write_bytes(content)
@@ -49,8 +52,9 @@ def test_db_under_a_regular_file(tmp_path: Path, capsys: pytest.CaptureFixture) 
     assert _files(tmp_path) == ["afile"] and (tmp_path / "afile").read_text() == "x"
 
 
-def test_db_in_a_folder_that_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_db_in_a_folder_that_cannot_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def refuse(self: Path, *a: object, **k: object) -> None:
         raise PermissionError(13, "Permission denied", str(self))
 
@@ -74,18 +78,26 @@ def test_truncated_safetensors(tmp_path: Path, capsys: pytest.CaptureFixture) ->
 
 
 @pytest.mark.parametrize("command", [["runs"], ["show", "abc"]])
-def test_read_commands_never_create_a_database(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                               command: list[str]) -> None:
+def test_read_commands_never_create_a_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture, command: list[str]
+) -> None:
     for db in (str(tmp_path / "typo" / "x.db"), f"sqlite:///{tmp_path}/typo/y.db"):
         rc = main([*command, "--db", db])
         assert "no run log at" in one_line_error(capsys, rc, "db")
     assert _files(tmp_path) == []
 
 
-@pytest.mark.parametrize("argv,field", [
-    (["runs", "--limit", "0"], "limit"), (["runs", "--limit", "x"], "limit"), (["show", "r", "--width", "-3"], "width"),
-    (["search", "--budget", "abc"], "budget"), (["search", "--nope"], "arguments"), (["show"], "arguments"),
-])
+@pytest.mark.parametrize(
+    "argv,field",
+    [
+        (["runs", "--limit", "0"], "limit"),
+        (["runs", "--limit", "x"], "limit"),
+        (["show", "r", "--width", "-3"], "width"),
+        (["search", "--budget", "abc"], "budget"),
+        (["search", "--nope"], "arguments"),
+        (["show"], "arguments"),
+    ],
+)
 def test_bad_flags_are_one_line(capsys: pytest.CaptureFixture, argv: list[str], field: str) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -106,8 +118,9 @@ def test_read_commands_never_write_the_run_log(tmp_path: Path, capsys: pytest.Ca
     store = RunStore(str(db))
     store.register_run("d" * 32, method="h-uats", problem_id="p", question="q")
     with store.engine.begin() as conn:
-        conn.execute(sa.update(S.runs).values(status="running", worker_pid=_dead_pid(),
-                                              worker_host=socket.gethostname()))
+        conn.execute(
+            sa.update(S.runs).values(status="running", worker_pid=_dead_pid(), worker_host=socket.gethostname())
+        )
     store.close()
     before = db.read_bytes()
     argv = ["runs"] if command == "runs" else ["show", "ddd"]
@@ -123,19 +136,43 @@ def _no_wal_frames(db: Path) -> bool:
 
 
 def _chain(depth: int) -> list[dict]:
-    return [{"id": i, "parent_id": i - 1, "depth": i, "step": f"step {i}", "status": "active",
-             "mc_scores": [0.5, 0.6], "mean": 0.55, "var": 0.005} for i in range(1, depth + 1)]
+    return [
+        {
+            "id": i,
+            "parent_id": i - 1,
+            "depth": i,
+            "step": f"step {i}",
+            "status": "active",
+            "mc_scores": [0.5, 0.6],
+            "mean": 0.55,
+            "var": 0.005,
+        }
+        for i in range(1, depth + 1)
+    ]
 
 
 def test_show_prints_a_1500_deep_chain(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     db = tmp_path / "deep.db"
     store = RunStore(str(db))
-    record(store, [RunStarted(run_id="e" * 32, method="beam", problem_id="p", question="q", gold_answer="1", seed=0,
-                              config={}, policy="x", prm="y"),
-                   NodesUpdated(iteration=0,
-                                nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]),
-                   IterationEnded(iteration=1, decisions=[], step_info=StepInfo(width=0), cost_step=1.0, cost_total=1.0),
-                   RunEnded(status="finished", iterations=1, cost=1.0)])
+    record(
+        store,
+        [
+            RunStarted(
+                run_id="e" * 32,
+                method="beam",
+                problem_id="p",
+                question="q",
+                gold_answer="1",
+                seed=0,
+                config={},
+                policy="x",
+                prm="y",
+            ),
+            NodesUpdated(iteration=0, nodes=[{"id": 0, "parent_id": None, "depth": 0, "step": ""}, *_chain(1500)]),
+            IterationEnded(iteration=1, decisions=[], step_info=StepInfo(width=0), cost_step=1.0, cost_total=1.0),
+            RunEnded(status="finished", iterations=1, cost=1.0),
+        ],
+    )
     store.close()
     capsys.readouterr()
     rc = main(["show", "eee", "--db", str(db)])
@@ -146,21 +183,27 @@ def test_show_prints_a_1500_deep_chain(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_tree_lines_order_and_a_damaged_cycle() -> None:
-    nodes = [{"id": i, "parent_id": p, "step": f"s{i}", "status": "active", "children_granted": 0}
-             for i, p in ((1, 0), (2, 0), (3, 1), (4, 3), (5, 2))]
+    nodes = [
+        {"id": i, "parent_id": p, "step": f"s{i}", "status": "active", "children_granted": 0}
+        for i, p in ((1, 0), (2, 0), (3, 1), (4, 3), (5, 2))
+    ]
     assert [ln.split(" [")[0] for ln in tree_lines(nodes)] == ["#1", "  #3", "    #4", "#2", "  #5"]
     cyc = nodes + [{"id": 1, "parent_id": 4, "step": "again", "status": "active", "children_granted": 0}]
     assert len(list(tree_lines(cyc))) <= 7  # ends, whatever a damaged log holds
 
 
-@pytest.mark.parametrize("argv,field", [
-    (["search", "--policy-opt", "temperature=NaN"], "policy-opt"),
-    (["search", "--prm-opt", "max_batch_tokens=Infinity"], "prm-opt"),
-    (["search", "--policy-opt", 'llm_kwargs={"gpu_memory_utilization": -Infinity}'], "policy-opt"),
-    (["search", "--dataset", "DATA", "--problem", "²"], "problem"),  # a digit to str.isdigit, not to int()
-])
-def test_non_finite_options_and_odd_digits_are_refused_by_field(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                                argv: list[str], field: str) -> None:
+@pytest.mark.parametrize(
+    "argv,field",
+    [
+        (["search", "--policy-opt", "temperature=NaN"], "policy-opt"),
+        (["search", "--prm-opt", "max_batch_tokens=Infinity"], "prm-opt"),
+        (["search", "--policy-opt", 'llm_kwargs={"gpu_memory_utilization": -Infinity}'], "policy-opt"),
+        (["search", "--dataset", "DATA", "--problem", "²"], "problem"),  # a digit to str.isdigit, not to int()
+    ],
+)
+def test_non_finite_options_and_odd_digits_are_refused_by_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str], field: str
+) -> None:
     """Issue 42, items 8 and 9: temperature=NaN used to run (exit 0) and problem ² to end in int()'s message."""
     data = tmp_path / "set.jsonl"
     data.write_text('{"problem": "What is 2 + 2?", "answer": "4"}\n')
@@ -175,8 +218,24 @@ def test_non_finite_options_and_odd_digits_are_refused_by_field(tmp_path: Path, 
 def test_eval_refuses_non_finite_options(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from uats.eval.cli import main as eval_main
 
-    rc = eval_main(["--policy-opt", "top_p=NaN", "--methods", "rebase", "--budgets", "2", "--problems", "1",
-                    "--seeds", "1", "--db", str(tmp_path / "eval.db"), "--dry-run", "--quiet"])
+    rc = eval_main(
+        [
+            "--policy-opt",
+            "top_p=NaN",
+            "--methods",
+            "rebase",
+            "--budgets",
+            "2",
+            "--problems",
+            "1",
+            "--seeds",
+            "1",
+            "--db",
+            str(tmp_path / "eval.db"),
+            "--dry-run",
+            "--quiet",
+        ]
+    )
     assert "not a finite number" in one_line_error(capsys, rc, "policy-opt")
     assert not (tmp_path / "eval.db").exists()
 
@@ -184,8 +243,23 @@ def test_eval_refuses_non_finite_options(tmp_path: Path, capsys: pytest.CaptureF
 def test_a_search_records_the_model_options_it_ran_with(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Issue 42, item 8: the policy and PRM options are part of the run's record (runs.model_options)."""
     db = tmp_path / "runs.db"
-    assert main(["search", "--policy-opt", "temperature=0.5", "--budget", "2", "--max-iterations", "1", "--quiet",
-                 "--db", str(db)]) == 0
+    assert (
+        main(
+            [
+                "search",
+                "--policy-opt",
+                "temperature=0.5",
+                "--budget",
+                "2",
+                "--max-iterations",
+                "1",
+                "--quiet",
+                "--db",
+                str(db),
+            ]
+        )
+        == 0
+    )
     store = RunStore(str(db))
     try:
         [run] = store.list_runs()
@@ -218,8 +292,13 @@ def test_a_full_disk_under_an_existing_run_log_says_so(tmp_path: Path) -> None:
     mnt = tmp_path / "small"
     mnt.mkdir()
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK,
-                           str(mnt)], cwd=root, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK, str(mnt)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     lines = [line for line in out["err"].splitlines() if line.startswith("error:")]
@@ -228,20 +307,59 @@ def test_a_full_disk_under_an_existing_run_log_says_so(tmp_path: Path) -> None:
     assert "free space on its disk" in lines[0]
 
 
-def test_a_model_is_named_alike_in_search_and_eval(problems_file: Path, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_model_is_named_alike_in_search_and_eval(
+    problems_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """py:module:function, a backend of the user's own, names a model in `uats search` as in `uats eval --model`
     (it was the evaluation's alone): both load it through uats_core.backends; a name that does not import is one
     line naming the field."""
     from testkit.eval_doubles import MODELS
 
     db = tmp_path / "runs.db"
-    assert main(["search", "--dataset", str(problems_file), "--problem", "t1", "--policy", MODELS["pol"],
-                 "--prm", MODELS["rm"], "--budget", "4", "--max-iterations", "3", "--db", str(db), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "search",
+                "--dataset",
+                str(problems_file),
+                "--problem",
+                "t1",
+                "--policy",
+                MODELS["pol"],
+                "--prm",
+                MODELS["rm"],
+                "--budget",
+                "4",
+                "--max-iterations",
+                "3",
+                "--db",
+                str(db),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     [run] = RunStore(str(db)).list_runs()
     assert run["policy"] == "torch-rng-policy-double" and run["status"] == "finished"  # the double's own name
     capsys.readouterr()
-    assert main(["search", "--dataset", str(problems_file), "--problem", "t1", "--policy", "py:tests.no_such_module:f", "--prm",
-                 MODELS["rm"], "--db", str(tmp_path / "other.db"), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "search",
+                "--dataset",
+                str(problems_file),
+                "--problem",
+                "t1",
+                "--policy",
+                "py:tests.no_such_module:f",
+                "--prm",
+                MODELS["rm"],
+                "--db",
+                str(tmp_path / "other.db"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert capsys.readouterr().err.startswith("error: policy: 'py:tests.no_such_module:f': No module named")
     assert not (tmp_path / "other.db").exists()

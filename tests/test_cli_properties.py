@@ -19,15 +19,23 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from uats.cli import main
 from uats_core.config import SearchConfig
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                           max_leaves=8)
-problem_objects = st.fixed_dictionaries({}, optional={
-    "problem": st.one_of(st.text(max_size=60), json_values), "question": st.text(max_size=20),
-    "answer": json_values, "id": st.one_of(st.text(max_size=10), st.integers()), "unique_id": st.text(max_size=10)})
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+problem_objects = st.fixed_dictionaries(
+    {},
+    optional={
+        "problem": st.one_of(st.text(max_size=60), json_values),
+        "question": st.text(max_size=20),
+        "answer": json_values,
+        "id": st.one_of(st.text(max_size=10), st.integers()),
+        "unique_id": st.text(max_size=10),
+    },
+)
 lines = st.one_of(
     st.binary(max_size=60),  # anything at all, including invalid UTF-8
     json_values.map(lambda v: json.dumps(v).encode()),  # valid JSON that may not be an object
@@ -35,9 +43,12 @@ lines = st.one_of(
     st.text(max_size=40).map(lambda t: t.encode("utf-8", "surrogatepass")),
 )
 # values a person (or a script) might pass to any config flag: numbers of every kind, and text
-cli_values = st.one_of(st.integers(), st.floats(), st.sampled_from(["", " ", "nan", "inf", "-inf", "1e999", "0x10",
-                                                                     "last:", "last:-1", "head", "full"]),
-                       st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=12)).map(str)
+cli_values = st.one_of(
+    st.integers(),
+    st.floats(),
+    st.sampled_from(["", " ", "nan", "inf", "-inf", "1e999", "0x10", "last:", "last:-1", "head", "full"]),
+    st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=12),
+).map(str)
 CONFIG_FLAGS = [f.name for f in dataclasses.fields(SearchConfig) if f.type not in ("bool", bool)]
 
 
@@ -64,15 +75,28 @@ def _assert_one_line_error(rc: int, out: str, err: str, fields: tuple[str, ...] 
 
 
 @SETTINGS
-@given(content=st.lists(lines, min_size=1, max_size=4), problem=st.one_of(st.sampled_from(["0", "1", "3"]),
-                                                                          st.text(max_size=6)))
+@given(
+    content=st.lists(lines, min_size=1, max_size=4),
+    problem=st.one_of(st.sampled_from(["0", "1", "3"]), st.text(max_size=6)),
+)
 def test_any_dataset_lines(content: list[bytes], problem: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "d.jsonl"
         data.write_bytes(b"\n".join(content) + b"\n")
         before = data.read_bytes()
-        rc, out, err = _run(["search", "--dataset", str(data), f"--problem={problem}", "--db", "sqlite://",
-                             "--policy", str(Path(tmp) / "no-such-policy"), "--quiet"])
+        rc, out, err = _run(
+            [
+                "search",
+                "--dataset",
+                str(data),
+                f"--problem={problem}",
+                "--db",
+                "sqlite://",
+                "--policy",
+                str(Path(tmp) / "no-such-policy"),
+                "--quiet",
+            ]
+        )
         _assert_one_line_error(rc, out, err, ("dataset", "problem", "policy"))
         assert sorted(p.name for p in Path(tmp).iterdir()) == ["d.jsonl"] and data.read_bytes() == before
 
@@ -88,14 +112,21 @@ def test_any_config_values(values: dict[str, str]) -> None:
 
 
 @SETTINGS
-@given(command=st.sampled_from(["runs", "show"]), db=st.text(alphabet=st.characters(blacklist_characters="\x00/"),
-                                                                    min_size=1, max_size=12),
-       extra=st.lists(st.sampled_from(["--limit", "--width", "--status", "--method"]), max_size=2), value=cli_values)
+@given(
+    command=st.sampled_from(["runs", "show"]),
+    db=st.text(alphabet=st.characters(blacklist_characters="\x00/"), min_size=1, max_size=12),
+    extra=st.lists(st.sampled_from(["--limit", "--width", "--status", "--method"]), max_size=2),
+    value=cli_values,
+)
 def test_read_commands_with_any_values(command: str, db: str, extra: list[str], value: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         argv = [command] + (["abc"] if command == "show" else []) + ["--db", str(Path(tmp) / "sub" / db)]
         for flag in extra:
-            if (flag in ("--limit", "--status", "--method")) == (command == "runs") or flag == "--width" and command == "show":
+            if (
+                (flag in ("--limit", "--status", "--method")) == (command == "runs")
+                or flag == "--width"
+                and command == "show"
+            ):
                 argv.append(f"{flag}={value}")
         rc, out, err = _run(argv)
         _assert_one_line_error(rc, out, err)

@@ -33,10 +33,24 @@ from uats_core.eval.grid import load_eval_problems, parse_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180.0  # each wait; generous for a loaded 2-core machine (Ray starts in 10-30 s there)
-CELLS_SQL = ("SELECT c.cell_key, c.status, c.run_id, c.attempts, c.worker_pid, r.status AS run_status, r.answer, "
-             "r.cost, r.n_nodes, r.correct, r.error AS run_error FROM eval_cells c LEFT JOIN runs r ON r.run_id = c.run_id")
-GRID = ["--model", f"slow={MODELS['slow']}", "--model", f"rm={MODELS['rm']}", "--pairs", "slow:rm",
-        "--methods", "rebase,h-uats", "--budgets", "4", "--seeds", "2"]
+CELLS_SQL = (
+    "SELECT c.cell_key, c.status, c.run_id, c.attempts, c.worker_pid, r.status AS run_status, r.answer, "
+    "r.cost, r.n_nodes, r.correct, r.error AS run_error FROM eval_cells c LEFT JOIN runs r ON r.run_id = c.run_id"
+)
+GRID = [
+    "--model",
+    f"slow={MODELS['slow']}",
+    "--model",
+    f"rm={MODELS['rm']}",
+    "--pairs",
+    "slow:rm",
+    "--methods",
+    "rebase,h-uats",
+    "--budgets",
+    "4",
+    "--seeds",
+    "2",
+]
 
 
 @pytest.fixture()
@@ -66,21 +80,43 @@ def _running_with_nodes(url: str) -> list[dict]:
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=_timeout(url))
     try:
         with engine.connect() as conn:
-            return [dict(r) for r in conn.execute(sa.text(
-                "SELECT c.cell_key, c.run_id, c.worker_pid, count(n.run_id) AS nodes FROM eval_cells c "
-                "JOIN nodes n ON n.run_id = c.run_id WHERE c.status = 'running' AND c.worker_pid IS NOT NULL "
-                "GROUP BY c.cell_key, c.run_id, c.worker_pid")).mappings()]
+            return [
+                dict(r)
+                for r in conn.execute(
+                    sa.text(
+                        "SELECT c.cell_key, c.run_id, c.worker_pid, count(n.run_id) AS nodes FROM eval_cells c "
+                        "JOIN nodes n ON n.run_id = c.run_id WHERE c.status = 'running' AND c.worker_pid IS NOT NULL "
+                        "GROUP BY c.cell_key, c.run_id, c.worker_pid"
+                    )
+                ).mappings()
+            ]
     finally:
         engine.dispose()
 
 
 def _outcomes(cells: dict[str, dict]) -> dict[str, tuple]:
-    return {k: (v["answer"], v["cost"], v["n_nodes"], v["correct"]) for k, v in cells.items() if v["status"] == "finished"}
+    return {
+        k: (v["answer"], v["cost"], v["n_nodes"], v["correct"]) for k, v in cells.items() if v["status"] == "finished"
+    }
 
 
 def _start(problems_file: Path, url: str, err: Path) -> subprocess.Popen:
-    args = [sys.executable, "-m", "uats", "eval", "--dataset", str(problems_file), *GRID, "--db", url,
-            "--ray", "local", "--workers", "2", "--quiet"]
+    args = [
+        sys.executable,
+        "-m",
+        "uats",
+        "eval",
+        "--dataset",
+        str(problems_file),
+        *GRID,
+        "--db",
+        url,
+        "--ray",
+        "local",
+        "--workers",
+        "2",
+        "--quiet",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(err, "w") as f:  # a file, not a pipe: nobody reads while it runs
         return subprocess.Popen(args, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
@@ -106,8 +142,10 @@ def _kill_worker_mid_grid(proc: subprocess.Popen, url: str, err: Path) -> dict:
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if proc.poll() is not None:
-            pytest.fail(f"the Ray grid exited {proc.returncode} before it could be interrupted; cell states {states}; "
-                        f"its output: {_tail(err)}")
+            pytest.fail(
+                f"the Ray grid exited {proc.returncode} before it could be interrupted; cell states {states}; "
+                f"its output: {_tail(err)}"
+            )
         try:
             states = sorted(v["status"] for v in _cells(url).values())
             if states.count("finished") < 2:
@@ -137,8 +175,14 @@ def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_f
     # carry the pair name), with the same double without its sleep: the delay only makes the Ray run
     # interruptible and changes no draw.
     dataset, probs = load_eval_problems(None, str(problems_file), 3)
-    spec = GridSpec(pairs=parse_pairs("slow:rm", {"slow": MODELS["pol"], "rm": MODELS["rm"]}), problems=probs,
-                    dataset=dataset, methods=["rebase", "h-uats"], budgets=[4], seeds=[0, 1])
+    spec = GridSpec(
+        pairs=parse_pairs("slow:rm", {"slow": MODELS["pol"], "rm": MODELS["rm"]}),
+        problems=probs,
+        dataset=dataset,
+        methods=["rebase", "h-uats"],
+        budgets=[4],
+        seeds=[0, 1],
+    )
     serial_db = tmp_path / "serial.db"
     ref = run_eval(spec, EvalOptions(db=str(serial_db), progress=False))
     assert ref.finished == ref.cells == 3 * 2 * 2
@@ -168,8 +212,9 @@ def test_ray_workers_on_postgres_survive_a_killed_worker(pg_url: str, problems_f
     lost_key, lost_row = victim["cell_key"], killed[victim["cell_key"]]
     assert lost_row["status"] == "failed" and lost_row["run_id"] == victim["run_id"], lost_row
     assert lost_row["run_status"] == "failed", lost_row  # closed in the run log at once, not left 'running'
-    assert not [k for k, v in killed.items() if v["status"] == "running"], \
+    assert not [k for k, v in killed.items() if v["status"] == "running"], (
         f"the driver left cells 'running' for a dead or stopped actor: {killed}; its output: {_tail(err)}"
+    )
 
     err2 = tmp_path / "ray-2.log"
     proc = _start(problems_file, pg_url, err2)
@@ -201,8 +246,14 @@ def test_a_stopped_ray_job_closes_only_its_actors_cells(problems_file: Path, tmp
     (host, pid) workers become failed; other workers' running cells and finished cells are left alone.
     SQLite, no Ray: runs everywhere."""
     dataset, probs = load_eval_problems(None, str(problems_file), 3)
-    spec = GridSpec(pairs=parse_pairs("pol:rm", MODELS), problems=probs, dataset=dataset, methods=["rebase"],
-                    budgets=[4], seeds=[0, 1])
+    spec = GridSpec(
+        pairs=parse_pairs("pol:rm", MODELS),
+        problems=probs,
+        dataset=dataset,
+        methods=["rebase"],
+        budgets=[4],
+        seeds=[0, 1],
+    )
     items = build_cells(spec)[:4]
     store = RunStore(str(tmp_path / "eval.db"))
     try:

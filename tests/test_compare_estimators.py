@@ -34,11 +34,13 @@ def estimator_pair() -> tuple[RunData, RunData]:
     store = RunStore("sqlite://")
     ids = []
     for estimator in ("mc-dropout", "ensemble"):
-        cfg = SearchConfig(method="h-uats", budget=8, seed=0, tau=TAU, max_iterations=8, k0=2,
-                           estimator=estimator).validate()
+        cfg = SearchConfig(
+            method="h-uats", budget=8, seed=0, tau=TAU, max_iterations=8, k0=2, estimator=estimator
+        ).validate()
         policy, prm = build_backends(None, None, cfg)
-        ids.append(run_search(world.get_problem("arith-test-0"), cfg, policy, prm,
-                              subscribers=[store.subscriber()]).run_id)
+        ids.append(
+            run_search(world.get_problem("arith-test-0"), cfg, policy, prm, subscribers=[store.subscriber()]).run_id
+        )
     return RunData.load(store, ids[0]), RunData.load(store, ids[1])
 
 
@@ -63,9 +65,9 @@ def test_every_panel_of_an_estimator_pair_names_each_runs_estimator(estimator_pa
 
 
 @needs_models
-def test_a_pair_of_one_estimator_or_of_two_methods_keeps_the_plain_names(real_pair: tuple[RunData, RunData],
-                                                                         estimator_pair: tuple[RunData, RunData]
-                                                                         ) -> None:
+def test_a_pair_of_one_estimator_or_of_two_methods_keeps_the_plain_names(
+    real_pair: tuple[RunData, RunData], estimator_pair: tuple[RunData, RunData]
+) -> None:
     uats, rebase = real_pair
     assert pair_labels(uats.run, rebase.run) == ("h-uats", "rebase")  # REBASE reads no estimator
     a, _ = estimator_pair
@@ -79,8 +81,12 @@ def test_an_ensemble_smaller_than_k0_is_refused_before_anything_loads() -> None:
     with pytest.raises(ConfigError) as err:
         validate_request(SearchRequest(problem, SearchConfig(method="h-uats", estimator="ensemble", k0=MEMBERS + 1)))
     assert err.value.field == "k0" and f"has {MEMBERS} members" in str(err.value)
-    assert validate_request(SearchRequest(problem, SearchConfig(method="h-uats", estimator="ensemble",
-                                                                k0=min(MEMBERS, 2)))).config.estimator == "ensemble"
+    assert (
+        validate_request(
+            SearchRequest(problem, SearchConfig(method="h-uats", estimator="ensemble", k0=min(MEMBERS, 2)))
+        ).config.estimator
+        == "ensemble"
+    )
 
 
 def test_the_estimator_pair_starts_both_runs_or_neither(tmp_path: Path) -> None:
@@ -93,7 +99,9 @@ def test_the_estimator_pair_starts_both_runs_or_neither(tmp_path: Path) -> None:
             said = outcome_text(client.predict(**args, api_name="/on_estimator_pair"))
             assert "started H-UATS" in said and "estimators mc-dropout and ensemble" in said, said
             assert [(r.search.config.method, r.search.config.estimator) for r in pool.submitted] == [
-                ("h-uats", "mc-dropout"), ("h-uats", "ensemble")]
+                ("h-uats", "mc-dropout"),
+                ("h-uats", "ensemble"),
+            ]
             assert {r.search.problem.id for r in pool.submitted} == {"arith-test-0"}
             same = outcome_text(client.predict(**{**args, "second": "mc-dropout"}, api_name="/on_estimator_pair"))
             assert "second estimator: choose one of" in same, same

@@ -45,9 +45,16 @@ def test_behaviour_cloning_reproduces_h_uats_trees():
     problem = Problem("bc", "What is 2 + 6?", "8")
     trees = []
     for method, controller in (("h-uats", None), ("a-uats", LearnedController(net))):
-        res = run_search(problem, SearchConfig(method=method, budget=16, seed=5), ScriptedPolicyDouble(depth=5),
-                         HashedPRMDouble(5), controller=controller)
-        trees.append([(n.id, n.parent_id, n.children_granted, n.extra_passes, n.status) for n in res.tree.nodes.values()])
+        res = run_search(
+            problem,
+            SearchConfig(method=method, budget=16, seed=5),
+            ScriptedPolicyDouble(depth=5),
+            HashedPRMDouble(5),
+            controller=controller,
+        )
+        trees.append(
+            [(n.id, n.parent_id, n.children_granted, n.extra_passes, n.status) for n in res.tree.nodes.values()]
+        )
     assert trees[0] == trees[1]
     assert any(extra for *_, extra, _ in trees[0])  # the comparison covers re-evaluation too
 
@@ -88,7 +95,9 @@ def test_corrupt_or_mismatched_checkpoint_names_the_file(tmp_path):
     with pytest.raises(ControllerError, match="does not match"):
         load_checkpoint(mismatch)
     # the ablation checkpoint asked for as the full one
-    abl = save_checkpoint(ControllerNet(len(feature_names(False)), hidden=32), tmp_path / "abl", uncertainty_features=False)
+    abl = save_checkpoint(
+        ControllerNet(len(feature_names(False)), hidden=32), tmp_path / "abl", uncertainty_features=False
+    )
     with pytest.raises(ControllerError, match="uncertainty_features"):
         load_controller(abl, SearchConfig(method="a-uats"))
     with pytest.raises(ControllerError, match="missing"):
@@ -105,8 +114,18 @@ def test_interrupted_training_leaves_a_loadable_checkpoint_with_the_rounds_done(
 
     out = tmp_path / "ctrl"
     pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
-    result = train(rounds=50, searches_per_round=2, seed=0, budgets=[2], uncertainty_features=True, out=out,
-                   pairs_spec=pairs, on_round=stop_after_two, bc_searches=1, checkpoint_every=0)
+    result = train(
+        rounds=50,
+        searches_per_round=2,
+        seed=0,
+        budgets=[2],
+        uncertainty_features=True,
+        out=out,
+        pairs_spec=pairs,
+        on_round=stop_after_two,
+        bc_searches=1,
+        checkpoint_every=0,
+    )
     assert result["meta"]["rounds_completed"] == 2 and result["meta"]["rounds"] == 50
     assert [r["round"] for r in json.loads((out / "training_curve.json").read_text())] == [0, 1]
     net, meta = load_checkpoint(out)
@@ -137,8 +156,17 @@ def test_training_is_reproducible_from_its_seed(tmp_path):
 
     pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
     for out in ("first", "second"):
-        train(rounds=2, searches_per_round=2, seed=3, budgets=[2], uncertainty_features=True, out=tmp_path / out,
-              pairs_spec=pairs, bc_searches=1, checkpoint_every=0)
+        train(
+            rounds=2,
+            searches_per_round=2,
+            seed=3,
+            budgets=[2],
+            uncertainty_features=True,
+            out=tmp_path / out,
+            pairs_spec=pairs,
+            bc_searches=1,
+            checkpoint_every=0,
+        )
     for name in ("controller.safetensors", "training_curve.json"):
         assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
 
@@ -150,8 +178,15 @@ def test_resumed_training_equals_an_uninterrupted_one(tmp_path):
     from uats_core.runner import ASSETS
 
     pairs = [(str(ASSETS / "arith-policy-a"), str(ASSETS / "arith-prm"))]
-    kw = dict(searches_per_round=2, seed=5, budgets=[2], uncertainty_features=True, pairs_spec=pairs, bc_searches=1,
-              checkpoint_every=0)
+    kw = dict(
+        searches_per_round=2,
+        seed=5,
+        budgets=[2],
+        uncertainty_features=True,
+        pairs_spec=pairs,
+        bc_searches=1,
+        checkpoint_every=0,
+    )
     train(rounds=4, out=tmp_path / "whole", **kw)
 
     def stop_after_two(row: dict) -> None:

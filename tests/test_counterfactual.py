@@ -36,10 +36,14 @@ def runs() -> tuple[RunStore, dict[str, str]]:
     base = SearchConfig(method="h-uats", budget=8, seed=0, max_iterations=8, tau=0.0005).validate()
     policy, prm = build_backends(None, None, base)
     ids = {}
-    for name, cfg in (("run", factual_config(base)), ("counter", counterfactual_config(base)),
-                      ("again", factual_config(base))):
-        ids[name] = run_search(world.get_problem("arith-test-1"), cfg.validate(), policy, prm,
-                               subscribers=[store.subscriber()]).run_id
+    for name, cfg in (
+        ("run", factual_config(base)),
+        ("counter", counterfactual_config(base)),
+        ("again", factual_config(base)),
+    ):
+        ids[name] = run_search(
+            world.get_problem("arith-test-1"), cfg.validate(), policy, prm, subscribers=[store.subscriber()]
+        ).run_id
     return store, ids
 
 
@@ -73,7 +77,8 @@ def test_the_two_draw_the_same_steps_until_their_decisions_part(runs: tuple[RunS
 
 
 def test_the_finder_lists_pairs_whose_answers_differ_with_their_direction(
-        runs: tuple[RunStore, dict[str, str]]) -> None:
+    runs: tuple[RunStore, dict[str, str]],
+) -> None:
     store, ids = runs
     found = find_cases(store)
     assert found.pairs == 1  # the replay is the newest run of the pair key: the run and its counterfactual pair up

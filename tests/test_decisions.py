@@ -89,15 +89,21 @@ def test_explain_node_gives_the_tests_and_shares(uats_run: RunData) -> None:
                 assert "δ test" in text and "R̂ rank" in text
             if d["extra_passes"]:
                 seen_extra = True
-                assert f"+{d['extra_passes']} extra passes" in text and f"of B = {row['step_info']['reeval_passes']}" in text
+                assert (
+                    f"+{d['extra_passes']} extra passes" in text
+                    and f"of B = {row['step_info']['reeval_passes']}" in text
+                )
     assert seen_ood and seen_extra
     step = explain_step(uats_run, max(uats_run.iterations))
     assert "B =" in step and "C =" in step
 
 
 def test_node_not_yet_decided_says_so(uats_run: RunData) -> None:
-    nid = next(i for i in uats_run.nodes if i and decision_iteration(uats_run, i) not in (None, 1)
-               and decision_iteration(uats_run, i) > 2)
+    nid = next(
+        i
+        for i in uats_run.nodes
+        if i and decision_iteration(uats_run, i) not in (None, 1) and decision_iteration(uats_run, i) > 2
+    )
     assert "no decision about it yet" in explain_node(uats_run, nid, t=1)
 
 

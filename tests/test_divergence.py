@@ -31,14 +31,33 @@ def _run(run_id: str, tree: Tree, decided: dict[int, list[tuple[int, int]]], ans
     nodes = []
     for nid, parent, step, ans in tree:
         depth[nid] = depth[parent] + 1
-        nodes.append({"id": nid, "parent_id": parent, "depth": depth[nid], "step": step, "created_iter": depth[nid],
-                      "mc_scores": [0.5], "mean": 0.5, "answer": ans,
-                      "status": "finished" if ans is not None else "kept"})
+        nodes.append(
+            {
+                "id": nid,
+                "parent_id": parent,
+                "depth": depth[nid],
+                "step": step,
+                "created_iter": depth[nid],
+                "mc_scores": [0.5],
+                "mean": 0.5,
+                "answer": ans,
+                "status": "finished" if ans is not None else "kept",
+            }
+        )
     last = max(depth.values()) + 1
-    iterations = [{"iteration": t, "decisions": [{"node_id": n, "children": c} for n, c in decided.get(t, [])]}
-                  for t in range(1, last + 1)]
-    run = {"run_id": run_id, "method": "h-uats", "question": "q", "status": "finished", "iterations": last,
-           "answer": answer, "config": {"method": "h-uats"}}
+    iterations = [
+        {"iteration": t, "decisions": [{"node_id": n, "children": c} for n, c in decided.get(t, [])]}
+        for t in range(1, last + 1)
+    ]
+    run = {
+        "run_id": run_id,
+        "method": "h-uats",
+        "question": "q",
+        "status": "finished",
+        "iterations": last,
+        "answer": answer,
+        "config": {"method": "h-uats"},
+    }
     data = RunData(run, nodes, iterations=iterations)
     data.history_skipped = True  # no per-iteration snapshots: the nodes as written
     return data
@@ -55,40 +74,60 @@ def test_a_step_the_other_run_never_sampled_is_where_they_part() -> None:
     assert divergence_text(div) == (
         "no step both runs had was decided differently (1 were decided alike); the runs part on the way to A's "
         "answer 5, at depth 2: A sampled the step “s2a” (node 2) at iteration 2; B never sampled it under its "
-        "node 1, which holds the same first step (it drew other steps there)")
+        "node 1, which holds the same first step (it drew other steps there)"
+    )
 
 
 def test_a_shared_step_the_other_run_left_without_children() -> None:
     """B sampled A's second step too (node 2) but ended before deciding it: no iteration holds a decision of
     both runs on it, yet on A's path it is where B stopped following."""
     a = _run("a" * 32, [(1, 0, "s1", None), (2, 1, "s2", None), (3, 2, "so 5", "5")], {2: [(1, 1)], 3: [(2, 1)]}, "5")
-    b = _run("b" * 32, [(1, 0, "s1", None), (2, 1, "s2", None), (4, 1, "s2x", None), (5, 4, "so 6", "6")],
-             {2: [(1, 2)], 3: [(4, 1)]}, "6")
+    b = _run(
+        "b" * 32,
+        [(1, 0, "s1", None), (2, 1, "s2", None), (4, 1, "s2x", None), (5, 4, "so 6", "6")],
+        {2: [(1, 2)], 3: [(4, 1)]},
+        "6",
+    )
     div = decision_divergence(a, b)
     assert (div.kind, div.side, div.depth, div.node_a, div.node_b) == (PRUNED, "a", 2, 2, 2)
     assert (div.children_a, div.children_b, div.iteration) == (1, 0, 3)
-    assert divergence_text(div).endswith("the step “s2” got 1 child in A (node 2) and none in B (node 2), at "
-                                         "iteration 3")
+    assert divergence_text(div).endswith(
+        "the step “s2” got 1 child in A (node 2) and none in B (node 2), at iteration 3"
+    )
 
 
 def test_the_same_path_with_another_vote() -> None:
     """B kept A's whole path, its final step included (node 2), but its vote chose another answer."""
     a = _run("a" * 32, [(1, 0, "s1", None), (2, 1, "so 5", "5")], {2: [(1, 1)]}, "5")
-    b = _run("b" * 32, [(1, 0, "s1", None), (2, 1, "so 5", "5"), (3, 1, "so 6", "6"), (4, 1, "then 6", "6")],
-             {2: [(1, 3)]}, "6")
+    b = _run(
+        "b" * 32,
+        [(1, 0, "s1", None), (2, 1, "so 5", "5"), (3, 1, "so 6", "6"), (4, 1, "then 6", "6")],
+        {2: [(1, 3)]},
+        "6",
+    )
     div = decision_divergence(a, b)
     assert (div.kind, div.side, div.node_a, div.node_b) == (VOTE, "a", 2, 2)
-    assert divergence_text(div).endswith("B kept that whole path down to its final step “so 5” (A node 2, B node "
-                                         "2), but B's vote chose answer 6")
+    assert divergence_text(div).endswith(
+        "B kept that whole path down to its final step “so 5” (A node 2, B node 2), but B's vote chose answer 6"
+    )
 
 
 def test_a_shared_decision_comes_first_and_agreeing_runs_never_diverge() -> None:
     a = _run("a" * 32, [(1, 0, "s1", None), (2, 0, "t1", None), (3, 1, "so 5", "5")], {2: [(1, 1), (2, 0)]}, "5")
     b = _run("b" * 32, [(1, 0, "s1", None), (2, 0, "t1", None), (3, 2, "so 6", "6")], {2: [(1, 0), (2, 1)]}, "6")
     div = decision_divergence(a, b)
-    assert (div.kind, div.iteration, div.node_a, div.node_b, div.children_a, div.children_b) == (DECISION, 2, 1, 1, 1, 0)
+    assert (div.kind, div.iteration, div.node_a, div.node_b, div.children_a, div.children_b) == (
+        DECISION,
+        2,
+        1,
+        1,
+        1,
+        0,
+    )
     same = decision_divergence(a, _run("c" * 32, [(1, 0, "s1", None), (3, 1, "so 5", "5")], {2: [(1, 1)]}, "5"))
-    assert same.kind is None and "never diverged" in divergence_text(same) and "answered the same" in divergence_text(same)
+    assert (
+        same.kind is None and "never diverged" in divergence_text(same) and "answered the same" in divergence_text(same)
+    )
 
 
 def _assert_diverges(a: RunData, b: RunData) -> None:
@@ -109,8 +148,16 @@ def test_runs_that_answer_differently_always_diverge() -> None:
     differ = 0
     for seed in range(12):
         problem = Problem(id=f"double-{seed}", question=f"question {seed}", answer="7")
-        ids = [run_search(problem, SearchConfig(method=m, budget=8, seed=seed, tau=0.002).validate(), policy, prm,
-                          subscribers=[store.subscriber()]).run_id for m in ("h-uats", "rebase")]
+        ids = [
+            run_search(
+                problem,
+                SearchConfig(method=m, budget=8, seed=seed, tau=0.002).validate(),
+                policy,
+                prm,
+                subscribers=[store.subscriber()],
+            ).run_id
+            for m in ("h-uats", "rebase")
+        ]
         a, b = (RunData.load(store, i) for i in ids)
         if a.run["answer"] != b.run["answer"]:
             differ += 1

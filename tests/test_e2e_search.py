@@ -67,8 +67,15 @@ def logged_runs(backends, tmp_path_factory):
     for method in method_names():
         cfg = SearchConfig(method=method, budget=BUDGET, seed=11, max_iterations=6, tau=TAU)
         controller = _bc_controller(cfg) if method == "a-uats" else None
-        res = run_search(problem, cfg, policy, prm, subscribers=[store.subscriber()], controller=controller,
-                         embedder=HashingEmbedder() if method == "dora" else None)
+        res = run_search(
+            problem,
+            cfg,
+            policy,
+            prm,
+            subscribers=[store.subscriber()],
+            controller=controller,
+            embedder=HashingEmbedder() if method == "dora" else None,
+        )
         ids[method] = res.run_id
     return store, ids
 
@@ -138,11 +145,14 @@ def test_same_seed_same_tree(backends):
     policy, prm = backends
     trees = []
     for _ in range(2):
-        res = run_search(PROBLEM, SearchConfig(method="h-uats", budget=4, seed=2, max_iterations=4, tau=TAU), policy, prm)
+        res = run_search(
+            PROBLEM, SearchConfig(method="h-uats", budget=4, seed=2, max_iterations=4, tau=TAU), policy, prm
+        )
         trees.append(res.tree)
     a, b = trees
-    assert [(n.id, n.parent_id, n.step, n.k, n.children_granted, n.extra_passes, n.status) for n in a.nodes.values()] == \
-           [(n.id, n.parent_id, n.step, n.k, n.children_granted, n.extra_passes, n.status) for n in b.nodes.values()]
+    assert [
+        (n.id, n.parent_id, n.step, n.k, n.children_granted, n.extra_passes, n.status) for n in a.nodes.values()
+    ] == [(n.id, n.parent_id, n.step, n.k, n.children_granted, n.extra_passes, n.status) for n in b.nodes.values()]
     # The PRM's prefix cache (warm on the second run) changes float summation order: equal to ~1e-7, not bitwise.
     for na, nb in zip(a.nodes.values(), b.nodes.values()):
         assert na.mc_scores == pytest.approx(nb.mc_scores, abs=1e-6)
@@ -156,16 +166,19 @@ def _cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
     return rc, out.out, out.err
 
 
-@pytest.mark.parametrize("args,field", [
-    (["--method", "mcts"], "method"),
-    (["--budget", "0"], "budget"),
-    (["--budget", "-4"], "budget"),
-    (["--k0", "1"], "k0"),
-    (["--tau", "-0.01"], "tau"),
-    (["--problem", "arith-nosuchsplit-3"], "problem"),
-    (["--problem", "no-such-problem"], "problem"),
-    (["--dataset", "/nonexistent/math.jsonl"], "dataset"),
-])
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["--method", "mcts"], "method"),
+        (["--budget", "0"], "budget"),
+        (["--budget", "-4"], "budget"),
+        (["--k0", "1"], "k0"),
+        (["--tau", "-0.01"], "tau"),
+        (["--problem", "arith-nosuchsplit-3"], "problem"),
+        (["--problem", "no-such-problem"], "problem"),
+        (["--dataset", "/nonexistent/math.jsonl"], "dataset"),
+    ],
+)
 def test_cli_bad_input_is_one_line_naming_the_field(tmp_path, capsys, args, field):
     db = tmp_path / "runs.db"
     rc, _, err = _cli(capsys, "search", "--db", str(db), "--quiet", *args)
@@ -179,9 +192,14 @@ def test_the_real_process_refuses_bad_input_with_code_2_one_line_and_no_file(tmp
     """`python -m uats` itself, not main() in this process: its exit code, a stderr of exactly one line
     (no warning or traceback from start-up), and no database file or runs/ folder where it ran."""
     db = tmp_path / "runs.db"
-    out = subprocess.run([sys.executable, "-m", "uats", "search", "--db", str(db), "--quiet", "--budget", "0"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "uats", "search", "--db", str(db), "--quiet", "--budget", "0"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: budget:"), out.stderr
@@ -201,9 +219,27 @@ def test_cli_search_runs_show(tmp_path, capsys, model_dirs):
     data = tmp_path / "problems.jsonl"
     data.write_text('{"id": "p1", "problem": "What is 2 + 2?", "answer": "4"}\n')
     policy_dir, prm_dir = model_dirs
-    rc, out, err = _cli(capsys, "search", "--method", "h-uats", "--budget", "4", "--dataset", str(data), "--problem",
-                        "p1", "--policy", str(policy_dir), "--prm", str(prm_dir), "--max-iterations", "3", "--db",
-                        str(db), "--quiet")
+    rc, out, err = _cli(
+        capsys,
+        "search",
+        "--method",
+        "h-uats",
+        "--budget",
+        "4",
+        "--dataset",
+        str(data),
+        "--problem",
+        "p1",
+        "--policy",
+        str(policy_dir),
+        "--prm",
+        str(prm_dir),
+        "--max-iterations",
+        "3",
+        "--db",
+        str(db),
+        "--quiet",
+    )
     assert rc == 0, err
     run_id = out.split()[1]
     _, listing, _ = _cli(capsys, "runs", "--db", str(db))

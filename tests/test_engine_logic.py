@@ -35,8 +35,15 @@ def fixed_controller(state):
 def _run(method, budget=16, seed=0, depth=4, **kw):
     events = []
     cfg = SearchConfig(method=method, budget=budget, seed=seed, **kw)
-    result = run_search(PROBLEM, cfg, ScriptedPolicyDouble(depth=depth), HashedPRMDouble(seed),
-                        subscribers=[events.append], controller=fixed_controller, embedder=HashEmbedderDouble())
+    result = run_search(
+        PROBLEM,
+        cfg,
+        ScriptedPolicyDouble(depth=depth),
+        HashedPRMDouble(seed),
+        subscribers=[events.append],
+        controller=fixed_controller,
+        embedder=HashEmbedderDouble(),
+    )
     return result, events
 
 
@@ -179,8 +186,14 @@ def test_cancel_leaves_a_cancelled_run_with_its_nodes():
         calls["n"] += 1
         return calls["n"] > 2
 
-    result = run_search(PROBLEM, SearchConfig(method="h-uats", budget=8), ScriptedPolicyDouble(depth=6),
-                        HashedPRMDouble(), subscribers=[events.append], should_cancel=cancel_after_two)
+    result = run_search(
+        PROBLEM,
+        SearchConfig(method="h-uats", budget=8),
+        ScriptedPolicyDouble(depth=6),
+        HashedPRMDouble(),
+        subscribers=[events.append],
+        should_cancel=cancel_after_two,
+    )
     assert result.status == "cancelled"
     assert isinstance(events[-1], RunEnded) and events[-1].status == "cancelled"
     written = {n["id"] for e in events if isinstance(e, NodesUpdated) for n in e.nodes}
@@ -196,17 +209,29 @@ def test_failure_is_recorded_then_raised():
 
     events = []
     with pytest.raises(RuntimeError, match="out of memory"):
-        run_search(PROBLEM, SearchConfig(method="h-uats", budget=8), ScriptedPolicyDouble(depth=5),
-                   ExplodingPRMDouble(), subscribers=[events.append])
+        run_search(
+            PROBLEM,
+            SearchConfig(method="h-uats", budget=8),
+            ScriptedPolicyDouble(depth=5),
+            ExplodingPRMDouble(),
+            subscribers=[events.append],
+        )
     assert events[-1].status == "failed" and "out of memory" in events[-1].error
     assert any(isinstance(e, NodesUpdated) for e in events)
 
 
-@pytest.mark.parametrize("bad,field", [
-    (dict(method="mcts"), "method"), (dict(budget=0), "budget"), (dict(budget=-3), "budget"),
-    (dict(k0=1), "k0"), (dict(tau=-0.1), "tau"), (dict(dropout_mode="last:0"), "dropout_mode"),
-    (dict(method="beam", budget=6), "budget"),
-])
+@pytest.mark.parametrize(
+    "bad,field",
+    [
+        (dict(method="mcts"), "method"),
+        (dict(budget=0), "budget"),
+        (dict(budget=-3), "budget"),
+        (dict(k0=1), "k0"),
+        (dict(tau=-0.1), "tau"),
+        (dict(dropout_mode="last:0"), "dropout_mode"),
+        (dict(method="beam", budget=6), "budget"),
+    ],
+)
 def test_bad_config_names_the_field(bad, field):
     with pytest.raises(ConfigError) as err:
         check_config(SearchConfig(**bad))

@@ -17,16 +17,28 @@ def _ledger(seeds: range, ensemble_gain: float) -> pd.DataFrame:
     """REBASE right on every other problem; H-UATS under MC dropout exactly as REBASE; under the ensemble right on
     REBASE's wrong problems too for the first `ensemble_gain` share of them."""
     rows = []
-    gained = set(PROBLEMS[1::2][:int(ensemble_gain * len(PROBLEMS[1::2]))])
+    gained = set(PROBLEMS[1::2][: int(ensemble_gain * len(PROBLEMS[1::2]))])
     for budget in (16, 64):
         for seed in seeds:
             for i, pid in enumerate(PROBLEMS):
                 right = i % 2 == 0
-                cell = {"pair": "B:prm", "budget": budget, "seed": seed, "problem_id": pid, "code_version": "b9109b0f6ac4"}
+                cell = {
+                    "pair": "B:prm",
+                    "budget": budget,
+                    "seed": seed,
+                    "problem_id": pid,
+                    "code_version": "b9109b0f6ac4",
+                }
                 rows.append({**cell, "method": "rebase", "variant": "base", "correct": right})
                 rows.append({**cell, "method": "h-uats", "variant": "tau=auto", "correct": right})
-                rows.append({**cell, "method": "h-uats", "variant": "estimator=ensemble,tau=auto",
-                             "correct": right or pid in gained})
+                rows.append(
+                    {
+                        **cell,
+                        "method": "h-uats",
+                        "variant": "estimator=ensemble,tau=auto",
+                        "correct": right or pid in gained,
+                    }
+                )
     return pd.DataFrame(rows)
 
 

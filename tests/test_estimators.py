@@ -80,7 +80,9 @@ def test_a_known_ensemble_reads_its_members_in_order_and_no_further():
     assert first[0].mean == pytest.approx(0.3) and first[0].var == pytest.approx(0.02)  # ddof = 1
     assert members[2].calls == 0  # member 2 was not read: re-evaluation reads it
     more = est.more(TRACES[:1], [list(first[0].samples)], 2)[0]
-    assert more.samples == (0.2, 0.4, 0.9) and more.new == 1 and more.var == pytest.approx(np.var([0.2, 0.4, 0.9], ddof=1))
+    assert (
+        more.samples == (0.2, 0.4, 0.9) and more.new == 1 and more.var == pytest.approx(np.var([0.2, 0.4, 0.9], ddof=1))
+    )
     assert est.more(TRACES[:1], [list(more.samples)], 2)[0].new == 0 and est.capacity(3) == 0
 
 
@@ -100,7 +102,9 @@ def test_a_known_laplace_posterior_its_hessian_and_its_draws():
     np.testing.assert_allclose(fit.chol @ fit.chol.T, np.linalg.inv(hess), rtol=1e-8, atol=1e-12)
     est = Laplace(HiddenPRMDouble({}, w, b), fit)
     draws = est.draws(0, 20000)
-    np.testing.assert_allclose(draws.mean(0), np.append(w, b), atol=4 * math.sqrt(np.linalg.inv(hess).max() / 20000) + 1e-3)
+    np.testing.assert_allclose(
+        draws.mean(0), np.append(w, b), atol=4 * math.sqrt(np.linalg.inv(hess).max() / 20000) + 1e-3
+    )
     # the draws' covariance is Λ⁻¹ up to Monte Carlo error, ~ max variance · sqrt(2/n) (the draw stream is fixed)
     cov = np.linalg.inv(hess)
     np.testing.assert_allclose(np.cov(draws, rowvar=False), cov, rtol=0, atol=4 * cov.max() * math.sqrt(2 / 20000))
@@ -205,7 +209,11 @@ def test_mc_dropout_reproduces_a_rerun_ledger_cell_exactly():
     item = check_cells([WorkItem(cell, world.get_problem(pid))])[0]
     res = prepare_search(item.checked).run()
     assert (res.answer, res.cost, res.iterations, len(res.tree.nodes) - 1) == (
-        str(row.answer), float(row.cost), int(row.iterations), int(row.n_nodes))
+        str(row.answer),
+        float(row.cost),
+        int(row.iterations),
+        int(row.n_nodes),
+    )
 
 
 def test_tau_auto_reads_the_estimators_own_calibration(tmp_path):
@@ -213,8 +221,14 @@ def test_tau_auto_reads_the_estimators_own_calibration(tmp_path):
 
     assert entry_key("full", 0.1, "prob") == "full|p=0.1|prob"  # MC dropout's entries keep their keys
     path = tmp_path / "uats_calibration.json"
-    write_calibration(path, prm="x", spreads={entry_key("full", 0.1, "prob"): spread_entry([0.1] * 10, 7, "t"),
-                                              entry_key("", 0, "prob", "laplace"): spread_entry([0.002] * 10, 7, "t")})
+    write_calibration(
+        path,
+        prm="x",
+        spreads={
+            entry_key("full", 0.1, "prob"): spread_entry([0.1] * 10, 7, "t"),
+            entry_key("", 0, "prob", "laplace"): spread_entry([0.002] * 10, 7, "t"),
+        },
+    )
     cfg, note = resolve_tau(SearchConfig(tau="auto", estimator="laplace"), None, path)
     assert cfg.tau == pytest.approx(0.002) and note["key"] == "laplace|prob"
     assert resolve_tau(SearchConfig(tau="auto"), None, path)[0].tau == pytest.approx(0.1)
@@ -229,10 +243,18 @@ def test_the_results_pages_section_is_generated_from_the_measured_rows(tmp_path)
     from reports.estimators_section import estimators_section
 
     assert estimators_section(tmp_path) == []  # nothing measured: no section
-    rows = [pair_row(name, pair, np.linspace(0, 1, 50) * (i + 1), np.linspace(0.01, 0.99, 50), np.arange(50) % 3 == 0
-                     ).to_dict() for i, name in enumerate(("mc-dropout", "laplace")) for pair in ("A:prm", "B:prm")]
-    (tmp_path / "arith.json").write_text(json.dumps({"problems": 7, "samples": 2, "k": 5, "rows": rows,
-                                                     "separation": {"mc-dropout": 0.61}, "verdict": "V."}))
+    rows = [
+        pair_row(
+            name, pair, np.linspace(0, 1, 50) * (i + 1), np.linspace(0.01, 0.99, 50), np.arange(50) % 3 == 0
+        ).to_dict()
+        for i, name in enumerate(("mc-dropout", "laplace"))
+        for pair in ("A:prm", "B:prm")
+    ]
+    (tmp_path / "arith.json").write_text(
+        json.dumps(
+            {"problems": 7, "samples": 2, "k": 5, "rows": rows, "separation": {"mc-dropout": 0.61}, "verdict": "V."}
+        )
+    )
     text = "\n".join(estimators_section(tmp_path))
     assert "| laplace | scores | B:prm | 50 (17) |" in text and "| 0.610 |" in text and "**Verdict**: V." in text
     assert "7 test problems" in text and "K = 5" in text

@@ -26,8 +26,12 @@ from uats_core.estimators import make_estimator
 from uats_core.estimators.posterior import HEAD_FIT_FILE, sigmoid
 from uats_core.protocols import Trace
 
-TRACES = [Trace("What is 2+3?", ("2+3 = 5\n\n",)), Trace("Compute 12*7 + 4.", ("12*7 = 84\n\n", "84 + 4 = 88")),
-          Trace("x", ("a\n\n", "b\n\n")), Trace("A longer question about 17 apples?", ("17 + 5 = 22\n\n", "22"))]
+TRACES = [
+    Trace("What is 2+3?", ("2+3 = 5\n\n",)),
+    Trace("Compute 12*7 + 4.", ("12*7 = 84\n\n", "84 + 4 = 88")),
+    Trace("x", ("a\n\n", "b\n\n")),
+    Trace("A longer question about 17 apples?", ("17 + 5 = 22\n\n", "22")),
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +83,9 @@ def test_the_head_as_one_direction_gives_its_scores_and_a_fit_serves_both_estima
         assert all(e.var is not None and e.var >= 0 and e.k == (1 if name == "mahalanobis" else 4) for e in got)
     with torch.no_grad():
         p = prm.score(TRACES[:1])[0][-1]
-    assert make_estimator(SearchConfig(estimator="mahalanobis"), prm).more(TRACES[:1], [[]], 7)[0].mean == \
-        pytest.approx(p, abs=1e-5)
+    assert make_estimator(SearchConfig(estimator="mahalanobis"), prm).more(TRACES[:1], [[]], 7)[
+        0
+    ].mean == pytest.approx(p, abs=1e-5)
 
 
 def test_a_prm_without_a_fit_or_with_an_mlp_head_is_refused_in_one_line(qwen_dir, tmp_path):

@@ -45,7 +45,9 @@ def test_cell_keys_variants_and_shards(problems_file: Path) -> None:
     assert sorted(k for p in parts for k in (it.cell.key for it in p)) == sorted(keys)
 
 
-def test_bad_input_is_one_line_naming_the_field(problems_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_bad_input_is_one_line_naming_the_field(
+    problems_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     db = tmp_path / "never.db"
     base = ["--dataset", str(problems_file), "--db", str(db), "--quiet"]
     assert eval_main(base + ["--pairs", "nope:prm"]) == 2
@@ -54,11 +56,26 @@ def test_bad_input_is_one_line_naming_the_field(problems_file: Path, tmp_path: P
     assert "error: policy: no such model folder '/no/such/folder'" in capsys.readouterr().err
     assert eval_main(base + ["--methods", "rebase,magic"]) == 2
     assert "error: methods:" in capsys.readouterr().err
-    assert eval_main(base + ["--model", "pol=" + MODELS["pol"], "--model", "rm=" + MODELS["rm"], "--pairs", "pol:rm",
-                             "--methods", "beam", "--budgets", "6"]) == 2
+    assert (
+        eval_main(
+            base
+            + [
+                "--model",
+                "pol=" + MODELS["pol"],
+                "--model",
+                "rm=" + MODELS["rm"],
+                "--pairs",
+                "pol:rm",
+                "--methods",
+                "beam",
+                "--budgets",
+                "6",
+            ]
+        )
+        == 2
+    )
     assert "budget" in capsys.readouterr().err
     assert not db.exists()  # nothing half-written
-
 
 
 # ------------------------------------------------------------------------------------------- resumption
@@ -130,7 +147,9 @@ def test_batching_merges_calls_and_reproduces_itself(problems_file: Path, tmp_pa
     one = run_eval(spec, EvalOptions(db=str(tmp_path / "b1.db"), lanes=3, progress=False))
     two = run_eval(spec, EvalOptions(db=str(tmp_path / "b2.db"), lanes=3, progress=False))
     assert one.finished == two.finished == one.cells == 3 * 2 * 2 * 2 * 2 and one.failed == 0
-    assert finished_outcomes(tmp_path / "b1.db") == finished_outcomes(tmp_path / "b2.db")  # same cells, same lanes: same results
+    assert finished_outcomes(tmp_path / "b1.db") == finished_outcomes(
+        tmp_path / "b2.db"
+    )  # same cells, same lanes: same results
     assert all(v["batched"] for v in cell_rows(tmp_path / "b1.db").values())
 
 
@@ -170,12 +189,32 @@ def test_bench_eval_reports_both_rates(problems_file: Path) -> None:
     from testkit.bench_runs import run_benchmark
 
     models = [a for name, spec in MODELS.items() for a in ("--model", f"{name}={spec}")]
-    done = run_benchmark("eval", "--pair", "pol:rm", *models, "--dataset", str(problems_file), "--problems", "2",
-                         "--lanes", "2", "--repeats", "1", "--budget", "4")
+    done = run_benchmark(
+        "eval",
+        "--pair",
+        "pol:rm",
+        *models,
+        "--dataset",
+        str(problems_file),
+        "--problems",
+        "2",
+        "--lanes",
+        "2",
+        "--repeats",
+        "1",
+        "--budget",
+        "4",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     # format_results' line per method: "eval METHOD N=4 pol:rm: S searches/min serial, B with ... ×R [...]"
-    rates = {m: (float(a), float(b), float(r)) for m, a, b, r in re.findall(
-        r"^eval (\S+)\s+N=4 pol:rm:\s+([\d.]+) searches/min serial,\s+([\d.]+) with .*?×([\d.]+) \[", done.stdout, re.M)}
+    rates = {
+        m: (float(a), float(b), float(r))
+        for m, a, b, r in re.findall(
+            r"^eval (\S+)\s+N=4 pol:rm:\s+([\d.]+) searches/min serial,\s+([\d.]+) with .*?×([\d.]+) \[",
+            done.stdout,
+            re.M,
+        )
+    }
     assert set(rates) == {"rebase", "h-uats"}, done.stdout
     for serial, batched, ratio in rates.values():
         assert serial > 0 and batched > 0
@@ -210,7 +249,9 @@ def test_ray_workers_find_shipped_models_in_their_copy_of_the_checkout(tmp_path:
 
     driver = "/home/me/uats-studio"
     here = tmp_path / "ray_job_dir"
-    cell = Cell("A:prm", f"{driver}/assets/models/arith-policy-a", "hf:org/prm", "arith-test", "arith-test-0", "rebase", 4, 0)
+    cell = Cell(
+        "A:prm", f"{driver}/assets/models/arith-policy-a", "hf:org/prm", "arith-test", "arith-test-0", "rebase", 4, 0
+    )
     item = WorkItem(cell, Problem("arith-test-0", "1 + 1", "2"))
     (moved,) = relocate([item], driver, here)
     assert moved.cell.policy == f"{here}/assets/models/arith-policy-a"

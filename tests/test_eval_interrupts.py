@@ -25,9 +25,30 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _start_slow_grid(problems_file: Path, db: Path, *extra: str) -> subprocess.Popen:
     """The eval CLI in its own process on a grid slow enough to interrupt mid-search."""
-    args = [sys.executable, "-m", "uats", "eval", "--dataset", str(problems_file), "--model", f"slow={MODELS['slow']}",
-            "--model", f"rm={MODELS['rm']}", "--pairs", "slow:rm", "--methods", "rebase,h-uats", "--budgets", "4",
-            "--seeds", "2", "--db", str(db), "--quiet", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "uats",
+        "eval",
+        "--dataset",
+        str(problems_file),
+        "--model",
+        f"slow={MODELS['slow']}",
+        "--model",
+        f"rm={MODELS['rm']}",
+        "--pairs",
+        "slow:rm",
+        "--methods",
+        "rebase,h-uats",
+        "--budgets",
+        "4",
+        "--seeds",
+        "2",
+        "--db",
+        str(db),
+        "--quiet",
+        *extra,
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(db.with_suffix(".stderr"), "w") as err:  # a file, not a pipe: nobody reads while it runs
         return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -38,8 +59,12 @@ def _nodes_of_running_cells(db: Path) -> dict[str, int]:
     engine = sa.create_engine(f"sqlite:///{db}")  # disposed: the caller polls this ten times a second
     try:
         with engine.connect() as conn:
-            rows = conn.execute(sa.text("SELECT n.run_id, count(*) FROM nodes n JOIN eval_cells c ON c.run_id = n.run_id "
-                                        "WHERE c.status = 'running' GROUP BY n.run_id")).all()
+            rows = conn.execute(
+                sa.text(
+                    "SELECT n.run_id, count(*) FROM nodes n JOIN eval_cells c ON c.run_id = n.run_id "
+                    "WHERE c.status = 'running' GROUP BY n.run_id"
+                )
+            ).all()
         return {str(run_id): int(count) for run_id, count in rows}
     finally:
         engine.dispose()
@@ -62,8 +87,10 @@ def _wait_mid_grid(proc: subprocess.Popen, db: Path, finished: int, running_node
                         return seen
             except (sa.exc.OperationalError, StorageError):
                 continue  # the worker is still creating the tables
-    pytest.fail(f"the worker never got going; cell states: {states}; its stderr: "
-                f"{db.with_suffix('.stderr').read_text()[-2000:]}")
+    pytest.fail(
+        f"the worker never got going; cell states: {states}; its stderr: "
+        f"{db.with_suffix('.stderr').read_text()[-2000:]}"
+    )
 
 
 def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> None:
@@ -85,8 +112,9 @@ def test_killed_worker_cells_are_redone(problems_file: Path, tmp_path: Path) -> 
     assert len(orphan) == 1 and len(finished) >= 2
     assert killed[orphan[0]]["run_status"] in ("running", "queued")  # the dead worker left it half-done
 
-    summary = run_eval(grid_spec(problems_file, pairs="slow:rm", methods=("rebase", "h-uats")),
-                       EvalOptions(db=str(db), progress=False))
+    summary = run_eval(
+        grid_spec(problems_file, pairs="slow:rm", methods=("rebase", "h-uats")), EvalOptions(db=str(db), progress=False)
+    )
     assert summary.orphans == 1 and summary.failed == 0
     assert summary.finished == summary.cells - len(finished)
     after = cell_rows(db)
@@ -123,8 +151,14 @@ def test_sigterm_ends_the_grid_like_ctrl_c(problems_file: Path, tmp_path: Path, 
         for v in cancelled:
             assert store.get_run(v["run_id"])["status"] == "cancelled"
         with store.engine.connect() as conn:
-            now = dict(conn.execute(sa.text("SELECT run_id, count(*) FROM nodes WHERE run_id IN :ids GROUP BY run_id")
-                                    .bindparams(sa.bindparam("ids", expanding=True)), {"ids": list(seen)}).all())
+            now = dict(
+                conn.execute(
+                    sa.text("SELECT run_id, count(*) FROM nodes WHERE run_id IN :ids GROUP BY run_id").bindparams(
+                        sa.bindparam("ids", expanding=True)
+                    ),
+                    {"ids": list(seen)},
+                ).all()
+            )
     finally:
         store.close()
     # What the searches in flight had written is kept, whether the signal cancelled them or (batched lanes) one

@@ -25,8 +25,9 @@ def pdflatex() -> str:
     path = shutil.which("pdflatex")
     if path is None:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("pdflatex is missing on CI: ./setup.sh --dev installs texlive-latex-base and "
-                        "texlive-latex-recommended")
+            pytest.fail(
+                "pdflatex is missing on CI: ./setup.sh --dev installs texlive-latex-base and texlive-latex-recommended"
+            )
         pytest.skip("needs pdflatex (apt-get install texlive-latex-base texlive-latex-recommended)")
     return path
 
@@ -37,10 +38,17 @@ def compile_snippet(tex: str, folder: Path) -> str:
     assert needs, tex[:200]
     assert needs.group(1) == " ".join(r"\usepackage{%s}" % p for p in PREAMBLE)
     (folder / "table.tex").write_text(tex, encoding="utf-8")
-    (folder / "paper.tex").write_text("\\documentclass{article}\n" + needs.group(1) + "\n\\begin{document}\n"
-                                      "\\input{table}\n\\end{document}\n", encoding="utf-8")
-    proc = subprocess.run([pdflatex(), "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=folder,
-                          capture_output=True, text=True, timeout=600)
+    (folder / "paper.tex").write_text(
+        "\\documentclass{article}\n" + needs.group(1) + "\n\\begin{document}\n\\input{table}\n\\end{document}\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [pdflatex(), "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     log = (folder / "paper.log").read_text(encoding="utf-8", errors="replace")
     assert proc.returncode == 0 and (folder / "paper.pdf").exists(), log[-3000:]
     return log
@@ -93,20 +101,77 @@ def test_the_comparison_tex_holds_the_decisions_uncertainty_changed(real_pair, t
     assert overfull_pt(log) < 10, overfull_pt(log)
 
 
-NASTY = ["\\", "{", "}", "$", "&", "%", "#", "_", "^", "~", "<", ">", "|", "\\\\", "\\end{table}", "\\boxed{",
-         "\\frac{1}", "x^2^3", "$x^{2}^{3}$", "\\(", "\\)", "\\text{a_b}", "$\\left( x$", "中", "😀", "é", "ő", "ß", "ŋ", "ð", "þ", "ą", "Ħ", "σ", "R̄",
-         "²", "×", "—", "\u200b", "\t", "\n", " ", "a", "1", "\\boxed{32}", "$\\frac{1}{2}$", "$$", "\\sqrt"]
+NASTY = [
+    "\\",
+    "{",
+    "}",
+    "$",
+    "&",
+    "%",
+    "#",
+    "_",
+    "^",
+    "~",
+    "<",
+    ">",
+    "|",
+    "\\\\",
+    "\\end{table}",
+    "\\boxed{",
+    "\\frac{1}",
+    "x^2^3",
+    "$x^{2}^{3}$",
+    "\\(",
+    "\\)",
+    "\\text{a_b}",
+    "$\\left( x$",
+    "中",
+    "😀",
+    "é",
+    "ő",
+    "ß",
+    "ŋ",
+    "ð",
+    "þ",
+    "ą",
+    "Ħ",
+    "σ",
+    "R̄",
+    "²",
+    "×",
+    "—",
+    "\u200b",
+    "\t",
+    "\n",
+    " ",
+    "a",
+    "1",
+    "\\boxed{32}",
+    "$\\frac{1}{2}$",
+    "$$",
+    "\\sqrt",
+]
 
 
 def test_model_text_of_any_kind_compiles(tmp_path: Path) -> None:
     """Steps are model output: whatever they hold, the table compiles (math it cannot vouch for is printed)."""
     rng = random.Random(30)
-    rows = [[i, "".join(rng.choice(NASTY) for _ in range(rng.randint(1, 12))), rng.random(), None, 7, "?"]
-            for i in range(150)]
-    rows += [[900, "The answer is \\boxed{32}", 0.5, 0.001, 7, "right"],
-             [901, "So $x = \\frac{3}{4}$, hence \\(y^2 = 9\\) and \\boxed{\\dfrac{1}{2}}", 0.5, 0.001, 7, "right"]]
-    bundle = ExportBundle(name="nasty", kind="case", data={}, table_header=["node", "step", "R̄", "σ²", "K", "verdict"],
-                          table_rows=rows, caption="Model text: 50% & more_σ² {τ}")
+    rows = [
+        [i, "".join(rng.choice(NASTY) for _ in range(rng.randint(1, 12))), rng.random(), None, 7, "?"]
+        for i in range(150)
+    ]
+    rows += [
+        [900, "The answer is \\boxed{32}", 0.5, 0.001, 7, "right"],
+        [901, "So $x = \\frac{3}{4}$, hence \\(y^2 = 9\\) and \\boxed{\\dfrac{1}{2}}", 0.5, 0.001, 7, "right"],
+    ]
+    bundle = ExportBundle(
+        name="nasty",
+        kind="case",
+        data={},
+        table_header=["node", "step", "R̄", "σ²", "K", "verdict"],
+        table_rows=rows,
+        caption="Model text: 50% & more_σ² {τ}",
+    )
     tex = to_latex(bundle)
     assert "The answer is $\\boxed{32}$" in tex
     assert "So $x = \\frac{3}{4}$, hence $y^2 = 9$ and $\\boxed{\\dfrac{1}{2}}$" in tex
@@ -130,15 +195,25 @@ def _legend_names(fig: dict) -> set[str]:
 def test_image_legends_name_every_kind_of_mark(synthetic_runs) -> None:
     a, b = synthetic_runs
     # the baseline (B) alone shadow-scored, as the Compare tab does: its marks exist only in tree B
-    shadow_b = {i: {"mean": 0.5, "var": 0.02 if i % 2 else 0.0001, "mc_scores": [0.4, 0.6, 0.5], "ood": bool(i % 2),
-                    "tau": 0.003} for i in b.nodes if i != 0}
+    shadow_b = {
+        i: {
+            "mean": 0.5,
+            "var": 0.02 if i % 2 else 0.0001,
+            "mc_scores": [0.4, 0.6, 0.5],
+            "ood": bool(i % 2),
+            "tau": 0.003,
+        }
+        for i in b.nodes
+        if i != 0
+    }
     bundle = compare_bundle(a, b, shadows=(None, shadow_b))
     fa, fb, _ = compare_figures(a, b, None, height=700, shadows=(None, shadow_b))
     wanted = _legend_names(fa) | _legend_names(fb)
     assert {"shadow ID", "shadow OOD (σ² > τ, not spent)"} <= wanted
     for caption, fig in [bundle.figures[0], *run_bundle(a).figures]:
         svg = render_image(fig, "svg").decode("utf-8")
-        shown = {html.unescape(re.sub(r"<[^>]+>", "", m))
-                 for m in re.findall(r'class="legendtext"[^>]*>(.*?)</text>', svg)}
+        shown = {
+            html.unescape(re.sub(r"<[^>]+>", "", m)) for m in re.findall(r'class="legendtext"[^>]*>(.*?)</text>', svg)
+        }
         expected = wanted if caption == "Side by side" else _legend_names(fig)
         assert expected <= shown, (caption, expected - shown)

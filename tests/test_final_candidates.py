@@ -33,8 +33,9 @@ SEEDS = range(6)
 def test_a_search_marks_the_candidates_it_votes_on(method: str) -> None:
     unvoted_ends = 0
     for seed in SEEDS:
-        result = run_search(PROBLEM, SearchConfig(method=method, budget=8, seed=seed), RaggedPolicyDouble(),
-                            TorchRngPRMDouble())
+        result = run_search(
+            PROBLEM, SearchConfig(method=method, budget=8, seed=seed), RaggedPolicyDouble(), TorchRngPRMDouble()
+        )
         nodes = [n for n in result.tree.nodes.values() if n.id]
         voted = [n for n in nodes if n.voted]
         assert voted and len(voted) <= 8, f"seed {seed}: {len(voted)} final candidates for N = 8"
@@ -52,8 +53,14 @@ def test_a_search_marks_the_candidates_it_votes_on(method: str) -> None:
 
 def test_pass_at_n_and_n_final_count_only_the_voted_candidates(problems_file: Path, tmp_path: Path) -> None:
     dataset, problems = load_eval_problems(None, str(problems_file), 3)
-    spec = GridSpec(pairs=parse_pairs("ragged:rm", MODELS), problems=problems, dataset=dataset,
-                    methods=["best-of-n", "beam", "dvts"], budgets=[8], seeds=list(SEEDS))
+    spec = GridSpec(
+        pairs=parse_pairs("ragged:rm", MODELS),
+        problems=problems,
+        dataset=dataset,
+        methods=["best-of-n", "beam", "dvts"],
+        budgets=[8],
+        seeds=list(SEEDS),
+    )
     db = tmp_path / "eval.db"
     assert run_eval(spec, EvalOptions(db=str(db), progress=False)).failed == 0
     rows = load_results(str(db))
@@ -86,17 +93,26 @@ def test_pass_at_n_and_n_final_count_only_the_voted_candidates(problems_file: Pa
 
 
 def _legacy(method: str, n_final: int, pass_at_n: bool, correct: bool, naive: bool, marked: bool = False) -> dict:
-    return dict(method=method, budget=16, n_final=n_final, pass_at_n=pass_at_n, correct=correct,
-                naive_correct=naive, finals_marked=marked)
+    return dict(
+        method=method,
+        budget=16,
+        n_final=n_final,
+        pass_at_n=pass_at_n,
+        correct=correct,
+        naive_correct=naive,
+        finals_marked=marked,
+    )
 
 
 def test_cells_that_counted_every_ended_solution_give_pass_at_n_as_a_bound() -> None:
-    rows = pd.DataFrame([
-        _legacy("beam", 20, True, False, False),  # more than N ended: unknown, the bound's low end is False
-        _legacy("beam", 20, True, False, True),  # the best score's answer is a voted candidate: right
-        _legacy("beam", 16, True, False, False),  # at most N ended: beam search voted on all of them
-        _legacy("dvts", 9, True, False, False),  # DVTS may end solutions it does not vote on at any count
-        _legacy("dvts", 9, True, False, False, marked=True),  # recorded with its final candidates marked
-        _legacy("rebase", 9, True, False, False),  # REBASE votes on every solution it ends
-    ])
+    rows = pd.DataFrame(
+        [
+            _legacy("beam", 20, True, False, False),  # more than N ended: unknown, the bound's low end is False
+            _legacy("beam", 20, True, False, True),  # the best score's answer is a voted candidate: right
+            _legacy("beam", 16, True, False, False),  # at most N ended: beam search voted on all of them
+            _legacy("dvts", 9, True, False, False),  # DVTS may end solutions it does not vote on at any count
+            _legacy("dvts", 9, True, False, False, marked=True),  # recorded with its final candidates marked
+            _legacy("rebase", 9, True, False, False),  # REBASE votes on every solution it ends
+        ]
+    )
     assert pass_lower(rows).tolist() == [False, True, True, False, True, True]

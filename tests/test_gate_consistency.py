@@ -59,8 +59,13 @@ def test_every_panel_states_the_gate_as_it_read_it(run: RunData) -> None:
         assert decision in inspector
         for sort in ("parent", "stat"):
             fig = step_figure(step, selected=nid, sort_by=sort)
-            assert fig["meta"]["numbers"][nid] == {"R̄": mean, "read": read, "K": str(c.k), "decision": decision,
-                                                   "after": fmt_var(c.stat_after) if c.extra else ""}
+            assert fig["meta"]["numbers"][nid] == {
+                "R̄": mean,
+                "read": read,
+                "K": str(c.k),
+                "decision": decision,
+                "after": fmt_var(c.stat_after) if c.extra else "",
+            }
             row = fig["meta"]["rows"].index(nid)
             bars = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x3")
             assert bars["x"][row] == (c.stat or None)  # the bar is the value read, not the one after

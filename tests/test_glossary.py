@@ -27,8 +27,20 @@ from ui.tabs.settings_form import CONFIG_FIELDS
 from ui.views.safe_text import md_text
 
 # inputs that name or annotate something (a run, a node, a note, an export), not knobs of a search or a view
-ENTRIES = {"open-id", "node-id", "star", "note", "run-export-name", "frontier-page", "cmp-a", "cmp-b",
-           "cmp-export-name", "case-star", "case-note", "case-export-name"}
+ENTRIES = {
+    "open-id",
+    "node-id",
+    "star",
+    "note",
+    "run-export-name",
+    "frontier-page",
+    "cmp-a",
+    "cmp-b",
+    "cmp-export-name",
+    "case-star",
+    "case-note",
+    "case-export-name",
+}
 # the words the issue found without an explanation, and the symbols of the paper the page writes
 ASKED = ("B", "C", "R̂", "δ test", "ν1", "ν2", "K0", "naive answer", "δ", "τ", "R̄", "σ²", "α", "K", "N")
 SYMBOL = re.compile(r"R̄|R̂|σ²|τ|δ|ν1|ν2|α|ρ")
@@ -72,8 +84,13 @@ def test_every_term_is_defined_once_and_every_symbol_used_is_a_term() -> None:
     for term in ASKED:
         assert GLOSSARY.get(term, "").strip(), f"{term} is not defined"
     assert set(FIELD_TERMS.values()) | set(COLUMN_TERMS.values()) <= set(GLOSSARY)
-    texts = [*GLOSSARY.values(), *FIELD_HELP.values(), *COLUMN_HELP.values(), *COLUMN_HELP,
-             *(d.spec.help for d in SETTINGS)]
+    texts = [
+        *GLOSSARY.values(),
+        *FIELD_HELP.values(),
+        *COLUMN_HELP.values(),
+        *COLUMN_HELP,
+        *(d.spec.help for d in SETTINGS),
+    ]
     for table in TABLES.values():
         texts += table
     used = {m for t in texts for m in SYMBOL.findall(t)}

@@ -19,18 +19,45 @@ def grader() -> Iterator[Grader]:
         g.close()
 
 
-@pytest.mark.parametrize("text,value", [
-    ("1,234,567", Fraction(1234567)), ("-1,234.5", Fraction(-24690, 20)), ("1{,}234", Fraction(1234)),
-    ("1 000", Fraction(1000)), ("1\\,000", Fraction(1000)), ("025", Fraction(25)), ("$42$", Fraction(42)),
-    ("\\text{42}", Fraction(42)), ("3 / 4", Fraction(3, 4)), ("\\frac{3}{4}", Fraction(3, 4)),
-    ("-\\dfrac{1}{2}", Fraction(-1, 2)), (".5", Fraction(1, 2)),
-])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1,234,567", Fraction(1234567)),
+        ("-1,234.5", Fraction(-24690, 20)),
+        ("1{,}234", Fraction(1234)),
+        ("1 000", Fraction(1000)),
+        ("1\\,000", Fraction(1000)),
+        ("025", Fraction(25)),
+        ("$42$", Fraction(42)),
+        ("\\text{42}", Fraction(42)),
+        ("3 / 4", Fraction(3, 4)),
+        ("\\frac{3}{4}", Fraction(3, 4)),
+        ("-\\dfrac{1}{2}", Fraction(-1, 2)),
+        (".5", Fraction(1, 2)),
+    ],
+)
 def test_plain_numbers(text: str, value: Fraction) -> None:
     assert _plain_number(text) == value
 
 
-@pytest.mark.parametrize("text", ["1, 2", "2,1", "12,34", "1,2345", "1,000,00", "1 2", "1, 234", "1,000 000", "x",
-                                  "\\frac{1}{0}", "1/0", "(1,2)", "[0,1)"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1, 2",
+        "2,1",
+        "12,34",
+        "1,2345",
+        "1,000,00",
+        "1 2",
+        "1, 234",
+        "1,000 000",
+        "x",
+        "\\frac{1}{0}",
+        "1/0",
+        "(1,2)",
+        "[0,1)",
+    ],
+)
 def test_lists_and_odd_groupings_are_not_plain_numbers(text: str) -> None:
     assert _plain_number(text) is None
 
@@ -42,24 +69,42 @@ def test_extract_boxed() -> None:
     assert extract_boxed("no box") is None and extract_boxed(None) is None
 
 
-@pytest.mark.parametrize("gold,pred,same", [
-    # lists and sets: order does not matter, digits are not glued together
-    ("1, 2", "2, 1", True), ("1, 2", "12", False), ("12", "1, 2", False), ("\\{1,2\\}", "\\{2,1\\}", True),
-    ("1, 2, 3", "3, 2, 1", True), ("-1, 2", "2, -1", True),
-    # thousands separators
-    ("1,234", "1234", True), ("1234567", "1,234,567", True), ("1,234", "1.234", False),
-    # intervals: the brackets matter
-    ("[0, 1)", "[0,1)", True), ("(0,1]", "[0,1]", False), ("x \\in [2, 5]", "[2,5]", True),
-    # \frac against decimals
-    ("\\frac{1}{2}", "0.5", True), ("\\frac{1}{3}", "0.333", False), ("\\frac{3}{4}", "3/4", True),
-    ("\\sqrt{2}/2", "\\frac{\\sqrt2}{2}", True), ("3\\sqrt{2}", "\\sqrt{18}", True),
-    # units and percent
-    ("5\\text{ cm}", "5", True), ("10\\%", "10", True),
-    # text answers
-    ("\\text{Monday}", "Monday", True), ("\\text{(C)}", "C", True), ("\\text{Monday}", "Tuesday", False),
-    # AIME integers with leading zeros
-    ("25", "025", True), ("25", "250", False),
-])
+@pytest.mark.parametrize(
+    "gold,pred,same",
+    [
+        # lists and sets: order does not matter, digits are not glued together
+        ("1, 2", "2, 1", True),
+        ("1, 2", "12", False),
+        ("12", "1, 2", False),
+        ("\\{1,2\\}", "\\{2,1\\}", True),
+        ("1, 2, 3", "3, 2, 1", True),
+        ("-1, 2", "2, -1", True),
+        # thousands separators
+        ("1,234", "1234", True),
+        ("1234567", "1,234,567", True),
+        ("1,234", "1.234", False),
+        # intervals: the brackets matter
+        ("[0, 1)", "[0,1)", True),
+        ("(0,1]", "[0,1]", False),
+        ("x \\in [2, 5]", "[2,5]", True),
+        # \frac against decimals
+        ("\\frac{1}{2}", "0.5", True),
+        ("\\frac{1}{3}", "0.333", False),
+        ("\\frac{3}{4}", "3/4", True),
+        ("\\sqrt{2}/2", "\\frac{\\sqrt2}{2}", True),
+        ("3\\sqrt{2}", "\\sqrt{18}", True),
+        # units and percent
+        ("5\\text{ cm}", "5", True),
+        ("10\\%", "10", True),
+        # text answers
+        ("\\text{Monday}", "Monday", True),
+        ("\\text{(C)}", "C", True),
+        ("\\text{Monday}", "Tuesday", False),
+        # AIME integers with leading zeros
+        ("25", "025", True),
+        ("25", "250", False),
+    ],
+)
 def test_tricky_pairs(grader: Grader, gold: str, pred: str, same: bool) -> None:
     assert grader.equivalent(gold, pred) is same
 

@@ -63,14 +63,23 @@ def test_the_engines_folder_holds_no_launcher() -> None:
 def test_the_checker_sees_function_level_relative_and_string_imports(tmp_path: Path) -> None:
     """The walk itself: an import inside a function, a relative one, and string-based loading are all seen."""
     src = tmp_path / "probe.py"
-    src.write_text("import importlib\n"
-                   "def f():\n    from storage import RunStore\n"
-                   "def g():\n    from uats import cli\n"
-                   "SUBS = {'app': 'ui.bench', 'eval': 'uats.eval.cli'}\n"
-                   "def h(name):\n    return importlib.import_module(name)\n", encoding="utf-8")
+    src.write_text(
+        "import importlib\n"
+        "def f():\n    from storage import RunStore\n"
+        "def g():\n    from uats import cli\n"
+        "SUBS = {'app': 'ui.bench', 'eval': 'uats.eval.cli'}\n"
+        "def h(name):\n    return importlib.import_module(name)\n",
+        encoding="utf-8",
+    )
     found = {what for _, what in imports_of(src, module="uats_core.probe")}
-    assert found == {"importlib", "storage", "uats", "module named by string 'ui.bench'",
-                     "module named by string 'uats.eval.cli'", "import string <computed>"}
+    assert found == {
+        "importlib",
+        "storage",
+        "uats",
+        "module named by string 'ui.bench'",
+        "module named by string 'uats.eval.cli'",
+        "import string <computed>",
+    }
     assert {w for w in found if _forbidden(w)} == found - {"importlib"}
 
 
@@ -97,30 +106,37 @@ def test_no_import_circle_beyond_the_known_ones() -> None:
 def test_every_layer_imports_only_downward() -> None:
     found = upward_arrows(import_graph())
     new, gone = sorted(found - KNOWN_ARROWS), sorted(KNOWN_ARROWS - found)
-    assert not new, "imports against the layers (engine < storage, report < entry points, ui < testkit < benchmarks):\n" + \
-        "\n".join(f"{a} -> {b} ({_why(a, b)})" for a, b in new)
+    assert not new, (
+        "imports against the layers (engine < storage, report < entry points, ui < testkit < benchmarks):\n"
+        + "\n".join(f"{a} -> {b} ({_why(a, b)})" for a, b in new)
+    )
     assert not gone, f"no longer imported: remove from KNOWN_ARROWS: {gone}"
 
 
 def test_the_map_sees_a_circle_through_a_function_and_a_layer_broken(tmp_path: Path) -> None:
     """The graph itself, on a made-up project: a circle closed inside a function and under TYPE_CHECKING,
     `from package import module`, a storage module reaching up into the ui, the report, or an entry point."""
-    files = {"uats_core/__init__.py": "", "uats_core/a.py": "def f():\n    from uats_core import b\n",
-             "uats_core/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
-             "reports/__init__.py": "", "reports/stats.py": "X = 1\n",
-             "uats/__init__.py": "", "uats/cli.py": "from uats_core.a import f\n",
-             "storage/__init__.py": "", "ui/__init__.py": "",
-             "storage/s.py": "from reports.stats import X\nimport ui.v\nfrom uats import cli\n",
-             "ui/v.py": "from storage import s\nfrom uats_core.a import f\n", "app.py": "import ui.v\n"}
+    files = {
+        "uats_core/__init__.py": "",
+        "uats_core/a.py": "def f():\n    from uats_core import b\n",
+        "uats_core/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+        "reports/__init__.py": "",
+        "reports/stats.py": "X = 1\n",
+        "uats/__init__.py": "",
+        "uats/cli.py": "from uats_core.a import f\n",
+        "storage/__init__.py": "",
+        "ui/__init__.py": "",
+        "storage/s.py": "from reports.stats import X\nimport ui.v\nfrom uats import cli\n",
+        "ui/v.py": "from storage import s\nfrom uats_core.a import f\n",
+        "app.py": "import ui.v\n",
+    }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     graph = import_graph(tmp_path)
     assert graph["uats_core.a"] == {"uats_core.b"} and graph["uats_core.b"] == {"uats_core.a"}
     assert circles(graph) == {frozenset({"uats_core.a", "uats_core.b"}), frozenset({"storage.s", "ui.v"})}
-    assert upward_arrows(graph) == {("storage.s", "reports.stats"), ("storage.s", "ui.v"),
-                                    ("storage.s", "uats.cli")}
-
+    assert upward_arrows(graph) == {("storage.s", "reports.stats"), ("storage.s", "ui.v"), ("storage.s", "uats.cli")}
 
 
 def test_no_folder_arrow_points_back_up() -> None:
@@ -134,16 +150,26 @@ def test_no_folder_arrow_points_back_up() -> None:
 def test_the_folder_drawing_sees_an_arrow_back_up(tmp_path: Path) -> None:
     """On a made-up project: the engine reaching the run log (as uats_core/entrypoints/ did) and the command
     reaching the app are arrows back up; storage reading the engine is not."""
-    files = {"uats_core/__init__.py": "", "uats_core/e.py": "def f():\n    from storage import s\n",
-             "storage/__init__.py": "", "storage/s.py": "from uats_core import e\n",
-             "uats/__init__.py": "", "uats/cli.py": "import ui.v\nfrom storage import s\n",
-             "ui/__init__.py": "", "ui/v.py": "X = 1\n"}
+    files = {
+        "uats_core/__init__.py": "",
+        "uats_core/e.py": "def f():\n    from storage import s\n",
+        "storage/__init__.py": "",
+        "storage/s.py": "from uats_core import e\n",
+        "uats/__init__.py": "",
+        "uats/cli.py": "import ui.v\nfrom storage import s\n",
+        "ui/__init__.py": "",
+        "ui/v.py": "X = 1\n",
+    }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     arrows = folder_arrows(import_graph(tmp_path))
-    assert arrows == {("uats_core", "storage"): 1, ("storage", "uats_core"): 1, ("uats", "ui"): 1,
-                      ("uats", "storage"): 1}
+    assert arrows == {
+        ("uats_core", "storage"): 1,
+        ("storage", "uats_core"): 1,
+        ("uats", "ui"): 1,
+        ("uats", "storage"): 1,
+    }
     assert arrows_back_up(arrows) == {("uats_core", "storage"): 1, ("uats", "ui"): 1}
 
 
@@ -155,32 +181,52 @@ def test_the_views_import_no_gradio() -> None:
 
 
 def test_the_view_rule_sees_gradio_directly_and_through_the_ui(tmp_path: Path) -> None:
-    files = {"uats_core/__init__.py": "", "storage/__init__.py": "", "ui/__init__.py": "", "ui/views/__init__.py": "",
-             "ui/views/a.py": "from . import b\n", "ui/views/b.py": "def f():\n    from ui import shell\n",
-             "ui/shell.py": "import gradio as gr\n", "ui/views/c.py": "from gradio.utils import x\n",
-             "ui/views/d.py": "from storage import s\n", "storage/s.py": "X = 1\n"}
+    files = {
+        "uats_core/__init__.py": "",
+        "storage/__init__.py": "",
+        "ui/__init__.py": "",
+        "ui/views/__init__.py": "",
+        "ui/views/a.py": "from . import b\n",
+        "ui/views/b.py": "def f():\n    from ui import shell\n",
+        "ui/shell.py": "import gradio as gr\n",
+        "ui/views/c.py": "from gradio.utils import x\n",
+        "ui/views/d.py": "from storage import s\n",
+        "storage/s.py": "X = 1\n",
+    }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert view_rule_breaks(tmp_path) == [
         "ui.views.b -> ui.shell (a view imports only views among the ui)",
-        "ui.views.a -> ui.views.b -> ui.shell -> gradio", "ui.views.b -> ui.shell -> gradio",
-        "ui.views.c -> gradio"]
+        "ui.views.a -> ui.views.b -> ui.shell -> gradio",
+        "ui.views.b -> ui.shell -> gradio",
+        "ui.views.c -> gradio",
+    ]
 
 
 def test_the_tests_and_the_benchmarks_never_import_each_other(tmp_path: Path) -> None:
     assert crossings_of_tests_and_benchmarks() == []
-    files = {"tests/__init__.py": "", "tests/helper.py": "def f():\n    from benchmarks.serving import free_port\n",
-             "tests/test_a.py": "import benchmarks.cli\nfrom testkit.doubles import X\n",
-             "benchmarks/__init__.py": "", "benchmarks/b.py": "from tests.synthetic import x\nimport testkit.doubles\n",
-             "storage/__init__.py": "", "storage/s.py": "def f():\n    from tests import conftest\n",
-             "testkit/__init__.py": "", "testkit/doubles.py": "import tests.helper\n"}
+    files = {
+        "tests/__init__.py": "",
+        "tests/helper.py": "def f():\n    from benchmarks.serving import free_port\n",
+        "tests/test_a.py": "import benchmarks.cli\nfrom testkit.doubles import X\n",
+        "benchmarks/__init__.py": "",
+        "benchmarks/b.py": "from tests.synthetic import x\nimport testkit.doubles\n",
+        "storage/__init__.py": "",
+        "storage/s.py": "def f():\n    from tests import conftest\n",
+        "testkit/__init__.py": "",
+        "testkit/doubles.py": "import tests.helper\n",
+    }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert sorted(crossings_of_tests_and_benchmarks(tmp_path)) == [
-        "benchmarks/b.py:1 -> tests.synthetic", "storage/s.py:2 -> tests", "testkit/doubles.py:1 -> tests.helper",
-        "tests/helper.py:2 -> benchmarks.serving", "tests/test_a.py:1 -> benchmarks.cli"]
+        "benchmarks/b.py:1 -> tests.synthetic",
+        "storage/s.py:2 -> tests",
+        "testkit/doubles.py:1 -> tests.helper",
+        "tests/helper.py:2 -> benchmarks.serving",
+        "tests/test_a.py:1 -> benchmarks.cli",
+    ]
     # and the test support is the benchmarks' alone among the project's layers
     files = {"uats/__init__.py": "", "uats/cli.py": "from testkit.doubles import X\n"}
     for name, text in files.items():
@@ -192,13 +238,21 @@ def test_the_tests_and_the_benchmarks_never_import_each_other(tmp_path: Path) ->
 
 def test_no_test_module_imports_another(tmp_path: Path) -> None:
     assert imports_of_test_modules() == []
-    files = {"tests/__init__.py": "", "tests/support.py": "X = 1\n", "tests/test_a.py": "from tests.support import X\n",
-             "tests/test_b.py": "from tests.test_a import X\ndef f():\n    from . import test_a\n",
-             "tests/browser/__init__.py": "", "tests/browser/test_c.py": "from .test_d import Y\nfrom ..support import X\n",
-             "tests/test_e.py": "import sys\n\ndef g():\n    from test_a import X\n"}
+    files = {
+        "tests/__init__.py": "",
+        "tests/support.py": "X = 1\n",
+        "tests/test_a.py": "from tests.support import X\n",
+        "tests/test_b.py": "from tests.test_a import X\ndef f():\n    from . import test_a\n",
+        "tests/browser/__init__.py": "",
+        "tests/browser/test_c.py": "from .test_d import Y\nfrom ..support import X\n",
+        "tests/test_e.py": "import sys\n\ndef g():\n    from test_a import X\n",
+    }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
-    assert imports_of_test_modules(tmp_path) == ["tests/browser/test_c.py:1 -> tests.browser.test_d",
-                                               "tests/test_b.py:1 -> tests.test_a", "tests/test_b.py:3 -> tests.test_a",
-                                               "tests/test_e.py:4 -> test_a"]
+    assert imports_of_test_modules(tmp_path) == [
+        "tests/browser/test_c.py:1 -> tests.browser.test_d",
+        "tests/test_b.py:1 -> tests.test_a",
+        "tests/test_b.py:3 -> tests.test_a",
+        "tests/test_e.py:4 -> test_a",
+    ]

@@ -30,8 +30,11 @@ from testkit.tool_files import (
 from uats.cli import main as cli
 from uats_core.protocols import Trace
 
-ASKED = {"llm-reasoners": ("--question", LLM_REASONERS_QUESTION), "treequest": ("--question", QUESTION),
-         "search-and-learn": ()}
+ASKED = {
+    "llm-reasoners": ("--question", LLM_REASONERS_QUESTION),
+    "treequest": ("--question", QUESTION),
+    "search-and-learn": (),
+}
 
 
 class _RecordingPRM(HashedPRMDouble):
@@ -78,12 +81,13 @@ def _bad_llm_reasoners() -> list[tuple[str, Any, str]]:
     two_roots = json.loads(json.dumps(log))
     del two_roots["logs"][0]["edges"]["1"]
     no_question = {k: v for k, v in log.items() if k != "question"}
-    return [("not JSON", "{logs: [", "not JSON (Expecting property name enclosed in double quotes at line 1)"),
-            ("no logs", {"nodes": {}}, "no 'logs' list of snapshots"),
-            ("dangling edge", dangling, "logs[1].edges[2]: its target 99 is no node of that snapshot"),
-            ("two roots", two_roots, "logs[0]: 2 nodes without a parent edge; a tree has one root"),
-            ("no question", no_question, "the log names no question (llm-reasoners stores none); give it with "
-                                         "--question")]
+    return [
+        ("not JSON", "{logs: [", "not JSON (Expecting property name enclosed in double quotes at line 1)"),
+        ("no logs", {"nodes": {}}, "no 'logs' list of snapshots"),
+        ("dangling edge", dangling, "logs[1].edges[2]: its target 99 is no node of that snapshot"),
+        ("two roots", two_roots, "logs[0]: 2 nodes without a parent edge; a tree has one root"),
+        ("no question", no_question, "the log names no question (llm-reasoners stores none); give it with --question"),
+    ]
 
 
 def _bad_search_and_learn() -> list[tuple[str, Any, str]]:
@@ -91,12 +95,17 @@ def _bad_search_and_learn() -> list[tuple[str, Any, str]]:
     short = [dict(rows[0], scores=rows[0]["scores"][:3])]
     steps = [dict(rows[0], scores=[[0.9], *rows[0]["scores"][1:]])]
     out_of_range = [dict(rows[0], scores=[[0.9, 1.7, *rows[0]["scores"][0][2:]], *rows[0]["scores"][1:]])]
-    return [("not JSON", "{\"problem\": ", "row 0 (line 1): not JSON"),
-            ("no completions", [{"problem": "x", "scores": []}], "row 0: no 'completions' field"),
-            ("scores per completion", short, "row 0: 4 completions but 3 score lists"),
-            ("scores per step", steps, "row 0: scores[0] has 1 scores for completions[0], where RLHFFlow or "
-                                       "Qwen_2_5_Math scores "),
-            ("score range", out_of_range, "row 0: scores[0][1] = 1.7 is no PRM score in [0, 1]")]
+    return [
+        ("not JSON", '{"problem": ', "row 0 (line 1): not JSON"),
+        ("no completions", [{"problem": "x", "scores": []}], "row 0: no 'completions' field"),
+        ("scores per completion", short, "row 0: 4 completions but 3 score lists"),
+        (
+            "scores per step",
+            steps,
+            "row 0: scores[0] has 1 scores for completions[0], where RLHFFlow or Qwen_2_5_Math scores ",
+        ),
+        ("score range", out_of_range, "row 0: scores[0][1] = 1.7 is no PRM score in [0, 1]"),
+    ]
 
 
 def _bad_treequest() -> list[tuple[str, Any, str]]:
@@ -109,20 +118,28 @@ def _bad_treequest() -> list[tuple[str, Any, str]]:
     twice = dict(tree, nodes=tree["nodes"] + [tree["nodes"][1]])
     no_state = json.loads(json.dumps(tree))
     del no_state["nodes"][4]["state_repr"]
-    return [("shape", {"tree": []}, "no 'nodes' list; a TreeQuest export is what treequest.render"),
-            ("yaml", "nodes: [\n  - id: 1\n  bad", "neither JSON nor YAML at line 2"),
-            ("no root", no_root, "no root (the node with id -1)"),
-            ("parent", late_parent, "node 1: parent_id 3 is no node expanded before it"),
-            ("score", bad_score, "node 2: score 'high' is not a number"),
-            ("duplicate", twice, "node 0 appears twice"),
-            ("state", no_state, "nodes[4]: no state_repr"),
-            ("alias", "nodes: &n []\nedges: *n\n", "line 2: a YAML alias (*name), which treequest.render never writes"),
-            ("no question", dict(tree, metadata={}), "the export names no question (TreeQuest stores none)")]
+    return [
+        ("shape", {"tree": []}, "no 'nodes' list; a TreeQuest export is what treequest.render"),
+        ("yaml", "nodes: [\n  - id: 1\n  bad", "neither JSON nor YAML at line 2"),
+        ("no root", no_root, "no root (the node with id -1)"),
+        ("parent", late_parent, "node 1: parent_id 3 is no node expanded before it"),
+        ("score", bad_score, "node 2: score 'high' is not a number"),
+        ("duplicate", twice, "node 0 appears twice"),
+        ("state", no_state, "nodes[4]: no state_repr"),
+        ("alias", "nodes: &n []\nedges: *n\n", "line 2: a YAML alias (*name), which treequest.render never writes"),
+        ("no question", dict(tree, metadata={}), "the export names no question (TreeQuest stores none)"),
+    ]
 
 
-BAD = [(tool, *case) for tool, cases in (("llm-reasoners", _bad_llm_reasoners()),
-                                         ("search-and-learn", _bad_search_and_learn()),
-                                         ("treequest", _bad_treequest())) for case in cases]
+BAD = [
+    (tool, *case)
+    for tool, cases in (
+        ("llm-reasoners", _bad_llm_reasoners()),
+        ("search-and-learn", _bad_search_and_learn()),
+        ("treequest", _bad_treequest()),
+    )
+    for case in cases
+]
 
 
 @pytest.mark.parametrize("tool, what, content, message", BAD, ids=[f"{b[0]}-{b[1]}" for b in BAD])
@@ -150,10 +167,14 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
 
     folder = tmp_path / "imports"
     files = write_tool_files(folder)
-    (folder / "broken.json").write_text("{\"logs\": []}")
+    (folder / "broken.json").write_text('{"logs": []}')
     choices = server_choices(imports_dirs=[folder])
-    assert sorted(choices.imports) == ["best_of_n_completions.jsonl", "broken.json", "mcts_rap.treelog.json",
-                                       "standard_mcts.json"]
+    assert sorted(choices.imports) == [
+        "best_of_n_completions.jsonl",
+        "broken.json",
+        "mcts_rap.treelog.json",
+        "standard_mcts.json",
+    ]
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     with pytest.raises(ConfigError, match=re.escape(IMPORT_REFUSED)):
         submit_import(store, pool, choices, "treequest", str(files["treequest"]), 0)  # a path is no choice
@@ -162,16 +183,23 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
     assert pool.submitted.pop().run(None, store) is None
     assert store.get_run(broken)["status"] == "failed"
     assert store.get_run(broken)["error"].startswith("file: broken.json: no 'logs' list of snapshots")
-    run_id = submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 1.0,
-                           owner="user:ann")
+    run_id = submit_import(
+        store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 1.0, owner="user:ann"
+    )
     assert store.get_run(run_id)["status"] == "queued"
     (req,) = pool.submitted
     assert req.run(None, store) is None
     run = store.get_run(run_id)
     pred = extract_boxed(search_and_learn_rows()[1]["pred"])
-    assert (run["status"], run["problem_id"], run["answer"], run["owner"]) == ("finished", "test/prealgebra/order.json",
-                                                                               pred, "user:ann")
-    assert len(store.get_nodes(run_id)) == len(read_runs("search-and-learn", files["search-and-learn"], rows=[1])[0].nodes)
+    assert (run["status"], run["problem_id"], run["answer"], run["owner"]) == (
+        "finished",
+        "test/prealgebra/order.json",
+        pred,
+        "user:ann",
+    )
+    assert len(store.get_nodes(run_id)) == len(
+        read_runs("search-and-learn", files["search-and-learn"], rows=[1])[0].nodes
+    )
     no_question = submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0)  # an export holds none
     assert pool.submitted.pop().run(None, store) is None  # the worker's parse says so, as one line on the run
     assert re.search("the export names no question .* give it with --question", store.get_run(no_question)["error"])
@@ -179,18 +207,32 @@ def test_the_runs_tab_imports_only_listed_files_through_the_pool(tmp_path):
         submit_import(store, pool, choices, "search-and-learn", "best_of_n_completions.jsonl", 0, question="q")
     with pytest.raises(ConfigError, match="^question: 20,001 characters"):
         submit_import(store, pool, choices, "treequest", "standard_mcts.json", 0, question="x" * 20_001)
-    run_id = submit_import(store, pool, choices, "llm-reasoners", "mcts_rap.treelog.json", 0,
-                           question=f"  {LLM_REASONERS_QUESTION}\n", gold="10")
+    run_id = submit_import(
+        store,
+        pool,
+        choices,
+        "llm-reasoners",
+        "mcts_rap.treelog.json",
+        0,
+        question=f"  {LLM_REASONERS_QUESTION}\n",
+        gold="10",
+    )
     assert pool.submitted[-1].run(None, store) is None
     run = store.get_run(run_id)
     assert (run["status"], run["question"], run["gold_answer"]) == ("finished", LLM_REASONERS_QUESTION, "10")
     assert run["answer"] is None and run["correct"] is None  # a bare tree log holds no answer of the tool's: ungraded
 
 
-TREEQUEST_EXPORTS = sorted(p.name for p in (tool_file("treequest", "x").parent).iterdir()
-                           if p.suffix in (".json", ".yaml") and ".truth." not in p.name)
-LLM_REASONERS_FILES = sorted(p.name for p in (tool_file("llm-reasoners", "x").parent).iterdir()
-                             if p.name.endswith((".export.json", ".treelog.json")))
+TREEQUEST_EXPORTS = sorted(
+    p.name
+    for p in (tool_file("treequest", "x").parent).iterdir()
+    if p.suffix in (".json", ".yaml") and ".truth." not in p.name
+)
+LLM_REASONERS_FILES = sorted(
+    p.name
+    for p in (tool_file("llm-reasoners", "x").parent).iterdir()
+    if p.name.endswith((".export.json", ".treelog.json"))
+)
 
 
 @pytest.mark.parametrize("name", TREEQUEST_EXPORTS)
@@ -224,8 +266,15 @@ def test_scores_outside_the_unit_range_are_said_so_by_the_command_and_the_app(tm
     from ui.views.run_status import run_status_md
     from ui.views.treedata import RunData
 
-    store, [run_id] = import_with_cli(tmp_path, "treequest", tool_file("treequest", "ab_mcts_m_unbounded.json"),
-                              "--question", QUESTION, "--answer", GOLD)
+    store, [run_id] = import_with_cli(
+        tmp_path,
+        "treequest",
+        tool_file("treequest", "ab_mcts_m_unbounded.json"),
+        "--question",
+        QUESTION,
+        "--answer",
+        GOLD,
+    )
     out = capsys.readouterr().out
     assert "6 scores outside [0, 1] (validate_reward_range=False): kept in each node's source fields" in out
     data = RunData.load(store, run_id)
@@ -264,14 +313,18 @@ def test_an_llm_reasoners_log_imports_as_llm_reasoners_holds_its_search(name, tm
     unvisited = [n for n in truth["nodes"] if not n["visited"]]
     assert run.info["unvisited_children"] == len(unvisited)
     assert sorted(c["id"] for n in run.nodes for c in n.extra.get("unvisited_children", [])) == sorted(
-        n["id"] for n in unvisited)
+        n["id"] for n in unvisited
+    )
     events = run.events("r")
     assert events[-1].iterations == len(log["logs"])  # every snapshot an iteration, also those adding no node
     if name.endswith(".export.json"):
         assert events[-1].answer == truth["answer"] and run.chosen == [str(truth["terminal_node"])]
     else:
-        assert events[-1].answer is None and run.chosen == [] and "none: a tree log holds no answer" in (
-            run.info["answer_read_from"])
+        assert (
+            events[-1].answer is None
+            and run.chosen == []
+            and "none: a tree log holds no answer" in (run.info["answer_read_from"])
+        )
 
 
 def test_the_last_iterations_path_is_not_the_tools_answer():
@@ -294,8 +347,12 @@ def test_the_pickle_llm_reasoners_writes_is_refused_naming_the_exporter(tmp_path
     db = tmp_path / "runs.db"
     assert cli(["import", "--from", "llm-reasoners", str(pkl), "--db", str(db), "--question", "q"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: file: {pkl}: a Python pickle (llm-reasoners' algo_output/N.pkl), not read: "
-                          "unpickling runs code") and "uats_studio.llm_reasoners.export_llm_reasoners(" in err
+    assert (
+        err.startswith(
+            f"error: file: {pkl}: a Python pickle (llm-reasoners' algo_output/N.pkl), not read: unpickling runs code"
+        )
+        and "uats_studio.llm_reasoners.export_llm_reasoners(" in err
+    )
     assert err.count("\n") == 1 and not db.exists()
     packed = tmp_path / "log.json.gz"
     packed.write_bytes(gzip.compress(tool_file("llm-reasoners", LLM_REASONERS_FILES[0]).read_bytes()))
@@ -309,21 +366,23 @@ def test_the_exporter_loads_no_llm_reasoners_until_called():
     import subprocess
     import sys
 
-    code = ("import sys, uats_studio.llm_reasoners as m; assert 'reasoners' not in sys.modules; "
-            "print(m.EXPORT_FORMAT)")
+    code = "import sys, uats_studio.llm_reasoners as m; assert 'reasoners' not in sys.modules; print(m.EXPORT_FORMAT)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
 
 
-@pytest.mark.parametrize("state_repr, text, fields", [
-    ("'6 × 4 = \\\\boxed{24}'", "6 × 4 = \\boxed{24}", {}),  # repr() of a text state: read back as a literal
-    ('{"llm_answer":"It is 24","round":2}', "It is 24", {"round": 2}),  # a dataclass's JSON
-    ('{"answer":"24","judge_score":0.9}', "24", {"judge_score": 0.9}),  # a pydantic model's JSON
-    ('{"score":0.9}', '{"score":0.9}', {"score": 0.9}),  # JSON with no text field: the JSON is the text
-    ("Attempt(text='24')", "Attempt(text='24')", {}),  # a custom repr: as written, nothing evaluated
-    ("'a' + __import__('os').getcwd()", "'a' + __import__('os').getcwd()", {}),  # no literal: not run
-    ("{not json", "{not json", {}),
-])
+@pytest.mark.parametrize(
+    "state_repr, text, fields",
+    [
+        ("'6 × 4 = \\\\boxed{24}'", "6 × 4 = \\boxed{24}", {}),  # repr() of a text state: read back as a literal
+        ('{"llm_answer":"It is 24","round":2}', "It is 24", {"round": 2}),  # a dataclass's JSON
+        ('{"answer":"24","judge_score":0.9}', "24", {"judge_score": 0.9}),  # a pydantic model's JSON
+        ('{"score":0.9}', '{"score":0.9}', {"score": 0.9}),  # JSON with no text field: the JSON is the text
+        ("Attempt(text='24')", "Attempt(text='24')", {}),  # a custom repr: as written, nothing evaluated
+        ("'a' + __import__('os').getcwd()", "'a' + __import__('os').getcwd()", {}),  # no literal: not run
+        ("{not json", "{not json", {}),
+    ],
+)
 def test_a_treequest_state_repr_gives_its_answer_text(state_repr, text, fields):
     from uats_core.imports.treequest import state_text
 
@@ -338,8 +397,9 @@ def test_rap_answers_are_read_and_graded_on_every_terminal_node(tmp_path):
     path = tool_file("llm-reasoners", "mcts_seed5.export.json")
     store, [run_id] = import_with_cli(tmp_path, "llm-reasoners", path, "--answer", "10")
     data = RunData.load(store, run_id)
-    finished = {n["answer"]: n["correct"] for i, n in data.state_at(None).nodes.items()
-                if i and n.get("status") == "finished"}
+    finished = {
+        n["answer"]: n["correct"] for i, n in data.state_at(None).nodes.items() if i and n.get("status") == "finished"
+    }
     assert finished == {"10": True, "12": False, "5": False}
     assert (data.run["answer"], data.run["correct"]) == ("10", True)
     log = json.loads(path.read_text(encoding="utf-8"))

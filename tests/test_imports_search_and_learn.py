@@ -55,14 +55,15 @@ def _expected_path(completion: str, cut: list[list[Any]], sep: str) -> list[tupl
     """From the scripted PRM's record (the text up to each score it gave), the nodes along one completion: (text
     from the start to the node's end, its own score, the scores of the empty parts after it), a node ending where
     the next part with text starts."""
-    content = [k for k, (p, _) in enumerate(cut)
-               if p.rstrip("\n") and (k == 0 or p.rstrip("\n") != cut[k - 1][0].rstrip("\n"))]
+    content = [
+        k for k, (p, _) in enumerate(cut) if p.rstrip("\n") and (k == 0 or p.rstrip("\n") != cut[k - 1][0].rstrip("\n"))
+    ]
     path = []
     for i, k in enumerate(content):
         nxt = content[i + 1] if i + 1 < len(content) else None
         end = len(completion) if nxt is None else len(cut[nxt - 1][0]) + len(sep)
         lead = [s for _, s in cut[:k]] if i == 0 else []
-        folded = [s for _, s in cut[k + 1:nxt]]
+        folded = [s for _, s in cut[k + 1 : nxt]]
         path.append((completion[:end], cut[k][1], lead + folded))
     return path
 
@@ -92,15 +93,17 @@ def _check_sal_run(run: Any, expected: dict[str, Any], sep: str) -> None:
     chosen = row["completions"].index(row["pred"])
     assert run.chosen == [next(k for k, t in texts.items() if t == row["completions"][chosen] and by_key[k].finished)]
     assert run.info["answer_from"] == "pred"
-    assert run.info["tool_answers"] == {k: v for k, v in row.items() if k.startswith(("pred_weighted@", "pred_maj@",
-                                                                                        "pred_naive@"))}
+    assert run.info["tool_answers"] == {
+        k: v for k, v in row.items() if k.startswith(("pred_weighted@", "pred_maj@", "pred_naive@"))
+    }
     assert any(k.startswith("pred_weighted@") for k in run.info["tool_answers"])
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 @pytest.mark.parametrize("approach, rule", SAL_CASES, ids=[f"{a}-{r}" for a, r in SAL_CASES])
 def test_search_and_learn_files_of_every_approach_and_prm_import_with_the_tools_nodes_scores_and_answer(
-        approach, rule, fmt):
+    approach, rule, fmt
+):
     from uats_core.imports import read_runs
 
     expected = sal_expected(approach, rule)
@@ -112,7 +115,8 @@ def test_search_and_learn_files_of_every_approach_and_prm_import_with_the_tools_
     for run, again, exp in zip(recognised, named, expected["rows"], strict=True):
         _check_sal_run(run, exp, sep)
         assert [(n.key, n.parent, n.step, n.score) for n in again.nodes] == [
-            (n.key, n.parent, n.step, n.score) for n in run.nodes]
+            (n.key, n.parent, n.step, n.score) for n in run.nodes
+        ]
     if approach == "dvts" and rule != "math-shepherd":  # DVTS under these PRMs: a score for an empty part, kept
         assert any(n.extra.get("folded_scores") for run in recognised for n in run.nodes)
     # recognised from the scores' shape: the rule that wrote them, with any other that cuts these texts alike
@@ -148,7 +152,7 @@ def test_a_bad_search_and_learn_row_is_reported_by_number_and_the_others_import(
     bad = json.loads(lines[0])
     bad["scores"][1] = bad["scores"][1][:-1]
     path = tmp_path / "beam_search_completions.jsonl"
-    path.write_text("\n".join([json.dumps(bad), *lines[1:], "{\"problem\": "]) + "\n", encoding="utf-8")
+    path.write_text("\n".join([json.dumps(bad), *lines[1:], '{"problem": ']) + "\n", encoding="utf-8")
     store, ids = import_with_cli(tmp_path, "search-and-learn", path)
     err = capsys.readouterr().err.splitlines()
     assert len(ids) == len(lines) - 1
@@ -160,15 +164,29 @@ def test_a_bad_search_and_learn_row_is_reported_by_number_and_the_others_import(
 
 def test_a_named_prm_rule_that_does_not_fit_is_named_in_the_row_error(tmp_path, capsys):
     path = sal_file("best_of_n", "skywork", "jsonl")
-    assert cli(["import", "--from", "search-and-learn", str(path), "--db", str(tmp_path / "r.db"),
-                "--prm-rule", "math-shepherd"]) == 2
+    assert (
+        cli(
+            [
+                "import",
+                "--from",
+                "search-and-learn",
+                str(path),
+                "--db",
+                str(tmp_path / "r.db"),
+                "--prm-rule",
+                "math-shepherd",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"error: file: {path}: row 0: scores[0] has ") and "where MathShepherd scores " in err
     assert "--prm-rule" not in err.split("MathShepherd")[1] and not (tmp_path / "r.db").exists()
     other = write_tool_files(tmp_path / "in")["treequest"]
     assert cli(["import", "--from", "treequest", str(other), "--db", str(tmp_path / "r.db"), "--prm-rule", "qwen"]) == 2
-    assert capsys.readouterr().err == ("error: prm-rule: a treequest file has no PRM steps to cut; --prm-rule is for "
-                                       "search-and-learn\n")
+    assert capsys.readouterr().err == (
+        "error: prm-rule: a treequest file has no PRM steps to cut; --prm-rule is for search-and-learn\n"
+    )
 
 
 def test_the_node_cap_refuses_a_search_and_learn_file_while_reading_and_rows_read_no_further(tmp_path):
@@ -192,8 +210,10 @@ def test_the_hubs_parquet_without_pyarrow_is_one_line_naming_the_fix(tmp_path, m
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # as where pyarrow is not installed
     path = sal_file("best_of_n", "qwen", "parquet")
     assert cli(["import", "--from", "search-and-learn", str(path), "--db", str(tmp_path / "r.db")]) == 2
-    assert capsys.readouterr().err == (f"error: file: {path}: a Parquet file (the Hub's format); reading it needs "
-                                       "pyarrow (pip install pyarrow), or import the tool's .jsonl\n")
+    assert capsys.readouterr().err == (
+        f"error: file: {path}: a Parquet file (the Hub's format); reading it needs "
+        "pyarrow (pip install pyarrow), or import the tool's .jsonl\n"
+    )
 
 
 def test_the_import_benchmarks_file_is_search_and_learns_rows_scaled_to_n_256(tmp_path):
@@ -227,7 +247,11 @@ def test_the_runs_tab_lists_and_imports_the_hubs_parquet(tmp_path):
     assert req.run(None, store) is None
     row = sal_expected("dvts", "skywork")["rows"][1]["row"]
     run = store.get_run(run_id)
-    assert (run["status"], run["problem_id"], run["answer"]) == ("finished", row["unique_id"], extract_boxed(row["pred"]))
+    assert (run["status"], run["problem_id"], run["answer"]) == (
+        "finished",
+        row["unique_id"],
+        extract_boxed(row["pred"]),
+    )
     assert run["config"]["imported"]["prm_rule"] == "skywork"
 
 
@@ -238,8 +262,9 @@ def test_rows_past_the_end_are_each_named_and_a_damaged_parquet_is_one_line(tmp_
     path = sal_file("dvts", "skywork", "jsonl")
     runs = read_runs("search-and-learn", path, rows=[1, 7, 9], on_skip=skipped.append)
     assert [r.label for r in runs] == ["row 1"]
-    assert skipped == [f"{path}: row {r}: the file has 2 rows (0 to 1) (row left out; the other rows import)"
-                       for r in (7, 9)]
+    assert skipped == [
+        f"{path}: row {r}: the file has 2 rows (0 to 1) (row left out; the other rows import)" for r in (7, 9)
+    ]
     damaged = tmp_path / "train-00000-of-00001.parquet"
     damaged.write_bytes(sal_file("dvts", "skywork", "parquet").read_bytes()[:600])
     assert cli(["import", "--from", "search-and-learn", str(damaged), "--db", str(tmp_path / "r.db")]) == 2

@@ -81,9 +81,15 @@ def test_a_run_row_the_schema_cannot_hold_is_refused_by_field(run_log: str, fiel
 def test_values_at_the_bounds_are_stored_exactly(run_log: str) -> None:
     store = RunStore(run_log)
     try:
-        kept = dict(method="h-uats", problem_id="p" * ID_MAX, question="é" * MAX_QUESTION_CHARS, seed=SEED_HI,
-                    gold_answer="ü" * MAX_ANSWER_CHARS, policy="q" * S.runs.c.policy.type.length,
-                    config={"note": "a\x00b", "big": 2**80})
+        kept = dict(
+            method="h-uats",
+            problem_id="p" * ID_MAX,
+            question="é" * MAX_QUESTION_CHARS,
+            seed=SEED_HI,
+            gold_answer="ü" * MAX_ANSWER_CHARS,
+            policy="q" * S.runs.c.policy.type.length,
+            config={"note": "a\x00b", "big": 2**80},
+        )
         store.register_run("r1", **kept)
         store.register_run("r2", method="rebase", problem_id="p", question="?", seed=SEED_LO)
         run = store.get_run("r1")
@@ -103,8 +109,10 @@ class NulWritingPolicyDouble(ScriptedPolicyDouble):
     """A policy whose steps hold a NUL, as a real model's sampled tokens can."""
 
     def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
-        return [StepOutput(o.text.replace("step", "st\x00ep"), o.num_tokens, o.finish_reason)
-                for o in super().generate_steps(traces)]
+        return [
+            StepOutput(o.text.replace("step", "st\x00ep"), o.num_tokens, o.finish_reason)
+            for o in super().generate_steps(traces)
+        ]
 
 
 def test_a_step_the_model_wrote_with_a_nul_is_stored_not_refused(run_log: str) -> None:
@@ -113,8 +121,13 @@ def test_a_step_the_model_wrote_with_a_nul_is_stored_not_refused(run_log: str) -
     store = RunStore(run_log)
     try:
         problem = Problem(id="p", question="What is 2+2?", answer="4")
-        result = run_search(problem, SearchConfig(method="rebase", budget=4, max_iterations=4),
-                            NulWritingPolicyDouble(), HashedPRMDouble(), subscribers=[store.subscriber()])
+        result = run_search(
+            problem,
+            SearchConfig(method="rebase", budget=4, max_iterations=4),
+            NulWritingPolicyDouble(),
+            HashedPRMDouble(),
+            subscribers=[store.subscriber()],
+        )
         run = store.get_run(result.run_id)
         assert run["status"] == "finished", run["error"]
         steps = [n["step"] for n in store.get_nodes(result.run_id) if n["step"].startswith("st")]
@@ -165,8 +178,9 @@ CLI_CASES = {
 
 
 @pytest.mark.parametrize("case", list(CLI_CASES))
-def test_cli_refuses_in_one_line_before_loading_or_writing(case: str, tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                           no_model_loads: None) -> None:
+def test_cli_refuses_in_one_line_before_loading_or_writing(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: None
+) -> None:
     extra, row, field = CLI_CASES[case]
     data = _dataset(tmp_path, **row) if row else []
     db = tmp_path / "out" / "runs.db"
@@ -180,8 +194,9 @@ def test_cli_refuses_in_one_line_before_loading_or_writing(case: str, tmp_path: 
 
 
 @pytest.mark.parametrize("case", ["seed-3e9", "long-id", "nul-question", "policy-name"])
-def test_cli_refuses_on_postgresql_before_creating_anything(case: str, tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                            no_model_loads: None) -> None:
+def test_cli_refuses_on_postgresql_before_creating_anything(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: None
+) -> None:
     extra, row, field = CLI_CASES[case]
     data = _dataset(tmp_path, **row) if row else []
     with fresh_database("the command line's input bounds") as url:
@@ -190,8 +205,9 @@ def test_cli_refuses_on_postgresql_before_creating_anything(case: str, tmp_path:
         _nothing_written(url)
 
 
-def test_cli_reports_a_wrong_postgresql_password_before_loading(capsys: pytest.CaptureFixture,
-                                                                no_model_loads: None) -> None:
+def test_cli_reports_a_wrong_postgresql_password_before_loading(
+    capsys: pytest.CaptureFixture, no_model_loads: None
+) -> None:
     with fresh_database("a wrong password") as url:
         wrong = sa.engine.make_url(url).set(password="not-the-password")
         rc = main(["search", "--db", wrong.render_as_string(hide_password=False), "--quiet"])
@@ -204,14 +220,18 @@ def test_cli_reports_a_wrong_postgresql_password_before_loading(capsys: pytest.C
 SMOLLM2 = {"policy": "smollm2 (SmolLM2-135M-Instruct)", "prm": "smollm2 (SmolLM2-135M-Instruct)"}
 
 
-@pytest.mark.parametrize("field,form", [
-    ("seed", {"seed": 3e9}),
-    ("question", {"free_question": "What is 3 + 4?\x00", **SMOLLM2}),
-    # issue 42: a typed gold answer of 200,000 characters (a 10 MB one is refused with the request, by its size)
-    ("gold_answer", {"free_question": "What is 3 + 4?", "free_answer": "7" * 200_000, **SMOLLM2}),
-    ("policy_opts", {"policy_opts": "temperature=NaN", **SMOLLM2}),
-    ("prm_opts", {"prm_opts": "step_tag=1\ndtype=-Infinity", **SMOLLM2}),
-], ids=["seed-3e9", "nul-question", "long-gold-answer", "nan-option", "inf-option"])
+@pytest.mark.parametrize(
+    "field,form",
+    [
+        ("seed", {"seed": 3e9}),
+        ("question", {"free_question": "What is 3 + 4?\x00", **SMOLLM2}),
+        # issue 42: a typed gold answer of 200,000 characters (a 10 MB one is refused with the request, by its size)
+        ("gold_answer", {"free_question": "What is 3 + 4?", "free_answer": "7" * 200_000, **SMOLLM2}),
+        ("policy_opts", {"policy_opts": "temperature=NaN", **SMOLLM2}),
+        ("prm_opts", {"prm_opts": "step_tag=1\ndtype=-Infinity", **SMOLLM2}),
+    ],
+    ids=["seed-3e9", "nul-question", "long-gold-answer", "nan-option", "inf-option"],
+)
 def test_the_app_names_the_field_and_records_nothing(run_log: str, tmp_path: Path, field: str, form: dict) -> None:
     store = RunStore(run_log)
     try:
@@ -239,8 +259,9 @@ def test_the_app_refuses_a_policy_it_does_not_offer_and_records_nothing(run_log:
         store.close()
 
 
-def test_the_app_never_shows_the_databases_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_the_app_never_shows_the_databases_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """What the bounds miss still reaches no page: the database's message (its SQL) goes to the server's log."""
     sql = "INSERT INTO runs (run_id, question) VALUES (?, ?)"
     store = RunStore(str(tmp_path / "runs.db"))
@@ -274,8 +295,9 @@ def test_a_note_past_its_bound_is_refused_in_the_app(run_log: str, tmp_path: Pat
             rid = store.list_runs()[0]["run_id"]
             record_synthetic(store, rid, n_nodes=10, seed=1)
             said = save_note(client, rid, 2, "n" * 200_000)
-            assert said.startswith(f"note: is 200,000 characters long; the run log's stars.note column holds at most "
-                                   f"{S.MAX_NOTE_CHARS:,}"), said
+            assert said.startswith(
+                f"note: is 200,000 characters long; the run log's stars.note column holds at most {S.MAX_NOTE_CHARS:,}"
+            ), said
             assert store.get_star(rid, 2) is None
     finally:
         store.close()
@@ -290,5 +312,6 @@ def test_a_typed_question_that_is_not_unicode_names_its_field() -> None:
     with pytest.raises(ProblemError) as exc:
         typed_problem("What is caf\udce9 + 4?", "7")
     assert exc.value.field == "free_question"
-    assert str(exc.value) == ("free_question: is not valid Unicode text (character 12 is a lone surrogate '\\udce9'); "
-                              "give UTF-8 text")
+    assert str(exc.value) == (
+        "free_question: is not valid Unicode text (character 12 is a lone surrogate '\\udce9'); give UTF-8 text"
+    )

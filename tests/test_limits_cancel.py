@@ -31,7 +31,9 @@ def test_the_maximum_budget_is_checked_and_configurable(monkeypatch: pytest.Monk
         check_limits(SearchConfig(budget=1_000_000_000))
     assert exc.value.field == "budget"
     set_max_budget(4096)
-    assert check_limits(SearchConfig(budget=2048, max_iterations=2)).nodes == 1 + 2162 * 2  # ⌈2048 × (1 + 1/18)⌉ per step
+    assert (
+        check_limits(SearchConfig(budget=2048, max_iterations=2)).nodes == 1 + 2162 * 2
+    )  # ⌈2048 × (1 + 1/18)⌉ per step
     monkeypatch.setenv(ENV_MAX_BUDGET, "zero")
     with pytest.raises(ConfigError, match="max_budget"):
         check_limits(SearchConfig())
@@ -102,8 +104,14 @@ def test_a_cancel_inside_the_first_iteration_ends_the_run_cancelled(tiny: tuple[
 
     store = RunStore("sqlite://")
     problem = Problem(id="p", question="What is 2 + 3?", answer="5")
-    res = run_search(problem, SearchConfig(method="h-uats", budget=4, max_iterations=3), *tiny,
-                     subscribers=[store.subscriber()], should_cancel=lambda: False, cancel_requested=lambda: True)
+    res = run_search(
+        problem,
+        SearchConfig(method="h-uats", budget=4, max_iterations=3),
+        *tiny,
+        subscribers=[store.subscriber()],
+        should_cancel=lambda: False,
+        cancel_requested=lambda: True,
+    )
     assert res.status == "cancelled" and res.iterations == 0 and "cancelled" in (res.error or "")
     run = store.get_run(res.run_id)
     assert run["status"] == "cancelled" and run["iterations"] == 0
@@ -153,8 +161,10 @@ def test_the_prm_stops_between_pass_groups_of_one_node(tiny: tuple[Any, Any]) ->
     polls: list[int] = []
     try:
         # no to the first two polls (before the chunk, before its first pass group), yes from then on
-        with cancellable(lambda: polls.append(1) or len(polls) > 2, interval_s=0), \
-                pytest.raises(SearchCancelled, match="while scoring"):
+        with (
+            cancellable(lambda: polls.append(1) or len(polls) > 2, interval_s=0),
+            pytest.raises(SearchCancelled, match="while scoring"),
+        ):
             prm.mc_scores([Trace("What is 2 + 3?", ("2 + 3 = 5\n\n",))], 64)
         assert len(groups) == 1 and groups[0] < 64  # one group ran; the cancel stopped the rest
     finally:

@@ -1,6 +1,7 @@
-"""The style gate, as configured in pyproject.toml: the Python code passes ruff ([tool.ruff]: pyflakes, pycodestyle,
-isort, bugbear, pyupgrade, simplify), and the engine (uats_core/) and the run log (storage/) type-check clean under
-mypy ([tool.mypy]). ./setup.sh --dev installs both (requirements-dev.txt); on CI they must be there."""
+"""The style gate, as configured in pyproject.toml: the Python code is as `ruff format` writes it and passes
+ruff ([tool.ruff]: pyflakes, pycodestyle, isort, bugbear, pyupgrade, simplify), and the engine (uats_core/) and
+the run log (storage/) type-check clean under mypy ([tool.mypy]). ./setup.sh --dev installs both
+(requirements-dev.txt); on CI they must be there."""
 
 from __future__ import annotations
 
@@ -33,7 +34,17 @@ def test_the_code_passes_ruff() -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
-@pytest.mark.timeout(900)  # a first run, without .mypy_cache/, reads torch's and transformers' stubs: minutes under load
+def test_the_code_is_formatted() -> None:
+    """`ruff format` leaves every Python file as it is ([tool.ruff.format]; the docs' Markdown is left alone)."""
+    done = subprocess.run(
+        [_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+@pytest.mark.timeout(
+    900
+)  # a first run, without .mypy_cache/, reads torch's and transformers' stubs: minutes under load
 def test_the_engine_and_storage_pass_mypy() -> None:
     if importlib.util.find_spec("mypy") is None:
         _missing("mypy")

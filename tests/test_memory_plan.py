@@ -41,8 +41,14 @@ def test_memory_plan_leaves_the_prm_room_on_one_80gb_gpu():
 
 
 def _judge_folder(tmp_path: Path) -> Path:
-    tok = char_tokenizer(specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>"), bos=None, eos="<|im_end|>",
-                         pad="<|endoftext|>", words=("Yes", "No"), chat_template=QWEN_CHAT_TEMPLATE)
+    tok = char_tokenizer(
+        specials=("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        words=("Yes", "No"),
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
     return Path(save_causal_lm(tmp_path / "chat-lm", tokenizer=tok, hidden=32, layers=2, heads=2, kv_heads=1))
 
 
@@ -53,8 +59,14 @@ def test_one_load_serves_policy_and_judge(tmp_path):
     policy, prm = load_models(plan, dropout_p=0.1, dropout_mode="full")
     assert prm.model is policy.model and prm.tokenizer is policy.tokenizer
     # Different placement asked for: two copies, as asked.
-    plan = plan_models(folder, folder, prm_kind="judge", prm_opts={"dtype": "float32"}, policy_opts={"dtype": "bfloat16"},
-                       world_problem=False)
+    plan = plan_models(
+        folder,
+        folder,
+        prm_kind="judge",
+        prm_opts={"dtype": "float32"},
+        policy_opts={"dtype": "bfloat16"},
+        world_problem=False,
+    )
     policy, prm = load_models(plan, dropout_p=0.1, dropout_mode="full")
     assert prm.model is not policy.model
 
@@ -97,8 +109,9 @@ def test_doctor_reports_the_pair_and_its_problems(tmp_path):
     assert "kind judge" in text and "loaded once, shared" in text and "ok: nothing found" in text
     lines.clear()
     # A vLLM policy where vLLM is missing, planned for an 80 GiB GPU from this CPU machine.
-    found = run_doctor(f"vllm:{folder}", folder, prm_kind="judge", world_problem=False, gpu_bytes=80 * GIB,
-                       out=lines.append)
+    found = run_doctor(
+        f"vllm:{folder}", folder, prm_kind="judge", world_problem=False, gpu_bytes=80 * GIB, out=lines.append
+    )
     text = "\n".join(lines)
     assert "memory plan: vLLM gpu_memory_utilization = 0.9" in text
     import importlib.util
@@ -114,15 +127,38 @@ def test_bench_gpu_scores_a_search_workload_and_prices_each_mode(tmp_path):
     from uats_core.backends.plan import plan_prm_shape
 
     out = tmp_path / "gpu.json"
-    done = run_benchmark("gpu", "--shape", "tiny", "--device", "cpu", "--dtype", "float32", "--width", "3", "--depth",
-                         "2", "--question-chars", "40", "--step-chars", "20", "--repeats", "1", "--json", str(out))
+    done = run_benchmark(
+        "gpu",
+        "--shape",
+        "tiny",
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+        "--width",
+        "3",
+        "--depth",
+        "2",
+        "--question-chars",
+        "40",
+        "--step-chars",
+        "20",
+        "--repeats",
+        "1",
+        "--json",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads(out.read_text())
     assert [r["mode"] for r in res["search"]] == ["full", "last:2", "head"]
     assert all(len(r["per_depth_s"]) == 2 for r in res["search"])
     rows = res["cost"]["rows"]
-    assert rows["deterministic (1 pass)"]["ratio"] == 1.0 and set(rows) == {"deterministic (1 pass)", "full x8",
-                                                                             "last:2 x8", "head x8"}
+    assert rows["deterministic (1 pass)"]["ratio"] == 1.0 and set(rows) == {
+        "deterministic (1 pass)",
+        "full x8",
+        "last:2 x8",
+        "head x8",
+    }
     # The character tokenizer gives one token per character: 3 candidates x (template + question + 2 steps).
     assert res["cost"]["tokens"] > 3 * (40 + 2 * 20)
     assert "memory" not in res  # the allocator's figures exist on CUDA only

@@ -62,7 +62,9 @@ def test_the_command_line_offers_a_new_method(eighth: str, tmp_path: Path, capsy
 
     assert eighth in build_parser()._subparsers._group_actions[0].choices["search"].format_help()  # type: ignore[union-attr]
     db = tmp_path / "runs.db"
-    assert main(["search", "--method", eighth, "--budget", "4", "--max-iterations", "3", "--db", str(db), "--quiet"]) == 0
+    assert (
+        main(["search", "--method", eighth, "--budget", "4", "--max-iterations", "3", "--db", str(db), "--quiet"]) == 0
+    )
     assert [r["method"] for r in RunStore(str(db)).list_runs()] == [eighth]
 
 
@@ -76,9 +78,19 @@ def test_the_app_offers_a_new_method(eighth: str, tmp_path: Path) -> None:
 
     assert eighth in method_choices()
     defaults = SearchConfig(method=eighth, budget=4, max_iterations=3).to_dict()
-    form = {**{k: defaults[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": "", "dataset": ARITH, "dataset_path": "", "problem": "arith-test-0",
-            "free_question": "", "free_answer": ""}
+    form = {
+        **{k: defaults[k] for k in CONFIG_FIELDS},
+        "policy": EMBEDDED,
+        "prm": EMBEDDED,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+        "dataset": ARITH,
+        "dataset_path": "",
+        "problem": "arith-test-0",
+        "free_question": "",
+        "free_answer": "",
+    }
     store, pool = RunStore(str(tmp_path / "runs.db")), WorkerPoolDouble()
     run_id = submit_run(SimpleNamespace(store=store, pool=pool, choices=server_choices()), form)
     execute(pool.submitted[0], ModelCache(), store)
@@ -91,8 +103,15 @@ def test_the_evaluation_offers_a_new_method(eighth: str, problems_file: Path, tm
 
     assert parse_methods("all") == list(method_names()) and parse_methods("all")[-1] == eighth
     dataset, probs = load_eval_problems(None, str(problems_file), 1)
-    spec = GridSpec(pairs=parse_pairs("pol:rm", MODELS), problems=probs, dataset=dataset,
-                    methods=parse_methods(f"{eighth},rebase"), budgets=[4], seeds=[0], axes={"k0": [3, 7]})
+    spec = GridSpec(
+        pairs=parse_pairs("pol:rm", MODELS),
+        problems=probs,
+        dataset=dataset,
+        methods=parse_methods(f"{eighth},rebase"),
+        budgets=[4],
+        seeds=[0],
+        axes={"k0": [3, 7]},
+    )
     # k0 is none of its config_fields: one cell, "base", where H-UATS would have two
     assert [it.cell.variant for it in build_cells(spec) if it.cell.method == eighth] == ["base"]
     summary = run_eval(spec, EvalOptions(db=str(tmp_path / "eval.db"), progress=False))
@@ -103,16 +122,26 @@ def test_the_evaluation_offers_a_new_method(eighth: str, problems_file: Path, tm
 def test_each_methods_steps_fill_the_step_fields_it_declares(method: str) -> None:
     """What a method says its steps hold is what they hold (both spending rules, and REBASE's MC scoring)."""
     cls = REGISTRY[method]
-    settings = [dict()] + ([dict(spend_rule="paper")] if cls.uses_uncertainty else []) + \
-        ([dict(rebase_scoring="mc")] if "rebase_scoring" in cls.switches else [])
+    settings = (
+        [dict()]
+        + ([dict(spend_rule="paper")] if cls.uses_uncertainty else [])
+        + ([dict(rebase_scoring="mc")] if "rebase_scoring" in cls.switches else [])
+    )
     filled: set[str] = set()
     for extra in settings:
         events: list[Any] = []
         cfg = SearchConfig(method=method, budget=8, seed=1, **extra)
         controller = (lambda state, cfg=cfg: Knobs.from_config(cfg)) if cls.needs_controller else None
         embedder = _Embedder() if cls.needs_embedder else None
-        run_search(DOUBLES_PROBLEM, cfg, ScriptedPolicyDouble(depth=3), HashedPRMDouble(1), subscribers=[events.append],
-                   controller=controller, embedder=embedder)
+        run_search(
+            DOUBLES_PROBLEM,
+            cfg,
+            ScriptedPolicyDouble(depth=3),
+            HashedPRMDouble(1),
+            subscribers=[events.append],
+            controller=controller,
+            embedder=embedder,
+        )
         filled |= {k for e in events if isinstance(e, IterationEnded) for k in e.step_info.to_dict()}
     assert filled - {"width", "generated_steps", "prm_passes"} == set(cls.step_fields)
 
@@ -139,9 +168,14 @@ def _code_files() -> list[Path]:
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
 
 
 def status_texts_outside_their_home(files: list[Path], root: Path = ROOT) -> list[str]:
@@ -161,8 +195,11 @@ def status_texts_outside_their_home(files: list[Path], root: Path = ROOT) -> lis
                 skip.update(id(c) for c in ast.walk(node.value))
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "Column":
                 skip.update(id(a) for a in node.args[:1])
-        found += [f"{path.relative_to(root)}:{n.lineno}: {n.value}" for n in ast.walk(tree)
-                  if isinstance(n, ast.Constant) and n.value in STATUS_TEXTS and id(n) not in skip]
+        found += [
+            f"{path.relative_to(root)}:{n.lineno}: {n.value}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value in STATUS_TEXTS and id(n) not in skip
+        ]
     return found
 
 
@@ -175,9 +212,15 @@ def method_name_checks(files: list[Path], root: Path = ROOT) -> list[str]:
         if any(h in path.parents for h in homes):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Compare) and "method" in ast.unparse(node.left) and any(
-                    isinstance(c, ast.Constant) and c.value in REGISTRY for part in node.comparators
-                    for c in ast.walk(part)):
+            if (
+                isinstance(node, ast.Compare)
+                and "method" in ast.unparse(node.left)
+                and any(
+                    isinstance(c, ast.Constant) and c.value in REGISTRY
+                    for part in node.comparators
+                    for c in ast.walk(part)
+                )
+            ):
                 found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
     return found
 
@@ -192,8 +235,13 @@ def test_no_check_of_a_methods_name_outside_methods_and_the_report() -> None:
 
 def test_the_counters_see_copies(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text('"""finished"""\nS = "queued"\nx = row["failed"]\nif cfg.method == "dora":\n    pass\n'
-                     'ok = run.method in ("rebase", "beam")\n', encoding="utf-8")
+    probe.write_text(
+        '"""finished"""\nS = "queued"\nx = row["failed"]\nif cfg.method == "dora":\n    pass\n'
+        'ok = run.method in ("rebase", "beam")\n',
+        encoding="utf-8",
+    )
     assert status_texts_outside_their_home([probe], tmp_path) == ["probe.py:2: queued"]
-    assert method_name_checks([probe], tmp_path) == ["probe.py:4: cfg.method == 'dora'",
-                                                     "probe.py:6: run.method in ('rebase', 'beam')"]
+    assert method_name_checks([probe], tmp_path) == [
+        "probe.py:4: cfg.method == 'dora'",
+        "probe.py:6: run.method in ('rebase', 'beam')",
+    ]

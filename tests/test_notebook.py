@@ -21,7 +21,9 @@ def _text(cell: nbformat.NotebookNode) -> str:
 def test_the_example_notebook_runs_and_its_tables_agree_with_the_run_log() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit the notebook without outputs"
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    ).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors, errors
     texts = "\n".join(_text(c) for c in nb.cells if c.cell_type == "code")
@@ -29,8 +31,11 @@ def test_the_example_notebook_runs_and_its_tables_agree_with_the_run_log() -> No
     assert "every R̄ is the mean of its passes: True" in texts
     assert "every K is the count of its passes: True" in texts
     assert "gradio imported: False" in texts
-    plots = [c for c in nb.cells if c.cell_type == "code"
-             and any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in c.outputs)]
+    plots = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in c.outputs)
+    ]
     assert len(plots) == 3  # two trees and Figure 1
     tables = [c for c in nb.cells if c.cell_type == "code" and any("text/html" in o.get("data", {}) for o in c.outputs)]
     assert len(tables) >= 3  # runs, nodes, decisions as DataFrames

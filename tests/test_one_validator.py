@@ -26,13 +26,17 @@ from uats_core.eval.grid import GridSpec, load_eval_problems, parse_pairs
 from uats_core.limits import check_limits, check_prompt_fits
 from uats_core.request import validate_request
 
-ONCE = {"validate_request": 1, "SearchConfig.validate": 1, "check_limits": 1, "resolve_tau": 1,
-        "check_prompt_fits": 1}
+ONCE = {"validate_request": 1, "SearchConfig.validate": 1, "check_limits": 1, "resolve_tau": 1, "check_prompt_fits": 1}
 
 
 def _counted(monkeypatch: pytest.MonkeyPatch):
-    counts = count_calls(monkeypatch, validate_request=validate_request, check_limits=check_limits,
-                         resolve_tau=resolve_tau, check_prompt_fits=check_prompt_fits)
+    counts = count_calls(
+        monkeypatch,
+        validate_request=validate_request,
+        check_limits=check_limits,
+        resolve_tau=resolve_tau,
+        check_prompt_fits=check_prompt_fits,
+    )
     real_validate = SearchConfig.validate
 
     def validate(self: SearchConfig) -> SearchConfig:
@@ -51,9 +55,19 @@ def test_the_app_validates_a_run_once_where_it_is_submitted(tmp_path: Path, monk
     from ui.tabs.search_layout import CONFIG_FIELDS
 
     defaults = SearchConfig(budget=4, max_iterations=3).to_dict()
-    form = {**{k: defaults[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": "", "dataset": ARITH, "dataset_path": "", "problem": "arith-test-0",
-            "free_question": "", "free_answer": ""}
+    form = {
+        **{k: defaults[k] for k in CONFIG_FIELDS},
+        "policy": EMBEDDED,
+        "prm": EMBEDDED,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+        "dataset": ARITH,
+        "dataset_path": "",
+        "problem": "arith-test-0",
+        "free_question": "",
+        "free_answer": "",
+    }
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPoolDouble()
     counts = _counted(monkeypatch)
@@ -73,14 +87,21 @@ def test_the_command_line_validates_a_search_once(tmp_path: Path, monkeypatch: p
     assert dict(counts) == ONCE
 
 
-def test_the_evaluation_validates_each_cell_once(problems_file: Path, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_evaluation_validates_each_cell_once(
+    problems_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Four cells (two problems, REBASE and H-UATS): each validated once before anything is written, then run."""
     from uats.eval import EvalOptions, run_eval
 
     dataset, probs = load_eval_problems(None, str(problems_file), 2)
-    spec = GridSpec(pairs=parse_pairs("pol:rm", MODELS), problems=probs, dataset=dataset, methods=["rebase", "h-uats"],
-                    budgets=[4], seeds=[0])
+    spec = GridSpec(
+        pairs=parse_pairs("pol:rm", MODELS),
+        problems=probs,
+        dataset=dataset,
+        methods=["rebase", "h-uats"],
+        budgets=[4],
+        seeds=[0],
+    )
     counts = _counted(monkeypatch)
     summary = run_eval(spec, EvalOptions(db=str(tmp_path / "eval.db"), progress=False))
     assert summary.finished == 4
@@ -106,8 +127,12 @@ COUNTED = {
     "docs/img/estimator_figure1.py": "test_the_figure_script_validates_each_search_once",
 }
 # Only the runner builds a search; only the validator makes a CheckedSearch.
-ONLY_IN = {"_run_search": {"uats_core/runner.py"}, "SearchContext": {"uats_core/runner.py"},
-           "make_method": {"uats_core/runner.py"}, "CheckedSearch": {"uats_core/request.py"}}
+ONLY_IN = {
+    "_run_search": {"uats_core/runner.py"},
+    "SearchContext": {"uats_core/runner.py"},
+    "make_method": {"uats_core/runner.py"},
+    "CheckedSearch": {"uats_core/request.py"},
+}
 
 
 def _project_modules() -> list[Path]:
@@ -135,7 +160,9 @@ def test_every_caller_of_the_engine_is_an_entry_point_counted_here() -> None:
         if called & DOORS and rel not in ENGINE:
             callers.add(rel)
         misplaced += [f"{rel} calls {name}" for name, where in ONLY_IN.items() if name in called and rel not in where]
-    assert callers == set(COUNTED), f"not counted: {callers - set(COUNTED)}; no longer callers: {set(COUNTED) - callers}"
+    assert callers == set(COUNTED), (
+        f"not counted: {callers - set(COUNTED)}; no longer callers: {set(COUNTED) - callers}"
+    )
     assert all(callable(globals().get(test)) for test in COUNTED.values())
     assert not misplaced, misplaced
 
@@ -150,8 +177,11 @@ def test_a_search_runs_only_from_a_checked_request() -> None:
 
 def _once_each(counts, requests: int, runs: int) -> None:
     """`requests` checked requests, each validated once; `runs` searches run, each fitted to its models once."""
-    assert dict(counts) == {k: (runs if k == "check_prompt_fits" else requests) * n for k, n in ONCE.items() if
-                            (runs if k == "check_prompt_fits" else requests)}
+    assert dict(counts) == {
+        k: (runs if k == "check_prompt_fits" else requests) * n
+        for k, n in ONCE.items()
+        if (runs if k == "check_prompt_fits" else requests)
+    }
 
 
 def test_the_pools_prewarm_request_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,8 +201,14 @@ def test_the_case_finder_checks_each_of_its_runs_once(tmp_path: Path, monkeypatc
 
     ctx = SimpleNamespace(store=RunStore(str(tmp_path / "runs.db")), choices=server_choices())
     config = SearchConfig(budget=4, max_iterations=3).to_dict()
-    form = {**{k: config[k] for k in CONFIG_FIELDS}, "policy": EMBEDDED, "prm": EMBEDDED, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": ""}
+    form = {
+        **{k: config[k] for k in CONFIG_FIELDS},
+        "policy": EMBEDDED,
+        "prm": EMBEDDED,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+    }
     counts = _counted(monkeypatch)
     runs = batch_requests(ctx, form, 1)
     assert len(runs) == 4 and len({r.run_id for r in runs}) == 4
@@ -185,8 +221,12 @@ def test_the_controllers_training_validates_each_search_once(monkeypatch: pytest
     from uats_core.worlds.arith.world import load_split
 
     counts = _counted(monkeypatch)
-    states = collect_states(load_split("train", 2, seed=0), [(ScriptedPolicyDouble(depth=3), HashedPRMDouble(0))],
-                            SearchConfig(method="a-uats", budget=4, max_iterations=3), 2)
+    states = collect_states(
+        load_split("train", 2, seed=0),
+        [(ScriptedPolicyDouble(depth=3), HashedPRMDouble(0))],
+        SearchConfig(method="a-uats", budget=4, max_iterations=3),
+        2,
+    )
     assert states
     _once_each(counts, requests=2, runs=2)
 
@@ -200,8 +240,12 @@ def test_run_search_validates_each_search_once(monkeypatch: pytest.MonkeyPatch) 
 
     counts = _counted(monkeypatch)
     for seed in (0, 1):
-        result = run_search(get_problem("arith-test-0"), SearchConfig(method="best-of-n", budget=4, seed=seed),
-                            ScriptedPolicyDouble(depth=3), HashedPRMDouble(seed))
+        result = run_search(
+            get_problem("arith-test-0"),
+            SearchConfig(method="best-of-n", budget=4, seed=seed),
+            ScriptedPolicyDouble(depth=3),
+            HashedPRMDouble(seed),
+        )
         assert result.status == "finished"
     _once_each(counts, requests=2, runs=2)
 

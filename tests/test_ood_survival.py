@@ -16,11 +16,15 @@ from uats_core.worlds.arith import solutions, world
 POLICY_B = DEFAULT_PRM.parent / "arith-policy-b"
 
 
-@pytest.mark.skipif(not (DEFAULT_PRM / "config.json").is_file() or not POLICY_B.is_dir(), reason="embedded models missing")
+@pytest.mark.skipif(
+    not (DEFAULT_PRM / "config.json").is_file() or not POLICY_B.is_dir(), reason="embedded models missing"
+)
 def test_counts_match_the_searchs_own_decisions(tmp_path: Path, capsys) -> None:
     db = tmp_path / "runs.db"
     store = RunStore(str(db))
-    cfg = SearchConfig(method="h-uats", budget=4, seed=0, tau=0.0005, child_score="ucb-ood", max_iterations=5).validate()
+    cfg = SearchConfig(
+        method="h-uats", budget=4, seed=0, tau=0.0005, child_score="ucb-ood", max_iterations=5
+    ).validate()
     policy, prm = build_backends(str(POLICY_B), None, cfg)
     expected = {"right_reevaluated": [0, 0], "right_not": [0, 0], "wrong_reevaluated": [0, 0], "wrong_not": [0, 0]}
     for pid in ("arith-test-0",):
@@ -39,7 +43,7 @@ def test_counts_match_the_searchs_own_decisions(tmp_path: Path, capsys) -> None:
                     expected[kind][1] += 1
     groups = ood_survival(store)
     assert len(groups) == 1
-    (key, got), = groups.items()
+    ((key, got),) = groups.items()
     assert key[0] == "ucb-ood" and got["runs"] == 1
     assert {k: got[k] for k in expected} == expected
     assert sum(v[1] for v in expected.values()) > 0  # the low τ made OOD decisions to count

@@ -21,9 +21,14 @@ JS_CONTEXT = re.compile(r"(;\s*$|;\n|\bdocument\.|\bwindow\.|\bPlotly\.)", re.M)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
 
 
 def _python_strings_with_javascript() -> list[str]:
@@ -58,8 +63,12 @@ def _loaded_names() -> set[str]:
     names = set()
     for path in (ROOT / "ui").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "page_script" and node.args
-                    and isinstance(node.args[0], ast.Constant)):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "page_script"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 names.add(node.args[0].value)
     return names
 
@@ -70,6 +79,7 @@ def test_every_script_is_loaded_by_the_app_and_packaged() -> None:
     package_data = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[tool.setuptools.package-data]")[1]
     assert re.search(r'^ui = \[.*"js/\*\.js"', package_data, re.M)
     from ui.views.scripts import page_script
+
     assert all(page_script(name) == (SCRIPTS / name).read_text(encoding="utf-8") for name in files)
 
 
@@ -83,8 +93,9 @@ def _eslint() -> str:
 
 
 def test_the_page_scripts_pass_eslint() -> None:
-    done = subprocess.run([_eslint(), "--max-warnings", "0", "ui/js"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [_eslint(), "--max-warnings", "0", "ui/js"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
@@ -122,10 +133,14 @@ def test_the_page_bundle_is_the_packages_plotly_and_draws_every_trace_the_app_se
     b = RunData.load(store, record_synthetic(store, "b" * 32, n_nodes=120, budget=8, seed=4))
     state = a.state_at(None)
     nid = next(i for i in state.nodes if i and step_of(a, i) is not None)
-    shadow = {c.node_id: {"mc_scores": [0.5, 0.6, 0.7], "var": 0.01, "ood": False}
-              for c in step_of(a, nid).candidates}
+    shadow = {c.node_id: {"mc_scores": [0.5, 0.6, 0.7], "var": 0.01, "ood": False} for c in step_of(a, nid).candidates}
     rows = list(a.iterations.values())
-    figures = [tree_figure(state, ViewOptions(), selected=nid), step_figure(step_of(a, nid), selected=nid, shadow=shadow),
-               cost_figure(rows), knobs_figure(rows), *compare_figures(a, b, None)]
+    figures = [
+        tree_figure(state, ViewOptions(), selected=nid),
+        step_figure(step_of(a, nid), selected=nid, shadow=shadow),
+        cost_figure(rows),
+        knobs_figure(rows),
+        *compare_figures(a, b, None),
+    ]
     sent = {t.get("type", "scatter") for fig in figures if isinstance(fig, dict) for t in fig.get("data", [])}
     assert {"scatter", "bar"} <= sent and sent <= registered, sent - registered

@@ -48,8 +48,9 @@ def test_one_event_per_tick_and_no_state_change_chain(demo: gr.Blocks) -> None:
 
 def _toy_poll(parts: PollParts) -> tuple[SimpleNamespace, gr.Blocks]:
     with gr.Blocks() as blocks:
-        ctx = SimpleNamespace(run_state=gr.State({}), pair_state=gr.State({}), timer=gr.Timer(TICK_S), poll=parts,
-                              reads=lambda: None)
+        ctx = SimpleNamespace(
+            run_state=gr.State({}), pair_state=gr.State({}), timer=gr.Timer(TICK_S), poll=parts, reads=lambda: None
+        )
         a, b, c = gr.Textbox(), gr.Textbox(), gr.Textbox()
         ctx.a, ctx.b, ctx.c = a, b, c
 
@@ -113,8 +114,14 @@ def test_one_tick_reads_each_run_once(tmp_path) -> None:
     (poll,) = [f for f in demo.fns.values() if (_live_timer(demo)._id, "tick") in f.targets]
     state_of = {type(o.value).__name__: o for o in poll.inputs if isinstance(o, gr.State)}
     s, cs = OpenRun(run_id=opened), ComparedPair(a=a, b=b)
-    values = [s if o is state_of["OpenRun"] else cs if o is state_of["ComparedPair"] else
-              (o.value() if callable(o.value) else o.value) for o in poll.inputs]
+    values = [
+        s
+        if o is state_of["OpenRun"]
+        else cs
+        if o is state_of["ComparedPair"]
+        else (o.value() if callable(o.value) else o.value)
+        for o in poll.inputs
+    ]
     for tick in range(2):  # the first tick draws what changed, the second finds nothing new
         store.row_reads.clear()
         poll.fn(Request(session_hash="page"), *values)

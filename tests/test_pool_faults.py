@@ -59,8 +59,13 @@ _SERVER = textwrap.dedent("""
 def test_workers_die_with_a_killed_app_and_a_restart_ends_its_run(tmp_path: Path) -> None:
     """The report: after `kill -9` of the app its workers lived 45+ minutes and a paused run stayed 'running'."""
     db = str(tmp_path / "runs.db")
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, db], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, db],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         info = json.loads(line)
@@ -82,18 +87,23 @@ def test_a_restart_ends_the_runs_of_a_dead_server_even_with_a_live_worker(tmp_pa
     """A run whose server is gone is over, even where its worker (an orphan, here this test's own pid)
     is still alive; a run of a live server is left alone."""
     db = str(tmp_path / "runs.db")
-    register = ("import sys; from storage import RunStore; RunStore(sys.argv[1]).register_run("
-                "sys.argv[2], method='h-uats', problem_id='p', question='q')")
+    register = (
+        "import sys; from storage import RunStore; RunStore(sys.argv[1]).register_run("
+        "sys.argv[2], method='h-uats', problem_id='p', question='q')"
+    )
     gone = uuid.uuid4().hex
-    subprocess.run([sys.executable, "-c", register, db, gone], cwd=ROOT, check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-c", register, db, gone], cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     store = RunStore(db)
     live = uuid.uuid4().hex
     store.register_run(live, method="h-uats", problem_id="p", question="q")
     for rid in (gone, live):  # both 'running' on a worker that is alive
         with store.engine.begin() as conn:
-            conn.exec_driver_sql("UPDATE runs SET status='running', worker_pid=?, worker_host=? WHERE run_id=?",
-                                 (os.getpid(), this_process().split("|")[0], rid))
+            conn.exec_driver_sql(
+                "UPDATE runs SET status='running', worker_pid=?, worker_host=? WHERE run_id=?",
+                (os.getpid(), this_process().split("|")[0], rid),
+            )
     assert store.mark_dead_workers() == [gone]
     assert store.get_run(gone)["status"] == "failed" and store.get_run(live)["status"] == "running"
     assert not process_gone(this_process())
@@ -109,8 +119,9 @@ def _req(store: RunStore, **cfg: Any) -> RunRequest:
     return req
 
 
-def test_a_full_disk_fails_the_run_in_one_line_and_the_worker_goes_on(tmp_path: Path,
-                                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_a_full_disk_fails_the_run_in_one_line_and_the_worker_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The worker's own code (ui.jobs.warm.execute): the run's first write finds the disk full. No exception
     escapes (it used to end the worker), one log line says why, and the end it could not write is handed
     back for the pool; once there is room, the worker's next run goes through."""
@@ -218,12 +229,20 @@ def test_a_run_on_a_really_full_disk_fails_with_its_reason_and_the_queue_moves(t
     takes writes again, and the next run finishes."""
     probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
     if probe.returncode != 0:
-        pytest.skip(f"no user and mount namespaces here ({probe.stderr.decode().strip()}); "
-                    "test_the_pool_keeps_ticking_on_a_full_disk covers the logic")
+        pytest.skip(
+            f"no user and mount namespaces here ({probe.stderr.decode().strip()}); "
+            "test_the_pool_keeps_ticking_on_a_full_disk covers the logic"
+        )
     mnt = tmp_path / "small"
     mnt.mkdir()
-    res = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK, str(mnt)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    res = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK, str(mnt)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["kept"] and out["while_full"] == "queued"

@@ -44,7 +44,9 @@ def test_a_hung_policy_server_neither_holds_the_pool_nor_outlives_a_cancel(tmp_p
             asked = time.monotonic()
             store.request_cancel(again.run_id)
             assert until(lambda: status(again.run_id) == RunStatus.CANCELLED, 60), store.get_run(again.run_id)
-            print(f"hung server: cancel took {time.monotonic() - asked:.2f} s; the other client's run finished on its "
-                  "own worker")
+            print(
+                f"hung server: cancel took {time.monotonic() - asked:.2f} s; the other client's run finished on its "
+                "own worker"
+            )
     finally:
         pool.shutdown(cancel=True, timeout_s=30)

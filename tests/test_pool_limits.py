@@ -69,18 +69,25 @@ def test_the_queue_is_limited_per_server_and_per_session(tmp_path: Path) -> None
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, limits=PoolLimits(max_queued=3, max_queued_per_session=2), drive=False)
     try:
+
         def submit(session: str) -> str:
             req = _req(store, register=False)
             pool.submit(req, session=session, register=lambda: register_request(store, req))
             return req.run_id
 
         a = [submit("A"), submit("A")]
-        with pytest.raises(QueueFull, match=r"^queue: you already have 2 jobs queued \(the limit per user, in all your tabs, "
-                                            r"--max-queued-per-session, is 2\)"):
+        with pytest.raises(
+            QueueFull,
+            match=r"^queue: you already have 2 jobs queued \(the limit per user, in all your tabs, "
+            r"--max-queued-per-session, is 2\)",
+        ):
             submit("A")
         submit("B")
-        with pytest.raises(QueueFull, match=r"^queue: 3 jobs are already queued on this server \(the limit, "
-                                            r"--max-queued, is 3\)"):
+        with pytest.raises(
+            QueueFull,
+            match=r"^queue: 3 jobs are already queued on this server \(the limit, "
+            r"--max-queued, is 3\)",
+        ):
             submit("C")
         assert len(store.list_runs()) == 3 and len(pool.queued()) == 3
         store.request_cancel(a[0])
@@ -98,6 +105,7 @@ def test_the_queue_limit_counts_all_tabs_of_a_user_together(tmp_path: Path) -> N
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, limits=PoolLimits(max_queued=16, max_queued_per_session=4), drive=False)
     try:
+
         def submit(request: Any) -> bool:
             req = _req(store, register=False)
             try:
@@ -124,8 +132,11 @@ def test_the_number_of_paused_runs_is_limited(tmp_path: Path) -> None:
         first = _req(store, register=False)
         pool.submit(first, register=lambda: register_request(store, first, paused=True), paused=True)
         second = _req(store, register=False)
-        with pytest.raises(QueueFull, match=r"^pause: 1 runs are already paused on this server \(the limit, "
-                                            r"--max-paused, is 1\)"):
+        with pytest.raises(
+            QueueFull,
+            match=r"^pause: 1 runs are already paused on this server \(the limit, "
+            r"--max-paused, is 1\)",
+        ):
             pool.submit(second, register=lambda: register_request(store, second), paused=True)
         third = _req(store)
         pool.submit(third)

@@ -37,8 +37,9 @@ def test_cached_parts_are_used_and_only_where_the_method_needs_them():
 
 
 def test_a_prepared_search_runs_and_a_bad_request_fails_before_anything_loads():
-    s = prepare_search(_checked(method="h-uats", budget=4, seed=1),
-                       models=(ScriptedPolicyDouble(depth=3), HashedPRMDouble(1)))
+    s = prepare_search(
+        _checked(method="h-uats", budget=4, seed=1), models=(ScriptedPolicyDouble(depth=3), HashedPRMDouble(1))
+    )
     assert s.run().status == "finished"
     with pytest.raises(ConfigError, match="^tau:"):
         _checked(method="h-uats", tau="auto:2")  # no load was attempted: there is nothing to prepare

@@ -9,9 +9,11 @@ import sys
 
 
 def test_every_public_name_resolves_and_the_package_stays_light() -> None:
-    code = ("import sys, uats_core\n"
-            "missing = [n for n in uats_core.__all__ if not hasattr(uats_core, n)]\n"
-            "print(missing, sorted(m for m in ('torch', 'gradio', 'storage', 'sqlalchemy', 'ui') if m in sys.modules))")
+    code = (
+        "import sys, uats_core\n"
+        "missing = [n for n in uats_core.__all__ if not hasattr(uats_core, n)]\n"
+        "print(missing, sorted(m for m in ('torch', 'gradio', 'storage', 'sqlalchemy', 'ui') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
     assert out.strip() == "[] []"
 

@@ -35,7 +35,8 @@ def test_there_are_recipes_for_the_committed_ledgers() -> None:
 
 @pytest.mark.parametrize("path", RECIPES, ids=[p.stem for p in RECIPES])
 def test_each_recipe_reads_with_todays_flags_and_a_complete_one_is_its_ledger(
-        path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)  # the recipes name ledgers relative to the checkout
     recipe = load_recipe(path, build_parser())
     assert recipe.about, f"{path.name}: say in [recipe] about what the grid is for"
@@ -47,12 +48,14 @@ def test_each_recipe_reads_with_todays_flags_and_a_complete_one_is_its_ledger(
         assert in_ledger < cells, f"{path.name}: every cell is in its ledger; mark it complete = true"
 
 
-def test_flags_after_the_spec_override_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_flags_after_the_spec_override_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
     whole, _ = _dry_run(capsys, tmp_path, "--spec", "recipes/arith-rerun.toml")
-    part, in_ledger = _dry_run(capsys, tmp_path, "--spec", "recipes/arith-rerun.toml", "--problems", "10",
-                               "--methods", "rebase")
+    part, in_ledger = _dry_run(
+        capsys, tmp_path, "--spec", "recipes/arith-rerun.toml", "--problems", "10", "--methods", "rebase"
+    )
     assert (whole, part, in_ledger) == (25200, 10 * 3 * 3 * 2, 10 * 3 * 3 * 2)
 
 

@@ -30,15 +30,19 @@ def _code_model(tmp_path: Path) -> tuple[Path, Path]:
     return folder, marker
 
 
-@pytest.mark.parametrize("argv,field", [
-    (["search", "--prm-opt", "trust_remote_code=true"], "prm_opts"),
-    (["search", "--policy-opt", "trust_remote_code=true"], "policy_opts"),
-    (["search", "--policy-opt", 'llm_kwargs={"trust_remote_code": true}'], "policy_opts"),
-    (["search", "--prm-opt", "code_revision=main"], "prm_opts"),
-    (["doctor", "--prm-opt", "trust_remote_code=1"], "prm_opts"),
-])
-def test_cli_refuses_code_options_without_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str],
-                                                   field: str) -> None:
+@pytest.mark.parametrize(
+    "argv,field",
+    [
+        (["search", "--prm-opt", "trust_remote_code=true"], "prm_opts"),
+        (["search", "--policy-opt", "trust_remote_code=true"], "policy_opts"),
+        (["search", "--policy-opt", 'llm_kwargs={"trust_remote_code": true}'], "policy_opts"),
+        (["search", "--prm-opt", "code_revision=main"], "prm_opts"),
+        (["doctor", "--prm-opt", "trust_remote_code=1"], "prm_opts"),
+    ],
+)
+def test_cli_refuses_code_options_without_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str], field: str
+) -> None:
     folder, marker = _code_model(tmp_path)
     db = tmp_path / "out" / "runs.db"
     extra = ["--db", str(db), "--budget", "2", "--max-iterations", "1", "--quiet"] if argv[0] == "search" else []
@@ -52,8 +56,24 @@ def test_eval_refuses_code_options_without_the_flag(tmp_path: Path, capsys: pyte
     from uats.eval.cli import main as eval_main
 
     db = tmp_path / "eval.db"
-    rc = eval_main(["--prm-opt", "trust_remote_code=true", "--methods", "rebase", "--budgets", "2", "--problems", "1",
-                    "--seeds", "1", "--db", str(db), "--dry-run", "--quiet"])
+    rc = eval_main(
+        [
+            "--prm-opt",
+            "trust_remote_code=true",
+            "--methods",
+            "rebase",
+            "--budgets",
+            "2",
+            "--problems",
+            "1",
+            "--seeds",
+            "1",
+            "--db",
+            str(db),
+            "--dry-run",
+            "--quiet",
+        ]
+    )
     assert "--trust-remote-code" in one_line_error(capsys, rc, "prm_opts")
     assert not db.exists()
 
@@ -64,9 +84,24 @@ def test_the_flag_is_what_lets_a_models_code_run(tmp_path: Path) -> None:
     appears), so the flag, and only the flag, stands between an option and a model's code running."""
     folder, marker = _code_model(tmp_path)
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "hf-modules"), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "uats", "doctor", "--prm", str(folder), "--prm-opt",
-                           "trust_remote_code=true", "--trust-remote-code"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "uats",
+            "doctor",
+            "--prm",
+            str(folder),
+            "--prm-opt",
+            "trust_remote_code=true",
+            "--trust-remote-code",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert marker.exists(), (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
 
 
@@ -74,7 +109,10 @@ def test_app_options_are_an_allow_list() -> None:
     from ui.choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, app_options
 
     assert app_options(["temperature=0.7", "dtype=bfloat16", "seed=3"], "policy_opts", APP_POLICY_OPTIONS) == {
-        "temperature": 0.7, "dtype": "bfloat16", "seed": 3}
+        "temperature": 0.7,
+        "dtype": "bfloat16",
+        "seed": 3,
+    }
     refused = {
         ("trust_remote_code=true", "policy_opts"): "trust_remote_code: the app never runs code",
         ("code_revision=main", "prm_opts"): "code_revision: the app never runs code",
@@ -107,16 +145,22 @@ def test_a_worker_refuses_a_request_with_a_code_option() -> None:
         load_pair(dataclasses.replace(job, search=dataclasses.replace(job.search, request=request)))
 
 
-def test_launcher_folder_flags_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_launcher_folder_flags_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ui.launch import main as launch_main
 
     uploads = tmp_path / "uploads"
     (uploads / "abc").mkdir(parents=True)
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
     db = tmp_path / "runs.db"
-    for flag, value in (("--models-dir", tmp_path / "missing"), ("--datasets-dir", tmp_path / "missing"),
-                        ("--models-dir", uploads), ("--datasets-dir", uploads / "abc"), ("--models-dir", tmp_path)):
+    for flag, value in (
+        ("--models-dir", tmp_path / "missing"),
+        ("--datasets-dir", tmp_path / "missing"),
+        ("--models-dir", uploads),
+        ("--datasets-dir", uploads / "abc"),
+        ("--models-dir", tmp_path),
+    ):
         rc = launch_main([flag, str(value), "--db", str(db)])
         one_line_error(capsys, rc, flag.lstrip("-"))
     assert not db.exists()

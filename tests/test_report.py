@@ -15,6 +15,7 @@ from uats.report import build_report
 
 T975_2 = 4.302652729911275  # Student t, 97.5% quantile, 2 degrees of freedom (3 seeds)
 
+
 def _hand(method: str, budget: int) -> tuple[float, float]:
     per_seed = [sum(CORRECT[(method, budget, s)]) / 2 for s in range(3)]
     mean = sum(per_seed) / 3
@@ -74,7 +75,11 @@ def test_paired_differences_by_hand(hand_db: Path) -> None:
     assert list(pdiff.index.get_level_values("x").unique()) == ["h-uats"]  # no A-UATS here: one comparison
     for budget in (4, 16):
         # h-uats − rebase on (p0, p1) per seed, by hand from CORRECT; p2 is left out (unfinished for h-uats)
-        d = {(p, s): CORRECT[("h-uats", budget, s)][p] - CORRECT[("rebase", budget, s)][p] for p in (0, 1) for s in range(3)}
+        d = {
+            (p, s): CORRECT[("h-uats", budget, s)][p] - CORRECT[("rebase", budget, s)][p]
+            for p in (0, 1)
+            for s in range(3)
+        }
         per_seed = [(d[(0, s)] + d[(1, s)]) / 2 for s in range(3)]
         per_problem = [sum(d[(p, s)] for s in range(3)) / 3 for p in (0, 1)]
         row = pdiff.loc[(budget, "h-uats", "rebase")]
@@ -99,7 +104,9 @@ def test_ablation_compares_variants_on_the_same_problems(tmp_path: Path) -> None
     half = T975_2 * math.sqrt(1 / 3) / math.sqrt(3)  # per-seed 0, 1, 1: sd √(1/3)
     assert f"| hand | h-uats | base | {100 * 2 / 3:.1f} ± {100 * half:.1f} (n=1) |" in md
     assert "| hand | h-uats | reeval_share=0.0 | 0.0 ± 0.0 (n=1) |" in md
-    assert rep.tables["table4"].set_index("variant").loc["base", "value"] == pytest.approx((2 / 3 + 1) / 2)  # base table: both
+    assert rep.tables["table4"].set_index("variant").loc["base", "value"] == pytest.approx(
+        (2 / 3 + 1) / 2
+    )  # base table: both
     assert "ablations" in rep.figures
 
 
@@ -133,9 +140,14 @@ def test_two_seeds_show_no_interval_and_say_why(tmp_path: Path) -> None:
     md = rep.markdown
     assert "| rebase | 37.5 (no ±: 2 seeds) |" in md["Table 4 layout: hand|base"]
     assert "| rebase | 37.5 (no ±: 2 seeds) |" in md["Accuracy by budget (%): hand|base"]
-    assert "| rebase | 10 (no ±: 2 seeds) |" in md["Mean compute spent per search (PRM-pass units, ± 95% t over seeds): hand|base"]
+    assert (
+        "| rebase | 10 (no ±: 2 seeds) |"
+        in md["Mean compute spent per search (PRM-pass units, ± 95% t over seeds): hand|base"]
+    )
     for name in ("Table 4 layout: hand|base", "Accuracy by budget (%): hand|base", "UATS against REBASE: hand|base"):
-        table = md[name][md[name].index("| method"):] if "| method" in md[name] else md[name][md[name].index("| pair"):]
+        table = (
+            md[name][md[name].index("| method") :] if "| method" in md[name] else md[name][md[name].index("| pair") :]
+        )
         assert " ± " not in table, name  # the table, below any title
     # over problems (4 of them) the paired difference has its interval; over 2 seeds it says why not
     assert "| – (no ±: 2 seeds) | ± 0.0 |" in md["Paired accuracy differences: hand|base"]
@@ -184,18 +196,55 @@ def test_figure2_step_accuracy_and_variance_by_hand(tmp_path: Path) -> None:
     nodes = [
         dict(node_id=0, parent_id=None, depth=0, step="", status="kept"),
         # correct step, MC mean 0.85 -> predicted correct: right
-        dict(node_id=1, parent_id=0, depth=1, step=gold[0] + "\n\n", status="kept", mean=0.85,
-             mc_scores=[0.9, 0.8, 0.85], initial_passes=3, k=3),
+        dict(
+            node_id=1,
+            parent_id=0,
+            depth=1,
+            step=gold[0] + "\n\n",
+            status="kept",
+            mean=0.85,
+            mc_scores=[0.9, 0.8, 0.85],
+            initial_passes=3,
+            k=3,
+        ),
         # wrong step, MC mean 0.8 -> predicted correct: wrong
-        dict(node_id=2, parent_id=0, depth=1, step="1 + 1 = 3\n\n", status="pruned", mean=0.8,
-             mc_scores=[0.7, 0.9, 0.8], initial_passes=3, k=3),
+        dict(
+            node_id=2,
+            parent_id=0,
+            depth=1,
+            step="1 + 1 = 3\n\n",
+            status="pruned",
+            mean=0.8,
+            mc_scores=[0.7, 0.9, 0.8],
+            initial_passes=3,
+            k=3,
+        ),
         # correct second step after a correct first one, initial passes mean 0.3 -> predicted wrong: wrong.
         # Its fourth pass is a re-evaluation: not part of the K0 statistics.
-        dict(node_id=3, parent_id=1, depth=2, step=gold[1] + "\n\n", status="pruned", mean=0.45,
-             mc_scores=[0.2, 0.4, 0.3, 0.9], initial_passes=3, k=4, extra_passes=1),
+        dict(
+            node_id=3,
+            parent_id=1,
+            depth=2,
+            step=gold[1] + "\n\n",
+            status="pruned",
+            mean=0.45,
+            mc_scores=[0.2, 0.4, 0.3, 0.9],
+            initial_passes=3,
+            k=4,
+            extra_passes=1,
+        ),
     ]
-    w.run(problem="arith-test-0", method="h-uats", budget=4, seed=0, correct=False, cost=1.0, dataset="arith-test",
-          pair="A2:prm2", nodes=nodes)
+    w.run(
+        problem="arith-test-0",
+        method="h-uats",
+        budget=4,
+        seed=0,
+        correct=False,
+        cost=1.0,
+        dataset="arith-test",
+        pair="A2:prm2",
+        nodes=nodes,
+    )
     rep = build_report(store, fig2=True)
     store.close()
     s = rep.tables["prm_summary"].iloc[0]
@@ -263,8 +312,9 @@ def test_controller_curves_from_the_database_and_the_figure(tmp_path: Path) -> N
     db = tmp_path / "train.db"
     store = RunStore(str(db))
     for rnd in range(30):
-        store.append_curve("controller-x-seed0", {"round": rnd, "mean_reward": rnd / 30, "accuracy": 0.5,
-                                                  "mean_cost": 100.0 + rnd})
+        store.append_curve(
+            "controller-x-seed0", {"round": rnd, "mean_reward": rnd / 30, "accuracy": 0.5, "mean_cost": 100.0 + rnd}
+        )
     store.close()
     sources = ReportSources(RunStore("sqlite://"), tmp_path)
     assert "controller-x-seed0" in curve_choices(sources, db.name)
@@ -285,8 +335,14 @@ def test_uats_against_rebase_table_by_hand(tmp_path: Path) -> None:
     cost = {"rebase": 100.0, "h-uats": 70.0, "a-uats": 85.0}
     for seed in range(3):
         for method in ("rebase", "h-uats", "a-uats", "best-of-n"):
-            w.run(problem="p0", method=method, budget=4, seed=seed, correct=method != "rebase" or seed == 0,
-                  cost=cost.get(method, 100.0) + seed)
+            w.run(
+                problem="p0",
+                method=method,
+                budget=4,
+                seed=seed,
+                correct=method != "rebase" or seed == 0,
+                cost=cost.get(method, 100.0) + seed,
+            )
     store.close()
     md = build_report(str(tmp_path / "vs.db"), fig2=False).markdown["UATS against REBASE: hand|base"]
     rows = [line for line in md.splitlines() if line.startswith("| P:Q")]
@@ -308,8 +364,15 @@ def test_variant_against_its_base_and_rebase_paired_by_hand(tmp_path: Path) -> N
         for seed in range(3):
             w.run(problem=problem, method="rebase", budget=4, seed=seed, correct=False, cost=100.0)
             w.run(problem=problem, method="h-uats", budget=4, seed=seed, correct=seed == 0, cost=90.0)
-            w.run(problem=problem, method="h-uats", budget=4, seed=seed, correct=bool(won[(problem, seed)]),
-                  cost=95.0, variant=variant)
+            w.run(
+                problem=problem,
+                method="h-uats",
+                budget=4,
+                seed=seed,
+                correct=bool(won[(problem, seed)]),
+                cost=95.0,
+                variant=variant,
+            )
     w.run(problem="p2", method="h-uats", budget=4, seed=0, correct=True, cost=95.0, variant=variant)  # no reference
     store.close()
     rep = build_report(str(tmp_path / "var.db"), fig2=False)
@@ -330,15 +393,17 @@ def test_trace_counts_merge_exact_duplicates_by_hand() -> None:
 
     from reports.duplicates import trace_counts
 
-    nodes = pd.DataFrame([
-        {"run_id": "r", "node_id": 0, "parent_id": None, "depth": 0, "step": ""},
-        {"run_id": "r", "node_id": 1, "parent_id": 0, "depth": 1, "step": "a"},
-        {"run_id": "r", "node_id": 2, "parent_id": 0, "depth": 1, "step": "a"},  # a duplicate of 1
-        {"run_id": "r", "node_id": 3, "parent_id": 0, "depth": 1, "step": "b"},
-        {"run_id": "r", "node_id": 4, "parent_id": 1, "depth": 2, "step": "c"},
-        {"run_id": "r", "node_id": 5, "parent_id": 2, "depth": 2, "step": "c"},  # a→c again, through the duplicate
-        {"run_id": "r", "node_id": 6, "parent_id": 3, "depth": 2, "step": "c"},  # b→c: another trace
-    ])
+    nodes = pd.DataFrame(
+        [
+            {"run_id": "r", "node_id": 0, "parent_id": None, "depth": 0, "step": ""},
+            {"run_id": "r", "node_id": 1, "parent_id": 0, "depth": 1, "step": "a"},
+            {"run_id": "r", "node_id": 2, "parent_id": 0, "depth": 1, "step": "a"},  # a duplicate of 1
+            {"run_id": "r", "node_id": 3, "parent_id": 0, "depth": 1, "step": "b"},
+            {"run_id": "r", "node_id": 4, "parent_id": 1, "depth": 2, "step": "c"},
+            {"run_id": "r", "node_id": 5, "parent_id": 2, "depth": 2, "step": "c"},  # a→c again, through the duplicate
+            {"run_id": "r", "node_id": 6, "parent_id": 3, "depth": 2, "step": "c"},  # b→c: another trace
+        ]
+    )
     (row,) = trace_counts(nodes).to_dict("records")
     assert row["n_candidates"] == 6 and row["n_distinct"] == 4 and row["steps"] == 2
     assert row["candidates_per_step"] == pytest.approx(3.0) and row["distinct_per_step"] == pytest.approx(2.0)
@@ -355,20 +420,37 @@ def test_final_solutions_and_the_recomputed_votes_by_hand() -> None:
     from reports.duplicates import trace_counts
 
     def node(i, parent, depth, step, status="kept", answer=None, correct=None, mean=0.5):
-        return {"run_id": "r", "node_id": i, "parent_id": parent, "depth": depth, "step": step, "status": status,
-                "answer": answer, "correct": correct, "mean": mean}
+        return {
+            "run_id": "r",
+            "node_id": i,
+            "parent_id": parent,
+            "depth": depth,
+            "step": step,
+            "status": status,
+            "answer": answer,
+            "correct": correct,
+            "mean": mean,
+        }
 
-    nodes = pd.DataFrame([
-        node(0, None, 0, ""), node(1, 0, 1, "a"), node(2, 0, 1, "a"), node(3, 0, 1, "b"),
-        node(4, 1, 2, "=14", "finished", "14", False, 0.88),
-        node(5, 2, 2, "=14", "finished", "14", False, 0.86),  # a copy of 4: its parent is a copy of 1
-        node(6, 3, 2, "=15", "finished", "15", True, 0.9),
-        node(7, 3, 2, "x=15", "truncated", "15", True, 0.7),
-        node(8, 3, 2, "cut", "truncated", None, False, 0.99),  # no answer: in no vote
-    ])
+    nodes = pd.DataFrame(
+        [
+            node(0, None, 0, ""),
+            node(1, 0, 1, "a"),
+            node(2, 0, 1, "a"),
+            node(3, 0, 1, "b"),
+            node(4, 1, 2, "=14", "finished", "14", False, 0.88),
+            node(5, 2, 2, "=14", "finished", "14", False, 0.86),  # a copy of 4: its parent is a copy of 1
+            node(6, 3, 2, "=15", "finished", "15", True, 0.9),
+            node(7, 3, 2, "x=15", "truncated", "15", True, 0.7),
+            node(8, 3, 2, "cut", "truncated", None, False, 0.99),  # no answer: in no vote
+        ]
+    )
     (row,) = trace_counts(nodes).to_dict("records")
-    assert json.loads(row["solutions"]) == [["14", False, 2, pytest.approx(1.74), 0.88], ["15", True, 1, 0.9, 0.9],
-                                            ["15", True, 1, 0.7, 0.7]]
+    assert json.loads(row["solutions"]) == [
+        ["14", False, 2, pytest.approx(1.74), 0.88],
+        ["15", True, 1, 0.9, 0.9],
+        ["15", True, 1, 0.7, 0.7],
+    ]
     # weighted 1.74 vs 1.60 and majority 2 vs 2 (a tie: the answer seen first) pick 14; one copy of it counts
     # 0.87 against 1.60; the best score is 0.9
     assert recomputed_votes(row["solutions"]) == {"weighted": False, "best": True, "majority": False, "distinct": True}
@@ -380,7 +462,15 @@ def test_spend_against_rebase_by_hand(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "spend.db"))
     w = HandLogWriter(store)
     for seed, (ref, mine) in enumerate([(100.0, 90.0), (100.0, 100.0), (1000.0, 110.0)]):
-        w.run(problem="p0", method="rebase", budget=4, seed=seed, correct=True, cost=ref, iterations=40 if seed == 2 else 3)
+        w.run(
+            problem="p0",
+            method="rebase",
+            budget=4,
+            seed=seed,
+            correct=True,
+            cost=ref,
+            iterations=40 if seed == 2 else 3,
+        )
         w.run(problem="p0", method="h-uats", budget=4, seed=seed, correct=True, cost=mine)
     store.close()
     rep = build_report(str(tmp_path / "spend.db"), fig2=False)

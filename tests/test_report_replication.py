@@ -49,14 +49,18 @@ def test_a_difference_clearing_zero_in_one_recording_only_is_a_lead_and_pooled_i
     assert lead["verdict"] == lead_word("original") and lead["rerun_diff"] == 0.0
     weak = compare_recordings({"original": _recording(null), "rerun": _recording(null)}, "x", "y", 0.95)
     assert weak["verdict"] == WITHIN_BOTH and weak["original_half"] == pytest.approx(0.287, abs=1e-3)
-    assert compare_recordings({"original": _recording(strong), "rerun": _recording(strong).iloc[:0]}, "x", "y",
-                              0.95) is None
+    assert (
+        compare_recordings({"original": _recording(strong), "rerun": _recording(strong).iloc[:0]}, "x", "y", 0.95)
+        is None
+    )
 
 
 def test_a_claim_is_a_finding_only_when_both_recordings_make_it() -> None:
     assert replicated({"original": REPRODUCED, "rerun": REPRODUCED}).startswith(REPLICATES)
-    assert replicated({"original": REVERSED, "rerun": NOT_REPRODUCED}) == \
-        f"{REVERSED} in the original recording only: {lead_word('original')}"
+    assert (
+        replicated({"original": REVERSED, "rerun": NOT_REPRODUCED})
+        == f"{REVERSED} in the original recording only: {lead_word('original')}"
+    )
     assert replicated({"original": REPRODUCED, "rerun": REVERSED}) == CONFLICTS
     # one recording alone: what it reproduces is a lead
     assert both_recordings({"original": [(0.05, 0.01)]}) == f"{REPRODUCED}, {lead_word('original')}"
@@ -68,8 +72,9 @@ def test_a_claim_is_a_finding_only_when_both_recordings_make_it() -> None:
 @pytest.fixture(scope="module")
 def ledgers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("ledgers")
-    return _ledger(root / "grid", _rows(6, rerun=False), finals=False), _ledger(root / "again", _rows(6, rerun=True),
-                                                                                 finals=True)
+    return _ledger(root / "grid", _rows(6, rerun=False), finals=False), _ledger(
+        root / "again", _rows(6, rerun=True), finals=True
+    )
 
 
 def _variant_ledger(folder: Path) -> Path:
@@ -84,7 +89,8 @@ def _variant_ledger(folder: Path) -> Path:
 
 
 def test_variants_under_the_reruns_protocol_are_set_beside_its_base_cells_and_say_what_they_hold(
-        ledgers: tuple[Path, Path], tmp_path: Path) -> None:
+    ledgers: tuple[Path, Path], tmp_path: Path
+) -> None:
     gate = _variant_ledger(tmp_path / "gate")
     rep = report_from_ledger(ledgers[0], rerun=ledgers[1], rerun_variants=gate, figures=False)
     table = rep.tables["rerun_variants"].set_index("reference")
@@ -95,8 +101,21 @@ def test_variants_under_the_reruns_protocol_are_set_beside_its_base_cells_and_sa
     right = base[base["problem_id"].isin([f"p{p}" for p in range(4)])]["correct"].astype(bool)
     assert own["diff"] == pytest.approx((~right).mean() - right.mean())
     page = tmp_path / "results.md"
-    assert report_main(["--ledger", str(ledgers[0]), "--rerun", str(ledgers[1]), "--rerun-variants", str(gate),
-                        "--page", str(page)]) == 0
+    assert (
+        report_main(
+            [
+                "--ledger",
+                str(ledgers[0]),
+                "--rerun",
+                str(ledgers[1]),
+                "--rerun-variants",
+                str(gate),
+                "--page",
+                str(page),
+            ]
+        )
+        == 0
+    )
     text = page.read_text(encoding="utf-8")
     assert rep.markdown["Variants under the rerun's protocol"] in text
     assert f"- **Cells read**: 12 of the {len(base)} cells" in text and "the ledger is not complete" in text
@@ -112,12 +131,16 @@ def test_the_gate_ledger_is_planned_by_its_recipe() -> None:
     from uats.report import ledger_plan
 
     root = Path(__file__).resolve().parents[1]
-    assert ledger_plan(root / "results" / "arith-gate") == {"command": "uats eval --spec recipes/arith-gate-std.toml",
-                                                      "budgets": [16, 64]}
+    assert ledger_plan(root / "results" / "arith-gate") == {
+        "command": "uats eval --spec recipes/arith-gate-std.toml",
+        "budgets": [16, 64],
+    }
     assert ledger_plan(root / "results" / "no-such-ledger") is None
 
 
 def test_rerun_variants_without_a_rerun_are_refused(ledgers: tuple[Path, Path], tmp_path: Path, capsys) -> None:
-    assert report_main(["--ledger", str(ledgers[0]), "--rerun-variants", str(tmp_path), "--page",
-                        str(tmp_path / "p.md")]) == 2
+    assert (
+        report_main(["--ledger", str(ledgers[0]), "--rerun-variants", str(tmp_path), "--page", str(tmp_path / "p.md")])
+        == 2
+    )
     assert capsys.readouterr().err.startswith("error: --rerun-variants: needs --rerun DIR")

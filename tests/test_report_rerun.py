@@ -46,15 +46,22 @@ def test_every_rule_on_the_reruns_cells_by_hand(ledgers: tuple[Path, Path]) -> N
     huats = rules.loc[("h-uats", 16)]  # right on p0-p2, SPLIT on p3, p4
     assert huats["weighted_re"] == pytest.approx(3 / 5) and huats["best_re"] == 1.0
     order = rep.tables["rule_ordering"].set_index(["recording", "rule"])
-    assert list(order.index) == [("original", "weighted"), ("original", "best"), ("rerun", "weighted"),
-                                 ("rerun", "best"), ("rerun", "majority"), ("rerun", "distinct")]
+    assert list(order.index) == [
+        ("original", "weighted"),
+        ("original", "best"),
+        ("rerun", "weighted"),
+        ("rerun", "best"),
+        ("rerun", "majority"),
+        ("rerun", "distinct"),
+    ]
     assert order.loc[("rerun", "best"), "n_problems"] == 5 and order.loc[("original", "best"), "n_problems"] == 6
     assert order.loc[("rerun", "weighted"), "h-best-of-n"] == pytest.approx(3 / 5)  # H-UATS 3/5, Best-of-N 0
     assert "| rerun | weighted vote | P:prm | 5 | +60.0 ± " in rep.markdown["Which rule orders the methods"]
 
 
-def test_the_page_from_a_rerun_has_every_table_and_no_number_its_tables_lack(ledgers: tuple[Path, Path],
-                                                                           tmp_path: Path) -> None:
+def test_the_page_from_a_rerun_has_every_table_and_no_number_its_tables_lack(
+    ledgers: tuple[Path, Path], tmp_path: Path
+) -> None:
     page = tmp_path / "results.md"
     assert report_main(["--ledger", str(ledgers[0]), "--rerun", str(ledgers[1]), "--page", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
@@ -68,16 +75,24 @@ def test_the_page_from_a_rerun_has_every_table_and_no_number_its_tables_lack(led
     assert not (tmp_path / "runs").exists()  # --page alone writes no report folder
 
 
-def test_a_page_or_rerun_without_ledgers_and_a_rerun_of_other_cells_are_refused(ledgers: tuple[Path, Path],
-                                                                               tmp_path: Path, capsys) -> None:
+def test_a_page_or_rerun_without_ledgers_and_a_rerun_of_other_cells_are_refused(
+    ledgers: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
     page = tmp_path / "page.md"
     assert report_main(["--page", str(page)]) == 2
-    assert capsys.readouterr().err.strip() == ("error: --page: needs --ledger DIR (the page is built from results "
-                                               "ledgers alone), e.g. --ledger results/arith-grid")
+    assert capsys.readouterr().err.strip() == (
+        "error: --page: needs --ledger DIR (the page is built from results "
+        "ledgers alone), e.g. --ledger results/arith-grid"
+    )
     assert report_main(["--ledger", str(ledgers[0]), "--page", str(tmp_path / "no" / "page.md")]) == 2
     assert "error: --page: no folder" in capsys.readouterr().err
-    other = _ledger(tmp_path / "other", _rows(1, rerun=True).assign(
-        cell_key=lambda t: t["cell_key"].str.replace("|d|", "|e|", regex=False), dataset="e"), finals=True)
+    other = _ledger(
+        tmp_path / "other",
+        _rows(1, rerun=True).assign(
+            cell_key=lambda t: t["cell_key"].str.replace("|d|", "|e|", regex=False), dataset="e"
+        ),
+        finals=True,
+    )
     assert report_main(["--ledger", str(ledgers[0]), "--rerun", str(other), "--page", str(page)]) == 2
     assert capsys.readouterr().err.strip().startswith("error: rerun: none of the 24 cells in ")
     assert not page.exists()

@@ -140,8 +140,12 @@ def test_the_committed_ledger_is_offered_by_default_and_nothing_else_is_opened(t
     assert RUN_LOG in keys and sources.ledger_folder(RUN_LOG) is None
     assert sources.ledger_folder(LEDGER + "arith-grid") == ROOT / "results" / "arith-grid"
     (tmp_path / "outside").mkdir()
-    for key in (LEDGER + "gpu", LEDGER + "../results/arith-grid", LEDGER + str(ROOT / "results" / "arith-grid"),
-                LEDGER + "nope"):  # results/gpu holds no ledger
+    for key in (
+        LEDGER + "gpu",
+        LEDGER + "../results/arith-grid",
+        LEDGER + str(ROOT / "results" / "arith-grid"),
+        LEDGER + "nope",
+    ):  # results/gpu holds no ledger
         with pytest.raises(ConfigError, match="^results ledger: "):
             sources.ledger_folder(key)
     with pytest.raises(ConfigError, match="^run log: .*is a results ledger"), sources.reading(LEDGER + "arith-grid"):

@@ -41,8 +41,12 @@ def test_a_claim_is_reproduced_only_when_every_difference_clears_zero() -> None:
     assert trend(0.045, 0.049) == "flat within noise"
     assert lead([(0.122, 0.048), (0.036, 0.031)]) == "leads"
     assert lead([(0.016, 0.029), (0.15, 0.03)]) == "first on point estimates"
-    assert order({"rebase": 0.694, "h-uats": 0.711, "best-of-n": 0.726, "a-uats": 0.7234}) == \
-        ["best-of-n", "a-uats", "h-uats", "rebase"]
+    assert order({"rebase": 0.694, "h-uats": 0.711, "best-of-n": 0.726, "a-uats": 0.7234}) == [
+        "best-of-n",
+        "a-uats",
+        "h-uats",
+        "rebase",
+    ]
 
 
 def _rows() -> pd.DataFrame:
@@ -51,10 +55,30 @@ def _rows() -> pd.DataFrame:
     for problem in ("p0", "p1"):
         for seed in range(3):
             for budget in (4, 16):
-                rows.append({"dataset": "d", "pair": "P:Q", "variant": "base", "problem_id": problem, "seed": seed,
-                             "budget": budget, "method": "x", "correct": budget == 16 or seed == 0})
-                rows.append({"dataset": "d", "pair": "P:Q", "variant": "base", "problem_id": problem, "seed": seed,
-                             "budget": budget, "method": "y", "correct": problem == "p0"})
+                rows.append(
+                    {
+                        "dataset": "d",
+                        "pair": "P:Q",
+                        "variant": "base",
+                        "problem_id": problem,
+                        "seed": seed,
+                        "budget": budget,
+                        "method": "x",
+                        "correct": budget == 16 or seed == 0,
+                    }
+                )
+                rows.append(
+                    {
+                        "dataset": "d",
+                        "pair": "P:Q",
+                        "variant": "base",
+                        "problem_id": problem,
+                        "seed": seed,
+                        "budget": budget,
+                        "method": "y",
+                        "correct": problem == "p0",
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -21,14 +21,21 @@ from uats_core.eval.grid import load_eval_problems, parse_pairs
 
 def _spec(path: Path, methods=("best-of-n", "rebase", "h-uats"), seeds=(0, 1)) -> GridSpec:
     dataset, probs = load_eval_problems(None, str(path), 3)
-    return GridSpec(pairs=parse_pairs("pol:rm", MODELS), problems=probs, dataset=dataset, methods=list(methods),
-                    budgets=[4], seeds=list(seeds))
+    return GridSpec(
+        pairs=parse_pairs("pol:rm", MODELS),
+        problems=probs,
+        dataset=dataset,
+        methods=list(methods),
+        budgets=[4],
+        seeds=list(seeds),
+    )
 
 
 def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path: Path) -> None:
     ledger_dir = tmp_path / "results" / "grid"
-    first = run_eval(_spec(problems_file, seeds=(0,)), EvalOptions(db=str(tmp_path / "a.db"), progress=False,
-                                                                   ledger=str(ledger_dir)))
+    first = run_eval(
+        _spec(problems_file, seeds=(0,)), EvalOptions(db=str(tmp_path / "a.db"), progress=False, ledger=str(ledger_dir))
+    )
     assert first.finished == 9 and first.in_ledger == 0
     rows = ResultsLedger(ledger_dir).results()
     assert len(rows) == 9 and list(rows.columns) == LEDGER_COLUMNS + ["finals_marked"]
@@ -36,14 +43,18 @@ def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path:
     assert set(rows["method"]) == {"best-of-n", "rebase", "h-uats"} and rows["cost"].gt(0).all()
 
     # Another machine: no run log, the same ledger. The seed-0 cells are done; only seed 1 runs.
-    second = run_eval(_spec(problems_file), EvalOptions(db=str(tmp_path / "b.db"), progress=False, ledger=str(ledger_dir)))
+    second = run_eval(
+        _spec(problems_file), EvalOptions(db=str(tmp_path / "b.db"), progress=False, ledger=str(ledger_dir))
+    )
     assert second.in_ledger == 9 and second.ran == second.finished == 9 and second.cells == 18
     both = ResultsLedger(ledger_dir).results()
     assert len(both) == 18 and both["cell_key"].is_unique
     # The ledger's rows are the run logs' rows: same answers, costs and correctness.
     from storage.eval_results import load_results
 
-    logged = pd.concat([load_results(str(tmp_path / "a.db")), load_results(str(tmp_path / "b.db"))]).set_index("cell_key")
+    logged = pd.concat([load_results(str(tmp_path / "a.db")), load_results(str(tmp_path / "b.db"))]).set_index(
+        "cell_key"
+    )
     mine = both.set_index("cell_key")
     for col in ("answer", "cost", "correct", "pass_at_n", "n_final", "finals_marked", "iterations", "n_nodes"):
         assert mine[col].astype(str).to_dict() == logged.loc[mine.index, col].astype(str).to_dict(), col
@@ -51,7 +62,9 @@ def test_ledger_resumes_a_grid_on_a_fresh_run_log(problems_file: Path, tmp_path:
     with gzip.open(ledger_dir / "results.csv.gz", "rt") as fh:
         assert sum(line.startswith("cell_key,") for line in fh) == 1
 
-    third = run_eval(_spec(problems_file), EvalOptions(db=str(tmp_path / "c.db"), progress=False, ledger=str(ledger_dir)))
+    third = run_eval(
+        _spec(problems_file), EvalOptions(db=str(tmp_path / "c.db"), progress=False, ledger=str(ledger_dir))
+    )
     assert third.ran == 0 and third.in_ledger == 18
 
 
@@ -59,13 +72,21 @@ def test_report_from_the_ledger_alone_equals_the_run_log_report(tmp_path: Path, 
     monkeypatch.setattr(results_ledger, "STEP_SAMPLE", 1)  # every base cell keeps its step records
     db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
     dataset, probs = load_eval_problems("arith", None, 2)
-    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase", "h-uats"],
-                    budgets=[4], seeds=[0])
+    spec = GridSpec(
+        pairs=parse_pairs("A:prm"),
+        problems=probs,
+        dataset=dataset,
+        methods=["rebase", "h-uats"],
+        budgets=[4],
+        seeds=[0],
+    )
     run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
     steps = ResultsLedger(ledger_dir).steps()
     assert len(steps) and set(steps["method"]) == {"rebase", "h-uats"} and steps["cell_key"].notna().all()
     traces = ResultsLedger(ledger_dir).traces()  # every cell's duplicate counts
-    assert len(traces) == 4 and (traces["n_distinct"] <= traces["n_candidates"]).all() and traces["n_distinct"].gt(0).all()
+    assert (
+        len(traces) == 4 and (traces["n_distinct"] <= traces["n_candidates"]).all() and traces["n_distinct"].gt(0).all()
+    )
     candidates = ResultsLedger(ledger_dir).candidates()  # every cell's final solutions
     assert set(candidates["cell_key"]) == set(traces["cell_key"])
     from_log, from_ledger = build_report(str(db)), report_from_ledger(ledger_dir)
@@ -77,6 +98,7 @@ def test_report_from_the_ledger_alone_equals_the_run_log_report(tmp_path: Path, 
         # the ledger's rows name their code version (a run log's do not): the one line the ledger report adds
         # and, in the tables that carry one, the uncommitted-code column: the ledger's share, '–' (unknown) from a log
         table, line = from_ledger.markdown[name].rsplit("\n\n", 1)
+
         def share(t: str) -> str:
             return re.sub(r"\| \d+\.\d% \|$", "| – |", t, flags=re.M)
 
@@ -110,8 +132,12 @@ def test_append_skips_cells_already_in_the_ledger(tmp_path: Path) -> None:
 
 
 def _rows(keys: list[str]) -> pd.DataFrame:
-    return pd.DataFrame([{c: 0 for c in LEDGER_COLUMNS} | {"cell_key": k, "correct": True, "variant": "base",
-                                                           "answer": "8"} for k in keys])
+    return pd.DataFrame(
+        [
+            {c: 0 for c in LEDGER_COLUMNS} | {"cell_key": k, "correct": True, "variant": "base", "answer": "8"}
+            for k in keys
+        ]
+    )
 
 
 def test_two_appenders_never_write_a_cell_twice(tmp_path: Path) -> None:
@@ -144,7 +170,8 @@ def test_concurrent_processes_append_one_readable_ledger(tmp_path: Path) -> None
 
 
 def test_ledger_command_fills_the_duplicate_counts_finals_and_controller_steps_of_cells_recorded_without_them(
-        tmp_path: Path, capsys) -> None:
+    tmp_path: Path, capsys
+) -> None:
     """A ledger recorded before it kept duplicate counts, final solutions and A-UATS's controller steps gets them
     from the run log that holds the same searches; a cell whose ledger row is another search (here: another compute)
     gets none."""
@@ -152,8 +179,14 @@ def test_ledger_command_fills_the_duplicate_counts_finals_and_controller_steps_o
 
     db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
     dataset, probs = load_eval_problems("arith", None, 2)
-    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase", "h-uats", "a-uats"],
-                    budgets=[4], seeds=[0])
+    spec = GridSpec(
+        pairs=parse_pairs("A:prm"),
+        problems=probs,
+        dataset=dataset,
+        methods=["rebase", "h-uats", "a-uats"],
+        budgets=[4],
+        seeds=[0],
+    )
     run_eval(spec, EvalOptions(db=str(db), progress=False, ledger=str(ledger_dir)))
     full = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
     assert len(full) == 6
@@ -174,9 +207,11 @@ def test_ledger_command_fills_the_duplicate_counts_finals_and_controller_steps_o
     ResultsLedger(ledger_dir).append(rows)
 
     assert cli_main(["ledger", "--ledger", str(ledger_dir), str(db)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == (f"{ledger_dir}: 6 cells, 5 with duplicate counts (5 more), "
-                                                        "5 with final solutions (5 more), 1 A-UATS cells with "
-                                                        "controller steps (1 more)")
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"{ledger_dir}: 6 cells, 5 with duplicate counts (5 more), "
+        "5 with final solutions (5 more), 1 A-UATS cells with "
+        "controller steps (1 more)"
+    )
     filled = ResultsLedger(ledger_dir).traces().set_index("cell_key").sort_index()
     assert other not in filled.index and len(filled) == 5
     pd.testing.assert_frame_equal(filled, full.drop(index=other))
@@ -199,8 +234,24 @@ def test_ledger_rows_come_only_from_committed_code(tmp_path, monkeypatch, capsys
 
     monkeypatch.setattr(cli, "code_version", lambda: "0123456789ab+dirty")
     db = tmp_path / "grid.db"
-    rc = cli.main(["--world", "arith", "--problems", "1", "--seeds", "1", "--methods", "rebase", "--budgets", "4",
-                   "--ledger", str(tmp_path / "ledger"), "--db", str(db)])
+    rc = cli.main(
+        [
+            "--world",
+            "arith",
+            "--problems",
+            "1",
+            "--seeds",
+            "1",
+            "--methods",
+            "rebase",
+            "--budgets",
+            "4",
+            "--ledger",
+            str(tmp_path / "ledger"),
+            "--db",
+            str(db),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: ledger: ")
     assert not db.exists() and not (tmp_path / "ledger").exists()
@@ -213,8 +264,14 @@ def test_code_version_is_dirty_for_any_code_the_commit_lacks(tmp_path):
 
     from uats.eval.run import code_version
 
-    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
-                                    check=True, capture_output=True, text=True).stdout.strip()
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
     git("init", "-q")
     (tmp_path / "code.py").write_text("X = 1\n")
     (tmp_path / "results").mkdir()
@@ -243,8 +300,9 @@ def test_code_version_names_this_checkouts_commit_by_default():
     root = Path(__file__).resolve().parents[1]
     if not (root / ".git").exists():
         pytest.skip("not a git checkout")
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     assert code_version().removesuffix("+dirty") == head
 
 
@@ -255,8 +313,9 @@ def test_the_ledger_command_adds_cells_only_for_a_named_commit(tmp_path, capsys)
 
     db, ledger_dir = tmp_path / "eval.db", tmp_path / "ledger"
     dataset, probs = load_eval_problems("arith", None, 1)
-    spec = GridSpec(pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase"], budgets=[4],
-                    seeds=[0, 1])
+    spec = GridSpec(
+        pairs=parse_pairs("A:prm"), problems=probs, dataset=dataset, methods=["rebase"], budgets=[4], seeds=[0, 1]
+    )
     run_eval(spec, EvalOptions(db=str(db), progress=False))
     capsys.readouterr()  # the models' loading bars
     for bad in ("0123456789ab+dirty", "unknown"):
@@ -282,4 +341,3 @@ def test_a_ledger_written_before_the_feature_rename_reads_compute_left() -> None
     steps = ResultsLedger(folder).controller()
     assert "compute_left" in steps.columns and "budget_left" not in steps.columns
     assert set(STATE_FEATURES) <= set(steps.columns) and steps["compute_left"].between(0, 1).all()
-

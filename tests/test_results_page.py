@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results.md"
 LEDGERS = [ROOT / "results" / "arith-grid", ROOT / "results" / "arith-hard"]
 RERUN = ROOT / "results" / "arith-rerun"
-GATE = ROOT / "results" / "arith-gate"  # the gate's literal reading under the rerun's protocol (when the repository has it)
+GATE = (
+    ROOT / "results" / "arith-gate"
+)  # the gate's literal reading under the rerun's protocol (when the repository has it)
 
 
 def gate() -> Path | None:
@@ -39,7 +41,8 @@ def command() -> str:
 def test_the_results_page_is_what_the_report_writes_today(report: Report) -> None:
     expected = results_page(report, command())
     assert PAGE.read_text(encoding="utf-8") == expected, (
-        f"docs/results.md is not what the report writes from today's ledgers; regenerate it: {command()}")
+        f"docs/results.md is not what the report writes from today's ledgers; regenerate it: {command()}"
+    )
 
 
 def test_every_number_in_the_pages_sentences_is_a_number_of_its_tables(report: Report) -> None:
@@ -89,8 +92,15 @@ def replicating_rows(page: str) -> dict[tuple[str, str, int], str]:
         if len(cells) < 7 or " − rebase" not in cells[2]:
             continue
         original, rerun = _side(cells[3]), _side(cells[4])
-        verdict = ("replicates" if original == rerun != 0 else "conflict" if original and rerun and original != rerun
-                   else "lead" if original or rerun else "noise")
+        verdict = (
+            "replicates"
+            if original == rerun != 0
+            else "conflict"
+            if original and rerun and original != rerun
+            else "lead"
+            if original or rerun
+            else "noise"
+        )
         out[(cells[0].split()[0], cells[2].split()[0], int(cells[1]))] = verdict
     return out
 
@@ -106,8 +116,9 @@ def stated_replications(page: str) -> set[tuple[str, str, int]]:
         pair, text = m.groups()
         for method, name in METHOD_NAMES.items():
             said = re.search(rf"{name} − REBASE (.*?)(?:; [AH]-UATS − REBASE|\(the table below\))", text)
-            for clause in re.findall(r"replicates (?:upward|downward) at (every N|N = [\d, and]+)", said.group(1)) \
-                    if said else []:
+            for clause in (
+                re.findall(r"replicates (?:upward|downward) at (every N|N = [\d, and]+)", said.group(1)) if said else []
+            ):
                 budgets = [4, 16, 64] if clause == "every N" else [int(b) for b in re.findall(r"\d+", clause)]
                 stated |= {(pair, method, b) for b in budgets}
     return stated
@@ -122,8 +133,14 @@ def test_the_first_screen_reads_both_recordings_and_states_as_findings_only_what
     for (pair, method, budget), verdict in rows.items():  # the table's own verdict column follows the rule
         line = next(x for x in table.splitlines() if x.startswith(f"| {pair} ") and f"| {budget} | {method} " in x)
         word = line.split("|")[7].strip()
-        assert word.startswith({"replicates": "replicates", "lead": "a lead", "noise": "within noise",
-                                "conflict": "the recordings conflict"}[verdict]), line
+        assert word.startswith(
+            {
+                "replicates": "replicates",
+                "lead": "a lead",
+                "noise": "within noise",
+                "conflict": "the recordings conflict",
+            }[verdict]
+        ), line
     assert "**Replication.**" in page and "*replicates* only when it clears zero the same way in both" in page
 
 
@@ -182,9 +199,11 @@ def test_the_provenance_lines_are_those_of_the_rows_each_table_reads(report: Rep
         ran = set().union(*[c for m, c in cells.items() if ref in references[m]])
         r = base[base["method"] == ref]
         paired.append(r[[tuple(x) in ran for x in r[CELL].to_numpy()]])
-    expected = {"Variants, paired": pd.concat(paired),
-                "Compute spent against REBASE": rows[uats | ((rows["method"] == "rebase") & (rows["variant"] == "base"))],
-                "Claims": rows if again is None else pd.concat([rows, again])}
+    expected = {
+        "Variants, paired": pd.concat(paired),
+        "Compute spent against REBASE": rows[uats | ((rows["method"] == "rebase") & (rows["variant"] == "base"))],
+        "Claims": rows if again is None else pd.concat([rows, again]),
+    }
     if again is not None:
         first = base[(base["dataset"] == "arith-test") & base["method"].isin(["rebase", "h-uats", "a-uats"])]
         first = first[first["cell_key"].isin(set(again["cell_key"]))]
@@ -194,5 +213,8 @@ def test_the_provenance_lines_are_those_of_the_rows_each_table_reads(report: Rep
         assert _counts(line) == read["code_version"].value_counts().to_dict(), name
         assert f"Code versions of the {len(read):,} rows" in line, name
         dirty = int(read["code_version"].str.endswith("+dirty").sum())
-        assert (f"{dirty:,} of them ({100 * dirty / len(read):.1f}%)" in line) if dirty else \
-            ("none ran uncommitted code" in line), name
+        assert (
+            (f"{dirty:,} of them ({100 * dirty / len(read):.1f}%)" in line)
+            if dirty
+            else ("none ran uncommitted code" in line)
+        ), name

@@ -23,12 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 DECLARING = {"uats_core/config.py", "uats_core/settings.py"}
 SCANNED = ("uats", "ui", "uats_core", "storage", "reports", "uats_studio", "benchmarks", "app.py")  # those that exist
 # Flags that share a setting's name but are not the setting, with why.
-NOT_THE_SETTING = {("eval/cli.py", "--uncertainty"): "uats eval's with/without-uncertainty axis (on,off)",
-                   ("arith/train_ensemble.py", "--seed"): "the arithmetic PRM ensemble's training seed"}  # path ends
+NOT_THE_SETTING = {
+    ("eval/cli.py", "--uncertainty"): "uats eval's with/without-uncertainty axis (on,off)",
+    ("arith/train_ensemble.py", "--seed"): "the arithmetic PRM ensemble's training seed",
+}  # path ends
 
 
 def _not_the_setting(path: str, name: str) -> bool:
     return any(path.endswith(end) and name == flag for end, flag in NOT_THE_SETTING)
+
+
 CHUNK = 36  # characters: a copied help or definition shares a run this long with its declaration
 
 
@@ -36,13 +40,15 @@ def test_the_committed_settings_table_is_the_generated_one() -> None:
     from uats.cli import settings_markdown
 
     page = (ROOT / "docs" / "engine.md").read_text(encoding="utf-8")
-    committed = page[page.index(TABLE_START) + len(TABLE_START):page.index(TABLE_END)]
+    committed = page[page.index(TABLE_START) + len(TABLE_START) : page.index(TABLE_END)]
     assert committed == settings_markdown(), "run: uats settings --update docs/engine.md"
     assert committed.count("\n") == len(SETTINGS) + 2
 
 
 def test_every_field_is_declared_and_its_default_passes_its_own_bounds() -> None:
-    assert [d.name for d in declared(SearchConfig)] == [d.name for d in SETTINGS] == [f.name for f in fields(SearchConfig)]
+    assert (
+        [d.name for d in declared(SearchConfig)] == [d.name for d in SETTINGS] == [f.name for f in fields(SearchConfig)]
+    )
     for d in SETTINGS:
         assert d.spec.help.strip(), d.name
         d.check_value(d.default)
@@ -141,7 +147,7 @@ def _texts() -> dict[str, str]:
 
 
 def _chunks(texts: dict[str, str]) -> dict[str, str]:
-    return {t[i:i + CHUNK]: where for where, t in texts.items() for i in range(0, len(t) - CHUNK + 1, 4)}
+    return {t[i : i + CHUNK]: where for where, t in texts.items() for i in range(0, len(t) - CHUNK + 1, 4)}
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -187,31 +193,45 @@ def find_duplicates(source: str, path: str, bounds_too: bool = True) -> list[str
     skip = _docstrings(tree)
     for node in ast.walk(tree):
         line = f"{path}:{getattr(node, 'lineno', 0)}"
-        for text in ([] if id(node) in skip else _strings(node)):
+        for text in [] if id(node) in skip else _strings(node):
             flat = " ".join(text.split())
-            hit = next((w for i in range(len(flat) - CHUNK + 1) if (w := chunks.get(flat[i:i + CHUNK]))), None)
+            hit = next((w for i in range(len(flat) - CHUNK + 1) if (w := chunks.get(flat[i : i + CHUNK]))), None)
             if hit:
                 found.append(f"{line}: text of {hit}")
         if isinstance(node, ast.Dict):
             keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
             for key, v in zip(keys, node.values):
-                if key in by_name and any(" " in s for s in _strings(v)) and (
-                        key not in CHOICE_VALUES or sum(k in by_name for k in keys) > 1):
+                if (
+                    key in by_name
+                    and any(" " in s for s in _strings(v))
+                    and (key not in CHOICE_VALUES or sum(k in by_name for k in keys) > 1)
+                ):
                     found.append(f"{line}: prose for setting {by_name[key]} (key {key!r})")
         if isinstance(node, ast.Call):
             fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             args = [a.value for a in node.args if isinstance(a, ast.Constant)]
             kw = {k.arg: k.value for k in node.keywords if k.arg}
             elem = kw.get("elem_id")
-            named = [a for a in (*[a for a in args if str(a).startswith("--")],
-                                 elem.value if isinstance(elem, ast.Constant) else None)
-                     if a in flags and not _not_the_setting(path, a)]
+            named = [
+                a
+                for a in (
+                    *[a for a in args if str(a).startswith("--")],
+                    elem.value if isinstance(elem, ast.Constant) else None,
+                )
+                if a in flags and not _not_the_setting(path, a)
+            ]
             said = [k for k in ("help", "info", "label") if k in kw and isinstance(kw[k], ast.Constant)]
             if named and said:
                 found.append(f"{line}: {'/'.join(said)} of setting {flags[named[0]]} written here")
             bounded = [a for a in args if a in by_name and not _not_the_setting(path, a)]
-            if bounds_too and fn not in GETTERS and (named or bounded) and (
-                    any(_number(a) for a in node.args) or any(_number(kw[k]) for k in ("minimum", "maximum") if k in kw)):
+            if (
+                bounds_too
+                and fn not in GETTERS
+                and (named or bounded)
+                and (
+                    any(_number(a) for a in node.args) or any(_number(kw[k]) for k in ("minimum", "maximum") if k in kw)
+                )
+            ):
                 found.append(f"{line}: a bound of setting {by_name[(named or bounded)[0]]} written here")
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
             values = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
@@ -234,8 +254,10 @@ def _modules() -> list[Path]:
 
 
 # Where a setting's value is compared with a number for what the search does with it, not to bound it; each with why.
-SEARCH_LOGIC = re.compile(r"^(uats_core/(methods|estimators|backends|controller|worlds|spending|estimation|allocation|"
-                          r"limits|calibration|imports|report)|reports|uats/arith)/?")
+SEARCH_LOGIC = re.compile(
+    r"^(uats_core/(methods|estimators|backends|controller|worlds|spending|estimation|allocation|"
+    r"limits|calibration|imports|report)|reports|uats/arith)/?"
+)
 
 
 def test_no_setting_is_described_or_bounded_outside_its_declaration() -> None:
@@ -249,14 +271,20 @@ def test_no_setting_is_described_or_bounded_outside_its_declaration() -> None:
 # What the duplicates looked like before the declaration (uats/cli.py, uats/eval/cli.py, ui/glossary.py,
 # ui/tabs/search_layout.py and uats_core/config.py of commit 9635f32): the scan must find every one.
 BEFORE = {
-    "cli help table": ('_CONFIG_HELP = {"reeval_share": "share of the per-step budget reserved for re-evaluation '
-                       '(UATS)"}', "prose for setting reeval_share"),
+    "cli help table": (
+        '_CONFIG_HELP = {"reeval_share": "share of the per-step budget reserved for re-evaluation (UATS)"}',
+        "prose for setting reeval_share",
+    ),
     "eval ablation flags": ('ABLATION_FLAGS = {"k0": "initial MC passes K0"}', "prose for setting k0"),
-    "form help": ('FIELD_HELP = {"dropout-p": "the dropout rate of the MC-dropout passes."}',
-                  "prose for setting dropout_p"),
+    "form help": (
+        'FIELD_HELP = {"dropout-p": "the dropout rate of the MC-dropout passes."}',
+        "prose for setting dropout_p",
+    ),
     "glossary entry": ('GLOSSARY = {"ν1": "the temperature of the softmax that shares B."}', "prose for setting nu1"),
-    "copied help": ('x = "the OOD threshold: a number >= 0, \'auto\' (the 0.9 quantile on in-distribution '
-                    'calibration traces)"', "text of tau.help"),
+    "copied help": (
+        "x = \"the OOD threshold: a number >= 0, 'auto' (the 0.9 quantile on in-distribution calibration traces)\"",
+        "text of tau.help",
+    ),
     "form label": ('gr.Number(7, label="K0 samples", elem_id="k0")', "label of setting k0 written here"),
     "flag help": ('p.add_argument("--delta", type=float, help="margin")', "help of setting delta written here"),
     "bound in a call": ('_int_at_least("k0", self.k0, 2)', "a bound of setting k0 written here"),

@@ -21,8 +21,9 @@ def _made_by_setup() -> bool:
     return (VENV.parent / "setup.sh").is_file() and VENV.name == ".venv"
 
 
-pytestmark = pytest.mark.skipif(not _made_by_setup() and os.environ.get("CI") != "true",
-                                reason="not running in a .venv made by ./setup.sh")
+pytestmark = pytest.mark.skipif(
+    not _made_by_setup() and os.environ.get("CI") != "true", reason="not running in a .venv made by ./setup.sh"
+)
 
 
 def _env() -> dict[str, str]:
@@ -45,8 +46,10 @@ def test_setup_installs_each_command_and_it_runs_from_another_folder(command: st
 
 
 def test_the_packages_import_from_another_folder_and_come_from_the_checkout(tmp_path: Path) -> None:
-    code = ("import uats_core, storage, ui, uats, uats_studio, assets; "
-            "print('\\n'.join(m.__file__ for m in (uats_core, storage, ui, uats, uats_studio, assets)))")
+    code = (
+        "import uats_core, storage, ui, uats, uats_studio, assets; "
+        "print('\\n'.join(m.__file__ for m in (uats_core, storage, ui, uats, uats_studio, assets)))"
+    )
     files = _run([sys.executable, "-c", code], cwd=tmp_path).split()
     checkout = VENV.resolve().parent  # the checkout whose .venv this is
     assert len(files) == 6

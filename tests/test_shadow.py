@@ -23,8 +23,13 @@ from ui.views.treedata import RunData
 def _pair(store: RunStore) -> tuple[str, str]:
     ids = []
     for m in ("h-uats", "rebase"):
-        res = run_search(Problem("double-1", "What is 4 + 4?", "8"), SearchConfig(method=m, budget=6, seed=1, max_iterations=5),
-                         ScriptedPolicyDouble(depth=4), HashedPRMDouble(1), subscribers=[store.subscriber()])
+        res = run_search(
+            Problem("double-1", "What is 4 + 4?", "8"),
+            SearchConfig(method=m, budget=6, seed=1, max_iterations=5),
+            ScriptedPolicyDouble(depth=4),
+            HashedPRMDouble(1),
+            subscribers=[store.subscriber()],
+        )
         ids.append(res.run_id)
     return ids[0], ids[1]
 

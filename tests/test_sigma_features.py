@@ -22,7 +22,9 @@ def _steps(sigma_tells: bool, n: int = 4000) -> pd.DataFrame:
     wrong = rng.random(n) < 0.4
     rbar = np.clip(0.6 - 0.2 * wrong + rng.normal(0, 0.25, n), 0.001, 0.999)
     var0 = np.exp(rng.normal(-7, 1, n) + (2.0 * wrong if sigma_tells else 0.0))
-    return pd.DataFrame({"dataset": "d", "pair": "P:rm", "score_kind": MC_SCORED, "score": rbar, "var0": var0, "correct": ~wrong})
+    return pd.DataFrame(
+        {"dataset": "d", "pair": "P:rm", "score_kind": MC_SCORED, "score": rbar, "var0": var0, "correct": ~wrong}
+    )
 
 
 def test_sigma_beside_rbar_finds_what_sigma_adds_and_nothing_where_it_is_noise() -> None:
@@ -54,13 +56,18 @@ def test_controller_response_replays_the_knobs_and_measures_what_moves_them(tmp_
         path = _controller(tmp_path, name, blind)
         net, _ = load_checkpoint(path)
         with torch.no_grad():
-            knobs = squash(net(torch.tensor(states[list(feature_names(True))].to_numpy(), dtype=torch.float32))[0]).numpy()
+            knobs = squash(
+                net(torch.tensor(states[list(feature_names(True))].to_numpy(), dtype=torch.float32))[0]
+            ).numpy()
         for cell in range(3):
             key = f"{name}|{cell}"
             results.append({"cell_key": key, "pair": "P:rm", "method": "a-uats", "variant": f"controller={path}"})
-            part = states.iloc[cell * 20:(cell + 1) * 20]
-            steps.append(part.assign(cell_key=key, iteration=range(1, 21),
-                                     **dict(zip(KNOBS, knobs[cell * 20:(cell + 1) * 20].T))))
+            part = states.iloc[cell * 20 : (cell + 1) * 20]
+            steps.append(
+                part.assign(
+                    cell_key=key, iteration=range(1, 21), **dict(zip(KNOBS, knobs[cell * 20 : (cell + 1) * 20].T))
+                )
+            )
     table = controller_response(pd.DataFrame(results), pd.concat(steps, ignore_index=True)).set_index("controller")
     assert table.loc[["follows-sigma", "sigma-blind"], "n_steps"].tolist() == [60, 60]
     assert table["replay_error"].max() < 1e-5

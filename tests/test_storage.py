@@ -23,26 +23,101 @@ from uats_core.tree import FINISHED, KEPT, PRUNED, Node
 def _hand_events(run_id: str = "r1") -> list:
     """A tiny stream built from real Node records, by hand, so every value below is known."""
     root = Node(id=0, parent_id=None, depth=0, step="", status=KEPT, expanded_iter=1, children_granted=2)
-    a = Node(id=1, parent_id=0, depth=1, step="2 + 3 = 5\n\n", num_tokens=6, finish_reason="delimiter",
-             created_iter=1, mc_scores=[0.9, 0.8, 0.85], initial_passes=3, mean=0.85, var=0.0025, ucb=0.95,
-             ood=False, scored_iter=1, children_granted=1, status=KEPT, expanded_iter=2)
-    b = Node(id=2, parent_id=0, depth=1, step="2 + 3 = 6\n\n", num_tokens=6, finish_reason="delimiter",
-             created_iter=1, mc_scores=[0.2, 0.6, 0.4, 0.5, 0.3], initial_passes=3, mean=0.4, var=0.025, ucb=0.6,
-             ood=True, scored_iter=1, reeval_iter=1, extra_passes=2, status=PRUNED, uniqueness=0.5)
-    c = Node(id=3, parent_id=1, depth=2, step="\\boxed{5}", num_tokens=4, finish_reason="eos", created_iter=2,
-             mc_scores=[0.97, 0.99], initial_passes=2, mean=0.98, var=0.0002, ucb=1.0, ood=False, scored_iter=2,
-             status=FINISHED, answer="5", correct=True)
+    a = Node(
+        id=1,
+        parent_id=0,
+        depth=1,
+        step="2 + 3 = 5\n\n",
+        num_tokens=6,
+        finish_reason="delimiter",
+        created_iter=1,
+        mc_scores=[0.9, 0.8, 0.85],
+        initial_passes=3,
+        mean=0.85,
+        var=0.0025,
+        ucb=0.95,
+        ood=False,
+        scored_iter=1,
+        children_granted=1,
+        status=KEPT,
+        expanded_iter=2,
+    )
+    b = Node(
+        id=2,
+        parent_id=0,
+        depth=1,
+        step="2 + 3 = 6\n\n",
+        num_tokens=6,
+        finish_reason="delimiter",
+        created_iter=1,
+        mc_scores=[0.2, 0.6, 0.4, 0.5, 0.3],
+        initial_passes=3,
+        mean=0.4,
+        var=0.025,
+        ucb=0.6,
+        ood=True,
+        scored_iter=1,
+        reeval_iter=1,
+        extra_passes=2,
+        status=PRUNED,
+        uniqueness=0.5,
+    )
+    c = Node(
+        id=3,
+        parent_id=1,
+        depth=2,
+        step="\\boxed{5}",
+        num_tokens=4,
+        finish_reason="eos",
+        created_iter=2,
+        mc_scores=[0.97, 0.99],
+        initial_passes=2,
+        mean=0.98,
+        var=0.0002,
+        ucb=1.0,
+        ood=False,
+        scored_iter=2,
+        status=FINISHED,
+        answer="5",
+        correct=True,
+    )
     return [
-        RunStarted(run_id=run_id, method="h-uats", problem_id="arith-1", question="2+3?", gold_answer="5", seed=7,
-                   config={"budget": 2, "tau": 0.003}, policy="tiny-policy", prm="tiny-prm"),
+        RunStarted(
+            run_id=run_id,
+            method="h-uats",
+            problem_id="arith-1",
+            question="2+3?",
+            gold_answer="5",
+            seed=7,
+            config={"budget": 2, "tau": 0.003},
+            policy="tiny-policy",
+            prm="tiny-prm",
+        ),
         NodesUpdated(iteration=1, nodes=[root.record(), a.record(), b.record()]),
-        IterationEnded(iteration=1, decisions=[Decision(node_id=1, children=1),
-                                               Decision(node_id=2, extra_passes=2, children=0, status="pruned")],
-                       step_info=StepInfo(width=2, reeval_passes=2), cost_step=40.0, cost_total=40.0),
+        IterationEnded(
+            iteration=1,
+            decisions=[
+                Decision(node_id=1, children=1),
+                Decision(node_id=2, extra_passes=2, children=0, status="pruned"),
+            ],
+            step_info=StepInfo(width=2, reeval_passes=2),
+            cost_step=40.0,
+            cost_total=40.0,
+        ),
         NodesUpdated(iteration=2, nodes=[c.record()]),
-        IterationEnded(iteration=2, decisions=[], step_info=StepInfo(width=1, reeval_passes=0), cost_step=20.0, cost_total=60.0),
-        RunEnded(status="finished", answer="5", naive_answer="5", correct=True, naive_correct=True, cost=60.0,
-                 iterations=2, extra={"votes": {"5": 0.98}}),
+        IterationEnded(
+            iteration=2, decisions=[], step_info=StepInfo(width=1, reeval_passes=0), cost_step=20.0, cost_total=60.0
+        ),
+        RunEnded(
+            status="finished",
+            answer="5",
+            naive_answer="5",
+            correct=True,
+            naive_correct=True,
+            cost=60.0,
+            iterations=2,
+            extra={"votes": {"5": 0.98}},
+        ),
     ]
 
 
@@ -119,12 +194,19 @@ def test_fast_sqlite_path_stores_what_sqlalchemy_stores(tmp_path: Path, monkeypa
         record(store, events)
         store.close()
         with sqlite3.connect(path) as conn:
-            dumps.append({t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
-                          for t in ("nodes", "node_history")}
-                         | {"iterations": conn.execute("SELECT run_id, iteration, decisions, step_info, cost_step, cost_total, "
-                                                       "n_nodes_updated FROM iterations ORDER BY 2").fetchall(),
-                            "runs": conn.execute("SELECT status, answer, naive_answer, correct, naive_correct, cost, "
-                                                 "iterations, n_nodes, error, extra FROM runs").fetchall()})
+            dumps.append(
+                {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall() for t in ("nodes", "node_history")}
+                | {
+                    "iterations": conn.execute(
+                        "SELECT run_id, iteration, decisions, step_info, cost_step, cost_total, "
+                        "n_nodes_updated FROM iterations ORDER BY 2"
+                    ).fetchall(),
+                    "runs": conn.execute(
+                        "SELECT status, answer, naive_answer, correct, naive_correct, cost, "
+                        "iterations, n_nodes, error, extra FROM runs"
+                    ).fetchall(),
+                }
+            )
     fast, slow = dumps
     assert len(fast["nodes"]) == len(final_records(events)) and fast["node_history"] and fast["iterations"]
     assert any(str(row[9]).startswith("[0.") for row in fast["nodes"])  # real mc_scores JSON compared
@@ -216,8 +298,9 @@ def test_stars_and_notes(tmp_path: Path) -> None:
     assert exc.value.field == "node"
 
 
-@pytest.mark.parametrize("bad", ["notadialect://x/y", "postgresql+nosuchdriver://u@h/db", "://", "sqlite:///"
-                                 "/proc/definitely/not/here.db"])
+@pytest.mark.parametrize(
+    "bad", ["notadialect://x/y", "postgresql+nosuchdriver://u@h/db", "://", "sqlite:////proc/definitely/not/here.db"]
+)
 def test_bad_url_names_it(bad: str, tmp_path: Path) -> None:
     with pytest.raises(StorageError) as exc:
         RunStore(bad)
@@ -274,9 +357,10 @@ def test_upsert_compiles_for_postgresql() -> None:
     from storage import schema as S
 
     stmt = pg_insert(S.nodes)
-    stmt = stmt.on_conflict_do_update(index_elements=["run_id", "node_id"],
-                                      set_={c.name: stmt.excluded[c.name] for c in S.nodes.columns
-                                            if c.name not in ("run_id", "node_id")})
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["run_id", "node_id"],
+        set_={c.name: stmt.excluded[c.name] for c in S.nodes.columns if c.name not in ("run_id", "node_id")},
+    )
     sql = str(stmt.compile(dialect=postgresql.dialect()))
     assert "ON CONFLICT (run_id, node_id) DO UPDATE" in sql
     for table in S.metadata.sorted_tables:
@@ -320,8 +404,16 @@ def test_processes_opening_one_new_run_log_at_once_all_succeed(tmp_path: Path) -
     for round_ in range(4):
         path = tmp_path / f"shared{round_}.db"
         start = time.time() + 1.5  # all three past their imports, then they race for the new file
-        procs = [subprocess.Popen([sys.executable, "-c", _OPEN_AT, str(path), str(start)], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT, str(path), str(start)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(3)
+        ]
         outs = [p.communicate(timeout=60)[0] for p in procs]
         assert [p.returncode for p in procs] == [0, 0, 0], outs
         store = RunStore(str(path))
@@ -342,8 +434,10 @@ def test_an_older_run_log_keeps_its_step_numbers_under_step_info(tmp_path: Path)
         conn.execute("ALTER TABLE iterations RENAME COLUMN step_info TO budget")
     store = RunStore(str(path))
     its = store.get_iterations("r1")
-    assert its[0]["step_info"] == {"width": 2, "reeval_passes": 2} and its[1]["step_info"] == {"width": 1,
-                                                                                               "reeval_passes": 0}
+    assert its[0]["step_info"] == {"width": 2, "reeval_passes": 2} and its[1]["step_info"] == {
+        "width": 1,
+        "reeval_passes": 0,
+    }
     with sqlite3.connect(path) as conn:
         assert "budget" not in {row[1] for row in conn.execute("PRAGMA table_info(iterations)")}
     store.close()

@@ -21,8 +21,9 @@ PROBLEM = Problem("double-1", "What is 4 + 4?", "8")
 
 def _search(store: RunStore, run_id: str) -> None:
     cfg = SearchConfig(method="h-uats", budget=8, seed=2, uncertainty_space="logit", tau=0.05)
-    run_search(PROBLEM, cfg, ScriptedPolicyDouble(depth=3), HashedPRMDouble(2), subscribers=[store.subscriber()],
-               run_id=run_id)
+    run_search(
+        PROBLEM, cfg, ScriptedPolicyDouble(depth=3), HashedPRMDouble(2), subscribers=[store.subscriber()], run_id=run_id
+    )
 
 
 def test_logit_statistics_round_trip(tmp_path: Path) -> None:

@@ -21,10 +21,12 @@ from testkit.synthetic import synthetic_events
 from uats_core.status import RunStatus
 
 # table -> (what is compared, in which order): every column but when a row was written and by which process
-TABLES = {"nodes": ("*", "run_id, node_id"), "node_history": ("*", "run_id, iteration, node_id"),
-          "iterations": ("run_id, iteration, decisions, step_info, cost_step, cost_total, n_nodes_updated", "iteration"),
-          "runs": ("status, answer, naive_answer, correct, naive_correct, cost, iterations, n_nodes, error, extra",
-                   "run_id")}
+TABLES = {
+    "nodes": ("*", "run_id, node_id"),
+    "node_history": ("*", "run_id, iteration, node_id"),
+    "iterations": ("run_id, iteration, decisions, step_info, cost_step, cost_total, n_nodes_updated", "iteration"),
+    "runs": ("status, answer, naive_answer, correct, naive_correct, cost, iterations, n_nodes, error, extra", "run_id"),
+}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -48,8 +50,10 @@ def new_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 def _dump(store: RunStore) -> dict[str, list]:
     with store.engine.connect() as conn:
-        return {t: [tuple(r) for r in conn.execute(sa.text(f"SELECT {cols} FROM {t} ORDER BY {order}"))]
-                for t, (cols, order) in TABLES.items()}
+        return {
+            t: [tuple(r) for r in conn.execute(sa.text(f"SELECT {cols} FROM {t} ORDER BY {order}"))]
+            for t, (cols, order) in TABLES.items()
+        }
 
 
 def test_the_fast_write_path_stores_what_sqlalchemy_stores(new_db: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -84,10 +84,19 @@ def test_a_search_in_step_mode_does_one_iteration_per_step(tmp_path: Path) -> No
 
     store = RunStore(str(tmp_path / "runs.db"))
     store.register_run("live", method="h-uats", problem_id="double-1", question="What is 4 + 4?", paused=True)
-    worker = threading.Thread(target=run_search, daemon=True, kwargs=dict(
-        problem=Problem("double-1", "What is 4 + 4?", "8"), config=SearchConfig(method="h-uats", budget=8),
-        policy=ScriptedPolicyDouble(depth=5), prm=HashedPRMDouble(), subscribers=[store.subscriber()],
-        run_id="live", should_cancel=lambda: store.wait_turn("live", poll_s=0.02)))
+    worker = threading.Thread(
+        target=run_search,
+        daemon=True,
+        kwargs=dict(
+            problem=Problem("double-1", "What is 4 + 4?", "8"),
+            config=SearchConfig(method="h-uats", budget=8),
+            policy=ScriptedPolicyDouble(depth=5),
+            prm=HashedPRMDouble(),
+            subscribers=[store.subscriber()],
+            run_id="live",
+            should_cancel=lambda: store.wait_turn("live", poll_s=0.02),
+        ),
+    )
     worker.start()
 
     def settle_at(iterations: int) -> dict:

@@ -19,13 +19,31 @@ def test_every_test_carries_its_group_under_loadgroup(request: pytest.FixtureReq
     config = request.config
     if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup"):
         items = request.session.items
-        wrong = [i.nodeid for i in items
-                 if not i.nodeid.endswith("@browser" if i.nodeid.startswith("tests/browser/")
-                                          else "@" + i.module.__name__)]
+        wrong = [
+            i.nodeid
+            for i in items
+            if not i.nodeid.endswith("@browser" if i.nodeid.startswith("tests/browser/") else "@" + i.module.__name__)
+        ]
         assert not wrong, f"{len(wrong)} of {len(items)} tests carry no group, e.g. {wrong[:3]}"
         return
     # a run without the README's workers: run this test in them, as CI does
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
-                           f"{Path(__file__).relative_to(ROOT)}::{request.node.name}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-p",
+            "no:cacheprovider",
+            f"{Path(__file__).relative_to(ROOT)}::{request.node.name}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]

@@ -63,12 +63,15 @@ def test_glyph_meta_follows_the_node_trace(state) -> None:
     for k, nid in enumerate(ids):
         n = state.nodes[nid]
         st = box_stats(n["mc_scores"])
-        assert g["st"][6 * k:6 * k + 6] == pytest.approx([st[f] for f in ("lo", "q1", "median", "q3", "hi", "mean")],
-                                                        abs=6e-4)
+        assert g["st"][6 * k : 6 * k + 6] == pytest.approx(
+            [st[f] for f in ("lo", "q1", "median", "q3", "hi", "mean")], abs=6e-4
+        )
         assert g["p"][k] == pytest.approx(n["mc_scores"], abs=5e-3)
         assert g["bin"][k] == colour_bin(st["mean"], 0.0, 1.0) and g["ood"][k] == int(state.gate.shown(n))
         mean, var = g["lab"][k].split("|")
-        assert float(mean) == pytest.approx(n["mean"], abs=5e-4) and float(var) == pytest.approx(n["var"], rel=0.05, abs=5e-5)
+        assert float(mean) == pytest.approx(n["mean"], abs=5e-4) and float(var) == pytest.approx(
+            n["var"], rel=0.05, abs=5e-5
+        )
     assert json.dumps(fig)  # what the page receives
     assert tree_figure(state, ViewOptions(glyphs=False))["meta"].get("glyphs") is None
 
@@ -80,8 +83,9 @@ def test_marks_are_anchored_on_their_node_in_pixels(state) -> None:
     xy = _xy(fig)
     wrong = _trace(fig, "wrong answer")
     right = _trace(fig, "right answer")
-    assert len(wrong["x"]) == sum(1 for n in state.nodes.values() if n.get("correct") is False
-                                  and n.get("status") in ("finished", "truncated"))
+    assert len(wrong["x"]) == sum(
+        1 for n in state.nodes.values() if n.get("correct") is False and n.get("status") in ("finished", "truncated")
+    )
     placed = set(xy.values())
     for tr in (wrong, right):
         assert all((x, y) in placed for x, y in zip(tr["x"], tr["y"]))
@@ -101,9 +105,21 @@ def test_the_legend_names_every_kind_of_mark_drawn(state) -> None:
     fig = tree_figure(state)
     names = [t["name"] for t in fig["data"] if t.get("showlegend", True)]  # Plotly shows unless told not to
     assert not any(sh.get("showlegend") for sh in fig["layout"]["shapes"])  # one made every shape edit a replot
-    for want in ("chosen path", "right answer", "wrong answer", "colour R̄, size K", "OOD: σ² > τ", "box: MC passes",
-                 "one MC pass", "R̄ = their mean", "grey: scale 0–1", "finished", "pruned (faded)", "chosen answer",
-                 f"decided at t={state.iteration}"):
+    for want in (
+        "chosen path",
+        "right answer",
+        "wrong answer",
+        "colour R̄, size K",
+        "OOD: σ² > τ",
+        "box: MC passes",
+        "one MC pass",
+        "R̄ = their mean",
+        "grey: scale 0–1",
+        "finished",
+        "pruned (faded)",
+        "chosen answer",
+        f"decided at t={state.iteration}",
+    ):
         assert want in names, (want, names)
     texts = " ".join(_trace(fig, "marks")["text"])
     assert ("+Kp extra passes" in names) == ("p" in texts.replace("hidden", ""))
@@ -154,7 +170,7 @@ def test_figure1_shows_the_step_its_numbers_and_decisions(data, state) -> None:
     bars = next(t for t in fig["data"] if t["type"] == "bar" and t["xaxis"] == "x3")["x"]
     after = next(t for t in fig["data"] if t.get("name", "").endswith(" after"))
     assert c.stat_after in after["x"] and bars[k] == pytest.approx(c.stat) and c.stat != pytest.approx(c.stat_after)
-    first = state.nodes[sel]["mc_scores"][:len(state.nodes[sel]["mc_scores"]) - state.nodes[sel]["extra_passes"]]
+    first = state.nodes[sel]["mc_scores"][: len(state.nodes[sel]["mc_scores"]) - state.nodes[sel]["extra_passes"]]
     m = sum(first) / len(first)
     assert bars[k] == pytest.approx(sum((v - m) ** 2 for v in first) / (len(first) - 1))  # what the OOD test read
     assert fig["layout"]["shapes"][0]["x0"] == pytest.approx(step.state.tau)
@@ -208,6 +224,7 @@ def test_glyph_colours_are_the_colour_bar_s_scale() -> None:
             want = sample_colorscale(COLORSCALE, [min(1.0, max(0.0, (v - cmin) / (cmax - cmin)))])[0]
             assert colour_for(v, cmin, cmax) == want
         centres = [cmin + (b + 0.5) / N_COLOUR_BINS * (cmax - cmin) for b in range(N_COLOUR_BINS)]
-        assert list(bin_colours(cmin, cmax)) == [sample_colorscale(COLORSCALE, [(c - cmin) / (cmax - cmin)])[0]
-                                                 for c in centres]
+        assert list(bin_colours(cmin, cmax)) == [
+            sample_colorscale(COLORSCALE, [(c - cmin) / (cmax - cmin)])[0] for c in centres
+        ]
     assert colour_for(None, 0.0, 1.0) == "#bbbbbb"

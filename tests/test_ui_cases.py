@@ -28,25 +28,66 @@ def _arith_run(store: RunStore, run_id: str = "arith") -> tuple[object, dict[int
     prob = world.get_problem("arith-test-0")
     gold_steps, _ = solutions.solve(prob, "A")  # the world's own right solution, whatever the generator makes
     x, op, y, z = solutions.parse_step(gold_steps[0])
-    right = Node(id=1, parent_id=0, depth=1, step=gold_steps[0] + "\n\n", created_iter=1, initial_passes=7,
-                 mc_scores=[0.2, 0.9, 0.5, 0.95, 0.3, 0.85, 0.6], status=KEPT, children_granted=1)
-    wrong = Node(id=2, parent_id=0, depth=1, step=solutions.format_step(x, op, y, z + 1, "A") + "\n\n", created_iter=1,
-                 initial_passes=7, mc_scores=[0.97, 0.96, 0.98, 0.97, 0.96, 0.97, 0.98], status=PRUNED)
-    last = Node(id=3, parent_id=1, depth=2, step=f"The answer is \\boxed{{{prob.answer}}}", created_iter=2,
-                initial_passes=7, mc_scores=[0.1, 0.12, 0.11, 0.1, 0.12, 0.11, 0.1], status=FINISHED,
-                answer=prob.answer, correct=True)
+    right = Node(
+        id=1,
+        parent_id=0,
+        depth=1,
+        step=gold_steps[0] + "\n\n",
+        created_iter=1,
+        initial_passes=7,
+        mc_scores=[0.2, 0.9, 0.5, 0.95, 0.3, 0.85, 0.6],
+        status=KEPT,
+        children_granted=1,
+    )
+    wrong = Node(
+        id=2,
+        parent_id=0,
+        depth=1,
+        step=solutions.format_step(x, op, y, z + 1, "A") + "\n\n",
+        created_iter=1,
+        initial_passes=7,
+        mc_scores=[0.97, 0.96, 0.98, 0.97, 0.96, 0.97, 0.98],
+        status=PRUNED,
+    )
+    last = Node(
+        id=3,
+        parent_id=1,
+        depth=2,
+        step=f"The answer is \\boxed{{{prob.answer}}}",
+        created_iter=2,
+        initial_passes=7,
+        mc_scores=[0.1, 0.12, 0.11, 0.1, 0.12, 0.11, 0.1],
+        status=FINISHED,
+        answer=prob.answer,
+        correct=True,
+    )
     nodes = {n.id: n for n in (right, wrong, last)}
     for n in nodes.values():
         k = len(n.mc_scores)
         n.mean = sum(n.mc_scores) / k
         n.var = sum((x - n.mean) ** 2 for x in n.mc_scores) / (k - 1)
         n.ood = n.var > 0.003
-    record(store, [RunStarted(run_id=run_id, method="h-uats", problem_id=prob.id, question=prob.question,
-                              gold_answer=prob.answer, seed=0, config={"tau": 0.003}, policy="p", prm="q"),
-                   NodesUpdated(1, [right.record(), wrong.record()]),
-                   IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
-                   NodesUpdated(2, [last.record()]), IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
-                   RunEnded(status="finished", answer=prob.answer, correct=True, cost=2.0, iterations=2)])
+    record(
+        store,
+        [
+            RunStarted(
+                run_id=run_id,
+                method="h-uats",
+                problem_id=prob.id,
+                question=prob.question,
+                gold_answer=prob.answer,
+                seed=0,
+                config={"tau": 0.003},
+                policy="p",
+                prm="q",
+            ),
+            NodesUpdated(1, [right.record(), wrong.record()]),
+            IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
+            NodesUpdated(2, [last.record()]),
+            IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
+            RunEnded(status="finished", answer=prob.answer, correct=True, cost=2.0, iterations=2),
+        ],
+    )
     return prob, nodes
 
 
@@ -63,7 +104,11 @@ def test_mining_an_arith_run_uses_the_exact_checker() -> None:
     assert [c.node_id for c in pools["high score / low variance"]] == [2]
     assert pools["low score / high variance"] == []
     rows = cases_table(pools)
-    assert [r[0] for r in rows] == ["high score / low variance", "high score / high variance", "low score / low variance"]
+    assert [r[0] for r in rows] == [
+        "high score / low variance",
+        "high score / high variance",
+        "low score / low variance",
+    ]
     assert rows[0][6] == "WRONG"
 
 

@@ -103,7 +103,9 @@ def test_visibility_filters_keep_the_tree_connected(store: RunStore) -> None:
     shown, _, _ = visible_nodes(state, ViewOptions(depth_max=2))
     assert max(state.nodes[i]["depth"] for i in shown) == 2
     shown, _, _ = visible_nodes(state, ViewOptions(score_min=0.9))
-    assert all(state.nodes[i]["mean"] >= 0.9 for i in shown - {0} if i not in {p for m in shown for p in state.path(m)[:-1]})
+    assert all(
+        state.nodes[i]["mean"] >= 0.9 for i in shown - {0} if i not in {p for m in shown for p in state.path(m)[:-1]}
+    )
     first = state.children[0][0]
     below = set(state.subtree(first)) - {first}
     shown, _, hidden = visible_nodes(state, ViewOptions(collapsed=frozenset({first})))
@@ -112,8 +114,11 @@ def test_visibility_filters_keep_the_tree_connected(store: RunStore) -> None:
 
 def shape_polylines(shape: dict) -> list[list[tuple[float, float]]]:
     """The polylines of a path shape as figstyle.path_shape writes them (M, L and Z, x,y pairs)."""
-    return [[tuple(float(v) for v in pt.split(",")) for pt in part.rstrip("Z").split("L")]
-            for part in shape["path"].split("M") if part]
+    return [
+        [tuple(float(v) for v in pt.split(",")) for pt in part.rstrip("Z").split("L")]
+        for part in shape["path"].split("M")
+        if part
+    ]
 
 
 def test_tree_figure_structure(store: RunStore) -> None:
@@ -217,6 +222,11 @@ def test_knobs_figure_plots_each_steps_knobs_against_depth(tmp_path) -> None:
     sig = {i["iteration"]: i["step_info"]["state"]["max_sigma"] for i in with_state}
     colours = dict(zip(by_name["beta"]["x"], by_name["beta"]["marker"]["color"]))
     assert all(abs(colours[t] - s) < 1e-12 for t, s in sig.items())
-    base = run_search(problem, SearchConfig(method="rebase", budget=8), ScriptedPolicyDouble(depth=5), HashedPRMDouble(),
-                      subscribers=[store.subscriber()])
+    base = run_search(
+        problem,
+        SearchConfig(method="rebase", budget=8),
+        ScriptedPolicyDouble(depth=5),
+        HashedPRMDouble(),
+        subscribers=[store.subscriber()],
+    )
     assert knobs_figure(store.get_iterations(base.run_id)) is None

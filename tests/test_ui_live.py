@@ -80,9 +80,18 @@ def _search_tab(store: RunStore, tmp_path: Path) -> tuple[AppContext, Any, Worke
         st, cst = gr.State(OpenRun()), gr.State(ComparedPair())
         notice, timer = gr.Markdown(), gr.Timer(0.5)
         with gr.Tabs() as tabs:
-            ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=tmp_path, notice=notice,
-                             timer=timer, tabs=tabs, run_state=st, pair_state=cst,
-                             choices=server_choices())
+            ctx = AppContext(
+                store=store,
+                pool=pool,
+                cache=RunCache(store),
+                export_dir=tmp_path,
+                notice=notice,
+                timer=timer,
+                tabs=tabs,
+                run_state=st,
+                pair_state=cst,
+                choices=server_choices(),
+            )
             with gr.Tab("Search"):
                 tab = build_search_tab(ctx)
     return ctx, tab, pool
@@ -97,8 +106,9 @@ def _drawn(payload: Any) -> list[int]:
 
 
 @pytest.mark.parametrize("slow_page", [False, True])
-def test_every_iteration_is_drawn_in_order_however_many_land_between_polls(tmp_path: Path, monkeypatch,
-                                                                           slow_page: bool) -> None:
+def test_every_iteration_is_drawn_in_order_however_many_land_between_polls(
+    tmp_path: Path, monkeypatch, slow_page: bool
+) -> None:
     """Polls between bursts of 0-4 iterations; what each poll drew is recorded. slow_page: each poll may
     build one frame only (as when building takes long), so the frames left over come with later polls."""
     if slow_page:

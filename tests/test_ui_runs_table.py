@@ -13,9 +13,23 @@ from ui.views.run_status import RUN_COLUMNS, pair_label, run_rows
 
 
 def _run(run_id: str, policy: str, **extra: object) -> dict[str, object]:
-    return {"run_id": run_id, "method": "h-uats", "problem_id": "arith-test-3", "seed": 0, "config": {"budget": 16.0},
-            "status": "finished", "correct": True, "answer": "42", "cost": 1234.56, "iterations": 9, "n_nodes": 40,
-            "started_at": 1_700_000_000, "policy": policy, "prm": str(DEFAULT_PRM), **extra}
+    return {
+        "run_id": run_id,
+        "method": "h-uats",
+        "problem_id": "arith-test-3",
+        "seed": 0,
+        "config": {"budget": 16.0},
+        "status": "finished",
+        "correct": True,
+        "answer": "42",
+        "cost": 1234.56,
+        "iterations": 9,
+        "n_nodes": 40,
+        "started_at": 1_700_000_000,
+        "policy": policy,
+        "prm": str(DEFAULT_PRM),
+        **extra,
+    }
 
 
 def test_a_policy_a_and_a_policy_b_run_of_one_problem_differ_in_their_row() -> None:
@@ -25,8 +39,9 @@ def test_a_policy_a_and_a_policy_b_run_of_one_problem_differ_in_their_row() -> N
     assert a[col["PRM"]] == b[col["PRM"]] == "arith-prm"
     assert (a[col["pair"]], b[col["pair"]]) == ("A:prm (ID)", "B:prm (OOD)")
     # the rest of the two rows is the same: the models are what tells them apart
-    assert [v for k, v in zip(RUN_COLUMNS, a) if k not in ("run", "policy", "pair")] == \
-           [v for k, v in zip(RUN_COLUMNS, b) if k not in ("run", "policy", "pair")]
+    assert [v for k, v in zip(RUN_COLUMNS, a) if k not in ("run", "policy", "pair")] == [
+        v for k, v in zip(RUN_COLUMNS, b) if k not in ("run", "policy", "pair")
+    ]
     assert (a[col["N"]], a[col["cost"]], a[col["seed"]]) == (16, 1235, 0)  # whole numbers, as the status line
 
 

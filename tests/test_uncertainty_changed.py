@@ -33,8 +33,15 @@ def test_the_list_holds_exactly_the_candidates_whose_decision_uncertainty_change
         rank_a = [1 + sum(x > a for x in after) for a in after]
         naive = softmax_shares(before, row["step_info"]["width"], nu2)
         for i, d in enumerate(ds):
-            reasons = tuple(r for r, hit in ((SENT, d["reeval_candidate"]), (RANK, rank_b[i] != rank_a[i]),
-                                             (CHILDREN, naive[i] != d["children"])) if hit)
+            reasons = tuple(
+                r
+                for r, hit in (
+                    (SENT, d["reeval_candidate"]),
+                    (RANK, rank_b[i] != rank_a[i]),
+                    (CHILDREN, naive[i] != d["children"]),
+                )
+                if hit
+            )
             if reasons:
                 expected.add((t, d["node_id"]))
                 got = listed[(t, d["node_id"])]
@@ -57,7 +64,7 @@ def test_r_bar_before_and_after_are_the_stored_passes(real_pair) -> None:
         assert c.k_before == k0
         assert c.mean_before == pytest.approx(sum(passes[:k0]) / k0, abs=1e-9)
         if c.extra:
-            assert c.mean_after == pytest.approx(sum(passes[:k0 + c.extra]) / (k0 + c.extra), abs=1e-9)
+            assert c.mean_after == pytest.approx(sum(passes[: k0 + c.extra]) / (k0 + c.extra), abs=1e-9)
             checked += 1
     assert checked
 
@@ -72,8 +79,9 @@ def test_the_r_bar_alone_allocation_is_the_engines_rule(real_pair) -> None:
     for row in uats.iterations.values():
         ds = row.get("decisions") or []
         if ds:
-            assert softmax_shares([d["child_score"] for d in ds], row["step_info"]["width"], nu2) == \
-                [d["children"] for d in ds]
+            assert softmax_shares([d["child_score"] for d in ds], row["step_info"]["width"], nu2) == [
+                d["children"] for d in ds
+            ]
             steps += 1
     assert steps >= 2
 

@@ -39,12 +39,18 @@ def test_low_scores_hide_their_spread_in_prob_space_but_not_in_logit_space():
     assert low.logit_var > mid.logit_var
 
 
-@pytest.mark.parametrize("var,logit_var,kind,space,expected", [
-    (0.0004, 0.5, "var", "prob", 0.0004), (0.0004, 0.5, "std", "prob", 0.02),
-    (0.0004, 0.25, "var", "logit", 0.25), (0.0004, 0.25, "std", "logit", 0.5),
-    (None, 0.25, "var", "prob", None), (0.1, None, "var", "logit", None),
-    (-1e-18, None, "std", "prob", 0.0),  # float residue below zero reads as zero, not a math error
-])
+@pytest.mark.parametrize(
+    "var,logit_var,kind,space,expected",
+    [
+        (0.0004, 0.5, "var", "prob", 0.0004),
+        (0.0004, 0.5, "std", "prob", 0.02),
+        (0.0004, 0.25, "var", "logit", 0.25),
+        (0.0004, 0.25, "std", "logit", 0.5),
+        (None, 0.25, "var", "prob", None),
+        (0.1, None, "var", "logit", None),
+        (-1e-18, None, "std", "prob", 0.0),  # float residue below zero reads as zero, not a math error
+    ],
+)
 def test_gate_statistic_picks_space_and_kind(var, logit_var, kind, space, expected):
     got = gate_statistic(var, logit_var, kind, space)
     assert got == (None if expected is None else pytest.approx(expected))
@@ -77,15 +83,25 @@ def test_reeval_candidates_takes_the_gated_statistic_and_keeps_delta_on_prob_sca
     assert ood == [False, False, True]
 
 
-@pytest.mark.parametrize("tau,q", [("auto", 0.9), ("auto:0.5", 0.5), ("AUTO:0.99", 0.99), (0.003, None), ("0.01", None)])
+@pytest.mark.parametrize(
+    "tau,q", [("auto", 0.9), ("auto:0.5", 0.5), ("AUTO:0.99", 0.99), (0.003, None), ("0.01", None)]
+)
 def test_tau_auto_quantile_parses(tau, q):
     assert tau_auto_quantile(tau) == q
 
 
-@pytest.mark.parametrize("bad,field", [
-    (dict(tau="auto:1.5"), "tau"), (dict(tau="auto:0"), "tau"), (dict(tau="auto:x"), "tau"), (dict(tau="often"), "tau"),
-    (dict(tau="-1"), "tau"), (dict(uncertainty="sd"), "uncertainty"), (dict(uncertainty_space="foo"), "uncertainty_space"),
-])
+@pytest.mark.parametrize(
+    "bad,field",
+    [
+        (dict(tau="auto:1.5"), "tau"),
+        (dict(tau="auto:0"), "tau"),
+        (dict(tau="auto:x"), "tau"),
+        (dict(tau="often"), "tau"),
+        (dict(tau="-1"), "tau"),
+        (dict(uncertainty="sd"), "uncertainty"),
+        (dict(uncertainty_space="foo"), "uncertainty_space"),
+    ],
+)
 def test_bad_uncertainty_options_name_the_field(bad, field):
     with pytest.raises(ConfigError) as err:
         SearchConfig(**bad).validate()
@@ -110,8 +126,14 @@ def test_auto_tau_is_resolved_by_the_one_validator_and_the_method_refuses_it_unr
 
 @pytest.mark.parametrize("space,kind", [("prob", "var"), ("logit", "var"), ("logit", "std"), ("prob", "std")])
 def test_search_marks_ood_by_the_configured_gate(space, kind):
-    cfg = SearchConfig(method="h-uats", budget=16, seed=1, tau=0.05 if space == "logit" else 0.003,
-                       uncertainty=kind, uncertainty_space=space)
+    cfg = SearchConfig(
+        method="h-uats",
+        budget=16,
+        seed=1,
+        tau=0.05 if space == "logit" else 0.003,
+        uncertainty=kind,
+        uncertainty_space=space,
+    )
     result = run_search(Problem("d", "What is 4 + 4?", "8"), cfg, ScriptedPolicyDouble(depth=4), HashedPRMDouble(1))
     gate = OODGate.from_config(cfg)
     scored = [n for n in result.tree.nodes.values() if n.var is not None]

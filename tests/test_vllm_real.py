@@ -48,7 +48,7 @@ def _check_structure(nodes: list[dict], tokenizer) -> None:
         reason = FinishReason(n["finish_reason"])
         assert 1 <= n["num_tokens"] <= STEP_CAP
         assert n["step"].endswith(STEP_DELIMITER) == (reason is FinishReason.DELIMITER), n
-        assert STEP_DELIMITER not in n["step"][:-len(STEP_DELIMITER)]
+        assert STEP_DELIMITER not in n["step"][: -len(STEP_DELIMITER)]
         if reason is FinishReason.STEP_CAP:
             assert n["num_tokens"] == STEP_CAP
         # The stored text re-encodes to about the generated count (a decode/encode round trip may merge a piece).
@@ -98,10 +98,12 @@ def test_vllm_policy_runs_an_h_uats_search_and_agrees_with_transformers(tmp_path
 
     assert policy.prompt_ids(Trace(problem.question)) == hf_policy.prompt_ids(Trace(problem.question))
     with capsys.disabled():
-        print(f"\nvLLM (CPU build) SmolLM2: start-up {startup:.1f} s, H-UATS N=4 search {search_s:.1f} s, "
-              f"{len(nodes)} nodes ({sorted({n['finish_reason'] for n in nodes})}), "
-              f"{len(set(scores))} distinct MC scores; "
-              f"transformers policy: {len(hf_nodes)} nodes ({sorted({n['finish_reason'] for n in hf_nodes})})")
+        print(
+            f"\nvLLM (CPU build) SmolLM2: start-up {startup:.1f} s, H-UATS N=4 search {search_s:.1f} s, "
+            f"{len(nodes)} nodes ({sorted({n['finish_reason'] for n in nodes})}), "
+            f"{len(set(scores))} distinct MC scores; "
+            f"transformers policy: {len(hf_nodes)} nodes ({sorted({n['finish_reason'] for n in hf_nodes})})"
+        )
 
 
 def _free_port() -> int:
@@ -119,11 +121,32 @@ def _serve(folder: Path, port: int, log: Path):
     import subprocess
     import sys
 
-    args = [sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(folder),
-            "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16",
-            "--max-model-len", "1024", "--enforce-eager", "--seed", "0"]
-    return subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ,
-                            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")})
+    args = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.launchers.api_server.entry",
+        "--model",
+        str(folder),
+        "--served-model-name",
+        "smollm2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "1024",
+        "--enforce-eager",
+        "--seed",
+        "0",
+    ]
+    return subprocess.Popen(
+        args,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")},
+    )
 
 
 def _wait_ready(proc, url: str, log: Path, timeout_s: float = 600) -> None:
@@ -174,8 +197,11 @@ def test_an_h_uats_search_through_vllm_serve_writes_the_in_process_policys_steps
     _check_structure(nodes, judge.tokenizer)
     # the in-process policies' prompt (test above: vLLM's and transformers' agree token for token)
     assert policy.prompt_ids(Trace(problem.question)) == load_policy("smollm2", **POLICY_OPTS).prompt_ids(
-        Trace(problem.question))
+        Trace(problem.question)
+    )
     assert FinishReason.DELIMITER.value in {n["finish_reason"] for n in nodes}
     with capsys.disabled():
-        print(f"\nvllm serve (CPU build) SmolLM2: start-up {startup:.1f} s, H-UATS N=4 search through openai:URL "
-              f"{search_s:.1f} s, {len(nodes)} nodes ({sorted({n['finish_reason'] for n in nodes})}); server stopped")
+        print(
+            f"\nvllm serve (CPU build) SmolLM2: start-up {startup:.1f} s, H-UATS N=4 search through openai:URL "
+            f"{search_s:.1f} s, {len(nodes)} nodes ({sorted({n['finish_reason'] for n in nodes})}); server stopped"
+        )

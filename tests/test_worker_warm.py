@@ -71,7 +71,9 @@ def test_execute_twice_in_process_loads_once_and_repeats_the_tree(tmp_path: Path
     assert trees[0] == trees[1] and trees[0]
 
 
-def _until(done: Callable[[], bool], timeout_s: float, tick_s: float = 0.05, then: Callable[[], Any] = lambda: None) -> None:
+def _until(
+    done: Callable[[], bool], timeout_s: float, tick_s: float = 0.05, then: Callable[[], Any] = lambda: None
+) -> None:
     """Poll `done` (calling `then` between polls) until it holds; the timeout only bounds a hung test."""
     deadline = time.time() + timeout_s
     while not done() and time.time() < deadline:
@@ -141,8 +143,12 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
     store = RunStore(str(tmp_path / "runs.db"))
     pool = WorkerPool(store, max_workers=1, poll_s=0.2)
     try:
-        req = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
-                            "db": store.location})
+        req = RunRequest(
+            **{
+                **_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
+                "db": store.location,
+            }
+        )
         register_request(store, req, paused=True)
         pool.submit(req)
         _wait(store, req.run_id, ("running",))
@@ -152,8 +158,12 @@ def test_a_cancelled_run_keeps_its_nodes_and_the_worker_stays_warm(tmp_path: Pat
         run = _wait(store, req.run_id, ("cancelled", "failed", "finished"))
         assert run["status"] == "cancelled"
         assert len(store.get_nodes(req.run_id)) == run["n_nodes"] > 0
-        nxt = RunRequest(**{**_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
-                            "db": store.location})
+        nxt = RunRequest(
+            **{
+                **_req(uuid.uuid4().hex, config=SearchConfig(budget=8, max_iterations=20)).__dict__,
+                "db": store.location,
+            }
+        )
         register_request(store, nxt)
         pool.submit(nxt)
         assert _wait(store, nxt.run_id, ("finished", "failed", "cancelled"))["status"] == "finished"

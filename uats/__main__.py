@@ -1,4 +1,5 @@
 """`python -m uats`: the `uats` command from a checkout (uats/cli.py)."""
+
 import sys
 
 from uats.cli import main

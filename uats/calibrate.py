@@ -73,21 +73,25 @@ def jsonl_traces(path: Path) -> list[Any]:
             continue
         row = json.loads(line)
         if not isinstance(row.get("question"), str) or not isinstance(row.get("steps"), list) or not row["steps"]:
-            raise ConfigError("tau_traces", f"{path} line {i + 1}: need {{\"question\": str, \"steps\": [str, ...]}}")
+            raise ConfigError("tau_traces", f'{path} line {i + 1}: need {{"question": str, "steps": [str, ...]}}')
         for j in range(len(row["steps"])):
             out.append(Trace(row["question"], tuple(str(s) for s in row["steps"][: j + 1])))
     return out
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("calibrate", help="c = time of one generated step / time of one PRM pass; the ID spreads for --tau auto")
+    p = sub.add_parser(
+        "calibrate", help="c = time of one generated step / time of one PRM pass; the ID spreads for --tau auto"
+    )
     p.add_argument("--policy", default=None, help="policy spec (folder, .gguf, hf:<id>); needed for c")
     p.add_argument("--prm", required=True, help="PRM spec")
     p.add_argument("--prm-kind", default=None)
     p.add_argument("--batch", type=int, default=8, help="traces per call (the search batches a whole step)")
     p.add_argument("--depth", type=int, default=2, help="steps generated before the measured one")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--question", default=None, help="default: an arithmetic test problem for arith models, else MATH-500 #0")
+    p.add_argument(
+        "--question", default=None, help="default: an arithmetic test problem for arith models, else MATH-500 #0"
+    )
     p.add_argument("--step-token-cap", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None)
@@ -109,6 +113,7 @@ def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from uats_core.backends import load_prm
+
     if args.skip_cost and args.skip_tau:
         raise ConfigError("skip_tau", "with --skip-cost and --skip-tau there is nothing to calibrate; drop one")
     if not args.skip_cost and not args.policy:
@@ -147,12 +152,22 @@ def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
         # One pass = one deterministic forward reading the last step (for a judge: one prompt, not one per step).
         pass_times.append(timed(lambda scored=scored: prm.mc_scores(scored, 1, spec=one_pass)))
     step_s, pass_s = min(t[0] for t in gen_times) / args.batch, min(t[0] for t in pass_times) / args.batch
-    res = {"policy": args.policy, "prm": args.prm, "batch": args.batch, "depth": args.depth,
-           "step_s": step_s, "prm_pass_s": pass_s, "c": step_s / pass_s,
-           "tokens_per_step": float(np.mean(gen_tokens)) / args.batch,
-           "spread_step": spread([t[0] for t in gen_times]), "spread_pass": spread([t[0] for t in pass_times])}
-    print(f"one generated step: {step_s:.3f}s ({res['tokens_per_step']:.1f} tokens avg, batch {args.batch}); "
-          f"one PRM pass: {pass_s:.3f}s; c = {res['c']:.1f}  (spreads {res['spread_step']:.0%}, {res['spread_pass']:.0%})")
+    res = {
+        "policy": args.policy,
+        "prm": args.prm,
+        "batch": args.batch,
+        "depth": args.depth,
+        "step_s": step_s,
+        "prm_pass_s": pass_s,
+        "c": step_s / pass_s,
+        "tokens_per_step": float(np.mean(gen_tokens)) / args.batch,
+        "spread_step": spread([t[0] for t in gen_times]),
+        "spread_pass": spread([t[0] for t in pass_times]),
+    }
+    print(
+        f"one generated step: {step_s:.3f}s ({res['tokens_per_step']:.1f} tokens avg, batch {args.batch}); "
+        f"one PRM pass: {pass_s:.3f}s; c = {res['c']:.1f}  (spreads {res['spread_step']:.0%}, {res['spread_pass']:.0%})"
+    )
     print(f"use: SearchConfig(cost_ratio={res['c']:.1f})")
     if args.json:
         args.json.write_text(json.dumps(res, indent=2), encoding="utf-8")
@@ -161,13 +176,21 @@ def _measure_c(args: argparse.Namespace, prm: Any) -> dict[str, Any]:
 
 # -- τ: the in-distribution spreads --------------------------------------------------------------------------
 def add_tau_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tau-modes", default=",".join(MODES), help="dropout modes to calibrate τ for (default full,last:2,head)")
+    p.add_argument(
+        "--tau-modes", default=",".join(MODES), help="dropout modes to calibrate τ for (default full,last:2,head)"
+    )
     p.add_argument("--p", type=float, default=0.1, help="dropout probability of the τ calibration (default 0.1)")
     p.add_argument("--k", type=int, default=7, help="MC passes per step for the τ calibration (default 7)")
-    p.add_argument("--tau-problems", type=int, default=100, help="arithmetic-world problems whose style-A steps calibrate τ")
+    p.add_argument(
+        "--tau-problems", type=int, default=100, help="arithmetic-world problems whose style-A steps calibrate τ"
+    )
     p.add_argument("--tau-split", default="val", help="their split (default val: not the test problems)")
-    p.add_argument("--tau-traces", type=Path, default=None,
-                   help="for another PRM: a .jsonl of in-distribution solutions {question, steps} instead")
+    p.add_argument(
+        "--tau-traces",
+        type=Path,
+        default=None,
+        help="for another PRM: a .jsonl of in-distribution solutions {question, steps} instead",
+    )
     p.add_argument("--skip-cost", action="store_true", help="only the τ calibration (no policy needed)")
     p.add_argument("--skip-tau", action="store_true", help="only c")
     p.add_argument("--calibration", type=Path, default=None, help="the calibration file (default: beside the PRM)")
@@ -191,9 +214,14 @@ def calibrate_tau(args: argparse.Namespace, prm: Any, cost: dict[str, Any] | Non
             for space in UNCERTAINTY_SPACES:
                 v = space_variances(mc, space)
                 spreads[entry_key(mode, args.p, space)] = spread_entry(v, args.k, source)
-                print(f"{mode:>8s} {space:>6s} {tau_from_variances(v, 0.9):16.4g} "
-                      f"{tau_from_variances(v, 0.9, 'std'):10.4g}")
+                print(
+                    f"{mode:>8s} {space:>6s} {tau_from_variances(v, 0.9):16.4g} "
+                    f"{tau_from_variances(v, 0.9, 'std'):10.4g}"
+                )
     data = write_calibration(path, prm=str(args.prm), cost=cost, spreads=spreads)
-    print(f"wrote {path} ({len(data.get('uncertainty') or {})} τ entries"
-          + (f", c = {data['cost']['c']:.1f}" if data.get("cost") else "") + "); `--tau auto[:q]` reads it")
+    print(
+        f"wrote {path} ({len(data.get('uncertainty') or {})} τ entries"
+        + (f", c = {data['cost']['c']:.1f}" if data.get("cost") else "")
+        + "); `--tau auto[:q]` reads it"
+    )
     return data

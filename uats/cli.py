@@ -52,8 +52,9 @@ def settings_markdown() -> str:
     --markdown`; tests/test_settings.py checks the committed one is this)."""
     from uats_core.methods import methods_reading
 
-    return markdown_table(list(SETTINGS), lambda name: ", ".join(methods_reading(name)) or "every method",
-                          {"method": method_names()})
+    return markdown_table(
+        list(SETTINGS), lambda name: ", ".join(methods_reading(name)) or "every method", {"method": method_names()}
+    )
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -89,7 +90,9 @@ def resolve_problem(problem: str | None, dataset: str | None) -> Problem:
                 return get_problem(pid)
             except (ValueError, IndexError) as exc:
                 raise ProblemError("problem", f"{exc}; arithmetic-world ids look like arith-test-17") from None
-        raise ProblemError("problem", f"unknown problem {pid!r}; use an arith-test-<i> id, or give --dataset FILE.jsonl")
+        raise ProblemError(
+            "problem", f"unknown problem {pid!r}; use an arith-test-<i> id, or give --dataset FILE.jsonl"
+        )
     return find_problem(load_problems(dataset), pid, dataset)
 
 
@@ -104,27 +107,49 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     problem = resolve_problem(args.problem, args.dataset)
     policy_opts, prm_opts = parse_model_options(args)
-    checked = validate_request(SearchRequest(
-        problem, SearchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}),
-        policy=args.policy, prm=args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
-        world_problem=args.dataset is None, trust_remote_code=args.trust_remote_code))
+    checked = validate_request(
+        SearchRequest(
+            problem,
+            SearchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SearchConfig)}),
+            policy=args.policy,
+            prm=args.prm,
+            prm_kind=args.prm_kind,
+            policy_opts=policy_opts,
+            prm_opts=prm_opts,
+            world_problem=args.dataset is None,
+            trust_remote_code=args.trust_remote_code,
+        )
+    )
     config = checked.config
     # the run's row as the run log will hold it (the models record their name, by default their spec)
-    check_run_fields(method=config.method, problem_id=problem.id, question=problem.question, gold_answer=problem.answer,
-                     seed=config.seed, config=config.to_dict(),
-                     policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
-                     prm=str(prm_opts.get("name") or args.prm or WORLD_PRM), model_options=checked.model_options())
+    check_run_fields(
+        method=config.method,
+        problem_id=problem.id,
+        question=problem.question,
+        gold_answer=problem.answer,
+        seed=config.seed,
+        config=config.to_dict(),
+        policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
+        prm=str(prm_opts.get("name") or args.prm or WORLD_PRM),
+        model_options=checked.model_options(),
+    )
     check_location(args.db)  # a typo or a wrong password should not cost a model load; the file is made later
     note = checked.tau_note  # τ is resolved before any model loads, so a bad --tau costs no load
     if note:
-        print(f"τ = {config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
-              f"in-distribution steps ({note['key']}, {note['file']})")
-    search = prepare_search(checked, models=custom_pair(checked))  # py: backends are loaded here, the rest by the engine
+        print(
+            f"τ = {config.tau:.4g}: q{note['quantile']:g} of {note['uncertainty']} over {note['n']} "
+            f"in-distribution steps ({note['key']}, {note['file']})"
+        )
+    search = prepare_search(
+        checked, models=custom_pair(checked)
+    )  # py: backends are loaded here, the rest by the engine
     with sigterm_as_interrupt():  # `kill` ends the run 'cancelled' with its nodes, as Ctrl-C does
         result = search.run(subscribers=[_RecordOnFirstEvent(args.db)], progress=not args.quiet)
     mark = {True: "correct", False: "wrong", None: "ungraded"}[result.correct]
-    print(f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
-          f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}")
+    print(
+        f"run {result.run_id}  {result.status}  answer={result.answer} ({mark})  naive={result.naive_answer}  "
+        f"cost={result.cost:g}  iterations={result.iterations}  nodes={len(result.tree) - 1}"
+    )
     return 130 if result.status == RunStatus.CANCELLED else 0
 
 
@@ -146,8 +171,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from uats_core.doctor import run_doctor
 
     policy_opts, prm_opts = model_options(args)
-    found = run_doctor(args.policy, args.prm, prm_kind=args.prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
-                       world_problem=args.dataset is None, gpu_bytes=int(args.gpu_gib * 2**30) if args.gpu_gib else None)
+    found = run_doctor(
+        args.policy,
+        args.prm,
+        prm_kind=args.prm_kind,
+        policy_opts=policy_opts,
+        prm_opts=prm_opts,
+        world_problem=args.dataset is None,
+        gpu_bytes=int(args.gpu_gib * 2**30) if args.gpu_gib else None,
+    )
     return 1 if found else 0
 
 
@@ -214,14 +246,18 @@ PROGRAMS: dict[str, tuple[Any, str]] = {
     "report": (_report, "figures and tables of an evaluation (a run log or results ledgers); the results page"),
     "train": (_train, "train A-UATS's controller (policy-gradient, on the arithmetic world)"),
     "theory": (_theory, "the Proposition 4.1/4.2 simulation"),
-    "estimators": (_estimators, "fit the hidden-state uncertainty estimators beside a PRM; measure every estimator's "
-                                "σ² step by step (AUROC for wrong steps per fifth of R, A and B)"),
+    "estimators": (
+        _estimators,
+        "fit the hidden-state uncertainty estimators beside a PRM; measure every estimator's "
+        "σ² step by step (AUROC for wrong steps per fifth of R, A and B)",
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(prog="uats", description="UATS Studio: PRM-guided tree search "
-                                                "(`uats COMMAND --help` for a command's flags)")
+    p = _OneLineParser(
+        prog="uats", description="UATS Studio: PRM-guided tree search (`uats COMMAND --help` for a command's flags)"
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("search", help="search one problem and log it")
@@ -230,7 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_flags(s)
     s.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
-    s.add_argument("--max-budget", type=_at_least_one, help="refuse budgets above this (default 1024, or $UATS_MAX_BUDGET)")
+    s.add_argument(
+        "--max-budget", type=_at_least_one, help="refuse budgets above this (default 1024, or $UATS_MAX_BUDGET)"
+    )
     _add_config_flags(s)
     s.set_defaults(fn=cmd_search)
     r = sub.add_parser("runs", help="list logged runs")
@@ -247,34 +285,51 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(fn=cmd_show)
     i = sub.add_parser("import", help="write another tool's search runs into the run log (the app opens them)")
     i.add_argument("file", help="the file the tool wrote")
-    i.add_argument("--from", dest="tool", required=True, choices=TOOLS_READ,
-                   help="llm-reasoners (its tree log, written by uats_studio.llm_reasoners.export_llm_reasoners), "
-                        "search-and-learn (its {approach}_completions.jsonl or the Hub's Parquet) or treequest "
-                        "(treequest.render's JSON or YAML export; docs/app.md)")
+    i.add_argument(
+        "--from",
+        dest="tool",
+        required=True,
+        choices=TOOLS_READ,
+        help="llm-reasoners (its tree log, written by uats_studio.llm_reasoners.export_llm_reasoners), "
+        "search-and-learn (its {approach}_completions.jsonl or the Hub's Parquet) or treequest "
+        "(treequest.render's JSON or YAML export; docs/app.md)",
+    )
     i.add_argument("--db", default=DEFAULT_DB, help="SQLite path or SQLAlchemy URL")
     i.add_argument("--question", help="the problem, where the file does not hold it (llm-reasoners, TreeQuest)")
     i.add_argument("--answer", help="the gold answer, to grade the imported answers")
     i.add_argument("--rows", help="search-and-learn: 0-based rows to import, e.g. 0,3 (default: every row)")
-    i.add_argument("--prm-rule", choices=sorted(PRM_RULES),
-                   help="search-and-learn: the PRM class that scored the steps (rlhflow, the default prm_path, and qwen "
-                        "split at blank lines; math-shepherd; skywork scores each line); default: recognised from the "
-                        "scores")
+    i.add_argument(
+        "--prm-rule",
+        choices=sorted(PRM_RULES),
+        help="search-and-learn: the PRM class that scored the steps (rlhflow, the default prm_path, and qwen "
+        "split at blank lines; math-shepherd; skywork scores each line); default: recognised from the "
+        "scores",
+    )
     i.set_defaults(fn=cmd_import)
     d = sub.add_parser("doctor", help="check a policy/PRM pair before a long run (versions, devices, memory plan)")
     add_model_flags(d)
     d.add_argument("--dataset", help="the dataset the pair will search (the arith models serve arith problems only)")
-    d.add_argument("--gpu-gib", type=float, help="plan GPU memory for a device of this size (GiB) even if none is visible")
+    d.add_argument(
+        "--gpu-gib", type=float, help="plan GPU memory for a device of this size (GiB) even if none is visible"
+    )
     d.set_defaults(fn=cmd_doctor)
     g = sub.add_parser("ledger", help="copy run logs' finished cells and duplicate counts into a results ledger")
-    g.add_argument("run_logs", nargs="+", metavar="RUN_LOG", help="SQLite paths or SQLAlchemy URLs of evaluation run logs")
+    g.add_argument(
+        "run_logs", nargs="+", metavar="RUN_LOG", help="SQLite paths or SQLAlchemy URLs of evaluation run logs"
+    )
     g.add_argument("--ledger", required=True, metavar="DIR", help="the results ledger folder (e.g. results/arith-grid)")
-    g.add_argument("--code-version", metavar="COMMIT",
-                   help="the commit that ran the run log's cells (the log does not say): without it, cells the ledger "
-                        "lacks are left out and only the counts and final solutions of cells it holds are filled")
+    g.add_argument(
+        "--code-version",
+        metavar="COMMIT",
+        help="the commit that ran the run log's cells (the log does not say): without it, cells the ledger "
+        "lacks are left out and only the counts and final solutions of cells it holds are filled",
+    )
     g.set_defaults(fn=cmd_ledger)
     e = sub.add_parser("settings", help="every search setting: flag, type, default, bounds (--markdown: docs' table)")
     e.add_argument("--markdown", action="store_true", help="the settings table of docs/engine.md")
-    e.add_argument("--update", metavar="PAGE", help="rewrite the settings table between PAGE's markers (docs/engine.md)")
+    e.add_argument(
+        "--update", metavar="PAGE", help="rewrite the settings table between PAGE's markers (docs/engine.md)"
+    )
     e.set_defaults(fn=cmd_settings)
     calibrate.add_parser(sub)
     for name, (_, what) in PROGRAMS.items():
@@ -287,8 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in PROGRAMS:
         return PROGRAMS[argv[0]][0](argv[1:])
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         if getattr(args, "max_budget", None):
             set_max_budget(args.max_budget)

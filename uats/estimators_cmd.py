@@ -43,8 +43,9 @@ def _estimators(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="uats estimators", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="uats estimators", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="fit the Laplace and Mahalanobis estimators beside a PRM")
     f.add_argument("--prm", default=None, help="PRM folder (default: the embedded arith-prm)")
@@ -56,8 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--out", type=Path, default=None, help="default: beside the PRM")
     c = sub.add_parser("calibrate", help="σ² of each estimator on in-distribution steps, for --tau auto")
     c.add_argument("--prm", default=None, help="PRM folder (default: the embedded arith-prm)")
-    c.add_argument("--estimators", type=_estimators, default=[n for n in ESTIMATORS if n != "mc-dropout"],
-                   help="default: all but mc-dropout (`uats calibrate` calibrates MC dropout per dropout mode)")
+    c.add_argument(
+        "--estimators",
+        type=_estimators,
+        default=[n for n in ESTIMATORS if n != "mc-dropout"],
+        help="default: all but mc-dropout (`uats calibrate` calibrates MC dropout per dropout mode)",
+    )
     c.add_argument("--k", type=int, default=7)
     c.add_argument("--problems", type=int, default=100, help="val-split problems (style-A written steps, 30%% slips)")
     c.add_argument("--traces", type=Path, default=None, help="JSONL of in-distribution solutions (other PRMs)")
@@ -89,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def hidden_states(prm: Any, traces: Sequence[Any]) -> np.ndarray:
-    return np.concatenate([prm.last_hidden(list(traces[i:i + BATCH])) for i in range(0, len(traces), BATCH)])
+    return np.concatenate([prm.last_hidden(list(traces[i : i + BATCH])) for i in range(0, len(traces), BATCH)])
 
 
 def fit(args: argparse.Namespace) -> Path:
@@ -101,12 +106,15 @@ def fit(args: argparse.Namespace) -> Path:
     if args.problems < 2:
         raise ConfigError("problems", f"need at least 2; got {args.problems}")
     if args.traces is not None and not args.traces.is_file():
-        raise ConfigError("traces", f"no file at {args.traces}; give a JSONL of {{\"question\", \"steps\"}} objects")
+        raise ConfigError("traces", f'no file at {args.traces}; give a JSONL of {{"question", "steps"}} objects')
     spec = str(args.prm or DEFAULT_PRM)
     prm = load_prm(spec, kind=args.prm_kind, dtype="float32")
     w, b = prm.head_linear()  # BackendError (a ValueError naming prm) for a head that is not one logit direction
-    traces = (jsonl_traces(args.traces) if args.traces else
-              id_calibration_traces("train", args.problems, args.slip_rate, args.seed))
+    traces = (
+        jsonl_traces(args.traces)
+        if args.traces
+        else id_calibration_traces("train", args.problems, args.slip_rate, args.seed)
+    )
     t = time.time()
     fitted = fit_head(hidden_states(prm, traces), w, b)
     out = args.out or Path(prm.folder or ".") / HEAD_FIT_FILE
@@ -133,12 +141,17 @@ def calibrate(args: argparse.Namespace) -> None:
     spec = str(args.prm or DEFAULT_PRM)
     prm = load_prm(spec, dtype="float32")
     traces = jsonl_traces(args.traces) if args.traces else id_calibration_traces("val", args.problems, 0.3, 0)
-    source = str(args.traces) if args.traces else f"arith val split, {args.problems} problems, style A written, 30% slips"
+    source = (
+        str(args.traces) if args.traces else f"arith val split, {args.problems} problems, style A written, 30% slips"
+    )
     spreads = {}
     for name in args.estimators:
         est = make_estimator(SearchConfig(estimator=name, k0=args.k), prm)
-        ests = [e for i in range(0, len(traces), BATCH)
-                for e in est.more(traces[i:i + BATCH], [[] for _ in traces[i:i + BATCH]], args.k)]
+        ests = [
+            e
+            for i in range(0, len(traces), BATCH)
+            for e in est.more(traces[i : i + BATCH], [[] for _ in traces[i : i + BATCH]], args.k)
+        ]
         for space, values in (("prob", [e.var for e in ests]), ("logit", [e.logit_var for e in ests])):
             v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
             spreads[entry_key("", 0.0, space, name)] = spread_entry(v, args.k, source)
@@ -162,8 +175,9 @@ def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) 
     policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS[style])
     gen = torch.Generator().manual_seed(seed)
     flat = [p for p in problems for _ in range(samples)]
-    sols = sample_solutions(policy, tok, [p.question for p in flat], temperature=0.8, generator=gen, batch_size=256,
-                            max_new_tokens=80)
+    sols = sample_solutions(
+        policy, tok, [p.question for p in flat], temperature=0.8, generator=gen, batch_size=256, max_new_tokens=80
+    )
     traces, wrong = [], []
     for prob, steps in zip(flat, sols):
         for j, ok in enumerate(solutions.label_steps(prob, steps)):
@@ -193,11 +207,13 @@ def estimate_all(prm: Any, name: str, k: int, traces: Sequence[Any], seed: int) 
     est = make_estimator(SearchConfig(estimator=name, k0=k), prm)
     got = []
     for i in range(0, len(traces), BATCH):
-        chunk = list(traces[i:i + BATCH])
+        chunk = list(traces[i : i + BATCH])
         got += est.more(chunk, [[] for _ in chunk], k)
     nan = float("nan")
-    return {"prob": np.asarray([e.var if e.var is not None else nan for e in got], dtype=np.float64),
-            "logit": np.asarray([e.logit_var if e.logit_var is not None else nan for e in got], dtype=np.float64)}
+    return {
+        "prob": np.asarray([e.var if e.var is not None else nan for e in got], dtype=np.float64),
+        "logit": np.asarray([e.logit_var if e.logit_var is not None else nan for e in got], dtype=np.float64),
+    }
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -216,10 +232,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     random.seed(args.seed)
     prm = load_prm(str(DEFAULT_PRM), dtype="float32", dropout_p=0.1)
     problems = world.load_split("test", args.problems)
-    steps = {pair: sampled_steps(style, problems, args.samples, args.seed) for pair, style in (("A:prm", "A"),
-                                                                                             ("B:prm", "B"))}
-    scores = {pair: np.concatenate([[s[-1] for s in prm.score(tr[i:i + BATCH])] for i in range(0, len(tr), BATCH)])
-              for pair, (tr, _) in steps.items()}
+    steps = {
+        pair: sampled_steps(style, problems, args.samples, args.seed)
+        for pair, style in (("A:prm", "A"), ("B:prm", "B"))
+    }
+    scores = {
+        pair: np.concatenate([[s[-1] for s in prm.score(tr[i : i + BATCH])] for i in range(0, len(tr), BATCH)])
+        for pair, (tr, _) in steps.items()
+    }
     from uats.eval.run import code_version
 
     version = code_version()  # the commit whose code measured these rows (+dirty: uncommitted changes)
@@ -240,12 +260,21 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         log.info("%s: %.0f s", name, time.time() - t)
     order = {n: i for i, n in enumerate(ESTIMATORS)}
     rows.sort(key=lambda r: (order[r["estimator"]], r.get("space", "prob") != "prob", r["pair"]))
-    out = {"problems": args.problems, "samples": args.samples, "k": args.k, "seed": args.seed, "rows": rows,
-           "k_by_estimator": {n: samples_for(prm, n, args.k) for n in args.estimators},
-           "code_versions": {**(old_versions if rows else {}), **{n: version for n in args.estimators}},
-           "separation": separation, "verdict": verdict(rows, "B:prm")}
-    print(f"{args.problems} test problems × {args.samples} samples of policies A and B; K = {args.k}; fifths of the "
-          "PRM's deterministic score (lowest first), wrong steps in brackets\n")
+    out = {
+        "problems": args.problems,
+        "samples": args.samples,
+        "k": args.k,
+        "seed": args.seed,
+        "rows": rows,
+        "k_by_estimator": {n: samples_for(prm, n, args.k) for n in args.estimators},
+        "code_versions": {**(old_versions if rows else {}), **{n: version for n in args.estimators}},
+        "separation": separation,
+        "verdict": verdict(rows, "B:prm"),
+    }
+    print(
+        f"{args.problems} test problems × {args.samples} samples of policies A and B; K = {args.k}; fifths of the "
+        "PRM's deterministic score (lowest first), wrong steps in brackets\n"
+    )
     print(table(rows, separation))
     print("\n" + out["verdict"])
     if args.json:

@@ -10,8 +10,10 @@ from typing import Any
 
 from uats_core.backends._loading import FACTORY_PREFIX
 
-TRUST_HELP = ("allow trust_remote_code=true in --policy-opt/--prm-opt: transformers then runs the Python code that comes "
-              "with the model (only for models whose code you trust)")
+TRUST_HELP = (
+    "allow trust_remote_code=true in --policy-opt/--prm-opt: transformers then runs the Python code that comes "
+    "with the model (only for models whose code you trust)"
+)
 
 
 def parse_model_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -74,26 +76,46 @@ def custom_pair(checked: Any) -> tuple[Any, Any] | None:
     from uats_core.paths import WORLD_POLICY, WORLD_PRM
 
     prm_opts = dict(r.prm_opts, **({"kind": r.prm_kind} if r.prm_kind else {}))
-    return (load_policy_spec(r.policy or str(WORLD_POLICY), dict(r.policy_opts)),
-            load_prm_spec(r.prm or str(WORLD_PRM), prm_opts, config.dropout_p, config.dropout_mode))
+    return (
+        load_policy_spec(r.policy or str(WORLD_POLICY), dict(r.policy_opts)),
+        load_prm_spec(r.prm or str(WORLD_PRM), prm_opts, config.dropout_p, config.dropout_mode),
+    )
 
 
 def add_model_flags(p: argparse.ArgumentParser) -> None:
     """--policy, --prm, and the option flags of add_model_option_flags."""
-    p.add_argument("--policy", help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2, vllm:smollm2 or "
-                                    "py:module:function (default: arith policy A, for arith problems only)")
-    p.add_argument("--prm", help="PRM model: folder, .gguf file, hf:<id>, smollm2 or py:module:function (default: the "
-                                 "arith PRM, for arith problems only)")
+    p.add_argument(
+        "--policy",
+        help="policy model: folder, .gguf file, hf:<id>, vllm:<id>, smollm2, vllm:smollm2 or "
+        "py:module:function (default: arith policy A, for arith problems only)",
+    )
+    p.add_argument(
+        "--prm",
+        help="PRM model: folder, .gguf file, hf:<id>, smollm2 or py:module:function (default: the "
+        "arith PRM, for arith problems only)",
+    )
     add_model_option_flags(p)
 
 
 def add_model_option_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """--prm-kind, --policy-opt, --prm-opt and --trust-remote-code (the evaluation names its models by --pairs)."""
-    p.add_argument("--prm-kind", help="math-shepherd | qwen-prm | skywork | token-classification | judge "
-                                      "(default: detected from the model)")
-    p.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, device=cuda, "
-                        "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')")
-    p.add_argument("--prm-opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)")
+    p.add_argument(
+        "--prm-kind",
+        help="math-shepherd | qwen-prm | skywork | token-classification | judge (default: detected from the model)",
+    )
+    p.add_argument(
+        "--policy-opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="policy option, repeatable; JSON values (e.g. dtype=bfloat16, temperature=0.7, device=cuda, "
+        "gpu_memory_utilization=0.5, llm_kwargs='{\"max_model_len\": 4096}')",
+    )
+    p.add_argument(
+        "--prm-opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="PRM option, repeatable (e.g. dtype=float32, device=cuda:1, max_batch_tokens=8192)",
+    )
     p.add_argument("--trust-remote-code", action="store_true", help=TRUST_HELP)

@@ -31,15 +31,33 @@ from storage.eval_results import report_inputs
 __all__ = ["build_report", "report_from_ledger", "ledger_plan", "page_command", "write_report", "main"]
 
 
-def build_report(store_or_url: Any, *, common_problems: bool = True, confidence: float = 0.95,
-                 roles: dict[str, str] | None = None, fig2: bool = True, max_fig2_runs_per_pair: int = 600,
-                 tau: float | None = None, methods: Sequence[str] | None = None,
-                 pairs: Sequence[str] | None = None, budgets: Sequence[int] | None = None) -> Report:
+def build_report(
+    store_or_url: Any,
+    *,
+    common_problems: bool = True,
+    confidence: float = 0.95,
+    roles: dict[str, str] | None = None,
+    fig2: bool = True,
+    max_fig2_runs_per_pair: int = 600,
+    tau: float | None = None,
+    methods: Sequence[str] | None = None,
+    pairs: Sequence[str] | None = None,
+    budgets: Sequence[int] | None = None,
+) -> Report:
     """Every figure and table of the evaluation in `store_or_url` (a RunStore, an engine, a path or URL);
     the keywords are reports.assemble_report's."""
-    return assemble_report(*report_inputs(store_or_url), common_problems=common_problems,
-                           confidence=confidence, roles=roles, fig2=fig2, max_fig2_runs_per_pair=max_fig2_runs_per_pair,
-                           tau=tau, methods=methods, pairs=pairs, budgets=budgets)
+    return assemble_report(
+        *report_inputs(store_or_url),
+        common_problems=common_problems,
+        confidence=confidence,
+        roles=roles,
+        fig2=fig2,
+        max_fig2_runs_per_pair=max_fig2_runs_per_pair,
+        tau=tau,
+        methods=methods,
+        pairs=pairs,
+        budgets=budgets,
+    )
 
 
 def _read_ledger(folder: str | Path) -> dict[str, Any]:
@@ -51,13 +69,22 @@ def _read_ledger(folder: str | Path) -> dict[str, Any]:
     if not ledger.results_path.exists():
         raise ValueError(f"ledger: no {RESULTS_FILE} in {str(folder)!r}; run uats eval --ledger {folder} first")
     candidates = ledger.candidates()
-    return {"results": ledger.results().assign(ledger=Path(folder).name), "steps": ledger.steps(),
-            "traces": ledger.traces().merge(candidates, on="cell_key", how="left"), "candidates": candidates,
-            "controller": ledger.controller()}
+    return {
+        "results": ledger.results().assign(ledger=Path(folder).name),
+        "steps": ledger.steps(),
+        "traces": ledger.traces().merge(candidates, on="cell_key", how="left"),
+        "candidates": candidates,
+        "controller": ledger.controller(),
+    }
 
 
-def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path | None = None,
-                       rerun_variants: str | Path | None = None, **kw: Any) -> Report:
+def report_from_ledger(
+    folder: str | Path,
+    *more: str | Path,
+    rerun: str | Path | None = None,
+    rerun_variants: str | Path | None = None,
+    **kw: Any,
+) -> Report:
     """Every figure and table from a results ledger (storage.results_ledger) alone, no run log needed; with `more`
     ledgers (another dataset's, e.g. results/arith-hard), from their rows together. `rerun`: a ledger of cells of
     these run again keeping their final solutions (e.g. results/arith-rerun): every answer rule on them, beside the
@@ -68,27 +95,46 @@ def report_from_ledger(folder: str | Path, *more: str | Path, rerun: str | Path 
     from reports.rerun import Rerun
 
     read = [_read_ledger(f) for f in (folder, *more)]
-    joined = {name: pd.concat([r[name] for r in read if len(r[name])] or [read[0][name]], ignore_index=True)
-              for name in ("results", "steps", "traces", "controller")}
+    joined = {
+        name: pd.concat([r[name] for r in read if len(r[name])] or [read[0][name]], ignore_index=True)
+        for name in ("results", "steps", "traces", "controller")
+    }
     again = None
     if rerun is not None:
         r = _read_ledger(rerun)
         if not r["results"]["cell_key"].isin(set(joined["results"]["cell_key"])).any():
-            raise ValueError(f"rerun: none of the {len(r['results']):,} cells in {str(rerun)!r} is a cell of the --ledger "
-                             "ledgers; a rerun runs their cells again under the same cell keys")
+            raise ValueError(
+                f"rerun: none of the {len(r['results']):,} cells in {str(rerun)!r} is a cell of the --ledger "
+                "ledgers; a rerun runs their cells again under the same cell keys"
+            )
         again = Rerun(Path(rerun).name, r["results"].merge(r["candidates"], on="cell_key", how="left"), r["controller"])
     beside = None
     if rerun_variants is not None:
         if again is None:
-            raise ValueError("rerun-variants: needs --rerun DIR, the rerun whose base cells the variants are set beside")
+            raise ValueError(
+                "rerun-variants: needs --rerun DIR, the rerun whose base cells the variants are set beside"
+            )
         rows = _read_ledger(rerun_variants)["results"]
-        if not rows["cell_key"].map(lambda k: k.rsplit("|", 1)[0]).isin(
-                {k.rsplit("|", 1)[0] for k in again.results["cell_key"]}).any():
-            raise ValueError(f"rerun-variants: none of the {len(rows):,} cells in {str(rerun_variants)!r} is a "
-                             "(problem, seed, method, N) the rerun recorded; run the rerun's cells with --set")
+        if (
+            not rows["cell_key"]
+            .map(lambda k: k.rsplit("|", 1)[0])
+            .isin({k.rsplit("|", 1)[0] for k in again.results["cell_key"]})
+            .any()
+        ):
+            raise ValueError(
+                f"rerun-variants: none of the {len(rows):,} cells in {str(rerun_variants)!r} is a "
+                "(problem, seed, method, N) the rerun recorded; run the rerun's cells with --set"
+            )
         beside = (Path(rerun_variants).name, rows, ledger_plan(rerun_variants))
-    rep = assemble_report(joined["results"], steps=joined["steps"], traces=joined["traces"],
-                          controller=joined["controller"], rerun=again, rerun_variants=beside, **kw)
+    rep = assemble_report(
+        joined["results"],
+        steps=joined["steps"],
+        traces=joined["traces"],
+        controller=joined["controller"],
+        rerun=again,
+        rerun_variants=beside,
+        **kw,
+    )
     from reports.estimators_section import TABLE_NAME, estimators_markdown
 
     if text := estimators_markdown():  # the estimators' step measurements (results/estimators/), beside the ledgers'
@@ -112,8 +158,10 @@ def ledger_plan(ledger: str | Path) -> dict[str, Any] | None:
         argv = load_recipe(path, build_parser()).argv
         if "--ledger" in argv and (root / argv[argv.index("--ledger") + 1]).resolve() == Path(ledger).resolve():
             budgets = argv[argv.index("--budgets") + 1] if "--budgets" in argv else ""
-            return {"command": f"uats eval --spec {path.relative_to(root)}",
-                    "budgets": [int(b) for b in budgets.split(",") if b.strip()]}
+            return {
+                "command": f"uats eval --spec {path.relative_to(root)}",
+                "budgets": [int(b) for b in budgets.split(",") if b.strip()],
+            }
     return None
 
 
@@ -127,8 +175,9 @@ def _shown(path: str | Path) -> str:
         return str(path)
 
 
-def page_command(ledgers: Sequence[str | Path], rerun: str | Path | None, page: str | Path,
-                 rerun_variants: str | Path | None = None) -> str:
+def page_command(
+    ledgers: Sequence[str | Path], rerun: str | Path | None, page: str | Path, rerun_variants: str | Path | None = None
+) -> str:
     """The command line that writes the results page, as the page prints it."""
     parts = ["uats report", *[f"--ledger {_shown(f)}" for f in ledgers]]
     parts += [f"--rerun {_shown(rerun)}"] if rerun is not None else []
@@ -139,22 +188,38 @@ def page_command(ledgers: Sequence[str | Path], rerun: str | Path | None, page: 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="uats report", description="figures and tables of an evaluation run log")
     p.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL")
-    p.add_argument("--ledger", metavar="DIR", action="append",
-                   help="build from a results ledger folder alone (e.g. results/arith-grid) instead of a run log; "
-                        "repeat it to report several ledgers together (e.g. --ledger results/arith-hard)")
-    p.add_argument("--rerun", metavar="DIR",
-                   help="a ledger of cells of the --ledger ledgers run again keeping their final solutions (e.g. "
-                        "results/arith-rerun): every answer rule for those cells, beside the first recording")
-    p.add_argument("--rerun-variants", metavar="DIR",
-                   help="a ledger of variants run under the rerun's protocol (one search at a time, one clean commit; "
-                        "e.g. results/arith-gate, H-UATS with --set uncertainty=std): each beside the rerun's base "
-                        "cells of its method and of REBASE")
-    p.add_argument("--page", metavar="FILE",
-                   help="write the results page generated from --ledger (and --rerun), e.g. docs/results.md; "
-                        "with it, the report folder is written only when --out is given")
+    p.add_argument(
+        "--ledger",
+        metavar="DIR",
+        action="append",
+        help="build from a results ledger folder alone (e.g. results/arith-grid) instead of a run log; "
+        "repeat it to report several ledgers together (e.g. --ledger results/arith-hard)",
+    )
+    p.add_argument(
+        "--rerun",
+        metavar="DIR",
+        help="a ledger of cells of the --ledger ledgers run again keeping their final solutions (e.g. "
+        "results/arith-rerun): every answer rule for those cells, beside the first recording",
+    )
+    p.add_argument(
+        "--rerun-variants",
+        metavar="DIR",
+        help="a ledger of variants run under the rerun's protocol (one search at a time, one clean commit; "
+        "e.g. results/arith-gate, H-UATS with --set uncertainty=std): each beside the rerun's base "
+        "cells of its method and of REBASE",
+    )
+    p.add_argument(
+        "--page",
+        metavar="FILE",
+        help="write the results page generated from --ledger (and --rerun), e.g. docs/results.md; "
+        "with it, the report folder is written only when --out is given",
+    )
     p.add_argument("--out", help="folder for report.html, PNGs, tables.md and CSVs (default runs/reports)")
-    p.add_argument("--all-problems", action="store_true",
-                   help="use every finished cell, even where a problem is not finished for all methods/budgets/seeds")
+    p.add_argument(
+        "--all-problems",
+        action="store_true",
+        help="use every finished cell, even where a problem is not finished for all methods/budgets/seeds",
+    )
     p.add_argument("--no-png", action="store_true", help="skip the PNG export")
     p.add_argument("--no-fig2", action="store_true", help="skip the Figure 2 node analysis (the slow part on big logs)")
     p.add_argument("--fig2-runs", type=int, default=600, help="runs per pair read for the Figure 2 analysis")
@@ -167,25 +232,39 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("choreographer").setLevel(logging.WARNING)
     logging.getLogger("kaleido").setLevel(logging.WARNING)
     split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
-    kw = dict(common_problems=not args.all_problems, fig2=not args.no_fig2, methods=split(args.methods),
-              pairs=split(args.pairs))
+    kw = dict(
+        common_problems=not args.all_problems,
+        fig2=not args.no_fig2,
+        methods=split(args.methods),
+        pairs=split(args.pairs),
+    )
     try:
         budgets = split(args.budgets)
         kw["budgets"] = [int(b) for b in budgets] if budgets else None
     except ValueError:
-        print(f"error: --budgets: {args.budgets!r} is not a comma list of integers (e.g. --budgets 4,16)", file=sys.stderr)
+        print(
+            f"error: --budgets: {args.budgets!r} is not a comma list of integers (e.g. --budgets 4,16)", file=sys.stderr
+        )
         return 2
     if args.rerun_variants and not args.rerun:
-        print("error: --rerun-variants: needs --rerun DIR (the rerun whose base cells the variants are set beside), "
-              "e.g. --rerun results/arith-rerun", file=sys.stderr)
+        print(
+            "error: --rerun-variants: needs --rerun DIR (the rerun whose base cells the variants are set beside), "
+            "e.g. --rerun results/arith-rerun",
+            file=sys.stderr,
+        )
         return 2
     if (args.page or args.rerun) and not args.ledger:
-        print(f"error: --{'page' if args.page else 'rerun'}: needs --ledger DIR (the page is built from results "
-              "ledgers alone), e.g. --ledger results/arith-grid", file=sys.stderr)
+        print(
+            f"error: --{'page' if args.page else 'rerun'}: needs --ledger DIR (the page is built from results "
+            "ledgers alone), e.g. --ledger results/arith-grid",
+            file=sys.stderr,
+        )
         return 2
     if args.page and not Path(args.page).resolve().parent.is_dir():
         print(f"error: --page: no folder {str(Path(args.page).parent)!r} to write {args.page!r} in", file=sys.stderr)

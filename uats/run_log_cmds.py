@@ -46,8 +46,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in rows:
         cfg = r.get("config") or {}
         ok = {True: "yes", False: "no", None: "-"}[r.get("correct")]
-        print(f"{r['run_id']:32}  {r['method']:9} {cfg.get('budget', ''):>4} {str(r['problem_id'])[:16]:16} "
-              f"{r['status']:9} {str(r.get('answer'))[:10]:>10} {ok:>5} {r.get('cost') or 0:>9g}")
+        print(
+            f"{r['run_id']:32}  {r['method']:9} {cfg.get('budget', ''):>4} {str(r['problem_id'])[:16]:16} "
+            f"{r['status']:9} {str(r.get('answer'))[:10]:>10} {ok:>5} {r.get('cost') or 0:>9g}"
+        )
     return 0
 
 
@@ -65,8 +67,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         nodes = store.get_nodes(run["run_id"])
     except READ_ERRORS as exc:
         raise damaged(store, ids[:1], exc) from None
-    print(f"run {run['run_id']}  {run['method']}  problem {run['problem_id']}  status {run['status']}  "
-          f"answer {run.get('answer')}  correct {run.get('correct')}  cost {run.get('cost')}")
+    print(
+        f"run {run['run_id']}  {run['method']}  problem {run['problem_id']}  status {run['status']}  "
+        f"answer {run.get('answer')}  correct {run.get('correct')}  cost {run.get('cost')}"
+    )
     print(f"Q: {run['question']}")
     for line in tree_lines(nodes, args.width):
         print(line)
@@ -81,15 +85,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     from uats_core.imports import read_runs
 
     rows = _rows(args.rows) if args.rows is not None else None
-    runs = read_runs(args.tool, args.file, question=args.question, gold=args.answer, rows=rows,
-                     prm_rule=args.prm_rule, on_skip=lambda why: print(f"warning: {why}", file=sys.stderr))
+    runs = read_runs(
+        args.tool,
+        args.file,
+        question=args.question,
+        gold=args.answer,
+        rows=rows,
+        prm_rule=args.prm_rule,
+        on_skip=lambda why: print(f"warning: {why}", file=sys.stderr),
+    )
     check_location(args.db)
     ids = write_imported(open_store(args.db), runs)
     for run_id, run in zip(ids, runs):
         scored = sum(1 for n in run.nodes if n.score is not None)
-        print(f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
-              f"{max([run.iterations, *(n.created_iter for n in run.nodes)])} iterations; no MC passes: shadow "
-              "scoring in the app adds R̄ and σ² to every node" + _sal_answer_line(run.info))
+        print(
+            f"run {run_id}  {run.tool} ({run.label})  {len(run.nodes)} nodes, {scored} with the tool's score, "
+            f"{max([run.iterations, *(n.created_iter for n in run.nodes)])} iterations; no MC passes: shadow "
+            "scoring in the app adds R̄ and σ² to every node" + _sal_answer_line(run.info)
+        )
         _print_import_notes(run.info)
     return 0
 
@@ -100,8 +113,10 @@ def _print_import_notes(info: dict[str, Any]) -> None:
     if said:
         print(f"  no answer: {said.removeprefix('none: ')}" if said.startswith("none: ") else f"  answer from {said}")
     if info.get("scores_outside_unit_range"):
-        print(f"  {info['scores_outside_unit_range']} scores outside [0, 1] (validate_reward_range=False): kept in each "
-              "node's source fields, none drawn as R̄")
+        print(
+            f"  {info['scores_outside_unit_range']} scores outside [0, 1] (validate_reward_range=False): kept in each "
+            "node's source fields, none drawn as R̄"
+        )
     if info.get("unvisited_children"):
         print(f"  {info['unvisited_children']} unvisited children kept with their parents, not imported as steps")
 
@@ -113,8 +128,10 @@ def _sal_answer_line(info: dict[str, Any]) -> str:
     answers = info.get("tool_answers", {})
     most = max((int(k.rsplit("@", 1)[1]) for k in answers), default=None)  # at the row's full N
     kept = ", ".join(f"{k} {v}" for k, v in answers.items() if k.endswith(f"@{most}"))
-    return (f"\n  steps cut as {info.get('prm_rule')} cuts them; the answer shown is the tool's {info['answer_from']}"
-            + (f" (kept beside it: {kept})" if kept else ""))
+    return (
+        f"\n  steps cut as {info.get('prm_rule')} cuts them; the answer shown is the tool's {info['answer_from']}"
+        + (f" (kept beside it: {kept})" if kept else "")
+    )
 
 
 def _rows(text: str) -> list[int]:
@@ -139,8 +156,11 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     version = args.code_version
     if version is not None and (version.endswith(DIRTY) or version in ("", "unknown")):
         # a ledger row names the commit that ran it: rows no commit reproduces stay out
-        raise ConfigError("code-version", f"{version!r} names no commit; give the commit that ran the run log's "
-                                          "cells (git rev-parse --short=12 HEAD in that checkout, committed code only)")
+        raise ConfigError(
+            "code-version",
+            f"{version!r} names no commit; give the commit that ran the run log's "
+            "cells (git rev-parse --short=12 HEAD in that checkout, committed code only)",
+        )
     ledger = ResultsLedger(args.ledger)
     for run_log in args.run_logs:
         if "://" not in run_log and not os.path.exists(run_log):
@@ -149,13 +169,21 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     for run_log in args.run_logs:
         added = sync_run_log(ledger, run_log, version, fill=True)
         lacking = (set(load_results(run_log)["cell_key"]) - ledger.keys()) if version is None else set()
-        print(f"{run_log}: {added} cells added" + (f"; {len(lacking)} cells the ledger lacks left out (give "
-                                                   "--code-version, the commit that ran them, to add them)"
-                                                   if lacking else ""))
+        print(
+            f"{run_log}: {added} cells added"
+            + (
+                f"; {len(lacking)} cells the ledger lacks left out (give "
+                "--code-version, the commit that ran them, to add them)"
+                if lacking
+                else ""
+            )
+        )
     after = len(ledger.traces()), len(ledger.candidates()), ledger.controller()["cell_key"].nunique()
-    print(f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
-          f"{after[1]} with final solutions ({after[1] - before[1]} more), {after[2]} A-UATS cells with controller "
-          f"steps ({after[2] - before[2]} more)")
+    print(
+        f"{args.ledger}: {len(ledger.keys())} cells, {after[0]} with duplicate counts ({after[0] - before[0]} more), "
+        f"{after[1]} with final solutions ({after[1] - before[1]} more), {after[2]} A-UATS cells with controller "
+        f"steps ({after[2] - before[2]} more)"
+    )
     return 0
 
 
@@ -177,8 +205,9 @@ def tree_lines(nodes: Sequence[dict[str, Any]], width: int = 80) -> Iterator[str
             stats += f" K={n['k']}" + (" OOD" if n.get("ood") else "")
         flag = {True: " ✓", False: " ✗"}.get(n.get("correct"), "")
         step = (n.get("step") or "").strip().replace("\n", " ")
-        yield (f"{'  ' * indent}#{n['id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: "
-               f"{step[:width]}")
+        yield (
+            f"{'  ' * indent}#{n['id']} [{n['status']}] {stats} children={n['children_granted']}{flag}: {step[:width]}"
+        )
         seen.add(n["id"])
         kids = sorted(children.get(n["id"], []), key=lambda x: x["id"], reverse=True)
         stack.extend((c, indent + 1) for c in kids if c["id"] not in seen)  # a damaged log may hold a cycle

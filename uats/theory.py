@@ -84,9 +84,11 @@ class Fit:
     ucb_final: float
 
     def line(self) -> str:
-        return (f"ε={self.eps:<5g} greedy: L(T)={self.greedy_final:8.2f}  slope={self.greedy_slope:.3f}  "
-                f"loss/step={self.greedy_per_step:.4f}   UCB: L(T)={self.ucb_final:7.2f}  slope={self.ucb_slope:.3f}  "
-                f"loss/step={self.ucb_per_step:.5f}  L/sqrt(T ln T)={self.ucb_sqrt_ratio:.3f}")
+        return (
+            f"ε={self.eps:<5g} greedy: L(T)={self.greedy_final:8.2f}  slope={self.greedy_slope:.3f}  "
+            f"loss/step={self.greedy_per_step:.4f}   UCB: L(T)={self.ucb_final:7.2f}  slope={self.ucb_slope:.3f}  "
+            f"loss/step={self.ucb_per_step:.5f}  L/sqrt(T ln T)={self.ucb_sqrt_ratio:.3f}"
+        )
 
 
 def _values(rng: np.random.Generator, cfg: TheoryConfig) -> np.ndarray:
@@ -163,10 +165,17 @@ def fit(c: Curves) -> Fit:
     T = int(c.t[-1])
     last = c.t >= T / 10
     a = float(np.dot(c.t[last], c.greedy[last]) / np.dot(c.t[last], c.t[last]))
-    return Fit(eps=c.eps, greedy_slope=loglog_slope(c.t, c.greedy), ucb_slope=loglog_slope(c.t, c.ucb),
-               greedy_per_step=float(c.greedy[-1] / T), ucb_per_step=float(c.ucb[-1] / T), greedy_linear_rate=a,
-               ucb_sqrt_ratio=float(c.ucb[-1] / math.sqrt(T * math.log(T))), greedy_final=float(c.greedy[-1]),
-               ucb_final=float(c.ucb[-1]))
+    return Fit(
+        eps=c.eps,
+        greedy_slope=loglog_slope(c.t, c.greedy),
+        ucb_slope=loglog_slope(c.t, c.ucb),
+        greedy_per_step=float(c.greedy[-1] / T),
+        ucb_per_step=float(c.ucb[-1] / T),
+        greedy_linear_rate=a,
+        ucb_sqrt_ratio=float(c.ucb[-1] / math.sqrt(T * math.log(T))),
+        greedy_final=float(c.greedy[-1]),
+        ucb_final=float(c.ucb[-1]),
+    )
 
 
 def figure(curves: Sequence[Curves], fits: Sequence[Fit], cfg: TheoryConfig) -> Any:
@@ -178,18 +187,38 @@ def figure(curves: Sequence[Curves], fits: Sequence[Fit], cfg: TheoryConfig) -> 
     for i, (c, f) in enumerate(zip(curves, fits)):
         color = palette[i % len(palette)]
         step = max(1, len(c.t) // 400)
-        for name, y, dash, slope in (("greedy", c.greedy, "solid", f.greedy_slope), ("UCB", c.ucb, "dash", f.ucb_slope)):
+        for name, y, dash, slope in (
+            ("greedy", c.greedy, "solid", f.greedy_slope),
+            ("UCB", c.ucb, "dash", f.ucb_slope),
+        ):
             label = f"{name}, ε={c.eps:g} (slope {slope:.2f})"
             for col in (1, 2):
-                fig.add_trace(go.Scatter(x=c.t[::step], y=y[::step], mode="lines", name=label, legendgroup=label,
-                                         showlegend=col == 1, line=dict(color=color, dash=dash)), row=1, col=col)
+                fig.add_trace(
+                    go.Scatter(
+                        x=c.t[::step],
+                        y=y[::step],
+                        mode="lines",
+                        name=label,
+                        legendgroup=label,
+                        showlegend=col == 1,
+                        line=dict(color=color, dash=dash),
+                    ),
+                    row=1,
+                    col=col,
+                )
     fig.update_xaxes(title_text="search step T", row=1, col=1)
     fig.update_yaxes(title_text="cumulative loss Σ (μ* − μ_pick)", row=1, col=1)
     fig.update_xaxes(type="log", title_text="T", row=1, col=2)
     fig.update_yaxes(type="log", row=1, col=2)
-    fig.update_layout(template="plotly_white", height=480, width=1250,
-                      title=(f"Prop. 4.1/4.2: greedy point estimates vs UCB on MC-dropout statistics "
-                             f"(M={cfg.arms}, K0={cfg.k0}, α={cfg.alpha}, {cfg.reps} replications)"))
+    fig.update_layout(
+        template="plotly_white",
+        height=480,
+        width=1250,
+        title=(
+            f"Prop. 4.1/4.2: greedy point estimates vs UCB on MC-dropout statistics "
+            f"(M={cfg.arms}, K0={cfg.k0}, α={cfg.alpha}, {cfg.reps} replications)"
+        ),
+    )
     return fig
 
 

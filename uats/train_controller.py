@@ -52,8 +52,14 @@ def hats_knobs(config: SearchConfig) -> list[float]:
     return [getattr(k, name) for name in KNOBS]
 
 
-def behaviour_clone(net: ControllerNet, states: torch.Tensor, config: SearchConfig, steps: int = 200,
-                    lr: float = 1e-3, ridge: float = 1e-3) -> float:
+def behaviour_clone(
+    net: ControllerNet,
+    states: torch.Tensor,
+    config: SearchConfig,
+    steps: int = 200,
+    lr: float = 1e-3,
+    ridge: float = 1e-3,
+) -> float:
     """Regress the controller's mean action onto H-UATS's constants (β=γ=1, the config's τ, δ, ν1, ν2) on
     the given states: a few Adam steps on the whole network, then the output layer is refit exactly by
     ridge regression on the body's features (bias unpenalised), which for constant targets puts them in
@@ -82,8 +88,9 @@ def behaviour_clone(net: ControllerNet, states: torch.Tensor, config: SearchConf
     return worst
 
 
-def reinforce_update(net: ControllerNet, optimizer: torch.optim.Optimizer, episodes: Sequence[Sequence[Step]],
-                     rewards: Sequence[float]) -> float:
+def reinforce_update(
+    net: ControllerNet, optimizer: torch.optim.Optimizer, episodes: Sequence[Sequence[Step]], rewards: Sequence[float]
+) -> float:
     """One REINFORCE step with the batch-mean baseline: ascend Σ_i (r_i − r̄) Σ_t log π(a_t | s_t)."""
     baseline = float(np.mean(rewards))
     terms = []
@@ -118,13 +125,25 @@ def collect_states(problems, pairs, config: SearchConfig, n_searches: int) -> to
 
     for i in range(n_searches):
         policy, prm = pairs[i % len(pairs)]
-        run_search(problems[i % len(problems)], replace(config, method="a-uats", seed=i), policy, prm, controller=recorder)
+        run_search(
+            problems[i % len(problems)], replace(config, method="a-uats", seed=i), policy, prm, controller=recorder
+        )
     return seen
 
 
-def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int], uncertainty_features: bool,
-          out: Path, pairs_spec: Sequence[tuple[str, str]], on_round: Callable[[dict], None] | None = None,
-          bc_searches: int = 8, checkpoint_every: int = 25, resume: bool = False) -> dict:
+def train(
+    rounds: int,
+    searches_per_round: int,
+    seed: int,
+    budgets: Sequence[int],
+    uncertainty_features: bool,
+    out: Path,
+    pairs_spec: Sequence[tuple[str, str]],
+    on_round: Callable[[dict], None] | None = None,
+    bc_searches: int = 8,
+    checkpoint_every: int = 25,
+    resume: bool = False,
+) -> dict:
     """Returns {"meta", "curve"}. The checkpoint and its curve are written every `checkpoint_every` rounds and
     when training is interrupted (Ctrl-C), so a long run can be stopped early and still leave a usable
     controller; `meta["rounds_completed"]` says how far it got. resume: continue the checkpoint in `out` (its
@@ -137,8 +156,12 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
     base = SearchConfig(method="a-uats", budget=budgets[0], seed=seed)
     problems = load_split("train", 2000, seed=0)
     for b in budgets:  # bad flags end here, before a model loads; each search is then checked as it starts (run_search)
-        validate_request(SearchRequest(problems[0], replace(base, budget=b), policy=pairs_spec[0][0], prm=pairs_spec[0][1]))
-    pairs = [(load_policy(p), load_prm(r, dropout_p=base.dropout_p, dropout_mode=base.dropout_mode)) for p, r in pairs_spec]
+        validate_request(
+            SearchRequest(problems[0], replace(base, budget=b), policy=pairs_spec[0][0], prm=pairs_spec[0][1])
+        )
+    pairs = [
+        (load_policy(p), load_prm(r, dropout_p=base.dropout_p, dropout_mode=base.dropout_mode)) for p, r in pairs_spec
+    ]
     features = feature_names(uncertainty_features)
     t0 = time.time()
     if resume:
@@ -153,9 +176,17 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
         log.info("behaviour cloning on %d states: worst relative knob error %.2e", len(x), bc_error)
         opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
         curve, spent_before = [], 0.0
-        meta = {"seed": seed, "rounds": rounds, "searches_per_round": searches_per_round, "budgets": list(budgets),
-                "pairs": [[portable_path(x) for x in p] for p in pairs_spec], "bc_states": len(x),
-                "bc_worst_rel_error": bc_error, "lambda": LAMBDA, "lr": 1e-4}
+        meta = {
+            "seed": seed,
+            "rounds": rounds,
+            "searches_per_round": searches_per_round,
+            "budgets": list(budgets),
+            "pairs": [[portable_path(x) for x in p] for p in pairs_spec],
+            "bc_states": len(x),
+            "bc_worst_rel_error": bc_error,
+            "lambda": LAMBDA,
+            "lr": 1e-4,
+        }
     ctrl = LearnedController(net, uncertainty_features, sample=True, generator=torch.Generator().manual_seed(seed))
 
     def checkpoint() -> None:
@@ -167,8 +198,22 @@ def train(rounds: int, searches_per_round: int, seed: int, budgets: Sequence[int
         net.train()
 
     try:
-        _reinforce_rounds(rounds, searches_per_round, problems, pairs, budgets, base, seed, net, opt, ctrl, curve,
-                          on_round, checkpoint, checkpoint_every)
+        _reinforce_rounds(
+            rounds,
+            searches_per_round,
+            problems,
+            pairs,
+            budgets,
+            base,
+            seed,
+            net,
+            opt,
+            ctrl,
+            curve,
+            on_round,
+            checkpoint,
+            checkpoint_every,
+        )
     except KeyboardInterrupt:
         log.warning("interrupted after %d of %d rounds; saving the checkpoint so far", len(curve), rounds)
     checkpoint()
@@ -181,8 +226,10 @@ def _resumed(out: Path, uncertainty_features: bool, rounds: int) -> tuple[Contro
 
     net, meta = load_checkpoint(out)
     if bool(meta.get("uncertainty_features", True)) != uncertainty_features:
-        raise SystemExit(f"error: resume: {out} was trained {'with' if meta.get('uncertainty_features', True) else 'without'}"
-                         " the uncertainty features; pass the same --no-uncertainty setting")
+        raise SystemExit(
+            f"error: resume: {out} was trained {'with' if meta.get('uncertainty_features', True) else 'without'}"
+            " the uncertainty features; pass the same --no-uncertainty setting"
+        )
     curve = json.loads((out / "training_curve.json").read_text()) if (out / "training_curve.json").exists() else []
     opt = torch.optim.AdamW(net.parameters(), lr=float(meta.get("lr", 1e-4)))
     if (out / OPTIMIZER_FILE).exists():
@@ -195,10 +242,22 @@ def _resumed(out: Path, uncertainty_features: bool, rounds: int) -> tuple[Contro
     return net, meta, curve, opt
 
 
-def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, pairs: Sequence, budgets: Sequence[int],
-                      base: SearchConfig, seed: int, net: ControllerNet, opt: torch.optim.Optimizer,
-                      ctrl: LearnedController, curve: list[dict], on_round: Callable[[dict], None] | None,
-                      checkpoint: Callable[[], None], checkpoint_every: int) -> None:
+def _reinforce_rounds(
+    rounds: int,
+    searches_per_round: int,
+    problems: Sequence,
+    pairs: Sequence,
+    budgets: Sequence[int],
+    base: SearchConfig,
+    seed: int,
+    net: ControllerNet,
+    opt: torch.optim.Optimizer,
+    ctrl: LearnedController,
+    curve: list[dict],
+    on_round: Callable[[dict], None] | None,
+    checkpoint: Callable[[], None],
+    checkpoint_every: int,
+) -> None:
     from tqdm import tqdm
 
     for rnd in tqdm(range(len(curve), rounds), desc="REINFORCE", unit="round", initial=len(curve), total=rounds):
@@ -221,9 +280,17 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
             correct.append(bool(res.correct))
             costs.append(res.cost)
         loss = reinforce_update(net, opt, episodes, rewards)
-        row = {"round": rnd, "problem_id": problem.id, "pair": pair_idx, "budget": budget,
-               "mean_reward": float(np.mean(rewards)), "accuracy": float(np.mean(correct)),
-               "mean_cost": float(np.mean(costs)), "loss": loss, "log_std": net.log_std.detach().tolist()}
+        row = {
+            "round": rnd,
+            "problem_id": problem.id,
+            "pair": pair_idx,
+            "budget": budget,
+            "mean_reward": float(np.mean(rewards)),
+            "accuracy": float(np.mean(correct)),
+            "mean_cost": float(np.mean(costs)),
+            "loss": loss,
+            "log_std": net.log_std.detach().tolist(),
+        }
         curve.append(row)
         if on_round is not None:
             on_round(row)
@@ -232,17 +299,21 @@ def _reinforce_rounds(rounds: int, searches_per_round: int, problems: Sequence, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="uats train", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="uats train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--rounds", type=int, default=500)
     p.add_argument("--searches", type=int, default=10, help="searches per round")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budgets", default="4,16", help="budgets N sampled per round")
     p.add_argument("--no-uncertainty", action="store_true", help="ablation: drop the σ features from the state")
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--pairs", default=f"{ASSETS / 'arith-policy-a'}:{ASSETS / 'arith-prm'},"
-                                      f"{ASSETS / 'arith-policy-b'}:{ASSETS / 'arith-prm'}",
-                   help="policy:prm pairs, comma-separated")
+    p.add_argument(
+        "--pairs",
+        default=f"{ASSETS / 'arith-policy-a'}:{ASSETS / 'arith-prm'},"
+        f"{ASSETS / 'arith-policy-b'}:{ASSETS / 'arith-prm'}",
+        help="policy:prm pairs, comma-separated",
+    )
     p.add_argument("--db", default=None, help="also write the training curve to this run database")
     p.add_argument("--checkpoint-every", type=int, default=25, help="save the checkpoint every this many rounds")
     p.add_argument("--resume", action="store_true", help="continue the checkpoint in --out up to --rounds")
@@ -258,9 +329,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = f"controller-{out.name}-seed{args.seed}"
         on_round = lambda row: store.append_curve(name, row)  # noqa: E731
     with sigterm_as_interrupt():  # `kill` saves the checkpoint so far, as Ctrl-C does
-        result = train(args.rounds, args.searches, args.seed, [int(b) for b in args.budgets.split(",")],
-                       not args.no_uncertainty, out, pairs, on_round, checkpoint_every=args.checkpoint_every,
-                       resume=args.resume)
+        result = train(
+            args.rounds,
+            args.searches,
+            args.seed,
+            [int(b) for b in args.budgets.split(",")],
+            not args.no_uncertainty,
+            out,
+            pairs,
+            on_round,
+            checkpoint_every=args.checkpoint_every,
+            resume=args.resume,
+        )
     print(json.dumps(result["meta"], indent=2))
 
 

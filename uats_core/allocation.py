@@ -82,8 +82,9 @@ def rebase_children(scores: Sequence[float], width: int, temperature: float) -> 
     return sequential_ceil(scores, softmax(scores, temperature), width)
 
 
-def dora_weights(scores: Sequence[float], embeddings: np.ndarray, temperature: float,
-                 similarity_temperature: float) -> tuple[np.ndarray, np.ndarray]:
+def dora_weights(
+    scores: Sequence[float], embeddings: np.ndarray, temperature: float, similarity_temperature: float
+) -> tuple[np.ndarray, np.ndarray]:
     """DORA: REBASE's softmax weights times a uniqueness score γ_i, the diagonal of the row softmax of the
     cosine-similarity matrix at Ts (a candidate with near-duplicates shares its mass and gets a small γ).
     Returns (normalised weights, γ)."""
@@ -112,8 +113,16 @@ def split_step_spend(budget: int, cost_ratio: float, k0: int, reeval_share: floa
     return width, max(reeval, 0)
 
 
-def scaled_step_spend(base_width: int, base_reeval: int, width_left: int, cost_ratio: float, k0: int,
-                       cap: float, beta: float = 1.0, gamma: float = 1.0) -> tuple[int, int]:
+def scaled_step_spend(
+    base_width: int,
+    base_reeval: int,
+    width_left: int,
+    cost_ratio: float,
+    k0: int,
+    cap: float,
+    beta: float = 1.0,
+    gamma: float = 1.0,
+) -> tuple[int, int]:
     """The width and re-evaluation passes of one step once `width_left` of the base width C remains
     (finished solutions lower the width by one each, as in REBASE), scaled by A-UATS's β (re-evaluation)
     and γ (expansion). Whatever the knobs, the step never spends more than `cap` = N·(c+1)."""
@@ -125,8 +134,14 @@ def scaled_step_spend(base_width: int, base_reeval: int, width_left: int, cost_r
     return width, reeval
 
 
-def child_scores(means: Sequence[float], ucbs: Sequence[float], variances: Sequence[float | None],
-                 ood: Sequence[bool], rule: str = "mean", sigma_weight: float = 1.0) -> list[float]:
+def child_scores(
+    means: Sequence[float],
+    ucbs: Sequence[float],
+    variances: Sequence[float | None],
+    ood: Sequence[bool],
+    rule: str = "mean",
+    sigma_weight: float = 1.0,
+) -> list[float]:
     """The score each candidate's children softmax reads (H-UATS step 4). 'mean': R̄ for all (the paper);
     'ucb-ood': R̂ for OOD candidates; 'sigma-ood': R̄ + sigma_weight·σ for them (σ of the scores). ID candidates
     keep R̄ under every rule, so an option only ever changes how OOD steps compete."""

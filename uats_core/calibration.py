@@ -53,12 +53,16 @@ def load_calibration(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError("tau", f"cannot read the calibration file {path} ({exc}); rerun "
-                                 "`uats calibrate`") from None
+        raise ConfigError("tau", f"cannot read the calibration file {path} ({exc}); rerun `uats calibrate`") from None
 
 
-def write_calibration(path: Path, *, prm: str, cost: Mapping[str, Any] | None = None,
-                      spreads: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def write_calibration(
+    path: Path,
+    *,
+    prm: str,
+    cost: Mapping[str, Any] | None = None,
+    spreads: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Merge c and per-(mode, p, space) spreads into the file (other entries stay), and return what it holds."""
     data = load_calibration(path)
     data["prm"] = prm
@@ -69,7 +73,9 @@ def write_calibration(path: Path, *, prm: str, cost: Mapping[str, Any] | None = 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=1)
     # one line per list of numbers: hundreds of variances stay readable in a diff
-    text = re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
+    text = re.sub(
+        r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text
+    )
     path.write_text(text + "\n", encoding="utf-8")
     return data
 
@@ -91,8 +97,9 @@ def tau_from_variances(variances: Sequence[float], q: float, uncertainty: str = 
     return float(np.quantile(np.asarray(stats, dtype=np.float64), q))
 
 
-def resolve_tau(config: SearchConfig, prm_spec: str | None,
-                path: Path | None = None) -> tuple[SearchConfig, dict[str, Any] | None]:
+def resolve_tau(
+    config: SearchConfig, prm_spec: str | None, path: Path | None = None
+) -> tuple[SearchConfig, dict[str, Any] | None]:
     """Turn tau='auto[:q]' into a number from the PRM's calibration; a numeric τ passes through unchanged.
     Returns (the config with a numeric τ, a note of where it came from or None)."""
     q = tau_auto_quantile(config.tau)
@@ -102,20 +109,33 @@ def resolve_tau(config: SearchConfig, prm_spec: str | None,
     key = entry_key(config.dropout_mode, config.dropout_p, config.uncertainty_space, config.estimator)
     entry = (load_calibration(path).get("uncertainty") or {}).get(key)
     if not entry and config.estimator != "mc-dropout":
-        raise ConfigError("tau", f"{config.tau!r} needs the {config.estimator} estimator's calibration ({key}) in "
-                                 f"{path}; run `uats estimators calibrate --prm {prm_spec or DEFAULT_PRM}` or give τ "
-                                 "as a number")
+        raise ConfigError(
+            "tau",
+            f"{config.tau!r} needs the {config.estimator} estimator's calibration ({key}) in "
+            f"{path}; run `uats estimators calibrate --prm {prm_spec or DEFAULT_PRM}` or give τ "
+            "as a number",
+        )
     if not entry:
-        raise ConfigError("tau", f"{config.tau!r} needs a calibration for dropout mode {config.dropout_mode}, "
-                                 f"p={config.dropout_p:g}, space {config.uncertainty_space} in {path}; run `uats "
-                                 f"calibrate --prm {prm_spec or DEFAULT_PRM} --tau-modes "
-                                 f"{config.dropout_mode} --p {config.dropout_p:g}` or give τ as a number")
+        raise ConfigError(
+            "tau",
+            f"{config.tau!r} needs a calibration for dropout mode {config.dropout_mode}, "
+            f"p={config.dropout_p:g}, space {config.uncertainty_space} in {path}; run `uats "
+            f"calibrate --prm {prm_spec or DEFAULT_PRM} --tau-modes "
+            f"{config.dropout_mode} --p {config.dropout_p:g}` or give τ as a number",
+        )
     tau = tau_from_variances(entry["variances"], q, config.uncertainty)
     if int(entry.get("k", config.k0)) != config.k0:
         # σ² is unbiased at any K, but its spread shrinks with K: the quantile moves a little
         log.warning("τ calibrated with K=%s passes, searching with K0=%s", entry.get("k"), config.k0)
-    note = {"tau": tau, "quantile": q, "key": key, "uncertainty": config.uncertainty, "file": str(path),
-            "n": int(entry.get("n", len(entry["variances"]))), "k": entry.get("k")}
+    note = {
+        "tau": tau,
+        "quantile": q,
+        "key": key,
+        "uncertainty": config.uncertainty,
+        "file": str(path),
+        "n": int(entry.get("n", len(entry["variances"]))),
+        "k": entry.get("k"),
+    }
     if not math.isfinite(tau):
         raise ConfigError("tau", f"the calibration in {path} gives a non-finite τ; rerun the calibration")
     return dataclasses.replace(config, tau=tau), note

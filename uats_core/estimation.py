@@ -62,8 +62,9 @@ def ucb(mean: float, k: int, t: int, alpha: float) -> float:
     return mean + alpha * math.sqrt(2.0 * math.log(max(t, 1)) / k)
 
 
-def gate_statistic(var: float | None, logit_var: float | None, uncertainty: str = "var",
-                   space: str = "prob") -> float | None:
+def gate_statistic(
+    var: float | None, logit_var: float | None, uncertainty: str = "var", space: str = "prob"
+) -> float | None:
     """The number τ is compared with: σ² (or σ) of the passes in the chosen space; None under 2 passes."""
     v = logit_var if space == "logit" else var
     if v is None:
@@ -77,8 +78,9 @@ def over_tau(statistic: float | None, tau: float) -> bool:
     return statistic is not None and statistic > tau
 
 
-def is_ood(var: float | None, tau: float, uncertainty: str = "var", space: str = "prob",
-           logit_var: float | None = None) -> bool:
+def is_ood(
+    var: float | None, tau: float, uncertainty: str = "var", space: str = "prob", logit_var: float | None = None
+) -> bool:
     """The ID/OOD gate from a node's probability- and logit-space variances."""
     return over_tau(gate_statistic(var, logit_var, uncertainty, space), tau)
 
@@ -102,8 +104,12 @@ class OODGate:
             t = float(t)
         except (TypeError, ValueError):  # an unresolved 'auto' in a stored config: the paper's value
             t = PAPER_TAU
-        return cls(t, str(get("uncertainty", "var") or "var"), str(get("uncertainty_space", "prob") or "prob"),
-                   str(get("estimator", "mc-dropout") or "mc-dropout"))
+        return cls(
+            t,
+            str(get("uncertainty", "var") or "var"),
+            str(get("uncertainty_space", "prob") or "prob"),
+            str(get("estimator", "mc-dropout") or "mc-dropout"),
+        )
 
     def statistic(self, node: Mapping[str, Any] | Any) -> float | None:
         """The gated statistic of a Node or a stored node dict."""
@@ -126,8 +132,9 @@ class OODGate:
         return ("σ" if self.uncertainty == "std" else "σ²") + (" (logit)" if self.space == "logit" else "")
 
 
-def reeval_candidates(means: Sequence[float], uncertainties: Sequence[float | None], ucbs: Sequence[float],
-                      tau: float, delta: float) -> tuple[list[bool], list[int], float]:
+def reeval_candidates(
+    means: Sequence[float], uncertainties: Sequence[float | None], ucbs: Sequence[float], tau: float, delta: float
+) -> tuple[list[bool], list[int], float]:
     """Step 2 of H-UATS. OOD = {u > τ} with u the gated statistic (gate_statistic); S = {h ∈ OOD : R̂(h) ≥
     max_{ID} R̄ − δ}, the reference being the best R̄ of all candidates when ID is empty. R̄ and R̂ stay on the
     probability scale whatever u is. Returns (ood flags, indices of S, the reference R̄)."""
@@ -153,6 +160,6 @@ def auroc(scores: ArrayLike, positives: ArrayLike) -> float:
         j = i
         while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
             j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
         i = j + 1
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))

@@ -119,8 +119,12 @@ class Grader:
             log.warning("math-verify worker died twice on gold=%r pred=%r; counted as not equivalent", gold, pred)
             return False
         except cf.TimeoutError:
-            log.warning("math-verify timed out after %.1fs on gold=%r pred=%r; counted as not equivalent",
-                        self.timeout_s, gold, pred)
+            log.warning(
+                "math-verify timed out after %.1fs on gold=%r pred=%r; counted as not equivalent",
+                self.timeout_s,
+                gold,
+                pred,
+            )
             self._restart_pool(pool)
             return False
         except Exception as exc:  # a parser crash on odd LaTeX is a wrong answer, not a failed run
@@ -172,8 +176,10 @@ def tally(solutions: Sequence[tuple[int, int, float, float]], rule: str) -> int:
                 totals[group], first_of[group] = score_max, i
         else:
             first_of.setdefault(group, i)
-            totals[group] = totals.get(group, 0.0) + {"weighted": score_sum, "majority": float(copies),
-                                                      "distinct": score_sum / copies}[rule]
+            totals[group] = (
+                totals.get(group, 0.0)
+                + {"weighted": score_sum, "majority": float(copies), "distinct": score_sum / copies}[rule]
+            )
     return max(totals, key=lambda g: (totals[g], -first_of[g]))
 
 
@@ -195,4 +201,3 @@ def vote(candidates: Iterable[tuple[str | None, float, str]], grader: Grader, ru
     groups = group_answers(answers, grader)
     winner = tally([(g, e[1], e[2], e[3]) for g, e in zip(groups, solutions.values())], rule)
     return answers[groups.index(winner)]
-

@@ -100,8 +100,9 @@ def redact_url(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if "@" not in parts.netloc:
         return url
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query,
-                                    parts.fragment))
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment)
+    )
 
 
 def policy_label(spec: str | None, opts: Mapping[str, Any]) -> str | None:
@@ -114,8 +115,15 @@ def policy_label(spec: str | None, opts: Mapping[str, Any]) -> str | None:
     return str(name) if name else PREFIX + redact_url(spec.removeprefix(PREFIX))
 
 
-def _exchange(conn: http.client.HTTPConnection, read_timeout_s: float, method: str, target: str, body: bytes | None,
-              headers: dict[str, str], out: dict[str, object]) -> None:
+def _exchange(
+    conn: http.client.HTTPConnection,
+    read_timeout_s: float,
+    method: str,
+    target: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    out: dict[str, object],
+) -> None:
     try:
         conn.connect()  # within the connection's timeout (the connect timeout); the answer gets the read timeout
         out["connected"] = True
@@ -130,16 +138,25 @@ def _exchange(conn: http.client.HTTPConnection, read_timeout_s: float, method: s
         out["error"] = exc
 
 
-def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict[str, str], *,
-         connect_timeout_s: float, read_timeout_s: float, cancelled: Callable[[], bool] = lambda: False,
-         ) -> tuple[int, bytes]:
+def call(
+    ep: Endpoint,
+    method: str,
+    path: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    *,
+    connect_timeout_s: float,
+    read_timeout_s: float,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> tuple[int, bytes]:
     """(HTTP status, body) of one request to `ep.path/path`; a 3xx comes back as it is (no redirect followed).
     Raises OSError when no answer came (refused, unreachable: as the OS says; ReadTimeout after the read
     timeout) and Cancelled once `cancelled()` says yes."""
     conn: http.client.HTTPConnection
     if ep.scheme == "https":
-        conn = http.client.HTTPSConnection(ep.host, ep.port, timeout=connect_timeout_s,
-                                           context=ssl.create_default_context())
+        conn = http.client.HTTPSConnection(
+            ep.host, ep.port, timeout=connect_timeout_s, context=ssl.create_default_context()
+        )
     else:
         conn = http.client.HTTPConnection(ep.host, ep.port, timeout=connect_timeout_s)
     out: dict[str, object] = {}
@@ -148,9 +165,12 @@ def call(ep: Endpoint, method: str, path: str, body: bytes | None, headers: dict
     try:
         if cancelled():
             raise Cancelled()
-        helper = threading.Thread(target=_exchange, args=(conn, read_timeout_s, method, f"{ep.path}/{path}", body,
-                                                          {**headers, **ep.headers}, out),
-                                  name="uats-policy-http", daemon=True)
+        helper = threading.Thread(
+            target=_exchange,
+            args=(conn, read_timeout_s, method, f"{ep.path}/{path}", body, {**headers, **ep.headers}, out),
+            name="uats-policy-http",
+            daemon=True,
+        )
         helper.start()
         while helper.is_alive():
             helper.join(WAIT_SLICE_S)

@@ -5,6 +5,7 @@ the spot: searches in flight would stay 'running' in the run log until a later r
 into KeyboardInterrupt, SIGTERM takes Ctrl-C's path instead: each search in flight ends 'cancelled' with
 every node written so far, and the command exits 130.
 """
+
 from __future__ import annotations
 
 import signal

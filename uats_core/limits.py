@@ -71,11 +71,13 @@ def _env_number(name: str, default: float, kind: type) -> Any:
 
 
 def current_limits() -> Limits:
-    return Limits(max_budget=_env_number(ENV_MAX_BUDGET, DEFAULT_MAX_BUDGET, int),
-                  max_nodes=_env_number(ENV_MAX_NODES, DEFAULT_MAX_NODES, int),
-                  max_memory_mb=_env_number(ENV_MAX_MEMORY_MB, DEFAULT_MAX_MEMORY_MB, float),
-                  max_node_passes=_env_number(ENV_MAX_NODE_PASSES, DEFAULT_MAX_NODE_PASSES, int),
-                  max_passes=_env_number(ENV_MAX_PASSES, DEFAULT_MAX_PASSES, int))
+    return Limits(
+        max_budget=_env_number(ENV_MAX_BUDGET, DEFAULT_MAX_BUDGET, int),
+        max_nodes=_env_number(ENV_MAX_NODES, DEFAULT_MAX_NODES, int),
+        max_memory_mb=_env_number(ENV_MAX_MEMORY_MB, DEFAULT_MAX_MEMORY_MB, float),
+        max_node_passes=_env_number(ENV_MAX_NODE_PASSES, DEFAULT_MAX_NODE_PASSES, int),
+        max_passes=_env_number(ENV_MAX_PASSES, DEFAULT_MAX_PASSES, int),
+    )
 
 
 def set_max_budget(value: int) -> None:
@@ -113,27 +115,42 @@ def check_limits(config: Any, limits: Limits | None = None) -> RunEstimate:
 
     limits = limits or current_limits()
     if config.budget > limits.max_budget:
-        raise ConfigError("budget", f"{config.budget} is above the maximum budget {limits.max_budget}; lower it, or "
-                                    f"raise the cap with --max-budget (or ${ENV_MAX_BUDGET})")
+        raise ConfigError(
+            "budget",
+            f"{config.budget} is above the maximum budget {limits.max_budget}; lower it, or "
+            f"raise the cap with --max-budget (or ${ENV_MAX_BUDGET})",
+        )
     if config.k0 > limits.max_node_passes:
-        raise ConfigError("k0", f"{config.k0:,} is above the maximum of {limits.max_node_passes:,} passes per node; "
-                                f"lower it (or raise ${ENV_MAX_NODE_PASSES})")
+        raise ConfigError(
+            "k0",
+            f"{config.k0:,} is above the maximum of {limits.max_node_passes:,} passes per node; "
+            f"lower it (or raise ${ENV_MAX_NODE_PASSES})",
+        )
     method_class(config.method).check_affordable(config)  # what its first step costs (UATS: c+K0 a child)
     est = estimate_run(config)
     log.debug("run estimate: at most %d nodes, %d passes, %.0f MB", est.nodes, est.passes, est.memory_mb)
     if est.nodes > limits.max_nodes or est.memory_mb > limits.max_memory_mb:
-        raise ConfigError("max_iterations", f"budget {config.budget} × max_iterations {config.max_iterations} could grow "
-                                            f"the tree to about {est.nodes:,} nodes ({est.memory_mb:,.0f} MB), above the "
-                                            f"limit of {limits.max_nodes:,} nodes / {limits.max_memory_mb:,.0f} MB; lower "
-                                            f"either (or raise ${ENV_MAX_NODES} / ${ENV_MAX_MEMORY_MB})")
+        raise ConfigError(
+            "max_iterations",
+            f"budget {config.budget} × max_iterations {config.max_iterations} could grow "
+            f"the tree to about {est.nodes:,} nodes ({est.memory_mb:,.0f} MB), above the "
+            f"limit of {limits.max_nodes:,} nodes / {limits.max_memory_mb:,.0f} MB; lower "
+            f"either (or raise ${ENV_MAX_NODES} / ${ENV_MAX_MEMORY_MB})",
+        )
     if est.node_passes > limits.max_node_passes:
-        raise ConfigError("reeval_share", f"K0 {config.k0:,} plus one step's re-evaluation could give a node "
-                                          f"{est.node_passes:,} passes, above the maximum of {limits.max_node_passes:,}; "
-                                          f"lower reeval_share, budget or k0 (or raise ${ENV_MAX_NODE_PASSES})")
+        raise ConfigError(
+            "reeval_share",
+            f"K0 {config.k0:,} plus one step's re-evaluation could give a node "
+            f"{est.node_passes:,} passes, above the maximum of {limits.max_node_passes:,}; "
+            f"lower reeval_share, budget or k0 (or raise ${ENV_MAX_NODE_PASSES})",
+        )
     if est.passes > limits.max_passes:
-        raise ConfigError("max_iterations", f"budget {config.budget} × max_iterations {config.max_iterations} could "
-                                            f"spend {est.passes:,} PRM passes, above the limit of {limits.max_passes:,}; "
-                                            f"lower either (or raise ${ENV_MAX_PASSES})")
+        raise ConfigError(
+            "max_iterations",
+            f"budget {config.budget} × max_iterations {config.max_iterations} could "
+            f"spend {est.passes:,} PRM passes, above the limit of {limits.max_passes:,}; "
+            f"lower either (or raise ${ENV_MAX_PASSES})",
+        )
     return est
 
 
@@ -144,14 +161,23 @@ def check_shadow(k: int, candidates: int, limits: Limits | None = None) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
         raise ConfigError("shadow_k", f"must be an integer >= 2 (the sample variance needs 2 passes); got {k!r}")
     if k > limits.max_node_passes:
-        raise ConfigError("shadow_k", f"{k:,} is above the maximum of {limits.max_node_passes:,} passes per node; "
-                                      f"lower it (or raise ${ENV_MAX_NODE_PASSES})")
+        raise ConfigError(
+            "shadow_k",
+            f"{k:,} is above the maximum of {limits.max_node_passes:,} passes per node; "
+            f"lower it (or raise ${ENV_MAX_NODE_PASSES})",
+        )
     if candidates > limits.max_nodes:
-        raise ConfigError("run", f"{candidates:,} candidates is above the limit of {limits.max_nodes:,} nodes "
-                                 f"(${ENV_MAX_NODES}); shadow-score a smaller run")
+        raise ConfigError(
+            "run",
+            f"{candidates:,} candidates is above the limit of {limits.max_nodes:,} nodes "
+            f"(${ENV_MAX_NODES}); shadow-score a smaller run",
+        )
     if k * candidates > limits.max_passes:
-        raise ConfigError("shadow_k", f"{k:,} passes × {candidates:,} candidates is {k * candidates:,} PRM passes, "
-                                      f"above the limit of {limits.max_passes:,}; lower it (or raise ${ENV_MAX_PASSES})")
+        raise ConfigError(
+            "shadow_k",
+            f"{k:,} passes × {candidates:,} candidates is {k * candidates:,} PRM passes, "
+            f"above the limit of {limits.max_passes:,}; lower it (or raise ${ENV_MAX_PASSES})",
+        )
     return k * candidates
 
 
@@ -184,10 +210,16 @@ def check_prompt_fits(question: str, policy: Any, prm: Any) -> None:
         if window is None:
             continue
         if len(question) > 64 * window:  # no tokenizer makes a token of more than 64 characters: skip the work
-            raise ProblemError("problem", f"the question is {len(question):,} characters; {role} {getattr(backend, 'name', '')!r} "
-                                          f"reads at most {window} tokens; give a shorter problem or a longer-context model")
+            raise ProblemError(
+                "problem",
+                f"the question is {len(question):,} characters; {role} {getattr(backend, 'name', '')!r} "
+                f"reads at most {window} tokens; give a shorter problem or a longer-context model",
+            )
         n = prompt_tokens(backend, question)
         if n is not None and n >= window:
-            raise ProblemError("problem", f"the question takes {n:,} tokens of the {role}'s context of {window} "
-                                          f"({getattr(backend, 'name', '')!r}), leaving no room for a step; give a "
-                                          "shorter problem or a model with a longer context")
+            raise ProblemError(
+                "problem",
+                f"the question takes {n:,} tokens of the {role}'s context of {window} "
+                f"({getattr(backend, 'name', '')!r}), leaving no room for a step; give a "
+                "shorter problem or a model with a longer context",
+            )

@@ -59,11 +59,20 @@ def seed_everything(seed: int) -> None:
         pass
 
 
-def _run_search(checked: CheckedSearch, policy: Policy, prm: PRM, *,
-                subscribers: Sequence[Subscriber] = (), should_cancel: Callable[[], bool] | None = None,
-                run_id: str | None = None, embedder: Embedder | None = None, controller: Any = None,
-                grader: Grader | None = None, progress: bool = False,
-                cancel_requested: Callable[[], bool] | None = None) -> RunResult:
+def _run_search(
+    checked: CheckedSearch,
+    policy: Policy,
+    prm: PRM,
+    *,
+    subscribers: Sequence[Subscriber] = (),
+    should_cancel: Callable[[], bool] | None = None,
+    run_id: str | None = None,
+    embedder: Embedder | None = None,
+    controller: Any = None,
+    grader: Grader | None = None,
+    progress: bool = False,
+    cancel_requested: Callable[[], bool] | None = None,
+) -> RunResult:
     """Search the checked request's problem. Always emits RunEnded: 'finished', 'cancelled' (should_cancel,
     cancel_requested or Ctrl-C) or 'failed' (any exception, re-raised after the run is closed).
 
@@ -74,8 +83,9 @@ def _run_search(checked: CheckedSearch, policy: Policy, prm: PRM, *,
     there only); here, once the models are loaded, only that the question fits their context. The run records how
     the policy and PRM were loaded (RunStarted's model_options)."""
     if not isinstance(checked, CheckedSearch):
-        raise TypeError("a search runs from a CheckedSearch (uats_core.request.validate_request), not "
-                        f"{type(checked).__name__}")
+        raise TypeError(
+            f"a search runs from a CheckedSearch (uats_core.request.validate_request), not {type(checked).__name__}"
+        )
     problem, config, model_options = checked.problem, checked.config, checked.model_options()
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
@@ -92,12 +102,33 @@ def _run_search(checked: CheckedSearch, policy: Policy, prm: PRM, *,
         from tqdm import tqdm
 
         bar = tqdm(total=config.max_iterations, desc=f"{config.method} N={config.budget}", unit="step", leave=False)
-    ctx = SearchContext(problem.question, problem.answer, config, policy, prm, bus, grader, should_cancel,
-                        embedder, controller, on_iteration=(lambda t: bar.update(1)) if bar else None)
-    bus.emit(RunStarted(run_id=run_id, method=config.method, problem_id=problem.id, question=problem.question,
-                        gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
-                        policy=getattr(policy, "name", type(policy).__name__),
-                        prm=getattr(prm, "name", type(prm).__name__), model_options=model_options))
+    ctx = SearchContext(
+        problem.question,
+        problem.answer,
+        config,
+        policy,
+        prm,
+        bus,
+        grader,
+        should_cancel,
+        embedder,
+        controller,
+        on_iteration=(lambda t: bar.update(1)) if bar else None,
+    )
+    bus.emit(
+        RunStarted(
+            run_id=run_id,
+            method=config.method,
+            problem_id=problem.id,
+            question=problem.question,
+            gold_answer=problem.answer,
+            seed=config.seed,
+            config=config.to_dict(),
+            policy=getattr(policy, "name", type(policy).__name__),
+            prm=getattr(prm, "name", type(prm).__name__),
+            model_options=model_options,
+        )
+    )
     seed_everything(config.seed)
     status, error = RunStatus.FINISHED, None
     answer = naive = None
@@ -106,7 +137,9 @@ def _run_search(checked: CheckedSearch, policy: Policy, prm: PRM, *,
         with cancellable(cancel_requested):
             finals = method.search(ctx)
         ctx.mark_voted(finals)
-        candidates = [(n.answer, float(n.mean if n.mean is not None else 0.0), ctx.tree.trace(n.id).text) for n in finals]
+        candidates = [
+            (n.answer, float(n.mean if n.mean is not None else 0.0), ctx.tree.trace(n.id).text) for n in finals
+        ]
         answer, naive = vote(candidates, grader, method.vote_rule()), vote(candidates, grader, "best")
         if problem.answer is not None:
             correct = grader.equivalent(problem.answer, answer)
@@ -129,41 +162,94 @@ def _run_search(checked: CheckedSearch, policy: Policy, prm: PRM, *,
         if own_grader:
             grader.close()
     _close(ctx, bus, status, error, answer, naive, correct, naive_correct)
-    return RunResult(run_id=run_id, status=status, answer=answer, naive_answer=naive, correct=correct,
-                     naive_correct=naive_correct, cost=ctx.cost_total, iterations=ctx.iterations_done,
-                     tree=ctx.tree, error=error)
+    return RunResult(
+        run_id=run_id,
+        status=status,
+        answer=answer,
+        naive_answer=naive,
+        correct=correct,
+        naive_correct=naive_correct,
+        cost=ctx.cost_total,
+        iterations=ctx.iterations_done,
+        tree=ctx.tree,
+        error=error,
+    )
 
 
-def run_search(problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, *, controller: Any = None,
-               embedder: Embedder | None = None, prm_spec: str | None = None, **kw: Any) -> RunResult:
+def run_search(
+    problem: Problem,
+    config: SearchConfig,
+    policy: Policy,
+    prm: PRM,
+    *,
+    controller: Any = None,
+    embedder: Embedder | None = None,
+    prm_spec: str | None = None,
+    **kw: Any,
+) -> RunResult:
     """A search with a pair already loaded (a benchmark's, a trainer's, test doubles), through the one way in: the
     request checked once by validate_request, then prepare_search with the pair, then PreparedSearch.run.
     `controller`: A-UATS's (None: its knobs from the config), `embedder`: DORA's (None: the default one),
     `prm_spec`: the PRM's spec, where an auto τ's calibration is (None: the embedded PRM's); kw: PreparedSearch.run's
     (subscribers, run_id, grader, cancellation, progress)."""
     checked = validate_request(SearchRequest(problem, config, prm=prm_spec))
-    search = prepare_search(checked, models=(policy, prm), controller=lambda _config: controller,
-                            embedder=None if embedder is None else (lambda: embedder))
+    search = prepare_search(
+        checked,
+        models=(policy, prm),
+        controller=lambda _config: controller,
+        embedder=None if embedder is None else (lambda: embedder),
+    )
     return search.run(**kw)
 
 
-def _close(ctx: SearchContext, bus: EventBus, status: str, error: str | None, answer: str | None,
-           naive: str | None, correct: bool | None, naive_correct: bool | None) -> None:
+def _close(
+    ctx: SearchContext,
+    bus: EventBus,
+    status: str,
+    error: str | None,
+    answer: str | None,
+    naive: str | None,
+    correct: bool | None,
+    naive_correct: bool | None,
+) -> None:
     ctx.flush_nodes(ctx.iterations_done + (status != RunStatus.FINISHED))  # nodes of an interrupted step still land
-    bus.emit(RunEnded(status=status, answer=answer, naive_answer=naive, correct=correct, naive_correct=naive_correct,
-                      cost=ctx.cost_total, iterations=ctx.iterations_done, error=error,
-                      extra={"generated_steps": ctx.generated_steps, "prm_passes": ctx.prm_passes}))
+    bus.emit(
+        RunEnded(
+            status=status,
+            answer=answer,
+            naive_answer=naive,
+            correct=correct,
+            naive_correct=naive_correct,
+            cost=ctx.cost_total,
+            iterations=ctx.iterations_done,
+            error=error,
+            extra={"generated_steps": ctx.generated_steps, "prm_passes": ctx.prm_passes},
+        )
+    )
 
 
-def build_backends(policy_spec: str | None, prm_spec: str | None, config: SearchConfig, *, prm_kind: str | None = None,
-                   policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None,
-                   world_problem: bool = True) -> tuple[Policy, PRM]:
+def build_backends(
+    policy_spec: str | None,
+    prm_spec: str | None,
+    config: SearchConfig,
+    *,
+    prm_kind: str | None = None,
+    policy_opts: dict[str, Any] | None = None,
+    prm_opts: dict[str, Any] | None = None,
+    world_problem: bool = True,
+) -> tuple[Policy, PRM]:
     """Check the pair completely (specs, PRM kind, options), then load it; None means the embedded arithmetic
     world's policy A and PRM, which only the world's own problems may use (world_problem)."""
     from .backends.plan import load_models, plan_models
 
-    plan = plan_models(policy_spec, prm_spec, prm_kind=prm_kind, policy_opts=policy_opts, prm_opts=prm_opts,
-                       world_problem=world_problem)
+    plan = plan_models(
+        policy_spec,
+        prm_spec,
+        prm_kind=prm_kind,
+        policy_opts=policy_opts,
+        prm_opts=prm_opts,
+        world_problem=world_problem,
+    )
     return load_models(plan, dropout_p=config.dropout_p, dropout_mode=config.dropout_mode)
 
 
@@ -189,13 +275,18 @@ class PreparedSearch:
 
     def run(self, **kw: Any) -> RunResult:
         """The search, with this search's parts; kw: subscribers, run_id, grader, cancellation, progress."""
-        return _run_search(self.checked, self.policy, self.prm, controller=self.controller, embedder=self.embedder,
-                           **kw)
+        return _run_search(
+            self.checked, self.policy, self.prm, controller=self.controller, embedder=self.embedder, **kw
+        )
 
 
-def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None = None,
-                   controller: Callable[[SearchConfig], Any] | None = None,
-                   embedder: Callable[[], Embedder] | None = None) -> PreparedSearch:
+def prepare_search(
+    checked: CheckedSearch,
+    *,
+    models: tuple[Policy, PRM] | None = None,
+    controller: Callable[[SearchConfig], Any] | None = None,
+    embedder: Callable[[], Embedder] | None = None,
+) -> PreparedSearch:
     """A checked search (uats_core.request.validate_request) -> a PreparedSearch, loading what its method needs.
     `models`: a pair already loaded (a warm or evaluation worker's cache) instead of loading the request's specs
     (then loaded with the request's kind and options); `controller` / `embedder`: cached providers instead of
@@ -204,9 +295,15 @@ def prepare_search(checked: CheckedSearch, *, models: tuple[Policy, PRM] | None 
 
     config, request = checked.config, checked.request
     if models is None:
-        models = build_backends(request.policy, request.prm, config, prm_kind=request.prm_kind,
-                                policy_opts=dict(request.policy_opts), prm_opts=dict(request.prm_opts),
-                                world_problem=request.world_problem)
+        models = build_backends(
+            request.policy,
+            request.prm,
+            config,
+            prm_kind=request.prm_kind,
+            policy_opts=dict(request.policy_opts),
+            prm_opts=dict(request.prm_opts),
+            world_problem=request.world_problem,
+        )
     needs = method_class(config.method)
     ctrl = None
     if needs.needs_controller:

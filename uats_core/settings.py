@@ -18,8 +18,12 @@ from typing import Any
 from .errors import ConfigError
 
 # The app form's sections, in the order the form shows them ("" = above the sections, always open).
-SECTIONS = {"run": "", "uats": "UATS knobs (paper defaults)", "baselines": "Other methods' knobs",
-            "answer": "Answer and random streams"}
+SECTIONS = {
+    "run": "",
+    "uats": "UATS knobs (paper defaults)",
+    "baselines": "Other methods' knobs",
+    "answer": "Answer and random streams",
+}
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,9 @@ class Declared:
             raise ConfigError(self.name, f"must be true or false; got {value!r}")
         if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
             raise ConfigError(self.name, f"must be an integer{self._at(' ')}{self._why()}; got {value!r}")
-        if kind in ("float", "number|text") and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                                 or not math.isfinite(value)):
+        if kind in ("float", "number|text") and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        ):
             raise ConfigError(self.name, f"must be a finite number{self._at(' ')}; got {value!r}")
         if kind in ("int", "float", "number|text") and not self._within(value):
             what = "an integer" if kind == "int" else "a finite number"
@@ -142,18 +147,23 @@ def declared(config_class: type) -> list[Declared]:
     return out
 
 
-def markdown_table(settings: list[Declared], read_by: Callable[[str], str],
-                   choices: Mapping[str, Sequence[str]] | None = None) -> str:
+def markdown_table(
+    settings: list[Declared], read_by: Callable[[str], str], choices: Mapping[str, Sequence[str]] | None = None
+) -> str:
     """The settings table of docs/engine.md: one row per setting, every column from its declaration (`read_by`:
     the methods that list it among their config_fields, or 'every method'; `choices`: the values of settings whose
     list lives elsewhere, the methods' registry)."""
-    rows = ["| setting | flag | symbol | type | default | bounds or values | unit | read by | what it does |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| setting | flag | symbol | type | default | bounds or values | unit | read by | what it does |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in settings:
         values = d.bounds() or " \\| ".join((choices or {}).get(d.name, d.spec.choices))
         text = d.spec.help + (f" (not in the app: {d.spec.app_leaves_out})" if d.spec.app_leaves_out else "")
-        rows.append(f"| `{d.name}` | `{d.flag}` | {d.spec.term} | {_cell(d.kind)} | `{d.default}` | {values} | "
-                    f"{d.spec.unit} | {read_by(d.name)} | {_cell(text)} |")
+        rows.append(
+            f"| `{d.name}` | `{d.flag}` | {d.spec.term} | {_cell(d.kind)} | `{d.default}` | {values} | "
+            f"{d.spec.unit} | {read_by(d.name)} | {_cell(text)} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -170,4 +180,4 @@ def replace_table(page: str, table: str) -> str:
     start, end = page.find(TABLE_START), page.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"no settings table markers ({TABLE_START.strip()} ... {TABLE_END.strip()})")
-    return page[:start + len(TABLE_START)] + table + page[end:]
+    return page[: start + len(TABLE_START)] + table + page[end:]

@@ -88,8 +88,11 @@ class CarryRule(_Rule):
     def live(self) -> bool:
         """Whether another step can buy a child: REBASE would still have a live slot, the allowance and carry
         hold at least half a child's price (the nearest rounding of one child), and the cumulative cap has room."""
-        return (self.allowance > 0 and self.allowance + self.carry + EPS >= self.per_child / 2
-                and self.spent + self.per_child <= (self._t + 1) * self.step_cap + EPS)
+        return (
+            self.allowance > 0
+            and self.allowance + self.carry + EPS >= self.per_child / 2
+            and self.spent + self.per_child <= (self._t + 1) * self.step_cap + EPS
+        )
 
     def can_start(self) -> bool:
         return self.step_cap + EPS >= self.per_child
@@ -101,7 +104,9 @@ class CarryRule(_Rule):
             self._reeval_asked = self._reeval_passes = 0
             return 0
         # in samples: B_t's passes over what a sample costs (s = 1 for MC dropout, where they are the same)
-        self._reeval_asked = int(math.floor(max(beta, 0.0) * self.reeval_share * self.allowance / self.sample_cost + EPS))
+        self._reeval_asked = int(
+            math.floor(max(beta, 0.0) * self.reeval_share * self.allowance / self.sample_cost + EPS)
+        )
         room = max(0.0, self._available - self.per_child)  # one child's price stays for the width
         self._reeval_passes = max(0, min(self._reeval_asked, int(math.floor(room / self.sample_cost + EPS))))
         return self._reeval_passes
@@ -125,9 +130,15 @@ class CarryRule(_Rule):
         super().settle(spent, finished)
 
     def info(self) -> dict[str, Any]:
-        return {"spend_rule": self.name, "available": self._available, "allowance": self._allowance, "carry": self.carry,
-                "spent_total": self.spent,
-                "reeval_asked": self._reeval_asked, "width_asked": self._width_asked}
+        return {
+            "spend_rule": self.name,
+            "available": self._available,
+            "allowance": self._allowance,
+            "carry": self.carry,
+            "spent_total": self.spent,
+            "reeval_asked": self._reeval_asked,
+            "width_asked": self._width_asked,
+        }
 
 
 @dataclass
@@ -154,8 +165,9 @@ class PaperRule(_Rule):
     def plan(self, t: int, beta: float = 1.0, gamma: float = 1.0) -> int:
         # The paper's order: the width (γ) is set first and the re-evaluation passes (β) get what the step's cap
         # leaves, so a wide step cuts B.
-        self._width, self._reeval = scaled_step_spend(self.base_width, self.base_reeval, self.width_left,
-                                                       self.cost_ratio, self.k0, self.step_cap, beta, gamma)
+        self._width, self._reeval = scaled_step_spend(
+            self.base_width, self.base_reeval, self.width_left, self.cost_ratio, self.k0, self.step_cap, beta, gamma
+        )
         if t <= 1:
             self._reeval = 0
         return self._reeval
@@ -164,19 +176,26 @@ class PaperRule(_Rule):
         return self._width
 
     def info(self) -> dict[str, Any]:
-        return {"spend_rule": self.name, "base_width": self.base_width, "base_reeval_passes": self.base_reeval,
-                "width_left": self.width_left, "spent_total": self.spent}
+        return {
+            "spend_rule": self.name,
+            "base_width": self.base_width,
+            "base_reeval_passes": self.base_reeval,
+            "width_left": self.width_left,
+            "spent_total": self.spent,
+        }
 
 
 SpendingRule = CarryRule | PaperRule
 # The StepInfo fields each rule's info() fills (a method that spends by them declares them among its step_fields).
-RULE_STEP_FIELDS = {"carry": frozenset({"spend_rule", "available", "allowance", "carry", "spent_total", "reeval_asked",
-                                         "width_asked"}),
-                    "paper": frozenset({"spend_rule", "base_width", "base_reeval_passes", "width_left", "spent_total"})}
+RULE_STEP_FIELDS = {
+    "carry": frozenset({"spend_rule", "available", "allowance", "carry", "spent_total", "reeval_asked", "width_asked"}),
+    "paper": frozenset({"spend_rule", "base_width", "base_reeval_passes", "width_left", "spent_total"}),
+}
 
 
-def spending_rule(rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float,
-                  sample_cost: float = 1.0) -> SpendingRule:
+def spending_rule(
+    rule: str, budget: int, cost_ratio: float, k0: int, reeval_share: float, sample_cost: float = 1.0
+) -> SpendingRule:
     if rule == "carry":
         return CarryRule(budget, cost_ratio, k0, reeval_share, sample_cost)
     if rule == "paper":
@@ -193,8 +212,14 @@ def config_spending(cfg: Any) -> SpendingRule:
     if cfg.prm_scoring == "single":
         return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, 1, 0.0)
     est = estimator_class(getattr(cfg, "estimator", "mc-dropout"))
-    return spending_rule(cfg.spend_rule, cfg.budget, cfg.cost_ratio, est.first_samples(cfg.k0),
-                         cfg.reeval_share if est.adds_samples else 0.0, est.sample_cost)
+    return spending_rule(
+        cfg.spend_rule,
+        cfg.budget,
+        cfg.cost_ratio,
+        est.first_samples(cfg.k0),
+        cfg.reeval_share if est.adds_samples else 0.0,
+        est.sample_cost,
+    )
 
 
 def check_affordable(cfg: Any) -> None:
@@ -202,6 +227,9 @@ def check_affordable(cfg: Any) -> None:
     loads or any run is logged (the search itself would stop at its first step)."""
     spending = config_spending(cfg)
     if not spending.can_start():
-        raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
-                                    f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
-                                    "or lower k0")
+        raise ConfigError(
+            "budget",
+            f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
+            f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the budget "
+            "or lower k0",
+        )

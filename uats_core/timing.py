@@ -17,8 +17,12 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def measure(variants: dict[str, Callable[[], Any]], repeats: int, setup: Callable[[str], None] | None = None,
-            warmup: bool = False) -> dict[str, dict[str, list[float]]]:
+def measure(
+    variants: dict[str, Callable[[], Any]],
+    repeats: int,
+    setup: Callable[[str], None] | None = None,
+    warmup: bool = False,
+) -> dict[str, dict[str, list[float]]]:
     """Run every variant once per round, `repeats` rounds, interleaved: other processes on the shared cores then
     slow all variants alike, and the minimum over rounds is the least-disturbed run (noise only ever adds time).
     warmup: one untimed round first (first calls at a new shape pay for allocation and kernel selection)."""
@@ -35,8 +39,12 @@ def measure(variants: dict[str, Callable[[], Any]], repeats: int, setup: Callabl
 
 
 def summary(t: dict[str, list[float]]) -> dict[str, float]:
-    return {"min_s": min(t["wall"]), "median_s": statistics.median(t["wall"]), "spread": spread(t["wall"]),
-            "cpu_min_s": min(t["cpu"])}
+    return {
+        "min_s": min(t["wall"]),
+        "median_s": statistics.median(t["wall"]),
+        "spread": spread(t["wall"]),
+        "cpu_min_s": min(t["cpu"]),
+    }
 
 
 def spread(ts: list[float]) -> float:

@@ -39,14 +39,65 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "open_run", "list_runs"]
 
-NODE_COLUMNS = ["node_id", "parent_id", "depth", "step", "status", "mean", "var", "k", "ucb", "ood", "logit_var",
-                "created_iter", "scored_iter", "reeval_iter", "expanded_iter", "extra_passes", "children_granted",
-                "num_tokens", "finish_reason", "answer", "correct", "voted", "shadow_mean", "shadow_var", "shadow_k",
-                "shadow_ood"]
-_INT_COLUMNS = ("parent_id", "depth", "k", "created_iter", "scored_iter", "reeval_iter", "expanded_iter", "extra_passes",
-                "children_granted", "num_tokens", "shadow_k")
-DECISION_COLUMNS = ["iteration", "node_id", "children", "status", "extra_passes", "ood", "reeval_candidate",
-                    "mean_before", "var_before", "ucb_before", "k_before", "mean", "var", "ucb", "k", "child_score"]
+NODE_COLUMNS = [
+    "node_id",
+    "parent_id",
+    "depth",
+    "step",
+    "status",
+    "mean",
+    "var",
+    "k",
+    "ucb",
+    "ood",
+    "logit_var",
+    "created_iter",
+    "scored_iter",
+    "reeval_iter",
+    "expanded_iter",
+    "extra_passes",
+    "children_granted",
+    "num_tokens",
+    "finish_reason",
+    "answer",
+    "correct",
+    "voted",
+    "shadow_mean",
+    "shadow_var",
+    "shadow_k",
+    "shadow_ood",
+]
+_INT_COLUMNS = (
+    "parent_id",
+    "depth",
+    "k",
+    "created_iter",
+    "scored_iter",
+    "reeval_iter",
+    "expanded_iter",
+    "extra_passes",
+    "children_granted",
+    "num_tokens",
+    "shadow_k",
+)
+DECISION_COLUMNS = [
+    "iteration",
+    "node_id",
+    "children",
+    "status",
+    "extra_passes",
+    "ood",
+    "reeval_candidate",
+    "mean_before",
+    "var_before",
+    "ucb_before",
+    "k_before",
+    "mean",
+    "var",
+    "ucb",
+    "k",
+    "child_score",
+]
 PASS_COLUMNS = ["node_id", "source", "pass_index", "initial", "score"]
 
 
@@ -92,9 +143,17 @@ class Run:
         rows = []
         for nid, n in sorted(self.data.nodes.items()):
             sh = self.shadow.get(nid) or {}
-            rows.append({**{c: n.get(c) for c in NODE_COLUMNS}, "node_id": nid, "k": len(n.get("mc_scores") or []),
-                         "shadow_mean": sh.get("mean"), "shadow_var": sh.get("var"),
-                         "shadow_k": len(sh.get("mc_scores") or []) if sh else None, "shadow_ood": sh.get("ood")})
+            rows.append(
+                {
+                    **{c: n.get(c) for c in NODE_COLUMNS},
+                    "node_id": nid,
+                    "k": len(n.get("mc_scores") or []),
+                    "shadow_mean": sh.get("mean"),
+                    "shadow_var": sh.get("var"),
+                    "shadow_k": len(sh.get("mc_scores") or []) if sh else None,
+                    "shadow_ood": sh.get("ood"),
+                }
+            )
         frame = pd.DataFrame(rows, columns=NODE_COLUMNS)
         for col in _INT_COLUMNS:  # pandas' nullable integers: the root has no parent, a node no shadow passes
             frame[col] = frame[col].astype("Int64")
@@ -110,31 +169,50 @@ class Run:
         rows = []
         for nid, n in sorted(self.data.nodes.items()):
             first = int(n.get("initial_passes") or 0)
-            rows += [{"node_id": nid, "source": "run", "pass_index": i, "initial": i < first, "score": float(s)}
-                     for i, s in enumerate(n.get("mc_scores") or [])]
+            rows += [
+                {"node_id": nid, "source": "run", "pass_index": i, "initial": i < first, "score": float(s)}
+                for i, s in enumerate(n.get("mc_scores") or [])
+            ]
         for nid, sh in sorted(self.shadow.items()):
-            rows += [{"node_id": nid, "source": "shadow", "pass_index": i, "initial": False, "score": float(s)}
-                     for i, s in enumerate(sh.get("mc_scores") or [])]
+            rows += [
+                {"node_id": nid, "source": "shadow", "pass_index": i, "initial": False, "score": float(s)}
+                for i, s in enumerate(sh.get("mc_scores") or [])
+            ]
         return pd.DataFrame(rows, columns=PASS_COLUMNS)
 
     def tree(self, iteration: int | None = None, view: ViewOptions | None = None, height: int = 600) -> go.Figure:
         """The tree after `iteration` as the app draws it (shadow marks included), as a plotly Figure."""
-        fig = tree_figure(self.state(iteration), view, height=height, shadow=self.shadow or None,
-                          title=f"{self.data.run.get('method')} on {self.data.run.get('problem_id')}")
+        fig = tree_figure(
+            self.state(iteration),
+            view,
+            height=height,
+            shadow=self.shadow or None,
+            title=f"{self.data.run.get('method')} on {self.data.run.get('problem_id')}",
+        )
         return _figure(fig)
 
-    def figure1(self, node_id: int, iteration: int | None = None, sort_by: str = "parent",
-                per_page: int = PER_PAGE) -> go.Figure:
+    def figure1(
+        self, node_id: int, iteration: int | None = None, sort_by: str = "parent", per_page: int = PER_PAGE
+    ) -> go.Figure:
         """The paper's Figure 1 for node_id's step, as the app draws it: every candidate of the step, one row each
         (grouped by parent, or sorted by mean / stat / ucb), its passes, their shape, the σ² its gate read
         against τ and its numbers and decision."""
         state = self.state(iteration)
         step = step_of(self.data, node_id, state.iteration) if node_id in state.nodes and node_id != 0 else None
         if step is None:
-            raise KeyError(f"node {node_id}: no scored step at iteration {state.iteration}; pick one of run.nodes.index")
+            raise KeyError(
+                f"node {node_id}: no scored step at iteration {state.iteration}; pick one of run.nodes.index"
+            )
         judge = StepJudge(self.state(None))
-        return _figure(step_figure(step, selected=node_id, truth={c.node_id: judge(c.node_id) for c in step.candidates},
-                                   sort_by=sort_by, per_page=per_page))
+        return _figure(
+            step_figure(
+                step,
+                selected=node_id,
+                truth={c.node_id: judge(c.node_id) for c in step.candidates},
+                sort_by=sort_by,
+                per_page=per_page,
+            )
+        )
 
 
 def _figure(spec: dict[str, Any]) -> go.Figure:
@@ -156,8 +234,9 @@ def open_run(db: str | Path, run_id: str | None = None) -> Run:
         elif run_id:
             rid = store.find_run(run_id)["run_id"]  # its one-line error: no such run, or an ambiguous prefix
         elif not ids:
-            raise StorageError(f"the run log {db} holds no run yet; run `uats search` or `uats import` first",
-                               field="run")
+            raise StorageError(
+                f"the run log {db} holds no run yet; run `uats search` or `uats import` first", field="run"
+            )
         else:
             rid = ids[0]
         said = find_damage(store, [rid])

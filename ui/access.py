@@ -52,8 +52,15 @@ def owner_label(owner: str | None) -> str:
     return "another browser session"
 
 
-def require_owner(store: RunStore, run_id: str, request: gr.Request | None, verb: str, *,
-                  annotate: bool = False, run: dict[str, Any] | None = None) -> None:
+def require_owner(
+    store: RunStore,
+    run_id: str,
+    request: gr.Request | None,
+    verb: str,
+    *,
+    annotate: bool = False,
+    run: dict[str, Any] | None = None,
+) -> None:
     """AccessDenied unless the requester may `verb` the run: its owner; for `annotate` (stars, notes, shadow
     scores) also anyone on an app without a login when the run has no owner. StorageError when there is no such
     run. `run`: its row, when just read."""
@@ -66,7 +73,5 @@ def require_owner(store: RunStore, run_id: str, request: gr.Request | None, verb
     who = owner_label(owner)
     if owner is not None:
         raise AccessDenied(f"run {rid} was started by {who}; you may view it, but only they may {verb} it")
-    where = (f"a signed-in user may {verb} only the runs they started here" if annotate
-             else f"{verb} it where it runs")
+    where = f"a signed-in user may {verb} only the runs they started here" if annotate else f"{verb} it where it runs"
     raise AccessDenied(f"run {rid} was started by {who}, not in this app; you may view it; {where}")
-

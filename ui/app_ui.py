@@ -46,7 +46,8 @@ from .web_guard import PAGE_PLOTLY_JS, DownloadGuard, WebGuard, WebPolicy
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 
-CSS = """
+CSS = (
+    """
 #notice { border-left: 4px solid #d95f02; background: #fff4ec; padding: 6px 12px; border-radius: 4px; }
 #notice.ok { border-left-color: #1b9e77; background: #eefaf5; }
 .uats-empty { height: 120px; align-items: center; justify-content: center; color: #888; font-size: 14px;
@@ -56,31 +57,59 @@ CSS = """
 #brand p { margin-top: 2px; color: #555; }
 /* a dropdown's chosen text ends before its arrow (a long problem's text ran under it) */
 .secondary-wrap input { padding-right: 22px !important; text-overflow: ellipsis; }
-""" + LINKS_CSS + RUN_BAR_CSS + INSPECTOR_CSS
+"""
+    + LINKS_CSS
+    + RUN_BAR_CSS
+    + INSPECTOR_CSS
+)
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
-TABLES = {"cmp-table": COMPARE_COLUMNS, "cmp-changed": CHANGED_COLUMNS, "cf-table": FOUND_COLUMNS,
-          "cf-batches": BATCH_COLUMNS, "runs-table": RUN_COLUMNS, "cases-table": CASE_COLUMNS}
+TABLES = {
+    "cmp-table": COMPARE_COLUMNS,
+    "cmp-changed": CHANGED_COLUMNS,
+    "cf-table": FOUND_COLUMNS,
+    "cf-batches": BATCH_COLUMNS,
+    "runs-table": RUN_COLUMNS,
+    "cases-table": CASE_COLUMNS,
+}
 
 
-def _wire_page(demo: gr.Blocks, ctx: AppContext, runs: RunsTab, compare: CompareTab, reports: ReportsTab,
-               problem: gr.Dropdown, question: gr.Markdown) -> None:
+def _wire_page(
+    demo: gr.Blocks,
+    ctx: AppContext,
+    runs: RunsTab,
+    compare: CompareTab,
+    reports: ReportsTab,
+    problem: gr.Dropdown,
+    question: gr.Markdown,
+) -> None:
     """Events that span tabs: the first load fills the problem list, runs and pickers; switching tabs
     refreshes the runs and the training curves (opening Compare refreshes its pickers and draws the pair picked:
     ui/tabs/compare.py)."""
+
     def on_load(s: OpenRun, cs: ComparedPair) -> dict[Any, Any]:
         problems, first, said = dataset_view(ctx.choices, ARITH)
         pick_a, pick_b = compare.on_tab_compare(s, cs)
-        out = {problem: problems, question: first, **runs.list_runs("(any)", "(any)", "(any)"),
-               compare.cmp_a: pick_a, compare.cmp_b: pick_b}
+        out = {
+            problem: problems,
+            question: first,
+            **runs.list_runs("(any)", "(any)", "(any)"),
+            compare.cmp_a: pick_a,
+            compare.cmp_b: pick_b,
+        }
         if said.get("visible"):  # something wrong; else the message line is left to a link's message
             out[ctx.notice] = said
         return out
 
-    demo.load(on_load, [ctx.run_state, ctx.pair_state], [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b])
-    ctx.tabs.change(lambda m, p, o, db, cur: {**runs.list_runs(m, p, o),
-                                              reports.curve_pick: reports.on_curve_list(db, cur)},
-                    [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
-                    [*runs.outputs, reports.curve_pick])
+    demo.load(
+        on_load,
+        [ctx.run_state, ctx.pair_state],
+        [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b],
+    )
+    ctx.tabs.change(
+        lambda m, p, o, db, cur: {**runs.list_runs(m, p, o), reports.curve_pick: reports.on_curve_list(db, cur)},
+        [runs.r_method, runs.r_problem, runs.r_outcome, reports.source, reports.curve_pick],
+        [*runs.outputs, reports.curve_pick],
+    )
 
 
 class StudioBlocks(gr.Blocks):
@@ -96,9 +125,15 @@ class StudioBlocks(gr.Blocks):
         return out
 
 
-def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
-               reports_dir: str | Path | None = None, choices: ServerChoices | None = None,
-               ledgers_dir: str | Path | None = None, export_quota: ExportQuota | None = None) -> gr.Blocks:
+def build_demo(
+    store: RunStore,
+    pool: WorkerPool,
+    export_dir: str | Path,
+    reports_dir: str | Path | None = None,
+    choices: ServerChoices | None = None,
+    ledgers_dir: str | Path | None = None,
+    export_quota: ExportQuota | None = None,
+) -> gr.Blocks:
     """The whole page. `store` is the app's reader; workers open their own connection to store.location.
     The Reports tab reads the results ledgers in `ledgers_dir`, the run log and the SQLite files in
     `reports_dir`, nothing a browser names; a search loads only the models and problem sets of `choices`
@@ -107,16 +142,29 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     # else Gradio caches goes after an hour, checked every 10 minutes
     with StudioBlocks(title="UATS Studio", delete_cache=(600, 3600)) as demo:
         run_state, pair_state = gr.State(OpenRun()), gr.State(ComparedPair())  # the open run, the compared pair
-        gr.Markdown("# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
-                    "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
-                    "every knob says what it does.", elem_id="brand")
+        gr.Markdown(
+            "# UATS Studio\nPRM-guided tree search with Monte-Carlo-dropout uncertainty: watch where the "
+            "process reward model is unsure. Symbols (R̄, σ², τ, δ, B, C, …): the Glossary at the bottom; "
+            "every knob says what it does.",
+            elem_id="brand",
+        )
         notice = gr.Markdown("", elem_id="notice", visible=False)
         timer = gr.Timer(TICK_S, active=True)
         with gr.Tabs(selected="search") as tabs:
-            ctx = AppContext(store=store, pool=pool, cache=RunCache(store), export_dir=Path(export_dir).resolve(),
-                             notice=notice, timer=timer, tabs=tabs, run_state=run_state, pair_state=pair_state,
-                             choices=choices or server_choices(), export_quota=export_quota or ExportQuota(),
-                             downloads=clear_downloads(export_dir))
+            ctx = AppContext(
+                store=store,
+                pool=pool,
+                cache=RunCache(store),
+                export_dir=Path(export_dir).resolve(),
+                notice=notice,
+                timer=timer,
+                tabs=tabs,
+                run_state=run_state,
+                pair_state=pair_state,
+                choices=choices or server_choices(),
+                export_quota=export_quota or ExportQuota(),
+                downloads=clear_downloads(export_dir),
+            )
             with gr.Tab("Search", id="search"):
                 search = build_search_tab(ctx)
             with gr.Tab("Compare", id="compare") as compare_tab:
@@ -138,8 +186,9 @@ def build_demo(store: RunStore, pool: WorkerPool, export_dir: str | Path,
     return demo
 
 
-def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = None,
-                downloads: Path | None = None) -> Any:
+def guarded_app(
+    policy: WebPolicy | None = None, logins: LoginLimiter | None = None, downloads: Path | None = None
+) -> Any:
     """Gradio's app class with ui/web_guard.py's WebGuard around its whole middleware stack, outside Gradio's own
     CORS handling (a middleware given to Gradio sits inside it, where a preflight never reaches). Blocks.launch
     takes it as `_app`, the way Gradio's own Server mode hands its app over; Gradio adds its routes to it.
@@ -151,12 +200,22 @@ def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = N
     class GuardedApp(App):
         def signed_in_user(self, cookies: dict[str, str]) -> str | None:
             """Who Gradio's login cookie names (routes.py's get_current_user reads the same two cookies)."""
-            token = cookies.get(f"access-token-{self.cookie_id}") or cookies.get(f"access-token-unsecure-{self.cookie_id}")
+            token = cookies.get(f"access-token-{self.cookie_id}") or cookies.get(
+                f"access-token-unsecure-{self.cookie_id}"
+            )
             return self.tokens.get(token) if token else None
 
         def build_middleware_stack(self) -> Any:
-            guard = None if downloads is None else DownloadGuard(
-                downloads, lambda user: owner_folder(f"user:{user}"), self.signed_in_user, lambda: self.auth is not None)
+            guard = (
+                None
+                if downloads is None
+                else DownloadGuard(
+                    downloads,
+                    lambda user: owner_folder(f"user:{user}"),
+                    self.signed_in_user,
+                    lambda: self.auth is not None,
+                )
+            )
             return WebGuard(super().build_middleware_stack(), chosen, limiter, PAGE_PLOTLY_JS, guard)
 
     return GuardedApp(default_response_class=ORJSONResponse)  # what Gradio's create_app gives its own app
@@ -167,8 +226,9 @@ def guarded_app(policy: WebPolicy | None = None, logins: LoginLimiter | None = N
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
 
 
-def launch_kwargs(export_dir: str | Path, policy: WebPolicy | None = None,
-                  logins: LoginLimiter | None = None) -> dict[str, Any]:
+def launch_kwargs(
+    export_dir: str | Path, policy: WebPolicy | None = None, logins: LoginLimiter | None = None
+) -> dict[str, Any]:
     """Gradio 6 takes css/head at launch(); exports are served from their copies in Gradio's cache
     (ui.tabs.exports.downloads_folder), never from the export folder itself, which Gradio's file route refuses
     (blocked: any user could read another's export by its folder's name). No run history:
@@ -178,8 +238,14 @@ def launch_kwargs(export_dir: str | Path, policy: WebPolicy | None = None,
     uploads (max_file_size caps them should the route ever be reached), no other origin, no oversized body. No
     error text to the page: an exception's message can quote the run log's SQL; Gradio logs it on the server
     instead. The start-up check is the launcher's (ui.launch.wait_until_answering), patient on a loaded machine."""
-    return {"css": CSS, "head": PLOTLY_PAGE_HEAD + column_tips_head(TABLES), "blocked_paths": [str(Path(export_dir).resolve())],
-            "run_history": False, "max_file_size": "1kb", "show_error": False,
-            # no Gradio self-check (one HEAD, 3 s): ui.launch.wait_until_answering waits for the server instead
-            "_frontend": False,
-            "_app": guarded_app(policy, logins, downloads_folder(export_dir))}
+    return {
+        "css": CSS,
+        "head": PLOTLY_PAGE_HEAD + column_tips_head(TABLES),
+        "blocked_paths": [str(Path(export_dir).resolve())],
+        "run_history": False,
+        "max_file_size": "1kb",
+        "show_error": False,
+        # no Gradio self-check (one HEAD, 3 s): ui.launch.wait_until_answering waits for the server instead
+        "_frontend": False,
+        "_app": guarded_app(policy, logins, downloads_folder(export_dir)),
+    }

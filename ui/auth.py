@@ -56,8 +56,9 @@ def load_credentials(auth_file: str | None, environ: Mapping[str, str] | None = 
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             why = getattr(exc, "strerror", None) or type(exc).__name__
-            raise AuthError("auth-file", f"cannot read {str(path)!r} ({why}); give a readable file of user:password "
-                                         "lines") from None
+            raise AuthError(
+                "auth-file", f"cannot read {str(path)!r} ({why}); give a readable file of user:password lines"
+            ) from None
         return parse_credentials(text, str(path))
     if environ.get(ENV_AUTH, "").strip():
         return parse_credentials(environ[ENV_AUTH], f"${ENV_AUTH}")
@@ -78,9 +79,12 @@ def is_loopback(host: str) -> bool:
 def check_exposure(host: str, credentials: list[tuple[str, str]] | None) -> None:
     """AuthError when the app would listen where other machines reach it without a login."""
     if credentials is None and not is_loopback(host):
-        raise AuthError("host", f"{host} can be reached from other machines, and the app has no login; give "
-                                f"--auth-file FILE (user:password lines) or set ${ENV_AUTH}, or listen on 127.0.0.1 "
-                                "(docs/app.md, Security)")
+        raise AuthError(
+            "host",
+            f"{host} can be reached from other machines, and the app has no login; give "
+            f"--auth-file FILE (user:password lines) or set ${ENV_AUTH}, or listen on 127.0.0.1 "
+            "(docs/app.md, Security)",
+        )
 
 
 @dataclass(frozen=True)
@@ -99,8 +103,9 @@ class LoginLimiter:
     oldest failure leaves the window; that wait is what `retry_after` returns. Bounded memory: at most `max_keys`
     keys are kept, the least recently failed dropped first."""
 
-    def __init__(self, limits: LoginLimits = LoginLimits(), clock: Callable[[], float] = time.monotonic,
-                 max_keys: int = 10_000) -> None:
+    def __init__(
+        self, limits: LoginLimits = LoginLimits(), clock: Callable[[], float] = time.monotonic, max_keys: int = 10_000
+    ) -> None:
         self.limits = limits
         self._clock = clock
         self._max_keys = max_keys

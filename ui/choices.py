@@ -43,30 +43,63 @@ IMPORT_REFUSED = "not one of the files this server offers to import (--imports-d
 # code or names a file: not trust_remote_code or code_revision (CODE_OPTIONS), not attn_implementation (it may
 # name a hub kernel), not a judge `template` (a format string over the problem), not vLLM's tokenizer,
 # download_dir, revision or llm_kwargs. The command line takes every option.
-APP_POLICY_OPTIONS = ("temperature", "top_p", "step_token_cap", "solution_token_cap", "system_prompt", "seed",
-                      "use_chat_template", "dtype", "device", "max_model_len", "gpu_memory_utilization",
-                      "enforce_eager", "model")  # model: which of a --policy-server's models (checked against its list)
+APP_POLICY_OPTIONS = (
+    "temperature",
+    "top_p",
+    "step_token_cap",
+    "solution_token_cap",
+    "system_prompt",
+    "seed",
+    "use_chat_template",
+    "dtype",
+    "device",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "model",
+)  # model: which of a --policy-server's models (checked against its list)
 # The option through which the app names a --policy-server's policy by its NAME (runs store and show that name,
 # never the URL, which may hold credentials); set by the app from its own list, refused from a client.
 SERVER_NAME_OPTION = "name"
-APP_PRM_OPTIONS = ("dtype", "device", "padding_side", "system_prompt", "step_tag", "step_token", "good_token",
-                   "bad_token", "yes", "no", "positive_label", "question_suffix", "step_suffix")
+APP_PRM_OPTIONS = (
+    "dtype",
+    "device",
+    "padding_side",
+    "system_prompt",
+    "step_tag",
+    "step_token",
+    "good_token",
+    "bad_token",
+    "yes",
+    "no",
+    "positive_label",
+    "question_suffix",
+    "step_suffix",
+)
 
 
 def check_app_options(opts: Mapping[str, Any], field_name: str, accepted: Sequence[str]) -> None:
     """ConfigError(field_name) unless every option is in `accepted` with a plain value (text, number, bool)."""
     for key, value in opts.items():
         if key in CODE_OPTIONS:
-            raise ConfigError(field_name, f"{key}: the app never runs code that comes with a model; options that load "
-                                          "code are refused here (the command line takes them with --trust-remote-code)")
+            raise ConfigError(
+                field_name,
+                f"{key}: the app never runs code that comes with a model; options that load "
+                "code are refused here (the command line takes them with --trust-remote-code)",
+            )
         if key not in accepted:
             raise ConfigError(field_name, f"{key}: not an option the app accepts; accepted: {', '.join(accepted)}")
         if value is not None and not isinstance(value, (str, int, float, bool)):
-            raise ConfigError(field_name, f"{key}: give a plain value (text, a number, true or false), not a JSON "
-                                          f"{type(value).__name__}")
+            raise ConfigError(
+                field_name,
+                f"{key}: give a plain value (text, a number, true or false), not a JSON {type(value).__name__}",
+            )
         if isinstance(value, str) and _non_finite(value):  # a backend would read 'nan' or 'inf' as a float
-            raise ConfigError(field_name, f"{key}: {value!r} is not a finite number (NaN and infinity are refused, in "
-                                          "any spelling); give a number such as 0.7")
+            raise ConfigError(
+                field_name,
+                f"{key}: {value!r} is not a finite number (NaN and infinity are refused, in "
+                "any spelling); give a number such as 0.7",
+            )
 
 
 def _non_finite(text: str) -> bool:
@@ -84,14 +117,18 @@ def app_options(lines: Iterable[str], field_name: str, accepted: Sequence[str]) 
     items = list(lines)
     size = sum(len(str(item)) for item in items)
     if size > MAX_MODEL_OPTIONS_CHARS:
-        raise ConfigError(field_name, f"is {size:,} characters long; a run's model options hold at most "
-                                      f"{MAX_MODEL_OPTIONS_CHARS:,}; shorten it")
+        raise ConfigError(
+            field_name,
+            f"is {size:,} characters long; a run's model options hold at most {MAX_MODEL_OPTIONS_CHARS:,}; shorten it",
+        )
     for item in items:
         key, _, raw = str(item).partition("=")
         check_app_options({key.strip().replace("-", "_"): None}, field_name, accepted)  # the allow-list speaks first
         if raw.strip()[:1] in ("[", "{"):
-            raise ConfigError(field_name, f"{key.strip()}: give a plain value (text, a number, true or false), not "
-                                          "a JSON list or object")
+            raise ConfigError(
+                field_name,
+                f"{key.strip()}: give a plain value (text, a number, true or false), not a JSON list or object",
+            )
     opts = parse_options(items, field_name)
     check_app_options(opts, field_name, accepted)
     return opts
@@ -148,8 +185,9 @@ def _inside(entry: Path, root: Path, flag: str) -> bool:
     chose to offer, and a link in it must not make a client's pick load or read anything outside it."""
     if entry.resolve().is_relative_to(root):
         return True
-    log.warning("%s: %s is a link out of %s; not offered (copy or move it into the folder to offer it)", flag,
-                entry.name, root)
+    log.warning(
+        "%s: %s is a link out of %s; not offered (copy or move it into the folder to offer it)", flag, entry.name, root
+    )
     return False
 
 
@@ -157,8 +195,9 @@ def _model_folders(models_dirs: Sequence[str | Path]) -> dict[str, Path]:
     folders: list[Path] = []
     for d in models_dirs:
         root = _checked_dir(d, "models-dir")
-        folders += sorted(p for p in root.iterdir()
-                          if p.is_dir() and (p / "config.json").is_file() and _inside(p, root, "models-dir"))
+        folders += sorted(
+            p for p in root.iterdir() if p.is_dir() and (p / "config.json").is_file() and _inside(p, root, "models-dir")
+        )
     return _by_name(folders)
 
 
@@ -171,8 +210,11 @@ def _hub_cached_models() -> list[str]:
         repos = scan_cache_dir().repos
     except CacheNotFound:
         return []
-    return sorted(r.repo_id for r in repos if r.repo_type == "model"
-                  and any(f.file_name == "config.json" for rev in r.revisions for f in rev.files))
+    return sorted(
+        r.repo_id
+        for r in repos
+        if r.repo_type == "model" and any(f.file_name == "config.json" for rev in r.revisions for f in rev.files)
+    )
 
 
 def _checked_dir(d: str | Path, flag: str) -> Path:
@@ -216,9 +258,13 @@ def policy_servers(specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequence[str | Path] = (),
-                   allow_hub_cache: bool = False, servers: Sequence[str] = (),
-                   imports_dirs: Sequence[str | Path] = ()) -> ServerChoices:
+def server_choices(
+    models_dirs: Sequence[str | Path] = (),
+    datasets_dirs: Sequence[str | Path] = (),
+    allow_hub_cache: bool = False,
+    servers: Sequence[str] = (),
+    imports_dirs: Sequence[str | Path] = (),
+) -> ServerChoices:
     """The lists from the launcher's flags (with none: the embedded models, smollm2 when installed, and the
     embedded and shipped problem sets). ConfigError names a bad folder or server flag."""
     from uats_core.backends.named import SMOLLM2, smollm2_gguf
@@ -230,20 +276,45 @@ def server_choices(models_dirs: Sequence[str | Path] = (), datasets_dirs: Sequen
     if allow_hub_cache:
         models.update({f"hf:{repo}": f"hf:{repo}" for repo in _hub_cached_models()})
     # vLLM serves policies only: a hub id is written vllm:<id>, a folder vllm:<folder>
-    vllm = ({f"vllm:{name}": f"vllm:{spec.removeprefix('hf:')}" for name, spec in models.items()}
-            if importlib.util.find_spec("vllm") is not None else {})
+    vllm = (
+        {f"vllm:{name}": f"vllm:{spec.removeprefix('hf:')}" for name, spec in models.items()}
+        if importlib.util.find_spec("vllm") is not None
+        else {}
+    )
     policies = {EMBEDDED: None, POLICY_B: str(WORLD_POLICY_B), **models, **vllm, **policy_servers(servers)}
     prms = {EMBEDDED: None, **models}
-    files = [f for d in datasets_dirs for root in [_checked_dir(d, "datasets-dir")]
-             for f in sorted(root.glob("*.jsonl")) if f.is_file() and _inside(f, root, "datasets-dir")]
-    datasets = {ARITH: None, MATH500: SHIPPED_DATASETS["math500"], AIME24: SHIPPED_DATASETS["aime24"], **_by_name(files)}
+    files = [
+        f
+        for d in datasets_dirs
+        for root in [_checked_dir(d, "datasets-dir")]
+        for f in sorted(root.glob("*.jsonl"))
+        if f.is_file() and _inside(f, root, "datasets-dir")
+    ]
+    datasets = {
+        ARITH: None,
+        MATH500: SHIPPED_DATASETS["math500"],
+        AIME24: SHIPPED_DATASETS["aime24"],
+        **_by_name(files),
+    }
     imported = import_files(imports_dirs)
-    log.info("the app offers %d policies, %d PRMs, %d problem sets and %d files to import", len(policies), len(prms),
-             len(datasets), len(imported))
+    log.info(
+        "the app offers %d policies, %d PRMs, %d problem sets and %d files to import",
+        len(policies),
+        len(prms),
+        len(datasets),
+        len(imported),
+    )
     return ServerChoices(policies, prms, datasets, imported, tuple(Path(d) for d in imports_dirs))
 
 
 def import_files(imports_dirs: Sequence[str | Path]) -> dict[str, Path]:
     """The files of other tools' runs the import folders hold, by the names the Runs tab shows."""
-    return _by_name([f for d in imports_dirs for root in [_checked_dir(d, "imports-dir")] for f in sorted(root.iterdir())
-                     if f.is_file() and f.suffix in IMPORT_SUFFIXES and _inside(f, root, "imports-dir")])
+    return _by_name(
+        [
+            f
+            for d in imports_dirs
+            for root in [_checked_dir(d, "imports-dir")]
+            for f in sorted(root.iterdir())
+            if f.is_file() and f.suffix in IMPORT_SUFFIXES and _inside(f, root, "imports-dir")
+        ]
+    )

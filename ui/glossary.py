@@ -55,15 +55,15 @@ GLOSSARY: dict[str, str] = {
     "naive answer": "the answer of the single best-scored finished solution, with no vote.",
     "cost": "the compute spent, in PRM passes: c per generated step plus one per pass.",
     "diverging decision": "the first iteration at which a step both runs had got children in one and none in "
-                          "the other.",
+    "the other.",
     "shadow scoring": "MC passes run afterwards on a run's steps (a baseline's, an imported run's), stored apart and "
-                      "not counted in its cost.",
+    "not counted in its cost.",
     "shape": "Figure 1's panel of where each candidate's passes fall around its own R̄: their spread, apart from "
-             "where on the score scale they sit.",
+    "where on the score scale they sit.",
     "rank moved": "a candidate whose R̄ rank among its step's candidates changed after its extra passes.",
     "children moved": "over the H-UATS run's decisions, the sum of |children given − children R̄ alone would give|.",
     "pair": "the (policy, PRM) pair as the evaluation names it: A:prm (ID, policy A in distribution for the "
-            "arithmetic PRM) or B:prm (OOD); blank for other models.",
+    "arithmetic PRM) or B:prm (OOD); blank for other models.",
 }
 
 # Knobs other than the settings whose label is a glossary term: their help is that term's definition.
@@ -113,16 +113,16 @@ FIELD_HELP = {
     "fig1-siblings": "show only the inspected node and its siblings.",
     "cmp-shadow-k": "MC-dropout passes per step when shadow-scoring the baseline.",
     "cmp-est-b": "the estimator of the pair's second H-UATS run; the first reads the form's (same problem, seed "
-                 "and knobs).",
+    "and knobs).",
     "shadow-k": "MC-dropout passes per step when shadow-scoring the open run (the form's PRM scores them).",
     "import-file": "a file of another tool's runs in the server's import folders.",
     "import-tool": "the tool that wrote the file: its format.",
     "import-row": "which row of a search-and-learn file (one problem per row), from 0.",
     "import-question": "the problem the imported search solved: llm-reasoners' and TreeQuest's files do not hold it "
-                       "(a search-and-learn row does, so leave it empty there).",
+    "(a search-and-learn row does, so leave it empty there).",
     "import-gold": "the right answer, if you know it: the imported answers are graded against it (empty: ungraded).",
     "cf-n": "the arithmetic world's test problems a batch runs, each with policies A and B, an H-UATS search and "
-            "the same search without uncertainty.",
+    "the same search without uncertainty.",
     "c-scope": "mine cases from the open run or from every stored run.",
     "c-split": "the R̄ that separates high from low scores.",
     "c-per": "how many cases each quadrant lists.",
@@ -160,15 +160,15 @@ COLUMN_HELP = {
     "step is": "whether the step is right: by the exact checker, else by whether an answer below it is right.",
     "step text": "the step's text.",
     "rank": "the case's place in the list: wrong → right first, then right → wrong, then another answer; within "
-            "each, the earlier the run and its counterfactual part, the higher.",
+    "each, the earlier the run and its counterfactual part, the higher.",
     "policy · PRM": "the model that wrote the steps (policy B: out of distribution for the arithmetic PRM) and the "
-                    "process reward model that scored them.",
+    "process reward model that scored them.",
     "N · seed": "the pair's budget N and random seed.",
     "H-UATS answer": "the H-UATS run's answer, and whether it is right against the gold answer.",
     "without uncertainty": "the answer of the same search with uncertainty switched off (one pass a node, the gate "
-                           "never open, the same random streams), and whether it is right.",
+    "never open, the same random streams), and whether it is right.",
     "direction": "what uncertainty did to the answer: wrong → right (without it wrong, with it right), right → wrong, "
-                 "or another answer (neither right, or ungraded).",
+    "or another answer (neither right, or ungraded).",
     "batch": "the case batch's id, its first characters.",
     "state": "queued, running, finished, failed or cancelled; '(cancel asked)' while a going batch stops.",
     "searches done": "the batch's searches that ended so far, of all it holds.",
@@ -176,11 +176,22 @@ COLUMN_HELP = {
     "started (UTC)": "when the batch was queued, in UTC.",
     "took": "from queued to the batch's end (a going batch: so far).",
     "they part at": "the first decision where the run and its counterfactual decided differently: its iteration t and "
-                    "node; a click opens the two there.",
+    "node; a click opens the two there.",
 }
-COLUMN_TERMS = {"N": "N", "R̄": "R̄", "σ²": "σ²", "K": "K", "t": "t", "answer": "answer", "naive answer": "naive answer",
-                "cost": "cost", "extra passes": "extra passes", "R̄ alone": "R̄ alone",
-                "children moved": "children moved", "pair": "pair"}
+COLUMN_TERMS = {
+    "N": "N",
+    "R̄": "R̄",
+    "σ²": "σ²",
+    "K": "K",
+    "t": "t",
+    "answer": "answer",
+    "naive answer": "naive answer",
+    "cost": "cost",
+    "extra passes": "extra passes",
+    "R̄ alone": "R̄ alone",
+    "children moved": "children moved",
+    "pair": "pair",
+}
 
 
 def field_help(elem_id: str) -> str | None:
@@ -221,9 +232,13 @@ def column_tips_head(tables: dict[str, list[str]]) -> str:
     """A <script> for the page head that gives each listed table's column headers their help as a tooltip
     (title), whenever Gradio (re)draws the table: {elem_id: headers}."""
     tips = {eid: {h: column_help(h) for h in headers if column_help(h)} for eid, headers in tables.items()}
-    return ("<script>(() => { const tips = " + json.dumps(tips, ensure_ascii=False).replace("</", "<\\/") + ";\n"
-            + COLUMN_TIPS_JS + "})();</script>")
+    return (
+        "<script>(() => { const tips = "
+        + json.dumps(tips, ensure_ascii=False).replace("</", "<\\/")
+        + ";\n"
+        + COLUMN_TIPS_JS
+        + "})();</script>"
+    )
 
 
 COLUMN_TIPS_JS = page_script("column_tips.js")
-

@@ -46,67 +46,153 @@ SHUTDOWN_GRACE_S = 3.0
 
 log = logging.getLogger(__name__)
 # The login page's note: Gradio's form says only "Incorrect Credentials", and nothing when the limit answers 429
-LOGIN_NOTE = ("After {limits.per_client} failed logins from one address (or {limits.per_user} for one user) within "
-              "{limits.window_s:g} s, logins are refused for a while.")
+LOGIN_NOTE = (
+    "After {limits.per_client} failed logins from one address (or {limits.per_user} for one user) within "
+    "{limits.window_s:g} s, logins are refused for a while."
+)
 
 
 def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> argparse.Namespace:
     from .views.export import ExportQuota
 
     p = argparse.ArgumentParser(prog=prog, description="UATS Studio: watch PRM-guided tree search and its uncertainty")
-    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                   help="address to listen on (default 127.0.0.1, or $GRADIO_SERVER_NAME)")
-    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-                   help="port (default 7860, or $GRADIO_SERVER_PORT)")
+    p.add_argument(
+        "--host",
+        default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        help="address to listen on (default 127.0.0.1, or $GRADIO_SERVER_NAME)",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        help="port (default 7860, or $GRADIO_SERVER_PORT)",
+    )
     p.add_argument("--db", default=str(DEFAULT_DB), help="run log: SQLite file path or SQLAlchemy URL")
-    p.add_argument("--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)")
-    p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS),
-                   help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only")
-    p.add_argument("--ledgers-dir", default=str(DEFAULT_LEDGERS),
-                   help="folder whose results ledgers (sub-folders with results.csv.gz) the Reports tab offers")
-    p.add_argument("--max-budget", type=int, default=None,
-                   help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)")
+    p.add_argument(
+        "--export-dir", default=str(DEFAULT_EXPORTS), help="folder that exports are written to (and only there)"
+    )
+    p.add_argument(
+        "--reports-dir",
+        default=str(DEFAULT_REPORTS),
+        help="folder whose SQLite files (.db, .sqlite) the Reports tab lists and opens read-only",
+    )
+    p.add_argument(
+        "--ledgers-dir",
+        default=str(DEFAULT_LEDGERS),
+        help="folder whose results ledgers (sub-folders with results.csv.gz) the Reports tab offers",
+    )
+    p.add_argument(
+        "--max-budget",
+        type=int,
+        default=None,
+        help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)",
+    )
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
-    p.add_argument("--models-dir", action="append", default=[], metavar="DIR",
-                   help="offer each sub-folder of DIR holding a config.json as a policy and PRM (repeatable)")
-    p.add_argument("--datasets-dir", action="append", default=[], metavar="DIR",
-                   help="offer each .jsonl file of DIR as a problem set (repeatable)")
-    p.add_argument("--allow-hub-cache", action="store_true",
-                   help="offer the hub models already in the local Hugging Face cache (hf:<id>)")
-    p.add_argument("--policy-server", action="append", default=[], metavar="NAME=URL",
-                   help="offer the policy an OpenAI-compatible server at URL serves (vllm serve, SGLang, llama.cpp) as "
-                        "'NAME (server)'; clients pick the name, never a URL (repeatable)")
-    p.add_argument("--imports-dir", action="append", default=[], metavar="DIR",
-                   help="offer the .json, .jsonl and .parquet files of DIR (runs of llm-reasoners, search-and-learn, "
-                        f"TreeQuest) to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on "
-                        "Refresh)")
-    p.add_argument("--auth-file", help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
-                                       "required with a --host other machines can reach")
-    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
-                   help="a host name clients reach the app by besides loopback and --host, e.g. the reverse proxy's "
-                        "public name (repeatable); requests for any other Host get 400")
-    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
-                   help="another origin (scheme://host[:port]) whose pages may call the app (repeatable); by default "
-                        "only the app's own pages may")
-    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR",
-                   help="the IP address a reverse proxy connects from (repeatable): only its X-Forwarded-* headers "
-                        "count; without one, the app ignores them all")
-    p.add_argument("--export-quota-mb", type=float, default=ExportQuota().total_bytes / 2**20,
-                   help="exports kept at most, in MB; the oldest are deleted to make room (default %(default)g)")
-    p.add_argument("--export-session-quota-mb", type=float, default=ExportQuota().owner_bytes / 2**20,
-                   help="of them, per user (or browser session without a login) (default %(default)g)")
+    p.add_argument(
+        "--models-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="offer each sub-folder of DIR holding a config.json as a policy and PRM (repeatable)",
+    )
+    p.add_argument(
+        "--datasets-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="offer each .jsonl file of DIR as a problem set (repeatable)",
+    )
+    p.add_argument(
+        "--allow-hub-cache",
+        action="store_true",
+        help="offer the hub models already in the local Hugging Face cache (hf:<id>)",
+    )
+    p.add_argument(
+        "--policy-server",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="offer the policy an OpenAI-compatible server at URL serves (vllm serve, SGLang, llama.cpp) as "
+        "'NAME (server)'; clients pick the name, never a URL (repeatable)",
+    )
+    p.add_argument(
+        "--imports-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="offer the .json, .jsonl and .parquet files of DIR (runs of llm-reasoners, search-and-learn, "
+        f"TreeQuest) to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on "
+        "Refresh)",
+    )
+    p.add_argument(
+        "--auth-file",
+        help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
+        "required with a --host other machines can reach",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients reach the app by besides loopback and --host, e.g. the reverse proxy's "
+        "public name (repeatable); requests for any other Host get 400",
+    )
+    p.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="another origin (scheme://host[:port]) whose pages may call the app (repeatable); by default "
+        "only the app's own pages may",
+    )
+    p.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="the IP address a reverse proxy connects from (repeatable): only its X-Forwarded-* headers "
+        "count; without one, the app ignores them all",
+    )
+    p.add_argument(
+        "--export-quota-mb",
+        type=float,
+        default=ExportQuota().total_bytes / 2**20,
+        help="exports kept at most, in MB; the oldest are deleted to make room (default %(default)g)",
+    )
+    p.add_argument(
+        "--export-session-quota-mb",
+        type=float,
+        default=ExportQuota().owner_bytes / 2**20,
+        help="of them, per user (or browser session without a login) (default %(default)g)",
+    )
     from .jobs.pool import PoolLimits  # here: --help needs no database layer
 
     d = PoolLimits()
-    p.add_argument("--max-queued", type=int, default=d.max_queued,
-                   help=f"jobs (searches, shadow scoring) that may wait on this server (default {d.max_queued})")
-    p.add_argument("--max-queued-per-session", type=int, default=d.max_queued_per_session,
-                   help=f"of them, per user: all of a signed-in user's tabs together; per browser session "
-                        f"without a login (default {d.max_queued_per_session})")
-    p.add_argument("--max-paused", type=int, default=d.max_paused,
-                   help=f"paused runs that may hold a worker, besides --workers (default {d.max_paused})")
-    p.add_argument("--pause-timeout-s", type=float, default=d.pause_timeout_s,
-                   help=f"a run paused this long without a step ends cancelled (default {d.pause_timeout_s:g})")
+    p.add_argument(
+        "--max-queued",
+        type=int,
+        default=d.max_queued,
+        help=f"jobs (searches, shadow scoring) that may wait on this server (default {d.max_queued})",
+    )
+    p.add_argument(
+        "--max-queued-per-session",
+        type=int,
+        default=d.max_queued_per_session,
+        help=f"of them, per user: all of a signed-in user's tabs together; per browser session "
+        f"without a login (default {d.max_queued_per_session})",
+    )
+    p.add_argument(
+        "--max-paused",
+        type=int,
+        default=d.max_paused,
+        help=f"paused runs that may hold a worker, besides --workers (default {d.max_paused})",
+    )
+    p.add_argument(
+        "--pause-timeout-s",
+        type=float,
+        default=d.pause_timeout_s,
+        help=f"a run paused this long without a step ends cancelled (default {d.pause_timeout_s:g})",
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -129,8 +215,10 @@ class Studio:
 
 def main(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> int:
     args = parse_args(argv, prog)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # works offline; no phoning home
     # uvicorn takes X-Forwarded-For and -Proto from these addresses only (its default trusts 127.0.0.1: any local
     # process could then pose as any client to the login limit)
@@ -185,12 +273,14 @@ def _server_choices(args: argparse.Namespace) -> Any:
         try:  # a local app has its imports folder from the start: a file put there is offered on Refresh
             DEFAULT_IMPORTS.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            log.warning("imports-dir: cannot create %s (%s); the Runs tab offers no files", DEFAULT_IMPORTS,
-                        exc.strerror)
+            log.warning(
+                "imports-dir: cannot create %s (%s); the Runs tab offers no files", DEFAULT_IMPORTS, exc.strerror
+            )
             imports_dirs = []
     try:
-        return server_choices(args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server,
-                              imports_dirs)
+        return server_choices(
+            args.models_dir, args.datasets_dir, args.allow_hub_cache, args.policy_server, imports_dirs
+        )
     except ConfigError as exc:
         raise Refused(str(exc)) from None
 
@@ -235,13 +325,20 @@ def start(args: argparse.Namespace) -> Studio:
     # a server or worker gone (kill -9)
     dead = store.mark_dead_workers() + mark_dead_shadow_jobs(store) + mark_dead_batch_jobs(store)
     if dead:
-        log.warning("marked %d job(s) failed whose server or worker had died: %s", len(dead),
-                    ", ".join(d[:8] for d in dead))
-    limits = PoolLimits(max_workers=args.workers, max_paused=args.max_paused, max_queued=args.max_queued,
-                        max_queued_per_session=args.max_queued_per_session, pause_timeout_s=args.pause_timeout_s)
+        log.warning(
+            "marked %d job(s) failed whose server or worker had died: %s", len(dead), ", ".join(d[:8] for d in dead)
+        )
+    limits = PoolLimits(
+        max_workers=args.workers,
+        max_paused=args.max_paused,
+        max_queued=args.max_queued,
+        max_queued_per_session=args.max_queued_per_session,
+        pause_timeout_s=args.pause_timeout_s,
+    )
     pool = WorkerPool(store, max_workers=args.workers, prewarm=default_pair_request(), limits=limits)
-    quota = ExportQuota(owner_bytes=int(args.export_session_quota_mb * 2**20),
-                        total_bytes=int(args.export_quota_mb * 2**20))
+    quota = ExportQuota(
+        owner_bytes=int(args.export_session_quota_mb * 2**20), total_bytes=int(args.export_quota_mb * 2**20)
+    )
     demo = build_demo(store, pool, export_dir, reports_dir, choices, Path(args.ledgers_dir), export_quota=quota)
     logins = LoginLimiter()
     login_note = {"auth_message": LOGIN_NOTE.format(limits=logins.limits)} if credentials else {}
@@ -258,8 +355,13 @@ def serve(studio: Studio, args: argparse.Namespace) -> tuple[int, bool]:
     demo, served = studio.demo, False
     try:
         with sigterm_as_interrupt():  # `kill` shuts down like Ctrl-C: running searches end 'cancelled'
-            demo.queue(**QUEUE_KWARGS).launch(server_name=args.host, server_port=args.port, auth=studio.credentials,
-                                              prevent_thread_lock=True, **studio.launch)
+            demo.queue(**QUEUE_KWARGS).launch(
+                server_name=args.host,
+                server_port=args.port,
+                auth=studio.credentials,
+                prevent_thread_lock=True,
+                **studio.launch,
+            )
             served = bool(getattr(demo, "is_running", False))
             wait_until_answering(demo.local_url or f"http://127.0.0.1:{args.port}/")
             serve_until_stopped(demo)
@@ -274,8 +376,11 @@ def serve(studio: Studio, args: argparse.Namespace) -> tuple[int, bool]:
 def shut_down(studio: Studio, code: int) -> None:
     """Cancel the running searches (SHUTDOWN_GRACE_S to end 'cancelled', then their workers are ended), stop the
     server and close the run log. After a failed start (`code` not 0) the server is stopped before the pool."""
-    log.info("shutting down: cancelling running searches (%g s to end 'cancelled', then their workers are "
-             "ended and the runs marked)", SHUTDOWN_GRACE_S)
+    log.info(
+        "shutting down: cancelling running searches (%g s to end 'cancelled', then their workers are "
+        "ended and the runs marked)",
+        SHUTDOWN_GRACE_S,
+    )
     demo = studio.demo
     # the server stops answering in its own (daemon) thread while the workers stop: the process ends when both
     # did, or the server's thread is left to die with it

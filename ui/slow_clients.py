@@ -80,8 +80,12 @@ class HeadDeadline:
         if self.transport.is_closing():
             return
         where = "%s:%d" % tuple(self.client) if self.client else "a client"
-        log.warning("closed the connection of %s: no whole request head (or only the rest of a body already "
-                    "answered) within %g s", where, self.head_timeout_s)
+        log.warning(
+            "closed the connection of %s: no whole request head (or only the rest of a body already "
+            "answered) within %g s",
+            where,
+            self.head_timeout_s,
+        )
         self.transport.close()
 
 

@@ -139,15 +139,22 @@ class WebPolicy:
         return self.max_body_bytes if path.startswith(EVENT_ROUTES) else self.max_small_body_bytes
 
 
-def web_policy(listen: str = "127.0.0.1", allowed_hosts: Iterable[str] = (),
-               allowed_origins: Iterable[str] = (), trusted_proxies: Iterable[str] = ()) -> WebPolicy:
+def web_policy(
+    listen: str = "127.0.0.1",
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    trusted_proxies: Iterable[str] = (),
+) -> WebPolicy:
     """The policy for a server listening on `listen` with the launcher's --allowed-host, --allowed-origin and
     --trusted-proxy values; AuthError names a malformed flag."""
     proxies = set()
     for value in trusted_proxies:
         if not _is_ip(value.strip()):
-            raise AuthError("trusted-proxy", f"{value!r} is not an IP address; give the address your reverse proxy "
-                                             "connects from (e.g. 127.0.0.1), one flag per address")
+            raise AuthError(
+                "trusted-proxy",
+                f"{value!r} is not an IP address; give the address your reverse proxy "
+                "connects from (e.g. 127.0.0.1), one flag per address",
+            )
         proxies.add(value.strip())
     hosts = set(LOOPBACK_NAMES)
     bind = listen.strip().strip("[]").lower()
@@ -162,18 +169,25 @@ def web_policy(listen: str = "127.0.0.1", allowed_hosts: Iterable[str] = (),
         except ValueError:
             name, port = "", None
         if not name or port is not None or name.startswith("*"):
-            raise AuthError("allowed-host", f"{value!r} is not a host name; give the name alone, as clients type it "
-                                            "(e.g. uats.team.example), one flag per name")
+            raise AuthError(
+                "allowed-host",
+                f"{value!r} is not a host name; give the name alone, as clients type it "
+                "(e.g. uats.team.example), one flag per name",
+            )
         hosts.add(name)
     origins = set()
     for value in allowed_origins:
         parsed = split_origin(value)
         if parsed is None:
-            raise AuthError("allowed-origin", f"{value!r} is not an origin; give scheme://host[:port] with http or "
-                                              "https and no path (e.g. https://portal.team.example)")
+            raise AuthError(
+                "allowed-origin",
+                f"{value!r} is not an origin; give scheme://host[:port] with http or "
+                "https and no path (e.g. https://portal.team.example)",
+            )
         origins.add(parsed)
-    return WebPolicy(hosts=frozenset(hosts), any_ip=any_ip, origins=frozenset(origins),
-                     trusted_proxies=frozenset(proxies))
+    return WebPolicy(
+        hosts=frozenset(hosts), any_ip=any_ip, origins=frozenset(origins), trusted_proxies=frozenset(proxies)
+    )
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -182,9 +196,13 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 async def _answer(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *extra]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -223,8 +241,14 @@ class DownloadGuard:
 class WebGuard:
     """The ASGI layer (see the module's doc) around `app`, Gradio's whole app."""
 
-    def __init__(self, app: ASGIApp, policy: WebPolicy, logins: LoginLimiter, plotly_js: Path,
-                 downloads: DownloadGuard | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        policy: WebPolicy,
+        logins: LoginLimiter,
+        plotly_js: Path,
+        downloads: DownloadGuard | None = None,
+    ) -> None:
         self.app, self.policy, self.logins, self.plotly_js = app, policy, logins, plotly_js
         self.downloads = downloads
 
@@ -237,9 +261,15 @@ class WebGuard:
         refusal = self._refusal(scope, headers)
         if refusal is not None:
             status, detail = refusal
-            log.warning("refused %s %s from %s (Host %r, Origin %r): %s", scope.get("method", "WS"),
-                        scope.get("path", "")[:200], client, headers.get("host", "")[:100],
-                        headers.get("origin", "")[:100], detail)
+            log.warning(
+                "refused %s %s from %s (Host %r, Origin %r): %s",
+                scope.get("method", "WS"),
+                scope.get("path", "")[:200],
+                client,
+                headers.get("host", "")[:100],
+                headers.get("origin", "")[:100],
+                detail,
+            )
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
             else:
@@ -254,10 +284,15 @@ class WebGuard:
             return
         if scope["path"].rstrip("/") == "/logout":
             if scope["method"] != "POST" or origin is None:
-                log.warning("refused %s /logout from %s: log out by POST from the app's own page", scope["method"],
-                            client)
-                await _answer(send, 405, "log out with a POST from the app's own page; a link cannot sign you out",
-                              [(b"allow", b"POST")])
+                log.warning(
+                    "refused %s /logout from %s: log out by POST from the app's own page", scope["method"], client
+                )
+                await _answer(
+                    send,
+                    405,
+                    "log out with a POST from the app's own page; a link cannot sign you out",
+                    [(b"allow", b"POST")],
+                )
                 return
             scope = {**scope, "method": "GET"}  # Gradio's logout route is a GET; it is reached only this way
         scope = self._forwarded(scope, headers)
@@ -269,9 +304,9 @@ class WebGuard:
         if scope["method"] in ("GET", "HEAD") and scope["path"] == PLOTLY_URL:
             from starlette.responses import FileResponse
 
-            await FileResponse(self.plotly_js, media_type="text/javascript",
-                               headers={"cache-control": "public, max-age=86400"})(scope, receive,
-                                                                                   _rewriting_send(send, origin))
+            await FileResponse(
+                self.plotly_js, media_type="text/javascript", headers={"cache-control": "public, max-age=86400"}
+            )(scope, receive, _rewriting_send(send, origin))
             return
         await self._forward(scope, receive, send, headers, origin, client)
 
@@ -281,39 +316,49 @@ class WebGuard:
         -Proto only from the named proxies: ui.launch sets FORWARDED_ALLOW_IPS)."""
         forwarded_host = headers.get("x-forwarded-host")
         keep = bool(self.policy.trusted_proxies) and (
-            forwarded_host is None or all(self.policy.host_allowed(h.strip()) for h in forwarded_host.split(",")))
+            forwarded_host is None or all(self.policy.host_allowed(h.strip()) for h in forwarded_host.split(","))
+        )
         if keep or not any(k.lower() in FORWARDED_HEADERS for k, _ in scope.get("headers", [])):
             return scope
         return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() not in FORWARDED_HEADERS]}
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         if not self.policy.host_allowed(headers.get("host", "")):
-            return 400, ("this server does not answer to that host name; use the address it was started for (or "
-                         "start it with --allowed-host NAME)")
+            return 400, (
+                "this server does not answer to that host name; use the address it was started for (or "
+                "start it with --allowed-host NAME)"
+            )
         origin = headers.get("origin")
         method = scope.get("method", "GET")
         if origin is not None and not self.policy.origin_allowed(origin, headers["host"]):
             return 403, "requests from another origin are refused; open the app at its own address"
-        if (origin is None and method not in SAFE_METHODS
-                and headers.get("sec-fetch-site") in ("cross-site", "same-site")):
+        if (
+            origin is None
+            and method not in SAFE_METHODS
+            and headers.get("sec-fetch-site") in ("cross-site", "same-site")
+        ):
             return 403, "requests from another site are refused; open the app at its own address"
         if scope["type"] == "http" and scope["path"].rstrip("/").endswith("/upload"):
             return 403, "uploads are off: this app takes no files"
         return None
 
     async def _preflight(self, send: Send, origin: str, headers: dict[str, str]) -> None:
-        allow = [(b"access-control-allow-origin", origin.encode("latin-1")),
-                 (b"access-control-allow-credentials", b"true"),
-                 (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
-                 (b"access-control-max-age", b"600"), (b"vary", b"Origin")]
+        allow = [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-allow-credentials", b"true"),
+            (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+            (b"access-control-max-age", b"600"),
+            (b"vary", b"Origin"),
+        ]
         wanted = headers.get("access-control-request-headers")
         if wanted:
             allow.append((b"access-control-allow-headers", wanted[:500].encode("latin-1")))
         await send({"type": "http.response.start", "status": 204, "headers": allow})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _forward(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
-                       origin: str | None, client: str) -> None:
+    async def _forward(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], origin: str | None, client: str
+    ) -> None:
         limit = self.policy.body_limit(scope["path"])
         declared = headers.get("content-length")
         if declared is not None and (not (declared.isascii() and declared.isdigit()) or int(declared) > limit):
@@ -324,10 +369,19 @@ class WebGuard:
             try:
                 data = await read_body(receive, limit, self.policy.body_timeout_s)
             except SlowBody:
-                log.warning("refused %s %s from %s: the body was not whole within %g s", scope["method"],
-                            scope["path"][:200], client, self.policy.body_timeout_s)
-                await _answer(send, 408, f"the request body did not arrive within {self.policy.body_timeout_s:g} s",
-                              [(b"connection", b"close")])  # the server ends the connection: the rest is not read
+                log.warning(
+                    "refused %s %s from %s: the body was not whole within %g s",
+                    scope["method"],
+                    scope["path"][:200],
+                    client,
+                    self.policy.body_timeout_s,
+                )
+                await _answer(
+                    send,
+                    408,
+                    f"the request body did not arrive within {self.policy.body_timeout_s:g} s",
+                    [(b"connection", b"close")],
+                )  # the server ends the connection: the rest is not read
                 return
             if data is None:
                 await _answer(send, 413, f"the request body is over this route's limit of {limit:,} bytes")
@@ -354,10 +408,12 @@ class WebGuard:
         wait = self.logins.retry_after(client, user)
         if wait is not None:
             seconds = max(1, int(wait + 0.999))
-            log.warning("login refused for user %r from %s: too many failed logins; retry in %d s", user, client,
-                        seconds)
-            await _answer(send, 429, f"too many failed logins; retry in {seconds} s",
-                          [(b"retry-after", str(seconds).encode())])
+            log.warning(
+                "login refused for user %r from %s: too many failed logins; retry in %d s", user, client, seconds
+            )
+            await _answer(
+                send, 429, f"too many failed logins; retry in {seconds} s", [(b"retry-after", str(seconds).encode())]
+            )
             return
         status: list[int] = []
 
@@ -371,14 +427,20 @@ class WebGuard:
             self.logins.succeeded(user)
         elif status and 400 <= status[0] < 500:
             n = self.logins.failed(client, user)
-            log.warning("failed login for user %r from %s (%d for this user in the last %g s)", user, client, n,
-                        self.logins.limits.window_s)
+            log.warning(
+                "failed login for user %r from %s (%d for this user in the last %g s)",
+                user,
+                client,
+                n,
+                self.logins.limits.window_s,
+            )
 
 
 def _rewriting_send(send: Send, origin: str | None) -> Send:
     """The app's response with this layer's CORS headers instead of Gradio's, its login cookie SameSite=Lax, and
     frame protection (X-Frame-Options, CSP frame-ancestors 'self': no other site's page frames it to steer clicks).
     Only allowed origins get this far."""
+
     async def rewritten(message: Message) -> None:
         if message["type"] == "http.response.start":
             kept, framed = [], False
@@ -395,10 +457,14 @@ def _rewriting_send(send: Send, origin: str | None) -> Send:
                 kept.append((name, value))
             kept += FRAME_HEADERS + ([] if framed else [(b"content-security-policy", FRAME_POLICY)])
             if origin is not None:
-                kept += [(b"access-control-allow-origin", origin.encode("latin-1")),
-                         (b"access-control-allow-credentials", b"true"), (b"vary", b"Origin")]
+                kept += [
+                    (b"access-control-allow-origin", origin.encode("latin-1")),
+                    (b"access-control-allow-credentials", b"true"),
+                    (b"vary", b"Origin"),
+                ]
             message = {**message, "headers": kept}
         await send(message)
+
     return rewritten
 
 

@@ -20,56 +20,190 @@ LAYERS = [  # (title, top, bottom, fill); titles sit above the rightmost column,
 COLUMNS = (40, 420, 800, 1180)
 # name -> (x, y, w, h, title, lines)
 BOXES = {
-    "tab": (40, 70, 330, 130, "ui/tabs/search_events.py", ["the Search tab: on_run ->", "submit_run; on_tick polls",
-                                                             "run_version, redraws on change"]),
-    "service": (40, 225, 330, 115, "search_events.run_request", ["the form's values ->",
-                                                                 "SearchRequest -> validate_request",
-                                                                 "(the run's one validation)"]),
-    "pool": (420, 70, 330, 130, "ui/jobs/pool.py: WorkerPool", ["its own thread starts queued jobs",
-                                                               "and reaps dead workers; jobs run", "in spawned processes"]),
-    "warm": (420, 225, 330, 115, "ui/jobs/warm.py (in a worker)", ["execute: keeps the (policy, PRM)",
-                                                               "pair loaded; prepare_search(", "req.search).run"]),
-    "view": (800, 70, 330, 130, "ui/tabs/viewer.py", ["RunData.load (ui/views/treedata.py),", "cached per run version;",
-                                                      "treefig -> Plotly.react"]),
-    "ui": (800, 225, 330, 115, "the rest of ui/", ["tabs/: compare, runs, cases, reports;",
-                                                   "views/: figures, texts (no Gradio);",
-                                                   "launch.py (app.py, uats-studio)"]),
-    "entry": (1180, 70, 380, 270, "uats/: the uats command", ["cli.py: search|runs|show|import|",
-                                                              "  doctor|ledger|calibrate",
-                                                              "eval/: the evaluation (uats eval)",
-                                                              "report.py: tables, figures",
-                                                              "calibrate, theory, train", "each builds a SearchRequest",
-                                                              "-> validate_request"]),
-    "store": (40, 420, 330, 125, "storage/store.py: RunStore", ["register_run (a queued row),",
-                                                                 "run control, reads: get_nodes", "(nodes keyed by id), run_version"]),
-    "db": (420, 420, 330, 125, "the run log (SQLAlchemy)", ["SQLite (WAL) or PostgreSQL: runs,",
-                                                            "nodes, node_history, iterations",
-                                                            "(schema.py); migrations.py"]),
-    "recorder": (800, 420, 330, 125, "storage/recorder.py", ["RunRecorder = store.subscriber():",
-                                                             "buffers NodesUpdated; one", "transaction per iteration"]),
-    "ledger": (1180, 420, 380, 125, "eval_cells, results_ledger", ["the eval grid's cells; the",
-                                                                  "committed results/ (CSV.gz);",
-                                                                  "eval_results: the report's rows"]),
-    "config": (40, 630, 330, 120, "request.py, config.py", ["validate_request: fields, method,",
-                                                            "limits.py, τ auto -> CheckedSearch",
-                                                            "(errors.py: one error, its field)"]),
-    "runner": (40, 790, 330, 170, "runner.py", ["prepare_search(CheckedSearch):", "models, controller, embedder",
-                                                "run_search: fits the context?,", "seeds, EventBus, method.search,",
-                                                "vote, grade, always RunEnded"]),
-    "methods": (420, 630, 330, 330, "methods/", ["base.py: SearchMethod.search(ctx)", "  and what a method needs",
-                                                 "SearchContext: the tree, cost,", "  batched calls, events",
-                                                 "__init__.py: REGISTRY", "best_of_n, beam, dvts, rebase,",
-                                                 "dora, uats (H-UATS, A-UATS)", "allocation.py, spending.py,",
-                                                 "estimation.py (R̄, σ², R̂),", "grading.py, tree.py, status.py"]),
-    "events": (800, 630, 330, 150, "events.py + records.py", ["RunStarted, NodesUpdated,", "IterationEnded, RunEnded;",
-                                                              "Decision, StepInfo"]),
-    "protocols": (800, 810, 330, 150, "protocols.py", ["Policy.generate_steps(traces)", "PRM.score(traces)",
-                                                       "PRM.mc_scores(traces, k)", "(backends/ implement both)"]),
-    "backends": (1180, 630, 380, 330, "backends/, worlds/arith/", ["transformers and vLLM policies,",
-                                                                  "published PRMs, MC dropout", "(mc_dropout.py),",
-                                                                  "the embedded arithmetic world", "and its tiny models",
-                                                                  "(assets/models/)", "", "controller/: A-UATS's",
-                                                                  "learned knobs"]),
+    "tab": (
+        40,
+        70,
+        330,
+        130,
+        "ui/tabs/search_events.py",
+        ["the Search tab: on_run ->", "submit_run; on_tick polls", "run_version, redraws on change"],
+    ),
+    "service": (
+        40,
+        225,
+        330,
+        115,
+        "search_events.run_request",
+        ["the form's values ->", "SearchRequest -> validate_request", "(the run's one validation)"],
+    ),
+    "pool": (
+        420,
+        70,
+        330,
+        130,
+        "ui/jobs/pool.py: WorkerPool",
+        ["its own thread starts queued jobs", "and reaps dead workers; jobs run", "in spawned processes"],
+    ),
+    "warm": (
+        420,
+        225,
+        330,
+        115,
+        "ui/jobs/warm.py (in a worker)",
+        ["execute: keeps the (policy, PRM)", "pair loaded; prepare_search(", "req.search).run"],
+    ),
+    "view": (
+        800,
+        70,
+        330,
+        130,
+        "ui/tabs/viewer.py",
+        ["RunData.load (ui/views/treedata.py),", "cached per run version;", "treefig -> Plotly.react"],
+    ),
+    "ui": (
+        800,
+        225,
+        330,
+        115,
+        "the rest of ui/",
+        [
+            "tabs/: compare, runs, cases, reports;",
+            "views/: figures, texts (no Gradio);",
+            "launch.py (app.py, uats-studio)",
+        ],
+    ),
+    "entry": (
+        1180,
+        70,
+        380,
+        270,
+        "uats/: the uats command",
+        [
+            "cli.py: search|runs|show|import|",
+            "  doctor|ledger|calibrate",
+            "eval/: the evaluation (uats eval)",
+            "report.py: tables, figures",
+            "calibrate, theory, train",
+            "each builds a SearchRequest",
+            "-> validate_request",
+        ],
+    ),
+    "store": (
+        40,
+        420,
+        330,
+        125,
+        "storage/store.py: RunStore",
+        ["register_run (a queued row),", "run control, reads: get_nodes", "(nodes keyed by id), run_version"],
+    ),
+    "db": (
+        420,
+        420,
+        330,
+        125,
+        "the run log (SQLAlchemy)",
+        ["SQLite (WAL) or PostgreSQL: runs,", "nodes, node_history, iterations", "(schema.py); migrations.py"],
+    ),
+    "recorder": (
+        800,
+        420,
+        330,
+        125,
+        "storage/recorder.py",
+        ["RunRecorder = store.subscriber():", "buffers NodesUpdated; one", "transaction per iteration"],
+    ),
+    "ledger": (
+        1180,
+        420,
+        380,
+        125,
+        "eval_cells, results_ledger",
+        ["the eval grid's cells; the", "committed results/ (CSV.gz);", "eval_results: the report's rows"],
+    ),
+    "config": (
+        40,
+        630,
+        330,
+        120,
+        "request.py, config.py",
+        [
+            "validate_request: fields, method,",
+            "limits.py, τ auto -> CheckedSearch",
+            "(errors.py: one error, its field)",
+        ],
+    ),
+    "runner": (
+        40,
+        790,
+        330,
+        170,
+        "runner.py",
+        [
+            "prepare_search(CheckedSearch):",
+            "models, controller, embedder",
+            "run_search: fits the context?,",
+            "seeds, EventBus, method.search,",
+            "vote, grade, always RunEnded",
+        ],
+    ),
+    "methods": (
+        420,
+        630,
+        330,
+        330,
+        "methods/",
+        [
+            "base.py: SearchMethod.search(ctx)",
+            "  and what a method needs",
+            "SearchContext: the tree, cost,",
+            "  batched calls, events",
+            "__init__.py: REGISTRY",
+            "best_of_n, beam, dvts, rebase,",
+            "dora, uats (H-UATS, A-UATS)",
+            "allocation.py, spending.py,",
+            "estimation.py (R̄, σ², R̂),",
+            "grading.py, tree.py, status.py",
+        ],
+    ),
+    "events": (
+        800,
+        630,
+        330,
+        150,
+        "events.py + records.py",
+        ["RunStarted, NodesUpdated,", "IterationEnded, RunEnded;", "Decision, StepInfo"],
+    ),
+    "protocols": (
+        800,
+        810,
+        330,
+        150,
+        "protocols.py",
+        [
+            "Policy.generate_steps(traces)",
+            "PRM.score(traces)",
+            "PRM.mc_scores(traces, k)",
+            "(backends/ implement both)",
+        ],
+    ),
+    "backends": (
+        1180,
+        630,
+        380,
+        330,
+        "backends/, worlds/arith/",
+        [
+            "transformers and vLLM policies,",
+            "published PRMs, MC dropout",
+            "(mc_dropout.py),",
+            "the embedded arithmetic world",
+            "and its tiny models",
+            "(assets/models/)",
+            "",
+            "controller/: A-UATS's",
+            "learned knobs",
+        ],
+    ),
 }
 
 
@@ -80,25 +214,43 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
 
 def anchor(name: str, side: str) -> tuple[int, int]:
     x, y, w, h = BOXES[name][:4]
-    return {"top": (x + w // 2, y), "bottom": (x + w // 2, y + h), "left": (x, y + h // 2),
-            "right": (x + w, y + h // 2)}[side]
+    return {
+        "top": (x + w // 2, y),
+        "bottom": (x + w // 2, y + h),
+        "left": (x, y + h // 2),
+        "right": (x + w, y + h // 2),
+    }[side]
 
 
-def arrow(d: ImageDraw.ImageDraw, points: list[tuple[int, int]], colour: tuple[int, int, int], label: str = "",
-          at: tuple[int, int] | None = None, dashed: bool = False) -> None:
+def arrow(
+    d: ImageDraw.ImageDraw,
+    points: list[tuple[int, int]],
+    colour: tuple[int, int, int],
+    label: str = "",
+    at: tuple[int, int] | None = None,
+    dashed: bool = False,
+) -> None:
     for (x0, y0), (x1, y1) in zip(points, points[1:]):
         if dashed:
             n = max(1, int(((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5 // 12))
             for i in range(0, n, 2):
-                d.line([(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n),
-                        (x0 + (x1 - x0) * (i + 1) / n, y0 + (y1 - y0) * (i + 1) / n)], fill=colour, width=3)
+                d.line(
+                    [
+                        (x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n),
+                        (x0 + (x1 - x0) * (i + 1) / n, y0 + (y1 - y0) * (i + 1) / n),
+                    ],
+                    fill=colour,
+                    width=3,
+                )
         else:
             d.line([(x0, y0), (x1, y1)], fill=colour, width=3)
     (x0, y0), (x1, y1) = points[-2], points[-1]
     length = max(((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5, 1)
     ux, uy = (x1 - x0) / length, (y1 - y0) / length
-    d.polygon([(x1, y1), (x1 - 14 * ux - 7 * uy, y1 - 14 * uy + 7 * ux), (x1 - 14 * ux + 7 * uy, y1 - 14 * uy - 7 * ux)],
-              fill=colour)
+    d.polygon(
+        [(x1, y1), (x1 - 14 * ux - 7 * uy, y1 - 14 * uy + 7 * ux), (x1 - 14 * ux + 7 * uy, y1 - 14 * uy - 7 * ux)],
+        fill=colour,
+    )
     if label:
         lx, ly = at or ((x0 + x1) // 2 + 8, (y0 + y1) // 2 - 10)
         r = 14
@@ -131,9 +283,13 @@ def main() -> None:
     arrow(d, [(750, 445), (775, 445), (775, 135), (800, 135)], RUN, "6", at=(775, 380))
     arrow(d, [(1180, 935), (1130, 935)], GREY, dashed=True)
     # The rule of the picture.
-    for i, line in enumerate(["Arrows 1-6: one run started in the app, numbered as in docs/architecture.md.",
-                              "A folder imports only from its own band or a lower one (uats/ and ui/ not from each "
-                              "other); the engine imports no storage, ui, gradio or SQL."]):
+    for i, line in enumerate(
+        [
+            "Arrows 1-6: one run started in the app, numbered as in docs/architecture.md.",
+            "A folder imports only from its own band or a lower one (uats/ and ui/ not from each "
+            "other); the engine imports no storage, ui, gradio or SQL.",
+        ]
+    ):
         d.text((30, 995 + 24 * i), line, fill=GREY, font=font(16))
     img.save(OUT, optimize=True)
 

@@ -60,10 +60,12 @@ def render(figs: dict[str, dict], out_dir: Path) -> list[Path]:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page(viewport=SIZE)
         for estimator, fig in figs.items():
-            html = (f"<html><head><script src='file://{plotly_js}'></script></head><body style='margin:20px'>"
-                    f"<div id='f'></div><script>const fig = {json.dumps(fig)};"
-                    "Plotly.newPlot('f', fig.data, fig.layout, fig.config).then(() => document.body.dataset.done = 1);"
-                    "</script></body></html>")
+            html = (
+                f"<html><head><script src='file://{plotly_js}'></script></head><body style='margin:20px'>"
+                f"<div id='f'></div><script>const fig = {json.dumps(fig)};"
+                "Plotly.newPlot('f', fig.data, fig.layout, fig.config).then(() => document.body.dataset.done = 1);"
+                "</script></body></html>"
+            )
             src = out_dir / f".figure1-{estimator}.html"
             src.write_text(html, encoding="utf-8")
             page.goto(f"file://{src}", timeout=300000)  # 3.5 MB of plotly.js on a loaded machine

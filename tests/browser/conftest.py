@@ -67,23 +67,24 @@ def served(tmp_path_factory: pytest.TempPathFactory, tiny_models: tuple[str, str
     base = tmp_path_factory.mktemp("app")
     store = RunStore(str(base / "runs.db"))
     for method, rid in PAIR.items():
-        record_synthetic(store, rid, n_nodes=160, seed=7 if method == "h-uats" else 8, method=method,
-                         problem_id="synthetic-7")
+        record_synthetic(
+            store, rid, n_nodes=160, seed=7 if method == "h-uats" else 8, method=method, problem_id="synthetic-7"
+        )
     pool = WorkerPool(store, max_workers=2, poll_s=0.5)
     export_dir = base / "exports"
     reports_dir = base / "reports"
     reports_dir.mkdir()
     datasets = base / "datasets"
     datasets.mkdir()
-    (datasets / "evil.jsonl").write_text(json.dumps({"id": "evil-1", "problem": QUESTION, "answer": "<b>1</b>"}) + "\n",
-                                         encoding="utf-8")
+    (datasets / "evil.jsonl").write_text(
+        json.dumps({"id": "evil-1", "problem": QUESTION, "answer": "<b>1</b>"}) + "\n", encoding="utf-8"
+    )
     choices = server_choices(models_dirs=[Path(tiny_models[0]).parent], datasets_dirs=[datasets])
     demo = build_demo(store, pool, export_dir, reports_dir, choices)
     # the launcher's queue, as the page gets it
     url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(export_dir))
     try:
-        yield {"url": url, "store": store, "export_dir": export_dir, "pool": pool,
-               "reports_dir": reports_dir}
+        yield {"url": url, "store": store, "export_dir": export_dir, "pool": pool, "reports_dir": reports_dir}
     finally:
         pool.shutdown(cancel=True, timeout_s=30)
         demo.close()
@@ -122,8 +123,12 @@ def context_for(browser: Any) -> Iterator[Callable[[dict[str, int]], Any]]:
             ctx.close()
 
 
-def _page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], request: pytest.FixtureRequest,
-          viewport: dict[str, int]) -> Iterator[Any]:
+def _page(
+    context_for: Callable[[dict[str, int]], Any],
+    served: dict[str, Any],
+    request: pytest.FixtureRequest,
+    viewport: dict[str, int],
+) -> Iterator[Any]:
     ctx = context_for(viewport)
     ctx.set_storage_state({"cookies": [], "origins": []})  # clears cookies, local storage and IndexedDB
     ctx.clear_permissions()
@@ -148,21 +153,24 @@ def _page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], 
 
 
 @pytest.fixture()
-def page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
-         request: pytest.FixtureRequest) -> Iterator[Any]:
+def page(
+    context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], request: pytest.FixtureRequest
+) -> Iterator[Any]:
     yield from _page(context_for, served, request, {"width": 1500, "height": 1100})
 
 
 @pytest.fixture()
-def laptop_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
-                request: pytest.FixtureRequest) -> Iterator[Any]:
+def laptop_page(
+    context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], request: pytest.FixtureRequest
+) -> Iterator[Any]:
     """The app on a laptop screen: a 1280 × 800 viewport."""
     yield from _page(context_for, served, request, LAPTOP)
 
 
 @pytest.fixture()
-def wide_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
-              request: pytest.FixtureRequest) -> Iterator[Any]:
+def wide_page(
+    context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], request: pytest.FixtureRequest
+) -> Iterator[Any]:
     """The app on a desktop screen: a 1920 × 1080 viewport."""
     yield from _page(context_for, served, request, WIDE)
 
@@ -171,7 +179,8 @@ SCREENS = {"1280x800": LAPTOP, "1920x1080": WIDE}
 
 
 @pytest.fixture()
-def screen_page(context_for: Callable[[dict[str, int]], Any], served: dict[str, Any],
-                request: pytest.FixtureRequest) -> Iterator[Any]:
+def screen_page(
+    context_for: Callable[[dict[str, int]], Any], served: dict[str, Any], request: pytest.FixtureRequest
+) -> Iterator[Any]:
     """The app at the screen the test names (parametrize indirect: one of SCREENS' keys)."""
     yield from _page(context_for, served, request, SCREENS[request.param])

@@ -62,8 +62,10 @@ def plot_data(pg: Any, sel: str, key: str) -> str | None:
 
 
 def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = 60) -> None:
-    pg.wait_for_function(f"() => {{ const e = document.querySelector('{sel} .uats-plot'); return e && ({cond}); }}",
-                         timeout=timeout_s * 1000)
+    pg.wait_for_function(
+        f"() => {{ const e = document.querySelector('{sel} .uats-plot'); return e && ({cond}); }}",
+        timeout=timeout_s * 1000,
+    )
 
 
 def fill(pg: Any, elem_id: str, value: str, submit: bool = False) -> None:
@@ -144,8 +146,10 @@ def wait_idle(pg: Any, timeout_s: float = 30.0) -> None:
 # A photo of one component or of the whole page: the sticky notice and run bar (ui/tabs/runbar.py) would sit
 # over whatever is scrolled under them (a component's top, or a table midway down a full-page image), so they
 # stay in the page's flow while it is taken. Nothing moves: a sticky element keeps its place in the flow.
-UNSTICK_JS = "(on) => { for (const id of ['notice', 'run-bar']) { const e = document.getElementById(id); " \
-             "if (e) e.style.position = on ? 'static' : ''; } }"
+UNSTICK_JS = (
+    "(on) => { for (const id of ['notice', 'run-bar']) { const e = document.getElementById(id); "
+    "if (e) e.style.position = on ? 'static' : ''; } }"
+)
 
 
 def photo(pg: Any, path: Path, selector: str | None = None, full_page: bool = True) -> None:

@@ -87,8 +87,9 @@ def test_open_a_node_and_see_its_boxplot(page: Any) -> None:
     target = page.evaluate(NODE_PIXEL_JS, ["#tree", None])
     assert target, "no node visible in the tree"
     page.mouse.click(target["x"], target["y"])
-    page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 0",
-                           timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 0", timeout=20_000
+    )
     details = wait_text(page, "#node-details", "Trace up to here")
     assert f"Node {target['id']}" in details and "R̄" in details and "Trace up to here" in details
     assert page.locator("#node-id input").input_value() == str(target["id"])
@@ -104,8 +105,10 @@ def test_step_back_through_iterations(page: Any, served: dict[str, Any]) -> None
     final_nodes = int(plot_data(page, "#tree", "nodes"))
     final_t = int(plot_data(page, "#tree", "iteration"))
     # zoom in, then step: the zoom must survive the redraws (fixed uirevision)
-    page.evaluate("() => Plotly.relayout(document.querySelector('#tree .uats-plot'), "
-                  "{'xaxis.range': [-2, 3], 'yaxis.range': [-6, 0.5]})")
+    page.evaluate(
+        "() => Plotly.relayout(document.querySelector('#tree .uats-plot'), "
+        "{'xaxis.range': [-2, 3], 'yaxis.range': [-6, 0.5]})"
+    )
     for expected in (final_t - 1, final_t - 2, final_t - 3):
         page.click("#prev-btn")
         wait_plot(page, "#tree", f"Number(e.dataset.iteration) === {expected}")
@@ -151,8 +154,14 @@ def test_download_an_export(page: Any) -> None:
     path = Path(info.value.path())
     with zipfile.ZipFile(path) as zf:
         names = set(zf.namelist())
-        assert {"run-a0a0a0a0.json", "run-a0a0a0a0.html", "run-a0a0a0a0.tex", "run-a0a0a0a0.png",
-                "run-a0a0a0a0.svg", "README.txt"} <= names, names
+        assert {
+            "run-a0a0a0a0.json",
+            "run-a0a0a0a0.html",
+            "run-a0a0a0a0.tex",
+            "run-a0a0a0a0.png",
+            "run-a0a0a0a0.svg",
+            "README.txt",
+        } <= names, names
         data = json.loads(zf.read("run-a0a0a0a0.json"))
         assert data["run"]["run_id"] == PAIR["h-uats"] and len(data["nodes"]) == 160
         assert zf.read("run-a0a0a0a0.png")[:4] == b"\x89PNG"
@@ -192,8 +201,9 @@ def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, serve
     db = build_hand_db(served["reports_dir"] / "eval.db")
     store = RunStore(str(db))
     for rnd in range(12):
-        store.append_curve("controller-browser-seed0", {"round": rnd, "mean_reward": 0.5, "accuracy": 0.5,
-                                                        "mean_cost": 10.0})
+        store.append_curve(
+            "controller-browser-seed0", {"round": rnd, "mean_reward": 0.5, "accuracy": 0.5, "mean_cost": 10.0}
+        )
     store.close()
     page.get_by_role("tab", name="Reports").click()
     # the run log picker offers the server's list only: the run log and the reports folder's files

@@ -51,13 +51,17 @@ def _batches(page: Any, rows: int) -> list[str]:
     """Open the Compare tab's case finder; the first cell of each of the list's `rows` rows once shown."""
     page.get_by_role("tab", name="Compare").click()
     page.get_by_text("Case finder: H-UATS searches whose answer uncertainty changed").click()
-    page.wait_for_function("n => document.querySelectorAll('#cf-batches [data-testid^=\"cell-\"][data-testid$=\"-0\"]')"
-                           ".length >= n", arg=rows, timeout=30_000)
+    page.wait_for_function(
+        'n => document.querySelectorAll(\'#cf-batches [data-testid^="cell-"][data-testid$="-0"]\').length >= n',
+        arg=rows,
+        timeout=30_000,
+    )
     return [page.locator(f'#cf-batches [data-testid="cell-{i}-0"]').inner_text().strip() for i in range(rows)]
 
 
-def test_a_users_batches_are_listed_for_them_alone_and_cancelled_after_a_reload(browser: Any,
-                                                                               team: dict[str, Any]) -> None:
+def test_a_users_batches_are_listed_for_them_alone_and_cancelled_after_a_reload(
+    browser: Any, team: dict[str, Any]
+) -> None:
     bob = _signed_in(browser, team["url"], "bob")
     try:
         assert _batches(bob, 1) == [BOBS[:8]]

@@ -28,8 +28,11 @@ def arith_pair(served: dict[str, Any]) -> tuple[str, str]:
     for method in ("h-uats", "rebase"):
         cfg = SearchConfig(method=method, budget=8, seed=0, tau=0.0005, max_iterations=8).validate()
         models = models or build_backends(None, None, cfg)
-        ids.append(run_search(world.get_problem("arith-test-0"), cfg, *models,
-                              subscribers=[served["store"].subscriber()]).run_id)
+        ids.append(
+            run_search(
+                world.get_problem("arith-test-0"), cfg, *models, subscribers=[served["store"].subscriber()]
+            ).run_id
+        )
     return ids[0], ids[1]
 
 
@@ -41,8 +44,11 @@ def _open_pair(page: Any, a: str, b: str) -> None:
     wait_plot(page, "#cmp-tree-a", f"e.dataset.run === '{a}'")
     wait_plot(page, "#cmp-tree-b", f"e.dataset.run === '{b}'")
     # Gradio 6 draws a table's body as a virtual grid of role=gridcell divs, data-testid cell-<row>-<column>
-    page.wait_for_function("() => [...document.querySelectorAll('#cmp-changed [role=gridcell]')]"
-                           ".some(c => c.innerText.includes('re-evaluated'))", timeout=30_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#cmp-changed [role=gridcell]')]"
+        ".some(c => c.innerText.includes('re-evaluated'))",
+        timeout=30_000,
+    )
     wait_idle(page)
 
 
@@ -68,8 +74,9 @@ def test_the_uncertainty_list_fits_the_page(screen_page: Any) -> None:
     shot(pg, f"compare-changed-{size['width']}x{size['height']}", "#cmp-changed")
 
 
-def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any, served: dict[str, Any],
-                                                                      arith_pair: tuple[str, str]) -> None:
+def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(
+    page: Any, served: dict[str, Any], arith_pair: tuple[str, str]
+) -> None:
     from ui.views.divergence import counterpart
     from ui.views.treedata import RunData
     from ui.views.uncertainty import changed_table
@@ -105,9 +112,10 @@ def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(page: Any,
     if SCREENSHOTS:  # what a person sees: the viewport; on a laptop where the row click leaves the trees (rings in
         # view, the list above them), on a wide screen from the summary down (list and rings together)
         ARTIFACTS.mkdir(exist_ok=True)
-        for width, height, scroll in ((1280, 800, "document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"),
-                                      (1920, 1080, "window.scrollBy(0, document.querySelector('#cmp-summary')"
-                                                   ".getBoundingClientRect().top - 8)")):
+        for width, height, scroll in (
+            (1280, 800, "document.querySelector('#cmp-tree-a').scrollIntoView({block: 'nearest'})"),
+            (1920, 1080, "window.scrollBy(0, document.querySelector('#cmp-summary').getBoundingClientRect().top - 8)"),
+        ):
             page.set_viewport_size({"width": width, "height": height})
             wait_idle(page)
             page.evaluate(f"() => {{ {scroll}; }}")

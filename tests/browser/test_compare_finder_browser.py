@@ -38,13 +38,18 @@ def world_pairs(served: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str]
     pairs = {}
     base = SearchConfig(method="h-uats", budget=16, seed=0)
     rebase = SearchConfig(method="rebase", budget=16, seed=0)
-    for policy, problems, kind, configs in ((None, ("arith-test-3",), "rebase", (base, rebase)),
-                                            (str(WORLD_POLICY_B), CASE_PROBLEMS, "counter",
-                                             (factual_config(base), counterfactual_config(base)))):
+    for policy, problems, kind, configs in (
+        (None, ("arith-test-3",), "rebase", (base, rebase)),
+        (str(WORLD_POLICY_B), CASE_PROBLEMS, "counter", (factual_config(base), counterfactual_config(base))),
+    ):
         models = build_backends(policy, None, base.validate())
         for pid in problems:
-            ids = [run_search(world.get_problem(pid), cfg.validate(), *models,
-                              subscribers=[served["store"].subscriber()]).run_id for cfg in configs]
+            ids = [
+                run_search(
+                    world.get_problem(pid), cfg.validate(), *models, subscribers=[served["store"].subscriber()]
+                ).run_id
+                for cfg in configs
+            ]
             pairs[(pid, kind)] = (ids[0], ids[1])
     return pairs
 
@@ -60,9 +65,12 @@ def _screenshot(page: Any, name: str, scroll_js: str) -> None:
 
 
 @pytest.mark.parametrize("screen", SIZES)
-def test_opening_compare_draws_the_picked_pair_without_a_click(screen: str, request: pytest.FixtureRequest,
-                                                                served: dict[str, Any],
-                                                                world_pairs: dict[tuple[str, str], tuple[str, str]]) -> None:
+def test_opening_compare_draws_the_picked_pair_without_a_click(
+    screen: str,
+    request: pytest.FixtureRequest,
+    served: dict[str, Any],
+    world_pairs: dict[tuple[str, str], tuple[str, str]],
+) -> None:
     from ui.views.divergence import decision_divergence, divergence_text
     from ui.views.treedata import RunData
     from ui.views.uncertainty import uncertainty_changes, unchanged_reason
@@ -85,14 +93,20 @@ def test_opening_compare_draws_the_picked_pair_without_a_click(screen: str, requ
     for tree in ("#cmp-tree-a", "#cmp-tree-b"):  # both trees drawn in the window's width, side by side
         box = page.locator(f"{tree} .uats-plot").bounding_box()
         assert box and box["width"] > 300 and box["x"] + box["width"] <= page.viewport_size["width"] + 1
-    _screenshot(page, "compare-open", "window.scrollBy(0, document.querySelector('#cmp-summary')"
-                                      ".getBoundingClientRect().top - 8)")
+    _screenshot(
+        page,
+        "compare-open",
+        "window.scrollBy(0, document.querySelector('#cmp-summary').getBoundingClientRect().top - 8)",
+    )
 
 
 @pytest.mark.parametrize("screen", SIZES)
-def test_the_case_finder_lists_stored_pairs_and_opens_one(screen: str, request: pytest.FixtureRequest,
-                                                           served: dict[str, Any],
-                                                           world_pairs: dict[tuple[str, str], tuple[str, str]]) -> None:
+def test_the_case_finder_lists_stored_pairs_and_opens_one(
+    screen: str,
+    request: pytest.FixtureRequest,
+    served: dict[str, Any],
+    world_pairs: dict[tuple[str, str], tuple[str, str]],
+) -> None:
     from ui.views.counterfactual import COLUMNS, find_cases, found_summary
 
     page = request.getfixturevalue(screen)
@@ -103,10 +117,14 @@ def test_the_case_finder_lists_stored_pairs_and_opens_one(screen: str, request: 
     page.click("#cf-find")
     wait_text(page, "#cf-summary", found_summary(found))
     cells = page.locator("#cf-table [role=gridcell]")
-    page.wait_for_function("n => document.querySelectorAll('#cf-table [role=gridcell]').length >= n",
-                           arg=len(found.cases) * len(COLUMNS), timeout=30_000)
-    listed = [page.locator(f'#cf-table [data-testid="cell-{i}-1"]').inner_text().strip()
-              for i in range(len(found.cases))]
+    page.wait_for_function(
+        "n => document.querySelectorAll('#cf-table [role=gridcell]').length >= n",
+        arg=len(found.cases) * len(COLUMNS),
+        timeout=30_000,
+    )
+    listed = [
+        page.locator(f'#cf-table [data-testid="cell-{i}-1"]').inner_text().strip() for i in range(len(found.cases))
+    ]
     assert listed == [c.run["problem_id"] for c in found.cases] and cells.count() >= len(found.cases) * len(COLUMNS)
     assert "A case is an H-UATS search whose answer differs" in page.locator("#cf-intro").inner_text()
     _screenshot(page, "case-finder", "document.querySelector('#cf').scrollIntoView({block: 'start'})")
@@ -114,8 +132,11 @@ def test_the_case_finder_lists_stored_pairs_and_opens_one(screen: str, request: 
     part = case.parting
     assert part is not None and part.node_a is not None  # the two part at a step the run decided
     page.locator('#cf-table [data-testid="cell-0-1"]').click()
-    wait_plot(page, "#cmp-tree-a", f"e.dataset.run === '{case.run['run_id']}' && "
-                                   f"Number(e.dataset.iteration) === {part.iteration}")
+    wait_plot(
+        page,
+        "#cmp-tree-a",
+        f"e.dataset.run === '{case.run['run_id']}' && Number(e.dataset.iteration) === {part.iteration}",
+    )
     wait_plot(page, "#cmp-tree-b", f"e.dataset.run === '{case.counter['run_id']}'")
     page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-a", part.node_a], timeout=30_000)
     wait_text(page, "#cmp-why", f"node {part.node_a}")

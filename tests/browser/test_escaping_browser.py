@@ -47,8 +47,16 @@ def test_html_in_a_stored_run_renders_as_text_in_status_and_inspector(page: Any,
     from testkit.doubles import record_synthetic
 
     run_id = "e5" * 16
-    record_synthetic(served["store"], run_id, n_nodes=30, seed=5, method="h-uats", problem_id=f"p{IMG}",
-                     question=QUESTION, gold=COVER)
+    record_synthetic(
+        served["store"],
+        run_id,
+        n_nodes=30,
+        seed=5,
+        method="h-uats",
+        problem_id=f"p{IMG}",
+        question=QUESTION,
+        gold=COVER,
+    )
     open_run(page, run_id)
     status = _assert_inert(page, "#run-status", katex=False)
     # a line longer than the bar is cut there ("…"): the cover's markup shows as text up to the cut

@@ -42,8 +42,7 @@ def estimator_runs(served: dict[str, Any]) -> dict[str, str]:
     for estimator, rid in RUNS.items():
         if rid in have:
             continue
-        config = SearchConfig(method="h-uats", budget=8, seed=1, estimator=estimator,
-                              tau="auto").validate()
+        config = SearchConfig(method="h-uats", budget=8, seed=1, estimator=estimator, tau="auto").validate()
         from uats_core.calibration import resolve_tau
 
         config, _ = resolve_tau(config, None)
@@ -62,10 +61,13 @@ def _busiest_step(served: dict[str, Any], rid: str) -> tuple[int, int]:
     return t, cands[len(cands) // 2].node_id
 
 
-@pytest.mark.skipif(_ensemble_members() < SearchConfig.k0, reason="the embedded PRM's ensemble is not trained in this checkout")
+@pytest.mark.skipif(
+    _ensemble_members() < SearchConfig.k0, reason="the embedded PRM's ensemble is not trained in this checkout"
+)
 @pytest.mark.parametrize("screen_page", ["1280x800"], indirect=True)
-def test_figure1_names_each_estimators_samples(screen_page: Any, served: dict[str, Any],
-                                               estimator_runs: dict[str, str]) -> None:
+def test_figure1_names_each_estimators_samples(
+    screen_page: Any, served: dict[str, Any], estimator_runs: dict[str, str]
+) -> None:
     pg = screen_page
     for estimator, rid in estimator_runs.items():
         t, nid = _busiest_step(served, rid)
@@ -73,8 +75,10 @@ def test_figure1_names_each_estimators_samples(screen_page: Any, served: dict[st
         wait_plot(pg, "#figure1", f"e.dataset.run === '{rid}'", timeout_s=120)
         wait_idle(pg)
         samples = {"mc-dropout": "dropout passes", "ensemble": "ensemble members"}[estimator]
-        titles = pg.evaluate("() => { const l = document.querySelector('#figure1 .uats-plot')._fullLayout; "
-                             "return [l.xaxis.title.text, l.xaxis3.title.text]; }")
+        titles = pg.evaluate(
+            "() => { const l = document.querySelector('#figure1 .uats-plot')._fullLayout; "
+            "return [l.xaxis.title.text, l.xaxis3.title.text]; }"
+        )
         assert titles[0].startswith(samples) and titles[1].endswith("read"), titles
         details = pg.inner_text("#node-details")
         assert f"σ² ({estimator})" in details and samples in details, details[:300]

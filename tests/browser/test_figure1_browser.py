@@ -30,8 +30,9 @@ def step_runs(served: dict[str, Any]) -> dict[int, str]:
     store = served["store"]
     for n, rid in RUNS.items():
         if not any(r["run_id"] == rid for r in store.list_runs(limit=500)):
-            record_synthetic(store, rid, n_nodes={8: 120, 21: 260, 64: 700}[n], budget=n, seed=11,
-                             problem_id=f"synthetic-f{n}")
+            record_synthetic(
+                store, rid, n_nodes={8: 120, 21: 260, 64: 700}[n], budget=n, seed=11, problem_id=f"synthetic-f{n}"
+            )
     return RUNS
 
 
@@ -53,7 +54,9 @@ SHAPE_BOXES_JS = r"""() => {
 
 
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
-def test_figure1_texts_never_overlap_or_clip(screen_page: Any, served: dict[str, Any], step_runs: dict[int, str]) -> None:
+def test_figure1_texts_never_overlap_or_clip(
+    screen_page: Any, served: dict[str, Any], step_runs: dict[int, str]
+) -> None:
     pg, size = screen_page, screen_page.viewport_size
     for n in (8, 21, 64):  # one page, three steps: a page's load is most of a browser test's time
         rid, t = step_runs[n], 3
@@ -76,8 +79,7 @@ def test_figure1_texts_never_overlap_or_clip(screen_page: Any, served: dict[str,
 
 
 # the view shown now, as labelCull (ui/js/treelod.js) records the view it measured the labels in
-LABEL_VIEW = ("[...e._fullLayout.xaxis.range, ...e._fullLayout.yaxis.range].map(v => Number(v).toFixed(3))"
-              ".join(',')")
+LABEL_VIEW = "[...e._fullLayout.xaxis.range, ...e._fullLayout.yaxis.range].map(v => Number(v).toFixed(3)).join(',')"
 TREE_MARKS_JS = r"""() => {
   const gd = document.querySelector('#tree .uats-plot');
   const fl = gd._fullLayout, box = gd.getBoundingClientRect();
@@ -99,20 +101,28 @@ TREE_MARKS_JS = r"""() => {
 
 
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
-def test_whole_tree_labels_never_collide_at_n64(screen_page: Any, served: dict[str, Any],
-                                                step_runs: dict[int, str]) -> None:
+def test_whole_tree_labels_never_collide_at_n64(
+    screen_page: Any, served: dict[str, Any], step_runs: dict[int, str]
+) -> None:
     pg, size = screen_page, screen_page.viewport_size
     rid = step_runs[64]
     pg.goto(f"{served['url']}/?run={rid}&t=4")
-    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.iteration === '4' && "
-                           f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}", timeout_s=120)
+    wait_plot(
+        pg,
+        "#tree",
+        f"e.dataset.run === '{rid}' && e.dataset.iteration === '4' && "
+        f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}",
+        timeout_s=120,
+    )
     wait_idle(pg)
     whole = pg.evaluate(TREE_MARKS_JS)
     assert whole["all"] > whole["shown"] > 0 and whole["overlaps"] == 0 and whole["outside"] == 0, whole
     # zoomed in on the plot's middle: labels left out at the whole-tree zoom come back, still none overlapping
-    pg.evaluate("() => { const gd = document.querySelector('#tree .uats-plot'); const r = gd._fullLayout.xaxis.range;"
-                " const m = (r[0] + r[1]) / 2, w = (r[1] - r[0]) / 8;"
-                " return Plotly.relayout(gd, {'xaxis.range': [m - w, m + w]}); }")
+    pg.evaluate(
+        "() => { const gd = document.querySelector('#tree .uats-plot'); const r = gd._fullLayout.xaxis.range;"
+        " const m = (r[0] + r[1]) / 2, w = (r[1] - r[0]) / 8;"
+        " return Plotly.relayout(gd, {'xaxis.range': [m - w, m + w]}); }"
+    )
     wait_plot(pg, "#tree", f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}", timeout_s=60)
     zoomed = pg.evaluate(TREE_MARKS_JS)
     assert zoomed["overlaps"] == 0 and zoomed["outside"] == 0, zoomed
@@ -139,8 +149,9 @@ FOCUS_JS = r"""() => {
 }"""
 
 
-def test_focus_after_a_zoom_frames_the_subtree(laptop_page: Any, served: dict[str, Any],
-                                               step_runs: dict[int, str]) -> None:
+def test_focus_after_a_zoom_frames_the_subtree(
+    laptop_page: Any, served: dict[str, Any], step_runs: dict[int, str]
+) -> None:
     """A focus after a zoom frames the subtree beside the open inspector, and again in the whole width once the
     inspector is closed, where the subtree is detailed and its R̄/σ² notes keep off the colour bar.
 
@@ -157,20 +168,32 @@ def test_focus_after_a_zoom_frames_the_subtree(laptop_page: Any, served: dict[st
     wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.lodPending === '0'", timeout_s=120)
     wait_idle(pg)
     # the user zooms into the left edge of the whole tree first
-    pg.evaluate("() => { const gd = document.querySelector('#tree .uats-plot'); const r = gd._fullLayout.xaxis.range;"
-                " return Plotly.relayout(gd, {'xaxis.range': [r[0], r[0] + (r[1] - r[0]) / 6]}); }")
+    pg.evaluate(
+        "() => { const gd = document.querySelector('#tree .uats-plot'); const r = gd._fullLayout.xaxis.range;"
+        " return Plotly.relayout(gd, {'xaxis.range': [r[0], r[0] + (r[1] - r[0]) / 6]}); }"
+    )
     pg.get_by_text("View: filters, search, collapse").click()
     choose(pg, "f-focus", "selected subtree")
-    wait_plot(pg, "#tree", f"Number(e.dataset.shown) === {focused} && e._fullLayout.xaxis.autorange === true && "
-                           f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}", timeout_s=120)
+    wait_plot(
+        pg,
+        "#tree",
+        f"Number(e.dataset.shown) === {focused} && e._fullLayout.xaxis.autorange === true && "
+        f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}",
+        timeout_s=120,
+    )
     beside = pg.evaluate(FOCUS_JS)
     assert beside["points"] >= 6 and beside["outside"] == 0, beside  # every focused node inside the plot area
     assert beside["notes"] == 0 or (beside["notes_on_bar"] == 0 and beside["notes_outside"] == 0), beside
     narrow = pg.eval_on_selector("#tree .uats-plot", "e => e._fullLayout.xaxis._length")
     # the inspector closed: the tree takes the whole width again (it had stayed as narrow as the inspector left it)
     pg.click("#inspector-panel .uats-close")
-    wait_plot(pg, "#tree", f"e._fullLayout.xaxis._length > 1.5 * {narrow} && e.dataset.lod === 'detail' && "
-                           f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}", timeout_s=60)
+    wait_plot(
+        pg,
+        "#tree",
+        f"e._fullLayout.xaxis._length > 1.5 * {narrow} && e.dataset.lod === 'detail' && "
+        f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}",
+        timeout_s=60,
+    )
     seen = pg.evaluate(FOCUS_JS)
     assert seen["points"] >= 6 and seen["outside"] == 0, seen
     assert seen["notes"] > 0 and seen["notes_on_bar"] == 0 and seen["notes_outside"] == 0, seen

@@ -23,7 +23,10 @@ from .pages import ARTIFACTS, LAPTOP, SCREENSHOTS, choose, fill, open_run, photo
 pytestmark = pytest.mark.browser
 
 EXPECTED = {  # nodes after iteration 1, iterations, the run's answer (a bare llm-reasoners tree log states none)
-    "llm-reasoners": (4, 10, None), "search-and-learn": (3, 4, "24"), "treequest": (1, 10, "24")}
+    "llm-reasoners": (4, 10, None),
+    "search-and-learn": (3, 4, "24"),
+    "treequest": (1, 10, "24"),
+}
 TYPED = {"llm-reasoners": (LLM_REASONERS_QUESTION, "10"), "treequest": (QUESTION, GOLD)}  # question, gold answer
 
 
@@ -61,7 +64,9 @@ def _finished(store: Any, tool: str, timeout_s: float = 180) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("tool", list(EXPECTED))
-def test_an_imported_run_is_stepped_through_and_shadow_scored(tool: str, laptop: Any, import_app: dict[str, Any]) -> None:
+def test_an_imported_run_is_stepped_through_and_shadow_scored(
+    tool: str, laptop: Any, import_app: dict[str, Any]
+) -> None:
     pg, store = laptop, import_app["store"]
     first, iterations, answer = EXPECTED[tool]
     pg.get_by_role("tab", name="Runs").click()

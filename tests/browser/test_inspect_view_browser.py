@@ -103,13 +103,18 @@ def _open(pg: Any, url: str, rid: str) -> None:
 def _click(pg: Any, node: dict[str, Any]) -> int:
     """A mouse click on the node, then until Figure 1 and Why of the node inspected are drawn: its id (Plotly gives
     a click to the point nearest the mouse, a neighbour's where marks crowd)."""
-    before = pg.evaluate("() => { const e = document.querySelector('#figure1 .uats-plot');"
-                         " return e && e._uatsMeta ? e._uatsMeta.selected : null; }")
+    before = pg.evaluate(
+        "() => { const e = document.querySelector('#figure1 .uats-plot');"
+        " return e && e._uatsMeta ? e._uatsMeta.selected : null; }"
+    )
     pg.mouse.click(node["x"], node["y"])
-    pg.wait_for_function("(b) => { const e = document.querySelector('#figure1 .uats-plot'), box = "
-                         "document.querySelector('#node-id input'); return e && e._uatsMeta && e.dataset.drawnAt && "
-                         "e._uatsMeta.selected !== b && String(e._uatsMeta.selected) === box.value; }", arg=before,
-                         timeout=60_000)
+    pg.wait_for_function(
+        "(b) => { const e = document.querySelector('#figure1 .uats-plot'), box = "
+        "document.querySelector('#node-id input'); return e && e._uatsMeta && e.dataset.drawnAt && "
+        "e._uatsMeta.selected !== b && String(e._uatsMeta.selected) === box.value; }",
+        arg=before,
+        timeout=60_000,
+    )
     nid = int(pg.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.selected"))
     pg.wait_for_function(WHY_OF_JS, arg=nid, timeout=60_000)
     wait_idle(pg)
@@ -117,8 +122,9 @@ def _click(pg: Any, node: dict[str, Any]) -> int:
 
 
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
-def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(screen_page: Any, served: dict[str, Any],
-                                                                        run64: str) -> None:
+def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(
+    screen_page: Any, served: dict[str, Any], run64: str
+) -> None:
     pg, size = screen_page, screen_page.viewport_size
     _open(pg, f"{served['url']}/?run={run64}", run64)
     node = pg.evaluate(CLICKABLE_JS, [1, 52])[0]
@@ -132,8 +138,7 @@ def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(screen_pa
     # a link to the node opens the same view, on the first screen
     _open(pg, f"{served['url']}/?run={run64}&node={node['id']}", run64)
     wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {node['id']}", timeout_s=60)
-    pg.wait_for_function("() => document.getElementById('inspector-panel').getClientRects().length > 0",
-                         timeout=30_000)
+    pg.wait_for_function("() => document.getElementById('inspector-panel').getClientRects().length > 0", timeout=30_000)
     wait_idle(pg)
     linked = pg.evaluate(IN_VIEW_JS, node["id"])
     assert linked["labelIn"] and linked["lineIn"] and linked["treeShown"] >= 250, linked
@@ -147,12 +152,16 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
     for _ in range(5):
         options = [n for n in pg.evaluate(CLICKABLE_JS, [12, None]) if n["id"] not in clicked]
         clicked.append(_click(pg, options[len(clicked) % len(options)]))
-    rings = pg.evaluate("() => (document.querySelector('#tree .uats-plot').layout.shapes || [])"
-                        ".filter(s => s && s.name === 'selected').map(s => [s.xanchor, s.yanchor])")
+    rings = pg.evaluate(
+        "() => (document.querySelector('#tree .uats-plot').layout.shapes || [])"
+        ".filter(s => s && s.name === 'selected').map(s => [s.xanchor, s.yanchor])"
+    )
     assert len(rings) == 1, (clicked, rings)
-    drawn = pg.evaluate("() => [...document.querySelectorAll('#tree .uats-plot .shapelayer path[data-index]')]"
-                        ".filter(p => { const s = document.querySelector('#tree .uats-plot')._fullLayout"
-                        ".shapes[Number(p.getAttribute('data-index'))]; return s && s.name === 'selected'; }).length")
+    drawn = pg.evaluate(
+        "() => [...document.querySelectorAll('#tree .uats-plot .shapelayer path[data-index]')]"
+        ".filter(p => { const s = document.querySelector('#tree .uats-plot')._fullLayout"
+        ".shapes[Number(p.getAttribute('data-index'))]; return s && s.name === 'selected'; }).length"
+    )
     assert drawn == 1, drawn
     from .pages import RING_ON_JS
 
@@ -221,17 +230,18 @@ LABELS_ON_GLYPHS_JS = r"""(sel) => {
   }
   return {labels: labels.length, marks: marks.length, over, lod: gd.dataset.lod};
 }"""
-LABEL_VIEW = ("[...e._fullLayout.xaxis.range, ...e._fullLayout.yaxis.range].map(v => Number(v).toFixed(3))"
-              ".join(',')")
+LABEL_VIEW = "[...e._fullLayout.xaxis.range, ...e._fullLayout.yaxis.range].map(v => Number(v).toFixed(3)).join(',')"
 SETTLED = f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}"
 
 
 def _zoom_middle(pg: Any, sel: str, share: float) -> None:
-    pg.evaluate("([sel, share]) => { const gd = document.querySelector(sel + ' .uats-plot');"
-                " const r = gd._fullLayout.xaxis.range, y = gd._fullLayout.yaxis.range;"
-                " const m = (r[0] + r[1]) / 2, w = (r[1] - r[0]) * share / 2;"
-                " return Plotly.relayout(gd, {'xaxis.range': [m - w, m + w], 'yaxis.range': [y[0], y[1]]}); }",
-                [sel, share])
+    pg.evaluate(
+        "([sel, share]) => { const gd = document.querySelector(sel + ' .uats-plot');"
+        " const r = gd._fullLayout.xaxis.range, y = gd._fullLayout.yaxis.range;"
+        " const m = (r[0] + r[1]) / 2, w = (r[1] - r[0]) * share / 2;"
+        " return Plotly.relayout(gd, {'xaxis.range': [m - w, m + w], 'yaxis.range': [y[0], y[1]]}); }",
+        [sel, share],
+    )
     wait_plot(pg, sel, SETTLED, timeout_s=60)
 
 

@@ -30,8 +30,17 @@ def _timed_run(store: Any) -> None:
         return
 
     def node(nid: int, parent: int, scores: list[float], **kw: Any) -> dict[str, Any]:
-        n = Node(id=nid, parent_id=parent, depth=1 if parent == 0 else 2, step=f"step of node {nid}",
-                 mc_scores=scores, initial_passes=7, scored_iter=kw.get("created_iter", 1), status=KEPT, **kw)
+        n = Node(
+            id=nid,
+            parent_id=parent,
+            depth=1 if parent == 0 else 2,
+            step=f"step of node {nid}",
+            mc_scores=scores,
+            initial_passes=7,
+            scored_iter=kw.get("created_iter", 1),
+            status=KEPT,
+            **kw,
+        )
         k = len(scores)
         n.mean = sum(scores) / k
         n.var = sum((x - n.mean) ** 2 for x in scores) / (k - 1)
@@ -39,20 +48,43 @@ def _timed_run(store: Any) -> None:
 
     seven = [0.5, 0.6, 0.7, 0.5, 0.6, 0.7, 0.55]
     nine = seven + [0.9, 0.1]
-    record(store, [RunStarted(run_id=TIMED, method="h-uats", problem_id="timed-1", question="What is 1 + 1?",
-                              gold_answer="2", seed=0, config={"tau": 0.003}, policy="p", prm="q"),
-                   NodesUpdated(1, [node(1, 0, seven, created_iter=1)]),
-                   IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
-                   NodesUpdated(2, [node(1, 0, seven, created_iter=1, children_granted=2, expanded_iter=2),
-                                    node(2, 1, seven, created_iter=2), node(3, 1, seven, created_iter=2)]),
-                   IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
-                   NodesUpdated(3, [node(1, 0, nine, created_iter=1, children_granted=2, expanded_iter=2,
-                                         extra_passes=2, reeval_iter=3)]),
-                   IterationEnded(3, [], StepInfo(width=1), 1.0, 3.0),
-                   NodesUpdated(4, [{**node(2, 1, seven, created_iter=2), "status": FINISHED, "answer": "2",
-                                     "correct": True}]),
-                   IterationEnded(4, [], StepInfo(width=1), 1.0, 4.0),
-                   RunEnded(status="finished", answer="2", correct=True, cost=4.0, iterations=4)])
+    record(
+        store,
+        [
+            RunStarted(
+                run_id=TIMED,
+                method="h-uats",
+                problem_id="timed-1",
+                question="What is 1 + 1?",
+                gold_answer="2",
+                seed=0,
+                config={"tau": 0.003},
+                policy="p",
+                prm="q",
+            ),
+            NodesUpdated(1, [node(1, 0, seven, created_iter=1)]),
+            IterationEnded(1, [], StepInfo(width=1), 1.0, 1.0),
+            NodesUpdated(
+                2,
+                [
+                    node(1, 0, seven, created_iter=1, children_granted=2, expanded_iter=2),
+                    node(2, 1, seven, created_iter=2),
+                    node(3, 1, seven, created_iter=2),
+                ],
+            ),
+            IterationEnded(2, [], StepInfo(width=1), 1.0, 2.0),
+            NodesUpdated(
+                3,
+                [node(1, 0, nine, created_iter=1, children_granted=2, expanded_iter=2, extra_passes=2, reeval_iter=3)],
+            ),
+            IterationEnded(3, [], StepInfo(width=1), 1.0, 3.0),
+            NodesUpdated(
+                4, [{**node(2, 1, seven, created_iter=2), "status": FINISHED, "answer": "2", "correct": True}]
+            ),
+            IterationEnded(4, [], StepInfo(width=1), 1.0, 4.0),
+            RunEnded(status="finished", answer="2", correct=True, cost=4.0, iterations=4),
+        ],
+    )
 
 
 def test_address_opens_a_node_at_an_iteration_and_arrows_step_back_in_time(page: Any, served: dict[str, Any]) -> None:
@@ -70,8 +102,9 @@ def test_address_opens_a_node_at_an_iteration_and_arrows_step_back_in_time(page:
     wait_plot(page, "#tree", "Number(e.dataset.iteration) === 2")
     details = wait_text(page, "#node-details", "K 7 ")
     assert "re-evaluated" not in details and "children granted 2" in details, details
-    page.wait_for_function("() => location.search.includes('t=2') && location.search.includes('node=1')",
-                           timeout=10_000)
+    page.wait_for_function(
+        "() => location.search.includes('t=2') && location.search.includes('node=1')", timeout=10_000
+    )
     page.keyboard.press("ArrowLeft")
     wait_plot(page, "#tree", "Number(e.dataset.iteration) === 1")
     details = wait_text(page, "#node-details", "children granted 0")

@@ -14,7 +14,9 @@ from .pages import PAIR, RING_ON_JS, open_run, wait_idle, wait_plot, wait_text
 pytestmark = pytest.mark.browser
 
 # the element that has the keyboard's focus is the node id box's input
-ON_NODE_BOX = "() => { const a = document.activeElement; return !!a && !!a.closest('#node-id') && a.tagName === 'INPUT'; }"
+ON_NODE_BOX = (
+    "() => { const a = document.activeElement; return !!a && !!a.closest('#node-id') && a.tagName === 'INPUT'; }"
+)
 
 
 def test_tab_type_enter_inspects_a_node(laptop_page: Any, served: dict[str, Any]) -> None:

@@ -25,8 +25,9 @@ def goto(pg: Any, url: str) -> None:
 
 
 def wait_address(pg: Any, cond: str, timeout_s: float = 60) -> str:
-    pg.wait_for_function(f"() => {{ const q = new URLSearchParams(location.search); return {cond}; }}",
-                         timeout=timeout_s * 1000)
+    pg.wait_for_function(
+        f"() => {{ const q = new URLSearchParams(location.search); return {cond}; }}", timeout=timeout_s * 1000
+    )
     return pg.evaluate("() => location.search")
 
 

@@ -75,18 +75,22 @@ def test_no_frame_is_drawn_after_the_status_says_finished(page: Any, served: dic
     sub = served["store"].subscriber()
     events = list(synthetic_events(run_id, n_nodes=150, seed=5, budget=16))
     first = next(i for i, ev in enumerate(events) if isinstance(ev, IterationEnded))
-    for ev in events[:first + 1]:  # the run starts and its first iteration is written
+    for ev in events[: first + 1]:  # the run starts and its first iteration is written
         sub(ev)
     open_run(page, run_id)
     wait_plot(page, "#tree", "e.dataset.iteration === '1'", timeout_s=120)
     page.evaluate(SAID_FINISHED_JS)
     last = max(ev.iteration for ev in events if isinstance(ev, IterationEnded))
     assert last >= 8  # a burst of frames, each drawn in turn
-    for ev in events[first + 1:]:  # every other iteration and the run's end at once
+    for ev in events[first + 1 :]:  # every other iteration and the run's end at once
         sub(ev)
     page.wait_for_function("() => window.__uatsSaidFinished !== null", timeout=120_000)
-    wait_plot(page, "#tree", f"e.dataset.status === 'finished' && e.dataset.iteration === '{last}' && "
-                             "!e._uatsBusy && !e._uatsQueue.length", timeout_s=120)
+    wait_plot(
+        page,
+        "#tree",
+        f"e.dataset.status === 'finished' && e.dataset.iteration === '{last}' && !e._uatsBusy && !e._uatsQueue.length",
+        timeout_s=120,
+    )
     said, draws = page.evaluate("() => [window.__uatsSaidFinished, window.__uatsDraws.filter(d => d.el === 'tree')]")
     after = [(d["iteration"], d["at"] - said) for d in draws if d["at"] > said]
     assert not after, after  # (iteration, ms after "finished") of each frame drawn late

@@ -65,8 +65,9 @@ def two_ports(tmp_path: Path) -> Iterator[tuple[str, str]]:
         store.close()
 
 
-def test_a_page_on_another_port_cannot_call_the_api(browser: Any, two_ports: tuple[str, str],
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_page_on_another_port_cannot_call_the_api(
+    browser: Any, two_ports: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
     app, other = two_ports
     caplog.set_level(logging.WARNING, logger="ui.web_guard")
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})

@@ -32,8 +32,13 @@ SCREENS = ["laptop_page", "wide_page"]  # conftest's fixtures: 1280 × 800 and 1
 
 def _in_view(pg: Any, box: dict[str, float] | None, top: float = 0.0) -> bool:
     size = pg.viewport_size
-    return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= size["width"] and \
-        box["y"] >= top and box["y"] + box["height"] <= size["height"]
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["x"] + box["width"] <= size["width"]
+        and box["y"] >= top
+        and box["y"] + box["height"] <= size["height"]
+    )
 
 
 def _screen_shot(pg: Any, name: str) -> None:
@@ -59,8 +64,11 @@ def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest
     _click(pg, "#run-btn")
     wait_notice(pg, "budget N: must be an integer >= 1")
     # the bar sticks under the message, not behind it (its offset follows the message's height)
-    pg.wait_for_function("() => document.getElementById('run-bar').getBoundingClientRect().top >= "
-                         "document.getElementById('notice').getBoundingClientRect().bottom - 1", timeout=10_000)
+    pg.wait_for_function(
+        "() => document.getElementById('run-bar').getBoundingClientRect().top >= "
+        "document.getElementById('notice').getBoundingClientRect().bottom - 1",
+        timeout=10_000,
+    )
     notice, run = pg.locator("#notice").bounding_box(), pg.locator("#run-btn").bounding_box()
     assert _in_view(pg, notice), f"the message is outside the {pg.viewport_size} viewport: {notice}"
     assert _in_view(pg, run), run
@@ -68,8 +76,9 @@ def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest
 
 
 @pytest.mark.parametrize("screen", SCREENS)
-def test_step_mode_keeps_the_step_button_and_the_tree_in_view(screen: str, request: pytest.FixtureRequest,
-                                                              served: dict[str, Any]) -> None:
+def test_step_mode_keeps_the_step_button_and_the_tree_in_view(
+    screen: str, request: pytest.FixtureRequest, served: dict[str, Any]
+) -> None:
     """A paused run of the embedded arithmetic world (the default form): after Step, the Step button and
     every node of the tree are inside the viewport, no node under the bar or the message line."""
     pg, store = request.getfixturevalue(screen), served["store"]
@@ -90,9 +99,11 @@ def test_step_mode_keeps_the_step_button_and_the_tree_in_view(screen: str, reque
         step = pg.locator("#step-btn").bounding_box()
         assert _in_view(pg, step), f"Step is outside the viewport: {step}"
         # whatever sticks at the top of the window (the run bar, the message line) covers what is under it
-        top = pg.evaluate("() => Math.max(0, ...['#run-bar', '#notice'].map(s => document.querySelector(s))"
-                          ".filter(e => e && getComputedStyle(e).position === 'sticky')"
-                          ".map(e => e.getBoundingClientRect().bottom))")
+        top = pg.evaluate(
+            "() => Math.max(0, ...['#run-bar', '#notice'].map(s => document.querySelector(s))"
+            ".filter(e => e && getComputedStyle(e).position === 'sticky')"
+            ".map(e => e.getBoundingClientRect().bottom))"
+        )
         nodes = pg.evaluate(NODES_JS)
         assert len(nodes) > 1
         size = pg.viewport_size
@@ -107,12 +118,12 @@ def test_controls_that_cannot_act_are_disabled_with_a_reason(laptop_page: Any) -
     pg = laptop_page
     for sel in ("#prev-btn", "#play-btn", "#next-btn", "#expand-all", "#step-btn", "#cancel-btn"):
         assert pg.locator(sel).is_disabled(), f"{sel} is enabled with no run open"
-    pg.wait_for_function("() => document.querySelector('#prev-btn').title.includes('No run is open')",
-                         timeout=20_000)
+    pg.wait_for_function("() => document.querySelector('#prev-btn').title.includes('No run is open')", timeout=20_000)
     assert "No run is open" in pg.locator("#run-hint").inner_text()
     open_run(pg, PAIR["h-uats"])
     pg.wait_for_function("() => !document.querySelector('#prev-btn').disabled", timeout=30_000)
     assert pg.locator("#step-btn").is_disabled()  # the run has finished: nothing to step
-    pg.wait_for_function("() => document.querySelector('#step-btn').title.includes('has ended (finished)')",
-                         timeout=20_000)
+    pg.wait_for_function(
+        "() => document.querySelector('#step-btn').title.includes('has ended (finished)')", timeout=20_000
+    )
     assert pg.locator("#prev-btn").get_attribute("title") == ""

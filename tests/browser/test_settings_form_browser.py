@@ -33,8 +33,9 @@ def test_the_form_offers_every_setting_it_may_at_1280(laptop_page: Any) -> None:
     wait_idle(pg)
     shown = [d for d in SETTINGS if not d.spec.app_leaves_out]
     boxes = pg.evaluate(BOXES_JS, [d.elem_id for d in shown])
-    bad = [b for b in boxes if b.get("missing") or b["width"] < 60 or b["height"] < 20 or not b["inside"]
-           or b["labelCut"]]
+    bad = [
+        b for b in boxes if b.get("missing") or b["width"] < 60 or b["height"] < 20 or not b["inside"] or b["labelCut"]
+    ]
     assert not bad, bad
     note = pg.locator("#settings-left-out").inner_text()
     assert all(f"{d.name} ({d.spec.app_leaves_out})" in note for d in SETTINGS if d.spec.app_leaves_out), note

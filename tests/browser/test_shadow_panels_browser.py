@@ -35,21 +35,30 @@ def shadow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     files = write_tool_files(base / "imports")
     store = RunStore(str(base / "runs.db"))
     # their files hold no question: typed, as the Runs tab's import asks
-    imported = write_imported(store, read_runs("llm-reasoners", str(files["llm-reasoners"]),
-                                               question=LLM_REASONERS_QUESTION, gold="10"))[0]
+    imported = write_imported(
+        store, read_runs("llm-reasoners", str(files["llm-reasoners"]), question=LLM_REASONERS_QUESTION, gold="10")
+    )[0]
     run_shadow(store, imported, load_shadow_prm(), 7)
     unscored = write_imported(store, read_runs("treequest", str(files["treequest"]), question=QUESTION, gold=GOLD))[0]
     searched = record_synthetic(store, "a1" * 16, n_nodes=160, seed=7, method="h-uats", problem_id="synthetic-7")
-    store.register_run(FAILED, method="rebase", problem_id="a-problem-with-a-long-name-" + "x" * 60,
-                       question="What is 2 + 2?", gold_answer="4", seed=3, config={"budget": 8})
+    store.register_run(
+        FAILED,
+        method="rebase",
+        problem_id="a-problem-with-a-long-name-" + "x" * 60,
+        question="What is 2 + 2?",
+        gold_answer="4",
+        seed=3,
+        config={"budget": 8},
+    )
     store.mark_failed(FAILED, "RuntimeError: " + "the worker stopped while loading the model; " * 12)
     with imports_app(base, store) as url:
         yield {"url": url, "store": store, "imported": imported, "runs": [imported, unscored, searched, FAILED]}
 
 
 @pytest.fixture()
-def shadow_page(context_for: Callable[[dict[str, int]], Any], shadow_app: dict[str, Any],
-                request: pytest.FixtureRequest) -> Iterator[Any]:
+def shadow_page(
+    context_for: Callable[[dict[str, int]], Any], shadow_app: dict[str, Any], request: pytest.FixtureRequest
+) -> Iterator[Any]:
     with app_page(context_for(SCREENS[request.param]), shadow_app["url"]) as pg:
         yield pg
 
@@ -60,8 +69,10 @@ def _bar_height(pg: Any) -> float:
 
 def _hint_whole(pg: Any) -> bool:
     """The hint line shows all its text (nothing cut off at its end)."""
-    return pg.evaluate("() => { const p = document.querySelector('#run-hint p') || document.getElementById('run-hint');"
-                       " return p.scrollWidth <= p.clientWidth + 1; }")
+    return pg.evaluate(
+        "() => { const p = document.querySelector('#run-hint p') || document.getElementById('run-hint');"
+        " return p.scrollWidth <= p.clientWidth + 1; }"
+    )
 
 
 @pytest.mark.parametrize("shadow_page", list(SCREENS), indirect=True)
@@ -76,8 +87,10 @@ def test_shadow_values_show_in_every_panel_and_no_gate(shadow_page: Any, shadow_
     text = wait_text(pg, "#run-status", "shadow-scored")
     assert "no MC passes stored" not in text
     # the tree's labels: the node's own σ² is none, the shadow one is printed and says so
-    labels = pg.evaluate("() => (document.querySelector('#tree .uats-plot').layout.annotations || [])"
-                         ".filter(a => a.name === 'glyph').map(a => a.text)")
+    labels = pg.evaluate(
+        "() => (document.querySelector('#tree .uats-plot').layout.annotations || [])"
+        ".filter(a => a.name === 'glyph').map(a => a.text)"
+    )
     assert labels, "no detailed labels drawn on a small tree"
     said = {fmt_var(row["var"]) for row in shadow.values()}
     for lab in labels:  # each label the tree draws (those the level of detail has room for) is a shadow σ²
@@ -90,9 +103,12 @@ def test_shadow_values_show_in_every_panel_and_no_gate(shadow_page: Any, shadow_
     md = wait_text(pg, "#node-details", "shadow", timeout_s=30)
     assert f"σ² {want}" in md, md
     assert "Gate" not in md and "gate read" not in md, md  # the run never had a gate
-    pg.wait_for_function("(v) => { const f = document.querySelector('#figure1 .uats-plot');"
-                         " return f && [...f.querySelectorAll('svg text')].some(t => t.textContent.includes(v)); }",
-                         arg=want, timeout=30_000)
+    pg.wait_for_function(
+        "(v) => { const f = document.querySelector('#figure1 .uats-plot');"
+        " return f && [...f.querySelectorAll('svg text')].some(t => t.textContent.includes(v)); }",
+        arg=want,
+        timeout=30_000,
+    )
     why = wait_text(pg, "#why-panel", "shadow", timeout_s=30)  # the node's decision, then its shadow passes
     assert "gate read" not in why and not re.search(r"\d+ OOD \(\d+ ID\)", why) and "δ test" not in why, why
     assert "no OOD gate" in why and "node 1" in why
@@ -136,4 +152,3 @@ def shadow_page_laptop(context_for: Callable[[dict[str, int]], Any], shadow_app:
         yield pg
     finally:
         pg.close()
-

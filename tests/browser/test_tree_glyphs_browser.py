@@ -119,9 +119,11 @@ def misplaced(m: dict[str, Any]) -> list[str]:
         ok = any(lo <= item["left"] - n["x"] <= hi and abs(item["cy"] - n["y"]) <= half_row for n in nodes)
         if not ok or item["w"] > max_w:
             n = _nearest(nodes, item["left"], item["cy"])
-            bad.append(f"{what} at x {item['left']:.0f}..{item['right']:.0f} y {item['cy']:.0f} ({item['w']:.0f} px "
-                       f"wide): left edge {item['left'] - n['x']:+.0f} px, {item['cy'] - n['y']:+.0f} px from node "
-                       f"{n['id']}")
+            bad.append(
+                f"{what} at x {item['left']:.0f}..{item['right']:.0f} y {item['cy']:.0f} ({item['w']:.0f} px "
+                f"wide): left edge {item['left'] - n['x']:+.0f} px, {item['cy'] - n['y']:+.0f} px from node "
+                f"{n['id']}"
+            )
 
     for p in m["parts"]:
         beside(p, -8, 45, 40, f"compact glyph ({p['kind']})")
@@ -131,7 +133,7 @@ def misplaced(m: dict[str, Any]) -> list[str]:
         beside(a, 15, 60, 110, f"R̄/σ² label {a['text']!r}")
     notes = m["notes"]
     for i, a in enumerate(notes):  # the printed R̄/σ² cover neither each other nor any node
-        for b in notes[i + 1:]:
+        for b in notes[i + 1 :]:
             if a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]:
                 bad.append(f"R̄/σ² labels {a['text']!r} and {b['text']!r} overlap")
         for n in nodes:
@@ -140,8 +142,10 @@ def misplaced(m: dict[str, Any]) -> list[str]:
     for a in m["answers"]:
         n = _nearest(nodes, a["cx"], a["cy"])
         if abs(a["cx"] - n["x"]) > 3 or abs(a["cy"] - n["y"]) > 3:
-            bad.append(f"{a['kind']} mark at ({a['cx']:.0f}, {a['cy']:.0f}): {a['cx'] - n['x']:+.0f} px, "
-                       f"{a['cy'] - n['y']:+.0f} px from node {n['id']}")
+            bad.append(
+                f"{a['kind']} mark at ({a['cx']:.0f}, {a['cy']:.0f}): {a['cx'] - n['x']:+.0f} px, "
+                f"{a['cy'] - n['y']:+.0f} px from node {n['id']}"
+            )
     for lab in m["labels"]:
         for n in nodes:  # on a 26 px row a label set too far off sat on the node of the row above
             if lab["left"] < n["x"] < lab["right"] and lab["top"] < n["y"] < lab["bottom"]:
@@ -149,8 +153,10 @@ def misplaced(m: dict[str, Any]) -> list[str]:
         # set left of its node (its own glyph is on the right): the label's right end just left of the node
         n = _nearest(nodes, lab["right"], lab["cy"])
         if not -20 <= lab["right"] - n["x"] <= 2 or not 4 <= abs(lab["cy"] - n["y"]) <= 30:
-            bad.append(f"label {lab['text']!r} ending at ({lab['right']:.0f}, {lab['cy']:.0f}): "
-                       f"{lab['right'] - n['x']:+.0f} px, {lab['cy'] - n['y']:+.0f} px from node {n['id']}")
+            bad.append(
+                f"label {lab['text']!r} ending at ({lab['right']:.0f}, {lab['cy']:.0f}): "
+                f"{lab['right'] - n['x']:+.0f} px, {lab['cy'] - n['y']:+.0f} px from node {n['id']}"
+            )
     return bad
 
 
@@ -209,8 +215,10 @@ def _check_focus(page: Any, name: str, expect_shown: int, expect: tuple[str, ...
 def test_marks_stay_on_their_node_under_focus_on_a_subtree(page: Any, served: dict[str, Any]) -> None:
     state = _n64(served["store"])
     # a wrong answer at the end of a long path: alone under focus, its few nodes spread over the plot
-    wrong = max((i for i, n in state.nodes.items() if n.get("status") == "finished" and n.get("correct") is False),
-                key=lambda i: (state.nodes[i]["depth"], -i))
+    wrong = max(
+        (i for i, n in state.nodes.items() if n.get("status") == "finished" and n.get("correct") is False),
+        key=lambda i: (state.nodes[i]["depth"], -i),
+    )
     page.goto(f"{served['url']}/?run={N64}&node={wrong}")
     wait_plot(page, "#tree", f"e.dataset.run === '{N64}'")
     wait_idle(page)
@@ -247,19 +255,24 @@ def test_zooming_in_brings_boxplots_and_zooming_out_takes_them_away(page: Any, s
     assert not misplaced(whole)
     # zoom (what the wheel does: a relayout of both ranges) onto a few nodes round a node at depth 3
     nid = next(i for i, n in state.nodes.items() if n.get("depth") == 3)
-    page.evaluate("""(nid) => {
+    page.evaluate(
+        """(nid) => {
       const gd = document.querySelector('#tree .uats-plot');
       const tr = gd.data[gd._uatsMeta.glyphs.trace];
       const k = tr.customdata.findIndex(c => c[0] === nid);
       Plotly.relayout(gd, {'xaxis.range': [tr.x[k] - 2.5, tr.x[k] + 2.5],
                            'yaxis.range': [tr.y[k] - 1.5, tr.y[k] + 1.5]});
-    }""", nid)
+    }""",
+        nid,
+    )
     wait_plot(page, "#tree", f"{SETTLED} && e.dataset.lod === 'detail'")
     zoomed = page.evaluate(MEASURE_JS)
     assert zoomed["shapes"] and not misplaced(zoomed), misplaced(zoomed)[:8]
     shot(page, "glyphs-zoomed", "#tree")
-    page.evaluate("() => Plotly.relayout(document.querySelector('#tree .uats-plot'), "
-                  "{'xaxis.autorange': true, 'yaxis.autorange': true})")
+    page.evaluate(
+        "() => Plotly.relayout(document.querySelector('#tree .uats-plot'), "
+        "{'xaxis.autorange': true, 'yaxis.autorange': true})"
+    )
     wait_plot(page, "#tree", f"{SETTLED} && e.dataset.lod === 'compact'")
     assert not page.evaluate(MEASURE_JS)["shapes"]
 

@@ -81,8 +81,9 @@ def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, A
     nid = _decided_node(served["store"], wide_run, t)
 
     def expected(sort_by: str, per_page: int, page_: int | None = None, siblings: bool = False) -> list[int]:
-        fig = step_figure(step_of(data, nid), selected=nid, sort_by=sort_by, per_page=per_page, page=page_,
-                          siblings_only=siblings)
+        fig = step_figure(
+            step_of(data, nid), selected=nid, sort_by=sort_by, per_page=per_page, page=page_, siblings_only=siblings
+        )
         return fig["meta"]["rows"]
 
     open_run(page, wide_run)
@@ -92,8 +93,9 @@ def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, A
     assert _figure1_rows(page) == rows and nid in rows
     # sort by σ²: the order the stored statistics give
     choose(page, "fig1-sort", "σ² (gate)")
-    page.wait_for_function("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.sort_by === 'stat'",
-                           timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelector('#figure1 .uats-plot')._uatsMeta.sort_by === 'stat'", timeout=20_000
+    )
     assert _figure1_rows(page) == expected("stat", 64, None)
     # 16 rows a page, then the next page
     choose(page, "fig1-per-page", "16")
@@ -101,19 +103,23 @@ def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, A
     first = page.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page")
     step, button = (-1, "#fig1-prev") if first > 0 else (1, "#fig1-next")
     page.click(button)
-    page.wait_for_function(f"() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page === {first + step}",
-                           timeout=20_000)
+    page.wait_for_function(
+        f"() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page === {first + step}", timeout=20_000
+    )
     assert _figure1_rows(page) == expected("stat", 16, first + step)
     # a click on a row inspects that candidate
     row = _figure1_rows(page)[0]
-    page.evaluate("([id]) => document.querySelector('#figure1 .uats-plot').emit('plotly_click', "
-                  "{points: [{customdata: [id]}]})", [row])
+    page.evaluate(
+        "([id]) => document.querySelector('#figure1 .uats-plot').emit('plotly_click', {points: [{customdata: [id]}]})",
+        [row],
+    )
     page.wait_for_function(f"() => document.querySelector('#node-id input').value === '{row}'", timeout=20_000)
     wait_text(page, "#why-panel", f"node {row}")
     # siblings only: a filter of the same figure
     page.locator("#fig1-siblings input").check()
-    page.wait_for_function("() => document.querySelector('#figure1 .uats-plot').layout.title.text.includes('sibling')",
-                           timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelector('#figure1 .uats-plot').layout.title.text.includes('sibling')", timeout=20_000
+    )
     parent = data.nodes[row]["parent_id"]
     ids = _figure1_rows(page)
     assert row in ids and all(data.nodes[i]["parent_id"] == parent for i in ids)
@@ -158,8 +164,9 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
     _click_node(page, "#cmp-tree-b", nid_b)
     text = wait_text(page, "#cmp-why", "shadow")
     assert "4 MC passes" in text and "not spent by this run" in text
-    page.wait_for_function("() => document.querySelector('#cmp-inspector .uats-plot').data"
-                           ".some(t => t.name === 'shadow')", timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelector('#cmp-inspector .uats-plot').data.some(t => t.name === 'shadow')", timeout=20_000
+    )
     wait_idle(page)
     shot(page, "compare-shadow")
     # no zip was built behind the clicks (kaleido's Chromium would slow them): exports are built when asked

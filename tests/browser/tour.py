@@ -52,23 +52,27 @@ def pick(store: Any) -> dict[str, int]:
     reeval = max(fig1.children, key=lambda p: sum(1 for k in fig1.children[p] if fig1.nodes[k]["extra_passes"]))
     sub = max((i for i in big.nodes if i and len(big.subtree(i)) <= 40), key=lambda i: len(big.subtree(i)))
     wide = max(big.children, key=lambda p: len(big.children[p]))
-    return {"step": step.children[three[0]][-1] if three else max(step.nodes), "fig1": fig1.children[reeval][0],
-            "subtree": sub, "wide": big.children[wide][0]}
+    return {
+        "step": step.children[three[0]][-1] if three else max(step.nodes),
+        "fig1": fig1.children[reeval][0],
+        "subtree": sub,
+        "wide": big.children[wide][0],
+    }
 
 
 def _open(page: Any, url: str, run_id: str, node: int) -> None:
     page.goto(f"{url}/?run={run_id}&node={node}")
-    page.wait_for_function(f"() => {{ const e = document.querySelector('#tree .uats-plot'); "
-                           f"return e && e.dataset.run === '{run_id}'; }}", timeout=120_000)
-    page.wait_for_function("() => document.querySelector('#node-details').innerText.includes('Node ')",
-                           timeout=60_000)
+    page.wait_for_function(
+        f"() => {{ const e = document.querySelector('#tree .uats-plot'); return e && e.dataset.run === '{run_id}'; }}",
+        timeout=120_000,
+    )
+    page.wait_for_function("() => document.querySelector('#node-details').innerText.includes('Node ')", timeout=60_000)
 
 
 def _focus(page: Any, focus: str) -> None:
     page.get_by_text("View: filters, search, collapse").click()
     choose(page, "f-focus", focus)
-    page.wait_for_function("() => document.querySelector('#tree .uats-plot').dataset.lod === 'detail'",
-                           timeout=120_000)
+    page.wait_for_function("() => document.querySelector('#tree .uats-plot').dataset.lod === 'detail'", timeout=120_000)
     page.wait_for_function(SETTLED, timeout=60_000)
 
 
@@ -95,10 +99,14 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
             _focus(page, "selected step")
             written.append(out / f"tree-step-{w}.png")
             _photo(page, "#tree", written[-1])
-            for run, node, name in ((RUNS[0][0], nodes["fig1"], "figure1"), (RUNS[2][0], nodes["wide"], "figure1-wide")):
+            for run, node, name in (
+                (RUNS[0][0], nodes["fig1"], "figure1"),
+                (RUNS[2][0], nodes["wide"], "figure1-wide"),
+            ):
                 _open(page, url, run, node)
-                page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length"
-                                       " > 1", timeout=60_000)
+                page.wait_for_function(
+                    "() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 1", timeout=60_000
+                )
                 written.append(out / f"{name}-{w}.png")
                 _photo(page, "#figure1", written[-1])
             _open(page, url, RUNS[2][0], nodes["subtree"])

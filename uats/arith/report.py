@@ -55,14 +55,27 @@ class PolicyResult:
     labels: list[bool]
 
 
-def evaluate_policy(style: str, policy, prm, tok, problems: Sequence[world.Problem], samples: int, k: int, p: float,
-                    score_samples: int, seed: int) -> PolicyResult:
+def evaluate_policy(
+    style: str,
+    policy,
+    prm,
+    tok,
+    problems: Sequence[world.Problem],
+    samples: int,
+    k: int,
+    p: float,
+    score_samples: int,
+    seed: int,
+) -> PolicyResult:
     t = time.time()
     gen = torch.Generator().manual_seed(seed)
     flat = [pb for pb in problems for _ in range(samples)]
-    sols = sample_solutions(policy, tok, [pb.question for pb in flat], temperature=0.8, generator=gen, batch_size=512,
-                            max_new_tokens=80)
-    correct = np.array([solutions.final_answer_correct(pb, s) for pb, s in zip(flat, sols)]).reshape(len(problems), samples)
+    sols = sample_solutions(
+        policy, tok, [pb.question for pb in flat], temperature=0.8, generator=gen, batch_size=512, max_new_tokens=80
+    )
+    correct = np.array([solutions.final_answer_correct(pb, s) for pb, s in zip(flat, sols)]).reshape(
+        len(problems), samples
+    )
     log.info("policy %s: sampled %d solutions in %.0f s", style, len(sols), time.time() - t)
     # The PRM scores the first `score_samples` samples of every problem, non-empty ones only.
     items = [(pb, s) for i, (pb, s) in enumerate(zip(flat, sols)) if i % samples < score_samples and s]
@@ -71,13 +84,30 @@ def evaluate_policy(style: str, policy, prm, tok, problems: Sequence[world.Probl
     det = prm_step_scores(prm, tok, [(pb.question, s) for pb, s in items], k=1, p=0.0)
     torch.manual_seed(seed)  # the dropout masks: without this the variances moved ~10% from run to run
     mc = prm_step_scores(prm, tok, [(pb.question, s) for pb, s in items], k=k, p=p)
-    log.info("policy %s: PRM scored %d traces (%d steps) once and %d times with dropout in %.0f s",
-             style, len(items), len(labels), k, time.time() - t)
+    log.info(
+        "policy %s: PRM scored %d traces (%d steps) once and %d times with dropout in %.0f s",
+        style,
+        len(items),
+        len(labels),
+        k,
+        time.time() - t,
+    )
     scores = torch.cat([d[0] for d in det]).tolist()
     variances = torch.cat([m.var(dim=0, unbiased=True) for m in mc]).tolist()
-    return PolicyResult(style, float(correct.mean()), float(correct.any(1).mean()), samples, float(np.mean(labels)),
-                        len(labels), auroc(scores, labels), float(np.mean(variances)), float(np.median(variances)),
-                        variances, scores, labels)
+    return PolicyResult(
+        style,
+        float(correct.mean()),
+        float(correct.any(1).mean()),
+        samples,
+        float(np.mean(labels)),
+        len(labels),
+        auroc(scores, labels),
+        float(np.mean(variances)),
+        float(np.median(variances)),
+        variances,
+        scores,
+        labels,
+    )
 
 
 def criteria(a: PolicyResult, b: PolicyResult) -> dict[str, bool]:
@@ -97,26 +127,40 @@ def write_figure(a: PolicyResult, b: PolicyResult, out: Path, k: int = 7, p: flo
     out.parent.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     lo = -8.0
-    la = np.log10(np.maximum(a.variances, 10 ** lo))
-    lb = np.log10(np.maximum(b.variances, 10 ** lo))
+    la = np.log10(np.maximum(a.variances, 10**lo))
+    lb = np.log10(np.maximum(b.variances, 10**lo))
     bins = np.linspace(lo, max(0.0, float(max(la.max(), lb.max()))), 41)
     ha, _ = np.histogram(la, bins)
     hb, _ = np.histogram(lb, bins)
     ha, hb = ha / max(ha.sum(), 1), hb / max(hb.sum(), 1)
     centers = (bins[:-1] + bins[1:]) / 2
     ratio = b.mean_mc_variance / max(a.mean_mc_variance, 1e-12)
-    title = (f"PRM MC-dropout variance of step scores (K={k}, p={p}): mean B/A = {ratio:.1f}x; "
-             f"AUROC A {a.prm_auroc:.3f}, B {b.prm_auroc:.3f}")
+    title = (
+        f"PRM MC-dropout variance of step scores (K={k}, p={p}): mean B/A = {ratio:.1f}x; "
+        f"AUROC A {a.prm_auroc:.3f}, B {b.prm_auroc:.3f}"
+    )
     fig = None
     try:
         from plotly.subplots import make_subplots
 
-        fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3],
-                            subplot_titles=("step-score variance (log10)", "PRM step AUROC"))
-        fig.add_bar(x=centers, y=ha, name="policy A (in distribution)", marker_color="#1f77b4", opacity=0.7, row=1, col=1)
-        fig.add_bar(x=centers, y=hb, name="policy B (out of distribution)", marker_color="#d62728", opacity=0.7, row=1, col=1)
-        fig.add_bar(x=["A", "B"], y=[a.prm_auroc, b.prm_auroc], marker_color=["#1f77b4", "#d62728"], showlegend=False,
-                    text=[f"{a.prm_auroc:.3f}", f"{b.prm_auroc:.3f}"], row=1, col=2)
+        fig = make_subplots(
+            rows=1, cols=2, column_widths=[0.7, 0.3], subplot_titles=("step-score variance (log10)", "PRM step AUROC")
+        )
+        fig.add_bar(
+            x=centers, y=ha, name="policy A (in distribution)", marker_color="#1f77b4", opacity=0.7, row=1, col=1
+        )
+        fig.add_bar(
+            x=centers, y=hb, name="policy B (out of distribution)", marker_color="#d62728", opacity=0.7, row=1, col=1
+        )
+        fig.add_bar(
+            x=["A", "B"],
+            y=[a.prm_auroc, b.prm_auroc],
+            marker_color=["#1f77b4", "#d62728"],
+            showlegend=False,
+            text=[f"{a.prm_auroc:.3f}", f"{b.prm_auroc:.3f}"],
+            row=1,
+            col=2,
+        )
         fig.update_layout(barmode="overlay", title=title, width=1100, height=450, template="plotly_white")
         fig.update_yaxes(range=[0, 1], row=1, col=2)
         html = out.with_suffix(".html")
@@ -136,8 +180,9 @@ def write_figure(a: PolicyResult, b: PolicyResult, out: Path, k: int = 7, p: flo
     return written
 
 
-def _pillow_figure(path: Path, centers: np.ndarray, ha: np.ndarray, hb: np.ndarray, a: PolicyResult,
-                   b: PolicyResult, title: str) -> None:
+def _pillow_figure(
+    path: Path, centers: np.ndarray, ha: np.ndarray, hb: np.ndarray, a: PolicyResult, b: PolicyResult, title: str
+) -> None:
     from PIL import Image, ImageDraw
 
     W, H = 1100, 450
@@ -193,43 +238,69 @@ def main(argv: Sequence[str] | None = None) -> dict:
     t0 = time.time()
     dirs = {"A": POLICY_DIRS["A"], "B": POLICY_DIRS["B"], "prm": PRM_DIR}
     if args.models:
-        dirs = {"A": args.models / "arith-policy-a", "B": args.models / "arith-policy-b", "prm": args.models / "arith-prm"}
+        dirs = {
+            "A": args.models / "arith-policy-a",
+            "B": args.models / "arith-policy-b",
+            "prm": args.models / "arith-prm",
+        }
     tok = AutoTokenizer.from_pretrained(dirs["prm"])
     prm = AutoModelForTokenClassification.from_pretrained(dirs["prm"]).eval()
     problems = world.load_split("test", args.n)
     results = {}
     for style in ("A", "B"):
         policy = AutoModelForCausalLM.from_pretrained(dirs[style]).eval()
-        results[style] = evaluate_policy(style, policy, prm, tok, problems, args.samples, args.k, args.p,
-                                         args.score_samples, args.seed)
+        results[style] = evaluate_policy(
+            style, policy, prm, tok, problems, args.samples, args.k, args.p, args.score_samples, args.seed
+        )
     a, b = results["A"], results["B"]
     ratio = b.mean_mc_variance / max(a.mean_mc_variance, 1e-12)
     checks = criteria(a, b)
-    print(f"\nArithmetic world, test split: {len(problems)} problems, {args.samples} samples each at T=0.8; "
-          f"PRM on {args.score_samples} samples each, K={args.k}, p={args.p}")
-    print(f"{'':10s}{'accuracy':>10s}{'pass@' + str(args.samples):>10s}{'step acc':>10s}{'steps':>8s}"
-          f"{'AUROC':>8s}{'mean var':>12s}{'median var':>12s}")
+    print(
+        f"\nArithmetic world, test split: {len(problems)} problems, {args.samples} samples each at T=0.8; "
+        f"PRM on {args.score_samples} samples each, K={args.k}, p={args.p}"
+    )
+    print(
+        f"{'':10s}{'accuracy':>10s}{'pass@' + str(args.samples):>10s}{'step acc':>10s}{'steps':>8s}"
+        f"{'AUROC':>8s}{'mean var':>12s}{'median var':>12s}"
+    )
     for r in (a, b):
-        print(f"policy {r.style:3s}{r.accuracy:10.3f}{r.pass_at_n:10.3f}{r.step_accuracy:10.3f}{r.n_steps_scored:8d}"
-              f"{r.prm_auroc:8.3f}{r.mean_mc_variance:12.3e}{r.median_mc_variance:12.3e}")
+        print(
+            f"policy {r.style:3s}{r.accuracy:10.3f}{r.pass_at_n:10.3f}{r.step_accuracy:10.3f}{r.n_steps_scored:8d}"
+            f"{r.prm_auroc:8.3f}{r.mean_mc_variance:12.3e}{r.median_mc_variance:12.3e}"
+        )
     print(f"variance ratio B/A: {ratio:.2f}")
     tau = float(SearchConfig().tau)
-    shares = {r.style: {kind: float(np.mean([is_ood(v, tau, kind) for v in r.variances])) for kind in UNCERTAINTIES}
-              for r in (a, b)}
-    print(f"share of steps over τ = {tau:g} when τ thresholds σ² (the default) / σ: "
-          + ", ".join(f"policy {s} {v['var']:.1%} / {v['std']:.1%}" for s, v in shares.items()))
+    shares = {
+        r.style: {kind: float(np.mean([is_ood(v, tau, kind) for v in r.variances])) for kind in UNCERTAINTIES}
+        for r in (a, b)
+    }
+    print(
+        f"share of steps over τ = {tau:g} when τ thresholds σ² (the default) / σ: "
+        + ", ".join(f"policy {s} {v['var']:.1%} / {v['std']:.1%}" for s, v in shares.items())
+    )
     for name, ok in checks.items():
         print(f"  [{'PASS' if ok else 'FAIL'}] {name}")
     paths = write_figure(a, b, args.figure, args.k, args.p)
     summary = {
-        "n_problems": len(problems), "samples": args.samples, "score_samples": args.score_samples, "k": args.k, "p": args.p,
-        "variance_ratio": ratio, "criteria": checks, "seconds": time.time() - t0, "share_over_tau": shares,
-        **{f"policy_{r.style}": {k: v for k, v in asdict(r).items() if k not in ("variances", "scores", "labels")}
-           for r in (a, b)},
+        "n_problems": len(problems),
+        "samples": args.samples,
+        "score_samples": args.score_samples,
+        "k": args.k,
+        "p": args.p,
+        "variance_ratio": ratio,
+        "criteria": checks,
+        "seconds": time.time() - t0,
+        "share_over_tau": shares,
+        **{
+            f"policy_{r.style}": {k: v for k, v in asdict(r).items() if k not in ("variances", "scores", "labels")}
+            for r in (a, b)
+        },
     }
     js = args.figure.with_name(args.figure.stem + "_metrics.json")
     js.write_text(json.dumps(summary, indent=2) + "\n")
-    print("wrote " + ", ".join(str(p.relative_to(REPO_ROOT) if p.is_relative_to(REPO_ROOT) else p) for p in [*paths, js]))
+    print(
+        "wrote " + ", ".join(str(p.relative_to(REPO_ROOT) if p.is_relative_to(REPO_ROOT) else p) for p in [*paths, js])
+    )
     print(f"report took {time.time() - t0:.0f} s")
     return summary
 

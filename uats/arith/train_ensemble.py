@@ -51,8 +51,9 @@ def bootstrap(problems: Sequence[world.Problem], seed: int) -> list[world.Proble
     return [problems[rng.randrange(len(problems))] for _ in problems]
 
 
-def train_member(base: Path, problems: Sequence[world.Problem], seed: int, steps: int, batch_size: int, lr: float
-                 ) -> dict[str, torch.Tensor]:
+def train_member(
+    base: Path, problems: Sequence[world.Problem], seed: int, steps: int, batch_size: int, lr: float
+) -> dict[str, torch.Tensor]:
     """One member's retrained tensors."""
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
@@ -78,8 +79,19 @@ def train_member(base: Path, problems: Sequence[world.Problem], seed: int, steps
             out.append(prm_example(tok, p.question, steps_, solutions.label_steps(p, steps_)))
         return out
 
-    train_loop(prm, make, steps, batch_size, lr, seed, tok.pad_token_id, f"member seed {seed}", cls_loss,
-           dropout_p=PRM_SIDECAR["dropout_p"], bf16=False)
+    train_loop(
+        prm,
+        make,
+        steps,
+        batch_size,
+        lr,
+        seed,
+        tok.pad_token_id,
+        f"member seed {seed}",
+        cls_loss,
+        dropout_p=PRM_SIDECAR["dropout_p"],
+        bf16=False,
+    )
     return {k: v.detach().clone().contiguous() for k, v in prm.state_dict().items() if k.startswith(prefixes)}
 
 
@@ -120,9 +132,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         tensors = train_member(args.base, problems, args.seed + j, args.steps, args.batch_size, args.lr)
         save_file(tensors, str(args.out / name))
         log.info("member %d saved (%.0f s)", j, time.time() - t)
-    meta = {"base": args.base.name, "members": files, "seeds": [args.seed + j for j in range(args.members)],
-            "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "problems": args.problems,
-            "retrained": ["model.layers.<top>.", "model.norm.", "score."], "bootstrap": True}
+    meta = {
+        "base": args.base.name,
+        "members": files,
+        "seeds": [args.seed + j for j in range(args.members)],
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "problems": args.problems,
+        "retrained": ["model.layers.<top>.", "model.norm.", "score."],
+        "bootstrap": True,
+    }
     (args.out / ENSEMBLE_FILE).write_text(json.dumps(meta, indent=1) + "\n")
     log.info("ensemble of %d members in %.0f s -> %s", args.members, time.time() - t0, args.out)
 

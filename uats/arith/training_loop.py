@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 Example = tuple[list[int], list[int]]  # input ids, labels (-100 = no loss)
 
 
-def batches(examples: Sequence[Example], batch_size: int, rng: random.Random, pad: int
-             ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+def batches(
+    examples: Sequence[Example], batch_size: int, rng: random.Random, pad: int
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Shuffled batches of similar length (less padding), right-padded."""
     order = list(range(len(examples)))
     rng.shuffle(order)
@@ -30,8 +31,8 @@ def batches(examples: Sequence[Example], batch_size: int, rng: random.Random, pa
     chunk = batch_size * 32
     batches = []
     for c in range(0, len(order), chunk):
-        part = sorted(order[c:c + chunk], key=lambda i: len(examples[i][0]))
-        batches += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
+        part = sorted(order[c : c + chunk], key=lambda i: len(examples[i][0]))
+        batches += [part[b : b + batch_size] for b in range(0, len(part), batch_size)]
     rng.shuffle(batches)
     out = []
     for b in batches:
@@ -41,7 +42,7 @@ def batches(examples: Sequence[Example], batch_size: int, rng: random.Random, pa
         mask = torch.zeros((len(b), n), dtype=torch.long)
         for r, i in enumerate(b):
             x, y = examples[i]
-            ids[r, :len(x)], lab[r, :len(y)], mask[r, :len(x)] = torch.tensor(x), torch.tensor(y), 1
+            ids[r, : len(x)], lab[r, : len(y)], mask[r, : len(x)] = torch.tensor(x), torch.tensor(y), 1
         out.append((ids, mask, lab))
     return out
 
@@ -56,17 +57,31 @@ def cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def train_loop(model: torch.nn.Module, make_examples: Callable[[int], Sequence[Example]], steps: int, batch_size: int,
-           lr: float, seed: int, pad: int, desc: str, loss_fn: Callable, dropout_p: float = 0.0,
-           bf16: bool | None = None, variance_penalty: float = 0.0) -> list[float]:
+def train_loop(
+    model: torch.nn.Module,
+    make_examples: Callable[[int], Sequence[Example]],
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    pad: int,
+    desc: str,
+    loss_fn: Callable,
+    dropout_p: float = 0.0,
+    bf16: bool | None = None,
+    variance_penalty: float = 0.0,
+) -> list[float]:
     """AdamW with warm-up and cosine decay; make_examples(epoch) gives fresh data for every epoch.
 
     With variance_penalty > 0 every batch runs twice with independent dropout masks (as one batch) and the
     loss adds variance_penalty times the two passes' variance of P(correct) at the labelled positions."""
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01, betas=(0.9, 0.98)
+    )
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps))))
+    )
     rng = random.Random(seed)
     bf16 = cpu_has_native_bf16() if bf16 is None else bf16
     log.info("%s: %s matrix products", desc, "bf16" if bf16 else "fp32")
@@ -103,8 +118,9 @@ def train_loop(model: torch.nn.Module, make_examples: Callable[[int], Sequence[E
 
 
 def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)).float(), labels[:, 1:].reshape(-1),
-                                             ignore_index=-100)
+    return torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.size(-1)).float(), labels[:, 1:].reshape(-1), ignore_index=-100
+    )
 
 
 def cls_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

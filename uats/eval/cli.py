@@ -43,51 +43,97 @@ ABLATION_FLAGS = {d.name: d.spec.help for d in SETTINGS if d.spec.axis_flag}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="uats eval", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--spec", metavar="FILE", help="a recipe file (recipes/*.toml) whose [eval] table holds these flags; "
-                                                  "flags given here come after it and override its values")
+    p = argparse.ArgumentParser(
+        prog="uats eval", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="a recipe file (recipes/*.toml) whose [eval] table holds these flags; "
+        "flags given here come after it and override its values",
+    )
     g = p.add_argument_group("problems")
     g.add_argument("--world", default="arith", help="arith (the embedded arithmetic world); ignored with --dataset")
     g.add_argument("--split", default="test", help="arith split (default test)")
-    g.add_argument("--difficulty", help="arith difficulty: easy | default | hard, or a tag such as o4-6v40a9f5 (ops "
-                                        "4-6, values <= 40, addends <= 9, factors <= 5; docs/arith_world.md)")
+    g.add_argument(
+        "--difficulty",
+        help="arith difficulty: easy | default | hard, or a tag such as o4-6v40a9f5 (ops "
+        "4-6, values <= 40, addends <= 9, factors <= 5; docs/arith_world.md)",
+    )
     g.add_argument("--dataset", help="math500 | aime24 (shipped in assets/data) | a .jsonl file")
     g.add_argument("--problems", type=int, help="first N problems (arith default 200; a dataset: all)")
     g = p.add_argument_group("grid")
     g.add_argument("--pairs", default="A:prm", help="POLICY:PRM name pairs, comma-separated (built in: A, B, prm)")
-    g.add_argument("--model", action="append", default=[], metavar="NAME=SPEC",
-                   help="name a model for --pairs: folder, hf:<id>, vllm:<id> (policy), or py:module:function")
+    g.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="name a model for --pairs: folder, hf:<id>, vllm:<id> (policy), or py:module:function",
+    )
     g.add_argument("--methods", default="all", help="all, or a comma list of " + ",".join(method_names()))
     g.add_argument("--budgets", default="4,16,64", help="N values, comma-separated")
     g.add_argument("--seeds", default="3", help="a count (3 = seeds 0,1,2) or a comma list")
-    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a setting for every cell (`uats settings` lists them)")
+    g.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a setting for every cell (`uats settings` lists them)",
+    )
     g = p.add_argument_group("ablations (comma lists; the cross product becomes extra grid axes, UATS methods only)")
     for name, what in ABLATION_FLAGS.items():
-        g.add_argument("--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what.replace("%", "%%"))
-    g.add_argument("--uncertainty", metavar="on,off",
-                   help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation passes")
-    g.add_argument("--axis", action="append", default=[], metavar="FIELD=V1,V2", help="any other setting as an axis (`uats settings` lists them)")
+        g.add_argument(
+            "--" + name.replace("_", "-"), dest=f"axis_{name}", metavar="V1,V2", help=what.replace("%", "%%")
+        )
+    g.add_argument(
+        "--uncertainty",
+        metavar="on,off",
+        help="with/without uncertainty: A-UATS without σ features; H-UATS without re-evaluation passes",
+    )
+    g.add_argument(
+        "--axis",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2",
+        help="any other setting as an axis (`uats settings` lists them)",
+    )
     g = p.add_argument_group("execution")
     g.add_argument("--db", default="runs/eval.db", help="SQLite path or SQLAlchemy URL (PostgreSQL across machines)")
-    g.add_argument("--ledger", metavar="DIR",
-                   help="results ledger folder (e.g. results/arith-grid): cells in it count as done, and finished cells "
-                        "are appended to it as the grid runs (commit it to keep the results)")
+    g.add_argument(
+        "--ledger",
+        metavar="DIR",
+        help="results ledger folder (e.g. results/arith-grid): cells in it count as done, and finished cells "
+        "are appended to it as the grid runs (commit it to keep the results)",
+    )
     g.add_argument("--shard", metavar="i/n", help="run only every n-th cell of the grid, starting at i (no Ray)")
     g.add_argument("--ray", metavar="ADDRESS|local", help="run cells as Ray actors (local = a private Ray here)")
     g.add_argument("--workers", type=int, help="Ray actors (default: CPUs / cpus-per-worker)")
     g.add_argument("--cpus-per-worker", type=float, default=1.0)
     g.add_argument("--gpus-per-worker", type=float, default=0.0)
     g.add_argument("--chunk", type=int, help="cells per Ray task (default: about 4 chunks per actor)")
-    g.add_argument("--batch", type=int, default=1, metavar="LANES",
-                   help="cross-problem batching: LANES searches per worker share policy/PRM calls (1 = off)")
-    g.add_argument("--batch-prm", choices=("on", "off"), default="on",
-                   help="merge PRM calls across batched searches too (policy calls always merge)")
+    g.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        metavar="LANES",
+        help="cross-problem batching: LANES searches per worker share policy/PRM calls (1 = off)",
+    )
+    g.add_argument(
+        "--batch-prm",
+        choices=("on", "off"),
+        default="on",
+        help="merge PRM calls across batched searches too (policy calls always merge)",
+    )
     g.add_argument("--torch-threads", type=int, help="torch intra-op threads per worker")
     add_model_option_flags(g)
     g.add_argument("--max-attempts", type=int, default=3, help="give a failing cell up after this many attempts")
-    g.add_argument("--stale-after", type=float, default=900.0,
-                   help="seconds without a heartbeat after which another host's running cell counts as orphaned")
+    g.add_argument(
+        "--stale-after",
+        type=float,
+        default=900.0,
+        help="seconds without a heartbeat after which another host's running cell counts as orphaned",
+    )
     g.add_argument("--dry-run", action="store_true", help="plan only: count the cells to run")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.add_argument("-v", "--verbose", action="store_true")
@@ -115,9 +161,17 @@ def spec_from_args(args: argparse.Namespace) -> GridSpec:
             if v not in ("on", "off"):
                 raise ConfigError("uncertainty", f"use on, off or on,off; got {args.uncertainty!r}")
             uncertainty.append(v == "on")
-    return GridSpec(pairs=pairs, problems=problems, dataset=dataset, methods=parse_methods(args.methods),
-                    budgets=parse_int_list(args.budgets, "budgets", low=1), seeds=parse_seeds(args.seeds),
-                    settings=parse_settings(args.set), axes=axes, uncertainty=list(dict.fromkeys(uncertainty)))
+    return GridSpec(
+        pairs=pairs,
+        problems=problems,
+        dataset=dataset,
+        methods=parse_methods(args.methods),
+        budgets=parse_int_list(args.budgets, "budgets", low=1),
+        seeds=parse_seeds(args.seeds),
+        settings=parse_settings(args.set),
+        axes=axes,
+        uncertainty=list(dict.fromkeys(uncertainty)),
+    )
 
 
 def check_pair_options(spec: GridSpec, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -148,8 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for noisy in ("httpx", "urllib3", "filelock", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
@@ -159,18 +214,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("batch", f"need at least 1 lane; got {args.batch}")
         if args.ledger and not args.dry_run and _uncommitted(code_version()):
             # a ledger row names the commit that ran it: a row from uncommitted code could not be reproduced
-            raise ConfigError("ledger", "the checkout has uncommitted code changes, or git cannot read it (git status); "
-                                        "commit them, or run from a clean worktree, before writing to a results ledger")
+            raise ConfigError(
+                "ledger",
+                "the checkout has uncommitted code changes, or git cannot read it (git status); "
+                "commit them, or run from a clean worktree, before writing to a results ledger",
+            )
         spec = spec_from_args(args)
         policy_opts, prm_opts = check_pair_options(spec, args)
-        opts = EvalOptions(db=args.db, shard=args.shard, ray=args.ray, workers=args.workers,
-                           cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker, lanes=args.batch,
-                           merge_prm=args.batch_prm == "on",
-                           torch_threads=args.torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
-                           trust_remote_code=args.trust_remote_code,
-                           max_attempts=args.max_attempts,
-                           stale_after_s=args.stale_after, chunk=args.chunk, progress=not args.quiet,
-                           dry_run=args.dry_run, ledger=args.ledger)
+        opts = EvalOptions(
+            db=args.db,
+            shard=args.shard,
+            ray=args.ray,
+            workers=args.workers,
+            cpus_per_worker=args.cpus_per_worker,
+            gpus_per_worker=args.gpus_per_worker,
+            lanes=args.batch,
+            merge_prm=args.batch_prm == "on",
+            torch_threads=args.torch_threads,
+            policy_opts=policy_opts,
+            prm_opts=prm_opts,
+            trust_remote_code=args.trust_remote_code,
+            max_attempts=args.max_attempts,
+            stale_after_s=args.stale_after,
+            chunk=args.chunk,
+            progress=not args.quiet,
+            dry_run=args.dry_run,
+            ledger=args.ledger,
+        )
         with sigterm_as_interrupt():
             summary = run_eval(spec, opts)
     except (ConfigError, ProblemError) as exc:
@@ -185,9 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: finished cells are kept; rerun the same command to resume", file=sys.stderr)
         return 130
     if args.dry_run:
-        print(f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, "
-              f"{summary.to_run} to run "
-              f"({summary.orphans} of them orphaned), {summary.busy} held by live workers, {summary.given_up} given up")
+        print(
+            f"dry run: {summary.cells} cells, {summary.in_ledger} in the ledger, {summary.done_before} finished, "
+            f"{summary.to_run} to run "
+            f"({summary.orphans} of them orphaned), {summary.busy} held by live workers, {summary.given_up} given up"
+        )
         return 0
     print(summary.line())
     if summary.failed:

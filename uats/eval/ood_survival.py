@@ -44,8 +44,9 @@ def ood_survival(store: Any, methods: Sequence[str] = ("h-uats",)) -> dict[tuple
     """{group: {"runs", "correct", "cost", KIND: [alive, n]}} over the finished runs of the arithmetic world."""
     from uats_core.worlds.arith import solutions, world
 
-    groups: dict[tuple, dict[str, Any]] = defaultdict(lambda: {"runs": 0, "correct": 0, "cost": 0.0,
-                                                              **{k: [0, 0] for k in KINDS}})
+    groups: dict[tuple, dict[str, Any]] = defaultdict(
+        lambda: {"runs": 0, "correct": 0, "cost": 0.0, **{k: [0, 0] for k in KINDS}}
+    )
     for run in _finished_runs(store):
         if run["method"] not in methods or not str(run["problem_id"]).startswith("arith-"):
             continue
@@ -72,12 +73,18 @@ def format_table(groups: dict[tuple, dict[str, Any]]) -> str:
     def share(pair: list[int]) -> str:
         return f"{pair[0]}/{pair[1]} ({pair[0] / pair[1]:.0%})" if pair[1] else "–"
 
-    lines = ["| " + " | ".join(GROUP_FIELDS) + " | runs | accuracy | mean cost | right OOD alive: re-evaluated | "
-             "not re-evaluated | wrong OOD alive: re-evaluated | not re-evaluated |",
-             "|" + "---|" * (len(GROUP_FIELDS) + 7)]
+    lines = [
+        "| " + " | ".join(GROUP_FIELDS) + " | runs | accuracy | mean cost | right OOD alive: re-evaluated | "
+        "not re-evaluated | wrong OOD alive: re-evaluated | not re-evaluated |",
+        "|" + "---|" * (len(GROUP_FIELDS) + 7),
+    ]
     for key, g in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in key) + f" | {g['runs']} | {g['correct'] / g['runs']:.1%} | "
-                     f"{g['cost'] / g['runs']:.0f} | " + " | ".join(share(g[k]) for k in KINDS) + " |")
+        lines.append(
+            "| "
+            + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in key)
+            + f" | {g['runs']} | {g['correct'] / g['runs']:.1%} | "
+            f"{g['cost'] / g['runs']:.0f} | " + " | ".join(share(g[k]) for k in KINDS) + " |"
+        )
     return "\n".join(lines)
 
 

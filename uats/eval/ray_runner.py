@@ -28,8 +28,22 @@ log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Left out of the working_dir Ray ships to the nodes: environments, history and outputs, none of which a search reads.
-_SHIP_EXCLUDES = [".git", ".venv", ".venv-vllm", ".cache", "runs", "exports", "artifacts", "docs", "*.db", "*.db-wal",
-                  "*.db-shm", "__pycache__", ".pytest_cache", ".hypothesis"]
+_SHIP_EXCLUDES = [
+    ".git",
+    ".venv",
+    ".venv-vllm",
+    ".cache",
+    "runs",
+    "exports",
+    "artifacts",
+    "docs",
+    "*.db",
+    "*.db-wal",
+    "*.db-shm",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+]
 
 
 def ship_env(root: Path = REPO_ROOT) -> dict[str, Any]:
@@ -37,8 +51,11 @@ def ship_env(root: Path = REPO_ROOT) -> dict[str, Any]:
     up from it is the interpreter's lib folder, not a project), so every node needs the same package installed."""
     if (root / "pyproject.toml").is_file() and (root / "uats_core").is_dir():
         return {"working_dir": str(root), "excludes": _SHIP_EXCLUDES}
-    log.info("uats_core is installed at %s, not a checkout: nothing ships with the Ray job; every node needs the same "
-             "uats-studio installed", root)
+    log.info(
+        "uats_core is installed at %s, not a checkout: nothing ships with the Ray job; every node needs the same "
+        "uats-studio installed",
+        root,
+    )
     return {}
 
 
@@ -48,7 +65,7 @@ def relocate(items: Sequence[WorkItem], driver_root: str, here: Path = REPO_ROOT
         return list(items)
 
     def move(spec: str) -> str:
-        return str(here) + spec[len(driver_root):] if spec.startswith(driver_root + os.sep) else spec
+        return str(here) + spec[len(driver_root) :] if spec.startswith(driver_root + os.sep) else spec
 
     def moved(it: WorkItem) -> WorkItem:
         cell = replace(it.cell, policy=move(it.cell.policy), prm=move(it.cell.prm))
@@ -64,12 +81,27 @@ class EvalActor:
     """Lives in a Ray worker process; Ray wraps it with ray.remote at dispatch time (so importing this
     module never needs Ray)."""
 
-    def __init__(self, db: str, lanes: int, torch_threads: int | None, policy_opts: dict[str, Any],
-                 prm_opts: dict[str, Any], log_level: int, merge_prm: bool = True, driver_root: str = str(REPO_ROOT)) -> None:
+    def __init__(
+        self,
+        db: str,
+        lanes: int,
+        torch_threads: int | None,
+        policy_opts: dict[str, Any],
+        prm_opts: dict[str, Any],
+        log_level: int,
+        merge_prm: bool = True,
+        driver_root: str = str(REPO_ROOT),
+    ) -> None:
         logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
         self.driver_root = driver_root
-        self.worker = EvalWorker(db, lanes=lanes, torch_threads=torch_threads, policy_opts=policy_opts, prm_opts=prm_opts,
-                                 merge_prm=merge_prm)
+        self.worker = EvalWorker(
+            db,
+            lanes=lanes,
+            torch_threads=torch_threads,
+            policy_opts=policy_opts,
+            prm_opts=prm_opts,
+            merge_prm=merge_prm,
+        )
 
     def run(self, items: Sequence[WorkItem]) -> list[CellOutcome]:
         return self.worker.run(relocate(items, self.driver_root), progress=False)
@@ -86,7 +118,7 @@ def chunk_items(items: Sequence[WorkItem], chunk: int) -> list[list[WorkItem]]:
     """Consecutive chunks of the problem-major grid, dispatched in order: a stopped run leaves whole
     problems done. Each actor caches every model it meets (for several big pairs on small GPUs, run one
     pair per invocation)."""
-    return [list(items[i:i + chunk]) for i in range(0, len(items), chunk)]
+    return [list(items[i : i + chunk]) for i in range(0, len(items), chunk)]
 
 
 def check_resources(resources: dict[str, float], cpus_per_worker: float, gpus_per_worker: float) -> None:
@@ -96,14 +128,29 @@ def check_resources(resources: dict[str, float], cpus_per_worker: float, gpus_pe
     for flag, need, name in (("gpus-per-worker", gpus_per_worker, "GPU"), ("cpus-per-worker", cpus_per_worker, "CPU")):
         have = float(resources.get(name, 0.0))
         if need > have:
-            raise ConfigError(flag, f"each worker asks for {need:g} {name}(s) but the Ray cluster has {have:g}; lower "
-                                    f"--{flag}" + (" (0 runs on CPUs)" if name == "GPU" else "") + " or add nodes that have them")
+            raise ConfigError(
+                flag,
+                f"each worker asks for {need:g} {name}(s) but the Ray cluster has {have:g}; lower "
+                f"--{flag}" + (" (0 runs on CPUs)" if name == "GPU" else "") + " or add nodes that have them",
+            )
 
 
-def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | None = None,
-            cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0, lanes: int = 1, merge_prm: bool = True,
-            torch_threads: int | None = None, policy_opts: dict[str, Any] | None = None,
-            prm_opts: dict[str, Any] | None = None, chunk: int | None = None, progress: bool = True) -> list[CellOutcome]:
+def run_ray(
+    items: Sequence[WorkItem],
+    db: str,
+    address: str,
+    *,
+    workers: int | None = None,
+    cpus_per_worker: float = 1.0,
+    gpus_per_worker: float = 0.0,
+    lanes: int = 1,
+    merge_prm: bool = True,
+    torch_threads: int | None = None,
+    policy_opts: dict[str, Any] | None = None,
+    prm_opts: dict[str, Any] | None = None,
+    chunk: int | None = None,
+    progress: bool = True,
+) -> list[CellOutcome]:
     try:
         import ray
         from ray.util import ActorPool
@@ -116,10 +163,25 @@ def run_ray(items: Sequence[WorkItem], db: str, address: str, *, workers: int | 
     runtime_env = ship_env()
     held: list[tuple[str, int]] = []  # (host, pid) of every actor: the cells they hold when the job stops
     try:
-        return _run_ray(ray, ActorPool, items, db, address, runtime_env, held, workers=workers,
-                        cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, lanes=lanes,
-                        merge_prm=merge_prm, torch_threads=torch_threads, policy_opts=policy_opts,
-                        prm_opts=prm_opts, chunk=chunk, progress=progress)
+        return _run_ray(
+            ray,
+            ActorPool,
+            items,
+            db,
+            address,
+            runtime_env,
+            held,
+            workers=workers,
+            cpus_per_worker=cpus_per_worker,
+            gpus_per_worker=gpus_per_worker,
+            lanes=lanes,
+            merge_prm=merge_prm,
+            torch_threads=torch_threads,
+            policy_opts=policy_opts,
+            prm_opts=prm_opts,
+            chunk=chunk,
+            progress=progress,
+        )
     except BaseException as exc:
         # An actor died (or Ctrl-C, or another error): the actors were stopped mid-cell. Close their cells now;
         # left 'running', a rerun from another machine would wait out their heartbeats (--stale-after).
@@ -143,21 +205,45 @@ def release_cells(db: str, held: Sequence[tuple[str, int]], why: str) -> None:
         log.exception("could not close the stopped Ray actors' cells; a rerun reclaims them")
         return
     if closed:
-        log.error("Ray job stopped: %d cell(s) its actors held closed as failed (%s); rerun the same command "
-                  "to resume", len(closed), ", ".join(closed[:4]) + (" ..." if len(closed) > 4 else ""))
+        log.error(
+            "Ray job stopped: %d cell(s) its actors held closed as failed (%s); rerun the same command to resume",
+            len(closed),
+            ", ".join(closed[:4]) + (" ..." if len(closed) > 4 else ""),
+        )
 
 
-def _run_ray(ray: Any, ActorPool: Any, items: Sequence[WorkItem], db: str, address: str, runtime_env: dict[str, Any],
-             held: list[tuple[str, int]], *, workers: int | None, cpus_per_worker: float, gpus_per_worker: float,
-             lanes: int, merge_prm: bool, torch_threads: int | None, policy_opts: dict[str, Any] | None,
-             prm_opts: dict[str, Any] | None, chunk: int | None, progress: bool) -> list[CellOutcome]:
+def _run_ray(
+    ray: Any,
+    ActorPool: Any,
+    items: Sequence[WorkItem],
+    db: str,
+    address: str,
+    runtime_env: dict[str, Any],
+    held: list[tuple[str, int]],
+    *,
+    workers: int | None,
+    cpus_per_worker: float,
+    gpus_per_worker: float,
+    lanes: int,
+    merge_prm: bool,
+    torch_threads: int | None,
+    policy_opts: dict[str, Any] | None,
+    prm_opts: dict[str, Any] | None,
+    chunk: int | None,
+    progress: bool,
+) -> list[CellOutcome]:
     started_here = False
     if not ray.is_initialized():
         if address == "local":
             n = workers or max(1, int((os.cpu_count() or 1) // max(cpus_per_worker, 1e-9)))
-            ray.init(num_cpus=max(1, math.ceil(n * cpus_per_worker)), include_dashboard=False,
-                     runtime_env=runtime_env, object_store_memory=200 * 2**20, log_to_driver=True,
-                     configure_logging=False)
+            ray.init(
+                num_cpus=max(1, math.ceil(n * cpus_per_worker)),
+                include_dashboard=False,
+                runtime_env=runtime_env,
+                object_store_memory=200 * 2**20,
+                log_to_driver=True,
+                configure_logging=False,
+            )
         else:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=True, configure_logging=False)
         started_here = True
@@ -169,9 +255,19 @@ def _run_ray(ray: Any, ActorPool: Any, items: Sequence[WorkItem], db: str, addre
             n_workers = min(n_workers, int(resources.get("GPU", 0) // gpus_per_worker))
         threads = torch_threads if torch_threads is not None else max(1, int(cpus_per_worker))
         remote_cls = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker)(EvalActor)
-        actors = [remote_cls.remote(db, lanes, threads, dict(policy_opts or {}), dict(prm_opts or {}),
-                                    logging.getLogger("uats_core").getEffectiveLevel(), merge_prm, str(REPO_ROOT))
-                  for _ in range(n_workers)]
+        actors = [
+            remote_cls.remote(
+                db,
+                lanes,
+                threads,
+                dict(policy_opts or {}),
+                dict(prm_opts or {}),
+                logging.getLogger("uats_core").getEffectiveLevel(),
+                merge_prm,
+                str(REPO_ROOT),
+            )
+            for _ in range(n_workers)
+        ]
         held.extend(ray.get([a.where.remote() for a in actors]))
         size = chunk or max(1, min(64, math.ceil(len(items) / (n_workers * 4))))
         chunks = chunk_items(items, size)

@@ -52,15 +52,18 @@ def load_recipe(path: str | Path, parser: argparse.ArgumentParser) -> Recipe:
         raise ConfigError("spec", f"{path}: unknown table(s) {sorted(extra)}; a recipe has [recipe] and [eval]")
     meta, grid = data.get("recipe", {}), data.get("eval", {})
     if set(meta) - RECIPE_KEYS:
-        raise ConfigError("spec", f"{path}: unknown [recipe] key(s) {sorted(set(meta) - RECIPE_KEYS)}; "
-                                  f"use {sorted(RECIPE_KEYS)}")
+        raise ConfigError(
+            "spec", f"{path}: unknown [recipe] key(s) {sorted(set(meta) - RECIPE_KEYS)}; use {sorted(RECIPE_KEYS)}"
+        )
     flags = _flags(parser)
     argv: list[str] = []
     for key, value in grid.items():
         flag = key.replace("_", "-")
         action = flags.get(flag)
         if action is None or flag in ("spec", "help"):
-            raise ConfigError("spec", f"{path}: [eval] key {key!r} is no `uats eval` flag (uats eval --help lists them)")
+            raise ConfigError(
+                "spec", f"{path}: [eval] key {key!r} is no `uats eval` flag (uats eval --help lists them)"
+            )
         if isinstance(action, argparse._StoreTrueAction):
             if not isinstance(value, bool):
                 raise ConfigError("spec", f"{path}: [eval] {key} is a switch: true or false")
@@ -70,7 +73,7 @@ def load_recipe(path: str | Path, parser: argparse.ArgumentParser) -> Recipe:
             for v in values:
                 argv += [f"--{flag}", str(v)]
         elif isinstance(value, (list, dict, bool)):
-            raise ConfigError("spec", f"{path}: [eval] {key} takes one value (a comma list as a string: \"4,16,64\")")
+            raise ConfigError("spec", f'{path}: [eval] {key} takes one value (a comma list as a string: "4,16,64")')
         else:
             argv += [f"--{flag}", str(value)]
     return Recipe(path=p, about=str(meta.get("about", "")), complete=bool(meta.get("complete", False)), argv=argv)

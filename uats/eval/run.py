@@ -64,23 +64,28 @@ class EvalSummary:
         return 60.0 * (self.finished + self.failed) / self.wall_s if self.wall_s > 0 else 0.0
 
     def line(self) -> str:
-        return (f"{self.cells} cells: {self.in_ledger} in the ledger, {self.done_before} already finished, "
-                f"{self.ran} run now ({self.finished} finished, "
-                f"{self.failed} failed, {self.skipped} held by another worker), {self.busy} busy elsewhere, "
-                f"{self.orphans} orphaned runs reclaimed, {self.given_up} given up; {self.wall_s:.1f} s, "
-                f"{self.searches_per_minute:.1f} searches/min")
+        return (
+            f"{self.cells} cells: {self.in_ledger} in the ledger, {self.done_before} already finished, "
+            f"{self.ran} run now ({self.finished} finished, "
+            f"{self.failed} failed, {self.skipped} held by another worker), {self.busy} busy elsewhere, "
+            f"{self.orphans} orphaned runs reclaimed, {self.given_up} given up; {self.wall_s:.1f} s, "
+            f"{self.searches_per_minute:.1f} searches/min"
+        )
 
 
 def preflight(items: Sequence[WorkItem], opts: EvalOptions) -> list[WorkItem]:
     """Fail with one line naming the field before anything is written; the items with their checked searches."""
     items = check_cells(items, opts.policy_opts, opts.prm_opts, opts.trust_remote_code)
-    specs = {(it.cell.pair, "policy", it.cell.policy) for it in items} | {(it.cell.pair, "prm", it.cell.prm) for it in items}
+    specs = {(it.cell.pair, "policy", it.cell.policy) for it in items} | {
+        (it.cell.pair, "prm", it.cell.prm) for it in items
+    }
     for pair, role, spec in sorted(specs):
         if spec.startswith(FACTORY_PREFIX) or spec.startswith(("hf:", "vllm:")):
             continue
         if not Path(spec).expanduser().exists():
-            hint = (" (the arithmetic world's models: python -m uats.arith.train)"
-                    if "assets/models/arith" in spec else "")
+            hint = (
+                " (the arithmetic world's models: python -m uats.arith.train)" if "assets/models/arith" in spec else ""
+            )
             raise ConfigError("pairs", f"pair {pair}: the {role} {spec} does not exist{hint}")
     controllers = {}  # each controller the cells need, loaded once here: a missing one fails before any cell runs
     for it in items:
@@ -124,14 +129,34 @@ def run_eval(spec: GridSpec, opts: EvalOptions) -> EvalSummary:
     db_url = store.location
     try:
         ledger = CellLedger(store)
-        plan: Plan = ledger.plan(items, max_attempts=opts.max_attempts, stale_after_s=opts.stale_after_s,
-                                 write=not opts.dry_run)
+        plan: Plan = ledger.plan(
+            items, max_attempts=opts.max_attempts, stale_after_s=opts.stale_after_s, write=not opts.dry_run
+        )
     finally:
         store.close()
-    log.info("%d cells; %d finished before, %d to run (%d orphans reclaimed), %d busy elsewhere, %d given up",
-             len(items), plan.done, len(plan.todo), len(plan.orphans), plan.busy, plan.given_up)
-    summary = EvalSummary(len(items) + in_ledger, plan.done, plan.busy, plan.given_up, len(plan.orphans), 0, 0, 0, 0,
-                          0.0, to_run=len(plan.todo), in_ledger=in_ledger)
+    log.info(
+        "%d cells; %d finished before, %d to run (%d orphans reclaimed), %d busy elsewhere, %d given up",
+        len(items),
+        plan.done,
+        len(plan.todo),
+        len(plan.orphans),
+        plan.busy,
+        plan.given_up,
+    )
+    summary = EvalSummary(
+        len(items) + in_ledger,
+        plan.done,
+        plan.busy,
+        plan.given_up,
+        len(plan.orphans),
+        0,
+        0,
+        0,
+        0,
+        0.0,
+        to_run=len(plan.todo),
+        in_ledger=in_ledger,
+    )
     if opts.dry_run:
         return summary
     with LedgerSync(results, db_url):
@@ -145,16 +170,34 @@ def _run_todo(plan: Plan, db_url: str, opts: EvalOptions, summary: EvalSummary) 
     if opts.ray:
         from .ray_runner import run_ray
 
-        outcomes = run_ray(plan.todo, db_url, opts.ray, workers=opts.workers, cpus_per_worker=opts.cpus_per_worker,
-                           gpus_per_worker=opts.gpus_per_worker, lanes=opts.lanes, merge_prm=opts.merge_prm,
-                           torch_threads=opts.torch_threads,
-                           policy_opts=opts.policy_opts, prm_opts=opts.prm_opts, chunk=opts.chunk, progress=opts.progress)
+        outcomes = run_ray(
+            plan.todo,
+            db_url,
+            opts.ray,
+            workers=opts.workers,
+            cpus_per_worker=opts.cpus_per_worker,
+            gpus_per_worker=opts.gpus_per_worker,
+            lanes=opts.lanes,
+            merge_prm=opts.merge_prm,
+            torch_threads=opts.torch_threads,
+            policy_opts=opts.policy_opts,
+            prm_opts=opts.prm_opts,
+            chunk=opts.chunk,
+            progress=opts.progress,
+        )
     else:
-        worker = EvalWorker(db_url, lanes=opts.lanes, torch_threads=opts.torch_threads, policy_opts=opts.policy_opts,
-                            prm_opts=opts.prm_opts, merge_prm=opts.merge_prm)
+        worker = EvalWorker(
+            db_url,
+            lanes=opts.lanes,
+            torch_threads=opts.torch_threads,
+            policy_opts=opts.policy_opts,
+            prm_opts=opts.prm_opts,
+            merge_prm=opts.merge_prm,
+        )
         try:
-            outcomes = worker.run(plan.todo, progress=opts.progress,
-                                  desc=f"cells{' shard ' + opts.shard if opts.shard else ''}")
+            outcomes = worker.run(
+                plan.todo, progress=opts.progress, desc=f"cells{' shard ' + opts.shard if opts.shard else ''}"
+            )
         finally:
             worker.close()
     summary.wall_s = time.perf_counter() - t0
@@ -177,11 +220,30 @@ def code_version(root: Path | None = None) -> str:
     root = Path(__file__).resolve().parents[2] if root is None else root
     if (root / ".git").exists():  # a checkout; installed, site-packages is none (nor the repo it may sit in)
         try:
-            head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                                  text=True, timeout=10, check=True).stdout.strip()
-            changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all", "--",
-                                      ".", ":(exclude)results"],
-                                     capture_output=True, text=True, timeout=10, check=True).stdout.splitlines()
+            head = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout.strip()
+            changed = subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(root),
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=all",
+                    "--",
+                    ".",
+                    ":(exclude)results",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout.splitlines()
             # an untracked note changes no code; an untracked module may (ignored files are never listed)
             dirty = [line for line in changed if not line.startswith("??") or line.rstrip().endswith(".py")]
             return head + (DIRTY if dirty else "")
@@ -205,8 +267,14 @@ def sync_run_log(ledger: Any, db_url: str, version: str | None, fill: bool = Fal
 
     added = 0
     if version is not None:
-        added = sync_ledger(ledger, db_url, version, portable=portable_path, trace_counts=trace_counts,
-                            step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9))
+        added = sync_ledger(
+            ledger,
+            db_url,
+            version,
+            portable=portable_path,
+            trace_counts=trace_counts,
+            step_records=lambda load, rows: step_records(load, rows, max_runs_per_pair=10**9),
+        )
     if fill:
         fill_traces(ledger, db_url, trace_counts)
         fill_controller(ledger, db_url)

@@ -33,7 +33,6 @@ from uats_core.status import RunStatus
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class CellOutcome:
     key: str
@@ -73,8 +72,9 @@ class BackendCache:
         from uats_core.backends.plan import memory_planned_opts, plan_models
 
         prm_opts = {k: v for k, v in self.prm_opts.items() if k != "kind"}
-        plan = plan_models(spec, prm_spec, prm_kind=self.prm_opts.get("kind"), policy_opts=self.policy_opts,
-                           prm_opts=prm_opts)
+        plan = plan_models(
+            spec, prm_spec, prm_kind=self.prm_opts.get("kind"), policy_opts=self.policy_opts, prm_opts=prm_opts
+        )
         return memory_planned_opts(plan, dict(plan.policy_opts))
 
     def prm(self, spec: str, dropout_p: float, dropout_mode: str) -> Any:
@@ -83,7 +83,9 @@ class BackendCache:
             if key not in self._prms:
                 t0 = time.perf_counter()
                 self._prms[key] = load_prm_spec(spec, dict(self.prm_opts), dropout_p, dropout_mode)
-                log.info("PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0)
+                log.info(
+                    "PRM %s (dropout %s p=%s) loaded in %.1f s", spec, dropout_mode, dropout_p, time.perf_counter() - t0
+                )
             return self._prms[key]
 
     def backends(self, item: WorkItem) -> tuple[Any, Any]:
@@ -125,9 +127,17 @@ def _set_torch_threads(n: int | None) -> None:
 class EvalWorker:
     """Runs WorkItems against one database. `lanes` > 1 turns on cross-problem batching."""
 
-    def __init__(self, db: str, *, lanes: int = 1, torch_threads: int | None = None,
-                 policy_opts: dict[str, Any] | None = None, prm_opts: dict[str, Any] | None = None,
-                 backends: BackendCache | None = None, merge_prm: bool = True) -> None:
+    def __init__(
+        self,
+        db: str,
+        *,
+        lanes: int = 1,
+        torch_threads: int | None = None,
+        policy_opts: dict[str, Any] | None = None,
+        prm_opts: dict[str, Any] | None = None,
+        backends: BackendCache | None = None,
+        merge_prm: bool = True,
+    ) -> None:
         from storage import RunStore
 
         self.store = RunStore(db)
@@ -147,8 +157,7 @@ class EvalWorker:
         self.store.close()
 
     # ------------------------------------------------------------------ one cell
-    def _run_cell(self, item: WorkItem, policy: Any, prm: Any, batched: bool,
-                  embedder: Any = None) -> CellOutcome:
+    def _run_cell(self, item: WorkItem, policy: Any, prm: Any, batched: bool, embedder: Any = None) -> CellOutcome:
         cell, problem, checked = item.cell, item.problem, item.checked
         config = checked.config
         run_id = uuid.uuid4().hex
@@ -156,16 +165,33 @@ class EvalWorker:
             return CellOutcome(cell.key, "skipped", None)
         t0 = time.perf_counter()
         try:
-            search = prepare_search(checked, models=(policy, prm), controller=self.cache.controller,
-                                    embedder=(lambda: embedder) if embedder is not None else self.cache.embedder)
-            self.store.register_run(run_id, method=config.method, problem_id=problem.id, question=problem.question,
-                                    gold_answer=problem.answer, seed=config.seed, config=config.to_dict(),
-                                    policy=getattr(policy, "name", None), prm=getattr(prm, "name", None),
-                                    label=f"eval {cell.key}")
+            search = prepare_search(
+                checked,
+                models=(policy, prm),
+                controller=self.cache.controller,
+                embedder=(lambda: embedder) if embedder is not None else self.cache.embedder,
+            )
+            self.store.register_run(
+                run_id,
+                method=config.method,
+                problem_id=problem.id,
+                question=problem.question,
+                gold_answer=problem.answer,
+                seed=config.seed,
+                config=config.to_dict(),
+                policy=getattr(policy, "name", None),
+                prm=getattr(prm, "name", None),
+                label=f"eval {cell.key}",
+            )
             if not batched and hasattr(prm, "clear_cache"):
                 prm.clear_cache()
-            result = search.run(subscribers=[self.store.subscriber()], run_id=run_id, grader=self.grader,
-                                should_cancel=self._stop.is_set, cancel_requested=self._stop.is_set)
+            result = search.run(
+                subscribers=[self.store.subscriber()],
+                run_id=run_id,
+                grader=self.grader,
+                should_cancel=self._stop.is_set,
+                cancel_requested=self._stop.is_set,
+            )
         except Exception as exc:  # run_search has already closed the run as failed (or never opened it)
             wall = time.perf_counter() - t0
             err = f"{type(exc).__name__}: {exc}"
@@ -239,7 +265,9 @@ class EvalWorker:
         # join() can mark a still-running thread as stopped (bpo-46726), and a second join() then returns at
         # once - the process would exit with a lane mid-search and its cell left 'running'.
         lane_done = [threading.Event() for _ in range(lanes)]
-        threads = [threading.Thread(target=lane_main, args=(j,), name=f"eval-lane-{j}", daemon=True) for j in range(lanes)]
+        threads = [
+            threading.Thread(target=lane_main, args=(j,), name=f"eval-lane-{j}", daemon=True) for j in range(lanes)
+        ]
         for t in threads:
             t.start()
         try:

@@ -37,8 +37,11 @@ def load_policy(spec: str, **opts: Any) -> Policy:
 
     src = resolve_spec(spec, "policy")
     if src.kind == FACTORY_KIND:
-        raise BackendError("policy", f"{spec!r}: a py: backend is loaded by the program that names it (uats search, "
-                                     "uats eval: uats/model_flags.py), not by the engine; hand the loaded pair over")
+        raise BackendError(
+            "policy",
+            f"{spec!r}: a py: backend is loaded by the program that names it (uats search, "
+            "uats eval: uats/model_flags.py), not by the engine; hand the loaded pair over",
+        )
     opts = check_policy_opts(src.kind, opts)
     if src.kind == "openai":
         from uats_core.backends.openai_policy import OpenAIPolicy
@@ -79,27 +82,41 @@ def detect_prm_kind(src: ModelSource, trust_remote_code: bool = False) -> str:
         return "math-shepherd"
     if "ForTokenClassification" in archs:
         return "token-classification"
-    raise BackendError("prm", f"cannot tell what kind of PRM {src.spec!r} is (architectures: {archs or 'none'}); "
-                              f"pass kind= one of {', '.join(PRM_KINDS)}")
+    raise BackendError(
+        "prm",
+        f"cannot tell what kind of PRM {src.spec!r} is (architectures: {archs or 'none'}); "
+        f"pass kind= one of {', '.join(PRM_KINDS)}",
+    )
 
 
 def check_prm_source(src: ModelSource) -> None:
     """A PRM runs here, in PyTorch: MC dropout needs dropout at inference, which serving engines strip."""
     if src.kind == "openai":
-        raise BackendError("prm", f"{src.spec!r}: a PRM runs in this process because MC dropout needs dropout at inference, "
-                                  "which serving engines strip; give a local folder, a .gguf file or hf:<id>")
+        raise BackendError(
+            "prm",
+            f"{src.spec!r}: a PRM runs in this process because MC dropout needs dropout at inference, "
+            "which serving engines strip; give a local folder, a .gguf file or hf:<id>",
+        )
     if src.kind == "vllm":
-        raise BackendError("prm", f"{src.spec!r}: PRMs run in PyTorch because MC dropout needs it (vLLM drops dropout "
-                                  f"layers); write hf:{src.location} instead")
+        raise BackendError(
+            "prm",
+            f"{src.spec!r}: PRMs run in PyTorch because MC dropout needs it (vLLM drops dropout "
+            f"layers); write hf:{src.location} instead",
+        )
 
 
-def load_prm(spec: str, kind: str | None = None, dropout_p: float = 0.1, dropout_mode: str = "full", **opts: Any) -> PRM:
+def load_prm(
+    spec: str, kind: str | None = None, dropout_p: float = 0.1, dropout_mode: str = "full", **opts: Any
+) -> PRM:
     """A PyTorch PRM with MC dropout. opts: dtype, device, trust_remote_code, cache_bytes, max_batch_tokens,
     padding_side, plus kind-specific ones (step_tag, ..., for token-classification; system_prompt for judge)."""
     src = resolve_spec(spec, "prm")
     if src.kind == FACTORY_KIND:
-        raise BackendError("prm", f"{spec!r}: a py: backend is loaded by the program that names it (uats search, "
-                                  "uats eval: uats/model_flags.py), not by the engine; hand the loaded pair over")
+        raise BackendError(
+            "prm",
+            f"{spec!r}: a py: backend is loaded by the program that names it (uats search, "
+            "uats eval: uats/model_flags.py), not by the engine; hand the loaded pair over",
+        )
     check_prm_source(src)
     if kind is None:
         kind = detect_prm_kind(src, bool(opts.get("trust_remote_code", False)))

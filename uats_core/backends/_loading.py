@@ -37,7 +37,9 @@ class ModelSource:
 
     spec: str  # what the user wrote
     kind: str  # "folder" | "gguf" | "hub" | "vllm" | "openai" | "py"
-    location: str  # folder path, folder holding the gguf file, hub id, (openai) the server's /v1 URL, (py) module:function
+    location: (
+        str  # folder path, folder holding the gguf file, hub id, (openai) the server's /v1 URL, (py) module:function
+    )
     gguf_file: str | None = None
 
     @property
@@ -68,7 +70,9 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
     A local path that does not exist fails here, so a typo never turns into a hub download attempt.
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise BackendError(field, f"empty model spec {spec!r}; give a local folder, a .gguf file, 'hf:<hub id>' or 'vllm:<hub id>'")
+        raise BackendError(
+            field, f"empty model spec {spec!r}; give a local folder, a .gguf file, 'hf:<hub id>' or 'vllm:<hub id>'"
+        )
     spec = spec.strip()
     from uats_core.backends.named import NAMED, named_gguf
 
@@ -76,35 +80,49 @@ def resolve_spec(spec: str, field: str) -> ModelSource:
         path = named_gguf(spec, field)
         return ModelSource(spec, "gguf", str(path.parent), gguf_file=path.name)
     if spec.startswith("openai:"):
-        return ModelSource(spec, "openai", normalise_url(spec[len("openai:"):], field))
+        return ModelSource(spec, "openai", normalise_url(spec[len("openai:") :], field))
     if spec.startswith(FACTORY_PREFIX):
-        target = spec[len(FACTORY_PREFIX):]
+        target = spec[len(FACTORY_PREFIX) :]
         module, sep, attr = target.partition(":")
         if not (sep and module and attr):
             raise BackendError(field, f"{spec!r} is not py:module:function (a function that returns the model)")
         return ModelSource(spec, "py", target)
     for prefix, kind in (("hf:", "hub"), ("vllm:", "vllm")):
         if spec.startswith(prefix):
-            hub_id = spec[len(prefix):]
+            hub_id = spec[len(prefix) :]
             if not hub_id:
                 raise BackendError(field, f"{spec!r} names no model; write {prefix}<org>/<name>")
             return ModelSource(spec, kind, hub_id)
     path = Path(spec).expanduser()
     if spec.lower().endswith(".gguf"):
         if not path.is_file():
-            raise BackendError(field, f"no such GGUF file {spec!r}; check the path (a hub model is written hf:<org>/<name>)")
+            raise BackendError(
+                field, f"no such GGUF file {spec!r}; check the path (a hub model is written hf:<org>/<name>)"
+            )
         if importlib.util.find_spec("gguf") is None:
-            raise BackendError(field, f"{spec!r} is a GGUF file but the 'gguf' package is not installed; run: pip install gguf")
+            raise BackendError(
+                field, f"{spec!r} is a GGUF file but the 'gguf' package is not installed; run: pip install gguf"
+            )
         return ModelSource(spec, "gguf", str(path.parent), gguf_file=path.name)
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise BackendError(field, f"{spec!r} is a folder without config.json, so not a transformers model folder; "
-                                      "point at the folder holding config.json and the weights")
+            raise BackendError(
+                field,
+                f"{spec!r} is a folder without config.json, so not a transformers model folder; "
+                "point at the folder holding config.json and the weights",
+            )
         return ModelSource(spec, "folder", str(path))
     if path.exists():
-        raise BackendError(field, f"{spec!r} is a file but not a .gguf model; give a model folder, a .gguf file or hf:<hub id>")
-    hint = f" (for the hub model write hf:{spec})" if spec.count("/") == 1 and not spec.startswith((".", "/", "~")) else ""
-    raise BackendError(field, f"no such model folder {spec!r}{hint}; give a local folder, a .gguf file, 'hf:<hub id>' or 'vllm:<hub id>'")
+        raise BackendError(
+            field, f"{spec!r} is a file but not a .gguf model; give a model folder, a .gguf file or hf:<hub id>"
+        )
+    hint = (
+        f" (for the hub model write hf:{spec})" if spec.count("/") == 1 and not spec.startswith((".", "/", "~")) else ""
+    )
+    raise BackendError(
+        field,
+        f"no such model folder {spec!r}{hint}; give a local folder, a .gguf file, 'hf:<hub id>' or 'vllm:<hub id>'",
+    )
 
 
 def normalise_url(url: str, field: str = "policy") -> str:
@@ -115,8 +133,11 @@ def normalise_url(url: str, field: str = "policy") -> str:
     parsed = urllib.parse.urlsplit(url.strip())
     shown = redact_url(url.strip())  # an error names the URL without its credentials
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise BackendError(field, f"{shown!r} is not a server URL; write openai:http://HOST:PORT (the /v1 root of an "
-                                  "OpenAI-compatible server such as vllm serve)")
+        raise BackendError(
+            field,
+            f"{shown!r} is not a server URL; write openai:http://HOST:PORT (the /v1 root of an "
+            "OpenAI-compatible server such as vllm serve)",
+        )
     if parsed.query or parsed.fragment:
         raise BackendError(field, f"{shown!r}: give the server's root without ?query or #fragment")
     path = parsed.path.rstrip("/")
@@ -147,7 +168,9 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, num_par
     try:
         return _DTYPES[str(dtype).lower()]
     except KeyError:
-        raise BackendError("dtype", f"unknown dtype {dtype!r}; use 'auto', 'float32', 'bfloat16' or 'float16'") from None
+        raise BackendError(
+            "dtype", f"unknown dtype {dtype!r}; use 'auto', 'float32', 'bfloat16' or 'float16'"
+        ) from None
 
 
 def cpu_has_bf16() -> bool:
@@ -165,7 +188,9 @@ def load_config(src: ModelSource, field: str, trust_remote_code: bool = False) -
     try:
         return AutoConfig.from_pretrained(location, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
-        raise BackendError(field, f"cannot read the config of {src.display!r} ({_short(exc)}); {_fix_for(src)}") from exc
+        raise BackendError(
+            field, f"cannot read the config of {src.display!r} ({_short(exc)}); {_fix_for(src)}"
+        ) from exc
 
 
 def load_tokenizer(src: ModelSource, field: str, trust_remote_code: bool = False, **extra: Any) -> Any:
@@ -175,37 +200,67 @@ def load_tokenizer(src: ModelSource, field: str, trust_remote_code: bool = False
     try:
         return AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code, **extra)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BackendError(field, f"cannot load the tokenizer of {src.display!r} ({_short(exc)}); {_fix_for(src)}") from exc
+        raise BackendError(
+            field, f"cannot load the tokenizer of {src.display!r} ({_short(exc)}); {_fix_for(src)}"
+        ) from exc
 
 
-def load_weights(model_cls: Any, src: ModelSource, field: str, *, dtype: str | torch.dtype | None, device: torch.device,
-                 trust_remote_code: bool = False, required_prefixes: tuple[str, ...] = (), **extra: Any) -> Any:
+def load_weights(
+    model_cls: Any,
+    src: ModelSource,
+    field: str,
+    *,
+    dtype: str | torch.dtype | None,
+    device: torch.device,
+    trust_remote_code: bool = False,
+    required_prefixes: tuple[str, ...] = (),
+    **extra: Any,
+) -> Any:
     """from_pretrained + dtype choice + eval mode; refuses a checkpoint that lacks a head we must not
     leave randomly initialised (required_prefixes: module names whose weights must come from the file)."""
     location = pretrained_location(src, field)
     try:
-        model, info = model_cls.from_pretrained(location, trust_remote_code=trust_remote_code, output_loading_info=True,
-                                                **extra)
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError, SafetensorError) as exc:  # SafetensorError: truncated
-        raise BackendError(field, f"cannot load {src.display!r} as {getattr(model_cls, '__name__', model_cls)} "
-                                  f"({_short(exc)}); {_fix_for(src)}") from exc
+        model, info = model_cls.from_pretrained(
+            location, trust_remote_code=trust_remote_code, output_loading_info=True, **extra
+        )
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        RuntimeError,
+        TypeError,
+        SafetensorError,
+    ) as exc:  # SafetensorError: truncated
+        raise BackendError(
+            field,
+            f"cannot load {src.display!r} as {getattr(model_cls, '__name__', model_cls)} "
+            f"({_short(exc)}); {_fix_for(src)}",
+        ) from exc
     missing = [k for k in info.get("missing_keys", []) if k.startswith(required_prefixes)] if required_prefixes else []
     if missing:
-        raise BackendError(field, f"{src.display!r} has no weights for {', '.join(sorted(missing)[:4])}: the checkpoint does not "
-                                  f"fit this adapter ({getattr(model_cls, '__name__', model_cls)}); pass the right kind= for this model")
+        raise BackendError(
+            field,
+            f"{src.display!r} has no weights for {', '.join(sorted(missing)[:4])}: the checkpoint does not "
+            f"fit this adapter ({getattr(model_cls, '__name__', model_cls)}); pass the right kind= for this model",
+        )
     num_params = sum(p.numel() for p in model.parameters())
     target = resolve_dtype(dtype, device, num_params)
     model = model.to(device=device, dtype=target)
     model.eval()
-    log.info("loaded %s (%s, %.1fM params) on %s as %s", src.display, type(model).__name__, num_params / 1e6, device, target)
+    log.info(
+        "loaded %s (%s, %.1fM params) on %s as %s", src.display, type(model).__name__, num_params / 1e6, device, target
+    )
     return model
 
 
 def _fix_for(src: ModelSource) -> str:
     if src.kind == "hub":
         offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-        return ("the hub is offline (HF_HUB_OFFLINE=1): download it on a connected machine or give a local folder"
-                if offline else "check the hub id and your network, or give a local folder")
+        return (
+            "the hub is offline (HF_HUB_OFFLINE=1): download it on a connected machine or give a local folder"
+            if offline
+            else "check the hub id and your network, or give a local folder"
+        )
     if src.kind == "gguf":
         return "check that the GGUF file is a transformers-supported architecture (llama, mistral, qwen2, ...)"
     return "check that the folder holds a complete transformers checkpoint"

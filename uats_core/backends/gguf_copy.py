@@ -67,8 +67,11 @@ def dequantised_folder(gguf: Path, dtype: str, field: str) -> Path:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     except (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError) as exc:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise BackendError(field, f"cannot read the GGUF file {gguf.name} ({text}); check that it is a complete GGUF of "
-                                  "a transformers-supported architecture (llama, mistral, qwen2, ...)") from exc
+        raise BackendError(
+            field,
+            f"cannot read the GGUF file {gguf.name} ({text}); check that it is a complete GGUF of "
+            "a transformers-supported architecture (llama, mistral, qwen2, ...)",
+        ) from exc
     # save_pretrained refuses a "quantized" model; after de-quantisation the weights are plain tensors.
     model.hf_quantizer = None
     model.is_quantized = False
@@ -84,8 +87,11 @@ def dequantised_folder(gguf: Path, dtype: str, field: str) -> Path:
             if not (folder / "config.json").is_file():
                 raise
     except OSError as exc:
-        raise BackendError(field, f"cannot write a de-quantised copy of {gguf.name} under {cache_dir()} ({exc}); set "
-                                  "UATS_CACHE to a writable folder") from exc
+        raise BackendError(
+            field,
+            f"cannot write a de-quantised copy of {gguf.name} under {cache_dir()} ({exc}); set "
+            "UATS_CACHE to a writable folder",
+        ) from exc
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -55,9 +55,12 @@ class _PerRowStop(StoppingCriteria):
                 done[row] = True
                 continue
             last = int(input_ids[row, -1])
-            tail = input_ids[row, max(self.prompt_len, input_ids.shape[1] - _TAIL_TOKENS):].tolist()
-            if (last in self.eos_ids or n_new >= self.token_caps[row]
-                    or STEP_DELIMITER in self.tokenizer.decode(tail, skip_special_tokens=True)):
+            tail = input_ids[row, max(self.prompt_len, input_ids.shape[1] - _TAIL_TOKENS) :].tolist()
+            if (
+                last in self.eos_ids
+                or n_new >= self.token_caps[row]
+                or STEP_DELIMITER in self.tokenizer.decode(tail, skip_special_tokens=True)
+            ):
                 self.stopped_at[row] = n_new
                 done[row] = True
         return cast(torch.BoolTensor, done)
@@ -66,9 +69,20 @@ class _PerRowStop(StoppingCriteria):
 class HFPolicy:
     """Policy over any transformers causal LM (hub id, local folder or GGUF file)."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str = "hf-policy", temperature: float = 0.8, top_p: float = 1.0,
-                 step_token_cap: int = 256, solution_token_cap: int = 2048, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
-                 use_chat_template: bool | None = None, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "hf-policy",
+        temperature: float = 0.8,
+        top_p: float = 1.0,
+        step_token_cap: int = 256,
+        solution_token_cap: int = 2048,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        use_chat_template: bool | None = None,
+        seed: int | None = None,
+    ) -> None:
         check_sampling(temperature, top_p, step_token_cap, solution_token_cap)
         self.model = model
         self.tokenizer = tokenizer
@@ -82,7 +96,11 @@ class HFPolicy:
         self.seed = seed
         self._calls = 0
         self._lock = threading.Lock()  # one batch at a time: the per-call seed counter is shared state
-        eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None else tokenizer.eos_token_id
+        eos = (
+            model.generation_config.eos_token_id
+            if model.generation_config.eos_token_id is not None
+            else tokenizer.eos_token_id
+        )
         self.eos_ids: set[int] = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
         if tokenizer.eos_token_id is not None:
             self.eos_ids.add(tokenizer.eos_token_id)
@@ -91,8 +109,16 @@ class HFPolicy:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
 
     @classmethod
-    def from_pretrained(cls, spec: str | ModelSource, *, dtype: str | torch.dtype | None = "auto", device: str | None = "auto",
-                        trust_remote_code: bool = False, name: str | None = None, **opts: Any) -> HFPolicy:
+    def from_pretrained(
+        cls,
+        spec: str | ModelSource,
+        *,
+        dtype: str | torch.dtype | None = "auto",
+        device: str | None = "auto",
+        trust_remote_code: bool = False,
+        name: str | None = None,
+        **opts: Any,
+    ) -> HFPolicy:
         from transformers import AutoModelForCausalLM
 
         src = spec if isinstance(spec, ModelSource) else resolve_spec(spec, "policy")
@@ -101,8 +127,15 @@ class HFPolicy:
         dev = resolve_device(device)
         tokenizer = load_tokenizer(src, "policy", trust_remote_code)
         # sdpa, as the PRM engine needs: a judge PRM may share this very model object.
-        model = load_weights(AutoModelForCausalLM, src, "policy", dtype=dtype, device=dev, trust_remote_code=trust_remote_code,
-                             attn_implementation="sdpa")
+        model = load_weights(
+            AutoModelForCausalLM,
+            src,
+            "policy",
+            dtype=dtype,
+            device=dev,
+            trust_remote_code=trust_remote_code,
+            attn_implementation="sdpa",
+        )
         return cls(model, tokenizer, name=name or src.spec, **opts)
 
     # -- prompts ---------------------------------------------------------------------------------------
@@ -133,14 +166,18 @@ class HFPolicy:
         input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(prompts), width), dtype=torch.long)
         for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
-            attention[row, width - len(ids):] = 1
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention[row, width - len(ids) :] = 1
         device = self.model.device
         stop = _PerRowStop(self.tokenizer, width, token_caps, self.eos_ids)
         gen_config = GenerationConfig(
-            do_sample=self.temperature > 0, temperature=self.temperature if self.temperature > 0 else None,
-            top_p=self.top_p if self.temperature > 0 else None, top_k=0,  # top_k=0: no top-k cut (vLLM/search-and-learn default)
-            max_new_tokens=max(token_caps), pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
+            do_sample=self.temperature > 0,
+            temperature=self.temperature if self.temperature > 0 else None,
+            top_p=self.top_p if self.temperature > 0 else None,
+            top_k=0,  # top_k=0: no top-k cut (vLLM/search-and-learn default)
+            max_new_tokens=max(token_caps),
+            pad_token_id=self.pad_id,
+            eos_token_id=sorted(self.eos_ids),
             bos_token_id=self.tokenizer.bos_token_id,
         )
         # With a seed: reseeded per call inside a forked RNG, so a rerun replays the same tree and the global RNG is
@@ -151,14 +188,20 @@ class HFPolicy:
             if self.seed is not None:
                 torch.manual_seed(self.seed * 1_000_003 + self._calls)
             self._calls += 1
-            out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),
-                                      generation_config=gen_config, stopping_criteria=StoppingCriteriaList([stop]))
+            out = self.model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                generation_config=gen_config,
+                stopping_criteria=StoppingCriteriaList([stop]),
+            )
         if stop.cancelled:
             raise SearchCancelled("cancelled while generating steps")
         new_tokens = out[:, width:].tolist()
         log.debug("%s: %d rows, prompt width %d, %d new columns", self.name, len(prompts), width, len(new_tokens[0]))
-        return [self._parse_row(row_tokens, stop.stopped_at[row], token_caps[row], used[row])
-                for row, row_tokens in enumerate(new_tokens)]
+        return [
+            self._parse_row(row_tokens, stop.stopped_at[row], token_caps[row], used[row])
+            for row, row_tokens in enumerate(new_tokens)
+        ]
 
     def _parse_row(self, row_tokens: list[int], stopped_at: int | None, token_cap: int, used: int) -> StepOutput:
         tokens = row_tokens[: stopped_at if stopped_at is not None else len(row_tokens)]
@@ -176,6 +219,12 @@ class HFPolicy:
                 tokens = tokens[:-1]
             ended_by_eos = False  # the step closed at the delimiter before any eos
         n = len(tokens)
-        reason = classify_finish(ended_by_eos=ended_by_eos, has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,
-                                 solution_tokens_after=used + n, solution_cap=self.solution_token_cap)
+        reason = classify_finish(
+            ended_by_eos=ended_by_eos,
+            has_delimiter=has_delim,
+            num_tokens=n,
+            step_cap=self.step_token_cap,
+            solution_tokens_after=used + n,
+            solution_cap=self.solution_token_cap,
+        )
         return StepOutput(text=text, num_tokens=n, finish_reason=reason)

@@ -131,19 +131,28 @@ class DecoderParts:
                 config = cand.config
                 types = getattr(config, "layer_types", None) or []
                 if any(t != "full_attention" for t in types):
-                    raise BackendError(field, f"{name}: layers of type {sorted(set(types) - {'full_attention'})} (sliding-window "
-                                              "attention) are not supported by the MC-dropout engine; use a model with full "
-                                              "attention in every layer (e.g. Qwen2 with use_sliding_window=false)")
+                    raise BackendError(
+                        field,
+                        f"{name}: layers of type {sorted(set(types) - {'full_attention'})} (sliding-window "
+                        "attention) are not supported by the MC-dropout engine; use a model with full "
+                        "attention in every layer (e.g. Qwen2 with use_sliding_window=false)",
+                    )
                 window = getattr(config, "sliding_window", None)
                 if types or not getattr(config, "use_sliding_window", True):
                     window = None  # layer_types all full attention / Qwen2's switch off: no window anywhere
                 impl = getattr(config, "_attn_implementation", None)
                 if impl not in ("sdpa", "eager"):
-                    raise BackendError(field, f"{name}: attention implementation {impl!r} is not supported by the MC-dropout "
-                                              "engine (it passes 4-D masks); load the model with attn_implementation='sdpa'")
+                    raise BackendError(
+                        field,
+                        f"{name}: attention implementation {impl!r} is not supported by the MC-dropout "
+                        "engine (it passes 4-D masks); load the model with attn_implementation='sdpa'",
+                    )
                 return cls(cand.embed_tokens, cand.layers, cand.norm, cand.rotary_emb, config, window)
-        raise BackendError(field, f"{name} ({type(model).__name__}) is not a llama-style decoder (needs embed_tokens, layers, norm, "
-                                  "rotary_emb); the PyTorch PRM adapters support Llama, Mistral and Qwen2 architectures")
+        raise BackendError(
+            field,
+            f"{name} ({type(model).__name__}) is not a llama-style decoder (needs embed_tokens, layers, norm, "
+            "rotary_emb); the PyTorch PRM adapters support Llama, Mistral and Qwen2 architectures",
+        )
 
 
 @contextmanager
@@ -175,8 +184,16 @@ class MCDropoutEngine:
     """Runs a llama-style decoder over token sequences and returns the final normalised hidden states at the
     asked positions: deterministically, or for K dropout passes, batched over candidates and passes."""
 
-    def __init__(self, model: nn.Module, *, name: str = "model", field: str = "prm", cache: PrefixCache | None = None,
-                 max_batch_tokens: int | None = None, padding_side: str = "right") -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        name: str = "model",
+        field: str = "prm",
+        cache: PrefixCache | None = None,
+        max_batch_tokens: int | None = None,
+        padding_side: str = "right",
+    ) -> None:
         """max_batch_tokens: rows x passes x length per forward call. None: 16384 on a GPU; on CPU about 2^19
         elements of hidden state (~900 tokens for hidden 576): there the elementwise ops are memory-bound and a
         batch that outgrows the CPU cache runs slower than two smaller ones (measured: 7 passes of a 384-token
@@ -214,9 +231,16 @@ class MCDropoutEngine:
     def dtype(self) -> torch.dtype:
         return next(self.model.parameters()).dtype
 
-    def hidden_at(self, seqs: Sequence[Sequence[int]], positions: Sequence[Sequence[int]], *, k: int = 1,
-                  spec: DropoutSpec | None = None, use_cache: bool = True,
-                  prefixes: Sequence[Sequence[Sequence[int]]] | None = None) -> list[torch.Tensor]:
+    def hidden_at(
+        self,
+        seqs: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        *,
+        k: int = 1,
+        spec: DropoutSpec | None = None,
+        use_cache: bool = True,
+        prefixes: Sequence[Sequence[Sequence[int]]] | None = None,
+    ) -> list[torch.Tensor]:
         """For each sequence, a (k, len(positions), hidden) tensor of the final normalised hidden states (with the
         head dropout already applied in `head` mode). spec=None: deterministic (k copies of the one pass).
 
@@ -239,20 +263,31 @@ class MCDropoutEngine:
                 raise ValueError("cannot run an empty sequence")
             window = self.parts.sliding_window
             if window is not None and len(ids_t) > window:
-                raise ValueError(f"a {len(ids_t)}-token sequence exceeds the model's sliding window ({window}); "
-                                 "the MC-dropout engine supports sequences up to the window only")
+                raise ValueError(
+                    f"a {len(ids_t)}-token sequence exceeds the model's sliding window ({window}); "
+                    "the MC-dropout engine supports sequences up to the window only"
+                )
             if any(not 0 <= p < len(ids_t) for p in pos):
                 raise ValueError(f"positions {list(pos)} out of range for a sequence of {len(ids_t)} tokens")
             cands = prefixes[j] if prefixes is not None else ()
             rows.append(_Row(ids_t, list(pos), self._lookup(shared, ids_t, cands) if use_cache else None))
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("%d sequences, k=%d, %s, %d of %d layers shared, %d with a cached prefix", len(rows), k,
-                      spec.label if spec else "deterministic", shared, n, sum(r.entry is not None for r in rows))
+            log.debug(
+                "%d sequences, k=%d, %s, %d of %d layers shared, %d with a cached prefix",
+                len(rows),
+                k,
+                spec.label if spec else "deterministic",
+                shared,
+                n,
+                sum(r.entry is not None for r in rows),
+            )
         out: list[torch.Tensor | None] = [None] * len(rows)
         with torch.inference_mode():
             for chunk in self._chunks(rows, eff_k):
                 checkpoint("while scoring")  # between forward batches: a cancel need not wait for all of them
-                results = self._run_chunk([rows[i] for i in chunk], eff_k, shared, drop.p if drop else 0.0, head_p, use_cache)
+                results = self._run_chunk(
+                    [rows[i] for i in chunk], eff_k, shared, drop.p if drop else 0.0, head_p, use_cache
+                )
                 for i, res in zip(chunk, results):
                     out[i] = res if res.shape[0] == k else res.expand(k, *res.shape[1:])
         return [o for o in out if o is not None]
@@ -290,7 +325,9 @@ class MCDropoutEngine:
         if chunk:
             yield chunk
 
-    def _run_chunk(self, rows: list[_Row], k: int, shared: int, p: float, head_p: float, use_cache: bool) -> list[torch.Tensor]:
+    def _run_chunk(
+        self, rows: list[_Row], k: int, shared: int, p: float, head_p: float, use_cache: bool
+    ) -> list[torch.Tensor]:
         parts, device, dtype = self.parts, self.device, self.dtype
         n = self.n_layers
         entries = [r.entry for r in rows]
@@ -306,15 +343,14 @@ class MCDropoutEngine:
         valid = torch.zeros(B, tc, dtype=torch.bool)
         ids = torch.zeros(B, tc, dtype=torch.long)
         for i, r in enumerate(rows):
-            valid[i, start[i]: start[i] + plen[i] + nlen[i]] = True
-            ids[i, start[i] + plen[i]: start[i] + plen[i] + nlen[i]] = torch.tensor(r.ids[plen[i]:], dtype=torch.long)
+            valid[i, start[i] : start[i] + plen[i] + nlen[i]] = True
+            ids[i, start[i] + plen[i] : start[i] + plen[i] + nlen[i]] = torch.tensor(r.ids[plen[i] :], dtype=torch.long)
         valid, ids = valid.to(device), ids.to(device)
         pos = (valid.long().cumsum(1) - 1).clamp(min=0)  # true token positions, whatever the padding
         col = torch.arange(tc, device=device)
         allowed = (col[None, :] <= col[:, None])[None, None] & valid[:, None, None, :]  # (B, 1, q, k)
         # Additive float mask: works for eager and SDPA; finfo.min (not -inf) keeps all-masked pad rows NaN-free.
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(
-            ~allowed, torch.finfo(dtype).min)
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
         # No padding at all: SDPA's own causal path (is_causal, no materialised mask) is exact and faster; the
         # eager attention needs the mask, since without one it attends to everything.
         no_pad = bool(valid.all()) and self.parts.config._attn_implementation == "sdpa"
@@ -334,18 +370,24 @@ class MCDropoutEngine:
                     pv = torch.zeros(B, ref_v.shape[0], pmax, ref_v.shape[2], dtype=dtype, device=device)
                     for i, e in enumerate(entries):
                         if e is not None:
-                            pk[i, :, pmax - plen[i]:] = e.kv[layer][0]
-                            pv[i, :, pmax - plen[i]:] = e.kv[layer][1]
+                            pk[i, :, pmax - plen[i] :] = e.kv[layer][0]
+                            pv[i, :, pmax - plen[i] :] = e.kv[layer][1]
                     past.append((pk, pv))
             stacked = StackedPast(past, n)
             q_mask = None if no_pad and pmax == 0 else mask[:, :, pmax:, :]
             for layer in range(shared):
-                h = parts.layers[layer](h, attention_mask=q_mask, position_embeddings=rot, position_ids=q_pos,
-                                        use_cache=True, **{self._cache_kw: stacked})
+                h = parts.layers[layer](
+                    h,
+                    attention_mask=q_mask,
+                    position_embeddings=rot,
+                    position_ids=q_pos,
+                    use_cache=True,
+                    **{self._cache_kw: stacked},
+                )
             full_h[:, pmax:] = h
         for i, e in enumerate(entries):
             if e is not None:
-                full_h[i, start[i]: start[i] + plen[i]] = e.hidden
+                full_h[i, start[i] : start[i] + plen[i]] = e.hidden
 
         if use_cache and self.cache is not None and stacked is not None:
             for i, r in enumerate(rows):
@@ -356,7 +398,10 @@ class MCDropoutEngine:
                 kv = [(kk[i, :, span].clone(), vv[i, :, span].clone()) for kk, vv in stacked.kept(shared)]
                 self.cache.put(shared, PrefixEntry(r.ids, kv, full_h[i, span].clone()))
 
-        cols = [torch.tensor([start[i] + p_ for p_ in r.positions], dtype=torch.long, device=device) for i, r in enumerate(rows)]
+        cols = [
+            torch.tensor([start[i] + p_ for p_ in r.positions], dtype=torch.long, device=device)
+            for i, r in enumerate(rows)
+        ]
         if shared == n:
             # Deterministic backbone; in `head` mode the K passes differ only in the head's input dropout.
             outs = []
@@ -383,14 +428,27 @@ class MCDropoutEngine:
         y = torch.cat(parts_out, dim=1)  # (B, k, m, H)
         return [y[i][:, : c.numel()] for i, c in enumerate(cols)]
 
-    def _noisy_group(self, full_h: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None, idx: torch.Tensor,
-                     token_cols: Sequence[torch.Tensor], g: int, shared: int, p: float) -> torch.Tensor:
+    def _noisy_group(
+        self,
+        full_h: torch.Tensor,
+        pos: torch.Tensor,
+        mask: torch.Tensor | None,
+        idx: torch.Tensor,
+        token_cols: Sequence[torch.Tensor],
+        g: int,
+        shared: int,
+        p: float,
+    ) -> torch.Tensor:
         """g passes of the noisy layers for every row; (B, g, m, H) normalised hidden states at the read columns."""
         parts, n, B = self.parts, self.n_layers, full_h.shape[0]
         x = _drop_rows(full_h.repeat_interleave(g, dim=0), p, g, token_cols)
         pos_g = pos.repeat_interleave(g, dim=0)
-        attn_kw = {"attention_mask": None if mask is None else mask.repeat_interleave(g, dim=0),
-                   "position_embeddings": parts.rotary(x, pos_g), "position_ids": pos_g, self._cache_kw: None}
+        attn_kw = {
+            "attention_mask": None if mask is None else mask.repeat_interleave(g, dim=0),
+            "position_embeddings": parts.rotary(x, pos_g),
+            "position_ids": pos_g,
+            self._cache_kw: None,
+        }
         last = parts.layers[n - 1]
         split_last = type(last).__name__ in _PRE_NORM_LAYERS
         for layer in range(shared, n - int(split_last)):

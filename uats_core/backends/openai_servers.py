@@ -44,17 +44,40 @@ def server_kind(model_row: dict[str, Any]) -> str:
     return _OWNED_BY.get(str(model_row.get("owned_by") or ""), "openai")
 
 
-def completion_body(kind: str, *, prompt: list[int], n: int, max_tokens: int, temperature: float, top_p: float,
-                    seed: int | None, model: str) -> dict[str, Any]:
+def completion_body(
+    kind: str,
+    *,
+    prompt: list[int],
+    n: int,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int | None,
+    model: str,
+) -> dict[str, Any]:
     """The request for `n` candidates of one prompt, in the server's own words."""
     if kind == "llamacpp":  # its /completion: n_predict, one candidate (see the module's docstring)
-        body: dict[str, Any] = {"prompt": prompt, "n_predict": max_tokens, "temperature": temperature,
-                                "top_p": top_p, "stop": [STEP_DELIMITER], "cache_prompt": True}
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "n_predict": max_tokens,
+            "temperature": temperature,
+            "top_p": top_p,
+            "stop": [STEP_DELIMITER],
+            "cache_prompt": True,
+        }
     else:
-        body = {"model": model, "prompt": prompt, "n": n, "max_tokens": max_tokens, "temperature": temperature,
-                "top_p": top_p, "stop": [STEP_DELIMITER],
-                # vLLM's own fields (SGLang ignores the first and reports matched_stop instead)
-                "include_stop_str_in_output": True, "return_token_ids": True}
+        body = {
+            "model": model,
+            "prompt": prompt,
+            "n": n,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "top_p": top_p,
+            "stop": [STEP_DELIMITER],
+            # vLLM's own fields (SGLang ignores the first and reports matched_stop instead)
+            "include_stop_str_in_output": True,
+            "return_token_ids": True,
+        }
     if seed is not None:
         body["seed"] = seed
     return body
@@ -105,5 +128,8 @@ def _llamacpp(result: dict[str, Any]) -> Candidate:
     else:  # "limit", or "none" (stopped for another reason): a cut step
         ended = "length"
     count = result.get("tokens_predicted")
-    return Candidate(str(result.get("content") or ""), ended,
-                     count if isinstance(count, int) and not isinstance(count, bool) else None)
+    return Candidate(
+        str(result.get("content") or ""),
+        ended,
+        count if isinstance(count, int) and not isinstance(count, bool) else None,
+    )

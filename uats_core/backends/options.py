@@ -17,13 +17,35 @@ from uats_core.errors import BackendError
 # vLLM engine arguments accepted at the top level of --policy-opt and moved into llm_kwargs, with the type
 # vllm.EngineArgs declares for each (checked before vLLM starts, here and inside llm_kwargs).
 VLLM_ENGINE_ARGS: dict[str, Any] = {
-    "gpu_memory_utilization": float, "max_model_len": int, "enforce_eager": bool, "tensor_parallel_size": int,
-    "max_num_seqs": int, "max_num_batched_tokens": int, "kv_cache_dtype": str, "quantization": str | None,
-    "download_dir": str, "cpu_offload_gb": float, "swap_space": float, "block_size": int,
-    "enable_prefix_caching": bool, "tokenizer": str, "revision": str | None, "kv_cache_memory_bytes": int}
+    "gpu_memory_utilization": float,
+    "max_model_len": int,
+    "enforce_eager": bool,
+    "tensor_parallel_size": int,
+    "max_num_seqs": int,
+    "max_num_batched_tokens": int,
+    "kv_cache_dtype": str,
+    "quantization": str | None,
+    "download_dir": str,
+    "cpu_offload_gb": float,
+    "swap_space": float,
+    "block_size": int,
+    "enable_prefix_caching": bool,
+    "tokenizer": str,
+    "revision": str | None,
+    "kv_cache_memory_bytes": int,
+}
 # vLLM's own spellings; the short ones this project accepts elsewhere map onto them.
-_VLLM_DTYPES = {"auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
-                "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32"}
+_VLLM_DTYPES = {
+    "auto": "auto",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+}
 # Set from the search config, never as a PRM option: the config is what the run log records.
 _PRM_CONFIG_KEYS = {"dropout_p": "--dropout-p", "dropout_mode": "--dropout-mode", "kind": "--prm-kind"}
 
@@ -31,8 +53,11 @@ _PRM_CONFIG_KEYS = {"dropout_p": "--dropout-p", "dropout_mode": "--dropout-mode"
 def _params(*fns: Any, drop: Sequence[str] = ()) -> set[str]:
     names: set[str] = set()
     for fn in fns:
-        names |= {p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        names |= {
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
     return names - {"self", "cls", *drop}
 
 
@@ -46,13 +71,18 @@ def check_policy_opts(kind: str, opts: Mapping[str, Any], flag: str = "policy-op
         from uats_core.backends.vllm_policy import VLLMPolicy
 
         if "device" in opts:
-            raise BackendError(flag, "device: vLLM places the model itself (on the GPUs CUDA_VISIBLE_DEVICES shows); drop "
-                                     "device=, or use an hf: policy to choose a device")
+            raise BackendError(
+                flag,
+                "device: vLLM places the model itself (on the GPUs CUDA_VISIBLE_DEVICES shows); drop "
+                "device=, or use an hf: policy to choose a device",
+            )
         if "dtype" in opts:
             dtype = str(opts["dtype"]).lower()
             if dtype not in _VLLM_DTYPES:
-                raise BackendError(flag, f"dtype: vLLM takes one of {', '.join(sorted(set(_VLLM_DTYPES.values())))}; got "
-                                         f"{opts['dtype']!r}")
+                raise BackendError(
+                    flag,
+                    f"dtype: vLLM takes one of {', '.join(sorted(set(_VLLM_DTYPES.values())))}; got {opts['dtype']!r}",
+                )
             opts["dtype"] = _VLLM_DTYPES[dtype]
         engine = dict(opts.pop("llm_kwargs", None) or {})
         if not isinstance(engine, dict):
@@ -71,8 +101,11 @@ def check_policy_opts(kind: str, opts: Mapping[str, Any], flag: str = "policy-op
 
     if "llm_kwargs" in opts or any(k in VLLM_ENGINE_ARGS for k in opts):
         bad = "llm_kwargs" if "llm_kwargs" in opts else next(k for k in opts if k in VLLM_ENGINE_ARGS)
-        raise BackendError(flag, f"{bad}: a vLLM engine option, but this policy runs in transformers; write the policy "
-                                 "as vllm:<model> or drop the option")
+        raise BackendError(
+            flag,
+            f"{bad}: a vLLM engine option, but this policy runs in transformers; write the policy "
+            "as vllm:<model> or drop the option",
+        )
     accepted = _params(HFPolicy.__init__, HFPolicy.from_pretrained, drop=("model", "tokenizer", "spec", "opts"))
     _refuse_unknown(opts, accepted, flag, "a transformers policy")
     _check_types(opts, flag, HFPolicy.__init__, HFPolicy.from_pretrained)
@@ -87,8 +120,11 @@ def _check_server_opts(opts: dict[str, Any], flag: str) -> dict[str, Any]:
 
     for key in ("device", "dtype", "llm_kwargs", *VLLM_ENGINE_ARGS):
         if key in opts and key != "tokenizer":  # here: where the served model's tokenizer is read locally
-            raise BackendError(flag, f"{key}: the server places and runs the model; set it where the server starts "
-                                     "(e.g. vllm serve MODEL --dtype ...), not as a policy option")
+            raise BackendError(
+                flag,
+                f"{key}: the server places and runs the model; set it where the server starts "
+                "(e.g. vllm serve MODEL --dtype ...), not as a policy option",
+            )
     accepted = _params(OpenAIPolicy.__init__, drop=("base_url", "transport", "tokenizer_object"))
     _refuse_unknown(opts, accepted, flag, "a server policy (openai:URL)")
     _check_types(opts, flag, OpenAIPolicy.__init__)
@@ -105,15 +141,27 @@ def check_prm_opts(kind: str, opts: Mapping[str, Any], flag: str = "prm-opt") ->
     for key, use in _PRM_CONFIG_KEYS.items():
         if key in opts:
             raise BackendError(flag, f"{key}: set it with {use}, not as a PRM option")
-    load_fn = prm_token_cls.TokenClassificationPRM.from_pretrained if kind == "token-classification" else prm_published.load
-    adapter: type[TorchPRM] = (prm_token_cls.TokenClassificationPRM if kind == "token-classification"
-                               else prm_published._ADAPTERS.get(kind, TorchPRM))
-    accepted = _params(TorchPRM.__init__, load_fn, adapter.__init__, drop=("model", "tokenizer", "src", "kind", "kw", "opts", "fmt",
-                                                                                   "preloaded"))
+    load_fn = (
+        prm_token_cls.TokenClassificationPRM.from_pretrained if kind == "token-classification" else prm_published.load
+    )
+    adapter: type[TorchPRM] = (
+        prm_token_cls.TokenClassificationPRM
+        if kind == "token-classification"
+        else prm_published._ADAPTERS.get(kind, TorchPRM)
+    )
+    accepted = _params(
+        TorchPRM.__init__,
+        load_fn,
+        adapter.__init__,
+        drop=("model", "tokenizer", "src", "kind", "kw", "opts", "fmt", "preloaded"),
+    )
     fmt_hints: dict[str, Any] = {}
     if kind == "token-classification":
-        fmt_hints = {k: v for k, v in typing.get_type_hints(prm_token_cls.TokenClsFormat).items()
-                     if k in ("step_tag", "positive_label", "question_suffix", "step_suffix")}
+        fmt_hints = {
+            k: v
+            for k, v in typing.get_type_hints(prm_token_cls.TokenClsFormat).items()
+            if k in ("step_tag", "positive_label", "question_suffix", "step_suffix")
+        }
         accepted |= set(fmt_hints)
     _refuse_unknown(opts, accepted - set(_PRM_CONFIG_KEYS), flag, f"a {kind} PRM")
     _check_types(opts, flag, TorchPRM.__init__, load_fn, adapter.__init__, hints=fmt_hints)
@@ -126,8 +174,9 @@ def _refuse_unknown(opts: Mapping[str, Any], accepted: set[str], flag: str, what
         raise BackendError(flag, f"{unknown[0]}: not an option of {what}; accepted: {', '.join(sorted(accepted))}")
 
 
-def _check_types(opts: Mapping[str, Any], flag: str, *fns: Callable[..., Any],
-                 hints: Mapping[str, Any] | None = None) -> None:
+def _check_types(
+    opts: Mapping[str, Any], flag: str, *fns: Callable[..., Any], hints: Mapping[str, Any] | None = None
+) -> None:
     """Each option's value against the type the receiving signatures declare (one that fits any of them will do),
     so `max_batch_tokens="abc"` is refused here and not as a TypeError after the weights loaded."""
     declared: dict[str, list[Any]] = {}
@@ -139,8 +188,11 @@ def _check_types(opts: Mapping[str, Any], flag: str, *fns: Callable[..., Any],
     for name, value in opts.items():
         wanted = declared.get(name)
         if wanted and not any(_fits(value, hint) for hint in wanted):
-            raise BackendError(flag, f"{name}: expects {' or '.join(_type_name(h) for h in wanted)}; got {value!r} "
-                                     f"({type(value).__name__}); give a value of that type (JSON: 8, 0.7, true, null)")
+            raise BackendError(
+                flag,
+                f"{name}: expects {' or '.join(_type_name(h) for h in wanted)}; got {value!r} "
+                f"({type(value).__name__}); give a value of that type (JSON: 8, 0.7, true, null)",
+            )
 
 
 def _fits(value: Any, hint: Any) -> bool:

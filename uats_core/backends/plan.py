@@ -26,7 +26,6 @@ from uats_core.paths import WORLD_POLICY, WORLD_PRM
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class ModelPlan:
     policy: ModelSource
@@ -42,16 +41,23 @@ class ModelPlan:
         return same and self.policy.kind != "vllm" and self.prm_kind == "judge"
 
 
-def plan_models(policy: str | None, prm: str | None, *, prm_kind: str | None = None,
-                policy_opts: Mapping[str, Any] | None = None, prm_opts: Mapping[str, Any] | None = None,
-                world_problem: bool = True) -> ModelPlan:
+def plan_models(
+    policy: str | None,
+    prm: str | None,
+    *,
+    prm_kind: str | None = None,
+    policy_opts: Mapping[str, Any] | None = None,
+    prm_opts: Mapping[str, Any] | None = None,
+    world_problem: bool = True,
+) -> ModelPlan:
     """Everything about the pair that can be checked without loading weights. `world_problem`: the problem comes
     from the embedded arithmetic world (its models are the defaults only there)."""
     check_model_choice(policy, prm, world_problem)
     for flag, given, path in (("policy", policy, WORLD_POLICY), ("prm", prm, WORLD_PRM)):
         if given is None and not path.exists():
-            raise BackendError(flag, f"the embedded default model {path} is missing; rebuild it with "
-                                     "`python -m uats.arith.train`")
+            raise BackendError(
+                flag, f"the embedded default model {path} is missing; rebuild it with `python -m uats.arith.train`"
+            )
     pol_src = resolve_spec(policy or str(WORLD_POLICY), "policy")
     prm_src = resolve_spec(prm or str(WORLD_PRM), "prm")
     check_prm_source(prm_src)
@@ -78,9 +84,12 @@ def _check_cached(src: ModelSource, flag: str) -> None:
     from huggingface_hub import try_to_load_from_cache
 
     if not isinstance(try_to_load_from_cache(src.location, "config.json"), str):
-        raise BackendError(flag, f"{src.spec!r} is not in the local hub cache and the hub is offline (HF_HUB_OFFLINE=1); "
-                                 "download it on a connected machine (huggingface-cli download "
-                                 f"{src.location}) or give a local folder")
+        raise BackendError(
+            flag,
+            f"{src.spec!r} is not in the local hub cache and the hub is offline (HF_HUB_OFFLINE=1); "
+            "download it on a connected machine (huggingface-cli download "
+            f"{src.location}) or give a local folder",
+        )
 
 
 def load_models(plan: ModelPlan, *, dropout_p: float, dropout_mode: str) -> tuple[Any, Any]:
@@ -133,7 +142,9 @@ def gpu_plan(plan: ModelPlan, device_bytes: int | None = None) -> Any:
     try:
         return plan_gpu(device_bytes, estimate_prm(plan))
     except ValueError as exc:
-        raise BackendError("prm", f"{exc}; put the PRM on another GPU (--prm-opt device=cuda:1) or use smaller models") from None
+        raise BackendError(
+            "prm", f"{exc}; put the PRM on another GPU (--prm-opt device=cuda:1) or use smaller models"
+        ) from None
 
 
 def estimate_prm(plan: ModelPlan) -> Any:
@@ -143,9 +154,14 @@ def estimate_prm(plan: ModelPlan) -> Any:
     config = load_config(plan.prm, "prm", bool(plan.prm_opts.get("trust_remote_code", False)))
     dtype = str(plan.prm_opts.get("dtype", "bfloat16"))
     dtype = {"auto": "bfloat16", "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}.get(dtype, dtype)
-    return prm_memory(config, prm_model_class(plan.prm_kind), dtype=dtype, head_params=head_params(plan.prm_kind, config),
-                      max_batch_tokens=int(plan.prm_opts.get("max_batch_tokens") or 16384),
-                      cache_bytes=int(plan.prm_opts.get("cache_bytes", 512 * 2**20)))
+    return prm_memory(
+        config,
+        prm_model_class(plan.prm_kind),
+        dtype=dtype,
+        head_params=head_params(plan.prm_kind, config),
+        max_batch_tokens=int(plan.prm_opts.get("max_batch_tokens") or 16384),
+        cache_bytes=int(plan.prm_opts.get("cache_bytes", 512 * 2**20)),
+    )
 
 
 def prm_model_class(kind: str) -> Any:
@@ -153,23 +169,36 @@ def prm_model_class(kind: str) -> Any:
 
     from uats_core.backends.prm_published import Qwen2ProcessRewardModel, SkyworkPRMModel
 
-    return {"qwen-prm": Qwen2ProcessRewardModel, "skywork": SkyworkPRMModel,
-            "token-classification": AutoModelForTokenClassification}.get(kind, AutoModelForCausalLM)
+    return {
+        "qwen-prm": Qwen2ProcessRewardModel,
+        "skywork": SkyworkPRMModel,
+        "token-classification": AutoModelForTokenClassification,
+    }.get(kind, AutoModelForCausalLM)
 
 
 def head_params(kind: str, config: Any) -> int:
     h = int(config.hidden_size)
-    return {"qwen-prm": h * h + h + 2 * h + 2, "skywork": h + 1,
-            "token-classification": int(getattr(config, "num_labels", 2)) * (h + 1)}.get(kind, 2 * h)
+    return {
+        "qwen-prm": h * h + h + 2 * h + 2,
+        "skywork": h + 1,
+        "token-classification": int(getattr(config, "num_labels", 2)) * (h + 1),
+    }.get(kind, 2 * h)
 
 
-def plan_prm_shape(shape: str, *, dtype: str = "bfloat16", max_batch_tokens: int = 16384,
-                   cache_bytes: int = 512 * 2**20) -> Any:
+def plan_prm_shape(
+    shape: str, *, dtype: str = "bfloat16", max_batch_tokens: int = 16384, cache_bytes: int = 512 * 2**20
+) -> Any:
     """PRMMemory of a Qwen2.5-Math-PRM on one of memory.PUBLISHED_SHAPES (no config file needed)."""
     from transformers import Qwen2Config
 
     from uats_core.backends.memory import PUBLISHED_SHAPES, prm_memory
 
     config = Qwen2Config(**PUBLISHED_SHAPES[shape])
-    return prm_memory(config, prm_model_class("qwen-prm"), dtype=dtype, max_batch_tokens=max_batch_tokens,
-                      cache_bytes=cache_bytes, head_params=head_params("qwen-prm", config))
+    return prm_memory(
+        config,
+        prm_model_class("qwen-prm"),
+        dtype=dtype,
+        max_batch_tokens=max_batch_tokens,
+        cache_bytes=cache_bytes,
+        head_params=head_params("qwen-prm", config),
+    )

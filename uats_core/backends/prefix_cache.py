@@ -26,7 +26,8 @@ class PrefixEntry:
     @property
     def nbytes(self) -> int:
         return self.hidden.numel() * self.hidden.element_size() + sum(
-            k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv)
+            k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv
+        )
 
 
 class PrefixCache:
@@ -77,8 +78,9 @@ class StackedPast:
         self.past = past
         self.full: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if self.past is not None:
             pk, pv = self.past[layer_idx]
             key_states = torch.cat([pk, key_states], dim=-2)

@@ -38,16 +38,31 @@ class TorchPRM:
 
     kind = "base"
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str, dropout_p: float = 0.1, dropout_mode: str = "full",
-                 cache_bytes: int = DEFAULT_CACHE_BYTES, max_batch_tokens: int | None = None,
-                 padding_side: str = "right") -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str,
+        dropout_p: float = 0.1,
+        dropout_mode: str = "full",
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        max_batch_tokens: int | None = None,
+        padding_side: str = "right",
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
         self.dropout = DropoutSpec.parse(dropout_mode, dropout_p, "prm")
         self.cache = PrefixCache(cache_bytes) if cache_bytes > 0 else None
-        self.engine = MCDropoutEngine(model, name=name, field="prm", cache=self.cache, max_batch_tokens=max_batch_tokens,
-                                      padding_side=padding_side)
+        self.engine = MCDropoutEngine(
+            model,
+            name=name,
+            field="prm",
+            cache=self.cache,
+            max_batch_tokens=max_batch_tokens,
+            padding_side=padding_side,
+        )
         self._encodings: OrderedDict[Trace, Encoded] = OrderedDict()
         # One call at a time: the prefix cache and the encoding memo are shared state (eval lanes are threads).
         self._lock = threading.RLock()
@@ -72,14 +87,22 @@ class TorchPRM:
             return out
         with self._lock:
             encs = [self._encode(traces[i]) for i in todo]
-            hidden = self.engine.hidden_at([e.ids for e in encs], [e.positions for e in encs], k=1, spec=None,
-                                           use_cache=use_cache, prefixes=[self._prefixes(traces[i]) for i in todo])
+            hidden = self.engine.hidden_at(
+                [e.ids for e in encs],
+                [e.positions for e in encs],
+                k=1,
+                spec=None,
+                use_cache=use_cache,
+                prefixes=[self._prefixes(traces[i]) for i in todo],
+            )
             for i, h in zip(todo, hidden):
                 out[i] = [float(x) for x in self.head(h[0]).float().cpu()]
         return out
 
     @torch.inference_mode()
-    def mc_scores(self, traces: Sequence[Trace], k: int, *, spec: DropoutSpec | None = None, use_cache: bool = True) -> np.ndarray:
+    def mc_scores(
+        self, traces: Sequence[Trace], k: int, *, spec: DropoutSpec | None = None, use_cache: bool = True
+    ) -> np.ndarray:
         """(len(traces), k) last-step scores from k dropout passes (this PRM's dropout mode unless spec is given)."""
         if k < 1:
             raise ValueError(f"k must be >= 1; got {k}")
@@ -90,9 +113,14 @@ class TorchPRM:
             raise ValueError(f"mc_scores needs traces with at least one step; trace {empty[0]} has none")
         with self._lock:
             encs = [self._encode(t) for t in traces]
-            hidden = self.engine.hidden_at([e.ids for e in encs], [e.positions[-1:] for e in encs], k=k,
-                                           spec=spec or self.dropout, use_cache=use_cache,
-                                           prefixes=[self._prefixes(t) for t in traces])
+            hidden = self.engine.hidden_at(
+                [e.ids for e in encs],
+                [e.positions[-1:] for e in encs],
+                k=k,
+                spec=spec or self.dropout,
+                use_cache=use_cache,
+                prefixes=[self._prefixes(t) for t in traces],
+            )
             return np.stack([self.head(h[:, 0]).float().cpu().numpy() for h in hidden]).astype(np.float64)
 
     @torch.inference_mode()
@@ -103,8 +131,14 @@ class TorchPRM:
             return np.zeros((0, 0))
         with self._lock:
             encs = [self._encode(t) for t in traces]
-            hidden = self.engine.hidden_at([e.ids for e in encs], [e.positions[-1:] for e in encs], k=1, spec=None,
-                                           use_cache=use_cache, prefixes=[self._prefixes(t) for t in traces])
+            hidden = self.engine.hidden_at(
+                [e.ids for e in encs],
+                [e.positions[-1:] for e in encs],
+                k=1,
+                spec=None,
+                use_cache=use_cache,
+                prefixes=[self._prefixes(t) for t in traces],
+            )
             return np.stack([h[0, 0].float().cpu().numpy() for h in hidden]).astype(np.float64)
 
     def head_linear(self) -> tuple[np.ndarray, float]:
@@ -117,8 +151,10 @@ class TorchPRM:
         if enc is None:
             enc = self.encode(trace)
             if len(enc.positions) != len(trace.steps):
-                raise ValueError(f"{self.name}: found {len(enc.positions)} score positions for {len(trace.steps)} steps; "
-                                 "a step or the question probably contains the step separator")
+                raise ValueError(
+                    f"{self.name}: found {len(enc.positions)} score positions for {len(trace.steps)} steps; "
+                    "a step or the question probably contains the step separator"
+                )
             self._encodings[trace] = enc
             while len(self._encodings) > 8192:  # bounded memo: traces of a long search are not all needed
                 self._encodings.popitem(last=False)
@@ -138,8 +174,9 @@ class TorchPRM:
                 self.cache.clear()
 
 
-def binary_direction(weight: torch.Tensor, bias: torch.Tensor | None, positive: int, negative: int
-                     ) -> tuple[np.ndarray, float]:
+def binary_direction(
+    weight: torch.Tensor, bias: torch.Tensor | None, positive: int, negative: int
+) -> tuple[np.ndarray, float]:
     """A two-label softmax head as sigmoid(w·h + b): softmax(z)[pos] = sigmoid(z_pos − z_neg)."""
     w = (weight[positive] - weight[negative]).detach().double().cpu().numpy()
     b = float((bias[positive] - bias[negative]).detach()) if bias is not None else 0.0
@@ -162,6 +199,9 @@ def single_token_id(tokenizer: Any, token: str, name: str, what: str) -> int:
     tid = tokenizer.convert_tokens_to_ids(token)
     unk = getattr(tokenizer, "unk_token_id", None)
     if tid is None or (unk is not None and tid == unk and token != getattr(tokenizer, "unk_token", None)):
-        raise BackendError("prm", f"{name}: the tokenizer has no single token {token!r} ({what}); this model does not fit "
-                                  "this PRM kind: pass the right kind=")
+        raise BackendError(
+            "prm",
+            f"{name}: the tokenizer has no single token {token!r} ({what}); this model does not fit "
+            "this PRM kind: pass the right kind=",
+        )
     return int(tid)

@@ -47,7 +47,9 @@ def _two_logit_head(lm_head: Any, first: int, second: int) -> tuple[torch.Tensor
 def _check_causal_lm(model: Any, name: str, kind: str) -> nn.Module:
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if head is None or not hasattr(head, "weight"):
-        raise BackendError("prm", f"{name} ({type(model).__name__}) has no language-model head; the {kind} PRM needs a causal LM")
+        raise BackendError(
+            "prm", f"{name} ({type(model).__name__}) has no language-model head; the {kind} PRM needs a causal LM"
+        )
     return head
 
 
@@ -56,8 +58,16 @@ class MathShepherdPRM(TorchPRM):
 
     kind = "math-shepherd"
 
-    def __init__(self, model: Any, tokenizer: Any, *, step_tag: str = "ки", good_token: str = "+", bad_token: str = "-",
-                 **kw: Any) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        step_tag: str = "ки",
+        good_token: str = "+",
+        bad_token: str = "-",
+        **kw: Any,
+    ) -> None:
         name = kw.get("name", "math-shepherd")
         lm_head = _check_causal_lm(model, name, self.kind)
         super().__init__(model, tokenizer, **kw)
@@ -66,8 +76,11 @@ class MathShepherdPRM(TorchPRM):
         tag_ids = tokenizer(step_tag, add_special_tokens=False)["input_ids"]
         cand = tokenizer(f"{good_token} {bad_token}", add_special_tokens=False)["input_ids"]
         if not tag_ids or len(cand) < 2 or tokenizer.unk_token_id in (*tag_ids[-1:], cand[0], cand[-1]):
-            raise BackendError("prm", f"{name}: the tokenizer lacks the Math-Shepherd tokens {step_tag!r}/{good_token!r}/"
-                                      f"{bad_token!r}; this model does not fit kind='math-shepherd'")
+            raise BackendError(
+                "prm",
+                f"{name}: the tokenizer lacks the Math-Shepherd tokens {step_tag!r}/{good_token!r}/"
+                f"{bad_token!r}; this model does not fit kind='math-shepherd'",
+            )
         self.tag_id = int(tag_ids[-1])
         self._w, self._b = _two_logit_head(lm_head, int(cand[0]), int(cand[-1]))
 
@@ -115,9 +128,13 @@ class QwenPRM(TorchPRM):
     def __init__(self, model: Any, tokenizer: Any, *, system_prompt: str = DEFAULT_SYSTEM_PROMPT, **kw: Any) -> None:
         name = kw.get("name", "qwen-prm")
         if not isinstance(getattr(model, "score", None), nn.Sequential):
-            raise BackendError("prm", f"{name} ({type(model).__name__}) has no Qwen PRM score head; load it with kind='qwen-prm'")
+            raise BackendError(
+                "prm", f"{name} ({type(model).__name__}) has no Qwen PRM score head; load it with kind='qwen-prm'"
+            )
         if not has_chat_template(tokenizer):
-            raise BackendError("prm", f"{name}: the Qwen PRM needs its tokenizer's chat template, and this tokenizer has none")
+            raise BackendError(
+                "prm", f"{name}: the Qwen PRM needs its tokenizer's chat template, and this tokenizer has none"
+            )
         super().__init__(model, tokenizer, **kw)
         self.system_prompt = system_prompt
         self.sep_id = single_token_id(tokenizer, self.SEPARATOR, name, "the Qwen PRM step separator")
@@ -126,8 +143,11 @@ class QwenPRM(TorchPRM):
     def encode(self, trace: Trace) -> Encoded:
         sep = self.SEPARATOR
         steps = [s.replace(sep, "").strip() for s in trace.steps]
-        messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": trace.question.replace(sep, "")},
-                    {"role": "assistant", "content": sep.join(steps) + sep}]
+        messages = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": trace.question.replace(sep, "")},
+            {"role": "assistant", "content": sep.join(steps) + sep},
+        ]
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
         ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         positions = [i for i, t in enumerate(ids) if t == self.sep_id]
@@ -158,7 +178,9 @@ class SkyworkPRMModel(Qwen2PreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kw: Any) -> torch.Tensor:
         """Per-token value logits (for direct use; the PRM adapter drives the layers itself)."""
-        return self.v_head.summary(self.model(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state).squeeze(-1)
+        return self.v_head.summary(
+            self.model(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+        ).squeeze(-1)
 
 
 class SkyworkPRM(TorchPRM):
@@ -170,7 +192,9 @@ class SkyworkPRM(TorchPRM):
     def __init__(self, model: Any, tokenizer: Any, *, step_token: str = "\n", **kw: Any) -> None:
         name = kw.get("name", "skywork")
         if not hasattr(getattr(model, "v_head", None), "summary"):
-            raise BackendError("prm", f"{name} ({type(model).__name__}) has no value head v_head; load it with kind='skywork'")
+            raise BackendError(
+                "prm", f"{name} ({type(model).__name__}) has no value head v_head; load it with kind='skywork'"
+            )
         super().__init__(model, tokenizer, **kw)
         ids = tokenizer(step_token, add_special_tokens=False)["input_ids"]
         if not ids:
@@ -200,8 +224,10 @@ class SkyworkPRM(TorchPRM):
         return value.weight[0].detach().double().cpu().numpy(), float(bias[0].detach()) if bias is not None else 0.0
 
 
-JUDGE_TEMPLATE = ("Here is a math problem and a partial solution, one step per paragraph.\n\nProblem:\n{question}\n\n"
-                  "Solution so far:\n{solution}\n\nIs the last step correct? Answer Yes or No.")
+JUDGE_TEMPLATE = (
+    "Here is a math problem and a partial solution, one step per paragraph.\n\nProblem:\n{question}\n\n"
+    "Solution so far:\n{solution}\n\nIs the last step correct? Answer Yes or No."
+)
 
 
 class JudgePRM(TorchPRM):
@@ -210,8 +236,17 @@ class JudgePRM(TorchPRM):
 
     kind = "judge"
 
-    def __init__(self, model: Any, tokenizer: Any, *, template: str = JUDGE_TEMPLATE, system_prompt: str | None = None,
-                 yes: str = "Yes", no: str = "No", **kw: Any) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        template: str = JUDGE_TEMPLATE,
+        system_prompt: str | None = None,
+        yes: str = "Yes",
+        no: str = "No",
+        **kw: Any,
+    ) -> None:
         name = kw.get("name", "judge")
         lm_head = _check_causal_lm(model, name, self.kind)
         super().__init__(model, tokenizer, **kw)
@@ -246,8 +281,9 @@ class JudgePRM(TorchPRM):
             return out
         with self._lock:
             encs = [self.encode(p) for _, p in prefixes]
-            hidden = self.engine.hidden_at([e.ids for e in encs], [e.positions for e in encs], k=1, spec=None,
-                                           use_cache=use_cache)
+            hidden = self.engine.hidden_at(
+                [e.ids for e in encs], [e.positions for e in encs], k=1, spec=None, use_cache=use_cache
+            )
             for (i, _), h in zip(prefixes, hidden):
                 out[i].append(float(self.head(h[0])[0]))
         return out
@@ -266,8 +302,17 @@ _QWEN2_KINDS = {"qwen-prm": (Qwen2ProcessRewardModel, ("score.",)), "skywork": (
 _ADAPTERS = {"math-shepherd": MathShepherdPRM, "qwen-prm": QwenPRM, "skywork": SkyworkPRM, "judge": JudgePRM}
 
 
-def load(kind: str, src: ModelSource, *, dtype: Any = "auto", device: str | None = "auto", trust_remote_code: bool = False,
-         attn_implementation: str = "sdpa", preloaded: tuple[Any, Any] | None = None, **opts: Any) -> TorchPRM:
+def load(
+    kind: str,
+    src: ModelSource,
+    *,
+    dtype: Any = "auto",
+    device: str | None = "auto",
+    trust_remote_code: bool = False,
+    attn_implementation: str = "sdpa",
+    preloaded: tuple[Any, Any] | None = None,
+    **opts: Any,
+) -> TorchPRM:
     """Load a published PRM of the given kind; the model must fit the adapter's architecture.
     preloaded: (model, tokenizer) already in memory (a policy's), used instead of loading the weights again."""
     from transformers import AutoModelForCausalLM
@@ -280,14 +325,31 @@ def load(kind: str, src: ModelSource, *, dtype: Any = "auto", device: str | None
     if kind in _QWEN2_KINDS:
         config = load_config(src, "prm", trust_remote_code)
         if getattr(config, "model_type", None) != "qwen2":
-            raise BackendError("prm", f"{src.spec!r} is a {getattr(config, 'model_type', '?')} model, but kind={kind!r} needs a Qwen2 "
-                                      "backbone; pass the right kind=")
+            raise BackendError(
+                "prm",
+                f"{src.spec!r} is a {getattr(config, 'model_type', '?')} model, but kind={kind!r} needs a Qwen2 "
+                "backbone; pass the right kind=",
+            )
         cls, required = _QWEN2_KINDS[kind]
-        model = load_weights(cls, src, "prm", dtype=dtype, device=dev, required_prefixes=required,
-                             attn_implementation=attn_implementation)
+        model = load_weights(
+            cls,
+            src,
+            "prm",
+            dtype=dtype,
+            device=dev,
+            required_prefixes=required,
+            attn_implementation=attn_implementation,
+        )
     else:
-        model = load_weights(AutoModelForCausalLM, src, "prm", dtype=dtype, device=dev, trust_remote_code=trust_remote_code,
-                             attn_implementation=attn_implementation)
+        model = load_weights(
+            AutoModelForCausalLM,
+            src,
+            "prm",
+            dtype=dtype,
+            device=dev,
+            trust_remote_code=trust_remote_code,
+            attn_implementation=attn_implementation,
+        )
     prm = _ADAPTERS[kind](model, tokenizer, **opts)
     prm.folder = src.location if src.kind == "folder" else None
     return prm

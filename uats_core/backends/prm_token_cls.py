@@ -62,21 +62,34 @@ class TokenClassificationPRM(TorchPRM):
         fmt = fmt or TokenClsFormat()
         name = kw.get("name", "token-cls-prm")
         if fmt.step_tag not in fmt.step_suffix:
-            raise BackendError("prm", f"{name}: step_suffix {fmt.step_suffix!r} must contain the step tag {fmt.step_tag!r}")
+            raise BackendError(
+                "prm", f"{name}: step_suffix {fmt.step_suffix!r} must contain the step tag {fmt.step_tag!r}"
+            )
         head = getattr(model, "score", None)
         n_labels = getattr(head, "out_features", None)
         if not isinstance(head, torch.nn.Linear) or n_labels is None or not 0 <= fmt.positive_label < n_labels:
-            raise BackendError("prm", f"{name} ({type(model).__name__}) has no token-classification head `score` with more than "
-                                      f"{fmt.positive_label} labels; load a *ForTokenClassification model or pass the right kind=")
+            raise BackendError(
+                "prm",
+                f"{name} ({type(model).__name__}) has no token-classification head `score` with more than "
+                f"{fmt.positive_label} labels; load a *ForTokenClassification model or pass the right kind=",
+            )
         super().__init__(model, tokenizer, **kw)
         self.fmt = fmt
         self.tag_id = single_token_id(tokenizer, fmt.step_tag, name, "the step tag")
         self._score = float32_head(model.score)
 
     @classmethod
-    def from_pretrained(cls, src: ModelSource, *, dtype: Any = "auto", device: str | None = "auto", trust_remote_code: bool = False,
-                        sidecar: dict[str, Any] | None = None, attn_implementation: str = "sdpa",
-                        **kw: Any) -> TokenClassificationPRM:
+    def from_pretrained(
+        cls,
+        src: ModelSource,
+        *,
+        dtype: Any = "auto",
+        device: str | None = "auto",
+        trust_remote_code: bool = False,
+        sidecar: dict[str, Any] | None = None,
+        attn_implementation: str = "sdpa",
+        **kw: Any,
+    ) -> TokenClassificationPRM:
         from transformers import AutoModelForTokenClassification
 
         dev = resolve_device(device)
@@ -85,12 +98,25 @@ class TokenClassificationPRM(TorchPRM):
             if key in kw:
                 data[key] = kw.pop(key)
         fmt = TokenClsFormat.from_dict(data)
-        if "dropout_p" in kw and data.get("dropout_p") is not None and float(kw["dropout_p"]) != float(data["dropout_p"]):
-            log.warning("%s was trained with dropout p=%s; scoring with p=%s", src.spec, data["dropout_p"], kw["dropout_p"])
+        if (
+            "dropout_p" in kw
+            and data.get("dropout_p") is not None
+            and float(kw["dropout_p"]) != float(data["dropout_p"])
+        ):
+            log.warning(
+                "%s was trained with dropout p=%s; scoring with p=%s", src.spec, data["dropout_p"], kw["dropout_p"]
+            )
         tokenizer = load_tokenizer(src, "prm", trust_remote_code)
-        model = load_weights(AutoModelForTokenClassification, src, "prm", dtype=dtype, device=dev,
-                             trust_remote_code=trust_remote_code, required_prefixes=("score.",),
-                             attn_implementation=attn_implementation)
+        model = load_weights(
+            AutoModelForTokenClassification,
+            src,
+            "prm",
+            dtype=dtype,
+            device=dev,
+            trust_remote_code=trust_remote_code,
+            required_prefixes=("score.",),
+            attn_implementation=attn_implementation,
+        )
         kw.setdefault("name", src.spec)
         prm = cls(model, tokenizer, fmt, **kw)
         prm.folder = src.location if src.kind == "folder" else None
@@ -99,8 +125,11 @@ class TokenClassificationPRM(TorchPRM):
     def encode(self, trace: Trace) -> Encoded:
         tag = self.fmt.step_tag
         # A literal tag inside the text would add a spurious score position: drop it.
-        text = trace.question.replace(tag, "") + self.fmt.question_suffix + "".join(
-            step.replace(tag, "").strip() + self.fmt.step_suffix for step in trace.steps)
+        text = (
+            trace.question.replace(tag, "")
+            + self.fmt.question_suffix
+            + "".join(step.replace(tag, "").strip() + self.fmt.step_suffix for step in trace.steps)
+        )
         ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         bos = self.tokenizer.bos_token_id
         ids = ([bos] if bos is not None else []) + ids

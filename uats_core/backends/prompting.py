@@ -53,8 +53,15 @@ def prompt_ids(tokenizer: Any, trace: Trace, *, use_chat: bool, system_prompt: s
     return ([bos] if bos is not None else []) + ids
 
 
-def classify_finish(*, ended_by_eos: bool, has_delimiter: bool, num_tokens: int, step_cap: int,
-                    solution_tokens_after: int, solution_cap: int) -> FinishReason:
+def classify_finish(
+    *,
+    ended_by_eos: bool,
+    has_delimiter: bool,
+    num_tokens: int,
+    step_cap: int,
+    solution_tokens_after: int,
+    solution_cap: int,
+) -> FinishReason:
     """One honest reason per step. EOS first (the model chose to end); then the solution cap (no room left to
     continue, even if this step closed cleanly); then the delimiter; else the per-step cap cut the step."""
     if ended_by_eos:
@@ -97,11 +104,14 @@ def check_sampling(temperature: float, top_p: float, step_token_cap: int, soluti
     if temperature < 0 or not 0 < top_p <= 1:
         raise BackendError("policy", f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}")
     if step_token_cap < 1 or solution_token_cap < 1:
-        raise BackendError("policy", f"token caps must be >= 1; got step {step_token_cap}, solution {solution_token_cap}")
+        raise BackendError(
+            "policy", f"token caps must be >= 1; got step {step_token_cap}, solution {solution_token_cap}"
+        )
 
 
-def row_token_caps(tokenizer: Any, traces: Sequence[Trace], step_token_cap: int, solution_token_cap: int
-                 ) -> tuple[list[int], list[int]]:
+def row_token_caps(
+    tokenizer: Any, traces: Sequence[Trace], step_token_cap: int, solution_token_cap: int
+) -> tuple[list[int], list[int]]:
     """Per trace: tokens its steps already use, and how many the next step may have (<= 0: none left)."""
     used = [solution_token_count(tokenizer, t.steps) for t in traces]
     return used, [min(step_token_cap, solution_token_cap - u) for u in used]

@@ -25,8 +25,16 @@ QWEN_CHAT_TEMPLATE = (
 )
 
 
-def char_tokenizer(*, specials: Iterable[str] = ARITH_SPECIALS, words: Iterable[str] = (), bos: str | None = "<s>",
-                   eos: str = "</s>", pad: str | None = "<pad>", unk: str = "<unk>", chat_template: str | None = None) -> Any:
+def char_tokenizer(
+    *,
+    specials: Iterable[str] = ARITH_SPECIALS,
+    words: Iterable[str] = (),
+    bos: str | None = "<s>",
+    eos: str = "</s>",
+    pad: str | None = "<pad>",
+    unk: str = "<unk>",
+    chat_template: str | None = None,
+) -> Any:
     """A lossless character-level WordLevel tokenizer ("\\n\\n" is one token; `words` adds multi-character
     tokens such as ' ки' or '.\\n\\nX'). decode(encode(s)) == s for text made of its characters."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
@@ -52,9 +60,15 @@ def char_tokenizer(*, specials: Iterable[str] = ARITH_SPECIALS, words: Iterable[
     return fast
 
 
-def byte_bpe_tokenizer(*, specials: Iterable[str] = ("<|endoftext|>", "<|im_start|>", "<|im_end|>"), words: Iterable[str] = (),
-                       bos: str | None = None, eos: str = "<|im_end|>", pad: str | None = "<|endoftext|>",
-                       chat_template: str | None = None) -> Any:
+def byte_bpe_tokenizer(
+    *,
+    specials: Iterable[str] = ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+    words: Iterable[str] = (),
+    bos: str | None = None,
+    eos: str = "<|im_end|>",
+    pad: str | None = "<|endoftext|>",
+    chat_template: str | None = None,
+) -> Any:
     """A byte-level BPE tokenizer shaped like Qwen2's: every byte is a token, "\n\n" is one token (as in Qwen's
     vocabulary) and each of `words` is merged into one token. transformers 5 reloads a qwen2 model's tokenizer as
     Qwen2Tokenizer from vocab + merges (with Qwen's pre-tokenizer), so a character-level WordLevel tokenizer would
@@ -104,36 +118,78 @@ def _bytes_to_unicode() -> list[str]:
     return [chr(table[b]) for b in range(256)]
 
 
-def llama_config(tokenizer: Any, *, hidden: int = 64, layers: int = 4, heads: int = 4, kv_heads: int = 2,
-                 intermediate: int | None = None, **extra: Any) -> Any:
+def llama_config(
+    tokenizer: Any,
+    *,
+    hidden: int = 64,
+    layers: int = 4,
+    heads: int = 4,
+    kv_heads: int = 2,
+    intermediate: int | None = None,
+    **extra: Any,
+) -> Any:
     from transformers import LlamaConfig
 
-    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden,
-                       num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-                       max_position_embeddings=4096, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False, **extra)
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=intermediate or 2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+        **extra,
+    )
 
 
-def qwen2_config(tokenizer: Any, *, hidden: int = 64, layers: int = 4, heads: int = 4, kv_heads: int = 2, **extra: Any) -> Any:
+def qwen2_config(
+    tokenizer: Any, *, hidden: int = 64, layers: int = 4, heads: int = 4, kv_heads: int = 2, **extra: Any
+) -> Any:
     from transformers import Qwen2Config
 
-    return Qwen2Config(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                       num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=4096,
-                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False, use_sliding_window=False, **extra)
+    return Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+        use_sliding_window=False,
+        **extra,
+    )
 
 
 def smollm2_135m_config(vocab_size: int = 49152) -> Any:
     """The shape of SmolLM2-135M (30 layers, hidden 576, 9 heads, 3 KV heads), for cost measurements."""
     from transformers import LlamaConfig
 
-    return LlamaConfig(vocab_size=vocab_size, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                       num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
-                       rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
-                       tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=8192,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
 
 
-def save_token_cls_prm(folder: str | Path, *, seed: int = 0, sidecar: Mapping[str, Any] | None = None, **cfg: Any) -> Path:
+def save_token_cls_prm(
+    folder: str | Path, *, seed: int = 0, sidecar: Mapping[str, Any] | None = None, **cfg: Any
+) -> Path:
     """A tiny LlamaForTokenClassification PRM laid out like the arithmetic world's (with uats_prm.json)."""
     from transformers import LlamaForTokenClassification
 
@@ -143,8 +199,14 @@ def save_token_cls_prm(folder: str | Path, *, seed: int = 0, sidecar: Mapping[st
     model = LlamaForTokenClassification(llama_config(tok, num_labels=2, **cfg))
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
-    meta = {"kind": "token-classification", "step_tag": "<step>", "positive_label": 1, "question_suffix": "\n\n",
-            "step_suffix": " <step>\n\n", "dropout_p": 0.1}
+    meta = {
+        "kind": "token-classification",
+        "step_tag": "<step>",
+        "positive_label": 1,
+        "question_suffix": "\n\n",
+        "step_suffix": " <step>\n\n",
+        "dropout_p": 0.1,
+    }
     meta.update(sidecar or {})
     (folder / "uats_prm.json").write_text(json.dumps(meta), encoding="utf-8")
     return folder
@@ -157,9 +219,23 @@ def save_math_shepherd_prm(folder: str | Path, *, seed: int = 1) -> Path:
     folder = Path(folder)
     tok = char_tokenizer(words=("ки",))
     base = llama_config(tok)
-    cfg = MistralConfig(**{k: getattr(base, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                                                         "num_attention_heads", "num_key_value_heads", "bos_token_id",
-                                                         "eos_token_id", "pad_token_id")}, sliding_window=4096)
+    cfg = MistralConfig(
+        **{
+            k: getattr(base, k)
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "bos_token_id",
+                "eos_token_id",
+                "pad_token_id",
+            )
+        },
+        sliding_window=4096,
+    )
     torch.manual_seed(seed)
     MistralForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
@@ -191,7 +267,9 @@ def save_causal_lm(folder: str | Path, *, seed: int = 0, tokenizer: Any = None, 
     return folder
 
 
-def markov_llama(tokenizer: Any, transitions: Mapping[str, str], *, hidden: int | None = None, strength: float = 60.0) -> Any:
+def markov_llama(
+    tokenizer: Any, transitions: Mapping[str, str], *, hidden: int | None = None, strength: float = 60.0
+) -> Any:
     """A LlamaForCausalLM whose next token depends only on the current one: `transitions[a] = b` makes b follow
     a with probability ~1 at any temperature <= 1 (other tokens: uniform). Attention and MLP outputs are zeroed,
     so the last hidden state is the current token's embedding; the embeddings are one-hot and lm_head holds the
@@ -208,7 +286,7 @@ def markov_llama(tokenizer: Any, transitions: Mapping[str, str], *, hidden: int 
         model.model.embed_tokens.weight.copy_(torch.eye(vocab, hidden))
         model.model.norm.weight.fill_(1.0)
         w = torch.zeros(vocab, hidden)
-        scale = strength / hidden ** 0.5  # RMSNorm turns a one-hot row into sqrt(hidden) * one-hot
+        scale = strength / hidden**0.5  # RMSNorm turns a one-hot row into sqrt(hidden) * one-hot
         for a, b in transitions.items():
             w[_tid(tokenizer, b), _tid(tokenizer, a)] = scale
         model.lm_head.weight.copy_(w)

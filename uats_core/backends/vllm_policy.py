@@ -38,18 +38,32 @@ def request_seed(seed: int, call: int, row: int) -> int:
 
 
 class VLLMPolicy:
-    def __init__(self, model: str, *, temperature: float = 0.8, top_p: float = 1.0, step_token_cap: int = 256,
-                 solution_token_cap: int = 2048, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
-                 use_chat_template: bool | None = None, seed: int | None = None, trust_remote_code: bool = False,
-                 dtype: str = "auto", name: str | None = None, llm_kwargs: dict[str, Any] | None = None,
-                 vllm_module: Any = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float = 0.8,
+        top_p: float = 1.0,
+        step_token_cap: int = 256,
+        solution_token_cap: int = 2048,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        use_chat_template: bool | None = None,
+        seed: int | None = None,
+        trust_remote_code: bool = False,
+        dtype: str = "auto",
+        name: str | None = None,
+        llm_kwargs: dict[str, Any] | None = None,
+        vllm_module: Any = None,
+    ) -> None:
         """vllm_module: the `vllm` module (imported here when None); tests pass a recording test double."""
         check_sampling(temperature, top_p, step_token_cap, solution_token_cap)
         if vllm_module is None:
             try:
                 import vllm  # noqa: PLC0415 - lazy on purpose: vLLM is GPU-only
             except ImportError as exc:
-                raise BackendError("policy", f"vllm:{model} needs vLLM, which is not installed ({exc}); {INSTALL_HINT}") from None
+                raise BackendError(
+                    "policy", f"vllm:{model} needs vLLM, which is not installed ({exc}); {INSTALL_HINT}"
+                ) from None
             vllm_module = vllm
         self._vllm = vllm_module
         self.name = name or f"vllm:{model}"
@@ -77,15 +91,24 @@ class VLLMPolicy:
 
     def _params(self, max_tokens: int, row: int) -> Any:
         seed = None if self.seed is None else request_seed(self.seed, self._calls, row)
-        return self._vllm.SamplingParams(n=1, temperature=self.temperature, top_p=self.top_p, max_tokens=max_tokens,
-                                         stop=[STEP_DELIMITER], include_stop_str_in_output=True, seed=seed)
+        return self._vllm.SamplingParams(
+            n=1,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=max_tokens,
+            stop=[STEP_DELIMITER],
+            include_stop_str_in_output=True,
+            seed=seed,
+        )
 
     def generate_steps(self, traces: Sequence[Trace]) -> list[StepOutput]:
         if not traces:
             return []
         used, token_caps = row_token_caps(self.tokenizer, traces, self.step_token_cap, self.solution_token_cap)
         live = [i for i, b in enumerate(token_caps) if b > 0]
-        results: dict[int, StepOutput] = {i: StepOutput("", 0, FinishReason.SOLUTION_CAP) for i in range(len(traces)) if i not in live}
+        results: dict[int, StepOutput] = {
+            i: StepOutput("", 0, FinishReason.SOLUTION_CAP) for i in range(len(traces)) if i not in live
+        }
         if live:
             prompts = [{"prompt_token_ids": self.prompt_ids(traces[i])} for i in live]
             with self._lock:
@@ -112,6 +135,12 @@ class VLLMPolicy:
         ended_by_eos = finished and completion.stop_reason is None and not has_delim and not cut
         if completion.finish_reason not in ("stop", "length"):
             log.warning("vLLM finish_reason %r (aborted?): treating the step as cut", completion.finish_reason)
-        reason = classify_finish(ended_by_eos=ended_by_eos, has_delimiter=has_delim, num_tokens=n, step_cap=self.step_token_cap,
-                                 solution_tokens_after=used + n, solution_cap=self.solution_token_cap)
+        reason = classify_finish(
+            ended_by_eos=ended_by_eos,
+            has_delimiter=has_delim,
+            num_tokens=n,
+            step_cap=self.step_token_cap,
+            solution_tokens_after=used + n,
+            solution_cap=self.solution_token_cap,
+        )
         return StepOutput(text=text, num_tokens=n, finish_reason=reason)

@@ -36,11 +36,25 @@ def load_controller(path: str | Path | None, config: SearchConfig | None = None)
     net, meta = load_checkpoint(path)
     uncertainty = bool(meta.get("uncertainty_features", True))
     if config is not None and config.controller_uncertainty_features != uncertainty:
-        raise ControllerError(path, f"was trained with uncertainty_features={uncertainty} but the run asks for "
-                                    f"{config.controller_uncertainty_features}; pick the matching checkpoint")
+        raise ControllerError(
+            path,
+            f"was trained with uncertainty_features={uncertainty} but the run asks for "
+            f"{config.controller_uncertainty_features}; pick the matching checkpoint",
+        )
     return LearnedController(net, uncertainty_features=uncertainty)
 
 
-__all__ = ["load_controller", "LearnedController", "ControllerNet", "KNOBS", "KNOB_RANGES",
-           "squash", "unsquash", "save_checkpoint", "load_checkpoint", "DEFAULT_CHECKPOINT", "ABLATION_CHECKPOINT",
-           "shipped_checkpoint"]
+__all__ = [
+    "load_controller",
+    "LearnedController",
+    "ControllerNet",
+    "KNOBS",
+    "KNOB_RANGES",
+    "squash",
+    "unsquash",
+    "save_checkpoint",
+    "load_checkpoint",
+    "DEFAULT_CHECKPOINT",
+    "ABLATION_CHECKPOINT",
+    "shipped_checkpoint",
+]

@@ -89,8 +89,13 @@ class LearnedController:
     """The callable A-UATS asks for knobs each step. With sample=True it draws from the Gaussian and keeps
     the episode's (state, action) pairs for REINFORCE; otherwise it acts with the mean."""
 
-    def __init__(self, net: ControllerNet, uncertainty_features: bool = True, sample: bool = False,
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        net: ControllerNet,
+        uncertainty_features: bool = True,
+        sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
         self.net = net
         self.features = feature_names(uncertainty_features)
         self.uncertainty_features = uncertainty_features
@@ -121,14 +126,23 @@ class LearnedController:
         self.history = []
 
 
-def save_checkpoint(net: ControllerNet, folder: str | Path, uncertainty_features: bool, meta: dict | None = None) -> Path:
+def save_checkpoint(
+    net: ControllerNet, folder: str | Path, uncertainty_features: bool, meta: dict | None = None
+) -> Path:
     from safetensors.torch import save_file
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().contiguous() for k, v in net.state_dict().items()}, str(folder / "controller.safetensors"))
-    info = {"format": "uats-controller/1", "features": list(feature_names(uncertainty_features)), "hidden": net.hidden,
-            "knobs": list(KNOBS), "knob_ranges": KNOB_RANGES, "uncertainty_features": uncertainty_features, **(meta or {})}
+    info = {
+        "format": "uats-controller/1",
+        "features": list(feature_names(uncertainty_features)),
+        "hidden": net.hidden,
+        "knobs": list(KNOBS),
+        "knob_ranges": KNOB_RANGES,
+        "uncertainty_features": uncertainty_features,
+        **(meta or {}),
+    }
     (folder / "controller.json").write_text(json.dumps(info, indent=2))
     return folder
 
@@ -150,14 +164,19 @@ def load_checkpoint(folder: str | Path) -> tuple[ControllerNet, dict]:
 
         state = load_file(str(weights_path))
     except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
-        raise ControllerError(weights_path, f"cannot be read ({exc}); the file is corrupt: retrain or restore it") from None
+        raise ControllerError(
+            weights_path, f"cannot be read ({exc}); the file is corrupt: retrain or restore it"
+        ) from None
     meta["features"] = current_feature_names(meta.get("features", []))
     net = ControllerNet(len(meta["features"]), hidden=int(meta.get("hidden", 256)))
     try:
         net.load_state_dict(state)
     except RuntimeError as exc:
-        raise ControllerError(weights_path, f"does not match controller.json (features={meta['features']}, "
-                                            f"hidden={meta.get('hidden')}): {str(exc).splitlines()[0]}") from None
+        raise ControllerError(
+            weights_path,
+            f"does not match controller.json (features={meta['features']}, "
+            f"hidden={meta.get('hidden')}): {str(exc).splitlines()[0]}",
+        ) from None
     expected = list(feature_names(bool(meta.get("uncertainty_features", True))))
     if meta["features"] != expected:
         raise ControllerError(meta_path, f"lists features {meta['features']}, expected {expected}")

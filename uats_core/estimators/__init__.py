@@ -16,8 +16,7 @@ from .ensemble import Ensemble
 from .mc_dropout import MCDropout
 from .posterior import Laplace, Mahalanobis
 
-__all__ = ["ESTIMATOR_CLASSES", "Estimate", "Estimator", "cost_of", "estimator_class", "from_samples",
-           "make_estimator"]
+__all__ = ["ESTIMATOR_CLASSES", "Estimate", "Estimator", "cost_of", "estimator_class", "from_samples", "make_estimator"]
 
 ESTIMATOR_CLASSES: dict[str, type[Estimator]] = {c.name: c for c in (MCDropout, Ensemble, Laplace, Mahalanobis)}
 if tuple(ESTIMATOR_CLASSES) != ESTIMATORS:  # each name is declared once, in config.ESTIMATORS
@@ -62,5 +61,8 @@ def make_estimator(config: SearchConfig, prm: Any) -> Estimator:
 def _require(prm: Any, name: str, methods: tuple[str, ...]) -> None:
     for m in methods:
         if not callable(getattr(prm, m, None)):
-            raise ConfigError("estimator", f"{name} reads the PRM's hidden state, which {getattr(prm, 'name', prm)!r} "
-                                           "does not expose (a PyTorch PRM does); use mc-dropout")
+            raise ConfigError(
+                "estimator",
+                f"{name} reads the PRM's hidden state, which {getattr(prm, 'name', prm)!r} "
+                "does not expose (a PyTorch PRM does); use mc-dropout",
+            )

@@ -59,15 +59,19 @@ def member_files(where: Path | None, who: str, k0: int) -> list[str]:
     loading a member: ConfigError naming `estimator` (none there, or no ensemble's file) or `k0` (fewer members)."""
     meta_path = where / ENSEMBLE_FILE if where else None
     if meta_path is None or not meta_path.is_file():
-        raise ConfigError("estimator", f"the PRM {who!r} has no trained ensemble (looked for "
-                                       f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
-                                       "(python -m uats.arith.train_ensemble for the embedded PRM) or "
-                                       "pick another estimator")
+        raise ConfigError(
+            "estimator",
+            f"the PRM {who!r} has no trained ensemble (looked for "
+            f"{meta_path or '<PRM folder>-ensemble/' + ENSEMBLE_FILE}); train one "
+            "(python -m uats.arith.train_ensemble for the embedded PRM) or "
+            "pick another estimator",
+        )
     try:
         files = list(json.loads(meta_path.read_text())["members"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError("estimator", f"{meta_path} is not an ensemble's file ({exc}); train the ensemble "
-                                       "again") from None
+        raise ConfigError(
+            "estimator", f"{meta_path} is not an ensemble's file ({exc}); train the ensemble again"
+        ) from None
     if k0 > len(files):
         raise ConfigError("k0", f"the ensemble has {len(files)} members, fewer than k0={k0}; use k0 <= {len(files)}")
     return files
@@ -84,8 +88,11 @@ def load_ensemble(prm: Any, k0: int) -> Ensemble:
     where = ensemble_dir(prm)
     files = member_files(where, str(getattr(prm, "name", prm)), k0)
     if not hasattr(prm, "fmt") or not hasattr(prm, "model"):
-        raise ConfigError("estimator", f"the ensemble estimator serves token-classification PRMs (the embedded one); "
-                                       f"{getattr(prm, 'name', prm)!r} is not one: use laplace or mahalanobis")
+        raise ConfigError(
+            "estimator",
+            f"the ensemble estimator serves token-classification PRMs (the embedded one); "
+            f"{getattr(prm, 'name', prm)!r} is not one: use laplace or mahalanobis",
+        )
     assert where is not None  # member_files refused a PRM without a folder
     from safetensors.torch import load_file
 
@@ -95,11 +102,22 @@ def load_ensemble(prm: Any, k0: int) -> Ensemble:
         tensors = load_file(str(where / name))
         missing = set(tensors) - set(model.state_dict())
         if missing:
-            raise ConfigError("estimator", f"{where / name} holds tensors the PRM lacks ({sorted(missing)[0]}): it was "
-                                           "trained for another PRM")
+            raise ConfigError(
+                "estimator",
+                f"{where / name} holds tensors the PRM lacks ({sorted(missing)[0]}): it was trained for another PRM",
+            )
         model.load_state_dict(tensors, strict=False)
         cache = prm.cache.max_bytes if prm.cache is not None else 0  # as the base PRM caches (benchmarks: none)
-        members.append(type(prm)(model, prm.tokenizer, prm.fmt, name=f"{prm.name}#member{j}", dropout_p=prm.dropout.p,
-                                 dropout_mode=prm.dropout.label, cache_bytes=cache))
+        members.append(
+            type(prm)(
+                model,
+                prm.tokenizer,
+                prm.fmt,
+                name=f"{prm.name}#member{j}",
+                dropout_p=prm.dropout.p,
+                dropout_mode=prm.dropout.label,
+                cache_bytes=cache,
+            )
+        )
     log.info("ensemble of %d members loaded from %s", len(members), where)
     return Ensemble(members)

@@ -25,6 +25,7 @@ class MCDropout(Estimator):
             return [from_samples(h, 0) for h in have]
         passes = np.asarray(self.prm.mc_scores(list(traces), k), dtype=np.float64)
         if passes.shape != (len(traces), k):
-            raise RuntimeError(f"PRM {self.prm.name!r} returned MC scores of shape {passes.shape}, expected "
-                               f"{(len(traces), k)}")
+            raise RuntimeError(
+                f"PRM {self.prm.name!r} returned MC scores of shape {passes.shape}, expected {(len(traces), k)}"
+            )
         return [from_samples([*h, *row], k) for h, row in zip(have, passes)]

@@ -49,16 +49,27 @@ def fifth_of(score: ArrayLike) -> np.ndarray:
     return np.searchsorted(fifth_edges(score), np.asarray(score, dtype=np.float64), side="right")
 
 
-def pair_row(estimator: str, pair: str, var: Sequence[float], score: Sequence[float], wrong: Sequence[bool],
-             space: str = "prob") -> PairRow:
+def pair_row(
+    estimator: str, pair: str, var: Sequence[float], score: Sequence[float], wrong: Sequence[bool], space: str = "prob"
+) -> PairRow:
     v = np.nan_to_num(np.asarray(var, dtype=np.float64), nan=0.0)  # no σ² (one sample) ranks lowest
     s = np.asarray(score, dtype=np.float64)
     y = np.asarray(wrong, dtype=bool)
     bins = fifth_of(s)
     aur = tuple(auroc(v[bins == b], y[bins == b]) for b in range(FIFTHS))
-    return PairRow(estimator, pair, int(len(y)), int(y.sum()), auroc(v, y), aur,
-                   tuple(int(y[bins == b].sum()) for b in range(FIFTHS)), auroc(1.0 - s, y), float(np.median(v)),
-                   float(np.quantile(v, 0.9)), space)
+    return PairRow(
+        estimator,
+        pair,
+        int(len(y)),
+        int(y.sum()),
+        auroc(v, y),
+        aur,
+        tuple(int(y[bins == b].sum()) for b in range(FIFTHS)),
+        auroc(1.0 - s, y),
+        float(np.median(v)),
+        float(np.quantile(v, 0.9)),
+        space,
+    )
 
 
 def ood_auroc(var_id: Sequence[float], var_ood: Sequence[float]) -> float:
@@ -77,12 +88,17 @@ def fmt(x: float) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
-def table(rows: Sequence[dict[str, Any]], separation: dict[str, float], costs: dict[str, dict[str, float]] | None = None
-          ) -> str:
+def table(
+    rows: Sequence[dict[str, Any]], separation: dict[str, float], costs: dict[str, dict[str, float]] | None = None
+) -> str:
     """The Markdown table: estimator × pair, AUROC overall and per fifth of R, the ID/OOD AUROC and (when measured)
     the cost of one estimate in PRM passes."""
-    head = ("| estimator | σ² of | pair | steps (wrong) | AUROC σ² wrong | " + " | ".join(f"fifth {b + 1}" for b in range(FIFTHS))
-            + " | AUROC 1−R wrong | median σ² | AUROC σ² OOD |" + (" cost / PRM pass |" if costs else ""))
+    head = (
+        "| estimator | σ² of | pair | steps (wrong) | AUROC σ² wrong | "
+        + " | ".join(f"fifth {b + 1}" for b in range(FIFTHS))
+        + " | AUROC 1−R wrong | median σ² | AUROC σ² OOD |"
+        + (" cost / PRM pass |" if costs else "")
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         fifths = " | ".join(f"{fmt(a)} ({w})" for a, w in zip(r["auroc_fifths"], r["wrong_fifths"]))
@@ -91,9 +107,11 @@ def table(rows: Sequence[dict[str, Any]], separation: dict[str, float], costs: d
             c = costs.get(r["estimator"])
             cost = f" {c['ratio']:.2f}× |" if c else " – |"
         space = r.get("space", "prob")
-        lines.append(f"| {r['estimator']} | {'scores' if space == 'prob' else 'logits'} | {r['pair']} | {r['steps']} "
-                     f"({r['wrong']}) | {fmt(r['auroc_wrong'])} | {fifths} | {fmt(r['auroc_score'])} | "
-                     f"{r['median_var']:.3g} | {fmt(separation.get(key(r['estimator'], space), float('nan')))} |{cost}")
+        lines.append(
+            f"| {r['estimator']} | {'scores' if space == 'prob' else 'logits'} | {r['pair']} | {r['steps']} "
+            f"({r['wrong']}) | {fmt(r['auroc_wrong'])} | {fifths} | {fmt(r['auroc_score'])} | "
+            f"{r['median_var']:.3g} | {fmt(separation.get(key(r['estimator'], space), float('nan')))} |{cost}"
+        )
     return "\n".join(lines)
 
 
@@ -108,11 +126,18 @@ def verdict(rows: Sequence[dict[str, Any]], ood_pair: str) -> str:
         if valid and min(valid) >= GOAL_AUROC:
             met.append(r["estimator"] + ("" if r.get("space", "prob") == "prob" else " (logits)"))
     if met:
-        return (f"σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R with: "
-                f"{', '.join(met)}.")
-    best = max((r for r in rows if r["pair"] == ood_pair),
-               key=lambda r: min([a for a in r["auroc_fifths"] if not math.isnan(a)] or [0.0]), default=None)
+        return (
+            f"σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R with: "
+            f"{', '.join(met)}."
+        )
+    best = max(
+        (r for r in rows if r["pair"] == ood_pair),
+        key=lambda r: min([a for a in r["auroc_fifths"] if not math.isnan(a)] or [0.0]),
+        default=None,
+    )
     worst = min([a for a in best["auroc_fifths"] if not math.isnan(a)] or [float("nan")]) if best else float("nan")
     where = (best["estimator"] + ("" if best.get("space", "prob") == "prob" else ", logits")) if best else "–"
-    return (f"No estimator's σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R; the "
-            f"best worst-fifth AUROC is {fmt(worst)} ({where}).")
+    return (
+        f"No estimator's σ² reaches AUROC ≥ {GOAL_AUROC:g} for {ood_pair}'s wrong steps in every fifth of R; the "
+        f"best worst-fifth AUROC is {fmt(worst)} ({where})."
+    )

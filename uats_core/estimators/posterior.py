@@ -50,8 +50,13 @@ class HeadFit:
         self.theta, self.chol, self.mu, self.precision, self.n = theta, chol, mu, precision, int(n)
 
     def to_tensors(self) -> dict[str, np.ndarray]:
-        return {"theta": self.theta, "chol": self.chol, "mu": self.mu, "precision": self.precision,
-                "n": np.asarray([self.n], dtype=np.int64)}
+        return {
+            "theta": self.theta,
+            "chol": self.chol,
+            "mu": self.mu,
+            "precision": self.precision,
+            "n": np.asarray([self.n], dtype=np.int64),
+        }
 
     @classmethod
     def from_tensors(cls, t: dict[str, np.ndarray]) -> HeadFit:
@@ -108,7 +113,7 @@ class Laplace(_HiddenStateEstimator):
         """θ_start .. θ_{start+k−1}, (k, D+1): the j-th draw is the same for every node and every call."""
         while len(self._z) < start + k:
             self._z = np.vstack([self._z, self._rng.standard_normal((DRAW_BLOCK, len(self.fit.theta)))])
-        return self.fit.theta + self._z[start:start + k] @ self.fit.chol.T
+        return self.fit.theta + self._z[start : start + k] @ self.fit.chol.T
 
     def more(self, traces: Sequence[Trace], have: Sequence[Sequence[float]], k: int) -> list[Estimate]:
         if not traces or k <= 0:
@@ -172,7 +177,10 @@ def head_fit_path(prm: Any) -> Path | None:
 def load_head_fit(prm: Any, estimator: str) -> HeadFit:
     path = head_fit_path(prm)
     if path is None or not path.is_file():
-        raise ConfigError("estimator", f"{estimator} needs the PRM's head fit ({path or '<PRM folder>/' + HEAD_FIT_FILE}), "
-                                       "which is missing; fit it with `python -m uats estimators fit --prm SPEC` or "
-                                       "pick another estimator")
+        raise ConfigError(
+            "estimator",
+            f"{estimator} needs the PRM's head fit ({path or '<PRM folder>/' + HEAD_FIT_FILE}), "
+            "which is missing; fit it with `python -m uats estimators fit --prm SPEC` or "
+            "pick another estimator",
+        )
     return HeadFit.load(path)

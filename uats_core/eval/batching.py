@@ -88,8 +88,9 @@ class BatchingHub:
             self._live.discard(lane)
             self._maybe_run_round()
 
-    def request(self, lane: int, kind: str, key: str, target: Any, traces: Sequence[Trace], k: int = 0,
-                merge: bool = True) -> Any:
+    def request(
+        self, lane: int, kind: str, key: str, target: Any, traces: Sequence[Trace], k: int = 0, merge: bool = True
+    ) -> Any:
         req = _Request(kind, key, target, list(traces), k, merge)
         with self._cv:
             if lane not in self._live:
@@ -145,7 +146,7 @@ class BatchingHub:
             start = 0
             for r in reqs:
                 n = len(r.traces)
-                r.result = out[start:start + n] if kind == "mc" else list(out[start:start + n])
+                r.result = out[start : start + n] if kind == "mc" else list(out[start : start + n])
                 start += n
                 r.done = True
 

@@ -97,13 +97,25 @@ class WorkItem:
     problem: Problem
     search: CheckedSearch | None = None
 
-    def request(self, policy_opts: Mapping[str, Any] | None = None, prm_opts: Mapping[str, Any] | None = None,
-                trust_remote_code: bool = False) -> SearchRequest:
+    def request(
+        self,
+        policy_opts: Mapping[str, Any] | None = None,
+        prm_opts: Mapping[str, Any] | None = None,
+        trust_remote_code: bool = False,
+    ) -> SearchRequest:
         """The cell as a search request: its pair's models (loaded with the run's options) on its problem."""
         c = self.cell
         # world_problem=False: a pair names both its models, so no embedded default stands in for one
-        return SearchRequest(self.problem, c.config(), policy=c.policy, prm=c.prm, policy_opts=dict(policy_opts or {}),
-                             prm_opts=dict(prm_opts or {}), world_problem=False, trust_remote_code=trust_remote_code)
+        return SearchRequest(
+            self.problem,
+            c.config(),
+            policy=c.policy,
+            prm=c.prm,
+            policy_opts=dict(policy_opts or {}),
+            prm_opts=dict(prm_opts or {}),
+            world_problem=False,
+            trust_remote_code=trust_remote_code,
+        )
 
     @property
     def checked(self) -> CheckedSearch:
@@ -132,13 +144,19 @@ def parse_pairs(text: str, models: Mapping[str, str] | None = None) -> list[Pair
     pairs: list[Pair] = []
     for item in [s.strip() for s in text.split(",") if s.strip()]:
         if item.count(":") != 1:
-            raise ConfigError("pairs", f"{item!r} is not POLICY:PRM; name models with --model NAME=SPEC "
-                                       "(specs may hold ':' themselves) and pair the names, e.g. A:prm")
+            raise ConfigError(
+                "pairs",
+                f"{item!r} is not POLICY:PRM; name models with --model NAME=SPEC "
+                "(specs may hold ':' themselves) and pair the names, e.g. A:prm",
+            )
         pol, rm = item.split(":")
         for name in (pol, rm):
             if name not in names:
-                raise ConfigError("pairs", f"unknown model name {name!r} in {item!r}; known: {', '.join(sorted(names))} "
-                                           "(add one with --model NAME=SPEC)")
+                raise ConfigError(
+                    "pairs",
+                    f"unknown model name {name!r} in {item!r}; known: {', '.join(sorted(names))} "
+                    "(add one with --model NAME=SPEC)",
+                )
         pairs.append(Pair(item, names[pol], names[rm]))
     if not pairs:
         raise ConfigError("pairs", "no pair given; e.g. --pairs A:prm,B:prm")
@@ -152,8 +170,10 @@ def parse_models(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         name, sep, spec = item.partition("=")
         if not sep or not name.strip() or not spec.strip() or ":" in name or "," in name:
-            raise ConfigError("model", f"{item!r} is not NAME=SPEC (a name without ':' or ',', e.g. "
-                                       "qwen=hf:Qwen/Qwen2.5-1.5B-Instruct)")
+            raise ConfigError(
+                "model",
+                f"{item!r} is not NAME=SPEC (a name without ':' or ',', e.g. qwen=hf:Qwen/Qwen2.5-1.5B-Instruct)",
+            )
         out[name.strip()] = spec.strip()
     return out
 
@@ -237,8 +257,9 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- problems
-def load_eval_problems(world: str | None, dataset: str | None, n: int | None, split: str = "test",
-                       difficulty: str | None = None) -> tuple[str, list[Problem]]:
+def load_eval_problems(
+    world: str | None, dataset: str | None, n: int | None, split: str = "test", difficulty: str | None = None
+) -> tuple[str, list[Problem]]:
     """(dataset label, the first n problems): the arithmetic world's split (of `difficulty`: a name such as 'hard'
     or a tag such as 'o4-6v40a9f5'; the default's label is plain 'arith-test'), a shipped set's name or a .jsonl
     file."""
@@ -257,7 +278,9 @@ def load_eval_problems(world: str | None, dataset: str | None, n: int | None, sp
         problems = load_split(split, n if n is not None else 200, difficulty=diff)
         label = f"arith-{split}" if diff == DEFAULT_DIFFICULTY else f"arith-{diff.tag}-{split}"
     else:
-        raise ProblemError("world", f"unknown world {world!r}; use --world arith or --dataset FILE.jsonl|math500|aime24")
+        raise ProblemError(
+            "world", f"unknown world {world!r}; use --world arith or --dataset FILE.jsonl|math500|aime24"
+        )
     if n is not None:
         if n < 1:
             raise ProblemError("problems", f"need at least 1 problem; got {n}")
@@ -282,8 +305,9 @@ def _variants(method: str, spec: GridSpec) -> list[tuple[tuple[str, Any], ...]]:
             values.update(zip(axis_names, combo))
             if not with_unc:  # the method's own settings without uncertainty (none for the baselines)
                 values.update(method_class(method).without_uncertainty())
-            canon = tuple(sorted((k, v) for k, v in values.items()
-                                 if relevant(k, method, values) and getattr(_DEFAULTS, k) != v))
+            canon = tuple(
+                sorted((k, v) for k, v in values.items() if relevant(k, method, values) and getattr(_DEFAULTS, k) != v)
+            )
             if canon not in out:
                 out.append(canon)
     return out
@@ -300,14 +324,27 @@ def build_cells(spec: GridSpec) -> list[WorkItem]:
                 for overrides in variants[method]:
                     for budget in spec.budgets:
                         for seed in spec.seeds:
-                            cell = Cell(pair.label, pair.policy, pair.prm, spec.dataset, problem.id, method, budget,
-                                        seed, overrides)
+                            cell = Cell(
+                                pair.label,
+                                pair.policy,
+                                pair.prm,
+                                spec.dataset,
+                                problem.id,
+                                method,
+                                budget,
+                                seed,
+                                overrides,
+                            )
                             items.append(WorkItem(cell, problem))
     return items
 
 
-def check_cells(items: Sequence[WorkItem], policy_opts: Mapping[str, Any] | None = None,
-                prm_opts: Mapping[str, Any] | None = None, trust_remote_code: bool = False) -> list[WorkItem]:
+def check_cells(
+    items: Sequence[WorkItem],
+    policy_opts: Mapping[str, Any] | None = None,
+    prm_opts: Mapping[str, Any] | None = None,
+    trust_remote_code: bool = False,
+) -> list[WorkItem]:
     """Every cell validated (uats_core.request.validate_request, once a cell) before anything is written: the items
     with their checked searches, which the workers prepare and run. `policy_opts` / `prm_opts`: the options the
     run's models load with (recorded with each run)."""

@@ -27,9 +27,18 @@ from .tree import (
 __all__ = ["TOOLS", "ImportedRun", "ImportFormatError", "read_runs", "MAX_FILE_BYTES", "PRM_RULES"]
 
 
-def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold: str | None = None,
-              rows: list[int] | None = None, display_name: str | None = None, prm_rule: str | None = None,
-              max_nodes: int = MAX_IMPORT_NODES, on_skip: Callable[[str], None] | None = None) -> list[ImportedRun]:
+def read_runs(
+    tool: str,
+    path: str | Path,
+    *,
+    question: str | None = None,
+    gold: str | None = None,
+    rows: list[int] | None = None,
+    display_name: str | None = None,
+    prm_rule: str | None = None,
+    max_nodes: int = MAX_IMPORT_NODES,
+    on_skip: Callable[[str], None] | None = None,
+) -> list[ImportedRun]:
     """The runs in `path`, a file `tool` wrote. question/gold: for formats that may not store them (llm-reasoners,
     TreeQuest); rows: search-and-learn's 0-based rows (default all); prm_rule: how its PRM cut steps (PRM_RULES;
     default: recognised from the scores); on_skip: told of each bad search-and-learn row left out (default: logged).
@@ -46,8 +55,9 @@ def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold:
     check_size(name, p.stat().st_size)
     if tool == "search-and-learn":
         if question is not None or gold is not None:
-            raise ConfigError("question", "search-and-learn rows hold their problem and answer; leave --question and "
-                                          "--answer out")
+            raise ConfigError(
+                "question", "search-and-learn rows hold their problem and answer; leave --question and --answer out"
+            )
         if prm_rule is not None and prm_rule not in PRM_RULES:
             raise ConfigError("prm-rule", f"{prm_rule!r} is no search-and-learn PRM; use one of {', '.join(PRM_RULES)}")
         runs = search_and_learn.read(p, name, rows, prm_rule, max_nodes, on_skip)
@@ -60,7 +70,9 @@ def read_runs(tool: str, path: str | Path, *, question: str | None = None, gold:
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ImportFormatError(name, "not UTF-8 text (llm-reasoners' and TreeQuest's exports are JSON or YAML)") from None
+        raise ImportFormatError(
+            name, "not UTF-8 text (llm-reasoners' and TreeQuest's exports are JSON or YAML)"
+        ) from None
     if rows is not None:
         raise ConfigError("rows", f"a {tool} file holds one search; --rows is for search-and-learn's rows")
     parse: Callable[..., list[ImportedRun]] = llm_reasoners.parse if tool == "llm-reasoners" else treequest.parse

@@ -38,8 +38,11 @@ Snapshot = tuple[dict[str, dict], dict[str, dict]]  # nodes by id, the edge into
 def _snapshot(log: Any, t: int, name: str) -> Snapshot:
     where = f"logs[{t}]"
     if not isinstance(log, dict) or not isinstance(log.get("nodes"), dict) or not isinstance(log.get("edges"), dict):
-        raise ImportFormatError(name, f"{where}: a snapshot is an object with 'nodes' and 'edges' objects "
-                                      "(TreeSnapshot as TreeLogEncoder writes it)")
+        raise ImportFormatError(
+            name,
+            f"{where}: a snapshot is an object with 'nodes' and 'edges' objects "
+            "(TreeSnapshot as TreeLogEncoder writes it)",
+        )
     nodes, edges = {}, {}
     for key, node in log["nodes"].items():
         if not isinstance(node, dict) or "id" not in node or not isinstance(node.get("data", {}), dict):
@@ -50,7 +53,9 @@ def _snapshot(log: Any, t: int, name: str) -> Snapshot:
             raise ImportFormatError(name, f"{where}.edges[{key}]: an edge has a 'source' and a 'target'")
         for end in ("source", "target"):
             if str(edge[end]) not in nodes:
-                raise ImportFormatError(name, f"{where}.edges[{key}]: its {end} {edge[end]!r} is no node of that snapshot")
+                raise ImportFormatError(
+                    name, f"{where}.edges[{key}]: its {end} {edge[end]!r} is no node of that snapshot"
+                )
         if not isinstance(edge.get("data", {}), dict):
             raise ImportFormatError(name, f"{where}.edges[{key}]: 'data' is not an object")
         edges[str(edge["target"])] = edge
@@ -81,7 +86,7 @@ def _cumulative(data: dict, parent: dict) -> str | None:
         return None
     if any(parent.get(k) != data[k] for k in parent):
         return None
-    return "\n".join(_entry_text(data[k]) for k in keys[len(parent):]) or None
+    return "\n".join(_entry_text(data[k]) for k in keys[len(parent) :]) or None
 
 
 def _step(data: dict, parent_data: dict, edge_data: dict) -> str:
@@ -116,11 +121,17 @@ def parse(text: str, name: str, question: str | None = None, gold: str | None = 
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFormatError(name, f"not JSON ({exc.msg} at line {exc.lineno}); an llm-reasoners tree log is "
-                                      "one JSON object {\"logs\": [...]}") from None
+        raise ImportFormatError(
+            name,
+            f"not JSON ({exc.msg} at line {exc.lineno}); an llm-reasoners tree log is "
+            'one JSON object {"logs": [...]}',
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("logs"), list) or not data["logs"]:
-        raise ImportFormatError(name, "no 'logs' list of snapshots; an llm-reasoners tree log is "
-                                      "{\"logs\": [TreeSnapshot, ...]} (json.dumps(tree_log, cls=TreeLogEncoder))")
+        raise ImportFormatError(
+            name,
+            "no 'logs' list of snapshots; an llm-reasoners tree log is "
+            '{"logs": [TreeSnapshot, ...]} (json.dumps(tree_log, cls=TreeLogEncoder))',
+        )
     result = _result(data, name)
     snaps = [_snapshot(log, t, name) for t, log in enumerate(data["logs"])]
     root = _root(*snaps[0], 0, name)
@@ -148,19 +159,37 @@ def parse(text: str, name: str, question: str | None = None, gold: str | None = 
         raise ImportFormatError(name, "the log names no question (llm-reasoners stores none); give it with --question")
     if gold is None and isinstance(data.get("gold_answer"), str):
         gold = data["gold_answer"]
-    run = ImportedRun(tool="llm-reasoners", label=f"{len(snaps)} snapshots", question=asked, gold=gold,
-                      nodes=imported, chosen=[], problem_id=PurePath(name).name, iterations=len(snaps),
-                      extract=extract_boxed_or_rap,
-                      info={"snapshots": len(snaps), "file": PurePath(name).name,
-                            "rewards_as_scores": all(n.score is not None for n in imported),
-                            "unvisited_children": len(unvisited_last - set(first))})
+    run = ImportedRun(
+        tool="llm-reasoners",
+        label=f"{len(snaps)} snapshots",
+        question=asked,
+        gold=gold,
+        nodes=imported,
+        chosen=[],
+        problem_id=PurePath(name).name,
+        iterations=len(snaps),
+        extract=extract_boxed_or_rap,
+        info={
+            "snapshots": len(snaps),
+            "file": PurePath(name).name,
+            "rewards_as_scores": all(n.score is not None for n in imported),
+            "unvisited_children": len(unvisited_last - set(first)),
+        },
+    )
     _state_answer(run, result, {n.key: n for n in imported})
     return [run]
 
 
-def _nodes(first: dict[str, int], latest: dict[str, tuple[dict, dict]], parents: dict[str, str], root: str,
-           nodes_last: dict[str, dict], edges_last: dict[str, dict], unvisited: set[str],
-           result: dict | None) -> list[ImportedNode]:
+def _nodes(
+    first: dict[str, int],
+    latest: dict[str, tuple[dict, dict]],
+    parents: dict[str, str],
+    root: str,
+    nodes_last: dict[str, dict],
+    edges_last: dict[str, dict],
+    unvisited: set[str],
+    result: dict | None,
+) -> list[ImportedNode]:
     terminal = {str(i) for i in (result or {}).get("terminal_nodes") or []}
     end = (result or {}).get("terminal_node")
     if end is not None:
@@ -170,8 +199,9 @@ def _nodes(first: dict[str, int], latest: dict[str, tuple[dict, dict]], parents:
     use_reward = all(score_or_none(r) is not None for r in rewards)
     aside: dict[str, list[dict]] = {}
     for k in sorted((unvisited - set(first)) & set(edges_last), key=lambda k: int(k) if k.isdigit() else 0):
-        aside.setdefault(str(edges_last[k]["source"]), []).append({"id": nodes_last[k]["id"],
-                                                                   "edge": edges_last[k].get("data") or {}})
+        aside.setdefault(str(edges_last[k]["source"]), []).append(
+            {"id": nodes_last[k]["id"], "edge": edges_last[k].get("data") or {}}
+        )
     data_of = {k: (n.get("data") or {}) for k, (n, _) in latest.items()}
     data_of[root] = nodes_last[root].get("data") or {}
     out = []
@@ -185,9 +215,17 @@ def _nodes(first: dict[str, int], latest: dict[str, tuple[dict, dict]], parents:
         extra = {"edge": edata, "node": data_of[key], "id": node["id"]}
         if key in aside:
             extra["unvisited_children"] = aside[key]
-        out.append(ImportedNode(key=key, parent=None if parents[key] == root else parents[key], step=step,
-                                created_iter=first[key], score=score_or_none(edata.get("reward")) if use_reward else None,
-                                finished=finished, extra=extra))
+        out.append(
+            ImportedNode(
+                key=key,
+                parent=None if parents[key] == root else parents[key],
+                step=step,
+                created_iter=first[key],
+                score=score_or_none(edata.get("reward")) if use_reward else None,
+                finished=finished,
+                extra=extra,
+            )
+        )
     return out
 
 
@@ -202,8 +240,10 @@ def _state_answer(run: ImportedRun, result: dict | None, by_key: dict[str, Impor
     end_node = by_key.get(str(end)) if end is not None else None
     if end_node is not None:
         run.chosen = [end_node.key]
-    for value, source in ((result.get("answer"), "the exporter's output_extractor"),
-                          (result.get("aggregated_result"), "MCTS's aggregated_result")):
+    for value, source in (
+        (result.get("answer"), "the exporter's output_extractor"),
+        (result.get("aggregated_result"), "MCTS's aggregated_result"),
+    ):
         if value is not None:
             run.answer, run.info["answer_read_from"] = str(value), source
             return
@@ -224,6 +264,7 @@ def _check_acyclic(parents: dict[str, str], root: str, name: str) -> None:
         key, d = start, 0
         while key != root:
             if d > len(parents):
-                raise ImportFormatError(name, f"node {start}: its parent edges never reach the root (a cycle); a tree "
-                                              "log holds a tree")
+                raise ImportFormatError(
+                    name, f"node {start}: its parent edges never reach the root (a cycle); a tree log holds a tree"
+                )
             key, d = parents.get(key, root), d + 1

@@ -48,7 +48,8 @@ class PRMRule:
 _BLANK = PRMRule("rlhflow", "RLHFFlow, Qwen_2_5_Math", "\n\n", True)
 # --prm-rule NAME: the four rules a user may name; rlhflow and qwen cut alike (one layout, named either way)
 PRM_RULES: dict[str, PRMRule] = {
-    "rlhflow": _BLANK, "qwen": _BLANK,
+    "rlhflow": _BLANK,
+    "qwen": _BLANK,
     "math-shepherd": PRMRule("math-shepherd", "MathShepherd", "\n\n", False),
     "skywork": PRMRule("skywork", "SkyworkO1", "\n", True),
 }
@@ -69,7 +70,7 @@ def iter_rows(path: Path, name: str, rows: list[int] | None = None) -> Iterator[
     wanted = None if rows is None else set(rows)
     last = None if rows is None else max(rows)
     seen = 0
-    for r, row in (_parquet_rows(path, name, wanted) if parquet else _jsonl_rows(path, name, wanted)):
+    for r, row in _parquet_rows(path, name, wanted) if parquet else _jsonl_rows(path, name, wanted):
         seen = r + 1
         if wanted is None or r in wanted:
             yield r, row
@@ -93,16 +94,25 @@ def _jsonl_rows(path: Path, name: str, wanted: set[int] | None) -> Iterator[tupl
                 yield r, json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-                yield r, ImportFormatError(name, f"row {r} (line {line_no}): not JSON ({why}); search-and-learn "
-                                                 "writes JSON lines, one row per problem, or the Hub's Parquet")
+                yield (
+                    r,
+                    ImportFormatError(
+                        name,
+                        f"row {r} (line {line_no}): not JSON ({why}); search-and-learn "
+                        "writes JSON lines, one row per problem, or the Hub's Parquet",
+                    ),
+                )
 
 
 def _parquet_rows(path: Path, name: str, wanted: set[int] | None) -> Iterator[tuple[int, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise ImportFormatError(name, "a Parquet file (the Hub's format); reading it needs pyarrow "
-                                      "(pip install pyarrow), or import the tool's .jsonl") from None
+        raise ImportFormatError(
+            name,
+            "a Parquet file (the Hub's format); reading it needs pyarrow "
+            "(pip install pyarrow), or import the tool's .jsonl",
+        ) from None
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
@@ -113,8 +123,9 @@ def _parquet_rows(path: Path, name: str, wanted: set[int] | None) -> Iterator[tu
         try:
             batch = next(batches, None)
         except Exception as exc:  # noqa: BLE001 - a damaged row group, in whichever pyarrow error type
-            raise ImportFormatError(name, f"row {r}: its Parquet data is unreadable ({_first_line(exc)}); download "
-                                          "the file again") from None
+            raise ImportFormatError(
+                name, f"row {r}: its Parquet data is unreadable ({_first_line(exc)}); download the file again"
+            ) from None
         if batch is None:
             return
         if wanted is not None and not wanted.intersection(range(r, r + batch.num_rows)):
@@ -132,8 +143,14 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def read(path: Path, name: str, rows: list[int] | None, rule: str | None, max_nodes: int,
-         on_skip: Callable[[str], None] | None = None) -> list[ImportedRun]:
+def read(
+    path: Path,
+    name: str,
+    rows: list[int] | None,
+    rule: str | None,
+    max_nodes: int,
+    on_skip: Callable[[str], None] | None = None,
+) -> list[ImportedRun]:
     """The file's rows (or `rows`) as runs. `rule`: the PRM rule by name (PRM_RULES), or None to recognise it from
     the scores' shape. A bad row is reported to `on_skip` (or logged) and left out; a file with no good row, or one
     whose nodes pass `max_nodes` while it is read, raises ImportFormatError."""
@@ -147,8 +164,11 @@ def read(path: Path, name: str, rows: list[int] | None, rule: str | None, max_no
                 raise row
             run, layouts = _run(row, r, name, layouts, named=rule is not None, nodes_left=max_nodes - total)
         except _CapReached:
-            raise ImportFormatError(name, f"more than the {max_nodes:,} nodes an import writes, passed at row {r}; "
-                                          "import fewer rows (--rows) or a smaller file") from None
+            raise ImportFormatError(
+                name,
+                f"more than the {max_nodes:,} nodes an import writes, passed at row {r}; "
+                "import fewer rows (--rows) or a smaller file",
+            ) from None
         except _RowError as exc:
             skipped.append(str(exc))
             continue
@@ -161,8 +181,11 @@ def read(path: Path, name: str, rows: list[int] | None, rule: str | None, max_no
         runs.append(run)
     if not runs:
         if not skipped:
-            raise ImportFormatError(name, "empty; a search-and-learn output is one JSON row per problem "
-                                          "({approach}_completions.jsonl) or the Hub's Parquet")
+            raise ImportFormatError(
+                name,
+                "empty; a search-and-learn output is one JSON row per problem "
+                "({approach}_completions.jsonl) or the Hub's Parquet",
+            )
         more = f" (and {len(skipped) - 1} more bad rows)" if len(skipped) > 1 else ""
         raise ImportFormatError(name, skipped[0] + more)
     for why in skipped:  # told once the file is read: a file with no good row is one error instead
@@ -190,8 +213,9 @@ def _field(row: Any, key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _fitting(completions: list[str], scores: list[Any], layouts: list[PRMRule], where: str,
-             named: bool) -> list[PRMRule]:
+def _fitting(
+    completions: list[str], scores: list[Any], layouts: list[PRMRule], where: str, named: bool
+) -> list[PRMRule]:
     """The layouts under which every completion has one score per scored part; _RowError naming the first misfit."""
     fit = list(layouts)
     for c, (text, per_step) in enumerate(zip(completions, scores)):
@@ -201,17 +225,21 @@ def _fitting(completions: list[str], scores: list[Any], layouts: list[PRMRule], 
             raise _RowError(f"{where}: scores[{c}] is {type(per_step).__name__}, not a list of step scores")
         now = [lay for lay in fit if lay.count(text) == len(per_step)]
         if not now:
-            counts = ", ".join(f"{lay.classes.replace(', ', ' or ')} {'scores ' if i == 0 else ''}{lay.count(text)}"
-                               for i, lay in enumerate(fit))
+            counts = ", ".join(
+                f"{lay.classes.replace(', ', ' or ')} {'scores ' if i == 0 else ''}{lay.count(text)}"
+                for i, lay in enumerate(fit)
+            )
             hint = "" if named else "; name the PRM with --prm-rule if it is none of these"
-            raise _RowError(f"{where}: scores[{c}] has {len(per_step)} scores for completions[{c}], where {counts}"
-                            f"{hint}")
+            raise _RowError(
+                f"{where}: scores[{c}] has {len(per_step)} scores for completions[{c}], where {counts}{hint}"
+            )
         fit = now
     return fit
 
 
-def _run(row: Any, r: int, name: str, layouts: list[PRMRule], *, named: bool,
-         nodes_left: int) -> tuple[ImportedRun, list[PRMRule]]:
+def _run(
+    row: Any, r: int, name: str, layouts: list[PRMRule], *, named: bool, nodes_left: int
+) -> tuple[ImportedRun, list[PRMRule]]:
     where = f"row {r}"
     problem = _field(row, "problem", str, where)
     completions = _field(row, "completions", list, where)
@@ -219,24 +247,38 @@ def _run(row: Any, r: int, name: str, layouts: list[PRMRule], *, named: bool,
     if not completions:
         raise _RowError(f"{where}: no completions")
     if len(scores) != len(completions):
-        raise _RowError(f"{where}: {len(completions)} completions but {len(scores)} score lists; scores holds one list "
-                        "per completion")
+        raise _RowError(
+            f"{where}: {len(completions)} completions but {len(scores)} score lists; scores holds one list "
+            "per completion"
+        )
     fit = _fitting(completions, scores, layouts, where, named)
     nodes, leaves = _tree(completions, scores, fit[0], where, nodes_left)
     pred = row.get("pred")
     chosen = [leaves[completions.index(pred)]] if isinstance(pred, str) and pred in completions else []
     answers = {k: v for k, v in row.items() if k.startswith(("pred_weighted@", "pred_maj@", "pred_naive@"))}
     gold = row.get("answer")
-    info = {"completions": len(completions), "file": PurePath(name).name,
-            "answer_from": "pred" if chosen else "none: pred is none of the completions", "tool_answers": answers}
-    run = ImportedRun(tool="search-and-learn", label=where, question=problem, gold=None if gold is None else str(gold),
-                      nodes=nodes, chosen=chosen, problem_id=str(row.get("unique_id") or f"{PurePath(name).name}#{r}"),
-                      info=info)
+    info = {
+        "completions": len(completions),
+        "file": PurePath(name).name,
+        "answer_from": "pred" if chosen else "none: pred is none of the completions",
+        "tool_answers": answers,
+    }
+    run = ImportedRun(
+        tool="search-and-learn",
+        label=where,
+        question=problem,
+        gold=None if gold is None else str(gold),
+        nodes=nodes,
+        chosen=chosen,
+        problem_id=str(row.get("unique_id") or f"{PurePath(name).name}#{r}"),
+        info=info,
+    )
     return run, fit
 
 
-def _tree(completions: list[str], scores: list[list[Any]], rule: PRMRule, where: str,
-          nodes_left: int) -> tuple[list[ImportedNode], list[int]]:
+def _tree(
+    completions: list[str], scores: list[list[Any]], rule: PRMRule, where: str, nodes_left: int
+) -> tuple[list[ImportedNode], list[int]]:
     """The prefix tree of the completions' scored parts: nodes (parents first) and each completion's last node."""
     nodes: list[ImportedNode] = []
     child: dict[tuple[int | None, str], ImportedNode] = {}
@@ -249,8 +291,9 @@ def _tree(completions: list[str], scores: list[list[Any]], rule: PRMRule, where:
             if node is None:
                 if len(nodes) >= nodes_left:
                     raise _CapReached
-                node = ImportedNode(key=len(nodes), parent=parent, step=step, created_iter=d + 1, score=score,
-                                    extra={"completions": 0})
+                node = ImportedNode(
+                    key=len(nodes), parent=parent, step=step, created_iter=d + 1, score=score, extra={"completions": 0}
+                )
                 child[(parent, step)] = node
                 nodes.append(node)
             if folded:

@@ -77,8 +77,14 @@ class ImportedRun:
             parent_depth = nodes[pid].depth if pid else 0
             step, was_cut = bound_step(n.step)  # a step enters the run log bounded, as every backend's does
             cut += was_cut
-            node = Node(id=nid, parent_id=pid, depth=parent_depth + 1, step=step, created_iter=n.created_iter,
-                        status=FINISHED if n.finished else ACTIVE)
+            node = Node(
+                id=nid,
+                parent_id=pid,
+                depth=parent_depth + 1,
+                step=step,
+                created_iter=n.created_iter,
+                status=FINISHED if n.finished else ACTIVE,
+            )
             if n.score is not None:
                 node.mc_scores, node.initial_passes, node.mean = [float(n.score)], 1, float(n.score)
                 node.scored_iter = n.created_iter
@@ -107,8 +113,9 @@ class ImportedRun:
         extras = {ids[n.key]: n.extra for n in self.nodes if n.extra}
         return self._emit(run_id, nodes, extras, answer, grader)
 
-    def _emit(self, run_id: str, nodes: dict[int, Node], extras: dict[int, dict[str, Any]], answer: str | None,
-              grader: Grader) -> list[Event]:
+    def _emit(
+        self, run_id: str, nodes: dict[int, Node], extras: dict[int, dict[str, Any]], answer: str | None, grader: Grader
+    ) -> list[Event]:
         def record(nid: int) -> dict[str, Any]:  # the tool's own fields ride along (the run log keeps them as extra)
             rec = nodes[nid].record()
             if nid in extras:
@@ -116,10 +123,19 @@ class ImportedRun:
             return rec
 
         last = max(max((n.created_iter for n in nodes.values()), default=0), self.iterations)
-        events: list[Event] = [RunStarted(run_id=run_id, method=self.tool, problem_id=self.problem_id,
-                                          question=self.question, gold_answer=self.gold, seed=None,
-                                          config={"imported": {"tool": self.tool, "from": self.label, **self.info}},
-                                          policy=f"{self.tool} (imported)", prm=f"{self.tool} (imported)")]
+        events: list[Event] = [
+            RunStarted(
+                run_id=run_id,
+                method=self.tool,
+                problem_id=self.problem_id,
+                question=self.question,
+                gold_answer=self.gold,
+                seed=None,
+                config={"imported": {"tool": self.tool, "from": self.label, **self.info}},
+                policy=f"{self.tool} (imported)",
+                prm=f"{self.tool} (imported)",
+            )
+        ]
         born_at: dict[int, list[Node]] = {}
         for n in nodes.values():
             born_at.setdefault(n.created_iter, []).append(n)
@@ -140,23 +156,40 @@ class ImportedRun:
                     decisions.append(Decision(node_id=pid, children=kids, status=KEPT))
             touched = {n.id for n in born} | {p for p in kids_of if p}
             events.append(NodesUpdated(iteration=t, nodes=[record(i) for i in sorted(touched)]))
-            events.append(IterationEnded(iteration=t, decisions=decisions,
-                                         step_info=StepInfo(width=len(born), generated_steps=generated),
-                                         cost_step=0.0, cost_total=0.0))
+            events.append(
+                IterationEnded(
+                    iteration=t,
+                    decisions=decisions,
+                    step_info=StepInfo(width=len(born), generated_steps=generated),
+                    cost_step=0.0,
+                    cost_total=0.0,
+                )
+            )
         unexpanded = [n for n in nodes.values() if n.status == ACTIVE]  # the tool took them no further
         for n in unexpanded:
             n.status = PRUNED
         if unexpanded:
             events.append(NodesUpdated(iteration=last, nodes=[record(n.id) for n in unexpanded]))
-        correct = grader.equivalent(self.gold, answer) if self.gold is not None and answer is not None else (
-            False if self.gold is not None and not self.answer_unknown else None)
-        events.append(RunEnded(status=RunStatus.FINISHED, answer=answer, correct=correct, iterations=last,
-                               extra={"imported": self.tool, "nodes": len(nodes)}))
+        correct = (
+            grader.equivalent(self.gold, answer)
+            if self.gold is not None and answer is not None
+            else (False if self.gold is not None and not self.answer_unknown else None)
+        )
+        events.append(
+            RunEnded(
+                status=RunStatus.FINISHED,
+                answer=answer,
+                correct=correct,
+                iterations=last,
+                extra={"imported": self.tool, "nodes": len(nodes)},
+            )
+        )
         return events
 
 
-def _answer(nodes: dict[int, Node], texts: dict[int, str], chosen: set[int],
-            extract: Callable[[str | None], str | None]) -> str | None:
+def _answer(
+    nodes: dict[int, Node], texts: dict[int, str], chosen: set[int], extract: Callable[[str | None], str | None]
+) -> str | None:
     """The tool's chosen answer: the first chosen candidate's answer (the tool chose it, not a vote here)."""
     for nid in sorted(chosen):
         found = extract(nodes[nid].step) or extract(texts[nid])
@@ -174,12 +207,12 @@ def extract_boxed_or_rap(text: str | None) -> str | None:
     found = extract_boxed(text)
     if found is not None or not text:
         return found
-    tail = text[text.rfind("The answer is"):] if "The answer is" in text else ""
+    tail = text[text.rfind("The answer is") :] if "The answer is" in text else ""
     match = _RAP_ANSWER.match(tail)
     if match is None:
         return None
     answer = match[1].replace(",", "").replace("$", "").replace(" ", "")
-    return (answer[answer.rindex("=") + 1:] if "=" in answer else answer) or None
+    return (answer[answer.rindex("=") + 1 :] if "=" in answer else answer) or None
 
 
 def binary_kind(head: bytes) -> str | None:
@@ -187,17 +220,21 @@ def binary_kind(head: bytes) -> str | None:
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
         return "pickle"  # protocol 2 and up open with PROTO n
     return {b"PAR1": "parquet", b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip"}.get(
-        head[:4] if head[:4] in (b"PAR1", b"PK\x03\x04") else head[:2])
+        head[:4] if head[:4] in (b"PAR1", b"PK\x03\x04") else head[:2]
+    )
 
 
 def refuse_binary(name: str, head: bytes) -> None:
     """One true line for a binary file (search-and-learn's Parquet is read by its own module, before this)."""
     kind = binary_kind(head)
     if kind == "pickle":
-        raise ImportFormatError(name, "a Python pickle (llm-reasoners' algo_output/N.pkl), not read: unpickling runs "
-                                      "code; where llm-reasoners is loaded, write the search with "
-                                      "uats_studio.llm_reasoners.export_llm_reasoners(result, 'run.json', "
-                                      "question=...) and import that")
+        raise ImportFormatError(
+            name,
+            "a Python pickle (llm-reasoners' algo_output/N.pkl), not read: unpickling runs "
+            "code; where llm-reasoners is loaded, write the search with "
+            "uats_studio.llm_reasoners.export_llm_reasoners(result, 'run.json', "
+            "question=...) and import that",
+        )
     if kind == "gzip":
         raise ImportFormatError(name, "gzip-compressed; decompress it (gunzip) and import the file inside")
     if kind is not None:
@@ -206,15 +243,18 @@ def refuse_binary(name: str, head: bytes) -> None:
 
 def check_size(name: str, size: int) -> None:
     if size > MAX_FILE_BYTES:
-        raise ImportFormatError(name, f"{size / 2**20:.0f} MiB is more than the {MAX_FILE_BYTES // 2**20} MiB an import "
-                                      "reads; split the file")
+        raise ImportFormatError(
+            name,
+            f"{size / 2**20:.0f} MiB is more than the {MAX_FILE_BYTES // 2**20} MiB an import reads; split the file",
+        )
 
 
 def check_nodes(name: str, runs: list[ImportedRun], max_nodes: int = MAX_IMPORT_NODES) -> None:
     total = sum(len(r.nodes) for r in runs)
     if total > max_nodes:
-        raise ImportFormatError(name, f"{total:,} nodes, more than the {max_nodes:,} an import writes; "
-                                      "import fewer rows or a smaller tree")
+        raise ImportFormatError(
+            name, f"{total:,} nodes, more than the {max_nodes:,} an import writes; import fewer rows or a smaller tree"
+        )
     for r in runs:
         if not r.nodes:
             raise ImportFormatError(name, f"{r.label}: no node below the question; nothing to import")

@@ -65,8 +65,11 @@ def load(text: str, name: str) -> Any:
     try:
         for event in yaml.parse(text, Loader=loader):  # aliases first: one could make the tree expand without bound
             if isinstance(event, yaml.AliasEvent):
-                raise ImportFormatError(name, f"line {event.start_mark.line + 1}: a YAML alias (*name), which "
-                                              "treequest.render never writes; give the file it wrote")
+                raise ImportFormatError(
+                    name,
+                    f"line {event.start_mark.line + 1}: a YAML alias (*name), which "
+                    "treequest.render never writes; give the file it wrote",
+                )
         return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -76,14 +79,20 @@ def load(text: str, name: str) -> Any:
 
 def _rows(data: Any, name: str) -> dict[int, dict[str, Any]]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise ImportFormatError(name, "no 'nodes' list; a TreeQuest export is what treequest.render(state, name, "
-                                      "format=\"json\") writes: nodes, edges, trials, metadata")
+        raise ImportFormatError(
+            name,
+            "no 'nodes' list; a TreeQuest export is what treequest.render(state, name, "
+            'format="json") writes: nodes, edges, trials, metadata',
+        )
     by_id: dict[int, dict[str, Any]] = {}
     for i, row in enumerate(data["nodes"]):
         missing = [k for k in _REQUIRED if not isinstance(row, dict) or k not in row]
         if missing:
-            raise ImportFormatError(name, f"nodes[{i}]: no {', '.join(missing)}; TreeQuest's export gives every node "
-                                          "id, parent_id, score and state_repr")
+            raise ImportFormatError(
+                name,
+                f"nodes[{i}]: no {', '.join(missing)}; TreeQuest's export gives every node "
+                "id, parent_id, score and state_repr",
+            )
         nid = row["id"]
         if isinstance(nid, bool) or not isinstance(nid, int):
             raise ImportFormatError(name, f"nodes[{i}]: id {nid!r} is not an integer (TreeQuest's expand_idx)")
@@ -99,20 +108,32 @@ def _node(nid: int, row: dict[str, Any], by_id: dict[int, dict[str, Any]], name:
     where = f"node {nid}"
     parent = row["parent_id"]
     if isinstance(parent, bool) or not isinstance(parent, int) or parent not in by_id or parent >= nid:
-        raise ImportFormatError(name, f"{where}: parent_id {parent!r} is no node expanded before it (a parent's id "
-                                      "is smaller; the root's is -1)")
+        raise ImportFormatError(
+            name,
+            f"{where}: parent_id {parent!r} is no node expanded before it (a parent's id is smaller; the root's is -1)",
+        )
     score = row["score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
         raise ImportFormatError(name, f"{where}: score {score!r} is not a number")
     if not isinstance(row["state_repr"], str):
         raise ImportFormatError(name, f"{where}: state_repr is {type(row['state_repr']).__name__}, not text")
     step, fields = state_text(row["state_repr"])
-    source = {k: row[k] for k in ("id", "score", "action_from_parent", "status", "trial_id", "algo_metrics")
-              if row.get(k) not in (None, {}, "")}
+    source = {
+        k: row[k]
+        for k in ("id", "score", "action_from_parent", "status", "trial_id", "algo_metrics")
+        if row.get(k) not in (None, {}, "")
+    }
     if fields:
         source["state"] = fields
-    return ImportedNode(key=nid, parent=None if parent == -1 else parent, step=step, created_iter=nid + 1,
-                        score=float(score), finished=True, extra=source)
+    return ImportedNode(
+        key=nid,
+        parent=None if parent == -1 else parent,
+        step=step,
+        created_iter=nid + 1,
+        score=float(score),
+        finished=True,
+        extra=source,
+    )
 
 
 def parse(text: str, name: str, question: str | None = None, gold: str | None = None) -> list[ImportedRun]:
@@ -122,8 +143,11 @@ def parse(text: str, name: str, question: str | None = None, gold: str | None = 
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     asked = question if question is not None else meta.get("question")
     if not isinstance(asked, str) or not asked.strip():
-        raise ImportFormatError(name, "the export names no question (TreeQuest stores none); give it with --question "
-                                      "(or render with annotations={\"question\": ...})")
+        raise ImportFormatError(
+            name,
+            "the export names no question (TreeQuest stores none); give it with --question "
+            '(or render with annotations={"question": ...})',
+        )
     if gold is None and isinstance(meta.get("answer"), (str, int, float)) and not isinstance(meta.get("answer"), bool):
         gold = str(meta["answer"])
     raw = [n.score for n in nodes]
@@ -133,9 +157,23 @@ def parse(text: str, name: str, question: str | None = None, gold: str | None = 
     if outside:
         for n in nodes:
             n.score = None  # every score stays in the node's source fields (its "score")
-    info = {"file": PurePath(name).name, "each_node_is_a_solution": True,
-            "algorithm": meta.get("algorithm"), "treequest_version": meta.get("treequest_version"),
-            "scores_as_r": not outside, "scores_outside_unit_range": outside}
-    return [ImportedRun(tool="treequest", label="the tree", question=asked, gold=gold, nodes=nodes,
-                        chosen=[best.key] if best is not None else [], problem_id=PurePath(name).name,
-                        info={k: v for k, v in info.items() if v is not None})]
+    info = {
+        "file": PurePath(name).name,
+        "each_node_is_a_solution": True,
+        "algorithm": meta.get("algorithm"),
+        "treequest_version": meta.get("treequest_version"),
+        "scores_as_r": not outside,
+        "scores_outside_unit_range": outside,
+    }
+    return [
+        ImportedRun(
+            tool="treequest",
+            label="the tree",
+            question=asked,
+            gold=gold,
+            nodes=nodes,
+            chosen=[best.key] if best is not None else [],
+            problem_id=PurePath(name).name,
+            info={k: v for k, v in info.items() if v is not None},
+        )
+    ]

@@ -19,7 +19,9 @@ from .rebase import Rebase
 from .uats import AUATS, UATS, Knobs
 
 # By each class's name, in the order tables, lists and menus show them.
-REGISTRY: dict[str, type[SearchMethod]] = {cls.name: cls for cls in (BestOfN, BeamSearch, DVTS, Rebase, Dora, UATS, AUATS)}
+REGISTRY: dict[str, type[SearchMethod]] = {
+    cls.name: cls for cls in (BestOfN, BeamSearch, DVTS, Rebase, Dora, UATS, AUATS)
+}
 
 
 def method_names() -> tuple[str, ...]:
@@ -64,8 +66,9 @@ def methods_reading(field: str) -> tuple[str, ...]:
 
     out = []
     for name, cls in REGISTRY.items():
-        turned = {f: next((c for c in setting_of(f).spec.choices if c != kept), kept)
-                  for f, (kept, _) in cls.switches.items()}
+        turned = {
+            f: next((c for c in setting_of(f).spec.choices if c != kept), kept) for f, (kept, _) in cls.switches.items()
+        }
         if field in cls.variant_fields(turned) or field in cls.switches:
             out.append(name)
     return tuple(out)
@@ -78,5 +81,17 @@ def make_method(config: SearchConfig, controller: Any = None) -> SearchMethod:
     return cls(config)
 
 
-__all__ = ["REGISTRY", "method_names", "uncertainty_methods", "method_class", "check_method_settings",
-           "varies_by_method", "methods_reading", "make_method", "SearchMethod", "SearchContext", "SearchCancelled", "Knobs"]
+__all__ = [
+    "REGISTRY",
+    "method_names",
+    "uncertainty_methods",
+    "method_class",
+    "check_method_settings",
+    "varies_by_method",
+    "methods_reading",
+    "make_method",
+    "SearchMethod",
+    "SearchContext",
+    "SearchCancelled",
+    "Knobs",
+]

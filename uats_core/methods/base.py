@@ -30,10 +30,20 @@ log = logging.getLogger(__name__)
 
 
 class SearchContext:
-    def __init__(self, question: str, gold: str | None, config: SearchConfig, policy: Policy, prm: PRM,
-                 bus: EventBus, grader: Grader, should_cancel: Callable[[], bool] | None = None,
-                 embedder: Embedder | None = None, controller: Any = None,
-                 on_iteration: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        question: str,
+        gold: str | None,
+        config: SearchConfig,
+        policy: Policy,
+        prm: PRM,
+        bus: EventBus,
+        grader: Grader,
+        should_cancel: Callable[[], bool] | None = None,
+        embedder: Embedder | None = None,
+        controller: Any = None,
+        on_iteration: Callable[[int], None] | None = None,
+    ) -> None:
         self.tree = SearchTree(question)
         self.gold = gold
         self.config = config
@@ -70,8 +80,9 @@ class SearchContext:
         self.cost_total += cost
 
     # -- policy -------------------------------------------------------------------------------------
-    def expand(self, allocation: Sequence[tuple[int, int]], iteration: int,
-               subtrees: Sequence[int | None] | None = None) -> list[Node]:
+    def expand(
+        self, allocation: Sequence[tuple[int, int]], iteration: int, subtrees: Sequence[int | None] | None = None
+    ) -> list[Node]:
         """Generate `count` children for each (node id, count) in one batched policy call."""
         parents: list[int] = []
         subtree_of: list[int | None] = []
@@ -213,8 +224,15 @@ class SearchContext:
     def end_iteration(self, iteration: int, decisions: list[Decision], step_info: StepInfo) -> None:
         self.flush_nodes(iteration)
         step_info.generated_steps, step_info.prm_passes = self.generated_steps, self.prm_passes
-        self.bus.emit(IterationEnded(iteration=iteration, decisions=decisions, step_info=step_info,
-                                     cost_step=self.cost_step, cost_total=self.cost_total))
+        self.bus.emit(
+            IterationEnded(
+                iteration=iteration,
+                decisions=decisions,
+                step_info=step_info,
+                cost_step=self.cost_step,
+                cost_total=self.cost_total,
+            )
+        )
         self.iterations_done = iteration
         if self.on_iteration is not None:
             self.on_iteration(iteration)
@@ -236,7 +254,7 @@ def step_stream(seed: int, iteration: int) -> Iterator[None]:
     except ImportError:  # the core runs without torch (test doubles)
         torch = None  # type: ignore[assignment]
     mixed = seed * 1_000_003 + iteration
-    with (torch.random.fork_rng(devices=[]) if torch is not None else contextlib.nullcontext()):
+    with torch.random.fork_rng(devices=[]) if torch is not None else contextlib.nullcontext():
         if torch is not None:
             torch.manual_seed(mixed)
         random.seed(mixed)
@@ -309,8 +327,9 @@ class SearchMethod(ABC):
 def check_width_divides(config: SearchConfig, what: str) -> None:
     """Beam search's and DVTS's budget: N/M beams or subtrees of M children each."""
     if config.budget % config.beam_width:
-        raise ConfigError("budget", f"{what} need a budget divisible by beam_width={config.beam_width}; "
-                                    f"got {config.budget}")
+        raise ConfigError(
+            "budget", f"{what} need a budget divisible by beam_width={config.beam_width}; got {config.budget}"
+        )
     if config.budget < config.beam_width:
         raise ConfigError("budget", f"must be at least beam_width={config.beam_width} for {config.method}")
 

@@ -35,8 +35,9 @@ class BeamSearch(SearchMethod):
             new = ctx.expand(frontier, t)
             ctx.score(new, t)
             finals.extend(terminal(new))
-            ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier), keep=keep, beam_width=m,
-                                                     finished=len(finals)))
+            ctx.end_iteration(
+                t, decisions, StepInfo(width=sum(k for _, k in frontier), keep=keep, beam_width=m, finished=len(finals))
+            )
             if len(finals) >= cfg.budget or not active(new):
                 break
         finals.extend(ctx.settle_leftovers(active(new), len(finals) < cfg.budget))

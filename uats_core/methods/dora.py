@@ -18,12 +18,17 @@ class Dora(WidthSearch):
     config_fields = frozenset({"rebase_temperature", "dora_similarity_temperature"})
     step_fields = frozenset({"cap", "temperature", "similarity_temperature", "width_left"})
 
-    def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
+    def allocate(
+        self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int
+    ) -> tuple[list[int], dict[str, Any]]:
         scores = [n.scored_mean for n in candidates]
-        weights, gamma = dora_weights(scores, ctx.embed(candidates), self.config.rebase_temperature,
-                                      self.config.dora_similarity_temperature)
+        weights, gamma = dora_weights(
+            scores, ctx.embed(candidates), self.config.rebase_temperature, self.config.dora_similarity_temperature
+        )
         for node, g in zip(candidates, gamma):
             node.uniqueness = float(g)
         # The paper rounds N·w'_i; largest remainder is that rounding with the total conserved.
-        return largest_remainder(weights, width), {"temperature": self.config.rebase_temperature,
-                                                   "similarity_temperature": self.config.dora_similarity_temperature}
+        return largest_remainder(weights, width), {
+            "temperature": self.config.rebase_temperature,
+            "similarity_temperature": self.config.dora_similarity_temperature,
+        }

@@ -51,7 +51,9 @@ class WidthSearch(SearchMethod):
     allocate children over the candidates of t−1, generate them, score them (one PRM pass each, or K0 MC passes
     under rebase_scoring='mc')."""
 
-    def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
+    def allocate(
+        self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int
+    ) -> tuple[list[int], dict[str, Any]]:
         raise NotImplementedError
 
     @classmethod
@@ -67,9 +69,12 @@ class WidthSearch(SearchMethod):
         est = estimator_class(cfg.estimator)
         spending = spending_rule("carry", cfg.budget, cfg.cost_ratio, est.first_samples(cfg.k0), 0.0, est.sample_cost)
         if not spending.can_start():
-            raise ConfigError("budget", f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
-                                        f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the "
-                                        "budget or lower k0")
+            raise ConfigError(
+                "budget",
+                f"N={cfg.budget} cannot pay for one child at K0={cfg.k0} passes "
+                f"(c+K0={spending.per_child:g} > N(c+1)={spending.step_cap:g}); raise the "
+                "budget or lower k0",
+            )
         return spending
 
     def _accounting(self) -> WidthSlots | SpendingRule:
@@ -102,8 +107,13 @@ class WidthSearch(SearchMethod):
             done = terminal(new)
             finals.extend(done)
             slots.settle(ctx.cost_step, len(done))
-            ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier),
-                                                     cap=cfg.budget * (cfg.cost_ratio + 1), **info, **slots.info()))
+            ctx.end_iteration(
+                t,
+                decisions,
+                StepInfo(
+                    width=sum(k for _, k in frontier), cap=cfg.budget * (cfg.cost_ratio + 1), **info, **slots.info()
+                ),
+            )
             if not slots.live or not active(new):
                 break
         finals.extend(ctx.settle_leftovers(active(new), slots.live))
@@ -124,6 +134,10 @@ class Rebase(WidthSearch):
     def variant_fields(cls, values: Mapping[str, Any]) -> frozenset[str]:
         return cls.config_fields | MC_FIELDS if values.get("rebase_scoring") == "mc" else cls.config_fields
 
-    def allocate(self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int) -> tuple[list[int], dict[str, Any]]:
+    def allocate(
+        self, ctx: SearchContext, candidates: Sequence[Node], width: int, t: int
+    ) -> tuple[list[int], dict[str, Any]]:
         scores = [n.scored_mean for n in candidates]
-        return rebase_children(scores, width, self.config.rebase_temperature), {"temperature": self.config.rebase_temperature}
+        return rebase_children(scores, width, self.config.rebase_temperature), {
+            "temperature": self.config.rebase_temperature
+        }

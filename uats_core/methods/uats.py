@@ -41,6 +41,7 @@ from .base import SearchContext, SearchMethod, active, step_stream, terminal
 
 BETA_MAX = 3.0  # the most A-UATS's controller may scale the re-evaluation passes B by (H-UATS: β = 1)
 
+
 @dataclass(frozen=True)
 class Knobs:
     beta: float  # scales the re-evaluation passes B
@@ -81,16 +82,37 @@ def step_state(candidates: Sequence[Node], t: int, spent: float, total: float, m
     if not means.size:
         means = sigmas = np.zeros(1)
     return {
-        "mean_rbar": float(means.mean()), "max_rbar": float(means.max()), "var_rbar": float(means.var()),
-        "mean_sigma": float(sigmas.mean()), "max_sigma": float(sigmas.max()),
-        "depth": (t - 1) / max_iterations, "compute_left": max(0.0, 1.0 - spent / total) if total else 0.0,
+        "mean_rbar": float(means.mean()),
+        "max_rbar": float(means.max()),
+        "var_rbar": float(means.var()),
+        "mean_sigma": float(sigmas.mean()),
+        "max_sigma": float(sigmas.max()),
+        "depth": (t - 1) / max_iterations,
+        "compute_left": max(0.0, 1.0 - spent / total) if total else 0.0,
     }
 
 
 # The fields UATS reads (both H-UATS and A-UATS; A-UATS's controller sets τ, δ, ν1, ν2 step by step from them).
-UATS_FIELDS = frozenset({"estimator", "k0", "alpha", "tau", "delta", "nu1", "nu2", "reeval_share", "dropout_p",
-                         "dropout_mode", "uncertainty", "uncertainty_space", "child_score", "child_sigma_weight",
-                         "prm_scoring", "step_streams"})
+UATS_FIELDS = frozenset(
+    {
+        "estimator",
+        "k0",
+        "alpha",
+        "tau",
+        "delta",
+        "nu1",
+        "nu2",
+        "reeval_share",
+        "dropout_p",
+        "dropout_mode",
+        "uncertainty",
+        "uncertainty_space",
+        "child_score",
+        "child_sigma_weight",
+        "prm_scoring",
+        "step_streams",
+    }
+)
 
 
 class UATS(SearchMethod):
@@ -100,7 +122,8 @@ class UATS(SearchMethod):
     config_fields = UATS_FIELDS
     switches: Mapping[str, tuple[Any, str]] = {"prm_scoring": ("mc", "single-pass scoring is an H-UATS ablation")}
     step_fields = frozenset({"cap", "state", "knobs", "reeval_passes", "reeval_used", "reference_mean"}).union(
-        *RULE_STEP_FIELDS.values())
+        *RULE_STEP_FIELDS.values()
+    )
 
     @classmethod
     def check_affordable(cls, config: SearchConfig) -> None:
@@ -123,8 +146,11 @@ class UATS(SearchMethod):
     def search(self, ctx: SearchContext) -> list[Node]:
         cfg = self.config
         if tau_auto_quantile(cfg.tau) is not None:
-            raise ConfigError("tau", f"{cfg.tau!r} must be resolved to a number before the search "
-                                     "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)")
+            raise ConfigError(
+                "tau",
+                f"{cfg.tau!r} must be resolved to a number before the search "
+                "(uats_core.calibration.resolve_tau reads the calibration file beside the PRM)",
+            )
         check_uats_affordable(cfg)  # check_limits did too; here for a search started without run_search
         # one deterministic pass a child: no σ², no gate, nothing to re-evaluate ('off': the counterfactual)
         single = cfg.prm_scoring in ("single", "off")
@@ -160,15 +186,32 @@ class UATS(SearchMethod):
             done = terminal(new)
             finals.extend(done)
             spending.settle(ctx.cost_step + unpaid * len(new), len(done))
-            ctx.end_iteration(t, decisions, StepInfo(width=sum(k for _, k in frontier), cap=spending.step_cap,
-                                                     state=state, knobs=asdict(knobs), **info, **spending.info()))
+            ctx.end_iteration(
+                t,
+                decisions,
+                StepInfo(
+                    width=sum(k for _, k in frontier),
+                    cap=spending.step_cap,
+                    state=state,
+                    knobs=asdict(knobs),
+                    **info,
+                    **spending.info(),
+                ),
+            )
             if not spending.live or not active(new):
                 break
         finals.extend(ctx.settle_leftovers(active(new), spending.live))
         return finals
 
-    def _decide(self, ctx: SearchContext, candidates: list[Node], t: int, knobs: Knobs, reeval_passes: int,
-                spending: SpendingRule) -> tuple[list[Decision], list[tuple[int, int]], dict[str, Any]]:
+    def _decide(
+        self,
+        ctx: SearchContext,
+        candidates: list[Node],
+        t: int,
+        knobs: Knobs,
+        reeval_passes: int,
+        spending: SpendingRule,
+    ) -> tuple[list[Decision], list[tuple[int, int]], dict[str, Any]]:
         """Steps 2-4 on the candidates of t−1: the OOD gate and δ rule, the extra passes, the children."""
         cfg = self.config
         means = [n.scored_mean for n in candidates]
@@ -177,8 +220,13 @@ class UATS(SearchMethod):
             ood, reference = [False] * len(candidates), None
         else:
             gate = OODGate.from_config(cfg, tau=knobs.tau)
-            ood, chosen, reference = reeval_candidates(means, [gate.statistic(n) for n in candidates],
-                                                       [n.scored_ucb for n in candidates], knobs.tau, knobs.delta)
+            ood, chosen, reference = reeval_candidates(
+                means,
+                [gate.statistic(n) for n in candidates],
+                [n.scored_ucb for n in candidates],
+                knobs.tau,
+                knobs.delta,
+            )
         for node, is_ood in zip(candidates, ood):
             node.ood = is_ood
         before = {n.id: (n.mean, n.var, n.ucb, n.k) for n in candidates}  # what the δ rule saw
@@ -189,10 +237,14 @@ class UATS(SearchMethod):
             ctx.mc_score_varied(extra, t, cfg.alpha)
         width = spending.width(sum(extra.values()))
         # R̄ after the extra passes: the children follow the re-evaluated means
-        scores = child_scores([n.scored_mean for n in candidates],
-                              [n.scored_mean if n.ucb is None else n.ucb for n in candidates],
-                              [n.var for n in candidates], [bool(n.ood) for n in candidates],
-                              cfg.child_score, cfg.child_sigma_weight)
+        scores = child_scores(
+            [n.scored_mean for n in candidates],
+            [n.scored_mean if n.ucb is None else n.ucb for n in candidates],
+            [n.var for n in candidates],
+            [bool(n.ood) for n in candidates],
+            cfg.child_score,
+            cfg.child_sigma_weight,
+        )
         counts = softmax_shares(scores, width, knobs.nu2)
         decisions = ctx.grant(candidates, counts)
         chosen_ids = {candidates[i].id for i in chosen}
@@ -216,8 +268,11 @@ class AUATS(UATS):
     def check_config(cls, config: SearchConfig) -> None:
         if (config.uncertainty, config.uncertainty_space) != ("var", "prob"):
             # the controller outputs τ on the scale it was trained on: σ² of the scores
-            raise ConfigError("uncertainty_space", "A-UATS's controller sets τ for the probability-space σ²; "
-                                                   "use --uncertainty var --uncertainty-space prob, or h-uats")
+            raise ConfigError(
+                "uncertainty_space",
+                "A-UATS's controller sets τ for the probability-space σ²; "
+                "use --uncertainty var --uncertainty-space prob, or h-uats",
+            )
 
     @classmethod
     def without_uncertainty(cls) -> dict[str, Any]:
@@ -226,6 +281,9 @@ class AUATS(UATS):
 
     def __init__(self, config: SearchConfig, controller: Controller | None = None) -> None:
         if controller is None:
-            raise ConfigError("controller", "A-UATS needs a controller that maps the step state to (β, γ, τ, δ, ν1, ν2); "
-                                            "pass one, or use --method h-uats")
+            raise ConfigError(
+                "controller",
+                "A-UATS needs a controller that maps the step state to (β, γ, τ, δ, ν1, ν2); "
+                "pass one, or use --method h-uats",
+            )
         super().__init__(config, controller)

@@ -98,6 +98,7 @@ def cancel_batch(store: RunStore, job_id: str) -> bool:
 def execute_batch(req: CaseBatchRequest, cache: ModelCache, store: RunStore) -> Unrecorded | None:
     """Run the batch's searches in this worker, one after another, with the cached models (execute() switches
     the pair when a search needs another). Returns an end it could not write."""
+
     def end(reason: str | None, status: str) -> None:
         end_batch_job(store, req.job_id, status, reason)
 
@@ -107,8 +108,9 @@ def execute_batch(req: CaseBatchRequest, cache: ModelCache, store: RunStore) -> 
             return None  # ended while queued (cancelled)
         for i, run in enumerate(req.runs):
             if batch_cancel_requested(store, req.job_id):
-                return end_or_report(f"case batch {req.job_id}", end, RunStatus.CANCELLED,
-                                     f"cancelled after {i} of {total} searches")
+                return end_or_report(
+                    f"case batch {req.job_id}", end, RunStatus.CANCELLED, f"cancelled after {i} of {total} searches"
+                )
             run.register(store, label=batch_label(req.job_id), owner=req.owner)
             batch_job_progress(store, req.job_id, i, failed, run.run_id)
             if batch_cancel_requested(store, req.job_id):  # asked between the check above and naming the run
@@ -144,20 +146,30 @@ def cancel_owned_batch(store: RunStore, owner: str, job_id: str) -> bool:
     return row.get("owner") == owner and cancel_batch(store, job_id)
 
 
-def queue_case_batch(store: RunStore, pool: Any, runs: Sequence[RunRequest], spec: dict[str, Any],
-                     owner: str | None = None, session: str | None = None) -> str:
+def queue_case_batch(
+    store: RunStore,
+    pool: Any,
+    runs: Sequence[RunRequest],
+    spec: dict[str, Any],
+    owner: str | None = None,
+    session: str | None = None,
+) -> str:
     """Queue checked searches as one batch of `owner` (ui.access.requester; its row written only once the pool's
     queue limits admit it). Its id. ConfigError (or QueueFull) names what to change: no search, too many, or
     MAX_BATCHES_PER_OWNER of the owner's already going (another owner's batches do not count)."""
     if not runs:
         raise ConfigError(BATCH_FIELD, "the batch holds no search; give at least one problem")
     if len(runs) > MAX_BATCH_RUNS:
-        raise ConfigError(BATCH_FIELD, f"{len(runs)} searches is above the maximum of {MAX_BATCH_RUNS} a "
-                                            "batch; give fewer problems")
+        raise ConfigError(
+            BATCH_FIELD, f"{len(runs)} searches is above the maximum of {MAX_BATCH_RUNS} a batch; give fewer problems"
+        )
     going = live_batch_jobs(store, owner)
     if len(going) >= MAX_BATCHES_PER_OWNER:
-        raise ConfigError("batch", f"your case batch {going[0][:8]} is still going (at most "
-                                   f"{MAX_BATCHES_PER_OWNER} a user); wait for it or cancel it first")
+        raise ConfigError(
+            "batch",
+            f"your case batch {going[0][:8]} is still going (at most "
+            f"{MAX_BATCHES_PER_OWNER} a user); wait for it or cancel it first",
+        )
     req = CaseBatchRequest(job_id=uuid.uuid4().hex, runs=tuple(runs), owner=owner)
     pool.submit(req, session=session, register=lambda: create_batch_job(store, req.job_id, len(runs), spec, owner))
     log.info("case batch %s queued: %d searches", req.job_id, len(runs))

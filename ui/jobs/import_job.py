@@ -56,17 +56,22 @@ class ImportRequest(RunRowJob):
         if outside_folder(self.path, Path(self.path).parent):
             raise ImportFormatError(self.name, "is now a link out of the imports folder; it is not read")
         try:
-            runs = parse_bounded(self.tool, self.path, None if self.row is None else [self.row], self.name,
-                                 self.question, self.gold)
+            runs = parse_bounded(
+                self.tool, self.path, None if self.row is None else [self.row], self.name, self.question, self.gold
+            )
         except ImportRefused as exc:
-            raise ImportFormatError(self.name, str(exc).removeprefix(f"file: {self.name}: ")
-                                    .removeprefix(f"{self.name}: ")) from None
+            raise ImportFormatError(
+                self.name, str(exc).removeprefix(f"file: {self.name}: ").removeprefix(f"{self.name}: ")
+            ) from None
         if len(runs) != 1:
             raise ImportFormatError(self.name, f"{len(runs)} runs; the app imports one at a time (pick a row)")
         nodes = len(runs[0].nodes)
         if nodes > APP_MAX_IMPORT_NODES:
-            raise ImportFormatError(self.name, f"{nodes:,} nodes, more than the {APP_MAX_IMPORT_NODES:,} the app "
-                                               "imports; use `uats import` on the server")
+            raise ImportFormatError(
+                self.name,
+                f"{nodes:,} nodes, more than the {APP_MAX_IMPORT_NODES:,} the app "
+                "imports; use `uats import` on the server",
+            )
         return runs[0]
 
     def run(self, cache: Any, store: RunStore, pause_timeout_s: float | None = None) -> Unrecorded | None:
@@ -80,8 +85,12 @@ class ImportRequest(RunRowJob):
             return None
         except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'
             said = str(exc) if isinstance(exc, ImportFormatError) else f"{type(exc).__name__}: {exc}"
-            return end_or_report(f"import {self.run_id}", lambda why, st: store.mark_failed(self.run_id, why, status=st),
-                                 RunStatus.FAILED, said)
+            return end_or_report(
+                f"import {self.run_id}",
+                lambda why, st: store.mark_failed(self.run_id, why, status=st),
+                RunStatus.FAILED,
+                said,
+            )
 
     def paused(self, store: RunStore) -> bool:
         return False
@@ -101,9 +110,18 @@ def _typed(field: str, value: Any) -> str | None:
     return value.strip()
 
 
-def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name: Any, row: Any,
-                  owner: str | None = None, session: str | None = None, question: Any = None,
-                  gold: Any = None) -> str:
+def submit_import(
+    store: RunStore,
+    pool: Any,
+    choices: Any,
+    tool: Any,
+    file_name: Any,
+    row: Any,
+    owner: str | None = None,
+    session: str | None = None,
+    question: Any = None,
+    gold: Any = None,
+) -> str:
     """Check the import without parsing it (a file on the server's list and inside its folder, a tool we read, the
     row, the typed question and answer, the file's size), then queue it on the pool, its run registered queued once
     the pool admits it; the worker parses it (ImportRequest.read). The run's id. ConfigError / ImportFormatError (or
@@ -117,8 +135,10 @@ def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name
         if isinstance(row, bool) or not isinstance(row, int) or row < 0:
             raise ConfigError("row", f"give the 0-based row of the search-and-learn file; got {row!r}")
         if _typed("question", question) is not None or _typed("gold answer", gold) is not None:
-            raise ConfigError("question", "a search-and-learn row holds its problem and answer; leave the question "
-                                          "and gold answer empty")
+            raise ConfigError(
+                "question",
+                "a search-and-learn row holds its problem and answer; leave the question and gold answer empty",
+            )
         question = gold = None
     else:
         row = None
@@ -127,14 +147,30 @@ def submit_import(store: RunStore, pool: Any, choices: Any, tool: Any, file_name
         raise ImportFormatError(file_name, "is a link out of the imports folder; it is not read")
     size = path.stat().st_size
     if size > APP_MAX_IMPORT_BYTES:
-        raise ImportFormatError(file_name, f"{size / 2**20:.0f} MiB, more than the {APP_MAX_IMPORT_BYTES // 2**20} MiB "
-                                           "the app imports; use `uats import` on the server")
-    req = ImportRequest(run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row, question=question,
-                        gold=gold)
+        raise ImportFormatError(
+            file_name,
+            f"{size / 2**20:.0f} MiB, more than the {APP_MAX_IMPORT_BYTES // 2**20} MiB "
+            "the app imports; use `uats import` on the server",
+        )
+    req = ImportRequest(
+        run_id=uuid.uuid4().hex, tool=tool, path=str(path), name=file_name, row=row, question=question, gold=gold
+    )
     # the row until the worker's parse fills it in (the recorder's RunStarted rewrites a queued run's row)
-    pool.submit(req, session=session, register=lambda: store.register_run(
-        req.run_id, method=tool, problem_id=file_name[:200],
-        question=question or f"(an import of {file_name}, read by a worker)", gold_answer=gold, seed=None,
-        config={"imported": {"tool": tool, "file": file_name, "row": row}}, policy=f"{tool} (imported)", prm=f"{tool} (imported)", owner=owner))
+    pool.submit(
+        req,
+        session=session,
+        register=lambda: store.register_run(
+            req.run_id,
+            method=tool,
+            problem_id=file_name[:200],
+            question=question or f"(an import of {file_name}, read by a worker)",
+            gold_answer=gold,
+            seed=None,
+            config={"imported": {"tool": tool, "file": file_name, "row": row}},
+            policy=f"{tool} (imported)",
+            prm=f"{tool} (imported)",
+            owner=owner,
+        ),
+    )
     log.info("import %s queued: %s %s", req.run_id, tool, file_name)
     return req.run_id

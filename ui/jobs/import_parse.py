@@ -16,7 +16,9 @@ from typing import Any
 # what the parse may add to the child's address space: a 32 MiB file of text takes a few tens of MB; a 32 MiB file of
 # `{}` objects wants ~800 MB and is refused
 APP_IMPORT_MEMORY_BYTES = 512 << 20
-PARSE_STACK_BYTES = 64 << 20  # the parsing thread's stack (within the cap): a 3,000-deep nested tree raised RecursionError
+PARSE_STACK_BYTES = (
+    64 << 20
+)  # the parsing thread's stack (within the cap): a 3,000-deep nested tree raised RecursionError
 PARSE_RECURSION = 200_000
 PARSE_TIMEOUT_S = 600.0
 
@@ -39,8 +41,9 @@ def _mapped_bytes() -> int:
         return 0
 
 
-def _child(tool: str, path: str, rows: list[int] | None, name: str, question: str | None, gold: str | None,
-           out: Any) -> None:
+def _child(
+    tool: str, path: str, rows: list[int] | None, name: str, question: str | None, gold: str | None, out: Any
+) -> None:
     """In the spawned child: cap the address space, parse in a thread with a deep stack, send back the runs or one
     line."""
     import resource
@@ -61,11 +64,17 @@ def _child(tool: str, path: str, rows: list[int] | None, name: str, question: st
         try:
             result.append(("ok", read_runs(tool, path, rows=rows, display_name=name, question=question, gold=gold)))
         except MemoryError:
-            result.append(("refused", f"{name}: the file needs more memory than an import may use "
-                                      f"({APP_IMPORT_MEMORY_BYTES >> 20:,} MiB); use `uats import` on the server"))
+            result.append(
+                (
+                    "refused",
+                    f"{name}: the file needs more memory than an import may use "
+                    f"({APP_IMPORT_MEMORY_BYTES >> 20:,} MiB); use `uats import` on the server",
+                )
+            )
         except RecursionError:
-            result.append(("refused", f"{name}: the file nests deeper than the importer follows "
-                                      f"({PARSE_RECURSION:,} levels)"))
+            result.append(
+                ("refused", f"{name}: the file nests deeper than the importer follows ({PARSE_RECURSION:,} levels)")
+            )
         except Exception as exc:  # noqa: BLE001 - ImportFormatError and the rest: one line back to the worker
             result.append(("refused", str(exc) or f"{name}: {type(exc).__name__}"))
 
@@ -80,13 +89,16 @@ def _child(tool: str, path: str, rows: list[int] | None, name: str, question: st
         out.send(("refused", f"{name}: the file's runs need more memory than an import may use"))
 
 
-def parse_bounded(tool: str, path: str, rows: list[int] | None, name: str, question: str | None = None,
-                  gold: str | None = None) -> list[Any]:
+def parse_bounded(
+    tool: str, path: str, rows: list[int] | None, name: str, question: str | None = None, gold: str | None = None
+) -> list[Any]:
     """read_runs(tool, path, rows, question, gold) in a bounded child process: its runs, or ImportRefused with one
     line."""
     ctx = mp.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(tool, path, rows, name, question, gold, send), name="uats-import-parse", daemon=True)
+    child = ctx.Process(
+        target=_child, args=(tool, path, rows, name, question, gold, send), name="uats-import-parse", daemon=True
+    )
     child.start()
     send.close()
     try:
@@ -95,8 +107,10 @@ def parse_bounded(tool: str, path: str, rows: list[int] | None, name: str, quest
         kind, value = receive.recv()
     except EOFError:
         child.join(5)
-        raise ImportRefused(f"{name}: the importer's process ended (code {child.exitcode}) without an answer; the "
-                            "file may need more memory than an import may use") from None
+        raise ImportRefused(
+            f"{name}: the importer's process ended (code {child.exitcode}) without an answer; the "
+            "file may need more memory than an import may use"
+        ) from None
     finally:
         receive.close()
         if child.is_alive():

@@ -72,14 +72,25 @@ class RunRequest(RunRowJob):
         """The search as asked for: its problem, models and their options."""
         return self.search.request
 
-    def register(self, store: RunStore, label: str | None = None, paused: bool = False,
-                 owner: str | None = None) -> None:
+    def register(
+        self, store: RunStore, label: str | None = None, paused: bool = False, owner: str | None = None
+    ) -> None:
         """Write the run's 'queued' row (store.register_run) from what the request holds."""
         cfg, prob, req = self.search.config, self.search.problem, self.request
-        store.register_run(self.run_id, method=cfg.method, problem_id=prob.id, question=prob.question,
-                           gold_answer=prob.answer, seed=cfg.seed, config=cfg.to_dict(),
-                           policy=policy_label(req.policy, req.policy_opts) or QUEUED_POLICY, prm=req.prm or QUEUED_PRM,
-                           label=label, paused=paused, owner=owner)
+        store.register_run(
+            self.run_id,
+            method=cfg.method,
+            problem_id=prob.id,
+            question=prob.question,
+            gold_answer=prob.answer,
+            seed=cfg.seed,
+            config=cfg.to_dict(),
+            policy=policy_label(req.policy, req.policy_opts) or QUEUED_POLICY,
+            prm=req.prm or QUEUED_PRM,
+            label=label,
+            paused=paused,
+            owner=owner,
+        )
 
     # -- the job interface the pool and the worker use (ui.jobs.shadow_job.ShadowRequest has the same) -----
     def models_key(self) -> str:
@@ -117,8 +128,15 @@ class WorkerPool(PoolState):
     `prewarm`: a RunRequest whose models the workers of a compare pair load at once, so even the first run
     (or pair) starts warm."""
 
-    def __init__(self, store: RunStore, max_workers: int = 2, poll_s: float = 1.0, prewarm: RunRequest | None = None,
-                 limits: PoolLimits | None = None, drive: bool = True) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        max_workers: int = 2,
+        poll_s: float = 1.0,
+        prewarm: RunRequest | None = None,
+        limits: PoolLimits | None = None,
+        drive: bool = True,
+    ) -> None:
         """drive=False: no thread of its own; the caller (a test) calls pump()."""
         limits = limits or PoolLimits()
         self.limits = PoolLimits(**{**asdict(limits), "max_workers": max(1, int(max_workers))})
@@ -152,9 +170,19 @@ class WorkerPool(PoolState):
         sid = self._next_slot
         self._next_slot += 1
         inbox = self._ctx.Queue()
-        proc = self._ctx.Process(target=warm_worker_main, name=f"uats-worker-{sid}",
-                                 args=(self.store.location, inbox, self._outbox, sid, os.getpid(),
-                                       self.limits.pause_timeout_s, self.torch_threads))
+        proc = self._ctx.Process(
+            target=warm_worker_main,
+            name=f"uats-worker-{sid}",
+            args=(
+                self.store.location,
+                inbox,
+                self._outbox,
+                sid,
+                os.getpid(),
+                self.limits.pause_timeout_s,
+                self.torch_threads,
+            ),
+        )
         proc.start()
         log.info("warm worker %s started (pid %s)", sid, proc.pid)
         self._slots[sid] = Slot(proc=proc, inbox=inbox)
@@ -181,21 +209,29 @@ class WorkerPool(PoolState):
         for s in idle:
             if s.key == key:
                 return s
-        if len(idle) + len(computing) + len(paused) < self.limits.max_workers + min(len(paused), self.limits.max_paused):
+        if len(idle) + len(computing) + len(paused) < self.limits.max_workers + min(
+            len(paused), self.limits.max_paused
+        ):
             return self._spawn()
         return idle[0] if idle else None
 
     def _retire_idle(self) -> None:
         """Stop idle workers beyond what may compute (a paused run's extra worker, once it ended)."""
         idle, computing, paused = self._census()
-        extra = len(idle) + len(computing) + len(paused) - (self.limits.max_workers + min(len(paused), self.limits.max_paused))
-        for slot in idle[:max(0, extra)]:
+        extra = (
+            len(idle)
+            + len(computing)
+            + len(paused)
+            - (self.limits.max_workers + min(len(paused), self.limits.max_paused))
+        )
+        for slot in idle[: max(0, extra)]:
             slot.inbox.put(STOP)
             slot.retiring = True
 
     # ------------------------------------------------------------------ submitting
-    def submit(self, req: Any, session: str | None = None, register: Callable[[], Any] | None = None,
-               paused: bool = False) -> None:
+    def submit(
+        self, req: Any, session: str | None = None, register: Callable[[], Any] | None = None, paused: bool = False
+    ) -> None:
         """Queue a job. `register` writes its row (a run: store.register_run) once the limits allow it, so a
         refused job leaves nothing behind; without it the row must exist already. Raises QueueFull."""
         with self._lock:
@@ -210,21 +246,30 @@ class WorkerPool(PoolState):
     def _admit(self, session: str | None, paused: bool) -> None:
         lim = self.limits
         if len(self._pending) >= lim.max_queued:
-            raise QueueFull("queue", f"{len(self._pending)} jobs are already queued on this server (the limit, "
-                                     f"--max-queued, is {lim.max_queued}); wait for one to start or cancel one")
+            raise QueueFull(
+                "queue",
+                f"{len(self._pending)} jobs are already queued on this server (the limit, "
+                f"--max-queued, is {lim.max_queued}); wait for one to start or cancel one",
+            )
         mine = sum(1 for r in self._pending if self._sessions.get(r.job_id) == session) if session else 0
         if session and mine >= lim.max_queued_per_session:
-            raise QueueFull("queue", f"you already have {mine} jobs queued (the limit per user, in all your tabs, "
-                                     f"--max-queued-per-session, is {lim.max_queued_per_session}); wait for one to "
-                                     "start or cancel one")
+            raise QueueFull(
+                "queue",
+                f"you already have {mine} jobs queued (the limit per user, in all your tabs, "
+                f"--max-queued-per-session, is {lim.max_queued_per_session}); wait for one to "
+                "start or cancel one",
+            )
         if paused:
             self._admit_pause(None)
 
     def _admit_pause(self, run_id: str | None) -> None:
         held = self._paused_runs()
         if run_id not in held and len(held) >= self.limits.max_paused:
-            raise QueueFull("pause", f"{len(held)} runs are already paused on this server (the limit, --max-paused, "
-                                     f"is {self.limits.max_paused}); resume, step to the end or cancel one first")
+            raise QueueFull(
+                "pause",
+                f"{len(held)} runs are already paused on this server (the limit, --max-paused, "
+                f"is {self.limits.max_paused}); resume, step to the end or cancel one first",
+            )
 
     def pause_run(self, run_id: str) -> bool:
         """store.pause_run within the paused-runs limit (QueueFull over it)."""
@@ -348,8 +393,9 @@ def default_pair_request() -> RunRequest:
     from uats_core.request import validate_request
     from uats_core.worlds.arith.world import get_problem
 
-    return RunRequest(run_id="prewarm", db="", search=validate_request(SearchRequest(get_problem("arith-test-0"),
-                                                                                     SearchConfig())))
+    return RunRequest(
+        run_id="prewarm", db="", search=validate_request(SearchRequest(get_problem("arith-test-0"), SearchConfig()))
+    )
 
 
 def session_of(request: Any) -> str | None:
@@ -361,5 +407,3 @@ def session_of(request: Any) -> str | None:
         return f"user:{user}"
     session = getattr(request, "session_hash", None)
     return f"session:{session}" if session else None
-
-

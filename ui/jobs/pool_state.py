@@ -129,8 +129,9 @@ class PoolState:
                 continue
             slot.proc.join(0)
             del self._slots[sid]
-            if slot.job is not None and self._end(slot.job, f"worker process exited (code {slot.proc.exitcode}) "
-                                                            "before the job ended"):
+            if slot.job is not None and self._end(
+                slot.job, f"worker process exited (code {slot.proc.exitcode}) before the job ended"
+            ):
                 failed.append(slot.job.job_id)
         return failed
 
@@ -143,7 +144,10 @@ class PoolState:
         for s in self._slots.values():
             if not s.proc.is_alive() or s.retiring:
                 continue
-            if s.job is None or self._read(s.job, lambda j: j.status(self.store), default=RunStatus.RUNNING) not in LIVE:
+            if (
+                s.job is None
+                or self._read(s.job, lambda j: j.status(self.store), default=RunStatus.RUNNING) not in LIVE
+            ):
                 idle.append(s)
             elif s.stalled() or self._read(s.job, lambda j: j.waiting_paused(self.store), default=False):
                 paused.append(s)
@@ -154,8 +158,11 @@ class PoolState:
     def _paused_runs(self) -> set[str]:
         """Runs of this pool that are paused (started or queued paused): each holds, or will hold, a worker."""
         jobs = [s.job for s in self._slots.values() if s.job is not None] + list(self._pending)
-        return {j.job_id for j in jobs
-                if self._read(j, lambda r: r.paused(self.store) and r.status(self.store) in LIVE, default=False)}
+        return {
+            j.job_id
+            for j in jobs
+            if self._read(j, lambda r: r.paused(self.store) and r.status(self.store) in LIVE, default=False)
+        }
 
     def _stop_workers(self, slots: dict[int, Slot], cancel: bool, timeout_s: float) -> None:
         for slot in slots.values():

@@ -22,8 +22,12 @@ from ..views.treedata import RunData
 BATCH = 64
 
 
-def load_shadow_prm(prm_spec: str | None = None, prm_kind: str | None = None, dropout_p: float | None = None,
-                    dropout_mode: str | None = None) -> Any:
+def load_shadow_prm(
+    prm_spec: str | None = None,
+    prm_kind: str | None = None,
+    dropout_p: float | None = None,
+    dropout_mode: str | None = None,
+) -> Any:
     """The PRM for shadow passes (empty spec: the embedded arithmetic PRM). Loaded in a worker of the app's
     pool (ui.jobs.shadow_job), whose model cache keeps it for the next job with the same spec."""
     from uats_core.backends import load_prm
@@ -31,8 +35,13 @@ def load_shadow_prm(prm_spec: str | None = None, prm_kind: str | None = None, dr
 
     d = SearchConfig()
     plan = plan_models(None, prm_spec or None, prm_kind=prm_kind if prm_kind not in (None, "detect") else None)
-    return load_prm(plan.prm.spec, kind=plan.prm_kind, dropout_p=dropout_p or d.dropout_p,
-                    dropout_mode=dropout_mode or d.dropout_mode, **dict(plan.prm_opts))
+    return load_prm(
+        plan.prm.spec,
+        kind=plan.prm_kind,
+        dropout_p=dropout_p or d.dropout_p,
+        dropout_mode=dropout_mode or d.dropout_mode,
+        **dict(plan.prm_opts),
+    )
 
 
 def shadow_candidates(data: RunData) -> list[int]:
@@ -54,8 +63,9 @@ def _trace(data: RunData, node_id: int) -> Trace:
     return Trace(data.run.get("question") or "", tuple(steps[::-1]))
 
 
-def shadow_batches(data: RunData, prm: Any, k: int,
-                   node_ids: Sequence[int] | None = None) -> Iterator[list[dict[str, Any]]]:
+def shadow_batches(
+    data: RunData, prm: Any, k: int, node_ids: Sequence[int] | None = None
+) -> Iterator[list[dict[str, Any]]]:
     """Shadow rows for the run's scored nodes (or node_ids), a batch of BATCH nodes at a time: K passes
     each, R̄, σ², R̂ (α and the step of the node's creation, as UATS computes it at the next decision) and
     the run's OOD gate. Inside a batch, the PRM stops at a cancel (uats_core.cancel)."""
@@ -65,19 +75,30 @@ def shadow_batches(data: RunData, prm: Any, k: int,
     ids = sorted(node_ids) if node_ids is not None else shadow_candidates(data)
     name = getattr(prm, "name", type(prm).__name__)
     for start in range(0, len(ids), BATCH):
-        chunk = ids[start:start + BATCH]
+        chunk = ids[start : start + BATCH]
         passes = np.asarray(prm.mc_scores([_trace(data, i) for i in chunk], k), dtype=np.float64)
         rows = []
         for nid, row in zip(chunk, passes):
             scores = [float(x) for x in row]
             st = mc_stats(scores, int(data.nodes[nid].get("created_iter") or 1) + 1, alpha)
-            rows.append({"node_id": nid, "mc_scores": scores, "mean": st.mean, "var": st.var, "ucb": st.ucb,
-                         "ood": bool(gate.is_ood({"mean": st.mean, "var": st.var})), "tau": gate.tau, "prm": name})
+            rows.append(
+                {
+                    "node_id": nid,
+                    "mc_scores": scores,
+                    "mean": st.mean,
+                    "var": st.var,
+                    "ucb": st.ucb,
+                    "ood": bool(gate.is_ood({"mean": st.mean, "var": st.var})),
+                    "tau": gate.tau,
+                    "prm": name,
+                }
+            )
         yield rows
 
 
-def run_shadow(store: Any, run_id: str, prm: Any, k: int = 7,
-               progress: Callable[[int, int], None] | None = None) -> dict[int, dict[str, Any]]:
+def run_shadow(
+    store: Any, run_id: str, prm: Any, k: int = 7, progress: Callable[[int, int], None] | None = None
+) -> dict[int, dict[str, Any]]:
     """Shadow-score every node of a stored run, storing each batch's rows as it comes (a cancelled job keeps
     what it scored), and return the run's shadow rows by node id."""
     data = RunData.load(store, run_id)
@@ -109,15 +130,21 @@ def explain_shadow(data: RunData, node_id: int, shadow: Mapping[int, Mapping[str
     k = len(row.get("mc_scores") or [])
     word = "OOD" if row.get("ood") else "ID"
     cmp = ">" if row.get("ood") else "≤"
-    parts = [f"<b>shadow</b> ({k} MC passes, {html.escape(model_name(row.get('prm')))}, not spent by this run): "
-             f"R̄ = {row['mean']:.3f}, σ² = {row['var']:.5f} {cmp} τ = {row.get('tau') or 0:g} → <b>{word}</b>"]
+    parts = [
+        f"<b>shadow</b> ({k} MC passes, {html.escape(model_name(row.get('prm')))}, not spent by this run): "
+        f"R̄ = {row['mean']:.3f}, σ² = {row['var']:.5f} {cmp} τ = {row.get('tau') or 0:g} → <b>{word}</b>"
+    ]
     if row.get("ood"):
-        parts.append(f"R̂ = {row['ucb']:.3f} vs best shadow-ID R̄ − δ = {ref:.3f} − {delta:g}: UATS would "
-                     + ("<b>re-evaluate</b> it" if would else "not re-evaluate it"))
+        parts.append(
+            f"R̂ = {row['ucb']:.3f} vs best shadow-ID R̄ − δ = {ref:.3f} − {delta:g}: UATS would "
+            + ("<b>re-evaluate</b> it" if would else "not re-evaluate it")
+        )
     if decided:
         granted = sum(d.children for d in decided)
         to_ood = sum(d.children for d in decided if d.node_id in shadow and shadow[d.node_id].get("ood"))
         share = f"{100.0 * to_ood / granted:.0f}%" if granted else "n/a"
-        parts.append(f"at iteration {t} this run granted {granted} children, {to_ood} ({share}) of them to "
-                     f"candidates the shadow passes find OOD ({sum(1 for p in peers if p.get('ood'))} of {len(peers)})")
+        parts.append(
+            f"at iteration {t} this run granted {granted} children, {to_ood} ({share}) of them to "
+            f"candidates the shadow passes find OOD ({sum(1 for p in peers if p.get('ood'))} of {len(peers)})"
+        )
     return "<div class='uats-why-shadow'><ul>" + "".join(f"<li>{p}</li>" for p in parts) + "</ul></div>"

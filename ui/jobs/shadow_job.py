@@ -104,8 +104,9 @@ def execute_shadow(req: ShadowRequest, cache: ModelCache, store: RunStore) -> Un
         return end_or_report(f"shadow job {req.job_id}", end, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
 
 
-def submit_shadow(store: RunStore, pool: Any, run_id: str, k: Any, prm: str | None, prm_kind: str | None,
-                  session: str | None = None) -> str:
+def submit_shadow(
+    store: RunStore, pool: Any, run_id: str, k: Any, prm: str | None, prm_kind: str | None, session: str | None = None
+) -> str:
     """Check the job against the limits, then queue it on the pool (its row written only once the pool's
     queue limits admit it). Its id. ConfigError (or QueueFull) names the field to fix."""
     from ..views.treedata import RunData
@@ -120,8 +121,8 @@ def submit_shadow(store: RunStore, pool: Any, run_id: str, k: Any, prm: str | No
     prm = (prm or "").strip() or None
     kind = None if prm_kind in (None, "", "detect") else prm_kind
     req = ShadowRequest(job_id=uuid.uuid4().hex, run_id=run_id, k=k, prm=prm, prm_kind=kind)
-    pool.submit(req, session=session,
-                register=lambda: create_shadow_job(store, req.job_id, run_id, k, prm or QUEUED_PRM, total))
+    pool.submit(
+        req, session=session, register=lambda: create_shadow_job(store, req.job_id, run_id, k, prm or QUEUED_PRM, total)
+    )
     log.info("shadow job %s queued: run %s, K=%d, %d candidates", req.job_id, run_id, k, total)
     return req.job_id
-

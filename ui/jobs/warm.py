@@ -30,9 +30,20 @@ STOP = None  # the message that ends a worker's loop
 def model_key(job: Any) -> str:
     """What identifies a loaded pair: two runs with the same key can share the models."""
     req, cfg = job.search.request, job.search.config
-    return json.dumps({"policy": req.policy, "prm": req.prm, "prm_kind": req.prm_kind,
-                       "policy_opts": req.policy_opts, "prm_opts": req.prm_opts, "world": bool(req.world_problem),
-                       "dropout_p": cfg.dropout_p, "dropout_mode": cfg.dropout_mode}, sort_keys=True, default=str)
+    return json.dumps(
+        {
+            "policy": req.policy,
+            "prm": req.prm,
+            "prm_kind": req.prm_kind,
+            "policy_opts": req.policy_opts,
+            "prm_opts": req.prm_opts,
+            "world": bool(req.world_problem),
+            "dropout_p": cfg.dropout_p,
+            "dropout_mode": cfg.dropout_mode,
+        },
+        sort_keys=True,
+        default=str,
+    )
 
 
 def load_pair(job: Any) -> tuple[Any, Any]:
@@ -44,12 +55,19 @@ def load_pair(job: Any) -> tuple[Any, Any]:
 
     req = job.search.request
     # `name` is the server's, set by the app from its own list (ui.choices.server_policy_opts), never a client's
-    check_app_options({k: v for k, v in req.policy_opts.items() if k != SERVER_NAME_OPTION}, "policy_opts",
-                      APP_POLICY_OPTIONS)
+    check_app_options(
+        {k: v for k, v in req.policy_opts.items() if k != SERVER_NAME_OPTION}, "policy_opts", APP_POLICY_OPTIONS
+    )
     check_app_options(req.prm_opts, "prm_opts", APP_PRM_OPTIONS)
-    return build_backends(req.policy, req.prm, job.search.config, prm_kind=req.prm_kind,
-                          policy_opts=dict(req.policy_opts), prm_opts=dict(req.prm_opts),
-                          world_problem=req.world_problem)
+    return build_backends(
+        req.policy,
+        req.prm,
+        job.search.config,
+        prm_kind=req.prm_kind,
+        policy_opts=dict(req.policy_opts),
+        prm_opts=dict(req.prm_opts),
+        world_problem=req.world_problem,
+    )
 
 
 def load_models(req: Any) -> tuple[Any, Any]:
@@ -122,9 +140,12 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
         # the search runs.
         with cancellable(lambda: store.cancel_requested(req.run_id)):
             search = prepare_search(req.search, models=cache.get(req))
-        search.run(subscribers=[store.subscriber()], run_id=req.run_id,
-                   should_cancel=lambda: store.wait_turn(req.run_id, pause_timeout_s=pause_timeout_s),
-                   cancel_requested=lambda: store.cancel_requested(req.run_id))  # polled inside iterations too
+        search.run(
+            subscribers=[store.subscriber()],
+            run_id=req.run_id,
+            should_cancel=lambda: store.wait_turn(req.run_id, pause_timeout_s=pause_timeout_s),
+            cancel_requested=lambda: store.cancel_requested(req.run_id),
+        )  # polled inside iterations too
         return None
     except Exception as exc:  # noqa: BLE001 - the run row must not stay 'queued'/'running' forever
         # Once RunStarted was written, run_search already ended the run (failed/cancelled) with its nodes;
@@ -137,8 +158,9 @@ def execute(req: Any, cache: ModelCache, store: Any, pause_timeout_s: float | No
                 status, reason = RunStatus.CANCELLED, f"cancelled before the search started ({reason})"
         except Exception:  # noqa: BLE001 - unreadable too: end it failed with the first reason
             pass
-        return end_or_report(f"run {req.run_id}", lambda why, st: store.mark_failed(req.run_id, why, status=st),
-                             status, reason)
+        return end_or_report(
+            f"run {req.run_id}", lambda why, st: store.mark_failed(req.run_id, why, status=st), status, reason
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +170,15 @@ class Warm:
     request: Any
 
 
-def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: int | None = None,
-                     pause_timeout_s: float | None = None, torch_threads: int | None = None) -> None:
+def warm_worker_main(
+    db: str,
+    inbox: Any,
+    outbox: Any,
+    slot: int,
+    parent_pid: int | None = None,
+    pause_timeout_s: float | None = None,
+    torch_threads: int | None = None,
+) -> None:
     """A warm worker's loop: take a job (or Warm) from `inbox`, run it, report on `outbox`:
     ("loaded", slot, key, loads) after a load, ("done", slot, job_id, unrecorded) after each job, where
     unrecorded is the (status, reason) its end could not be written with, or None. The worker ends with the
@@ -160,7 +189,9 @@ def warm_worker_main(db: str, inbox: Any, outbox: Any, slot: int, parent_pid: in
 
     if parent_pid is not None:
         die_with_parent(parent_pid)
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s warm worker {slot} %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s warm worker {slot} %(levelname)s %(name)s: %(message)s"
+    )
     if torch_threads:
         import torch
 

@@ -53,14 +53,16 @@ from .search_events import DB_ERRORS, FORM_ERRORS, checked_run, db_failure, form
 
 log = logging.getLogger(__name__)
 
-INTRO = ("The H-UATS searches whose answer uncertainty changed: each run of a batch beside the same search with "
-         "uncertainty switched off, over the finished pairs in the run log (the same problem, seed, budget, policy and "
-         f"PRM). {RANKING_RULE} Click a row: the run (A) opens below beside its counterfactual (B) at the first "
-         "decision where they part, ringed in both trees; the comparison export at the bottom of the tab takes it from "
-         "there. No pairs yet? Run a batch: the first N problems of the arithmetic world's test split, each with policy "
-         "A (its PRM in distribution) and policy B (out of distribution), H-UATS and its counterfactual each, with the "
-         "Search form's PRM, budget, seed and knobs: one job of the worker pool, cancellable; the list fills as its "
-         "pairs finish.")
+INTRO = (
+    "The H-UATS searches whose answer uncertainty changed: each run of a batch beside the same search with "
+    "uncertainty switched off, over the finished pairs in the run log (the same problem, seed, budget, policy and "
+    f"PRM). {RANKING_RULE} Click a row: the run (A) opens below beside its counterfactual (B) at the first "
+    "decision where they part, ringed in both trees; the comparison export at the bottom of the tab takes it from "
+    "there. No pairs yet? Run a batch: the first N problems of the arithmetic world's test split, each with policy "
+    "A (its PRM in distribution) and policy B (out of distribution), H-UATS and its counterfactual each, with the "
+    "Search form's PRM, budget, seed and knobs: one job of the worker pool, cancellable; the list fills as its "
+    "pairs finish."
+)
 # the finder's columns (COLUMNS) in a table the width of the page: short numbers narrow, no header broken
 COLUMN_WIDTHS = ["6%", "13%", "16%", "9%", "13%", "13%", "14%", "16%"]
 BATCH_COLUMNS = ["batch", "state", "searches done", RunStatus.FAILED.value, "started (UTC)", "took"]
@@ -82,23 +84,47 @@ class FinderParts:
 
 def case_finder_layout() -> FinderParts:
     """The finder's components (an accordion), where the Compare tab's layout calls it."""
-    with gr.Accordion("Case finder: H-UATS searches whose answer uncertainty changed (beside the same search "
-                      "without it)", open=False, elem_id="cf") as accordion:
+    with gr.Accordion(
+        "Case finder: H-UATS searches whose answer uncertainty changed (beside the same search without it)",
+        open=False,
+        elem_id="cf",
+    ) as accordion:
         gr.Markdown(INTRO, elem_id="cf-intro")
         with gr.Row(equal_height=False):
             find = gr.Button("Find cases in the run log", variant="primary", elem_id="cf-find", scale=2)
-            problems = gr.Number(20, label=BATCH_FIELD, precision=0, minimum=1, maximum=MAX_BATCH_PROBLEMS,
-                                 elem_id="cf-n", scale=1, min_width=160)
+            problems = gr.Number(
+                20,
+                label=BATCH_FIELD,
+                precision=0,
+                minimum=1,
+                maximum=MAX_BATCH_PROBLEMS,
+                elem_id="cf-n",
+                scale=1,
+                min_width=160,
+            )
             batch = gr.Button("Run a batch (form settings)", elem_id="cf-batch", scale=2)
             cancel = gr.Button("Cancel the batch", elem_id="cf-cancel", scale=1)
         progress = gr.Markdown("", elem_id="cf-progress")
-        batches = gr.Dataframe(headers=BATCH_COLUMNS, interactive=False, elem_id="cf-batches", max_height=180,
-                               column_widths=["12%", "26%", "16%", "10%", "22%", "14%"], label="Your case batches, newest first (pick a going one, then Cancel the batch)")
+        batches = gr.Dataframe(
+            headers=BATCH_COLUMNS,
+            interactive=False,
+            elem_id="cf-batches",
+            max_height=180,
+            column_widths=["12%", "26%", "16%", "10%", "22%", "14%"],
+            label="Your case batches, newest first (pick a going one, then Cancel the batch)",
+        )
         summary = gr.Markdown("", elem_id="cf-summary")
-        table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="cf-table", wrap=True, max_height=300,
-                             column_widths=COLUMN_WIDTHS)
-    return FinderParts(gr.State(FinderState()), find, problems, batch, cancel, progress, summary, table, batches,
-                       accordion)
+        table = gr.Dataframe(
+            headers=COLUMNS,
+            interactive=False,
+            elem_id="cf-table",
+            wrap=True,
+            max_height=300,
+            column_widths=COLUMN_WIDTHS,
+        )
+    return FinderParts(
+        gr.State(FinderState()), find, problems, batch, cancel, progress, summary, table, batches, accordion
+    )
 
 
 def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> list[RunRequest]:
@@ -107,19 +133,25 @@ def batch_requests(ctx: AppContext, form: Mapping[str, Any], problems: Any) -> l
     if isinstance(problems, float) and problems.is_integer():
         problems = int(problems)  # gr.Number hands whole numbers over as floats
     if isinstance(problems, bool) or not isinstance(problems, int) or not 1 <= problems <= MAX_BATCH_PROBLEMS:
-        raise ConfigError(BATCH_FIELD, f"give a whole number of problems from 1 to {MAX_BATCH_PROBLEMS}; got "
-                                            f"{problems!r}")
+        raise ConfigError(
+            BATCH_FIELD, f"give a whole number of problems from 1 to {MAX_BATCH_PROBLEMS}; got {problems!r}"
+        )
     if POLICY_B not in ctx.choices.policies:
         raise ConfigError("policy", "this server does not offer the arithmetic world's policy B")
     chosen = dataset_problems(ARITH, ctx.choices)[:problems]
     runs = []
     for policy in (EMBEDDED, POLICY_B):
         for p in chosen:
-            req = form_request(ctx, {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "",
-                                     "free_answer": ""}, method=UATS)
+            req = form_request(
+                ctx,
+                {**form, "policy": policy, "dataset": ARITH, "problem": p.id, "free_question": "", "free_answer": ""},
+                method=UATS,
+            )
             # the run and its counterfactual, each checked once (validate_request) under a run id of its own
-            runs += [checked_run(ctx, dataclasses.replace(req, config=make(req.config)))
-                     for make in (factual_config, counterfactual_config)]
+            runs += [
+                checked_run(ctx, dataclasses.replace(req, config=make(req.config)))
+                for make in (factual_config, counterfactual_config)
+            ]
     return runs
 
 
@@ -133,9 +165,16 @@ def batch_list_rows(jobs: list[dict[str, Any]], now: float) -> list[list[Any]]:
     for j in jobs:
         state = str(j["status"]) + (" (cancel asked)" if j["status"] in LIVE and j["cancel_requested"] else "")
         started = float(j["created_at"] or now)
-        rows.append([j["job_id"][:8], state, f"{j['done']} of {j['total']}", j["failed"],
-                     time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
-                     _minutes(float(j["ended_at"] or now) - started)])
+        rows.append(
+            [
+                j["job_id"][:8],
+                state,
+                f"{j['done']} of {j['total']}",
+                j["failed"],
+                time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
+                _minutes(float(j["ended_at"] or now) - started),
+            ]
+        )
     return rows
 
 
@@ -152,8 +191,10 @@ class _Finder:
         fs.rows = tuple((c.run["run_id"], c.counter["run_id"]) for c in found.cases)
         log.info("case finder: %d cases of %d pairs in %.2f s", len(found.cases), found.pairs, took)
         said = f"{took * 1000:.0f} ms" if took < 1 else f"{took:.1f} s"
-        return {self.p.table: gr.update(value=found_rows(found)),
-                self.p.summary: md_text(f"{found_summary(found)} · read in {said}")}
+        return {
+            self.p.table: gr.update(value=found_rows(found)),
+            self.p.summary: md_text(f"{found_summary(found)} · read in {said}"),
+        }
 
     def on_find(self, fs: FinderState) -> Any:
         return {self.p.state: fs, **self.listed(fs)}
@@ -179,25 +220,33 @@ class _Finder:
         if row is None or not 0 <= row < len(fs.batches):
             return {self.ctx.notice: notice("the list of batches changed; pick again")}
         fs.picked = fs.batches[row]
-        return {self.p.state: fs, self.ctx.notice: notice(
-            f"case batch {fs.picked[:8]} picked: Cancel the batch stops it if it is still going", ok=True)}
+        return {
+            self.p.state: fs,
+            self.ctx.notice: notice(
+                f"case batch {fs.picked[:8]} picked: Cancel the batch stops it if it is still going", ok=True
+            ),
+        }
 
     def on_batch(self, fs: FinderState, problems: Any, request: gr.Request, **form: Any) -> Any:
         try:
             runs = batch_requests(self.ctx, form, problems)
             first = runs[0].search.config
             spec = {"problems": len(runs) // 4, "budget": first.budget, "seed": first.seed, "counterfactual": True}
-            job = queue_case_batch(self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request),
-                                   session=session_of(request))
+            job = queue_case_batch(
+                self.ctx.store, self.ctx.pool, runs, spec, owner=requester(request), session=session_of(request)
+            )
         except FORM_ERRORS as exc:
             return {self.ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:
             return {self.ctx.notice: notice(db_failure(exc))}
         fs = replaced(fs, job=job, said=None)
-        return {self.p.state: fs, **self.batch_list(fs, request),
-                self.ctx.notice: notice(f"case batch {job[:8]} queued: {len(runs)} searches", ok=True),
-                self.p.progress: md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"),
-                self.ctx.timer: gr.Timer(active=True)}
+        return {
+            self.p.state: fs,
+            **self.batch_list(fs, request),
+            self.ctx.notice: notice(f"case batch {job[:8]} queued: {len(runs)} searches", ok=True),
+            self.p.progress: md_text(f"case batch {job[:8]}: queued, {len(runs)} searches"),
+            self.ctx.timer: gr.Timer(active=True),
+        }
 
     def on_cancel(self, fs: FinderState, request: gr.Request) -> Any:
         """Cancel the batch picked in the list, else the requester's batches going on this server, whichever page
@@ -205,20 +254,32 @@ class _Finder:
         picked = fs.picked
         try:
             owner = requester(request)
-            stopped = ([picked] if cancel_owned_batch(self.ctx.store, owner, picked) else []) if picked else \
-                cancel_owned_batches(self.ctx.store, owner)
+            stopped = (
+                ([picked] if cancel_owned_batch(self.ctx.store, owner, picked) else [])
+                if picked
+                else cancel_owned_batches(self.ctx.store, owner)
+            )
         except AccessDenied as exc:
             return {self.ctx.notice: notice(str(exc))}
         except DB_ERRORS as exc:
             return {self.ctx.notice: notice(db_failure(exc))}
         listed = self.batch_list(fs, request)
         if not stopped:
-            said = (f"case batch {picked[:8]} is not going any more" if picked else
-                    "no case batch of yours is going on this server")
+            said = (
+                f"case batch {picked[:8]} is not going any more"
+                if picked
+                else "no case batch of yours is going on this server"
+            )
             return {self.p.state: fs, self.ctx.notice: notice(said), **listed}
-        return {self.p.state: fs, **listed, self.ctx.notice: notice(
-            f"cancel requested for case batch {', '.join(j[:8] for j in stopped)}: the search going stops within "
-            "about a second (it stays in the run log, cancelled) and no further search starts", ok=True)}
+        return {
+            self.p.state: fs,
+            **listed,
+            self.ctx.notice: notice(
+                f"cancel requested for case batch {', '.join(j[:8] for j in stopped)}: the search going stops within "
+                "about a second (it stays in the run log, cancelled) and no further search starts",
+                ok=True,
+            ),
+        }
 
     def _owned_live(self, request: gr.Request | None) -> str | None:
         """The requester's oldest batch going on this server (a page reloaded, or another tab of theirs, follows it)."""
@@ -247,14 +308,23 @@ class _Finder:
         fs = replaced(fs, said=said)
         head = f"case batch {job[:8]}: "
         if row["status"] in LIVE:
-            line = head + ("queued: it starts when a worker is free" if row["status"] == RunStatus.QUEUED else
-                           f"{row['done']} of {row['total']} searches done" +
-                           (f" ({row['failed']} failed)" if row["failed"] else ""))
-            return {self.p.state: fs, self.p.progress: md_text(line), **self.batch_list(fs, request),
-                    **(self.listed(fs) if pair_done else {})}
+            line = head + (
+                "queued: it starts when a worker is free"
+                if row["status"] == RunStatus.QUEUED
+                else f"{row['done']} of {row['total']} searches done"
+                + (f" ({row['failed']} failed)" if row["failed"] else "")
+            )
+            return {
+                self.p.state: fs,
+                self.p.progress: md_text(line),
+                **self.batch_list(fs, request),
+                **(self.listed(fs) if pair_done else {}),
+            }
         took = float(row.get("ended_at") or time.time()) - float(row.get("created_at") or time.time())
-        line = head + (f"{row['status']}, {row['done']} of {row['total']} searches in {_minutes(took)}"
-                       + (f": {row['error']}" if row.get("error") else ""))
+        line = head + (
+            f"{row['status']}, {row['done']} of {row['total']} searches in {_minutes(took)}"
+            + (f": {row['error']}" if row.get("error") else "")
+        )
         fs.job = None
         return {self.p.state: fs, self.p.progress: md_text(line), **self.batch_list(fs, request), **self.listed(fs)}
 
@@ -267,21 +337,34 @@ class _Finder:
                 return open_case(*fs.rows[row])
             except StorageError as exc:
                 return {self.ctx.notice: notice(str(exc))}
+
         return on_select
 
 
-def build_case_finder(ctx: AppContext, p: FinderParts, open_case: Callable[[str, str], dict[Any, Any]],
-                      open_outputs: list[Any], form_inputs: dict[str, Any], then_js: str, stale: Any) -> None:
+def build_case_finder(
+    ctx: AppContext,
+    p: FinderParts,
+    open_case: Callable[[str, str], dict[Any, Any]],
+    open_outputs: list[Any],
+    form_inputs: dict[str, Any],
+    then_js: str,
+    stale: Any,
+) -> None:
     """The finder's events. `open_case(run id, counterfactual id)` draws a pair into `open_outputs` (by component; the
     notice among them); `stale` is the comparison export's button, hidden by a new pair."""
     h = _Finder(ctx, p)
     p.find.click(h.on_find, [p.state], [p.state, p.table, p.summary])
     # the page's timer may have stopped (nothing live): a queued batch starts it, and the tick follows the batch
-    p.batch.click(h.on_batch, [p.state, p.problems], [p.state, ctx.notice, p.progress, ctx.timer, p.batches],
-                  inputs_kwargs=form_inputs)
+    p.batch.click(
+        h.on_batch,
+        [p.state, p.problems],
+        [p.state, ctx.notice, p.progress, ctx.timer, p.batches],
+        inputs_kwargs=form_inputs,
+    )
     p.cancel.click(h.on_cancel, [p.state], [p.state, ctx.notice, p.batches])
     p.accordion.expand(h.on_open, [p.state], [p.state, p.batches])
     p.batches.select(h.on_pick, [p.state], [p.state, ctx.notice])
     ctx.poll.add(h.on_tick, [p.state], [p.state, p.progress, p.table, p.summary, p.batches], with_request=True)
-    p.table.select(h.opener(open_case), [p.state], open_outputs).then(
-        None, js=then_js).then(export_stale, None, [stale])
+    p.table.select(h.opener(open_case), [p.state], open_outputs).then(None, js=then_js).then(
+        export_stale, None, [stale]
+    )

@@ -50,11 +50,14 @@ class _Parts:
 
 def _layout() -> _Parts:
     c: dict[str, Any] = {"case_state": gr.State(CasesState())}
-    gr.Markdown("The four cases of the paper's appendix, mined from stored runs: score (R̄ ≥ split) × "
-                "variance (σ² > τ), each with whether the step is right — exact in the arithmetic world, "
-                "otherwise whether any answer below it is right. Disagreements first. Whole searches whose answer "
-                "uncertainty changed (the same search without it answers otherwise): the case finder, in the "
-                "Compare tab.", elem_id="cases-intro")
+    gr.Markdown(
+        "The four cases of the paper's appendix, mined from stored runs: score (R̄ ≥ split) × "
+        "variance (σ² > τ), each with whether the step is right — exact in the arithmetic world, "
+        "otherwise whether any answer below it is right. Disagreements first. Whole searches whose answer "
+        "uncertainty changed (the same search without it answers otherwise): the case finder, in the "
+        "Compare tab.",
+        elem_id="cases-intro",
+    )
     with gr.Row():
         c["c_scope"] = gr.Radio(["open run", "all runs"], value="all runs", label="mine", elem_id="c-scope")
         c["c_split"] = gr.Slider(0.05, 0.95, value=0.5, step=0.05, label="score split", elem_id="c-split")
@@ -79,8 +82,9 @@ def _layout() -> _Parts:
 
 def _case_of(cstate: CasesState, run_id: str, nid: int) -> Case | None:
     """The mined case for a node, if it is in the current pools."""
-    return next((c for q in QUADRANTS for c in (cstate.pools or {}).get(q, ())
-                 if c.run_id == run_id and c.node_id == nid), None)
+    return next(
+        (c for q in QUADRANTS for c in (cstate.pools or {}).get(q, ()) if c.run_id == run_id and c.node_id == nid), None
+    )
 
 
 def mined_summary(mined: Mined, starred_only: bool) -> str:
@@ -88,8 +92,11 @@ def mined_summary(mined: Mined, starred_only: bool) -> str:
     if not mined.scored:
         return ""
     shown = sum(len(v) for v in mined.pools.values())
-    parts = [f"{shown} case{'s' if shown != 1 else ''} shown of {mined.kept}"
-             + (" starred" if starred_only else "") + f" ({mined.scored} scored nodes)"]
+    parts = [
+        f"{shown} case{'s' if shown != 1 else ''} shown of {mined.kept}"
+        + (" starred" if starred_only else "")
+        + f" ({mined.scored} scored nodes)"
+    ]
     if mined.merged:
         parts.append(f"{mined.merged} duplicate{'s' if mined.merged != 1 else ''} from identical reruns merged")
     for q in mined.empty:
@@ -108,8 +115,12 @@ class _Cases:
     def on_mine(self, s: OpenRun, scope: Any, split: Any, per: Any, starred_only: Any) -> Any:
         store, p = self.ctx.store, self.p
         if scope == "open run" and not s.run_id:
-            return {p.case_state: CasesState(), p.cases_df: gr.update(value=[]),
-                    self.ctx.notice: notice("open a run first, or mine all runs"), p.c_summary: ""}
+            return {
+                p.case_state: CasesState(),
+                p.cases_df: gr.update(value=[]),
+                self.ctx.notice: notice("open a run first, or mine all runs"),
+                p.c_summary: "",
+            }
         run_ids = [s.run_id] if scope == "open run" else None
         keep = None
         if starred_only:  # before ranking: a starred node ranked below the top N must still show
@@ -124,8 +135,12 @@ class _Cases:
         elif not flat:
             msg = "no starred cases in these runs; star a node in the inspector or here, or untick “starred only”"
         cstate = CasesState(pools=mined.pools, rows=tuple((c.run_id, c.node_id) for c in flat))
-        return {p.case_state: cstate, p.cases_df: gr.update(value=rows), self.ctx.notice: notice(msg),
-                p.c_summary: mined_summary(mined, bool(starred_only))}
+        return {
+            p.case_state: cstate,
+            p.cases_df: gr.update(value=rows),
+            self.ctx.notice: notice(msg),
+            p.c_summary: mined_summary(mined, bool(starred_only)),
+        }
 
     def case_view(self, run_id: str, nid: int, cstate: CasesState) -> dict[Any, Any]:
         """A case's figure, details, star and note; the last case's zip hidden (built when asked)."""
@@ -133,17 +148,28 @@ class _Cases:
         state = data.state_at(None)
         judge = StepJudge(state)
         step = step_of(data, nid)
-        fig = None if step is None else step_figure(step, selected=nid,
-                                                    truth={c.node_id: judge(c.node_id) for c in step.candidates})
+        fig = (
+            None
+            if step is None
+            else step_figure(step, selected=nid, truth={c.node_id: judge(c.node_id) for c in step.candidates})
+        )
         star = self.ctx.store.get_star(run_id, nid)
         case = _case_of(cstate, run_id, nid)
-        md = (f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
-              f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
-              if case else "") + node_details_md(data, state, nid, judge)
+        md = (
+            f"**{case.quadrant}** · run {md_text(run_id[:8])} ({md_text(data.run.get('method'))} on "
+            f"{md_inline(data.run.get('problem_id'), 80)})\n\n"
+            if case
+            else ""
+        ) + node_details_md(data, state, nid, judge)
         p = self.p
-        return {p.case_fig: fig_json(fig), p.case_md: md, p.case_star: bool(star and star["starred"]),
-                p.case_note: (star or {}).get("note", ""), p.case_export_btn: export_stale(),
-                self.ctx.notice: notice("")}
+        return {
+            p.case_fig: fig_json(fig),
+            p.case_md: md,
+            p.case_star: bool(star and star["starred"]),
+            p.case_note: (star or {}).get("note", ""),
+            p.case_export_btn: export_stale(),
+            self.ctx.notice: notice(""),
+        }
 
     def on_case_select(self, cstate: CasesState, evt: gr.SelectData) -> Any:
         row = row_of(evt)
@@ -160,9 +186,13 @@ class _Cases:
             return {**out, self.ctx.notice: notice("select a case first, then build its export")}
         run_id, nid = cstate.current
         try:
-            bundle = case_bundle(self.ctx.cache.get(run_id), nid, _case_of(cstate, run_id, nid),
-                                 name=safe_name(name) if (name or "").strip() else None,
-                                 star=self.ctx.store.get_star(run_id, nid))
+            bundle = case_bundle(
+                self.ctx.cache.get(run_id),
+                nid,
+                _case_of(cstate, run_id, nid),
+                name=safe_name(name) if (name or "").strip() else None,
+                star=self.ctx.store.get_star(run_id, nid),
+            )
             path = write_bundle(bundle, self.ctx.export_target(request))
         except (ExportError, AccessDenied) as exc:
             return {**out, self.ctx.notice: notice(str(exc))}
@@ -175,8 +205,9 @@ class _Cases:
         case = _case_of(cstate, run_id, nid)
         try:
             require_owner(self.ctx.store, run_id, request, "star or annotate", annotate=True)
-            self.ctx.store.save_case(run_id, nid, starred=bool(starred), note=note or "",
-                                     case_kind=case.quadrant if case else None)
+            self.ctx.store.save_case(
+                run_id, nid, starred=bool(starred), note=note or "", case_kind=case.quadrant if case else None
+            )
         except (StorageError, AccessDenied) as exc:
             return notice(str(exc))
         return notice(f"saved star and note for node {nid} of run {run_id[:8]}", ok=True)
@@ -188,10 +219,16 @@ def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
     h = _Cases(ctx, p)
     viewer = search.viewer
     assert viewer is not None
-    p.c_mine.click(h.on_mine, [ctx.run_state, p.c_scope, p.c_split, p.c_per, p.c_starred],
-                   [p.case_state, p.cases_df, ctx.notice, p.c_summary])
-    p.cases_df.select(h.on_case_select, [p.case_state],
-                      [p.case_state, p.case_fig, p.case_md, p.case_star, p.case_note, p.case_export_btn, ctx.notice])
+    p.c_mine.click(
+        h.on_mine,
+        [ctx.run_state, p.c_scope, p.c_split, p.c_per, p.c_starred],
+        [p.case_state, p.cases_df, ctx.notice, p.c_summary],
+    )
+    p.cases_df.select(
+        h.on_case_select,
+        [p.case_state],
+        [p.case_state, p.case_fig, p.case_md, p.case_star, p.case_note, p.case_export_btn, ctx.notice],
+    )
     for event in (p.case_export_build.click, p.case_export_name.submit):
         event(h.on_case_export, [p.case_state, p.case_export_name], [p.case_export_btn, ctx.notice])
     p.case_save.click(h.on_case_save, [p.case_state, p.case_star, p.case_note], [ctx.notice])
@@ -206,6 +243,11 @@ def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
             out[search.tree] = viewer.draw_tree(out[ctx.run_state], view)[0]
         return out
 
-    p.case_open.click(on_case_open, [ctx.run_state, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters).then(
-        lambda s, **view: viewer.inspect(s, s.selected, **view), [ctx.run_state], viewer.inspect_outputs,
-        inputs_kwargs=search.filters)
+    p.case_open.click(
+        on_case_open, [ctx.run_state, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters
+    ).then(
+        lambda s, **view: viewer.inspect(s, s.selected, **view),
+        [ctx.run_state],
+        viewer.inspect_outputs,
+        inputs_kwargs=search.filters,
+    )

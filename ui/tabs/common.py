@@ -34,8 +34,12 @@ PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.
 PLOTLY_PAGE_HEAD = f'<script src="{PLOTLY_URL}" async></script>'
 TICK_S = 0.5  # poll period while a run is live: new nodes drawn within 2 s of being written (none once all ended)
 DEFAULTS = SearchConfig()
-LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
-         {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
+LATEX = [
+    {"left": "$$", "right": "$$", "display": True},
+    {"left": "$", "right": "$", "display": False},
+    {"left": "\\(", "right": "\\)", "display": False},
+    {"left": "\\[", "right": "\\]", "display": True},
+]
 
 # Draws a figure JSON (the component's value) with Plotly.react (ui/js/plot.js); trees switch between compact
 # glyphs and full boxplots as the view changes (ui/js/treelod.js, the functions plot.js calls): one js_on_load.
@@ -44,10 +48,16 @@ PLOT_JS = page_script("treelod.js") + page_script("plot.js")
 
 def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:
     """A figure slot: shows `empty_text` until its value (figure JSON) arrives, then draws it in place."""
-    return gr.HTML(value="", elem_id=elem_id, js_on_load=PLOT_JS, head=PLOTLY_HEAD, padding=False,
-                   html_template=f'<div class="uats-empty" style="display:flex">{empty_text}</div>'
-                                 f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div>',
-                   min_height=min_height)
+    return gr.HTML(
+        value="",
+        elem_id=elem_id,
+        js_on_load=PLOT_JS,
+        head=PLOTLY_HEAD,
+        padding=False,
+        html_template=f'<div class="uats-empty" style="display:flex">{empty_text}</div>'
+        f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div>',
+        min_height=min_height,
+    )
 
 
 def with_meta(fig: dict[str, Any], **meta: Any) -> dict[str, Any]:
@@ -93,18 +103,37 @@ def row_of(evt: gr.SelectData) -> int | None:
     return evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
 
 
-def view_of(score_min: Any = 0.0, score_max: Any = 1.0, high_variance_only: Any = False, hide_pruned: Any = False,
-            depth_max: Any = 0, search: Any = "", glyphs: Any = True, show_decisions: Any = True,
-            collapsed: Any = (), collapse_pruned: Any = False, focus: Any = "whole tree") -> ViewOptions:
+def view_of(
+    score_min: Any = 0.0,
+    score_max: Any = 1.0,
+    high_variance_only: Any = False,
+    hide_pruned: Any = False,
+    depth_max: Any = 0,
+    search: Any = "",
+    glyphs: Any = True,
+    show_decisions: Any = True,
+    collapsed: Any = (),
+    collapse_pruned: Any = False,
+    focus: Any = "whole tree",
+) -> ViewOptions:
     """ViewOptions from the view filters' raw values (sliders may arrive swapped, depth 0 means all)."""
     lo, hi = float(score_min or 0.0), float(score_max if score_max is not None else 1.0)
     if lo > hi:
         lo, hi = hi, lo
     dmax = int(depth_max) if depth_max else None
-    return ViewOptions(score_min=lo, score_max=hi, high_variance_only=bool(high_variance_only),
-                       hide_pruned=bool(hide_pruned), depth_max=dmax, search=search or "", glyphs=bool(glyphs),
-                       show_decisions=bool(show_decisions), collapsed=frozenset(collapsed or ()),
-                       collapse_pruned=bool(collapse_pruned), focus=str(focus or "whole tree"))
+    return ViewOptions(
+        score_min=lo,
+        score_max=hi,
+        high_variance_only=bool(high_variance_only),
+        hide_pruned=bool(hide_pruned),
+        depth_max=dmax,
+        search=search or "",
+        glyphs=bool(glyphs),
+        show_decisions=bool(show_decisions),
+        collapsed=frozenset(collapsed or ()),
+        collapse_pruned=bool(collapse_pruned),
+        focus=str(focus or "whole tree"),
+    )
 
 
 class RunCache:
@@ -191,11 +220,18 @@ class PollParts:
 
     parts: list[PollPart] = field(default_factory=list)
 
-    def add(self, fn: Callable[..., Any], inputs: Sequence[Any], outputs: Sequence[Any],
-            inputs_kwargs: Mapping[str, Any] | None = None, with_request: bool = False,
-            with_reads: bool = False) -> None:
-        self.parts.append(PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request,
-                                   with_reads))
+    def add(
+        self,
+        fn: Callable[..., Any],
+        inputs: Sequence[Any],
+        outputs: Sequence[Any],
+        inputs_kwargs: Mapping[str, Any] | None = None,
+        with_request: bool = False,
+        with_reads: bool = False,
+    ) -> None:
+        self.parts.append(
+            PollPart(fn, list(inputs), list(outputs), dict(inputs_kwargs or {}), with_request, with_reads)
+        )
 
 
 @dataclass

@@ -56,16 +56,21 @@ class CompareTab:
 def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float]) -> str:
     """Three lines: both runs' outcome, answer and cost; where their decisions first differ; what uncertainty
     changed (or why it changed nothing)."""
-    same = (a.run.get("problem_id") == b.run.get("problem_id") and a.run.get("seed") == b.run.get("seed")
-            and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget"))
+    same = (
+        a.run.get("problem_id") == b.run.get("problem_id")
+        and a.run.get("seed") == b.run.get("seed")
+        and (a.run.get("config") or {}).get("budget") == (b.run.get("config") or {}).get("budget")
+    )
     name_a, name_b = pair_labels(a.run, b.run)
-    return (f"**{md_text(name_a)}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
-            f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(name_b)}** "
-            f"({outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
-            f"{float(b.run.get('cost') or 0):,.0f}) · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
-            + ("" if same else " · ⚠ different problem, seed or budget")
-            + f"\n\n**Where they first differ:** {md_text(divergence_text(div))}"
-            + f"\n\n**Uncertainty:** {md_text(changes_summary(a, b))}")
+    return (
+        f"**{md_text(name_a)}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
+        f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(name_b)}** "
+        f"({outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
+        f"{float(b.run.get('cost') or 0):,.0f}) · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
+        + ("" if same else " · ⚠ different problem, seed or budget")
+        + f"\n\n**Where they first differ:** {md_text(divergence_text(div))}"
+        + f"\n\n**Uncertainty:** {md_text(changes_summary(a, b))}"
+    )
 
 
 class _Compare:
@@ -93,11 +98,15 @@ class _Compare:
         cs.changed = tuple(tuple(x) for x in targets)
         mx = max(1, a.max_iteration, b.max_iteration)
         p = self.p
-        return {p.cmp_tree_a: fig_json(fa), p.cmp_tree_b: fig_json(fb),
-                p.cmp_summary: _summary(a, b, decision_divergence(a, b), crange), p.cmp_table: gr.update(value=rows),
-                p.cmp_slider: gr.update(maximum=mx, value=mx if t is None else t),
-                p.cmp_changed: gr.update(value=changed),
-                p.cmp_ood: gr.update(visible=offers_ood_pair(self.ctx.choices, a, b))}
+        return {
+            p.cmp_tree_a: fig_json(fa),
+            p.cmp_tree_b: fig_json(fb),
+            p.cmp_summary: _summary(a, b, decision_divergence(a, b), crange),
+            p.cmp_table: gr.update(value=rows),
+            p.cmp_slider: gr.update(maximum=mx, value=mx if t is None else t),
+            p.cmp_changed: gr.update(value=changed),
+            p.cmp_ood: gr.update(visible=offers_ood_pair(self.ctx.choices, a, b)),
+        }
 
     def pair_state(self, a_id: str, b_id: str) -> ComparedPair:
         """The compared pair's state, drawn live (t None) from the runs' current versions."""
@@ -123,8 +132,13 @@ class _Compare:
         if not cs.both:
             return {**out, self.ctx.notice: notice("compare two runs first, then build their export")}
         try:
-            bundle = compare_bundle(self.ctx.cache.get(str(cs.a)), self.ctx.cache.get(str(cs.b)),
-                                    name=safe_name(name) if (name or "").strip() else None, shadows=self.shadows(cs), t=cs.t)
+            bundle = compare_bundle(
+                self.ctx.cache.get(str(cs.a)),
+                self.ctx.cache.get(str(cs.b)),
+                name=safe_name(name) if (name or "").strip() else None,
+                shadows=self.shadows(cs),
+                t=cs.t,
+            )
             path = write_bundle(bundle, self.ctx.export_target(request))
         except (ExportError, StorageError, AccessDenied) as exc:
             return {**out, self.ctx.notice: notice(str(exc))}
@@ -144,8 +158,11 @@ class _Compare:
         `second`; the pair names each run's estimator in every panel (views.comparison.pair_labels)."""
         first = form.get("estimator")
         if second not in ESTIMATORS or second == first:
-            return {self.ctx.notice: notice(f"second estimator: choose one of {', '.join(ESTIMATORS)} other than "
-                                            f"the form's ({first})")}
+            return {
+                self.ctx.notice: notice(
+                    f"second estimator: choose one of {', '.join(ESTIMATORS)} other than the form's ({first})"
+                )
+            }
         runs = [("h-uats", form), ("h-uats", {**form, "estimator": second})]
         return self._start_pair(request, runs, "compare estimators", f" (estimators {first} and {second})")
 
@@ -160,8 +177,12 @@ class _Compare:
             form = ood_pair_form(self.ctx.choices, uats.run)
         except FORM_ERRORS as exc:
             return {self.ctx.notice: notice(form_error(exc))}
-        return self._start_pair(request, [("h-uats", form), ("rebase", form)], "compare OOD",
-                                " with policy B (out of distribution for the PRM)")
+        return self._start_pair(
+            request,
+            [("h-uats", form), ("rebase", form)],
+            "compare OOD",
+            " with policy B (out of distribution for the PRM)",
+        )
 
     def _start_pair(self, request: gr.Request, runs: list[tuple[str, dict[str, Any]]], label: str, said: str) -> Any:
         """Queue both runs (method, form) and follow them live; both forms are checked before either is queued."""
@@ -180,10 +201,14 @@ class _Compare:
         out = self.drawn(cs, None)
         del out[self.p.cmp_slider]  # the slider stays as it is until the pair is stepped
         names = [METHOD_NAMES.get(m, m) for m, _ in runs]
-        out[self.ctx.notice] = notice(f"started {names[0]} {ids[0][:8]} and {names[1]} {ids[1][:8]}{said}; both "
-                                      "trees follow live", ok=True)
-        return {**out, self.p.cmp_a: gr.update(choices=choices, value=ids[0]),
-                self.p.cmp_b: gr.update(choices=choices, value=ids[1])}
+        out[self.ctx.notice] = notice(
+            f"started {names[0]} {ids[0][:8]} and {names[1]} {ids[1][:8]}{said}; both trees follow live", ok=True
+        )
+        return {
+            **out,
+            self.p.cmp_a: gr.update(choices=choices, value=ids[0]),
+            self.p.cmp_b: gr.update(choices=choices, value=ids[1]),
+        }
 
     def on_cmp_tick(self, cs: ComparedPair, reads: RunReads) -> Any:
         """Redraw a live pair when it changed; follow a shadow job's progress and, once it ended, redraw with
@@ -216,18 +241,27 @@ class _Compare:
             if said == job.said:
                 return {}, False
             cs.shadow = replaced(job, said=said)
-            return {self.ctx.notice: notice(f"shadow scoring of run {side} ({rid}) queued: it starts when a worker is "
-                                            "free" if row["status"] == RunStatus.QUEUED else
-                                            f"shadow passes on run {side} ({rid}): {row['done']} of {row['total']} "
-                                            "nodes", ok=True)}, False
+            return {
+                self.ctx.notice: notice(
+                    f"shadow scoring of run {side} ({rid}) queued: it starts when a worker is free"
+                    if row["status"] == RunStatus.QUEUED
+                    else f"shadow passes on run {side} ({rid}): {row['done']} of {row['total']} nodes",
+                    ok=True,
+                )
+            }, False
         cs.shadow = None
         if row["status"] == RunStatus.FINISHED:
             n_ood = sum(1 for r in read_shadow(self.ctx.store, job.run).values() if r.get("ood"))
-            note = notice(f"shadow-scored run {side} ({rid}): {row['total']} nodes × {row['k']} passes, {n_ood} OOD; "
-                          "stored apart, its cost unchanged", ok=True)
+            note = notice(
+                f"shadow-scored run {side} ({rid}): {row['total']} nodes × {row['k']} passes, {n_ood} OOD; "
+                "stored apart, its cost unchanged",
+                ok=True,
+            )
         else:
-            note = notice(f"shadow scoring of run {side} ({rid}) {row['status']}: {row['error']}; "
-                          f"{row['done']} of {row['total']} nodes kept")
+            note = notice(
+                f"shadow scoring of run {side} ({rid}) {row['status']}: {row['error']}; "
+                f"{row['done']} of {row['total']} nodes kept"
+            )
         return {self.ctx.notice: note, self.p.cmp_shadow_key: f"{job.id}:{row['status']}"}, True
 
     def explain(self, cs: ComparedPair, side: str, node_id: int, note: str = "") -> dict[Any, Any]:
@@ -241,17 +275,21 @@ class _Compare:
         if step is None:
             return {self.p.cmp_why: why, self.p.cmp_inspector: ""}
         why += explain_step(data, step.iteration)
-        return {self.p.cmp_why: why,
-                self.p.cmp_inspector: fig_json(step_figure(step, selected=node_id, shadow=shadow, per_page=200))}
+        return {
+            self.p.cmp_why: why,
+            self.p.cmp_inspector: fig_json(step_figure(step, selected=node_id, shadow=shadow, per_page=200)),
+        }
 
     def on_node(self, side: str) -> Callable[..., Any]:
         """A click in tree `side`: the node's decision in words (with its shadow reading) and its step."""
+
         def handler(cs: ComparedPair, evt: gr.EventData) -> Any:
             node_id = (getattr(evt, "_data", None) or {}).get("node_id")
             if not cs.run(side) or not isinstance(node_id, int):
                 return gr.skip()
             cs.selected = (node_id, None) if side == "a" else (None, node_id)
             return {self.ctx.pair_state: cs, **self.explain(cs, side, node_id)}
+
         return handler
 
     def on_changed(self, cs: ComparedPair, evt: gr.SelectData) -> Any:
@@ -270,10 +308,19 @@ class _Compare:
         key = data.state_at(None).prefix_key(node_id)
         match, shared = counterpart(self.ctx.cache.get(str(cs.run(other))).state_at(t), key)
         cs.selected, cs.t = ((node_id, match) if side == "a" else (match, node_id)), t
-        said = ("the same steps" if shared == len(key) else
-                f"the first {shared} of its {len(key)} steps" if shared else "none of its steps: its root")
-        note = (f" · in run {other.upper()}: node {match}, which shares {said}")
-        return {self.ctx.pair_state: cs, **self.compare_view(cs, t), **self.explain(cs, side, node_id, html.escape(note))}
+        said = (
+            "the same steps"
+            if shared == len(key)
+            else f"the first {shared} of its {len(key)} steps"
+            if shared
+            else "none of its steps: its root"
+        )
+        note = f" · in run {other.upper()}: node {match}, which shares {said}"
+        return {
+            self.ctx.pair_state: cs,
+            **self.compare_view(cs, t),
+            **self.explain(cs, side, node_id, html.escape(note)),
+        }
 
     def open_case(self, run_id: str, counter_id: str) -> dict[Any, Any]:
         """A case of the case finder: the H-UATS run (A) beside its counterfactual without uncertainty (B), drawn at
@@ -281,8 +328,10 @@ class _Compare:
         cs = self.pair_state(run_id, counter_id)
         first = parting(self.ctx.cache.get(run_id), self.ctx.cache.get(counter_id))
         choices = self.run_choices()
-        pickers = {self.p.cmp_a: gr.update(choices=choices, value=run_id),
-                   self.p.cmp_b: gr.update(choices=choices, value=counter_id)}
+        pickers = {
+            self.p.cmp_a: gr.update(choices=choices, value=run_id),
+            self.p.cmp_b: gr.update(choices=choices, value=counter_id),
+        }
         if first is None:  # the two decided alike throughout (the run log was rewritten since the list was made)
             return {**self.drawn(cs, None), **pickers}
         side, node = ("a", first.node_a) if first.node_a is not None else ("b", first.node_b)
@@ -294,28 +343,44 @@ class _Compare:
         if not cs.both:
             return {self.ctx.notice: notice("compare two runs first")}
         if cs.shadow:
-            return {self.ctx.notice: notice("a shadow scoring job of this pair is still going; wait for it or cancel "
-                                            "it")}
-        side = next((x for x in ("b", "a")
-                     if self.ctx.store.get_run(str(cs.run(x)))["method"] not in uncertainty_methods()), "b")
+            return {
+                self.ctx.notice: notice("a shadow scoring job of this pair is still going; wait for it or cancel it")
+            }
+        side = next(
+            (x for x in ("b", "a") if self.ctx.store.get_run(str(cs.run(x)))["method"] not in uncertainty_methods()),
+            "b",
+        )
         run_id = str(cs.run(side))
         try:
             # the scores are stored with the run, one set per node: only who owns the run writes them, so no one
             # replaces another's (as stars and notes)
             require_owner(self.ctx.store, run_id, request, "shadow-score", annotate=True)
-            job = submit_shadow(self.ctx.store, self.ctx.pool, run_id, k, self.ctx.choices.model("prm", prm),
-                                prm_kind, session_of(request))  # only a PRM the server offers
+            job = submit_shadow(
+                self.ctx.store,
+                self.ctx.pool,
+                run_id,
+                k,
+                self.ctx.choices.model("prm", prm),
+                prm_kind,
+                session_of(request),
+            )  # only a PRM the server offers
         except (*FORM_ERRORS, AccessDenied) as exc:
             return {self.ctx.notice: notice(str(exc))}
-        return {self.ctx.pair_state: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
-                self.ctx.notice: notice(f"shadow scoring of run {side.upper()} ({run_id[:8]}) queued", ok=True)}
+        return {
+            self.ctx.pair_state: replaced(cs, shadow=ShadowJob(id=job, run=run_id, side=side)),
+            self.ctx.notice: notice(f"shadow scoring of run {side.upper()} ({run_id[:8]}) queued", ok=True),
+        }
 
     def on_shadow_cancel(self, cs: ComparedPair) -> Any:
         if not cs.shadow:
             return notice("no shadow scoring job is going")
         ok = request_shadow_cancel(self.ctx.store, cs.shadow.id)
-        return notice("cancel requested: shadow scoring stops after its current batch, keeping what it scored"
-                      if ok else "the shadow scoring job had already ended", ok=ok)
+        return notice(
+            "cancel requested: shadow scoring stops after its current batch, keeping what it scored"
+            if ok
+            else "the shadow scoring job had already ended",
+            ok=ok,
+        )
 
     def on_tab_compare(self, s: OpenRun, cs: ComparedPair) -> tuple[Any, Any]:
         """The pickers' choices (updates of pickers A and B); by default the open run and its partner (same
@@ -336,9 +401,13 @@ class _Compare:
         if cs.a or not a:  # a pair is drawn already (and followed by the tick), or nothing is picked
             return pickers
         if not b:
-            return {**pickers, self.ctx.notice: notice(
-                f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same "
-                "problem, seed and budget): pick run B, or start the pair")}
+            return {
+                **pickers,
+                self.ctx.notice: notice(
+                    f"run {a[:8]} is in picker A; no stored partner (the other of H-UATS and REBASE on the same "
+                    "problem, seed and budget): pick run B, or start the pair"
+                ),
+            }
         return {**pickers, **self.drawn(self.pair_state(a, b), None)}
 
 
@@ -354,32 +423,46 @@ def build_compare_tab(ctx: AppContext, search: SearchTab, tab: gr.Tab) -> Compar
     export_ins, export_outs = [cst, p.cmp_export_name], [p.cmp_export_btn, ctx.notice]
     # a zip is built when asked (ui.tabs.exports); a new pair or shadow scores make the last one stale
     p.cmp_load.click(h.on_compare, [cst, p.cmp_a, p.cmp_b], [cst, ctx.notice, *view]).then(
-        export_stale, None, [p.cmp_export_btn])
+        export_stale, None, [p.cmp_export_btn]
+    )
     tab.select(h.on_tab_open, [ctx.run_state, cst], [cst, ctx.notice, p.cmp_a, p.cmp_b, *view]).then(
-        export_stale, None, [p.cmp_export_btn])
+        export_stale, None, [p.cmp_export_btn]
+    )
     p.cmp_export_build.click(h.on_compare_export, export_ins, export_outs)
     p.cmp_export_name.submit(h.on_compare_export, export_ins, export_outs)
 
     step_outputs = [cst, *view]
-    p.cmp_slider.input(h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last",
-                       show_progress="hidden")
+    p.cmp_slider.input(
+        h.cmp_step, [cst, p.cmp_slider], step_outputs, trigger_mode="always_last", show_progress="hidden"
+    )
     p.cmp_prev.click(lambda cs, t: h.cmp_step(cs, (t or 0) - 1), [cst, p.cmp_slider], step_outputs)
     p.cmp_next.click(lambda cs, t: h.cmp_step(cs, (t or 0) + 1), [cst, p.cmp_slider], step_outputs)
     pair_outputs = [cst, ctx.notice, p.cmp_a, p.cmp_b, *[c for c in view if c is not p.cmp_slider]]
     # the pair never starts paused: the form without start_paused
     p.cmp_pair.click(h.on_pair, [cst], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False))
-    p.cmp_est_pair.click(h.on_estimator_pair, [cst, p.cmp_est_b], pair_outputs,
-                         inputs_kwargs=search.run_inputs(with_paused=False))
+    p.cmp_est_pair.click(
+        h.on_estimator_pair, [cst, p.cmp_est_b], pair_outputs, inputs_kwargs=search.run_inputs(with_paused=False)
+    )
     p.cmp_ood.click(h.on_ood_pair, [cst], pair_outputs)
     ctx.poll.add(h.on_cmp_tick, [cst], [ctx.notice, *view, p.cmp_shadow_key], with_reads=True)
     for side, tree in (("a", p.cmp_tree_a), ("b", p.cmp_tree_b)):
         tree.select(h.on_node(side), [cst], [cst, p.cmp_why, p.cmp_inspector], show_progress="hidden")
     # then bring the trees into view (on a laptop screen they sit below the list): the rings are what was asked for
-    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector]).then(None, js=SCROLL_TO_TREES)
-    build_case_finder(ctx, p.finder, h.open_case, [cst, ctx.notice, p.cmp_a, p.cmp_b, *view, p.cmp_why, p.cmp_inspector],
-                      search.run_inputs(with_paused=False), then_js=SCROLL_TO_TREES, stale=p.cmp_export_btn)
-    p.cmp_shadow.click(h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]],
-                       [cst, ctx.notice])
+    p.cmp_changed.select(h.on_changed, [cst], [*step_outputs, p.cmp_why, p.cmp_inspector]).then(
+        None, js=SCROLL_TO_TREES
+    )
+    build_case_finder(
+        ctx,
+        p.finder,
+        h.open_case,
+        [cst, ctx.notice, p.cmp_a, p.cmp_b, *view, p.cmp_why, p.cmp_inspector],
+        search.run_inputs(with_paused=False),
+        then_js=SCROLL_TO_TREES,
+        stale=p.cmp_export_btn,
+    )
+    p.cmp_shadow.click(
+        h.on_shadow, [cst, p.cmp_shadow_k, search.form["prm"], search.form["prm_kind"]], [cst, ctx.notice]
+    )
     p.cmp_shadow_cancel.click(h.on_shadow_cancel, [cst], [ctx.notice])
     # a shadow job ended: its scores join the figures, and the zip built before them is stale (built when asked)
     p.cmp_shadow_key.change(export_stale, None, [p.cmp_export_btn], show_progress="hidden")  # set by the tick

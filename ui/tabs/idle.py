@@ -42,6 +42,7 @@ def wire_idle_timer(ctx: AppContext) -> None:
     """Stop ctx.timer when idle; start it again whenever the open run or the compared pair changes. Only the
     user's own changes fire those states' change (the poll writes them in place, ui/tabs/poll.py): an update
     restarts the page's interval, and one sent on every tick held each next tick back by a full period."""
+
     def on_tick(s: OpenRun, cs: ComparedPair, reads: RunReads) -> Any:
         return {ctx.timer: gr.Timer(active=False)} if is_idle(ctx, s, cs, reads) else gr.skip()
 

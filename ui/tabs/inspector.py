@@ -19,15 +19,17 @@ from .search_layout import SearchTab
 from .viewer import RunViewer
 
 
-def export_run_zip(ctx: AppContext, run_id: str | None, name: str | None,
-                   request: gr.Request | None = None) -> tuple[Any, str]:
+def export_run_zip(
+    ctx: AppContext, run_id: str | None, name: str | None, request: gr.Request | None = None
+) -> tuple[Any, str]:
     """The open run's export zip (rebuilt: a DownloadButton downloads its current value) in the requester's
     export folder, and a message."""
     if not run_id:
         return gr.update(value=None), ""
     data = ctx.cache.get(run_id)
-    bundle = run_bundle(data, name=safe_name(name) if (name or "").strip() else None,
-                            stars=ctx.store.list_stars(run_id))
+    bundle = run_bundle(
+        data, name=safe_name(name) if (name or "").strip() else None, stars=ctx.store.list_stars(run_id)
+    )
     path = write_bundle(bundle, ctx.export_target(request))
     return gr.update(value=str(path), label=f"Download {path.name}"), f"export ready: {path.name}"
 
@@ -42,10 +44,19 @@ def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
     # no loading overlay: the inspector opens at the click (ui/js/plot.js), and Gradio's pending/complete status
     # on each output was a fifth of the page's time per click
     t.tree.select(on_tree_select, [ctx.run_state], outs, inputs_kwargs=t.filters, show_progress="hidden")
-    t.go_node.click(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.run_state, t.node_box], outs,
-                    inputs_kwargs=t.filters, api_name="inspect_node")
-    t.node_box.submit(lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view), [ctx.run_state, t.node_box],
-                      outs, inputs_kwargs=t.filters)
+    t.go_node.click(
+        lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view),
+        [ctx.run_state, t.node_box],
+        outs,
+        inputs_kwargs=t.filters,
+        api_name="inspect_node",
+    )
+    t.node_box.submit(
+        lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view),
+        [ctx.run_state, t.node_box],
+        outs,
+        inputs_kwargs=t.filters,
+    )
 
     def on_collapse(s: OpenRun, **view: Any) -> Any:
         if not s.run_id or s.selected is None:

@@ -27,7 +27,9 @@ def _int_param(params: Any, name: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"{name}: {raw!r} in the address is not a whole number; remove it or give e.g. {name}=3") from None
+        raise ValueError(
+            f"{name}: {raw!r} in the address is not a whole number; remove it or give e.g. {name}=3"
+        ) from None
 
 
 def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:

@@ -36,16 +36,18 @@ def choice_of(choices: ServerChoices, field_name: str, stored: Any) -> str | Non
     """The name this server offers a stored run's policy or PRM under; None when it offers no such model."""
     offered = choices.policies if field_name == "policy" else choices.prms
     for name, spec in offered.items():
-        if (spec is None and stored in _EMBEDDED_AS[field_name]) or \
-                (spec is not None and stored is not None and _same_model(str(stored), spec)):
+        if (spec is None and stored in _EMBEDDED_AS[field_name]) or (
+            spec is not None and stored is not None and _same_model(str(stored), spec)
+        ):
             return name
     return None
 
 
 def _world_problem(choices: ServerChoices, run: dict[str, Any]) -> bool:
     """The run's problem is one of the arithmetic world's the server lists (policy B serves those only)."""
-    return any(p.id == run.get("problem_id") and p.question == run.get("question")
-               for p in dataset_problems(ARITH, choices))
+    return any(
+        p.id == run.get("problem_id") and p.question == run.get("question") for p in dataset_problems(ARITH, choices)
+    )
 
 
 def offers_ood_pair(choices: ServerChoices, a: RunData, b: RunData) -> bool:
@@ -55,8 +57,12 @@ def offers_ood_pair(choices: ServerChoices, a: RunData, b: RunData) -> bool:
     if uats is None or uats.run.get("status") != RunStatus.FINISHED or uncertainty_changes(uats):
         return False
     run = uats.run
-    return (POLICY_B in choices.policies and choice_of(choices, "policy", run.get("policy")) == EMBEDDED
-            and choice_of(choices, "prm", run.get("prm")) is not None and _world_problem(choices, run))
+    return (
+        POLICY_B in choices.policies
+        and choice_of(choices, "policy", run.get("policy")) == EMBEDDED
+        and choice_of(choices, "prm", run.get("prm")) is not None
+        and _world_problem(choices, run)
+    )
 
 
 def ood_pair_form(choices: ServerChoices, run: dict[str, Any]) -> dict[str, Any]:
@@ -66,12 +72,24 @@ def ood_pair_form(choices: ServerChoices, run: dict[str, Any]) -> dict[str, Any]
         raise ConfigError("policy", "this server does not offer the arithmetic world's policy B")
     prm = choice_of(choices, "prm", run.get("prm"))
     if prm is None:
-        raise ConfigError("prm", "this pair's PRM is not one of the models this server offers, so its OOD pair "
-                                 "cannot be run here")
+        raise ConfigError(
+            "prm", "this pair's PRM is not one of the models this server offers, so its OOD pair cannot be run here"
+        )
     if not _world_problem(choices, run):
-        raise ConfigError("problem", "policy B writes the arithmetic world's steps only; this pair's problem is "
-                                     "not one of that world's")
+        raise ConfigError(
+            "problem",
+            "policy B writes the arithmetic world's steps only; this pair's problem is not one of that world's",
+        )
     config = {**SearchConfig().to_dict(), **(run.get("config") or {})}  # a field older run logs lack: its default
-    return {**{k: config[k] for k in CONFIG_FIELDS}, "policy": POLICY_B, "prm": prm, "prm_kind": "detect",
-            "policy_opts": "", "prm_opts": "", "dataset": ARITH, "problem": run.get("problem_id"),
-            "free_question": "", "free_answer": ""}
+    return {
+        **{k: config[k] for k in CONFIG_FIELDS},
+        "policy": POLICY_B,
+        "prm": prm,
+        "prm_kind": "detect",
+        "policy_opts": "",
+        "prm_opts": "",
+        "dataset": ARITH,
+        "problem": run.get("problem_id"),
+        "free_question": "",
+        "free_answer": "",
+    }

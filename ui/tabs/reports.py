@@ -31,15 +31,22 @@ class ReportsTab:
 
 def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
     """The tab's components and handlers; call inside the `gr.Tab`. Returns what the page-level events need."""
-    gr.Markdown("Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
-                "layout and its Figure 2 analysis, built from the committed results ledger (the arithmetic "
-                "grid in `results/`, picked by default) or from an evaluation run log "
-                "(`uats eval ... --db PATH`, copied into the folder given as `app.py --reports-dir`; "
-                "`uats report` writes the same as offline HTML and PNG). Below: the A-UATS "
-                "controller's training curves.")
+    gr.Markdown(
+        "Accuracy against N and against compute actually spent, Pass@N, the paper's Table 4 "
+        "layout and its Figure 2 analysis, built from the committed results ledger (the arithmetic "
+        "grid in `results/`, picked by default) or from an evaluation run log "
+        "(`uats eval ... --db PATH`, copied into the folder given as `app.py --reports-dir`; "
+        "`uats report` writes the same as offline HTML and PNG). Below: the A-UATS "
+        "controller's training curves."
+    )
     with gr.Row():
-        source = gr.Dropdown(sources.choices(), value=sources.default_key(),
-                             label="results ledger or evaluation run log (opened read-only)", elem_id="rep-db", scale=4)
+        source = gr.Dropdown(
+            sources.choices(),
+            value=sources.default_key(),
+            label="results ledger or evaluation run log (opened read-only)",
+            elem_id="rep-db",
+            scale=4,
+        )
         rep_refresh = gr.Button("Refresh list", elem_id="rep-refresh", scale=1)
         rep_common = gr.Checkbox(True, label="only problems every method finished", elem_id="rep-common")
         rep_build = gr.Button("Build report", variant="primary", elem_id="rep-build")
@@ -61,8 +68,11 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
             md, figs = report_view(sources, key, bool(common), progress=lambda f, what: progress(f, desc=what))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
             return {rep_md: "", **{plot: "" for plot in plots}, ctx.notice: notice(f"report: {exc}")}
-        return {rep_md: md, **{plot: fig_json(figs.get(n)) for n, plot in zip(REPORT_FIGURES, plots)},
-                ctx.notice: notice("")}
+        return {
+            rep_md: md,
+            **{plot: fig_json(figs.get(n)) for n, plot in zip(REPORT_FIGURES, plots)},
+            ctx.notice: notice(""),
+        }
 
     rep_build.click(on_report, [source, rep_common], [rep_md, rep_acc_n, rep_acc_cost, rep_prm, ctx.notice])
 
@@ -85,8 +95,10 @@ def build_reports_tab(ctx: AppContext, sources: ReportSources) -> ReportsTab:
             fig = training_curve_figure(curve_rows(sources, key, name))
         except (ConfigError, StorageError, ValueError, OSError) as exc:
             return {curve_plot: "", ctx.notice: notice(f"training curve: {exc}")}
-        return {curve_plot: fig_json(fig),
-                ctx.notice: notice("" if fig else f"training curve {name!r} has no rounds yet")}
+        return {
+            curve_plot: fig_json(fig),
+            ctx.notice: notice("" if fig else f"training curve {name!r} has no rounds yet"),
+        }
 
     curve_refresh.click(on_curve_list, [source, curve_pick], [curve_pick])
     source.change(on_curve_list, [source, curve_pick], [curve_pick])

@@ -63,8 +63,18 @@ button[disabled] { cursor: not-allowed; }
 #run-bar-js { display: none; }
 """
 # The controls whose disabled state the hint explains; their tooltips are the hint's text.
-EXPLAINED = ("cancel-btn", "pause-btn", "step-btn", "resume-btn", "prev-btn", "play-btn", "next-btn", "inspect-btn",
-             "collapse-btn", "expand-all")
+EXPLAINED = (
+    "cancel-btn",
+    "pause-btn",
+    "step-btn",
+    "resume-btn",
+    "prev-btn",
+    "play-btn",
+    "next-btn",
+    "inspect-btn",
+    "collapse-btn",
+    "expand-all",
+)
 
 RUN_BAR_JS = page_script("runbar.js")  # reads the ids of EXPLAINED from its props
 
@@ -81,10 +91,12 @@ def build_run_bar(c: dict[str, Any]) -> None:
             with gr.Row(elem_classes=["uats-group"]):
                 c["run_btn"] = gr.Button("▶ Run search", variant="primary", elem_id="run-btn", size="sm", scale=0)
                 # step mode: the run waits before each iteration for a Step (or a Resume)
-                c["start_paused"] = gr.Checkbox(False, label="start paused", elem_id="start-paused",
-                                                container=False, min_width=100, scale=0)
-                c["cancel_btn"] = gr.Button("■ Cancel", variant="stop", elem_id="cancel-btn", size="sm", scale=0,
-                                            interactive=False)
+                c["start_paused"] = gr.Checkbox(
+                    False, label="start paused", elem_id="start-paused", container=False, min_width=100, scale=0
+                )
+                c["cancel_btn"] = gr.Button(
+                    "■ Cancel", variant="stop", elem_id="cancel-btn", size="sm", scale=0, interactive=False
+                )
                 c["pause_btn"] = gr.Button("❚❚ Pause", elem_id="pause-btn", size="sm", scale=0, interactive=False)
                 c["step_btn"] = gr.Button("▶❚ Step", elem_id="step-btn", size="sm", scale=0, interactive=False)
                 c["resume_btn"] = gr.Button("▶ Resume", elem_id="resume-btn", size="sm", scale=0, interactive=False)
@@ -92,14 +104,32 @@ def build_run_bar(c: dict[str, Any]) -> None:
                 c["prev_btn"] = gr.Button("◀ prev", elem_id="prev-btn", size="sm", scale=0, interactive=False)
                 c["play_btn"] = gr.Button("▶ play", elem_id="play-btn", size="sm", scale=0, interactive=False)
                 c["next_btn"] = gr.Button("next ▶", elem_id="next-btn", size="sm", scale=0, interactive=False)
-                c["t_slider"] = gr.Slider(0, 1, value=0, step=1, label="iteration t", elem_id="t-slider",
-                                          show_label=False, container=False, interactive=False, scale=1)
-                c["follow"] = gr.Checkbox(True, label="follow live", elem_id="follow", container=False, scale=0,
-                                          min_width=90)
+                c["t_slider"] = gr.Slider(
+                    0,
+                    1,
+                    value=0,
+                    step=1,
+                    label="iteration t",
+                    elem_id="t-slider",
+                    show_label=False,
+                    container=False,
+                    interactive=False,
+                    scale=1,
+                )
+                c["follow"] = gr.Checkbox(
+                    True, label="follow live", elem_id="follow", container=False, scale=0, min_width=90
+                )
         c["status_md"] = gr.Markdown("**No run open.**", elem_id="run-status")
         c["run_hint"] = gr.Markdown(NO_RUN_HINT, elem_id="run-hint")
-        gr.HTML(value="", elem_id="run-bar-js", js_on_load=RUN_BAR_JS, html_template="<span></span>", padding=False,
-                explained=list(EXPLAINED), ended=[st.value for st in RunStatus if st not in LIVE])
+        gr.HTML(
+            value="",
+            elem_id="run-bar-js",
+            js_on_load=RUN_BAR_JS,
+            html_template="<span></span>",
+            padding=False,
+            explained=list(EXPLAINED),
+            ended=[st.value for st in RunStatus if st not in LIVE],
+        )
 
 
 CONTROL_VERBS = "cancel, pause, step or resume"
@@ -114,20 +144,26 @@ def control_state(run: dict[str, Any] | None, denied: str | None = None) -> tupl
     status, paused = run.get("status"), bool(run.get("paused"))
     rid = str(run.get("run_id", ""))[:8]
     if status not in LIVE:
-        return ({"cancel": False, "pause": False, "step": False, "resume": False, "replay": True},
-                f"Run {rid} has ended ({status}): nothing to cancel, pause, step or resume; Run search "
-                "starts a new one.")
+        return (
+            {"cancel": False, "pause": False, "step": False, "resume": False, "replay": True},
+            f"Run {rid} has ended ({status}): nothing to cancel, pause, step or resume; Run search starts a new one.",
+        )
     if denied:
         return {"cancel": False, "pause": False, "step": False, "resume": False, "replay": True}, denied
     if paused:
-        return ({"cancel": True, "pause": False, "step": True, "resume": True, "replay": True},
-                f"Run {rid} is paused: Step runs one iteration, Resume runs it to the end.")
-    return ({"cancel": True, "pause": True, "step": True, "resume": False, "replay": True},
-            f"Run {rid} is {status}: Pause holds it after this iteration; Step pauses it after the next.")
+        return (
+            {"cancel": True, "pause": False, "step": True, "resume": True, "replay": True},
+            f"Run {rid} is paused: Step runs one iteration, Resume runs it to the end.",
+        )
+    return (
+        {"cancel": True, "pause": True, "step": True, "resume": False, "replay": True},
+        f"Run {rid} is {status}: Pause holds it after this iteration; Step pauses it after the next.",
+    )
 
 
-def bar_state(store: RunStore, s: OpenRun | None, request: gr.Request | None,
-              reads: RunReads | None = None) -> tuple[dict[str, bool], str]:
+def bar_state(
+    store: RunStore, s: OpenRun | None, request: gr.Request | None, reads: RunReads | None = None
+) -> tuple[dict[str, bool], str]:
     """control_state of the run open in `s` as the requester sees it: a live run someone else started
     (or the command line) has its controls disabled, with require_owner's reason as the hint. `reads`: the
     event's reads of the run log (one row: status, pause and owner)."""
@@ -163,8 +199,10 @@ def wire_run_bar(ctx: AppContext, controls: dict[str, list[gr.Button]], hint: gr
         return {**{b: gr.update(interactive=can[k]) for k in keys for b in controls[k]}, hint: why, shown: now}
 
     # the user's own changes (open, run, select) fire ctx.run_state's change; a tick's (a run ending) come with the poll
-    ctx.run_state.change(on_state, [ctx.run_state, shown], [*outputs, hint, shown], show_progress="hidden",
-                  trigger_mode="always_last")
+    ctx.run_state.change(
+        on_state, [ctx.run_state, shown], [*outputs, hint, shown], show_progress="hidden", trigger_mode="always_last"
+    )
+
     def on_tick(s: OpenRun, last: Any, request: gr.Request, reads: RunReads) -> Any:
         # following a run whose frames are not all sent yet (search_events.live_update): its end waits for them
         if s.run_id and s.t is None and s.version is None:

@@ -27,10 +27,27 @@ def build_search_tab(ctx: AppContext) -> SearchPage:
     """The tab's components and events; call inside its `gr.Tab`. Returns the components other tabs use."""
     tab, why = lay_out_search_tab(ctx)
     page = SearchPage(**vars(tab), viewer=wire_search(ctx, tab))
-    wire_run_bar(ctx, {"cancel": [tab.cancel_btn], "pause": [tab.pause_btn], "step": [tab.step_btn],
-                       "resume": [tab.resume_btn],
-                       "replay": [tab.prev_btn, tab.play_btn, tab.next_btn, tab.go_node, tab.collapse_btn,
-                                  tab.expand_all, tab.fig1_prev, tab.fig1_next, tab.fig1_export]}, tab.run_hint)
+    wire_run_bar(
+        ctx,
+        {
+            "cancel": [tab.cancel_btn],
+            "pause": [tab.pause_btn],
+            "step": [tab.step_btn],
+            "resume": [tab.resume_btn],
+            "replay": [
+                tab.prev_btn,
+                tab.play_btn,
+                tab.next_btn,
+                tab.go_node,
+                tab.collapse_btn,
+                tab.expand_all,
+                tab.fig1_prev,
+                tab.fig1_next,
+                tab.fig1_export,
+            ],
+        },
+        tab.run_hint,
+    )
     wire_inspector(ctx, tab, page.viewer)
     wire_step_panel(ctx, page, why)
     wire_shadow_panel(ctx, tab, page.viewer)

@@ -40,7 +40,7 @@ DB_ERRORS = (sa.exc.SQLAlchemyError,)  # what the bounds check missed: logged he
 def form_error(exc: Exception) -> str:
     """A refused form as one line that names the field as the form does ("τ: …", not "tau: …")."""
     if isinstance(exc, FieldError) and str(exc).startswith(f"{exc.field}: "):
-        return f"{form_name(exc.field)}: {str(exc)[len(exc.field) + 2:]}"
+        return f"{form_name(exc.field)}: {str(exc)[len(exc.field) + 2 :]}"
     return str(exc)
 
 
@@ -83,16 +83,20 @@ def form_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = 
         values["method"] = method
     # the server's own lists name the models and problems: a client's value outside them is refused first
     policy, prm = ctx.choices.model("policy", form["policy"]), ctx.choices.model("prm", form["prm"])
-    model_fields = {"prm_kind": None if form["prm_kind"] in (None, "", "detect") else form["prm_kind"],
-                    "policy_opts": server_policy_opts(form["policy"], policy, app_options(
-                        lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS)),
-                    "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS)}
+    model_fields = {
+        "prm_kind": None if form["prm_kind"] in (None, "", "detect") else form["prm_kind"],
+        "policy_opts": server_policy_opts(
+            form["policy"], policy, app_options(lines(form["policy_opts"]), "policy_opts", APP_POLICY_OPTIONS)
+        ),
+        "prm_opts": app_options(lines(form["prm_opts"]), "prm_opts", APP_PRM_OPTIONS),
+    }
     ds = form["dataset"]
     config = form_config(values)
     typed = typed_problem(form.get("free_question"), form.get("free_answer"))
     prob = typed or pick_problem(dataset_problems(ds, ctx.choices), form["problem"])
-    return SearchRequest(prob, config, policy=policy, prm=prm, world_problem=ds == ARITH and typed is None,
-                         **model_fields)
+    return SearchRequest(
+        prob, config, policy=policy, prm=prm, world_problem=ds == ARITH and typed is None, **model_fields
+    )
 
 
 def checked_run(ctx: AppContext, request: SearchRequest) -> RunRequest:
@@ -111,18 +115,35 @@ def run_request(ctx: AppContext, form: Mapping[str, Any], method: str | None = N
     return checked_run(ctx, form_request(ctx, form, method))
 
 
-def submit_run(ctx: AppContext, form: Mapping[str, Any], method: str | None = None, label: str | None = None,
-               paused: bool = False, owner: str | None = None, session: str | None = None) -> str:
+def submit_run(
+    ctx: AppContext,
+    form: Mapping[str, Any],
+    method: str | None = None,
+    label: str | None = None,
+    paused: bool = False,
+    owner: str | None = None,
+    session: str | None = None,
+) -> str:
     """Register a run from the form's values (run_request) and queue it for a worker; its id (queue_run)."""
     return queue_run(ctx, run_request(ctx, form, method), label, paused, owner, session)
 
 
-def queue_run(ctx: AppContext, req: RunRequest, label: str | None = None, paused: bool = False,
-              owner: str | None = None, session: str | None = None) -> str:
+def queue_run(
+    ctx: AppContext,
+    req: RunRequest,
+    label: str | None = None,
+    paused: bool = False,
+    owner: str | None = None,
+    session: str | None = None,
+) -> str:
     """Register a checked run and queue it for a worker; its id. `owner`: who started it (ui/access.py). The pool's
     queue limits (per server, per client `session`) may refuse it: QueueFull, nothing written."""
-    ctx.pool.submit(req, session=session, paused=paused,
-                    register=lambda: req.register(ctx.store, label=label, paused=paused, owner=owner))
+    ctx.pool.submit(
+        req,
+        session=session,
+        paused=paused,
+        register=lambda: req.register(ctx.store, label=label, paused=paused, owner=owner),
+    )
     log.info("run %s submitted (%s on %s)", req.run_id, req.search.config.method, req.search.problem.id)
     return req.run_id
 
@@ -151,8 +172,9 @@ def _wire_problems(ctx: AppContext, t: SearchTab) -> None:
         return {t.question_md: question_md(typed), ctx.notice: notice("")} if typed else on_problem(ds, pid)
 
     for box in (f["free_question"], f["free_answer"]):
-        box.blur(on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["problem"]],
-                 [t.question_md, ctx.notice])
+        box.blur(
+            on_typed, [f["free_question"], f["free_answer"], f["dataset"], f["problem"]], [t.question_md, ctx.notice]
+        )
 
 
 def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
@@ -160,8 +182,9 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
     def on_run(s: OpenRun, request: gr.Request, **form):
         try:
-            run_id = submit_run(ctx, form, paused=bool(form["start_paused"]), owner=requester(request),
-                                session=session_of(request))
+            run_id = submit_run(
+                ctx, form, paused=bool(form["start_paused"]), owner=requester(request), session=session_of(request)
+            )
         except FORM_ERRORS as exc:
             return {ctx.notice: notice(form_error(exc))}
         except DB_ERRORS as exc:
@@ -169,17 +192,27 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         run = store.get_run(run_id)
         # the poll timer starts here, with the answer: left to the state's change (ui/tabs/idle.py), a stopped
         # timer started one round trip later, and the first scored node was drawn ~0.5 s later
-        return {ctx.run_state: OpenRun(run_id=run_id, announced=RunStatus.QUEUED),
-                ctx.notice: notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
-                t.tree: "", t.status_md: run_status_md(run), t.follow: gr.update(value=True),
-                ctx.timer: gr.Timer(active=True)}
+        return {
+            ctx.run_state: OpenRun(run_id=run_id, announced=RunStatus.QUEUED),
+            ctx.notice: notice(f"run {run_id[:8]} queued: {form['method']} on {run['problem_id']}", ok=True),
+            t.tree: "",
+            t.status_md: run_status_md(run),
+            t.follow: gr.update(value=True),
+            ctx.timer: gr.Timer(active=True),
+        }
 
     # no progress timers on what the poll redraws: they flickered in the status line on every click
-    t.run_btn.click(on_run, [ctx.run_state], [ctx.run_state, ctx.notice, t.tree, t.status_md, t.follow, ctx.timer],
-                    inputs_kwargs=t.run_inputs(), show_progress="hidden")
+    t.run_btn.click(
+        on_run,
+        [ctx.run_state],
+        [ctx.run_state, ctx.notice, t.tree, t.status_md, t.follow, ctx.timer],
+        inputs_kwargs=t.run_inputs(),
+        show_progress="hidden",
+    )
 
     def run_control(verb: str, control: Callable[[str], bool], done: str) -> Callable[..., Any]:
         """A button that sets a control flag of the open run (cancel, pause, step, resume): its owner's only."""
+
         def handler(s: OpenRun, request: gr.Request):
             if not s.run_id:
                 return notice(f"no run is open to {verb}")
@@ -190,27 +223,63 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             except (StorageError, AccessDenied, QueueFull) as exc:
                 return notice(str(exc))
             return notice(done.format(run=rid[:8]) if ok else f"run {rid[:8]} had already ended", ok=ok)
+
         return handler
 
-    t.cancel_btn.click(run_control("cancel", store.request_cancel,
-                                   "cancel requested for run {run}; it stops within a second or two"),
-                       [ctx.run_state], [ctx.notice], api_name="cancel_run", show_progress="hidden")
+    t.cancel_btn.click(
+        run_control("cancel", store.request_cancel, "cancel requested for run {run}; it stops within a second or two"),
+        [ctx.run_state],
+        [ctx.notice],
+        api_name="cancel_run",
+        show_progress="hidden",
+    )
     # pausing goes through the pool: it holds the number of paused runs to --max-paused
-    t.pause_btn.click(run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
-                      [ctx.run_state], [ctx.notice], api_name="pause_run", show_progress="hidden")
-    t.step_btn.click(run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
-                     [ctx.run_state], [ctx.notice], api_name="step_run", show_progress="hidden")
-    t.resume_btn.click(run_control("resume", store.resume_run, "run {run} resumed"), [ctx.run_state], [ctx.notice],
-                       api_name="resume_run", show_progress="hidden")
+    t.pause_btn.click(
+        run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
+        [ctx.run_state],
+        [ctx.notice],
+        api_name="pause_run",
+        show_progress="hidden",
+    )
+    t.step_btn.click(
+        run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
+        [ctx.run_state],
+        [ctx.notice],
+        api_name="step_run",
+        show_progress="hidden",
+    )
+    t.resume_btn.click(
+        run_control("resume", store.resume_run, "run {run} resumed"),
+        [ctx.run_state],
+        [ctx.notice],
+        api_name="resume_run",
+        show_progress="hidden",
+    )
     # opening a big run takes seconds: its progress shows on the tree only
-    t.open_btn.click(viewer.open_run, [ctx.run_state, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
-                     show_progress_on=[t.tree])
-    t.open_id.submit(viewer.open_run, [ctx.run_state, t.open_id], viewer.open_outputs, inputs_kwargs=t.filters,
-                     show_progress_on=[t.tree])
+    t.open_btn.click(
+        viewer.open_run,
+        [ctx.run_state, t.open_id],
+        viewer.open_outputs,
+        inputs_kwargs=t.filters,
+        show_progress_on=[t.tree],
+    )
+    t.open_id.submit(
+        viewer.open_run,
+        [ctx.run_state, t.open_id],
+        viewer.open_outputs,
+        inputs_kwargs=t.filters,
+        show_progress_on=[t.tree],
+    )
 
 
-def live_update(ctx: AppContext, viewer: RunViewer, s: OpenRun, follow_live: bool, view: dict[str, Any],
-                reads: RunReads | None = None) -> dict[Any, Any]:
+def live_update(
+    ctx: AppContext,
+    viewer: RunViewer,
+    s: OpenRun,
+    follow_live: bool,
+    view: dict[str, Any],
+    reads: RunReads | None = None,
+) -> dict[Any, Any]:
     """One poll of the open run, its outputs by component: when its version moved on (`reads`: the tick's), the
     rows written since are read (the cache grows the run's data), and, following live, the page gets the tree
     after every iteration it has not drawn yet, in order (RunViewer.live_frames). Writes `s` in place."""
@@ -255,9 +324,13 @@ def _wire_polling(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
         # a tick only reads: the pool's own thread starts and reaps jobs
         return keyed(live_update(ctx, viewer, s, follow_live, view, reads))
 
-    ctx.poll.add(on_tick, [ctx.run_state, t.follow],
-                 [ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot, t.figure1,
-                  t.node_md], inputs_kwargs=t.filters, with_reads=True)
+    ctx.poll.add(
+        on_tick,
+        [ctx.run_state, t.follow],
+        [ctx.notice, t.tree, t.status_md, t.t_slider, t.cost_plot, t.export_key, t.knobs_plot, t.figure1, t.node_md],
+        inputs_kwargs=t.filters,
+        with_reads=True,
+    )
 
 
 def _progress_notice(s: OpenRun, run: dict[str, Any]) -> Any:
@@ -283,20 +356,49 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
         t = max(0, min(int(t or 0), data.max_iteration))
         s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         fig, data, state = viewer.draw_tree(s, view)
-        return {ctx.run_state: s, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
-                tab.t_slider: gr.update(value=t), tab.follow: gr.update(value=s.t is None),
-                tab.cost_plot: fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
-                **viewer.selected_view(s, data, state)}
+        return {
+            ctx.run_state: s,
+            tab.tree: fig,
+            tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
+            tab.t_slider: gr.update(value=t),
+            tab.follow: gr.update(value=s.t is None),
+            tab.cost_plot: fig_json(cost_figure(list(data.iterations.values()), current=state.iteration)),
+            **viewer.selected_view(s, data, state),
+        }
 
-    step_outputs = [ctx.run_state, tab.tree, tab.status_md, tab.t_slider, tab.follow, tab.cost_plot, tab.figure1,
-                    tab.node_md]
+    step_outputs = [
+        ctx.run_state,
+        tab.tree,
+        tab.status_md,
+        tab.t_slider,
+        tab.follow,
+        tab.cost_plot,
+        tab.figure1,
+        tab.node_md,
+    ]
     # input covers dragging and typing in the slider's box; always_last drops the stale steps of a drag
-    tab.t_slider.input(goto_t, [ctx.run_state, tab.t_slider], step_outputs, trigger_mode="always_last",
-                     show_progress="hidden", inputs_kwargs=tab.filters)
-    tab.prev_btn.click(lambda s, t, **view: goto_t(s, (t or 0) - 1, **view), [ctx.run_state, tab.t_slider],
-                       step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
-    tab.next_btn.click(lambda s, t, **view: goto_t(s, (t or 0) + 1, **view), [ctx.run_state, tab.t_slider],
-                       step_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
+    tab.t_slider.input(
+        goto_t,
+        [ctx.run_state, tab.t_slider],
+        step_outputs,
+        trigger_mode="always_last",
+        show_progress="hidden",
+        inputs_kwargs=tab.filters,
+    )
+    tab.prev_btn.click(
+        lambda s, t, **view: goto_t(s, (t or 0) - 1, **view),
+        [ctx.run_state, tab.t_slider],
+        step_outputs,
+        inputs_kwargs=tab.filters,
+        show_progress="hidden",
+    )
+    tab.next_btn.click(
+        lambda s, t, **view: goto_t(s, (t or 0) + 1, **view),
+        [ctx.run_state, tab.t_slider],
+        step_outputs,
+        inputs_kwargs=tab.filters,
+        show_progress="hidden",
+    )
 
     def on_play(s: OpenRun, t: Any, active_label: str) -> Any:
         if not s.run_id:
@@ -305,10 +407,15 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
         if active_label.startswith("❚❚"):  # playing: this click pauses
             return {tab.play_timer: gr.update(active=False), tab.play_btn: gr.update(value="▶ play")}
         start = 0 if (t or 0) >= data.max_iteration else int(t or 0)
-        return {tab.play_timer: gr.update(active=True), tab.play_btn: gr.update(value="❚❚ pause"),
-                tab.t_slider: gr.update(value=start)}
+        return {
+            tab.play_timer: gr.update(active=True),
+            tab.play_btn: gr.update(value="❚❚ pause"),
+            tab.t_slider: gr.update(value=start),
+        }
 
-    tab.play_btn.click(on_play, [ctx.run_state, tab.t_slider, tab.play_btn], [tab.play_timer, tab.play_btn, tab.t_slider])
+    tab.play_btn.click(
+        on_play, [ctx.run_state, tab.t_slider, tab.play_btn], [tab.play_timer, tab.play_btn, tab.t_slider]
+    )
 
     def on_play_tick(s: OpenRun, t: Any, **view: Any) -> Any:
         stop = {tab.play_timer: gr.update(active=False), tab.play_btn: gr.update(value="▶ play")}
@@ -319,8 +426,13 @@ def _wire_stepping(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
             return stop
         return goto_t(s, nxt, **view)
 
-    tab.play_timer.tick(on_play_tick, [ctx.run_state, tab.t_slider], [tab.play_timer, tab.play_btn, *step_outputs],
-                      show_progress="hidden", inputs_kwargs=tab.filters)
+    tab.play_timer.tick(
+        on_play_tick,
+        [ctx.run_state, tab.t_slider],
+        [tab.play_timer, tab.play_btn, *step_outputs],
+        show_progress="hidden",
+        inputs_kwargs=tab.filters,
+    )
 
 
 def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
@@ -329,11 +441,20 @@ def _wire_view(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
             return gr.skip()
         s.t = None
         fig, data, state = viewer.draw_tree(s, view)
-        return {ctx.run_state: s, t.tree: fig, t.t_slider: viewer.slider_update(data, None),
-                **viewer.selected_view(s, data, state)}
+        return {
+            ctx.run_state: s,
+            t.tree: fig,
+            t.t_slider: viewer.slider_update(data, None),
+            **viewer.selected_view(s, data, state),
+        }
 
-    t.follow.input(on_follow, [ctx.run_state, t.follow], [ctx.run_state, t.tree, t.t_slider, t.figure1, t.node_md],
-                   inputs_kwargs=t.filters, show_progress="hidden")
+    t.follow.input(
+        on_follow,
+        [ctx.run_state, t.follow],
+        [ctx.run_state, t.tree, t.t_slider, t.figure1, t.node_md],
+        inputs_kwargs=t.filters,
+        show_progress="hidden",
+    )
 
     def redraw(s: OpenRun, **view: Any) -> Any:
         if not s.run_id:

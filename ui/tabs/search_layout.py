@@ -27,8 +27,18 @@ Component = gr.components.Component
 MODEL_FIELDS = ("policy", "prm", "prm_kind", "policy_opts", "prm_opts")
 PROBLEM_FIELDS = ("dataset", "problem", "free_question", "free_answer")
 # The view filters by ViewOptions name (see common.view_of), in the order the tree's events list them.
-FILTER_FIELDS = ("score_min", "score_max", "high_variance_only", "hide_pruned", "depth_max", "search", "glyphs",
-                 "show_decisions", "collapse_pruned", "focus")
+FILTER_FIELDS = (
+    "score_min",
+    "score_max",
+    "high_variance_only",
+    "hide_pruned",
+    "depth_max",
+    "search",
+    "glyphs",
+    "show_decisions",
+    "collapse_pruned",
+    "focus",
+)
 
 
 @dataclass
@@ -94,10 +104,15 @@ def _models(f: dict[str, Component], choices: ServerChoices) -> None:
         f["policy"] = gr.Dropdown(list(choices.policies), value=EMBEDDED, label="Policy", elem_id="policy")
         f["prm"] = gr.Dropdown(list(choices.prms), value=EMBEDDED, label="PRM", elem_id="prm")
         f["prm_kind"] = gr.Dropdown(["detect", *PRM_KINDS], value="detect", label="PRM kind", elem_id="prm-kind")
-        f["policy_opts"] = gr.Textbox("", label="Policy options (KEY=VALUE per line: temperature, top_p, seed, dtype, "
-                                      "device, ...)", lines=2, elem_id="policy-opts")
-        f["prm_opts"] = gr.Textbox("", label="PRM options (KEY=VALUE per line: dtype, device, ...)", lines=2,
-                                   elem_id="prm-opts")
+        f["policy_opts"] = gr.Textbox(
+            "",
+            label="Policy options (KEY=VALUE per line: temperature, top_p, seed, dtype, device, ...)",
+            lines=2,
+            elem_id="policy-opts",
+        )
+        f["prm_opts"] = gr.Textbox(
+            "", label="PRM options (KEY=VALUE per line: dtype, device, ...)", lines=2, elem_id="prm-opts"
+        )
 
 
 def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
@@ -107,8 +122,9 @@ def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
     f["problem"] = gr.Dropdown([], label="Problem", allow_custom_value=True, elem_id="problem")
     with gr.Accordion("…or type a problem", open=False, elem_id="free-problem"):
         # a typed question replaces the picked one while it is not empty
-        f["free_question"] = gr.Textbox("", label="Question (used instead of the list while not empty)", lines=2,
-                                        elem_id="free-question")
+        f["free_question"] = gr.Textbox(
+            "", label="Question (used instead of the list while not empty)", lines=2, elem_id="free-question"
+        )
         f["free_answer"] = gr.Textbox("", label="Gold answer (optional: grades the run)", elem_id="free-answer")
     c["question_md"] = gr.Markdown("", elem_id="question", latex_delimiters=LATEX)
     build_settings(f, "run")  # method, budget (the next run's: an open run's own N is in its status line), seed
@@ -116,8 +132,9 @@ def _form_column(c: dict[str, Any], choices: ServerChoices) -> None:
         build_settings(f, section)
     _models(f, choices)
     with gr.Row():
-        c["open_id"] = gr.Textbox(label="Open run id", placeholder="paste a run id (or a prefix)", elem_id="open-id",
-                                  scale=3)
+        c["open_id"] = gr.Textbox(
+            label="Open run id", placeholder="paste a run id (or a prefix)", elem_id="open-id", scale=3
+        )
         c["open_btn"] = gr.Button("Open", elem_id="open-btn", scale=1)
     c["form"] = {k: f[k] for k in (*PROBLEM_FIELDS, *MODEL_FIELDS, *CONFIG_FIELDS)}  # + start_paused (run bar)
 
@@ -130,8 +147,9 @@ def _filters() -> dict[str, Component]:
             f["score_max"] = gr.Slider(0, 1, value=1, step=0.01, label="max R̄", elem_id="f-max")
             f["depth_max"] = gr.Slider(0, 60, value=0, step=1, label="max depth (0 = all)", elem_id="f-depth")
         with gr.Row():
-            f["search"] = gr.Textbox(label="Search steps", placeholder="text in a step, or a node id",
-                                     elem_id="f-search")
+            f["search"] = gr.Textbox(
+                label="Search steps", placeholder="text in a step, or a node id", elem_id="f-search"
+            )
             f["high_variance_only"] = gr.Checkbox(False, label="high variance only (σ² > τ)", elem_id="f-hv")
             f["hide_pruned"] = gr.Checkbox(False, label="hide pruned", elem_id="f-pruned")
             f["glyphs"] = gr.Checkbox(True, label="boxplot glyphs", elem_id="f-glyph")
@@ -148,20 +166,31 @@ def _tree_column(c: dict[str, Any]) -> None:
     c["tree"] = plot_html("tree", "The tree appears here as the search writes it.", 440)
     with gr.Row(elem_id="node-row"):  # a node by its id, also while the inspector is closed
         # a text box: a Number showed 0 before any node was chosen (Gradio draws its None as 0)
-        c["node_box"] = gr.Textbox("", label="node id", placeholder="id, Enter", max_lines=1, elem_id="node-id",
-                                   scale=1, min_width=90)
+        c["node_box"] = gr.Textbox(
+            "", label="node id", placeholder="id, Enter", max_lines=1, elem_id="node-id", scale=1, min_width=90
+        )
         c["go_node"] = gr.Button("Inspect", elem_id="inspect-btn", scale=1, interactive=False, min_width=80)
         c["collapse_btn"] = gr.Button("Collapse / expand subtree", elem_id="collapse-btn", scale=2, interactive=False)
         c["expand_all"] = gr.Button("Expand all", elem_id="expand-all", scale=1, interactive=False, min_width=90)
-    with gr.Accordion("Shadow scoring: R̄ and σ² for every node from MC passes this run never made", open=False,
-                      elem_id="shadow-box") as c["shadow_box"], gr.Row():
+    with (
+        gr.Accordion(
+            "Shadow scoring: R̄ and σ² for every node from MC passes this run never made",
+            open=False,
+            elem_id="shadow-box",
+        ) as c["shadow_box"],
+        gr.Row(),
+    ):
         c["shadow_k"] = gr.Number(7, label="MC passes K", precision=0, minimum=2, elem_id="shadow-k", scale=1)
         c["shadow_btn"] = gr.Button("Shadow-score this run (PRM: the form's)", elem_id="shadow-btn", scale=3)
         c["shadow_cancel"] = gr.Button("Cancel", elem_id="shadow-cancel", size="sm", scale=1)
     c["filters"] = _filters()
     c["cost_plot"] = plot_html("cost-plot", "Cost per iteration appears here.", 60)
-    c["knobs_plot"] = plot_html("knobs-plot", "For H-UATS and A-UATS runs: the six knobs used at each step against "
-                                "depth, coloured by the step's max σ (A-UATS: the controller's choices).", 40)
+    c["knobs_plot"] = plot_html(
+        "knobs-plot",
+        "For H-UATS and A-UATS runs: the six knobs used at each step against "
+        "depth, coloured by the step's max σ (A-UATS: the controller's choices).",
+        40,
+    )
 
 
 # The inspector beside the tree (ui/js/inspector.js opens it: #search-row.uats-inspecting), sticky under the run bar
@@ -201,33 +230,54 @@ def build_why_panel() -> gr.HTML:
 def _figure1_controls(c: dict[str, Any]) -> None:
     """Figure 1's order, pages and PNG/SVG export, under the node's text (the figure itself heads the inspector)."""
     with gr.Row(elem_id="fig1-controls"):
-        c["fig1_sort"] = gr.Dropdown(list(SORT_KEYS), value=next(iter(SORT_KEYS)), label="Figure 1 rows",
-                                     elem_id="fig1-sort", scale=2, min_width=150)
-        c["fig1_per_page"] = gr.Dropdown([str(v) for v in PER_PAGE_CHOICES], value=str(PER_PAGE),
-                                         label="rows per page", elem_id="fig1-per-page", scale=1, min_width=90)
-        c["fig1_siblings"] = gr.Checkbox(False, label="siblings of the inspected node only", elem_id="fig1-siblings",
-                                         scale=2, min_width=150)
+        c["fig1_sort"] = gr.Dropdown(
+            list(SORT_KEYS),
+            value=next(iter(SORT_KEYS)),
+            label="Figure 1 rows",
+            elem_id="fig1-sort",
+            scale=2,
+            min_width=150,
+        )
+        c["fig1_per_page"] = gr.Dropdown(
+            [str(v) for v in PER_PAGE_CHOICES],
+            value=str(PER_PAGE),
+            label="rows per page",
+            elem_id="fig1-per-page",
+            scale=1,
+            min_width=90,
+        )
+        c["fig1_siblings"] = gr.Checkbox(
+            False, label="siblings of the inspected node only", elem_id="fig1-siblings", scale=2, min_width=150
+        )
     with gr.Row(elem_id="fig1-pages"):
         c["fig1_prev"] = gr.Button("◀ page", elem_id="fig1-prev", size="sm", scale=1, interactive=False)
         c["fig1_next"] = gr.Button("page ▶", elem_id="fig1-next", size="sm", scale=1, interactive=False)
-        c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm", scale=1,
-                                     interactive=False)
-    c["fig1_files"] = gr.File(label="Figure 1 images", file_count="multiple", visible=False, elem_id="fig1-files",
-                              interactive=False)
-    gr.Markdown("Figure 1: every candidate of the inspected node's step, one row each: its samples (MC-dropout "
-                "passes, ensemble members or posterior draws: the run's estimator names them), their spread around its "
-                "own R̄ on one scale for the whole step, the σ² the ID/OOD test read against τ, and its numbers and "
-                "decision. The image export is drawn from the figure as shown.", elem_id="fig1-intro")
+        c["fig1_export"] = gr.Button("Export PNG + SVG", elem_id="fig1-export", size="sm", scale=1, interactive=False)
+    c["fig1_files"] = gr.File(
+        label="Figure 1 images", file_count="multiple", visible=False, elem_id="fig1-files", interactive=False
+    )
+    gr.Markdown(
+        "Figure 1: every candidate of the inspected node's step, one row each: its samples (MC-dropout "
+        "passes, ensemble members or posterior draws: the run's estimator names them), their spread around its "
+        "own R̄ on one scale for the whole step, the σ² the ID/OOD test read against τ, and its numbers and "
+        "decision. The image export is drawn from the figure as shown.",
+        elem_id="fig1-intro",
+    )
 
 
 def _inspector_panel(c: dict[str, Any]) -> gr.HTML:
     """The inspector beside the tree (INSPECTOR_CSS; ui/js/inspector.js shows it while a node is inspected, sticky
     under the run bar): Figure 1 scrolled to the node's row, the Why panel, then the node's text, its star and note,
     and Figure 1's controls. Returns the Why panel."""
-    gr.HTML("", elem_id="inspector-head", js_on_load=page_script("inspector.js"), padding=False,
-            html_template='<div class="uats-inspector-head"><b>Node inspector</b><span class="uats-inspected">'
-                          '</span><button type="button" class="uats-close" title="Close the inspector (the run '
-                          'form comes back)">✕ close</button></div>')
+    gr.HTML(
+        "",
+        elem_id="inspector-head",
+        js_on_load=page_script("inspector.js"),
+        padding=False,
+        html_template='<div class="uats-inspector-head"><b>Node inspector</b><span class="uats-inspected">'
+        '</span><button type="button" class="uats-close" title="Close the inspector (the run '
+        'form comes back)">✕ close</button></div>',
+    )
     c["figure1"] = plot_html("figure1", "Click a node in the tree: every candidate of its step appears here.", 120)
     why = build_why_panel()
     c["node_md"] = gr.Markdown("", elem_id="node-details", max_height=560, latex_delimiters=LATEX)

@@ -40,7 +40,7 @@ def _place(settings: list[Declared], f: dict[str, Component]) -> None:
     def flush() -> None:
         for i in range(0, len(numbers), NUMBERS_A_ROW):
             with gr.Row():
-                for n in numbers[i:i + NUMBERS_A_ROW]:
+                for n in numbers[i : i + NUMBERS_A_ROW]:
                     f[n.name] = setting_component(n)
         numbers.clear()
 

@@ -27,6 +27,7 @@ from .viewer import RunViewer
 def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> None:
     """The job lives in the open run's state (`OpenRun.shadow`), so the page's poll runs while it goes
     (ui/tabs/idle.py) and a run opened since leaves it behind."""
+
     # named apart from the Compare tab's handler: Gradio names an endpoint after its function, and this one
     # registered first took "/on_shadow" from Compare's
     def on_shadow_open_run(s: OpenRun, k: Any, prm: Any, prm_kind: Any, request: gr.Request) -> Any:
@@ -36,19 +37,26 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
             return {ctx.notice: notice("a shadow scoring job of this run is still going; wait for it or cancel it")}
         try:  # the scores are stored with the run: only its owner writes them; only a PRM the server offers
             require_owner(ctx.store, s.run_id, request, "shadow-score", annotate=True)
-            job_id = submit_shadow(ctx.store, ctx.pool, s.run_id, k, ctx.choices.model("prm", prm), prm_kind,
-                                   session_of(request))
+            job_id = submit_shadow(
+                ctx.store, ctx.pool, s.run_id, k, ctx.choices.model("prm", prm), prm_kind, session_of(request)
+            )
         except (*FORM_ERRORS, AccessDenied) as exc:
             return {ctx.notice: notice(str(exc))}
-        return {ctx.run_state: replaced(s, shadow=ShadowJob(id=job_id, run=s.run_id)),
-                ctx.notice: notice(f"shadow scoring of run {s.run_id[:8]} queued (PRM: {prm})", ok=True)}
+        return {
+            ctx.run_state: replaced(s, shadow=ShadowJob(id=job_id, run=s.run_id)),
+            ctx.notice: notice(f"shadow scoring of run {s.run_id[:8]} queued (PRM: {prm})", ok=True),
+        }
 
     def on_cancel(s: OpenRun) -> Any:
         if not s.shadow:
             return notice("no shadow scoring job is going")
         ok = request_shadow_cancel(ctx.store, s.shadow.id)
-        return notice("cancel requested: shadow scoring stops after its current batch, keeping what it scored"
-                      if ok else "the shadow scoring job had already ended", ok=ok)
+        return notice(
+            "cancel requested: shadow scoring stops after its current batch, keeping what it scored"
+            if ok
+            else "the shadow scoring job had already ended",
+            ok=ok,
+        )
 
     def on_tick(s: OpenRun, reads: RunReads, **view: Any) -> Any:
         """The job's progress in the notice; once it ended, the open run's tree and status redrawn."""
@@ -66,28 +74,49 @@ def wire_shadow_panel(ctx: AppContext, tab: SearchTab, viewer: RunViewer) -> Non
             if said == job.said:
                 return gr.skip()
             s.shadow = replaced(job, said=said)
-            return {ctx.notice: notice(f"shadow scoring of run {rid} queued: it starts when a worker is free"
-                                       if row["status"] == RunStatus.QUEUED else
-                                       f"shadow passes on run {rid}: {row['done']} of {row['total']} nodes", ok=True)}
+            return {
+                ctx.notice: notice(
+                    f"shadow scoring of run {rid} queued: it starts when a worker is free"
+                    if row["status"] == RunStatus.QUEUED
+                    else f"shadow passes on run {rid}: {row['done']} of {row['total']} nodes",
+                    ok=True,
+                )
+            }
         s.shadow = None
         if row["status"] == RunStatus.FINISHED:
             n_ood = sum(1 for r in read_shadow(ctx.store, job.run).values() if r.get("ood"))
-            note = notice(f"shadow-scored run {rid}: {row['total']} nodes × {row['k']} passes, {n_ood} OOD (σ² > τ); "
-                          "stored apart, the run's own scores and cost unchanged; the tree, the inspector and Figure 1 show "
-                          "them labelled shadow",
-                          ok=True)
+            note = notice(
+                f"shadow-scored run {rid}: {row['total']} nodes × {row['k']} passes, {n_ood} OOD (σ² > τ); "
+                "stored apart, the run's own scores and cost unchanged; the tree, the inspector and Figure 1 show "
+                "them labelled shadow",
+                ok=True,
+            )
         else:
-            note = notice(f"shadow scoring of run {rid} {row['status']}: {row['error']}; {row['done']} of "
-                          f"{row['total']} nodes kept")
+            note = notice(
+                f"shadow scoring of run {rid} {row['status']}: {row['error']}; {row['done']} of "
+                f"{row['total']} nodes kept"
+            )
         if s.run_id != job.run:
             return {ctx.notice: note}
         fig, data, state = viewer.draw_tree(s, view, reads)
         # every panel of the open run shows the shadow values now: the tree, the status, the inspected node's
-        return {ctx.notice: note, tab.tree: fig, tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
-                **viewer.selected_view(s, data, state)}
+        return {
+            ctx.notice: note,
+            tab.tree: fig,
+            tab.status_md: run_status_md(data.run, state, viewer.shadow(s.run_id)),
+            **viewer.selected_view(s, data, state),
+        }
 
-    tab.shadow_btn.click(on_shadow_open_run, [ctx.run_state, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
-                         [ctx.run_state, ctx.notice])
+    tab.shadow_btn.click(
+        on_shadow_open_run,
+        [ctx.run_state, tab.shadow_k, tab.form["prm"], tab.form["prm_kind"]],
+        [ctx.run_state, ctx.notice],
+    )
     tab.shadow_cancel.click(on_cancel, [ctx.run_state], [ctx.notice])
-    ctx.poll.add(on_tick, [ctx.run_state], [ctx.notice, tab.tree, tab.status_md, tab.figure1, tab.node_md],
-                 inputs_kwargs=tab.filters, with_reads=True)
+    ctx.poll.add(
+        on_tick,
+        [ctx.run_state],
+        [ctx.notice, tab.tree, tab.status_md, tab.figure1, tab.node_md],
+        inputs_kwargs=tab.filters,
+        with_reads=True,
+    )

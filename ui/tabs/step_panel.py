@@ -54,14 +54,15 @@ def why_html(ctx: AppContext, s: OpenRun, node_id: Any, t: Any, reads: RunReads 
     return why or EMPTY_WHY
 
 
-def export_figure1(ctx: AppContext, fig: dict[str, Any], s: OpenRun,
-                   request: gr.Request | None = None) -> list[str]:
+def export_figure1(ctx: AppContext, fig: dict[str, Any], s: OpenRun, request: gr.Request | None = None) -> list[str]:
     """Figure 1 as PNG and SVG in the requester's export folder, at a size that fits every row: the paths."""
     name = f"figure1-{str(s.run_id)[:8]}-node{s.selected}" + (f"-t{s.t}" if s.t is not None else "")
     width, height = export_size(fig)
     target = ctx.export_target(request)
-    return [str(store_export(target, name, f".{fmt}", render_image(fig, fmt, width=width, height=height)))
-            for fmt in ("png", "svg")]
+    return [
+        str(store_export(target, name, f".{fmt}", render_image(fig, fmt, width=width, height=height)))
+        for fmt in ("png", "svg")
+    ]
 
 
 def _selected_figure(ctx: AppContext, viewer: RunViewer, s: OpenRun) -> tuple[dict[str, Any] | None, str]:
@@ -88,12 +89,21 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
 
     quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
     outs = [ctx.run_state, tab.figure1]
-    tab.fig1_sort.input(lambda s, v: redraw(s, sort=SORT_KEYS.get(v, "parent"), page=None), [ctx.run_state, tab.fig1_sort],
-                        outs, **quiet)
-    tab.fig1_per_page.input(lambda s, v: redraw(s, per_page=int(v or PER_PAGE), page=None),
-                            [ctx.run_state, tab.fig1_per_page], outs, **quiet)
-    tab.fig1_siblings.input(lambda s, v: redraw(s, siblings=bool(v), page=None), [ctx.run_state, tab.fig1_siblings], outs,
-                            **quiet)
+    tab.fig1_sort.input(
+        lambda s, v: redraw(s, sort=SORT_KEYS.get(v, "parent"), page=None),
+        [ctx.run_state, tab.fig1_sort],
+        outs,
+        **quiet,
+    )
+    tab.fig1_per_page.input(
+        lambda s, v: redraw(s, per_page=int(v or PER_PAGE), page=None),
+        [ctx.run_state, tab.fig1_per_page],
+        outs,
+        **quiet,
+    )
+    tab.fig1_siblings.input(
+        lambda s, v: redraw(s, siblings=bool(v), page=None), [ctx.run_state, tab.fig1_siblings], outs, **quiet
+    )
 
     def paged(step: int) -> Any:
         def handler(s: OpenRun) -> Any:
@@ -101,6 +111,7 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
             if fig is None:
                 return gr.skip()
             return redraw(s, page=max(0, int(fig["meta"]["page"]) + step))
+
         return handler
 
     tab.fig1_prev.click(paged(-1), [ctx.run_state], outs, **quiet)
@@ -116,8 +127,10 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
             return {ctx.notice: notice(str(exc))}
         except Exception as exc:  # no Chromium, a crashed renderer: say so, the page keeps working
             return {ctx.notice: notice(f"export: the images could not be drawn ({type(exc).__name__})")}
-        return {ctx.notice: notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True),
-                tab.fig1_files: gr.update(value=paths, visible=True)}
+        return {
+            ctx.notice: notice(f"Figure 1 exported: {', '.join(Path(p).name for p in paths)}", ok=True),
+            tab.fig1_files: gr.update(value=paths, visible=True),
+        }
 
     tab.fig1_export.click(on_export, [ctx.run_state], [ctx.notice, tab.fig1_files])
 
@@ -126,7 +139,9 @@ def _wire_controls(ctx: AppContext, tab: Any, viewer: RunViewer) -> None:
     def on_row(s: OpenRun, evt: gr.EventData, **view: Any) -> dict[Any, Any]:
         return viewer.inspect(s, (getattr(evt, "_data", None) or {}).get("node_id"), redraw_tree=True, **view)
 
-    tab.figure1.select(on_row, [ctx.run_state], viewer.inspect_outputs, inputs_kwargs=tab.filters, show_progress="hidden")
+    tab.figure1.select(
+        on_row, [ctx.run_state], viewer.inspect_outputs, inputs_kwargs=tab.filters, show_progress="hidden"
+    )
 
 
 def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
@@ -136,8 +151,9 @@ def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
     quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
     # after the inspector: a tree click, the Inspect button or a typed id all end with the inspector writing
     # the node's id into node_box (listening to the click itself drew this before the inspector's request)
-    tab.node_box.change(lambda s, node, t: why_html(ctx, s, node, t), [ctx.run_state, tab.node_box, tab.t_slider], [why],
-                        **quiet)
+    tab.node_box.change(
+        lambda s, node, t: why_html(ctx, s, node, t), [ctx.run_state, tab.node_box, tab.t_slider], [why], **quiet
+    )
     shown = gr.State(None)  # [run, iteration, version] the panel shows
 
     def from_run(s: OpenRun, last: Any, reads: RunReads | None = None) -> Any:

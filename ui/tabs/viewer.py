@@ -33,8 +33,7 @@ def tree_revision(s: OpenRun, opts: ViewOptions) -> str:
     """The tree's uirevision: a user's zoom survives live updates and replay of one view, but a focus (on the
     chosen path, a subtree or a step) is another view of other nodes: it starts framed on them (autorange), not
     at the zoom of the view before, which left a focused subtree at the plot's edge."""
-    focus = opts.focus if opts.focus == "whole tree" or opts.focus == "chosen path" else \
-        f"{opts.focus}:{s.selected}"
+    focus = opts.focus if opts.focus == "whole tree" or opts.focus == "chosen path" else f"{opts.focus}:{s.selected}"
     return f"tree-{s.run_id}-{focus}"
 
 
@@ -45,11 +44,32 @@ class RunViewer:
         self.ctx = ctx
         self.tab = tab
         # what open_run and inspect may return (by component): the outputs of the events that call them
-        self.open_outputs = [ctx.run_state, ctx.notice, tab.tree, tab.status_md, tab.t_slider, tab.cost_plot,
-                             tab.figure1, tab.node_md, tab.node_box, tab.star_box, tab.note_box, tab.export_key,
-                             ctx.tabs, tab.knobs_plot]
-        self.inspect_outputs = [ctx.run_state, ctx.notice, tab.figure1, tab.node_md, tab.node_box, tab.star_box,
-                                tab.note_box, tab.tree]
+        self.open_outputs = [
+            ctx.run_state,
+            ctx.notice,
+            tab.tree,
+            tab.status_md,
+            tab.t_slider,
+            tab.cost_plot,
+            tab.figure1,
+            tab.node_md,
+            tab.node_box,
+            tab.star_box,
+            tab.note_box,
+            tab.export_key,
+            ctx.tabs,
+            tab.knobs_plot,
+        ]
+        self.inspect_outputs = [
+            ctx.run_state,
+            ctx.notice,
+            tab.figure1,
+            tab.node_md,
+            tab.node_box,
+            tab.star_box,
+            tab.note_box,
+            tab.tree,
+        ]
         self.link_outputs = list(dict.fromkeys([*self.open_outputs, *self.inspect_outputs]))  # both, one response
 
     def shadow(self, run_id: str | None) -> dict[int, dict[str, Any]]:
@@ -60,17 +80,27 @@ class RunViewer:
         row = data.iterations.get(t)
         return row.get("written_at") if row else data.run.get("updated_at")
 
-    def _figure(self, s: OpenRun, data: RunData, state: TreeState, opts: ViewOptions,
-                version: Any, shadow: dict[int, Any] | None = None) -> dict[str, Any]:
+    def _figure(
+        self,
+        s: OpenRun,
+        data: RunData,
+        state: TreeState,
+        opts: ViewOptions,
+        version: Any,
+        shadow: dict[int, Any] | None = None,
+    ) -> dict[str, Any]:
         """The tree figure; `shadow`: the run's shadow scores (storage.shadow), drawn apart from its own."""
-        fig = tree_figure(state, opts, selected=s.selected, uirevision=tree_revision(s, opts), title="",
-                          shadow=shadow or None)
+        fig = tree_figure(
+            state, opts, selected=s.selected, uirevision=tree_revision(s, opts), title="", shadow=shadow or None
+        )
         # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
-        return with_meta(fig, written_at=self.written_at(data, state.iteration), version=list(version),
-                         pinned=s.t is not None)
+        return with_meta(
+            fig, written_at=self.written_at(data, state.iteration), version=list(version), pinned=s.t is not None
+        )
 
-    def draw_tree(self, s: OpenRun, view: dict[str, Any],
-                  reads: RunReads | None = None) -> tuple[str, RunData, TreeState]:
+    def draw_tree(
+        self, s: OpenRun, view: dict[str, Any], reads: RunReads | None = None
+    ) -> tuple[str, RunData, TreeState]:
         """The tree figure JSON of run s at s.t under the filters `view` (`reads`: the event's reads of the run
         log, when it has some); records the version drawn (and, following live, the iteration: live frames go on
         from there)."""
@@ -78,15 +108,17 @@ class RunViewer:
         reads = reads or self.ctx.reads()
         version, data = reads.version(s.run_id), reads.data(s.run_id)
         state = data.state_at(s.t)
-        fig = self._figure(s, data, state, view_of(**view, collapsed=s.collapsed), version,
-                           read_shadow(self.ctx.store, s.run_id))
+        fig = self._figure(
+            s, data, state, view_of(**view, collapsed=s.collapsed), version, read_shadow(self.ctx.store, s.run_id)
+        )
         s.version = version
         if s.t is None:
             s.drawn_t = state.iteration
         return fig_json(fig), data, state
 
-    def live_frames(self, s: OpenRun, view: dict[str, Any], data: RunData,
-                    version: RunVersion) -> tuple[str, TreeState, bool]:
+    def live_frames(
+        self, s: OpenRun, view: dict[str, Any], data: RunData, version: RunVersion
+    ) -> tuple[str, TreeState, bool]:
         """The tree after each iteration the page has not been sent yet (s.drawn_t + 1 on, oldest
         first) as one payload the page draws in order (PLOT_JS): a poll that finds several new iterations
         shows every one, never only the last. Nothing new (the run's status or marks changed): the latest
@@ -138,14 +170,23 @@ class RunViewer:
         reads = self.ctx.reads()
         fig, data, state = self.draw_tree(s, view, reads)
         t, rows = self.tab, list(data.iterations.values())
-        out = {self.ctx.run_state: s, self.ctx.notice: notice(""), t.tree: fig,
-               t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
-               t.t_slider: self.slider_update(data, s.t),
-               t.cost_plot: fig_json(cost_figure(rows, current=state.iteration if s.t is not None else None)),
-               # no node of the new run chosen yet: the last run's node id, star and note go with it
-               t.figure1: "", t.node_md: "", t.node_box: gr.update(value=""), t.star_box: False, t.note_box: "",
-               t.export_key: f"{s.run_id}:{data.run['status']}",
-               self.ctx.tabs: gr.update(selected="search"), t.knobs_plot: fig_json(knobs_figure(rows))}
+        out = {
+            self.ctx.run_state: s,
+            self.ctx.notice: notice(""),
+            t.tree: fig,
+            t.status_md: run_status_md(data.run, state, self.shadow(s.run_id)),
+            t.t_slider: self.slider_update(data, s.t),
+            t.cost_plot: fig_json(cost_figure(rows, current=state.iteration if s.t is not None else None)),
+            # no node of the new run chosen yet: the last run's node id, star and note go with it
+            t.figure1: "",
+            t.node_md: "",
+            t.node_box: gr.update(value=""),
+            t.star_box: False,
+            t.note_box: "",
+            t.export_key: f"{s.run_id}:{data.run['status']}",
+            self.ctx.tabs: gr.update(selected="search"),
+            t.knobs_plot: fig_json(knobs_figure(rows)),
+        }
         if s.selected is not None:
             out.update(self.node_outputs(s, data, state, s.selected))
         return out
@@ -177,8 +218,13 @@ class RunViewer:
         fig, md = self.node_view(data, state, nid, s.fig1, self.shadow(s.run_id))
         star = self.ctx.store.get_star(s.run_id, nid) if nid != 0 else None
         t = self.tab
-        return {t.figure1: fig, t.node_md: md, t.node_box: gr.update(value=str(nid)),
-                t.star_box: bool(star and star["starred"]), t.note_box: (star or {}).get("note", "")}
+        return {
+            t.figure1: fig,
+            t.node_md: md,
+            t.node_box: gr.update(value=str(nid)),
+            t.star_box: bool(star and star["starred"]),
+            t.note_box: (star or {}).get("note", ""),
+        }
 
     @staticmethod
     def missing_node(run_id: str, state: TreeState, nid: int) -> str | None:
@@ -188,8 +234,13 @@ class RunViewer:
         return f"node: run {run_id[:8]} has no node {nid} at iteration {state.iteration}; click one in the tree"
 
     @staticmethod
-    def node_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None,
-                  shadow: dict[int, Any] | None = None) -> tuple[str, str]:
+    def node_view(
+        data: RunData,
+        state: TreeState,
+        nid: int,
+        options: Figure1Options | None = None,
+        shadow: dict[int, Any] | None = None,
+    ) -> tuple[str, str]:
         """Figure 1 of node `nid`'s step (figure JSON, drawn with `options`) and the
         inspector's text, as they were at `state`'s iteration (its K, scores, marks and decisions then); each
         step marked right or wrong by the run's final verdict. `shadow`: the run's shadow rows, shown apart."""
@@ -200,17 +251,30 @@ class RunViewer:
         return fig_json(fig), node_details_md(data, state, nid, judge, shadow)
 
     @staticmethod
-    def step_view(data: RunData, state: TreeState, nid: int, options: Figure1Options | None = None,
-                  judge: StepJudge | None = None, shadow: dict[int, Any] | None = None) -> dict[str, Any] | None:
+    def step_view(
+        data: RunData,
+        state: TreeState,
+        nid: int,
+        options: Figure1Options | None = None,
+        judge: StepJudge | None = None,
+        shadow: dict[int, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """Figure 1 of node `nid`'s step as the iteration shown knows it (None: the node has no scored step)."""
         step = step_of(data, nid, state.iteration)
         if step is None:
             return None
         judge = judge or StepJudge(data.state_at(None))
         opts = options or Figure1Options()
-        return step_figure(step, selected=nid, truth={c.node_id: judge(c.node_id) for c in step.candidates},
-                           sort_by=opts.sort, per_page=int(opts.per_page), page=opts.page,
-                           siblings_only=bool(opts.siblings), shadow=shadow or None)
+        return step_figure(
+            step,
+            selected=nid,
+            truth={c.node_id: judge(c.node_id) for c in step.candidates},
+            sort_by=opts.sort,
+            per_page=int(opts.per_page),
+            page=opts.page,
+            siblings_only=bool(opts.siblings),
+            shadow=shadow or None,
+        )
 
     def selected_view(self, s: OpenRun, data: RunData, state: TreeState) -> dict[Any, Any]:
         """The inspector (Figure 1, the node's text) redrawn for the selected node at the iteration shown, by

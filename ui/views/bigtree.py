@@ -33,7 +33,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def cap_shown(state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX_DRAWN) -> tuple[set[int], dict[int, int]]:
+def cap_shown(
+    state: Any, shown: set[int], keep: Iterable[int], limit: int = MAX_DRAWN
+) -> tuple[set[int], dict[int, int]]:
     """(nodes to draw, hidden-descendant count per drawn node) for the `shown` nodes of `state`."""
     if len(state.nodes) > HISTORY_LIMIT:  # a huge run: fewer nodes drawn, so it opens within seconds
         limit = min(limit, MAX_DRAWN_HUGE)
@@ -106,7 +108,7 @@ def focus_nodes(state: Any, shown: set[int], focus: str, selected: int | None) -
 
 
 def hidden_counts(state: Any, order: Iterable[int], kept: set[int]) -> dict[int, int]:
-    """"+k hidden" per kept node: walking `order` (parents before children), each node left out counts towards
+    """ "+k hidden" per kept node: walking `order` (parents before children), each node left out counts towards
     its nearest kept ancestor (the root when none); the MAX_LABELS largest counts."""
     anchor: dict[int, int] = {}
     hidden: Counter = Counter()

@@ -27,8 +27,12 @@ from .treedata import TERMINAL, RunData, TreeState
 
 log = logging.getLogger(__name__)
 
-QUADRANTS = ("high score / low variance", "high score / high variance", "low score / high variance",
-             "low score / low variance")
+QUADRANTS = (
+    "high score / low variance",
+    "high score / high variance",
+    "low score / high variance",
+    "low score / low variance",
+)
 DEFAULT_TAU = PAPER_TAU
 
 
@@ -155,12 +159,24 @@ def mine_run(data: RunData, score_split: float = 0.5, tau: float | None = None) 
         if stat is None:  # gated on logits, but logged before those were stored
             continue
         truth = judge(nid)
-        out.append(Case(quadrant=quadrant_of(mean, stat, tau, score_split), run_id=run["run_id"], node_id=nid,
-                        method=run.get("method", ""), problem_id=run.get("problem_id", ""),
-                        depth=int(n.get("depth") or 0), mean=mean, var=var, k=len(n["mc_scores"]), tau=tau,
-                        step=n.get("step", ""), step_correct=truth,
-                        truth_source=judge.source if truth is not None else "unknown",
-                        strength=_strength(mean, stat, tau, score_split)))
+        out.append(
+            Case(
+                quadrant=quadrant_of(mean, stat, tau, score_split),
+                run_id=run["run_id"],
+                node_id=nid,
+                method=run.get("method", ""),
+                problem_id=run.get("problem_id", ""),
+                depth=int(n.get("depth") or 0),
+                mean=mean,
+                var=var,
+                k=len(n["mc_scores"]),
+                tau=tau,
+                step=n.get("step", ""),
+                step_correct=truth,
+                truth_source=judge.source if truth is not None else "unknown",
+                strength=_strength(mean, stat, tau, score_split),
+            )
+        )
     return out
 
 
@@ -180,12 +196,20 @@ class Mined:
 
 def _run_signature(run: dict[str, Any]) -> str:
     # same problem, method, seed, config and models: the search is deterministic, so the same tree
-    return json.dumps([run.get(k) for k in ("problem_id", "method", "seed", "config", "policy", "prm")],
-                      sort_keys=True, default=str)
+    return json.dumps(
+        [run.get(k) for k in ("problem_id", "method", "seed", "config", "policy", "prm")], sort_keys=True, default=str
+    )
 
 
-def mine(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 10, score_split: float = 0.5,
-         surprising_first: bool = True, runs_limit: int = 50, keep: Callable[[Case], bool] | None = None) -> Mined:
+def mine(
+    store: Any,
+    run_ids: Iterable[str] | None = None,
+    per_quadrant: int = 10,
+    score_split: float = 0.5,
+    surprising_first: bool = True,
+    runs_limit: int = 50,
+    keep: Callable[[Case], bool] | None = None,
+) -> Mined:
     """The top cases of each quadrant over stored runs (all but queued ones by default, newest `runs_limit`).
     `keep` filters before ranking (a starred low-ranked node still shows); a node of an identical rerun is
     shown once. Ranked by strength, surprising ones (PRM vs truth disagree) first if asked."""
@@ -214,8 +238,14 @@ def mine(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 1
     return Mined(pools=pools, scored=scored, kept=kept, merged=merged)
 
 
-def mine_cases(store: Any, run_ids: Iterable[str] | None = None, per_quadrant: int = 10, score_split: float = 0.5,
-               surprising_first: bool = True, runs_limit: int = 50) -> dict[str, list[Case]]:
+def mine_cases(
+    store: Any,
+    run_ids: Iterable[str] | None = None,
+    per_quadrant: int = 10,
+    score_split: float = 0.5,
+    surprising_first: bool = True,
+    runs_limit: int = 50,
+) -> dict[str, list[Case]]:
     """mine()'s pools alone."""
     return mine(store, run_ids, per_quadrant, score_split, surprising_first, runs_limit).pools
 
@@ -226,6 +256,16 @@ def cases_table(pools: dict[str, Sequence[Case]]) -> list[list[Any]]:
     for q in QUADRANTS:
         for c in pools.get(q, ()):
             right = {True: "right", False: "WRONG", None: "?"}[c.step_correct]
-            rows.append([q, c.run_id[:8], c.node_id, round(c.mean, 3), round(c.var, 5), c.k, right,
-                         " ".join(c.step.split())[:120]])
+            rows.append(
+                [
+                    q,
+                    c.run_id[:8],
+                    c.node_id,
+                    round(c.mean, 3),
+                    round(c.var, 5),
+                    c.k,
+                    right,
+                    " ".join(c.step.split())[:120],
+                ]
+            )
     return rows

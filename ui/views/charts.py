@@ -9,35 +9,84 @@ from typing import Any
 from uats_core.records import StepInfo
 
 
-def cost_figure(iterations: Sequence[Mapping[str, Any]], current: int | None = None, height: int = 200,
-                others: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = ()) -> dict[str, Any]:
+def cost_figure(
+    iterations: Sequence[Mapping[str, Any]],
+    current: int | None = None,
+    height: int = 200,
+    others: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
+) -> dict[str, Any]:
     """Cost spent per iteration (bars) and in total (line); `others` adds more runs' totals for compare."""
     data: list[dict[str, Any]] = []
     if iterations:
         its = [int(i["iteration"]) for i in iterations]
-        data.append({"type": "bar", "x": its, "y": [i["cost_step"] for i in iterations], "name": "cost this step",
-                     "marker": {"color": "#9ecae1"}})
-        data.append({"type": "scatter", "mode": "lines+markers", "x": its, "y": [i["cost_total"] for i in iterations],
-                     "name": "cost so far", "yaxis": "y2", "line": {"color": "#08519c"}})
+        data.append(
+            {
+                "type": "bar",
+                "x": its,
+                "y": [i["cost_step"] for i in iterations],
+                "name": "cost this step",
+                "marker": {"color": "#9ecae1"},
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": its,
+                "y": [i["cost_total"] for i in iterations],
+                "name": "cost so far",
+                "yaxis": "y2",
+                "line": {"color": "#08519c"},
+            }
+        )
     for name, rows in others:
-        data.append({"type": "scatter", "mode": "lines", "x": [int(i["iteration"]) for i in rows],
-                     "y": [i["cost_total"] for i in rows], "name": name, "yaxis": "y2"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": [int(i["iteration"]) for i in rows],
+                "y": [i["cost_total"] for i in rows],
+                "name": name,
+                "yaxis": "y2",
+            }
+        )
     shapes = []
     if current:
-        shapes.append({"type": "line", "x0": current, "x1": current, "yref": "paper", "y0": 0, "y1": 1,
-                       "line": {"color": "#f0a500", "width": 2}})
-    layout = {"height": height, "margin": {"l": 50, "r": 50, "t": 10, "b": 30}, "barmode": "overlay",
-              "uirevision": "cost",
-              # the bars' axis is the cost of one iteration (its "step" read as a tree step), the line's the sum
-              "xaxis": {"title": {"text": "iteration"}},
-              "yaxis": {"title": {"text": "cost per iteration"}, "rangemode": "tozero"},
-              "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "cost so far"}, "rangemode": "tozero"},
-              "legend": {"orientation": "h", "y": 1.1}, "shapes": shapes, "plot_bgcolor": "white"}
+        shapes.append(
+            {
+                "type": "line",
+                "x0": current,
+                "x1": current,
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#f0a500", "width": 2},
+            }
+        )
+    layout = {
+        "height": height,
+        "margin": {"l": 50, "r": 50, "t": 10, "b": 30},
+        "barmode": "overlay",
+        "uirevision": "cost",
+        # the bars' axis is the cost of one iteration (its "step" read as a tree step), the line's the sum
+        "xaxis": {"title": {"text": "iteration"}},
+        "yaxis": {"title": {"text": "cost per iteration"}, "rangemode": "tozero"},
+        "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "cost so far"}, "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": 1.1},
+        "shapes": shapes,
+        "plot_bgcolor": "white",
+    }
     return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {}}
 
 
-KNOB_LABELS = (("beta", "β (re-evaluation passes scale)"), ("gamma", "γ (width scale)"), ("tau", "τ (OOD threshold)"),
-               ("delta", "δ (re-eval margin)"), ("nu1", "ν1 (re-eval softmax)"), ("nu2", "ν2 (children softmax)"))
+KNOB_LABELS = (
+    ("beta", "β (re-evaluation passes scale)"),
+    ("gamma", "γ (width scale)"),
+    ("tau", "τ (OOD threshold)"),
+    ("delta", "δ (re-eval margin)"),
+    ("nu1", "ν1 (re-eval softmax)"),
+    ("nu2", "ν2 (children softmax)"),
+)
 
 
 def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> dict[str, Any] | None:
@@ -53,37 +102,89 @@ def knobs_figure(iterations: Sequence[Mapping[str, Any]], height: int = 330) -> 
     known = [s for s in sig if s is not None]
     smax = max(known) if known else 1.0
     data: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"height": height, "margin": {"l": 50, "r": 70, "t": 30, "b": 40}, "showlegend": False,
-                              "plot_bgcolor": "white", "uirevision": "knobs", "annotations": []}
+    layout: dict[str, Any] = {
+        "height": height,
+        "margin": {"l": 50, "r": 70, "t": 30, "b": 40},
+        "showlegend": False,
+        "plot_bgcolor": "white",
+        "uirevision": "knobs",
+        "annotations": [],
+    }
     for j, (name, label) in enumerate(KNOB_LABELS):
         ax = "" if j == 0 else str(j + 1)
         col, row = j % 3, j // 3
         x0, x1 = col / 3 + 0.04, (col + 1) / 3 - 0.04
         y0, y1 = (0.0, 0.38) if row else (0.58, 0.96)
-        layout[f"xaxis{ax}"] = {"domain": [x0, x1], "anchor": f"y{ax}", "title": {"text": "depth t" if row else ""},
-                                "dtick": 1 if len(rows) <= 12 else None, "gridcolor": "#eee"}
-        layout[f"yaxis{ax}"] = {"domain": [y0, y1], "anchor": f"x{ax}", "gridcolor": "#eee",
-                                "type": "log" if name == "tau" else "linear", "exponentformat": "e" if name == "tau" else None}
-        layout["annotations"].append({"text": label, "x": (x0 + x1) / 2, "y": y1 + 0.02, "xref": "paper", "yref": "paper",
-                                      "showarrow": False, "font": {"size": 11}, "xanchor": "center", "yanchor": "bottom"})
-        marker: dict[str, Any] = {"size": 8, "color": [s if s is not None else 0.0 for s in sig], "colorscale": "Viridis",
-                                  "cmin": 0.0, "cmax": smax or 1.0}
+        layout[f"xaxis{ax}"] = {
+            "domain": [x0, x1],
+            "anchor": f"y{ax}",
+            "title": {"text": "depth t" if row else ""},
+            "dtick": 1 if len(rows) <= 12 else None,
+            "gridcolor": "#eee",
+        }
+        layout[f"yaxis{ax}"] = {
+            "domain": [y0, y1],
+            "anchor": f"x{ax}",
+            "gridcolor": "#eee",
+            "type": "log" if name == "tau" else "linear",
+            "exponentformat": "e" if name == "tau" else None,
+        }
+        layout["annotations"].append(
+            {
+                "text": label,
+                "x": (x0 + x1) / 2,
+                "y": y1 + 0.02,
+                "xref": "paper",
+                "yref": "paper",
+                "showarrow": False,
+                "font": {"size": 11},
+                "xanchor": "center",
+                "yanchor": "bottom",
+            }
+        )
+        marker: dict[str, Any] = {
+            "size": 8,
+            "color": [s if s is not None else 0.0 for s in sig],
+            "colorscale": "Viridis",
+            "cmin": 0.0,
+            "cmax": smax or 1.0,
+        }
         if j == 2:
             marker["colorbar"] = {"title": {"text": "max σ"}, "len": 0.9, "thickness": 10, "x": 1.02}
             marker["showscale"] = True
-        data.append({"type": "scatter", "mode": "lines+markers", "x": [t for t, _, _ in rows],
-                     "y": [float(k[name]) for _, k, _ in rows], "xaxis": f"x{ax}", "yaxis": f"y{ax}", "name": name,
-                     "line": {"color": "#bbbbbb", "width": 1}, "marker": marker,
-                     "customdata": [[f"{s:.4f}" if s is not None else "n/a (first step: config values)"] for s in sig],
-                     "hovertemplate": f"t=%{{x}}<br>{name}=%{{y:.4g}}<br>max σ=%{{customdata[0]}}<extra></extra>"})
-    return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True}, "meta": {"knobs": len(rows)}}
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": [t for t, _, _ in rows],
+                "y": [float(k[name]) for _, k, _ in rows],
+                "xaxis": f"x{ax}",
+                "yaxis": f"y{ax}",
+                "name": name,
+                "line": {"color": "#bbbbbb", "width": 1},
+                "marker": marker,
+                "customdata": [[f"{s:.4f}" if s is not None else "n/a (first step: config values)"] for s in sig],
+                "hovertemplate": f"t=%{{x}}<br>{name}=%{{y:.4g}}<br>max σ=%{{customdata[0]}}<extra></extra>",
+            }
+        )
+    return {
+        "data": data,
+        "layout": layout,
+        "config": {"displaylogo": False, "responsive": True},
+        "meta": {"knobs": len(rows)},
+    }
 
 
-CURVE_SERIES = (("mean_reward", "mean reward", "#1b9e77"), ("accuracy", "accuracy", "#7570b3"),
-                ("mean_cost", "mean cost spent", "#d95f02"))
+CURVE_SERIES = (
+    ("mean_reward", "mean reward", "#1b9e77"),
+    ("accuracy", "accuracy", "#7570b3"),
+    ("mean_cost", "mean cost spent", "#d95f02"),
+)
 
 
-def training_curve_figure(rows: Sequence[Mapping[str, Any]], window: int = 20, height: int = 360) -> dict[str, Any] | None:
+def training_curve_figure(
+    rows: Sequence[Mapping[str, Any]], window: int = 20, height: int = 360
+) -> dict[str, Any] | None:
     """A-UATS controller training: mean reward, accuracy and cost per REINFORCE round (faint) with their
     trailing `window`-round mean (solid) — single rounds are 10 searches of one problem, too noisy to read
     alone. None when there are no rows."""
@@ -101,18 +202,52 @@ def training_curve_figure(rows: Sequence[Mapping[str, Any]], window: int = 20, h
                 acc.append(v)
             tail = acc[-window:]
             smooth.append(sum(tail) / len(tail) if tail else None)
-        data.append({"type": "scatter", "mode": "markers", "x": x, "y": y, "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                     "marker": {"size": 3, "color": colour, "opacity": 0.3}, "name": f"{label} (round)",
-                     "showlegend": False})
-        data.append({"type": "scatter", "mode": "lines", "x": x, "y": smooth, "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                     "line": {"color": colour, "width": 2}, "name": f"{label}, {window}-round mean"})
-    layout: dict[str, Any] = {"height": height, "margin": {"l": 60, "r": 20, "t": 30, "b": 40}, "plot_bgcolor": "white",
-                              "legend": {"orientation": "h", "y": 1.12}, "uirevision": "curve"}
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": x,
+                "y": y,
+                "xaxis": f"x{ax}",
+                "yaxis": f"y{ax}",
+                "marker": {"size": 3, "color": colour, "opacity": 0.3},
+                "name": f"{label} (round)",
+                "showlegend": False,
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": x,
+                "y": smooth,
+                "xaxis": f"x{ax}",
+                "yaxis": f"y{ax}",
+                "line": {"color": colour, "width": 2},
+                "name": f"{label}, {window}-round mean",
+            }
+        )
+    layout: dict[str, Any] = {
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "plot_bgcolor": "white",
+        "legend": {"orientation": "h", "y": 1.12},
+        "uirevision": "curve",
+    }
     for j, (_, label, _) in enumerate(CURVE_SERIES):
         ax = "" if j == 0 else str(j + 1)
         lo, hi = 1 - (j + 1) / 3 + 0.04, 1 - j / 3 - 0.03
-        layout[f"xaxis{ax}"] = {"anchor": f"y{ax}", "matches": "x" if j else None, "gridcolor": "#eee",
-                                "showticklabels": j == 2, "title": {"text": "REINFORCE round" if j == 2 else ""}}
+        layout[f"xaxis{ax}"] = {
+            "anchor": f"y{ax}",
+            "matches": "x" if j else None,
+            "gridcolor": "#eee",
+            "showticklabels": j == 2,
+            "title": {"text": "REINFORCE round" if j == 2 else ""},
+        }
         layout[f"yaxis{ax}"] = {"domain": [lo, hi], "anchor": f"x{ax}", "gridcolor": "#eee", "title": {"text": label}}
-    return {"data": data, "layout": layout, "config": {"displaylogo": False, "responsive": True},
-            "meta": {"rounds": len(rows)}}
+    return {
+        "data": data,
+        "layout": layout,
+        "config": {"displaylogo": False, "responsive": True},
+        "meta": {"rounds": len(rows)},
+    }

@@ -22,8 +22,13 @@ DIVERGENCE_COLOUR = "#e7298a"  # the mark where two runs part, in both trees (ma
 
 def pair_key(run: dict[str, Any]) -> tuple[Any, ...]:
     """What the two runs of a fair pair share: problem, seed, budget, policy and PRM."""
-    return (run.get("problem_id"), run.get("seed"), (run.get("config") or {}).get("budget"), run.get("policy"),
-            run.get("prm"))
+    return (
+        run.get("problem_id"),
+        run.get("seed"),
+        (run.get("config") or {}).get("budget"),
+        run.get("policy"),
+        run.get("prm"),
+    )
 
 
 def find_partner(store: Any, run: dict[str, Any], methods: Sequence[str] = ("h-uats", "rebase")) -> str | None:
@@ -43,15 +48,39 @@ def compare_rows(a: RunData, b: RunData) -> tuple[list[list[Any]], int | None]:
     for d, label in zip((a, b), pair_labels(a.run, b.run)):
         r = d.run
         nodes = [n for i, n in d.nodes.items() if i != 0]
-        rows.append([r["run_id"][:8], label, r.get("status"), r.get("answer"), outcome(r),
-                     r.get("naive_answer"), round(float(r.get("cost") or 0), 1), r.get("iterations"), len(nodes),
-                     sum(1 for n in nodes if n.get("ood")), sum(1 for n in nodes if n.get("extra_passes")),
-                     sum(int(n.get("extra_passes") or 0) for n in nodes)])
+        rows.append(
+            [
+                r["run_id"][:8],
+                label,
+                r.get("status"),
+                r.get("answer"),
+                outcome(r),
+                r.get("naive_answer"),
+                round(float(r.get("cost") or 0), 1),
+                r.get("iterations"),
+                len(nodes),
+                sum(1 for n in nodes if n.get("ood")),
+                sum(1 for n in nodes if n.get("extra_passes")),
+                sum(int(n.get("extra_passes") or 0) for n in nodes),
+            ]
+        )
     return rows, first_divergence(a, b)
 
 
-COMPARE_COLUMNS = ["run", "method", "status", "answer", "outcome", "naive answer", "cost spent", "iterations", "nodes",
-                   "OOD nodes", "re-evaluated", "extra passes"]
+COMPARE_COLUMNS = [
+    "run",
+    "method",
+    "status",
+    "answer",
+    "outcome",
+    "naive answer",
+    "cost spent",
+    "iterations",
+    "nodes",
+    "OOD nodes",
+    "re-evaluated",
+    "extra passes",
+]
 
 
 def method_label(run: Mapping[str, Any]) -> str:
@@ -78,9 +107,15 @@ def pair_labels(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, str]:
     return f"{method_label(a)} ({ea})", f"{method_label(b)} ({eb})"
 
 
-def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | None = None,
-                    height: int = 560, shadows: Sequence[Mapping[int, Any] | None] = (None, None),
-                    selected: Sequence[int | None] = (None, None)) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
+def compare_figures(
+    a: RunData,
+    b: RunData,
+    t: int | None,
+    view: ViewOptions | None = None,
+    height: int = 560,
+    shadows: Sequence[Mapping[int, Any] | None] = (None, None),
+    selected: Sequence[int | None] = (None, None),
+) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
     fa, fb = a.state_at(None), b.state_at(None)
     crange = shared_colour_range(fa, fb)
     shared = shared_prefixes(fa, fb)
@@ -88,11 +123,22 @@ def compare_figures(a: RunData, b: RunData, t: int | None, view: ViewOptions | N
     parts = divergence_nodes(decision_divergence(a, b))
     figs = []
     labels = pair_labels(a.run, b.run)
-    for d, st, side, sh, sel, part, label in ((a, sa_, "A", shadows[0], selected[0], parts[0], labels[0]),
-                                              (b, sb_, "B", shadows[1], selected[1], parts[1], labels[1])):
-        fig = tree_figure(st, view, colour_range=crange, shared_keys=shared, height=height, shadow=sh, selected=sel,
-                          title=f"{side}: {label} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
-                          uirevision=f"cmp-{side}-{d.run['run_id']}", show_colorbar=side == "B")
+    for d, st, side, sh, sel, part, label in (
+        (a, sa_, "A", shadows[0], selected[0], parts[0], labels[0]),
+        (b, sb_, "B", shadows[1], selected[1], parts[1], labels[1]),
+    ):
+        fig = tree_figure(
+            st,
+            view,
+            colour_range=crange,
+            shared_keys=shared,
+            height=height,
+            shadow=sh,
+            selected=sel,
+            title=f"{side}: {label} · {d.run['run_id'][:8]} · t={st.iteration}/{st.max_iteration}",
+            uirevision=f"cmp-{side}-{d.run['run_id']}",
+            show_colorbar=side == "B",
+        )
         mark_divergence(fig, part)
         figs.append(fig)
     return figs[0], figs[1], crange
@@ -103,8 +149,10 @@ def divergence_nodes(div: Divergence) -> tuple[int | None, int | None]:
     sharing the most steps with it; None for both when they never parted."""
     if div.kind is None:
         return None, None
-    return (div.node_a if div.node_a is not None else div.parent_a,
-            div.node_b if div.node_b is not None else div.parent_b)
+    return (
+        div.node_a if div.node_a is not None else div.parent_a,
+        div.node_b if div.node_b is not None else div.parent_b,
+    )
 
 
 def mark_divergence(fig: dict[str, Any], node_id: int | None) -> None:
@@ -117,12 +165,24 @@ def mark_divergence(fig: dict[str, Any], node_id: int | None) -> None:
             continue
         for i, c in enumerate(trace["customdata"]):
             if (c[0] if isinstance(c, (list, tuple)) else c) == node_id:
-                fig["data"].append({
-                    "type": "scatter", "mode": "markers", "x": [trace["x"][i]], "y": [trace["y"][i]],
-                    "name": "where the runs part", "showlegend": True, "customdata": [[node_id]],
-                    "hovertemplate": f"node {node_id}: the runs part here<extra></extra>",
-                    "marker": {"symbol": "hexagon-open", "size": 30, "color": DIVERGENCE_COLOUR,
-                               "line": {"width": 3, "color": DIVERGENCE_COLOUR}}})
+                fig["data"].append(
+                    {
+                        "type": "scatter",
+                        "mode": "markers",
+                        "x": [trace["x"][i]],
+                        "y": [trace["y"][i]],
+                        "name": "where the runs part",
+                        "showlegend": True,
+                        "customdata": [[node_id]],
+                        "hovertemplate": f"node {node_id}: the runs part here<extra></extra>",
+                        "marker": {
+                            "symbol": "hexagon-open",
+                            "size": 30,
+                            "color": DIVERGENCE_COLOUR,
+                            "line": {"width": 3, "color": DIVERGENCE_COLOUR},
+                        },
+                    }
+                )
                 return
 
 
@@ -142,14 +202,39 @@ def side_by_side(fa: dict[str, Any], fb: dict[str, Any]) -> dict[str, Any]:
     # edges and compact glyphs are layout shapes: B's move to B's axes; the selection rings stay in the app
     shapes = [sh for sh in la.get("shapes") or [] if sh.get("name") != "selected"]
     shapes += [{**sh, "xref": "x2", "yref": "y2"} for sh in lb.get("shapes") or [] if sh.get("name") != "selected"]
-    layout = {"height": la.get("height", 560), "width": 1600, "paper_bgcolor": "white", "plot_bgcolor": "white",
-              "margin": {"l": 40, "r": 10, "t": 50, "b": 10}, "showlegend": True, "boxmode": "overlay",
-              "legend": la.get("legend"), "shapes": shapes,
-              "xaxis": {**la["xaxis"], "domain": [0.0, 0.48]}, "yaxis": {**la["yaxis"], "anchor": "x"},
-              "xaxis2": {**lb["xaxis"], "domain": [0.52, 1.0]}, "yaxis2": {**lb["yaxis"], "anchor": "x2"},
-              "annotations": [
-                  {"text": (la.get("title") or {}).get("text", "A"), "xref": "paper", "x": 0.0, "yref": "paper", "y": 1.06,
-                   "showarrow": False, "xanchor": "left"},
-                  {"text": (lb.get("title") or {}).get("text", "B"), "xref": "paper", "x": 0.52, "yref": "paper", "y": 1.06,
-                   "showarrow": False, "xanchor": "left"}]}
+    layout = {
+        "height": la.get("height", 560),
+        "width": 1600,
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "margin": {"l": 40, "r": 10, "t": 50, "b": 10},
+        "showlegend": True,
+        "boxmode": "overlay",
+        "legend": la.get("legend"),
+        "shapes": shapes,
+        "xaxis": {**la["xaxis"], "domain": [0.0, 0.48]},
+        "yaxis": {**la["yaxis"], "anchor": "x"},
+        "xaxis2": {**lb["xaxis"], "domain": [0.52, 1.0]},
+        "yaxis2": {**lb["yaxis"], "anchor": "x2"},
+        "annotations": [
+            {
+                "text": (la.get("title") or {}).get("text", "A"),
+                "xref": "paper",
+                "x": 0.0,
+                "yref": "paper",
+                "y": 1.06,
+                "showarrow": False,
+                "xanchor": "left",
+            },
+            {
+                "text": (lb.get("title") or {}).get("text", "B"),
+                "xref": "paper",
+                "x": 0.52,
+                "yref": "paper",
+                "y": 1.06,
+                "showarrow": False,
+                "xanchor": "left",
+            },
+        ],
+    }
     return {"data": data, "layout": layout, "config": {"displaylogo": False}}

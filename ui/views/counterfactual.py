@@ -28,12 +28,22 @@ RUNS_SCANNED = 1000  # newest finished H-UATS runs read
 NODES_READ = 400_000  # nodes of the differing pairs' trees read to find where they part, newest pair first
 WRONG_TO_RIGHT, RIGHT_TO_WRONG, OTHER = "wrong → right", "right → wrong", "another answer"
 DIRECTIONS = (WRONG_TO_RIGHT, RIGHT_TO_WRONG, OTHER)
-RANKING_RULE = ("A case is an H-UATS search whose answer differs from the same search's with uncertainty switched off "
-                "(one pass a node, the gate never open, the same random streams). Ranked: wrong → right first (the "
-                "search without uncertainty is wrong, with it right), then right → wrong, then another answer "
-                "(neither right, or ungraded); within each, the earlier the two part, the higher.")
-COLUMNS = ["rank", "problem", "policy · PRM", "N · seed", "H-UATS answer", "without uncertainty", "direction",
-           "they part at"]
+RANKING_RULE = (
+    "A case is an H-UATS search whose answer differs from the same search's with uncertainty switched off "
+    "(one pass a node, the gate never open, the same random streams). Ranked: wrong → right first (the "
+    "search without uncertainty is wrong, with it right), then right → wrong, then another answer "
+    "(neither right, or ungraded); within each, the earlier the two part, the higher."
+)
+COLUMNS = [
+    "rank",
+    "problem",
+    "policy · PRM",
+    "N · seed",
+    "H-UATS answer",
+    "without uncertainty",
+    "direction",
+    "they part at",
+]
 
 
 def factual_config(config: SearchConfig) -> SearchConfig:
@@ -135,8 +145,12 @@ def stored_pairs(store: Any, runs_scanned: int = RUNS_SCANNED) -> list[tuple[dic
     return [(r, newest[COUNTERFACTUAL][k]) for k, r in newest[FACTUAL].items() if k in newest[COUNTERFACTUAL]]
 
 
-def find_cases(store: Any, load: Callable[[str], RunData] | None = None, runs_scanned: int = RUNS_SCANNED,
-               nodes_read: int = NODES_READ) -> Found:
+def find_cases(
+    store: Any,
+    load: Callable[[str], RunData] | None = None,
+    runs_scanned: int = RUNS_SCANNED,
+    nodes_read: int = NODES_READ,
+) -> Found:
     """The ranked cases over the run log's pairs (RANKING_RULE). A case is known from the two runs' answers; their
     trees are read, newest pair first while NODES_READ lasts, only to find where the two part."""
     load = load or (lambda rid: RunData.load(store, rid))
@@ -156,8 +170,14 @@ def find_cases(store: Any, load: Callable[[str], RunData] | None = None, runs_sc
         else:
             found.unread += 1
         found.cases.append(Case(run, counter, way, part))
-    found.cases.sort(key=lambda c: (DIRECTIONS.index(c.direction), c.parting.iteration if c.parting else 10**9,
-                                    str(c.run.get("problem_id")), c.run["run_id"]))
+    found.cases.sort(
+        key=lambda c: (
+            DIRECTIONS.index(c.direction),
+            c.parting.iteration if c.parting else 10**9,
+            str(c.run.get("problem_id")),
+            c.run["run_id"],
+        )
+    )
     return found
 
 
@@ -171,22 +191,37 @@ def found_rows(found: Found) -> list[list[Any]]:
     for i, c in enumerate(found.cases, 1):
         r, p = c.run, c.parting
         where = "–" if p is None else f"t = {p.iteration}, node {p.node_a if p.node_a is not None else p.node_b}"
-        rows.append([i, r.get("problem_id"), f"{model_name(r.get('policy'))} · {model_name(r.get('prm'))}",
-                     f"{(r.get('config') or {}).get('budget')} · {r.get('seed')}", _shown(r), _shown(c.counter),
-                     c.direction, where])
+        rows.append(
+            [
+                i,
+                r.get("problem_id"),
+                f"{model_name(r.get('policy'))} · {model_name(r.get('prm'))}",
+                f"{(r.get('config') or {}).get('budget')} · {r.get('seed')}",
+                _shown(r),
+                _shown(c.counter),
+                c.direction,
+                where,
+            ]
+        )
     return rows
 
 
 def found_summary(found: Found) -> str:
     """One line (Markdown-free): pairs read, answers uncertainty changed, by direction."""
     if not found.pairs:
-        return ("no finished H-UATS run beside its counterfactual in the run log (the same problem, seed, budget and "
-                "models, uncertainty switched off): run a batch")
+        return (
+            "no finished H-UATS run beside its counterfactual in the run log (the same problem, seed, budget and "
+            "models, uncertainty switched off): run a batch"
+        )
     d = found.by_direction
-    text = (f"uncertainty changed the answer in {len(found.cases)} of {found.pairs} pair(s) on {found.problems} "
-            f"problem(s): {d[WRONG_TO_RIGHT]} {WRONG_TO_RIGHT}, {d[RIGHT_TO_WRONG]} {RIGHT_TO_WRONG}, {d[OTHER]} to "
-            f"{OTHER}")
+    text = (
+        f"uncertainty changed the answer in {len(found.cases)} of {found.pairs} pair(s) on {found.problems} "
+        f"problem(s): {d[WRONG_TO_RIGHT]} {WRONG_TO_RIGHT}, {d[RIGHT_TO_WRONG]} {RIGHT_TO_WRONG}, {d[OTHER]} to "
+        f"{OTHER}"
+    )
     if found.unread:
-        text += (f"; where {found.unread} of them part is not given (their trees are over {NODES_READ:,} nodes a "
-                 "search: the newest are read first)")
+        text += (
+            f"; where {found.unread} of them part is not given (their trees are over {NODES_READ:,} nodes a "
+            "search: the newest are read first)"
+        )
     return text

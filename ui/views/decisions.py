@@ -98,12 +98,26 @@ def step_candidates(data: RunData, t: int) -> tuple[list[Candidate], StepInfo, T
             sel = ood and ucb is not None and ref is not None and delta is not None and ucb >= ref - float(delta)
         after = state.nodes.get(nid) or data.nodes[nid]
         extra = int(d.extra_passes or 0)
-        out.append(Candidate(nid, mean, var, ucb, k, stat, ood, extra, int(d.children or 0), str(d.status or ""),
-                             sel, parent_id=after.get("parent_id"),
-                             mean_after=after.get("mean") if extra else mean,
-                             var_after=after.get("var") if extra else var,
-                             stat_after=gate.statistic(after) if extra else stat,
-                             k_after=len(after.get("mc_scores") or []) if extra else k))
+        out.append(
+            Candidate(
+                nid,
+                mean,
+                var,
+                ucb,
+                k,
+                stat,
+                ood,
+                extra,
+                int(d.children or 0),
+                str(d.status or ""),
+                sel,
+                parent_id=after.get("parent_id"),
+                mean_after=after.get("mean") if extra else mean,
+                var_after=after.get("var") if extra else var,
+                stat_after=gate.statistic(after) if extra else stat,
+                k_after=len(after.get("mc_scores") or []) if extra else k,
+            )
+        )
     return out, step_info, state
 
 
@@ -129,9 +143,27 @@ def _waiting(state: TreeState, created: int) -> list[Candidate]:
         if i == 0 or n.get("mean") is None or int(n.get("created_iter") or 0) != created:
             continue
         k, stat = len(n.get("mc_scores") or []), gate.statistic(n)
-        out.append(Candidate(i, n.get("mean"), n.get("var"), n.get("ucb"), k, stat, gate.shown(n), 0, 0,
-                             str(n.get("status") or ""), False, parent_id=n.get("parent_id"), decided=False,
-                             mean_after=n.get("mean"), var_after=n.get("var"), stat_after=stat, k_after=k))
+        out.append(
+            Candidate(
+                i,
+                n.get("mean"),
+                n.get("var"),
+                n.get("ucb"),
+                k,
+                stat,
+                gate.shown(n),
+                0,
+                0,
+                str(n.get("status") or ""),
+                False,
+                parent_id=n.get("parent_id"),
+                decided=False,
+                mean_after=n.get("mean"),
+                var_after=n.get("var"),
+                stat_after=stat,
+                k_after=k,
+            )
+        )
     return out
 
 
@@ -176,8 +208,10 @@ def _knob(step_info: StepInfo, name: str, default: Any) -> Any:
 def step_totals(step_info: StepInfo, cands: Sequence[Candidate]) -> tuple[int, int]:
     """(B, C) of the step: the re-evaluation passes and the width as stored, else what the candidates got."""
     b = step_info.reeval_passes
-    return (int(b) if b is not None else sum(x.extra for x in cands),
-            int(step_info.width) if step_info.width else sum(x.children for x in cands))
+    return (
+        int(b) if b is not None else sum(x.extra for x in cands),
+        int(step_info.width) if step_info.width else sum(x.children for x in cands),
+    )
 
 
 _DECIDED_AT: weakref.WeakKeyDictionary[RunData, dict[int, int]] = weakref.WeakKeyDictionary()
@@ -196,11 +230,25 @@ def decision_iteration(data: RunData, node_id: int) -> int | None:
 def gate_record(c: Candidate, iteration: int) -> dict[str, Any]:
     """A decided candidate as an export states it: what the gate read, the decision, and after the extra
     passes (the same fields every panel prints)."""
-    return {"node_id": c.node_id, "iteration": iteration, "parent_id": c.parent_id, "gate_stat_read": c.stat,
-            "mean_read": c.mean, "var_read": c.var, "ucb_read": c.ucb, "k_read": c.k, "ood": c.ood,
-            "reeval_candidate": c.selected, "extra_passes": c.extra, "children": c.children, "status": c.status,
-            "decision": c.decision, "gate_stat_after": c.stat_after if c.extra else None,
-            "mean_after": c.mean_after if c.extra else None, "k_after": c.k_after if c.extra else None}
+    return {
+        "node_id": c.node_id,
+        "iteration": iteration,
+        "parent_id": c.parent_id,
+        "gate_stat_read": c.stat,
+        "mean_read": c.mean,
+        "var_read": c.var,
+        "ucb_read": c.ucb,
+        "k_read": c.k,
+        "ood": c.ood,
+        "reeval_candidate": c.selected,
+        "extra_passes": c.extra,
+        "children": c.children,
+        "status": c.status,
+        "decision": c.decision,
+        "gate_stat_after": c.stat_after if c.extra else None,
+        "mean_after": c.mean_after if c.extra else None,
+        "k_after": c.k_after if c.extra else None,
+    }
 
 
 def gate_records(data: RunData) -> list[dict[str, Any]]:
@@ -238,8 +286,10 @@ def after_sentence(c: Candidate, label: str) -> str:
     """The statistics after the step's extra passes, labelled apart from what the gate read ('' without them)."""
     if not c.extra:
         return ""
-    return (f"after re-evaluation (+{c.extra} passes, K = {c.k_after}): R̄ = {fmt_mean(c.mean_after)}, "
-            f"{label} = {fmt_var(c.stat_after)}")
+    return (
+        f"after re-evaluation (+{c.extra} passes, K = {c.k_after}): R̄ = {fmt_mean(c.mean_after)}, "
+        f"{label} = {fmt_var(c.stat_after)}"
+    )
 
 
 def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
@@ -266,26 +316,36 @@ def explain_node(data: RunData, node_id: int, t: int | None = None) -> str:
     if me.ood:
         bar = None if ref is None or delta is None else ref - float(delta)
         verdict = "passes" if me.selected else "fails"
-        items.append(f"<li><b>δ test {verdict}</b>: R̂ = {fmt_mean(me.ucb)} vs best ID R̄ − δ = {fmt_mean(ref)} − "
-                     f"{delta:g} = {fmt_mean(bar)}; R̂ rank {rank} of {len(cands)} (OOD rank "
-                     f"{ood_rank.index(me) + 1} of {len(ood_rank)})</li>")
+        items.append(
+            f"<li><b>δ test {verdict}</b>: R̂ = {fmt_mean(me.ucb)} vs best ID R̄ − δ = {fmt_mean(ref)} − "
+            f"{delta:g} = {fmt_mean(bar)}; R̂ rank {rank} of {len(cands)} (OOD rank "
+            f"{ood_rank.index(me) + 1} of {len(ood_rank)})</li>"
+        )
     else:
-        items.append(f"<li>no δ test (ID candidates are trusted as scored); R̂ = {fmt_mean(me.ucb)}, rank {rank} "
-                     f"of {len(cands)}</li>")
+        items.append(
+            f"<li>no δ test (ID candidates are trusted as scored); R̂ = {fmt_mean(me.ucb)}, rank {rank} "
+            f"of {len(cands)}</li>"
+        )
     if me.extra:
-        items.append(f"<li><b>+{me.extra} extra passes</b> = {_pct(me.extra, b_total)} of B = {b_total} "
-                     f"(softmax of R̂/ν1 over the {sum(c.selected for c in cands)} selected)</li>")
+        items.append(
+            f"<li><b>+{me.extra} extra passes</b> = {_pct(me.extra, b_total)} of B = {b_total} "
+            f"(softmax of R̂/ν1 over the {sum(c.selected for c in cands)} selected)</li>"
+        )
         items.append(f"<li>{html.escape(after_sentence(me, gate.label))}</li>")
     elif me.selected:
         items.append(f"<li>selected, but its softmax share of B = {b_total} rounded to 0 passes</li>")
     by_mean = sorted(cands, key=lambda c: -(float(c.mean_after) if c.mean_after is not None else -1))
     mrank = by_mean.index(me) + 1
     if me.children:
-        items.append(f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of C = {c_total} "
-                     f"(softmax of R̄/ν2; R̄ rank {mrank} of {len(cands)})</li>")
+        items.append(
+            f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of C = {c_total} "
+            f"(softmax of R̄/ν2; R̄ rank {mrank} of {len(cands)})</li>"
+        )
     else:
-        items.append(f"<li><b>{html.escape(me.status or 'no children')}</b>: 0 of C = {c_total} children "
-                     f"(R̄ rank {mrank} of {len(cands)})</li>")
+        items.append(
+            f"<li><b>{html.escape(me.status or 'no children')}</b>: 0 of C = {c_total} children "
+            f"(R̄ rank {mrank} of {len(cands)})</li>"
+        )
     return "<div class='uats-why'><p>" + items[0] + "</p><ul>" + "".join(items[1:]) + "</ul></div>"
 
 
@@ -294,15 +354,21 @@ def _explain_own_rule(data: RunData, me: Candidate, cands: Sequence[Candidate], 
     _, c_total = step_totals(step_info, cands)
     by_mean = sorted(cands, key=lambda c: -(float(c.mean) if c.mean is not None else -1))
     rank = by_mean.index(me) + 1
-    items = [f"<b>node {me.node_id}</b>, decided at iteration {dt} among {len(cands)} candidate(s) by "
-             f"{html.escape(own_rule(data.run))}:",
-             f"<li>R̄ = {fmt_mean(me.mean)} (K = {me.k}), R̄ rank {rank} of {len(cands)}</li>"]
+    items = [
+        f"<b>node {me.node_id}</b>, decided at iteration {dt} among {len(cands)} candidate(s) by "
+        f"{html.escape(own_rule(data.run))}:",
+        f"<li>R̄ = {fmt_mean(me.mean)} (K = {me.k}), R̄ rank {rank} of {len(cands)}</li>",
+    ]
     if me.children:
-        items.append(f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of the "
-                     f"{c_total} granted at this step</li>")
+        items.append(
+            f"<li><b>×{me.children} children</b> = {_pct(me.children, c_total)} of the "
+            f"{c_total} granted at this step</li>"
+        )
     else:
-        items.append(f"<li><b>{html.escape(me.status or 'no children')}</b>: 0 of the {c_total} children granted "
-                     "at this step</li>")
+        items.append(
+            f"<li><b>{html.escape(me.status or 'no children')}</b>: 0 of the {c_total} children granted "
+            "at this step</li>"
+        )
     return "<div class='uats-why'><p>" + items[0] + "</p><ul>" + "".join(items[1:]) + "</ul></div>"
 
 
@@ -331,13 +397,17 @@ def explain_step(data: RunData, t: int, top: int = 6) -> str:
         return ", ".join(parts) + more if parts else "none"
 
     if not has_gate(data.run):  # no gate, no B: where the children went
-        return (f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, decided by "
-                f"{html.escape(own_rule(data.run))}.</p><ul><li><b>{spent_c}</b> children granted to {len(ch)} "
-                f"candidate(s): {listing(ch, 'children', c_total)}; {sum(1 for c in cands if not c.children)} got "
-                "none</li></ul></div>")
-    return (f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, {n_ood} OOD "
-            f"({len(cands) - n_ood} ID), {n_sel} passed the δ test.</p><ul>"
-            f"<li><b>B = {b_total}</b> extra passes, {spent_b} spent: {listing(re, 'extra', b_total)}</li>"
-            f"<li><b>C = {c_total}</b> children, {spent_c} granted to {len(ch)} candidate(s): "
-            f"{listing(ch, 'children', c_total)}; {sum(1 for c in cands if not c.children)} got none</li>"
-            "</ul></div>")
+        return (
+            f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, decided by "
+            f"{html.escape(own_rule(data.run))}.</p><ul><li><b>{spent_c}</b> children granted to {len(ch)} "
+            f"candidate(s): {listing(ch, 'children', c_total)}; {sum(1 for c in cands if not c.children)} got "
+            "none</li></ul></div>"
+        )
+    return (
+        f"<div class='uats-why-step'><p><b>iteration {t}</b>: {len(cands)} candidates, {n_ood} OOD "
+        f"({len(cands) - n_ood} ID), {n_sel} passed the δ test.</p><ul>"
+        f"<li><b>B = {b_total}</b> extra passes, {spent_b} spent: {listing(re, 'extra', b_total)}</li>"
+        f"<li><b>C = {c_total}</b> children, {spent_c} granted to {len(ch)} candidate(s): "
+        f"{listing(ch, 'children', c_total)}; {sum(1 for c in cands if not c.children)} got none</li>"
+        "</ul></div>"
+    )

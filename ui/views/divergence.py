@@ -63,8 +63,9 @@ def _decided(data: RunData, t: int, keys: dict[int, tuple[str, ...]]) -> dict[tu
     return out
 
 
-_DIV_MEMO: weakref.WeakKeyDictionary[RunData, weakref.WeakKeyDictionary[RunData, Divergence]] = \
+_DIV_MEMO: weakref.WeakKeyDictionary[RunData, weakref.WeakKeyDictionary[RunData, Divergence]] = (
     weakref.WeakKeyDictionary()
+)
 
 
 def decision_divergence(a: RunData, b: RunData) -> Divergence:
@@ -99,8 +100,9 @@ def _divergence(a: RunData, b: RunData) -> Divergence:
                 return Divergence(t, na, nb, ca, cb, shared, DECISION, depth=len(key), step=key[-1], **answers)
     if answers["answer_a"] == answers["answer_b"]:
         return Divergence(None, shared=shared, **answers)
-    splits = [s for s in (_path_split(sa, keys_a, sb, keys_b, "a"), _path_split(sb, keys_b, sa, keys_a, "b"))
-              if s is not None]
+    splits = [
+        s for s in (_path_split(sa, keys_a, sb, keys_b, "a"), _path_split(sb, keys_b, sa, keys_a, "b")) if s is not None
+    ]
     if not splits:  # neither run stored a final step holding its answer (a run log written by hand)
         return Divergence(None, shared=shared, **answers)
     return replace(min(splits, key=lambda s: (s.depth, s.side)), shared=shared, **answers)
@@ -124,8 +126,13 @@ def _index(state: TreeState, keys: dict[int, tuple[str, ...]]) -> dict[tuple[str
     return out
 
 
-def _path_split(own: TreeState, own_keys: dict[int, tuple[str, ...]], other: TreeState,
-                other_keys: dict[int, tuple[str, ...]], side: str) -> Divergence | None:
+def _path_split(
+    own: TreeState,
+    own_keys: dict[int, tuple[str, ...]],
+    other: TreeState,
+    other_keys: dict[int, tuple[str, ...]],
+    side: str,
+) -> Divergence | None:
     """The first step on `own`'s answer path that `other` did not keep, as a Divergence from `side`'s view."""
     leaf = answer_leaf(own)
     if leaf is None:
@@ -142,11 +149,19 @@ def _path_split(own: TreeState, own_keys: dict[int, tuple[str, ...]], other: Tre
             continue
         kind = UNSAMPLED if match is None else (VOTE if last else PRUNED)
         node = own.nodes[nid]
-        iteration = (other.max_iteration if kind == VOTE else  # the vote is read at the end
-                     int(node.get("created_iter") or 0) if kind == UNSAMPLED else
-                     int(own.nodes[path[depth]].get("created_iter") or 0))  # own expanded it: its child's iteration
-        pair = {"node_a": nid, "node_b": match, "parent_b": prev} if side == "a" else \
-            {"node_b": nid, "node_a": match, "parent_a": prev}
+        iteration = (
+            other.max_iteration
+            if kind == VOTE
+            # the vote is read at the end
+            else int(node.get("created_iter") or 0)
+            if kind == UNSAMPLED
+            else int(own.nodes[path[depth]].get("created_iter") or 0)
+        )  # own expanded it: its child's iteration
+        pair = (
+            {"node_a": nid, "node_b": match, "parent_b": prev}
+            if side == "a"
+            else {"node_b": nid, "node_a": match, "parent_a": prev}
+        )
         mine = len(own.children.get(nid, ()))
         theirs = 0 if match is None else len(other.children.get(match, ()))
         kids = {"children_a": mine, "children_b": theirs} if side == "a" else {"children_a": theirs, "children_b": mine}
@@ -175,7 +190,7 @@ def counterpart(other: TreeState, key: tuple[str, ...]) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------ in words
 def _quote(step: str, chars: int = 48) -> str:
     s = " ".join(step.split())
-    return "“" + (s if len(s) <= chars else s[:chars - 1] + "…") + "”"
+    return "“" + (s if len(s) <= chars else s[: chars - 1] + "…") + "”"
 
 
 def _kids(k: int) -> str:
@@ -189,28 +204,40 @@ def divergence_text(div: Divergence) -> str:
             return "the answers differ, but neither run stored a final step holding its answer to trace back"
         if not div.shared:
             return "decisions: no step was decided by both runs (their samples differ), so none diverged"
-        return (f"decisions never diverged: the {div.shared} steps both runs decided got children in both or in "
-                "neither" + (", and both runs answered the same" if div.answer_a is not None else ""))
+        return (
+            f"decisions never diverged: the {div.shared} steps both runs decided got children in both or in "
+            "neither" + (", and both runs answered the same" if div.answer_a is not None else "")
+        )
     if div.kind == DECISION:
-        return (f"decisions diverge at iteration {div.iteration}: the step {_quote(div.step)} (depth {div.depth}), "
-                f"which both runs had, got {_kids(div.children_a)} in A (node {div.node_a}) and "
-                f"{_kids(div.children_b)} in B (node {div.node_b})")
+        return (
+            f"decisions diverge at iteration {div.iteration}: the step {_quote(div.step)} (depth {div.depth}), "
+            f"which both runs had, got {_kids(div.children_a)} in A (node {div.node_a}) and "
+            f"{_kids(div.children_b)} in B (node {div.node_b})"
+        )
     own, other = div.side.upper(), "B" if div.side == "a" else "A"
     own_node, other_node = (div.node_a, div.node_b) if div.side == "a" else (div.node_b, div.node_a)
     other_parent = div.parent_b if div.side == "a" else div.parent_a
     answer = div.answer_a if div.side == "a" else div.answer_b
     other_answer = div.answer_b if div.side == "a" else div.answer_a
-    head = (f"no step both runs had was decided differently ({div.shared} were decided alike); the runs part on "
-            f"the way to {own}'s answer {answer}, at depth {div.depth}: ")
+    head = (
+        f"no step both runs had was decided differently ({div.shared} were decided alike); the runs part on "
+        f"the way to {own}'s answer {answer}, at depth {div.depth}: "
+    )
     if div.kind == VOTE:
-        return head + (f"{other} kept that whole path down to its final step {_quote(div.step)} ({own} node "
-                       f"{own_node}, {other} node {other_node}), but {other}'s vote chose "
-                       + ("no answer" if other_answer is None else f"answer {other_answer}"))
+        return head + (
+            f"{other} kept that whole path down to its final step {_quote(div.step)} ({own} node "
+            f"{own_node}, {other} node {other_node}), but {other}'s vote chose "
+            + ("no answer" if other_answer is None else f"answer {other_answer}")
+        )
     if div.kind == PRUNED:
         own_kids = div.children_a if div.side == "a" else div.children_b
-        return head + (f"the step {_quote(div.step)} got {_kids(own_kids)} in {own} (node {own_node}) and none in "
-                       f"{other} (node {other_node}), at iteration {div.iteration}")
+        return head + (
+            f"the step {_quote(div.step)} got {_kids(own_kids)} in {own} (node {own_node}) and none in "
+            f"{other} (node {other_node}), at iteration {div.iteration}"
+        )
     same = "first step" if div.depth == 2 else f"first {div.depth - 1} steps"
     where = f"under its node {other_parent}, which holds the same {same}" if other_parent else "among its first steps"
-    return head + (f"{own} sampled the step {_quote(div.step)} (node {own_node}) at iteration {div.iteration}; "
-                   f"{other} never sampled it {where} (it drew other steps there)")
+    return head + (
+        f"{own} sampled the step {_quote(div.step)} (node {own_node}) at iteration {div.iteration}; "
+        f"{other} never sampled it {where} (it drew other steps there)"
+    )

@@ -92,8 +92,10 @@ def safe_name(name: str) -> str:
     if not name:
         raise ExportError("empty export name; use letters, digits, '.', '_' or '-'")
     if "/" in name or "\\" in name or ".." in name or not _NAME_RE.match(name):
-        raise ExportError(f"{name!r} is not allowed as an export name: exports stay inside the export folder; "
-                          "use letters, digits, '.', '_' or '-' (no '/', '\\' or '..')")
+        raise ExportError(
+            f"{name!r} is not allowed as an export name: exports stay inside the export folder; "
+            "use letters, digits, '.', '_' or '-' (no '/', '\\' or '..')"
+        )
     return name
 
 
@@ -175,9 +177,11 @@ def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix
     held = len(payload) * target.copy_factor()
     if held > limit:
         copy = " with the copy it is served from" if held > len(payload) else ""
-        raise ExportError(f"this export is {held / 2**20:.1f} MB{copy}, more than the export quota of "
-                          f"{limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the server's "
-                          "operator for a larger --export-session-quota-mb")
+        raise ExportError(
+            f"this export is {held / 2**20:.1f} MB{copy}, more than the export quota of "
+            f"{limit / 2**20:.1f} MB; export less (a case rather than a run), or ask the server's "
+            "operator for a larger --export-session-quota-mb"
+        )
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.", suffix=".part")
@@ -191,9 +195,14 @@ def store_export(where: ExportTarget | str | os.PathLike[str], name: str, suffix
     except OSError as exc:  # a full disk, a quota of the file system, a folder made read-only: one line, no trace
         log.error("export %s could not be written: %s", final.name, exc)
         full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-        raise ExportError(f"{final.name} could not be written: the export folder is "
-                          + ("full; delete older exports or ask the server's operator for space" if full else
-                             f"not writable ({exc.strerror}); ask the server's operator")) from None
+        raise ExportError(
+            f"{final.name} could not be written: the export folder is "
+            + (
+                "full; delete older exports or ask the server's operator for space"
+                if full
+                else f"not writable ({exc.strerror}); ask the server's operator"
+            )
+        ) from None
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -238,8 +247,10 @@ def _make_room(target: ExportTarget, incoming: int, replacing: Path) -> None:
         if p.is_file() and not p.is_symlink() and not p.name.startswith(".") and p != replacing:
             files.append((p.stat().st_mtime, held_bytes(target, p), p))
     files.sort(key=lambda f: f[0])
-    for limit, pool in ((target.quota.owner_bytes, [f for f in files if f[2].parent == folder]),
-                        (target.quota.total_bytes, files)):
+    for limit, pool in (
+        (target.quota.owner_bytes, [f for f in files if f[2].parent == folder]),
+        (target.quota.total_bytes, files),
+    ):
         used = sum(size for _, size, p in pool if p.exists())
         for _, size, p in pool:
             if used + incoming <= limit:
@@ -253,8 +264,12 @@ def _make_room(target: ExportTarget, incoming: int, replacing: Path) -> None:
 
 # ------------------------------------------------------------------------------ writers
 def to_json(bundle: ExportBundle) -> str:
-    return json.dumps({"kind": bundle.kind, "name": bundle.name, "exported_at": time.time(), **bundle.data},
-                      indent=2, default=_json_default, ensure_ascii=False)
+    return json.dumps(
+        {"kind": bundle.kind, "name": bundle.name, "exported_at": time.time(), **bundle.data},
+        indent=2,
+        default=_json_default,
+        ensure_ascii=False,
+    )
 
 
 def _json_default(o: Any) -> Any:
@@ -269,8 +284,12 @@ def to_latex(bundle: ExportBundle) -> str:
     """Booktabs table snippets that compile as they are (ui.views.latex: the packages they need, math, symbols):
     the bundle's table, then each of its further tables."""
     parts = [latex_table(bundle.table_header, bundle.table_rows, bundle.caption or bundle.name, bundle.name, _cell)]
-    parts += [latex_table(t.header, t.rows, t.caption, bundle.name + t.suffix, _cell, wrap=t.wrap, font=t.font,
-                          colsep_pt=t.colsep_pt) for t in bundle.more_tables]
+    parts += [
+        latex_table(
+            t.header, t.rows, t.caption, bundle.name + t.suffix, _cell, wrap=t.wrap, font=t.font, colsep_pt=t.colsep_pt
+        )
+        for t in bundle.more_tables
+    ]
     return "\n".join(parts)
 
 
@@ -294,28 +313,37 @@ def to_html(bundle: ExportBundle) -> str:
     """One self-contained page: plotly.js inlined (works offline, opens from disk), the figures, the
     table and the texts."""
     plotly_js = PLOTLY_JS.read_text(encoding="utf-8")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(bundle.name)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}"
-             "td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;font-size:13px}"
-             "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}.fig{margin:16px 0}</style>",
-             f"<script>{plotly_js}</script></head><body>",
-             f"<h1>{html.escape(bundle.name)}</h1><p>{html.escape(bundle.caption)}</p>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(bundle.name)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}"
+        "td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;font-size:13px}"
+        "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}.fig{margin:16px 0}</style>",
+        f"<script>{plotly_js}</script></head><body>",
+        f"<h1>{html.escape(bundle.name)}</h1><p>{html.escape(bundle.caption)}</p>",
+    ]
     for i, (caption, _) in enumerate(bundle.figures):
         parts.append(f"<h2>{html.escape(caption)}</h2><div class='fig' id='fig{i}'></div>")
-    tables = [("Table", bundle.table_header, bundle.table_rows)] + [(t.caption, t.header, t.rows)
-                                                                    for t in bundle.more_tables]
+    tables = [("Table", bundle.table_header, bundle.table_rows)] + [
+        (t.caption, t.header, t.rows) for t in bundle.more_tables
+    ]
     for heading, header, rows in tables:
         if not rows:
             continue
-        parts.append(f"<h2>{html.escape(heading)}</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header)
-                     + "</tr>")
+        parts.append(
+            f"<h2>{html.escape(heading)}</h2><table><tr>"
+            + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+            + "</tr>"
+        )
         for row in rows:
             parts.append("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>")
         parts.append("</table>")
     for heading, text in bundle.text_sections:
         parts.append(f"<h2>{html.escape(heading)}</h2><pre>{html.escape(text)}</pre>")
-    figs = json.dumps([{"data": f["data"], "layout": f["layout"], "config": f.get("config", {})}
-                       for _, f in bundle.figures], default=_json_default, ensure_ascii=False)
+    figs = json.dumps(
+        [{"data": f["data"], "layout": f["layout"], "config": f.get("config", {})} for _, f in bundle.figures],
+        default=_json_default,
+        ensure_ascii=False,
+    )
     # '</' inside the JSON would end the script element early
     figs = figs.replace("</", "<\\/")
     parts.append(f"<script>const FIGS={figs};</script><script>{page_script('export_page.js')}</script>")
@@ -343,9 +371,15 @@ def render_image(fig: dict[str, Any], fmt: str, width: int | None = None, height
     layout = fig.get("layout", {})
     with _kaleido_lock:
         _start_kaleido()
-        return kaleido.calc_fig_sync({"data": fig["data"], "layout": layout},
-                                     opts={"format": fmt, "width": width or layout.get("width") or 1200,
-                                           "height": height or layout.get("height") or 700, "scale": 1})
+        return kaleido.calc_fig_sync(
+            {"data": fig["data"], "layout": layout},
+            opts={
+                "format": fmt,
+                "width": width or layout.get("width") or 1200,
+                "height": height or layout.get("height") or 700,
+                "scale": 1,
+            },
+        )
 
 
 def stop_kaleido() -> None:

@@ -35,26 +35,40 @@ RAIL_LIMIT = 600  # above this many shown nodes the grey 0..1 rails behind glyph
 DETAIL_LIMIT = 60
 DETAIL_ROW_PX = 96  # the row height a tree of at most DETAIL_LIMIT nodes is given (the boxes scale with it)
 MIN_X_SPAN = 4.0  # the x axis spans at least this many sibling gaps: a lone path is not blown up across the plot
-PLOT_CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True,
-               "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "scrollZoom": True,
+    "responsive": True,
+    "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
+}
 
 
 # ------------------------------------------------------------------------------------------ paths
 Polyline = Sequence[tuple[float, float]]
 
 
-def path_shape(polylines: Sequence[Polyline], name: str, colour: str, width: float, fill: str | None = None,
-               closed: bool = False) -> dict[str, Any] | None:
+def path_shape(
+    polylines: Sequence[Polyline], name: str, colour: str, width: float, fill: str | None = None, closed: bool = False
+) -> dict[str, Any] | None:
     """Many polylines (in layout units) as one layout shape: one SVG <path> however many there are. A scatter
     line broken by None gaps draws one <path> per piece: a 2,000-node tree's edges and compact glyphs were
     14,000 elements and most of the page's time to draw it. Drawn under the traces; None when empty."""
     if not polylines:
         return None
     # M/L with x,y pairs only: absolute commands are what Plotly converts from axis units
-    parts = ["M" + "L".join(f"{round(x, 3)!r},{round(y, 3)!r}" for x, y in line) + ("Z" if closed else "")
-             for line in polylines]
-    shape: dict[str, Any] = {"type": "path", "xref": "x", "yref": "y", "layer": "below", "name": name,
-                             "path": "".join(parts), "line": {"color": colour, "width": width}}
+    parts = [
+        "M" + "L".join(f"{round(x, 3)!r},{round(y, 3)!r}" for x, y in line) + ("Z" if closed else "")
+        for line in polylines
+    ]
+    shape: dict[str, Any] = {
+        "type": "path",
+        "xref": "x",
+        "yref": "y",
+        "layer": "below",
+        "name": name,
+        "path": "".join(parts),
+        "line": {"color": colour, "width": width},
+    }
     if fill:
         shape["fillcolor"] = fill
     return shape
@@ -76,9 +90,17 @@ def box_stats(scores: Sequence[float]) -> dict[str, float] | None:
     iqr = q3 - q1
     lo_fence, hi_fence = q1 - 1.5 * iqr, q3 + 1.5 * iqr
     inside = [x for x in xs if lo_fence <= x <= hi_fence]
-    return {"q1": q1, "median": med, "q3": q3, "lo": min(inside), "hi": max(inside),
-            "mean": mean, "sd": sd,
-            "outliers": [x for x in xs if x < lo_fence or x > hi_fence], "n": len(xs)}
+    return {
+        "q1": q1,
+        "median": med,
+        "q3": q3,
+        "lo": min(inside),
+        "hi": max(inside),
+        "mean": mean,
+        "sd": sd,
+        "outliers": [x for x in xs if x < lo_fence or x > hi_fence],
+        "n": len(xs),
+    }
 
 
 def colour_bin(value: float, cmin: float, cmax: float) -> int:
@@ -117,7 +139,6 @@ def shared_colour_range(*states: TreeState) -> tuple[float, float]:
     if hi - lo < 0.05:
         lo, hi = lo - 0.025, hi + 0.025
     return max(0.0, math.floor(lo * 20) / 20), min(1.0, math.ceil(hi * 20) / 20)
-
 
 
 def fmt_mean(v: Any) -> str:

@@ -62,14 +62,15 @@ def _passes(state_nodes: Mapping[int, Mapping[str, Any]], c: Candidate) -> list[
     return [float(v) for v in state_nodes.get(c.node_id, {}).get("mc_scores") or ()]
 
 
-def _labels(rows: Sequence[Candidate], grouped: bool, selected: int | None,
-            truth: Mapping[int, bool | None]) -> list[str]:
+def _labels(
+    rows: Sequence[Candidate], grouped: bool, selected: int | None, truth: Mapping[int, bool | None]
+) -> list[str]:
     out, last_parent = [], object()
     for c in rows:
         mark = {True: " ✓", False: " ✗"}.get(truth.get(c.node_id), "")
         head = ""
         if grouped and c.parent_id != last_parent:
-            head = ("Q ▸ " if c.parent_id == 0 else f"#{c.parent_id} ▸ ")
+            head = "Q ▸ " if c.parent_id == 0 else f"#{c.parent_id} ▸ "
         last_parent = c.parent_id
         out.append(f"{head}#{c.node_id}{mark}" + (" ◀" if c.node_id == selected else ""))
     return out
@@ -89,17 +90,29 @@ def _table_line(cells: Sequence[str], shadow: str = "") -> str:
     return "  ".join(cell.rjust(w) for cell, w in zip(cells, NUMBER_WIDTHS)) + shadow
 
 
-def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, bool | None] | None = None,
-                sort_by: str = "parent", page: int | None = None, per_page: int = PER_PAGE,
-                siblings_only: bool = False, shadow: Mapping[int, Mapping[str, Any]] | None = None,
-                colour_range: tuple[float, float] = (0.0, 1.0), width: int | None = None,
-                title: str | None = None) -> dict[str, Any]:
+def step_figure(
+    step: Step,
+    *,
+    selected: int | None = None,
+    truth: Mapping[int, bool | None] | None = None,
+    sort_by: str = "parent",
+    page: int | None = None,
+    per_page: int = PER_PAGE,
+    siblings_only: bool = False,
+    shadow: Mapping[int, Mapping[str, Any]] | None = None,
+    colour_range: tuple[float, float] = (0.0, 1.0),
+    width: int | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
     """The figure dict of `step` (ui.views.decisions.step_of / step_at); `selected` is marked, `truth` puts ✓/✗
     beside each id, `sort_by` is "parent" (grouped, best R̄ first within a group) or mean / var / ucb (best first);
     page None: the page holding `selected`. `shadow` rows (ui.jobs.shadow) add a purple box of the shadow passes
     under each candidate's own. `width` fixes the size for an exported image (None: the page's width)."""
-    rows_all = ordered_rows(step, sort_by, step.state.nodes[selected].get("parent_id")
-                            if siblings_only and selected in step.state.nodes else None)
+    rows_all = ordered_rows(
+        step,
+        sort_by,
+        step.state.nodes[selected].get("parent_id") if siblings_only and selected in step.state.nodes else None,
+    )
     rank = {c.node_id: i for i, c in enumerate(rows_all)}
     if page is None:
         page = rank[selected] // max(1, int(per_page)) if selected in rank else 0
@@ -119,25 +132,58 @@ def step_figure(step: Step, *, selected: int | None = None, truth: Mapping[int, 
     lines = [_table_line(number_cells(c), shadow_cells.get(c.node_id, "")) for c in rows]
     gate_axis = log_axis([c.stat for c in rows] + [c.stat_after for c in rows if c.extra], gate.tau)
     data.append(table_trace(lines, gate_axis["range"][1]))
-    head = _table_line([h if h not in ("read", "after") else f"{gate.label} {h}" for h in NUMBER_HEADS],
-                       "  shadow" if shadow else "")
+    head = _table_line(
+        [h if h not in ("read", "after") else f"{gate.label} {h}" for h in NUMBER_HEADS], "  shadow" if shadow else ""
+    )
     right = int(CHAR_PX * (TABLE_PAD + max(len(x) for x in [head, *lines])) + 10)
     left = int(LABEL_CHAR_PX * max(len(x) for x in labels) + 16)
     if title is None:
         title = step_title(step, len(rows_all), page, pages, per_page, n, siblings_only)
     # one spread scale for the whole step, whichever page is shown
     spread = spread_axis([_passes(nodes, c) for c in rows_all])
-    layout = _layout(rows, labels, head, left, right, floor, spread, gate_axis, gate.tau, gate.label, title, width,
-                     selected, grouped, gate.estimator)
-    return {"data": data, "layout": layout,
-            "config": {"displaylogo": False, "responsive": True,
-                       "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{selected}"}},
-            "meta": {"iteration": step.iteration, "decided": step.decided, "candidates": len(rows_all),
-                     "rows": [c.node_id for c in rows], "page": page, "pages": pages, "sort_by": sort_by,
-                     "n_nodes": n, "selected": selected, "run_id": step.state.run.get("run_id"),
-                     "numbers": {c.node_id: dict(zip(NUMBER_HEADS, number_cells(c))) for c in rows},
-                     "floor": floor, "min_width": left + right + MIN_PANELS_PX, "sticky_top": TOP_PX,
-                     "focus_row": next((i for i, c in enumerate(rows) if c.node_id == selected), None)}}
+    layout = _layout(
+        rows,
+        labels,
+        head,
+        left,
+        right,
+        floor,
+        spread,
+        gate_axis,
+        gate.tau,
+        gate.label,
+        title,
+        width,
+        selected,
+        grouped,
+        gate.estimator,
+    )
+    return {
+        "data": data,
+        "layout": layout,
+        "config": {
+            "displaylogo": False,
+            "responsive": True,
+            "toImageButtonOptions": {"format": "svg", "filename": f"figure1-node{selected}"},
+        },
+        "meta": {
+            "iteration": step.iteration,
+            "decided": step.decided,
+            "candidates": len(rows_all),
+            "rows": [c.node_id for c in rows],
+            "page": page,
+            "pages": pages,
+            "sort_by": sort_by,
+            "n_nodes": n,
+            "selected": selected,
+            "run_id": step.state.run.get("run_id"),
+            "numbers": {c.node_id: dict(zip(NUMBER_HEADS, number_cells(c))) for c in rows},
+            "floor": floor,
+            "min_width": left + right + MIN_PANELS_PX,
+            "sticky_top": TOP_PX,
+            "focus_row": next((i for i, c in enumerate(rows) if c.node_id == selected), None),
+        },
+    }
 
 
 def step_title(step: Step, total: int, page: int, pages: int, per_page: int, shown: int, siblings_only: bool) -> str:
@@ -145,8 +191,9 @@ def step_title(step: Step, total: int, page: int, pages: int, per_page: int, sho
     depths = sorted({int(step.state.nodes[c.node_id].get("depth") or 0) for c in step.candidates})
     where = f"step {depths[0]}" if len(depths) == 1 else f"steps {depths[0]}–{depths[-1]}"
     parents = len({c.parent_id for c in step.candidates})
-    what = (f"{total} candidate{'s' if total != 1 else ''} of {where} under {parents} "
-            f"parent{'s' if parents != 1 else ''}")
+    what = (
+        f"{total} candidate{'s' if total != 1 else ''} of {where} under {parents} parent{'s' if parents != 1 else ''}"
+    )
     if siblings_only:
         what = f"{total} sibling{'s' if total != 1 else ''} of the inspected node ({where})"
     verb = f"Iteration {step.iteration} decided" if step.decided else f"After iteration {step.iteration}:"
@@ -167,8 +214,14 @@ def spread_axis(passes: Sequence[Sequence[float]]) -> dict[str, Any]:
             break
     text = f"{tick:.0e}" if tick < 1e-3 else f"{tick:g}"
     # one tick (the scale is symmetric) and a zero line at R̄: more labels overlapped in the narrow panel at 1280
-    return {"range": [-half, half], "tickvals": [tick], "ticktext": [f"+{text}"],
-            "zeroline": True, "zerolinecolor": "#d62728", "zerolinewidth": 1}
+    return {
+        "range": [-half, half],
+        "tickvals": [tick],
+        "ticktext": [f"+{text}"],
+        "zeroline": True,
+        "zerolinecolor": "#d62728",
+        "zerolinewidth": 1,
+    }
 
 
 def _shadow_text(row: Mapping[str, Any] | None) -> str:
@@ -183,38 +236,105 @@ def log_axis(values: Sequence[float | None], tau: float) -> dict[str, Any]:
     lo, hi = math.floor(math.log10(min(pos) / 2)), math.ceil(math.log10(max(pos) * 2))
     step = max(1, math.ceil((hi - lo) / 2))  # three ticks at most: the panel is narrow beside the tree
     ticks = list(range(hi, lo - 1, -step))[::-1]
-    return {"type": "log", "range": [lo, hi], "tickvals": [10.0 ** e for e in ticks],
-            "ticktext": [f"1e{e}" if e else "1" for e in ticks]}
+    return {
+        "type": "log",
+        "range": [lo, hi],
+        "tickvals": [10.0**e for e in ticks],
+        "ticktext": [f"1e{e}" if e else "1" for e in ticks],
+    }
 
 
-def _layout(rows: Sequence[Candidate], labels: list[str], head: str, left: int, right: int,
-            floor: float, spread: dict[str, Any], gate_axis: dict[str, Any], tau: float, label: str, title: str, width: int | None,
-            selected: int | None, grouped: bool, estimator: str = "mc-dropout") -> dict[str, Any]:
+def _layout(
+    rows: Sequence[Candidate],
+    labels: list[str],
+    head: str,
+    left: int,
+    right: int,
+    floor: float,
+    spread: dict[str, Any],
+    gate_axis: dict[str, Any],
+    tau: float,
+    label: str,
+    title: str,
+    width: int | None,
+    selected: int | None,
+    grouped: bool,
+    estimator: str = "mc-dropout",
+) -> dict[str, Any]:
     n = len(rows)
     sample = sample_label(estimator)
     top, bottom = TOP_PX, 26 + 15 * len(CAPTION_LINES)
-    y = {"range": [n - 0.5, -0.5], "tickmode": "array", "tickvals": list(range(n)), "ticktext": labels,
-         "tickfont": {"size": 12}, "fixedrange": True, "showgrid": False, "zeroline": False, "domain": [0, 1],
-         "ticklabeloverflow": "allow"}
+    y = {
+        "range": [n - 0.5, -0.5],
+        "tickmode": "array",
+        "tickvals": list(range(n)),
+        "ticktext": labels,
+        "tickfont": {"size": 12},
+        "fixedrange": True,
+        "showgrid": False,
+        "zeroline": False,
+        "domain": [0, 1],
+        "ticklabeloverflow": "allow",
+    }
     # ticklabeloverflow "allow": Plotly's default measures every tick label to hide those past the div (a quarter
     # of a 64-row step's draw); the margins are sized to hold them
-    axis = {"side": "top", "fixedrange": True, "gridcolor": "#eee", "zeroline": False, "tickfont": {"size": 11},
-            "ticklabeloverflow": "allow",
-            "title": {"font": {"size": 12}, "standoff": 4}}
+    axis = {
+        "side": "top",
+        "fixedrange": True,
+        "gridcolor": "#eee",
+        "zeroline": False,
+        "tickfont": {"size": 11},
+        "ticklabeloverflow": "allow",
+        "title": {"font": {"size": 12}, "standoff": 4},
+    }
     layout: dict[str, Any] = {
-        "height": top + bottom + ROW_PX * n, "margin": {"l": left, "r": right, "t": top, "b": bottom},
-        "title": {"text": title, "font": {"size": 14}, "x": 0, "xref": "paper", "xanchor": "left",
-                  "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 10}},
-        "xaxis": {**axis, "domain": [0.0, 0.38], "range": [floor - 0.02 * (1 - floor), 1.02], "nticks": 4,
-                  "title": {**axis["title"], "text": sample_label(estimator, True) + (f" from {floor:g}" if floor else "")}},
+        "height": top + bottom + ROW_PX * n,
+        "margin": {"l": left, "r": right, "t": top, "b": bottom},
+        "title": {
+            "text": title,
+            "font": {"size": 14},
+            "x": 0,
+            "xref": "paper",
+            "xanchor": "left",
+            "yref": "container",
+            "y": 1.0,
+            "yanchor": "top",
+            "pad": {"t": 10},
+        },
+        "xaxis": {
+            **axis,
+            "domain": [0.0, 0.38],
+            "range": [floor - 0.02 * (1 - floor), 1.02],
+            "nticks": 4,
+            "title": {**axis["title"], "text": sample_label(estimator, True) + (f" from {floor:g}" if floor else "")},
+        },
         "xaxis2": {**axis, "domain": [0.44, 0.64], **spread, "title": {**axis["title"], "text": "spread"}},
-        "xaxis3": {**axis, **gate_axis, "domain": [0.70, 1.0],
-                   "title": {**axis["title"], "text": f"{label} read"}},  # the first axis names the estimator
-        "yaxis": y, "showlegend": False, "plot_bgcolor": "white", "paper_bgcolor": "white", "bargap": 0.4,
-        "hovermode": "closest", "barmode": "overlay",
+        "xaxis3": {
+            **axis,
+            **gate_axis,
+            "domain": [0.70, 1.0],
+            "title": {**axis["title"], "text": f"{label} read"},
+        },  # the first axis names the estimator
+        "yaxis": y,
+        "showlegend": False,
+        "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "bargap": 0.4,
+        "hovermode": "closest",
+        "barmode": "overlay",
         # on a log axis a shape takes the value, an annotation its log10
-        "shapes": [{"type": "line", "xref": "x3", "x0": tau, "x1": tau, "yref": "paper", "y0": 0, "y1": 1,
-                    "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5}}],
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "x3",
+                "x0": tau,
+                "x1": tau,
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": OOD_COLOUR, "dash": "dash", "width": 1.5},
+            }
+        ],
         "annotations": _annotations(head, tau, sample),
     }
     if width is not None:
@@ -232,14 +352,50 @@ def sample_label(estimator: str, plural: bool = False) -> str:
 
 def _annotations(head: str, tau: float, sample: str = "dropout pass") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
-        {"xref": "paper", "x": 1.0, "xshift": TABLE_PAD * CHAR_PX - ANNOTATION_PAD_PX, "xanchor": "left",
-         "yref": "paper", "y": 1.0, "yshift": 8, "yanchor": "bottom", "showarrow": False, "text": head.replace(" ", "\u00a0"),
-         "font": {**MONO, "color": "#555"}, "align": "left", "name": "table head"}]
-    out.append({"xref": "x3", "x": math.log10(tau), "yref": "paper", "y": 0.0, "yshift": -2, "yanchor": "top",
-                "showarrow": False, "text": f"τ = {tau:g}", "font": {"size": 11, "color": OOD_COLOUR}})
-    out.append({"xref": "paper", "x": 0.0, "yref": "paper", "y": 0.0, "yshift": -18, "xanchor": "left",
-                "yanchor": "top", "showarrow": False, "align": "left", "text": "<br>".join(CAPTION_LINES).format(sample=sample),
-                "font": {"size": 10, "color": "#555"}})
+        {
+            "xref": "paper",
+            "x": 1.0,
+            "xshift": TABLE_PAD * CHAR_PX - ANNOTATION_PAD_PX,
+            "xanchor": "left",
+            "yref": "paper",
+            "y": 1.0,
+            "yshift": 8,
+            "yanchor": "bottom",
+            "showarrow": False,
+            "text": head.replace(" ", "\u00a0"),
+            "font": {**MONO, "color": "#555"},
+            "align": "left",
+            "name": "table head",
+        }
+    ]
+    out.append(
+        {
+            "xref": "x3",
+            "x": math.log10(tau),
+            "yref": "paper",
+            "y": 0.0,
+            "yshift": -2,
+            "yanchor": "top",
+            "showarrow": False,
+            "text": f"τ = {tau:g}",
+            "font": {"size": 11, "color": OOD_COLOUR},
+        }
+    )
+    out.append(
+        {
+            "xref": "paper",
+            "x": 0.0,
+            "yref": "paper",
+            "y": 0.0,
+            "yshift": -18,
+            "xanchor": "left",
+            "yanchor": "top",
+            "showarrow": False,
+            "align": "left",
+            "text": "<br>".join(CAPTION_LINES).format(sample=sample),
+            "font": {"size": 10, "color": "#555"},
+        }
+    )
     return out
 
 
@@ -251,13 +407,37 @@ def _bands(rows: Sequence[Candidate], selected: int | None, grouped: bool) -> li
         for i in range(1, len(rows) + 1):
             if i == len(rows) or rows[i].parent_id != rows[start].parent_id:
                 if shade:
-                    shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": start - 0.5,
-                                   "y1": i - 0.5, "layer": "below", "line": {"width": 0}, "fillcolor": GROUP_BAND})
+                    shapes.append(
+                        {
+                            "type": "rect",
+                            "xref": "paper",
+                            "x0": 0,
+                            "x1": 1,
+                            "yref": "y",
+                            "y0": start - 0.5,
+                            "y1": i - 0.5,
+                            "layer": "below",
+                            "line": {"width": 0},
+                            "fillcolor": GROUP_BAND,
+                        }
+                    )
                 shade, start = not shade, i
     for i, c in enumerate(rows):
         if c.node_id == selected:
-            shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": i - 0.5,
-                           "y1": i + 0.5, "layer": "below", "line": {"width": 0}, "fillcolor": SELECTED_BAND})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "yref": "y",
+                    "y0": i - 0.5,
+                    "y1": i + 0.5,
+                    "layer": "below",
+                    "line": {"width": 0},
+                    "fillcolor": SELECTED_BAND,
+                }
+            )
     return shapes
 
 

@@ -22,8 +22,13 @@ def deviations(passes: Sequence[float]) -> list[float]:
     return [round(v - mean, 5) for v in passes]
 
 
-def box_traces(boxes: Sequence[tuple[float, int, dict[str, Any], str, bool]], axis: str, name: str,
-                hover: str, half: float = BOX_HALF) -> list[dict[str, Any]]:
+def box_traces(
+    boxes: Sequence[tuple[float, int, dict[str, Any], str, bool]],
+    axis: str,
+    name: str,
+    hover: str,
+    half: float = BOX_HALF,
+) -> list[dict[str, Any]]:
     """Tukey boxes (figstyle.box_stats) of many rows as three traces for all of them: one bar trace (each bar a
     row's quartiles, filled in its own colour) and the whiskers and medians as one line trace per outline
     colour. A box trace has one fill, so a row each made a 64-row step 128 box traces, most of its draw time.
@@ -31,14 +36,29 @@ def box_traces(boxes: Sequence[tuple[float, int, dict[str, Any], str, bool]], ax
     [node id, σ² of the row's samples]."""
     if not boxes:
         return []
-    out: list[dict[str, Any]] = [{
-        "type": "bar", "orientation": "h", "name": name, "xaxis": axis, "yaxis": "y", "showlegend": False,
-        "y": [y for y, *_ in boxes], "base": [round(st["q1"], 6) for _, _, st, _, _ in boxes],
-        "x": [round(st["q3"] - st["q1"], 6) for _, _, st, _, _ in boxes], "width": 2 * half,
-        "marker": {"color": [fill for *_, fill, _ in boxes],
-                   "line": {"color": [OOD_COLOUR if ood else "#555" for *_, ood in boxes],
-                            "width": [2 if ood else 1 for *_, ood in boxes]}},
-        "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes], "hovertemplate": hover}]
+    out: list[dict[str, Any]] = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": name,
+            "xaxis": axis,
+            "yaxis": "y",
+            "showlegend": False,
+            "y": [y for y, *_ in boxes],
+            "base": [round(st["q1"], 6) for _, _, st, _, _ in boxes],
+            "x": [round(st["q3"] - st["q1"], 6) for _, _, st, _, _ in boxes],
+            "width": 2 * half,
+            "marker": {
+                "color": [fill for *_, fill, _ in boxes],
+                "line": {
+                    "color": [OOD_COLOUR if ood else "#555" for *_, ood in boxes],
+                    "width": [2 if ood else 1 for *_, ood in boxes],
+                },
+            },
+            "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes],
+            "hovertemplate": hover,
+        }
+    ]
     for ood in (False, True):
         xs: list[float | None] = []
         ys: list[float | None] = []
@@ -46,20 +66,36 @@ def box_traces(boxes: Sequence[tuple[float, int, dict[str, Any], str, bool]], ax
             if o != ood:
                 continue
             cap = half / 2
-            for x0, y0, x1, y1 in ((st["lo"], y, st["q1"], y), (st["q3"], y, st["hi"], y),
-                                   (st["lo"], y - cap, st["lo"], y + cap), (st["hi"], y - cap, st["hi"], y + cap),
-                                   (st["median"], y - half, st["median"], y + half)):
+            for x0, y0, x1, y1 in (
+                (st["lo"], y, st["q1"], y),
+                (st["q3"], y, st["hi"], y),
+                (st["lo"], y - cap, st["lo"], y + cap),
+                (st["hi"], y - cap, st["hi"], y + cap),
+                (st["median"], y - half, st["median"], y + half),
+            ):
                 xs += [round(x0, 6), round(x1, 6), None]
                 ys += [round(y0, 3), round(y1, 3), None]
         if xs:
-            out.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
-                        "line": {"color": OOD_COLOUR if ood else "#555", "width": 2 if ood else 1},
-                        "showlegend": False, "hoverinfo": "skip", "name": f"{name} whiskers"})
+            out.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": xs,
+                    "y": ys,
+                    "xaxis": axis,
+                    "yaxis": "y",
+                    "line": {"color": OOD_COLOUR if ood else "#555", "width": 2 if ood else 1},
+                    "showlegend": False,
+                    "hoverinfo": "skip",
+                    "name": f"{name} whiskers",
+                }
+            )
     return out
 
 
-def row_boxes(rows: Sequence[Candidate], passes: Mapping[int, list[float]], fills: Mapping[int, str]
-               ) -> list[dict[str, Any]]:
+def row_boxes(
+    rows: Sequence[Candidate], passes: Mapping[int, list[float]], fills: Mapping[int, str]
+) -> list[dict[str, Any]]:
     """Every row's box on the score axis and on the shared spread axis (the same passes less their own R̄)."""
     score, spread = [], []
     for i, c in enumerate(rows):
@@ -70,21 +106,39 @@ def row_boxes(rows: Sequence[Candidate], passes: Mapping[int, list[float]], fill
         dev["sd"] = st["sd"]  # the row's σ², not the rounded deviations'
         score.append((i, c.node_id, st, fills[c.node_id], c.ood))
         spread.append((i, c.node_id, dev, fills[c.node_id], c.ood))
-    return (box_traces(score, "x", "passes", "node %{customdata[0]}: passes' quartiles %{base:.4f} to "
-                        "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>")
-            + box_traces(spread, "x2", "spread", "node %{customdata[0]}: pass − R̄, quartiles from %{base:+.4f}, "
-                          "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>"))
+    return box_traces(
+        score,
+        "x",
+        "passes",
+        "node %{customdata[0]}: passes' quartiles %{base:.4f} to %{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>",
+    ) + box_traces(
+        spread,
+        "x2",
+        "spread",
+        "node %{customdata[0]}: pass − R̄, quartiles from %{base:+.4f}, "
+        "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>",
+    )
 
 
 def pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
     """Every row's R̄ tick, and with `dots` its single passes (orange: re-evaluation's), each kind one trace for
     all rows: a trace per row made a 64-row step about 200 traces, and drawing them was most of a click's time."""
     drawn = [(i, c, passes[c.node_id]) for i, c in enumerate(rows) if passes[c.node_id]]
-    out = [{"type": "scatter", "mode": "markers", "x": [round(sum(ps) / len(ps), 5) for _, _, ps in drawn],
-            "y": [i for i, _, _ in drawn], "xaxis": "x", "yaxis": "y",
+    out = [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": [round(sum(ps) / len(ps), 5) for _, _, ps in drawn],
+            "y": [i for i, _, _ in drawn],
+            "xaxis": "x",
+            "yaxis": "y",
             "marker": {"symbol": "line-ns-open", "size": 16, "color": "#d62728", "line": {"width": 3}},
-            "showlegend": False, "customdata": [[c.node_id] for _, c, _ in drawn], "name": "R̄",
-            "hovertemplate": "node %{customdata[0]}: R̄ %{x:.4f}<extra></extra>"}]
+            "showlegend": False,
+            "customdata": [[c.node_id] for _, c, _ in drawn],
+            "name": "R̄",
+            "hovertemplate": "node %{customdata[0]}: R̄ %{x:.4f}<extra></extra>",
+        }
+    ]
     if not dots:
         return out
     marks: dict[tuple[bool, str], tuple[list[float], list[float]]] = {}
@@ -98,26 +152,58 @@ def pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dot
                 xy[0].append(round(xs[k], 6))
                 xy[1].append(y)
     for (extra, axis), (xs, ys) in sorted(marks.items()):
-        out.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys, "xaxis": axis, "yaxis": "y",
-                    "marker": {"size": 4, "color": EXTRA_COLOUR if extra else "rgba(30,30,30,0.75)"},
-                    "showlegend": False, "hoverinfo": "skip", "name": "extra passes" if extra else "passes"})
+        out.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": xs,
+                "y": ys,
+                "xaxis": axis,
+                "yaxis": "y",
+                "marker": {"size": 4, "color": EXTRA_COLOUR if extra else "rgba(30,30,30,0.75)"},
+                "showlegend": False,
+                "hoverinfo": "skip",
+                "name": "extra passes" if extra else "passes",
+            }
+        )
     return out
 
 
 def gate_traces(rows: Sequence[Candidate], label: str) -> list[dict[str, Any]]:
     ys = list(range(len(rows)))
-    out = [{"type": "bar", "orientation": "h", "y": ys, "x": [c.stat if c.stat else None for c in rows], "xaxis": "x3",
-            "yaxis": "y", "width": 0.56, "name": f"{label} read", "showlegend": False,
+    out = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "y": ys,
+            "x": [c.stat if c.stat else None for c in rows],
+            "xaxis": "x3",
+            "yaxis": "y",
+            "width": 0.56,
+            "name": f"{label} read",
+            "showlegend": False,
             "marker": {"color": [OOD_COLOUR if c.ood else "#9e9e9e" for c in rows]},
             "customdata": [[c.node_id] for c in rows],
-            "hovertemplate": f"node %{{customdata[0]}}: {label} the test read %{{x:.3g}}<extra></extra>"}]
+            "hovertemplate": f"node %{{customdata[0]}}: {label} the test read %{{x:.3g}}<extra></extra>",
+        }
+    ]
     after = [(i, c) for i, c in enumerate(rows) if c.extra and c.stat_after is not None]
     if after:
-        out.append({"type": "scatter", "mode": "markers", "y": [i for i, _ in after],
-                    "x": [c.stat_after for _, c in after], "xaxis": "x3", "yaxis": "y", "showlegend": False,
-                    "name": f"{label} after", "customdata": [[c.node_id] for _, c in after],
-                    "marker": {"symbol": "diamond-open", "size": 10, "color": "#222", "line": {"width": 2}},
-                    "hovertemplate": f"node %{{customdata[0]}}: {label} after the extra passes %{{x:.3g}}<extra></extra>"})
+        out.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "y": [i for i, _ in after],
+                "x": [c.stat_after for _, c in after],
+                "xaxis": "x3",
+                "yaxis": "y",
+                "showlegend": False,
+                "name": f"{label} after",
+                "customdata": [[c.node_id] for _, c in after],
+                "marker": {"symbol": "diamond-open", "size": 10, "color": "#222", "line": {"width": 2}},
+                "hovertemplate": f"node %{{customdata[0]}}: {label} after the extra passes %{{x:.3g}}<extra></extra>",
+            }
+        )
     return out
 
 
@@ -128,8 +214,14 @@ def shadow_boxes(rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, An
         st = box_stats([float(v) for v in (shadow.get(c.node_id) or {}).get("mc_scores") or []])
         if st is not None:
             boxes.append((i + 0.3, c.node_id, st, "rgba(123, 50, 148, 0.18)", False))
-    traces = box_traces(boxes, "x", "shadow", "node %{customdata[0]}: shadow passes' quartiles from "
-                         "%{base:.4f}, σ² %{customdata[1]:.3g} (not spent)<extra></extra>", half=0.15)
+    traces = box_traces(
+        boxes,
+        "x",
+        "shadow",
+        "node %{customdata[0]}: shadow passes' quartiles from "
+        "%{base:.4f}, σ² %{customdata[1]:.3g} (not spent)<extra></extra>",
+        half=0.15,
+    )
     for t in traces:  # the shadow's own colour, whatever the row's
         if t["type"] == "bar":
             t["marker"]["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
@@ -141,7 +233,18 @@ def shadow_boxes(rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, An
 def table_trace(lines: list[str], log_hi: float) -> dict[str, Any]:
     """The right margin's table, a line per row, as one text trace at the σ² panel's right edge (a hair inside
     it: Plotly hides a text point on the edge) drawn past it: 64 annotations were a third of the draw."""
-    return {"type": "scatter", "mode": "text", "x": [10.0 ** (log_hi - 1e-4)] * len(lines),
-            "y": list(range(len(lines))), "text": [(" " * TABLE_PAD + line).replace(" ", "\u00a0") for line in lines],
-            "textposition": "middle right", "cliponaxis": False, "xaxis": "x3", "yaxis": "y",
-            "textfont": {**MONO, "color": "#222"}, "hoverinfo": "skip", "showlegend": False, "name": "table"}
+    return {
+        "type": "scatter",
+        "mode": "text",
+        "x": [10.0 ** (log_hi - 1e-4)] * len(lines),
+        "y": list(range(len(lines))),
+        "text": [(" " * TABLE_PAD + line).replace(" ", "\u00a0") for line in lines],
+        "textposition": "middle right",
+        "cliponaxis": False,
+        "xaxis": "x3",
+        "yaxis": "y",
+        "textfont": {**MONO, "color": "#222"},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "name": "table",
+    }

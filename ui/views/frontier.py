@@ -32,4 +32,4 @@ def page_of(rows: Sequence[Any], page: int, per_page: int) -> tuple[list[Any], i
     per_page = max(1, int(per_page))
     pages = max(1, -(-len(rows) // per_page))
     page = min(max(0, int(page)), pages - 1)
-    return list(rows[page * per_page:(page + 1) * per_page]), page, pages
+    return list(rows[page * per_page : (page + 1) * per_page]), page, pages

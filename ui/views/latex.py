@@ -15,20 +15,140 @@ from typing import Any
 
 PREAMBLE = ("booktabs", "amsmath", "array")  # array: ragged-right wrapping columns
 
-_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-            "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
 # what pdfLaTeX's default fonts (OT1) lack, as math or text commands
-_SYMBOLS = {"σ": r"$\sigma$", "τ": r"$\tau$", "δ": r"$\delta$", "ν": r"$\nu$", "μ": r"$\mu$", "α": r"$\alpha$",
-            "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "π": r"$\pi$", "ε": r"$\varepsilon$",
-            "²": r"$^2$", "³": r"$^3$", "≤": r"$\le$", "≥": r"$\ge$", "≠": r"$\ne$", "≈": r"$\approx$",
-            "×": r"$\times$", "÷": r"$\div$", "±": r"$\pm$", "·": r"$\cdot$", "∈": r"$\in$", "→": r"$\to$",
-            "←": r"$\leftarrow$", "−": r"$-$", "√": r"$\surd$", "∞": r"$\infty$", "°": r"$^\circ$",
-            "–": "--", "—": "---", "…": r"\ldots{}", "“": "``", "”": "''", "‘": "`", "’": "'", "\u00a0": "~",
-            "★": r"$\star$", "✓": "yes", "✗": "no", "⚠": "!"}
+_SYMBOLS = {
+    "σ": r"$\sigma$",
+    "τ": r"$\tau$",
+    "δ": r"$\delta$",
+    "ν": r"$\nu$",
+    "μ": r"$\mu$",
+    "α": r"$\alpha$",
+    "β": r"$\beta$",
+    "γ": r"$\gamma$",
+    "λ": r"$\lambda$",
+    "π": r"$\pi$",
+    "ε": r"$\varepsilon$",
+    "²": r"$^2$",
+    "³": r"$^3$",
+    "≤": r"$\le$",
+    "≥": r"$\ge$",
+    "≠": r"$\ne$",
+    "≈": r"$\approx$",
+    "×": r"$\times$",
+    "÷": r"$\div$",
+    "±": r"$\pm$",
+    "·": r"$\cdot$",
+    "∈": r"$\in$",
+    "→": r"$\to$",
+    "←": r"$\leftarrow$",
+    "−": r"$-$",
+    "√": r"$\surd$",
+    "∞": r"$\infty$",
+    "°": r"$^\circ$",
+    "–": "--",
+    "—": "---",
+    "…": r"\ldots{}",
+    "“": "``",
+    "”": "''",
+    "‘": "`",
+    "’": "'",
+    "\u00a0": "~",
+    "★": r"$\star$",
+    "✓": "yes",
+    "✗": "no",
+    "⚠": "!",
+}
 _COMBINING = {"\u0304": r"\bar", "\u0302": r"\hat", "\u0303": r"\tilde", "\u0307": r"\dot"}
 _MATH_MACROS = frozenset(
-    ["frac", "dfrac", "tfrac", "sqrt", "cdot", "times", "div", "pm", "mp", "le", "ge", "leq", "geq", "ne", "neq", "approx", "equiv", "sim", "pi", "infty", "circ", "ldots", "cdots", "dots", "boxed", "text", "mathrm", "mathbf", "operatorname", "quad", "qquad", "left", "right", "lfloor", "rfloor", "lceil", "rceil", "in", "notin", "cup", "cap", "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "theta", "lambda", "mu", "nu", "sigma", "tau", "phi", "varphi", "omega", "Delta", "Sigma", "Omega", "sin", "cos", "tan", "log", "ln", "exp", "min", "max", "binom", "mod", "pmod", "bmod"])
+    [
+        "frac",
+        "dfrac",
+        "tfrac",
+        "sqrt",
+        "cdot",
+        "times",
+        "div",
+        "pm",
+        "mp",
+        "le",
+        "ge",
+        "leq",
+        "geq",
+        "ne",
+        "neq",
+        "approx",
+        "equiv",
+        "sim",
+        "pi",
+        "infty",
+        "circ",
+        "ldots",
+        "cdots",
+        "dots",
+        "boxed",
+        "text",
+        "mathrm",
+        "mathbf",
+        "operatorname",
+        "quad",
+        "qquad",
+        "left",
+        "right",
+        "lfloor",
+        "rfloor",
+        "lceil",
+        "rceil",
+        "in",
+        "notin",
+        "cup",
+        "cap",
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "varepsilon",
+        "theta",
+        "lambda",
+        "mu",
+        "nu",
+        "sigma",
+        "tau",
+        "phi",
+        "varphi",
+        "omega",
+        "Delta",
+        "Sigma",
+        "Omega",
+        "sin",
+        "cos",
+        "tan",
+        "log",
+        "ln",
+        "exp",
+        "min",
+        "max",
+        "binom",
+        "mod",
+        "pmod",
+        "bmod",
+    ]
+)
 _MATH = re.compile(r"\$([^$]+)\$|\\\((.+?)\\\)")
 _BOXED = re.compile(r"\\boxed\{")
 
@@ -48,8 +168,9 @@ def _latin(ch: str) -> bool:
     if ch in _OT1_LETTERS:
         return True
     d = unicodedata.normalize("NFD", ch)
-    return (ord(ch) < 0x180 and len(d) > 1 and d[0].isascii() and d[0].isalpha()
-            and all(c in _OT1_ACCENTS for c in d[1:]))
+    return (
+        ord(ch) < 0x180 and len(d) > 1 and d[0].isascii() and d[0].isalpha() and all(c in _OT1_ACCENTS for c in d[1:])
+    )
 
 
 def _unicode(text: str, missing: list[str]) -> str:
@@ -86,8 +207,18 @@ def _group_end(s: str, i: int) -> int:
     return -1
 
 
-_ARGS = {"frac": 2, "dfrac": 2, "tfrac": 2, "binom": 2, "sqrt": 1, "boxed": 1, "text": 1, "mathrm": 1,
-         "mathbf": 1, "operatorname": 1}
+_ARGS = {
+    "frac": 2,
+    "dfrac": 2,
+    "tfrac": 2,
+    "binom": 2,
+    "sqrt": 1,
+    "boxed": 1,
+    "text": 1,
+    "mathrm": 1,
+    "mathbf": 1,
+    "operatorname": 1,
+}
 _TEXT_ARG = re.compile(r"\\(?:text|mathrm|operatorname)\{([^{}]*)\}")
 
 
@@ -134,18 +265,18 @@ def latex_text(text: Any, missing: list[str] | None = None) -> str:
         b = _BOXED.search(s, pos)
         if b is not None and (m is None or b.start() < m.start()):  # a bare \boxed{…} outside $…$
             end = _group_end(s, b.end() - 1)
-            body = s[b.start():end] if end > 0 else ""
+            body = s[b.start() : end] if end > 0 else ""
             if end > 0 and _safe_math(body):
-                out += [_unicode(latex_escape(s[pos:b.start()]), missing), f"${body}$"]
+                out += [_unicode(latex_escape(s[pos : b.start()]), missing), f"${body}$"]
                 pos = end
                 continue
-            out.append(_unicode(latex_escape(s[pos:b.end()]), missing))
+            out.append(_unicode(latex_escape(s[pos : b.end()]), missing))
             pos = b.end()
             continue
         if m is None:
             break
         body = m.group(1) if m.group(1) is not None else m.group(2)
-        out.append(_unicode(latex_escape(s[pos:m.start()]), missing))
+        out.append(_unicode(latex_escape(s[pos : m.start()]), missing))
         out.append(f"${body}$" if _safe_math(body) else _unicode(latex_escape(m.group(0)), missing))
         pos = m.end()
     out.append(_unicode(latex_escape(s[pos:]), missing))
@@ -157,9 +288,16 @@ def _numeric(values: Sequence[Any]) -> bool:
     return bool(vals) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
 
 
-def latex_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str, label: str,
-                cell: Callable[[Any, str], str] = lambda v, h: str(v), wrap: Mapping[str, float] | None = None,
-                font: str = r"\small", colsep_pt: int | None = None) -> str:
+def latex_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    caption: str,
+    label: str,
+    cell: Callable[[Any, str], str] = lambda v, h: str(v),
+    wrap: Mapping[str, float] | None = None,
+    font: str = r"\small",
+    colsep_pt: int | None = None,
+) -> str:
     """A booktabs table snippet; `cell(value, header)` formats a value. Numbers are right-aligned and a long
     text column wraps (a paper's column is narrow). A table with many columns and few rows (a comparison of
     two runs) is written one field per row, so it fits a column too. `wrap` names the columns that wrap, each
@@ -180,17 +318,27 @@ def latex_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: s
     if wrap is None:
         widths_of = [0.42 if not num and w > 28 else None for num, w in zip(numeric, widths)]
     # a wrapping column is ragged right: justified, its narrow lines were stretched (20 underfull boxes in one table)
-    spec = "".join(r">{\raggedright\arraybackslash}p{%g\linewidth}" % share if share else ("r" if num else "l")
-                   for num, share in zip(numeric, widths_of))
+    spec = "".join(
+        r">{\raggedright\arraybackslash}p{%g\linewidth}" % share if share else ("r" if num else "l")
+        for num, share in zip(numeric, widths_of)
+    )
     packages = " ".join(r"\usepackage{%s}" % p for p in PREAMBLE)
     lines = [f"% needs {packages} in the preamble", r"\begin{table}[t]", r"\centering", font]
     if colsep_pt is not None:
         lines.append(r"\setlength{\tabcolsep}{%dpt}" % colsep_pt)  # inside the float: this table only
     lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     lines += [" & ".join(r) + r" \\" for r in body]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_text(caption, missing) + "}",
-              r"\label{tab:" + re.sub(r"[^A-Za-z0-9:-]", "-", label) + "}", r"\end{table}"]
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\caption{" + latex_text(caption, missing) + "}",
+        r"\label{tab:" + re.sub(r"[^A-Za-z0-9:-]", "-", label) + "}",
+        r"\end{table}",
+    ]
     if missing:
-        lines.insert(1, f"% {len(missing)} character(s) pdfLaTeX cannot typeset are written as ?: "
-                        + " ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(missing)))
+        lines.insert(
+            1,
+            f"% {len(missing)} character(s) pdfLaTeX cannot typeset are written as ?: "
+            + " ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(missing)),
+        )
     return "\n".join(lines) + "\n"

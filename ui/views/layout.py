@@ -13,8 +13,9 @@ from typing import Any
 import igraph as ig
 
 
-def tidy_layout(parent_of: Mapping[int, int | None], root: int = 0,
-                order_key: Callable[[int], Any] | None = None) -> dict[int, tuple[float, float]]:
+def tidy_layout(
+    parent_of: Mapping[int, int | None], root: int = 0, order_key: Callable[[int], Any] | None = None
+) -> dict[int, tuple[float, float]]:
     """Positions {node id: (x, y)} with y = -depth and siblings one unit apart at least.
 
     Nodes whose parent is missing from `parent_of` hang under the root (a filtered view keeps its

@@ -29,8 +29,9 @@ class ReportSources:
     `ledgers_dir` holding a results ledger, RUN_LOG, or a file name directly inside `reports_dir` (no
     sub-folders, no links leading out of either)."""
 
-    def __init__(self, store: Any, reports_dir: str | Path | None = None,
-                 ledgers_dir: str | Path | None = None) -> None:
+    def __init__(
+        self, store: Any, reports_dir: str | Path | None = None, ledgers_dir: str | Path | None = None
+    ) -> None:
         self.store = store
         self.reports_dir = Path(reports_dir).resolve() if reports_dir else None
         self.ledgers_dir = Path(ledgers_dir).resolve() if ledgers_dir else None
@@ -38,8 +39,11 @@ class ReportSources:
     def _ledgers(self) -> list[Path]:
         if self.ledgers_dir is None or not self.ledgers_dir.is_dir():
             return []
-        return [p for p in sorted(self.ledgers_dir.iterdir())[:MAX_LISTED]
-                if p.is_dir() and not p.is_symlink() and (p / RESULTS_FILE).is_file()]
+        return [
+            p
+            for p in sorted(self.ledgers_dir.iterdir())[:MAX_LISTED]
+            if p.is_dir() and not p.is_symlink() and (p / RESULTS_FILE).is_file()
+        ]
 
     def _files(self) -> list[Path]:
         if self.reports_dir is None or not self.reports_dir.is_dir():
@@ -72,9 +76,12 @@ class ReportSources:
         for p in self._ledgers():
             if LEDGER + p.name == key:
                 return p
-        raise ConfigError("results ledger", f"{key[len(LEDGER):]!r} is not a ledger in "
-                                            f"{'the ledgers folder' if self.ledgers_dir else 'the list (no --ledgers-dir given)'}; "
-                                            "pick one from the list")
+        raise ConfigError(
+            "results ledger",
+            f"{key[len(LEDGER) :]!r} is not a ledger in "
+            f"{'the ledgers folder' if self.ledgers_dir else 'the list (no --ledgers-dir given)'}; "
+            "pick one from the list",
+        )
 
     def keys(self) -> list[str]:
         return [k for _, k in self.choices()]
@@ -90,8 +97,11 @@ class ReportSources:
             if p.name == key:
                 return p
         where = "the reports folder (--reports-dir)" if self.reports_dir else "the list (no --reports-dir given)"
-        raise ConfigError("run log", f"{key!r} is not in {where}; pick one from the list "
-                                     "(copy an evaluation database into the folder given as app.py --reports-dir)")
+        raise ConfigError(
+            "run log",
+            f"{key!r} is not in {where}; pick one from the list "
+            "(copy an evaluation database into the folder given as app.py --reports-dir)",
+        )
 
     @contextlib.contextmanager
     def reading(self, key: str | None) -> Iterator[Any]:

@@ -54,8 +54,13 @@ def _page(rep: Report, label: str) -> tuple[str, dict[str, dict]]:
     return md, figs
 
 
-def report_view(sources: ReportSources, key: str, common_problems: bool = True, max_fig2_runs_per_pair: int = 200,
-                progress: Progress | None = None) -> tuple[str, dict[str, dict]]:
+def report_view(
+    sources: ReportSources,
+    key: str,
+    common_problems: bool = True,
+    max_fig2_runs_per_pair: int = 200,
+    progress: Progress | None = None,
+) -> tuple[str, dict[str, dict]]:
     """The evaluation report of source `key` for the page: its markdown (notes, Table 4, per-budget tables,
     Figure 2 table) and its main figures as plotly JSON dicts (accuracy vs N, vs cost, PRM analysis).
     `progress(fraction, what)` hears each stage."""
@@ -78,8 +83,9 @@ def report_view(sources: ReportSources, key: str, common_problems: bool = True, 
         say(0.05, "reading the run log's evaluation cells")
         results, load_nodes = report_inputs(store)
         say(0.3, f"building the tables and figures of {len(results):,} searches")
-        rep = assemble_report(results, load_nodes, common_problems=common_problems,
-                              max_fig2_runs_per_pair=max_fig2_runs_per_pair)
+        rep = assemble_report(
+            results, load_nodes, common_problems=common_problems, max_fig2_runs_per_pair=max_fig2_runs_per_pair
+        )
     return _page(rep, sources.label(key))
 
 
@@ -103,7 +109,7 @@ def curve_choices(sources: ReportSources, key: str | None) -> list[str]:
 
 def curve_rows(sources: ReportSources, key: str | None, name: str) -> list[dict[str, Any]]:
     if name.startswith(SHIPPED):
-        path = ASSETS / name[len(SHIPPED):] / "training_curve.json"
+        path = ASSETS / name[len(SHIPPED) :] / "training_curve.json"
         if path.parent.parent != ASSETS or not path.is_file():
             raise ConfigError("training curve", f"no shipped curve {name!r}; pick one from the list")
         return list(json.loads(path.read_text()))

@@ -23,8 +23,10 @@ def outcome(run: dict[str, Any]) -> str:
 
 def run_label(run: dict[str, Any]) -> str:
     cfg = run.get("config") or {}
-    return (f"{run['run_id'][:8]} · {run.get('method')} · {run.get('problem_id')} · seed {run.get('seed')} · "
-            f"N={cfg.get('budget', '?')} · {outcome(run)}")
+    return (
+        f"{run['run_id'][:8]} · {run.get('method')} · {run.get('problem_id')} · seed {run.get('seed')} · "
+        f"N={cfg.get('budget', '?')} · {outcome(run)}"
+    )
 
 
 def pair_label(policy: Any, prm: Any) -> str:
@@ -51,20 +53,50 @@ def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for r in runs:
         cfg = r.get("config") or {}
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started_at"])) if r.get("started_at") else ""
-        rows.append([r["run_id"][:12], r.get("method"), model_name(r.get("policy")), model_name(r.get("prm")),
-                     pair_label(r.get("policy"), r.get("prm")), r.get("problem_id"), _whole(r.get("seed")),
-                     _whole(cfg.get("budget")), r.get("status"), outcome(r), r.get("answer"),
-                     _whole(r.get("cost") or 0.0), _whole(r.get("iterations")), _whole(r.get("n_nodes")),
-                     started])
+        rows.append(
+            [
+                r["run_id"][:12],
+                r.get("method"),
+                model_name(r.get("policy")),
+                model_name(r.get("prm")),
+                pair_label(r.get("policy"), r.get("prm")),
+                r.get("problem_id"),
+                _whole(r.get("seed")),
+                _whole(cfg.get("budget")),
+                r.get("status"),
+                outcome(r),
+                r.get("answer"),
+                _whole(r.get("cost") or 0.0),
+                _whole(r.get("iterations")),
+                _whole(r.get("n_nodes")),
+                started,
+            ]
+        )
     return rows
 
 
-RUN_COLUMNS = ["run", "method", "policy", "PRM", "pair", "problem", "seed", "N", "status", "outcome", "answer", "cost",
-               "iterations", "nodes", "started"]
+RUN_COLUMNS = [
+    "run",
+    "method",
+    "policy",
+    "PRM",
+    "pair",
+    "problem",
+    "seed",
+    "N",
+    "status",
+    "outcome",
+    "answer",
+    "cost",
+    "iterations",
+    "nodes",
+    "started",
+]
 
 
-def run_status_md(run: dict[str, Any], state: TreeState | None = None,
-                  shadow: Mapping[int, Mapping[str, Any]] | None = None) -> str:
+def run_status_md(
+    run: dict[str, Any], state: TreeState | None = None, shadow: Mapping[int, Mapping[str, Any]] | None = None
+) -> str:
     """At most three short lines above the tree, each a paragraph the run bar keeps to one line (RUN_BAR_CSS; the
     whole text is its tooltip): the run and its outcome; what the tree shows, with what shadow passes added or
     that the run stored none; then the error, or where an imported run came from. Replaying an iteration t before the
@@ -72,39 +104,61 @@ def run_status_md(run: dict[str, Any], state: TreeState | None = None,
     `shadow`: the run's shadow rows (storage.shadow), by node id."""
     cfg = run.get("config") or {}
     status = run.get("status")
-    colour = {RunStatus.RUNNING: "#1b9e77", RunStatus.QUEUED: "#999999", RunStatus.FINISHED: "#2c7fb8",
-              RunStatus.FAILED: "#d95f02", RunStatus.CANCELLED: "#7570b3"}.get(status, "#555555")
+    colour = {
+        RunStatus.RUNNING: "#1b9e77",
+        RunStatus.QUEUED: "#999999",
+        RunStatus.FINISHED: "#2c7fb8",
+        RunStatus.FAILED: "#d95f02",
+        RunStatus.CANCELLED: "#7570b3",
+    }.get(status, "#555555")
     badge = f"<span style='color:{colour}'>●</span> {status}"
     if status in LIVE and run.get("paused"):
         badge += " · ❚❚ paused"  # what Step and Resume do: the run bar's hint (ui/tabs/runbar.py)
     source = cfg.get("imported") if isinstance(cfg.get("imported"), dict) else None
     searched = "" if source else f" · seed {run.get('seed')} · N={cfg.get('budget', '?')}"
-    head = (f"**{badge}** · run {md_text(run['run_id'][:8])} · **{md_text(run.get('method'))}** on "
-            f"{md_inline(run.get('problem_id'), 80)}{searched}")
+    head = (
+        f"**{badge}** · run {md_text(run['run_id'][:8])} · **{md_text(run.get('method'))}** on "
+        f"{md_inline(run.get('problem_id'), 80)}{searched}"
+    )
     if status == RunStatus.FINISHED:
         gold = run.get("gold_answer")
         said = f"gold {md_inline(gold, 60)}" if gold is not None else "no gold answer"
-        naive = "" if source else (
-            f" · naive argmax {md_inline(run.get('naive_answer'), 60)} "
-            f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })")
+        naive = (
+            ""
+            if source
+            else (
+                f" · naive argmax {md_inline(run.get('naive_answer'), 60)} "
+                f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })"
+            )
+        )
         said_answer = f"**{md_inline(run.get('answer'), 60)}**" if run.get("answer") is not None else "none"
-        head += (f" · answer {said_answer} ({outcome(run)}; {said})"
-                 + (" · the tool's choice" if source and run.get("answer") is not None else "" if source else naive))
+        head += f" · answer {said_answer} ({outcome(run)}; {said})" + (
+            " · the tool's choice" if source and run.get("answer") is not None else "" if source else naive
+        )
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
     replay = state is not None and state.iteration < state.max_iteration
     if replay:
-        shown = (f"**replaying iteration {state.iteration} of {state.max_iteration}** · nodes {_tree_size(run, state)}"
-                 + (f"{spent} by then {state.cost_total:,.0f}" if spent else ""))
+        shown = (
+            f"**replaying iteration {state.iteration} of {state.max_iteration}** · nodes {_tree_size(run, state)}"
+            + (f"{spent} by then {state.cost_total:,.0f}" if spent else "")
+        )
     else:
-        shown = (f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}"
-                 + (f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""))
+        shown = f"iterations {run.get('iterations', 0)} · nodes {_tree_size(run, state)}" + (
+            f"{spent} {float(run.get('cost') or 0):,.0f}" if spent else ""
+        )
     # the passes: shadow ones, or none stored, said after what the tree shows (three lines at most, RUN_BAR_CSS)
     if shadow:
         shown += " · " + shadow_line(shadow)
-    elif state is not None and status not in LIVE and len(state.nodes) > 1 and not any(
-            len(n.get("mc_scores") or []) > 1 for n in state.nodes.values()):
-        shown += (" · no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
-                  "adds R̄ and σ² to every node")
+    elif (
+        state is not None
+        and status not in LIVE
+        and len(state.nodes) > 1
+        and not any(len(n.get("mc_scores") or []) > 1 for n in state.nodes.values())
+    ):
+        shown += (
+            " · no MC passes stored (at most one score per node, so no σ²): **Shadow scoring** under the tree "
+            "adds R̄ and σ² to every node"
+        )
     parts = [head, shown]
     if run.get("error"):
         parts.append(f"⚠ {md_inline(hide_server_paths(run['error']), 400)}")
@@ -121,27 +175,39 @@ def shadow_line(shadow: Mapping[int, Mapping[str, Any]]) -> str:
     n_ood = sum(1 for r in rows if r.get("ood"))
     taus = sorted({float(r["tau"]) for r in rows if r.get("tau") is not None})
     tau = f" = {'/'.join(f'{t:g}' for t in taus)}" if taus else ""
-    return (f"**shadow-scored**: {len(rows)} nodes × K = {'/'.join(map(str, ks))} passes of "
-            f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau})")
+    return (
+        f"**shadow-scored**: {len(rows)} nodes × K = {'/'.join(map(str, ks))} passes of "
+        f"{md_inline(', '.join(prms), 60)} (not spent by the run), {n_ood} OOD (σ² > τ{tau})"
+    )
 
 
 def _imported_line(source: dict[str, Any]) -> str:
     """Where an imported run came from and what of it the app shows as its own: scores, answer, unvisited children."""
-    line = (f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
-            f"{md_inline(source.get('file'), 120)})")
+    line = (
+        f"imported from **{md_text(source.get('tool'))}** ({md_inline(source.get('from'), 80)} of "
+        f"{md_inline(source.get('file'), 120)})"
+    )
     if source.get("scores_as_r") is False or source.get("rewards_as_scores") is False:
         outside = source.get("scores_outside_unit_range")
-        line += (": the tool's scores are not in [0, 1]" + (f" ({md_inline(outside, 20)} outside)" if outside else "")
-                 + ", so they stay in each node's source fields and no R̄ is drawn")
+        line += (
+            ": the tool's scores are not in [0, 1]"
+            + (f" ({md_inline(outside, 20)} outside)" if outside else "")
+            + ", so they stay in each node's source fields and no R̄ is drawn"
+        )
     else:
         line += ": R̄ is the tool's own score of each node"
     said = str(source.get("answer_read_from") or "")
     if said:
-        line += (f" · no answer: {md_inline(said.removeprefix('none: '), 200)}" if said.startswith("none: ")
-                 else f" · answer from {md_inline(said, 200)}")
+        line += (
+            f" · no answer: {md_inline(said.removeprefix('none: '), 200)}"
+            if said.startswith("none: ")
+            else f" · answer from {md_inline(said, 200)}"
+        )
     if source.get("unvisited_children"):
-        line += (f" · {md_inline(source.get('unvisited_children'), 20)} unvisited children kept with their parents, "
-                 "not drawn as steps")
+        line += (
+            f" · {md_inline(source.get('unvisited_children'), 20)} unvisited children kept with their parents, "
+            "not drawn as steps"
+        )
     return line
 
 

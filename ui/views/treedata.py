@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 STATES_KEPT = 4  # iterations whose TreeState a RunData keeps (the one shown, the latest, a step's and one more)
 
 
-
 @dataclass
 class TreeState:
     """The tree as it was after `iteration` (or as stored now, for a live or final view)."""
@@ -76,8 +75,9 @@ class TreeState:
         if answer is None:
             return set()
         if "chosen" not in self._memo:
-            self._memo["chosen"] = {i for i, n in self.nodes.items()
-                                    if n.get("status") in TERMINAL and n.get("answer") == answer}
+            self._memo["chosen"] = {
+                i for i, n in self.nodes.items() if n.get("status") in TERMINAL and n.get("answer") == answer
+            }
         return set(self._memo["chosen"])
 
     def chosen_path_nodes(self) -> set[int]:
@@ -108,8 +108,13 @@ class RunData:
     """Everything stored about one run, loaded once; `state_at(t)` rebuilds any iteration in memory.
     A live run grows with `grown(store)`, which reads only the rows written since (not the whole run)."""
 
-    def __init__(self, run: dict[str, Any], nodes: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]] = (),
-                 iterations: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        run: dict[str, Any],
+        nodes: Iterable[dict[str, Any]],
+        history: Iterable[dict[str, Any]] = (),
+        iterations: Iterable[dict[str, Any]] = (),
+    ) -> None:
         self.run = run
         self.nodes: dict[int, dict[str, Any]] = {int(n["id"]): n for n in nodes}
         if 0 not in self.nodes:
@@ -150,8 +155,12 @@ class RunData:
         run = run if run is not None else store.get_run(run_id)
         big = int(run.get("n_nodes") or 0) > HISTORY_LIMIT  # opening a huge run must stay within seconds
         with gc_paused():
-            data = cls(run, read_nodes(store, run_id), () if big else store.get_node_history(run_id),
-                       store.get_iterations(run_id))
+            data = cls(
+                run,
+                read_nodes(store, run_id),
+                () if big else store.get_node_history(run_id),
+                store.get_iterations(run_id),
+            )
         data.history_skipped = big
         return data
 
@@ -238,8 +247,16 @@ class RunData:
         decisions = {d.node_id: d for d in step_decisions}
         run = self.run if final else {**self.run, "answer": None, "correct": None, "naive_answer": None}
         cost = float(it_row.get("cost_total") or (self.run.get("cost") if final else 0.0) or 0.0)
-        return TreeState(run=run, nodes=nodes, children=children, iteration=t, max_iteration=self.max_iteration,
-                         decisions=decisions, step_info=step_info, cost_total=cost)
+        return TreeState(
+            run=run,
+            nodes=nodes,
+            children=children,
+            iteration=t,
+            max_iteration=self.max_iteration,
+            decisions=decisions,
+            step_info=step_info,
+            cost_total=cost,
+        )
 
 
 def _marks_at(snap: dict[str, Any], hist: tuple[list[int], list[dict[str, Any]]], pos: int, t: int) -> None:

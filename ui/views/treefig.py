@@ -46,18 +46,35 @@ def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height
         "height": height,
         "margin": {"l": 40, "r": 10, "t": 78 if title else 16, "b": 10},
         "title": {"text": title, "x": 0.01, "y": 0.995, "yanchor": "top", "yref": "container", "font": {"size": 14}}
-        if title else None,
-        "paper_bgcolor": "white", "plot_bgcolor": "white", "hovermode": "closest", "dragmode": "pan",
+        if title
+        else None,
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "hovermode": "closest",
+        "dragmode": "pan",
         "hoverlabel": {"align": "left", "bgcolor": "white", "font": {"size": 12}},
         # autorange, never a computed range: Plotly keeps a user's zoom across react() only while the
         # figure's own value for that attribute stays the same (uirevision), and a computed range moves
         "xaxis": {"visible": False, "autorange": True},
-        "yaxis": {"autorange": True, "tickmode": "array", "tickvals": [-d for d in range(0, depth + 1, tick_step)],
-                  "ticktext": ["Q" if d == 0 else f"{d}" for d in range(0, depth + 1, tick_step)], "zeroline": False,
-                  "showgrid": False, "title": {"text": "step"}, "fixedrange": False},
+        "yaxis": {
+            "autorange": True,
+            "tickmode": "array",
+            "tickvals": [-d for d in range(0, depth + 1, tick_step)],
+            "ticktext": ["Q" if d == 0 else f"{d}" for d in range(0, depth + 1, tick_step)],
+            "zeroline": False,
+            "showgrid": False,
+            "title": {"text": "step"},
+            "fixedrange": False,
+        },
         # under the tree, like a caption: above it, its first row ran under Plotly's toolbar
-        "legend": {"orientation": "h", "y": -0.01, "yanchor": "top", "x": 0.0, "font": {"size": 11},
-                   "traceorder": "normal"},
+        "legend": {
+            "orientation": "h",
+            "y": -0.01,
+            "yanchor": "top",
+            "x": 0.0,
+            "font": {"size": 11},
+            "traceorder": "normal",
+        },
         "showlegend": True,
     }
     if not title:
@@ -65,10 +82,19 @@ def _tree_layout(state: TreeState, pos: Pos, title: str, uirevision: str, height
     return layout
 
 
-def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: int | None = None,
-                colour_range: tuple[float, float] = (0.0, 1.0), title: str = "", uirevision: str = "tree",
-                shared_keys: set[tuple[str, ...]] | None = None, height: int | None = None,
-                show_colorbar: bool = True, shadow: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def tree_figure(
+    state: TreeState,
+    view: ViewOptions | None = None,
+    *,
+    selected: int | None = None,
+    colour_range: tuple[float, float] = (0.0, 1.0),
+    title: str = "",
+    uirevision: str = "tree",
+    shared_keys: set[tuple[str, ...]] | None = None,
+    height: int | None = None,
+    show_colorbar: bool = True,
+    shadow: Mapping[int, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The search tree as a Plotly figure dict (data, layout, config, meta); `shadow`: shadow scores by
     node id, drawn apart (treeglyphs.shadow_traces)."""
     view = view or ViewOptions()
@@ -89,11 +115,14 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     parent_of = {nid: state.nodes[nid].get("parent_id") for nid in shown}
     if shared_keys:
         keys = {nid: state.prefix_key(nid) for nid in shown if nid != 0}
+
         def order(nid: int) -> Any:  # the prefixes both runs share first
             return keys.get(nid) not in shared_keys, keys.get(nid, ()), nid
     else:
+
         def order(nid: int) -> Any:  # creation order = left to right
             return nid
+
     pos = tidy_layout(parent_of, root=0, order_key=order)
     faded = (shown - matching - {0}) if view.filtering else set()
     # edges and compact glyphs are layout shapes under every trace: one SVG path per kind of mark
@@ -110,9 +139,16 @@ def tree_figure(state: TreeState, view: ViewOptions | None = None, *, selected: 
     data += _x_span(pos)
     data += legend_keys(_marks_present(state, pos, data, shapes), state.tau, view.glyphs)
     sel = pos.get(selected) if selected is not None else None
-    meta = {"n_nodes": len(state.nodes), "n_shown": len(pos), "iteration": state.iteration, "selected": selected,
-            "max_iteration": state.max_iteration, "run_id": state.run.get("run_id"), "status": state.run.get("status"),
-            "shadow": sum(1 for i in pos if i in shadow) if shadow else 0}
+    meta = {
+        "n_nodes": len(state.nodes),
+        "n_shown": len(pos),
+        "iteration": state.iteration,
+        "selected": selected,
+        "max_iteration": state.max_iteration,
+        "run_id": state.run.get("run_id"),
+        "status": state.run.get("status"),
+        "shadow": sum(1 for i in pos if i in shadow) if shadow else 0,
+    }
     scored = [i for i in pos if state.nodes[i].get("mean") is not None and i != 0]  # node_traces' first trace
     if view.glyphs and scored:
         meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node, len(pos), shadow)
@@ -130,13 +166,21 @@ def _x_span(pos: Pos) -> list[dict[str, Any]]:
     if not xs or max(xs) - min(xs) >= MIN_X_SPAN:
         return []
     mid = (max(xs) + min(xs)) / 2
-    return [{"type": "scatter", "mode": "markers", "x": [coord(mid - MIN_X_SPAN / 2), coord(mid + MIN_X_SPAN / 2)],
-             "y": [0, 0], "marker": {"opacity": 0, "size": 1}, "hoverinfo": "skip", "showlegend": False,
-             "name": "x span"}]
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": [coord(mid - MIN_X_SPAN / 2), coord(mid + MIN_X_SPAN / 2)],
+            "y": [0, 0],
+            "marker": {"opacity": 0, "size": 1},
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "name": "x span",
+        }
+    ]
 
 
-def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]],
-                   shapes: list[dict[str, Any]]) -> set[str]:
+def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]], shapes: list[dict[str, Any]]) -> set[str]:
     """Which optional legend entries the figure needs (legend_keys)."""
     statuses = {state.nodes[i].get("status") for i in pos}
     out = {s for s in (NodeStatus.FINISHED, NodeStatus.TRUNCATED, NodeStatus.PRUNED) if s in statuses}
@@ -146,13 +190,28 @@ def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]],
     for tr in data:
         if tr.get("name") == "marks":
             for t in map(str, tr.get("text") or []):
-                out |= {"hidden"} if t.endswith("hidden") else (
-                    {k for k, c in (("passes", "p"), ("children", "×"), ("cut", "✂")) if c in t})
+                out |= (
+                    {"hidden"}
+                    if t.endswith("hidden")
+                    else ({k for k, c in (("passes", "p"), ("children", "×"), ("cut", "✂")) if c in t})
+                )
     return out
 
 
 def ring_shape(x: float, y: float) -> dict[str, Any]:
     """The selection ring around the node at (x, y): 30 px whatever the zoom (PLOT_JS builds the same)."""
-    return {"type": "circle", "name": "selected", "xref": "x", "yref": "y", "xsizemode": "pixel",
-            "ysizemode": "pixel", "xanchor": x, "yanchor": y, "x0": -15, "x1": 15, "y0": -15, "y1": 15,
-            "line": {"color": "#111", "width": 2.5}}
+    return {
+        "type": "circle",
+        "name": "selected",
+        "xref": "x",
+        "yref": "y",
+        "xsizemode": "pixel",
+        "ysizemode": "pixel",
+        "xanchor": x,
+        "yanchor": y,
+        "x0": -15,
+        "x1": 15,
+        "y0": -15,
+        "y1": 15,
+        "line": {"color": "#111", "width": 2.5},
+    }

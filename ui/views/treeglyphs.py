@@ -87,14 +87,25 @@ def glyph_shapes(state: TreeState, pos: Pos, cmin: float, cmax: float) -> list[d
         ticks.append(((x + x0 - 0.05, sy(st["mean"])), (x + x1 + 0.05, sy(st["mean"]))))
     colours = bin_colours(cmin, cmax)
     shapes = [path_shape(rail, COMPACT_NAMES[0], "#e6e6e6", 1), path_shape(whiskers, COMPACT_NAMES[1], "#555555", 0.8)]
-    shapes += [path_shape(b, COMPACT_NAMES[2], "#444444", 0.6, fill=colours[k], closed=True)
-               for k, b in sorted(boxes.items())]
-    shapes += [path_shape(medians, COMPACT_NAMES[3], "#111111", 1.1), path_shape(ticks, COMPACT_NAMES[4], "#d62728", 1.6)]
+    shapes += [
+        path_shape(b, COMPACT_NAMES[2], "#444444", 0.6, fill=colours[k], closed=True) for k, b in sorted(boxes.items())
+    ]
+    shapes += [
+        path_shape(medians, COMPACT_NAMES[3], "#111111", 1.1),
+        path_shape(ticks, COMPACT_NAMES[4], "#d62728", 1.6),
+    ]
     return [sh for sh in shapes if sh is not None]
 
 
-def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, trace: int,
-               n_shown: int = 0, shadow: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def glyph_meta(
+    state: TreeState,
+    scored: list[int],
+    cmin: float,
+    cmax: float,
+    trace: int,
+    n_shown: int = 0,
+    shadow: Mapping[int, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """What the page's script needs to draw the detailed boxplots of any node that comes into view, in the
     order of the scored nodes' marker trace (data[trace]: its x, y and ids): per node the box statistics
     [lo, q1, median, q3, hi, R̄], its passes, its colour bin, whether σ² > τ, and "R̄|σ²" as printed (a node
@@ -118,17 +129,39 @@ def glyph_meta(state: TreeState, scored: list[int], cmin: float, cmax: float, tr
         row = (shadow or {}).get(nid) if own is None else None
         var = f"{fmt_var(row.get('var'))} shadow" if row else fmt_var(own)
         labels.append(f"{fmt_mean(n.get('mean'))}|{var}")  # as every panel prints them
-    return {"trace": trace, "limit": DETAIL_LIMIT, "st": st_flat, "p": passes, "bin": bins, "ood": ood,
-            "lab": labels, "palette": list(bin_colours(cmin, cmax)), "ood_colour": OOD_COLOUR, "tau": gate.tau,
-            "stat": gate.label, "compact": list(COMPACT_NAMES),
-            # where a compact glyph lies round its node (layout units): the page keeps decision labels off them
-            "dx": list(GLYPH_DX), "h": GLYPH_HALF_HEIGHT, "rails": draws_rails(n_shown or len(scored))}
+    return {
+        "trace": trace,
+        "limit": DETAIL_LIMIT,
+        "st": st_flat,
+        "p": passes,
+        "bin": bins,
+        "ood": ood,
+        "lab": labels,
+        "palette": list(bin_colours(cmin, cmax)),
+        "ood_colour": OOD_COLOUR,
+        "tau": gate.tau,
+        "stat": gate.label,
+        "compact": list(COMPACT_NAMES),
+        # where a compact glyph lies round its node (layout units): the page keeps decision labels off them
+        "dx": list(GLYPH_DX),
+        "h": GLYPH_HALF_HEIGHT,
+        "rails": draws_rails(n_shown or len(scored)),
+    }
 
 
 def _key(name: str, marker: dict[str, Any], group: str = "", mode: str = "markers", **style: Any) -> dict[str, Any]:
     """A legend-only entry (x=[None] draws nothing); in `group`, a click on it hides the marks it names."""
-    tr: dict[str, Any] = {"type": "scatter", "mode": mode, "x": [None], "y": [None], "name": name, "marker": marker,
-                          "hoverinfo": "skip", "showlegend": True, **style}
+    tr: dict[str, Any] = {
+        "type": "scatter",
+        "mode": mode,
+        "x": [None],
+        "y": [None],
+        "name": name,
+        "marker": marker,
+        "hoverinfo": "skip",
+        "showlegend": True,
+        **style,
+    }
     if group:
         tr["legendgroup"] = group
     return tr
@@ -143,26 +176,39 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
     if "chosen path" in present:
         # first in the legend, where its trace used to put it (before the halos' and answers' traces)
         keys.append(_key("chosen path", {}, mode="lines", line={"color": CHOSEN_COLOUR, "width": 5}, legendrank=1))
-    keys += [_key("question", {"symbol": "square", "size": 12, "color": "#999999", "line": {"color": "#333", "width": 1}}),
-             _key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
-             _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}}),
-             # the selection ring is a layout shape drawn in the page (PLOT_JS ringAt): named here, as a key
-             _key("inspected node", {"size": 14, "symbol": "circle-open", "color": "#111", "line": {"width": 2.5}})]
+    keys += [
+        _key("question", {"symbol": "square", "size": 12, "color": "#999999", "line": {"color": "#333", "width": 1}}),
+        _key("colour R̄, size K", {"size": 11, "color": "#b5de2b", "line": {"color": "#333", "width": 0.8}}),
+        _key("OOD: σ² > τ", {"size": 11, "color": "white", "line": {"color": OOD_COLOUR, "width": 3}}),
+        # the selection ring is a layout shape drawn in the page (PLOT_JS ringAt): named here, as a key
+        _key("inspected node", {"size": 14, "symbol": "circle-open", "color": "#111", "line": {"width": 2.5}}),
+    ]
     if glyphs:
         # the detailed boxplot's marks (ui/js/treelod.js) and the compact one's, named once
-        keys += [_key("box: MC passes", {"symbol": "square", "size": 10, "color": "#5ec962",
-                                         "line": {"color": "#444", "width": 1}}),
-                 _key("one MC pass", {"symbol": "diamond", "size": 6, "color": "rgba(20,20,20,0.75)"}),
-                 _key("R̄ = their mean", {}, mode="lines", line={"color": "#d62728", "width": 2.5}),
-                 _key("grey: scale 0–1", {"symbol": "square", "size": 10, "color": "#ececec"})]
+        keys += [
+            _key(
+                "box: MC passes",
+                {"symbol": "square", "size": 10, "color": "#5ec962", "line": {"color": "#444", "width": 1}},
+            ),
+            _key("one MC pass", {"symbol": "diamond", "size": 6, "color": "rgba(20,20,20,0.75)"}),
+            _key("R̄ = their mean", {}, mode="lines", line={"color": "#d62728", "width": 2.5}),
+            _key("grey: scale 0–1", {"symbol": "square", "size": 10, "color": "#ececec"}),
+        ]
     text = {"mode": "text", "textfont": {"color": "#8a5a00"}}
     optional = (
         (NodeStatus.FINISHED, _key(str(NodeStatus.FINISHED), {"size": 10, "symbol": "diamond", "color": "#888"})),
-        (NodeStatus.TRUNCATED,
-         _key(str(NodeStatus.TRUNCATED), {"size": 10, "symbol": "triangle-down", "color": "#888"})),
+        (
+            NodeStatus.TRUNCATED,
+            _key(str(NodeStatus.TRUNCATED), {"size": 10, "symbol": "triangle-down", "color": "#888"}),
+        ),
         (NodeStatus.PRUNED, _key("pruned (faded)", {"size": 10, "color": "#888", "opacity": 0.35})),
-        ("chosen", _key("chosen answer", {"size": 13, "symbol": "star", "color": "#b5de2b",
-                                          "line": {"color": CHOSEN_COLOUR, "width": 2}})),
+        (
+            "chosen",
+            _key(
+                "chosen answer",
+                {"size": 13, "symbol": "star", "color": "#b5de2b", "line": {"color": CHOSEN_COLOUR, "width": 2}},
+            ),
+        ),
         ("passes", _key("+Kp extra passes", {}, **text)),
         ("children", _key("×N children", {}, **text)),
         ("cut", _key("✂ pruned now", {}, **text)),
@@ -173,22 +219,45 @@ def legend_keys(present: set[str], tau: float, glyphs: bool) -> list[dict[str, A
 
 def _shadow_hover(nid: int, row: Mapping[str, Any]) -> list[Any]:
     k = len(row.get("mc_scores") or [])
-    return [nid, f"· <b>shadow</b> ({'OOD' if row.get('ood') else 'ID'}, not spent by the run)",
-            html.escape(f"R̄ {row.get('mean') or 0:.3f} σ² {row.get('var') or 0:.5f} K {k} τ {row.get('tau') or 0:g}")]
+    return [
+        nid,
+        f"· <b>shadow</b> ({'OOD' if row.get('ood') else 'ID'}, not spent by the run)",
+        html.escape(f"R̄ {row.get('mean') or 0:.3f} σ² {row.get('var') or 0:.5f} K {k} τ {row.get('tau') or 0:g}"),
+    ]
 
 
-def shadow_traces(pos: Mapping[int, tuple[float, float]], shadow: Mapping[int, Mapping[str, Any]],
-                  template: str) -> list[dict[str, Any]]:
+def shadow_traces(
+    pos: Mapping[int, tuple[float, float]], shadow: Mapping[int, Mapping[str, Any]], template: str
+) -> list[dict[str, Any]]:
     """Tree traces for the shadow rows of the drawn nodes (clickable like the nodes: customdata[0] = id)."""
     out: list[dict[str, Any]] = []
     for ood, name, marker, dx in (
-            (True, "shadow OOD (σ² > τ, not spent)",
-             {"symbol": "diamond-open", "size": 22, "color": SHADOW_COLOUR, "line": {"width": 2.5, "color": SHADOW_COLOUR}},
-             0.0),
-            (False, "shadow ID", {"symbol": "circle", "size": 5, "color": SHADOW_COLOUR}, 0.22)):
+        (
+            True,
+            "shadow OOD (σ² > τ, not spent)",
+            {
+                "symbol": "diamond-open",
+                "size": 22,
+                "color": SHADOW_COLOUR,
+                "line": {"width": 2.5, "color": SHADOW_COLOUR},
+            },
+            0.0,
+        ),
+        (False, "shadow ID", {"symbol": "circle", "size": 5, "color": SHADOW_COLOUR}, 0.22),
+    ):
         ids = [i for i in pos if i in shadow and bool(shadow[i].get("ood")) == ood]
         if ids:
-            out.append({"type": "scatter", "mode": "markers", "name": name, "showlegend": True,
-                        "x": [round(pos[i][0] + dx, 4) for i in ids], "y": [round(pos[i][1] + (0.22 if dx else 0), 4) for i in ids],
-                        "customdata": [_shadow_hover(i, shadow[i]) for i in ids], "hovertemplate": template, "marker": marker})
+            out.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": name,
+                    "showlegend": True,
+                    "x": [round(pos[i][0] + dx, 4) for i in ids],
+                    "y": [round(pos[i][1] + (0.22 if dx else 0), 4) for i in ids],
+                    "customdata": [_shadow_hover(i, shadow[i]) for i in ids],
+                    "hovertemplate": template,
+                    "marker": marker,
+                }
+            )
     return out

@@ -29,8 +29,14 @@ class ViewOptions:
 
     @property
     def filtering(self) -> bool:
-        return (self.score_min > 0.0 or self.score_max < 1.0 or self.high_variance_only or self.depth_min > 0
-                or self.depth_max is not None or bool(self.search.strip()))
+        return (
+            self.score_min > 0.0
+            or self.score_max < 1.0
+            or self.high_variance_only
+            or self.depth_min > 0
+            or self.depth_max is not None
+            or bool(self.search.strip())
+        )
 
 
 # ------------------------------------------------------------------------------------------ visibility
@@ -44,8 +50,9 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
             hidden_below[c] = len(below)
             blocked.update(below)
     if view.hide_pruned:  # pruned nodes are leaves: hiding them removes clutter, never disconnects the tree
-        blocked.update(i for i, n in state.nodes.items()
-                       if n.get("status") == NodeStatus.PRUNED and i not in view.collapsed)
+        blocked.update(
+            i for i, n in state.nodes.items() if n.get("status") == NodeStatus.PRUNED and i not in view.collapsed
+        )
     candidates = [n for n in state.nodes if n not in blocked]
     if not view.filtering:
         return set(candidates), set(), hidden_below
@@ -57,7 +64,9 @@ def visible_nodes(state: TreeState, view: ViewOptions) -> tuple[set[int], set[in
             continue
         n = state.nodes[nid]
         mean, depth = n.get("mean"), int(n.get("depth") or 0)
-        if (view.score_min > 0.0 or view.score_max < 1.0) and (mean is None or not view.score_min <= mean <= view.score_max):
+        if (view.score_min > 0.0 or view.score_max < 1.0) and (
+            mean is None or not view.score_min <= mean <= view.score_max
+        ):
             continue
         if view.high_variance_only and not gate.shown(n):
             continue

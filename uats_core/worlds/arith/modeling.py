@@ -53,11 +53,19 @@ class ModelShape:
 
 def llama_config(tok: PreTrainedTokenizerBase, shape: ModelShape, **extra: Any) -> LlamaConfig:
     return LlamaConfig(
-        vocab_size=len(tok), hidden_size=shape.hidden, intermediate_size=shape.intermediate,
-        num_hidden_layers=shape.layers, num_attention_heads=shape.heads, num_key_value_heads=shape.heads,
-        max_position_embeddings=shape.max_positions, tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-        attention_dropout=0.0, **extra,
+        vocab_size=len(tok),
+        hidden_size=shape.hidden,
+        intermediate_size=shape.intermediate,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.heads,
+        max_position_embeddings=shape.max_positions,
+        tie_word_embeddings=True,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        attention_dropout=0.0,
+        **extra,
     )
 
 
@@ -67,8 +75,14 @@ def new_policy(tok: PreTrainedTokenizerBase, shape: ModelShape) -> LlamaForCausa
 
 def new_prm(tok: PreTrainedTokenizerBase, shape: ModelShape) -> LlamaForTokenClassification:
     # classifier_dropout=0: the only dropout is the hooks' one after every decoder layer, as at inference.
-    cfg = llama_config(tok, shape, num_labels=2, classifier_dropout=0.0,
-                       id2label={0: "incorrect", 1: "correct"}, label2id={"incorrect": 0, "correct": 1})
+    cfg = llama_config(
+        tok,
+        shape,
+        num_labels=2,
+        classifier_dropout=0.0,
+        id2label={0: "incorrect", 1: "correct"},
+        label2id={"incorrect": 0, "correct": 1},
+    )
     return LlamaForTokenClassification(cfg)
 
 
@@ -83,6 +97,7 @@ def layer_dropout(model: torch.nn.Module, p: float) -> Iterator[None]:
     base: Any = model.model if hasattr(model, "model") else model  # the decoder, whose layers are hooked
     handles = []
     if p > 0:
+
         def hook(_module: torch.nn.Module, _inputs: object, output: torch.Tensor) -> torch.Tensor:
             if isinstance(output, tuple):  # transformers 4.x layers return a tuple
                 return (F.dropout(output[0], p, training=True),) + tuple(output[1:])
@@ -114,18 +129,23 @@ def _pad(seqs: Sequence[Sequence[int]], pad_id: int, left: bool = False) -> tupl
     mask = torch.zeros((len(seqs), n), dtype=torch.long)
     for i, s in enumerate(seqs):
         if left:
-            ids[i, n - len(s):] = torch.tensor(s)
-            mask[i, n - len(s):] = 1
+            ids[i, n - len(s) :] = torch.tensor(s)
+            mask[i, n - len(s) :] = 1
         else:
-            ids[i, :len(s)] = torch.tensor(s)
-            mask[i, :len(s)] = 1
+            ids[i, : len(s)] = torch.tensor(s)
+            mask[i, : len(s)] = 1
     return ids, mask
 
 
 @torch.no_grad()
-def prm_step_scores(prm: LlamaForTokenClassification, tok: PreTrainedTokenizerBase,
-                    items: Sequence[tuple[str, Sequence[str]]], k: int = 1, p: float = 0.0,
-                    batch_size: int = 64) -> list[torch.Tensor]:
+def prm_step_scores(
+    prm: LlamaForTokenClassification,
+    tok: PreTrainedTokenizerBase,
+    items: Sequence[tuple[str, Sequence[str]]],
+    k: int = 1,
+    p: float = 0.0,
+    batch_size: int = 64,
+) -> list[torch.Tensor]:
     """For each (question, steps): a (k, n_steps) tensor of P(correct) at every step tag. With p > 0 the
     k passes use MC dropout after every decoder layer; the model itself stays in eval mode."""
     prm.eval()
@@ -134,7 +154,7 @@ def prm_step_scores(prm: LlamaForTokenClassification, tok: PreTrainedTokenizerBa
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))  # similar lengths together: less padding
     out: list[torch.Tensor | None] = [None] * len(seqs)
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         ids, mask = _pad([seqs[i] for i in idx], tok.pad_token_id)
         ids_k, mask_k = ids.repeat(k, 1), mask.repeat(k, 1)  # the k passes as one batch
         with layer_dropout(prm, p):
@@ -150,9 +170,15 @@ def prm_step_scores(prm: LlamaForTokenClassification, tok: PreTrainedTokenizerBa
 
 
 @torch.no_grad()
-def sample_solutions(policy: LlamaForCausalLM, tok: PreTrainedTokenizerBase, questions: Sequence[str],
-                     temperature: float = 0.8, max_new_tokens: int = 128, batch_size: int = 256,
-                     generator: torch.Generator | None = None) -> list[list[str]]:
+def sample_solutions(
+    policy: LlamaForCausalLM,
+    tok: PreTrainedTokenizerBase,
+    questions: Sequence[str],
+    temperature: float = 0.8,
+    max_new_tokens: int = 128,
+    batch_size: int = 256,
+    generator: torch.Generator | None = None,
+) -> list[list[str]]:
     """One sampled solution per question, as a list of steps (each non-final one ending in "\\n\\n").
 
     Whole solutions are sampled in one go, which has the same distribution as the backend's step-by-step
@@ -166,7 +192,7 @@ def sample_solutions(policy: LlamaForCausalLM, tok: PreTrainedTokenizerBase, que
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     results: list[list[str]] = [[] for _ in prompts]
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         ids, mask = _pad([prompts[i] for i in idx], pad, left=True)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out = policy(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
@@ -183,8 +209,13 @@ def sample_solutions(policy: LlamaForCausalLM, tok: PreTrainedTokenizerBase, que
             if bool(done.all()):
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)  # finished rows are discarded anyway
-            out = policy(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None],
-                         use_cache=True, **{cache_kwarg(policy): cache})
+            out = policy(
+                input_ids=nxt[:, None],
+                attention_mask=mask,
+                position_ids=next_pos[:, None],
+                use_cache=True,
+                **{cache_kwarg(policy): cache},
+            )
             cache, logits = output_cache(out), out.logits[:, -1]
             next_pos = next_pos + 1
         for j, i in enumerate(idx):

@@ -50,8 +50,9 @@ class Slip:
     kind: str  # "arith" (wrong result), "operand" (a wrong number used), "op" (wrong operation)
 
 
-def solve(problem: Problem, style: str = "A", slip_rate: float = 0.0, rng: random.Random | None = None
-          ) -> tuple[list[str], list[Slip]]:
+def solve(
+    problem: Problem, style: str = "A", slip_rate: float = 0.0, rng: random.Random | None = None
+) -> tuple[list[str], list[Slip]]:
     """Write a solution as a list of steps (the last holds \\boxed{}); no delimiters.
 
     With slip_rate > 0 each computation step independently gets a mistake with that probability; later
@@ -86,8 +87,9 @@ def solve(problem: Problem, style: str = "A", slip_rate: float = 0.0, rng: rando
     return steps, []
 
 
-def _make_slip(rng: random.Random, x: int, op: str, y: int, given: Sequence[int]
-               ) -> tuple[tuple[int, str, int, int], str] | None:
+def _make_slip(
+    rng: random.Random, x: int, op: str, y: int, given: Sequence[int]
+) -> tuple[tuple[int, str, int, int], str] | None:
     """A mistaken version (x', op', y', z') of the step x op y, with z' != the right result."""
     z = apply_op(op, x, y)
     for _ in range(20):

@@ -49,7 +49,7 @@ def _corpus() -> list[str]:
     texts.append(" ".join(string.ascii_letters) + string.ascii_letters)
     texts.append(" ".join(string.punctuation) + string.punctuation)
     # every chunk of 1-2 digits, leading zeros included, so that any number round-trips
-    numbers = [f"{i:0{w}d}" for w in (1, 2) for i in range(10 ** w)]
+    numbers = [f"{i:0{w}d}" for w in (1, 2) for i in range(10**w)]
     texts.append(" ".join(numbers) + " " + "+".join(numbers))
     return texts
 
@@ -67,8 +67,13 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     tok.pre_tokenizer = pre
     tok.decoder = decoders.Fuse()
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD, unk_token=UNK,
-        additional_special_tokens=[STEP_TAG], clean_up_tokenization_spaces=False,
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=UNK,
+        additional_special_tokens=[STEP_TAG],
+        clean_up_tokenization_spaces=False,
     )
     log.info("tokenizer: %d tokens", len(fast))
     return fast

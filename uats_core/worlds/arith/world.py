@@ -55,8 +55,11 @@ class Difficulty:
 
     @property
     def tag(self) -> str:
-        return self.name if self.name in DIFFICULTIES and DIFFICULTIES[self.name] == self else (
-            f"o{self.min_ops}-{self.max_ops}v{self.max_value}a{self.max_addend}f{self.max_factor}")
+        return (
+            self.name
+            if self.name in DIFFICULTIES and DIFFICULTIES[self.name] == self
+            else (f"o{self.min_ops}-{self.max_ops}v{self.max_value}a{self.max_addend}f{self.max_factor}")
+        )
 
 
 DIFFICULTIES: dict[str, Difficulty] = {
@@ -121,9 +124,39 @@ def operand_value(o: Operand, values: Sequence[int]) -> int:
 # --------------------------------------------------------------------------------------------------
 # Generator
 
-_NAMES = ["Mia", "Tom", "Ava", "Leo", "Zoe", "Sam", "Ivy", "Max", "Eva", "Ben", "Lily", "Noah", "Emma", "Jack", "Ella", "Owen"]
+_NAMES = [
+    "Mia",
+    "Tom",
+    "Ava",
+    "Leo",
+    "Zoe",
+    "Sam",
+    "Ivy",
+    "Max",
+    "Eva",
+    "Ben",
+    "Lily",
+    "Noah",
+    "Emma",
+    "Jack",
+    "Ella",
+    "Owen",
+]
 _FEMALE = {"Mia", "Ava", "Zoe", "Ivy", "Eva", "Lily", "Emma", "Ella"}
-_ITEMS = ["apples", "marbles", "stickers", "cards", "coins", "pencils", "cookies", "shells", "stamps", "beads", "books", "eggs"]
+_ITEMS = [
+    "apples",
+    "marbles",
+    "stickers",
+    "cards",
+    "coins",
+    "pencils",
+    "cookies",
+    "shells",
+    "stamps",
+    "beads",
+    "books",
+    "eggs",
+]
 _BOXES = ["boxes", "bags", "packs", "jars", "crates", "baskets"]
 
 
@@ -154,8 +187,12 @@ class _Builder:
 
 def _pick_product(rng: random.Random, diff: Difficulty, cap: int) -> tuple[int, int] | None:
     """Two stated numbers (count of containers, items per container) whose product is at most cap."""
-    options = [(b, c) for b in range(2, diff.max_factor + 1) for c in range(2, min(cap // b, diff.max_factor + 3) + 1)
-               if b * c <= cap]
+    options = [
+        (b, c)
+        for b in range(2, diff.max_factor + 1)
+        for c in range(2, min(cap // b, diff.max_factor + 3) + 1)
+        if b * c <= cap
+    ]
     return rng.choice(options) if options else None
 
 
@@ -257,20 +294,30 @@ def _split_cached(split: str, n: int, seed: int, diff: Difficulty) -> tuple[Prob
             continue
         seen.add(question)
         idx = len(out)
-        out.append(Problem(
-            id=_problem_id(split, idx, seed, diff),
-            question=question,
-            answer=str(gold[-1].value),
-            source="arith",
-            meta={"split": split, "index": idx, "seed": seed, "difficulty": asdict(diff), "given": given,
-                  "gold": [{"op": g.op, "a": asdict(g.a), "b": asdict(g.b), "value": g.value} for g in gold]},
-        ))
+        out.append(
+            Problem(
+                id=_problem_id(split, idx, seed, diff),
+                question=question,
+                answer=str(gold[-1].value),
+                source="arith",
+                meta={
+                    "split": split,
+                    "index": idx,
+                    "seed": seed,
+                    "difficulty": asdict(diff),
+                    "given": given,
+                    "gold": [{"op": g.op, "a": asdict(g.a), "b": asdict(g.b), "value": g.value} for g in gold],
+                },
+            )
+        )
         if len(out) >= n:
             break
     return tuple(out)
 
 
-def load_split(split: str, n: int | None = None, seed: int = 0, difficulty: str | Difficulty | None = None) -> list[Problem]:
+def load_split(
+    split: str, n: int | None = None, seed: int = 0, difficulty: str | Difficulty | None = None
+) -> list[Problem]:
     """The first n problems of a split (train / val / test), deterministic in (seed, difficulty).
 
     Problem i of a split does not depend on n, so a bigger n extends a smaller one.
@@ -300,9 +347,11 @@ def get_problem(problem_id: str) -> Problem:
     seed = int(m["seed"]) if m["seed"] else 0
     index = int(m["index"])
     if index >= MAX_PROBLEM_INDEX:
-        raise ValueError(f"problem index {index} in {problem_id!r} is too large: a split is generated up to "
-                         f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems "
-                         "(arith-default-s7-test-0)")
+        raise ValueError(
+            f"problem index {index} in {problem_id!r} is too large: a split is generated up to "
+            f"index {MAX_PROBLEM_INDEX - 1}; use a smaller index, or another seed for more problems "
+            "(arith-default-s7-test-0)"
+        )
     # Round n up so that neighbouring ids share one cached generation.
     n = (index // 256 + 1) * 256
     return _split_cached(m["split"], n, seed, diff)[index]

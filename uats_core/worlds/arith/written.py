@@ -20,8 +20,9 @@ class WrittenSteps:
     wrong: list[bool] = field(default_factory=list)
 
 
-def written_steps(problems: list[world.Problem], style: str, slip_rate: float = 0.3,
-                  rng: random.Random | None = None) -> WrittenSteps:
+def written_steps(
+    problems: list[world.Problem], style: str, slip_rate: float = 0.3, rng: random.Random | None = None
+) -> WrittenSteps:
     """solutions.solve's written solutions (each computation slips with probability slip_rate), cut after every step."""
     rng = rng or random.Random(0)
     out = WrittenSteps(style)
