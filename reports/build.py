@@ -180,23 +180,34 @@ def assemble_report(
         rep.tables.update(tables)
         rep.markdown.update(markdown)
     if rerun is not None and rerun_variants is not None:
-        name, rows, rep.rerun_plan = rerun_variants
-        table = protocol_table(rerun.results, rows, confidence)
-        rep.tables["rerun_variants"] = table
-        if text := protocol_markdown(table, roles, name, rerun.name):
-            read = rerun.results[
-                (rerun.results["variant"] == "base") & rerun.results["method"].isin({*rows["method"], "rebase"})
-            ]
-            read = read[pd.MultiIndex.from_frame(read[CELL]).isin(pd.MultiIndex.from_frame(rows[CELL]))]
-            rep.markdown["Variants under the rerun's protocol"] = with_provenance(
-                text, pd.concat([rows, read], ignore_index=True)
-            )
+        _add_rerun_variants(rep, rerun, rerun_variants, roles, confidence)
     _add_controller(rep, raw, controller, rerun, roles)
     beside = rerun_variants[1] if rerun is not None and rerun_variants is not None else None
     if text := sources_markdown(raw, None if rerun is None else rerun.results, beside):
         rep.markdown["Sources"] = text
     _add_verdict_tables(rep, df, roles, confidence)
     return rep
+
+
+def _add_rerun_variants(
+    rep: Report,
+    rerun: Rerun,
+    rerun_variants: tuple[str, pd.DataFrame, dict[str, Any] | None],
+    roles: dict[str, str],
+    confidence: float,
+) -> None:
+    """The variants run under the rerun's protocol beside the rerun's base cells of their method and REBASE."""
+    name, rows, rep.rerun_plan = rerun_variants
+    table = protocol_table(rerun.results, rows, confidence)
+    rep.tables["rerun_variants"] = table
+    if text := protocol_markdown(table, roles, name, rerun.name):
+        read = rerun.results[
+            (rerun.results["variant"] == "base") & rerun.results["method"].isin({*rows["method"], "rebase"})
+        ]
+        read = read[pd.MultiIndex.from_frame(read[CELL]).isin(pd.MultiIndex.from_frame(rows[CELL]))]
+        rep.markdown["Variants under the rerun's protocol"] = with_provenance(
+            text, pd.concat([rows, read], ignore_index=True)
+        )
 
 
 def main_and_harder(df: pd.DataFrame) -> tuple[str, list[str]]:

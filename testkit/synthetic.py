@@ -55,28 +55,8 @@ def synthetic_events(
     unfinished iteration still pending (as a crash in the middle of an iteration would leave them)."""
     rng = random.Random(seed)
     cost_ratio = SearchConfig.cost_ratio
-    events: list[Event] = [
-        RunStarted(
-            run_id=run_id,
-            method=method,
-            problem_id=problem_id,
-            question=question,
-            gold_answer=gold,
-            seed=seed,
-            config={
-                "method": method,
-                "budget": budget,
-                "seed": seed,
-                "k0": k0,
-                "tau": tau,
-                "delta": delta,
-                "alpha": alpha,
-                "synthetic": True,
-            },
-            policy="synthetic-policy",
-            prm="synthetic-prm",
-        )
-    ]
+    config = {"method": method, "budget": budget, "seed": seed, "k0": k0, "tau": tau, "delta": delta, "alpha": alpha}
+    events: list[Event] = [_started(run_id, config, problem_id, question, gold)]
     nodes: dict[int, Node] = {0: Node(id=0, parent_id=None, depth=0, step="", status=KEPT)}
     quality: dict[int, float] = {0: 0.7}
     frontier: list[tuple[int, int]] = [(0, budget)]  # (parent id, children granted)
@@ -97,38 +77,26 @@ def synthetic_events(
                 created.append(node)
             parent.expanded_iter = it
         # H-UATS step: re-evaluate OOD candidates near the best ID mean, then allocate children
-        id_means = [n.mean for n in created if not n.ood and n.mean is not None]
-        best = max(id_means) if id_means else max((n.mean or 0.0) for n in created) if created else 0.0
-        selected = [n for n in created if n.ood and (n.ucb or 0.0) >= best - delta]
-        reeval_passes = max(1, budget // 2) if selected else 0
-        extra = largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_passes) if selected else []
-        for n, e in zip(selected, extra):
-            if e <= 0:
-                continue
-            n.mc_scores += [min(1.0, max(0.0, rng.gauss(quality[n.id], 0.05))) for _ in range(e)]
-            n.extra_passes += e
-            n.reeval_iter = it
-            _score(n, it, alpha, tau)
+        selected, extra, reeval_passes = _reevaluate(rng, created, quality, it, budget, delta, alpha, tau)
         open_nodes = [n for n in created if n.status != FINISHED]
         grants = largest_remainder([math.exp((n.mean or 0.0) / 0.2) for n in open_nodes], budget) if open_nodes else []
         frontier = []
-        decisions: list[Decision] = []
         for n, g in zip(open_nodes, grants):
             n.children_granted = g
             n.status = KEPT if g > 0 else PRUNED
             if g > 0:
                 frontier.append((n.id, g))
-        for n in created:
-            decisions.append(
-                Decision(
-                    node_id=n.id,
-                    extra_passes=n.extra_passes,
-                    children=n.children_granted,
-                    status=n.status,
-                    ood=n.ood,
-                    reeval_candidate=n in selected,
-                )
+        decisions = [
+            Decision(
+                node_id=n.id,
+                extra_passes=n.extra_passes,
+                children=n.children_granted,
+                status=n.status,
+                ood=n.ood,
+                reeval_candidate=n in selected,
             )
+            for n in created
+        ]
         cost_step = len(created) * (cost_ratio + k0) + sum(extra)
         cost_total += cost_step
         changed = created + [nodes[p] for p in {n.parent_id for n in created if n.parent_id is not None}]
@@ -159,6 +127,47 @@ def synthetic_events(
         )
     events.append(_ended([n for n in nodes.values() if n.status == FINISHED], gold, cost_total, it))
     return events
+
+
+def _reevaluate(
+    rng: random.Random,
+    created: list[Node],
+    quality: dict[int, float],
+    it: int,
+    budget: int,
+    delta: float,
+    alpha: float,
+    tau: float,
+) -> tuple[list[Node], list[int], int]:
+    """The OOD candidates near the best ID mean, the extra passes each got, and the step's B."""
+    id_means = [n.mean for n in created if not n.ood and n.mean is not None]
+    best = max(id_means) if id_means else max((n.mean or 0.0) for n in created) if created else 0.0
+    selected = [n for n in created if n.ood and (n.ucb or 0.0) >= best - delta]
+    reeval_passes = max(1, budget // 2) if selected else 0
+    extra = largest_remainder([math.exp((n.ucb or 0.0) / 0.5) for n in selected], reeval_passes) if selected else []
+    for n, e in zip(selected, extra):
+        if e <= 0:
+            continue
+        n.mc_scores += [min(1.0, max(0.0, rng.gauss(quality[n.id], 0.05))) for _ in range(e)]
+        n.extra_passes += e
+        n.reeval_iter = it
+        _score(n, it, alpha, tau)
+    return selected, extra, reeval_passes
+
+
+def _started(run_id: str, config: dict[str, Any], problem_id: str, question: str, gold: str) -> RunStarted:
+    """The synthetic run's first event: its settings marked synthetic, its models named as no real ones are."""
+    return RunStarted(
+        run_id=run_id,
+        method=config["method"],
+        problem_id=problem_id,
+        question=question,
+        gold_answer=gold,
+        seed=config["seed"],
+        config={**config, "synthetic": True},
+        policy="synthetic-policy",
+        prm="synthetic-prm",
+    )
 
 
 def _child(

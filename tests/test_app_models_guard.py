@@ -283,6 +283,24 @@ def _zip_paths(value: Any, roots: list[str]) -> list[str]:
     return found
 
 
+def _sweep_args(params: list[dict[str, Any]], hostile: list[str]) -> list[Any]:
+    """An endpoint's arguments for the sweep: its defaults where it has them, else a number, a bool or one of
+    the hostile paths and names."""
+    return [
+        p["parameter_default"]
+        if p["parameter_has_default"] and r == 0
+        else (
+            2
+            if str(p["python_type"]["type"]) in ("float", "int")
+            else True
+            if str(p["python_type"]["type"]) == "bool"
+            else hostile[(r + i) % len(hostile)]
+        )
+        for r in range(2)
+        for i, p in enumerate(params)
+    ][: len(params)]
+
+
 def test_no_response_names_a_server_path(tmp_path: Path) -> None:
     """Issue 42, item 7 and the sweep extended: with runs whose models are --models-dir folders, a failed run whose
     error names the folder, the problem set and the calibration file, shadow scores, a tau=auto refusal and a
@@ -360,20 +378,7 @@ def test_no_response_names_a_server_path(tmp_path: Path) -> None:
         endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
         hostile = [str(tmp_path / "outside" / "x.jsonl"), "../outside/model", rid, "set.jsonl", "mine"]
         for name, spec in endpoints.items():
-            args = [
-                p["parameter_default"]
-                if p["parameter_has_default"] and r == 0
-                else (
-                    2
-                    if str(p["python_type"]["type"]) in ("float", "int")
-                    else True
-                    if str(p["python_type"]["type"]) == "bool"
-                    else hostile[(r + i) % len(hostile)]
-                )
-                for r in range(2)
-                for i, p in enumerate(spec["parameters"])
-            ][: len(spec["parameters"])]
-            call(name, *args)
+            call(name, *_sweep_args(spec["parameters"], hostile))
     assert len(said) > len(endpoints)
     leaks = {}
     for api, sent, out in said:

@@ -45,18 +45,9 @@ def _site_dirs() -> list[str]:
     return [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
 
 
-def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
-    pytest.importorskip("setuptools", minversion="77")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
-    env.update(
-        PIP_NO_INDEX="1",
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        GRADIO_ANALYTICS_ENABLED="False",
-    )
-
-    # Build from a copy of the sources, so the build leaves no build/ or egg-info in the checkout.
+def _build_wheel(tmp_path: Path, env: dict[str, str]) -> Path:
+    """The project's wheel, built from a copy of the sources (so the build leaves no build/ or egg-info in the
+    checkout)."""
     src = tmp_path / "src"
     src.mkdir()
     for name in SOURCES:
@@ -83,6 +74,34 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
         env=env,
     )
     (wheel,) = dist.glob("uats_studio-*.whl")
+    return wheel
+
+
+def _install(tmp_path: Path, env: dict[str, str], wheel: Path) -> tuple[Path, Path]:
+    """A fresh venv (seeing this one's packages through a .pth, not the checkout) with the wheel installed:
+    (the venv, its site-packages)."""
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path, env=env)
+    py = venv / "bin" / "python"
+    site = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp_path, env=env)
+    purelib = Path(site.stdout.strip())
+    (purelib / "_uats_test_parent_env.pth").write_text("\n".join(_site_dirs()) + "\n")
+    _run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], cwd=tmp_path, env=env)
+    return venv, purelib
+
+
+def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
+    pytest.importorskip("setuptools", minversion="77")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env.update(
+        PIP_NO_INDEX="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+    )
+
+    wheel = _build_wheel(tmp_path, env)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {
         "assets/__init__.py",
@@ -105,19 +124,15 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
         "ui/js/runbar.js",
         "ui/js/links.js",
         "ui/js/column_tips.js",
+        "ui/static/plotly-cartesian.min.js",
         "uats/cli.py",
         "uats/eval/worker.py",
         "reports/page.py",
     } <= names
     assert not any(n.startswith(("tests/", "app.py", "docs/", "benchmarks/", "testkit/")) for n in names)
 
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path, env=env)
+    venv, purelib = _install(tmp_path, env, wheel)
     py = venv / "bin" / "python"
-    site = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp_path, env=env)
-    purelib = Path(site.stdout.strip())
-    (purelib / "_uats_test_parent_env.pth").write_text("\n".join(_site_dirs()) + "\n")
-    _run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], cwd=tmp_path, env=env)
 
     where = _run(
         [

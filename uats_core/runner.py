@@ -59,6 +59,31 @@ def seed_everything(seed: int) -> None:
         pass
 
 
+def _progress_bar(config: SearchConfig) -> Any:
+    """A tqdm bar of the search's iterations (imported only when asked for)."""
+    from tqdm import tqdm
+
+    return tqdm(total=config.max_iterations, desc=f"{config.method} N={config.budget}", unit="step", leave=False)
+
+
+def _run_started(
+    run_id: str, problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, model_options: Any
+) -> RunStarted:
+    """The run's first event: what it searches, with which settings and models (as they were loaded)."""
+    return RunStarted(
+        run_id=run_id,
+        method=config.method,
+        problem_id=problem.id,
+        question=problem.question,
+        gold_answer=problem.answer,
+        seed=config.seed,
+        config=config.to_dict(),
+        policy=getattr(policy, "name", type(policy).__name__),
+        prm=getattr(prm, "name", type(prm).__name__),
+        model_options=model_options,
+    )
+
+
 def _run_search(
     checked: CheckedSearch,
     policy: Policy,
@@ -97,11 +122,7 @@ def _run_search(
         from .embedders import default_embedder
 
         embedder = default_embedder()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=config.max_iterations, desc=f"{config.method} N={config.budget}", unit="step", leave=False)
+    bar = _progress_bar(config) if progress else None
     ctx = SearchContext(
         problem.question,
         problem.answer,
@@ -115,20 +136,7 @@ def _run_search(
         controller,
         on_iteration=(lambda t: bar.update(1)) if bar else None,
     )
-    bus.emit(
-        RunStarted(
-            run_id=run_id,
-            method=config.method,
-            problem_id=problem.id,
-            question=problem.question,
-            gold_answer=problem.answer,
-            seed=config.seed,
-            config=config.to_dict(),
-            policy=getattr(policy, "name", type(policy).__name__),
-            prm=getattr(prm, "name", type(prm).__name__),
-            model_options=model_options,
-        )
-    )
+    bus.emit(_run_started(run_id, problem, config, policy, prm, model_options))
     seed_everything(config.seed)
     status, error = RunStatus.FINISHED, None
     answer = naive = None

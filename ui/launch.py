@@ -53,8 +53,7 @@ LOGIN_NOTE = (
 
 
 def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> argparse.Namespace:
-    from .views.export import ExportQuota
-
+    """The launcher's options: where it serves and stores, then _offers, _access and _limits."""
     p = argparse.ArgumentParser(prog=prog, description="UATS Studio: watch PRM-guided tree search and its uncertainty")
     p.add_argument(
         "--host",
@@ -88,6 +87,15 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
         help="largest budget N a search may ask for (default 1024, or $UATS_MAX_BUDGET)",
     )
     p.add_argument("--workers", type=int, default=2, help="searches running at once; more wait as 'queued'")
+    _offers(p)
+    _access(p)
+    _limits(p)
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+def _offers(p: argparse.ArgumentParser) -> None:
+    """The models, problem sets, policy servers and import folders a client may pick from (never a path)."""
     p.add_argument(
         "--models-dir",
         action="append",
@@ -124,6 +132,10 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
         f"TreeQuest) to the Runs tab's import (repeatable; default {DEFAULT_IMPORTS}, listed again on "
         "Refresh)",
     )
+
+
+def _access(p: argparse.ArgumentParser) -> None:
+    """Who may reach the app: logins, host names, other origins, the reverse proxy."""
     p.add_argument(
         "--auth-file",
         help="file of user:password lines: the app asks for a login (or set $UATS_AUTH); "
@@ -153,6 +165,12 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
         help="the IP address a reverse proxy connects from (repeatable): only its X-Forwarded-* headers "
         "count; without one, the app ignores them all",
     )
+
+
+def _limits(p: argparse.ArgumentParser) -> None:
+    """What the server keeps and runs at most: exports, queued and paused jobs."""
+    from .views.export import ExportQuota
+
     p.add_argument(
         "--export-quota-mb",
         type=float,
@@ -193,8 +211,6 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "uats-studio") -> 
         default=d.pause_timeout_s,
         help=f"a run paused this long without a step ends cancelled (default {d.pause_timeout_s:g})",
     )
-    p.add_argument("--log-level", default="INFO")
-    return p.parse_args(argv)
 
 
 class Refused(Exception):

@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -263,7 +264,7 @@ def prm_slices(
     return train[:train_problems], train[:prm_problems], train[prm_problems : prm_problems + prm_written]
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=MODELS_DIR)
@@ -318,7 +319,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="append",
         help="train only these (others are loaded from --out); repeatable",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """One line naming the flag and its fix for a value training cannot use, before anything is loaded."""
     for flag in (
         "train_problems",
         "prm_problems",
@@ -333,12 +338,85 @@ def main(argv: Sequence[str] | None = None) -> None:
         ap.error(f"--prm-variance-penalty must be 0 (off) or more; got {args.prm_variance_penalty}")
     if not args.prm_lr > 0:
         ap.error(f"--prm-lr must be a positive learning rate such as 2e-3; got {args.prm_lr}")
-    finetune = DEFAULT_FINETUNE if args.prm_finetune is None else [st for st in args.prm_finetune if st]
     if args.prm_init is not None and not (args.prm_init / "config.json").is_file():
         ap.error(
             f"--prm-init must be a saved PRM folder (with config.json), such as assets/models/arith-prm; "
             f"got {args.prm_init}"
         )
+
+
+def _train_and_save_prm(
+    args: argparse.Namespace,
+    tok: Any,
+    policy_a: Any,
+    shape: ModelShape,
+    data: tuple[Any, Any],
+    finetune: Sequence[Any],
+    dirs: dict[str, Path],
+) -> None:
+    """The PRM on policy A's sampled traces of `data` (its problems, written solutions), its fine-tuning stages in
+    order, then saved with its sidecar."""
+    prm_problems, written = data
+    from transformers import AutoModelForCausalLM
+
+    policy_a = policy_a or AutoModelForCausalLM.from_pretrained(dirs["A"])
+    t = time.time()
+    traces = sample_prm_traces(policy_a, tok, prm_problems, args.prm_samples, args.seed)
+    log.info("sampled %d policy-A traces in %.0f s", len(traces), time.time() - t)
+    t = time.time()
+    prm = train_prm(
+        tok,
+        policy_a,
+        traces,
+        written,
+        args.prm_steps,
+        shape,
+        args.seed,
+        batch_size=args.prm_batch_size,
+        lr=args.prm_lr,
+        extra_layers=args.prm_extra_layers,
+        freeze_trunk=args.prm_freeze_trunk,
+        init=args.prm_init,
+        variance_penalty=args.prm_variance_penalty,
+    )
+    ft_traces = ft_written = None
+    for i, stage in enumerate(finetune, 1):
+        log.info("PRM fine-tuning stage %d/%d: %s", i, len(finetune), stage)
+        if ft_traces is None:
+            # Its own slices, so that this equals a run with --prm-init (the stage-by-stage recipe).
+            _, ft_problems, ft_written = prm_slices(
+                args.train_problems, args.prm_finetune_problems, args.prm_written, args.seed
+            )
+            ft_traces = (
+                traces
+                if args.prm_finetune_problems == args.prm_problems  # the same draw: no resampling
+                else sample_prm_traces(policy_a, tok, ft_problems, args.prm_samples, args.seed)
+            )
+        prm = train_prm(
+            tok,
+            policy_a,
+            ft_traces,
+            ft_written,
+            stage.steps,
+            shape,
+            args.seed,
+            batch_size=args.prm_batch_size,
+            lr=stage.lr,
+            freeze_trunk=args.prm_freeze_trunk,
+            init=prm,
+            variance_penalty=stage.variance_penalty,
+        )
+    prm.save_pretrained(dirs["prm"])
+    tok.save_pretrained(dirs["prm"])
+    write_prm_sidecar(dirs["prm"])
+    log.info("PRM saved to %s (%.0f s)", dirs["prm"], time.time() - t)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    _check(ap, args)
+    finetune = DEFAULT_FINETUNE if args.prm_finetune is None else [st for st in args.prm_finetune if st]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -371,59 +449,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             tok.save_pretrained(dirs[style])
             log.info("policy %s saved to %s (%.0f s)", style, dirs[style], time.time() - t)
     if "prm" in only:
-        from transformers import AutoModelForCausalLM
-
-        policy_a = policies.get("A") or AutoModelForCausalLM.from_pretrained(dirs["A"])
-        t = time.time()
-        traces = sample_prm_traces(policy_a, tok, prm_problems, args.prm_samples, args.seed)
-        log.info("sampled %d policy-A traces in %.0f s", len(traces), time.time() - t)
-        t = time.time()
-        prm = train_prm(
-            tok,
-            policy_a,
-            traces,
-            written,
-            args.prm_steps,
-            shape,
-            args.seed,
-            batch_size=args.prm_batch_size,
-            lr=args.prm_lr,
-            extra_layers=args.prm_extra_layers,
-            freeze_trunk=args.prm_freeze_trunk,
-            init=args.prm_init,
-            variance_penalty=args.prm_variance_penalty,
-        )
-        ft_traces = ft_written = None
-        for i, stage in enumerate(finetune, 1):
-            log.info("PRM fine-tuning stage %d/%d: %s", i, len(finetune), stage)
-            if ft_traces is None:
-                # Its own slices, so that this equals a run with --prm-init (the stage-by-stage recipe).
-                _, ft_problems, ft_written = prm_slices(
-                    args.train_problems, args.prm_finetune_problems, args.prm_written, args.seed
-                )
-                ft_traces = (
-                    traces
-                    if args.prm_finetune_problems == args.prm_problems  # the same draw: no resampling
-                    else sample_prm_traces(policy_a, tok, ft_problems, args.prm_samples, args.seed)
-                )
-            prm = train_prm(
-                tok,
-                policy_a,
-                ft_traces,
-                ft_written,
-                stage.steps,
-                shape,
-                args.seed,
-                batch_size=args.prm_batch_size,
-                lr=stage.lr,
-                freeze_trunk=args.prm_freeze_trunk,
-                init=prm,
-                variance_penalty=stage.variance_penalty,
-            )
-        prm.save_pretrained(dirs["prm"])
-        tok.save_pretrained(dirs["prm"])
-        write_prm_sidecar(dirs["prm"])
-        log.info("PRM saved to %s (%.0f s)", dirs["prm"], time.time() - t)
+        _train_and_save_prm(args, tok, policies.get("A"), shape, (prm_problems, written), finetune, dirs)
     log.info("training done in %.0f s", time.time() - t0)
 
 

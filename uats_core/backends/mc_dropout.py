@@ -361,18 +361,7 @@ class MCDropoutEngine:
             h = parts.embed(ids[:, pmax:])
             q_pos = pos[:, pmax:]
             rot = parts.rotary(h, q_pos)
-            past = None
-            if pmax > 0:
-                past = []
-                for layer in range(shared):
-                    ref_k, ref_v = next(e.kv[layer] for e in entries if e is not None)
-                    pk = torch.zeros(B, ref_k.shape[0], pmax, ref_k.shape[2], dtype=dtype, device=device)
-                    pv = torch.zeros(B, ref_v.shape[0], pmax, ref_v.shape[2], dtype=dtype, device=device)
-                    for i, e in enumerate(entries):
-                        if e is not None:
-                            pk[i, :, pmax - plen[i] :] = e.kv[layer][0]
-                            pv[i, :, pmax - plen[i] :] = e.kv[layer][1]
-                    past.append((pk, pv))
+            past = self._cached_past(entries, plen, pmax, shared) if pmax > 0 else None
             stacked = StackedPast(past, n)
             q_mask = None if no_pad and pmax == 0 else mask[:, :, pmax:, :]
             for layer in range(shared):
@@ -427,6 +416,25 @@ class MCDropoutEngine:
             parts_out.append(self._noisy_group(full_h, pos, None if no_pad else mask, idx, token_cols, g, shared, p))
         y = torch.cat(parts_out, dim=1)  # (B, k, m, H)
         return [y[i][:, : c.numel()] for i, c in enumerate(cols)]
+
+    def _cached_past(
+        self, entries: list[PrefixEntry | None], plen: list[int], pmax: int, shared: int
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The cached prefixes' keys and values of the shared layers, one batch per layer, each row's prefix
+        ending at column pmax (left padded): the past the new tokens attend to."""
+        past = []
+        for layer in range(shared):
+            ref_k, ref_v = next(e.kv[layer] for e in entries if e is not None)
+            shape_k = (len(entries), ref_k.shape[0], pmax, ref_k.shape[2])
+            shape_v = (len(entries), ref_v.shape[0], pmax, ref_v.shape[2])
+            pk = torch.zeros(shape_k, dtype=self.dtype, device=self.device)
+            pv = torch.zeros(shape_v, dtype=self.dtype, device=self.device)
+            for i, e in enumerate(entries):
+                if e is not None:
+                    pk[i, :, pmax - plen[i] :] = e.kv[layer][0]
+                    pv[i, :, pmax - plen[i] :] = e.kv[layer][1]
+            past.append((pk, pv))
+        return past
 
     def _noisy_group(
         self,

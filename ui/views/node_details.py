@@ -114,6 +114,13 @@ def node_details_md(
                 else "no answer below it is right"
             )
             lines.append(f"step is **{'right' if truth else 'wrong'}** ({how})")
+    lines += _trace_lines(state, node_id)
+    return "\n".join(lines)
+
+
+def _trace_lines(state: TreeState, node_id: int) -> list[str]:
+    """The trace up to the node, the question first, each step with its R̄; a deep one cut in the middle."""
+    lines: list[str] = []
     path = state.path(node_id)
     lines += ["", "**Trace up to here**", ""]
     lines.append(f"> {md_inline(state.run.get('question', ''))}")
@@ -129,4 +136,4 @@ def node_details_md(
         step = md_inline(state.nodes[pid].get("step"))
         mark = "**" if pid == node_id else ""
         lines.append(f"`{depth:>2}` {mark}{step}{mark} _(R̄ {fmt_mean(state.nodes[pid].get('mean'))})_  ")
-    return "\n".join(lines)
+    return lines
