@@ -97,7 +97,8 @@ def test_any_dataset_lines(content: list[bytes], problem: str) -> None:
                 "--quiet",
             ]
         )
-        _assert_one_line_error(rc, out, err, ("dataset", "problem", "policy"))
+        # a dataset other than the arithmetic world's is refused for the default PRM too (it cannot score it)
+        _assert_one_line_error(rc, out, err, ("dataset", "problem", "policy", "prm"))
         assert sorted(p.name for p in Path(tmp).iterdir()) == ["d.jsonl"] and data.read_bytes() == before
 
 
