@@ -47,6 +47,10 @@ psql_() { (cd / && su postgres -c "psql -v ON_ERROR_STOP=1 -qtAX -c \"$1\""); }
 if [ -z "$(psql_ "select 1 from pg_roles where rolname = 'uats'")" ]; then
   psql_ "create user uats password 'uats' createdb"
 fi
+# A test database is dropped WITH (FORCE) (testkit/postgres.py), which ends the sessions still on it; an autovacuum
+# worker visiting the new database is one of them, and only a member of pg_signal_backend may end it (without it the
+# drop failed at random, when autovacuum happened to be there). Granted every time: an older role lacks it.
+psql_ "grant pg_signal_backend to uats"
 if [ -z "$(psql_ "select 1 from pg_database where datname = 'uats'")" ]; then
   psql_ "create database uats owner uats"
 fi

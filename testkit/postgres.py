@@ -35,7 +35,7 @@ def fresh_database(purpose: str) -> Iterator[str]:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
         try:
-            with admin.connect() as conn:
+            with admin.connect() as conn:  # FORCE ends autovacuum's visit too (the role is in pg_signal_backend)
                 conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         finally:
             admin.dispose()
