@@ -28,14 +28,20 @@ def box_traces(
     name: str,
     hover: str,
     half: float = BOX_HALF,
+    outline: tuple[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Tukey boxes (figstyle.box_stats) of many rows as three traces for all of them: one bar trace (each bar a
     row's quartiles, filled in its own colour) and the whiskers and medians as one line trace per outline
     colour. A box trace has one fill, so a row each made a 64-row step 128 box traces, most of its draw time.
     `boxes` holds (y, node id, stats, fill, ood) per row; `hover` is a hovertemplate over customdata
-    [node id, σ² of the row's samples]."""
+    [node id, σ² of the row's samples]; `outline` (colour, width) for every row, else magenta and thicker for OOD."""
     if not boxes:
         return []
+
+    def line(ood: bool) -> dict[str, Any]:
+        colour, width = outline or ((OOD_COLOUR, 2) if ood else ("#555", 1))
+        return {"color": colour, "width": width}
+
     out: list[dict[str, Any]] = [
         {
             "type": "bar",
@@ -51,8 +57,8 @@ def box_traces(
             "marker": {
                 "color": [fill for *_, fill, _ in boxes],
                 "line": {
-                    "color": [OOD_COLOUR if ood else "#555" for *_, ood in boxes],
-                    "width": [2 if ood else 1 for *_, ood in boxes],
+                    "color": [line(ood)["color"] for *_, ood in boxes],
+                    "width": [line(ood)["width"] for *_, ood in boxes],
                 },
             },
             "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes],
@@ -84,7 +90,7 @@ def box_traces(
                     "y": ys,
                     "xaxis": axis,
                     "yaxis": "y",
-                    "line": {"color": OOD_COLOUR if ood else "#555", "width": 2 if ood else 1},
+                    "line": line(ood),
                     "showlegend": False,
                     "hoverinfo": "skip",
                     "name": f"{name} whiskers",
@@ -214,20 +220,15 @@ def shadow_boxes(rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, An
         st = box_stats([float(v) for v in (shadow.get(c.node_id) or {}).get("mc_scores") or []])
         if st is not None:
             boxes.append((i + 0.3, c.node_id, st, "rgba(123, 50, 148, 0.18)", False))
-    traces = box_traces(
+    return box_traces(  # the shadow's own colour, whatever the row's
         boxes,
         "x",
         "shadow",
         "node %{customdata[0]}: shadow passes' quartiles from "
         "%{base:.4f}, σ² %{customdata[1]:.3g} (not spent)<extra></extra>",
         half=0.15,
+        outline=(SHADOW_COLOUR, 1.5),
     )
-    for t in traces:  # the shadow's own colour, whatever the row's
-        if t["type"] == "bar":
-            t["marker"]["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
-        else:
-            t["line"] = {"color": SHADOW_COLOUR, "width": 1.5}
-    return traces
 
 
 def table_trace(lines: list[str], log_hi: float) -> dict[str, Any]:
