@@ -23,6 +23,7 @@ from uats_core.backends.tiny import (
     byte_bpe_tokenizer,
     char_tokenizer,
     llama_config,
+    math_shepherd_config,
     qwen2_config,
     save_token_cls_prm,
 )
@@ -50,28 +51,10 @@ def _lm_like_rows(weight: torch.Tensor, rows: list[int], scale: float = 60.0) ->
 
 
 def _math_shepherd(folder: Path) -> tuple[Path, str]:
-    from transformers import MistralConfig, MistralForCausalLM
+    from transformers import MistralForCausalLM
 
     tok = char_tokenizer(words=("ки",))
-    base = llama_config(tok)
-    cfg = MistralConfig(
-        **{
-            k: getattr(base, k)
-            for k in (
-                "vocab_size",
-                "hidden_size",
-                "intermediate_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "num_key_value_heads",
-                "bos_token_id",
-                "eos_token_id",
-                "pad_token_id",
-            )
-        },
-        sliding_window=4096,
-        tie_word_embeddings=False,
-    )
+    cfg = math_shepherd_config(tok, tie_word_embeddings=False)
     torch.manual_seed(1)
     model = MistralForCausalLM(cfg)
     _lm_like_rows(model.lm_head.weight, [tok.convert_tokens_to_ids("+"), tok.convert_tokens_to_ids("-")])

@@ -212,32 +212,34 @@ def save_token_cls_prm(
     return folder
 
 
+def math_shepherd_config(tok: Any, **overrides: Any) -> Any:
+    """A tiny MistralConfig shaped as llama_config(tok) (Math-Shepherd's PRM is a Mistral causal LM); `overrides`
+    set its other fields."""
+    from transformers import MistralConfig
+
+    base = llama_config(tok)
+    shape = (
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+    )
+    return MistralConfig(**{k: getattr(base, k) for k in shape}, **{"sliding_window": 4096, **overrides})
+
+
 def save_math_shepherd_prm(folder: str | Path, *, seed: int = 1) -> Path:
     """A tiny Mistral causal LM with the Math-Shepherd step tag ки in its vocabulary (kind math-shepherd)."""
-    from transformers import MistralConfig, MistralForCausalLM
+    from transformers import MistralForCausalLM
 
     folder = Path(folder)
     tok = char_tokenizer(words=("ки",))
-    base = llama_config(tok)
-    cfg = MistralConfig(
-        **{
-            k: getattr(base, k)
-            for k in (
-                "vocab_size",
-                "hidden_size",
-                "intermediate_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "num_key_value_heads",
-                "bos_token_id",
-                "eos_token_id",
-                "pad_token_id",
-            )
-        },
-        sliding_window=4096,
-    )
     torch.manual_seed(seed)
-    MistralForCausalLM(cfg).save_pretrained(folder)
+    MistralForCausalLM(math_shepherd_config(tok)).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
 
