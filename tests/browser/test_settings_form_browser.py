@@ -30,9 +30,12 @@ def test_the_form_offers_every_setting_it_may_at_1280(laptop_page: Any) -> None:
     for section, title in SECTIONS.items():
         if title:
             pg.locator(f"#knobs-{section}").get_by_text(title).click()
-    wait_idle(pg)
     shown = [d for d in SETTINGS if not d.spec.app_leaves_out]
-    boxes = pg.evaluate(BOXES_JS, [d.elem_id for d in shown])
+    ids = [d.elem_id for d in shown]
+    # Gradio mounts an accordion's fields after the click that opens it (asynchronously): wait until they are there
+    pg.wait_for_function("(ids) => ids.every((id) => document.getElementById(id))", arg=ids, timeout=60_000)
+    wait_idle(pg)
+    boxes = pg.evaluate(BOXES_JS, ids)
     bad = [
         b for b in boxes if b.get("missing") or b["width"] < 60 or b["height"] < 20 or not b["inside"] or b["labelCut"]
     ]
