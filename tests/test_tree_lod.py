@@ -10,6 +10,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import record_synthetic
+from testkit.figures import shape_polylines
 from ui.views.bigtree import focus_nodes
 from ui.views.decisions import step_of
 from ui.views.figstyle import (
@@ -204,6 +205,31 @@ def test_figure1_spread_panel_is_one_scale_for_the_whole_step(data, state) -> No
     assert len(spans) == 16
     pairs = [(a, b) for a in spans for b in spans if var[a] > 7 * var[b] > 0]
     assert pairs and all(spans[a] > spans[b] for a, b in pairs)
+
+
+def test_figure1_whiskers_and_medians_are_each_rows_own(data, state) -> None:
+    """Each row's whiskers (the most extreme passes within 1.5 IQR of its quartiles), their caps and its median,
+    on the score panel and the spread panel, drawn as one path over the boxes per outline colour: computed here
+    from the passes with statistics.quantiles, not with the figure's own box_stats."""
+    sel = max((i for i in state.nodes if i), key=lambda i: len(step_of(data, i).candidates) if step_of(data, i) else 0)
+    fig = step_figure(step_of(data, sel), selected=sel, per_page=64)
+    rows = fig["meta"]["rows"]
+    for axis, centre in (("x", False), ("x2", True)):
+        shapes = [sh for sh in fig["layout"]["shapes"] if sh.get("xref") == axis and sh.get("type") == "path"]
+        assert shapes and all(sh["layer"] == "above" for sh in shapes)  # a median is drawn across its box
+        pieces = [line for sh in shapes for line in shape_polylines(sh)]
+        assert len(pieces) == 5 * len(rows)
+        for y, nid in enumerate(rows):
+            ps = list(state.nodes[nid]["mc_scores"])
+            mean = sum(ps) / len(ps)
+            ps = [v - mean for v in ps] if centre else ps
+            q1, med, q3 = statistics.quantiles(ps, n=4, method="inclusive")
+            lo = min(v for v in ps if v >= q1 - 1.5 * (q3 - q1))
+            hi = max(v for v in ps if v <= q3 + 1.5 * (q3 - q1))
+            flat = sorted(tuple(sorted(x for x, _ in p)) for p in pieces if p[0][1] == p[1][1] == y)
+            assert flat == [pytest.approx((lo, q1), abs=2e-5), pytest.approx((q3, hi), abs=2e-5)]
+            upright = sorted(p[0][0] for p in pieces if p[0][0] == p[1][0] and p[0][1] < y < p[1][1])
+            assert upright == pytest.approx(sorted([lo, med, hi]), abs=2e-5)
 
 
 def test_figure1_score_axis_starts_below_the_lowest_pass() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import record_synthetic
+from testkit.figures import shape_polylines
 from testkit.synthetic import final_records, synthetic_events
 from uats_core.events import IterationEnded, NodesUpdated
 from ui.views.decisions import step_of
@@ -110,15 +111,6 @@ def test_visibility_filters_keep_the_tree_connected(store: RunStore) -> None:
     below = set(state.subtree(first)) - {first}
     shown, _, hidden = visible_nodes(state, ViewOptions(collapsed=frozenset({first})))
     assert not (shown & below) and hidden[first] == len(below)
-
-
-def shape_polylines(shape: dict) -> list[list[tuple[float, float]]]:
-    """The polylines of a path shape as figstyle.path_shape writes them (M, L and Z, x,y pairs)."""
-    return [
-        [tuple(float(v) for v in pt.split(",")) for pt in part.rstrip("Z").split("L")]
-        for part in shape["path"].split("M")
-        if part
-    ]
 
 
 def test_tree_figure_structure(store: RunStore) -> None:

@@ -40,9 +40,9 @@ function scrollBox() {  // the box round the plot that scrolls it up and down (a
   }
   return null;
 }
-// what the head's copy leaves out: the traces, the shapes under them, the rows' labels (all below the strip it
+// what the head's copy leaves out: the traces, the shapes under and over them, the rows' labels (all below the strip it
 // shows) and the plot's controls; copying them and then removing them was a fifth of a 64-row Figure 1's draw
-const HEAD_SKIP = '.modebar-container, .draglayer, .hoverlayer, .cartesianlayer .plot, .layer-below, .yaxislayer-above';
+const HEAD_SKIP = '.modebar-container, .draglayer, .hoverlayer, .cartesianlayer .plot, .layer-below, .layer-above, .yaxislayer-above';
 function leanCopy(node) {
   const copy = node.cloneNode(false);
   for (const ch of node.childNodes) {

@@ -48,23 +48,32 @@ Polyline = Sequence[tuple[float, float]]
 
 
 def path_shape(
-    polylines: Sequence[Polyline], name: str, colour: str, width: float, fill: str | None = None, closed: bool = False
+    polylines: Sequence[Polyline],
+    name: str,
+    colour: str,
+    width: float,
+    fill: str | None = None,
+    closed: bool = False,
+    xref: str = "x",
+    layer: str = "below",
+    digits: int = 3,
 ) -> dict[str, Any] | None:
-    """Many polylines (in layout units) as one layout shape: one SVG <path> however many there are. A scatter
-    line broken by None gaps draws one <path> per piece: a 2,000-node tree's edges and compact glyphs were
-    14,000 elements and most of the page's time to draw it. Drawn under the traces; None when empty."""
+    """Many polylines (in `xref`'s and y's units, x rounded to `digits`) as one layout shape: one SVG <path>
+    however many there are. A scatter line broken by None gaps draws one <path> per piece: a 2,000-node tree's
+    edges and compact glyphs were 14,000 elements and most of the page's time to draw it. Drawn under the traces
+    (`layer` "above": over them); None when empty."""
     if not polylines:
         return None
     # M/L with x,y pairs only: absolute commands are what Plotly converts from axis units
     parts = [
-        "M" + "L".join(f"{round(x, 3)!r},{round(y, 3)!r}" for x, y in line) + ("Z" if closed else "")
+        "M" + "L".join(f"{round(x, digits)!r},{round(y, 3)!r}" for x, y in line) + ("Z" if closed else "")
         for line in polylines
     ]
     shape: dict[str, Any] = {
         "type": "path",
-        "xref": "x",
+        "xref": xref,
         "yref": "y",
-        "layer": "below",
+        "layer": layer,
         "name": name,
         "path": "".join(parts),
         "line": {"color": colour, "width": width},

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .decisions import Candidate
-from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, box_stats
+from .figstyle import OOD_COLOUR, SHADOW_COLOUR, WRONG_COLOUR, box_stats, path_shape
 
 EXTRA_COLOUR = WRONG_COLOUR  # the passes a re-evaluation added
 MONO = {"family": "DejaVu Sans Mono, monospace", "size": 11}
@@ -29,80 +29,65 @@ def box_traces(
     hover: str,
     half: float = BOX_HALF,
     outline: tuple[str, float] | None = None,
-) -> list[dict[str, Any]]:
-    """Tukey boxes (figstyle.box_stats) of many rows as three traces for all of them: one bar trace (each bar a
-    row's quartiles, filled in its own colour) and the whiskers and medians as one line trace per outline
-    colour. A box trace has one fill, so a row each made a 64-row step 128 box traces, most of its draw time.
-    `boxes` holds (y, node id, stats, fill, ood) per row; `hover` is a hovertemplate over customdata
-    [node id, σ² of the row's samples]; `outline` (colour, width) for every row, else magenta and thicker for OOD."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tukey boxes (figstyle.box_stats) of many rows as one bar trace for all of them (each bar a row's quartiles,
+    filled in its own colour) and their whiskers and medians as one layout shape per outline colour: (traces,
+    shapes). A box trace has one fill, so a row each made a 64-row step 128 box traces; a line trace broken into
+    pieces draws a <path> per piece, 1,280 of them, half of a 64-row Figure 1's draw. `boxes` holds (y, node id,
+    stats, fill, ood) per row; `hover` is a hovertemplate over customdata [node id, σ² of the row's samples];
+    `outline` (colour, width) for every row, else magenta and thicker for OOD."""
     if not boxes:
-        return []
+        return [], []
 
-    def line(ood: bool) -> dict[str, Any]:
-        colour, width = outline or ((OOD_COLOUR, 2) if ood else ("#555", 1))
-        return {"color": colour, "width": width}
+    def line(ood: bool) -> tuple[str, float]:
+        return outline or ((OOD_COLOUR, 2) if ood else ("#555", 1))
 
-    out: list[dict[str, Any]] = [
-        {
-            "type": "bar",
-            "orientation": "h",
-            "name": name,
-            "xaxis": axis,
-            "yaxis": "y",
-            "showlegend": False,
-            "y": [y for y, *_ in boxes],
-            "base": [round(st["q1"], 6) for _, _, st, _, _ in boxes],
-            "x": [round(st["q3"] - st["q1"], 6) for _, _, st, _, _ in boxes],
-            "width": 2 * half,
-            "marker": {
-                "color": [fill for *_, fill, _ in boxes],
-                "line": {
-                    "color": [line(ood)["color"] for *_, ood in boxes],
-                    "width": [line(ood)["width"] for *_, ood in boxes],
-                },
-            },
-            "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes],
-            "hovertemplate": hover,
-        }
-    ]
+    bars = {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "xaxis": axis,
+        "yaxis": "y",
+        "showlegend": False,
+        "y": [y for y, *_ in boxes],
+        "base": [round(st["q1"], 6) for _, _, st, _, _ in boxes],
+        "x": [round(st["q3"] - st["q1"], 6) for _, _, st, _, _ in boxes],
+        "width": 2 * half,
+        "marker": {
+            "color": [fill for *_, fill, _ in boxes],
+            "line": {"color": [line(ood)[0] for *_, ood in boxes], "width": [line(ood)[1] for *_, ood in boxes]},
+        },
+        "customdata": [[nid, round(st["sd"] ** 2, 8)] for _, nid, st, _, _ in boxes],
+        "hovertemplate": hover,
+    }
+    shapes = []
     for ood in (False, True):
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for y, _, st, _, o in boxes:
-            if o != ood:
-                continue
-            cap = half / 2
-            for x0, y0, x1, y1 in (
-                (st["lo"], y, st["q1"], y),
-                (st["q3"], y, st["hi"], y),
-                (st["lo"], y - cap, st["lo"], y + cap),
-                (st["hi"], y - cap, st["hi"], y + cap),
-                (st["median"], y - half, st["median"], y + half),
-            ):
-                xs += [round(x0, 6), round(x1, 6), None]
-                ys += [round(y0, 3), round(y1, 3), None]
-        if xs:
-            out.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "x": xs,
-                    "y": ys,
-                    "xaxis": axis,
-                    "yaxis": "y",
-                    "line": line(ood),
-                    "showlegend": False,
-                    "hoverinfo": "skip",
-                    "name": f"{name} whiskers",
-                }
+        cap = half / 2
+        pieces = [
+            piece
+            for y, _, st, _, o in boxes
+            if o == ood
+            for piece in (
+                ((st["lo"], y), (st["q1"], y)),
+                ((st["q3"], y), (st["hi"], y)),
+                ((st["lo"], y - cap), (st["lo"], y + cap)),
+                ((st["hi"], y - cap), (st["hi"], y + cap)),
+                ((st["median"], y - half), (st["median"], y + half)),
             )
-    return out
+        ]
+        colour, width = line(ood)
+        # over the bars (a median is drawn across its box); x to 6 places: the spread axis spans thousandths
+        shape = path_shape(pieces, f"{name} whiskers", colour, width, xref=axis, layer="above", digits=6)
+        if shape is not None:
+            shapes.append(shape)
+    return [bars], shapes
 
 
 def row_boxes(
     rows: Sequence[Candidate], passes: Mapping[int, list[float]], fills: Mapping[int, str]
-) -> list[dict[str, Any]]:
-    """Every row's box on the score axis and on the shared spread axis (the same passes less their own R̄)."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every row's box on the score axis and on the shared spread axis (the same passes less their own R̄):
+    (traces, shapes) as box_traces makes them."""
     score, spread = [], []
     for i, c in enumerate(rows):
         ps = passes[c.node_id]
@@ -112,18 +97,20 @@ def row_boxes(
         dev["sd"] = st["sd"]  # the row's σ², not the rounded deviations'
         score.append((i, c.node_id, st, fills[c.node_id], c.ood))
         spread.append((i, c.node_id, dev, fills[c.node_id], c.ood))
-    return box_traces(
+    score_traces, score_shapes = box_traces(
         score,
         "x",
         "passes",
         "node %{customdata[0]}: passes' quartiles %{base:.4f} to %{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>",
-    ) + box_traces(
+    )
+    spread_traces, spread_shapes = box_traces(
         spread,
         "x2",
         "spread",
         "node %{customdata[0]}: pass − R̄, quartiles from %{base:+.4f}, "
         "%{x:.4f} wide, σ² %{customdata[1]:.3g}<extra></extra>",
     )
+    return score_traces + spread_traces, score_shapes + spread_shapes
 
 
 def pass_marks(rows: Sequence[Candidate], passes: Mapping[int, list[float]], dots: bool) -> list[dict[str, Any]]:
@@ -213,8 +200,11 @@ def gate_traces(rows: Sequence[Candidate], label: str) -> list[dict[str, Any]]:
     return out
 
 
-def shadow_boxes(rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A purple box of each row's shadow passes (ui.jobs.shadow: passes the run never paid for), under its own."""
+def shadow_boxes(
+    rows: Sequence[Candidate], shadow: Mapping[int, Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A purple box of each row's shadow passes (ui.jobs.shadow: passes the run never paid for), under its own:
+    (traces, shapes) as box_traces makes them."""
     boxes = []
     for i, c in enumerate(rows):
         st = box_stats([float(v) for v in (shadow.get(c.node_id) or {}).get("mc_scores") or []])
