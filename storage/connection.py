@@ -30,7 +30,7 @@ from sqlalchemy.pool import StaticPool
 
 from uats_core.errors import FieldError
 
-from .migrations import migrate
+from .migrations import migrate, read_as_migrated
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +307,7 @@ def _ro_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     try:
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        read_as_migrated(dbapi_conn)  # a run log of an earlier version reads as one migrated
         cur.execute("PRAGMA query_only=ON")
     finally:
         cur.close()

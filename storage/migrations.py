@@ -9,9 +9,12 @@ ALTER TABLE RENAME COLUMN, before the additions)."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.schema import CreateTable
 
 from . import schema as S
 
@@ -69,8 +72,42 @@ def _add_missing_columns(conn: Connection) -> None:
             col = table.c[name]
             ddl = f"ALTER TABLE {table_name} ADD COLUMN {name} {col.type.compile(dialect=conn.dialect)}"
             if not col.nullable:  # a NOT NULL column needs a value for the rows already there
-                default = col.server_default.arg  # type: ignore[union-attr]
-                default_sql = default if isinstance(default, str) else str(default.compile(dialect=conn.dialect))
-                ddl += f" NOT NULL DEFAULT {default_sql}"
+                ddl += f" NOT NULL DEFAULT {_default_sql(col, conn.dialect)}"
             conn.execute(sa.text(ddl))
             log.info("run log upgraded: added %s.%s", table_name, name)
+
+
+def _default_sql(col: sa.Column, dialect: Dialect) -> str:
+    """The SQL of a column's server default (the value an added NOT NULL column takes in the rows already there)."""
+    default = col.server_default.arg  # type: ignore[union-attr]
+    return default if isinstance(default, str) else str(default.compile(dialect=dialect))
+
+
+def read_as_migrated(dbapi_conn: sqlite3.Connection) -> None:
+    """A SQLite run log opened read-only (connection.open_read_only_engine) is read as `migrate` would leave it,
+    without writing to it: each table that lacks a column gets a TEMP view of its own name (SQLite looks in
+    TEMP first), renamed columns (RENAMES) under their new name and added ones as migrate adds them (NULL, or
+    the server default); a table the log lacks is an empty TEMP table. Run before the connection is made
+    query-only; TEMP objects live in the connection's memory, never in the file."""
+    dialect = sqlite_dialect.dialect()
+    renamed = {(t, new): old for t, old, new in RENAMES}
+    for name, table in S.metadata.tables.items():
+        have = {row[1] for row in dbapi_conn.execute(f"PRAGMA main.table_info({name})")}
+        if not have:
+            ddl = str(CreateTable(table).compile(dialect=dialect))
+            dbapi_conn.execute(ddl.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+            continue
+        if all(col.name in have for col in table.columns):
+            continue
+        cols = []
+        for col in table.columns:
+            old = renamed.get((name, col.name))
+            if col.name in have:
+                cols.append(col.name)
+            elif old in have:
+                cols.append(f"{old} AS {col.name}")
+            else:
+                value = "NULL" if col.nullable else _default_sql(col, dialect)
+                cols.append(f"{value} AS {col.name}")
+        dbapi_conn.execute(f"CREATE TEMP VIEW {name} AS SELECT {', '.join(cols)} FROM main.{name}")
+        log.info("read-only run log of an earlier version: %s read through a view as migrated", name)

@@ -185,3 +185,44 @@ def test_a_ledgers_report_in_the_page_shows_its_stages_and_is_kept(tmp_path: Pat
     again: list[tuple[float, str]] = []
     assert report_view(sources, LEDGER + "small", progress=lambda f, what: again.append((f, what))) == (md, figs)
     assert again == []
+
+
+def test_a_run_log_of_an_earlier_version_reads_as_migrated_and_stays_as_it_was(tmp_path: Path) -> None:
+    """A run log written before the latest migrations (storage/migrations.py: iterations.step_info still named
+    budget, the columns added since absent, the shadow tables missing) opens read-only and reads as the same run
+    log migrated: its runs, nodes and step numbers, the added columns as migrate adds them. The file is left
+    byte for byte as it was."""
+    from storage.migrations import MIGRATIONS
+    from testkit.synthetic import synthetic_events
+    from ui.views.treedata import RunData
+
+    db = tmp_path / "old.db"
+    store = RunStore(str(db))
+    sub = store.subscriber()
+    for ev in synthetic_events("old-run", n_nodes=40, seed=3, budget=8):
+        sub(ev)
+    want = RunData.load(store, "old-run")
+    want_its = store.get_iterations("old-run")
+    store.close()
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE iterations RENAME COLUMN step_info TO budget")
+    for table, names in MIGRATIONS:
+        for name in names:
+            con.execute(f"ALTER TABLE {table} DROP COLUMN {name}")
+    con.execute("DROP TABLE shadow_scores")
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+
+    old = open_read_only(db)
+    got = RunData.load(old, "old-run")
+    its = old.get_iterations("old-run")
+    assert [r["step_info"] for r in its] == [r["step_info"] for r in want_its] and its[0]["step_info"]
+    assert {i: (n["mean"], n["var"], n["mc_scores"]) for i, n in got.state_at(None).nodes.items()} == {
+        i: (n["mean"], n["var"], n["mc_scores"]) for i, n in want.state_at(None).nodes.items()
+    }
+    run = old.get_run("old-run")
+    assert run["owner"] is None and run["paused"] in (0, False) and run["step_credits"] == 0
+    old.close()
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]
