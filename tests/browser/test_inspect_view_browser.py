@@ -163,6 +163,16 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
         ".shapes[Number(p.getAttribute('data-index'))]; return s && s.name === 'selected'; }).length"
     )
     assert drawn == 1, drawn
+    # the ring as drawn (ui/js/plot.js moves its path in place): a 30 px circle centred on its anchor's pixels
+    ring = pg.evaluate(
+        """() => { const gd = document.querySelector('#tree .uats-plot');
+          const k = gd.layout.shapes.findIndex(s => s && s.name === 'selected');
+          const b = gd.querySelector(`.shapelayer path[data-index="${k}"]`).getBBox();
+          const s = gd.layout.shapes[k], xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+          return [b.x + b.width / 2 - xa._offset - xa.l2p(s.xanchor),
+                  b.y + b.height / 2 - ya._offset - ya.l2p(s.yanchor), b.width, b.height]; }"""
+    )
+    assert ring == pytest.approx([0, 0, 30, 30], abs=1), ring
     from .pages import RING_ON_JS
 
     assert pg.evaluate(RING_ON_JS, ["#tree", clicked[-1]])  # on the last node clicked

@@ -5,9 +5,10 @@ const host = element.querySelector('.uats-plot');
 const RING_WAIT_MS = 1500;
 const LATER = new Set(['cost-plot', 'knobs-plot']);  // plots drawn after the others of the same response  // the longest a clicked node waits for its Figure 1 before the tree rings it
 const empty = element.querySelector('.uats-empty');
+const RING_PX = 15;  // a new ring's radius, as the server's (ui/views/treefig.py ring_shape)
 function ringAt(id) {
-  // the ring is a layout shape: relayout redraws shapes only (restyle recomputed the whole tree)
-  if (!host.data) return;
+  // the ring is a layout shape; true when it was moved in place (cheap), false when it needs a relayout
+  if (!host.data) return true;
   for (const tr of host.data) {
     if (!tr.customdata || tr.mode !== 'markers') continue;
     for (let i = 0; i < tr.customdata.length; i++) {
@@ -16,6 +17,7 @@ function ringAt(id) {
       if (cid === id) {
         const shapes = (host.layout && host.layout.shapes) || [];
         const k = shapes.findIndex(s => s && s.name === 'selected');
+        if (k >= 0 && moveRing(k, tr.x[i], tr.y[i])) return true;
         // one item of the array: Plotly redraws that shape only (the whole array redraws the plot). An object
         // at an index that exists is *inserted* there (Plotly's array edits): each click added a ring, so the
         // ring there is moved by its anchor instead, and a new one goes at the end only when there is none
@@ -23,13 +25,30 @@ function ringAt(id) {
           Plotly.relayout(host, {[`shapes[${k}].xanchor`]: tr.x[i], [`shapes[${k}].yanchor`]: tr.y[i]});
         } else {
           Plotly.relayout(host, {[`shapes[${shapes.length}]`]: {type: 'circle', name: 'selected', xref: 'x',
-            yref: 'y', xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -15, x1: 15,
-            y0: -15, y1: 15, line: {color: '#111', width: 2.5}}});
+            yref: 'y', xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -RING_PX,
+            x1: RING_PX, y0: -RING_PX, y1: RING_PX, line: {color: '#111', width: 2.5}}});
         }
-        return;
+        return false;
       }
     }
   }
+  return true;
+}
+// The ring moved without Plotly: a relayout of a shape's anchor recalculates the whole plot (a second at 2,000
+// nodes), so the anchor is written into the layout (what the next draw, a zoom or the level of detail, reads)
+// and the drawn circle's path set at the node's pixels, as Plotly draws a circle shape
+function moveRing(k, x, y) {
+  const fl = host._fullLayout, path = host.querySelector(`.shapelayer path[data-index="${k}"]`);
+  const full = fl && (fl.shapes || []).find(s => s._index === k);
+  if (!fl || !fl.xaxis || !fl.yaxis || !path || !full) return false;
+  for (const s of [host.layout.shapes[k], full]) { s.xanchor = x; s.yanchor = y; }
+  // a circle shape sized in pixels round its anchor, as Plotly draws it (its y pixels grow downwards)
+  const ax = fl.xaxis._offset + fl.xaxis.l2p(x), ay = fl.yaxis._offset + fl.yaxis.l2p(y);
+  const x0 = ax + full.x0, x1 = ax + full.x1, y0 = ay - full.y0, y1 = ay - full.y1;
+  const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2, arc = `A${Math.abs(cx - x0)},${Math.abs(cy - y0)}`;
+  const right = `${cx + Math.abs(cx - x0)},${cy}`, top = `${cx},${cy - Math.abs(cy - y0)}`;
+  path.setAttribute('d', `M${right}${arc} 0 1,1 ${top}${arc} 0 0,1 ${right}Z`);
+  return true;
 }
 // a figure taller than its box (Figure 1 in the inspector) keeps its top margin (title, axes, column heads) in view:
 // a copy of that strip, without the traces, stuck to the top of the box (meta.sticky_top: its height in px)
@@ -132,9 +151,12 @@ async function show(spec) {
       // the inspector opens beside the tree at once (ui/js/inspector.js); Compare's trees have none
       if (host.dataset.owner !== 'tree' || !window.__uatsOpenInspector) { setTimeout(() => ringAt(id), 0); return; }
       window.__uatsOpenInspector();
-      // the ring once the node's Figure 1 is drawn (show() below runs it), or after RING_WAIT_MS: moving a shape
-      // is a full recalculation of the tree in Plotly, a second at 2,000 nodes, and held Figure 1 back that long
       clearTimeout(host._uatsRingTimer);
+      window.__uatsRingNext = null;
+      const shapes = (host.layout && host.layout.shapes) || [];
+      if (shapes.some(s => s && s.name === 'selected')) { requestAnimationFrame(() => ringAt(id)); return; }  // in place
+      // a first ring is a relayout, a full recalculation of the tree in Plotly (a second at 2,000 nodes): once the
+      // node's Figure 1 is drawn (show() below runs it), or after RING_WAIT_MS, so it does not hold Figure 1 back
       window.__uatsRingNext = () => { clearTimeout(host._uatsRingTimer); window.__uatsRingNext = null; ringAt(id); };
       host._uatsRingTimer = setTimeout(() => window.__uatsRingNext && window.__uatsRingNext(), RING_WAIT_MS);
     });
