@@ -73,3 +73,21 @@ def test_a_node_that_does_not_exist_gets_a_message(page: Any, served: dict[str, 
     wait_address(page, f"q.get('run') === '{PAIR['h-uats']}' && !q.has('node')")
     assert details_text(page) == ""
     shot(page, "link-node-missing")
+
+
+def test_a_link_to_a_node_draws_its_figure1_then_its_tree_each_once(page: Any, served: dict[str, Any]) -> None:
+    """ui/tabs/links.py answers a node's link in two: the node (its Figure 1 and text) first, then the run's tree and
+    charts. The live poll between the two must not send the tree again nor empty Figure 1 (it did, before the
+    first answer recorded the version it showed)."""
+    run, node = PAIR["h-uats"], 12
+    goto(page, f"{served['url']}/?run={run}&node={node}")
+    wait_plot(page, "#tree", f"e.dataset.run === '{run}'", timeout_s=120)
+    time.sleep(2.0)  # four of the poll's ticks
+    draws = page.evaluate("() => (window.__uatsDraws || []).filter(d => d.run).map(d => d.el)")
+    assert draws.index("figure1") < draws.index("tree") and draws.count("tree") == 1, draws
+    shown = page.evaluate(
+        "() => { const e = document.querySelector('#figure1 .uats-plot');"
+        " return [e._uatsMeta.selected, e.style.display, Number(e.dataset.draws)]; }"
+    )
+    assert shown == [node, "block", 1], shown
+    assert details_text(page).startswith(f"Node {node}")

@@ -206,10 +206,12 @@ function draw() {
   // any other figure (a step back, a filter, another run) replaces the frames not drawn yet
   if (spec.frames) host._uatsQueue.push(...spec.frames);
   else host._uatsQueue.splice(0, host._uatsQueue.length, spec);
-  // a link to a node (?run=…&node=…) sends the tree with the node's Figure 1: the inspector opens before the
-  // tree's first draw, so the tree is drawn once at its width beside it, and a tick later, after Figure 1
-  const linked = host.dataset.owner === 'tree' && !host.data && !spec.frames && (spec.meta || {}).selected != null;
-  if (linked && window.__uatsOpenInspector) window.__uatsOpenInspector();
+  // a link to a node (?run=…&node=…) sends the node's Figure 1, then the tree (ui/tabs/links.py): the inspector
+  // opens with the first of them, so each is drawn once at its width beside the other, the tree a tick later
+  const first = !host.data && !spec.frames && (spec.meta || {}).selected != null;
+  const opens = first && (host.dataset.owner === 'tree' || host.dataset.owner === 'figure1');
+  if (opens && window.__uatsOpenInspector) window.__uatsOpenInspector();
+  const linked = opens && host.dataset.owner === 'tree';
   // the charts under the tree wait a turn too: a response that carries them with Figure 1 (a link) drew them first
   if (linked || LATER.has(host.dataset.owner)) setTimeout(drain, 0); else drain();
 }

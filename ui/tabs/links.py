@@ -57,12 +57,23 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
             s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
         missing = None if node is None else viewer.missing_node(s.run_id, data.state_at(s.t), node)
         s.selected = None if missing else node
-        # one response: the tree drawn once with the node ringed, and the node's Figure 1 and text beside it
+        if s.selected is not None:  # the node first; its tree in the answer after (the_rest)
+            return viewer.node_first(s)
         out = viewer.opened_view(s, view)
         out[ctx.notice] = notice(missing or "")
         return out
 
-    demo.load(open_from_url, [ctx.run_state], viewer.link_outputs, inputs_kwargs=search.filters)
+    def the_rest(s: OpenRun, request: gr.Request, **view: Any) -> Any:
+        """A link's tree, status and charts, once its node's Figure 1 is on its way (node_first)."""
+        params = request.query_params if request is not None else {}
+        if not s.run_id or s.selected is None or (params.get("node") or "").strip() != str(s.selected):
+            return gr.skip()  # no node linked: the first answer opened the whole run (or said why not)
+        return viewer.link_rest(s, view)
+
+    every = list(dict.fromkeys([*viewer.open_outputs, *viewer.link_outputs]))
+    demo.load(open_from_url, [ctx.run_state], every, inputs_kwargs=search.filters).then(
+        the_rest, [ctx.run_state], viewer.link_rest_outputs, inputs_kwargs=search.filters
+    )
 
 
 def wire_compare_labels(ctx: AppContext, cmp_a: gr.Dropdown, cmp_b: gr.Dropdown) -> None:

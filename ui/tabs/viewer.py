@@ -70,7 +70,10 @@ class RunViewer:
             tab.note_box,
             tab.tree,
         ]
-        self.link_outputs = list(dict.fromkeys([*self.open_outputs, *self.inspect_outputs]))  # both, one response
+        # a link to a node (ui/tabs/links.py) answers in two: the node first, then the run's tree and charts
+        self.node_parts = [tab.figure1, tab.node_md, tab.node_box, tab.star_box, tab.note_box]
+        self.link_outputs = [ctx.run_state, ctx.notice, ctx.tabs, *self.node_parts]
+        self.link_rest_outputs = [c for c in self.open_outputs if c not in self.node_parts]
 
     def shadow(self, run_id: str | None) -> dict[int, dict[str, Any]]:
         """The run's shadow rows by node id (storage.shadow; {} when never shadow-scored): every panel shows them."""
@@ -163,10 +166,10 @@ class RunViewer:
         found = self.find_run(s, run_ref)
         return found if isinstance(found, dict) else self.opened_view(found, view)
 
-    def opened_view(self, s: OpenRun, view: dict[str, Any]) -> dict[Any, Any]:
+    def opened_view(self, s: OpenRun, view: dict[str, Any], with_node: bool = True) -> dict[Any, Any]:
         """The Search tab drawn for the run `s` holds, at its iteration (s.t; None: the latest), the tree drawn once
         with its selected node ringed, and that node's Figure 1, text, star and note (the outputs of open_outputs,
-        and of inspect_outputs when a node is selected: a link opens both in one response)."""
+        and of inspect_outputs when a node is selected; `with_node` False: the node's are left empty)."""
         reads = self.ctx.reads()
         fig, data, state = self.draw_tree(s, view, reads)
         t, rows = self.tab, list(data.iterations.values())
@@ -187,8 +190,30 @@ class RunViewer:
             self.ctx.tabs: gr.update(selected="search"),
             t.knobs_plot: fig_json(knobs_figure(rows)),
         }
-        if s.selected is not None:
+        if s.selected is not None and with_node:
             out.update(self.node_outputs(s, data, state, s.selected))
+        return out
+
+    def node_first(self, s: OpenRun) -> dict[Any, Any]:
+        """The Search tab's node `s.selected` of the run `s` holds, before its tree (of link_outputs): a link's
+        first answer, so the node's Figure 1 is drawn while the tree is built and sent (link_rest)."""
+        reads = self.ctx.reads()
+        version, data = reads.version(s.run_id), reads.data(s.run_id)
+        state = data.state_at(s.t)
+        assert s.selected is not None
+        # recorded as drawn, as draw_tree records it: else a poll before link_rest sends the tree as live frames
+        s.version = version
+        if s.t is None:
+            s.drawn_t = state.iteration
+        out = {self.ctx.run_state: s, self.ctx.notice: notice(""), self.ctx.tabs: gr.update(selected="search")}
+        return {**out, **self.node_outputs(s, data, state, s.selected)}
+
+    def link_rest(self, s: OpenRun, view: dict[str, Any]) -> dict[Any, Any]:
+        """The rest of opened_view after node_first (of link_rest_outputs): the tree with its node ringed, the run's
+        status, slider and charts."""
+        out = self.opened_view(s, view, with_node=False)
+        for c in self.node_parts:
+            out.pop(c)
         return out
 
     def inspect(self, s: OpenRun, node_id: Any, redraw_tree: bool = False, **view: Any) -> dict[Any, Any]:
