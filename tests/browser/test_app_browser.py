@@ -220,3 +220,20 @@ def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, serve
     page.get_by_role("option", name="controller-browser-seed0").click()
     wait_plot(page, "#curve-plot", "e.data && e.data.length === 6")
     shot(page, "reports")
+
+
+def test_a_row_of_the_runs_tab_opens_its_run_in_the_search_tab(page: Any) -> None:
+    """The Runs tab's row opens its run and shows the Search tab (ui/js/show_search.js, in the page: the server no
+    longer sends the Tabs a value)."""
+    run = PAIR["rebase"]
+    page.locator('button[role="tab"][data-tab-id="runs"]').click()
+    cell = page.locator("#runs-table [role=gridcell]", has_text=run[:8]).first
+    cell.wait_for(timeout=60_000)
+    cell.click()
+    page.wait_for_function(
+        "() => document.querySelector('button[role=\"tab\"][data-tab-id=\"search\"]')"
+        ".getAttribute('aria-selected') === 'true'",
+        timeout=60_000,
+    )
+    wait_plot(page, "#tree", f"e.dataset.run === '{run}'", timeout_s=60)
+    assert page.locator("#tree .uats-plot").is_visible()

@@ -18,7 +18,7 @@ from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
 from ..views.node_details import node_details_md
 from ..views.safe_text import md_inline, md_text
-from .common import AppContext, fig_json, notice, plot_html, row_of
+from .common import SHOW_SEARCH_JS, AppContext, fig_json, notice, plot_html, row_of
 from .exports import export_controls, export_ready, export_stale
 from .page_state import CasesState, OpenRun, replaced
 from .search import SearchPage
@@ -245,7 +245,7 @@ def build_cases_tab(ctx: AppContext, search: SearchPage) -> None:
 
     p.case_open.click(
         on_case_open, [ctx.run_state, p.case_state], viewer.open_outputs, inputs_kwargs=search.filters
-    ).then(
+    ).then(None, js=SHOW_SEARCH_JS).then(
         lambda s, **view: viewer.inspect(s, s.selected, **view),
         [ctx.run_state],
         viewer.inspect_outputs,

@@ -44,6 +44,7 @@ LATEX = [
 # Draws a figure JSON (the component's value) with Plotly.react (ui/js/plot.js); trees switch between compact
 # glyphs and full boxplots as the view changes (ui/js/treelod.js, the functions plot.js calls): one js_on_load.
 PLOT_JS = page_script("treelod.js") + page_script("plot.js")
+SHOW_SEARCH_JS = page_script("show_search.js")  # a run opened from another tab: the Search tab shown
 
 
 def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:

@@ -18,7 +18,7 @@ from ..access import requester
 from ..jobs.import_job import submit_import
 from ..jobs.pool import session_of
 from ..views.run_status import RUN_COLUMNS, run_rows
-from .common import AppContext, notice, row_of
+from .common import SHOW_SEARCH_JS, AppContext, notice, row_of
 from .page_state import OpenRun
 from .run_form import method_choices
 from .search import SearchPage
@@ -86,7 +86,9 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
             return {ctx.notice: notice("that row is no longer in the list; refresh")}
         return viewer.open_run(s, ids[row], **view)
 
-    runs_table.select(on_runs_select, [ctx.run_state, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters)
+    runs_table.select(
+        on_runs_select, [ctx.run_state, run_ids_state], viewer.open_outputs, inputs_kwargs=search.filters
+    ).then(None, js=SHOW_SEARCH_JS)
     i_file = _import_section(ctx, [r_method, r_problem, r_outcome], outputs, list_runs)
 
     def list_files(current: Any) -> Any:  # the import folders again: a file put there since is offered now

@@ -57,7 +57,6 @@ class RunViewer:
             tab.star_box,
             tab.note_box,
             tab.export_key,
-            ctx.tabs,
             tab.knobs_plot,
         ]
         self.inspect_outputs = [
@@ -72,7 +71,7 @@ class RunViewer:
         ]
         # a link to a node (ui/tabs/links.py) answers in two: the node first, then the run's tree and charts
         self.node_parts = [tab.figure1, tab.node_md, tab.node_box, tab.star_box, tab.note_box]
-        self.link_outputs = [ctx.run_state, ctx.notice, ctx.tabs, *self.node_parts]
+        self.link_outputs = [ctx.run_state, ctx.notice, *self.node_parts]
         self.link_rest_outputs = [c for c in self.open_outputs if c not in self.node_parts]
 
     def shadow(self, run_id: str | None) -> dict[int, dict[str, Any]]:
@@ -187,7 +186,6 @@ class RunViewer:
             t.star_box: False,
             t.note_box: "",
             t.export_key: f"{s.run_id}:{data.run['status']}",
-            self.ctx.tabs: gr.update(selected="search"),
             t.knobs_plot: fig_json(knobs_figure(rows)),
         }
         if s.selected is not None and with_node:
@@ -205,7 +203,7 @@ class RunViewer:
         s.version = version
         if s.t is None:
             s.drawn_t = state.iteration
-        out = {self.ctx.run_state: s, self.ctx.notice: notice(""), self.ctx.tabs: gr.update(selected="search")}
+        out = {self.ctx.run_state: s, self.ctx.notice: notice("")}
         return {**out, **self.node_outputs(s, data, state, s.selected)}
 
     def link_rest(self, s: OpenRun, view: dict[str, Any]) -> dict[Any, Any]:
