@@ -19,6 +19,7 @@ from .pages import (
     open_run,
     plot_data,
     shot,
+    table_fit,
     wait_idle,
     wait_notice,
     wait_plot,
@@ -222,16 +223,22 @@ def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, serve
     shot(page, "reports")
 
 
-def test_a_row_of_the_runs_tab_opens_its_run_in_the_search_tab(page: Any) -> None:
-    """The Runs tab's row opens its run and shows the Search tab (ui/js/show_search.js, in the page: the server no
-    longer sends the Tabs a value)."""
-    run = PAIR["rebase"]
+@pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
+def test_a_row_of_the_runs_tab_opens_its_run_in_the_search_tab(screen_page: Any) -> None:
+    """The Runs tab's table fits the page (every header's words on one line each, no cell's text cut off: at 1280
+    "iterations" broke as "ite|rat|ion|s"), and a row opens its run and shows the Search tab (ui/js/show_search.js,
+    in the page: the server no longer sends the Tabs a value)."""
+    page, run = screen_page, PAIR["rebase"]
     page.locator('button[role="tab"][data-tab-id="runs"]').click()
     cell = page.locator("#runs-table [role=gridcell]", has_text=run[:8]).first
     cell.wait_for(timeout=60_000)
+    fit = table_fit(page, "#runs-table")
+    assert fit["cells"] >= 2 * 15 and not fit["broken"] and not fit["cut"], fit
+    size = page.viewport_size
+    shot(page, f"runs-table-{size['width']}x{size['height']}", "#runs-table")
     cell.click()
     page.wait_for_function(
-        "() => document.querySelector('button[role=\"tab\"][data-tab-id=\"search\"]')"
+        '() => document.querySelector(\'button[role="tab"][data-tab-id="search"]\')'
         ".getAttribute('aria-selected') === 'true'",
         timeout=60_000,
     )

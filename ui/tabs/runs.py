@@ -17,7 +17,7 @@ from uats_core.status import RunStatus
 from ..access import requester
 from ..jobs.import_job import submit_import
 from ..jobs.pool import session_of
-from ..views.run_status import RUN_COLUMNS, run_rows
+from ..views.run_status import RUN_COLUMNS, RUN_WIDTHS, run_rows
 from .common import SHOW_SEARCH_JS, AppContext, notice, row_of
 from .page_state import OpenRun
 from .run_form import method_choices
@@ -52,7 +52,9 @@ def build_runs_tab(ctx: AppContext, search: SearchPage) -> RunsTab:
         r_problem = gr.Dropdown(["(any)"], value="(any)", label="problem", allow_custom_value=True, elem_id="r-problem")
         r_outcome = gr.Dropdown(OUTCOMES, value="(any)", label="outcome", elem_id="r-outcome")
         r_refresh = gr.Button("Refresh", elem_id="r-refresh")
-    runs_table = gr.Dataframe(headers=RUN_COLUMNS, interactive=False, elem_id="runs-table", wrap=True)
+    runs_table = gr.Dataframe(
+        headers=RUN_COLUMNS, column_widths=RUN_WIDTHS, interactive=False, elem_id="runs-table", wrap=True
+    )
     gr.Markdown("Select a row to open the run in **Search**.")
 
     def list_runs(m, p, o):

@@ -92,6 +92,9 @@ RUN_COLUMNS = [
     "nodes",
     "started",
 ]
+# each column as wide as its header's longest word needs at 1280 × 800 (headers broke mid-word, "ite|rat|ion|s", and
+# the start time ran past the table), the rest to the names that wrap
+RUN_WIDTHS = ["10%", "6%", "7%", "7%", "5%", "8%", "5%", "3%", "7%", "7%", "6%", "5%", "9%", "5%", "10%"]
 
 
 def run_status_md(
