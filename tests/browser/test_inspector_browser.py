@@ -165,6 +165,26 @@ def test_cases_filter_before_ranking_and_name_empty_quadrants(page: Any, served:
     store.star_case(low.run_id, low.node_id, starred=False)
 
 
+def test_a_case_opens_in_the_search_tab_with_its_node_inspected(page: Any) -> None:
+    """Cases → a row → "Open in Search": the Search tab is shown (ui/js/show_search.js) with the case's run open
+    and its node in the inspector."""
+    page.get_by_role("tab", name="Cases").click()
+    page.click("#c-mine")
+    first = page.locator('#cases-table [data-testid="cell-0-1"]')
+    first.wait_for(timeout=60_000)
+    run_prefix, node = first.inner_text().strip(), page.locator('#cases-table [data-testid="cell-0-2"]').inner_text()
+    first.click()
+    wait_text(page, "#case-details", f"Node {node.strip()}", timeout_s=60)
+    page.click("#case-open")
+    page.wait_for_function(
+        '() => document.querySelector(\'button[role="tab"][data-tab-id="search"]\')'
+        ".getAttribute('aria-selected') === 'true'",
+        timeout=60_000,
+    )
+    wait_text(page, "#node-details", f"Node {node.strip()} ", timeout_s=60)
+    wait_plot(page, "#tree", f"e.dataset.run.startsWith('{run_prefix}')", timeout_s=60)
+
+
 def notice_is_quiet(page: Any) -> bool:
     loc = page.locator("#notice")
     return not (loc.count() and loc.is_visible() and "no scored nodes" in loc.inner_text())
