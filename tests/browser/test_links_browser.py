@@ -80,7 +80,7 @@ def test_a_link_to_a_node_draws_its_figure1_then_its_tree_each_once(page: Any, s
     charts. The live poll between the two must not send the tree again nor empty Figure 1 (it did, before the
     first answer recorded the version it showed)."""
     run, node = PAIR["h-uats"], 12
-    goto(page, f"{served['url']}/?run={run}&node={node}")
+    goto(page, f"{served['url']}/?run={run}&node=0{node}")  # a number as typed: the tree follows all the same
     wait_plot(page, "#tree", f"e.dataset.run === '{run}'", timeout_s=120)
     time.sleep(2.0)  # four of the poll's ticks
     draws = page.evaluate("() => (window.__uatsDraws || []).filter(d => d.run).map(d => d.el)")

@@ -65,8 +65,11 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
 
     def the_rest(s: OpenRun, request: gr.Request, **view: Any) -> Any:
         """A link's tree, status and charts, once its node's Figure 1 is on its way (node_first)."""
-        params = request.query_params if request is not None else {}
-        if not s.run_id or s.selected is None or (params.get("node") or "").strip() != str(s.selected):
+        try:
+            node = _int_param(request.query_params if request is not None else {}, "node")
+        except ValueError:
+            return gr.skip()  # the first answer said why
+        if not s.run_id or s.selected is None or node != s.selected:
             return gr.skip()  # no node linked: the first answer opened the whole run (or said why not)
         return viewer.link_rest(s, view)
 
