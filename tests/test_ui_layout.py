@@ -148,6 +148,11 @@ def test_tree_figure_structure(store: RunStore) -> None:
     edges = [line for sh in shapes if sh["name"] in ("edges", "pruned / context") for line in shape_polylines(sh)]
     assert len(edges) == len(state.nodes) - 1 and {e[-1] for e in edges} <= set(xy.values()) | {(0.0, 0.0)}
     assert [sh["name"] for sh in shapes].count("selected") == 1 and shapes[-1]["name"] == "selected"
+    assert (shapes[-1]["xanchor"], shapes[-1]["yanchor"], shapes[-1]["opacity"]) == (*xy[5], 1)
+    # no node selected: the ring is there unseen at the question, for the page to move in place on a first click
+    unseen = tree_figure(state)["layout"]["shapes"][-1]
+    assert unseen["name"] == "selected" and unseen["opacity"] == 0
+    assert (unseen["xanchor"], unseen["yanchor"]) == (0.0, 0.0)  # where the edges start
     assert fig["layout"]["uirevision"] == "tree"
     assert fig["meta"]["n_nodes"] == len(state.nodes)
 

@@ -41,7 +41,8 @@ function moveRing(k, x, y) {
   const fl = host._fullLayout, path = host.querySelector(`.shapelayer path[data-index="${k}"]`);
   const full = fl && (fl.shapes || []).find(s => s._index === k);
   if (!fl || !fl.xaxis || !fl.yaxis || !path || !full) return false;
-  for (const s of [host.layout.shapes[k], full]) { s.xanchor = x; s.yanchor = y; }
+  for (const s of [host.layout.shapes[k], full]) { s.xanchor = x; s.yanchor = y; s.opacity = 1; }
+  path.style.opacity = '1';  // the ring the server drew unseen before any node was selected
   // a circle shape sized in pixels round its anchor, as Plotly draws it (its y pixels grow downwards)
   const ax = fl.xaxis._offset + fl.xaxis.l2p(x), ay = fl.yaxis._offset + fl.yaxis.l2p(y);
   const x0 = ax + full.x0, x1 = ax + full.x1, y0 = ay - full.y0, y1 = ay - full.y1;

@@ -153,9 +153,12 @@ def tree_figure(
     if view.glyphs and scored:
         meta["glyphs"] = glyph_meta(state, scored, cmin, cmax, first_node, len(pos), shadow)
     layout = _tree_layout(state, pos, title, uirevision, height)
-    # the selection ring is a layout shape: the page's script moves it on a click with Plotly.relayout, which
-    # redraws shapes only (moving a ring trace with Plotly.restyle recomputed every trace, seconds at 2,000 nodes)
-    layout["shapes"] = shapes + ([ring_shape(coord(sel[0]), coord(sel[1]))] if sel else [])
+    # the selection ring is a layout shape the page moves in place on a click (ui/js/plot.js moveRing): drawn
+    # unseen at the question while no node is selected, so the first click moves it too (adding one is a relayout,
+    # which recalculates the whole tree: most of a second at 2,000 nodes)
+    at = sel or pos.get(0)
+    ring = [ring_shape(coord(at[0]), coord(at[1]), shown=sel is not None)] if at else []
+    layout["shapes"] = shapes + ring
     return {"data": data, "layout": layout, "config": PLOT_CONFIG, "meta": meta}
 
 
@@ -198,9 +201,11 @@ def _marks_present(state: TreeState, pos: Pos, data: list[dict[str, Any]], shape
     return out
 
 
-def ring_shape(x: float, y: float) -> dict[str, Any]:
-    """The selection ring around the node at (x, y): 30 px whatever the zoom (PLOT_JS builds the same)."""
+def ring_shape(x: float, y: float, shown: bool = True) -> dict[str, Any]:
+    """The selection ring around the node at (x, y): 30 px whatever the zoom (PLOT_JS builds the same); unseen
+    (opacity 0) until a node is selected."""
     return {
+        "opacity": 1 if shown else 0,
         "type": "circle",
         "name": "selected",
         "xref": "x",
