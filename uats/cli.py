@@ -123,12 +123,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     config = checked.config
     # the run's row as the run log will hold it (the models record their name, by default their spec)
     check_run_fields(
-        method=config.method,
-        problem_id=problem.id,
-        question=problem.question,
-        gold_answer=problem.answer,
-        seed=config.seed,
-        config=config.to_dict(),
+        **checked.run_fields(),
         policy=str(policy_opts.get("name") or args.policy or WORLD_POLICY),
         prm=str(prm_opts.get("name") or args.prm or WORLD_PRM),
         model_options=checked.model_options(),

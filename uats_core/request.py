@@ -57,6 +57,19 @@ class CheckedSearch:
     def problem(self) -> Problem:
         return self.request.problem
 
+    def run_fields(self) -> dict[str, Any]:
+        """The run's row as this search fixes it (its method, problem, seed and resolved config), whoever writes the
+        row: RunStarted, the CLI's early check, an evaluation cell, the app's queued row."""
+        c, p = self.config, self.problem
+        return {
+            "method": c.method,
+            "problem_id": p.id,
+            "question": p.question,
+            "gold_answer": p.answer,
+            "seed": c.seed,
+            "config": c.to_dict(),
+        }
+
     def model_options(self) -> dict[str, Any]:
         """How the models are loaded, as the run log records it with the run (runs.model_options)."""
         r = self.request

@@ -66,21 +66,14 @@ def _progress_bar(config: SearchConfig) -> Any:
     return tqdm(total=config.max_iterations, desc=f"{config.method} N={config.budget}", unit="step", leave=False)
 
 
-def _run_started(
-    run_id: str, problem: Problem, config: SearchConfig, policy: Policy, prm: PRM, model_options: Any
-) -> RunStarted:
+def _run_started(run_id: str, checked: CheckedSearch, policy: Policy, prm: PRM) -> RunStarted:
     """The run's first event: what it searches, with which settings and models (as they were loaded)."""
     return RunStarted(
         run_id=run_id,
-        method=config.method,
-        problem_id=problem.id,
-        question=problem.question,
-        gold_answer=problem.answer,
-        seed=config.seed,
-        config=config.to_dict(),
+        **checked.run_fields(),
         policy=getattr(policy, "name", type(policy).__name__),
         prm=getattr(prm, "name", type(prm).__name__),
-        model_options=model_options,
+        model_options=checked.model_options(),
     )
 
 
@@ -111,7 +104,7 @@ def _run_search(
         raise TypeError(
             f"a search runs from a CheckedSearch (uats_core.request.validate_request), not {type(checked).__name__}"
         )
-    problem, config, model_options = checked.problem, checked.config, checked.model_options()
+    problem, config = checked.problem, checked.config
     check_prompt_fits(problem.question, policy, prm)  # before RunStarted: a refused problem logs no run
     method = make_method(config, controller)
     run_id = run_id or uuid.uuid4().hex
@@ -136,7 +129,7 @@ def _run_search(
         controller,
         on_iteration=(lambda t: bar.update(1)) if bar else None,
     )
-    bus.emit(_run_started(run_id, problem, config, policy, prm, model_options))
+    bus.emit(_run_started(run_id, checked, policy, prm))
     seed_everything(config.seed)
     status, error = RunStatus.FINISHED, None
     answer = naive = None

@@ -158,8 +158,7 @@ class EvalWorker:
 
     # ------------------------------------------------------------------ one cell
     def _run_cell(self, item: WorkItem, policy: Any, prm: Any, batched: bool, embedder: Any = None) -> CellOutcome:
-        cell, problem, checked = item.cell, item.problem, item.checked
-        config = checked.config
+        cell, checked = item.cell, item.checked
         run_id = uuid.uuid4().hex
         if not self.ledger.claim(cell, run_id, batched):
             return CellOutcome(cell.key, "skipped", None)
@@ -173,12 +172,7 @@ class EvalWorker:
             )
             self.store.register_run(
                 run_id,
-                method=config.method,
-                problem_id=problem.id,
-                question=problem.question,
-                gold_answer=problem.answer,
-                seed=config.seed,
-                config=config.to_dict(),
+                **checked.run_fields(),
                 policy=getattr(policy, "name", None),
                 prm=getattr(prm, "name", None),
                 label=f"eval {cell.key}",

@@ -76,15 +76,10 @@ class RunRequest(RunRowJob):
         self, store: RunStore, label: str | None = None, paused: bool = False, owner: str | None = None
     ) -> None:
         """Write the run's 'queued' row (store.register_run) from what the request holds."""
-        cfg, prob, req = self.search.config, self.search.problem, self.request
+        req = self.request
         store.register_run(
             self.run_id,
-            method=cfg.method,
-            problem_id=prob.id,
-            question=prob.question,
-            gold_answer=prob.answer,
-            seed=cfg.seed,
-            config=cfg.to_dict(),
+            **self.search.run_fields(),
             policy=policy_label(req.policy, req.policy_opts) or QUEUED_POLICY,
             prm=req.prm or QUEUED_PRM,
             label=label,
