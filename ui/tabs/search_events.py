@@ -226,35 +226,26 @@ def _wire_runs(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
 
         return handler
 
-    t.cancel_btn.click(
-        run_control("cancel", store.request_cancel, "cancel requested for run {run}; it stops within a second or two"),
-        [ctx.run_state],
-        [ctx.notice],
-        api_name="cancel_run",
-        show_progress="hidden",
+    # pausing and stepping go through the pool: it holds the number of paused runs to --max-paused
+    controls = (
+        (
+            t.cancel_btn,
+            "cancel",
+            store.request_cancel,
+            "cancel requested for run {run}; it stops within a second or two",
+        ),
+        (t.pause_btn, "pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
+        (t.step_btn, "step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
+        (t.resume_btn, "resume", store.resume_run, "run {run} resumed"),
     )
-    # pausing goes through the pool: it holds the number of paused runs to --max-paused
-    t.pause_btn.click(
-        run_control("pause", ctx.pool.pause_run, "run {run} pauses after its current iteration"),
-        [ctx.run_state],
-        [ctx.notice],
-        api_name="pause_run",
-        show_progress="hidden",
-    )
-    t.step_btn.click(
-        run_control("step", ctx.pool.step_run, "run {run}: one more iteration, then it waits"),
-        [ctx.run_state],
-        [ctx.notice],
-        api_name="step_run",
-        show_progress="hidden",
-    )
-    t.resume_btn.click(
-        run_control("resume", store.resume_run, "run {run} resumed"),
-        [ctx.run_state],
-        [ctx.notice],
-        api_name="resume_run",
-        show_progress="hidden",
-    )
+    for button, verb, control, done in controls:
+        button.click(
+            run_control(verb, control, done),
+            [ctx.run_state],
+            [ctx.notice],
+            api_name=f"{verb}_run",
+            show_progress="hidden",
+        )
     # opening a big run takes seconds: its progress shows on the tree only
     t.open_btn.click(
         viewer.open_run,
