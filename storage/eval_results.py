@@ -18,17 +18,10 @@ from uats_core.tree import TERMINAL
 from . import schema as S
 from .eval_cells import eval_cells
 
+# a cell's identity, the first columns of its results here and in the results ledger (storage/results_ledger.py)
+CELL_COLUMNS = ["cell_key", "pair", "policy", "prm", "dataset", "problem_id", "method", "budget", "seed", "variant"]
 RESULT_COLUMNS = [
-    "cell_key",
-    "pair",
-    "policy",
-    "prm",
-    "dataset",
-    "problem_id",
-    "method",
-    "budget",
-    "seed",
-    "variant",
+    *CELL_COLUMNS,
     "run_id",
     "batched",
     "wall_s",

@@ -40,23 +40,14 @@ import pandas as pd
 from uats_core.methods import REGISTRY
 from uats_core.methods.uats import current_feature_names
 
-from .eval_results import CONTROLLER_COLUMNS
+from .eval_results import CELL_COLUMNS, CONTROLLER_COLUMNS
 
 log = logging.getLogger(__name__)
 
 RESULTS_FILE, STEPS_FILE, TRACES_FILE, LOCK_FILE = "results.csv.gz", "steps.csv.gz", "traces.csv.gz", ".lock"
 CANDIDATES_FILE, VOTED_FILE, CONTROLLER_FILE = "candidates.csv.gz", "voted.csv.gz", "controller.csv.gz"
 LEDGER_COLUMNS = [
-    "cell_key",
-    "pair",
-    "policy",
-    "prm",
-    "dataset",
-    "problem_id",
-    "method",
-    "budget",
-    "seed",
-    "variant",
+    *CELL_COLUMNS,
     "answer",
     "correct",
     "naive_correct",
