@@ -304,3 +304,30 @@ def test_the_scan_finds_the_duplicates_the_project_had(name: str) -> None:
 def test_a_setting_named_elsewhere_without_its_words_is_no_duplicate() -> None:
     assert find_duplicates('cfg = SearchConfig(k0=3, tau="auto")\nrun(cfg.k0, flag="--k0")', "uats/x.py") == []
     assert setting_of("k0").flag == "--k0"
+
+
+def test_every_policy_backend_takes_its_sampling_defaults_from_one_declaration() -> None:
+    """A policy's temperature, top_p and token caps are declared once (uats_core/backends/prompting.py): each
+    backend's constructor defaults to those values, so a backend that spells out its own number fails here."""
+    import inspect
+
+    from uats_core.backends import prompting
+    from uats_core.backends.hf_policy import HFPolicy
+    from uats_core.backends.openai_policy import OpenAIPolicy
+    from uats_core.backends.vllm_policy import VLLMPolicy
+
+    declared_once = {
+        "temperature": prompting.TEMPERATURE,
+        "top_p": prompting.TOP_P,
+        "step_token_cap": prompting.STEP_TOKEN_CAP,
+        "solution_token_cap": prompting.SOLUTION_TOKEN_CAP,
+    }
+    for backend in (HFPolicy, OpenAIPolicy, VLLMPolicy):
+        params = inspect.signature(backend.__init__).parameters
+        assert {k: params[k].default for k in declared_once} == declared_once, backend.__name__
+    sources = [Path(inspect.getsourcefile(b) or "") for b in (HFPolicy, OpenAIPolicy, VLLMPolicy)]
+    for src in sources:  # the names, not equal numbers of their own
+        text = src.read_text(encoding="utf-8")
+        assert (
+            re.search(r"temperature: float = TEMPERATURE\b", text) and "step_token_cap: int = STEP_TOKEN_CAP" in text
+        ), src

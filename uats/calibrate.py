@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from uats_core.backends.prompting import STEP_TOKEN_CAP
 from uats_core.calibration import calibration_path, entry_key, spread_entry, tau_from_variances, write_calibration
 from uats_core.config import UNCERTAINTY_SPACES, parse_dropout_mode
 from uats_core.errors import ConfigError
@@ -92,7 +93,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--question", default=None, help="default: an arithmetic test problem for arith models, else MATH-500 #0"
     )
-    p.add_argument("--step-token-cap", type=int, default=256)
+    p.add_argument("--step-token-cap", type=int, default=STEP_TOKEN_CAP, help="tokens one step may have")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None)
     add_tau_args(p)

@@ -175,9 +175,7 @@ def sampled_steps(style: str, problems: Sequence[Any], samples: int, seed: int) 
     policy = AutoModelForCausalLM.from_pretrained(POLICY_DIRS[style])
     gen = torch.Generator().manual_seed(seed)
     flat = [p for p in problems for _ in range(samples)]
-    sols = sample_solutions(
-        policy, tok, [p.question for p in flat], temperature=0.8, generator=gen, batch_size=256, max_new_tokens=80
-    )
+    sols = sample_solutions(policy, tok, [p.question for p in flat], generator=gen, batch_size=256)
     traces, wrong = [], []
     for prob, steps in zip(flat, sols):
         for j, ok in enumerate(solutions.label_steps(prob, steps)):

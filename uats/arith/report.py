@@ -70,9 +70,7 @@ def evaluate_policy(
     t = time.time()
     gen = torch.Generator().manual_seed(seed)
     flat = [pb for pb in problems for _ in range(samples)]
-    sols = sample_solutions(
-        policy, tok, [pb.question for pb in flat], temperature=0.8, generator=gen, batch_size=512, max_new_tokens=80
-    )
+    sols = sample_solutions(policy, tok, [pb.question for pb in flat], generator=gen, batch_size=512)
     correct = np.array([solutions.final_answer_correct(pb, s) for pb, s in zip(flat, sols)]).reshape(
         len(problems), samples
     )

@@ -136,9 +136,7 @@ def sample_prm_traces(
     bs = 512
     for s in tqdm(range(0, len(qs), bs), desc="sampling policy A", mininterval=2.0):
         chunk = qs[s : s + bs]
-        sols = sample_solutions(
-            policy, tok, [p.question for p in chunk], temperature=0.8, generator=gen, batch_size=bs, max_new_tokens=80
-        )
+        sols = sample_solutions(policy, tok, [p.question for p in chunk], generator=gen, batch_size=bs)
         out += list(zip(chunk, sols))
     return out
 

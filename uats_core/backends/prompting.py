@@ -8,6 +8,11 @@ from typing import Any
 from uats_core.errors import BackendError
 from uats_core.protocols import STEP_DELIMITER, FinishReason, Trace, bound_step
 
+# A policy's sampling defaults, for every backend (hf, vllm, openai-compatible servers) and the CLIs that cap steps
+TEMPERATURE = 0.8
+TOP_P = 1.0
+STEP_TOKEN_CAP = 256  # tokens one step may have
+SOLUTION_TOKEN_CAP = 2048  # tokens a whole solution may have
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 
 

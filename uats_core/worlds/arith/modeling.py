@@ -174,8 +174,8 @@ def sample_solutions(
     policy: LlamaForCausalLM,
     tok: PreTrainedTokenizerBase,
     questions: Sequence[str],
-    temperature: float = 0.8,
-    max_new_tokens: int = 128,
+    temperature: float = 0.8,  # the world's policy sampling: the training sets, the report and the estimators' steps
+    max_new_tokens: int = 80,
     batch_size: int = 256,
     generator: torch.Generator | None = None,
 ) -> list[list[str]]:
