@@ -40,7 +40,7 @@ from .views.comparison import COMPARE_COLUMNS
 from .views.counterfactual import COLUMNS as FOUND_COLUMNS
 from .views.export import ExportQuota, owner_folder
 from .views.report_sources import ReportSources
-from .views.run_status import RUN_COLUMNS
+from .views.run_status import RUN_COLUMNS, RUNS_TABLE_CSS
 from .views.uncertainty import CHANGED_COLUMNS
 from .web_guard import PAGE_PLOTLY_JS, DownloadGuard, WebGuard, WebPolicy
 
@@ -61,6 +61,7 @@ CSS = (
     + LINKS_CSS
     + RUN_BAR_CSS
     + INSPECTOR_CSS
+    + RUNS_TABLE_CSS
 )
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {

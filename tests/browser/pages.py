@@ -216,7 +216,8 @@ def text_layout(pg: Any, sel: str) -> dict[str, Any]:
     return pg.evaluate(TEXT_BOXES_JS, sel)
 
 
-# A table as laid out (a Gradio Dataframe): its header words broken over two lines ("ru|n"), and the headers and cells
+# A table as laid out (a Gradio Dataframe): its header words broken over two lines ("ru|n"), a cell's word broken
+# anywhere but after a - / _ . : or , ("syntheti|c-policy"; "synthetic-|policy" is a wrap), and the headers and cells
 # whose text the browser draws outside the cell or past the table's visible width (cut off, or over a neighbour),
 # unless the cell carries the whole text in its title (an ellipsis that says what it hides).
 TABLE_FIT_JS = r"""(sel) => {
@@ -242,6 +243,14 @@ TABLE_FIT_JS = r"""(sel) => {
       while ((m = re.exec(n.data))) {
         const rects = lines(n, m.index, m.index + m[0].length);
         if (cell.matches('th') && new Set(rects.map(q => Math.round(q.top))).size > 1) broken.push(m[0]);
+        if (!cell.matches('th')) {  // a cell's word may wrap after a - / _ . : or , but never inside a piece
+          const piece = /[^-\/_.:,]+[-\/_.:,]*/g;
+          let k;
+          while ((k = piece.exec(m[0]))) {
+            const at = m.index + k.index, tops = lines(n, at, at + k[0].length).map(q => Math.round(q.top));
+            if (new Set(tops).size > 1) broken.push(m[0]);
+          }
+        }
         const out = rects.some(q => q.left < box.left - 1 || q.right > box.right + 1 || q.top < box.top - 1 ||
                                     q.bottom > box.bottom + 1 || q.right > view.right + 1);
         if (out && !titled) cut.push(text.slice(0, 40));
@@ -253,5 +262,5 @@ TABLE_FIT_JS = r"""(sel) => {
 
 
 def table_fit(pg: Any, sel: str) -> dict[str, Any]:
-    """TABLE_FIT_JS of the table in `sel`: how many cells it drew, header words broken, texts cut off."""
+    """TABLE_FIT_JS of the table in `sel`: how many cells it drew, words broken mid-piece, texts cut off."""
     return pg.evaluate(TABLE_FIT_JS, sel)

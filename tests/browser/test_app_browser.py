@@ -225,9 +225,10 @@ def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, serve
 
 @pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
 def test_a_row_of_the_runs_tab_opens_its_run_in_the_search_tab(screen_page: Any) -> None:
-    """The Runs tab's table fits the page (every header's words on one line each, no cell's text cut off: at 1280
-    "iterations" broke as "ite|rat|ion|s"), and a row opens its run and shows the Search tab (ui/js/show_search.js,
-    in the page: the server no longer sends the Tabs a value)."""
+    """The Runs tab's table fits the page (every header's words on one line each, a cell's words wrapped only after a
+    hyphen, no cell's text cut off: at 1280 "iterations" broke as "ite|rat|ion|s", the policy "syntheti|c-policy"),
+    and a row opens its run and shows the Search tab (ui/js/show_search.js, in the page: the server no longer sends the
+    Tabs a value)."""
     page, run = screen_page, PAIR["rebase"]
     page.locator('button[role="tab"][data-tab-id="runs"]').click()
     cell = page.locator("#runs-table [role=gridcell]", has_text=run[:8]).first

@@ -93,8 +93,10 @@ RUN_COLUMNS = [
     "started",
 ]
 # each column as wide as its header's longest word needs at 1280 × 800 (headers broke mid-word, "ite|rat|ion|s", and
-# the start time ran past the table), the rest to the names that wrap
-RUN_WIDTHS = ["10%", "6%", "7%", "7%", "5%", "8%", "5%", "3%", "7%", "7%", "6%", "5%", "9%", "5%", "10%"]
+# the start time ran past the table), and a name's longest piece between hyphens ("synthetic-"): a cell wraps after a
+# hyphen, never inside a piece ("syntheti|c-policy"), with the narrower padding RUNS_TABLE_CSS gives the cells
+RUN_WIDTHS = ["9.5%", "5.5%", "9%", "9%", "5%", "8.5%", "4%", "3%", "7%", "6.5%", "6%", "5%", "8%", "5%", "9%"]
+RUNS_TABLE_CSS = "#runs-table .cell-wrap { padding-left: 4px; padding-right: 4px; }\n"
 
 
 def run_status_md(
