@@ -384,20 +384,25 @@ class _Compare:
 
     def on_tab_compare(self, s: OpenRun, cs: ComparedPair) -> tuple[Any, Any]:
         """The pickers' choices (updates of pickers A and B); by default the open run and its partner (same
-        problem, seed, budget)."""
+        problem, seed, budget). A picker with nothing to default to gets its choices only: an answer that arrives
+        after the user picked a run (a slow server) would otherwise empty that picker."""
         choices = self.run_choices()
         a, b = cs.a, cs.b
         if a is None and s.run_id:
             a = s.run_id
             b = find_partner(self.ctx.store, self.ctx.store.get_run(a))
-        return gr.update(choices=choices, value=a), gr.update(choices=choices, value=b)
+
+        def picker(run_id: str | None) -> Any:
+            return gr.update(choices=choices) if run_id is None else gr.update(choices=choices, value=run_id)
+
+        return picker(a), picker(b)
 
     def on_tab_open(self, s: OpenRun, cs: ComparedPair) -> Any:
         """The tab opened: the pickers (on_tab_compare) and, when they name a pair not drawn yet (the open run
         and its stored partner), that pair drawn, with no click on Compare."""
         pick_a, pick_b = self.on_tab_compare(s, cs)
         pickers = {self.p.cmp_a: pick_a, self.p.cmp_b: pick_b}
-        a, b = pick_a["value"], pick_b["value"]
+        a, b = pick_a.get("value"), pick_b.get("value")
         if cs.a or not a:  # a pair is drawn already (and followed by the tick), or nothing is picked
             return pickers
         if not b:
