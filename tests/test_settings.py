@@ -331,3 +331,16 @@ def test_every_policy_backend_takes_its_sampling_defaults_from_one_declaration()
         assert (
             re.search(r"temperature: float = TEMPERATURE\b", text) and "step_token_cap: int = STEP_TOKEN_CAP" in text
         ), src
+
+
+def test_the_arith_world_samples_at_the_search_policies_temperature() -> None:
+    """The world's training sets are sampled as its searches sample (an HFPolicy at prompting.TEMPERATURE), so
+    its sample_solutions takes the declared temperature rather than a number of its own."""
+    import inspect
+
+    from uats_core.backends import prompting
+    from uats_core.worlds.arith import modeling
+
+    assert inspect.signature(modeling.sample_solutions).parameters["temperature"].default == prompting.TEMPERATURE
+    source = Path(inspect.getsourcefile(modeling) or "").read_text(encoding="utf-8")
+    assert "temperature: float = TEMPERATURE" in source

@@ -34,7 +34,7 @@ from .tabs.reports import ReportsTab, build_reports_tab
 from .tabs.runbar import RUN_BAR_CSS
 from .tabs.runs import RunsTab, build_runs_tab
 from .tabs.search import build_search_tab
-from .tabs.search_events import dataset_view
+from .tabs.search_events import dataset_view_keeping
 from .tabs.search_layout import INSPECTOR_CSS
 from .views.comparison import COMPARE_COLUMNS
 from .views.counterfactual import COLUMNS as FOUND_COLUMNS
@@ -80,6 +80,7 @@ def _wire_page(
     runs: RunsTab,
     compare: CompareTab,
     reports: ReportsTab,
+    dataset: gr.Dropdown,
     problem: gr.Dropdown,
     question: gr.Markdown,
 ) -> None:
@@ -87,8 +88,9 @@ def _wire_page(
     refreshes the runs and the training curves (opening Compare refreshes its pickers and draws the pair picked:
     ui/tabs/compare.py)."""
 
-    def on_load(s: OpenRun, cs: ComparedPair) -> dict[Any, Any]:
-        problems, first, said = dataset_view(ctx.choices, ARITH)
+    def on_load(s: OpenRun, cs: ComparedPair, ds: str | None, pid: str | None) -> dict[Any, Any]:
+        # the form as it is when this answer is made: a user may have picked a problem set or a problem already
+        problems, first, said = dataset_view_keeping(ctx.choices, ds or ARITH, pid)
         pick_a, pick_b = compare.on_tab_compare(s, cs)
         out = {
             problem: problems,
@@ -103,7 +105,7 @@ def _wire_page(
 
     demo.load(
         on_load,
-        [ctx.run_state, ctx.pair_state],
+        [ctx.run_state, ctx.pair_state, dataset, problem],
         [problem, question, ctx.notice, *runs.outputs, compare.cmp_a, compare.cmp_b],
     )
     ctx.tabs.change(
@@ -179,7 +181,9 @@ def build_demo(
         with gr.Accordion("Glossary: every symbol and term on this page", open=False, elem_id="glossary"):
             gr.Markdown(glossary_md(), elem_id="glossary-text")
         apply_help(demo)
-        _wire_page(demo, ctx, runs, compare, reports, search.form["problem"], search.question_md)
+        _wire_page(
+            demo, ctx, runs, compare, reports, search.form["dataset"], search.form["problem"], search.question_md
+        )
         wire_links(demo, ctx, search)
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
         wire_idle_timer(ctx)

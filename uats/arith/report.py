@@ -2,7 +2,7 @@
 
     python -m uats.arith.report [--n 200] [--samples 16] [--k 7]
 
-Prints, for policy A and policy B: single-sample accuracy at temperature 0.8 (the mean over the samples),
+Prints, for policy A and policy B: single-sample accuracy at the policies' temperature (the mean over the samples),
 Pass@N, the PRM's step-level AUROC on the policy's traces (labels from the exact checker), and the mean
 MC-dropout variance of the step scores (K passes, dropout p after every decoder layer, ddof=1); then the
 B/A variance ratio and whether each acceptance criterion holds. Writes docs/figures/arith_fig2.png
@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
+from uats_core.backends.prompting import TEMPERATURE
 from uats_core.config import UNCERTAINTIES, SearchConfig
 from uats_core.estimation import auroc, is_ood
 from uats_core.worlds.arith import solutions, world
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ratio = b.mean_mc_variance / max(a.mean_mc_variance, 1e-12)
     checks = criteria(a, b)
     print(
-        f"\nArithmetic world, test split: {len(problems)} problems, {args.samples} samples each at T=0.8; "
+        f"\nArithmetic world, test split: {len(problems)} problems, {args.samples} samples each at T={TEMPERATURE}; "
         f"PRM on {args.score_samples} samples each, K={args.k}, p={args.p}"
     )
     print(

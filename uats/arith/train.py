@@ -129,7 +129,7 @@ def train_policy(
 def sample_prm_traces(
     policy, tok, problems: Sequence[world.Problem], per_problem: int, seed: int
 ) -> list[tuple[world.Problem, list[str]]]:
-    """Policy samples at temperature 0.8, batched."""
+    """Policy samples at the search policies' temperature (prompting.TEMPERATURE), batched."""
     gen = torch.Generator().manual_seed(seed)
     qs = [p for p in problems for _ in range(per_problem)]
     out: list[tuple[world.Problem, list[str]]] = []

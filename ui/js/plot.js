@@ -2,10 +2,8 @@
 // component's value with Plotly.react on the same div, fixed uirevision, so zoom and pan survive live updates.
 // The template never contains ${value}, so Gradio never re-renders the div.
 const host = element.querySelector('.uats-plot');
-const RING_WAIT_MS = 1500;
-const LATER = new Set(['cost-plot', 'knobs-plot']);  // plots drawn after the others of the same response  // the longest a clicked node waits for its Figure 1 before the tree rings it
+const LATER = new Set(['cost-plot', 'knobs-plot']);  // plots drawn after the others of the same response
 const empty = element.querySelector('.uats-empty');
-const RING_PX = 15;  // a new ring's radius, as the server's (ui/views/treefig.py ring_shape)
 function ringAt(id) {
   // the ring is a layout shape; true when it was moved in place (cheap), false when it needs a relayout
   if (!host.data) return true;
@@ -17,17 +15,12 @@ function ringAt(id) {
       if (cid === id) {
         const shapes = (host.layout && host.layout.shapes) || [];
         const k = shapes.findIndex(s => s && s.name === 'selected');
-        if (k >= 0 && moveRing(k, tr.x[i], tr.y[i])) return true;
-        // one item of the array: Plotly redraws that shape only (the whole array redraws the plot). An object
-        // at an index that exists is *inserted* there (Plotly's array edits): each click added a ring, so the
-        // ring there is moved by its anchor instead, and a new one goes at the end only when there is none
-        if (k >= 0) {
-          Plotly.relayout(host, {[`shapes[${k}].xanchor`]: tr.x[i], [`shapes[${k}].yanchor`]: tr.y[i]});
-        } else {
-          Plotly.relayout(host, {[`shapes[${shapes.length}]`]: {type: 'circle', name: 'selected', xref: 'x',
-            yref: 'y', xsizemode: 'pixel', ysizemode: 'pixel', xanchor: tr.x[i], yanchor: tr.y[i], x0: -RING_PX,
-            x1: RING_PX, y0: -RING_PX, y1: RING_PX, line: {color: '#111', width: 2.5}}});
-        }
+        // every tree carries its one ring (ui/views/treefig.py ring_shape); a figure without one (Figure 1's
+        // dots select a node too) gets none, so a page never shows two
+        if (k < 0 || moveRing(k, tr.x[i], tr.y[i])) return true;
+        // one item of the array: Plotly redraws that shape only (an object at an index that exists would be
+        // *inserted* there, Plotly's array edits: a second ring), so the ring is moved by its anchor
+        Plotly.relayout(host, {[`shapes[${k}].xanchor`]: tr.x[i], [`shapes[${k}].yanchor`]: tr.y[i]});
         return false;
       }
     }
@@ -135,7 +128,6 @@ async function show(spec) {
   if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
   host.dataset.drawnAt = String(Date.now());
   host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
-  if (host.dataset.owner === 'figure1' && window.__uatsRingNext) setTimeout(window.__uatsRingNext, 0);
   // a short in-page log of draws for benchmarks/app.py and the browser tests (bounded: pages stay open long)
   const log = (window.__uatsDraws = window.__uatsDraws || []);
   log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
@@ -152,14 +144,7 @@ async function show(spec) {
       // the inspector opens beside the tree at once (ui/js/inspector.js); Compare's trees have none
       if (host.dataset.owner !== 'tree' || !window.__uatsOpenInspector) { setTimeout(() => ringAt(id), 0); return; }
       window.__uatsOpenInspector();
-      clearTimeout(host._uatsRingTimer);
-      window.__uatsRingNext = null;
-      const shapes = (host.layout && host.layout.shapes) || [];
-      if (shapes.some(s => s && s.name === 'selected')) { requestAnimationFrame(() => ringAt(id)); return; }  // in place
-      // a first ring is a relayout, a full recalculation of the tree in Plotly (a second at 2,000 nodes): once the
-      // node's Figure 1 is drawn (show() below runs it), or after RING_WAIT_MS, so it does not hold Figure 1 back
-      window.__uatsRingNext = () => { clearTimeout(host._uatsRingTimer); window.__uatsRingNext = null; ringAt(id); };
-      host._uatsRingTimer = setTimeout(() => window.__uatsRingNext && window.__uatsRingNext(), RING_WAIT_MS);
+      requestAnimationFrame(() => ringAt(id));  // the tree's ring moved in place, after the inspector's frame
     });
     // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)
     host.on('plotly_relayout', () => requestAnimationFrame(() => lodRefresh(host)));

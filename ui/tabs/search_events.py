@@ -65,6 +65,16 @@ def dataset_view(offered: ServerChoices, ds: str) -> tuple[Any, str, Any]:
     return gr.update(choices=choices, value=first), question_md(probs[0]) if probs else "", notice("")
 
 
+def dataset_view_keeping(offered: ServerChoices, ds: str, pid: str | None) -> tuple[Any, str, Any]:
+    """dataset_view for an answer that can arrive after the user picked or typed a problem (the page load's): the
+    list's choices only, the pick and its question kept, so a late answer never replaces what the user chose."""
+    problems, first, said = dataset_view(offered, ds)
+    if not pid or not problems.get("choices"):
+        return problems, first, said
+    question, said = problem_view(offered, ds, pid)
+    return gr.update(choices=problems["choices"]), question, said
+
+
 def problem_view(offered: ServerChoices, ds: str, pid: str) -> tuple[str, Any]:
     """(The picked problem's question, the notice)."""
     try:

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM, LlamaForTokenClassification, PreTrainedTokenizerBase
 
+from ...backends.prompting import TEMPERATURE
 from ...hf_compat import cache_kwarg, output_cache
 from ...paths import ASSETS
 from .tokenizer import DELIMITER, STEP_TAG
@@ -174,7 +175,7 @@ def sample_solutions(
     policy: LlamaForCausalLM,
     tok: PreTrainedTokenizerBase,
     questions: Sequence[str],
-    temperature: float = 0.8,  # the world's policy sampling: the training sets, the report and the estimators' steps
+    temperature: float = TEMPERATURE,  # the search's own sampling, so the training sets see the steps a search sees
     max_new_tokens: int = 80,
     batch_size: int = 256,
     generator: torch.Generator | None = None,
