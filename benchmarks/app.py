@@ -223,7 +223,12 @@ def target_lines(res: dict[str, Any], earlier: Sequence[str] = ()) -> list[str]:
         lines.append(
             target_line("node click at 2,000 nodes to its Figure 1 drawn (median)", app.get("click_median_s"), 0.3)
         )
-        lines.append(target_line("?run=…&node=… link to Figure 1 drawn (median)", app.get("link_median_s"), 1.5))
+        lines.append(
+            target_line("node link /node?run=…&node=… to Figure 1 drawn (median)", app.get("link_median_s"), 1.5)
+        )
+        lines.append(
+            target_line("studio address ?run=…&node=… to Figure 1 drawn (median)", app.get("studio_link_median_s"), 1.5)
+        )
         lines.append(
             target_line("64-row Figure 1 drawn in the page (median)", app.get("figure1_64_draw_median_ms"), 100, "ms")
         )

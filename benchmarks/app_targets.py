@@ -7,8 +7,10 @@
   until the inspector's boxplots of that node are drawn; each click once the page is quiet (QUIET_JS);
 - Figure 1 draw: the page's own time to draw each of those Figure 1s (Plotly.react and what follows it, the
   figure's data-draw-ms), for the steps of 64 candidates;
-- link: a `?run=…&node=…` address opened in a new tab of the same browser (its HTTP cache warm, as a link
-  followed from another page of the app), from the navigation's start until that node's Figure 1 is drawn.
+- link: the node's own page, `/node?run=…&node=…` (the link the inspector gives to share, ui/tabs/node_page.py),
+  opened in a new tab of the same browser (its HTTP cache warm, as a link followed from another page of the app),
+  from the navigation's start until that node's Figure 1 is drawn; the studio's address for the same view
+  (`/?run=…&node=…`, what its address bar shows) likewise.
 
 Runs come from testkit.synthetic, written to a temporary SQLite file first (not timed)."""
 
@@ -99,11 +101,13 @@ LINK_DONE_JS = """(nid) => { const e = document.querySelector('#figure1 .uats-pl
     ? (Number(e.dataset.drawnAt) - performance.timeOrigin) / 1000 : null; }"""
 
 
-def _link_times(browser: Any, port: int, rid: str, node_ids: list[int]) -> list[float]:
+def _link_times(browser: Any, port: int, rid: str, node_ids: list[int], page_path: str = "node") -> list[float]:
+    """Seconds from each link's navigation to its node's Figure 1 drawn: `page_path` "node" is the node page,
+    "" the studio's."""
     out = []
     for nid in node_ids:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"http://127.0.0.1:{port}/?run={rid}&node={nid}", wait_until="commit")
+        page.goto(f"http://127.0.0.1:{port}/{page_path}?run={rid}&node={nid}", wait_until="commit")
         h = page.wait_for_function(LINK_DONE_JS, arg=nid, timeout=120_000, polling=20)
         out.append(float(h.json_value()))
         page.close()
@@ -137,6 +141,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
             ids = [int(n * f) for f in (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)][:clicks]
             click_s, draws = _click_times(page, ids)
             link_s = _link_times(browser, port, click_id, ids[:3])
+            studio_link_s = _link_times(browser, port, click_id, ids[:3], page_path="")
             browser.close()
     finally:
         pool.shutdown(cancel=True, timeout_s=5)
@@ -152,4 +157,6 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
         "figure1_64_draw_median_ms": round(statistics.median(full), 1) if full else None,
         "link_s": [round(x, 2) for x in link_s],
         "link_median_s": round(statistics.median(link_s), 2),
+        "studio_link_s": [round(x, 2) for x in studio_link_s],
+        "studio_link_median_s": round(statistics.median(studio_link_s), 2),
     }

@@ -28,6 +28,7 @@ from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.exports import clear_downloads, downloads_folder
 from .tabs.idle import wire_idle_timer
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
+from .tabs.node_page import NODE_PAGE_CSS, build_node_page
 from .tabs.page_state import ComparedPair, OpenRun
 from .tabs.poll import wire_poll
 from .tabs.reports import ReportsTab, build_reports_tab
@@ -62,6 +63,7 @@ CSS = (
     + RUN_BAR_CSS
     + INSPECTOR_CSS
     + RUNS_TABLE_CSS
+    + NODE_PAGE_CSS
 )
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {
@@ -188,6 +190,7 @@ def build_demo(
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
         wire_idle_timer(ctx)
         wire_poll(ctx)  # last: every part is registered
+    build_node_page(demo, ctx)  # a route of its own, made outside the studio's page
     return demo
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import gradio as gr
 
@@ -264,3 +265,19 @@ class AppContext:
         """Where the requester's exports go (their own folder under export_dir) and the quota they count against;
         AccessDenied for a request without a session."""
         return ExportTarget(self.export_dir, requester(request), self.export_quota, self.downloads)
+
+
+def node_address(run_id: str, node: int | None, t: int | None, page: str = "node") -> str:
+    """A link to a node, relative to the app's root: `page` "node" is the node's own page (ui/tabs/node_page.py),
+    "" the studio's."""
+    params: dict[str, Any] = {"run": run_id}
+    if node is not None:
+        params["node"] = node
+    if t is not None:
+        params["t"] = t
+    return f"./{page}?{urlencode(params)}" if page else f"./?{urlencode(params)}"
+
+
+def node_link_md(run_id: str, node: int, t: int | None) -> str:
+    """The inspector's line linking to the node's own page: the link to share (it opens faster than the studio)."""
+    return f"[Link to this node]({node_address(run_id, node, t)}): its tree, Figure 1 and Why on a page of their own"

@@ -20,7 +20,7 @@ LINKS_JS = page_script("links.js")  # the address bar follows the view; ←/→ 
 LINKS_CSS = "#url-sync { display: none; }\n"
 
 
-def _int_param(params: Any, name: str) -> int | None:
+def int_param(params: Any, name: str) -> int | None:
     raw = (params.get(name) or "").strip()
     if not raw:
         return None
@@ -32,9 +32,14 @@ def _int_param(params: Any, name: str) -> int | None:
         ) from None
 
 
+def address_sync() -> gr.HTML:
+    """A hidden component whose script keeps the address bar on the view shown (and binds ←/→)."""
+    return gr.HTML(value="", elem_id="url-sync", js_on_load=LINKS_JS, html_template="<span></span>", padding=False)
+
+
 def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     """The address-bar sync and arrow keys (a hidden component's script) and opening ?run=&node=&t=."""
-    gr.HTML(value="", elem_id="url-sync", js_on_load=LINKS_JS, html_template="<span></span>", padding=False)
+    address_sync()
     viewer = search.viewer
     assert viewer is not None
 
@@ -44,7 +49,7 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
         if not run_ref:
             return gr.skip()
         try:
-            t, node = _int_param(params, "t"), _int_param(params, "node")
+            t, node = int_param(params, "t"), int_param(params, "node")
         except ValueError as exc:
             return {ctx.notice: notice(str(exc))}
         found = viewer.find_run(s, run_ref)
@@ -66,7 +71,7 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     def the_rest(s: OpenRun, request: gr.Request, **view: Any) -> Any:
         """A link's tree, status and charts, once its node's Figure 1 is on its way (node_first)."""
         try:
-            node = _int_param(request.query_params if request is not None else {}, "node")
+            node = int_param(request.query_params if request is not None else {}, "node")
         except ValueError:
             return gr.skip()  # the first answer said why
         if not s.run_id or s.selected is None or node != s.selected:

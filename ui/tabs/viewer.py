@@ -21,7 +21,7 @@ from ..views.run_status import run_status_md
 from ..views.treedata import RunData, TreeState
 from ..views.treefig import tree_figure
 from ..views.treeview import ViewOptions
-from .common import LIVE, AppContext, RunReads, fig_json, frames_json, notice, view_of, with_meta
+from .common import LIVE, AppContext, RunReads, fig_json, frames_json, node_link_md, notice, view_of, with_meta
 from .page_state import Figure1Options, OpenRun, replaced
 from .search_layout import SearchTab
 
@@ -35,6 +35,34 @@ def tree_revision(s: OpenRun, opts: ViewOptions) -> str:
     at the zoom of the view before, which left a focused subtree at the plot's edge."""
     focus = opts.focus if opts.focus == "whole tree" or opts.focus == "chosen path" else f"{opts.focus}:{s.selected}"
     return f"tree-{s.run_id}-{focus}"
+
+
+def written_at(data: RunData, t: int) -> float | None:
+    """When iteration t was written (the run's last update for a run without iteration rows)."""
+    row = data.iterations.get(t)
+    return row.get("written_at") if row else data.run.get("updated_at")
+
+
+def with_link(md: str, s: OpenRun, nid: int) -> str:
+    """The inspector's text of node `nid` and, for a step, the link to its own page at the iteration shown."""
+    return f"{md}\n\n{node_link_md(str(s.run_id), nid, s.t)}" if md and nid != 0 and s.run_id else md
+
+
+def run_tree_figure(
+    s: OpenRun,
+    data: RunData,
+    state: TreeState,
+    opts: ViewOptions,
+    version: Any,
+    shadow: dict[int, Any] | None = None,
+) -> dict[str, Any]:
+    """The tree figure of the run `s` holds at `state`, its selected node ringed; `shadow`: the run's shadow scores
+    (storage.shadow), drawn apart from its own."""
+    fig = tree_figure(
+        state, opts, selected=s.selected, uirevision=tree_revision(s, opts), title="", shadow=shadow or None
+    )
+    # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
+    return with_meta(fig, written_at=written_at(data, state.iteration), version=list(version), pinned=s.t is not None)
 
 
 class RunViewer:
@@ -78,28 +106,6 @@ class RunViewer:
         """The run's shadow rows by node id (storage.shadow; {} when never shadow-scored): every panel shows them."""
         return read_shadow(self.ctx.store, run_id) if run_id else {}
 
-    def written_at(self, data: RunData, t: int) -> float | None:
-        row = data.iterations.get(t)
-        return row.get("written_at") if row else data.run.get("updated_at")
-
-    def _figure(
-        self,
-        s: OpenRun,
-        data: RunData,
-        state: TreeState,
-        opts: ViewOptions,
-        version: Any,
-        shadow: dict[int, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The tree figure; `shadow`: the run's shadow scores (storage.shadow), drawn apart from its own."""
-        fig = tree_figure(
-            state, opts, selected=s.selected, uirevision=tree_revision(s, opts), title="", shadow=shadow or None
-        )
-        # pinned: an iteration the user chose, which a link keeps (else it follows the latest; ui.tabs.links)
-        return with_meta(
-            fig, written_at=self.written_at(data, state.iteration), version=list(version), pinned=s.t is not None
-        )
-
     def draw_tree(
         self, s: OpenRun, view: dict[str, Any], reads: RunReads | None = None
     ) -> tuple[str, RunData, TreeState]:
@@ -110,7 +116,7 @@ class RunViewer:
         reads = reads or self.ctx.reads()
         version, data = reads.version(s.run_id), reads.data(s.run_id)
         state = data.state_at(s.t)
-        fig = self._figure(
+        fig = run_tree_figure(
             s, data, state, view_of(**view, collapsed=s.collapsed), version, read_shadow(self.ctx.store, s.run_id)
         )
         s.version = version
@@ -136,7 +142,7 @@ class RunViewer:
         ended = data.run.get("status") not in LIVE
         for t in range(start, last + 1):
             state = data.state_at(t) if t != start else state
-            fig = self._figure(s, data, state, opts, version, shadow)
+            fig = run_tree_figure(s, data, state, opts, version, shadow)
             # an ended run was still running at its earlier iterations: a frame says the status of its own, so the
             # page's "finished" (dataset.status) comes with the last frame, not the first of a burst
             figs.append(with_meta(fig, status=RunStatus.RUNNING) if ended and t < last else fig)
@@ -243,7 +249,7 @@ class RunViewer:
         t = self.tab
         return {
             t.figure1: fig,
-            t.node_md: md,
+            t.node_md: with_link(md, s, nid),
             t.node_box: gr.update(value=str(nid)),
             t.star_box: bool(star and star["starred"]),
             t.note_box: (star or {}).get("note", ""),
@@ -305,4 +311,4 @@ class RunViewer:
         if s.selected is None:
             return {}
         fig, md = self.node_view(data, state, int(s.selected), s.fig1, self.shadow(s.run_id))
-        return {self.tab.figure1: fig, self.tab.node_md: md}
+        return {self.tab.figure1: fig, self.tab.node_md: with_link(md, s, int(s.selected))}

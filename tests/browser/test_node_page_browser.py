@@ -1,0 +1,100 @@
+"""In Chromium: a node's own page (/node?run=…&node=…, ui/tabs/node_page.py), as a colleague who was sent the link
+opens it, at 1280 × 800 and 1920 × 1080: the node's Figure 1 and Why on the first screen beside the tree, one ring
+on the node, another node a click away (the address follows it), the studio one link away, and an address that
+names no run gets one line saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import SCREENS
+from .pages import NODE_PIXEL_JS, PAIR, RING_ON_JS, shot, wait_plot
+
+pytestmark = pytest.mark.browser
+
+RUN = PAIR["h-uats"]
+
+
+@pytest.fixture()
+def fresh(context_for: Callable[[dict[str, int]], Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A new page at the screen the test names, nothing loaded yet (a link is the first thing it opens)."""
+    ctx = context_for(SCREENS[request.param])
+    ctx.set_storage_state({"cookies": [], "origins": []})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield pg
+    finally:
+        for opened in ctx.pages:
+            opened.close()
+    assert not errors, errors  # no JavaScript error on the page, ever
+
+
+def _figure1_for(pg: Any, node: int, timeout_s: float = 120) -> None:
+    wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {node} && e.dataset.drawnAt", timeout_s)
+
+
+def _top(pg: Any, selector: str) -> float:
+    return float(pg.eval_on_selector(selector, "e => e.getBoundingClientRect().top"))
+
+
+def _a_step_node(served: dict[str, Any]) -> int:
+    """A node of the run's third step: a scored step with siblings."""
+    nodes = served["store"].get_nodes(RUN)
+    return int(next(n["id"] for n in nodes if n.get("depth") == 3))
+
+
+@pytest.mark.parametrize("fresh", list(SCREENS), indirect=True)
+def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str, Any], request: Any) -> None:
+    pg, node = fresh, _a_step_node(served)
+    pg.goto(f"{served['url']}/node?run={RUN}&node={node}")
+    _figure1_for(pg, node)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{RUN}'", timeout_s=60)
+    pg.wait_for_function(RING_ON_JS, arg=["#tree", node], timeout=30_000)
+    height = pg.viewport_size["height"]
+    # the answer to the link is on the first screen, with no scroll: Figure 1, the Why and the tree
+    for selector in ("#figure1", "#why-panel", "#tree"):
+        assert _top(pg, selector) < height - 150, (selector, _top(pg, selector))
+    assert f"node {node}" in pg.locator("#why-panel").inner_text()
+    assert not pg.get_by_text("Home", exact=True).first.is_visible()  # no menu of pages (Gradio's navbar)
+    shot(pg, f"node-page-{request.node.callspec.id}", full_page=False)
+
+    # another node, clicked in the tree: its Figure 1, one ring on it, and the address names it
+    target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
+    if target["id"] in (0, node):
+        target = pg.evaluate(NODE_PIXEL_JS, ["#tree", node + 1])
+    pg.mouse.click(target["x"], target["y"])
+    _figure1_for(pg, target["id"], timeout_s=60)
+    pg.wait_for_function(RING_ON_JS, arg=["#tree", target["id"]], timeout=30_000)
+    rings = pg.eval_on_selector(
+        "#tree .uats-plot", "gd => (gd.layout.shapes || []).filter(s => s.name === 'selected').length"
+    )
+    assert rings == 1
+    pg.wait_for_function(f"() => new URLSearchParams(location.search).get('node') === '{target['id']}'", timeout=10_000)
+    # the studio, one link away (a tab of its own, as Gradio opens a Markdown link): the same run, the same node
+    with pg.context.expect_page() as opened:
+        pg.get_by_text("Open in the studio").click()
+    studio = opened.value
+    studio.wait_for_selector("#run-btn", timeout=180_000)
+    assert "/node" not in studio.url
+    wait_plot(studio, "#tree", f"e.dataset.run === '{RUN}'", timeout_s=180)
+    _figure1_for(studio, target["id"], timeout_s=60)
+
+
+@pytest.mark.parametrize("fresh", ["1280x800"], indirect=True)
+def test_an_address_without_a_run_gets_one_line(fresh: Any, served: dict[str, Any]) -> None:
+    pg = fresh
+    pg.goto(f"{served['url']}/node?run=doesnotexist&node=3")
+    pg.wait_for_function(
+        "() => (document.querySelector('#node-head') || {}).innerText?.includes('doesnotexist')", timeout=120_000
+    )
+    assert pg.locator("#figure1 .uats-plot").get_attribute("data-drawn-at") is None  # nothing drawn
+    pg.goto(f"{served['url']}/node")
+    pg.wait_for_function(
+        "() => (document.querySelector('#node-head') || {}).innerText?.includes('no run in the address')",
+        timeout=120_000,
+    )
