@@ -98,3 +98,19 @@ def test_an_address_without_a_run_gets_one_line(fresh: Any, served: dict[str, An
         "() => (document.querySelector('#node-head') || {}).innerText?.includes('no run in the address')",
         timeout=120_000,
     )
+
+
+def test_the_studio_s_inspector_gives_the_node_s_link(laptop_page: Any, served: dict[str, Any]) -> None:
+    """The inspector's head carries the link to the inspected node's page, on the first screen."""
+    pg, node = laptop_page, _a_step_node(served)
+    pg.goto(f"{served['url']}/?run={RUN}&node={node}")
+    _figure1_for(pg, node, timeout_s=180)
+    share = pg.locator("#inspector-head .uats-share")
+    share.wait_for(state="visible", timeout=30_000)
+    assert f"node={node}" in (share.get_attribute("href") or "")
+    assert share.bounding_box()["y"] < pg.viewport_size["height"]
+    with pg.context.expect_page() as opened:
+        share.click()
+    linked = opened.value
+    _figure1_for(linked, node, timeout_s=120)
+    assert "/node?" in linked.url

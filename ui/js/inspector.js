@@ -46,6 +46,14 @@ if (!window.__uatsInspector) {
   const label = (h) => {
     const span = element.querySelector('.uats-inspected');
     if (span && span.textContent !== (h ? ' · ' + h : '')) span.textContent = h ? ' · ' + h : '';
+    // the node page's address, as the server wrote it at the end of the node's text (ui/tabs/viewer.py with_link)
+    const share = element.querySelector('.uats-share');
+    const a = h ? document.querySelector('#node-details a[href^="./node?"]') : null;
+    const href = a ? a.getAttribute('href') : '';
+    if (share && share.getAttribute('href') !== href) {
+      if (href) share.setAttribute('href', href); else share.removeAttribute('href');
+      share.style.display = href ? '' : 'none';
+    }
   };
   window.__uatsOpenInspector = () => {
     const was = root().classList.contains('uats-inspecting');

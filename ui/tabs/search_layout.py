@@ -213,6 +213,7 @@ INSPECTOR_CSS = """
 .uats-sticky-head { position: sticky; top: 0; z-index: 3; overflow: hidden; background: #fff; }
 .uats-sticky-head .svg-container { position: relative; }
 .uats-inspector-head { display: flex; align-items: center; gap: 4px; font-size: 14px; padding: 2px 4px; }
+.uats-inspector-head .uats-share { margin-left: 12px; font-size: 13px; }
 .uats-inspector-head .uats-close { margin-left: auto; padding: 2px 10px; border-radius: 6px; cursor: pointer;
   border: 1px solid var(--border-color-primary, #ccc); background: var(--background-fill-secondary, #f6f6f6); }
 #fig1-intro { font-size: 12px; color: var(--body-text-color-subdued, #666); }
@@ -275,8 +276,9 @@ def _inspector_panel(c: dict[str, Any]) -> gr.HTML:
         js_on_load=page_script("inspector.js"),
         padding=False,
         html_template='<div class="uats-inspector-head"><b>Node inspector</b><span class="uats-inspected">'
-        '</span><button type="button" class="uats-close" title="Close the inspector (the run '
-        'form comes back)">✕ close</button></div>',
+        '</span><a class="uats-share" target="_blank" rel="noopener" style="display:none" title="This node on a page '
+        'of its own: the link to share">link to this node ↗</a><button type="button" class="uats-close" '
+        'title="Close the inspector (the run form comes back)">✕ close</button></div>',
     )
     c["figure1"] = plot_html("figure1", "Click a node in the tree: every candidate of its step appears here.", 120)
     why = build_why_panel()
