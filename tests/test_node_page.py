@@ -17,6 +17,7 @@ from ui.tabs.page_state import OpenRun
 from ui.tabs.viewer import RunViewer
 
 RUN = "5e" * 16
+GOING = "6f" * 16  # a run still going: its last event (RunEnded) not written
 
 
 class AddressDouble:
@@ -30,6 +31,10 @@ class AddressDouble:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[gr.Blocks, RunStore]:
     store = RunStore("sqlite://")
     record_synthetic(store, RUN, seed=3, n_nodes=40)
+    from testkit.doubles import record
+    from testkit.synthetic import synthetic_events
+
+    record(store, list(synthetic_events(GOING, seed=4, n_nodes=30))[:-1])
     return build_demo(store, WorkerPoolDouble(), tmp_path_factory.mktemp("exports")), store
 
 
@@ -79,3 +84,12 @@ def test_an_address_it_cannot_follow_gets_one_line(
     out = _opened(demo[0], **params)
     assert says in out["node-head"], out["node-head"]
     assert out["figure1"] == ""  # nothing drawn for a node the address does not name
+
+
+def test_a_run_still_going_is_said_to_be_shown_as_it_was(demo: tuple[gr.Blocks, RunStore]) -> None:
+    from ui.tabs.node_page import LIVE_NOTE
+
+    going = _opened(demo[0], run=GOING, node="3")
+    assert LIVE_NOTE in going["node-head"]
+    assert LIVE_NOTE not in _opened(demo[0], run=RUN, node="3")["node-head"]  # an ended run is as it is
+    assert LIVE_NOTE not in _opened(demo[0], run=GOING, node="3", t="1")["node-head"]  # an iteration is fixed

@@ -18,7 +18,7 @@ from storage import StorageError
 from storage.shadow import read_shadow
 
 from ..views.run_status import run_status_md
-from .common import LATEX, AppContext, fig_json, node_address, plot_html, view_of
+from .common import LATEX, LIVE, AppContext, fig_json, node_address, plot_html, view_of
 from .links import address_sync, int_param
 from .page_state import OpenRun
 from .search_layout import EMPTY_WHY
@@ -46,9 +46,13 @@ class NodePage:
     node_md: gr.Markdown
 
 
-def _head(s: OpenRun, status: str, message: str = "") -> str:
+# this page draws once: a run still going is shown as it was when the page opened (the studio follows it live)
+LIVE_NOTE = "The run is still going: this page shows it as it was when opened; the studio follows it live."
+
+
+def _head(s: OpenRun, status: str, message: str = "", live: bool = False) -> str:
     studio = f"[Open in the studio]({node_address(str(s.run_id), s.selected, s.t, page='')})" if s.run_id else ""
-    lines = [f"**{message}**" if message else "", status, studio]
+    lines = [f"**{message}**" if message else "", status, LIVE_NOTE if live and s.t is None else "", studio]
     return "\n\n".join(x for x in lines if x)
 
 
@@ -81,7 +85,12 @@ class NodeViews:
         s.selected = None if missing or node is None else node
         return {
             self.p.state: s,
-            self.p.head: _head(s, run_status_md(data.run, state, read_shadow(self.ctx.store, s.run_id)), missing or ""),
+            self.p.head: _head(
+                s,
+                run_status_md(data.run, state, read_shadow(self.ctx.store, s.run_id)),
+                missing or "",
+                live=data.run["status"] in LIVE,
+            ),
             **self.node_parts(s),
         }
 
@@ -120,7 +129,8 @@ class NodeViews:
         s.selected = s.selected if missing else raw
         status = run_status_md(data.run, state, read_shadow(self.ctx.store, s.run_id))
         # the head's link to the studio names the node shown
-        return {self.p.state: s, self.p.head: _head(s, status, missing or ""), **self.node_parts(s)}
+        head = _head(s, status, missing or "", live=data.run["status"] in LIVE)
+        return {self.p.state: s, self.p.head: head, **self.node_parts(s)}
 
 
 def build_node_page(demo: gr.Blocks, ctx: AppContext) -> NodePage:
