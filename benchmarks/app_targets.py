@@ -4,7 +4,7 @@
   built from the database, sent, and Plotly.react finished), for a run of 100,000 nodes (the first open:
   nothing cached);
 - node click: a click on a node of a 2,000-node run (the tree's plotly_click, as a mouse click fires it),
-  until the inspector's boxplots of that node are drawn; each click once the page is quiet (QUIET_JS);
+  until the inspector's boxplots of that node are drawn; each click once the page is quiet (testkit.browser's QUIET_JS);
 - Figure 1 draw: the page's own time to draw each of those Figure 1s (Plotly.react and what follows it, the
   figure's data-draw-ms), for the steps of 64 candidates;
 - link: the node's own page, `/node?run=…&node=…` (the link the inspector gives to share, ui/tabs/node_page.py),
@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testkit.browser import wait_quiet
+
 CLICK_JS = """([id]) => {
   const gd = document.querySelector('#tree .uats-plot');
   const ins = document.querySelector('#figure1 .uats-plot');
@@ -32,25 +34,6 @@ CLICK_JS = """([id]) => {
 }"""
 CLICK_DONE_JS = """() => { const ins = document.querySelector('#figure1 .uats-plot');
   return Number(ins.dataset.draws || 0) > window.__benchDraws ? performance.now() - window.__benchT0 : null; }"""
-# The page is quiet: no task of 50 ms or more (a "long task") for the last QUIET_MS. After a click the page goes
-# on redrawing the Why panel for the clicked node's step for up to a second; the next click waits for that,
-# as a user reading the inspector would, instead of queueing behind it (that made the clicks 0.45 s or 1.1 s
-# by turns). Installed once per page: a PerformanceObserver keeps the end of the last long task.
-QUIET_MS = 500
-QUIET_JS = """(quietMs) => {
-  if (!window.__benchQuiet) {
-    window.__benchQuiet = {last: performance.now()};
-    new PerformanceObserver(l => { for (const e of l.getEntries())
-      window.__benchQuiet.last = Math.max(window.__benchQuiet.last, e.startTime + e.duration); })
-      .observe({entryTypes: ['longtask']});
-  }
-  return performance.now() - window.__benchQuiet.last >= quietMs;
-}"""
-
-
-def _wait_quiet(page: Any, timeout_s: float) -> None:
-    """Until the page has been quiet for QUIET_MS (the first poll installs the observer)."""
-    page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_s * 1000, polling=100)
 
 
 def _write_runs(db: str, sizes: dict[str, int]) -> None:
@@ -68,7 +51,7 @@ def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
     page.locator("#open-id input, #open-id textarea").first.fill(rid)
     page.locator("#open-id input, #open-id textarea").first.blur()
     time.sleep(0.3)  # the textbox commits its value before the click reads it
-    _wait_quiet(page, timeout_s)  # the page has done loading (and drawing the last run): a user's pace
+    wait_quiet(page, timeout_s)  # the page has done loading (and drawing the last run): a user's pace
     t0 = time.perf_counter()
     page.click("#open-btn")
     page.wait_for_function(
@@ -83,7 +66,7 @@ def _click_times(page: Any, node_ids: list[int]) -> tuple[list[float], list[tupl
     """Seconds from each click to its Figure 1 drawn, and (rows, draw ms) of each of those Figure 1s."""
     out, draws = [], []
     for nid in node_ids:
-        _wait_quiet(page, 60)
+        wait_quiet(page, 60)
         page.evaluate(CLICK_JS, [nid])
         h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
         out.append(float(h.json_value()) / 1000.0)

@@ -46,3 +46,25 @@ def serve_app(store: Any, pool: Any, export_dir: Path) -> tuple[Any, int]:
     port = free_port()
     launch_served(demo.queue(**QUEUE_KWARGS), port, **launch_kwargs(export_dir))  # answering when it returns
     return demo, port
+
+
+# The page is quiet: no task of 50 ms or more (a "long task") for the last QUIET_MS. After a click the page goes
+# on redrawing the Why panel for the clicked node's step for up to a second, and after a load it may still draw the
+# tree's level of detail: the next click waits for that, as a user reading the page would (a benchmark's click
+# queued behind it took 0.45 s or 1.1 s by turns; a test's click on a node whose plot was redrawn under the mouse
+# reached no node). Installed once per page: a PerformanceObserver keeps the end of the last long task.
+QUIET_MS = 500
+QUIET_JS = """(quietMs) => {
+  if (!window.__uatsQuiet) {
+    window.__uatsQuiet = {last: performance.now()};
+    new PerformanceObserver(l => { for (const e of l.getEntries())
+      window.__uatsQuiet.last = Math.max(window.__uatsQuiet.last, e.startTime + e.duration); })
+      .observe({entryTypes: ['longtask']});
+  }
+  return performance.now() - window.__uatsQuiet.last >= quietMs;
+}"""
+
+
+def wait_quiet(page: Any, timeout_s: float) -> None:
+    """Until the page has been quiet for QUIET_MS (the first poll installs the observer)."""
+    page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_s * 1000, polling=100)

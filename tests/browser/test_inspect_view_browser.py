@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from testkit.browser import wait_quiet
+
 from .pages import PAIR, fill, shot, wait_idle, wait_plot
 
 pytestmark = pytest.mark.browser
@@ -98,6 +100,7 @@ def _open(pg: Any, url: str, rid: str) -> None:
     pg.goto(url)
     wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.lodPending === '0'", timeout_s=120)
     wait_idle(pg)
+    wait_quiet(pg, 60)  # the page done loading: the nodes' pixels are read after this
 
 
 def _click(pg: Any, node: dict[str, Any]) -> int:
@@ -107,6 +110,7 @@ def _click(pg: Any, node: dict[str, Any]) -> int:
         "() => { const e = document.querySelector('#figure1 .uats-plot');"
         " return e && e._uatsMeta ? e._uatsMeta.selected : null; }"
     )
+    wait_quiet(pg, 60)  # nothing redraws the tree under the mouse (its level of detail, a late answer)
     pg.mouse.click(node["x"], node["y"])
     pg.wait_for_function(
         "(b) => { const e = document.querySelector('#figure1 .uats-plot'), box = "
