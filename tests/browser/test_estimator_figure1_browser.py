@@ -64,6 +64,7 @@ def _busiest_step(served: dict[str, Any], rid: str) -> tuple[int, int]:
 @pytest.mark.skipif(
     _ensemble_members() < SearchConfig.k0, reason="the embedded PRM's ensemble is not trained in this checkout"
 )
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", ["1280x800"], indirect=True)
 def test_figure1_names_each_estimators_samples(
     screen_page: Any, served: dict[str, Any], estimator_runs: dict[str, str]

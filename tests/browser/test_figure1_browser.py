@@ -53,6 +53,7 @@ SHAPE_BOXES_JS = r"""() => {
 }"""
 
 
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
 def test_figure1_texts_never_overlap_or_clip(
     screen_page: Any, served: dict[str, Any], step_runs: dict[int, str]
@@ -100,6 +101,7 @@ TREE_MARKS_JS = r"""() => {
 }"""
 
 
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
 def test_whole_tree_labels_never_collide_at_n64(
     screen_page: Any, served: dict[str, Any], step_runs: dict[int, str]
@@ -149,6 +151,7 @@ FOCUS_JS = r"""() => {
 }"""
 
 
+@pytest.mark.opens_an_address
 def test_focus_after_a_zoom_frames_the_subtree(
     laptop_page: Any, served: dict[str, Any], step_runs: dict[int, str]
 ) -> None:
@@ -200,6 +203,7 @@ def test_focus_after_a_zoom_frames_the_subtree(
     shot(pg, "focus-after-zoom-1280x800", "#tree")
 
 
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
 def test_replay_keeps_the_tree_in_view(screen_page: Any, served: dict[str, Any], step_runs: dict[int, str]) -> None:
     pg, size = screen_page, screen_page.viewport_size

@@ -125,6 +125,7 @@ def _click(pg: Any, node: dict[str, Any]) -> int:
     return nid
 
 
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
 def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(
     screen_page: Any, served: dict[str, Any], run64: str
@@ -148,6 +149,7 @@ def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(
     assert linked["labelIn"] and linked["lineIn"] and linked["treeShown"] >= 250, linked
 
 
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
 def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: dict[str, Any], run64: str) -> None:
     pg = screen_page
@@ -259,6 +261,7 @@ def _zoom_middle(pg: Any, sel: str, share: float) -> None:
     wait_plot(pg, sel, SETTLED, timeout_s=60)
 
 
+@pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
 def test_no_label_over_a_glyph_in_search(screen_page: Any, served: dict[str, Any], run64: str) -> None:
     pg, size = screen_page, screen_page.viewport_size

@@ -126,6 +126,7 @@ def test_address_opens_a_node_at_an_iteration_and_arrows_step_back_in_time(page:
     wait_text(page, "#node-details", "K 7 ")
 
 
+@pytest.mark.opens_an_address
 def test_inspector_follows_the_slider_back_to_before_the_node(page: Any, served: dict[str, Any]) -> None:
     _timed_run(served["store"])
     page.goto(f"{served['url']}/?run={TIMED}&node=2")  # no t: the final tree

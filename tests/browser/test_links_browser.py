@@ -49,6 +49,7 @@ def test_opening_a_run_leaves_the_node_out_of_the_address(page: Any, served: dic
     assert details_text(page) == ""
 
 
+@pytest.mark.opens_an_address
 def test_a_run_that_does_not_exist_keeps_its_message(page: Any, served: dict[str, Any]) -> None:
     goto(page, f"{served['url']}/?run=doesnotexist")
     wait_notice(page, "doesnotexist", timeout_s=120)
@@ -60,6 +61,7 @@ def test_a_run_that_does_not_exist_keeps_its_message(page: Any, served: dict[str
     shot(page, "link-run-missing")
 
 
+@pytest.mark.opens_an_address
 def test_a_node_that_does_not_exist_gets_a_message(page: Any, served: dict[str, Any]) -> None:
     goto(page, f"{served['url']}/?run={PAIR['h-uats']}&node=9999")
     wait_plot(page, "#tree", f"e.dataset.run === '{PAIR['h-uats']}'", timeout_s=120)
@@ -75,6 +77,7 @@ def test_a_node_that_does_not_exist_gets_a_message(page: Any, served: dict[str, 
     shot(page, "link-node-missing")
 
 
+@pytest.mark.opens_an_address
 def test_a_link_to_a_node_draws_its_figure1_then_its_tree_each_once(page: Any, served: dict[str, Any]) -> None:
     """ui/tabs/links.py answers a node's link in two: the node (its Figure 1 and text) first, then the run's tree and
     charts. The live poll between the two must not send the tree again nor empty Figure 1 (it did, before the

@@ -100,6 +100,7 @@ def test_an_address_without_a_run_gets_one_line(fresh: Any, served: dict[str, An
     )
 
 
+@pytest.mark.opens_an_address
 def test_the_studio_s_inspector_gives_the_node_s_link(laptop_page: Any, served: dict[str, Any]) -> None:
     """The inspector's head carries the link to the inspected node's page, on the first screen."""
     pg, node = laptop_page, _a_step_node(served)

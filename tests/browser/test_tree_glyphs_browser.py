@@ -246,6 +246,7 @@ def test_labels_stay_on_their_node_under_a_step_text_search(page: Any, served: d
     shot(page, "glyphs-search", "#tree")
 
 
+@pytest.mark.opens_an_address
 def test_zooming_in_brings_boxplots_and_zooming_out_takes_them_away(page: Any, served: dict[str, Any]) -> None:
     state = _n64(served["store"])
     page.goto(f"{served['url']}/?run={N64}")
