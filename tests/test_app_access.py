@@ -94,6 +94,9 @@ def test_with_a_login_an_unauthenticated_client_is_refused(
     url = launch_served(demo, port, **call)
     try:
         assert httpx.get(f"{url}/config").status_code == 401
+        for page in ("/", "/node?run=x&node=1"):  # the node page's route too: the login form, no component of it
+            text = httpx.get(f"{url}{page}").text
+            assert '"auth_required":true' in text.replace(" ", "") and "figure1" not in text, page
         assert httpx.post(f"{url}/gradio_api/call/list_runs", json={"data": []}).status_code == 401
         with pytest.raises(Exception, match="(?i)login|auth|401"):
             app_client(url)
