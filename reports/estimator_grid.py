@@ -86,8 +86,10 @@ def grid_markdown(results: pd.DataFrame, confidence: float = 0.95) -> str:
     lines = [
         f"H-UATS under each estimator minus REBASE, accuracy in points on the same (problem, seed) cells, ± the "
         f"{confidence:.0%} interval over problems (problems in brackets); the ledger holds {len(results):,} cells "
-        f"over {problems} problems (`uats eval --spec recipes/arith-estimators.toml`; the grid is problem-major, "
-        "so every method and estimator ran on the same problems). τ is each estimator's own `auto`, K0 = 7.",
+        f"over {problems} problems (seeds 0–2: `uats eval --spec recipes/arith-estimators.toml`; seeds 3–5, for each "
+        "difference that cleared zero on seeds 0–2: `recipes/arith-estimators-seeds-3-5-*.toml`; each grid is "
+        "problem-major, so every method and estimator ran on the same problems, and a seed set's column counts the "
+        "problems it has reached). τ is each estimator's own `auto`, K0 = 7.",
         "",
     ]
     head = ["pair", "N", "estimator", *SEED_SETS, "verdict"]
