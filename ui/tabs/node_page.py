@@ -8,7 +8,6 @@ the full app. Anyone who reaches the app may view every run (ui/access.py): this
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +23,6 @@ from .page_state import OpenRun
 from .search_layout import EMPTY_WHY
 from .step_panel import why_html
 from .viewer import RunViewer, run_tree_figure, with_link
-
-log = logging.getLogger(__name__)
 
 NODE_PATH = "/node"
 EMPTY_HEAD = "Opening the node…"
