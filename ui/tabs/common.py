@@ -275,7 +275,7 @@ def node_address(run_id: str, node: int | None, t: int | None, page: str = "node
         params["node"] = node
     if t is not None:
         params["t"] = t
-    return f"./{page}?{urlencode(params)}" if page else f"./?{urlencode(params)}"
+    return f"./{page}?{urlencode(params)}"
 
 
 def node_link_md(run_id: str, node: int, t: int | None) -> str:

@@ -17,7 +17,7 @@ from storage import StorageError
 from storage.shadow import read_shadow
 
 from ..views.run_status import run_status_md
-from .common import LATEX, LIVE, AppContext, fig_json, node_address, plot_html, view_of
+from .common import LATEX, LIVE, AppContext, RunReads, fig_json, node_address, plot_html, view_of
 from .links import address_sync, int_param
 from .page_state import OpenRun
 from .search_layout import EMPTY_WHY
@@ -75,33 +75,29 @@ class NodeViews:
         except (ValueError, StorageError) as exc:
             return self._said(str(exc))
         s = s.opened(run["run_id"])
-        data = self.ctx.reads().data(s.run_id)
+        reads = self.ctx.reads()
+        data = reads.data(s.run_id)
         s.t = None if t is None else max(0, min(t, data.max_iteration))
-        state = data.state_at(s.t)
-        missing = None if node is None else RunViewer.missing_node(str(s.run_id), state, node)
+        missing = None if node is None else RunViewer.missing_node(str(s.run_id), data.state_at(s.t), node)
         s.selected = None if missing or node is None else node
-        return {
-            self.p.state: s,
-            self.p.head: _head(
-                s,
-                run_status_md(data.run, state, read_shadow(self.ctx.store, s.run_id)),
-                missing or "",
-                live=data.run["status"] in LIVE,
-            ),
-            **self.node_parts(s),
-        }
+        return self._answer(s, reads, missing)
 
-    def node_parts(self, s: OpenRun) -> dict[Any, Any]:
-        """Figure 1, Why and the numbers of the node `s` selects (empty when none)."""
-        if s.run_id is None or s.selected is None:
-            return {self.p.figure1: "", self.p.why: EMPTY_WHY, self.p.node_md: ""}
-        data = self.ctx.reads().data(s.run_id)
-        state = data.state_at(s.t)
-        shadow = read_shadow(self.ctx.store, s.run_id)
+    def _answer(self, s: OpenRun, reads: RunReads, missing: str | None) -> dict[Any, Any]:
+        """The page's state, head (`missing`: the line saying a node is not there), and Figure 1, Why and numbers
+        of the node `s` selects (empty when none), from one read of the run and of its shadow rows."""
+        assert s.run_id is not None
+        data = reads.data(s.run_id)
+        state, shadow = data.state_at(s.t), read_shadow(self.ctx.store, s.run_id)
+        status = run_status_md(data.run, state, shadow)
+        # the head's link to the studio names the node shown
+        out = {self.p.state: s, self.p.head: _head(s, status, missing or "", live=data.run["status"] in LIVE)}
+        if s.selected is None:
+            return {**out, self.p.figure1: "", self.p.why: EMPTY_WHY, self.p.node_md: ""}
         fig, md = RunViewer.node_view(data, state, s.selected, s.fig1, shadow)
         return {
+            **out,
             self.p.figure1: fig,
-            self.p.why: why_html(self.ctx, s, s.selected, s.t),
+            self.p.why: why_html(self.ctx, s, s.selected, s.t, reads),
             self.p.node_md: with_link(md, s, s.selected),
         }
 
@@ -120,14 +116,10 @@ class NodeViews:
         raw = (getattr(evt, "_data", None) or {}).get("node_id")
         if s.run_id is None or not isinstance(raw, int):
             return {}
-        data = self.ctx.reads().data(s.run_id)
-        state = data.state_at(s.t)
-        missing = RunViewer.missing_node(s.run_id, state, raw)
+        reads = self.ctx.reads()
+        missing = RunViewer.missing_node(s.run_id, reads.data(s.run_id).state_at(s.t), raw)
         s.selected = s.selected if missing else raw
-        status = run_status_md(data.run, state, read_shadow(self.ctx.store, s.run_id))
-        # the head's link to the studio names the node shown
-        head = _head(s, status, missing or "", live=data.run["status"] in LIVE)
-        return {self.p.state: s, self.p.head: head, **self.node_parts(s)}
+        return self._answer(s, reads, missing)
 
 
 def build_node_page(demo: gr.Blocks, ctx: AppContext) -> NodePage:
