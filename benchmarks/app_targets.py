@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from testkit.browser import wait_quiet
+from ui.tabs.common import NODE_PAGE, node_address
 
 CLICK_JS = """([id]) => {
   const gd = document.querySelector('#tree .uats-plot');
@@ -84,13 +85,15 @@ LINK_DONE_JS = """(nid) => { const e = document.querySelector('#figure1 .uats-pl
     ? (Number(e.dataset.drawnAt) - performance.timeOrigin) / 1000 : null; }"""
 
 
-def _link_times(browser: Any, port: int, rid: str, node_ids: list[int], page_path: str = "node") -> list[float]:
-    """Seconds from each link's navigation to its node's Figure 1 drawn: `page_path` "node" is the node page,
-    "" the studio's."""
+def _link_times(browser: Any, port: int, rid: str, node_ids: list[int], at: str = NODE_PAGE) -> list[float]:
+    """Seconds from each link's navigation to its node's Figure 1 drawn: `at` NODE_PAGE is the node page, "" the
+    studio's (both addresses as the app writes them)."""
     out = []
     for nid in node_ids:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"http://127.0.0.1:{port}/{page_path}?run={rid}&node={nid}", wait_until="commit")
+        page.goto(
+            f"http://127.0.0.1:{port}/" + node_address(rid, nid, None, page=at).removeprefix("./"), wait_until="commit"
+        )
         h = page.wait_for_function(LINK_DONE_JS, arg=nid, timeout=120_000, polling=20)
         out.append(float(h.json_value()))
         page.close()
@@ -124,7 +127,7 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
             ids = [int(n * f) for f in (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)][:clicks]
             click_s, draws = _click_times(page, ids)
             link_s = _link_times(browser, port, click_id, ids[:3])
-            studio_link_s = _link_times(browser, port, click_id, ids[:3], page_path="")
+            studio_link_s = _link_times(browser, port, click_id, ids[:3], at="")
             browser.close()
     finally:
         pool.shutdown(cancel=True, timeout_s=5)

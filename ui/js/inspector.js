@@ -48,7 +48,7 @@ if (!window.__uatsInspector) {
     if (span && span.textContent !== (h ? ' · ' + h : '')) span.textContent = h ? ' · ' + h : '';
     // the node page's address, as the server wrote it at the end of the node's text (ui/tabs/viewer.py with_link)
     const share = element.querySelector('.uats-share');
-    const a = h ? document.querySelector('#node-details a[href^="./node?"]') : null;
+    const a = h && share ? document.querySelector(`#node-details a[href^="${share.dataset.prefix}"]`) : null;
     const href = a ? a.getAttribute('href') : '';
     if (share && share.getAttribute('href') !== href) {
       if (href) share.setAttribute('href', href); else share.removeAttribute('href');

@@ -267,15 +267,24 @@ class AppContext:
         return ExportTarget(self.export_dir, requester(request), self.export_quota, self.downloads)
 
 
-def node_address(run_id: str, node: int | None, t: int | None, page: str = "node") -> str:
-    """A link to a node, relative to the app's root: `page` "node" is the node's own page (ui/tabs/node_page.py),
-    "" the studio's."""
+# the node's own page (ui/tabs/node_page.py) is served at /NODE_PAGE: its links, the inspector's "link to this node"
+# (ui/js/inspector.js finds it by the prefix the head's template carries) and the benchmark all read this one name
+NODE_PAGE = "node"
+
+
+def node_address(run_id: str, node: int | None, t: int | None, page: str = NODE_PAGE) -> str:
+    """A link to a node, relative to the app's root: `page` NODE_PAGE is the node's own page, "" the studio's."""
     params: dict[str, Any] = {"run": run_id}
     if node is not None:
         params["node"] = node
     if t is not None:
         params["t"] = t
-    return f"./{page}?{urlencode(params)}"
+    return address_prefix(page) + urlencode(params)
+
+
+def address_prefix(page: str = NODE_PAGE) -> str:
+    """How every address of `page` begins (node_address writes it)."""
+    return f"./{page}?"
 
 
 def node_link_md(run_id: str, node: int, t: int | None) -> str:

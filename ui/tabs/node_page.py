@@ -17,14 +17,14 @@ from storage import StorageError
 from storage.shadow import read_shadow
 
 from ..views.run_status import run_status_md
-from .common import LATEX, LIVE, AppContext, RunReads, fig_json, node_address, plot_html, view_of
+from .common import LATEX, LIVE, NODE_PAGE, AppContext, RunReads, fig_json, node_address, plot_html, view_of
 from .links import address_sync, int_param
 from .page_state import OpenRun
 from .search_layout import EMPTY_WHY
 from .step_panel import why_html
 from .viewer import RunViewer, run_tree_figure, with_link
 
-NODE_PATH = "/node"
+NODE_PATH = f"/{NODE_PAGE}"
 EMPTY_HEAD = "Opening the node…"
 # Gradio draws its menu of pages on every page once an app has a second route (gr.Navbar(visible=False) did not
 # hide it in 6.31): the node page is reached by its links, so neither page shows a menu

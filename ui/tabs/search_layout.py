@@ -18,7 +18,7 @@ from ..views.bigtree import FOCUS_CHOICES
 from ..views.figure1 import PER_PAGE
 from ..views.frontier import SORT_KEYS
 from ..views.scripts import page_script
-from .common import LATEX, AppContext, plot_html
+from .common import LATEX, AppContext, address_prefix, plot_html
 from .runbar import build_run_bar
 from .settings_form import CONFIG_FIELDS, build_settings, settings_sections
 
@@ -276,7 +276,8 @@ def _inspector_panel(c: dict[str, Any]) -> gr.HTML:
         js_on_load=page_script("inspector.js"),
         padding=False,
         html_template='<div class="uats-inspector-head"><b>Node inspector</b><span class="uats-inspected">'
-        '</span><a class="uats-share" target="_blank" rel="noopener" style="display:none" title="This node on a page '
+        f'</span><a class="uats-share" data-prefix="{address_prefix()}" target="_blank" rel="noopener" '
+        'style="display:none" title="This node on a page '
         'of its own: the link to share">link to this node ↗</a><button type="button" class="uats-close" '
         'title="Close the inspector (the run form comes back)">✕ close</button></div>',
     )
