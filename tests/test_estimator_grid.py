@@ -62,7 +62,23 @@ def test_one_seed_set_is_a_lead_and_the_bar_waits_for_the_second() -> None:
     text = grid_markdown(_ledger(range(3), 0.5))
     ens = [line for line in text.splitlines() if "| ensemble |" in line]
     assert all(line.endswith("| a lead (seeds 0–2 only: above zero) |") and "| – |" in line for line in ens), ens
-    assert "no estimator meets it on the cells run so far (the second seed set has not run)." in text
+    assert (
+        "no estimator meets it on the cells run so far (seeds 3–5 still to run in full for B:prm N=16 ensemble, "
+        "B:prm N=64 ensemble)." in text
+    )
+
+
+def test_the_verdict_says_when_the_replication_has_run_in_full() -> None:
+    whole = grid_markdown(_ledger(range(6), 0.1))
+    assert "+5.0 ±" in whole and "| within noise in both seed sets |" in whole  # 2 of 40 problems gained: noise
+    assert "no estimator meets it (no difference cleared zero on seeds 0–2, so none is for seeds 3–5" in whole
+    done = grid_markdown(_ledger(range(6), 1.0))
+    assert "met by ensemble." in done
+    gained = _ledger(range(6), 1.0)
+    # seeds 3–5 on half the problems at N = 16, not yet at 64
+    half = gained["problem_id"].isin(PROBLEMS[:20]) & (gained["budget"] == 16)
+    partial = grid_markdown(gained[(gained["seed"] < 3) | half])
+    assert "still to run in full for B:prm N=16 ensemble, B:prm N=64 ensemble" in partial
 
 
 @pytest.mark.parametrize("gain", [0.0, 0.1, 0.5])
