@@ -17,7 +17,7 @@ import pytest
 from testkit.browser import CHROMIUM_FLAGS
 from testkit.serving import free_port, launch_served
 
-from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, wait_idle
+from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, patient, wait_idle
 
 # HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
 IMG = '<img src=x onerror="window.__pwned=1">'
@@ -113,7 +113,7 @@ def context_for(browser: Any) -> Iterator[Callable[[dict[str, int]], Any]]:
     def get(viewport: dict[str, int]) -> Any:
         key = (viewport["width"], viewport["height"])
         if key not in made:
-            made[key] = browser.new_context(viewport=viewport, accept_downloads=True)
+            made[key] = patient(browser.new_context(viewport=viewport, accept_downloads=True))
         return made[key]
 
     try:

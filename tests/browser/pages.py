@@ -17,6 +17,18 @@ SCREENSHOTS = os.environ.get("UATS_SCREENSHOTS") == "1"
 # Two synthetic runs (the real engine's events, testkit.synthetic) on one problem, seed and budget: the
 # comparison, replay and export tests need finished runs of known shape without minutes of search.
 PAIR = {"h-uats": "a0" * 16, "rebase": "b0" * 16}
+# The longest one step of a browser test waits (a click, a check, a plot redrawn, a text shown, a screenshot):
+# minutes on a loaded 2-core machine. A check under Playwright's default 30 s failed once with the suite beside two
+# other jobs. Every wait here ends as soon as what it waits for happens, so a long one costs a passing test nothing.
+STEP_S = 180.0
+
+
+def patient(target: Any) -> Any:
+    """A browser context or page whose actions and waits allow STEP_S (Playwright's default is 30 s)."""
+    target.set_default_timeout(STEP_S * 1000)
+    return target
+
+
 # The screens the issue-30 tour uses: a laptop and a desktop
 LAPTOP = {"width": 1280, "height": 800}
 WIDE = {"width": 1920, "height": 1080}
@@ -61,7 +73,7 @@ def plot_data(pg: Any, sel: str, key: str) -> str | None:
     return pg.eval_on_selector(f"{sel} .uats-plot", f"e => e.dataset.{key} || null")
 
 
-def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = 60) -> None:
+def wait_plot(pg: Any, sel: str, cond: str, timeout_s: float = STEP_S) -> None:
     pg.wait_for_function(
         f"() => {{ const e = document.querySelector('{sel} .uats-plot'); return e && ({cond}); }}",
         timeout=timeout_s * 1000,
@@ -107,7 +119,7 @@ def open_run(pg: Any, run_id: str) -> None:
     wait_plot(pg, "#tree", f"e.dataset.run === '{run_id}' && Number(e.dataset.nodes) > 0")
 
 
-def wait_text(pg: Any, selector: str, needle: str, timeout_s: float = 20) -> str:
+def wait_text(pg: Any, selector: str, needle: str, timeout_s: float = STEP_S) -> str:
     deadline = time.time() + timeout_s
     text = ""
     while time.time() < deadline:
@@ -123,7 +135,7 @@ def notice_text(pg: Any) -> str:
     return loc.inner_text() if loc.count() and loc.is_visible() else ""
 
 
-def wait_notice(pg: Any, needle: str, timeout_s: float = 20) -> str:
+def wait_notice(pg: Any, needle: str, timeout_s: float = STEP_S) -> str:
     deadline = time.time() + timeout_s
     text = ""
     while time.time() < deadline:

@@ -54,7 +54,7 @@ def test_start_a_run_and_watch_it_grow(page: Any, served: dict[str, Any], tiny_m
         time.sleep(0.2)
     assert run_id, "the page did not register a run"
     # the worker loads its models, writes RunStarted, then waits before iteration 1
-    wait_plot(page, "#tree", "e.dataset.status === 'running'", timeout_s=120)
+    wait_plot(page, "#tree", "e.dataset.status === 'running'")
     wait_text(page, "#run-status", "paused")
     assert store.get_run(run_id)["iterations"] == 0
     drawn_while_running: list[int] = []
@@ -88,9 +88,7 @@ def test_open_a_node_and_see_its_boxplot(page: Any) -> None:
     target = page.evaluate(NODE_PIXEL_JS, ["#tree", None])
     assert target, "no node visible in the tree"
     page.mouse.click(target["x"], target["y"])
-    page.wait_for_function(
-        "() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 0", timeout=20_000
-    )
+    page.wait_for_function("() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 0")
     details = wait_text(page, "#node-details", "Trace up to here")
     assert f"Node {target['id']}" in details and "R̄" in details and "Trace up to here" in details
     assert page.locator("#node-id input").input_value() == str(target["id"])
@@ -150,7 +148,7 @@ def test_download_an_export(page: Any) -> None:
     while time.time() < deadline and "run-" not in button.inner_text():
         time.sleep(0.2)
     assert "run-a0a0a0a0.zip" in button.inner_text()
-    with page.expect_download(timeout=60_000) as info:
+    with page.expect_download() as info:
         button.click()
     path = Path(info.value.path())
     with zipfile.ZipFile(path) as zf:
@@ -213,7 +211,7 @@ def test_reports_tab_builds_a_report_and_plots_a_training_curve(page: Any, serve
     page.locator("#rep-db input").first.click()
     page.get_by_role("option", name="eval.db (reports folder)").click()  # by name: never a server path
     page.click("#rep-build")
-    wait_text(page, "#rep-md", "83.3", timeout_s=60)  # REBASE at N=16, counted by hand in tests/test_report.py
+    wait_text(page, "#rep-md", "83.3")  # REBASE at N=16, counted by hand in tests/test_report.py
     wait_plot(page, "#rep-acc-n", "e.data && e.data.length > 0")
     wait_plot(page, "#rep-acc-cost", "e.data && e.data.length > 0")
     page.click("#curve-refresh")
@@ -232,7 +230,7 @@ def test_a_row_of_the_runs_tab_opens_its_run_in_the_search_tab(screen_page: Any)
     page, run = screen_page, PAIR["rebase"]
     page.locator('button[role="tab"][data-tab-id="runs"]').click()
     cell = page.locator("#runs-table [role=gridcell]", has_text=run[:8]).first
-    cell.wait_for(timeout=60_000)
+    cell.wait_for()
     fit = table_fit(page, "#runs-table")
     assert fit["cells"] >= 2 * 15 and not fit["broken"] and not fit["cut"], fit
     size = page.viewport_size
@@ -241,7 +239,6 @@ def test_a_row_of_the_runs_tab_opens_its_run_in_the_search_tab(screen_page: Any)
     page.wait_for_function(
         '() => document.querySelector(\'button[role="tab"][data-tab-id="search"]\')'
         ".getAttribute('aria-selected') === 'true'",
-        timeout=60_000,
     )
-    wait_plot(page, "#tree", f"e.dataset.run === '{run}'", timeout_s=60)
+    wait_plot(page, "#tree", f"e.dataset.run === '{run}'")
     assert page.locator("#tree .uats-plot").is_visible()

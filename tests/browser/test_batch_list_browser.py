@@ -16,7 +16,7 @@ from storage.batches import create_batch_job, end_batch_job, get_batch_job
 from testkit.doubles import WorkerPoolDouble
 from testkit.serving import served_app
 
-from .pages import shot, wait_notice, wait_text
+from .pages import patient, shot, wait_notice, wait_text
 
 pytestmark = pytest.mark.browser
 ANN, PAST, BOBS = "a1" * 16, "a0" * 16, "b1" * 16
@@ -37,7 +37,7 @@ def team(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _signed_in(browser: Any, url: str, user: str) -> Any:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx = patient(browser.new_context(viewport={"width": 1280, "height": 800}))
     page = ctx.new_page()
     page.goto(url)
     page.fill("input[type=text]", user)
@@ -54,7 +54,6 @@ def _batches(page: Any, rows: int) -> list[str]:
     page.wait_for_function(
         'n => document.querySelectorAll(\'#cf-batches [data-testid^="cell-"][data-testid$="-0"]\').length >= n',
         arg=rows,
-        timeout=30_000,
     )
     return [page.locator(f'#cf-batches [data-testid="cell-{i}-0"]').inner_text().strip() for i in range(rows)]
 

@@ -47,7 +47,6 @@ def _open_pair(page: Any, a: str, b: str) -> None:
     page.wait_for_function(
         "() => [...document.querySelectorAll('#cmp-changed [role=gridcell]')]"
         ".some(c => c.innerText.includes('re-evaluated'))",
-        timeout=30_000,
     )
     wait_idle(page)
 
@@ -104,8 +103,8 @@ def test_a_row_of_the_uncertainty_list_selects_its_node_in_both_trees(
     header = page.locator("#cmp-changed th").filter(has_text="R̄ alone").first
     assert "first K0 passes" in (header.get_attribute("title") or "")  # the column's tooltip
     page.locator(f'#cmp-changed [data-testid="cell-{row}-3"]').click()
-    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-a", a_node], timeout=30_000)
-    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-b", b_node], timeout=30_000)
+    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-a", a_node])
+    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-b", b_node])
     wait_plot(page, "#cmp-tree-a", f"Number(e.dataset.iteration) === {t}")
     wait_text(page, "#cmp-why", f"node {a_node}")
     assert f"in run B: node {b_node}" in page.locator("#cmp-why").inner_text()

@@ -120,7 +120,6 @@ def test_the_case_finder_lists_stored_pairs_and_opens_one(
     page.wait_for_function(
         "n => document.querySelectorAll('#cf-table [role=gridcell]').length >= n",
         arg=len(found.cases) * len(COLUMNS),
-        timeout=30_000,
     )
     listed = [
         page.locator(f'#cf-table [data-testid="cell-{i}-1"]').inner_text().strip() for i in range(len(found.cases))
@@ -138,7 +137,7 @@ def test_the_case_finder_lists_stored_pairs_and_opens_one(
         f"e.dataset.run === '{case.run['run_id']}' && Number(e.dataset.iteration) === {part.iteration}",
     )
     wait_plot(page, "#cmp-tree-b", f"e.dataset.run === '{case.counter['run_id']}'")
-    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-a", part.node_a], timeout=30_000)
+    page.wait_for_function(RING_ON_JS, arg=["#cmp-tree-a", part.node_a])
     wait_text(page, "#cmp-why", f"node {part.node_a}")
     assert page.locator("#cmp-tree-a").bounding_box()["y"] < page.viewport_size["height"]  # scrolled into view
     # what the click leaves in the window: the run beside its counterfactual, the step where they part ringed in both

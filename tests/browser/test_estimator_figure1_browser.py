@@ -73,7 +73,7 @@ def test_figure1_names_each_estimators_samples(
     for estimator, rid in estimator_runs.items():
         t, nid = _busiest_step(served, rid)
         pg.goto(f"{served['url']}/?run={rid}&node={nid}&t={t}")
-        wait_plot(pg, "#figure1", f"e.dataset.run === '{rid}'", timeout_s=120)
+        wait_plot(pg, "#figure1", f"e.dataset.run === '{rid}'")
         wait_idle(pg)
         samples = {"mc-dropout": "dropout passes", "ensemble": "ensemble members"}[estimator]
         titles = pg.evaluate(

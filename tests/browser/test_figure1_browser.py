@@ -63,7 +63,7 @@ def test_figure1_texts_never_overlap_or_clip(
         rid, t = step_runs[n], 3
         nid = _node_decided_at(served, rid, t)
         pg.goto(f"{served['url']}/?run={rid}&node={nid}&t={t}")
-        wait_plot(pg, "#figure1", f"e.dataset.run === '{rid}' && Number(e.dataset.nodes) === {n}", timeout_s=120)
+        wait_plot(pg, "#figure1", f"e.dataset.run === '{rid}' && Number(e.dataset.nodes) === {n}")
         wait_idle(pg)
         seen = text_layout(pg, "#figure1")
         # every row's table line, its label, the ticks, the title and the caption
@@ -114,7 +114,6 @@ def test_whole_tree_labels_never_collide_at_n64(
         "#tree",
         f"e.dataset.run === '{rid}' && e.dataset.iteration === '4' && "
         f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}",
-        timeout_s=120,
     )
     wait_idle(pg)
     whole = pg.evaluate(TREE_MARKS_JS)
@@ -125,7 +124,7 @@ def test_whole_tree_labels_never_collide_at_n64(
         " const m = (r[0] + r[1]) / 2, w = (r[1] - r[0]) / 8;"
         " return Plotly.relayout(gd, {'xaxis.range': [m - w, m + w]}); }"
     )
-    wait_plot(pg, "#tree", f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}", timeout_s=60)
+    wait_plot(pg, "#tree", f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}")
     zoomed = pg.evaluate(TREE_MARKS_JS)
     assert zoomed["overlaps"] == 0 and zoomed["outside"] == 0, zoomed
     assert zoomed["shown"] > 0
@@ -168,7 +167,7 @@ def test_focus_after_a_zoom_frames_the_subtree(
     sub = max((i for i in state.nodes if i and 6 <= len(state.subtree(i)) <= 40), key=lambda i: len(state.subtree(i)))
     focused = len({0, *state.path(sub), *state.subtree(sub)})  # bigtree.focus_nodes: its path and its subtree
     pg.goto(f"{served['url']}/?run={rid}&node={sub}")
-    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.lodPending === '0'", timeout_s=120)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.lodPending === '0'")
     wait_idle(pg)
     # the user zooms into the left edge of the whole tree first
     pg.evaluate(
@@ -182,7 +181,6 @@ def test_focus_after_a_zoom_frames_the_subtree(
         "#tree",
         f"Number(e.dataset.shown) === {focused} && e._fullLayout.xaxis.autorange === true && "
         f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}",
-        timeout_s=120,
     )
     beside = pg.evaluate(FOCUS_JS)
     assert beside["points"] >= 6 and beside["outside"] == 0, beside  # every focused node inside the plot area
@@ -195,7 +193,6 @@ def test_focus_after_a_zoom_frames_the_subtree(
         "#tree",
         f"e._fullLayout.xaxis._length > 1.5 * {narrow} && e.dataset.lod === 'detail' && "
         f"e.dataset.lodPending === '0' && e.dataset.labelView === {LABEL_VIEW}",
-        timeout_s=60,
     )
     seen = pg.evaluate(FOCUS_JS)
     assert seen["points"] >= 6 and seen["outside"] == 0, seen
@@ -209,13 +206,13 @@ def test_replay_keeps_the_tree_in_view(screen_page: Any, served: dict[str, Any],
     pg, size = screen_page, screen_page.viewport_size
     rid = step_runs[8]
     pg.goto(f"{served['url']}/?run={rid}")
-    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}'", timeout_s=120)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}'")
     wait_idle(pg)
     pg.evaluate("() => window.scrollTo(0, 900)")  # the page scrolled down to the inspector, as a reader does
     last = int(pg.eval_on_selector("#tree .uats-plot", "e => e.dataset.iteration"))
     for button, want in (("#prev-btn", last - 1), ("#prev-btn", last - 2), ("#next-btn", last - 1)):
         pg.click(button)
-        wait_plot(pg, "#tree", f"e.dataset.iteration === '{want}'", timeout_s=60)
+        wait_plot(pg, "#tree", f"e.dataset.iteration === '{want}'")
         tree = pg.locator("#tree").bounding_box()
         bar = pg.locator("#run-bar").bounding_box()
         view_h = size["height"]

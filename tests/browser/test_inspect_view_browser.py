@@ -98,7 +98,7 @@ WHY_OF_JS = r"""(nid) => [...document.querySelectorAll('#why-panel p, #why-panel
 
 def _open(pg: Any, url: str, rid: str) -> None:
     pg.goto(url)
-    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.lodPending === '0'", timeout_s=120)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}' && e.dataset.lodPending === '0'")
     wait_idle(pg)
     wait_quiet(pg, 60)  # the page done loading: the nodes' pixels are read after this
 
@@ -117,10 +117,9 @@ def _click(pg: Any, node: dict[str, Any]) -> int:
         "document.querySelector('#node-id input'); return e && e._uatsMeta && e.dataset.drawnAt && "
         "e._uatsMeta.selected !== b && String(e._uatsMeta.selected) === box.value; }",
         arg=before,
-        timeout=60_000,
     )
     nid = int(pg.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.selected"))
-    pg.wait_for_function(WHY_OF_JS, arg=nid, timeout=60_000)
+    pg.wait_for_function(WHY_OF_JS, arg=nid)
     wait_idle(pg)
     return nid
 
@@ -142,8 +141,8 @@ def test_a_click_shows_its_figure1_row_numbers_and_why_beside_the_tree(
     shot(pg, f"inspect-click-{size['width']}x{size['height']}", full_page=False)
     # a link to the node opens the same view, on the first screen
     _open(pg, f"{served['url']}/?run={run64}&node={node['id']}", run64)
-    wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {node['id']}", timeout_s=60)
-    pg.wait_for_function("() => document.getElementById('inspector-panel').getClientRects().length > 0", timeout=30_000)
+    wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {node['id']}")
+    pg.wait_for_function("() => document.getElementById('inspector-panel').getClientRects().length > 0")
     wait_idle(pg)
     linked = pg.evaluate(IN_VIEW_JS, node["id"])
     assert linked["labelIn"] and linked["lineIn"] and linked["treeShown"] >= 250, linked
@@ -258,7 +257,7 @@ def _zoom_middle(pg: Any, sel: str, share: float) -> None:
         " return Plotly.relayout(gd, {'xaxis.range': [m - w, m + w], 'yaxis.range': [y[0], y[1]]}); }",
         [sel, share],
     )
-    wait_plot(pg, sel, SETTLED, timeout_s=60)
+    wait_plot(pg, sel, SETTLED)
 
 
 @pytest.mark.opens_an_address
@@ -266,7 +265,7 @@ def _zoom_middle(pg: Any, sel: str, share: float) -> None:
 def test_no_label_over_a_glyph_in_search(screen_page: Any, served: dict[str, Any], run64: str) -> None:
     pg, size = screen_page, screen_page.viewport_size
     _open(pg, f"{served['url']}/?run={run64}&t=4", run64)
-    wait_plot(pg, "#tree", f"e.dataset.iteration === '4' && {SETTLED}", timeout_s=60)
+    wait_plot(pg, "#tree", f"e.dataset.iteration === '4' && {SETTLED}")
     shown = 0
     for share in (1.0, 0.25, 0.08):  # the whole tree, then closer, down to detailed boxplots
         if share < 1:
@@ -287,10 +286,10 @@ def test_no_label_over_a_glyph_in_compare(screen_page: Any, served: dict[str, An
     pg.click("#cmp-load")
     shown = 0
     for sel in ("#cmp-tree-a", "#cmp-tree-b"):
-        wait_plot(pg, sel, f"Number(e.dataset.nodes) > 1 && {SETTLED}", timeout_s=120)
+        wait_plot(pg, sel, f"Number(e.dataset.nodes) > 1 && {SETTLED}")
     wait_idle(pg)
     for sel in ("#cmp-tree-a", "#cmp-tree-b"):
-        wait_plot(pg, sel, SETTLED, timeout_s=60)
+        wait_plot(pg, sel, SETTLED)
         seen = pg.evaluate(LABELS_ON_GLYPHS_JS, sel)
         assert seen["marks"] > 0 and not seen["over"], (sel, seen)
         shown += seen["labels"]

@@ -102,9 +102,7 @@ def test_address_opens_a_node_at_an_iteration_and_arrows_step_back_in_time(page:
     wait_plot(page, "#tree", "Number(e.dataset.iteration) === 2")
     details = wait_text(page, "#node-details", "K 7 ")
     assert "re-evaluated" not in details and "children granted 2" in details, details
-    page.wait_for_function(
-        "() => location.search.includes('t=2') && location.search.includes('node=1')", timeout=10_000
-    )
+    page.wait_for_function("() => location.search.includes('t=2') && location.search.includes('node=1')")
     page.keyboard.press("ArrowLeft")
     wait_plot(page, "#tree", "Number(e.dataset.iteration) === 1")
     details = wait_text(page, "#node-details", "children granted 0")
@@ -155,7 +153,7 @@ def test_cases_filter_before_ranking_and_name_empty_quadrants(page: Any, served:
     page.get_by_role("tab", name="Cases").click()
     page.locator("#c-starred input").check()
     page.click("#c-mine")
-    summary = wait_text(page, "#cases-summary", "no starred case", timeout_s=60)
+    summary = wait_text(page, "#cases-summary", "no starred case")
     for q in QUADRANTS:
         if q != quadrant:
             assert f"{q}: no starred case" in summary, summary
@@ -172,18 +170,17 @@ def test_a_case_opens_in_the_search_tab_with_its_node_inspected(page: Any) -> No
     page.get_by_role("tab", name="Cases").click()
     page.click("#c-mine")
     first = page.locator('#cases-table [data-testid="cell-0-1"]')
-    first.wait_for(timeout=60_000)
+    first.wait_for()
     run_prefix, node = first.inner_text().strip(), page.locator('#cases-table [data-testid="cell-0-2"]').inner_text()
     first.click()
-    wait_text(page, "#case-details", f"Node {node.strip()}", timeout_s=60)
+    wait_text(page, "#case-details", f"Node {node.strip()}")
     page.click("#case-open")
     page.wait_for_function(
         '() => document.querySelector(\'button[role="tab"][data-tab-id="search"]\')'
         ".getAttribute('aria-selected') === 'true'",
-        timeout=60_000,
     )
-    wait_text(page, "#node-details", f"Node {node.strip()} ", timeout_s=60)
-    wait_plot(page, "#tree", f"e.dataset.run.startsWith('{run_prefix}')", timeout_s=60)
+    wait_text(page, "#node-details", f"Node {node.strip()} ")
+    wait_plot(page, "#tree", f"e.dataset.run.startsWith('{run_prefix}')")
 
 
 def notice_is_quiet(page: Any) -> bool:

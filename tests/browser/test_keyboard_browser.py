@@ -28,7 +28,7 @@ def test_tab_type_enter_inspects_a_node(laptop_page: Any, served: dict[str, Any]
     box = pg.locator("#node-id input")
     assert box.input_value() == "" and box.get_attribute("placeholder"), box.get_attribute("placeholder")
     pg.goto(f"{served['url']}/?run={rid}")
-    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}'", timeout_s=120)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{rid}'")
     wait_idle(pg)
     assert box.input_value() == ""  # a run open, no node chosen yet
     for _ in range(200):  # Tab through the page's controls to the box, as a keyboard user does
@@ -38,10 +38,10 @@ def test_tab_type_enter_inspects_a_node(laptop_page: Any, served: dict[str, Any]
     assert pg.evaluate(ON_NODE_BOX), pg.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
     pg.keyboard.type(str(nid))
     pg.keyboard.press("Enter")
-    wait_text(pg, "#node-details", f"Node {nid}", timeout_s=60)
-    pg.wait_for_function(RING_ON_JS, arg=["#tree", nid], timeout=60_000)
+    wait_text(pg, "#node-details", f"Node {nid}")
+    pg.wait_for_function(RING_ON_JS, arg=["#tree", nid])
     # ui/js/inspector.js opens the inspector once the text names the node, not in step with the ring
-    pg.locator("#inspector-panel").wait_for(state="visible", timeout=60_000)
+    pg.locator("#inspector-panel").wait_for(state="visible")
     assert box.input_value() == str(nid)
     pg.locator("#inspector-panel .uats-close").click()  # back to the form (the inspector takes its place at 1280)
     open_run(pg, PAIR["rebase"])

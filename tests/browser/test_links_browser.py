@@ -42,7 +42,7 @@ def test_opening_a_run_leaves_the_node_out_of_the_address(page: Any, served: dic
     wait_address(page, f"q.get('node') === '{target['id']}'")
     # a link opened fresh holds the run alone: nothing selected
     goto(page, f"{served['url']}/?run={PAIR['rebase']}")
-    wait_plot(page, "#tree", f"e.dataset.run === '{PAIR['rebase']}'", timeout_s=120)
+    wait_plot(page, "#tree", f"e.dataset.run === '{PAIR['rebase']}'")
     time.sleep(1.0)
     search = page.evaluate("() => location.search")
     assert "node=" not in search and "t=" not in search, search
@@ -52,7 +52,7 @@ def test_opening_a_run_leaves_the_node_out_of_the_address(page: Any, served: dic
 @pytest.mark.opens_an_address
 def test_a_run_that_does_not_exist_keeps_its_message(page: Any, served: dict[str, Any]) -> None:
     goto(page, f"{served['url']}/?run=doesnotexist")
-    wait_notice(page, "doesnotexist", timeout_s=120)
+    wait_notice(page, "doesnotexist")
     # the page's own start-up (problem list, runs, pickers) must not wipe it
     deadline = time.time() + 4
     while time.time() < deadline:
@@ -64,8 +64,8 @@ def test_a_run_that_does_not_exist_keeps_its_message(page: Any, served: dict[str
 @pytest.mark.opens_an_address
 def test_a_node_that_does_not_exist_gets_a_message(page: Any, served: dict[str, Any]) -> None:
     goto(page, f"{served['url']}/?run={PAIR['h-uats']}&node=9999")
-    wait_plot(page, "#tree", f"e.dataset.run === '{PAIR['h-uats']}'", timeout_s=120)
-    text = wait_notice(page, "9999", timeout_s=60)
+    wait_plot(page, "#tree", f"e.dataset.run === '{PAIR['h-uats']}'")
+    text = wait_notice(page, "9999")
     assert "node" in text and "no node 9999" in text, text
     deadline = time.time() + 3
     while time.time() < deadline:
@@ -84,7 +84,7 @@ def test_a_link_to_a_node_draws_its_figure1_then_its_tree_each_once(page: Any, s
     first answer recorded the version it showed)."""
     run, node = PAIR["h-uats"], 12
     goto(page, f"{served['url']}/?run={run}&node=0{node}")  # a number as typed: the tree follows all the same
-    wait_plot(page, "#tree", f"e.dataset.run === '{run}'", timeout_s=120)
+    wait_plot(page, "#tree", f"e.dataset.run === '{run}'")
     time.sleep(2.0)  # four of the poll's ticks
     draws = page.evaluate("() => (window.__uatsDraws || []).filter(d => d.run).map(d => d.el)")
     assert draws.index("figure1") < draws.index("tree") and draws.count("tree") == 1, draws

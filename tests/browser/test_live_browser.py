@@ -30,11 +30,11 @@ def test_a_run_written_in_bursts_is_drawn_iteration_by_iteration(page: Any, serv
         if isinstance(ev, IterationEnded):
             written, burst = ev.iteration, burst + 1
             if burst == 3:  # three iterations land between two polls; then wait for the page to draw them
-                wait_plot(page, "#tree", f"Number(e.dataset.iteration) === {written}", timeout_s=120)
+                wait_plot(page, "#tree", f"Number(e.dataset.iteration) === {written}")
                 burst = 0
         if isinstance(ev, RunEnded):
             break
-    wait_plot(page, "#tree", "e.dataset.status === 'finished'", timeout_s=120)
+    wait_plot(page, "#tree", "e.dataset.status === 'finished'")
     drawn = page.evaluate("() => window.__uatsDraws.filter(d => d.el === 'tree').map(d => d.iteration)")  # one run
     unique = [t for i, t in enumerate(drawn) if i == 0 or t != drawn[i - 1]]  # a status-only redraw repeats one
     assert unique == list(range(unique[0], written + 1)), drawn
@@ -78,18 +78,17 @@ def test_no_frame_is_drawn_after_the_status_says_finished(page: Any, served: dic
     for ev in events[: first + 1]:  # the run starts and its first iteration is written
         sub(ev)
     open_run(page, run_id)
-    wait_plot(page, "#tree", "e.dataset.iteration === '1'", timeout_s=120)
+    wait_plot(page, "#tree", "e.dataset.iteration === '1'")
     page.evaluate(SAID_FINISHED_JS)
     last = max(ev.iteration for ev in events if isinstance(ev, IterationEnded))
     assert last >= 8  # a burst of frames, each drawn in turn
     for ev in events[first + 1 :]:  # every other iteration and the run's end at once
         sub(ev)
-    page.wait_for_function("() => window.__uatsSaidFinished !== null", timeout=120_000)
+    page.wait_for_function("() => window.__uatsSaidFinished !== null")
     wait_plot(
         page,
         "#tree",
         f"e.dataset.status === 'finished' && e.dataset.iteration === '{last}' && !e._uatsBusy && !e._uatsQueue.length",
-        timeout_s=120,
     )
     said, draws = page.evaluate("() => [window.__uatsSaidFinished, window.__uatsDraws.filter(d => d.el === 'tree')]")
     after = [(d["iteration"], d["at"] - said) for d in draws if d["at"] > said]

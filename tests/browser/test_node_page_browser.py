@@ -53,8 +53,8 @@ def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str
     pg, node = fresh, _a_step_node(served)
     pg.goto(f"{served['url']}/node?run={RUN}&node={node}")
     _figure1_for(pg, node)
-    wait_plot(pg, "#tree", f"e.dataset.run === '{RUN}'", timeout_s=60)
-    pg.wait_for_function(RING_ON_JS, arg=["#tree", node], timeout=30_000)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{RUN}'")
+    pg.wait_for_function(RING_ON_JS, arg=["#tree", node])
     height = pg.viewport_size["height"]
     # the answer to the link is on the first screen, with no scroll: Figure 1, the Why and the tree
     for selector in ("#figure1", "#why-panel", "#tree"):
@@ -68,13 +68,13 @@ def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str
     if target["id"] in (0, node):
         target = pg.evaluate(NODE_PIXEL_JS, ["#tree", node + 1])
     pg.mouse.click(target["x"], target["y"])
-    _figure1_for(pg, target["id"], timeout_s=60)
-    pg.wait_for_function(RING_ON_JS, arg=["#tree", target["id"]], timeout=30_000)
+    _figure1_for(pg, target["id"])
+    pg.wait_for_function(RING_ON_JS, arg=["#tree", target["id"]])
     rings = pg.eval_on_selector(
         "#tree .uats-plot", "gd => (gd.layout.shapes || []).filter(s => s.name === 'selected').length"
     )
     assert rings == 1
-    pg.wait_for_function(f"() => new URLSearchParams(location.search).get('node') === '{target['id']}'", timeout=10_000)
+    pg.wait_for_function(f"() => new URLSearchParams(location.search).get('node') === '{target['id']}'")
     # the studio, one link away (a tab of its own, as Gradio opens a Markdown link): the same run, the same node
     with pg.context.expect_page() as opened:
         pg.get_by_text("Open in the studio").click()
@@ -82,21 +82,18 @@ def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str
     studio.wait_for_selector("#run-btn", timeout=180_000)
     assert "/node" not in studio.url
     wait_plot(studio, "#tree", f"e.dataset.run === '{RUN}'", timeout_s=180)
-    _figure1_for(studio, target["id"], timeout_s=60)
+    _figure1_for(studio, target["id"])
 
 
 @pytest.mark.parametrize("fresh", ["1280x800"], indirect=True)
 def test_an_address_without_a_run_gets_one_line(fresh: Any, served: dict[str, Any]) -> None:
     pg = fresh
     pg.goto(f"{served['url']}/node?run=doesnotexist&node=3")
-    pg.wait_for_function(
-        "() => (document.querySelector('#node-head') || {}).innerText?.includes('doesnotexist')", timeout=120_000
-    )
+    pg.wait_for_function("() => (document.querySelector('#node-head') || {}).innerText?.includes('doesnotexist')")
     assert pg.locator("#figure1 .uats-plot").get_attribute("data-drawn-at") is None  # nothing drawn
     pg.goto(f"{served['url']}/node")
     pg.wait_for_function(
         "() => (document.querySelector('#node-head') || {}).innerText?.includes('no run in the address')",
-        timeout=120_000,
     )
 
 
@@ -107,11 +104,11 @@ def test_the_studio_s_inspector_gives_the_node_s_link(laptop_page: Any, served: 
     pg.goto(f"{served['url']}/?run={RUN}&node={node}")
     _figure1_for(pg, node, timeout_s=180)
     share = pg.locator("#inspector-head .uats-share")
-    share.wait_for(state="visible", timeout=30_000)
+    share.wait_for(state="visible")
     assert f"node={node}" in (share.get_attribute("href") or "")
     assert share.bounding_box()["y"] < pg.viewport_size["height"]
     with pg.context.expect_page() as opened:
         share.click()
     linked = opened.value
-    _figure1_for(linked, node, timeout_s=120)
+    _figure1_for(linked, node)
     assert "/node?" in linked.url

@@ -19,6 +19,8 @@ from storage import RunStore
 from testkit.doubles import WorkerPoolDouble
 from testkit.serving import free_port, served_app
 
+from .pages import patient
+
 pytestmark = pytest.mark.browser
 
 CALL_JS = """async ([app, fn]) => {
@@ -70,7 +72,7 @@ def test_a_page_on_another_port_cannot_call_the_api(
 ) -> None:
     app, other = two_ports
     caplog.set_level(logging.WARNING, logger="ui.web_guard")
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx = patient(browser.new_context(viewport={"width": 1280, "height": 800}))
     try:
         page = ctx.new_page()
         page.goto(app)

@@ -60,14 +60,13 @@ def test_a_bad_budget_message_shows_in_the_viewport(screen: str, request: pytest
     fill(pg, "budget", "0")
     pg.locator("#open-btn").scroll_into_view_if_needed()  # the form's last control: below a laptop's fold
     pg.evaluate("() => window.scrollBy(0, 300)")
-    pg.wait_for_function("() => window.scrollY > 0", timeout=10_000)
+    pg.wait_for_function("() => window.scrollY > 0")
     _click(pg, "#run-btn")
     wait_notice(pg, "budget N: must be an integer >= 1")
     # the bar sticks under the message, not behind it (its offset follows the message's height)
     pg.wait_for_function(
         "() => document.getElementById('run-bar').getBoundingClientRect().top >= "
         "document.getElementById('notice').getBoundingClientRect().bottom - 1",
-        timeout=10_000,
     )
     notice, run = pg.locator("#notice").bounding_box(), pg.locator("#run-btn").bounding_box()
     assert _in_view(pg, notice), f"the message is outside the {pg.viewport_size} viewport: {notice}"
@@ -88,14 +87,14 @@ def test_step_mode_keeps_the_step_button_and_the_tree_in_view(
     box.check()
     _click(pg, "#run-btn")
     wait_plot(pg, "#tree", "e.dataset.status === 'running'", timeout_s=240)
-    wait_text(pg, "#run-status", "paused", timeout_s=60)
+    wait_text(pg, "#run-status", "paused")
     run_id = next(r["run_id"] for r in store.list_runs(limit=100) if r["run_id"] not in before)
     try:
         _click(pg, "#step-btn")
         deadline = time.time() + 120
         while store.get_run(run_id)["iterations"] < 1 and time.time() < deadline:
             time.sleep(0.2)
-        wait_plot(pg, "#tree", "Number(e.dataset.iteration) === 1", timeout_s=60)
+        wait_plot(pg, "#tree", "Number(e.dataset.iteration) === 1")
         step = pg.locator("#step-btn").bounding_box()
         assert _in_view(pg, step), f"Step is outside the viewport: {step}"
         # whatever sticks at the top of the window (the run bar, the message line) covers what is under it
@@ -118,12 +117,10 @@ def test_controls_that_cannot_act_are_disabled_with_a_reason(laptop_page: Any) -
     pg = laptop_page
     for sel in ("#prev-btn", "#play-btn", "#next-btn", "#expand-all", "#step-btn", "#cancel-btn"):
         assert pg.locator(sel).is_disabled(), f"{sel} is enabled with no run open"
-    pg.wait_for_function("() => document.querySelector('#prev-btn').title.includes('No run is open')", timeout=20_000)
+    pg.wait_for_function("() => document.querySelector('#prev-btn').title.includes('No run is open')")
     assert "No run is open" in pg.locator("#run-hint").inner_text()
     open_run(pg, PAIR["h-uats"])
-    pg.wait_for_function("() => !document.querySelector('#prev-btn').disabled", timeout=30_000)
+    pg.wait_for_function("() => !document.querySelector('#prev-btn').disabled")
     assert pg.locator("#step-btn").is_disabled()  # the run has finished: nothing to step
-    pg.wait_for_function(
-        "() => document.querySelector('#step-btn').title.includes('has ended (finished)')", timeout=20_000
-    )
+    pg.wait_for_function("() => document.querySelector('#step-btn').title.includes('has ended (finished)')")
     assert pg.locator("#prev-btn").get_attribute("title") == ""

@@ -33,7 +33,7 @@ def test_the_form_offers_every_setting_it_may_at_1280(laptop_page: Any) -> None:
     shown = [d for d in SETTINGS if not d.spec.app_leaves_out]
     ids = [d.elem_id for d in shown]
     # Gradio mounts an accordion's fields after the click that opens it (asynchronously): wait until they are there
-    pg.wait_for_function("(ids) => ids.every((id) => document.getElementById(id))", arg=ids, timeout=60_000)
+    pg.wait_for_function("(ids) => ids.every((id) => document.getElementById(id))", arg=ids)
     wait_idle(pg)
     boxes = pg.evaluate(BOXES_JS, ids)
     bad = [

@@ -100,16 +100,15 @@ def test_shadow_values_show_in_every_panel_and_no_gate(shadow_page: Any, shadow_
     assert hit is not None
     pg.mouse.click(hit["x"], hit["y"])
     want = fmt_var(shadow[1]["var"])
-    md = wait_text(pg, "#node-details", "shadow", timeout_s=30)
+    md = wait_text(pg, "#node-details", "shadow")
     assert f"σ² {want}" in md, md
     assert "Gate" not in md and "gate read" not in md, md  # the run never had a gate
     pg.wait_for_function(
         "(v) => { const f = document.querySelector('#figure1 .uats-plot');"
         " return f && [...f.querySelectorAll('svg text')].some(t => t.textContent.includes(v)); }",
         arg=want,
-        timeout=30_000,
     )
-    why = wait_text(pg, "#why-panel", "shadow", timeout_s=30)  # the node's decision, then its shadow passes
+    why = wait_text(pg, "#why-panel", "shadow")  # the node's decision, then its shadow passes
     assert "gate read" not in why and not re.search(r"\d+ OOD \(\d+ ID\)", why) and "δ test" not in why, why
     assert "no OOD gate" in why and "node 1" in why
 
@@ -131,7 +130,7 @@ def test_the_run_bar_stays_small_for_every_run(shadow_page: Any, shadow_app: dic
         assert _bar_height(pg) <= BAR_MAX_PX, (rid, _bar_height(pg), pg.locator("#run-status").inner_text())
         assert _hint_whole(pg), pg.locator("#run-hint").inner_text()
         # the whole status is the bar's tooltip when a line ends in …
-        pg.wait_for_function("() => document.getElementById('run-status').title.length > 20", timeout=10_000)
+        pg.wait_for_function("() => document.getElementById('run-status').title.length > 20")
 
 
 def test_a_disabled_cancel_does_not_look_like_one_that_acts(shadow_page_laptop: Any) -> None:

@@ -93,9 +93,7 @@ def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, A
     assert _figure1_rows(page) == rows and nid in rows
     # sort by σ²: the order the stored statistics give
     choose(page, "fig1-sort", "σ² (gate)")
-    page.wait_for_function(
-        "() => document.querySelector('#figure1 .uats-plot')._uatsMeta.sort_by === 'stat'", timeout=20_000
-    )
+    page.wait_for_function("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.sort_by === 'stat'")
     assert _figure1_rows(page) == expected("stat", 64, None)
     # 16 rows a page, then the next page
     choose(page, "fig1-per-page", "16")
@@ -103,9 +101,7 @@ def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, A
     first = page.evaluate("() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page")
     step, button = (-1, "#fig1-prev") if first > 0 else (1, "#fig1-next")
     page.click(button)
-    page.wait_for_function(
-        f"() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page === {first + step}", timeout=20_000
-    )
+    page.wait_for_function(f"() => document.querySelector('#figure1 .uats-plot')._uatsMeta.page === {first + step}")
     assert _figure1_rows(page) == expected("stat", 16, first + step)
     # a click on a row inspects that candidate
     row = _figure1_rows(page)[0]
@@ -113,13 +109,11 @@ def test_figure1_sorts_pages_filters_and_inspects(page: Any, served: dict[str, A
         "([id]) => document.querySelector('#figure1 .uats-plot').emit('plotly_click', {points: [{customdata: [id]}]})",
         [row],
     )
-    page.wait_for_function(f"() => document.querySelector('#node-id input').value === '{row}'", timeout=20_000)
+    page.wait_for_function(f"() => document.querySelector('#node-id input').value === '{row}'")
     wait_text(page, "#why-panel", f"node {row}")
     # siblings only: a filter of the same figure
     page.locator("#fig1-siblings input").check()
-    page.wait_for_function(
-        "() => document.querySelector('#figure1 .uats-plot').layout.title.text.includes('sibling')", timeout=20_000
-    )
+    page.wait_for_function("() => document.querySelector('#figure1 .uats-plot').layout.title.text.includes('sibling')")
     parent = data.nodes[row]["parent_id"]
     ids = _figure1_rows(page)
     assert row in ids and all(data.nodes[i]["parent_id"] == parent for i in ids)
@@ -165,7 +159,7 @@ def test_compare_click_shadow_and_export(page: Any, served: dict[str, Any]) -> N
     text = wait_text(page, "#cmp-why", "shadow")
     assert "4 MC passes" in text and "not spent by this run" in text
     page.wait_for_function(
-        "() => document.querySelector('#cmp-inspector .uats-plot').data.some(t => t.name === 'shadow')", timeout=20_000
+        "() => document.querySelector('#cmp-inspector .uats-plot').data.some(t => t.name === 'shadow')"
     )
     wait_idle(page)
     shot(page, "compare-shadow")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .pages import choose, photo
+from .pages import choose, patient, photo
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +64,15 @@ def _open(page: Any, url: str, run_id: str, node: int) -> None:
     page.goto(f"{url}/?run={run_id}&node={node}")
     page.wait_for_function(
         f"() => {{ const e = document.querySelector('#tree .uats-plot'); return e && e.dataset.run === '{run_id}'; }}",
-        timeout=120_000,
     )
-    page.wait_for_function("() => document.querySelector('#node-details').innerText.includes('Node ')", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#node-details').innerText.includes('Node ')")
 
 
 def _focus(page: Any, focus: str) -> None:
     page.get_by_text("View: filters, search, collapse").click()
     choose(page, "f-focus", focus)
-    page.wait_for_function("() => document.querySelector('#tree .uats-plot').dataset.lod === 'detail'", timeout=120_000)
-    page.wait_for_function(SETTLED, timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#tree .uats-plot').dataset.lod === 'detail'")
+    page.wait_for_function(SETTLED)
 
 
 def _photo(page: Any, selector: str, path: Path) -> None:
@@ -94,7 +93,7 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
         for w, h in VIEWPORTS:
-            page = browser.new_page(viewport={"width": w, "height": h})
+            page = patient(browser.new_page(viewport={"width": w, "height": h}))
             _open(page, url, RUNS[1][0], nodes["step"])
             _focus(page, "selected step")
             written.append(out / f"tree-step-{w}.png")
@@ -105,7 +104,7 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
             ):
                 _open(page, url, run, node)
                 page.wait_for_function(
-                    "() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 1", timeout=60_000
+                    "() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 1"
                 )
                 written.append(out / f"{name}-{w}.png")
                 _photo(page, "#figure1", written[-1])
