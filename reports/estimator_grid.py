@@ -82,7 +82,7 @@ def _cleared_first(diffs: pd.DataFrame) -> pd.DataFrame:
     return first[[side(d, h) != NOISE for d, h in zip(first["diff"], first["half"], strict=True)]]
 
 
-def unreplicated(diffs: pd.DataFrame) -> list[str]:
+def _unreplicated(diffs: pd.DataFrame) -> list[str]:
     """The differences that cleared zero on the first seed set but have not run on the second on as many problems:
     "pair N=… estimator" each."""
     second = list(SEED_SETS)[1]
@@ -101,7 +101,7 @@ def _replication_state(diffs: pd.DataFrame) -> str:
     first, second = SEED_SETS
     if _cleared_first(diffs).empty:
         return f" (no difference cleared zero on {first}, so none is for {second} to replicate)"
-    missing = unreplicated(diffs)
+    missing = _unreplicated(diffs)
     if not missing:
         return f" (every difference that cleared zero on {first} has run on {second}, on as many problems)"
     return f" on the cells run so far ({second} still to run in full for {', '.join(missing)})"
