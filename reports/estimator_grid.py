@@ -82,8 +82,8 @@ def _cleared_first(diffs: pd.DataFrame) -> pd.DataFrame:
     return first[[side(d, h) != NOISE for d, h in zip(first["diff"], first["half"], strict=True)]]
 
 
-def _unreplicated(diffs: pd.DataFrame) -> list[str]:
-    """The differences that cleared zero on the first seed set but have not run on the second on as many problems:
+def _unreplicated(diffs: pd.DataFrame, cleared: pd.DataFrame) -> list[str]:
+    """The `cleared` differences (_cleared_first) that have not run on the second seed set on as many problems:
     "pair N=… estimator" each."""
     second = list(SEED_SETS)[1]
     ran = {
@@ -91,7 +91,7 @@ def _unreplicated(diffs: pd.DataFrame) -> list[str]:
     }
     return [
         f"{r['pair']} N={r['budget']} {r['estimator']}"
-        for _, r in _cleared_first(diffs).iterrows()
+        for _, r in cleared.iterrows()
         if ran.get((r["pair"], r["budget"], r["estimator"]), 0) < r["n_problems"]
     ]
 
@@ -99,9 +99,10 @@ def _unreplicated(diffs: pd.DataFrame) -> list[str]:
 def _replication_state(diffs: pd.DataFrame) -> str:
     """What the verdict stands on: the whole protocol, or the cells run so far and what is still to run."""
     first, second = SEED_SETS
-    if _cleared_first(diffs).empty:
+    cleared = _cleared_first(diffs)
+    if cleared.empty:
         return f" (no difference cleared zero on {first}, so none is for {second} to replicate)"
-    missing = _unreplicated(diffs)
+    missing = _unreplicated(diffs, cleared)
     if not missing:
         return f" (every difference that cleared zero on {first} has run on {second}, on as many problems)"
     return f" on the cells run so far ({second} still to run in full for {', '.join(missing)})"
