@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .conftest import SCREENS
-from .pages import NODE_PIXEL_JS, PAIR, RING_ON_JS, shot, wait_plot
+from .pages import NODE_PIXEL_JS, PAIR, RING_ON_JS, STEP_S, shot, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -34,8 +34,8 @@ def fresh(context_for: Callable[[dict[str, int]], Any], request: pytest.FixtureR
     assert not errors, errors  # no JavaScript error on the page, ever
 
 
-def _figure1_for(pg: Any, node: int, timeout_s: float = 120) -> None:
-    wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {node} && e.dataset.drawnAt", timeout_s)
+def _figure1_for(pg: Any, node: int) -> None:
+    wait_plot(pg, "#figure1", f"e._uatsMeta && e._uatsMeta.selected === {node} && e.dataset.drawnAt")
 
 
 def _top(pg: Any, selector: str) -> float:
@@ -79,9 +79,9 @@ def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str
     with pg.context.expect_page() as opened:
         pg.get_by_text("Open in the studio").click()
     studio = opened.value
-    studio.wait_for_selector("#run-btn", timeout=180_000)
+    studio.wait_for_selector("#run-btn", timeout=STEP_S * 1000)
     assert "/node" not in studio.url
-    wait_plot(studio, "#tree", f"e.dataset.run === '{RUN}'", timeout_s=180)
+    wait_plot(studio, "#tree", f"e.dataset.run === '{RUN}'")
     _figure1_for(studio, target["id"])
 
 
@@ -102,7 +102,7 @@ def test_the_studio_s_inspector_gives_the_node_s_link(laptop_page: Any, served: 
     """The inspector's head carries the link to the inspected node's page, on the first screen."""
     pg, node = laptop_page, _a_step_node(served)
     pg.goto(f"{served['url']}/?run={RUN}&node={node}")
-    _figure1_for(pg, node, timeout_s=180)
+    _figure1_for(pg, node)
     share = pg.locator("#inspector-head .uats-share")
     share.wait_for(state="visible")
     assert f"node={node}" in (share.get_attribute("href") or "")
