@@ -7,13 +7,14 @@ page), deep-copies a state's initial value for each session, and hands a handler
 records hold only ids, numbers and tuples: the runs' data stay in RunCache. Gradio tells a state changed (and
 fires its change listeners) by hashing it before and after an event (gradio.utils.deep_hash, which hashes an
 object with hash()): the records with change listeners hash by their content (`unsafe_hash`: mutable, and never
-a key of a dict or a member of a set), so a handler that changes a field fires them, as a dict's new content did.
+a key of a dict or a member of a set), so a handler that changes a field fires them, as a dict's new content did;
+the selection is left out (a click alone fires none: no listener reads it).
 The poll writes fields in place and never outputs a state (ui/tabs/poll.py), so a tick fires none of them."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from storage import RunVersion
@@ -61,7 +62,10 @@ class OpenRun:
     run_id: str | None = None
     version: RunVersion | None = None
     t: int | None = None
-    selected: int | None = None
+    # out of the hash Gradio reads: a click (a new selection alone) fires no run_state.change, whose listeners
+    # (the run bar, the Why panel's run follower, the idle timer) do not read it: they were three more round trips
+    # per click, each with rounds of the page's status bookkeeping (the Why panel follows node_box instead)
+    selected: int | None = field(default=None, hash=False)
     collapsed: tuple[int, ...] = ()
     drawn_t: int = -1
     announced: str | None = None
@@ -84,7 +88,7 @@ class ComparedPair:
     b: str | None = None
     t: int | None = None
     versions: tuple[RunVersion, RunVersion] | None = None
-    selected: tuple[int | None, int | None] = (None, None)
+    selected: tuple[int | None, int | None] = field(default=(None, None), hash=False)  # as OpenRun.selected
     changed: tuple[tuple[str, int, int], ...] = ()
     shadow: ShadowJob | None = None
 
