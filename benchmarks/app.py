@@ -232,6 +232,13 @@ def target_lines(res: dict[str, Any], earlier: Sequence[str] = ()) -> list[str]:
         lines.append(
             target_line("64-row Figure 1 drawn in the page (median)", app.get("figure1_64_draw_median_ms"), 100, "ms")
         )
+        steps, quiet = app.get("figure1_64_steps_median_ms"), app.get("figure1_quiet_redraw_ms")
+        if steps and quiet:  # no target: where the draw's time goes, and what it is with the page quiet
+            lines.append(
+                "  (its steps, median ms: "
+                + ", ".join(f"{k} {v:g}" for k, v in steps.items())
+                + f"; the last one redrawn in the quiet page: {', '.join(f'{ms:g}' for ms in quiet)} ms)"
+            )
     return lines
 
 

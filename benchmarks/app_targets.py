@@ -6,7 +6,10 @@
 - node click: a click on a node of a 2,000-node run (the tree's plotly_click, as a mouse click fires it),
   until the inspector's boxplots of that node are drawn; each click once the page is quiet (testkit.browser's QUIET_JS);
 - Figure 1 draw: the page's own time to draw each of those Figure 1s (Plotly.react and what follows it, the
-  figure's data-draw-ms), for the steps of 64 candidates;
+  figure's data-draw-ms), for the steps of 64 candidates, with its steps (data-draw-phases: Plotly.react, the
+  legend's fit, the level of detail, the sticky head, scrolling to the row); and the last of them drawn again in
+  the quiet page (Plotly.newPlot of a copy): what the figure costs with nothing else running, against what it
+  costs amid the click's other work;
 - link: the node's own page, `/node?run=…&node=…` (the link the inspector gives to share, ui/tabs/node_page.py),
   opened in a new tab of the same browser (its HTTP cache warm, as a link followed from another page of the app),
   from the navigation's start until that node's Figure 1 is drawn; the studio's address for the same view
@@ -63,19 +66,30 @@ def _open(page: Any, rid: str, timeout_s: float = 120) -> float:
     return time.perf_counter() - t0
 
 
-def _click_times(page: Any, node_ids: list[int]) -> tuple[list[float], list[tuple[int, float]]]:
-    """Seconds from each click to its Figure 1 drawn, and (rows, draw ms) of each of those Figure 1s."""
+# the inspector's last Figure 1 drawn again from a copy, three times, once the page is quiet: ms each
+QUIET_REDRAW_JS = """async () => { const e = document.querySelector('#figure1 .uats-plot'), out = [];
+  for (let i = 0; i < 3; i++) {
+    const data = JSON.parse(JSON.stringify(e.data)), layout = JSON.parse(JSON.stringify(e.layout));
+    const t0 = performance.now();
+    await Plotly.newPlot(e, data, layout, {displaylogo: false, responsive: true});
+    out.push(performance.now() - t0);
+  }
+  return out; }"""
+
+
+def _click_times(page: Any, node_ids: list[int]) -> tuple[list[float], list[tuple[int, float, dict[str, float]]]]:
+    """Seconds from each click to its Figure 1 drawn, and (rows, draw ms, ms by step) of each of those Figure 1s."""
     out, draws = [], []
     for nid in node_ids:
         wait_quiet(page, 60)
         page.evaluate(CLICK_JS, [nid])
         h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
         out.append(float(h.json_value()) / 1000.0)
-        rows, ms = page.evaluate(
+        rows, ms, steps = page.evaluate(
             "() => { const e = document.querySelector('#figure1 .uats-plot');"
-            " return [Number(e.dataset.nodes), Number(e.dataset.drawMs)]; }"
+            " return [Number(e.dataset.nodes), Number(e.dataset.drawMs), JSON.parse(e.dataset.drawPhases)]; }"
         )
-        draws.append((int(rows), float(ms)))
+        draws.append((int(rows), float(ms), steps))
     return out, draws
 
 
@@ -126,21 +140,27 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
             n = store.get_run(click_id)["n_nodes"]
             ids = [int(n * f) for f in (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)][:clicks]
             click_s, draws = _click_times(page, ids)
+            wait_quiet(page, 60)
+            quiet_ms = page.evaluate(QUIET_REDRAW_JS)
             link_s = _link_times(browser, port, click_id, ids[:3])
             studio_link_s = _link_times(browser, port, click_id, ids[:3], at="")
             browser.close()
     finally:
         pool.shutdown(cancel=True, timeout_s=5)
         demo.close()
-    full = [ms for rows, ms in draws if rows == 64]
+    full = [(ms, steps) for rows, ms, steps in draws if rows == 64]
     return {
         "open_s": round(open_s, 2),
         "open_nodes": big,
         "click_s": [round(x, 2) for x in click_s],
         "click_median_s": round(statistics.median(click_s), 2),
         "click_nodes": clicked,
-        "figure1_draw_ms": [[rows, round(ms, 1)] for rows, ms in draws],
-        "figure1_64_draw_median_ms": round(statistics.median(full), 1) if full else None,
+        "figure1_draw_ms": [[rows, round(ms, 1)] for rows, ms, _ in draws],
+        "figure1_64_draw_median_ms": round(statistics.median(ms for ms, _ in full), 1) if full else None,
+        "figure1_64_steps_median_ms": {k: round(statistics.median(st[k] for _, st in full), 1) for k in full[0][1]}
+        if full
+        else None,
+        "figure1_quiet_redraw_ms": [round(ms, 1) for ms in quiet_ms],
         "link_s": [round(x, 2) for x in link_s],
         "link_median_s": round(statistics.median(link_s), 2),
         "studio_link_s": [round(x, 2) for x in studio_link_s],

@@ -112,15 +112,26 @@ async function show(spec) {
   host._uatsBaseH = base;
   const ex = host._uatsExtra;  // the last fit, at this width: drawn at once at its height
   if (base && ex && ex.w === host.clientWidth) spec.layout.height = base + ex.px;
+  // ms by step, for benchmarks/app_targets.py: where a draw's time goes (data-draw-phases)
+  const ph = {};
+  let tp = t0;
+  const lap = (k) => { const t = performance.now(); ph[k] = +(t - tp).toFixed(1); tp = t; };
+  lap('prepare');
   await Plotly.react(host, spec.data, spec.layout, spec.config || {});
+  lap('react');
   await fitLegend(base);
+  lap('legend');
   // after the plot's box changed size (the inspector opened or closed: ui/js/inspector.js)
   host._uatsFit = async () => { await fitLegend(host._uatsBaseH); stickyHead(m.sticky_top); showRow(m); };
   const m = spec.meta || {};
   host._uatsRev = (spec.layout || {}).uirevision;
   lodRefresh(host);
+  lap('lod');
   stickyHead(m.sticky_top);
+  lap('head');
   showRow(m);
+  lap('row');
+  host.dataset.drawPhases = JSON.stringify(ph);
   host.dataset.drawMs = (performance.now() - t0).toFixed(1);
   host.dataset.nodes = m.n_nodes; host.dataset.shown = m.n_shown; host.dataset.iteration = m.iteration;
   host.dataset.run = m.run_id || ''; host.dataset.status = m.status || '';
