@@ -8,7 +8,7 @@ records hold only ids, numbers and tuples: the runs' data stay in RunCache. Grad
 fires its change listeners) by hashing it before and after an event (gradio.utils.deep_hash, which hashes an
 object with hash()): the records with change listeners hash by their content (`unsafe_hash`: mutable, and never
 a key of a dict or a member of a set), so a handler that changes a field fires them, as a dict's new content did;
-the selection is left out (a click alone fires none: no listener reads it).
+the selection is left out (a click alone fires none: no listener acts on a new selection alone).
 The poll writes fields in place and never outputs a state (ui/tabs/poll.py), so a tick fires none of them."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class OpenRun:
     version: RunVersion | None = None
     t: int | None = None
     # out of the hash Gradio reads: a click (a new selection alone) fires no run_state.change, whose listeners
-    # (the run bar, the Why panel's run follower, the idle timer) do not read it: they were three more round trips
+    # (the run bar, the Why panel's run follower, the idle timer) skip a new selection: they were three round trips
     # per click, each with rounds of the page's status bookkeeping (the Why panel follows node_box instead)
     selected: int | None = field(default=None, hash=False)
     collapsed: tuple[int, ...] = ()
