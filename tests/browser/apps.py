@@ -12,7 +12,7 @@ from typing import Any
 
 from testkit.serving import free_port, launch_served
 
-from .pages import STEP_S, wait_idle
+from .pages import wait_idle
 
 
 @contextmanager
@@ -44,7 +44,7 @@ def app_page(ctx: Any, url: str) -> Iterator[Any]:
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(url)
-    pg.wait_for_selector("#run-btn", timeout=STEP_S * 1000)  # minutes on a loaded 2-core machine
+    pg.wait_for_selector("#run-btn")  # minutes on a loaded 2-core machine: the context waits STEP_S
     wait_idle(pg)
     try:
         yield pg

@@ -17,7 +17,7 @@ import pytest
 from testkit.browser import CHROMIUM_FLAGS
 from testkit.serving import free_port, launch_served
 
-from .pages import ARTIFACTS, LAPTOP, PAIR, STEP_S, WIDE, patient, wait_idle
+from .pages import ARTIFACTS, LAPTOP, PAIR, WIDE, patient, wait_idle
 
 # HTML and Markdown payloads that once broke the page, in a problem set the server offers (evil.jsonl)
 IMG = '<img src=x onerror="window.__pwned=1">'
@@ -141,7 +141,7 @@ def _page(
     # (a few seconds of the suite's CPU apiece)
     if request.node.get_closest_marker("opens_an_address") is None:
         pg.goto(served["url"])
-        pg.wait_for_selector("#run-btn", timeout=STEP_S * 1000)  # minutes on a loaded 2-core machine
+        pg.wait_for_selector("#run-btn")  # minutes on a loaded 2-core machine: the context waits STEP_S
         wait_idle(pg)
     try:
         yield pg

@@ -16,7 +16,7 @@ from storage.batches import create_batch_job, end_batch_job, get_batch_job
 from testkit.doubles import WorkerPoolDouble
 from testkit.serving import served_app
 
-from .pages import STEP_S, patient, shot, wait_notice, wait_text
+from .pages import patient, shot, wait_notice, wait_text
 
 pytestmark = pytest.mark.browser
 ANN, PAST, BOBS = "a1" * 16, "a0" * 16, "b1" * 16
@@ -43,7 +43,7 @@ def _signed_in(browser: Any, url: str, user: str) -> Any:
     page.fill("input[type=text]", user)
     page.fill("input[type=password]", f"{user[0]}-pass")
     page.get_by_role("button", name="Login").click()
-    page.wait_for_selector("#run-btn", timeout=STEP_S * 1000)
+    page.wait_for_selector("#run-btn")
     return page
 
 
@@ -75,7 +75,7 @@ def test_a_users_batches_are_listed_for_them_alone_and_cancelled_after_a_reload(
     ann = _signed_in(browser, team["url"], "ann")
     try:
         ann.reload()  # a page reloaded: the batch is the user's, not the page's
-        ann.wait_for_selector("#run-btn", timeout=STEP_S * 1000)
+        ann.wait_for_selector("#run-btn")
         assert _batches(ann, 2) == [ANN[:8], PAST[:8]]
         listed = ann.locator("#cf-batches").inner_text()
         assert "queued" in listed and "0 of 40" in listed and "finished" in listed and BOBS[:8] not in listed

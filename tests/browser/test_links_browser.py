@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .pages import NODE_PIXEL_JS, PAIR, STEP_S, notice_text, open_run, shot, wait_notice, wait_plot
+from .pages import NODE_PIXEL_JS, PAIR, notice_text, open_run, shot, wait_notice, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ def details_text(pg: Any) -> str:
 def goto(pg: Any, url: str) -> None:
     """Open `url` in the page and wait for the app to be up (minutes on a loaded machine)."""
     pg.goto(url)
-    pg.wait_for_selector("#run-btn", timeout=STEP_S * 1000)
+    pg.wait_for_selector("#run-btn")
 
 
 def wait_address(pg: Any, cond: str, timeout_s: float = 60) -> str:

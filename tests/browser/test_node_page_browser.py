@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .conftest import SCREENS
-from .pages import NODE_PIXEL_JS, PAIR, RING_ON_JS, STEP_S, shot, wait_plot
+from .pages import NODE_PIXEL_JS, PAIR, RING_ON_JS, shot, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -79,7 +79,7 @@ def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str
     with pg.context.expect_page() as opened:
         pg.get_by_text("Open in the studio").click()
     studio = opened.value
-    studio.wait_for_selector("#run-btn", timeout=STEP_S * 1000)
+    studio.wait_for_selector("#run-btn")
     assert "/node" not in studio.url
     wait_plot(studio, "#tree", f"e.dataset.run === '{RUN}'")
     _figure1_for(studio, target["id"])

@@ -14,7 +14,7 @@ import pytest
 
 from .apps import app_page, imports_app
 from .conftest import SCREENS
-from .pages import NODE_PIXEL_JS, STEP_S, fill, open_run, wait_plot, wait_text
+from .pages import NODE_PIXEL_JS, fill, open_run, wait_plot, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -146,7 +146,7 @@ def shadow_page_laptop(context_for: Callable[[dict[str, int]], Any], shadow_app:
     ctx = context_for(SCREENS["1280x800"])
     pg = ctx.new_page()
     pg.goto(shadow_app["url"])
-    pg.wait_for_selector("#run-btn", timeout=STEP_S * 1000)
+    pg.wait_for_selector("#run-btn")
     try:
         yield pg
     finally:

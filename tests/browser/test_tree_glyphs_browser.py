@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .pages import ARTIFACTS, STEP_S, choose, fill, shot, wait_idle, wait_plot
+from .pages import ARTIFACTS, choose, fill, shot, wait_idle, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -293,9 +293,7 @@ def test_figure1_shows_the_step_and_exports_it(page: Any, served: dict[str, Any]
     assert f"{len(step.candidates)} candidates" in text and "τ = " in text and "+" in text, text[:400]
     page.click("#fig1-export")
     files = page.locator("#fig1-files")
-    files.get_by_text(".svg").first.wait_for(
-        timeout=STEP_S * 1000
-    )  # Chromium for kaleido starts once: a minute when busy
+    files.get_by_text(".svg").first.wait_for()  # Chromium for kaleido starts once: a minute when busy
     names = files.inner_text()
     assert f"node{reeval}" in names and ".png" in names and ".svg" in names, names  # both offered for download
     out = sorted(served["export_dir"].rglob(f"figure1-{N64[:8]}-node{reeval}.*"))  # in the session's folder
