@@ -94,14 +94,18 @@ def test_with_a_login_an_unauthenticated_client_is_refused(
     url = launch_served(demo, port, **call)
     try:
         assert httpx.get(f"{url}/config").status_code == 401
-        for page in ("/", "/node?run=x&node=1"):  # the node page's route too: the login form, no component of it
-            text = httpx.get(f"{url}{page}").text
+        # the studio and the node page's route: the login form, no component or figure of either
+        for page in ("/", "/node?run=x&node=1"):
+            text = httpx.get(f"{url}{page}", follow_redirects=True).text
             assert '"auth_required":true' in text.replace(" ", "") and "figure1" not in text, page
         assert httpx.post(f"{url}/gradio_api/call/list_runs", json={"data": []}).status_code == 401
         with pytest.raises(Exception, match="(?i)login|auth|401"):
             app_client(url)
         with pytest.raises(Exception, match="(?i)incorrect|login|auth|401"):
             app_client(url, auth=("alice", "wrong"))
+        with httpx.Client(base_url=url) as browser:  # signed in, the node page answers with itself
+            assert browser.post("/login", data={"username": "alice", "password": "correct horse"}).status_code == 200
+            assert 'id="node-head"' in browser.get("/node?run=x&node=1").text
         signed_in = app_client(url, auth=("alice", "correct horse"))
         assert signed_in.predict("(any)", "(any)", "(any)", api_name="/list_runs")
     finally:

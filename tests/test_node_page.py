@@ -1,77 +1,74 @@
-"""The node's own page (ui/tabs/node_page.py): Gradio sends it only its own few components (why it opens fast),
-it draws the node with the studio's own view functions (one value per fact), and an address it cannot follow gets
-one line naming the field."""
+"""The node's own page (ui/tabs/node_page.py): the server writes it whole, head first (why it opens fast), with the
+studio's own view functions (one value per fact); an address it cannot follow gets one line naming the field; no
+text of a run can add markup or a script to it; with a login, a browser not signed in gets the login form."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import httpx
 import pytest
 
 from storage import RunStore
-from testkit.doubles import WorkerPoolDouble, record_synthetic
-from ui.app_ui import build_demo
-from ui.tabs.page_state import OpenRun
+from testkit.doubles import WorkerPoolDouble, record, record_synthetic
+from testkit.serving import served_fresh_app
+from testkit.synthetic import synthetic_events
+from ui.app_ui import NODE_VIEWS, build_demo
+from ui.tabs.common import RunCache
+from ui.tabs.node_page import LIVE_NOTE, NO_RUN, NodeAnswer, NodeViews, katex_assets, node_page_parts
 from ui.tabs.viewer import RunViewer
+from ui.views.page_html import markdown_html
 
 RUN = "5e" * 16
 GOING = "6f" * 16  # a run still going: its last event (RunEnded) not written
-
-
-class AddressDouble:
-    """What the node page reads of a gr.Request: the address's query parameters."""
-
-    def __init__(self, **params: str) -> None:
-        self.query_params = params
+EVIL = "4e" * 16  # a run whose question holds markup that once broke pages
+QUESTION = (
+    "What is $\\frac{1}{2}$? </script><script>window.__pwned=1</script> <!--<script> <img src=x onerror=alert(1)>"
+)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[gr.Blocks, RunStore]:
     store = RunStore("sqlite://")
     record_synthetic(store, RUN, seed=3, n_nodes=40)
-    from testkit.doubles import record
-    from testkit.synthetic import synthetic_events
-
+    record_synthetic(store, EVIL, seed=5, n_nodes=20, question=QUESTION)
     record(store, list(synthetic_events(GOING, seed=4, n_nodes=30))[:-1])
     return build_demo(store, WorkerPoolDouble(), tmp_path_factory.mktemp("exports")), store
 
 
-def _opened(demo: gr.Blocks, **params: str) -> dict[str, Any]:
-    """The node page's first answer for an address with `params`, by elem_id (the state as "state")."""
-    (fn,) = [f for f in demo.fns.values() if f.page == "node" and any(ev == "load" for _, ev in f.targets)]
-    out = fn.fn(OpenRun(), AddressDouble(**params))
-    return {("state" if isinstance(v, OpenRun) else k.elem_id): v for k, v in out.items()}
+def _views(demo: tuple[gr.Blocks, RunStore]) -> NodeViews:
+    views = getattr(demo[0], NODE_VIEWS)
+    assert isinstance(views, NodeViews)
+    return views
 
 
-def test_the_node_page_holds_only_its_own_few_components(demo: tuple[gr.Blocks, RunStore]) -> None:
-    config = demo[0].get_config_file()
-    studio, node = config["page"][""], config["page"]["node"]
-    assert len(node["components"]) <= 15 < 200 < len(studio["components"])  # the page a link opens is small
-    assert not set(node["components"]) & set(studio["components"])
-    assert len(node["dependencies"]) <= 5
+def _page(views: NodeViews, **params: str) -> str:
+    return "".join(node_page_parts(lambda: views.answer(params), "./uats-static/plotly.min.js"))
 
 
 def test_a_node_is_drawn_by_the_studio_s_own_views(demo: tuple[gr.Blocks, RunStore]) -> None:
-    blocks, store = demo
+    store = demo[1]
     node = next(n["id"] for n in store.get_nodes(RUN) if n["depth"] == 2)
-    out = _opened(blocks, run=RUN[:8], node=str(node))
-    assert out["state"].run_id == RUN and out["state"].selected == node
-    from ui.tabs.common import RunCache
-
+    out = _views(demo).answer({"run": RUN[:8], "node": str(node)})
     data = RunCache(store).get(RUN)
     fig, md = RunViewer.node_view(data, data.state_at(None), node)
-    assert json.loads(out["figure1"])["data"] == json.loads(fig)["data"]  # the studio's Figure 1, row for row
-    assert out["node-details"].startswith(md) and f"node={node}" in out["node-details"]
-    assert f"node {node}" in out["why-panel"]
-    assert "Open in the studio" in out["node-head"] and f"node={node}" in out["node-head"]
+    assert json.loads(out.figure1)["data"] == json.loads(fig)["data"]  # the studio's Figure 1, row for row
+    assert out.node_md.startswith(md) and f"node={node}" in out.node_md
+    assert f"node {node}" in out.why
+    assert "Open in the studio" in out.head and f"node={node}" in out.head
+    tree = json.loads(out.tree())
+    assert tree["meta"]["run_id"] == RUN and tree["meta"]["selected"] == node  # the tree, its ring on the node
 
 
 @pytest.mark.parametrize(
     ("params", "says"),
     [
-        ({}, "no run in the address"),
+        ({}, NO_RUN),
         ({"run": "doesnotexist"}, "doesnotexist"),
         ({"run": RUN, "node": "abc"}, "node: 'abc' in the address is not a whole number"),
         ({"run": RUN, "t": "x"}, "t: 'x' in the address is not a whole number"),
@@ -81,15 +78,70 @@ def test_a_node_is_drawn_by_the_studio_s_own_views(demo: tuple[gr.Blocks, RunSto
 def test_an_address_it_cannot_follow_gets_one_line(
     demo: tuple[gr.Blocks, RunStore], params: dict[str, str], says: str
 ) -> None:
-    out = _opened(demo[0], **params)
-    assert says in out["node-head"], out["node-head"]
-    assert out["figure1"] == ""  # nothing drawn for a node the address does not name
+    out = _views(demo).answer(params)
+    assert says in out.head, out.head
+    assert out.figure1 == ""  # nothing drawn for a node the address does not name
+    assert says.split(":")[0] in _page(_views(demo), **params)
 
 
 def test_a_run_still_going_is_said_to_be_shown_as_it_was(demo: tuple[gr.Blocks, RunStore]) -> None:
-    from ui.tabs.node_page import LIVE_NOTE
+    views = _views(demo)
+    assert LIVE_NOTE in views.answer({"run": GOING, "node": "3"}).head
+    assert LIVE_NOTE not in views.answer({"run": RUN, "node": "3"}).head  # an ended run is as it is
+    assert LIVE_NOTE not in views.answer({"run": GOING, "node": "3", "t": "1"}).head  # an iteration is fixed
 
-    going = _opened(demo[0], run=GOING, node="3")
-    assert LIVE_NOTE in going["node-head"]
-    assert LIVE_NOTE not in _opened(demo[0], run=RUN, node="3")["node-head"]  # an ended run is as it is
-    assert LIVE_NOTE not in _opened(demo[0], run=GOING, node="3", t="1")["node-head"]  # an iteration is fixed
+
+def test_the_head_leaves_before_the_run_is_read() -> None:
+    """The first part (which loads plotly.js) is written before the page's answer is asked for."""
+    asked: list[int] = []
+
+    def answer() -> NodeAnswer:
+        asked.append(1)
+        return NodeAnswer("t", "**head**")
+
+    parts = node_page_parts(answer, "./uats-static/plotly.min.js")
+    first = next(parts)
+    assert asked == [] and '<script src="./uats-static/plotly.min.js"></script></head>' in first
+    rest = "".join(parts)
+    assert asked == [1] and "<strong>head</strong>" in rest and rest.endswith("</body></html>")
+
+
+def test_no_text_of_a_run_adds_markup_or_a_script(demo: tuple[gr.Blocks, RunStore]) -> None:
+    node = next(n["id"] for n in demo[1].get_nodes(EVIL) if n["depth"] == 1)
+    page = _page(_views(demo), run=EVIL, node=str(node))
+    # the page's own scripts only: plotly.js, the title, three JSON blocks, the page script, the tree's last one
+    assert len(re.findall(r"<script", page)) == 7, re.findall(r"<script[^>]*>", page)
+    assert "<script>window.__pwned" not in page
+    assert "<img" not in page and "<!--" not in page
+    assert "\\frac{1}{2}" in page  # the LaTeX is kept for KaTeX
+    # a figure's JSON holding what ends or re-opens a script element is written with no "<" at all
+    bare = NodeAnswer("t", "h", figure1=json.dumps({"text": QUESTION}), tree=lambda: json.dumps({"t": QUESTION}))
+    page = "".join(node_page_parts(lambda: bare, "./p.js"))
+    assert len(re.findall(r"<script", page)) == 7 and "<!--" not in page and "<img" not in page
+    # markup in Markdown that is not the app's own is dropped, its text kept
+    html = markdown_html('x <a href="javascript:alert(1)">a</a> <span style="position:fixed">b</span> <img src=x>')
+    assert "javascript:" not in html and "position" not in html and "<img" not in html and ">a</a>" in html
+
+
+def test_latex_is_rendered_by_gradio_s_own_katex() -> None:
+    katex = katex_assets()
+    assert katex is not None, "this Gradio has no KaTeX module under templates/frontend/assets"
+    sheet = Path(gr.__file__).resolve().parent / "templates" / "frontend" / katex.sheet
+    assert f".{katex.scope} .katex" in sheet.read_text(encoding="utf-8")  # the class the page's body carries
+
+
+@pytest.fixture()
+def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with served_fresh_app(tmp_path, WorkerPoolDouble()) as app:
+        record_synthetic(app["store"], RUN, seed=3, n_nodes=40)
+        yield app
+
+
+def test_the_app_serves_the_page_at_its_address(served: dict[str, Any]) -> None:
+    r = httpx.get(f"{served['url']}/node?run={RUN}&node=3", timeout=60)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert r.headers["x-frame-options"] == "SAMEORIGIN"  # the web guard's frame protection, as on every page
+    figure1 = re.search(r'<script type="application/json" id="figure1-json">(.*?)</script>', r.text)
+    assert figure1 and json.loads(json.loads(figure1.group(1)))["meta"]["selected"] == 3
+    assert "Open in the studio" in r.text and "auth_required" not in r.text
+    assert "no run in the address" in httpx.get(f"{served['url']}/node", timeout=60).text

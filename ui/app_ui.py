@@ -9,10 +9,14 @@ downloads its current value, so export zips are rebuilt when the selection chang
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from fastapi import Request
+from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from storage import RunStore
 
@@ -28,7 +32,7 @@ from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.exports import clear_downloads, downloads_folder
 from .tabs.idle import wire_idle_timer
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
-from .tabs.node_page import NODE_PAGE_CSS, build_node_page
+from .tabs.node_page import NODE_PATH, NodeViews, node_page_parts
 from .tabs.page_state import ComparedPair, OpenRun
 from .tabs.poll import wire_poll
 from .tabs.reports import ReportsTab, build_reports_tab
@@ -43,10 +47,12 @@ from .views.export import ExportQuota, owner_folder
 from .views.report_sources import ReportSources
 from .views.run_status import RUN_COLUMNS, RUNS_TABLE_CSS
 from .views.uncertainty import CHANGED_COLUMNS
-from .web_guard import PAGE_PLOTLY_JS, DownloadGuard, WebGuard, WebPolicy
+from .web_guard import PAGE_PLOTLY_JS, PLOTLY_URL, DownloadGuard, WebGuard, WebPolicy
 
 __all__ = ["CSS", "LIVE", "PLOT_JS", "PLOTLY_HEAD", "TICK_S", "RunCache", "build_demo", "launch_kwargs"]
 
+# the attribute of the Blocks that holds its node page's answers (build_demo sets it; the node page's route reads it)
+NODE_VIEWS = "uats_node_views"
 CSS = (
     """
 #notice { border-left: 4px solid #d95f02; background: #fff4ec; padding: 6px 12px; border-radius: 4px; }
@@ -63,7 +69,6 @@ CSS = (
     + RUN_BAR_CSS
     + INSPECTOR_CSS
     + RUNS_TABLE_CSS
-    + NODE_PAGE_CSS
 )
 # the tables whose column headers get their help as a tooltip (ui.glossary), by elem_id
 TABLES = {
@@ -190,7 +195,7 @@ def build_demo(
         wire_compare_labels(ctx, compare.cmp_a, compare.cmp_b)
         wire_idle_timer(ctx)
         wire_poll(ctx)  # last: every part is registered
-    build_node_page(demo, ctx)  # a route of its own, made outside the studio's page
+    setattr(demo, NODE_VIEWS, NodeViews(ctx))  # the node page's answers (guarded_app serves its route)
     return demo
 
 
@@ -226,7 +231,40 @@ def guarded_app(
             )
             return WebGuard(super().build_middleware_stack(), chosen, limiter, PAGE_PLOTLY_JS, guard)
 
-    return GuardedApp(default_response_class=ORJSONResponse)  # what Gradio's create_app gives its own app
+    app = GuardedApp(default_response_class=ORJSONResponse)  # what Gradio's create_app gives its own app
+    _add_node_page(app)
+    return app
+
+
+def _add_node_page(app: Any) -> None:
+    """The node's own page at NODE_PATH (ui/tabs/node_page.py), written by the server: a route of the app, added
+    before Gradio adds its own. With a login, a browser that is not signed in is sent to the login form. At most
+    as many pages are read at once as Gradio's queue runs calls of one event (QUEUE_KWARGS); others wait."""
+    slots: list[asyncio.Semaphore] = []  # made in the server's own event loop, at its first page
+
+    async def bounded(parts: Iterator[str]) -> AsyncIterator[str]:
+        yield next(parts)  # the head, which loads plotly.js: it reads nothing
+        if not slots:
+            slots.append(asyncio.Semaphore(QUEUE_KWARGS["default_concurrency_limit"]))
+        async with slots[0]:
+            rest = await asyncio.to_thread(list, parts)  # the run read and written, off the event loop
+        for part in rest:
+            yield part
+
+    async def node_page(request: Request) -> Response:
+        views = getattr(app.blocks, NODE_VIEWS, None)
+        if views is None:
+            return Response("no node page on this app", status_code=404)
+        if app.auth is not None and app.signed_in_user(dict(request.cookies)) is None:
+            return RedirectResponse("./", status_code=303)
+        params = dict(request.query_params)
+        # streamed: the page's head leaves before the run is read; plotly.js from the page's own address (the web
+        # guard serves it), relative as the page's other links
+        parts = node_page_parts(lambda: views.answer(params), "." + PLOTLY_URL)
+        headers = {"Cache-Control": "no-store"}
+        return StreamingResponse(bounded(parts), media_type="text/html; charset=utf-8", headers=headers)
+
+    app.add_api_route(NODE_PATH, node_page, methods=["GET"], include_in_schema=False)
 
 
 # Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several

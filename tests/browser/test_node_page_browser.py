@@ -1,12 +1,13 @@
-"""In Chromium: a node's own page (/node?run=…&node=…, ui/tabs/node_page.py), as a colleague who was sent the link
-opens it, at 1280 × 800 and 1920 × 1080: the node's Figure 1 and Why on the first screen beside the tree, one ring
-on the node, another node a click away (the address follows it), the studio one link away, and an address that
-names no run gets one line saying so."""
+"""In Chromium: a node's own page (/node?run=…&node=…, ui/tabs/node_page.py, written by the server), as a colleague
+who was sent the link opens it, at 1280 × 800 and 1920 × 1080: the node's Figure 1 and Why on the first screen beside
+the tree, one ring on the node, its LaTeX typeset, another node a click away (its own page: the address names it),
+the studio one link away, and an address that names no run gets one line saying so."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -60,29 +61,32 @@ def test_a_node_link_opens_the_node_beside_its_tree(fresh: Any, served: dict[str
     for selector in ("#figure1", "#why-panel", "#tree"):
         assert _top(pg, selector) < height - 150, (selector, _top(pg, selector))
     assert f"node {node}" in pg.locator("#why-panel").inner_text()
-    assert not pg.get_by_text("Home", exact=True).first.is_visible()  # no menu of pages (Gradio's navbar)
+    # the step's LaTeX typeset by KaTeX, its source hidden (the MathML copy is for screen readers)
+    pg.wait_for_function("() => document.querySelectorAll('#node-details .katex').length > 0")
+    assert pg.eval_on_selector("#node-details .katex-mathml", "e => getComputedStyle(e).position") == "absolute"
     shot(pg, f"node-page-{request.node.callspec.id}", full_page=False)
 
-    # another node, clicked in the tree: its Figure 1, one ring on it, and the address names it
+    # another node, clicked in the tree: its own page, its Figure 1, one ring on it, and the address names it
     target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
     if target["id"] in (0, node):
         target = pg.evaluate(NODE_PIXEL_JS, ["#tree", node + 1])
-    pg.mouse.click(target["x"], target["y"])
+    with pg.expect_navigation():
+        pg.mouse.click(target["x"], target["y"])
+    assert parse_qs(urlsplit(pg.url).query)["node"] == [str(target["id"])]
     _figure1_for(pg, target["id"])
+    wait_plot(pg, "#tree", f"e.dataset.run === '{RUN}'")
     pg.wait_for_function(RING_ON_JS, arg=["#tree", target["id"]])
     rings = pg.eval_on_selector(
         "#tree .uats-plot", "gd => (gd.layout.shapes || []).filter(s => s.name === 'selected').length"
     )
     assert rings == 1
-    pg.wait_for_function(f"() => new URLSearchParams(location.search).get('node') === '{target['id']}'")
-    # the studio, one link away (a tab of its own, as Gradio opens a Markdown link): the same run, the same node
-    with pg.context.expect_page() as opened:
+    # the studio, one link away: the same run, the same node
+    with pg.expect_navigation():
         pg.get_by_text("Open in the studio").click()
-    studio = opened.value
-    studio.wait_for_selector("#run-btn")
-    assert "/node" not in studio.url
-    wait_plot(studio, "#tree", f"e.dataset.run === '{RUN}'")
-    _figure1_for(studio, target["id"])
+    pg.wait_for_selector("#run-btn")
+    assert "/node" not in pg.url
+    wait_plot(pg, "#tree", f"e.dataset.run === '{RUN}'")
+    _figure1_for(pg, target["id"])
 
 
 @pytest.mark.parametrize("fresh", ["1280x800"], indirect=True)

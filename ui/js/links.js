@@ -13,9 +13,6 @@ if (!window.__uatsLinks) {
     const md = document.querySelector('#node-details [data-testid="markdown"]');
     const box = document.querySelector('#node-id input');
     if (box && box.value !== '' && md && md.innerText.includes('Node ' + box.value + ' ')) want.set('node', box.value);
-    // the node page (ui/tabs/node_page.py) has no id box: the node is the one its Figure 1 was drawn for
-    const f1 = document.querySelector('#figure1 .uats-plot');
-    if (!box && f1 && f1._uatsMeta && f1._uatsMeta.selected != null) want.set('node', String(f1._uatsMeta.selected));
     const it = e.dataset.iteration;
     if (e.dataset.pinned === '1' && it !== undefined && it !== 'undefined' && it !== '') want.set('t', it);
     const q = '?' + want.toString();

@@ -1,50 +1,58 @@
 """A node's own page, /node?run=…&node=…&t=…: the link a researcher shares to point at one step's decision.
 
-The studio's page holds ~300 components, and Gradio mounts every one before the page's first event leaves (the
-page's start, measured in docs/log.md); this page holds the tree, the node's Figure 1, its Why and its numbers,
-drawn by the studio's own view functions, so the link's answer comes at about a bare page's start. Gradio's
-multi-page routes send a page only its own components and events. "Open in the studio" goes to the same view in
-the full app. Anyone who reaches the app may view every run (ui/access.py): this page changes nothing."""
+The server writes the whole page in one answer: the node's Figure 1 and the run's tree as figure JSON inside it,
+drawn by the studio's own plot script (ui/js/plot.js) as soon as plotly.js has loaded, with the head, the Why and
+the node's text as HTML. A Gradio page spent 1–2 s starting Gradio's client before its first event even left
+(docs/log.md); this page has no client to start. Everything on it comes from the studio's view functions, so its
+figures and text are the studio's, value for value. Clicking a node opens that node's page (the address is the
+link to share). "Open in the studio" goes to the same view in the full app. Anyone who may use the app may view
+every run (ui/access.py): this page changes nothing; with a login, it is answered only to a signed-in user
+(ui/app_ui.py guarded_app)."""
 
 from __future__ import annotations
 
+import html
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import gradio as gr
+from functools import cache
+from pathlib import Path
 
 from storage import StorageError
 from storage.shadow import read_shadow
 
+from ..views.page_html import allowed_html, markdown_html
 from ..views.run_status import run_status_md
-from .common import LATEX, LIVE, NODE_PAGE, AppContext, RunReads, fig_json, node_address, plot_html, view_of
-from .links import address_sync, int_param
+from ..views.scripts import page_script
+from .common import LATEX, LIVE, NODE_PAGE, PLOT_JS, AppContext, fig_json, node_address, view_of
+from .links import int_param
 from .page_state import OpenRun
 from .search_layout import EMPTY_WHY
 from .step_panel import why_html
 from .viewer import RunViewer, run_tree_figure, with_link
 
+log = logging.getLogger(__name__)
+
 NODE_PATH = f"/{NODE_PAGE}"
-EMPTY_HEAD = "Opening the node…"
-# Gradio draws its menu of pages on every page once an app has a second route (gr.Navbar(visible=False) did not
-# hide it in 6.31): the node page is reached by its links, so neither page shows a menu
-NODE_PAGE_CSS = ".nav-holder { display: none !important; }\n"
+# this page draws once: a run still going is shown as it was when the page opened (the studio follows it live)
+LIVE_NOTE = "The run is still going: this page shows it as it was when opened; the studio follows it live."
+NO_RUN = "no run in the address: give ?run=<run id>&node=<node id>, e.g. from the studio"
+EMPTY_FIGURE1 = "The node's step appears here."
+EMPTY_TREE = "The run's tree appears here."
 
 
 @dataclass
-class NodePage:
-    """The node page's components (build_node_page)."""
+class NodeAnswer:
+    """What the node page shows for one address: Markdown for the head and the node's text, HTML for the Why,
+    figure JSON ("" for none) for Figure 1; `tree()` the tree's JSON, made after the rest is on its way."""
 
-    state: gr.State
-    head: gr.Markdown
-    tree: gr.HTML
-    figure1: gr.HTML
-    why: gr.HTML
-    node_md: gr.Markdown
-
-
-# this page draws once: a run still going is shown as it was when the page opened (the studio follows it live)
-LIVE_NOTE = "The run is still going: this page shows it as it was when opened; the studio follows it live."
+    title: str
+    head: str
+    figure1: str = ""
+    why: str = EMPTY_WHY
+    node_md: str = ""
+    tree: Callable[[], str] = lambda: ""
 
 
 def _head(s: OpenRun, status: str, message: str = "", live: bool = False) -> str:
@@ -54,94 +62,143 @@ def _head(s: OpenRun, status: str, message: str = "", live: bool = False) -> str
 
 
 class NodeViews:
-    """The node page's answers, by component."""
+    """The node page's answer for an address, from the studio's view functions."""
 
-    def __init__(self, ctx: AppContext, page: NodePage) -> None:
-        self.ctx, self.p = ctx, page
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
 
-    def _said(self, message: str) -> dict[Any, Any]:
-        return {self.p.head: f"**{message}**", self.p.figure1: "", self.p.why: EMPTY_WHY, self.p.node_md: ""}
-
-    def opened(self, s: OpenRun, request: gr.Request) -> dict[Any, Any]:
-        """The linked node first (its Figure 1, Why and numbers), or one line saying what in the address is wrong;
-        the tree follows (tree())."""
-        params = request.query_params if request is not None else {}
+    def answer(self, params: Mapping[str, str]) -> NodeAnswer:
+        """The linked node (its Figure 1, Why, text) and the run's tree at the linked iteration with the node ringed,
+        or one line saying what in the address is wrong."""
         run_ref = (params.get("run") or "").strip()
         if not run_ref:
-            return self._said("no run in the address: give ?run=<run id>&node=<node id>, e.g. from the studio")
+            return NodeAnswer("UATS Studio: a node", f"**{NO_RUN}**")
         try:
             t, node = int_param(params, "t"), int_param(params, "node")
             run = self.ctx.store.find_run(run_ref)
         except (ValueError, StorageError) as exc:
-            return self._said(str(exc))
-        s = s.opened(run["run_id"])
+            return NodeAnswer("UATS Studio: a node", f"**{exc}**")
+        s = OpenRun().opened(run["run_id"])
         reads = self.ctx.reads()
         data = reads.data(s.run_id)
         s.t = None if t is None else max(0, min(t, data.max_iteration))
-        missing = None if node is None else RunViewer.missing_node(str(s.run_id), data.state_at(s.t), node)
-        s.selected = None if missing or node is None else node
-        return self._answer(s, reads, missing)
-
-    def _answer(self, s: OpenRun, reads: RunReads, missing: str | None) -> dict[Any, Any]:
-        """The page's state, head (`missing`: the line saying a node is not there), and Figure 1, Why and numbers
-        of the node `s` selects (empty when none), from one read of the run and of its shadow rows."""
-        assert s.run_id is not None
-        data = reads.data(s.run_id)
         state, shadow = data.state_at(s.t), read_shadow(self.ctx.store, s.run_id)
+        missing = None if node is None else RunViewer.missing_node(str(s.run_id), state, node)
+        s.selected = None if missing or node is None else node
         status = run_status_md(data.run, state, shadow)
-        # the head's link to the studio names the node shown
-        out = {self.p.state: s, self.p.head: _head(s, status, missing or "", live=data.run["status"] in LIVE)}
+        head = _head(s, status, missing or "", live=data.run["status"] in LIVE)
+        title = f"Run {str(s.run_id)[:8]}" + (f" · node {s.selected}" if s.selected is not None else "")
+        title += " · UATS Studio"
+
+        def tree() -> str:
+            return fig_json(run_tree_figure(s, data, state, view_of(), reads.version(s.run_id), shadow))
+
         if s.selected is None:
-            return {**out, self.p.figure1: "", self.p.why: EMPTY_WHY, self.p.node_md: ""}
+            return NodeAnswer(title, head, tree=tree)
         fig, md = RunViewer.node_view(data, state, s.selected, s.fig1, shadow)
-        return {
-            **out,
-            self.p.figure1: fig,
-            self.p.why: why_html(self.ctx, s, s.selected, s.t, reads),
-            self.p.node_md: with_link(md, s, s.selected),
-        }
-
-    def tree(self, s: OpenRun) -> Any:
-        """The run's tree at the linked iteration, the node ringed."""
-        if s.run_id is None:
-            return gr.skip()
-        reads = self.ctx.reads()
-        data = reads.data(s.run_id)
-        state = data.state_at(s.t)
-        fig = run_tree_figure(s, data, state, view_of(), reads.version(s.run_id), read_shadow(self.ctx.store, s.run_id))
-        return fig_json(fig)
-
-    def picked(self, s: OpenRun, evt: gr.EventData) -> dict[Any, Any]:
-        """A node clicked in the tree or in Figure 1: its parts (the tree moves its ring itself, ui/js/plot.js)."""
-        raw = (getattr(evt, "_data", None) or {}).get("node_id")
-        if s.run_id is None or not isinstance(raw, int):
-            return {}
-        reads = self.ctx.reads()
-        missing = RunViewer.missing_node(s.run_id, reads.data(s.run_id).state_at(s.t), raw)
-        s.selected = s.selected if missing else raw
-        return self._answer(s, reads, missing)
+        why = why_html(self.ctx, s, s.selected, s.t, reads)
+        return NodeAnswer(title, head, fig, why, with_link(md, s, s.selected), tree)
 
 
-def build_node_page(demo: gr.Blocks, ctx: AppContext) -> NodePage:
-    """The /node page (outside the studio's Blocks context, as Gradio's routes are made) and its events."""
-    with demo.route("Node", NODE_PATH, show_in_navbar=False):
-        address_sync()  # the address bar follows the node shown: it is the link to share
-        state = gr.State(OpenRun())
-        head = gr.Markdown(EMPTY_HEAD, elem_id="node-head")
-        # the studio's inspector layout, open (INSPECTOR_CSS): the tree beside the node's panel
-        with gr.Row(elem_id="search-row", elem_classes=["uats-inspecting"], equal_height=False):
-            with gr.Column(elem_id="tree-col"):
-                tree = plot_html("tree", "The run's tree appears here.", 440)
-            with gr.Column(elem_id="inspector-panel"):
-                figure1 = plot_html("figure1", "The node's step appears here.", 120)
-                why = gr.HTML(EMPTY_WHY, elem_id="why-panel")
-                node_md = gr.Markdown("", elem_id="node-details", latex_delimiters=LATEX)
-        page = NodePage(state, head, tree, figure1, why, node_md)
-        views = NodeViews(ctx, page)
-        parts = [state, head, figure1, why, node_md]
-        demo.load(views.opened, [state], parts, show_progress="hidden").then(
-            views.tree, [state], [tree], show_progress="hidden"
+@dataclass(frozen=True)
+class Katex:
+    """Gradio's own KaTeX, which renders the studio's LaTeX: its frontend's auto-render module and stylesheet
+    (served under assets/), and the class its stylesheet's rules are scoped under."""
+
+    script: str
+    sheet: str
+    scope: str
+
+
+@cache
+def katex_assets() -> Katex | None:
+    """This Gradio's KaTeX files; None (the page shows LaTeX as written, logged once) when it has no such files."""
+    import gradio
+
+    folder = Path(gradio.__file__).resolve().parent / "templates" / "frontend" / "assets"
+    scripts, sheets = sorted(folder.glob("auto-render-*.js")), sorted(folder.glob("katex-*.css"))
+    if len(scripts) != 1 or len(sheets) != 1:
+        log.warning("node page: no single KaTeX module in %s; LaTeX is shown as written", folder)
+        return None
+    # Gradio's CSS scopes KaTeX's rules to its container (.gradio-container-6-31-0 .katex …)
+    scope = "gradio-container-" + str(gradio.__version__).replace(".", "-")
+    return Katex(f"assets/{scripts[0].name}", f"assets/{sheets[0].name}", scope)
+
+
+NODE_PAGE_CSS = """
+body { font-family: 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif; margin: 0; padding: 10px 16px;
+       color: #1f2937; font-size: 15px; }
+#node-head p { margin: 4px 0; }
+#search-row { display: flex; gap: 12px; align-items: flex-start; }
+#tree-col { flex: 1 1 0; min-width: 0; }
+#inspector-panel { flex: 0 0 clamp(520px, 62%, 1000px); min-width: 0; display: flex; flex-direction: column; gap: 6px;
+  position: sticky; top: 6px; max-height: calc(100vh - 12px); overflow-y: auto; padding: 4px 6px;
+  border: 1px solid #e5e5e5; border-radius: 8px; }
+#inspector-panel > * { flex-shrink: 0; }
+#figure1 { max-height: 46vh; overflow: auto; }
+#tree { min-height: 440px; }
+.uats-empty { height: 120px; align-items: center; justify-content: center; color: #888; font-size: 14px;
+              border: 1px dashed #ccc; border-radius: 6px; }
+.uats-plot { width: 100%; }
+.uats-sticky-head { position: sticky; top: 0; z-index: 3; overflow: hidden; background: #fff; }
+.uats-sticky-head .svg-container { position: relative; }
+#node-details blockquote { margin: 6px 0; padding-left: 10px; border-left: 3px solid #ddd; color: #444; }
+#node-details code { background: #f3f4f6; border-radius: 3px; padding: 0 3px; }
+"""
+
+# the page's own script: plot.js runs as a Gradio HTML component's js_on_load does (its element, props.value, a
+# trigger), once per figure slot; a node clicked opens that node's page at the same iteration
+PAGE_JS = page_script("node_page.js")
+
+
+def _slot(elem_id: str, empty: str) -> str:
+    return (
+        f'<div id="{elem_id}"><div class="uats-empty" style="display:flex">{html.escape(empty)}</div>'
+        f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div></div>'
+    )
+
+
+def _data(elem_id: str, value: object) -> str:
+    """`value` as JSON in an inert script element (its text can never close the element)."""
+    return f'<script type="application/json" id="{elem_id}">{_js(value)}</script>'
+
+
+def node_page_parts(answer: Callable[[], NodeAnswer], plotly_src: str) -> Iterator[str]:
+    """The node page in the order the browser needs it: the head, which loads plotly.js, before anything is read
+    (plotly.js compiles while the server reads the run); the node's text and Figure 1 with the script that draws
+    them; last the tree, drawn once Figure 1 is. `answer` reads the run; `plotly_src`: plotly.js's address,
+    relative to the page. A run log that fails mid-page is said on the page (its status line has left already)."""
+    katex = katex_assets()
+    sheet = f'<link rel="stylesheet" href="{katex.sheet}">' if katex else ""
+    options = {"plot_js": PLOT_JS, "katex": katex.script if katex else None, "latex": LATEX}
+    yield (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>UATS Studio: a node</title>{sheet}<style>{NODE_PAGE_CSS}</style>"
+        f'<script src="{html.escape(plotly_src)}"></script></head><body class="{katex.scope if katex else ""}">'
+    )
+    try:
+        # the whole page read while plotly.js compiles, so no read of the server's competes with drawing Figure 1
+        a = answer()
+        tree = a.tree()
+        yield (
+            f"<script>document.title = {_js(a.title)};</script>"
+            f'<div id="node-head">{markdown_html(a.head)}</div>'
+            f'<div id="search-row"><div id="tree-col">{_slot("tree", EMPTY_TREE)}</div>'
+            f'<div id="inspector-panel">{_slot("figure1", EMPTY_FIGURE1)}'
+            f'<div id="why-panel">{allowed_html(a.why)}</div>'
+            f'<div id="node-details">{markdown_html(a.node_md)}</div></div></div>'
+            + _data("page-options", options)
+            + _data("figure1-json", a.figure1)
+            + f"<script>{PAGE_JS}</script>"
         )
-        for slot in (tree, figure1):
-            slot.select(views.picked, [state], parts, show_progress="hidden")
-    return page
+        yield _data("tree-json", tree) + "<script>window.__uatsNodePage.tree();</script></body></html>"
+    except StorageError as exc:
+        log.warning("node page: %s", exc)
+        yield f"<p id='node-error'><b>The run log could not be read:</b> {html.escape(str(exc))}</p></body></html>"
+
+
+def _js(value: object) -> str:
+    """`value` as a JavaScript literal inside a script element: no `<` at all (only a string can hold one, and
+    `\\u003c` is the same string), so no text in it can end the element or change how the parser reads it."""
+    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
