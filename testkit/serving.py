@@ -106,7 +106,7 @@ def served_fresh_app(tmp: Path, pool: Any, choices: Any = None) -> Iterator[dict
     demo = build_demo(store, pool, tmp / "exports", tmp / "reports", **extra)
     url = launch_served(demo.queue(**QUEUE_KWARGS), free_port(), **launch_kwargs(tmp / "exports"))
     try:
-        yield {"url": url, "client": app_client(url), "store": store}
+        yield {"url": url, "client": app_client(url), "store": store, "demo": demo}
     finally:
         demo.close()
         store.close()

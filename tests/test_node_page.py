@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,3 +147,34 @@ def test_the_app_serves_the_page_at_its_address(served: dict[str, Any]) -> None:
     assert figure1 and json.loads(json.loads(figure1.group(1)))["meta"]["selected"] == 3
     assert "Open in the studio" in r.text and "auth_required" not in r.text
     assert "no run in the address" in httpx.get(f"{served['url']}/node", timeout=60).text
+
+
+def test_no_more_pages_are_read_at_once_than_the_app_allows(
+    served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twenty links opened at once: every one is answered, and no more pages are read at the same time than
+    NODE_PAGE_READERS (2 here, fewer than the threads the server could give them); the rest wait their turn."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import ui.app_ui
+
+    monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS", 2)  # read at the app's first page
+    views = getattr(served["demo"], NODE_VIEWS)
+    reading, most = [0], [0]
+    lock = threading.Lock()
+    real = views.answer
+
+    def slow(params: Any) -> NodeAnswer:
+        with lock:
+            reading[0] += 1
+            most[0] = max(most[0], reading[0])
+        time.sleep(0.5)  # long enough that all twenty requests are in while the first pages are read
+        with lock:
+            reading[0] -= 1
+        return real(params)
+
+    monkeypatch.setattr(views, "answer", slow)
+    with ThreadPoolExecutor(20) as pool:
+        codes = list(pool.map(lambda n: httpx.get(f"{served['url']}/node?run={RUN}&node={n}", timeout=300), range(20)))
+    assert [r.status_code for r in codes] == [200] * 20 and all("figure1-json" in r.text for r in codes)
+    assert most[0] <= 2, most[0]

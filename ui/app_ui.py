@@ -239,13 +239,13 @@ def guarded_app(
 def _add_node_page(app: Any) -> None:
     """The node's own page at NODE_PATH (ui/tabs/node_page.py), written by the server: a route of the app, added
     before Gradio adds its own. With a login, a browser that is not signed in is sent to the login form. At most
-    as many pages are read at once as Gradio's queue runs calls of one event (QUEUE_KWARGS); others wait."""
+    NODE_PAGE_READERS pages are read at once; others wait their turn."""
     slots: list[asyncio.Semaphore] = []  # made in the server's own event loop, at its first page
 
     async def bounded(parts: Iterator[str]) -> AsyncIterator[str]:
         yield next(parts)  # the head, which loads plotly.js: it reads nothing
         if not slots:
-            slots.append(asyncio.Semaphore(QUEUE_KWARGS["default_concurrency_limit"]))
+            slots.append(asyncio.Semaphore(NODE_PAGE_READERS))
         async with slots[0]:
             rest = await asyncio.to_thread(list, parts)  # the run read and written, off the event loop
         for part in rest:
@@ -270,6 +270,8 @@ def _add_node_page(app: Any) -> None:
 # Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several
 # tabs); the benchmarks serve the app with it too, so they time what `uats-studio` serves.
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
+# node pages read at once (ui/tabs/node_page.py), as many as the queue runs calls of one event: a page is one read
+NODE_PAGE_READERS: int = QUEUE_KWARGS["default_concurrency_limit"]
 
 
 def launch_kwargs(
