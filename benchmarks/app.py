@@ -242,6 +242,45 @@ def target_lines(res: dict[str, Any], earlier: Sequence[str] = ()) -> list[str]:
     return lines
 
 
+# A fixed piece of work timed in Python and in Chromium's JavaScript before and after the benchmark: this machine's
+# speed varies from day to day by more than the targets' margins (the same page took 1.74 s one day and 4.68 s
+# another, docs/log.md), so figures from two days compare only beside these.
+REFERENCE_STEPS = 5_000_000
+REFERENCE_JS = """(n) => { const t = performance.now(); let x = 0;
+  for (let i = 0; i < n; i++) x = (x + i * i) % 1000003;
+  return [performance.now() - t, x]; }"""
+
+
+def reference_work(repeats: int = 3) -> dict[str, float]:
+    """Medians of `repeats` timings of REFERENCE_STEPS steps of a modular sum of squares: in Python (s) and in a
+    blank Chromium page (ms)."""
+    from playwright.sync_api import sync_playwright
+
+    py = []
+    for _ in range(repeats):
+        t, x = time.perf_counter(), 0
+        for i in range(REFERENCE_STEPS):
+            x = (x + i * i) % 1000003
+        py.append(time.perf_counter() - t)
+    with sync_playwright() as p:
+        browser = launch_browser(p)
+        page = browser.new_page()
+        js = [float(page.evaluate(REFERENCE_JS, REFERENCE_STEPS)[0]) for _ in range(repeats)]
+        browser.close()
+    return {"python_s": round(sorted(py)[len(py) // 2], 3), "chromium_js_ms": round(sorted(js)[len(js) // 2], 1)}
+
+
+def reference_line(res: dict[str, Any]) -> str:
+    """The machine's load and reference work before and after, beside the targets."""
+    parts = []
+    for when in ("before", "after"):
+        ref, load = res.get(f"reference_{when}") or {}, res.get(f"load_avg_{when}") or (None,)
+        parts.append(
+            f"{when}: load {load[0]:.2f}, Python {ref.get('python_s')} s, Chromium {ref.get('chromium_js_ms')} ms"
+        )
+    return f"machine ({REFERENCE_STEPS:,}-step reference work; compare days by it): " + "; ".join(parts)
+
+
 def _guarded(measure: Any, *args: Any) -> dict[str, Any]:
     """measure(*args), or {"error": ...} when it fails: one failing part (a server that would not start
     under load) must not lose the others' numbers; its targets read "not measured"."""
@@ -264,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     res: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_avg_before": os.getloadavg()}
+    res["reference_before"] = _guarded(reference_work)
     if "build" not in skip:
         res["build"] = _guarded(build_times, sizes, args.repeats)
     if "redraw" not in skip:
@@ -301,9 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         res["app_targets"] = _guarded(app_targets)
     res["load_avg_after"] = os.getloadavg()
+    res["reference_after"] = _guarded(reference_work)
     text = json.dumps(res, indent=2)
     print(text)
     print("\n".join(target_lines(res, targets)))
+    print(reference_line(res))
     if args.json:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0
