@@ -27,7 +27,7 @@ from .jobs.pool import WorkerPool
 from .slow_clients import bound_request_heads
 from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
-from .tabs.common import LIVE, PLOT_JS, PLOTLY_HEAD, PLOTLY_PAGE_HEAD, TICK_S, AppContext, RunCache
+from .tabs.common import LIVE, PLOT_JS, PLOT_SLOT_CSS, PLOTLY_HEAD, PLOTLY_PAGE_HEAD, TICK_S, AppContext, RunCache
 from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.exports import clear_downloads, downloads_folder
 from .tabs.idle import wire_idle_timer
@@ -57,14 +57,12 @@ CSS = (
     """
 #notice { border-left: 4px solid #d95f02; background: #fff4ec; padding: 6px 12px; border-radius: 4px; }
 #notice.ok { border-left-color: #1b9e77; background: #eefaf5; }
-.uats-empty { height: 120px; align-items: center; justify-content: center; color: #888; font-size: 14px;
-              border: 1px dashed #ccc; border-radius: 6px; }
-.uats-plot { width: 100%; }
 #brand h1 { margin-bottom: 0; font-size: 1.6em; }
 #brand p { margin-top: 2px; color: #555; }
 /* a dropdown's chosen text ends before its arrow (a long problem's text ran under it) */
 .secondary-wrap input { padding-right: 22px !important; text-overflow: ellipsis; }
 """
+    + PLOT_SLOT_CSS
     + LINKS_CSS
     + RUN_BAR_CSS
     + INSPECTOR_CSS

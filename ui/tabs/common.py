@@ -48,6 +48,24 @@ PLOT_JS = page_script("treelod.js") + page_script("plot.js")
 SHOW_SEARCH_JS = page_script("show_search.js")  # a run opened from another tab: the Search tab shown
 
 
+# a figure slot's look (the studio's and the node page's): the empty text's box, the plot, Figure 1's sticky head
+PLOT_SLOT_CSS = """
+.uats-empty { height: 120px; align-items: center; justify-content: center; color: #888; font-size: 14px;
+              border: 1px dashed #ccc; border-radius: 6px; }
+.uats-plot { width: 100%; }
+.uats-sticky-head { position: sticky; top: 0; z-index: 3; overflow: hidden; background: #fff; }
+.uats-sticky-head .svg-container { position: relative; }
+"""
+
+
+def plot_slot(elem_id: str, empty_text: str) -> str:
+    """A figure slot's inside: `empty_text` shown until plot.js draws the figure in the plot's div."""
+    return (
+        f'<div class="uats-empty" style="display:flex">{empty_text}</div>'
+        f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div>'
+    )
+
+
 def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:
     """A figure slot: shows `empty_text` until its value (figure JSON) arrives, then draws it in place."""
     return gr.HTML(
@@ -56,8 +74,7 @@ def plot_html(elem_id: str, empty_text: str, min_height: int = 140) -> gr.HTML:
         js_on_load=PLOT_JS,
         head=PLOTLY_HEAD,
         padding=False,
-        html_template=f'<div class="uats-empty" style="display:flex">{empty_text}</div>'
-        f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div>',
+        html_template=plot_slot(elem_id, empty_text),
         min_height=min_height,
     )
 

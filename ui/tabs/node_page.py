@@ -1,8 +1,8 @@
 """A node's own page, /node?run=…&node=…&t=…: the link a researcher shares to point at one step's decision.
 
-The server writes the whole page in one answer: the node's Figure 1 and the run's tree as figure JSON inside it,
-drawn by the studio's own plot script (ui/js/plot.js) as soon as plotly.js has loaded, with the head, the Why and
-the node's text as HTML. A Gradio page spent 1–2 s starting Gradio's client before its first event even left
+The server writes the whole page in one streamed answer: the node's Figure 1 and the run's tree as figure JSON
+inside it, drawn by the studio's own plot script (ui/js/plot.js) as soon as plotly.js has loaded, with the head,
+the Why and the node's text as HTML. A Gradio page spent 1–2 s starting Gradio's client before its first event left
 (docs/log.md); this page has no client to start. Everything on it comes from the studio's view functions, so its
 figures and text are the studio's, value for value. Clicking a node opens that node's page (the address is the
 link to share). "Open in the studio" goes to the same view in the full app. Anyone who may use the app may view
@@ -25,7 +25,18 @@ from storage.shadow import read_shadow
 from ..views.page_html import allowed_html, markdown_html
 from ..views.run_status import run_status_md
 from ..views.scripts import page_script
-from .common import LATEX, LIVE, NODE_PAGE, PLOT_JS, AppContext, fig_json, node_address, view_of
+from .common import (
+    LATEX,
+    LIVE,
+    NODE_PAGE,
+    PLOT_JS,
+    PLOT_SLOT_CSS,
+    AppContext,
+    fig_json,
+    node_address,
+    plot_slot,
+    view_of,
+)
 from .links import int_param
 from .page_state import OpenRun
 from .search_layout import EMPTY_WHY
@@ -45,7 +56,7 @@ EMPTY_TREE = "The run's tree appears here."
 @dataclass
 class NodeAnswer:
     """What the node page shows for one address: Markdown for the head and the node's text, HTML for the Why,
-    figure JSON ("" for none) for Figure 1; `tree()` the tree's JSON, made after the rest is on its way."""
+    figure JSON ("" for none) for Figure 1; `tree()` the tree's JSON (made on demand: the page asks for it last)."""
 
     title: str
     head: str
@@ -125,7 +136,8 @@ def katex_assets() -> Katex | None:
     return Katex(f"assets/{scripts[0].name}", f"assets/{sheets[0].name}", scope)
 
 
-NODE_PAGE_CSS = """
+NODE_PAGE_CSS = (
+    """
 body { font-family: 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif; margin: 0; padding: 10px 16px;
        color: #1f2937; font-size: 15px; }
 #node-head p { margin: 4px 0; }
@@ -137,14 +149,11 @@ body { font-family: 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif; mar
 #inspector-panel > * { flex-shrink: 0; }
 #figure1 { max-height: 46vh; overflow: auto; }
 #tree { min-height: 440px; }
-.uats-empty { height: 120px; align-items: center; justify-content: center; color: #888; font-size: 14px;
-              border: 1px dashed #ccc; border-radius: 6px; }
-.uats-plot { width: 100%; }
-.uats-sticky-head { position: sticky; top: 0; z-index: 3; overflow: hidden; background: #fff; }
-.uats-sticky-head .svg-container { position: relative; }
 #node-details blockquote { margin: 6px 0; padding-left: 10px; border-left: 3px solid #ddd; color: #444; }
 #node-details code { background: #f3f4f6; border-radius: 3px; padding: 0 3px; }
 """
+    + PLOT_SLOT_CSS
+)
 
 # the page's own script: plot.js runs as a Gradio HTML component's js_on_load does (its element, props.value, a
 # trigger), once per figure slot; a node clicked opens that node's page at the same iteration
@@ -152,10 +161,7 @@ PAGE_JS = page_script("node_page.js")
 
 
 def _slot(elem_id: str, empty: str) -> str:
-    return (
-        f'<div id="{elem_id}"><div class="uats-empty" style="display:flex">{html.escape(empty)}</div>'
-        f'<div class="uats-plot" data-owner="{elem_id}" style="display:none"></div></div>'
-    )
+    return f'<div id="{elem_id}">{plot_slot(elem_id, html.escape(empty))}</div>'
 
 
 def _data(elem_id: str, value: object) -> str:

@@ -210,8 +210,6 @@ INSPECTOR_CSS = """
 #search-row.uats-inspecting #tree-col { flex: 1 1 0 !important; min-width: 0 !important; }
 #search-row.uats-inspecting #form-col { display: none !important; }
 #inspector-panel #figure1 { max-height: 46vh; overflow: auto !important; }
-.uats-sticky-head { position: sticky; top: 0; z-index: 3; overflow: hidden; background: #fff; }
-.uats-sticky-head .svg-container { position: relative; }
 .uats-inspector-head { display: flex; align-items: center; gap: 4px; font-size: 14px; padding: 2px 4px; }
 .uats-inspector-head .uats-share { margin-left: 12px; font-size: 13px; }
 .uats-inspector-head .uats-close { margin-left: auto; padding: 2px 10px; border-radius: 6px; cursor: pointer;
