@@ -63,7 +63,7 @@ def test_a_node_is_drawn_by_the_studio_s_own_views(demo: tuple[gr.Blocks, RunSto
     assert out.node_md.startswith(md) and f"node={node}" in out.node_md
     assert f"node {node}" in out.why
     assert "Open in the studio" in out.head and f"node={node}" in out.head
-    tree = json.loads(out.tree())
+    tree = json.loads(out.tree)
     assert tree["meta"]["run_id"] == RUN and tree["meta"]["selected"] == node  # the tree, its ring on the node
 
 
@@ -117,7 +117,7 @@ def test_no_text_of_a_run_adds_markup_or_a_script(demo: tuple[gr.Blocks, RunStor
     assert "<img" not in page and "<!--" not in page
     assert "\\frac{1}{2}" in page  # the LaTeX is kept for KaTeX
     # a figure's JSON holding what ends or re-opens a script element is written with no "<" at all
-    bare = NodeAnswer("t", "h", figure1=json.dumps({"text": QUESTION}), tree=lambda: json.dumps({"t": QUESTION}))
+    bare = NodeAnswer("t", "h", figure1=json.dumps({"text": QUESTION}), tree=json.dumps({"t": QUESTION}))
     page = "".join(node_page_parts(lambda: bare, "./p.js"))
     assert len(re.findall(r"<script", page)) == 7 and "<!--" not in page and "<img" not in page
     # markup in Markdown that is not the app's own is dropped, its text kept

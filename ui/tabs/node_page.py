@@ -56,14 +56,14 @@ EMPTY_TREE = "The run's tree appears here."
 @dataclass
 class NodeAnswer:
     """What the node page shows for one address: Markdown for the head and the node's text, HTML for the Why,
-    figure JSON ("" for none) for Figure 1; `tree()` the tree's JSON (made on demand: the page asks for it last)."""
+    figure JSON ("" for none) for Figure 1 and the tree."""
 
     title: str
     head: str
     figure1: str = ""
     why: str = EMPTY_WHY
     node_md: str = ""
-    tree: Callable[[], str] = lambda: ""
+    tree: str = ""
 
 
 def _head(s: OpenRun, status: str, message: str = "", live: bool = False) -> str:
@@ -101,9 +101,7 @@ class NodeViews:
         title = f"Run {str(s.run_id)[:8]}" + (f" · node {s.selected}" if s.selected is not None else "")
         title += " · UATS Studio"
 
-        def tree() -> str:
-            return fig_json(run_tree_figure(s, data, state, view_of(), reads.version(s.run_id), shadow))
-
+        tree = fig_json(run_tree_figure(s, data, state, view_of(), reads.version(s.run_id), shadow))
         if s.selected is None:
             return NodeAnswer(title, head, tree=tree)
         fig, md = RunViewer.node_view(data, state, s.selected, s.fig1, shadow)
@@ -184,9 +182,7 @@ def node_page_parts(answer: Callable[[], NodeAnswer], plotly_src: str) -> Iterat
         f'<script src="{html.escape(plotly_src)}"></script></head><body class="{katex.scope if katex else ""}">'
     )
     try:
-        # the whole page read while plotly.js compiles, so no read of the server's competes with drawing Figure 1
-        a = answer()
-        tree = a.tree()
+        a = answer()  # the whole page read while plotly.js compiles: no read competes with drawing Figure 1
         yield (
             f"<script>document.title = {_js(a.title)};</script>"
             f'<div id="node-head">{markdown_html(a.head)}</div>'
@@ -197,8 +193,9 @@ def node_page_parts(answer: Callable[[], NodeAnswer], plotly_src: str) -> Iterat
             + _data("page-options", options)
             + _data("figure1-json", a.figure1)
             + f"<script>{PAGE_JS}</script>"
+            + _data("tree-json", a.tree)
+            + "<script>window.__uatsNodePage.tree();</script></body></html>"
         )
-        yield _data("tree-json", tree) + "<script>window.__uatsNodePage.tree();</script></body></html>"
     except StorageError as exc:
         log.warning("node page: %s", exc)
         yield f"<p id='node-error'><b>The run log could not be read:</b> {html.escape(str(exc))}</p></body></html>"
