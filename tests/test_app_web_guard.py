@@ -394,9 +394,19 @@ def test_the_page_names_no_server_path_for_plotly(tmp_path: Path) -> None:
         with served_app(store, WorkerPoolDouble(store), tmp_path) as url:
             config = httpx.get(f"{url}/config", timeout=30).text
             assert "plotly.min.js" in config and "file=/" not in config and str(Path.cwd()) not in config
-            from ui.web_guard import PLOTLY_URL
+            from ui.web_guard import PAGE_PLOTLY_JS, PLOTLY_URL
 
-            js = httpx.get(f"{url}{PLOTLY_URL}", timeout=30)
+            js = httpx.get(f"{url}{PLOTLY_URL}", timeout=30)  # httpx asks for gzip and unpacks it
             assert js.status_code == 200 and js.text.lstrip().startswith("/**") and len(js.content) > 1_000_000
+            assert js.headers["content-encoding"] == "gzip" and js.headers["vary"].startswith("Accept-Encoding")
+            assert int(js.headers["content-length"]) < len(js.content) / 2  # a third of the bundle on the wire
+            plain = httpx.get(f"{url}{PLOTLY_URL}", headers={"accept-encoding": "identity"}, timeout=30)
+            assert "content-encoding" not in plain.headers and plain.content == PAGE_PLOTLY_JS.read_bytes()
+            assert plain.content == js.content and plain.headers["cache-control"] == "public, max-age=86400"
+            refused = httpx.get(f"{url}{PLOTLY_URL}", headers={"accept-encoding": "gzip;q=0"}, timeout=30)
+            assert "content-encoding" not in refused.headers and refused.content == plain.content
+            head = httpx.head(f"{url}{PLOTLY_URL}", timeout=30)
+            assert head.status_code == 200 and head.content == b""
+            assert head.headers["content-length"] == js.headers["content-length"]
     finally:
         store.close()

@@ -101,7 +101,7 @@ def test_the_page_scripts_pass_eslint() -> None:
 
 def _header_version(path: Path) -> str:
     """'4.1.1' from a plotly.js bundle's licence header ("plotly.js v4.1.1" or
-    "plotly.js (cartesian - minified) v4.1.1")."""
+    "plotly.js (basic - minified) v4.1.1")."""
     head = path.read_text(encoding="utf-8")[:300]
     found = re.search(r"plotly\.js\b[^\n]*?\bv(\d+\.\d+\.\d+)", head)
     assert found, (path, head)
@@ -109,7 +109,7 @@ def _header_version(path: Path) -> str:
 
 
 def test_the_page_bundle_is_the_packages_plotly_and_draws_every_trace_the_app_sends(tmp_path: Path) -> None:
-    """The page loads npm's cartesian build of plotly.js (ui/static/README.md): the Python package's version, so a
+    """The page loads npm's basic build of plotly.js (ui/static/README.md): the Python package's version, so a
     figure means what the exports (the package's full bundle) draw, and holding every trace type of every figure the
     app sends to a page plot: the tree, Figure 1 with shadow passes, the cost and knob charts, a comparison."""
     from storage import RunStore
@@ -127,7 +127,7 @@ def test_the_page_bundle_is_the_packages_plotly_and_draws_every_trace_the_app_se
     assert _header_version(PAGE_PLOTLY_JS) == _header_version(PLOTLY_JS)
     bundle = PAGE_PLOTLY_JS.read_text(encoding="utf-8")
     registered = set(re.findall(r'moduleType:"trace",name:"(\w+)"', bundle))
-    assert {"scatter", "bar", "box"} <= registered
+    assert {"scatter", "bar"} <= registered
     store = RunStore(str(tmp_path / "runs.db"))
     a = RunData.load(store, record_synthetic(store, "a" * 32, n_nodes=120, budget=8, seed=3))
     b = RunData.load(store, record_synthetic(store, "b" * 32, n_nodes=120, budget=8, seed=4))

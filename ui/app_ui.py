@@ -3,7 +3,7 @@ compare runs, browse runs, mine qualitative cases, export. Each tab is built by 
 this module assembles them and wires the events that span tabs.
 
 Gradio facts this relies on (Gradio 6's component docs): gr.Plot reports no clicks, so trees are drawn by plotly.js
-(ui/static/: the plotly package's version, cartesian build) in gr.HTML components (clicks come back with
+(ui/static/: the plotly package's version, basic build) in gr.HTML components (clicks come back with
 trigger('select')); searches live in worker processes and the page polls the database with gr.Timer; gr.DownloadButton
 downloads its current value, so export zips are rebuilt when the selection changes."""
 

@@ -10,6 +10,7 @@ from typing import Any
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 BODY_TIMEOUT_S = 30.0  # a request body not whole by then gets 408: a slow client holds no connection for good
 

@@ -21,7 +21,7 @@ request is in is ui/access.py's.
   a copy is answered only to the user whose export it is (404 to anyone else); the export folder itself is never
   served (ui.app_ui.launch_kwargs blocks it).
 - **Plotly.** The page's plotly.js is served at PLOTLY_URL, so the page names no server path (Gradio's static
-  route takes a file's absolute path)."""
+  route takes a file's absolute path), gzip-compressed to browsers that accept it (ui/static_asset.py)."""
 
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .auth import AuthError, LoginLimiter, is_loopback
-from .request_body import BODY_TIMEOUT_S, BufferedBody, Message, Receive, SlowBody, bad_event_body, read_body
+from .request_body import BODY_TIMEOUT_S, BufferedBody, Message, Receive, Send, SlowBody, bad_event_body, read_body
+from .static_asset import send_asset
 
 log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
-Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_BODY_BYTES = 1 << 20  # an event's inputs: a 20,000-character question is 80 kB at most
@@ -53,8 +53,8 @@ WILDCARDS = ("0.0.0.0", "::", "")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 PLOTLY_URL = "/uats-static/plotly.min.js"
-# the page's bundle: plotly.js's cartesian build, the Python package's version (ui/static/README.md)
-PAGE_PLOTLY_JS = Path(__file__).resolve().parent / "static" / "plotly-cartesian.min.js"
+# the page's bundle: plotly.js's basic build, the Python package's version (ui/static/README.md)
+PAGE_PLOTLY_JS = Path(__file__).resolve().parent / "static" / "plotly-basic.min.js"
 # what a proxy tells the app about the browser's address; from anyone else, a lie Gradio would believe (its /config
 # root and /logout's redirect took X-Forwarded-Host as the site)
 FORWARDED_HEADERS = (b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port", b"forwarded")
@@ -302,11 +302,10 @@ class WebGuard:
             await _answer(send, 404, "not found")
             return
         if scope["method"] in ("GET", "HEAD") and scope["path"] == PLOTLY_URL:
-            from starlette.responses import FileResponse
-
-            await FileResponse(
-                self.plotly_js, media_type="text/javascript", headers={"cache-control": "public, max-age=86400"}
-            )(scope, receive, _rewriting_send(send, origin))
+            accept = headers.get("accept-encoding", "")
+            await send_asset(
+                self.plotly_js, "text/javascript", accept, scope["method"] == "HEAD", _rewriting_send(send, origin)
+            )
             return
         await self._forward(scope, receive, send, headers, origin, client)
 
