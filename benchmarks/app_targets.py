@@ -11,9 +11,11 @@
   the quiet page (Plotly.newPlot of a copy): what the figure costs with nothing else running, against what it
   costs amid the click's other work;
 - link: the node's own page, `/node?run=…&node=…` (the link the inspector gives to share, ui/tabs/node_page.py),
-  opened in a new tab of the same browser (its HTTP cache warm, as a link followed from another page of the app),
-  from the navigation's start until that node's Figure 1 is drawn; the studio's address for the same view
-  (`/?run=…&node=…`, what its address bar shows) likewise.
+  opened in a new tab of the browser the studio is open in (its HTTP cache warm, as a link followed from another
+  page of the app), from the navigation's start until that node's Figure 1 is drawn; the studio's address for the
+  same view (`/?run=…&node=…`, what its address bar shows) likewise. And the node page's first visit: the same links,
+  each in a new browser context (an empty cache, as a colleague who never opened the app: plotly.js comes over the
+  wire). Until 2026-11-30 every link was opened that way, though this said warm.
 
 Runs come from testkit.synthetic, written to a temporary SQLite file first (not timed)."""
 
@@ -99,12 +101,14 @@ LINK_DONE_JS = """(nid) => { const e = document.querySelector('#figure1 .uats-pl
     ? (Number(e.dataset.drawnAt) - performance.timeOrigin) / 1000 : null; }"""
 
 
-def _link_times(browser: Any, port: int, rid: str, node_ids: list[int], at: str = NODE_PAGE) -> list[float]:
+def _link_times(opener: Any, port: int, rid: str, node_ids: list[int], at: str = NODE_PAGE) -> list[float]:
     """Seconds from each link's navigation to its node's Figure 1 drawn: `at` NODE_PAGE is the node page, "" the
-    studio's (both addresses as the app writes them)."""
+    studio's (both addresses as the app writes them); `opener` a browser context (a tab in it: its cache) or the
+    browser (a new context each: an empty cache)."""
     out = []
     for nid in node_ids:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        fresh = hasattr(opener, "contexts")  # the browser: a context of the link's own
+        page = opener.new_page(viewport={"width": 1400, "height": 1000}) if fresh else opener.new_page()
         page.goto(
             f"http://127.0.0.1:{port}/" + node_address(rid, nid, None, page=at).removeprefix("./"), wait_until="commit"
         )
@@ -142,8 +146,9 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
             click_s, draws = _click_times(page, ids)
             wait_quiet(page, 60)
             quiet_ms = page.evaluate(QUIET_REDRAW_JS)
-            link_s = _link_times(browser, port, click_id, ids[:3])
-            studio_link_s = _link_times(browser, port, click_id, ids[:3], at="")
+            link_s = _link_times(page.context, port, click_id, ids[:3])
+            studio_link_s = _link_times(page.context, port, click_id, ids[:3], at="")
+            first_link_s = _link_times(browser, port, click_id, ids[:3])
             browser.close()
     finally:
         pool.shutdown(cancel=True, timeout_s=5)
@@ -165,4 +170,6 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
         "link_median_s": round(statistics.median(link_s), 2),
         "studio_link_s": [round(x, 2) for x in studio_link_s],
         "studio_link_median_s": round(statistics.median(studio_link_s), 2),
+        "first_link_s": [round(x, 2) for x in first_link_s],
+        "first_link_median_s": round(statistics.median(first_link_s), 2),
     }

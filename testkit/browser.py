@@ -30,9 +30,10 @@ def launch_browser(p: Any) -> Any:
 
 
 def open_app(p: Any, port: int) -> tuple[Any, Any]:
-    """Chromium on the served app at `port`: (browser, page), the page at the benches' 1400 × 1000 viewport."""
+    """Chromium on the served app at `port`: (browser, page), the page at the benches' 1400 × 1000 viewport, in a
+    context of its own that more tabs can join (`page.context.new_page()`: the same cache, as a user's browser)."""
     browser = launch_browser(p)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.goto(f"http://127.0.0.1:{port}")
     return browser, page
 
