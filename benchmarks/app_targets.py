@@ -105,9 +105,8 @@ def _link_times(opener: Any, port: int, rid: str, node_ids: list[int], at: str =
     """Seconds from each link's navigation to its node's Figure 1 drawn: `at` NODE_PAGE is the node page, "" the
     studio's (both addresses as the app writes them); `opener` a browser context (a tab in it: its cache) or the
     browser (a new context each: an empty cache)."""
-    out = []
+    out, fresh = [], hasattr(opener, "contexts")  # the browser: a context of each link's own
     for nid in node_ids:
-        fresh = hasattr(opener, "contexts")  # the browser: a context of the link's own
         page = opener.new_page(viewport={"width": 1400, "height": 1000}) if fresh else opener.new_page()
         page.goto(
             f"http://127.0.0.1:{port}/" + node_address(rid, nid, None, page=at).removeprefix("./"), wait_until="commit"
