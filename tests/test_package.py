@@ -124,7 +124,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
         "ui/js/runbar.js",
         "ui/js/links.js",
         "ui/js/column_tips.js",
-        "ui/static/plotly-cartesian.min.js",
+        "ui/static/plotly-basic.min.js",
         "uats/cli.py",
         "uats/eval/worker.py",
         "reports/page.py",
