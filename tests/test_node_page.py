@@ -178,3 +178,64 @@ def test_no_more_pages_are_read_at_once_than_the_app_allows(
         codes = list(pool.map(lambda n: httpx.get(f"{served['url']}/node?run={RUN}&node={n}", timeout=300), range(20)))
     assert [r.status_code for r in codes] == [200] * 20 and all("figure1-json" in r.text for r in codes)
     assert most[0] <= 2, most[0]
+
+
+def test_one_user_s_links_leave_room_for_another_user_s_page(
+    served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten links one client opens at once, each read held until the test lets it go: the first client reads at most
+    NODE_PAGE_READERS_PER_USER (2) of them at a time, and a second client's page (another address: without a login
+    a reader is its address) is read and answered while all ten still wait. With one bound for all (4 places here)
+    the first client's pages took every place and the second waited behind them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import ui.app_ui
+
+    monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS", 4)  # read at the app's first page
+    monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS_PER_USER", 2)
+    views = getattr(served["demo"], NODE_VIEWS)
+    release, lock = threading.Event(), threading.Lock()
+    reading, most = [0], [0]
+    real = views.answer
+
+    def held(params: Any) -> NodeAnswer:
+        if params.get("node") != "20":  # the first client's: held until the second's page is answered
+            with lock:
+                reading[0] += 1
+                most[0] = max(most[0], reading[0])
+            release.wait(120)
+            with lock:
+                reading[0] -= 1
+        return real(params)
+
+    monkeypatch.setattr(views, "answer", held)
+    other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=60)
+    with ThreadPoolExecutor(10) as pool:
+        first = [pool.submit(httpx.get, f"{served['url']}/node?run={RUN}&node={n}", timeout=300) for n in range(10)]
+        deadline = time.monotonic() + 60
+        while reading[0] < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the other eight are in, waiting (with one bound for all, two of them would read)
+        try:
+            second = other.get(f"{served['url']}/node?run={RUN}&node=20")
+            waiting = sum(not f.done() for f in first)
+        finally:
+            release.set()
+            other.close()
+        codes = [f.result().status_code for f in first]
+    assert second.status_code == 200 and "figure1-json" in second.text
+    assert waiting == 10, waiting  # answered while every one of the first client's pages was still held
+    assert most[0] == 2, most[0]
+    assert codes == [200] * 10
+
+
+def test_head_answers_the_page_s_headers_and_reads_nothing(
+    served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link previewer's HEAD: 200 with the page's type and no body, and no run read (it was 405)."""
+    views = getattr(served["demo"], NODE_VIEWS)
+    reads = []
+    monkeypatch.setattr(views, "answer", lambda params: reads.append(params))
+    r = httpx.head(f"{served['url']}/node?run={RUN}&node=3", timeout=60)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), (r.status_code, r.headers)
+    assert r.content == b"" and reads == []

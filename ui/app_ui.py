@@ -24,6 +24,7 @@ from .auth import LoginLimiter
 from .choices import ARITH, ServerChoices, server_choices
 from .glossary import apply_help, column_tips_head, glossary_md
 from .jobs.pool import WorkerPool
+from .read_slots import ReadSlots
 from .slow_clients import bound_request_heads
 from .tabs.case_finder import BATCH_COLUMNS
 from .tabs.cases import CASE_COLUMNS, build_cases_tab
@@ -237,14 +238,16 @@ def guarded_app(
 def _add_node_page(app: Any) -> None:
     """The node's own page at NODE_PATH (ui/tabs/node_page.py), written by the server: a route of the app, added
     before Gradio adds its own. With a login, a browser that is not signed in is sent to the login form. At most
-    NODE_PAGE_READERS pages are read at once; others wait their turn."""
-    slots: list[asyncio.Semaphore] = []  # made in the server's own event loop, at its first page
+    NODE_PAGE_READERS pages are read at once, NODE_PAGE_READERS_PER_USER of them one user's (the signed-in user,
+    else the client's address: without a login the app listens on loopback alone); others wait their turn. HEAD
+    answers the page's headers and reads nothing."""
+    slots: list[ReadSlots] = []  # made at the first page: the bounds are read then (tests set them)
 
-    async def bounded(parts: Iterator[str]) -> AsyncIterator[str]:
+    async def bounded(parts: Iterator[str], reader: str) -> AsyncIterator[str]:
         yield next(parts)  # the head, which loads plotly.js: it reads nothing
         if not slots:
-            slots.append(asyncio.Semaphore(NODE_PAGE_READERS))
-        async with slots[0]:
+            slots.append(ReadSlots(NODE_PAGE_READERS, NODE_PAGE_READERS_PER_USER))
+        async with slots[0].held(reader):
             rest = await asyncio.to_thread(list, parts)  # the run read and written, off the event loop
         for part in rest:
             yield part
@@ -253,23 +256,30 @@ def _add_node_page(app: Any) -> None:
         views = getattr(app.blocks, NODE_VIEWS, None)
         if views is None:
             return Response("no node page on this app", status_code=404)
-        if app.auth is not None and app.signed_in_user(dict(request.cookies)) is None:
+        user = app.signed_in_user(dict(request.cookies)) if app.auth is not None else None
+        if app.auth is not None and user is None:
             return RedirectResponse("./", status_code=303)
+        headers = {"Cache-Control": "no-store"}
+        if request.method == "HEAD":
+            return Response(media_type=NODE_PAGE_TYPE, headers=headers)
         params = dict(request.query_params)
+        reader = f"user:{user}" if user else f"client:{request.client.host if request.client else '?'}"
         # streamed: the page's head leaves before the run is read; plotly.js from the page's own address (the web
         # guard serves it), relative as the page's other links
         parts = node_page_parts(lambda: views.answer(params), "." + PLOTLY_URL)
-        headers = {"Cache-Control": "no-store"}
-        return StreamingResponse(bounded(parts), media_type="text/html; charset=utf-8", headers=headers)
+        return StreamingResponse(bounded(parts, reader), media_type=NODE_PAGE_TYPE, headers=headers)
 
-    app.add_api_route(NODE_PATH, node_page, methods=["GET"], include_in_schema=False)
+    app.add_api_route(NODE_PATH, node_page, methods=["GET", "HEAD"], include_in_schema=False)
 
 
+NODE_PAGE_TYPE = "text/html; charset=utf-8"
 # Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several
 # tabs); the benchmarks serve the app with it too, so they time what `uats-studio` serves.
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
 # node pages read at once (ui/tabs/node_page.py), as many as the queue runs calls of one event: a page is one read
 NODE_PAGE_READERS: int = QUEUE_KWARGS["default_concurrency_limit"]
+# of them one user's: twenty links one user opens at once leave the other places to others' pages
+NODE_PAGE_READERS_PER_USER: int = 2
 
 
 def launch_kwargs(
