@@ -139,6 +139,8 @@ async function show(spec) {
   if (m.written_at) host.dataset.latencyMs = (Date.now() - m.written_at * 1000).toFixed(0);
   host.dataset.drawnAt = String(Date.now());
   host.dataset.draws = String(Number(host.dataset.draws || 0) + 1);
+  // the tree's resize for the inspector a click opened waited for this (ui/js/inspector.js)
+  if (host.dataset.owner === 'figure1' && window.__uatsFigure1Drawn) window.__uatsFigure1Drawn();
   // a short in-page log of draws for benchmarks/app.py and the browser tests (bounded: pages stay open long)
   const log = (window.__uatsDraws = window.__uatsDraws || []);
   log.push({el: host.dataset.owner || '', iteration: m.iteration, nodes: m.n_nodes, status: m.status || '',
@@ -154,7 +156,10 @@ async function show(spec) {
       trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
       // the inspector opens beside the tree at once (ui/js/inspector.js); Compare's trees have none
       if (host.dataset.owner !== 'tree' || !window.__uatsOpenInspector) { setTimeout(() => ringAt(id), 0); return; }
-      window.__uatsOpenInspector();
+      // the tree's resize waits for this click's Figure 1, unless Figure 1 already shows that node (the inspector
+      // closed and the same node clicked again: the same figure, not drawn again)
+      const f1 = document.querySelector('#figure1 .uats-plot');
+      window.__uatsOpenInspector(!(f1 && f1._uatsMeta && f1._uatsMeta.selected === id));
       requestAnimationFrame(() => ringAt(id));  // the tree's ring moved in place, after the inspector's frame
     });
     // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)

@@ -196,25 +196,29 @@ def _tree_column(c: dict[str, Any]) -> None:
 # The inspector beside the tree (ui/js/inspector.js opens it: #search-row.uats-inspecting), sticky under the run bar
 # with its own scroll, so a click's answer is on the first screen with the tree; the run form folds away while it
 # is open (✕ brings it back), leaving the tree and the inspector the width of the page. Figure 1 scrolls in its own
-# box, its header stuck on top (ui/js/plot.js stickyHead).
-INSPECTOR_CSS = """
-#inspector-panel { display: none !important; }
-#search-row.uats-inspecting #inspector-panel {
+# box, its header stuck on top (ui/js/plot.js stickyHead). The tree column's plots are clipped at its edge while
+# their resize waits for a click's Figure 1 (ui/js/inspector.js). The node page (ui/tabs/node_page.py) lays out the
+# same two.
+INSPECTOR_WIDTH = "clamp(520px, 62%, 1000px)"
+FIGURE1_MAX_HEIGHT = "46vh"
+INSPECTOR_CSS = f"""
+#inspector-panel {{ display: none !important; }}
+#search-row.uats-inspecting #inspector-panel {{
   display: flex !important; flex-direction: column !important; flex-wrap: nowrap !important; gap: 6px;
   position: sticky; align-self: flex-start; overflow-y: auto;
   top: calc(var(--uats-notice-h, 0px) + var(--uats-bar-h, 0px) + 6px);
   max-height: calc(100vh - var(--uats-notice-h, 0px) - var(--uats-bar-h, 0px) - 12px);
-  flex: 0 0 clamp(520px, 62%, 1000px) !important; min-width: 0 !important; padding: 4px 6px;
-  border: 1px solid var(--border-color-primary, #e5e5e5); border-radius: 8px; }
-#search-row.uats-inspecting #inspector-panel > * { flex-shrink: 0 !important; }
-#search-row.uats-inspecting #tree-col { flex: 1 1 0 !important; min-width: 0 !important; }
-#search-row.uats-inspecting #form-col { display: none !important; }
-#inspector-panel #figure1 { max-height: 46vh; overflow: auto !important; }
-.uats-inspector-head { display: flex; align-items: center; gap: 4px; font-size: 14px; padding: 2px 4px; }
-.uats-inspector-head .uats-share { margin-left: 12px; font-size: 13px; }
-.uats-inspector-head .uats-close { margin-left: auto; padding: 2px 10px; border-radius: 6px; cursor: pointer;
-  border: 1px solid var(--border-color-primary, #ccc); background: var(--background-fill-secondary, #f6f6f6); }
-#fig1-intro { font-size: 12px; color: var(--body-text-color-subdued, #666); }
+  flex: 0 0 {INSPECTOR_WIDTH} !important; min-width: 0 !important; padding: 4px 6px;
+  border: 1px solid var(--border-color-primary, #e5e5e5); border-radius: 8px; }}
+#search-row.uats-inspecting #inspector-panel > * {{ flex-shrink: 0 !important; }}
+#search-row.uats-inspecting #tree-col {{ flex: 1 1 0 !important; min-width: 0 !important; overflow-x: clip; }}
+#search-row.uats-inspecting #form-col {{ display: none !important; }}
+#inspector-panel #figure1 {{ max-height: {FIGURE1_MAX_HEIGHT}; overflow: auto !important; }}
+.uats-inspector-head {{ display: flex; align-items: center; gap: 4px; font-size: 14px; padding: 2px 4px; }}
+.uats-inspector-head .uats-share {{ margin-left: 12px; font-size: 13px; }}
+.uats-inspector-head .uats-close {{ margin-left: auto; padding: 2px 10px; border-radius: 6px; cursor: pointer;
+  border: 1px solid var(--border-color-primary, #ccc); background: var(--background-fill-secondary, #f6f6f6); }}
+#fig1-intro {{ font-size: 12px; color: var(--body-text-color-subdued, #666); }}
 """
 PER_PAGE_CHOICES = (16, 32, PER_PAGE, 128)
 EMPTY_WHY = "<p class='uats-why-empty'>Select a node: its decision at its step is explained here.</p>"
