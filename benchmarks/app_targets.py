@@ -4,7 +4,9 @@
   built from the database, sent, and Plotly.react finished), for a run of 100,000 nodes (the first open:
   nothing cached);
 - node click: a click on a node of a 2,000-node run (the tree's plotly_click, as a mouse click fires it),
-  until the inspector's boxplots of that node are drawn; each click once the page is quiet (testkit.browser's QUIET_JS);
+  until that node's Figure 1 is drawn, and until it is on the screen (the frame after the draw has been painted:
+  the browser paints what a frame's callbacks did after them, so work queued for that frame delays it); each click
+  once the page is quiet (testkit.browser's QUIET_JS). The first click opens the inspector beside the tree;
 - Figure 1 draw: the page's own time to draw each of those Figure 1s (Plotly.react and what follows it, the
   figure's data-draw-ms), for the steps of 64 candidates, with its steps (data-draw-phases: Plotly.react, the
   legend's fit, the level of detail, the sticky head, scrolling to the row); and the last of them drawn again in
@@ -31,15 +33,22 @@ from typing import Any
 from testkit.browser import wait_quiet
 from ui.tabs.common import NODE_PAGE, node_address
 
+# the click, and the moments its Figure 1 is drawn (the plot's draw count goes up) and on the screen (the frame after
+# that: a callback queued after the frame's paint), ms from the click
 CLICK_JS = """([id]) => {
   const gd = document.querySelector('#tree .uats-plot');
   const ins = document.querySelector('#figure1 .uats-plot');
-  window.__benchDraws = Number(ins.dataset.draws || 0);
+  const seen = new MutationObserver(() => {
+    seen.disconnect();
+    window.__benchDrawn = performance.now() - window.__benchT0;
+    requestAnimationFrame(() => setTimeout(() => { window.__benchPainted = performance.now() - window.__benchT0; }, 0));
+  });
+  seen.observe(ins, {attributes: true, attributeFilter: ['data-draws']});
+  window.__benchDrawn = window.__benchPainted = null;
   window.__benchT0 = performance.now();
   gd.emit('plotly_click', {points: [{customdata: [id]}]});
 }"""
-CLICK_DONE_JS = """() => { const ins = document.querySelector('#figure1 .uats-plot');
-  return Number(ins.dataset.draws || 0) > window.__benchDraws ? performance.now() - window.__benchT0 : null; }"""
+CLICK_DONE_JS = "() => window.__benchPainted != null && [window.__benchDrawn, window.__benchPainted]"
 
 
 def _write_runs(db: str, sizes: dict[str, int]) -> None:
@@ -79,20 +88,25 @@ QUIET_REDRAW_JS = """async () => { const e = document.querySelector('#figure1 .u
   return out; }"""
 
 
-def _click_times(page: Any, node_ids: list[int]) -> tuple[list[float], list[tuple[int, float, dict[str, float]]]]:
-    """Seconds from each click to its Figure 1 drawn, and (rows, draw ms, ms by step) of each of those Figure 1s."""
-    out, draws = [], []
+def _click_times(
+    page: Any, node_ids: list[int]
+) -> tuple[list[float], list[float], list[tuple[int, float, dict[str, float]]]]:
+    """Seconds from each click to its Figure 1 drawn and to it on the screen, and (rows, draw ms, ms by step) of each
+    of those Figure 1s."""
+    drawn, shown, draws = [], [], []
     for nid in node_ids:
         wait_quiet(page, 60)
         page.evaluate(CLICK_JS, [nid])
         h = page.wait_for_function(CLICK_DONE_JS, timeout=60_000)
-        out.append(float(h.json_value()) / 1000.0)
+        drawn_ms, shown_ms = h.json_value()
+        drawn.append(float(drawn_ms) / 1000.0)
+        shown.append(float(shown_ms) / 1000.0)
         rows, ms, steps = page.evaluate(
             "() => { const e = document.querySelector('#figure1 .uats-plot');"
             " return [Number(e.dataset.nodes), Number(e.dataset.drawMs), JSON.parse(e.dataset.drawPhases)]; }"
         )
         draws.append((int(rows), float(ms), steps))
-    return out, draws
+    return drawn, shown, draws
 
 
 # seconds from the navigation's start to the linked node's Figure 1 drawn (the page's clock: drawnAt is Date.now())
@@ -101,13 +115,15 @@ LINK_DONE_JS = """(nid) => { const e = document.querySelector('#figure1 .uats-pl
     ? (Number(e.dataset.drawnAt) - performance.timeOrigin) / 1000 : null; }"""
 
 
-def _link_times(opener: Any, port: int, rid: str, node_ids: list[int], at: str = NODE_PAGE) -> list[float]:
+def _link_times(
+    browser: Any, port: int, rid: str, node_ids: list[int], at: str = NODE_PAGE, context: Any | None = None
+) -> list[float]:
     """Seconds from each link's navigation to its node's Figure 1 drawn: `at` NODE_PAGE is the node page, "" the
-    studio's (both addresses as the app writes them); `opener` a browser context (a tab in it: its cache) or the
-    browser (a new context each: an empty cache)."""
-    out, fresh = [], hasattr(opener, "contexts")  # the browser: a context of each link's own
+    studio's (both addresses as the app writes them); each link in a tab of `context` (its cache warm), or with
+    None in a new context of `browser` of its own (an empty cache)."""
+    out = []
     for nid in node_ids:
-        page = opener.new_page(viewport={"width": 1400, "height": 1000}) if fresh else opener.new_page()
+        page = context.new_page() if context else browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(
             f"http://127.0.0.1:{port}/" + node_address(rid, nid, None, page=at).removeprefix("./"), wait_until="commit"
         )
@@ -142,11 +158,11 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
             time.sleep(1.0)
             n = store.get_run(click_id)["n_nodes"]
             ids = [int(n * f) for f in (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)][:clicks]
-            click_s, draws = _click_times(page, ids)
+            click_s, shown_s, draws = _click_times(page, ids)
             wait_quiet(page, 60)
             quiet_ms = page.evaluate(QUIET_REDRAW_JS)
-            link_s = _link_times(page.context, port, click_id, ids[:3])
-            studio_link_s = _link_times(page.context, port, click_id, ids[:3], at="")
+            link_s = _link_times(browser, port, click_id, ids[:3], context=page.context)
+            studio_link_s = _link_times(browser, port, click_id, ids[:3], at="", context=page.context)
             first_link_s = _link_times(browser, port, click_id, ids[:3])
             browser.close()
     finally:
@@ -158,6 +174,8 @@ def app_targets(big: int = 100_000, clicked: int = 2_000, clicks: int = 5) -> di
         "open_nodes": big,
         "click_s": [round(x, 2) for x in click_s],
         "click_median_s": round(statistics.median(click_s), 2),
+        "click_shown_s": [round(x, 2) for x in shown_s],
+        "click_shown_median_s": round(statistics.median(shown_s), 2),
         "click_nodes": clicked,
         "figure1_draw_ms": [[rows, round(ms, 1)] for rows, ms, _ in draws],
         "figure1_64_draw_median_ms": round(statistics.median(ms for ms, _ in full), 1) if full else None,

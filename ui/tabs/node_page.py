@@ -39,7 +39,7 @@ from .common import (
 )
 from .links import int_param
 from .page_state import OpenRun
-from .search_layout import EMPTY_WHY
+from .search_layout import EMPTY_WHY, FIGURE1_MAX_HEIGHT, INSPECTOR_WIDTH
 from .step_panel import why_html
 from .viewer import RunViewer, run_tree_figure, with_link
 
@@ -135,20 +135,20 @@ def katex_assets() -> Katex | None:
 
 
 NODE_PAGE_CSS = (
-    """
-body { font-family: 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif; margin: 0; padding: 10px 16px;
-       color: #1f2937; font-size: 15px; }
-#node-head p { margin: 4px 0; }
-#search-row { display: flex; gap: 12px; align-items: flex-start; }
-#tree-col { flex: 1 1 0; min-width: 0; }
-#inspector-panel { flex: 0 0 clamp(520px, 62%, 1000px); min-width: 0; display: flex; flex-direction: column; gap: 6px;
+    f"""
+body {{ font-family: 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif; margin: 0; padding: 10px 16px;
+       color: #1f2937; font-size: 15px; }}
+#node-head p {{ margin: 4px 0; }}
+#search-row {{ display: flex; gap: 12px; align-items: flex-start; }}
+#tree-col {{ flex: 1 1 0; min-width: 0; }}
+#inspector-panel {{ flex: 0 0 {INSPECTOR_WIDTH}; min-width: 0; display: flex; flex-direction: column; gap: 6px;
   position: sticky; top: 6px; max-height: calc(100vh - 12px); overflow-y: auto; padding: 4px 6px;
-  border: 1px solid #e5e5e5; border-radius: 8px; }
-#inspector-panel > * { flex-shrink: 0; }
-#figure1 { max-height: 46vh; overflow: auto; }
-#tree { min-height: 440px; }
-#node-details blockquote { margin: 6px 0; padding-left: 10px; border-left: 3px solid #ddd; color: #444; }
-#node-details code { background: #f3f4f6; border-radius: 3px; padding: 0 3px; }
+  border: 1px solid #e5e5e5; border-radius: 8px; }}
+#inspector-panel > * {{ flex-shrink: 0; }}
+#figure1 {{ max-height: {FIGURE1_MAX_HEIGHT}; overflow: auto; }}
+#tree {{ min-height: 440px; }}
+#node-details blockquote {{ margin: 6px 0; padding-left: 10px; border-left: 3px solid #ddd; color: #444; }}
+#node-details code {{ background: #f3f4f6; border-radius: 3px; padding: 0 3px; }}
 """
     + PLOT_SLOT_CSS
 )
