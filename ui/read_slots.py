@@ -11,22 +11,21 @@ from contextlib import asynccontextmanager
 
 
 class ReadSlots:
-    """`total` reads at once, `per_reader` of them one reader's. Made lazily in the server's own event loop (an
-    asyncio.Semaphore belongs to the loop it is first used in); a reader's entry lives while it reads or waits."""
+    """`total` reads at once, `per_reader` of them one reader's; a reader's entry lives while it reads or waits. It may
+    be made outside the server's event loop: an asyncio.Semaphore takes the loop it is first awaited in (3.10+)."""
 
     def __init__(self, total: int, per_reader: int) -> None:
         if total < 1 or per_reader < 1:
             raise ValueError(f"ReadSlots: total ({total}) and per_reader ({per_reader}) must be at least 1")
         self.total, self.per_reader = total, per_reader
-        self._shared: asyncio.Semaphore | None = None
+        self._shared = asyncio.Semaphore(total)
         self._readers: dict[str, tuple[asyncio.Semaphore, int]] = {}  # reader -> (its bound, requests holding it)
 
     @asynccontextmanager
     async def held(self, reader: str) -> AsyncIterator[None]:
         """A place for one read of `reader`'s: its own bound first, then a shared place."""
-        if self._shared is None:
-            self._shared = asyncio.Semaphore(self.total)
-        own, users = self._readers.get(reader, (asyncio.Semaphore(self.per_reader), 0))
+        entry = self._readers.get(reader)
+        own, users = entry if entry else (asyncio.Semaphore(self.per_reader), 0)
         self._readers[reader] = (own, users + 1)
         try:
             async with own, self._shared:
