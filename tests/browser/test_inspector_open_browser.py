@@ -1,6 +1,5 @@
 """In Chromium at 1280×800 and 1920×1080: the click that opens the inspector shows the clicked node's Figure 1
-before the tree is resized to its narrower column, and the tree is resized after it; closed and opened again, the
-tree takes each width it had in one relayout.
+before the tree is resized to its narrower column, and the tree is resized after it.
 
 The inspector opens beside the tree at the click; the tree then needs a relayout to the column's width (and another
 to fit its legend there). That used to start at the click's next frame, so the clicked node's Figure 1 waited
@@ -69,43 +68,3 @@ def test_the_first_click_s_figure1_comes_before_the_tree_s_resize(screen_page: A
     assert fit["svgRight"] <= fit["treeRight"] + 1 and fit["treeRight"] <= fit["panelLeft"] + 1, fit
     size = pg.viewport_size
     shot(pg, f"inspector-opened-{size['width']}x{size['height']}", full_page=False)
-
-
-# the tree's relayouts from now on: what each changed
-COUNT_RELAYOUTS_JS = """() => { window.__treeRelayouts = []; if (window.__countingRelayouts) return;
-  window.__countingRelayouts = true; const real = Plotly.relayout;
-  Plotly.relayout = function (gd, upd, ...rest) {
-    if (gd.dataset && gd.dataset.owner === 'tree') window.__treeRelayouts.push(Object.keys(upd || {}).sort().join('+'));
-    return real.call(this, gd, upd, ...rest); }; }"""
-SIZE_JS = "() => { const l = document.querySelector('#tree .uats-plot')._fullLayout; return [l.width, l.height]; }"
-
-
-@pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
-def test_a_width_the_tree_had_is_taken_again_in_one_relayout(screen_page: Any) -> None:
-    """Closed and opened again, the inspector resizes the tree in one relayout, its width and its legend's height at
-    once, to the size of the first time: the legend's fit at each width is kept (plot.js FIT_WIDTHS). It was a
-    relayout of the width, then another of the legend's height wherever that differed (at 1280 here; ~0.5 s of the
-    page at 2,000 nodes)."""
-    pg = screen_page
-    open_run(pg, PAIR["h-uats"])
-    wait_quiet(pg, 60)
-    wide = pg.evaluate(SIZE_JS)
-    pg.evaluate(COUNT_RELAYOUTS_JS)
-    target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
-    assert target, "no node visible in the tree"
-    pg.mouse.click(target["x"], target["y"])
-    wait_plot(pg, "#tree", f"e._fullLayout.width < {wide[0]} && Math.abs(e._fullLayout.width - e.clientWidth) <= 1")
-    wait_quiet(pg, 60)
-    narrow = pg.evaluate(SIZE_JS)
-    for want in (wide, narrow):
-        pg.evaluate(COUNT_RELAYOUTS_JS)
-        if want is wide:
-            pg.click("#inspector-panel .uats-close")
-        else:
-            target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
-            assert target, "no node visible in the tree"
-            pg.mouse.click(target["x"], target["y"])
-        wait_plot(pg, "#tree", f"e._fullLayout.width === {want[0]}")
-        wait_quiet(pg, 60)
-        assert pg.evaluate(SIZE_JS) == want
-        assert pg.evaluate("() => window.__treeRelayouts") == ["height+width"]

@@ -90,22 +90,11 @@ function showRow(m) {
 // a tree's legend under it wraps into more rows in a narrow plot (beside the inspector) and took the plot's own
 // height: the figure grows by what the legend needs beyond one screen-wide figure's rows (LEGEND_PX)
 const LEGEND_PX = 100;
-// the fits by the plot's width (the last FIT_WIDTHS): a plot drawn or resized again at a width it had takes its
-// height there at once, in the same draw or relayout (a second relayout for the legend cost ~0.5 s at 2,000 nodes)
-const FIT_WIDTHS = 8;
-function heightAt(base, w) {
-  const px = base && host._uatsExtra ? host._uatsExtra.get(w) : undefined;
-  return px === undefined ? null : base + px;
-}
-host._uatsHeightAt = (w) => heightAt(host._uatsBaseH, w);  // ui/js/inspector.js resizePlots
 async function fitLegend(base) {
   const lg = host._fullLayout && host._fullLayout.legend;
   if (!lg || !base || lg.orientation !== 'h') return;
   const extra = Math.max(0, Math.round((lg._height || 0) - LEGEND_PX));
-  const fits = (host._uatsExtra = host._uatsExtra || new Map());
-  fits.delete(host.clientWidth);
-  fits.set(host.clientWidth, extra);
-  if (fits.size > FIT_WIDTHS) fits.delete(fits.keys().next().value);
+  host._uatsExtra = {w: host.clientWidth, px: extra};
   if (Math.abs((host._fullLayout.height || 0) - (base + extra)) > 2) await Plotly.relayout(host, {height: base + extra});
 }
 async function show(spec) {
@@ -121,8 +110,8 @@ async function show(spec) {
   element.style.overflowX = minW && !scrollBox() ? 'auto' : '';
   const base = spec.layout && spec.layout.legend ? spec.layout.height : null;
   host._uatsBaseH = base;
-  const fitted = heightAt(base, host.clientWidth);  // an earlier fit at this width: drawn at once at its height
-  if (fitted) spec.layout.height = fitted;
+  const ex = host._uatsExtra;  // the last fit, at this width: drawn at once at its height
+  if (base && ex && ex.w === host.clientWidth) spec.layout.height = base + ex.px;
   // ms by step, for benchmarks/app_targets.py: where a draw's time goes (data-draw-phases)
   const ph = {};
   let tp = t0;
