@@ -68,3 +68,37 @@ def test_the_first_click_s_figure1_comes_before_the_tree_s_resize(screen_page: A
     assert fit["svgRight"] <= fit["treeRight"] + 1 and fit["treeRight"] <= fit["panelLeft"] + 1, fit
     size = pg.viewport_size
     shot(pg, f"inspector-opened-{size['width']}x{size['height']}", full_page=False)
+
+
+# the tree's legend: its top as drawn, and where its layout puts it (legend.y in the plot area's fraction, anchored at
+# its top: just under the plot area), in px from the plot's top
+LEGEND_JS = """() => {
+  const g = document.querySelector('#tree .uats-plot'), l = g._fullLayout, s = l._size;
+  const top = g.querySelector('.legend').getBoundingClientRect().top - g.getBoundingClientRect().top;
+  return {width: l.width, top: Math.round(top), declared: Math.round(s.t + s.h * (1 - l.legend.y)),
+          plotBottom: Math.round(s.t + s.h)};
+}"""
+
+
+@pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
+def test_the_tree_s_legend_stays_under_the_tree_as_the_inspector_opens_and_closes(screen_page: Any) -> None:
+    """Plotly places a legend from the margins of the last draw: after a relayout of the width alone (the inspector
+    opening or closing where the legend keeps its height) it stayed where the other width had it, over the tree's
+    lowest steps after a close at 1920×1080 (its top 16 px above the plot area's bottom)."""
+    pg = screen_page
+    open_run(pg, PAIR["h-uats"])
+    wait_quiet(pg, 60)
+    seen = {"opened run": pg.evaluate(LEGEND_JS)}
+    target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
+    assert target, "no node visible in the tree"
+    pg.mouse.click(target["x"], target["y"])
+    wide = seen["opened run"]["width"]
+    wait_plot(pg, "#tree", f"Math.abs(e._fullLayout.width - e.clientWidth) <= 1 && e._fullLayout.width < {wide}")
+    wait_quiet(pg, 60)
+    seen["inspector open"] = pg.evaluate(LEGEND_JS)
+    pg.click("#inspector-panel .uats-close")
+    wait_plot(pg, "#tree", f"e._fullLayout.width === {wide}")
+    wait_quiet(pg, 60)
+    seen["inspector closed"] = pg.evaluate(LEGEND_JS)
+    for when, legend in seen.items():
+        assert legend["top"] >= legend["plotBottom"] and abs(legend["top"] - legend["declared"]) <= 2, (when, seen)
