@@ -30,24 +30,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from testkit.browser import wait_quiet
+from testkit.browser import on_next_figure1_draw, wait_quiet
 from ui.tabs.common import NODE_PAGE, node_address
 
 # the click, and the moments its Figure 1 is drawn (the plot's draw count goes up) and on the screen (the frame after
 # that: a callback queued after the frame's paint), ms from the click
-CLICK_JS = """([id]) => {
+CLICK_JS = f"""([id]) => {{
   const gd = document.querySelector('#tree .uats-plot');
-  const ins = document.querySelector('#figure1 .uats-plot');
-  const seen = new MutationObserver(() => {
-    seen.disconnect();
-    window.__benchDrawn = performance.now() - window.__benchT0;
-    requestAnimationFrame(() => setTimeout(() => { window.__benchPainted = performance.now() - window.__benchT0; }, 0));
-  });
-  seen.observe(ins, {attributes: true, attributeFilter: ['data-draws']});
+  {
+    on_next_figure1_draw(
+        "window.__benchDrawn = performance.now() - window.__benchT0",
+        "window.__benchPainted = performance.now() - window.__benchT0",
+    )
+}
   window.__benchDrawn = window.__benchPainted = null;
   window.__benchT0 = performance.now();
-  gd.emit('plotly_click', {points: [{customdata: [id]}]});
-}"""
+  gd.emit('plotly_click', {{points: [{{customdata: [id]}}]}});
+}}"""
 CLICK_DONE_JS = "() => window.__benchPainted != null && [window.__benchDrawn, window.__benchPainted]"
 
 

@@ -69,3 +69,16 @@ QUIET_JS = """(quietMs) => {
 def wait_quiet(page: Any, timeout_s: float) -> None:
     """Until the page has been quiet for QUIET_MS (the first poll installs the observer)."""
     page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_s * 1000, polling=100)
+
+
+def on_next_figure1_draw(on_drawn: str, on_painted: str) -> str:
+    """Page statements that run the statements `on_drawn` when the inspector's Figure 1 is next drawn (its draw count
+    changes: ui/js/plot.js) and `on_painted` after the frame that paints it; for the benchmark's clicks and the
+    browser tests."""
+    return f"""{{ const f1 = document.querySelector('#figure1 .uats-plot');
+  const o = new MutationObserver(() => {{
+    o.disconnect();
+    {on_drawn};
+    requestAnimationFrame(() => setTimeout(() => {{ {on_painted}; }}, 0));
+  }});
+  o.observe(f1, {{attributes: true, attributeFilter: ['data-draws']}}); }}"""

@@ -293,8 +293,8 @@ def test_a_slow_body_is_not_held_for_good(tmp_path: Path) -> None:
     """Issue 50, item 9: a client that sends a body slowly held its connection forever. Its body must be whole
     within the guard's timeout: 408 then (a policy with a short timeout, the launcher's layer otherwise as served)."""
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
 
+    from testkit.own_loop import run_on_own_loop
     from ui.auth import LoginLimiter
     from ui.web_guard import WebGuard, WebPolicy
 
@@ -318,10 +318,8 @@ def test_a_slow_body_is_not_held_for_good(tmp_path: Path) -> None:
         "client": ("127.0.0.1", 1),
         "headers": [(b"host", b"127.0.0.1:7860"), (b"content-type", b"application/json")],
     }
-    # a loop of its own in a thread of its own: in a worker that ran the browser tests, Playwright's sync API holds
-    # a running loop in this thread, where asyncio.run refuses to start (seen when this module ran after them)
-    with ThreadPoolExecutor(1) as own_loop:
-        own_loop.submit(asyncio.run, asyncio.wait_for(guard(scope, trickle, send), 30)).result()
+    # a loop of its own: in a worker that ran the browser tests, asyncio.run refused to start here
+    run_on_own_loop(asyncio.wait_for(guard(scope, trickle, send), 30))
     assert sent[0]["status"] == 408
 
 

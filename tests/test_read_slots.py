@@ -4,12 +4,10 @@ of readers empties as their requests end, however they end."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 
+from testkit.own_loop import run_on_own_loop
 from ui.read_slots import ReadSlots
 
 
@@ -35,7 +33,7 @@ def test_a_reader_holds_at_most_its_places_and_others_read_beside_it() -> None:
         await asyncio.gather(*first)
         return most["a"], waiting, order, slots.readers()
 
-    most_a, waiting, order, readers = _run(scenario())
+    most_a, waiting, order, readers = run_on_own_loop(scenario())
     assert most_a == 2
     assert waiting == 6 and order.index("b0") == 2  # b read after a's first two, before any of a's others
     assert readers == 0
@@ -59,14 +57,7 @@ def test_a_cancelled_wait_leaves_no_reader_behind() -> None:
         await holder
         return slots.readers()
 
-    assert _run(scenario()) == 0
-
-
-def _run(scenario: Coroutine[Any, Any, Any]) -> Any:
-    """The scenario on an event loop of its own thread: the browser tests' Playwright keeps a loop running in this
-    one when they run first in the same process, where asyncio.run refuses to start."""
-    with ThreadPoolExecutor(1) as own_loop:
-        return own_loop.submit(asyncio.run, scenario).result()
+    assert run_on_own_loop(scenario()) == 0
 
 
 @pytest.mark.parametrize(("total", "per_reader"), [(0, 1), (4, 0)])

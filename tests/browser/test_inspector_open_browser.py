@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from testkit.browser import wait_quiet
+from testkit.browser import on_next_figure1_draw, wait_quiet
 
 from .pages import NODE_PIXEL_JS, PAIR, open_run, shot, wait_plot
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 # the tree's drawn width when the click's Figure 1 is drawn, and in the frame after it is painted; whether the tree
 # then reaches past its column into the inspector on the screen
 WATCH_JS = """() => {
-  const f1 = document.querySelector('#figure1 .uats-plot'), gd = document.querySelector('#tree .uats-plot');
+  const gd = document.querySelector('#tree .uats-plot');
   const seen = () => {  // the tree's column ends before the inspector, and what of its plots is wider is clipped
     const block = document.querySelector('#tree-col'), tree = block.getBoundingClientRect();
     const panel = document.querySelector('#inspector-panel').getBoundingClientRect();
@@ -31,14 +31,9 @@ WATCH_JS = """() => {
             overInspector: tree.right > panel.left + 1 || (wider && getComputedStyle(block).overflowX !== 'clip')};
   };
   window.__opened = {};
-  const o = new MutationObserver(() => {
-    o.disconnect();
-    window.__opened.drawn = seen();
-    requestAnimationFrame(() => setTimeout(() => { window.__opened.painted = seen(); }, 0));
-  });
-  o.observe(f1, {attributes: true, attributeFilter: ['data-draws']});
+  ON_NEXT_DRAW
   return gd._fullLayout.width;
-}"""
+}""".replace("ON_NEXT_DRAW", on_next_figure1_draw("window.__opened.drawn = seen()", "window.__opened.painted = seen()"))
 
 
 @pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
