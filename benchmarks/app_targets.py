@@ -35,14 +35,13 @@ from ui.tabs.common import NODE_PAGE, node_address
 
 # the click, and the moments its Figure 1 is drawn (the plot's draw count goes up) and on the screen (the frame after
 # that: a callback queued after the frame's paint), ms from the click
+_CLICK_SEEN = on_next_figure1_draw(
+    "window.__benchDrawn = performance.now() - window.__benchT0",
+    "window.__benchPainted = performance.now() - window.__benchT0",
+)
 CLICK_JS = f"""([id]) => {{
   const gd = document.querySelector('#tree .uats-plot');
-  {
-    on_next_figure1_draw(
-        "window.__benchDrawn = performance.now() - window.__benchT0",
-        "window.__benchPainted = performance.now() - window.__benchT0",
-    )
-}
+  {_CLICK_SEEN}
   window.__benchDrawn = window.__benchPainted = null;
   window.__benchT0 = performance.now();
   gd.emit('plotly_click', {{points: [{{customdata: [id]}}]}});

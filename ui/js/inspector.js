@@ -31,8 +31,9 @@ if (!window.__uatsInspector) {
     for (const sel of ['#tree', '#figure1', '#cost-plot', '#knobs-plot']) {
       const gd = document.querySelector(sel + ' .uats-plot');
       if (gd && gd.data && gd._fullLayout && gd.offsetParent !== null && window.Plotly) {
-        const w = gd.clientWidth;
-        const sized = Math.abs((gd._fullLayout.width || 0) - w) > 1 ? Plotly.relayout(gd, {width: w}) : Promise.resolve();
+        const w = gd.clientWidth, h = gd._uatsHeightAt && gd._uatsHeightAt(w);  // its legend's fit at w, if known
+        const sized = Math.abs((gd._fullLayout.width || 0) - w) > 1
+          ? Plotly.relayout(gd, h ? {width: w, height: h} : {width: w}) : Promise.resolve();
         sized.then(() => gd._uatsFit && gd._uatsFit());  // a narrower tree's legend wraps more
       }
     }

@@ -90,9 +90,17 @@ function showRow(m) {
 // a tree's legend under it wraps into more rows in a narrow plot (beside the inspector) and took the plot's own
 // height: the figure grows by what the legend needs beyond one screen-wide figure's rows (LEGEND_PX)
 const LEGEND_PX = 100;
-// Plotly can place a legend from the margins of the draw before last: after a draw or relayout that moved the plot
-// area (the legend pushing the margin, the width or height changed) it stayed where that draw had it, over the
-// tree's lowest steps or apart from them. Its position (translate, px), against where its layout puts it
+// the fits by the plot's width (the last FIT_WIDTHS): a plot drawn or resized again at a width it had takes its
+// height there at once, in the same draw or relayout (a second relayout for the legend cost ~0.5 s at 2,000 nodes)
+const FIT_WIDTHS = 8;
+function heightAt(base, w) {
+  const px = base && host._uatsExtra ? host._uatsExtra.get(w) : undefined;
+  return px === undefined ? null : base + px;
+}
+host._uatsHeightAt = (w) => heightAt(host._uatsBaseH, w);  // ui/js/inspector.js resizePlots
+// Plotly can place a legend by the plot area of the draw before: after a draw or relayout that moved the plot area
+// (the legend pushing the margin, the width or height changed) it stayed where that draw had it, over the tree's
+// lowest steps or apart from them. Its position (translate, px), against where its layout puts it
 function legendAdrift() {
   const fl = host._fullLayout, lg = fl.legend, g = host.querySelector('g.legend');
   const at = g && /translate\(\s*[-\d.e]+\s*,\s*([-\d.e]+)\s*\)/.exec(g.getAttribute('transform') || '');
@@ -102,7 +110,10 @@ async function fitLegend(base) {
   const lg = host._fullLayout && host._fullLayout.legend;
   if (!lg || !base || lg.orientation !== 'h') return;
   const extra = Math.max(0, Math.round((lg._height || 0) - LEGEND_PX));
-  host._uatsExtra = {w: host.clientWidth, px: extra};
+  const fits = (host._uatsExtra = host._uatsExtra || new Map());
+  fits.delete(host.clientWidth);
+  fits.set(host.clientWidth, extra);
+  if (fits.size > FIT_WIDTHS) fits.delete(fits.keys().next().value);
   if (Math.abs((host._fullLayout.height || 0) - (base + extra)) > 2) await Plotly.relayout(host, {height: base + extra});
   // placed again by a relayout of its own position: ~25 ms at 2,000 nodes, against ~570 for one of the width
   if (legendAdrift()) await Plotly.relayout(host, {'legend.y': host._fullLayout.legend.y});
@@ -120,8 +131,8 @@ async function show(spec) {
   element.style.overflowX = minW && !scrollBox() ? 'auto' : '';
   const base = spec.layout && spec.layout.legend ? spec.layout.height : null;
   host._uatsBaseH = base;
-  const ex = host._uatsExtra;  // the last fit, at this width: drawn at once at its height
-  if (base && ex && ex.w === host.clientWidth) spec.layout.height = base + ex.px;
+  const fitted = heightAt(base, host.clientWidth);  // an earlier fit at this width: drawn at once at its height
+  if (fitted) spec.layout.height = fitted;
   // ms by step, for benchmarks/app_targets.py: where a draw's time goes (data-draw-phases)
   const ph = {};
   let tp = t0;
