@@ -37,15 +37,23 @@ WATCH_JS = """() => {
 }""".replace("ON_NEXT_DRAW", on_next_figure1_draw("window.__opened.drawn = seen()", "window.__opened.painted = seen()"))
 
 
-@pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
-def test_the_first_click_s_figure1_comes_before_the_tree_s_resize(screen_page: Any) -> None:
-    pg = screen_page
+def _open_the_run(pg: Any) -> None:
     open_run(pg, PAIR["h-uats"])
     wait_quiet(pg, 60)
-    wide = pg.evaluate(WATCH_JS)
+
+
+def _click_a_node(pg: Any) -> None:
     target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
     assert target, "no node visible in the tree"
     pg.mouse.click(target["x"], target["y"])
+
+
+@pytest.mark.parametrize("screen_page", ["1280x800", "1920x1080"], indirect=True)
+def test_the_first_click_s_figure1_comes_before_the_tree_s_resize(screen_page: Any) -> None:
+    pg = screen_page
+    _open_the_run(pg)
+    wide = pg.evaluate(WATCH_JS)
+    _click_a_node(pg)
     pg.wait_for_function("() => window.__opened.painted", timeout=60_000)
     opened = pg.evaluate("() => window.__opened")
     # Figure 1 drawn, and painted, with the tree as it was: its resize had not begun
@@ -82,12 +90,9 @@ def test_the_tree_s_legend_stays_under_the_tree_as_the_inspector_opens_and_close
     opening or closing where the legend keeps its height) it stayed where the other width had it, over the tree's
     lowest steps after a close at 1920×1080 (its top 16 px above the plot area's bottom)."""
     pg = screen_page
-    open_run(pg, PAIR["h-uats"])
-    wait_quiet(pg, 60)
+    _open_the_run(pg)
     seen = {"opened run": pg.evaluate(LEGEND_JS)}
-    target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
-    assert target, "no node visible in the tree"
-    pg.mouse.click(target["x"], target["y"])
+    _click_a_node(pg)
     wide = seen["opened run"]["width"]
     wait_plot(pg, "#tree", f"Math.abs(e._fullLayout.width - e.clientWidth) <= 1 && e._fullLayout.width < {wide}")
     wait_quiet(pg, 60)
@@ -117,12 +122,9 @@ def test_a_width_the_tree_had_is_taken_again_in_one_relayout(screen_page: Any) -
     page at 2,000 nodes). A relayout of the legend's own position may follow (~25 ms), and the legend is then where
     its layout puts it (this resize drew it over the lowest steps before that relayout was made)."""
     pg = screen_page
-    open_run(pg, PAIR["h-uats"])
-    wait_quiet(pg, 60)
+    _open_the_run(pg)
     wide = pg.evaluate(SIZE_JS)
-    target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
-    assert target, "no node visible in the tree"
-    pg.mouse.click(target["x"], target["y"])
+    _click_a_node(pg)
     wait_plot(pg, "#tree", f"e._fullLayout.width < {wide[0]} && Math.abs(e._fullLayout.width - e.clientWidth) <= 1")
     wait_quiet(pg, 60)
     narrow = pg.evaluate(SIZE_JS)
@@ -131,9 +133,7 @@ def test_a_width_the_tree_had_is_taken_again_in_one_relayout(screen_page: Any) -
         if want is wide:
             pg.click("#inspector-panel .uats-close")
         else:
-            target = pg.evaluate(NODE_PIXEL_JS, ["#tree", None])
-            assert target, "no node visible in the tree"
-            pg.mouse.click(target["x"], target["y"])
+            _click_a_node(pg)
         wait_plot(pg, "#tree", f"e._fullLayout.width === {want[0]}")
         wait_quiet(pg, 60)
         assert pg.evaluate(SIZE_JS) == want
