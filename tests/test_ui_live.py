@@ -19,6 +19,7 @@ from testkit.synthetic import synthetic_events
 from uats_core.events import IterationEnded, RunEnded, RunStarted
 from ui.choices import server_choices
 from ui.jobs.pool import WorkerPool
+from ui.read_slots import ReadSlots
 from ui.tabs import viewer as viewer_mod
 from ui.tabs.common import AppContext, RunCache
 from ui.tabs.page_state import ComparedPair, OpenRun
@@ -91,6 +92,7 @@ def _search_tab(store: RunStore, tmp_path: Path) -> tuple[AppContext, Any, Worke
                 run_state=st,
                 pair_state=cst,
                 choices=server_choices(),
+                off_queue=ReadSlots(2, 2),
             )
             with gr.Tab("Search"):
                 tab = build_search_tab(ctx)

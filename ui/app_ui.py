@@ -171,6 +171,8 @@ def build_demo(
                 run_state=run_state,
                 pair_state=pair_state,
                 choices=choices or server_choices(),
+                # a click's reads off the queue: bounded as the node page's are
+                off_queue=ReadSlots(NODE_PAGE_READERS, NODE_PAGE_READERS_PER_USER),
                 export_quota=export_quota or ExportQuota(),
                 downloads=clear_downloads(export_dir),
             )
@@ -273,10 +275,12 @@ def _add_node_page(app: Any) -> None:
 
 
 NODE_PAGE_TYPE = "text/html; charset=utf-8"
-# Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, clicks, several
-# tabs); the benchmarks serve the app with it too, so they time what `uats-studio` serves.
+# Gradio's queue as the launcher sets it: up to 8 calls of one event at once (the page's poll, buttons, several
+# tabs; a click on a tree node goes off the queue); the benchmarks serve the app with it too, so they time what
+# `uats-studio` serves.
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": 8}
 # node pages read at once (ui/tabs/node_page.py), as many as the queue runs calls of one event: a page is one read
+# (and a click's reads off the queue, ui/tabs/common.py AppContext.read_off_queue, as many)
 NODE_PAGE_READERS: int = QUEUE_KWARGS["default_concurrency_limit"]
 # of them one user's: twenty links one user opens at once leave the other places to others' pages
 NODE_PAGE_READERS_PER_USER: int = 2

@@ -1,7 +1,7 @@
-"""Reads a route makes off Gradio's queue (the node page, ui/tabs/node_page.py), bounded in all and per reader: at
-most `total` at once, and at most `per_reader` of one reader's, so twenty links one user opens at once take
-`per_reader` of the places and another user's page is read beside them, not after them. A reader's waiting
-requests wait on their own bound, holding none of the shared places."""
+"""Reads made off Gradio's queue (the node page, ui/tabs/node_page.py; a click's inspector and Why, AppContext
+.read_off_queue), bounded in all and per reader: at most `total` at once, and at most `per_reader` of one reader's,
+so twenty links one user opens at once take `per_reader` of the places and another user's page is read beside
+them, not after them. A reader's waiting requests wait on their own bound, holding none of the shared places."""
 
 from __future__ import annotations
 

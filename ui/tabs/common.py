@@ -3,13 +3,14 @@ the cache of loaded runs, and AppContext, the handful of page-level objects the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -21,12 +22,15 @@ from uats_core.status import LIVE
 from ..access import requester
 from ..choices import ServerChoices
 from ..jobs.pool import WorkerPool
+from ..read_slots import ReadSlots
 from ..views.export import ExportQuota, ExportTarget
 from ..views.safe_text import hide_server_paths, md_text
 from ..views.scripts import page_script
 from ..views.treedata import RunData
 from ..views.treeview import ViewOptions
 from ..web_guard import PLOTLY_URL
+
+R = TypeVar("R")
 
 PLOTLY_HEAD = f'<script src="{PLOTLY_URL}"></script>'  # served by ui/web_guard.py: the page names no server path
 # the same script in the page's head (launch's head, added as the page starts): fetched and compiled off the main
@@ -270,6 +274,7 @@ class AppContext:
     run_state: gr.State
     pair_state: gr.State
     choices: ServerChoices
+    off_queue: ReadSlots  # bounds the reads of the events Gradio runs off its queue (read_off_queue)
     poll: PollParts = field(default_factory=PollParts)  # what each timer tick runs (ui/tabs/poll.py)
     export_quota: ExportQuota = field(default_factory=ExportQuota)
     downloads: Path | None = None  # where exports are served from (ui.tabs.exports.downloads_folder); None: in place
@@ -277,6 +282,13 @@ class AppContext:
     def reads(self) -> RunReads:
         """Fresh reads of the run log for one event (a poll tick shares one among its parts)."""
         return RunReads(self.store, self.cache)
+
+    async def read_off_queue(self, request: gr.Request | None, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+        """fn(*args, **kwargs) in a worker thread, for an event Gradio runs off its queue (`queue=False`: a click's
+        answer skips the queue's join, its three status messages and the page's bookkeeping of each), within the
+        off_queue bounds: the requester's own, then a shared place. AccessDenied for a request without a session."""
+        async with self.off_queue.held(requester(request)):
+            return await asyncio.to_thread(fn, *args, **kwargs)
 
     def export_target(self, request: gr.Request | None) -> ExportTarget:
         """Where the requester's exports go (their own folder under export_dir) and the quota they count against;

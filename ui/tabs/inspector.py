@@ -35,15 +35,20 @@ def export_run_zip(
 
 
 def _wire_selection(ctx: AppContext, t: SearchTab, viewer: RunViewer) -> None:
-    # Gradio finds the event argument by its annotation among the positional parameters
-    def on_tree_select(s, evt: gr.EventData, **view):
+    # Gradio finds the event and request arguments by their annotations among the positional parameters
+    async def on_tree_select(s, evt: gr.EventData, request: gr.Request, **view):
         node_id = (getattr(evt, "_data", None) or {}).get("node_id")
-        return viewer.inspect(s, node_id, **view)
+        try:
+            return await ctx.read_off_queue(request, viewer.inspect, s, node_id, **view)
+        except AccessDenied as exc:
+            return {ctx.notice: notice(str(exc))}
 
     outs = viewer.inspect_outputs
     # no loading overlay: the inspector opens at the click (ui/js/plot.js), and Gradio's pending/complete status
-    # on each output was a fifth of the page's time per click
-    t.tree.select(on_tree_select, [ctx.run_state], outs, inputs_kwargs=t.filters, show_progress="hidden")
+    # on each output was a fifth of the page's time per click. Off the queue (read_off_queue bounds it): the page
+    # updates its status of every component any event has touched at each status message, and a queued event has
+    # five, an event off the queue three (docs/log.md, "A click off the queue")
+    t.tree.select(on_tree_select, [ctx.run_state], outs, inputs_kwargs=t.filters, show_progress="hidden", queue=False)
     t.go_node.click(
         lambda s, n, **view: viewer.inspect(s, n, redraw_tree=True, **view),
         [ctx.run_state, t.node_box],
