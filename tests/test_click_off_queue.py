@@ -5,7 +5,6 @@ NODE_PAGE_READERS_PER_USER places at once, and another session's click is answer
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from testkit.doubles import WorkerPoolDouble, record_synthetic
+from testkit.held_reads import HeldReads
 from testkit.serving import served_fresh_app
 from ui.app_ui import NODE_PAGE_READERS_PER_USER
 from ui.tabs.viewer import RunViewer
@@ -71,34 +71,25 @@ def test_one_session_s_clicks_leave_room_for_another_session_s(
     NODE_PAGE_READERS_PER_USER (2) of them read at a time, and a second session's click is read and answered while
     all ten still wait. Off the queue without a bound, all ten read at once (the server's threads)."""
     event = _click_event(served["demo"])
-    release, lock = threading.Event(), threading.Lock()
-    reading, most = [0], [0]
-    real = RunViewer.inspect
+    reads, real = HeldReads(), RunViewer.inspect
 
     def held(self: RunViewer, s: Any, node_id: Any, redraw_tree: bool = False, **view: Any) -> Any:
         if node_id != 20:  # the first session's: held until the second's click is answered
-            with lock:
-                reading[0] += 1
-                most[0] = max(most[0], reading[0])
-            release.wait(120)
-            with lock:
-                reading[0] -= 1
+            reads.read()
         return real(self, s, node_id, redraw_tree, **view)
 
     monkeypatch.setattr(RunViewer, "inspect", held)
     with ThreadPoolExecutor(10) as pool:
         first = [pool.submit(_click, served["url"], event, "a" * 11, n) for n in range(10)]
-        deadline = time.monotonic() + 60
-        while reading[0] < NODE_PAGE_READERS_PER_USER and time.monotonic() < deadline:
-            time.sleep(0.05)
+        reads.wait_for(NODE_PAGE_READERS_PER_USER)
         time.sleep(0.5)  # the other eight are in, waiting (without the bound, they would read too)
         try:
             second = _click(served["url"], event, "b" * 11, 20)
             waiting = sum(not f.done() for f in first)
         finally:
-            release.set()
+            reads.release.set()
         codes = [f.result().status_code for f in first]
     assert second.status_code == 200 and "open a run first" in str(second.json()["data"]), second.text
     assert waiting == 10, waiting  # answered while every one of the first session's clicks was still held
-    assert most[0] == NODE_PAGE_READERS_PER_USER, most[0]
+    assert reads.most == NODE_PAGE_READERS_PER_USER, reads.most
     assert codes == [200] * 10

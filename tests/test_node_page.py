@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from storage import RunStore
 from testkit.doubles import WorkerPoolDouble, record, record_synthetic
+from testkit.held_reads import HeldReads
 from testkit.serving import served_fresh_app
 from testkit.synthetic import synthetic_events
 from ui.app_ui import NODE_VIEWS, build_demo
@@ -160,24 +160,17 @@ def test_no_more_pages_are_read_at_once_than_the_app_allows(
 
     monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS", 2)  # read at the app's first page
     views = getattr(served["demo"], NODE_VIEWS)
-    reading, most = [0], [0]
-    lock = threading.Lock()
-    real = views.answer
+    reads, real = HeldReads(), views.answer
 
     def slow(params: Any) -> NodeAnswer:
-        with lock:
-            reading[0] += 1
-            most[0] = max(most[0], reading[0])
-        time.sleep(0.5)  # long enough that all twenty requests are in while the first pages are read
-        with lock:
-            reading[0] -= 1
+        reads.read(0.5)  # long enough that all twenty requests are in while the first pages are read
         return real(params)
 
     monkeypatch.setattr(views, "answer", slow)
     with ThreadPoolExecutor(20) as pool:
         codes = list(pool.map(lambda n: httpx.get(f"{served['url']}/node?run={RUN}&node={n}", timeout=300), range(20)))
     assert [r.status_code for r in codes] == [200] * 20 and all("figure1-json" in r.text for r in codes)
-    assert most[0] <= 2, most[0]
+    assert reads.most <= 2, reads.most
 
 
 def test_one_user_s_links_leave_room_for_another_user_s_page(
@@ -194,38 +187,29 @@ def test_one_user_s_links_leave_room_for_another_user_s_page(
     monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS", 4)  # read at the app's first page
     monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS_PER_USER", 2)
     views = getattr(served["demo"], NODE_VIEWS)
-    release, lock = threading.Event(), threading.Lock()
-    reading, most = [0], [0]
-    real = views.answer
+    reads, real = HeldReads(), views.answer
 
     def held(params: Any) -> NodeAnswer:
         if params.get("node") != "20":  # the first client's: held until the second's page is answered
-            with lock:
-                reading[0] += 1
-                most[0] = max(most[0], reading[0])
-            release.wait(120)
-            with lock:
-                reading[0] -= 1
+            reads.read()
         return real(params)
 
     monkeypatch.setattr(views, "answer", held)
     other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=60)
     with ThreadPoolExecutor(10) as pool:
         first = [pool.submit(httpx.get, f"{served['url']}/node?run={RUN}&node={n}", timeout=300) for n in range(10)]
-        deadline = time.monotonic() + 60
-        while reading[0] < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        reads.wait_for(2)
         time.sleep(0.5)  # the other eight are in, waiting (with one bound for all, two of them would read)
         try:
             second = other.get(f"{served['url']}/node?run={RUN}&node=20")
             waiting = sum(not f.done() for f in first)
         finally:
-            release.set()
+            reads.release.set()
             other.close()
         codes = [f.result().status_code for f in first]
     assert second.status_code == 200 and "figure1-json" in second.text
     assert waiting == 10, waiting  # answered while every one of the first client's pages was still held
-    assert most[0] == 2, most[0]
+    assert reads.most == 2, reads.most
     assert codes == [200] * 10
 
 

@@ -284,8 +284,8 @@ class AppContext:
         return RunReads(self.store, self.cache)
 
     async def read_off_queue(self, request: gr.Request | None, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
-        """fn(*args, **kwargs) in a worker thread, for an event Gradio runs off its queue (`queue=False`: a click's
-        answer skips the queue's join, its three status messages and the page's bookkeeping of each), within the
+        """fn(*args, **kwargs) in a worker thread, for an event Gradio runs off its queue (`queue=False`: no queue
+        join, and three status messages instead of five, each a round of the page's bookkeeping), within the
         off_queue bounds: the requester's own, then a shared place. AccessDenied for a request without a session."""
         async with self.off_queue.held(requester(request)):
             return await asyncio.to_thread(fn, *args, **kwargs)
