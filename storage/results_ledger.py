@@ -95,7 +95,10 @@ class ResultsLedger:
         `finals_marked`: the cell's Pass@N and n_final count only its final candidates (voted.csv.gz)."""
         if not self.results_path.exists():
             return pd.DataFrame(columns=LEDGER_COLUMNS + ["finals_marked"])
-        df = pd.read_csv(self.results_path, dtype={"problem_id": str, "answer": str, "variant": str})
+        # read as text what only looks like a number: a commit whose 12-hex short hash is all digits (1377029528…)
+        # came back an integer, and a leading zero would be lost
+        text = {"problem_id": str, "answer": str, "variant": str, "code_version": str}
+        df = pd.read_csv(self.results_path, dtype=text)
         for col in ("correct", "naive_correct", "pass_at_n", "batched"):
             df[col] = df[col].astype(str).str.lower().eq("true")
         df["budget"] = df["budget"].astype(int)

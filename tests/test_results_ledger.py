@@ -341,3 +341,14 @@ def test_a_ledger_written_before_the_feature_rename_reads_compute_left() -> None
     steps = ResultsLedger(folder).controller()
     assert "compute_left" in steps.columns and "budget_left" not in steps.columns
     assert set(STATE_FEATURES) <= set(steps.columns) and steps["compute_left"].between(0, 1).all()
+
+
+def test_a_code_version_of_digits_reads_back_as_written(tmp_path: Path) -> None:
+    """A commit whose short hash is all digits (this repository's 1377029528…) was read back as an integer, which
+    failed the report's text checks and would drop a leading zero: the version reads back as the text written."""
+    ledger = ResultsLedger(tmp_path)
+    row = {c: "x" for c in LEDGER_COLUMNS}
+    row.update(correct=True, naive_correct=False, pass_at_n=True, batched=False, budget=4, seed=0, cost=1.5)
+    rows = pd.DataFrame([{**row, "cell_key": "a"}, {**row, "cell_key": "b"}])
+    assert ledger.append(rows.assign(code_version=["012345678901", "137702952875"])) == 2
+    assert ledger.results()["code_version"].tolist() == ["012345678901", "137702952875"]
