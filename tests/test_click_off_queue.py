@@ -30,35 +30,34 @@ def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
         yield app
 
 
-def _click_event(demo: Any) -> tuple[int, int, list[Any]]:
-    """The tree's select event: (its fn_index, the tree's id, the inputs a page sends: None for a state, else the
-    component's value as the page starts)."""
+def _click_event(demo: Any) -> tuple[dict[str, Any], int, list[Any]]:
+    """The tree's select event: (its dependency in the config the page reads, the tree's id, the inputs a page
+    sends: None for a state, else the component's value as the page starts)."""
     config = demo.get_config_file()
     comps = {c["id"]: c for c in config["components"]}
     tree = next(i for i, c in comps.items() if c.get("props", {}).get("elem_id") == "tree")
     dep = next(d for d in config["dependencies"] if [tree, "select"] in [list(t) for t in d["targets"]])
     values = [None if comps[i]["type"] == "state" else comps[i]["props"].get("value") for i in dep["inputs"]]
-    return dep["id"], tree, values
+    return dep, tree, values
 
 
-def _click(url: str, event: tuple[int, int, list[Any]], session: str, node: int, **kw: Any) -> httpx.Response:
-    fn_index, tree, data = event
+def _click(url: str, event: tuple[dict[str, Any], int, list[Any]], session: str, node: int) -> httpx.Response:
+    dep, tree, data = event
     body = {
         "data": data,
         "event_data": {"node_id": node},
-        "fn_index": fn_index,
+        "fn_index": dep["id"],
         "trigger_id": tree,
         "session_hash": session,
     }
-    return httpx.post(f"{url}/gradio_api/run/predict", json=body, timeout=300, **kw)
+    return httpx.post(f"{url}/gradio_api/run/predict", json=body, timeout=300)
 
 
 def test_the_click_is_off_the_queue_and_its_answer_is_the_inspector_s(served: dict[str, Any]) -> None:
     """The page's click event is marked off the queue in the config the page reads, and answered at /run: the
     notice a session with no run open gets (the inspector's own answer, not a queue's refusal)."""
     event = _click_event(served["demo"])
-    dep = next(d for d in served["demo"].get_config_file()["dependencies"] if d["id"] == event[0])
-    assert dep["queue"] is False
+    assert event[0]["queue"] is False
     r = _click(served["url"], event, "s" * 11, 3)
     assert r.status_code == 200, r.text
     assert "open a run first" in str(r.json()["data"])
@@ -69,7 +68,8 @@ def test_one_session_s_clicks_leave_room_for_another_session_s(
 ) -> None:
     """Ten clicks one session sends at once, each read held until the test lets it go: at most
     NODE_PAGE_READERS_PER_USER (2) of them read at a time, and a second session's click is read and answered while
-    all ten still wait. Off the queue without a bound, all ten read at once (the server's threads)."""
+    all ten still wait. Without the bound, as many read at once as the worker threads allow (6 on 2 cores), and
+    the other session's click waited for one of them: 4 of the ten were still waiting when it was answered."""
     event = _click_event(served["demo"])
     reads, real = HeldReads(), RunViewer.inspect
 
