@@ -155,7 +155,7 @@ def grid_section(ledger: Path = LEDGER) -> list[str]:
     path = ledger / "results.csv.gz"
     if not path.is_file():
         return []
-    results = pd.read_csv(path)
+    results = pd.read_csv(path, dtype={"code_version": str})  # a commit's short hash may be all digits
     if results.empty:
         return []
     return [f"## {TABLE_NAME}", "", grid_markdown(results), ""]

@@ -4,11 +4,12 @@ N, with a verdict per seed set and the replication across seeds 0–2 and 3–5,
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from reports.estimator_grid import estimator_of, grid_differences, grid_markdown
+from reports.estimator_grid import estimator_of, grid_differences, grid_markdown, grid_section
 
 PROBLEMS = [f"arith-test-{i}" for i in range(40)]
 
@@ -94,3 +95,10 @@ def test_every_verdict_follows_the_printed_interval(gain: float) -> None:
         assert verdict.startswith("replicates") == all(clear), line
         assert verdict.startswith("within noise") == (not any(clear)), line
     assert set(diffs["seeds"]) == {"seeds 0–2", "seeds 3–5"}
+
+
+def test_the_section_names_a_code_version_of_digits_as_it_was_written(tmp_path: Path) -> None:
+    """A commit whose short hash is all digits, with a leading zero: read back as a number it lost the zero in the
+    section's provenance line."""
+    _ledger(range(6), 0.5).assign(code_version="012345678901").to_csv(tmp_path / "results.csv.gz", index=False)
+    assert "`012345678901`" in "\n".join(grid_section(tmp_path))
