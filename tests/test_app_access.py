@@ -98,6 +98,8 @@ def test_with_a_login_an_unauthenticated_client_is_refused(
         for page in ("/", "/node?run=x&node=1"):
             text = httpx.get(f"{url}{page}", follow_redirects=True).text
             assert '"auth_required":true' in text.replace(" ", "") and "figure1" not in text, page
+        # the Figure 1 a studio address asks for as its page starts: refused, and nothing read
+        assert httpx.get(f"{url}/node/figure1?run=x&node=1").status_code == 401
         assert httpx.post(f"{url}/gradio_api/call/list_runs", json={"data": []}).status_code == 401
         with pytest.raises(Exception, match="(?i)login|auth|401"):
             app_client(url)
@@ -106,6 +108,8 @@ def test_with_a_login_an_unauthenticated_client_is_refused(
         with httpx.Client(base_url=url) as browser:  # signed in, the node page answers with itself
             assert browser.post("/login", data={"username": "alice", "password": "correct horse"}).status_code == 200
             assert 'id="node-head"' in browser.get("/node?run=x&node=1").text
+            asked = browser.get("/node/figure1?run=x&node=1")  # read: the run does not exist
+            assert asked.status_code == 400 and asked.json() == {"error": "run: no run x"}
         signed_in = app_client(url, auth=("alice", "correct horse"))
         assert signed_in.predict("(any)", "(any)", "(any)", api_name="/list_runs")
     finally:

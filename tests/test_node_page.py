@@ -15,14 +15,22 @@ import gradio as gr
 import httpx
 import pytest
 
-from storage import RunStore
+from storage import RunStore, StorageError
 from testkit.doubles import WorkerPoolDouble, record, record_synthetic
 from testkit.held_reads import HeldReads
 from testkit.serving import served_fresh_app
 from testkit.synthetic import synthetic_events
 from ui.app_ui import NODE_VIEWS, build_demo
 from ui.tabs.common import RunCache
-from ui.tabs.node_page import LIVE_NOTE, NO_RUN, NodeAnswer, NodeViews, katex_assets, node_page_parts
+from ui.tabs.node_page import (
+    LINKED_FIGURE1_PATH,
+    LIVE_NOTE,
+    NO_RUN,
+    NodeAnswer,
+    NodeViews,
+    katex_assets,
+    node_page_parts,
+)
 from ui.tabs.viewer import RunViewer
 from ui.views.page_html import markdown_html
 
@@ -93,6 +101,28 @@ def test_a_run_still_going_is_said_to_be_shown_as_it_was(demo: tuple[gr.Blocks, 
     assert LIVE_NOTE not in views.answer({"run": GOING, "node": "3", "t": "1"}).head  # an iteration is fixed
 
 
+def test_a_studio_address_opens_with_its_node_s_figure1(demo: tuple[gr.Blocks, RunStore]) -> None:
+    """The Figure 1 the studio's page asks for as it starts (ui/js/link_prefetch.js): the linked node's, at the
+    address's iteration, as the inspector draws it; none for an address that selects no node; a bad address raises
+    with the line the page's load shows (tests/browser/test_links_browser.py: the load's answer is the same figure)."""
+    views, store = _views(demo), demo[1]
+    data = RunCache(store).get(RUN)
+    node = next(n["id"] for n in store.get_nodes(RUN) if n["depth"] == 2)
+    assert views.linked_figure1({"run": RUN[:8], "node": str(node)}) == (
+        node,
+        RunViewer.node_view(data, data.state_at(None), node)[0],
+    )
+    early = next(n["id"] for n in store.get_nodes(RUN) if n["depth"] == 1)
+    got, fig = views.linked_figure1({"run": RUN, "node": str(early), "t": "1"})
+    assert got == early and json.loads(fig)["meta"]["iteration"] == 1  # the step as iteration 1 knew it
+    assert views.linked_figure1({"run": RUN, "node": str(node), "t": "0"}) == (None, "")  # not in the tree yet
+    assert views.linked_figure1({"run": RUN}) == (None, "") and views.linked_figure1({}) == (None, "")
+    with pytest.raises(ValueError, match="node: 'abc' in the address is not a whole number"):
+        views.linked_figure1({"run": RUN, "node": "abc"})
+    with pytest.raises(StorageError, match="doesnotexist"):
+        views.linked_figure1({"run": "doesnotexist", "node": "3"})
+
+
 def test_the_head_leaves_before_the_run_is_read() -> None:
     """The first part (which loads plotly.js) is written before the page's answer is asked for."""
     asked: list[int] = []
@@ -149,27 +179,46 @@ def test_the_app_serves_the_page_at_its_address(served: dict[str, Any]) -> None:
     assert "no run in the address" in httpx.get(f"{served['url']}/node", timeout=60).text
 
 
+def test_the_app_answers_a_studio_address_s_figure1(served: dict[str, Any]) -> None:
+    url = f"{served['url']}{LINKED_FIGURE1_PATH}"
+    r = httpx.get(url, params={"run": RUN, "node": "3"}, timeout=60)
+    assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
+    assert r.json()["node"] == 3 and json.loads(r.json()["figure1"])["meta"]["selected"] == 3
+    bad = httpx.get(url, params={"run": RUN, "node": "abc"}, timeout=60)
+    assert bad.status_code == 400 and bad.json() == {
+        "error": "node: 'abc' in the address is not a whole number; remove it or give e.g. node=3"
+    }
+    assert httpx.get(url, params={"run": RUN}, timeout=60).json() == {"node": None, "figure1": ""}
+    assert "__uatsLinkedFigure1" in httpx.get(f"{served['url']}/", timeout=60).text  # the studio's head asks for it
+
+
 def test_no_more_pages_are_read_at_once_than_the_app_allows(
     served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Twenty links opened at once: every one is answered, and no more pages are read at the same time than
-    NODE_PAGE_READERS (2 here, fewer than the threads the server could give them); the rest wait their turn."""
+    """Twenty links opened at once, half of them node pages and half studio addresses' Figure 1s: every one is
+    answered, and no more are read at the same time than NODE_PAGE_READERS (2 here, fewer than the threads the
+    server could give them); the rest wait their turn."""
     from concurrent.futures import ThreadPoolExecutor
 
     import ui.app_ui
 
     monkeypatch.setattr(ui.app_ui, "NODE_PAGE_READERS", 2)  # read at the app's first page
     views = getattr(served["demo"], NODE_VIEWS)
-    reads, real = HeldReads(), views.answer
+    reads = HeldReads()
 
-    def slow(params: Any) -> NodeAnswer:
-        reads.read(0.5)  # long enough that all twenty requests are in while the first pages are read
-        return real(params)
+    def slow(real: Any) -> Any:
+        def read(params: Any) -> Any:
+            reads.read(0.5)  # long enough that all twenty requests are in while the first pages are read
+            return real(params)
 
-    monkeypatch.setattr(views, "answer", slow)
+        return read
+
+    monkeypatch.setattr(views, "answer", slow(views.answer))
+    monkeypatch.setattr(views, "linked_figure1", slow(views.linked_figure1))
+    paths = [f"/node?run={RUN}&node={n}" if n % 2 else f"{LINKED_FIGURE1_PATH}?run={RUN}&node={n}" for n in range(20)]
     with ThreadPoolExecutor(20) as pool:
-        codes = list(pool.map(lambda n: httpx.get(f"{served['url']}/node?run={RUN}&node={n}", timeout=300), range(20)))
-    assert [r.status_code for r in codes] == [200] * 20 and all("figure1-json" in r.text for r in codes)
+        codes = list(pool.map(lambda path: httpx.get(f"{served['url']}{path}", timeout=300), paths))
+    assert [r.status_code for r in codes] == [200] * 20 and all("figure1" in r.text for r in codes)
     assert reads.most <= 2, reads.most
 
 

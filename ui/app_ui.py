@@ -16,9 +16,9 @@ from typing import Any
 
 import gradio as gr
 from fastapi import Request
-from fastapi.responses import RedirectResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
-from storage import RunStore
+from storage import RunStore, StorageError
 
 from .auth import LoginLimiter
 from .choices import ARITH, ServerChoices, server_choices
@@ -33,7 +33,7 @@ from .tabs.compare import CompareTab, build_compare_tab
 from .tabs.exports import clear_downloads, downloads_folder
 from .tabs.idle import wire_idle_timer
 from .tabs.links import LINKS_CSS, wire_compare_labels, wire_links
-from .tabs.node_page import NODE_PATH, NodeViews, node_page_parts
+from .tabs.node_page import LINK_PREFETCH_HEAD, LINKED_FIGURE1_PATH, NODE_PATH, NodeViews, node_page_parts
 from .tabs.page_state import ComparedPair, OpenRun
 from .tabs.poll import wire_poll
 from .tabs.reports import ReportsTab, build_reports_tab
@@ -238,40 +238,66 @@ def guarded_app(
 
 
 def _add_node_page(app: Any) -> None:
-    """The node's own page at NODE_PATH (ui/tabs/node_page.py), written by the server: a route of the app, added
-    before Gradio adds its own. With a login, a browser that is not signed in is sent to the login form. At most
-    NODE_PAGE_READERS pages are read at once, NODE_PAGE_READERS_PER_USER of them one user's (the signed-in user,
+    """The node's own page at NODE_PATH (ui/tabs/node_page.py), written by the server, and the Figure 1 a studio
+    address opens with at LINKED_FIGURE1_PATH (JSON): routes of the app, added before Gradio adds its own. With a
+    login, a browser that is not signed in is sent to the login form (the Figure 1 answers 401). At most
+    NODE_PAGE_READERS of them are read at once, NODE_PAGE_READERS_PER_USER of them one user's (the signed-in user,
     else the client's address: without a login the app listens on loopback alone); others wait their turn. HEAD
     answers the page's headers and reads nothing."""
-    slots: list[ReadSlots] = []  # made at the first page: the bounds are read then (tests set them)
+    slots: list[ReadSlots] = []  # made at the first read: the bounds are read then (tests set them)
+    headers = {"Cache-Control": "no-store"}
+
+    def held(reader: str) -> Any:
+        if not slots:
+            slots.append(ReadSlots(NODE_PAGE_READERS, NODE_PAGE_READERS_PER_USER))
+        return slots[0].held(reader)
+
+    def asked(request: Request) -> tuple[Any, str | None]:
+        """(the app's NodeViews, or None when it has none; the reader the request counts against, or None for a
+        browser that must sign in first)."""
+        views = getattr(app.blocks, NODE_VIEWS, None)
+        user = app.signed_in_user(dict(request.cookies)) if app.auth is not None else None
+        if app.auth is not None and user is None:
+            return views, None
+        return views, f"user:{user}" if user else f"client:{request.client.host if request.client else '?'}"
 
     async def bounded(parts: Iterator[str], reader: str) -> AsyncIterator[str]:
         yield next(parts)  # the head, which loads plotly.js: it reads nothing
-        if not slots:
-            slots.append(ReadSlots(NODE_PAGE_READERS, NODE_PAGE_READERS_PER_USER))
-        async with slots[0].held(reader):
+        async with held(reader):
             rest = await asyncio.to_thread(list, parts)  # the run read and written, off the event loop
         for part in rest:
             yield part
 
     async def node_page(request: Request) -> Response:
-        views = getattr(app.blocks, NODE_VIEWS, None)
+        views, reader = asked(request)
         if views is None:
             return Response("no node page on this app", status_code=404)
-        user = app.signed_in_user(dict(request.cookies)) if app.auth is not None else None
-        if app.auth is not None and user is None:
+        if reader is None:
             return RedirectResponse("./", status_code=303)
-        headers = {"Cache-Control": "no-store"}
         if request.method == "HEAD":
             return Response(media_type=NODE_PAGE_TYPE, headers=headers)
         params = dict(request.query_params)
-        reader = f"user:{user}" if user else f"client:{request.client.host if request.client else '?'}"
         # streamed: the page's head leaves before the run is read; plotly.js from the page's own address (the web
         # guard serves it), relative as the page's other links
         parts = node_page_parts(lambda: views.answer(params), "." + PLOTLY_URL)
         return StreamingResponse(bounded(parts, reader), media_type=NODE_PAGE_TYPE, headers=headers)
 
+    async def linked_figure1(request: Request) -> Response:
+        views, reader = asked(request)
+        if views is None:
+            return JSONResponse({"error": "no node page on this app"}, status_code=404, headers=headers)
+        if reader is None:
+            return JSONResponse({"error": "sign in first"}, status_code=401, headers=headers)
+        params = dict(request.query_params)
+        try:
+            async with held(reader):
+                node, figure1 = await asyncio.to_thread(views.linked_figure1, params)
+        except (ValueError, StorageError) as exc:  # the page's load says the same in its message line
+            return JSONResponse({"error": str(exc)}, status_code=400, headers=headers)
+        return JSONResponse({"node": node, "figure1": figure1}, headers=headers)
+
     app.add_api_route(NODE_PATH, node_page, methods=["GET", "HEAD"], include_in_schema=False)
+    app.add_api_route(LINKED_FIGURE1_PATH, linked_figure1, methods=["GET"], include_in_schema=False)
 
 
 NODE_PAGE_TYPE = "text/html; charset=utf-8"
@@ -300,7 +326,7 @@ def launch_kwargs(
     instead. The start-up check is the launcher's (ui.launch.wait_until_answering), patient on a loaded machine."""
     return {
         "css": CSS,
-        "head": PLOTLY_PAGE_HEAD + column_tips_head(TABLES),
+        "head": PLOTLY_PAGE_HEAD + LINK_PREFETCH_HEAD + column_tips_head(TABLES),
         "blocked_paths": [str(Path(export_dir).resolve())],
         "run_history": False,
         "max_file_size": "1kb",

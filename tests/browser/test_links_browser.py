@@ -3,12 +3,16 @@ stepped to), a run or node that does not exist gets a message, and messages stay
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
+import httpx
 import pytest
 
-from .pages import NODE_PIXEL_JS, PAIR, notice_text, open_run, shot, wait_notice, wait_plot
+from testkit.browser import wait_quiet
+
+from .pages import NODE_PIXEL_JS, PAIR, STEP_S, notice_text, open_run, shot, wait_notice, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -94,3 +98,81 @@ def test_a_link_to_a_node_draws_its_figure1_then_its_tree_each_once(page: Any, s
     )
     assert shown == [node, "block", 1], shown
     assert details_text(page).startswith(f"Node {node}")
+
+
+FIGURE1_DRAWS_JS = "() => Number((document.querySelector('#figure1 .uats-plot') || {dataset: {}}).dataset.draws || 0)"
+
+
+def link_load_fn(url: str) -> int:
+    """The id of the page's load event that answers a link's node (ui/tabs/links.py open_from_url): the load whose
+    outputs hold Figure 1 (the load's second answer, `.then`, and the page's other load do not)."""
+    config = httpx.get(f"{url}/config", timeout=60).json()
+    figure1 = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "figure1")
+    loads = [d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"])]
+    [first] = [d["id"] for d in loads if figure1 in d["outputs"]]
+    return int(first)
+
+
+class HeldQueue:
+    """A page whose queued events' requests (`queue/join`: the page's load among them) are held until let go, but
+    for those of the events `through`; events off the queue (a node's Why) are never held."""
+
+    def __init__(self, pg: Any, refuse_early_figure1: bool = False, through: frozenset[int] = frozenset()) -> None:
+        self.pg, self.held, self.open, self.through = pg, [], False, through
+        pg.route("**/gradio_api/queue/join*", self._join)
+        if refuse_early_figure1:  # the Figure 1 a studio address asks for as the page starts (link_prefetch.js)
+            pg.route("**/node/figure1*", lambda route: route.abort())
+
+    def _join(self, route: Any) -> None:
+        if self.open or json.loads(route.request.post_data or "{}").get("fn_index") in self.through:
+            route.continue_()
+        else:
+            self.held.append(route)
+
+    def wait_held(self) -> None:
+        """Until a request is held: Gradio sends the page's load once every component has mounted."""
+        deadline = time.time() + STEP_S
+        while not self.held and time.time() < deadline:
+            self.pg.wait_for_timeout(100)
+        assert self.held, "the page's load was never sent"
+
+    def let_all_go(self) -> None:
+        self.open = True
+        for route in self.held:
+            route.continue_()
+
+
+@pytest.mark.opens_an_address
+def test_a_studio_address_draws_its_figure1_before_the_page_s_load_is_answered(
+    page: Any, served: dict[str, Any]
+) -> None:
+    """The studio's address asks for its node's Figure 1 as the page starts (ui/js/link_prefetch.js), and the
+    inspector draws it as soon as it is mounted: here every queued event's request (the page's load among them) is
+    held, and Figure 1 is drawn all the same. Let go, the load answers with the same figure, which is not drawn
+    again. The counterfactual, in a second tab: with that early answer refused, nothing is drawn while the load is
+    held, and the load draws it once let go."""
+    run, node = PAIR["h-uats"], 12
+    address = f"{served['url']}/?run={run}&node={node}"
+    queue = HeldQueue(page)
+    page.goto(address)
+    wait_plot(page, "#figure1", f"e.dataset.drawnAt && e._uatsMeta.selected === {node}")
+    assert page.evaluate(FIGURE1_DRAWS_JS) == 1
+    assert page.evaluate("() => document.querySelector('#tree .uats-plot').dataset.drawnAt") is None  # still held
+    queue.wait_held()
+    queue.let_all_go()
+    wait_plot(page, "#tree", f"e.dataset.run === '{run}'")  # the load's second answer: its first was applied
+    assert page.evaluate(FIGURE1_DRAWS_JS) == 1  # the load's Figure 1 was the one drawn already
+    assert details_text(page).startswith(f"Node {node}")
+
+    other = page.context.new_page()
+    try:
+        queue = HeldQueue(other, refuse_early_figure1=True)
+        other.goto(address)
+        queue.wait_held()
+        wait_quiet(other, STEP_S)
+        assert other.evaluate(FIGURE1_DRAWS_JS) == 0  # nothing drew it: the early answer refused, the load held
+        queue.let_all_go()
+        wait_plot(other, "#figure1", f"e.dataset.drawnAt && e._uatsMeta.selected === {node}")
+        assert other.evaluate(FIGURE1_DRAWS_JS) == 1
+    finally:
+        other.close()

@@ -211,8 +211,7 @@ async function drain() {
   } catch (e) { console.error('uats: draw failed', e); }
   finally { host._uatsBusy = false; }
 }
-function draw() {
-  const raw = props.value;
+function draw(raw = props.value) {
   host._uatsQueue = host._uatsQueue || [];
   if (!raw) {
     host._uatsQueue.length = 0; host._uatsRaw = raw;
@@ -239,4 +238,11 @@ function draw() {
   if (linked || LATER.has(host.dataset.owner)) setTimeout(drain, 0); else drain();
 }
 draw();
-watch('value', draw);
+watch('value', () => draw());
+// a studio address that names a node: its Figure 1, asked for as the page started (ui/js/link_prefetch.js), drawn
+// now rather than when the page's load answers with the same figure (draw() then skips it as drawn already)
+const linked = host.dataset.owner === 'figure1' && window.__uatsLinkedFigure1;
+if (linked) {
+  window.__uatsLinkedFigure1 = null;  // once: a plot mounted again later draws its own value
+  linked.then((a) => { if (a && a.figure1 && !props.value && !host._uatsRaw) draw(a.figure1); });
+}

@@ -5,15 +5,20 @@ Also keeps the Compare pickers' run labels current while their runs move on from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+
+from storage import StorageError
 
 from ..views.run_status import outcome, run_label
 from ..views.scripts import page_script
 from .common import LIVE, AppContext, RunReads, notice
 from .page_state import ComparedPair, OpenRun
 from .search import SearchPage
+from .viewer import RunViewer
 
 LINKS_JS = page_script("links.js")  # the address bar follows the view; ←/→ step iterations
 
@@ -32,6 +37,33 @@ def int_param(params: Any, name: str) -> int | None:
         ) from None
 
 
+@dataclass(frozen=True)
+class LinkedView:
+    """What a studio address names: the run opened at its iteration and the node selected; `missing` the message
+    for a node the tree there does not hold (then none is selected)."""
+
+    s: OpenRun
+    missing: str | None
+
+
+def linked_view(ctx: AppContext, s: OpenRun, params: Mapping[str, str]) -> LinkedView | None:
+    """The view the studio's address (?run=…&node=…&t=…, `params`) opens from `s`: its page load's (wire_links) and
+    the prefetch of its Figure 1 (ui/tabs/node_page.py NodeViews.linked_figure1) alike. None when it names no run;
+    ValueError (a number that is not one) or StorageError (no such run) with the line to show."""
+    run_ref = (params.get("run") or "").strip()
+    if not run_ref:
+        return None
+    t, node = int_param(params, "t"), int_param(params, "node")
+    s = s.opened(ctx.store.find_run(run_ref)["run_id"])
+    data = ctx.cache.get(s.run_id)
+    if t is not None:
+        t = max(0, min(t, data.max_iteration))
+        s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
+    missing = None if node is None else RunViewer.missing_node(str(s.run_id), data.state_at(s.t), node)
+    s.selected = None if missing else node
+    return LinkedView(s, missing)
+
+
 def address_sync() -> gr.HTML:
     """A hidden component whose script keeps the address bar on the view shown (and binds ←/→)."""
     return gr.HTML(value="", elem_id="url-sync", js_on_load=LINKS_JS, html_template="<span></span>", padding=False)
@@ -44,28 +76,17 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
     assert viewer is not None
 
     def open_from_url(s: OpenRun, request: gr.Request, **view: Any) -> Any:
-        params = request.query_params if request is not None else {}
-        run_ref = (params.get("run") or "").strip()
-        if not run_ref:
-            return gr.skip()
         try:
-            t, node = int_param(params, "t"), int_param(params, "node")
-        except ValueError as exc:
+            linked = linked_view(ctx, s, request.query_params if request is not None else {})
+        except (ValueError, StorageError) as exc:  # a bad number, or no such run: the message says why
             return {ctx.notice: notice(str(exc))}
-        found = viewer.find_run(s, run_ref)
-        if isinstance(found, dict):  # the run was not found: the message says why
-            return found
-        s = found
-        data = ctx.cache.get(s.run_id)
-        if t is not None:
-            t = max(0, min(t, data.max_iteration))
-            s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
-        missing = None if node is None else viewer.missing_node(s.run_id, data.state_at(s.t), node)
-        s.selected = None if missing else node
+        if linked is None:
+            return gr.skip()
+        s = linked.s
         if s.selected is not None:  # the node first; its tree in the answer after (the_rest)
             return viewer.node_first(s)
         out = viewer.opened_view(s, view)
-        out[ctx.notice] = notice(missing or "")
+        out[ctx.notice] = notice(linked.missing or "")
         return out
 
     def the_rest(s: OpenRun, request: gr.Request, **view: Any) -> Any:

@@ -37,7 +37,7 @@ from .common import (
     plot_slot,
     view_of,
 )
-from .links import int_param
+from .links import int_param, linked_view
 from .page_state import OpenRun
 from .search_layout import EMPTY_WHY, FIGURE1_MAX_HEIGHT, INSPECTOR_WIDTH
 from .step_panel import why_html
@@ -46,6 +46,10 @@ from .viewer import RunViewer, run_tree_figure, with_link
 log = logging.getLogger(__name__)
 
 NODE_PATH = f"/{NODE_PAGE}"
+# the Figure 1 a studio address opens with, as JSON (NodeViews.linked_figure1), and the studio page's head script that
+# asks for it as the page starts (ui/js/link_prefetch.js), relative to the page as the page's other links
+LINKED_FIGURE1_PATH = f"{NODE_PATH}/figure1"
+LINK_PREFETCH_HEAD = f"<script>({page_script('link_prefetch.js')})({json.dumps('.' + LINKED_FIGURE1_PATH)});</script>"
 # this page draws once: a run still going is shown as it was when the page opened (the studio follows it live)
 LIVE_NOTE = "The run is still going: this page shows it as it was when opened; the studio follows it live."
 NO_RUN = "no run in the address: give ?run=<run id>&node=<node id>, e.g. from the studio"
@@ -107,6 +111,21 @@ class NodeViews:
         fig, md = RunViewer.node_view(data, state, s.selected, s.fig1, shadow)
         why = why_html(self.ctx, s, s.selected, s.t, reads)
         return NodeAnswer(title, head, fig, why, with_link(md, s, s.selected), tree)
+
+    def linked_figure1(self, params: Mapping[str, str]) -> tuple[int | None, str]:
+        """The Figure 1 the studio's address `params` opens with, as its page load's first answer
+        (RunViewer.node_first) draws it: (node, figure JSON), or (None, "") when the address selects no node.
+        The studio's page fetches it as it starts (ui/js/link_prefetch.js) and draws it when its inspector is
+        mounted, before Gradio's client has sent the load. ValueError or StorageError for a bad address."""
+        linked = linked_view(self.ctx, OpenRun(), params)
+        if linked is None or linked.s.selected is None:
+            return None, ""
+        s, reads = linked.s, self.ctx.reads()
+        data = reads.data(s.run_id)
+        fig, _ = RunViewer.node_view(
+            data, data.state_at(s.t), s.selected, s.fig1, read_shadow(self.ctx.store, s.run_id)
+        )
+        return s.selected, fig
 
 
 @dataclass(frozen=True)
