@@ -176,3 +176,27 @@ def test_a_studio_address_draws_its_figure1_before_the_page_s_load_is_answered(
         assert other.evaluate(FIGURE1_DRAWS_JS) == 1
     finally:
         other.close()
+
+
+WHY_JS = "() => (document.querySelector('#why-panel') || {innerText: ''}).innerText"  # '' until mounted
+
+
+@pytest.mark.opens_an_address
+def test_a_link_s_why_is_its_node_s_decision_before_the_rest_of_the_load(page: Any, served: dict[str, Any]) -> None:
+    """A link's node arrives (the load's first answer) before the iteration slider is set (its second): the Why,
+    written off the queue as soon as the node is, read the slider's 0 and said the node's decision had not come yet
+    ("node 12: no decision about it yet (it is decided at iteration 2, after the one shown)"), and kept saying it
+    when the page's later answers came in the other order. Here the load's first answer
+    alone is let through, every other queued event held, while the Why is written; it already says what it says
+    once they have all come."""
+    run, node = PAIR["h-uats"], 12
+    queue = HeldQueue(page, through=frozenset({link_load_fn(served["url"])}))
+    page.goto(f"{served['url']}/?run={run}&node={node}")
+    page.wait_for_function(f"() => ({WHY_JS})().includes('node {node}')")
+    early = page.evaluate(WHY_JS)
+    assert page.evaluate("() => document.querySelector('#tree .uats-plot').dataset.drawnAt") is None  # still held
+    assert "no decision about it yet" not in early, early
+    queue.let_all_go()
+    wait_plot(page, "#tree", f"e.dataset.run === '{run}'")
+    wait_quiet(page, STEP_S)
+    assert page.evaluate(WHY_JS) == early

@@ -151,15 +151,17 @@ def wire_step_panel(ctx: AppContext, tab: Any, why: gr.HTML) -> None:
     quiet = {"show_progress": "hidden", "trigger_mode": "always_last"}
 
     # after the inspector: a tree click, the Inspect button or a typed id all end with the inspector writing
-    # the node's id into node_box (listening to the click itself drew this before the inspector's request)
-    async def on_node(s: OpenRun, node: Any, t: Any, request: gr.Request) -> Any:
+    # the node's id into node_box (listening to the click itself drew this before the inspector's request). At the
+    # iteration the open run's state shows, as Figure 1 is drawn: a link's node came before the slider was set (the
+    # load's second answer sets it), and the Why read the slider's 0, "no decision about it yet"
+    async def on_node(s: OpenRun, node: Any, request: gr.Request) -> Any:
         try:
-            return await ctx.read_off_queue(request, why_html, ctx, s, node, t)
+            return await ctx.read_off_queue(request, why_html, ctx, s, node, s.t)
         except AccessDenied:  # no session: nothing to explain to (the inspector's event says why)
             return gr.skip()
 
     # off the queue as the tree's click is (ui/tabs/inspector.py), bounded by read_off_queue
-    tab.node_box.change(on_node, [ctx.run_state, tab.node_box, tab.t_slider], [why], queue=False, **quiet)
+    tab.node_box.change(on_node, [ctx.run_state, tab.node_box], [why], queue=False, **quiet)
     shown = gr.State(None)  # [run, iteration, version] the panel shows
 
     def from_run(s: OpenRun, last: Any, reads: RunReads | None = None) -> Any:
