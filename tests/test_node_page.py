@@ -192,6 +192,22 @@ def test_the_app_answers_a_studio_address_s_figure1(served: dict[str, Any]) -> N
     assert "__uatsLinkedFigure1" in httpx.get(f"{served['url']}/", timeout=60).text  # the studio's head asks for it
 
 
+def test_a_run_log_that_fails_is_named_without_the_server_s_folders(
+    served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    views = getattr(served["demo"], NODE_VIEWS)
+
+    def fails(params: Any) -> Any:
+        raise StorageError("run log sqlite:////srv/private/runs.db: database is locked")
+
+    monkeypatch.setattr(views, "linked_figure1", fails)
+    r = httpx.get(f"{served['url']}{LINKED_FIGURE1_PATH}", params={"run": RUN, "node": "3"}, timeout=60)
+    said = r.json()["error"]
+    assert r.status_code == 400 and "run log runs.db: database is locked" in said and "/srv" not in said, said
+    page = "".join(node_page_parts(lambda: fails({}), "./uats-static/plotly.min.js"))
+    assert "runs.db: database is locked" in page and "/srv" not in page
+
+
 def test_no_more_pages_are_read_at_once_than_the_app_allows(
     served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,6 +47,7 @@ from .views.counterfactual import COLUMNS as FOUND_COLUMNS
 from .views.export import ExportQuota, owner_folder
 from .views.report_sources import ReportSources
 from .views.run_status import RUN_COLUMNS, RUNS_TABLE_CSS
+from .views.safe_text import hide_server_paths
 from .views.uncertainty import CHANGED_COLUMNS
 from .web_guard import PAGE_PLOTLY_JS, PLOTLY_URL, DownloadGuard, WebGuard, WebPolicy
 
@@ -293,7 +294,7 @@ def _add_node_page(app: Any) -> None:
             async with held(reader):
                 node, figure1 = await asyncio.to_thread(views.linked_figure1, params)
         except (ValueError, StorageError) as exc:  # the page's load says the same in its message line
-            return JSONResponse({"error": str(exc)}, status_code=400, headers=headers)
+            return JSONResponse({"error": hide_server_paths(str(exc))}, status_code=400, headers=headers)
         return JSONResponse({"node": node, "figure1": figure1}, headers=headers)
 
     app.add_api_route(NODE_PATH, node_page, methods=["GET", "HEAD"], include_in_schema=False)

@@ -217,7 +217,7 @@ function draw(raw = props.value) {
     host._uatsQueue.length = 0; host._uatsRaw = raw;
     host.style.display = 'none'; empty.style.display = 'flex'; host.dataset.nodes = '0'; return;
   }
-  if (typeof Plotly === 'undefined') { setTimeout(draw, 50); return; }
+  if (typeof Plotly === 'undefined') { setTimeout(() => draw(raw), 50); return; }
   // the same figure again (an event that lists this plot as an output and skips it): parsing and reacting
   // to a 2,000-node tree for nothing took a second of the page's time on every node click
   if (raw === host._uatsRaw && host.data) return;

@@ -24,6 +24,7 @@ from storage.shadow import read_shadow
 
 from ..views.page_html import allowed_html, markdown_html
 from ..views.run_status import run_status_md
+from ..views.safe_text import hide_server_paths
 from ..views.scripts import page_script
 from .common import (
     LATEX,
@@ -92,7 +93,7 @@ class NodeViews:
             t, node = int_param(params, "t"), int_param(params, "node")
             run = self.ctx.store.find_run(run_ref)
         except (ValueError, StorageError) as exc:
-            return NodeAnswer("UATS Studio: a node", f"**{exc}**")
+            return NodeAnswer("UATS Studio: a node", f"**{hide_server_paths(exc)}**")
         s = OpenRun().opened(run["run_id"])
         reads = self.ctx.reads()
         data = reads.data(s.run_id)
@@ -217,7 +218,8 @@ def node_page_parts(answer: Callable[[], NodeAnswer], plotly_src: str) -> Iterat
         )
     except StorageError as exc:
         log.warning("node page: %s", exc)
-        yield f"<p id='node-error'><b>The run log could not be read:</b> {html.escape(str(exc))}</p></body></html>"
+        said = html.escape(hide_server_paths(exc))  # the file's name, never the folder the server keeps it in
+        yield f"<p id='node-error'><b>The run log could not be read:</b> {said}</p></body></html>"
 
 
 def _js(value: object) -> str:
