@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from uats_core.config import SearchConfig
 
+from .prose import section
 from .provenance import with_provenance
 from .stats import paired_summary, shown_half
 from .verdicts import DOWN, NOISE, UP, diff_text, side
+
+if TYPE_CHECKING:
+    from .build import Report
 
 LEDGER = Path(__file__).resolve().parents[1] / "results" / "arith-estimators"
 TABLE_NAME = "Searching with each uncertainty estimator"
@@ -150,12 +155,7 @@ def grid_markdown(results: pd.DataFrame, confidence: float = 0.95) -> str:
     return with_provenance("\n".join(lines), results)
 
 
-def grid_section(ledger: Path = LEDGER) -> list[str]:
-    """The page's section (none while the ledger holds no cell)."""
-    path = ledger / "results.csv.gz"
-    if not path.is_file():
-        return []
-    results = pd.read_csv(path, dtype={"code_version": str})  # a commit's short hash may be all digits
-    if results.empty:
-        return []
-    return [f"## {TABLE_NAME}", "", grid_markdown(results), ""]
+def grid_section(rep: Report) -> list[str]:
+    """The page's section: its heading and the grid's table as the report holds it (`uats report` reads the ledger
+    with storage.results_ledger's reader and puts grid_markdown's text in it); none while the report has none."""
+    return [f"## {TABLE_NAME}", "", *section(rep, TABLE_NAME)] if rep.markdown.get(TABLE_NAME) else []

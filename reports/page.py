@@ -94,7 +94,7 @@ def results_page(rep: Report, command: str) -> str:
         *figure2_section(rep, main),
         *controller_section(rep),
         *estimators_section(),
-        *grid_section(),
+        *grid_section(rep),
     ]
     return "\n".join(parts).rstrip("\n") + "\n"
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports.estimator_grid import estimator_of, grid_differences, grid_markdown, grid_section
+from reports.build import Report
+from reports.estimator_grid import TABLE_NAME, estimator_of, grid_differences, grid_markdown, grid_section
+from storage.results_ledger import LEDGER_COLUMNS, ResultsLedger
 
 PROBLEMS = [f"arith-test-{i}" for i in range(40)]
 
@@ -99,6 +101,13 @@ def test_every_verdict_follows_the_printed_interval(gain: float) -> None:
 
 def test_the_section_names_a_code_version_of_digits_as_it_was_written(tmp_path: Path) -> None:
     """A commit whose short hash is all digits, with a leading zero: read back as a number it lost the zero in the
-    section's provenance line."""
-    _ledger(range(6), 0.5).assign(code_version="012345678901").to_csv(tmp_path / "results.csv.gz", index=False)
-    assert "`012345678901`" in "\n".join(grid_section(tmp_path))
+    section's provenance line. The grid's ledger written and read by storage.results_ledger, as `uats eval` writes
+    it and `uats report` reads it (uats/report.py), its table put in the report the page is made from."""
+    rows = _ledger(range(6), 0.5).assign(code_version="012345678901")
+    filler = {c: "x" for c in LEDGER_COLUMNS if c not in rows}
+    filler.update(naive_correct=False, pass_at_n=False, n_final=1, cost=1.0, iterations=1, n_nodes=1, wall_s=0.0)
+    rows = rows.assign(**{**filler, "batched": False, "cell_key": [f"c{i}" for i in range(len(rows))]})
+    assert ResultsLedger(tmp_path).append(rows[LEDGER_COLUMNS]) == len(rows)
+    rep = Report(markdown={TABLE_NAME: grid_markdown(ResultsLedger(tmp_path).results())})
+    assert "`012345678901`" in "\n".join(grid_section(rep))
+    assert grid_section(Report()) == []  # no grid in the report: no section
