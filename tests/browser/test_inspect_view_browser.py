@@ -193,9 +193,13 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
           return {t: t.textContent.slice(0, 30), top: r.top, bottom: r.bottom};
         });
       return {scrolled: f.scrollTop, head: true, texts, boxTop: fb.top,
-              inside: texts.filter(t => t.top >= fb.top - 1 && t.bottom <= fb.top + head.offsetHeight + 1).length};
+              inside: texts.filter(t => t.top >= fb.top - 1 && t.bottom <= fb.top + head.offsetHeight + 1).length,
+              // what lies below the strip the head shows: copied, it was laid out and painted unseen at every draw
+              rows: head.querySelectorAll('.trace, .point, .textpoint, .gridlayer *, .ytick').length,
+              copied: head.querySelectorAll('*').length};
     }""")
     assert heads["head"] and heads["scrolled"] >= 200 and heads["inside"] >= 3, heads
+    assert heads["rows"] == 0, heads  # the head is the strip: title, axes' heads, the table's heads
 
 
 # Every decision label shown and every boxplot glyph part, as the browser drew them (labels: the marks trace's SVG

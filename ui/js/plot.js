@@ -53,9 +53,11 @@ function scrollBox() {  // the box round the plot that scrolls it up and down (a
   }
   return null;
 }
-// what the head's copy leaves out: the traces, the shapes under and over them, the rows' labels (all below the strip it
-// shows) and the plot's controls; copying them and then removing them was a fifth of a 64-row Figure 1's draw
-const HEAD_SKIP = '.modebar-container, .draglayer, .hoverlayer, .cartesianlayer .plot, .layer-below, .layer-above, .yaxislayer-above';
+// what the head's copy leaves out: the traces (each subplot's .overplot: plotly.js 4 has no .plot group, and the
+// traces were 626 of the 806 elements copied, laid out and painted unseen), the shapes under and over them, the
+// rows' labels, the plot area's background and grid lines (all below the strip it shows) and the plot's controls
+const HEAD_SKIP = '.modebar-container, .draglayer, .hoverlayer, .overplot, .layer-below, .layer-above, ' +
+  '.yaxislayer-above, .gridlayer, .minor-gridlayer, .zerolinelayer, .layer-subplot, .layer-between';
 function leanCopy(node) {
   const copy = node.cloneNode(false);
   for (const ch of node.childNodes) {
