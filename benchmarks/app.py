@@ -232,6 +232,11 @@ def target_lines(res: dict[str, Any], earlier: Sequence[str] = ()) -> list[str]:
                 f"  (the first click, which opens the inspector beside the tree: drawn {app['click_s'][0]:g} s, "
                 f"on the screen {app['click_shown_s'][0]:g} s)"
             )
+        if app.get("click_after_paint_median_s") is not None:  # the measure before 2026-11-30, beside it
+            lines.append(
+                f"  (the first callback after that frame's paint, the measure until 2026-11-30: median "
+                f"{app['click_after_paint_median_s']:g} s)"
+            )
         lines.append(
             target_line(
                 "node link /node?run=…&node=… to Figure 1 drawn, a tab of the studio's browser (median)",
