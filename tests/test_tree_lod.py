@@ -243,7 +243,7 @@ def test_figure1_score_axis_starts_below_the_lowest_pass() -> None:
 def test_glyph_colours_are_the_colour_bar_s_scale() -> None:
     """The glyphs' fills (from the scale's stops, looked up once, and a cached palette) are the named scale the
     colour bar draws, at the same R̄."""
-    from plotly.colors import sample_colorscale
+    from plotly.colors import get_colorscale, sample_colorscale
 
     for cmin, cmax in ((0.0, 1.0), (0.2, 0.9)):
         for v in (cmin, (cmin + cmax) / 2, cmax, cmax + 0.3):
@@ -254,3 +254,9 @@ def test_glyph_colours_are_the_colour_bar_s_scale() -> None:
             sample_colorscale(COLORSCALE, [(c - cmin) / (cmax - cmin)])[0] for c in centres
         ]
     assert colour_for(None, 0.0, 1.0) == "#bbbbbb"
+    # the scale sampled as plotly samples it, at its every stop, either side of each and across the whole range
+    stops = [float(at) for at, _ in get_colorscale(COLORSCALE)]
+    fracs = [*stops, *(min(1.0, s + 1e-9) for s in stops), *(max(0.0, s - 1e-9) for s in stops)]
+    fracs += [k / 997 for k in range(998)]
+    got = [colour_for(f, 0.0, 1.0) for f in fracs]
+    assert got == [sample_colorscale(COLORSCALE, [f])[0] for f in fracs]
