@@ -146,8 +146,8 @@ _SCALE_RGB = validate_colors(colorscale_to_colors(_SCALE_STOPS), colortype="tupl
 
 @lru_cache(maxsize=20_000)
 def _scale_colour(frac: float) -> str:
-    # plotly's sample_colorscale, step for step, less its validation of the whole scale on every call: that was
-    # a fifth of a node click's server time, and a new step's R̄s all missed this cache (13.6 ms a click, profiled)
+    # plotly's sample_colorscale, step for step, less its validation of the whole scale on every call: a new
+    # step's R̄s all miss this cache, and a node view took 21.7 ms with that validation, 16.5 ms without (docs/log.md)
     high = bisect_left(_SCALE_AT, frac)
     low = high - 1  # frac 0: -1, the last stop, as plotly's own lookup (it lands on the first colour)
     mix = (frac - _SCALE_AT[low]) / (_SCALE_AT[high] - _SCALE_AT[low])
