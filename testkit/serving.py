@@ -57,13 +57,40 @@ def served_app(store: Any, pool: Any, folder: Path, export_quota: Any = None, **
         demo.close()
 
 
+# How long a session's finished stream may take to close before a call says so (it closes within milliseconds)
+STREAM_CLOSE_S = 60.0
+
+
 def app_client(url: str, **kwargs: Any) -> Any:
-    """gradio_client's Client for an app served here (plain HTTP on loopback). ssl_verify=False because there is
-    no TLS to verify: gradio_client opens a new httpx client for every request, and with verification on each
-    one loads the CA bundle first, most of a call's CPU (an endpoint sweep took three times as long)."""
+    """gradio_client's Client for an app served here (plain HTTP on loopback), each call sent once the session's
+    finished stream has closed. ssl_verify=False because there is no TLS to verify: gradio_client opens a new httpx
+    client for every request, and with verification on each one loads the CA bundle first, most of a call's CPU (an
+    endpoint sweep took three times as long).
+
+    Why the wait: the server ends a session's event stream right after the last pending event's result
+    (gradio/routes.py sends close_stream after process_completed when none is left), and `predict` returns on that
+    result. A call sent before the client has read close_stream is counted on the closing stream (its `stream_open`
+    is still true), and when that stream ends the client cancels it, while the server holds its messages for a new
+    stream that never opens: `CancelledError` (CI, 2026-11-30, tests/test_app_exports.py, a predict then a submit)."""
+    import time
+
     from gradio_client import Client
 
-    return Client(url, verbose=False, ssl_verify=False, **kwargs)
+    class SessionClient(Client):  # type: ignore[misc]
+        def submit(self, *args: Any, **kw: Any) -> Any:  # predict submits too
+            deadline = time.monotonic() + STREAM_CLOSE_S
+            while True:
+                with self.pending_lock:  # the stream is open with no event left: the server is closing it
+                    closing = self.stream_open and not self.pending_event_ids
+                if not closing:
+                    return super().submit(*args, **kw)
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"gradio_client: the session's finished stream did not close in {STREAM_CLOSE_S} s"
+                    )
+                time.sleep(0.005)
+
+    return SessionClient(url, verbose=False, ssl_verify=False, **kwargs)
 
 
 def form_args(client: Any, api_name: str = "/on_run", **values: Any) -> dict[str, Any]:
