@@ -243,8 +243,8 @@ draw();
 watch('value', () => draw());
 // a studio address that names a node: its Figure 1, asked for as the page started (ui/js/link_prefetch.js), drawn
 // now rather than when the page's load answers with the same figure (draw() then skips it as drawn already)
-const linked = host.dataset.owner === 'figure1' && window.__uatsLinkedFigure1;
-if (linked) {
+const prefetched = host.dataset.owner === 'figure1' && window.__uatsLinkedFigure1;
+if (prefetched) {
   window.__uatsLinkedFigure1 = null;  // once: a plot mounted again later draws its own value
-  linked.then((a) => { if (a && a.figure1 && !props.value && !host._uatsRaw) draw(a.figure1); });
+  prefetched.then((a) => { if (a && a.figure1 && !props.value && !host._uatsRaw) draw(a.figure1); });
 }

@@ -15,6 +15,7 @@ from storage import StorageError
 
 from ..views.run_status import outcome, run_label
 from ..views.scripts import page_script
+from ..views.treedata import RunData
 from .common import LIVE, AppContext, RunReads, notice
 from .page_state import ComparedPair, OpenRun
 from .search import SearchPage
@@ -40,10 +41,11 @@ def int_param(params: Any, name: str) -> int | None:
 @dataclass(frozen=True)
 class LinkedView:
     """What a studio address names: the run opened at its iteration and the node selected; `missing` the message
-    for a node the tree there does not hold (then none is selected)."""
+    for a node the tree there does not hold (then none is selected); `data` the run as read to find both."""
 
     s: OpenRun
     missing: str | None
+    data: RunData
 
 
 def linked_view(ctx: AppContext, s: OpenRun, params: Mapping[str, str]) -> LinkedView | None:
@@ -61,7 +63,7 @@ def linked_view(ctx: AppContext, s: OpenRun, params: Mapping[str, str]) -> Linke
         s.t = None if (t >= data.max_iteration and data.run["status"] in LIVE) else t
     missing = None if node is None else RunViewer.missing_node(str(s.run_id), data.state_at(s.t), node)
     s.selected = None if missing else node
-    return LinkedView(s, missing)
+    return LinkedView(s, missing, data)
 
 
 def address_sync() -> gr.HTML:

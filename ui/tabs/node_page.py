@@ -121,8 +121,7 @@ class NodeViews:
         linked = linked_view(self.ctx, OpenRun(), params)
         if linked is None or linked.s.selected is None:
             return None, ""
-        s, reads = linked.s, self.ctx.reads()
-        data = reads.data(s.run_id)
+        s, data = linked.s, linked.data  # the run as the address was read: not read a second time
         fig, _ = RunViewer.node_view(
             data, data.state_at(s.t), s.selected, s.fig1, read_shadow(self.ctx.store, s.run_id)
         )
