@@ -12,7 +12,18 @@ import pytest
 
 from testkit.browser import wait_quiet
 
-from .pages import NODE_PIXEL_JS, PAIR, STEP_S, notice_text, open_run, shot, wait_notice, wait_plot
+from .pages import (
+    NODE_PIXEL_JS,
+    PAIR,
+    RING_ON_JS,
+    STEP_S,
+    notice_text,
+    open_run,
+    shot,
+    wait_notice,
+    wait_plot,
+    wait_text,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -141,6 +152,13 @@ class HeldQueue:
         for route in self.held:
             route.continue_()
 
+    def let_go(self, fns: frozenset[int]) -> None:
+        """The held requests of the events `fns` sent on, and those events' requests from now on never held."""
+        self.through = self.through | fns
+        for route in [r for r in self.held if json.loads(r.request.post_data or "{}").get("fn_index") in fns]:
+            self.held.remove(route)
+            route.continue_()
+
 
 @pytest.mark.opens_an_address
 def test_a_studio_address_draws_its_figure1_before_the_page_s_load_is_answered(
@@ -200,3 +218,49 @@ def test_a_link_s_why_is_its_node_s_decision_before_the_rest_of_the_load(page: A
     wait_plot(page, "#tree", f"e.dataset.run === '{run}'")
     wait_quiet(page, STEP_S)
     assert page.evaluate(WHY_JS) == early
+
+
+# a row of Figure 1 next to the inspected one (in view: the inspected row is centred in its box), at its R̄ tick:
+# {x, y, id} in the window, where a mouse click reaches the plot
+FIGURE1_ROW_PIXEL_JS = """() => {
+  const gd = document.querySelector('#figure1 .uats-plot'), m = gd._uatsMeta;
+  const i = m.focus_row > 0 ? m.focus_row - 1 : m.focus_row + 1;
+  const tr = gd.data.find(t => t.name === 'R̄'), k = tr.y.indexOf(i);
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+  const x = box.left + xa._offset + xa.l2p(tr.x[k]), y = box.top + ya._offset + ya.l2p(i);
+  const hit = document.elementFromPoint(x, y);
+  return hit && gd.contains(hit) ? {x: x, y: y, id: tr.customdata[k][0]} : null;
+}"""
+
+
+@pytest.mark.opens_an_address
+def test_a_row_clicked_before_the_page_s_load_answers_is_inspected_once_it_has(
+    page: Any, served: dict[str, Any]
+) -> None:
+    """A studio address draws its node's Figure 1 before the page's load is answered (ui/js/link_prefetch.js), when
+    the server holds no open run for the page yet: a row clicked then said "open a run first" and the click was
+    lost. Here the load and its second answer (the tree, status and charts) are held while another row is clicked
+    with the mouse; the load let go, that row's node is inspected; the second answer let go after it, the page is
+    completed all the same (it was skipped when the node selected was not the link's), its tree ringed on that row."""
+    run, node = PAIR["h-uats"], 12
+    config = httpx.get(f"{served['url']}/config", timeout=60).json()
+    load = link_load_fn(served["url"])
+    [rest] = [d["id"] for d in config["dependencies"] if d.get("trigger_after") == load]
+    queue = HeldQueue(page, through=frozenset(d["id"] for d in config["dependencies"]) - {load, rest})
+    page.goto(f"{served['url']}/?run={run}&node={node}")
+    wait_plot(page, "#figure1", f"e.dataset.drawnAt && e._uatsMeta.selected === {node}")
+    queue.wait_held()
+    row = page.evaluate(FIGURE1_ROW_PIXEL_JS)
+    assert row is not None and row["id"] != node, row
+    page.mouse.click(row["x"], row["y"])
+    wait_quiet(page, STEP_S)  # any request the click sent has been answered
+    assert "open a run first" not in notice_text(page)
+    queue.let_go(frozenset({load}))
+    wait_plot(page, "#figure1", f"e._uatsMeta.selected === {row['id']}")
+    page.wait_for_function(f"() => document.querySelector('#node-id input').value === '{row['id']}'")
+    wait_quiet(page, STEP_S)
+    assert details_text(page).startswith(f"Node {row['id']}"), details_text(page)
+    queue.let_all_go()
+    wait_text(page, "#run-status", run[:8])
+    page.wait_for_function(RING_ON_JS, arg=["#tree", row["id"]], timeout=STEP_S * 1000)
+    assert "open a run first" not in notice_text(page)

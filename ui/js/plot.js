@@ -176,6 +176,7 @@ async function show(spec) {
       if (!p || p.customdata == null) return;
       const id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
       if (typeof id !== 'number') return;
+      if (host._uatsEarly) { host._uatsEarlyClick = id; return; }  // inspected once the page's load answers
       trigger('select', {node_id: id});  // the request first: nothing drawn here may delay it
       // the inspector opens beside the tree at once (ui/js/inspector.js); Compare's trees have none
       if (host.dataset.owner !== 'tree' || !window.__uatsOpenInspector) { setTimeout(() => ringAt(id), 0); return; }
@@ -239,12 +240,25 @@ function draw(raw = props.value) {
   // the charts under the tree wait a turn too: a response that carries them with Figure 1 (a link) drew them first
   if (linked || LATER.has(host.dataset.owner)) setTimeout(drain, 0); else drain();
 }
+// A Figure 1 drawn from a studio address's early answer (below) is on the screen before the page's load has
+// answered, while the server holds no open run for the page: a row clicked then said "open a run first" and was
+// lost. It is sent once the load's answer (this plot's value) is here.
+function answered() {
+  if (!host._uatsEarly || !props.value) return;
+  const id = host._uatsEarlyClick;
+  host._uatsEarly = false; host._uatsEarlyClick = null;
+  if (id != null) trigger('select', {node_id: id});
+}
 draw();
-watch('value', () => draw());
+watch('value', () => { draw(); answered(); });
 // a studio address that names a node: its Figure 1, asked for as the page started (ui/js/link_prefetch.js), drawn
 // now rather than when the page's load answers with the same figure (draw() then skips it as drawn already)
 const prefetched = host.dataset.owner === 'figure1' && window.__uatsLinkedFigure1;
 if (prefetched) {
   window.__uatsLinkedFigure1 = null;  // once: a plot mounted again later draws its own value
-  prefetched.then((a) => { if (a && a.figure1 && !props.value && !host._uatsRaw) draw(a.figure1); });
+  prefetched.then((a) => {
+    if (!a || !a.figure1 || props.value || host._uatsRaw) return;
+    host._uatsEarly = true;
+    draw(a.figure1);
+  });
 }

@@ -97,8 +97,10 @@ def wire_links(demo: gr.Blocks, ctx: AppContext, search: SearchPage) -> None:
             node = int_param(request.query_params if request is not None else {}, "node")
         except ValueError:
             return gr.skip()  # the first answer said why
-        if not s.run_id or s.selected is None or node != s.selected:
+        if node is None or not s.run_id or s.selected is None:
             return gr.skip()  # no node linked: the first answer opened the whole run (or said why not)
+        # the node selected may be another by now (a row of the linked Figure 1 clicked as the first answer came:
+        # ui/js/plot.js sends it then): the page is completed all the same, its tree ringed on the node selected
         return viewer.link_rest(s, view)
 
     every = list(dict.fromkeys([*viewer.open_outputs, *viewer.link_outputs]))
