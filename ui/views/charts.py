@@ -24,7 +24,7 @@ def cost_figure(
                 "type": "bar",
                 "x": its,
                 "y": [i["cost_step"] for i in iterations],
-                "name": "cost this step",
+                "name": "cost this iteration",
                 "marker": {"color": "#9ecae1"},
             }
         )
@@ -68,7 +68,7 @@ def cost_figure(
         "margin": {"l": 50, "r": 50, "t": 10, "b": 30},
         "barmode": "overlay",
         "uirevision": "cost",
-        # the bars' axis is the cost of one iteration (its "step" read as a tree step), the line's the sum
+        # the bars are the cost of one iteration (named "step", it read as a tree step), the line the sum
         "xaxis": {"title": {"text": "iteration"}},
         "yaxis": {"title": {"text": "cost per iteration"}, "rangemode": "tozero"},
         "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "cost so far"}, "rangemode": "tozero"},
