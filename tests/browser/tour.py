@@ -3,8 +3,9 @@
 `python -m tests.browser.tour docs/img` runs three H-UATS searches with the embedded arithmetic models
 (ui.jobs.warm.execute, what a worker runs; dropout p 0.3, so the PRM is unsure somewhere), serves the app over
 them, and photographs in Debian's Chromium at 1280×800 and 1920×1080: a step's candidates in the tree
-(focus "selected step"), Figure 1 of a step and of the N = 64 run's widest step, and focus on a
-subtree of the N = 64 run. It takes a few minutes (the searches run on the CPU)."""
+(focus "selected step"), Figure 1 of a step and of the N = 64 run's widest step (whole, at the inspector's width:
+the box it scrolls in unrolled), and focus on a subtree of the N = 64 run. It takes a few minutes (the searches
+run on the CPU)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,28 @@ def _photo(page: Any, selector: str, path: Path) -> None:
     log.info("wrote %s", path)
 
 
+# Figure 1 whole at the inspector's width: the box it scrolls in (a max-height in the page's CSS) unrolled, and the
+# copy of its head kept over the rows while they scroll hidden (the figure's own head is under it), then put back
+UNROLL_JS = """(on) => {
+  const plot = document.querySelector('#figure1 .uats-plot');
+  for (let e = plot.parentElement; e && e !== document.body; e = e.parentElement) {
+    if (on && getComputedStyle(e).maxHeight === 'none') continue;
+    if (on && !e.dataset.tourMaxHeight) { e.dataset.tourMaxHeight = '1'; e.style.maxHeight = 'none'; }
+    if (!on && e.dataset.tourMaxHeight) { delete e.dataset.tourMaxHeight; e.style.maxHeight = ''; }
+  }
+  // opacity, not visibility: the copy's clip paths carry the figure's ids, and a hidden clip path clips all away
+  for (const h of document.querySelectorAll('#figure1 .uats-sticky-head')) h.style.opacity = on ? '0' : '';
+}"""
+
+
+def _photo_figure1(page: Any, path: Path) -> None:
+    page.evaluate(UNROLL_JS, True)
+    try:
+        _photo(page, "#figure1", path)
+    finally:
+        page.evaluate(UNROLL_JS, False)
+
+
 def tour(out: Path, url: str, store: Any) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
@@ -107,7 +130,7 @@ def tour(out: Path, url: str, store: Any) -> list[Path]:
                     "() => document.querySelectorAll('#figure1 .uats-plot .barlayer .trace').length > 1"
                 )
                 written.append(out / f"{name}-{w}.png")
-                _photo(page, "#figure1", written[-1])
+                _photo_figure1(page, written[-1])
             _open(page, url, RUNS[2][0], nodes["subtree"])
             _focus(page, "selected subtree")
             written.append(out / f"tree-subtree-n64-{w}.png")
