@@ -202,6 +202,50 @@ def test_one_ring_after_five_clicks_and_heads_in_view(screen_page: Any, served: 
     assert heads["rows"] == 0, heads  # the head is the strip: title, axes' heads, the table's heads
 
 
+# Figure 1 and its sticky head as the page draws them: the clip paths its traces name that the page finds outside
+# the plot (url(#id) takes the first element of that id in the page), and the axes' tick labels with their x in the
+# window, in the plot and in the head's copy of its top strip
+CLIPS_AND_HEAD_JS = r"""() => {
+  const gd = document.querySelector('#figure1 .uats-plot'), head = document.querySelector('#figure1 .uats-sticky-head');
+  const ids = [...gd.querySelectorAll('[clip-path]')]
+    .map(e => /#([^#'")]+)['"]?\)$/.exec(e.getAttribute('clip-path'))).filter(Boolean).map(m => m[1]);
+  const foreign = [...new Set(ids)]
+    .filter(id => { const c = document.getElementById(id); return !c || !gd.contains(c); });
+  const ticks = (root) => [...root.querySelectorAll('.xaxislayer-above text')]
+    .map(t => [t.textContent, Math.round(t.getBoundingClientRect().left)]);
+  return {clips: ids.length, foreign, plot: ticks(gd), head: head ? ticks(head) : null, width: gd._fullLayout.width};
+}"""
+
+
+@pytest.mark.opens_an_address
+@pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
+def test_figure1_redrawn_for_a_resized_window_clips_to_itself_under_its_own_heads(
+    screen_page: Any, served: dict[str, Any], run64: str
+) -> None:
+    """The window resized (1280×800 to 1920×1080 and back), Plotly draws Figure 1 again at its new width. Its traces
+    were clipped to the rectangles of the width before, kept by the head's copy of the plot's clip paths, which came
+    first in the page under the same ids: most boxes of the score panel were gone after a widening. And the head
+    still showed the axes and column heads of that width, over the plot's own."""
+    pg, size = screen_page, screen_page.viewport_size
+    _open(pg, f"{served['url']}/?run={run64}&node=52", run64)
+    wait_plot(pg, "#figure1", "e._uatsMeta && e._uatsMeta.selected === 52")
+    wait_idle(pg)
+    before = pg.evaluate(CLIPS_AND_HEAD_JS)
+    assert before["clips"] and not before["foreign"], before
+    other = {"width": 1920, "height": 1080} if size["width"] == 1280 else {"width": 1280, "height": 800}
+    pg.set_viewport_size(other)
+    pg.wait_for_function(
+        "(w) => Math.abs(document.querySelector('#figure1 .uats-plot')._fullLayout.width - w) > 50",
+        arg=before["width"],
+    )
+    wait_quiet(pg, 60)  # the redraw and the head's copy after it
+    after = pg.evaluate(CLIPS_AND_HEAD_JS)
+    assert after["clips"] and not after["foreign"], after
+    assert after["plot"] != before["plot"], (before, after)  # the axes moved with the width
+    assert after["head"] == after["plot"], after  # the head shows the plot's axes as they are now
+    shot(pg, f"figure1-resized-to-{other['width']}x{other['height']}", "#figure1")
+
+
 # Every decision label shown and every boxplot glyph part, as the browser drew them (labels: the marks trace's SVG
 # text; compact glyphs: each sub-path of their layout shapes, widened by half the stroke; detailed ones: their shapes
 # and their printed R̄/σ²): the pairs that overlap by more than half a pixel each way.

@@ -60,6 +60,9 @@ const HEAD_SKIP = '.modebar-container, .draglayer, .hoverlayer, .overplot, .laye
   '.yaxislayer-above, .gridlayer, .minor-gridlayer, .zerolinelayer, .layer-subplot, .layer-between';
 function leanCopy(node) {
   const copy = node.cloneNode(false);
+  // without its ids: a url(#id) finds the first element of that id in the page, and that was this copy's, ahead of
+  // the plot. After a resize the plot's traces were clipped to the copy's old clip rectangles (most boxes gone)
+  if (copy.nodeType === 1) copy.removeAttribute('id');
   for (const ch of node.childNodes) {
     if (ch.nodeType !== 1 || !ch.matches(HEAD_SKIP)) copy.appendChild(leanCopy(ch));
   }
@@ -186,8 +189,12 @@ async function show(spec) {
       window.__uatsOpenInspector(!(f1 && f1._uatsMeta && f1._uatsMeta.selected === id));
       requestAnimationFrame(() => ringAt(id));  // the tree's ring moved in place, after the inspector's frame
     });
-    // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag)
-    host.on('plotly_relayout', () => requestAnimationFrame(() => lodRefresh(host)));
+    // a zoom, a pan, a reset or a resize ended: the level of detail may change (not during a drag), and a sticky
+    // head is copied again (after the window's resize it showed the axes and heads of the width before)
+    host.on('plotly_relayout', () => requestAnimationFrame(() => {
+      lodRefresh(host);
+      if (host._uatsMeta && host._uatsMeta.sticky_top) stickyHead(host._uatsMeta.sticky_top);
+    }));
     host._uatsBound = true;
   }
 }
