@@ -15,7 +15,7 @@ import pytest
 
 from testkit.browser import wait_quiet
 
-from .pages import PAIR, fill, shot, wait_idle, wait_plot
+from .pages import PAIR, STEP_S, fill, shot, text_layout, wait_idle, wait_plot
 
 pytestmark = pytest.mark.browser
 
@@ -213,19 +213,22 @@ CLIPS_AND_HEAD_JS = r"""() => {
     .filter(id => { const c = document.getElementById(id); return !c || !gd.contains(c); });
   const ticks = (root) => [...root.querySelectorAll('.xaxislayer-above text')]
     .map(t => [t.textContent, Math.round(t.getBoundingClientRect().left)]);
-  return {clips: ids.length, foreign, plot: ticks(gd), head: head ? ticks(head) : null, width: gd._fullLayout.width};
+  const tree = document.querySelector('#tree .uats-plot');
+  return {clips: ids.length, foreign, plot: ticks(gd), head: head ? ticks(head) : null, width: gd._fullLayout.width,
+          tree: [Math.round(tree._fullLayout.width), tree.clientWidth]};
 }"""
 
 
 @pytest.mark.opens_an_address
 @pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
-def test_figure1_redrawn_for_a_resized_window_clips_to_itself_under_its_own_heads(
+def test_a_resized_window_redraws_the_tree_and_figure1_at_their_new_widths(
     screen_page: Any, served: dict[str, Any], run64: str
 ) -> None:
     """The window resized (1280×800 to 1920×1080 and back), Plotly draws Figure 1 again at its new width. Its traces
     were clipped to the rectangles of the width before, kept by the head's copy of the plot's clip paths, which came
     first in the page under the same ids: most boxes of the score panel were gone after a widening. And the head
-    still showed the axes and column heads of that width, over the plot's own."""
+    still showed the axes and column heads of that width, over the plot's own. The tree, whose layout holds the
+    width its column had beside the inspector, kept it after a widening (422 px in an 816 px column)."""
     pg, size = screen_page, screen_page.viewport_size
     _open(pg, f"{served['url']}/?run={run64}&node=52", run64)
     wait_plot(pg, "#figure1", "e._uatsMeta && e._uatsMeta.selected === 52")
@@ -243,6 +246,11 @@ def test_figure1_redrawn_for_a_resized_window_clips_to_itself_under_its_own_head
     assert after["clips"] and not after["foreign"], after
     assert after["plot"] != before["plot"], (before, after)  # the axes moved with the width
     assert after["head"] == after["plot"], after  # the head shows the plot's axes as they are now
+    pg.wait_for_function(
+        "() => { const t = document.querySelector('#tree .uats-plot');"
+        " return Math.abs(t._fullLayout.width - t.clientWidth) <= 1; }",
+        timeout=STEP_S * 1000,
+    )
     shot(pg, f"figure1-resized-to-{other['width']}x{other['height']}", "#figure1")
 
 
@@ -343,3 +351,41 @@ def test_no_label_over_a_glyph_in_compare(screen_page: Any, served: dict[str, An
         shown += seen["labels"]
     assert shown > 0
     shot(pg, f"compare-labels-off-glyphs-{size['width']}x{size['height']}", full_page=False)
+
+
+# the cost chart's legend and its plot area (where its bars are drawn), as the page lays them out: window pixels
+COST_LEGEND_JS = r"""() => {
+  const gd = document.querySelector('#cost-plot .uats-plot');
+  const box = (e) => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
+                                                                     right: r.right}; };
+  const bars = [...gd.querySelectorAll('.barlayer .point path')].map(box);
+  return {legend: box(gd.querySelector('.legend .bg')), area: box(gd.querySelector('.nsewdrag')), bars};
+}"""
+
+
+@pytest.mark.opens_an_address
+@pytest.mark.parametrize("screen_page", SCREENS, indirect=True)
+def test_the_cost_chart_s_legend_and_titles_cover_no_bar_and_no_label(
+    screen_page: Any, served: dict[str, Any], run64: str
+) -> None:
+    """The legend of the cost chart under the tree sat inside its plot area, its white box over the top of the
+    tallest bars: bars of the same height read as shorter where the legend covered them. Its axes' titles sat on
+    tick labels ("11.19k" on "cost so far", "6" on "iteration")."""
+    pg = screen_page
+    _open(pg, f"{served['url']}/?run={run64}", run64)
+    pg.locator("#cost-plot").scroll_into_view_if_needed()
+    seen = pg.evaluate(COST_LEGEND_JS)
+    assert seen["bars"], seen
+    legend = seen["legend"]
+    over = [
+        b
+        for b in seen["bars"]
+        if min(b["bottom"], legend["bottom"]) - max(b["top"], legend["top"]) > 0.5
+        and min(b["right"], legend["right"]) - max(b["left"], legend["left"]) > 0.5
+    ]
+    assert not over, (legend, over)
+    assert legend["bottom"] <= seen["area"]["top"] + 0.5, seen  # above the plot area, where no bar reaches
+    texts = text_layout(pg, "#cost-plot")  # and its axes' titles clear of their tick labels
+    assert texts["count"] >= 8 and not texts["overlaps"] and not texts["clipped"], texts
+    size = pg.viewport_size
+    shot(pg, f"cost-chart-{size['width']}x{size['height']}", "#cost-plot")

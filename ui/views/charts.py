@@ -12,7 +12,7 @@ from uats_core.records import StepInfo
 def cost_figure(
     iterations: Sequence[Mapping[str, Any]],
     current: int | None = None,
-    height: int = 200,
+    height: int = 238,  # a plot area of 160 px between the legend's row and the iterations' axis
     others: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
 ) -> dict[str, Any]:
     """Cost spent per iteration (bars) and in total (line); `others` adds more runs' totals for compare."""
@@ -65,14 +65,17 @@ def cost_figure(
         )
     layout = {
         "height": height,
-        "margin": {"l": 50, "r": 50, "t": 10, "b": 30},
+        # the legend's row above the plot area (at y 1.1 inside a 10 px margin, its box covered the tallest bars'
+        # tops: bars of one height read as shorter under it)
+        # the right and bottom margins hold the tick labels and the axes' titles apart ("16.79k" beside "cost so far")
+        "margin": {"l": 50, "r": 72, "t": 34, "b": 44},
         "barmode": "overlay",
         "uirevision": "cost",
         # the bars are the cost of one iteration (named "step", it read as a tree step), the line the sum
         "xaxis": {"title": {"text": "iteration"}},
         "yaxis": {"title": {"text": "cost per iteration"}, "rangemode": "tozero"},
         "yaxis2": {"overlaying": "y", "side": "right", "title": {"text": "cost so far"}, "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": 1.1},
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1, "yanchor": "bottom"},
         "shapes": shapes,
         "plot_bgcolor": "white",
     }
