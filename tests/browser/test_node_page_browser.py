@@ -116,3 +116,25 @@ def test_the_studio_s_inspector_gives_the_node_s_link(laptop_page: Any, served: 
     linked = opened.value
     _figure1_for(linked, node)
     assert "/node?" in linked.url
+
+
+TREE_FITS_JS = """() => { const t = document.querySelector('#tree .uats-plot');
+  return !!t && !!t._fullLayout && Math.abs(t._fullLayout.width - t.clientWidth) <= 1; }"""
+
+
+@pytest.mark.parametrize("fresh", ["1280x800"], indirect=True)
+def test_a_widened_window_widens_the_tree(fresh: Any, served: dict[str, Any]) -> None:
+    """Opened at 1280×800 and widened to 1920×1080, the page's tree kept the width it had (448 px in an 862 px
+    column): a relayout of its height, the legend's fit at that width, left its layout with a width, which Plotly's
+    own resize leaves alone (ui/js/plot.js now fits each plot to its box once the window has stopped changing)."""
+    pg, node = fresh, _a_step_node(served)
+    pg.goto(f"{served['url']}/node?run={RUN}&node={node}")
+    _figure1_for(pg, node)
+    wait_plot(pg, "#tree", f"e.dataset.run === '{RUN}'")
+    pg.wait_for_function(TREE_FITS_JS)
+    narrow = pg.evaluate("() => document.querySelector('#tree .uats-plot').clientWidth")
+    pg.set_viewport_size(SCREENS["1920x1080"])
+    pg.wait_for_function(f"() => document.querySelector('#tree .uats-plot').clientWidth > {narrow} + 100")
+    pg.wait_for_function(TREE_FITS_JS)
+    pg.wait_for_function(RING_ON_JS, arg=["#tree", node])  # its ring still on the node
+    shot(pg, "node-page-widened-1920x1080", full_page=False)

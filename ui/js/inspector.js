@@ -87,11 +87,6 @@ if (!window.__uatsInspector) {
     resizeNow();
   };
   element.querySelector('.uats-close').addEventListener('click', () => { closedFor = heading() || null; close(); });
-  // The window resized: Plotly's own resize leaves a plot whose layout has a width (the tree, once resizePlots set
-  // it) as it was, so after a widening the tree kept the narrow width of its column before. Once the window has
-  // stopped changing, each plot takes its box's width.
-  let resizing = null;
-  window.addEventListener('resize', () => { clearTimeout(resizing); resizing = setTimeout(resizePlots, 200); });
   const sync = () => {
     fitBar();
     const h = heading();

@@ -198,6 +198,20 @@ async function show(spec) {
     host._uatsBound = true;
   }
 }
+// The window resized: Plotly's own resize leaves alone a plot whose layout has a width, and a relayout of a plot's
+// height (its legend's fit) or width (the inspector's opening) gives it one. So after a widening the tree kept the
+// narrow width it had: 422 px in an 816 px column in the studio, 448 in 862 on a node's page. Once the window has
+// stopped changing, the plot takes its box's width (and its legend's fit there), as the inspector's resize does.
+let resizing = null;
+async function fitWidth() {
+  const fl = host._fullLayout, w = host.clientWidth;
+  if (!fl || !host.data || host.offsetParent === null || Math.abs((fl.width || 0) - w) <= 1) return;
+  if (host._uatsBusy) { resizing = setTimeout(fitWidth, 200); return; }  // after the draw under way
+  const h = heightAt(host._uatsBaseH, w);
+  await Plotly.relayout(host, h ? {width: w, height: h} : {width: w});
+  if (host._uatsFit) await host._uatsFit();
+}
+window.addEventListener('resize', () => { clearTimeout(resizing); resizing = setTimeout(fitWidth, 200); });
 async function drain() {
   // one figure at a time, in order; a frame stays on screen a moment before the next replaces it, and
   // a page that fell behind (several frames waiting) paints each once and goes on, so it catches up;
