@@ -65,9 +65,8 @@ def cost_figure(
         )
     layout = {
         "height": height,
-        # the legend's row above the plot area (at y 1.1 inside a 10 px margin, its box covered the tallest bars'
-        # tops: bars of one height read as shorter under it)
-        # the right and bottom margins hold the tick labels and the axes' titles apart ("16.79k" beside "cost so far")
+        # the legend in a row of its own above the plot area (at y 1.1 in a 10 px margin its box covered the tallest
+        # bars' tops, which then read as shorter), and room for the axes' titles beside their tick labels
         "margin": {"l": 50, "r": 72, "t": 34, "b": 44},
         "barmode": "overlay",
         "uirevision": "cost",
