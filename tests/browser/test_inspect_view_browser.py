@@ -373,6 +373,7 @@ def test_the_cost_chart_s_legend_and_titles_cover_no_bar_and_no_label(
     tick labels ("11.19k" on "cost so far", "6" on "iteration")."""
     pg = screen_page
     _open(pg, f"{served['url']}/?run={run64}", run64)
+    wait_plot(pg, "#cost-plot", "e.dataset.drawnAt")
     pg.locator("#cost-plot").scroll_into_view_if_needed()
     seen = pg.evaluate(COST_LEGEND_JS)
     assert seen["bars"], seen
