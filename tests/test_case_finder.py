@@ -35,6 +35,7 @@ from ui.jobs.warm import ModelCache
 from ui.tabs.case_finder import batch_requests
 from ui.tabs.search_layout import CONFIG_FIELDS
 from ui.views.counterfactual import OTHER, RIGHT_TO_WRONG, WRONG_TO_RIGHT, find_cases, found_rows, found_summary
+from ui.views.run_status import NO_ANSWER
 from ui.views.treedata import RunData
 
 needs_models = pytest.mark.skipif(not (DEFAULT_PRM / "config.json").is_file(), reason="embedded models missing")
@@ -125,7 +126,7 @@ def test_cases_are_pairs_whose_answer_uncertainty_changed_ranked_by_direction() 
     assert found.by_direction == {WRONG_TO_RIGHT: 1, RIGHT_TO_WRONG: 1, OTHER: 2}
     rows = found_rows(found)
     assert rows[0] == [1, "p2", "pol · prm", "16 · 0", "5 (right)", "6 (wrong)", WRONG_TO_RIGHT, "–"]
-    assert rows[3][5] == "–"  # p5's counterfactual gave no answer
+    assert rows[3][5] == NO_ANSWER  # p5's counterfactual gave no answer: said as the run bar says it
     assert found_summary(found) == (
         "uncertainty changed the answer in 4 of 5 pair(s) on 5 problem(s): 1 wrong → "
         "right, 1 right → wrong, 2 to another answer"

@@ -29,7 +29,7 @@ from ..views.decisions import explain_node, explain_step, step_of
 from ..views.divergence import Divergence, counterpart, decision_divergence, divergence_text
 from ..views.export import ExportError, safe_name, write_bundle
 from ..views.figure1 import step_figure
-from ..views.run_status import outcome, run_label
+from ..views.run_status import outcome, run_label, said_answer
 from ..views.safe_text import md_inline, md_text
 from ..views.scripts import page_script
 from ..views.treedata import RunData
@@ -63,9 +63,9 @@ def _summary(a: RunData, b: RunData, div: Divergence, crange: tuple[float, float
     )
     name_a, name_b = pair_labels(a.run, b.run)
     return (
-        f"**{md_text(name_a)}** ({outcome(a.run)}, answer {md_inline(a.run.get('answer'), 80)}, "
+        f"**{md_text(name_a)}** ({outcome(a.run)}, answer {md_inline(said_answer(a.run), 80)}, "
         f"cost {float(a.run.get('cost') or 0):,.0f}) vs **{md_text(name_b)}** "
-        f"({outcome(b.run)}, answer {md_inline(b.run.get('answer'), 80)}, cost "
+        f"({outcome(b.run)}, answer {md_inline(said_answer(b.run), 80)}, cost "
         f"{float(b.run.get('cost') or 0):,.0f}) · shared colour scale R̄ ∈ [{crange[0]:.2f}, {crange[1]:.2f}]"
         + ("" if same else " · ⚠ different problem, seed or budget")
         + f"\n\n**Where they first differ:** {md_text(divergence_text(div))}"

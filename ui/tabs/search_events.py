@@ -24,7 +24,7 @@ from ..choices import APP_POLICY_OPTIONS, APP_PRM_OPTIONS, ARITH, ServerChoices,
 from ..glossary import form_name
 from ..jobs.pool import QueueFull, RunRequest, session_of
 from ..views.charts import cost_figure, knobs_figure
-from ..views.run_status import outcome, run_status_md
+from ..views.run_status import outcome, run_status_md, said_answer
 from ..views.safe_text import md_inline, md_text
 from .common import LIVE, AppContext, RunReads, fig_json, keyed, lines, notice
 from .page_state import OpenRun
@@ -345,7 +345,7 @@ def _progress_notice(s: OpenRun, run: dict[str, Any]) -> Any:
     if status == RunStatus.RUNNING:
         return notice(f"run {rid} running: {run.get('method')} on {run.get('problem_id')}", ok=True)
     if status == RunStatus.FINISHED:
-        return notice(f"run {rid} finished: answer {run.get('answer')} ({outcome(run)})", ok=True)
+        return notice(f"run {rid} finished: answer {said_answer(run)} ({outcome(run)})", ok=True)
     return notice(f"run {rid} {status}" + (f": {run['error']}" if run.get("error") else ""))
 
 

@@ -15,7 +15,7 @@ from .divergence import decision_divergence, divergence_text
 from .export import ExportBundle, ExportTable
 from .figstyle import fmt_mean, fmt_var
 from .figure1 import step_figure
-from .run_status import outcome
+from .run_status import outcome, said_answer
 from .safe_text import hide_server_paths, model_name
 from .treedata import RunData
 from .treefig import tree_figure
@@ -130,7 +130,7 @@ def run_bundle(data: RunData, name: str | None = None, stars: Sequence[dict[str,
         table_header=["depth", "step", "R̄", "σ²", "K", "verdict"],
         table_rows=rows,
         caption=(
-            f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {run.get('answer')} "
+            f"{run.get('method')} on {run.get('problem_id')}, seed {run.get('seed')}: answer {said_answer(run)} "
             f"({outcome(run)}), cost {float(run.get('cost') or 0):,.0f}. Table: the chosen answer's path; "
             "R̄ and σ² over each step's K passes (the σ² its gate read, before any extra passes: the export's "
             "gate records)."
@@ -165,7 +165,7 @@ def divergence_record(a: RunData, b: RunData) -> dict[str, Any] | None:
 def _said(a: RunData, b: RunData) -> tuple[str, str]:
     """Each run's answer and whether it is right, under the names the pair gives them (comparison.pair_labels)."""
     said = [
-        f"{side} ({label}): answer {d.run.get('answer')} ({outcome(d.run)})"
+        f"{side} ({label}): answer {said_answer(d.run)} ({outcome(d.run)})"
         for side, d, label in zip("AB", (a, b), pair_labels(a.run, b.run))
     ]
     return said[0], said[1]

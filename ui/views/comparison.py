@@ -12,7 +12,7 @@ from uats_core.status import RunStatus
 
 from .divergence import Divergence, decision_divergence, first_divergence
 from .figstyle import shared_colour_range
-from .run_status import outcome
+from .run_status import outcome, said_answer
 from .treedata import RunData, shared_prefixes
 from .treefig import tree_figure
 from .treeview import ViewOptions
@@ -53,7 +53,7 @@ def compare_rows(a: RunData, b: RunData) -> tuple[list[list[Any]], int | None]:
                 r["run_id"][:8],
                 label,
                 r.get("status"),
-                r.get("answer"),
+                said_answer(r),
                 outcome(r),
                 r.get("naive_answer"),
                 round(float(r.get("cost") or 0), 1),

@@ -18,7 +18,7 @@ from uats_core.status import RunStatus
 
 from .comparison import pair_key
 from .divergence import _keys
-from .run_status import outcome
+from .run_status import outcome, said_answer
 from .safe_text import model_name
 from .treedata import RunData
 
@@ -182,8 +182,8 @@ def find_cases(
 
 
 def _shown(run: dict[str, Any]) -> str:
-    said, answer = outcome(run), run.get("answer")
-    return ("–" if answer is None else str(answer)) + (f" ({said})" if said in ("right", "wrong") else "")
+    said = outcome(run)
+    return (said_answer(run) or "–") + (f" ({said})" if said in ("right", "wrong") else "")
 
 
 def found_rows(found: Found) -> list[list[Any]]:

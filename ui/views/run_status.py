@@ -40,6 +40,16 @@ def pair_label(policy: Any, prm: Any) -> str:
     return f"{pair} ({BUILTIN_ROLES[pair]})" if pair in BUILTIN_ROLES else pair
 
 
+NO_ANSWER = "none"  # a finished run that gave no answer, as the run bar and the Runs table both say it
+
+
+def said_answer(run: dict[str, Any]) -> str | None:
+    """The run's answer as every panel says it: NO_ANSWER for a finished run without one, None (not said) before."""
+    if run.get("answer") is not None:
+        return str(run["answer"])
+    return NO_ANSWER if run.get("status") == RunStatus.FINISHED else None
+
+
 def _whole(value: Any) -> int | None:
     """A count or a setting shown as a whole number (a budget stored as 16.0 reads 16), None when absent."""
     return None if value is None or value == "" else int(round(float(value)))
@@ -65,7 +75,7 @@ def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[Any]]:
                 _whole(cfg.get("budget")),
                 r.get("status"),
                 outcome(r),
-                r.get("answer"),
+                said_answer(r),
                 _whole(r.get("cost") or 0.0),
                 _whole(r.get("iterations")),
                 _whole(r.get("n_nodes")),
@@ -138,8 +148,8 @@ def run_status_md(
                 f"({ {True: 'right', False: 'wrong'}.get(run.get('naive_correct'), 'ungraded') })"
             )
         )
-        said_answer = f"**{md_inline(run.get('answer'), 60)}**" if run.get("answer") is not None else "none"
-        head += f" · answer {said_answer} ({outcome(run)}; {said})" + (
+        answer = f"**{md_inline(run.get('answer'), 60)}**" if run.get("answer") is not None else NO_ANSWER
+        head += f" · answer {answer} ({outcome(run)}; {said})" + (
             " · the tool's choice" if source and run.get("answer") is not None else "" if source else naive
         )
     spent = "" if source else " · cost spent"  # another tool's cost is not ours
