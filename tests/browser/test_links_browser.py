@@ -134,8 +134,13 @@ class HeldQueue:
         if refuse_early_figure1:  # the Figure 1 a studio address asks for as the page starts (link_prefetch.js)
             pg.route("**/node/figure1*", lambda route: route.abort())
 
+    @staticmethod
+    def _fn(route: Any) -> Any:
+        """The event a held or arriving `queue/join` request is for (its fn_index)."""
+        return json.loads(route.request.post_data or "{}").get("fn_index")
+
     def _join(self, route: Any) -> None:
-        if self.open or json.loads(route.request.post_data or "{}").get("fn_index") in self.through:
+        if self.open or self._fn(route) in self.through:
             route.continue_()
         else:
             self.held.append(route)
@@ -155,7 +160,7 @@ class HeldQueue:
     def let_go(self, fns: frozenset[int]) -> None:
         """The held requests of the events `fns` sent on, and those events' requests from now on never held."""
         self.through = self.through | fns
-        for route in [r for r in self.held if json.loads(r.request.post_data or "{}").get("fn_index") in fns]:
+        for route in [r for r in self.held if self._fn(r) in fns]:
             self.held.remove(route)
             route.continue_()
 

@@ -30,11 +30,8 @@ if (!window.__uatsInspector) {
   const resizePlots = () => requestAnimationFrame(() => {
     for (const sel of ['#tree', '#figure1', '#cost-plot', '#knobs-plot']) {
       const gd = document.querySelector(sel + ' .uats-plot');
-      if (gd && gd.data && gd._fullLayout && gd.offsetParent !== null && window.Plotly) {
-        const w = gd.clientWidth, h = gd._uatsHeightAt && gd._uatsHeightAt(w);  // its legend's fit at w, if known
-        const sized = Math.abs((gd._fullLayout.width || 0) - w) > 1
-          ? Plotly.relayout(gd, h ? {width: w, height: h} : {width: w}) : Promise.resolve();
-        sized.then(() => gd._uatsFit && gd._uatsFit());  // a narrower tree's legend wraps more
+      if (gd && gd.data && gd._fullLayout && gd.offsetParent !== null && gd._uatsSizeToBox) {
+        gd._uatsSizeToBox().then(() => gd._uatsFit && gd._uatsFit());  // a narrower tree's legend wraps more
       }
     }
   });

@@ -102,7 +102,15 @@ function heightAt(base, w) {
   const px = base && host._uatsExtra ? host._uatsExtra.get(w) : undefined;
   return px === undefined ? null : base + px;
 }
-host._uatsHeightAt = (w) => heightAt(host._uatsBaseH, w);  // ui/js/inspector.js resizePlots
+// the plot at its box's width, at its legend's fit there when one is known: true when it was relaid out (for
+// ui/js/inspector.js resizePlots, and fitWidth below after the window's resize)
+const offBox = () => Math.abs((host._fullLayout.width || 0) - host.clientWidth) > 1;
+host._uatsSizeToBox = async () => {
+  if (!offBox()) return false;
+  const w = host.clientWidth, h = heightAt(host._uatsBaseH, w);
+  await Plotly.relayout(host, h ? {width: w, height: h} : {width: w});
+  return true;
+};
 // Plotly can place a legend by the plot area of the draw before: after a draw or relayout that moved the plot area
 // (the legend pushing the margin, the width or height changed) it stayed where that draw had it, over the tree's
 // lowest steps or apart from them. Its position (translate, px), against where its layout puts it
@@ -204,12 +212,9 @@ async function show(spec) {
 // stopped changing, the plot takes its box's width (and its legend's fit there), as the inspector's resize does.
 let resizing = null;
 async function fitWidth() {
-  const fl = host._fullLayout, w = host.clientWidth;
-  if (!fl || !host.data || host.offsetParent === null || Math.abs((fl.width || 0) - w) <= 1) return;
+  if (!host._fullLayout || !host.data || host.offsetParent === null || !offBox()) return;
   if (host._uatsBusy) { resizing = setTimeout(fitWidth, 200); return; }  // after the draw under way
-  const h = heightAt(host._uatsBaseH, w);
-  await Plotly.relayout(host, h ? {width: w, height: h} : {width: w});
-  if (host._uatsFit) await host._uatsFit();
+  if ((await host._uatsSizeToBox()) && host._uatsFit) await host._uatsFit();
 }
 window.addEventListener('resize', () => { clearTimeout(resizing); resizing = setTimeout(fitWidth, 200); });
 async function drain() {
